@@ -1,0 +1,236 @@
+"""Command line: ``dptune run | worker | status | analyze | evaluate | dp | subgrid | data``.
+
+Bad input ends with one line ``dptune: <file>: <field>: <problem>`` and exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from dptune.errors import DptuneError, input_error
+
+
+def _cutoffs(text: str) -> tuple[int, ...]:
+    try:
+        vals = tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise input_error("--cutoffs", None, f"expected comma-separated integers, got {text!r}") from None
+    if not vals or any(v < 1 for v in vals):
+        raise input_error("--cutoffs", None, "cutoffs must be positive integers")
+    return vals
+
+
+def _default_results(name: str) -> Path:
+    return Path("results") / name
+
+
+def _default_reports(name: str) -> Path:
+    return Path("reports") / name
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from dptune.analyze import analyze_results
+    from dptune.config import load_experiment
+    from dptune.sweep import run_experiment
+
+    exp = load_experiment(args.config)
+    results = Path(args.results) if args.results else _default_results(exp.name)
+    store = run_experiment(exp, results, storage_url=args.storage, jobs=args.jobs,
+                           progress=not args.no_progress)
+    print(f"results: {store.root}")
+    if not args.no_analyze:
+        reports = Path(args.reports) if args.reports else _default_reports(exp.name)
+        files = analyze_results(store.root, reports)
+        print(f"reports: {reports} ({len(files)} files; see {reports / 'report.md'})")
+    return 0
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    from dptune.config import load_experiment
+    from dptune.sweep import init_results, worker
+
+    exp = load_experiment(args.config)
+    results = Path(args.results) if args.results else _default_results(exp.name)
+    init_results(exp, results)
+    n = worker(exp, results, args.storage)
+    print(f"worker finished: {n} units computed here")
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from dptune.config import load_experiment
+    from dptune.sweep import status
+
+    exp = load_experiment(args.config) if args.config else None
+    if args.results is None and exp is None:
+        raise input_error("status", "RESULTS_DIR", "give a results directory or --config")
+    results = Path(args.results) if args.results else _default_results(exp.name)
+    st = status(exp, results, args.storage)
+    print(f"{'algorithm':<16}{'total':>8}{'done':>8}{'running':>9}{'failed':>8}{'remaining':>11}")
+    for name, s in st["algorithms"].items():
+        print(f"{name:<16}{s['total']:>8}{s['done']:>8}{s['running']:>9}{s['failed']:>8}{s['remaining']:>11}")
+    return 0
+
+
+def cmd_analyze(args: argparse.Namespace) -> int:
+    from dptune.analyze import analyze_results
+    from dptune.store import ResultStore
+
+    store = ResultStore(args.results_dir)
+    name = store.manifest()["experiment"]
+    reports = Path(args.reports) if args.reports else _default_reports(name)
+    overrides = {k: v for k, v in {
+        "n_pairs": args.pairs, "seed": args.seed, "test": args.test, "alpha": args.alpha,
+        "correction": args.correction, "bootstrap": args.bootstrap,
+    }.items() if v is not None}
+    files = analyze_results(store.root, reports, **overrides)
+    print(f"reports: {reports} ({len(files)} files; see {reports / 'report.md'})")
+    return 0
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from dptune.trec import evaluate_run, read_qrels, read_run, read_train, write_per_user
+
+    df = evaluate_run(read_run(args.run), read_qrels(args.qrels), read_train(args.train),
+                      cutoffs=_cutoffs(args.cutoffs), threshold=args.threshold,
+                      relevance_aware=args.novelty == "relevance-aware")
+    write_per_user(df, args.out)
+    print(f"{args.out}: {df['user'].nunique()} users x {df.groupby(['metric', 'cutoff']).ngroups} metric@cutoff")
+    return 0
+
+
+def cmd_dp(args: argparse.Namespace) -> int:
+    from dptune.analyze import analyze_runs
+
+    files = analyze_runs(args.runs, args.qrels, args.train, Path(args.reports),
+                         cutoffs=_cutoffs(args.cutoffs), threshold=args.threshold,
+                         n_pairs=args.pairs, seed=args.seed, test=args.test)
+    print(f"reports: {args.reports} ({len(files)} files)")
+    return 0
+
+
+def cmd_subgrid(args: argparse.Namespace) -> int:
+    from dptune.analyze import write_subgrid
+
+    out = write_subgrid(args.results_dir, args.algorithm, args.metric, args.cutoff, args.radius, args.out)
+    print(f"sub-grid written to {out}")
+    return 0
+
+
+def cmd_data(args: argparse.Namespace) -> int:
+    from dptune.data import dataset_stats, fetch, load_dataset
+
+    if args.data_cmd == "fetch":
+        path = fetch(args.name)
+        ds = load_dataset(args.name)
+        st = dataset_stats(ds)
+        print(f"{args.name}: {path} ({st['ratings']:,} ratings, {st['users']:,} users, {st['items']:,} items)")
+        return 0
+    ds = load_dataset(args.source, fmt=args.format)
+    st = dataset_stats(ds)
+    print("| Dataset | Users | Items | Ratings | Sparsity |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    print(f"| {ds.name} | {st['users']} | {st['items']} | {st['ratings']} | {100 * st['sparsity']:.2f}% |")
+    for line in ds.log:
+        print(f"note: {line}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every sub-command."""
+    p = argparse.ArgumentParser(prog="dptune", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    r = sub.add_parser("run", help="sweep an experiment (resumable), then analyze it")
+    r.add_argument("config")
+    r.add_argument("--results", help="results directory (default results/<name>)")
+    r.add_argument("--reports", help="reports directory (default reports/<name>)")
+    r.add_argument("--storage", help="optuna storage URL (default sqlite in the results directory)")
+    r.add_argument("--jobs", type=int, help="parallel worker processes (default from config)")
+    r.add_argument("--no-progress", action="store_true", help="no progress bar")
+    r.add_argument("--no-analyze", action="store_true", help="skip the analysis stage")
+    r.set_defaults(func=cmd_run)
+
+    w = sub.add_parser("worker", help="join a sweep as one more worker (any machine)")
+    w.add_argument("config")
+    w.add_argument("--storage", required=True, help="shared optuna storage URL (e.g. postgresql://...)")
+    w.add_argument("--results", help="shared results directory")
+    w.set_defaults(func=cmd_worker)
+
+    s = sub.add_parser("status", help="done / running / failed / remaining units")
+    s.add_argument("results", nargs="?")
+    s.add_argument("--config")
+    s.add_argument("--storage")
+    s.set_defaults(func=cmd_status)
+
+    a = sub.add_parser("analyze", help="discriminative power tables and figures from a results directory")
+    a.add_argument("results_dir")
+    a.add_argument("--reports")
+    a.add_argument("--pairs", type=int)
+    a.add_argument("--seed", type=int)
+    a.add_argument("--test", choices=["t", "wilcoxon", "bootstrap", "permutation"])
+    a.add_argument("--alpha", type=float)
+    a.add_argument("--correction", choices=["none", "holm", "bh"])
+    a.add_argument("--bootstrap", type=int, help="bootstrap replicates for DP confidence intervals")
+    a.set_defaults(func=cmd_analyze)
+
+    e = sub.add_parser("evaluate", help="per-user metrics of an external TREC run")
+    e.add_argument("--run", required=True)
+    e.add_argument("--qrels", required=True)
+    e.add_argument("--train", required=True)
+    e.add_argument("--cutoffs", default="1,5,10")
+    e.add_argument("--threshold", type=float, default=4.0)
+    e.add_argument("--novelty", choices=["relevance-aware", "relevance-unaware"], default="relevance-aware")
+    e.add_argument("--out", required=True)
+    e.set_defaults(func=cmd_evaluate)
+
+    d = sub.add_parser("dp", help="discriminative power of a set of external TREC runs")
+    d.add_argument("--runs", required=True, help="directory of run files (one per system; sub-directories = folds)")
+    d.add_argument("--qrels", required=True, help="qrels file, or directory with one per fold")
+    d.add_argument("--train", required=True, help="train file, or directory with one per fold")
+    d.add_argument("--reports", default="reports/runs")
+    d.add_argument("--cutoffs", default="1,5,10")
+    d.add_argument("--threshold", type=float, default=4.0)
+    d.add_argument("--pairs", type=int, default=25)
+    d.add_argument("--seed", type=int, default=42)
+    d.add_argument("--test", choices=["t", "wilcoxon", "bootstrap", "permutation"], default="t")
+    d.set_defaults(func=cmd_dp)
+
+    g = sub.add_parser("subgrid", help="the paper's sub-grid around the best value of each hyperparameter")
+    g.add_argument("results_dir")
+    g.add_argument("--algorithm", default="bpr-mf")
+    g.add_argument("--metric", default="ndcg")
+    g.add_argument("--cutoff", type=int, default=10)
+    g.add_argument("--radius", type=int, default=2)
+    g.add_argument("--out", required=True)
+    g.set_defaults(func=cmd_subgrid)
+
+    dt = sub.add_parser("data", help="fetch data sets or print their statistics (Table 1)")
+    dsub = dt.add_subparsers(dest="data_cmd", required=True)
+    f = dsub.add_parser("fetch", help="download ml-100k or ml-1m into the cache ($DPTUNE_DATA)")
+    f.add_argument("name", choices=["ml-100k", "ml-1m"])
+    i = dsub.add_parser("info", help="Table 1 statistics of a data set name or file")
+    i.add_argument("source")
+    i.add_argument("--format", default="auto")
+    dt.set_defaults(func=cmd_data)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; user errors print one line and return 2."""
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except DptuneError as err:
+        print(f"dptune: {err}", file=sys.stderr)
+        return err.exit_code
+    except KeyboardInterrupt:
+        print("dptune: interrupted; finished units are kept, run the same command to resume", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

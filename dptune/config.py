@@ -1,0 +1,288 @@
+"""Experiment configuration: a TOML file validated into an :class:`Experiment`.
+
+Every field has a default except ``name`` and ``[[algorithms]]``; a misspelt or unknown field is
+an error naming the file and the field (with a suggestion), never silently ignored.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import re
+import tomllib
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from dptune.errors import input_error
+from dptune.grids import Grid, load_grid
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+METRIC_NAMES = ("ndcg", "precision", "recall", "mrr", "efd", "epc")
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    """Where the ratings come from and which optional pre-filters apply (SPEC 1)."""
+
+    source: str = "ml-latest-small"
+    format: str = "auto"
+    min_rating: float | None = None
+    kcore: int = 0
+
+
+@dataclass(frozen=True)
+class SplitConfig:
+    """Test split and cross-validation on its training part (SPEC 2)."""
+
+    method: str = "temporal"  # temporal | random | leave-one-out
+    train_ratio: float = 0.8
+    min_user_interactions: int = 5
+    folds: int = 10
+    fold_method: str = "user_stratified"  # user_stratified | random | user_temporal
+    seed: int | None = None
+
+
+@dataclass(frozen=True)
+class EvaluationConfig:
+    """Protocol "all unrated items", relevance threshold and cutoffs (SPEC 5)."""
+
+    cutoffs: tuple[int, ...] = (1, 5, 10)
+    relevance_threshold: float = 4.0
+    metrics: tuple[str, ...] = METRIC_NAMES
+    novelty: str = "relevance-aware"  # relevance-aware | relevance-unaware
+    user_block: int = 1024
+    test_split: bool = True
+
+
+@dataclass(frozen=True)
+class AnalysisConfig:
+    """Discriminative-power analysis settings (SPEC 6-7)."""
+
+    n_pairs: int = 25
+    seed: int | None = None
+    test: str = "t"  # t | wilcoxon | bootstrap | permutation
+    alpha: float = 0.05
+    correction: str = "none"  # none | holm | bh
+    n_resamples: int = 1000
+    bootstrap: int = 0
+    primary_metric: str = "ndcg"
+    primary_cutoff: int = 10
+
+
+@dataclass(frozen=True)
+class SweepConfig:
+    """How the sweep runs: parallel jobs and the optuna storage (default: SQLite in results)."""
+
+    jobs: int = 1
+    storage: str | None = None
+
+
+@dataclass(frozen=True)
+class AlgorithmConfig:
+    """One algorithm to sweep: a display ``name``, a model ``type`` and its grid file."""
+
+    name: str
+    type: str
+    grid: str
+    grid_path: str = ""
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """A validated experiment; ``grids`` holds each algorithm's expanded grid."""
+
+    name: str
+    source: str
+    seed: int = 42
+    description: str = ""
+    data: DataConfig = field(default_factory=DataConfig)
+    split: SplitConfig = field(default_factory=SplitConfig)
+    evaluation: EvaluationConfig = field(default_factory=EvaluationConfig)
+    analysis: AnalysisConfig = field(default_factory=AnalysisConfig)
+    sweep: SweepConfig = field(default_factory=SweepConfig)
+    algorithms: tuple[AlgorithmConfig, ...] = ()
+    grids: dict[str, Grid] = field(default_factory=dict, compare=False)
+
+    @property
+    def split_seed(self) -> int:
+        """Seed of the fold assignment (defaults to the experiment seed)."""
+        return self.seed if self.split.seed is None else self.split.seed
+
+    @property
+    def analysis_seed(self) -> int:
+        """Seed of the pair sampling (defaults to the experiment seed)."""
+        return self.seed if self.analysis.seed is None else self.analysis.seed
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict of every setting (for the manifest)."""
+        d = asdict(self)
+        d.pop("grids", None)
+        return d
+
+    def fingerprint(self) -> str:
+        """Hash of everything that changes the per-user results (not analysis or sweep settings)."""
+        d = self.to_dict()
+        for k in ("analysis", "sweep", "description", "source", "name"):
+            d.pop(k, None)
+        d["grids"] = {a: g.fingerprint() for a, g in self.grids.items()}
+        for a in d["algorithms"]:
+            a.pop("grid_path", None)
+            a.pop("grid", None)
+        blob = json.dumps(d, sort_keys=True, default=str)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _suggest(key: str, allowed: list[str]) -> str:
+    near = difflib.get_close_matches(key, allowed, n=1)
+    return f" (did you mean '{near[0]}'?)" if near else f" (allowed: {', '.join(allowed)})"
+
+
+def _build(cls: type, table: Any, source: str, prefix: str) -> Any:
+    """Instantiate a config dataclass from a TOML table, rejecting unknown keys and bad types."""
+    if not isinstance(table, dict):
+        raise input_error(source, prefix.rstrip("."), "must be a table")
+    known = {f.name: f for f in fields(cls)}
+    kwargs = {}
+    for key, val in table.items():
+        if key not in known or key == "grid_path":
+            raise input_error(source, f"{prefix}{key}",
+                              "unknown field" + _suggest(key, [k for k in known if k != "grid_path"]))
+        default = known[key].default
+        if isinstance(default, tuple):
+            if not isinstance(val, list):
+                raise input_error(source, f"{prefix}{key}", "must be a list")
+            val = tuple(val)
+        elif isinstance(default, bool):
+            if not isinstance(val, bool):
+                raise input_error(source, f"{prefix}{key}", "must be true or false")
+        elif isinstance(default, int) and not isinstance(default, bool):
+            if not isinstance(val, int) or isinstance(val, bool):
+                raise input_error(source, f"{prefix}{key}", f"must be an integer, got {val!r}")
+        elif isinstance(default, float):
+            if not isinstance(val, (int, float)) or isinstance(val, bool):
+                raise input_error(source, f"{prefix}{key}", f"must be a number, got {val!r}")
+            val = float(val)
+        elif isinstance(default, str) and not isinstance(val, str):
+            raise input_error(source, f"{prefix}{key}", f"must be a string, got {val!r}")
+        kwargs[key] = val
+    try:
+        return cls(**kwargs)
+    except TypeError as err:  # a required field is missing
+        missing = re.findall(r"'(\w+)'", str(err))
+        raise input_error(source, f"{prefix}{missing[0] if missing else '?'}",
+                          "required field is missing") from None
+
+
+def _choice(source: str, where: str, value: Any, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise input_error(source, where, f"{value!r} is not one of {', '.join(allowed)}"
+                          + _suggest(str(value), list(allowed)))
+
+
+def _resolve(path: str, config_path: Path) -> Path | None:
+    p = Path(path)
+    if p.is_absolute():
+        return p if p.exists() else None
+    for base in (Path.cwd(), config_path.parent, config_path.parent.parent):
+        if (base / p).exists():
+            return (base / p).resolve()
+    return None
+
+
+def _validate(exp: Experiment, src: str) -> None:
+    s, e, a = exp.split, exp.evaluation, exp.analysis
+    _choice(src, "split.method", s.method, ("temporal", "random", "leave-one-out"))
+    _choice(src, "split.fold_method", s.fold_method, ("user_stratified", "random", "user_temporal"))
+    if s.folds < 2:
+        raise input_error(src, "split.folds", "needs at least 2 folds")
+    if not 0.0 < s.train_ratio < 1.0:
+        raise input_error(src, "split.train_ratio", "must be between 0 and 1")
+    if s.min_user_interactions < 1:
+        raise input_error(src, "split.min_user_interactions", "must be at least 1")
+    if not e.cutoffs or any(not isinstance(c, int) or c < 1 for c in e.cutoffs):
+        raise input_error(src, "evaluation.cutoffs", "must be a non-empty list of positive integers")
+    if len(set(e.cutoffs)) != len(e.cutoffs):
+        raise input_error(src, "evaluation.cutoffs", "has duplicates")
+    for m in e.metrics:
+        _choice(src, "evaluation.metrics", m, METRIC_NAMES)
+    _choice(src, "evaluation.novelty", e.novelty, ("relevance-aware", "relevance-unaware"))
+    if e.user_block < 1:
+        raise input_error(src, "evaluation.user_block", "must be positive")
+    _choice(src, "analysis.test", a.test, ("t", "wilcoxon", "bootstrap", "permutation"))
+    _choice(src, "analysis.correction", a.correction, ("none", "holm", "bh"))
+    _choice(src, "analysis.primary_metric", a.primary_metric, tuple(e.metrics))
+    if a.primary_cutoff not in e.cutoffs:
+        raise input_error(src, "analysis.primary_cutoff", f"{a.primary_cutoff} is not in evaluation.cutoffs")
+    if a.n_pairs < 1:
+        raise input_error(src, "analysis.n_pairs", "must be positive")
+    if exp.sweep.jobs < 1:
+        raise input_error(src, "sweep.jobs", "must be positive")
+    if exp.data.kcore < 0:
+        raise input_error(src, "data.kcore", "must be >= 0")
+
+
+def parse_experiment(data: dict, source: str = "<memory>", config_path: Path | None = None) -> Experiment:
+    """Validate a parsed experiment table; grid paths resolve against the working directory,
+    then the config's folder and its parent."""
+    config_path = config_path or Path(source)
+    top = {f.name for f in fields(Experiment)} - {"grids", "source"}
+    for key in data:
+        if key not in top:
+            raise input_error(source, key, "unknown field" + _suggest(key, sorted(top)))
+    if "name" not in data:
+        raise input_error(source, "name", "required field is missing")
+    name = data["name"]
+    if not isinstance(name, str) or not _NAME_RE.match(name):
+        raise input_error(source, "name", "must be letters, digits, '.', '_' or '-'")
+    seed = data.get("seed", 42)
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise input_error(source, "seed", "must be an integer")
+    algos_raw = data.get("algorithms")
+    if not isinstance(algos_raw, list) or not algos_raw:
+        raise input_error(source, "algorithms", "needs at least one [[algorithms]] entry")
+    algos, grids = [], {}
+    for i, raw in enumerate(algos_raw):
+        a = _build(AlgorithmConfig, raw, source, f"algorithms[{i}].")
+        if not _NAME_RE.match(a.name):
+            raise input_error(source, f"algorithms[{i}].name", "must be letters, digits, '.', '_' or '-'")
+        if a.name in grids:
+            raise input_error(source, f"algorithms[{i}].name", f"duplicate algorithm name {a.name!r}")
+        if not (a.type in ("userknn", "itemknn", "bpr-mf") or a.type.startswith("cornac:")):
+            raise input_error(source, f"algorithms[{i}].type",
+                              f"{a.type!r} is not userknn, itemknn, bpr-mf or cornac:<ModelClass>")
+        gpath = _resolve(a.grid, config_path)
+        if gpath is None:
+            raise input_error(source, f"algorithms[{i}].grid", f"grid file {a.grid!r} not found")
+        grids[a.name] = load_grid(gpath)
+        algos.append(AlgorithmConfig(name=a.name, type=a.type, grid=a.grid, grid_path=str(gpath)))
+    exp = Experiment(
+        name=name,
+        source=source,
+        seed=seed,
+        description=str(data.get("description", "")),
+        data=_build(DataConfig, data.get("data", {}), source, "data."),
+        split=_build(SplitConfig, data.get("split", {}), source, "split."),
+        evaluation=_build(EvaluationConfig, data.get("evaluation", {}), source, "evaluation."),
+        analysis=_build(AnalysisConfig, data.get("analysis", {}), source, "analysis."),
+        sweep=_build(SweepConfig, data.get("sweep", {}), source, "sweep."),
+        algorithms=tuple(algos),
+        grids=grids,
+    )
+    _validate(exp, source)
+    return exp
+
+
+def load_experiment(path: str | Path) -> Experiment:
+    """Read and validate an experiment TOML file."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as err:
+        raise input_error(path, None, f"cannot read experiment file ({err.strerror})") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise input_error(path, None, f"invalid TOML: {err}") from None
+    return parse_experiment(data, str(path), path)

@@ -1,0 +1,237 @@
+"""Hyperparameter grids as data: TOML files under ``grids/`` expanded into configurations.
+
+A grid file names one hyperparameter per ``[params.<name>]`` table, either as explicit
+``values = [...]`` or as powers of a base over an exponent range (Anelli et al. 2019, Table 2):
+
+    value_j = base ** (start + j * step),  j = 0, 1, ...  while the exponent stays within [start, stop]
+
+optionally rounded to the nearest integer (``round = "int"``; duplicates after rounding are merged,
+keeping the first), with ``exclude`` listing values to drop where the paper's table deviates from
+the formula. ``[derived]`` names hyperparameters tied to another one by a scale factor
+(``user_reg = { from = "learning_rate", scale = 0.05 }``: the paper's lr/20). Configurations are the
+cartesian product of the free hyperparameters in file order; ``config_id`` is the index in it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import math
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from dptune.errors import input_error
+
+_TOP_KEYS = {"family", "description", "params", "derived"}
+_PARAM_KEYS = {"values", "base", "exponent", "round", "exclude", "digits", "description"}
+_EXP_KEYS = {"start", "stop", "step"}
+_DERIVED_KEYS = {"from", "scale"}
+_ROUND = {"int", "none"}
+
+
+@dataclass(frozen=True)
+class Grid:
+    """An expanded grid: free hyperparameter values in order, plus derived ones.
+
+    ``values`` maps each free hyperparameter to its ordered list of values; ``derived`` maps a
+    derived hyperparameter to ``(source, scale)``; ``source`` is the file it came from.
+    """
+
+    values: dict[str, list[Any]]
+    derived: dict[str, tuple[str, float]] = field(default_factory=dict)
+    family: str | None = None
+    source: str = "<memory>"
+
+    @property
+    def free(self) -> list[str]:
+        """Names of the free (swept) hyperparameters, in file order."""
+        return list(self.values)
+
+    @property
+    def size(self) -> int:
+        """Number of configurations: the product of the value counts."""
+        return math.prod(len(v) for v in self.values.values())
+
+    def configs(self) -> list[dict[str, Any]]:
+        """All configurations in cartesian-product order (last hyperparameter varies fastest)."""
+        names = self.free
+        out = []
+        for combo in itertools.product(*(self.values[n] for n in names)):
+            cfg = dict(zip(names, combo, strict=True))
+            for name, (src, scale) in self.derived.items():
+                cfg[name] = cfg[src] * scale
+            out.append(cfg)
+        return out
+
+    def frame(self, algorithm: str) -> pd.DataFrame:
+        """``configs.csv`` rows: ``algorithm, config_id`` and one column per hyperparameter."""
+        df = pd.DataFrame(self.configs())
+        df.insert(0, "config_id", range(len(df)))
+        df.insert(0, "algorithm", algorithm)
+        return df
+
+    def fingerprint(self) -> str:
+        """Short hash of the expanded grid, to refuse resuming a sweep over a different grid."""
+        blob = json.dumps(
+            {"values": self.values, "derived": self.derived}, sort_keys=True, default=repr
+        )
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    def to_toml(self) -> str:
+        """Serialise as a grid file with explicit values (used by ``dptune subgrid``)."""
+        lines = []
+        if self.family:
+            lines.append(f'family = "{self.family}"')
+        for name, vals in self.values.items():
+            lines += ["", f"[params.{name}]", f"values = [{', '.join(_toml_scalar(v) for v in vals)}]"]
+        if self.derived:
+            lines += ["", "[derived]"]
+            for name, (src, scale) in self.derived.items():
+                lines.append(f'{name} = {{ from = "{src}", scale = {_toml_scalar(scale)} }}')
+        return "\n".join(lines) + "\n"
+
+
+def _toml_scalar(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        return repr(v)
+    return json.dumps(str(v))
+
+
+def exponent_values(base: float, start: float, stop: float, step: float) -> list[float]:
+    """``base ** e`` for e = start, start + step, ... while e stays within [start, stop].
+
+    The count is ``floor((stop - start) / step + 1e-9) + 1`` so that floating-point steps hit
+    the end point (e.g. [3.321, 10.821] step 0.5 has 16 exponents).
+    """
+    if step == 0 or (stop - start) * step < 0:
+        raise ValueError("step must be non-zero and point from start to stop")
+    count = math.floor((stop - start) / step + 1e-9) + 1
+    return [base ** (start + j * step) for j in range(count)]
+
+
+def _check_keys(source: str, prefix: str, table: dict, allowed: set[str]) -> None:
+    for key in table:
+        if key not in allowed:
+            raise input_error(
+                source, f"{prefix}{key}", f"unknown key (allowed: {', '.join(sorted(allowed))})"
+            )
+
+
+def _expand_param(source: str, name: str, spec: Any) -> list[Any]:
+    where = f"params.{name}"
+    if not isinstance(spec, dict):
+        raise input_error(source, where, "must be a table with 'values' or 'base' and 'exponent'")
+    _check_keys(source, f"{where}.", spec, _PARAM_KEYS)
+    rounding = spec.get("round", "none")
+    if rounding not in _ROUND:
+        raise input_error(source, f"{where}.round", f"must be one of {sorted(_ROUND)}")
+    if "values" in spec:
+        if "base" in spec or "exponent" in spec:
+            raise input_error(source, where, "give either 'values' or 'base'+'exponent', not both")
+        raw = spec["values"]
+        if not isinstance(raw, list) or not raw:
+            raise input_error(source, f"{where}.values", "must be a non-empty list")
+    else:
+        if "base" not in spec or "exponent" not in spec:
+            raise input_error(source, where, "needs 'values', or 'base' and 'exponent'")
+        exp = spec["exponent"]
+        if not isinstance(exp, dict):
+            raise input_error(source, f"{where}.exponent", "must be a table {start, stop, step}")
+        _check_keys(source, f"{where}.exponent.", exp, _EXP_KEYS)
+        missing = _EXP_KEYS - set(exp)
+        if missing:
+            raise input_error(source, f"{where}.exponent", f"missing {sorted(missing)}")
+        try:
+            raw = exponent_values(
+                float(spec["base"]), float(exp["start"]), float(exp["stop"]), float(exp["step"])
+            )
+        except (TypeError, ValueError) as err:
+            raise input_error(source, f"{where}.exponent", str(err)) from None
+    if rounding == "int":
+        vals = [int(math.floor(float(v) + 0.5)) for v in raw]
+    elif "digits" in spec:
+        vals = [round(float(v), int(spec["digits"])) for v in raw]
+    else:
+        vals = list(raw)
+    for v in vals:
+        if not isinstance(v, (int, float, str, bool)):
+            raise input_error(source, f"{where}.values", f"unsupported value {v!r}")
+    excl = spec.get("exclude", [])
+    if not isinstance(excl, list):
+        raise input_error(source, f"{where}.exclude", "must be a list")
+    for e in excl:
+        if e not in vals:
+            raise input_error(source, f"{where}.exclude", f"{e!r} is not a value of the grid")
+    out: list[Any] = []
+    for v in vals:
+        if v not in excl and v not in out:
+            out.append(v)
+    return out
+
+
+def parse_grid(data: dict, source: str = "<memory>") -> Grid:
+    """Validate a parsed grid table and expand it; unknown keys raise an error naming the key."""
+    _check_keys(source, "", data, _TOP_KEYS)
+    params = data.get("params")
+    if not isinstance(params, dict) or not params:
+        raise input_error(source, "params", "a grid needs at least one [params.<name>] table")
+    values = {name: _expand_param(source, name, spec) for name, spec in params.items()}
+    derived: dict[str, tuple[str, float]] = {}
+    for name, spec in (data.get("derived") or {}).items():
+        where = f"derived.{name}"
+        if not isinstance(spec, dict):
+            raise input_error(source, where, "must be a table {from, scale}")
+        _check_keys(source, f"{where}.", spec, _DERIVED_KEYS)
+        src = spec.get("from")
+        if src not in values:
+            raise input_error(source, f"{where}.from", f"{src!r} is not a free hyperparameter")
+        if name in values:
+            raise input_error(source, where, "is also a free hyperparameter")
+        try:
+            derived[name] = (src, float(spec.get("scale", 1.0)))
+        except (TypeError, ValueError):
+            raise input_error(source, f"{where}.scale", "must be a number") from None
+    family = data.get("family")
+    return Grid(values=values, derived=derived, family=family, source=source)
+
+
+def load_grid(path: str | Path) -> Grid:
+    """Read and expand a grid TOML file; errors name the file and the key."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as err:
+        raise input_error(path, None, f"cannot read grid file ({err.strerror})") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise input_error(path, None, f"invalid TOML: {err}") from None
+    return parse_grid(data, str(path))
+
+
+def restrict(grid: Grid, keep: dict[str, list[Any]]) -> Grid:
+    """A sub-grid keeping, for each named hyperparameter, only the listed values (in grid order)."""
+    values = {n: ([v for v in vals if v in keep[n]] if n in keep else list(vals))
+              for n, vals in grid.values.items()}
+    return Grid(values=values, derived=dict(grid.derived), family=grid.family, source=grid.source)
+
+
+def subgrid_around(grid: Grid, best: dict[str, Any], radius: int = 2) -> Grid:
+    """The paper's sub-grid: for each free hyperparameter the best value and its +-radius grid
+    neighbours (clipped at the ends of the value list)."""
+    keep = {}
+    for name, vals in grid.values.items():
+        if name not in best:
+            continue
+        i = vals.index(best[name])
+        keep[name] = vals[max(0, i - radius): i + radius + 1]
+    return restrict(grid, keep)

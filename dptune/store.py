@@ -1,0 +1,350 @@
+"""The result store: every per-user metric value of a sweep, written crash-safely, read by slice.
+
+Layout of a results directory (a documented contract; see docs/store.md):
+
+- ``per_user.parquet/``: one Parquet part per trained unit (one model run on one fold), named
+  ``<algorithm>__<fold>__<unit>.parquet``, written to a hidden temporary file and renamed into
+  place, so a part is either complete or absent. Columns ``algorithm, config_id, fold, user,
+  metric, cutoff, value`` (value float32); one row group per (metric, cutoff), rows sorted by
+  config_id then user, so a slice read touches one row group per part. The part's key-value
+  metadata (``dptune``) records the unit's seed, timings and per-config means.
+- ``configs.csv``, ``users.csv``, ``manifest.json``; ``trials.csv`` is derived from the parts.
+
+The directory reads as one data set with ``pandas.read_parquet`` or ``pyarrow.dataset``
+(hidden files are ignored by both).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from dptune.errors import input_error
+
+PARTS = "per_user.parquet"
+SCHEMA = pa.schema(
+    [
+        ("algorithm", pa.string()),
+        ("config_id", pa.int32()),
+        ("fold", pa.string()),
+        ("user", pa.int32()),
+        ("metric", pa.string()),
+        ("cutoff", pa.int16()),
+        ("value", pa.float32()),
+    ]
+)
+TRIAL_COLUMNS = ["algorithm", "config_id", "fold", "seed", "unit", "fit_seconds",
+                 "eval_seconds", "n_users"]
+
+
+@dataclass(frozen=True)
+class UnitResult:
+    """What one trained unit produced: per config, the users evaluated and their metric values.
+
+    ``values[k]`` has shape (len(metrics), len(cutoffs), len(users)) for ``config_ids[k]``.
+    """
+
+    algorithm: str
+    fold: str
+    unit: str
+    seed: int
+    metrics: tuple[str, ...]
+    cutoffs: tuple[int, ...]
+    users: np.ndarray
+    config_ids: tuple[int, ...]
+    values: tuple[np.ndarray, ...]
+    fit_seconds: tuple[float, ...]
+    eval_seconds: tuple[float, ...]
+
+
+def part_name(algorithm: str, fold: str, unit: str) -> str:
+    """File name of the part holding one unit's results."""
+    return f"{algorithm}__{fold}__{unit}.parquet"
+
+
+def _atomic_write_text(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+class ResultStore:
+    """Reader and writer of one results directory.
+
+    The reading side implements the protocol :func:`dptune.dp.analyze` uses: ``algorithms``,
+    ``configs``, ``hyperparameters``, ``folds``, ``metric_cutoffs`` and ``read_matrix``.
+    """
+
+    def __init__(self, root: str | Path):
+        self.root = Path(root)
+
+    # ----------------------------------------------------------------- writing
+    def create(self) -> ResultStore:
+        """Create the directory tree; an unwritable location is a one-line error."""
+        try:
+            (self.root / PARTS).mkdir(parents=True, exist_ok=True)
+            probe = self.root / f".write-probe-{uuid.uuid4().hex}"
+            probe.write_text("")
+            probe.unlink()
+        except OSError as err:
+            raise input_error(self.root, None, f"results directory is not writable ({err.strerror})") from None
+        return self
+
+    def write_manifest(self, manifest: dict[str, Any]) -> None:
+        """Write ``manifest.json`` (sorted keys, atomically)."""
+        _atomic_write_text(self.root / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True, default=str) + "\n")
+
+    def write_configs(self, frames: Sequence[pd.DataFrame]) -> None:
+        """Write ``configs.csv``: one row per (algorithm, config_id), hyperparameters as columns."""
+        df = pd.concat(list(frames), ignore_index=True, sort=False)
+        _atomic_write_text(self.root / "configs.csv", df.to_csv(index=False, lineterminator="\n"))
+
+    def write_users(self, user_ids: np.ndarray) -> None:
+        """Write ``users.csv``: the user code used in the store and the original user id."""
+        df = pd.DataFrame({"user": np.arange(len(user_ids), dtype=np.int32), "user_id": user_ids})
+        _atomic_write_text(self.root / "users.csv", df.to_csv(index=False, lineterminator="\n"))
+
+    def has_part(self, algorithm: str, fold: str, unit: str) -> bool:
+        """Whether the unit's part is already written (finished trials are never recomputed)."""
+        return (self.root / PARTS / part_name(algorithm, fold, unit)).exists()
+
+    def write_unit(self, res: UnitResult) -> Path:
+        """Write one unit's part atomically (temporary file, fsync, rename).
+
+        Two workers that computed the same unit write identical bytes (results are seeded
+        deterministically), so a duplicate simply replaces the file: never a double count.
+        """
+        parts = self.root / PARTS
+        final = parts / part_name(res.algorithm, res.fold, res.unit)
+        tmp = parts / f".{final.name}.{uuid.uuid4().hex}.tmp"
+        n_users = len(res.users)
+        n_cfg = len(res.config_ids)
+        users = np.tile(res.users.astype(np.int32), n_cfg)
+        cfg = np.repeat(np.asarray(res.config_ids, dtype=np.int32), n_users)
+        means: dict[str, dict[str, float]] = {}
+        for cid, vals in zip(res.config_ids, res.values, strict=True):
+            m = np.asarray(vals, dtype=np.float64).mean(axis=2) if n_users else np.full(vals.shape[:2], np.nan)
+            means[str(cid)] = {f"{mt}@{c}": float(m[i, j]) for i, mt in enumerate(res.metrics)
+                               for j, c in enumerate(res.cutoffs)}
+        meta = {
+            "algorithm": res.algorithm, "fold": res.fold, "unit": res.unit, "seed": int(res.seed),
+            "config_ids": [int(c) for c in res.config_ids], "metrics": list(res.metrics),
+            "cutoffs": [int(c) for c in res.cutoffs], "n_users": int(n_users),
+            "fit_seconds": [round(float(s), 6) for s in res.fit_seconds],
+            "eval_seconds": [round(float(s), 6) for s in res.eval_seconds],
+            "means": means,
+        }
+        schema = SCHEMA.with_metadata({"dptune": json.dumps(meta, sort_keys=True)})
+        with pq.ParquetWriter(tmp, schema, compression="zstd") as writer:
+            for i, metric in enumerate(res.metrics):
+                for j, cutoff in enumerate(res.cutoffs):
+                    vals = np.concatenate([np.asarray(v[i, j], dtype=np.float32) for v in res.values]) \
+                        if n_cfg else np.empty(0, np.float32)
+                    n = len(vals)
+                    table = pa.table(
+                        {
+                            "algorithm": pa.array([res.algorithm] * n, pa.string()),
+                            "config_id": cfg,
+                            "fold": pa.array([res.fold] * n, pa.string()),
+                            "user": users,
+                            "metric": pa.array([metric] * n, pa.string()),
+                            "cutoff": np.full(n, cutoff, dtype=np.int16),
+                            "value": vals,
+                        },
+                        schema=schema,
+                    )
+                    writer.write_table(table, row_group_size=max(n, 1))
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, final)
+        self.__dict__.pop("_index", None)
+        return final
+
+    def write_trials(self) -> pd.DataFrame:
+        """Regenerate ``trials.csv`` from the parts' metadata and return it."""
+        df = self.trials()
+        _atomic_write_text(self.root / "trials.csv", df.to_csv(index=False, lineterminator="\n"))
+        return df
+
+    # ----------------------------------------------------------------- reading
+    def exists(self) -> bool:
+        """Whether this looks like a results directory (has a manifest)."""
+        return (self.root / "manifest.json").exists()
+
+    def manifest(self) -> dict[str, Any]:
+        """The parsed ``manifest.json``."""
+        path = self.root / "manifest.json"
+        try:
+            return json.loads(path.read_text())
+        except OSError:
+            raise input_error(path, None, "not a dptune results directory (manifest.json missing)") from None
+        except json.JSONDecodeError as err:
+            raise input_error(path, None, f"invalid JSON: {err}") from None
+
+    def part_paths(self, algorithm: str | None = None, fold: str | None = None) -> list[Path]:
+        """Finished parts, optionally of one algorithm and fold, in name order."""
+        parts = self.root / PARTS
+        if not parts.exists():
+            return []
+        out = []
+        for p in sorted(parts.glob("*.parquet")):
+            if p.name.startswith("."):
+                continue
+            a, f, _ = p.name[: -len(".parquet")].split("__", 2)
+            if (algorithm is None or a == algorithm) and (fold is None or f == fold):
+                out.append(p)
+        return out
+
+    @staticmethod
+    def part_meta(path: Path) -> dict[str, Any]:
+        """The ``dptune`` metadata of one part (seed, configs, timings, means)."""
+        md = pq.read_schema(path).metadata or {}
+        return json.loads(md[b"dptune"])
+
+    @cached_property
+    def _index(self) -> dict[tuple[str, str], dict[int, tuple[Path, dict]]]:
+        index: dict[tuple[str, str], dict[int, tuple[Path, dict]]] = {}
+        for p in self.part_paths():
+            meta = self.part_meta(p)
+            slot = index.setdefault((meta["algorithm"], meta["fold"]), {})
+            for cid in meta["config_ids"]:
+                slot[int(cid)] = (p, meta)
+        return index
+
+    def refresh(self) -> None:
+        """Forget cached part metadata (after parts were added by another process)."""
+        self.__dict__.pop("_index", None)
+
+    def trials(self) -> pd.DataFrame:
+        """One row per (algorithm, config_id, fold) evaluated: seed, unit, timings, users."""
+        rows = []
+        for (alg, fold), slot in self._index.items():
+            for cid, (_, meta) in slot.items():
+                k = meta["config_ids"].index(cid)
+                rows.append((alg, cid, fold, meta["seed"], meta["unit"], meta["fit_seconds"][k],
+                             meta["eval_seconds"][k], meta["n_users"]))
+        df = pd.DataFrame(rows, columns=TRIAL_COLUMNS)
+        return df.sort_values(["algorithm", "fold", "config_id"], kind="stable").reset_index(drop=True)
+
+    def summary(self) -> pd.DataFrame:
+        """Per (algorithm, config_id, fold, metric, cutoff) the mean over users, from metadata only."""
+        rows = []
+        for (alg, fold), slot in self._index.items():
+            for cid, (_, meta) in slot.items():
+                for key, mean in meta["means"][str(cid)].items():
+                    metric, cutoff = key.split("@")
+                    rows.append((alg, cid, fold, metric, int(cutoff), mean))
+        cols = ["algorithm", "config_id", "fold", "metric", "cutoff", "mean"]
+        df = pd.DataFrame(rows, columns=cols)
+        return df.sort_values(cols[:5], kind="stable").reset_index(drop=True)
+
+    def algorithms(self) -> list[str]:
+        """Algorithm names in experiment order."""
+        return [a["name"] for a in self.manifest()["algorithms"]]
+
+    @cached_property
+    def _configs(self) -> pd.DataFrame:
+        path = self.root / "configs.csv"
+        try:
+            return pd.read_csv(path)
+        except OSError:
+            raise input_error(path, None, "missing: not a complete dptune results directory") from None
+
+    def configs(self, algorithm: str) -> pd.DataFrame:
+        """``config_id`` and hyperparameter columns of one algorithm (columns it does not use dropped)."""
+        df = self._configs[self._configs["algorithm"] == algorithm].drop(columns="algorithm")
+        return df.dropna(axis=1, how="all").reset_index(drop=True)
+
+    def hyperparameters(self, algorithm: str) -> list[str]:
+        """The free (swept) hyperparameters of an algorithm; derived ones are excluded."""
+        for a in self.manifest()["algorithms"]:
+            if a["name"] == algorithm:
+                return list(a["free"])
+        raise input_error(self.root / "manifest.json", "algorithms", f"no algorithm {algorithm!r}")
+
+    def folds(self, algorithm: str) -> list[str]:
+        """Validation folds with results for this algorithm (never ``test``), in numeric order."""
+        folds = {f for (a, f) in self._index if a == algorithm and f != "test"}
+        return sorted(folds, key=lambda f: (len(f), f))
+
+    def metric_cutoffs(self, algorithm: str) -> list[tuple[str, int]]:
+        """(metric, cutoff) pairs stored, in metric-then-cutoff order."""
+        ev = self.manifest()["evaluation"]
+        return [(m, int(c)) for m in ev["metrics"] for c in ev["cutoffs"]]
+
+    def read_matrix(self, algorithm: str, metric: str, cutoff: int, fold: str,
+                    config_ids: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+        """One slice as a (len(config_ids), n_users) float64 matrix over the users present for
+        every requested configuration (inner join), users sorted.
+
+        Reads only the parts holding the requested configurations, and of each part only the row
+        group of (metric, cutoff), so memory is bounded by the slice.
+        """
+        slot = self._index.get((algorithm, str(fold)), {})
+        ids = np.asarray(config_ids, dtype=np.int64)
+        missing = [int(c) for c in ids if int(c) not in slot]
+        if missing:
+            raise input_error(self.root / PARTS, f"{algorithm}/fold {fold}",
+                              f"no results for config_id {missing[:5]}")
+        by_path: dict[Path, list[int]] = {}
+        for c in ids:
+            path, meta = slot[int(c)]
+            by_path.setdefault(path, []).append(int(c))
+        chunks = []
+        for path, wanted in by_path.items():
+            meta = slot[wanted[0]][1]
+            rg = meta["metrics"].index(metric) * len(meta["cutoffs"]) + meta["cutoffs"].index(int(cutoff))
+            t = pq.ParquetFile(path).read_row_group(rg, columns=["config_id", "user", "value"])
+            cfg = t.column("config_id").to_numpy()
+            keep = np.isin(cfg, wanted)
+            chunks.append((cfg[keep], t.column("user").to_numpy()[keep], t.column("value").to_numpy()[keep]))
+        cfg = np.concatenate([c[0] for c in chunks])
+        usr = np.concatenate([c[1] for c in chunks])
+        val = np.concatenate([c[2] for c in chunks]).astype(np.float64)
+        users, col = np.unique(usr, return_inverse=True)
+        row = np.searchsorted(np.sort(ids), cfg)
+        order = np.argsort(ids, kind="stable")
+        mat = np.full((len(ids), len(users)), np.nan)
+        mat[order[row], col] = val
+        present = ~np.isnan(mat).any(axis=0)
+        return users[present].astype(np.int32), mat[:, present]
+
+    def read_slice(self, algorithm: str, metric: str, cutoff: int) -> pd.DataFrame:
+        """Long-format rows of one (algorithm, metric, cutoff) across folds, via pyarrow filters."""
+        import pyarrow.dataset as ds
+
+        paths = [str(p) for p in self.part_paths(algorithm)]
+        if not paths:
+            return pd.DataFrame(columns=SCHEMA.names)
+        d = ds.dataset(paths, schema=SCHEMA, format="parquet")
+        flt = (ds.field("metric") == metric) & (ds.field("cutoff") == cutoff)
+        return d.to_table(filter=flt).to_pandas()
+
+    def best_configs(self) -> pd.DataFrame:
+        """The configuration each metric@cutoff would pick: highest mean over validation folds of
+        the per-fold mean over users (ties: lowest config_id).
+
+        Columns ``algorithm, metric, cutoff, config_id, validation_mean, n_folds``.
+        """
+        s = self.summary()
+        s = s[s["fold"] != "test"]
+        cols = ["algorithm", "metric", "cutoff", "config_id", "validation_mean", "n_folds"]
+        if s.empty:
+            return pd.DataFrame(columns=cols)
+        g = s.groupby(["algorithm", "metric", "cutoff", "config_id"], sort=True)["mean"]
+        m = g.mean().rename("validation_mean").reset_index()
+        m["n_folds"] = g.size().to_numpy()
+        m = m.sort_values(["algorithm", "metric", "cutoff", "validation_mean", "config_id"],
+                          ascending=[True, True, True, False, True], kind="stable")
+        return m.groupby(["algorithm", "metric", "cutoff"], sort=False).head(1)[cols].reset_index(drop=True)

@@ -1,0 +1,92 @@
+"""Experiment configs: shipped files load; typos and bad values name the file and field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dptune.config import load_experiment
+from dptune.errors import DptuneError
+
+ROOT = Path(__file__).resolve().parents[1]
+
+BASE = """
+name = "t"
+[split]
+folds = 3
+[[algorithms]]
+name = "userknn"
+type = "userknn"
+grid = "{grid}"
+"""
+
+
+def _write(tmp_path, text):
+    p = tmp_path / "exp.toml"
+    p.write_text(text.replace("{grid}", str(ROOT / "grids" / "quickstart-knn.toml")))
+    return p
+
+
+@pytest.mark.parametrize("name", ["quickstart", "anelli2019-ml100k", "anelli2019-ml1m"])
+def test_shipped_experiments_load(name):
+    exp = load_experiment(ROOT / "experiments" / f"{name}.toml")
+    assert exp.name == name
+    assert {a.type for a in exp.algorithms} == {"userknn", "itemknn", "bpr-mf"}
+    if name != "quickstart":
+        assert exp.split.folds == 10
+        assert exp.grids["bpr-mf"].size == 3150 and exp.grids["userknn"].size == 15
+
+
+def test_defaults(tmp_path):
+    exp = load_experiment(_write(tmp_path, BASE))
+    assert exp.evaluation.cutoffs == (1, 5, 10)
+    assert exp.evaluation.relevance_threshold == 4.0
+    assert exp.analysis.n_pairs == 25
+    assert exp.split_seed == exp.seed == 42
+
+
+@pytest.mark.parametrize(
+    "extra, field",
+    [
+        ("[split]\nfodls = 3\n", "split.fodls"),  # typo, checked before the duplicate table
+        ("[evaluaton]\ncutoffs = [1]\n", "evaluaton"),
+        ("[evaluation]\ncutoffs = [0, 5]\n", "evaluation.cutoffs"),
+        ("[evaluation]\nmetrics = ['ndcg', 'map']\n", "evaluation.metrics"),
+        ("[analysis]\ntest = 'z'\n", "analysis.test"),
+        ("[analysis]\nn_pairs = 'many'\n", "analysis.n_pairs"),
+        ("[data]\nkcore = -1\n", "data.kcore"),
+    ],
+)
+def test_typos_and_bad_values_name_the_field(tmp_path, extra, field):
+    text = BASE.replace("[split]\nfolds = 3\n", "") + extra
+    with pytest.raises(DptuneError) as err:
+        load_experiment(_write(tmp_path, text))
+    msg = str(err.value)
+    assert f": {field}" in msg and "exp.toml" in msg and "\n" not in msg
+
+
+def test_typo_suggests_the_right_field(tmp_path):
+    with pytest.raises(DptuneError, match="did you mean 'folds'"):
+        load_experiment(_write(tmp_path, BASE.replace("folds = 3", "fodls = 3")))
+
+
+def test_unknown_algorithm_type_and_missing_grid(tmp_path):
+    with pytest.raises(DptuneError, match=r"algorithms\[0\]\.type"):
+        load_experiment(_write(tmp_path, BASE.replace('type = "userknn"', 'type = "usrknn"')))
+    with pytest.raises(DptuneError, match=r"algorithms\[0\]\.grid"):
+        load_experiment(_write(tmp_path, BASE.replace("{grid}", "nope.toml")))
+
+
+def test_missing_name_and_algorithms(tmp_path):
+    with pytest.raises(DptuneError, match=": name"):
+        load_experiment(_write(tmp_path, BASE.replace('name = "t"', "")))
+    with pytest.raises(DptuneError, match=": algorithms"):
+        load_experiment(_write(tmp_path, 'name = "t"\n'))
+
+
+def test_fingerprint_ignores_analysis_settings(tmp_path):
+    a = load_experiment(_write(tmp_path, BASE))
+    b = load_experiment(_write(tmp_path, BASE + "[analysis]\nn_pairs = 10\n"))
+    c = load_experiment(_write(tmp_path, BASE.replace("folds = 3", "folds = 4")))
+    assert a.fingerprint() == b.fingerprint() != c.fingerprint()

@@ -1,0 +1,120 @@
+"""Grids: the expanded TOML files equal the paper's Table 2 value by value; bad keys are errors."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dptune.errors import DptuneError
+from dptune.grids import exponent_values, load_grid, parse_grid, subgrid_around
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Table 2 of Anelli et al. (RecSys 2019), as printed.
+TABLE2_NEIGHBOURS = [10, 14, 20, 28, 40, 57, 80, 113, 160, 226, 320, 452, 640, 905, 1809]
+TABLE2_FACTORS = TABLE2_NEIGHBOURS
+TABLE2_ITERATIONS = [1, 2, 3, 4, 6, 8, 11, 16, 23, 32, 45, 64, 91, 128]
+TABLE2_LR = [0.20000389, 0.10000195, 0.05000097, 0.02500049, 0.01250024, 0.00625012, 0.00312506,
+             0.00156253, 0.00078127, 0.00039063, 0.00019532, 0.00009766, 0.00004883, 0.00002441,
+             0.00001221]
+
+
+def test_knn_grid_is_table2():
+    g = load_grid(ROOT / "grids" / "knn.toml")
+    assert g.values == {"k": TABLE2_NEIGHBOURS}
+    assert g.size == 15
+
+
+def test_bpr_grid_is_table2():
+    g = load_grid(ROOT / "grids" / "bpr-mf.toml")
+    assert g.free == ["factors", "iterations", "learning_rate"]
+    assert g.values["factors"] == TABLE2_FACTORS
+    assert g.values["iterations"] == TABLE2_ITERATIONS
+    # the table prints 8 decimals
+    assert [round(v, 8) for v in g.values["learning_rate"]] == TABLE2_LR
+    assert g.size == 3150
+    cfg = g.configs()[0]
+    assert cfg["user_reg"] == pytest.approx(cfg["learning_rate"] / 20)
+    assert cfg["item_reg"] == pytest.approx(cfg["learning_rate"] / 200)
+    assert len(g.configs()) == 3150
+
+
+def test_all_shipped_grids_load():
+    for path in (ROOT / "grids").glob("*.toml"):
+        assert load_grid(path).size >= 1
+
+
+def test_config_order_is_cartesian_last_fastest():
+    g = parse_grid({"params": {"a": {"values": [1, 2]}, "b": {"values": ["x", "y", "z"]}}})
+    assert [(c["a"], c["b"]) for c in g.configs()] == [
+        (1, "x"), (1, "y"), (1, "z"), (2, "x"), (2, "y"), (2, "z")]
+    assert list(g.frame("m")["config_id"]) == list(range(6))
+
+
+def test_single_value_grid():
+    g = parse_grid({"params": {"k": {"values": [50]}}})
+    assert g.size == 1 and g.configs() == [{"k": 50}]
+
+
+@pytest.mark.parametrize(
+    "data, field",
+    [
+        ({"params": {"k": {"valuez": [1]}}}, "params.k.valuez"),
+        ({"parms": {}}, "parms"),
+        ({"params": {"k": {"base": 2, "exponent": {"start": 0, "stop": 1, "stp": 1}}}}, "params.k.exponent.stp"),
+        ({"params": {"k": {"values": [1], "round": "ceil"}}}, "params.k.round"),
+        ({"params": {"k": {"values": [1, 2], "exclude": [3]}}}, "params.k.exclude"),
+        ({"params": {"k": {"values": []}}}, "params.k.values"),
+        ({"params": {"lr": {"values": [0.1]}}, "derived": {"reg": {"from": "lrr"}}}, "derived.reg.from"),
+    ],
+)
+def test_bad_grid_names_file_and_key(data, field):
+    with pytest.raises(DptuneError) as err:
+        parse_grid(data, "grids/bad.toml")
+    assert str(err.value).startswith(f"grids/bad.toml: {field}")
+
+
+def test_invalid_toml_is_one_line(tmp_path):
+    p = tmp_path / "g.toml"
+    p.write_text("[params.k\nvalues = [1]")
+    with pytest.raises(DptuneError) as err:
+        load_grid(p)
+    assert str(p) in str(err.value) and "\n" not in str(err.value)
+
+
+def test_subgrid_around_best_clips_at_ends():
+    g = load_grid(ROOT / "grids" / "bpr-mf.toml")
+    best = {"factors": 1809, "iterations": 8, "learning_rate": g.values["learning_rate"][0]}
+    sub = subgrid_around(g, best, radius=2)
+    assert sub.values["factors"] == [640, 905, 1809]
+    assert sub.values["iterations"] == [4, 6, 8, 11, 16]
+    assert sub.values["learning_rate"] == g.values["learning_rate"][:3]
+    assert load_grid_roundtrip(sub, ROOT) == sub.values
+
+
+def load_grid_roundtrip(grid, root):
+    import tomllib
+
+    return parse_grid(tomllib.loads(grid.to_toml())).values
+
+
+@given(start=st.floats(-20, 20), n=st.integers(1, 30), step=st.sampled_from([0.25, 0.5, 1.0, -0.5, -1.0]))
+def test_exponent_values_count_and_endpoints(start, n, step):
+    stop = start + (n - 1) * step
+    vals = exponent_values(2.0, start, stop, step)
+    assert len(vals) == n
+    assert math.isclose(vals[0], 2.0 ** start)
+    assert math.isclose(vals[-1], 2.0 ** stop, rel_tol=1e-9)
+
+
+@given(st.lists(st.integers(1, 2000), min_size=1, max_size=8, unique=True),
+       st.lists(st.integers(1, 50), min_size=1, max_size=5, unique=True))
+def test_grid_size_is_product_and_configs_unique(ks, its):
+    g = parse_grid({"params": {"k": {"values": ks}, "it": {"values": its}}})
+    cfgs = g.configs()
+    assert len(cfgs) == g.size == len(ks) * len(its)
+    assert len({(c["k"], c["it"]) for c in cfgs}) == len(cfgs)
