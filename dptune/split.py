@@ -1,0 +1,251 @@
+"""Stage "split": test splits (temporal / random hold-out, leave-one-out, k-fold) and CV folds.
+
+All functions take a ratings frame with at least ``user`` and ``timestamp`` columns (the rows of
+``Dataset.ratings``) and are vectorised: per-user ranks come from one stable ``np.lexsort`` over
+(user, key, row position), never from a Python loop over users.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from dptune.errors import input_error
+
+__all__ = [
+    "FOLD_METHODS",
+    "HoldOut",
+    "cv_fold_labels",
+    "kfold_labels",
+    "leave_one_out",
+    "random_holdout",
+    "temporal_holdout",
+]
+
+FOLD_METHODS = ("user_stratified", "random", "user_temporal")
+_SOURCE = "split"
+_MAX_FOLDS = int(np.iinfo(np.int8).max)  # labels are int8
+_EPS = 1e-9  # floor(0.57 * 100) must be 57, not 56
+
+
+@dataclass(frozen=True, eq=False)
+class HoldOut:
+    """A train/test split of the ratings; users below the interaction minimum are in neither."""
+
+    train: pd.DataFrame  # rows of Dataset.ratings (same columns), sorted by (user, timestamp)
+    test: pd.DataFrame
+    dropped_users: np.ndarray  # user codes with < min_user_interactions interactions
+
+
+# ----------------------------------------------------------------------------------------------
+# Validation
+
+
+def _check_ratings(ratings: pd.DataFrame, need: tuple[str, ...] = ("user", "timestamp")) -> None:
+    """Raise unless ``ratings`` is a DataFrame with the needed columns."""
+    if not isinstance(ratings, pd.DataFrame):
+        raise input_error(_SOURCE, "ratings", f"expected a DataFrame, got {type(ratings).__name__}")
+    for col in need:
+        if col not in ratings.columns:
+            raise input_error(_SOURCE, "ratings", f"missing column {col!r}")
+
+
+def _check_int(value: object, field: str, low: int, high: int | None = None) -> int:
+    """An integer in [low, high], else an error naming ``field``."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise input_error(_SOURCE, field, f"must be an integer, got {value!r}")
+    if value < low or (high is not None and value > high):
+        bound = f"between {low} and {high}" if high is not None else f"at least {low}"
+        raise input_error(_SOURCE, field, f"must be {bound}, got {value}")
+    return int(value)
+
+
+def _check_ratio(train_ratio: object) -> float:
+    """A train ratio strictly between 0 and 1."""
+    if isinstance(train_ratio, bool) or not isinstance(train_ratio, (int, float, np.floating)):
+        raise input_error(_SOURCE, "split.train_ratio", f"must be a number, got {train_ratio!r}")
+    if not 0.0 < float(train_ratio) < 1.0:
+        raise input_error(_SOURCE, "split.train_ratio", f"must be in (0, 1), got {train_ratio}")
+    return float(train_ratio)
+
+
+def _rng(seed: object) -> np.random.Generator:
+    """A numpy Generator from a non-negative integer seed."""
+    return np.random.default_rng(_check_int(seed, "split.seed", 0))
+
+
+# ----------------------------------------------------------------------------------------------
+# Per-user ranks
+
+
+def _user_ranks(
+    users: np.ndarray, key: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Rank of each row within its user by ``key`` (row position breaks ties, stable).
+
+    Returns ``(rank, size, group, order)`` aligned with the input rows: 0-based rank, the user's
+    number of rows, the user's group index (users in sorted order), and the sort order itself.
+    """
+    n = len(users)
+    order = np.lexsort((np.arange(n), key, users))
+    sorted_users = users[order]
+    new_group = np.ones(n, dtype=bool)
+    new_group[1:] = sorted_users[1:] != sorted_users[:-1]
+    starts = np.flatnonzero(new_group)
+    group_sorted = np.cumsum(new_group) - 1
+    sizes = np.diff(np.append(starts, n))
+    rank = np.empty(n, dtype=np.int64)
+    rank[order] = np.arange(n) - starts[group_sorted]
+    group = np.empty(n, dtype=np.int64)
+    group[order] = group_sorted
+    return rank, sizes[group], group, order
+
+
+def _time_order(ratings: pd.DataFrame) -> np.ndarray:
+    """Row order by (user, timestamp, row position)."""
+    users = ratings["user"].to_numpy()
+    ts = ratings["timestamp"].to_numpy()
+    return np.lexsort((np.arange(len(ratings)), ts, users))
+
+
+def _holdout(
+    ratings: pd.DataFrame,
+    rank: np.ndarray,
+    size: np.ndarray,
+    n_train: np.ndarray,
+    min_user_interactions: int,
+) -> HoldOut:
+    """Rows with ``rank < n_train`` go to train, the rest to test; small users are dropped."""
+    users = ratings["user"].to_numpy()
+    keep = size >= min_user_interactions
+    is_train = rank < n_train
+    order = _time_order(ratings)
+    train_rows = order[(keep & is_train)[order]]
+    test_rows = order[(keep & ~is_train)[order]]
+    return HoldOut(
+        train=ratings.iloc[train_rows].reset_index(drop=True),
+        test=ratings.iloc[test_rows].reset_index(drop=True),
+        dropped_users=np.unique(users[~keep]),
+    )
+
+
+def _floor_share(train_ratio: float, size: np.ndarray) -> np.ndarray:
+    """floor(train_ratio * n_u) per row, robust to 0.57 * 100 = 56.999..."""
+    return np.floor(train_ratio * size + _EPS).astype(np.int64)
+
+
+# ----------------------------------------------------------------------------------------------
+# Test splits
+
+
+def temporal_holdout(
+    ratings: pd.DataFrame, train_ratio: float = 0.8, min_user_interactions: int = 5
+) -> HoldOut:
+    """Per-user temporal hold-out: each user's first floor(train_ratio * n_u) ratings by time train.
+
+    The rest is the test part (SPEC 2); timestamp ties keep row order. Users with fewer than
+    ``min_user_interactions`` ratings are dropped from both parts and listed in ``dropped_users``.
+    """
+    _check_ratings(ratings)
+    ratio = _check_ratio(train_ratio)
+    minimum = _check_int(min_user_interactions, "split.min_user_interactions", 1)
+    users = ratings["user"].to_numpy()
+    rank, size, _, _ = _user_ranks(users, ratings["timestamp"].to_numpy())
+    return _holdout(ratings, rank, size, _floor_share(ratio, size), minimum)
+
+
+def random_holdout(
+    ratings: pd.DataFrame,
+    train_ratio: float = 0.8,
+    seed: int = 0,
+    min_user_interactions: int = 5,
+) -> HoldOut:
+    """Per-user random hold-out: floor(train_ratio * n_u) of each user's ratings, drawn with ``seed``.
+
+    Same floor rule and user minimum as :func:`temporal_holdout`, on a seeded per-user shuffle;
+    used by the split-seed study.
+    """
+    _check_ratings(ratings)
+    ratio = _check_ratio(train_ratio)
+    minimum = _check_int(min_user_interactions, "split.min_user_interactions", 1)
+    rng = _rng(seed)
+    users = ratings["user"].to_numpy()
+    rank, size, _, _ = _user_ranks(users, rng.random(len(ratings)))
+    return _holdout(ratings, rank, size, _floor_share(ratio, size), minimum)
+
+
+def leave_one_out(ratings: pd.DataFrame, min_user_interactions: int = 5) -> HoldOut:
+    """Leave-one-out: each user's last rating by time (ties: the later row) is the test part."""
+    _check_ratings(ratings)
+    minimum = _check_int(min_user_interactions, "split.min_user_interactions", 2)
+    users = ratings["user"].to_numpy()
+    rank, size, _, _ = _user_ranks(users, ratings["timestamp"].to_numpy())
+    return _holdout(ratings, rank, size, size - 1, minimum)
+
+
+def _balanced_random(n: int, n_folds: int, rng: np.random.Generator) -> np.ndarray:
+    """Global random fold labels with balanced sizes: a permutation, then position % k."""
+    labels = np.empty(n, dtype=np.int8)
+    labels[rng.permutation(n)] = (np.arange(n) % n_folds).astype(np.int8)
+    return labels
+
+
+def _check_nonempty(labels: np.ndarray, n_folds: int, what: str) -> np.ndarray:
+    """Raise when a fold got no rows."""
+    counts = np.bincount(labels, minlength=n_folds)
+    if (counts == 0).any():
+        empty = int(np.flatnonzero(counts == 0)[0])
+        raise input_error(
+            _SOURCE,
+            "split.folds",
+            f"fold {empty} of {n_folds} is empty ({what} has {len(labels)} rows); use fewer folds",
+        )
+    return labels
+
+
+def kfold_labels(ratings: pd.DataFrame, n_folds: int, seed: int) -> np.ndarray:
+    """k-fold over the whole data: a seeded global permutation dealt into ``n_folds`` (int8 labels).
+
+    Fold sizes differ by at most one; label ``f`` marks the test rows of fold ``f``.
+    """
+    _check_ratings(ratings, need=())
+    k = _check_int(n_folds, "split.folds", 2, _MAX_FOLDS)
+    labels = _balanced_random(len(ratings), k, _rng(seed))
+    return _check_nonempty(labels, k, "the data")
+
+
+def cv_fold_labels(
+    train: pd.DataFrame, n_folds: int = 10, method: str = "user_stratified", seed: int = 0
+) -> np.ndarray:
+    """Validation fold label (int8, 0..n_folds-1) for each row of ``train``.
+
+    ``user_stratified``: each user's rows are shuffled and dealt round-robin from a random offset,
+    label = (shuffled rank + offset_u) mod k, so users with >= k rows appear in every fold;
+    ``random``: balanced global assignment; ``user_temporal``: each user's rows in time order cut
+    into k contiguous chunks, label = floor(rank * k / n_u).
+    """
+    if method not in FOLD_METHODS:
+        raise input_error(
+            _SOURCE,
+            "split.fold_method",
+            f"unknown method {method!r} (expected one of {', '.join(FOLD_METHODS)})",
+        )
+    k = _check_int(n_folds, "split.folds", 2, _MAX_FOLDS)
+    _check_ratings(train, need=("user", "timestamp") if method == "user_temporal" else ("user",))
+    rng = _rng(seed)
+    n = len(train)
+    if method == "random":
+        labels = _balanced_random(n, k, rng)
+    else:
+        users = train["user"].to_numpy()
+        if method == "user_stratified":
+            rank, _, group, _ = _user_ranks(users, rng.random(n))
+            n_groups = int(group.max()) + 1 if n else 0
+            offset = rng.integers(0, k, size=n_groups)
+            labels = ((rank + offset[group]) % k).astype(np.int8)
+        else:  # user_temporal
+            rank, size, _, _ = _user_ranks(users, train["timestamp"].to_numpy())
+            labels = (rank * k // size).astype(np.int8)
+    return _check_nonempty(labels, k, "the training part")
