@@ -54,7 +54,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
     exp = load_experiment(args.config)
     results = Path(args.results) if args.results else _default_results(exp.name)
-    init_results(exp, results)
+    init_results(exp, results, args.storage)
     n = worker(exp, results, args.storage)
     print(f"worker finished: {n} units computed here")
     return 0

@@ -243,9 +243,13 @@ def open_storage(url: str | None, root: Path):
     """An optuna storage: ``url`` (any RDB URL, or a ``*.journal`` path / ``journal:PATH``), or
     ``sqlite:///<root>/optuna.db`` by default. RDB storages get heartbeats so that a killed
     worker's RUNNING trials are failed and retried."""
+    import warnings
+
     import optuna
-    from optuna.storages import JournalStorage, RDBStorage, RetryFailedTrialCallback
+    from optuna.storages import JournalStorage, RDBStorage, RetryHeartbeatStaleTrialCallback
     from optuna.storages.journal import JournalFileBackend
+
+    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
 
     url = url or f"sqlite:///{(root / 'optuna.db').resolve()}"
     try:
@@ -259,7 +263,8 @@ def open_storage(url: str | None, root: Path):
             kwargs["engine_kwargs"] = {"pool_pre_ping": True, "connect_args": {"connect_timeout": 10}}
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         return RDBStorage(url, heartbeat_interval=HEARTBEAT_SECONDS, grace_period=GRACE_SECONDS,
-                          failed_trial_callback=RetryFailedTrialCallback(max_retry=3), **kwargs)
+                          heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=3),
+                          **kwargs)
     except DptuneError:
         raise
     except Exception as err:  # connection refused, bad URL, missing driver ...
@@ -402,7 +407,8 @@ def build_manifest(exp: Experiment, prep: Prepared, fold_users: dict[str, int]) 
     }
 
 
-def init_results(exp: Experiment, results: str | Path) -> tuple[ResultStore, Prepared]:
+def init_results(exp: Experiment, results: str | Path,
+                 storage_url: str | None = None) -> tuple[ResultStore, Prepared]:
     """Create (or reopen) the results directory; refuse one that holds a different experiment."""
     store = ResultStore(results).create()
     if store.exists():
@@ -414,6 +420,7 @@ def init_results(exp: Experiment, results: str | Path) -> tuple[ResultStore, Pre
     prep = prepare(exp)
     fold_users = prep.check_folds()
     store.write_manifest(build_manifest(exp, prep, fold_users))
+    open_storage(storage_url, store.root)  # creates the schema once, before workers race on it
     store.write_configs([exp.grids[a.name].frame(a.name) for a in exp.algorithms])
     store.write_users(prep.dataset.user_ids)
     return store, prep
@@ -521,7 +528,7 @@ def run_experiment(exp: Experiment, results: str | Path, storage_url: str | None
     jobs = jobs or exp.sweep.jobs
     storage_url = storage_url or exp.sweep.storage
     root = Path(results)
-    store, prep = init_results(exp, root)
+    store, prep = init_results(exp, root, storage_url)
     tasks = [t for a in exp.algorithms for t in plan(exp, a.name, prep.fold_names)]
     bar = _Progress(store, tasks, f"{exp.name}: validation", progress)
     try:

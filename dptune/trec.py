@@ -1,0 +1,305 @@
+"""TREC-style run, qrels and training files for evaluating external rankings (``dptune evaluate``,
+``dptune dp --runs``).
+
+File formats (whitespace separated, one record per line, blank lines ignored, ids kept as
+strings):
+
+* run: ``user Q0 item rank score tag`` (exactly 6 fields; ``Q0`` and ``tag`` are not used);
+* qrels: ``user 0 item rating`` (exactly 4 fields);
+* train: ``user item [anything ...]`` (at least 2 fields; extra fields such as rating and
+  timestamp are ignored; every listed pair counts as one training interaction).
+
+Each reader returns a DataFrame whose ``attrs["source"]`` is the path, so later errors can name
+the file. :func:`evaluate_run` reuses :func:`dptune.metrics.metrics_from_topn`, so external runs
+are scored by exactly the code that scores dptune's own models.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+
+from dptune.errors import input_error
+from dptune.metrics import METRICS, metrics_from_topn, novelty_vectors
+
+
+def _read_lines(path: str | Path) -> tuple[list[list[str]], np.ndarray]:
+    """Split a text file into whitespace-separated fields; return (fields, 1-based line numbers)."""
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise input_error(path, None, "file not found") from None
+    except IsADirectoryError:
+        raise input_error(path, None, "is a directory, expected a text file") from None
+    except OSError as err:
+        raise input_error(path, None, f"cannot read file: {err.strerror or err}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data[: err.start].count(b"\n") + 1
+        raise input_error(path, f"line {line}", "not UTF-8 text") from None
+    split = [line.split() for line in text.splitlines()]
+    numbers = [number for number, parts in enumerate(split, start=1) if parts]
+    if not numbers:
+        raise input_error(path, None, "empty file: no records")
+    fields = split if len(numbers) == len(split) else [parts for parts in split if parts]
+    return fields, np.asarray(numbers, dtype=np.int64)
+
+
+def _check_width(
+    path: str | Path, fields: list[list[str]], numbers: np.ndarray, n: int, layout: str, exact: bool
+) -> None:
+    widths = np.fromiter((len(f) for f in fields), dtype=np.int64, count=len(fields))
+    bad = np.flatnonzero(widths != n) if exact else np.flatnonzero(widths < n)
+    if bad.size:
+        i = int(bad[0])
+        need = f"{n}" if exact else f"at least {n}"
+        raise input_error(
+            path,
+            f"line {numbers[i]}",
+            f"expected {need} fields ({layout}), found {widths[i]}",
+        )
+
+
+def _numeric(
+    path: str | Path, values: list[str], numbers: np.ndarray, column: str, integer: bool = False
+) -> np.ndarray:
+    """Parse a column of numbers; name the column and line of the first bad value."""
+    parsed = pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy(
+        dtype=np.float64
+    )
+    bad = ~np.isfinite(parsed)
+    if integer:
+        bad |= np.isfinite(parsed) & (parsed != np.round(parsed))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        kind = "an integer" if integer else "a finite number"
+        raise input_error(path, f"line {numbers[i]}", f"{column} {values[i]!r} is not {kind}")
+    return parsed.astype(np.int64) if integer else parsed
+
+
+def _ids(values: list[str]) -> pd.Series:
+    return pd.Series(values, dtype="str")
+
+
+def _reject_duplicates(path: str | Path, df: pd.DataFrame, numbers: np.ndarray, what: str) -> None:
+    dup = df.duplicated(["user", "item"], keep="first").to_numpy()
+    if dup.any():
+        i = int(np.flatnonzero(dup)[0])
+        user, item = df["user"].iat[i], df["item"].iat[i]
+        same = (df["user"].to_numpy() == user) & (df["item"].to_numpy() == item)
+        first = int(np.flatnonzero(same)[0])
+        raise input_error(
+            path,
+            f"line {numbers[i]}",
+            f"user {user!r} has item {item!r} twice in the {what} (first at line {numbers[first]})",
+        )
+
+
+def read_run(path: str | Path) -> pd.DataFrame:
+    """Read a TREC run file ``user Q0 item rank score tag`` into columns (user, item, score, rank).
+
+    Why: external rankings (other libraries, published runs) are evaluated and compared with the
+    same metric code as dptune's own models.
+
+    ``user``/``item`` are strings, ``score`` float64, ``rank`` int64; rows keep file order (it is
+    the last tie-breaker of the ranking, see :func:`evaluate_run`). Raises a
+    :class:`~dptune.errors.DptuneError` naming the file and line for a line without exactly 6
+    fields, a non-numeric or non-finite score, a non-integer rank, an item listed twice for one
+    user, or an empty file.
+    """
+    fields, numbers = _read_lines(path)
+    _check_width(path, fields, numbers, 6, "user Q0 item rank score tag", exact=True)
+    df = pd.DataFrame(
+        {
+            "user": _ids([f[0] for f in fields]),
+            "item": _ids([f[2] for f in fields]),
+            "score": _numeric(path, [f[4] for f in fields], numbers, "score"),
+            "rank": _numeric(path, [f[3] for f in fields], numbers, "rank", integer=True),
+        }
+    )
+    _reject_duplicates(path, df, numbers, "run")
+    df.attrs["source"] = str(path)
+    return df
+
+
+def read_qrels(path: str | Path) -> pd.DataFrame:
+    """Read a TREC qrels file ``user 0 item rating`` into columns (user, item, rating).
+
+    Why: the held-out ratings of the users an external run is judged on; relevance is decided
+    later by a rating threshold (:func:`evaluate_run`).
+
+    ``user``/``item`` are strings, ``rating`` float64. Errors name the file and line: a line
+    without exactly 4 fields, a non-numeric rating, a (user, item) pair given twice, an empty file.
+    """
+    fields, numbers = _read_lines(path)
+    _check_width(path, fields, numbers, 4, "user 0 item rating", exact=True)
+    df = pd.DataFrame(
+        {
+            "user": _ids([f[0] for f in fields]),
+            "item": _ids([f[2] for f in fields]),
+            "rating": _numeric(path, [f[3] for f in fields], numbers, "rating"),
+        }
+    )
+    _reject_duplicates(path, df, numbers, "qrels")
+    df.attrs["source"] = str(path)
+    return df
+
+
+def read_train(path: str | Path) -> pd.DataFrame:
+    """Read training interactions ``user item [anything ...]`` into columns (user, item).
+
+    Why: EFD/EPC novelty is defined by item popularity in the training data the run was produced
+    from. Fields after the second are ignored; repeated pairs are kept (they count once, since
+    novelty counts distinct users). Errors name the file and line (fewer than 2 fields, empty).
+    """
+    fields, numbers = _read_lines(path)
+    _check_width(path, fields, numbers, 2, "user item ...", exact=False)
+    df = pd.DataFrame({"user": _ids([f[0] for f in fields]), "item": _ids([f[1] for f in fields])})
+    df.attrs["source"] = str(path)
+    return df
+
+
+def _source(df: pd.DataFrame, default: str) -> str:
+    return str(df.attrs.get("source", default))
+
+
+def _require(df: pd.DataFrame, columns: Sequence[str], default: str) -> None:
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise input_error(_source(df, default), "columns", f"missing column(s) {missing}")
+
+
+def _check_cutoffs(cutoffs: Sequence[int]) -> np.ndarray:
+    try:
+        values = list(cutoffs)
+    except TypeError:
+        values = [cutoffs]
+    ok = bool(values) and all(
+        isinstance(c, int | np.integer) and not isinstance(c, bool) and c >= 1 for c in values
+    )
+    if not ok:
+        raise input_error("cutoffs", None, f"expected positive integers, got {values!r}")
+    return np.unique(np.asarray(values, dtype=np.int64))
+
+
+def evaluate_run(
+    run: pd.DataFrame,
+    qrels: pd.DataFrame,
+    train: pd.DataFrame,
+    cutoffs: Sequence[int] = (1, 5, 10),
+    threshold: float = 4.0,
+    relevance_aware: bool = True,
+) -> pd.DataFrame:
+    """Per-user metrics of an external run, long format ``user, metric, cutoff, value``.
+
+    Why: lets runs produced outside dptune enter the same per-user analysis (discriminative
+    power, paired tests) as dptune's own sweeps, with the metric definitions of SPEC 5.
+
+    * Ranking of a user: the user's run rows sorted by score descending, ties by rank ascending,
+      then by file order; the first ``max(cutoffs)`` rows form the top-N list. A user with fewer
+      rows gets empty positions: never a hit, no novelty, but still counted in Precision's ``N``
+      and in the EPC/EFD denominator ``sum_{r<=N} disc(r)`` (SPEC 5).
+    * Relevant items: qrels rows with ``rating >= threshold``.
+    * Users evaluated: every user with at least one relevant item; such a user missing from the
+      run scores 0 on every metric. Run users without a relevant item are ignored.
+    * Novelty (EFD/EPC) from ``train`` (:func:`dptune.metrics.novelty_vectors`); items that
+      appear only in the run or qrels are unseen in training and get the maximum novelty.
+    * Ids: one shared encoding of users and items over run, qrels and train (all as strings).
+      The run is not filtered against ``train``: the file is scored as given.
+
+    Returns ``user`` (original string id), ``metric`` (names of :data:`dptune.metrics.METRICS`),
+    ``cutoff`` (int64), ``value`` (float64), sorted by user (string order), metric (METRICS
+    order) and cutoff (ascending; duplicates in ``cutoffs`` are dropped).
+    """
+    cut = _check_cutoffs(cutoffs)
+    try:
+        thr = float(threshold)
+    except (TypeError, ValueError):
+        thr = math.nan
+    if not math.isfinite(thr):
+        raise input_error("threshold", None, f"expected a finite number, got {threshold!r}")
+    _require(run, ("user", "item", "score"), "run")
+    _require(qrels, ("user", "item", "rating"), "qrels")
+    _require(train, ("user", "item"), "train")
+
+    n_run, n_qrels = len(run), len(qrels)
+    all_users = pd.concat([run["user"], qrels["user"], train["user"]], ignore_index=True)
+    all_items = pd.concat([run["item"], qrels["item"], train["item"]], ignore_index=True)
+    ucode, user_ids = pd.factorize(all_users.astype("str"), sort=True)
+    icode, _ = pd.factorize(all_items.astype("str"), sort=True)
+    n_users, n_items = len(user_ids), int(icode.max()) + 1 if icode.size else 0
+    run_u, qrels_u, train_u = np.split(ucode, [n_run, n_run + n_qrels])
+    run_i, qrels_i, train_i = np.split(icode, [n_run, n_run + n_qrels])
+
+    rating = qrels["rating"].to_numpy(dtype=np.float64)
+    is_rel = rating >= thr
+    eval_users = np.unique(qrels_u[is_rel])
+    if eval_users.size == 0:
+        raise input_error(
+            _source(qrels, "qrels"),
+            "rating",
+            f"no rating >= {thr:g} (the relevance threshold): no user to evaluate",
+        )
+    row_of = np.full(n_users, -1, dtype=np.int64)
+    row_of[eval_users] = np.arange(eval_users.size)
+    relevant = sp.csr_array(
+        (np.ones(int(is_rel.sum()), dtype=bool), (row_of[qrels_u[is_rel]], qrels_i[is_rel])),
+        shape=(eval_users.size, n_items),
+    )
+    train_m = sp.csr_array(
+        (np.ones(train_u.size, dtype=np.float32), (train_u, train_i)), shape=(n_users, n_items)
+    )
+    efd, epc = novelty_vectors(train_m)
+
+    k = int(cut.max())
+    top = np.full((eval_users.size, k), -1, dtype=np.int64)
+    if n_run:
+        score = run["score"].to_numpy(dtype=np.float64)
+        rank = (
+            run["rank"].to_numpy(dtype=np.float64)
+            if "rank" in run.columns
+            else np.zeros(n_run, dtype=np.float64)
+        )
+        keep = row_of[run_u] >= 0
+        idx = np.flatnonzero(keep)
+        # primary key last: user, then score descending, rank ascending, file order
+        order = idx[np.lexsort((idx, rank[idx], -score[idx], run_u[idx]))]
+        u_sorted = run_u[order]
+        group_start = np.r_[0, np.flatnonzero(np.diff(u_sorted)) + 1]
+        sizes = np.diff(np.r_[group_start, u_sorted.size])
+        pos = np.arange(u_sorted.size) - np.repeat(group_start, sizes)
+        sel = pos < k
+        top[row_of[u_sorted[sel]], pos[sel]] = run_i[order[sel]]
+
+    values = metrics_from_topn(top, relevant, cut, efd, epc, relevance_aware=relevance_aware)
+    n_eval, n_m, n_c = eval_users.size, len(METRICS), cut.size
+    return pd.DataFrame(
+        {
+            "user": pd.Series(np.repeat(np.asarray(user_ids[eval_users]), n_m * n_c), dtype="str"),
+            "metric": pd.Series(np.tile(np.repeat(np.asarray(METRICS), n_c), n_eval), dtype="str"),
+            "cutoff": np.tile(cut, n_m * n_eval),
+            "value": values.transpose(2, 0, 1).reshape(-1),
+        }
+    )
+
+
+def write_per_user(df: pd.DataFrame, path: str | Path) -> None:
+    """Write per-user metrics as CSV ``user,metric,cutoff,value`` with full-precision values.
+
+    Why: the per-user values are the unit of every paired test, so they are stored losslessly
+    (each float as its shortest round-trip ``repr``) for later ``dptune dp --runs`` analyses.
+    """
+    _require(df, ("user", "metric", "cutoff", "value"), "per-user table")
+    out = df[["user", "metric", "cutoff", "value"]]
+    value = [repr(float(v)) for v in out["value"].to_numpy(dtype=np.float64)]
+    out = out.assign(value=value)
+    try:
+        out.to_csv(path, index=False, lineterminator="\n")
+    except OSError as err:
+        raise input_error(path, None, f"cannot write file: {err.strerror or err}") from None
