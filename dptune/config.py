@@ -10,10 +10,11 @@ import difflib
 import hashlib
 import json
 import re
-import tomllib
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
+
+import tomllib
 
 from dptune.errors import input_error
 from dptune.grids import Grid, load_grid

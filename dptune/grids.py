@@ -18,12 +18,12 @@ import hashlib
 import itertools
 import json
 import math
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import tomllib
 
 from dptune.errors import input_error
 

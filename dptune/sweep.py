@@ -327,7 +327,7 @@ def worker(exp: Experiment, results: str | Path, storage_url: str | None = None,
         study, space = _study(exp, alg.name, storage, tasks, folds)
         lookup = {_key({"fold": t.fold, **t.params}): t for t in tasks}
 
-        def objective(trial, lookup=lookup, space=space):
+        def objective(trial, lookup=lookup, space=space, study=study):
             nonlocal done_here
             params = {name: trial.suggest_categorical(name, choices) for name, choices in space.items()}
             task = lookup[_key(params)]
