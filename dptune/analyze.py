@@ -249,5 +249,5 @@ def analyze_runs(runs: str | Path, qrels: str | Path, train: str | Path, reports
                 "Pairs per scope (P)": n_pairs, "Pair-sampling seed": seed, "Statistical test": test}
     primary_cut = 10 if 10 in cutoffs else cutoffs[-1]
     files += report.write_report(reports_dir, analysis.dp, analysis.curves, datasets,
-                                 pd.DataFrame(), settings, primary=("ndcg", primary_cut))
+                                 None, settings, primary=("ndcg", primary_cut))
     return files

@@ -1,0 +1,228 @@
+"""End-to-end through the command line: run, analyze, evaluate, dp, subgrid, data info."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dptune.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+TINY = """
+name = "tiny"
+seed = 7
+[split]
+folds = 2
+[evaluation]
+cutoffs = [1, 5, 10]
+[analysis]
+n_pairs = 5
+[sweep]
+jobs = 1
+[[algorithms]]
+name = "userknn"
+type = "userknn"
+grid = "{root}/grids/quickstart-knn.toml"
+[[algorithms]]
+name = "bpr-mf"
+type = "bpr-mf"
+grid = "{bpr}"
+"""
+
+BPR = """
+family = "bpr-mf"
+[params.factors]
+values = [8, 16]
+[params.iterations]
+values = [1, 3]
+[params.learning_rate]
+values = [0.05, 0.1]
+[derived]
+user_reg = { from = "learning_rate", scale = 0.05 }
+item_reg = { from = "learning_rate", scale = 0.005 }
+"""
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    d = tmp_path_factory.mktemp("tiny")
+    (d / "bpr.toml").write_text(BPR)
+    cfg = d / "tiny.toml"
+    cfg.write_text(TINY.replace("{root}", str(ROOT)).replace("{bpr}", str(d / "bpr.toml")))
+    rc = main(["run", str(cfg), "--results", str(d / "results"), "--reports", str(d / "reports"),
+               "--no-progress"])
+    assert rc == 0
+    return d
+
+
+def test_run_writes_the_store_contract(tiny_run):
+    res = tiny_run / "results"
+    df = pd.read_parquet(res / "per_user.parquet")
+    assert list(df.columns) == ["algorithm", "config_id", "fold", "user", "metric", "cutoff", "value"]
+    assert set(df["metric"]) == {"ndcg", "precision", "recall", "mrr", "efd", "epc"}
+    assert set(df["cutoff"]) == {1, 5, 10}
+    assert {"0", "1", "test"} <= set(df["fold"])
+    val = df[df["fold"] != "test"]
+    # every configuration on every fold: 6 KNN + 8 BPR configs x 2 folds
+    assert val.groupby("algorithm")[["config_id", "fold"]].apply(lambda g: len(g.drop_duplicates())).to_dict() == {
+        "userknn": 12, "bpr-mf": 16}
+    configs = pd.read_csv(res / "configs.csv")
+    assert {"algorithm", "config_id", "k", "factors", "iterations", "learning_rate",
+            "user_reg", "item_reg"} <= set(configs.columns)
+    trials = pd.read_csv(res / "trials.csv")
+    assert trials["seed"].notna().all() and len(trials[trials["fold"] != "test"]) == 28
+    import json
+
+    man = json.loads((res / "manifest.json").read_text())
+    for key in ("dataset", "split", "seeds", "evaluation", "versions"):
+        assert key in man
+    assert man["evaluation"]["relevance_threshold"] == 4.0
+    assert man["dataset"]["ratings"] == 100836
+
+
+def test_reports_exist_and_rerun_is_byte_identical(tiny_run, tmp_path):
+    rep = tiny_run / "reports"
+    for name in ["pairs.csv", "pvalues.csv", "dp.csv", "report.md", "figure1.png", "figure1.svg",
+                 "table3.md", "table3.tex", "table4.csv", "table5.md", "one_at_a_time.csv"]:
+        assert (rep / name).exists(), name
+    assert main(["analyze", str(tiny_run / "results"), "--reports", str(tmp_path / "again")]) == 0
+    for f in rep.iterdir():
+        assert (tmp_path / "again" / f.name).read_bytes() == f.read_bytes(), f.name
+
+
+def test_dp_recomputable_with_scipy_alone(tiny_run):
+    from scipy.stats import ttest_rel
+
+    per_user = pd.read_parquet(tiny_run / "results" / "per_user.parquet")
+    pairs = pd.read_csv(tiny_run / "reports" / "pairs.csv")
+    dp = pd.read_csv(tiny_run / "reports" / "dp.csv")
+    row = dp[(dp["algorithm"] == "bpr-mf") & (dp["scope"] == "all") & (dp["metric"] == "ndcg")
+             & (dp["cutoff"] == 10)].iloc[0]
+    pp = pairs[(pairs["algorithm"] == "bpr-mf") & (pairs["scope"] == "all")]
+    sl = per_user[(per_user["algorithm"] == "bpr-mf") & (per_user["metric"] == "ndcg")
+                  & (per_user["cutoff"] == 10)]
+    curves = []
+    for fold in ("0", "1"):
+        f = sl[sl["fold"] == fold].pivot(index="user", columns="config_id", values="value")
+        ps = []
+        for a, b in zip(pp["config_a"], pp["config_b"], strict=True):
+            x, y = f[a].to_numpy(np.float64), f[b].to_numpy(np.float64)
+            ps.append(1.0 if np.all(x == y) else ttest_rel(x, y).pvalue)
+        curves.append(np.sort(ps)[::-1])
+    assert row["dp"] == pytest.approx(np.mean(curves, axis=0).sum(), abs=1e-8)
+
+
+def test_rerun_skips_finished_units(tiny_run, capsys):
+    parts = sorted((tiny_run / "results" / "per_user.parquet").glob("*.parquet"))
+    before = {p.name: p.stat().st_mtime_ns for p in parts}
+    cfg = tiny_run / "tiny.toml"
+    assert main(["run", str(cfg), "--results", str(tiny_run / "results"), "--reports",
+                 str(tiny_run / "reports2"), "--no-progress", "--no-analyze"]) == 0
+    after = {p.name: p.stat().st_mtime_ns for p in (tiny_run / "results" / "per_user.parquet").glob("*.parquet")}
+    assert after == before
+
+
+def test_status(tiny_run, capsys):
+    assert main(["status", str(tiny_run / "results")]) == 0
+    out = capsys.readouterr().out
+    assert "userknn" in out and "bpr-mf" in out
+
+
+def test_subgrid(tiny_run, tmp_path):
+    out = tmp_path / "sub.toml"
+    assert main(["subgrid", str(tiny_run / "results"), "--algorithm", "bpr-mf", "--metric", "ndcg",
+                 "--cutoff", "10", "--radius", "1", "--out", str(out)]) == 0
+    from dptune.grids import load_grid
+
+    g = load_grid(out)
+    assert set(g.free) == {"factors", "iterations", "learning_rate"}
+    assert g.derived["user_reg"] == ("learning_rate", 0.05)
+    best = pd.read_csv(tiny_run / "reports" / "best_configs.csv")
+    b = best[(best["algorithm"] == "bpr-mf") & (best["metric"] == "ndcg") & (best["cutoff"] == 10)].iloc[0]
+    cfg = pd.read_csv(tiny_run / "results" / "configs.csv")
+    c = cfg[(cfg["algorithm"] == "bpr-mf") & (cfg["config_id"] == b["config_id"])].iloc[0]
+    assert int(c["factors"]) in g.values["factors"] and int(c["iterations"]) in g.values["iterations"]
+
+
+def _write_runs(tmp_path, n_users=30, n_items=40, systems=3, folds=("0", "1"), seed=0):
+    rng = np.random.default_rng(seed)
+    runs = tmp_path / "runs"
+    qrels_dir = tmp_path / "qrels"
+    train_dir = tmp_path / "train"
+    qrels_dir.mkdir()
+    train_dir.mkdir()
+    for fold in folds:
+        (runs / fold).mkdir(parents=True)
+        q = [f"u{u} 0 i{i} {rng.integers(1, 6)}" for u in range(n_users)
+             for i in rng.choice(n_items, 5, replace=False)]
+        (qrels_dir / f"{fold}.txt").write_text("\n".join(q) + "\n")
+        t = [f"u{u} i{i}" for u in range(n_users) for i in rng.choice(n_items, 4, replace=False)]
+        (train_dir / f"{fold}.txt").write_text("\n".join(t) + "\n")
+        for s in range(systems):
+            lines = []
+            for u in range(n_users):
+                items = rng.permutation(n_items)[:10]
+                for r, i in enumerate(items, 1):
+                    lines.append(f"u{u} Q0 i{i} {r} {10 - r + rng.random():.6f} sys{s}")
+            (runs / fold / f"sys{s}.run").write_text("\n".join(lines) + "\n")
+    return runs, qrels_dir, train_dir
+
+
+def test_dp_on_external_runs(tmp_path):
+    runs, q, t = _write_runs(tmp_path)
+    rep = tmp_path / "rep"
+    assert main(["dp", "--runs", str(runs), "--qrels", str(q), "--train", str(t),
+                 "--reports", str(rep), "--pairs", "3"]) == 0
+    dp = pd.read_csv(rep / "dp.csv")
+    assert set(dp["algorithm"]) == {"runs"} and set(dp["n_folds"]) == {2} and set(dp["n_pairs"]) == {3}
+    assert (rep / "table3.md").exists() and (rep / "figure1.png").exists()
+
+
+def test_evaluate_matches_ranx(tmp_path):
+    ranx = pytest.importorskip("ranx")
+    runs, q, t = _write_runs(tmp_path, systems=1, folds=("0",))
+    run_file, qrels_file, train_file = runs / "0" / "sys0.run", q / "0.txt", t / "0.txt"
+    out = tmp_path / "per_user.csv"
+    assert main(["evaluate", "--run", str(run_file), "--qrels", str(qrels_file), "--train",
+                 str(train_file), "--cutoffs", "1,5,10", "--out", str(out)]) == 0
+    ours = pd.read_csv(out, dtype={"user": str})
+    assert list(ours.columns) == ["user", "metric", "cutoff", "value"]
+    qd: dict = {}
+    for line in qrels_file.read_text().split("\n"):
+        if line:
+            u, _, i, r = line.split()
+            if float(r) >= 4:
+                qd.setdefault(u, {})[i] = 1
+    rd: dict = {}
+    for line in run_file.read_text().split("\n"):
+        if line:
+            u, _, i, _, s, _ = line.split()
+            if u in qd:
+                rd.setdefault(u, {})[i] = float(s)
+    qrels, run = ranx.Qrels(qd), ranx.Run(rd)
+    for ours_name, ranx_name in [("ndcg", "ndcg"), ("precision", "precision"), ("recall", "recall"), ("mrr", "mrr")]:
+        for k in (1, 5, 10):
+            ranx.evaluate(qrels, run, f"{ranx_name}@{k}", make_comparable=True)
+            theirs = run.scores[f"{ranx_name}@{k}"]
+            mine = ours[(ours["metric"] == ours_name) & (ours["cutoff"] == k)].set_index("user")["value"]
+            for u, v in theirs.items():
+                assert mine[u] == pytest.approx(v, abs=1e-9), (ours_name, k, u)
+
+
+def test_data_info_embedded(capsys):
+    assert main(["data", "info", "ml-latest-small"]) == 0
+    out = capsys.readouterr().out
+    assert "| ml-latest-small | 610 | 9724 | 100836 | 98.30% |" in out
+
+
+def test_bad_config_is_one_line_exit_2(tmp_path, capsys):
+    cfg = tmp_path / "bad.toml"
+    cfg.write_text('name = "x"\n[split]\nfodls = 3\n[[algorithms]]\nname = "u"\ntype = "userknn"\n'
+                   f'grid = "{ROOT}/grids/knn.toml"\n')
+    assert main(["run", str(cfg)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "bad.toml" in err and "split.fodls" in err
