@@ -6,6 +6,7 @@ Glue only: the statistics live in :mod:`dptune.stats` and :mod:`dptune.dp`, the 
 
 from __future__ import annotations
 
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +14,12 @@ import numpy as np
 import pandas as pd
 
 from dptune import dp as dpmod
+from dptune import importance as impmod
+from dptune import noise as noisemod
 from dptune import report
+from dptune.config import AnalysisConfig
 from dptune.errors import input_error
-from dptune.grids import Grid, subgrid_around
+from dptune.grids import Grid, load_grid, subgrid_around
 from dptune.metrics import METRICS
 from dptune.store import ResultStore
 
@@ -60,8 +64,41 @@ def best_table(store: ResultStore, primary: tuple[str, int]) -> pd.DataFrame:
     return df.sort_values(["_a", "cutoff", "_m"], kind="stable").drop(columns=["_a", "_m"]).reset_index(drop=True)
 
 
+_CORRECTION_TEXT = {"none": "none (raw p-values)", "holm": "Holm step-down (family-wise error)",
+                    "bh": "Benjamini-Hochberg (false discovery rate)"}
+
+
+def _test_text(opts: dict[str, Any]) -> str:
+    base = {"t": "paired two-sided Student t-test (scipy ttest_rel)",
+            "wilcoxon": "Wilcoxon signed-rank (two-sided)",
+            "bootstrap": "paired bootstrap test of the mean difference (two-sided)",
+            "permutation": "randomisation (sign-flip) test (two-sided)"}[opts["test"]]
+    if opts["test"] in ("bootstrap", "permutation"):
+        base += f", {int(opts['n_resamples'])} resamples"
+    return base
+
+
+def _bootstrap_text(opts: dict[str, Any]) -> str:
+    b = int(opts.get("bootstrap", 0))
+    if b <= 0:
+        return "off (no confidence intervals)"
+    return (f"{b} replicates resampling the users of every fold and the pairs (with replacement); "
+            "95% percentile intervals for DP; metric ranking by paired replicates")
+
+
+def _noise_text(opts: dict[str, Any], primary_text: str) -> str:
+    s = int(opts["noise_seeds"])
+    if s <= 0:
+        return "off"
+    n = int(opts["noise_configs"])
+    which = "the best configuration" if n == 1 else f"the {n} best configurations"
+    return (f"{s} seeds of {which} by validation {primary_text} per stochastic algorithm, on "
+            "every validation fold; A/A pairs tested with the DP's test")
+
+
 def _settings(man: dict[str, Any], opts: dict[str, Any]) -> dict[str, Any]:
     sp, ev = man["split"], man["evaluation"]
+    primary_text = report.display_metric(opts["primary_metric"], int(opts["primary_cutoff"]))
     return {
         "Experiment": man["experiment"],
         "Data set": f"{man['dataset']['name']} ({man['dataset']['source']})",
@@ -75,28 +112,189 @@ def _settings(man: dict[str, Any], opts: dict[str, Any]) -> dict[str, Any]:
         "Cutoffs": ", ".join(str(c) for c in ev["cutoffs"]),
         "Pairs per scope (P)": opts["n_pairs"],
         "Pair-sampling seed": opts["seed"],
-        "Statistical test": {"t": "paired two-sided Student t-test (scipy ttest_rel)",
-                             "wilcoxon": "Wilcoxon signed-rank", "bootstrap": "paired bootstrap",
-                             "permutation": "randomisation (sign-flip) test"}[opts["test"]],
+        "Statistical test": _test_text(opts),
+        "Alpha": opts["alpha"],
+        "Correction": _CORRECTION_TEXT[opts["correction"]],
         "Sakai DP": f"fraction of pairs with p < {opts['alpha']} (correction: {opts['correction']})",
         "Fold sd": "sample standard deviation across folds (ddof=1)",
+        "Bootstrap": _bootstrap_text(opts),
+        "Noise floor": _noise_text(opts, primary_text),
+        "Hyperparameter importance": (
+            f"fANOVA and PED-ANOVA (optuna) of the mean validation metric@{opts['primary_cutoff']}, "
+            f"seed {opts['seed']}" if opts["importance"] else "off"),
         "Versions": ", ".join(f"{k} {v}" for k, v in sorted(man.get("versions", {}).items())),
     }
 
 
 def _options(man: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
-    a = dict(man.get("analysis", {}))
+    """Analysis options: :class:`AnalysisConfig` defaults < the manifest's ``analysis`` <
+    non-None overrides; ``seed`` None -> the manifest's analysis seed. Validated."""
+    a = {f.name: getattr(AnalysisConfig(), f.name) for f in fields(AnalysisConfig)}
+    a.update(man.get("analysis", {}))
     a.update({k: v for k, v in overrides.items() if v is not None})
     if a.get("seed") is None:
         a["seed"] = man["seeds"]["analysis"]
+    for key, lo in (("noise_seeds", 0), ("noise_configs", 1), ("bootstrap", 0),
+                    ("n_resamples", 1), ("n_pairs", 1)):
+        v = a[key]
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
+            raise input_error("analysis", key, f"must be an integer >= {lo}, got {v!r}")
+    if a["noise_seeds"] == 1:
+        raise input_error("analysis", "noise_seeds", "needs 0 (off) or at least 2 seeds")
+    if not isinstance(a["importance"], bool):
+        raise input_error("analysis", "importance", f"must be true or false, got {a['importance']!r}")
     return a
+
+
+def _metric_ranking_section(analysis: dpmod.Analysis, opts: dict[str, Any],
+                            cutoff: int) -> str:
+    """Markdown of the bootstrap metric ranking at ``cutoff``: per algorithm the metrics by DP
+    with their 95% intervals, the matrix of P(row more discriminative than column) and one
+    sentence per neighbouring pair of the ranking."""
+    rank = analysis.metric_ranking
+    level = 1.0 - float(opts["alpha"])
+    dp_all = analysis.dp[(analysis.dp["scope"] == "all") & (analysis.dp["cutoff"] == cutoff)]
+    lines = [
+        f"{int(opts['bootstrap'])} bootstrap replicates; each resamples the users of every fold and "
+        "the sampled pairs with replacement and recomputes DP, the same draws for every metric, so "
+        "replicates are paired. P(A more discriminative than B) = share of replicates with "
+        f"DP*(A) < DP*(B). A difference is called significant when that share is at least "
+        f"1 - alpha = {level:.0%}. Cutoff N = {cutoff}; every cutoff is in `metric_ranking.csv`.",
+        "",
+    ]
+    for alg in dict.fromkeys(dp_all["algorithm"]):
+        d = dp_all[dp_all["algorithm"] == alg].sort_values(["dp", "metric"], kind="stable")
+        r = rank[(rank["algorithm"] == alg) & (rank["cutoff"] == cutoff)]
+        if d.empty or r.empty:
+            continue
+        prob = {(a, b): float(p) for a, b, p in zip(r["metric_a"], r["metric_b"], r["p_a_better"],
+                                                    strict=True)}
+        ms = list(d["metric"])
+        names = [report.display_metric(m, cutoff) for m in ms]
+        lines += [f"*{report.display_algorithm(alg)}*", ""]
+        header = ["Rank", "Metric", "DP", "95% CI"] + names
+        lines.append("| " + " | ".join(header) + " |")
+        lines.append("| ---: | :--- | ---: | :--- | " + " | ".join("---:" for _ in ms) + " |")
+        for i, row in enumerate(d.itertuples(index=False)):
+            cells = []
+            for m in ms:
+                if m == row.metric:
+                    cells.append("–")
+                    continue
+                p = prob.get((row.metric, m), float("nan"))
+                cells.append(f"**{p:.2f}**" if p >= level else f"{p:.2f}")
+            lines.append(f"| {i + 1} | {names[i]} | {row.dp:.3f} | "
+                         f"[{row.dp_ci_low:.3f}, {row.dp_ci_high:.3f}] | " + " | ".join(cells) + " |")
+        lines += ["", "Cells: P(row metric more discriminative than column metric); bold: at least "
+                  f"{level:.0%}.", ""]
+        for a, b, na, nb in zip(ms[:-1], ms[1:], names[:-1], names[1:], strict=True):
+            p = prob.get((a, b), float("nan"))
+            verdict = "significant" if p >= level else "not significant"
+            lines.append(f"- {na} is more discriminative than {nb} in {p:.0%} of bootstrap "
+                         f"replicates ({verdict} at {level:.0%}).")
+        lines.append("")
+    return "\n".join(lines).rstrip("\n")
+
+
+def _fmt_params(store: ResultStore, algorithm: str, config_id: int) -> str:
+    cfg = store.configs(algorithm)
+    row = cfg.loc[cfg["config_id"] == config_id]
+    if row.empty:
+        return f"config {config_id}"
+    return f"config {config_id} ({_params_text(row.iloc[0], store.hyperparameters(algorithm))})"
+
+
+def _noise_section(store: ResultStore, opts: dict[str, Any], nf: noisemod.NoiseFloor | None,
+                   table: pd.DataFrame | None) -> str:
+    """Markdown of the noise-floor section (setup, DP beside DP_floor, flagged metrics)."""
+    man = store.manifest()
+    det = noisemod.deterministic_algorithms(man)
+    det_text = ""
+    if det:
+        det_text = (", ".join(report.display_algorithm(a) for a in det)
+                    + (" is" if len(det) == 1 else " are")
+                    + " deterministic (training uses no seed; re-training gives identical "
+                    "results): no noise floor.")
+    if int(opts["noise_seeds"]) <= 0:
+        return "Off (`noise_seeds = 0`)."
+    if nf is None or nf.empty or table is None or table.empty:
+        stoch = [a["name"] for a in man["algorithms"] if noisemod.is_stochastic(a["type"])]
+        if not stoch:
+            return det_text or "No algorithm of this experiment depends on a seed."
+        return ("No noise-floor runs in this results directory (`dptune run` trains them after "
+                "the sweep when `noise_seeds > 0`). " + det_text).strip()
+    primary = f"{report.display_metric(opts['primary_metric'], int(opts['primary_cutoff']))}"
+    used = []
+    for alg, ids in nf.configs.items():
+        cfgs = ", ".join(_fmt_params(store, alg, c) for c in ids)
+        used.append(f"{report.display_algorithm(alg)}: {cfgs}, {nf.seeds.get(alg, 0)} seeds")
+    has_ci = "dp_ci_high" in table.columns
+    rule = ("the 95% bootstrap interval of DP lies entirely below DP_floor" if has_ci
+            else "DP < DP_floor")
+    lines = [
+        "The best configuration(s) of each stochastic algorithm by validation "
+        f"{primary} were re-trained with different seeds on every validation fold; every pair of "
+        "seeds is an A/A pair (same configuration, no real difference), tested over the fold's "
+        "users with the DP's test. Per fold the A/A p-values are sorted decreasingly and "
+        "resampled to the DP's P positions, then averaged over folds (dashed lines in Figure 1). "
+        "DP_floor = P x mean A/A p-value (± P x its sd over folds); an exactly true null gives "
+        f"P/2. A metric is clearly below its floor when {rule}; otherwise it is flagged: its "
+        "configuration differences are not clearly larger than re-training noise.",
+        "",
+        "Runs: " + "; ".join(used) + ".",
+        "",
+    ]
+    if det_text:
+        lines += [det_text, ""]
+    header = ["Algorithm", "Metric", "DP"] + (["95% CI"] if has_ci else []) + [
+        "DP_floor ± sd", "DP / DP_floor", "Below floor?"]
+    lines.append("| " + " | ".join(header) + " |")
+    lines.append("| :--- | :--- | ---: | " + ("---: | " if has_ci else "") + "---: | ---: | :--- |")
+    t = table.assign(_m=[dpmod.METRIC_ORDER.index(m) if m in dpmod.METRIC_ORDER else 99
+                         for m in table["metric"]])
+    order = {a: i for i, a in enumerate(store.algorithms())}
+    t = t.assign(_a=t["algorithm"].map(order)).sort_values(["_a", "cutoff", "_m"], kind="stable")
+    for r in t.itertuples(index=False):
+        cells = [report.display_algorithm(r.algorithm), report.display_metric(r.metric, r.cutoff),
+                 f"{r.dp:.3f}"]
+        if has_ci:
+            cells.append(f"[{r.dp_ci_low:.3f}, {r.dp_ci_high:.3f}]")
+        cells += [f"{r.dp_floor:.3f} ± {r.dp_floor_sd:.3f}", f"{r.ratio:.2f}",
+                  "**no: flagged**" if r.flagged else "yes"]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines.append("")
+    for alg in dict.fromkeys(t["algorithm"]):
+        ta = t[t["algorithm"] == alg]
+        bad = ta[ta["flagged"]]
+        name = report.display_algorithm(alg)
+        if bad.empty:
+            lines.append(f"- {name}: every metric@N is clearly below its noise floor "
+                         f"({len(ta)} of {len(ta)}).")
+        else:
+            listed = ", ".join(report.display_metric(m, c) for m, c in zip(bad["metric"],
+                                                                          bad["cutoff"], strict=True))
+            lines.append(f"- {name}: {len(bad)} of {len(ta)} metric@N not clearly below the noise "
+                         f"floor: {listed}.")
+        same = nf.floor[(nf.floor["algorithm"] == alg) & (nf.floor["mean_p"] >= 1.0)]
+        if len(same) == len(nf.floor[nf.floor["algorithm"] == alg]) and len(same):
+            lines.append(f"- {name}: every A/A pair had identical per-user values (the model "
+                         "ignores its seed in practice), so the floor is P.")
+    lines += ["", "Data: `noise_floor.csv` (DP beside its floor), `noise_curves.csv`, "
+              "`noise_pvalues.csv` (every A/A p-value)."]
+    return "\n".join(lines)
 
 
 def analyze_results(results_dir: str | Path, reports_dir: str | Path, **overrides: Any) -> list[Path]:
     """Run the DP analysis on a results directory and write every table, figure and report.
 
-    Overrides (``n_pairs, seed, test, alpha, correction, bootstrap``) replace the experiment's
-    ``[analysis]`` settings. Output is a pure function of the store and the options.
+    Overrides (``n_pairs, seed, test, alpha, correction, n_resamples, bootstrap, noise_seeds,
+    noise_configs, importance``) replace the experiment's ``[analysis]`` settings. Besides
+    :func:`dptune.dp.analyze`'s tables: with a bootstrap, a metric-ranking section; when the
+    store has noise-floor runs and ``noise_seeds > 0``, ``noise_floor.csv``, ``noise_curves.csv``,
+    ``noise_pvalues.csv``, the dashed A/A curves of Figure 1 and the flag of every metric not
+    clearly below its floor (:mod:`dptune.noise`); with ``importance``, ``importance.csv`` and
+    its section (:mod:`dptune.importance`). Output is a pure function of the store and the
+    options: a rerun writes identical bytes.
     """
     store = ResultStore(results_dir)
     man = store.manifest()
@@ -104,7 +302,7 @@ def analyze_results(results_dir: str | Path, reports_dir: str | Path, **override
     analysis = dpmod.analyze(
         store, n_pairs=int(opts["n_pairs"]), seed=int(opts["seed"]), test=opts["test"],
         alpha=float(opts["alpha"]), correction=None if opts["correction"] == "none" else opts["correction"],
-        n_resamples=int(opts.get("n_resamples", 1000)), bootstrap=int(opts.get("bootstrap", 0)),
+        n_resamples=int(opts["n_resamples"]), bootstrap=int(opts["bootstrap"]),
     )
     out = Path(reports_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -114,11 +312,64 @@ def analyze_results(results_dir: str | Path, reports_dir: str | Path, **override
                               "ratings": d["ratings"], "sparsity": d["sparsity"]}])
     primary = (opts["primary_metric"], int(opts["primary_cutoff"]))
     best = best_table(store, primary)
+    sections: list[tuple[str, str]] = []
+
+    if analysis.metric_ranking is not None and not analysis.metric_ranking.empty:
+        sections.append(("Metric ranking (bootstrap)",
+                         _metric_ranking_section(analysis, opts, primary[1])))
+
+    nf = table = None
+    curves_nf = None
+    if int(opts["noise_seeds"]) > 0:
+        all_dp = analysis.dp[analysis.dp["scope"] == "all"]
+        n_pairs = {(a, m, int(c)): int(n) for a, m, c, n in zip(
+            all_dp["algorithm"], all_dp["metric"], all_dp["cutoff"], all_dp["n_pairs"], strict=True)}
+        nf = noisemod.noise_floor_table(
+            store.root, n_pairs, test=opts["test"], max_seeds=int(opts["noise_seeds"]),
+            max_configs=int(opts["noise_configs"]), primary=primary,
+            n_resamples=int(opts["n_resamples"]), seed=int(opts["seed"]))
+        if not nf.empty:
+            table = noisemod.compare_with_floor(analysis.dp, nf.floor)
+            for name, frame in (("noise_floor.csv", table), ("noise_curves.csv", nf.curves),
+                                ("noise_pvalues.csv", nf.pvalues)):
+                frame.to_csv(out / name, index=False, float_format="%.10g", lineterminator="\n")
+                files.append(out / name)
+            curves_nf = nf.curves[["algorithm", "cutoff", "metric", "position", "mean"]]
+    sections.append(("Noise floor (A/A pairs)", _noise_section(store, opts, nf, table)))
+
+    if opts["importance"]:
+        imp = impmod.hyperparameter_importance(store, cutoff=primary[1], seed=int(opts["seed"]))
+        imp.to_csv(out / "importance.csv", index=False, float_format="%.10g", lineterminator="\n")
+        files.append(out / "importance.csv")
+        n_trials = {a: len(store.configs(a)) for a in dict.fromkeys(imp["algorithm"])}
+        body = impmod.importance_section(imp, analysis.dp, primary, int(opts["seed"]),
+                                         display={a: report.display_algorithm(a)
+                                                  for a in store.algorithms()},
+                                         n_trials=n_trials)
+        sections.append(("Hyperparameter importance (optuna) beside DP dominance",
+                         body + "\n\nData: `importance.csv`."))
+
     files += report.write_report(out, analysis.dp, analysis.curves, datasets, best,
-                                 _settings(man, opts), primary=primary)
+                                 _settings(man, opts), primary=primary, noise_floor=curves_nf,
+                                 extra_sections=sections)
     best.to_csv(out / "best_configs.csv", index=False, lineterminator="\n", float_format="%.10g")
     files.append(out / "best_configs.csv")
     return files
+
+
+def _plain(v: Any) -> Any:
+    """numpy scalar -> Python scalar; integral floats (from NaN-padded CSV columns) -> int."""
+    v = v.item() if hasattr(v, "item") else v
+    return int(v) if isinstance(v, float) and v.is_integer() else v
+
+
+def _plain(value: Any) -> Any:
+    """A configs.csv value as a plain Python scalar: numpy scalars unwrapped, integral floats
+    (pandas reads an integer column with gaps as float) turned back into ``int``."""
+    v = value.item() if hasattr(value, "item") else value
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    return v
 
 
 def grid_from_store(store: ResultStore, algorithm: str) -> Grid:
@@ -128,26 +379,32 @@ def grid_from_store(store: ResultStore, algorithm: str) -> Grid:
         raise input_error(store.root / "manifest.json", "algorithms", f"no algorithm {algorithm!r}")
     cfg = store.configs(algorithm)
     values = {h: list(pd.unique(cfg[h])) for h in man[algorithm]["free"]}
-    values = {h: [v.item() if hasattr(v, "item") else v for v in vals] for h, vals in values.items()}
+    values = {h: [_plain(v) for v in vals] for h, vals in values.items()}
     derived = {k: (v[0], float(v[1])) for k, v in man[algorithm].get("derived", {}).items()}
     family = man[algorithm]["type"]
     return Grid(values=values, derived=derived, family=family, source=str(store.root))
 
 
 def write_subgrid(results_dir: str | Path, algorithm: str, metric: str, cutoff: int,
-                  radius: int, out: str | Path) -> Path:
+                  radius: int, out: str | Path, grid: str | Path | None = None) -> Path:
     """The paper's sub-grid: best value of each hyperparameter by mean metric@cutoff over the
-    validation folds, +- ``radius`` grid neighbours; written as a grid TOML file."""
+    validation folds, +- ``radius`` neighbours in ``grid`` (default: the swept grid itself; give
+    the full Table 2 grid when the sweep was a coarse pilot); written as a grid TOML file."""
     store = ResultStore(results_dir)
     best = store.best_configs()
     row = best[(best["algorithm"] == algorithm) & (best["metric"] == metric) & (best["cutoff"] == cutoff)]
     if row.empty:
         raise input_error(store.root, "--metric/--cutoff", f"no results for {algorithm} {metric}@{cutoff}")
-    grid = grid_from_store(store, algorithm)
+    swept = grid_from_store(store, algorithm)
+    ref = load_grid(grid) if grid is not None else swept
     cfg = store.configs(algorithm)
-    crow = cfg.loc[cfg["config_id"] == int(row["config_id"].iloc[0])].iloc[0]
-    chosen = {h: (crow[h].item() if hasattr(crow[h], "item") else crow[h]) for h in grid.free}
-    sub = subgrid_around(grid, chosen, radius)
+    mask = cfg["config_id"] == int(row["config_id"].iloc[0])
+    chosen = {h: _plain(cfg.loc[mask, h].iloc[0]) for h in swept.free}
+    for h, v in chosen.items():
+        if h not in ref.values or v not in ref.values[h]:
+            raise input_error(grid or store.root, f"params.{h}", f"best value {v!r} is not a value of this grid")
+    sub = subgrid_around(ref, chosen, radius)
+    grid = ref
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     header = (f"# Sub-grid of {algorithm} around its best configuration by {metric}@{cutoff} "

@@ -31,19 +31,52 @@ def _default_reports(name: str) -> Path:
     return Path("reports") / name
 
 
+def _analysis_overrides(args: argparse.Namespace) -> dict[str, object]:
+    """Analysis options given on the command line (absent flags are left to the config)."""
+    keys = {"pairs": "n_pairs", "seed": "seed", "test": "test", "alpha": "alpha",
+            "correction": "correction", "n_resamples": "n_resamples", "bootstrap": "bootstrap",
+            "noise_seeds": "noise_seeds", "noise_configs": "noise_configs",
+            "importance": "importance"}
+    out = {}
+    for flag, key in keys.items():
+        v = getattr(args, flag, None)
+        if v is not None:
+            out[key] = v
+    if out.get("noise_seeds") == 1 or (out.get("noise_seeds") or 0) < 0:
+        raise input_error("--noise-seeds", None, "must be 0 (off) or at least 2")
+    if "noise_configs" in out and out["noise_configs"] < 1:
+        raise input_error("--noise-configs", None, "must be at least 1")
+    if "bootstrap" in out and out["bootstrap"] < 0:
+        raise input_error("--bootstrap", None, "must be 0 (off) or positive")
+    if "n_resamples" in out and out["n_resamples"] < 1:
+        raise input_error("--n-resamples", None, "must be at least 1")
+    if "alpha" in out and not 0.0 < out["alpha"] < 1.0:
+        raise input_error("--alpha", None, "must be between 0 and 1")
+    return out
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from dptune.analyze import analyze_results
     from dptune.config import load_experiment
+    from dptune.noise import run_noise_floor
     from dptune.sweep import run_experiment
 
     exp = load_experiment(args.config)
+    overrides = _analysis_overrides(args)
     results = Path(args.results) if args.results else _default_results(exp.name)
     store = run_experiment(exp, results, storage_url=args.storage, jobs=args.jobs,
                            progress=not args.no_progress)
     print(f"results: {store.root}")
+    seeds = int(overrides.get("noise_seeds", exp.analysis.noise_seeds))
+    if seeds > 0:
+        nr = run_noise_floor(exp, store.root, seeds=seeds,
+                             n_configs=int(overrides.get("noise_configs", exp.analysis.noise_configs)),
+                             jobs=args.jobs or exp.sweep.jobs, progress=not args.no_progress)
+        print(f"noise floor: {len(nr.parts)} parts ({nr.computed} computed now), {seeds} seeds"
+              + (f"; none for {', '.join(nr.skipped)} (deterministic)" if nr.skipped else ""))
     if not args.no_analyze:
         reports = Path(args.reports) if args.reports else _default_reports(exp.name)
-        files = analyze_results(store.root, reports)
+        files = analyze_results(store.root, reports, **overrides)
         print(f"reports: {reports} ({len(files)} files; see {reports / 'report.md'})")
     return 0
 
@@ -82,10 +115,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     store = ResultStore(args.results_dir)
     name = store.manifest()["experiment"]
     reports = Path(args.reports) if args.reports else _default_reports(name)
-    overrides = {k: v for k, v in {
-        "n_pairs": args.pairs, "seed": args.seed, "test": args.test, "alpha": args.alpha,
-        "correction": args.correction, "bootstrap": args.bootstrap,
-    }.items() if v is not None}
+    overrides = _analysis_overrides(args)
     files = analyze_results(store.root, reports, **overrides)
     print(f"reports: {reports} ({len(files)} files; see {reports / 'report.md'})")
     return 0
@@ -115,7 +145,8 @@ def cmd_dp(args: argparse.Namespace) -> int:
 def cmd_subgrid(args: argparse.Namespace) -> int:
     from dptune.analyze import write_subgrid
 
-    out = write_subgrid(args.results_dir, args.algorithm, args.metric, args.cutoff, args.radius, args.out)
+    out = write_subgrid(args.results_dir, args.algorithm, args.metric, args.cutoff, args.radius,
+                        args.out, grid=args.grid)
     print(f"sub-grid written to {out}")
     return 0
 
@@ -139,6 +170,23 @@ def cmd_data(args: argparse.Namespace) -> int:
     return 0
 
 
+def _noise_and_stats_flags(p: argparse.ArgumentParser, analyze: bool = False) -> None:
+    """Flags of the analyses beyond the paper shared by ``run`` and ``analyze`` ([analysis])."""
+    if analyze:
+        seeds_help = "use at most N seeds of the stored noise floor (0 = no noise floor)"
+        configs_help = "use the N best configurations of the stored noise floor"
+    else:
+        seeds_help = "seeds per configuration for the A/A noise floor (default 5; 0 = off)"
+        configs_help = "configurations per stochastic algorithm in the noise floor (default 1 = best)"
+    p.add_argument("--noise-seeds", type=int, metavar="N", help=seeds_help)
+    p.add_argument("--noise-configs", type=int, metavar="N", help=configs_help)
+    p.add_argument("--importance", action=argparse.BooleanOptionalAction, default=None,
+                   help="fANOVA / PED-ANOVA hyperparameter importance (default on)")
+    if not analyze:
+        p.add_argument("--bootstrap", type=int,
+                       help="bootstrap replicates for DP confidence intervals (default from config)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every sub-command."""
     p = argparse.ArgumentParser(prog="dptune", description=__doc__.splitlines()[0])
@@ -152,6 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--jobs", type=int, help="parallel worker processes (default from config)")
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
     r.add_argument("--no-analyze", action="store_true", help="skip the analysis stage")
+    _noise_and_stats_flags(r)
     r.set_defaults(func=cmd_run)
 
     w = sub.add_parser("worker", help="join a sweep as one more worker (any machine)")
@@ -175,6 +224,9 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--alpha", type=float)
     a.add_argument("--correction", choices=["none", "holm", "bh"])
     a.add_argument("--bootstrap", type=int, help="bootstrap replicates for DP confidence intervals")
+    a.add_argument("--n-resamples", type=int,
+                   help="resamples of the bootstrap/permutation significance tests (default 1000)")
+    _noise_and_stats_flags(a, analyze=True)
     a.set_defaults(func=cmd_analyze)
 
     e = sub.add_parser("evaluate", help="per-user metrics of an external TREC run")
@@ -206,6 +258,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--cutoff", type=int, default=10)
     g.add_argument("--radius", type=int, default=2)
     g.add_argument("--out", required=True)
+    g.add_argument("--grid", help="grid to place the sub-grid in (default: the swept grid), e.g. grids/bpr-mf.toml")
     g.set_defaults(func=cmd_subgrid)
 
     dt = sub.add_parser("data", help="fetch data sets or print their statistics (Table 1)")

@@ -70,6 +70,9 @@ class AnalysisConfig:
     bootstrap: int = 0
     primary_metric: str = "ndcg"
     primary_cutoff: int = 10
+    noise_seeds: int = 5  # seeds per configuration for the A/A noise floor; 0 = off
+    noise_configs: int = 1  # configurations per stochastic algorithm (best by the primary metric)
+    importance: bool = True  # fANOVA / PED-ANOVA hyperparameter importance in the report
 
 
 @dataclass(frozen=True)
@@ -218,6 +221,16 @@ def _validate(exp: Experiment, src: str) -> None:
         raise input_error(src, "analysis.primary_cutoff", f"{a.primary_cutoff} is not in evaluation.cutoffs")
     if a.n_pairs < 1:
         raise input_error(src, "analysis.n_pairs", "must be positive")
+    if not 0.0 < a.alpha < 1.0:
+        raise input_error(src, "analysis.alpha", "must be between 0 and 1")
+    if a.n_resamples < 1:
+        raise input_error(src, "analysis.n_resamples", "must be positive")
+    if a.bootstrap < 0:
+        raise input_error(src, "analysis.bootstrap", "must be 0 (off) or positive")
+    if a.noise_seeds < 0 or a.noise_seeds == 1:
+        raise input_error(src, "analysis.noise_seeds", "must be 0 (off) or at least 2")
+    if a.noise_configs < 1:
+        raise input_error(src, "analysis.noise_configs", "must be positive")
     if exp.sweep.jobs < 1:
         raise input_error(src, "sweep.jobs", "must be positive")
     if exp.data.kcore < 0:

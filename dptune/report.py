@@ -917,11 +917,12 @@ def figure1(
     extra_colors: list[str] = []
     for ax, alg in zip(axes.flat, algorithms, strict=False):
         ca = c[c["algorithm"] == alg]
-        max_pos = int(ca["position"].max())
+        # positions are 0-based (dp.analyze, noise); the plot shows 1-based pair ranks
+        max_pos = int(ca["position"].max()) + 1
         drew_noise = False
         for m in _ordered_metrics(ca["metric"].unique()):
             s = ca[ca["metric"] == m].sort_values("position")
-            x = s["position"].to_numpy(dtype=float)
+            x = s["position"].to_numpy(dtype=float) + 1.0
             y = s["mean"].to_numpy(dtype=float)
             sd = np.nan_to_num(s["sd"].to_numpy(dtype=float), nan=0.0)
             hit = dp_all[
@@ -956,7 +957,7 @@ def figure1(
                 ].sort_values("position")
                 if len(n):
                     ax.plot(
-                        n["position"].to_numpy(dtype=float),
+                        n["position"].to_numpy(dtype=float) + 1.0,
                         n["mean"].to_numpy(dtype=float),
                         color=color,
                         linestyle="--",

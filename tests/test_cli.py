@@ -226,3 +226,25 @@ def test_bad_config_is_one_line_exit_2(tmp_path, capsys):
     assert main(["run", str(cfg)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "bad.toml" in err and "split.fodls" in err
+
+
+def test_subgrid_placed_in_a_larger_grid(tiny_run, tmp_path):
+    full = tmp_path / "full.toml"
+    full.write_text(BPR.replace("[8, 16]", "[4, 8, 16, 32]").replace("[1, 3]", "[1, 2, 3, 4]")
+                    .replace("[0.05, 0.1]", "[0.025, 0.05, 0.1, 0.2]"))
+    out = tmp_path / "sub.toml"
+    assert main(["subgrid", str(tiny_run / "results"), "--algorithm", "bpr-mf", "--radius", "1",
+                 "--grid", str(full), "--out", str(out)]) == 0
+    from dptune.grids import load_grid
+
+    g = load_grid(out)
+    best = pd.read_csv(tiny_run / "reports" / "best_configs.csv")
+    b = best[(best["algorithm"] == "bpr-mf") & (best["metric"] == "ndcg") & (best["cutoff"] == 10)].iloc[0]
+    cfg = pd.read_csv(tiny_run / "results" / "configs.csv")
+    c = cfg[(cfg["algorithm"] == "bpr-mf") & (cfg["config_id"] == b["config_id"])].iloc[0]
+    ref = load_grid(full).values["factors"]
+    i = ref.index(int(c["factors"]))
+    assert g.values["factors"] == ref[max(0, i - 1): i + 2]
+    bad = tmp_path / "bad.toml"
+    bad.write_text(BPR.replace("[8, 16]", "[5, 6]"))
+    assert main(["subgrid", str(tiny_run / "results"), "--grid", str(bad), "--out", str(out)]) == 2

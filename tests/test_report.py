@@ -94,7 +94,7 @@ def make_curves() -> pd.DataFrame:
         for i, m in enumerate(METRICS):
             for c in (5, 10):
                 mean = np.linspace(0.9 - 0.05 * i, 0.0, P)
-                for pos in range(1, P + 1):
+                for pos in range(P):  # 0-based, as dp.analyze writes them
                     rows.append(
                         {
                             "algorithm": alg,
@@ -102,7 +102,7 @@ def make_curves() -> pd.DataFrame:
                             "metric": m,
                             "cutoff": c,
                             "position": pos,
-                            "mean": float(mean[pos - 1]),
+                            "mean": float(mean[pos]),
                             "sd": 0.15,
                         }
                     )
@@ -113,14 +113,14 @@ def make_noise() -> pd.DataFrame:
     rows = []
     for alg in PAPER_T3:
         for m in METRICS:
-            for pos in range(1, P + 1):
+            for pos in range(P):
                 rows.append(
                     {
                         "algorithm": alg,
                         "cutoff": 10,
                         "metric": m,
                         "position": pos,
-                        "mean": 1 - pos / (P + 1),
+                        "mean": 1 - (pos + 1) / (P + 1),
                     }
                 )
     return pd.DataFrame(rows)
