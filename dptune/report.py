@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from dptune.dp import CURVES_COLUMNS, DP_COLUMNS
 from dptune.errors import input_error
 
 __all__ = [
@@ -119,20 +120,9 @@ FIG_DPI: int = 100
 MAX_PANEL_COLUMNS: int = 3
 _SVG_HASH_SALT = "dptune-report"
 
-_DP_COLUMNS = (
-    "algorithm",
-    "scope",
-    "metric",
-    "cutoff",
-    "dp",
-    "dp_plus_sd",
-    "dp_minus_sd",
-    "n_pairs",
-    "n_folds",
-    "sakai",
-    "sakai_sd",
-)
-_CURVE_COLUMNS = ("algorithm", "scope", "metric", "cutoff", "position", "mean", "sd")
+# the input columns are dp.analyze's output contract
+_DP_COLUMNS = tuple(DP_COLUMNS)
+_CURVE_COLUMNS = tuple(CURVES_COLUMNS)
 _DATASET_COLUMNS = ("dataset", "users", "items", "ratings", "sparsity")
 _BEST_COLUMNS = (
     "algorithm",
