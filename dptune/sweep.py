@@ -4,10 +4,13 @@ A *unit* is what one model run produces (docs/design.md): all k of a KNN on one 
 similarity), all iteration counts of one BPR-MF (factors, learning rate) on one fold (snapshots of
 one training run). optuna drives the units: one study per (experiment, algorithm) whose
 ``GridSampler`` search space is the fold plus the hyperparameters that are constant within a unit,
-kept in an optuna storage (SQLite in the results directory by default, any optuna storage URL
-otherwise), so a re-run or any number of workers skip finished units. The result store is the
-ground truth: a unit whose Parquet part exists is never recomputed, and a duplicate computed by a
-racing worker is bit-identical (seeds derive from the unit) and replaces the file atomically.
+kept in an optuna storage (SQLite in the results directory by default, PostgreSQL or any optuna
+RDB URL, or a journal file), so a re-run or any number of workers on any machines share one
+sweep. The result store is the ground truth: a unit whose Parquet part exists is never
+recomputed. A live worker's grid point is waited for, not duplicated; a dead worker's trial is
+found by its stale heartbeat, failed and queued again; a duplicate that still slips through
+(two workers deciding at the same instant) has the same values (seeds derive from the unit) and
+is discarded by the store, which keeps the first part written. See docs/distributed.md.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import socket
 import threading
 import time
 import zlib
@@ -22,7 +26,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -42,8 +46,18 @@ from dptune.split import (
 )
 from dptune.store import ResultStore, UnitResult
 
+if TYPE_CHECKING:
+    import logging
+    from collections.abc import Callable
+
+    import optuna
+    from optuna.storages import BaseStorage
+    from optuna.trial import FrozenTrial
+
 HEARTBEAT_SECONDS = 10
 GRACE_SECONDS = 30
+MAX_RETRY = 3  # a dead worker's unit is queued again at most this many times
+MAX_PASSES = 3  # grid walks per worker and algorithm before giving up on failed units
 
 
 # --------------------------------------------------------------------------- data preparation
@@ -239,40 +253,190 @@ def _primary_mean(exp: Experiment, store: ResultStore, task: Task) -> float:
 
 
 # --------------------------------------------------------------------------- optuna coordination
-def open_storage(url: str | None, root: Path):
+def heartbeat_settings() -> tuple[int, int]:
+    """``(interval, grace)`` of the trial heartbeats in seconds (optuna's on RDB storages,
+    dptune's :class:`_Pulse` on journal storages).
+
+    A worker records a heartbeat every ``interval`` seconds while it holds a trial; a RUNNING
+    trial whose last heartbeat is older than ``grace`` is taken for dead (``kill -9``, a lost
+    machine), failed and queued again. Defaults 10 and 30; ``DPTUNE_HEARTBEAT_INTERVAL`` and
+    ``DPTUNE_HEARTBEAT_GRACE`` override them (every worker of a sweep should use the same values;
+    the tests use 1 and 3 so that a killed worker is detected in seconds).
+    """
+    out = []
+    for name, default in (("DPTUNE_HEARTBEAT_INTERVAL", HEARTBEAT_SECONDS),
+                          ("DPTUNE_HEARTBEAT_GRACE", GRACE_SECONDS)):
+        raw = os.environ.get(name, "").strip()
+        if not raw:
+            out.append(default)
+            continue
+        try:
+            value = int(raw)
+        except ValueError:
+            value = 0
+        if value < 1:
+            raise input_error(name, None, f"must be a positive number of seconds, got {raw!r}")
+        out.append(value)
+    interval, grace = out
+    if grace <= interval:
+        raise input_error("DPTUNE_HEARTBEAT_GRACE", None,
+                          f"must be larger than DPTUNE_HEARTBEAT_INTERVAL ({grace} <= {interval})")
+    return interval, grace
+
+
+def _requeue_stale(study: optuna.Study, trial: FrozenTrial) -> None:
+    """Heartbeat-stale callback: queue the dead trial's grid point again (at most MAX_RETRY times).
+
+    Like optuna's ``RetryHeartbeatStaleTrialCallback`` but the new WAITING trial carries only the
+    grid point (``grid_id``, ``search_space``) and the retry history: no parameters and no user
+    attributes of the dead trial, so no one mistakes it for a live trial computing the unit before
+    its own heartbeat exists (see :func:`_must_wait`).
+    """
+    import optuna
+
+    attrs = trial.system_attrs
+    if "grid_id" not in attrs:
+        return
+    history = [*attrs.get("retry_history", []), trial.number]
+    if len(history) > MAX_RETRY:
+        return
+    study.add_trial(optuna.trial.create_trial(
+        state=optuna.trial.TrialState.WAITING,
+        system_attrs={"grid_id": attrs["grid_id"], "search_space": attrs["search_space"],
+                      "failed_trial": history[0], "retry_history": history},
+    ))
+
+
+def _driver_url(url: str) -> str:
+    """``postgresql://`` means psycopg (3) to SQLAlchemy 2.1; use psycopg2 when only it is there
+    (the ``postgres`` extra installs psycopg2-binary)."""
+    if not url.startswith("postgresql://"):
+        return url
+    import importlib.util
+
+    if importlib.util.find_spec("psycopg") is None and importlib.util.find_spec("psycopg2") is not None:
+        return "postgresql+psycopg2://" + url[len("postgresql://"):]
+    return url
+
+
+def _safe_url(url: str) -> str:
+    """The URL with its password masked, for messages."""
+    try:
+        from sqlalchemy.engine import make_url
+
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # noqa: BLE001 - not an SQLAlchemy URL: show it as given
+        return url
+
+
+def _first_line(err: BaseException) -> str:
+    """The first line of an exception's message (driver errors span several lines)."""
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
+
+
+def _is_race(err: BaseException) -> bool:
+    """Errors of several processes creating the optuna schema at once (worth a retry)."""
+    text = str(err).lower()
+    return any(s in text for s in ("already exists", "duplicate key", "database is locked",
+                                   "unique constraint", "deadlock"))
+
+
+def open_storage(url: str | None, root: Path) -> BaseStorage:
     """An optuna storage: ``url`` (any RDB URL, or a ``*.journal`` path / ``journal:PATH``), or
-    ``sqlite:///<root>/optuna.db`` by default. RDB storages get heartbeats so that a killed
-    worker's RUNNING trials are failed and retried."""
+    ``sqlite:///<root>/optuna.db`` by default.
+
+    RDB storages get heartbeats (:func:`heartbeat_settings`) so that a killed worker's RUNNING
+    trials are failed and queued again. Schema creation races between workers starting together
+    are retried; anything else (unreachable server, missing driver, bad URL) is one
+    :class:`DptuneError` line naming the URL without its password, raised at once.
+    """
     import warnings
 
     import optuna
-    from optuna.storages import JournalStorage, RDBStorage, RetryHeartbeatStaleTrialCallback
+    from optuna.storages import JournalStorage, RDBStorage
     from optuna.storages.journal import JournalFileBackend
 
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    _quiet_optuna()
 
     url = url or f"sqlite:///{(root / 'optuna.db').resolve()}"
-    try:
-        if url.startswith("journal:") or url.endswith(".journal"):
-            path = url[len("journal:"):] if url.startswith("journal:") else url
-            return JournalStorage(JournalFileBackend(path))
-        kwargs: dict[str, Any] = {}
-        if url.startswith("sqlite"):
-            kwargs["engine_kwargs"] = {"connect_args": {"timeout": 120}}
-        else:
-            kwargs["engine_kwargs"] = {"pool_pre_ping": True, "connect_args": {"connect_timeout": 10}}
-        optuna.logging.set_verbosity(optuna.logging.WARNING)
-        return RDBStorage(url, heartbeat_interval=HEARTBEAT_SECONDS, grace_period=GRACE_SECONDS,
-                          heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=3),
-                          **kwargs)
-    except DptuneError:
-        raise
-    except Exception as err:  # connection refused, bad URL, missing driver ...
-        msg = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise input_error("--storage", None, f"cannot open optuna storage {url!r}: {msg}") from None
+    if url.startswith("journal:") or url.endswith(".journal"):
+        path = Path(url[len("journal:"):] if url.startswith("journal:") else url)
+        if not path.parent.is_dir():
+            raise input_error("--storage", None, f"journal file {str(path)!r}: directory "
+                              f"{str(path.parent)!r} does not exist")
+        try:
+            return JournalStorage(JournalFileBackend(str(path)))
+        except OSError as err:
+            raise input_error("--storage", None, f"cannot open journal file {str(path)!r}: "
+                              f"{err.strerror or err}") from None
+    url = _driver_url(url)
+    interval, grace = heartbeat_settings()
+    kwargs: dict[str, Any] = {}
+    if url.startswith("sqlite"):
+        kwargs["engine_kwargs"] = {"connect_args": {"timeout": 120}}
+    else:
+        kwargs["engine_kwargs"] = {"pool_pre_ping": True, "connect_args": {"connect_timeout": 10}}
+    for attempt in range(5):
+        try:
+            return RDBStorage(url, heartbeat_interval=interval, grace_period=grace,
+                              heartbeat_stale_trial_callback=_requeue_stale, **kwargs)
+        except DptuneError:
+            raise
+        except Exception as err:  # connection refused, bad URL, missing driver ...
+            if _is_race(err) and attempt < 4:
+                time.sleep(0.2 * (attempt + 1))
+                continue
+            msg = _first_line(err)
+            if isinstance(err, ImportError) and "postgres" in url:
+                msg += " (pip install 'dptune[postgres]' for psycopg2-binary)"
+            raise input_error("--storage", None,
+                              f"cannot open optuna storage {_safe_url(url)!r}: {msg}") from None
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _study(exp: Experiment, algorithm: str, storage, tasks: list[Task], folds: list[str]):
+class _OptunaNoise:
+    """Drop two optuna log records that are expected here:
+
+    - GridSampler's "re-evaluating a configuration": near the end of a sweep idle workers are
+      handed points that others are computing, by design (they wait or skip);
+    - "Trial N failed ... because of the following error" with its traceback: the error itself
+      reaches the caller (the CLI prints bad input as one line), so the log would only repeat
+      it with a traceback.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """False for the two records above (the logging.Filter protocol)."""
+        msg = record.getMessage()
+        if "re-evaluating a configuration" in msg:
+            return False
+        return not (msg.startswith("Trial ") and " failed with " in msg)
+
+
+def _quiet_optuna() -> None:
+    """Install :class:`_OptunaNoise` on the two optuna loggers (once per process)."""
+    import logging
+
+    for name in ("optuna.samplers._grid", "optuna.study._optimize"):
+        log = logging.getLogger(name)
+        if not any(isinstance(f, _OptunaNoise) for f in log.filters):
+            log.addFilter(_OptunaNoise())
+
+
+def study_name(exp: Experiment, algorithm: str) -> str:
+    """optuna study of one algorithm of one experiment set-up: ``<name>/<algorithm>/<fingerprint>``.
+
+    The fingerprint keeps a changed set-up (data, split, grid) from inheriting the trials of an
+    older one that shared its name in the same database.
+    """
+    return f"{exp.name}/{algorithm}/{exp.fingerprint()}"
+
+
+def _study(exp: Experiment, algorithm: str, storage: BaseStorage,
+           folds: list[str]) -> tuple[optuna.Study, dict[str, list[Any]]]:
+    """Create or load the algorithm's study and its GridSampler space (fold + unit parameters)."""
     import optuna
 
     dims = unit_dimensions(exp, algorithm)
@@ -280,78 +444,277 @@ def _study(exp: Experiment, algorithm: str, storage, tasks: list[Task], folds: l
     grid = exp.grids[algorithm]
     for h in dims:
         space[h] = list(grid.values[h])
+    # The seed fixes the shuffled grid order, which must be the same in every worker (a trial's
+    # grid_id indexes it); the random choice among unvisited points is then reseeded per process
+    # so that workers resuming a sweep do not all pick the same point.
     sampler = optuna.samplers.GridSampler(space, seed=exp.seed)
-    study = optuna.create_study(study_name=f"{exp.name}/{algorithm}", storage=storage,
+    sampler.reseed_rng()
+    study = optuna.create_study(study_name=study_name(exp, algorithm), storage=storage,
                                 sampler=sampler, direction="maximize", load_if_exists=True)
     return study, space
 
 
-def _live_duplicate(study, trial, params: dict[str, Any]) -> bool:
-    """Another RUNNING trial with the same grid point and a fresh heartbeat exists."""
+def _heartbeat_enabled(storage: BaseStorage) -> bool:
+    """Whether the storage keeps optuna's own heartbeats (RDB storages opened here)."""
+    get = getattr(storage, "get_heartbeat_interval", None)
+    return get is not None and get() is not None
+
+
+class _Pulse:
+    """dptune's heartbeat for storages without optuna's (the journal file): while a trial runs,
+    a thread stamps its user attribute ``heartbeat`` (epoch seconds) every interval; the first
+    stamp is written before the trial's parameters, so any trial that others can see on a grid
+    point can be found stale. Liveness then rests on the workers' clocks (keep them in sync)."""
+
+    def __init__(self, study: optuna.Study, trial: optuna.Trial, interval: float) -> None:
+        self.study, self.trial, self.interval = study, trial, interval
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _stamp(self) -> None:
+        """Write the current time into the trial's ``heartbeat`` attribute."""
+        self.study._storage.set_trial_user_attr(self.trial._trial_id, "heartbeat", time.time())
+
+    def _run(self) -> None:
+        """The thread: stamp every interval until stopped."""
+        while not self.stop.wait(self.interval):
+            try:
+                self._stamp()
+            except Exception:  # noqa: BLE001 - the trial ended meanwhile; the next one has its own
+                return
+
+    def __enter__(self) -> _Pulse:
+        """Stamp once now (before the trial's parameters exist), then start the thread."""
+        self._stamp()
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Stop the thread."""
+        self.stop.set()
+        self.thread.join()
+
+
+def _fail_stale(study: optuna.Study) -> None:
+    """Fail the RUNNING trials of dead workers and queue their points again (:func:`_requeue_stale`).
+
+    RDB storages: optuna's ``fail_stale_trials`` (heartbeats in the database, its clock).
+    Other storages: trials whose dptune ``heartbeat`` stamp is older than the grace period;
+    trials that never stamped one are left alone (they carry no parameters, so nobody waits
+    for them, and GridSampler still offers their point).
+    """
     import optuna
     from optuna.trial import TrialState
 
-    storage = study._storage
-    if isinstance(storage, optuna.storages.RDBStorage):
+    if _heartbeat_enabled(study._storage):
         optuna.storages.fail_stale_trials(study)
-    elif not getattr(storage, "is_heartbeat_enabled", lambda: False)():
-        return False  # no liveness information: compute; the duplicate is discarded deterministically
+        return
+    _, grace = heartbeat_settings()
+    now = time.time()
+    storage = study._storage
     for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-        if t.number != trial.number and t.params == params:
+        beat = t.user_attrs.get("heartbeat")
+        if beat is None or now - float(beat) <= grace:
+            continue
+        try:
+            failed = storage.set_trial_state_values(t._trial_id, state=TrialState.FAIL)
+        except Exception:  # noqa: BLE001 - another worker failed (or finished) it first
+            continue
+        if failed:
+            _requeue_stale(study, storage.get_trial(t._trial_id))
+
+
+def _live_running(study: optuna.Study) -> list[FrozenTrial]:
+    """RUNNING trials after the dead ones were failed: the live workers' trials."""
+    from optuna.trial import TrialState
+
+    _fail_stale(study)
+    return study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
+
+
+def _must_wait(study: optuna.Study, trial: optuna.Trial, params: dict[str, Any]) -> bool:
+    """Whether another *live* trial owns this grid point, so this one should wait for its part.
+
+    A live trial owns the point when it is computing it (user attribute ``state="computing"``) or
+    when it is older (lower number) and not computing yet: exactly one of any set of live
+    duplicates computes, and no two wait for each other (a waiting trial is never computing).
+    Dead workers' trials are failed first (:func:`_fail_stale`). Two trials that pass this check
+    at the same instant are sorted out by :func:`_claim`; should a duplicate still be written
+    (a storage that is not read-your-writes), the store keeps the first part and discards it.
+    """
+    for t in _live_running(study):
+        if t.number == trial.number or t.params != params:
+            continue
+        if t.user_attrs.get("state") == "computing" or t.number < trial.number:
             return True
     return False
 
 
+def worker_id() -> str:
+    """``host:pid`` of this process, recorded on every trial it runs."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _claim(study: optuna.Study, trial: optuna.Trial, params: dict[str, Any]) -> bool:
+    """Mark this trial ``computing``, then check that no other live trial on the point is
+    computing too; if one is, step back (state ``waiting``) and return False.
+
+    Flag first, look second: of two trials that passed :func:`_must_wait` at the same instant,
+    the one that looks last sees the other's flag, so they never both compute; if both see each
+    other, both step back and the older one wins the next round (:func:`_must_wait`).
+    """
+    trial.set_user_attr("state", "computing")
+    for t in _live_running(study):
+        if t.number != trial.number and t.params == params and t.user_attrs.get("state") == "computing":
+            trial.set_user_attr("state", "waiting")
+            return False
+    return True
+
+
+def _owned_by_live(study: optuna.Study, tasks: list[Task]) -> bool:
+    """Whether a live trial (fresh heartbeat) is on one of these units."""
+    keys = {_key({"fold": t.fold, **t.params}) for t in tasks}
+    return any(t.params and _key(t.params) in keys for t in _live_running(study))
+
+
+def _requeue_missing(study: optuna.Study, tasks: list[Task]) -> int:
+    """Queue again the grid points whose part is missing although optuna counts them finished
+    (their trials failed: a unit that raised, retries exhausted, parts deleted). Returns how many."""
+    import optuna
+    from optuna.trial import TrialState
+
+    trials = study.get_trials(deepcopy=False)
+    waiting = {t.system_attrs.get("grid_id") for t in trials if t.state == TrialState.WAITING}
+    running = {_key(t.params) for t in trials if t.params and t.state == TrialState.RUNNING}
+    latest: dict[str, Any] = {}
+    for t in trials:
+        if t.params and "grid_id" in t.system_attrs:
+            latest[_key(t.params)] = t
+    n = 0
+    for task in tasks:
+        key = _key({"fold": task.fold, **task.params})
+        t = latest.get(key)
+        if t is None or key in running or t.system_attrs["grid_id"] in waiting:
+            continue
+        study.add_trial(optuna.trial.create_trial(
+            state=TrialState.WAITING,
+            system_attrs={"grid_id": t.system_attrs["grid_id"],
+                          "search_space": t.system_attrs["search_space"],
+                          "requeued_from": t.number},
+        ))
+        n += 1
+    return n
+
+
 def worker(exp: Experiment, results: str | Path, storage_url: str | None = None,
-           algorithms: Sequence[str] | None = None, wait_seconds: float = 1.0) -> int:
+           algorithms: Sequence[str] | None = None, wait_seconds: float | None = None) -> int:
     """Work on the experiment's validation units until none is left; returns units computed here.
 
     Any number of workers (processes, machines) may run this against one storage and one shared
-    results directory: each asks optuna's GridSampler for a grid point, skips it when its part
-    exists, waits when a live worker is on it, and otherwise computes and writes it.
+    results directory: each asks optuna's GridSampler for a grid point (= a unit), skips it when
+    its part exists, leaves it to a live worker that owns it (:func:`_must_wait`), and otherwise
+    computes and writes it. A first round over the algorithms never waits (an owned point is
+    marked PRUNED, "deferred", and the worker moves on, so idle workers start the next algorithm
+    instead of watching the last units of this one); a second round waits for the units still
+    owned by live workers and redoes those of dead ones. Units whose trials failed are queued
+    again, for at most ``MAX_PASSES`` grid walks per algorithm.
     """
     import optuna
 
     root = Path(results)
     store = ResultStore(root)
     storage = open_storage(storage_url, root)
+    interval, _ = heartbeat_settings()
+    wait = min(1.0, float(interval)) if wait_seconds is None else wait_seconds
     prep = prepare(exp)
     folds = prep.fold_names
+    me = worker_id()
     done_here = 0
+
+    def missing(tasks: list[Task]) -> list[Task]:
+        """Tasks whose part is not written yet."""
+        return [t for t in tasks if not store.has_part(t.algorithm, t.fold, t.unit)]
+
+    def evaluate_point(trial: optuna.Trial, study: optuna.Study, space: dict[str, list[Any]],
+                       lookup: dict[str, Task], patient: bool) -> float:
+        """One trial: skip a written unit, defer to or wait for its live owner, or compute it."""
+        nonlocal done_here
+        params = {name: trial.suggest_categorical(name, choices) for name, choices in space.items()}
+        task = lookup[_key(params)]
+        trial.set_user_attr("unit", task.unit)
+        trial.set_user_attr("config_ids", list(task.config_ids))
+        trial.set_user_attr("worker", me)
+        state = "skipped"
+        while not store.has_part(task.algorithm, task.fold, task.unit):
+            if _must_wait(study, trial, params) or not _claim(study, trial, params):
+                if not patient:
+                    trial.set_user_attr("state", "deferred")
+                    raise optuna.TrialPruned("a live worker owns this unit")
+                state = "waited"
+                time.sleep(wait)
+                continue
+            run_unit(exp, task, store)
+            done_here += 1
+            state = "computed"
+            break
+        trial.set_user_attr("state", state)
+        return _primary_mean(exp, store, task)
+
+    def make_objective(study: optuna.Study, space: dict[str, list[Any]], lookup: dict[str, Task],
+                       patient: bool) -> Callable[[optuna.Trial], float]:
+        """The optuna objective: a heartbeat first, then :func:`evaluate_point`."""
+        def objective(trial: optuna.Trial) -> float:
+            # A heartbeat before the parameters are visible: a trial that others see on their
+            # grid point can always be found stale if its worker dies.
+            if _heartbeat_enabled(study._storage):
+                study._storage.record_heartbeat(trial._trial_id)
+                return evaluate_point(trial, study, space, lookup, patient)
+            with _Pulse(study, trial, interval):
+                return evaluate_point(trial, study, space, lookup, patient)
+        return objective
+
+    def make_stop(tasks: list[Task]) -> Callable[[optuna.Study, FrozenTrial], None]:
+        """A callback that stops the study once every part of ``tasks`` is written."""
+        def stop_when_complete(study: optuna.Study, trial: FrozenTrial) -> None:
+            if not missing(tasks):
+                study.stop()
+        return stop_when_complete
+
+    work = []
     for alg in exp.algorithms:
         if algorithms is not None and alg.name not in algorithms:
             continue
         tasks = plan(exp, alg.name, folds)
-        if all(store.has_part(t.algorithm, t.fold, t.unit) for t in tasks):
-            continue
-        study, space = _study(exp, alg.name, storage, tasks, folds)
-        lookup = {_key({"fold": t.fold, **t.params}): t for t in tasks}
+        if missing(tasks):
+            study, space = _study(exp, alg.name, storage, folds)
+            lookup = {_key({"fold": t.fold, **t.params}): t for t in tasks}
+            work.append((tasks, study, space, lookup))
 
-        def objective(trial, lookup=lookup, space=space, study=study):
-            nonlocal done_here
-            params = {name: trial.suggest_categorical(name, choices) for name, choices in space.items()}
-            task = lookup[_key(params)]
-            trial.set_user_attr("unit", task.unit)
-            trial.set_user_attr("config_ids", list(task.config_ids))
-            while not store.has_part(task.algorithm, task.fold, task.unit):
-                if _live_duplicate(study, trial, params):
-                    time.sleep(wait_seconds)
-                    continue
-                run_unit(exp, task, store)
-                done_here += 1
-                break
-            return _primary_mean(exp, store, task)
-
-        def stop_when_complete(study, trial, tasks=tasks):
-            if all(store.has_part(t.algorithm, t.fold, t.unit) for t in tasks):
-                study.stop()
-
-        optuna.logging.set_verbosity(optuna.logging.WARNING)
-        study.optimize(objective, callbacks=[stop_when_complete], gc_after_trial=False)
+    for tasks, study, space, lookup in work:  # round 1: take free units, never wait
+        if missing(tasks):
+            study.optimize(make_objective(study, space, lookup, patient=False),
+                           callbacks=[make_stop(tasks)], gc_after_trial=False)
+    for tasks, study, space, lookup in work:  # round 2: wait for owned units, redo dead ones
+        passes = 0
+        while missing(tasks) and passes < MAX_PASSES:
+            study.optimize(make_objective(study, space, lookup, patient=True),
+                           callbacks=[make_stop(tasks)], gc_after_trial=False)
+            # The grid walk ended with parts missing. Units that live workers are computing:
+            # wait for their parts (or their death, which queues them again) without new trials.
+            owned = False
+            while missing(tasks) and _owned_by_live(study, missing(tasks)):
+                owned = True
+                time.sleep(wait)
+            if owned or not missing(tasks):
+                continue  # done, or an owner died and the stale callback queued its point again
+            # Units whose trials failed (or that lost their part): queue their points again.
+            _requeue_missing(study, missing(tasks))
+            passes += 1
     return done_here
 
 
 def _key(params: dict[str, Any]) -> str:
+    """Canonical JSON of a grid point's parameters (fold + unit hyperparameters)."""
     return json.dumps({k: params[k] for k in sorted(params)}, sort_keys=True, default=repr)
 
 
@@ -371,7 +734,7 @@ def build_manifest(exp: Experiment, prep: Prepared, fold_users: dict[str, int]) 
     ds = prep.dataset
     return {
         "experiment": exp.name,
-        "experiment_file": exp.source,
+        "experiment_file": str(Path(exp.source).resolve()) if Path(exp.source).is_file() else exp.source,
         "fingerprint": exp.fingerprint(),
         "dataset": {"name": ds.name, "source": ds.source, **dataset_stats(ds), "log": list(ds.log)},
         "split": {
@@ -407,9 +770,32 @@ def build_manifest(exp: Experiment, prep: Prepared, fold_users: dict[str, int]) 
     }
 
 
+def validate_experiment(exp: Experiment) -> None:
+    """Check every algorithm's grid against its model family before anything is computed.
+
+    A hyperparameter the model does not know (``kk`` for ``k``), a missing one or a value of the
+    wrong type is one error naming the grid file and the key, so a sweep whose second algorithm
+    has a bad grid stops before the first one trains.
+    """
+    for i, alg in enumerate(exp.algorithms):
+        try:
+            family = get_family(alg.type)
+        except DptuneError as err:
+            raise input_error(exp.source, f"algorithms[{i}].type", str(err).split(": ", 2)[-1]) from None
+        family.validate(exp.grids[alg.name].configs(), source=alg.grid_path or alg.grid)
+
+
 def init_results(exp: Experiment, results: str | Path,
                  storage_url: str | None = None) -> tuple[ResultStore, Prepared]:
-    """Create (or reopen) the results directory; refuse one that holds a different experiment."""
+    """Create (or reopen) the results directory; refuse one that holds a different experiment.
+
+    Everything that can be checked is checked before the first write: grids against their
+    models, the data and every fold (a fold without users is an error), the results directory
+    (writable, same experiment set-up) and the optuna storage (reachable).
+    """
+    validate_experiment(exp)
+    prep = prepare(exp)
+    fold_users = prep.check_folds()
     store = ResultStore(results).create()
     if store.exists():
         old = store.manifest().get("fingerprint")
@@ -417,10 +803,8 @@ def init_results(exp: Experiment, results: str | Path,
             raise input_error(store.root, "manifest.json",
                               f"holds results of a different experiment set-up (fingerprint {old}, "
                               f"now {exp.fingerprint()}); use another --results directory")
-    prep = prepare(exp)
-    fold_users = prep.check_folds()
-    store.write_manifest(build_manifest(exp, prep, fold_users))
     open_storage(storage_url, store.root)  # creates the schema once, before workers race on it
+    store.write_manifest(build_manifest(exp, prep, fold_users))
     store.write_configs([exp.grids[a.name].frame(a.name) for a in exp.algorithms])
     store.write_users(prep.dataset.user_ids)
     return store, prep
@@ -554,37 +938,93 @@ def run_experiment(exp: Experiment, results: str | Path, storage_url: str | None
     return store
 
 
+def experiment_from_manifest(store: ResultStore) -> Experiment:
+    """The experiment a results directory was made with: its experiment file when it still
+    describes the same set-up, else the set-up recorded in ``manifest.json`` (grid files must
+    still exist). Lets ``dptune status RESULTS_DIR`` work from any directory."""
+    from dptune.config import load_experiment, parse_experiment
+
+    man = store.manifest()
+    fingerprint = man.get("fingerprint")
+    path = Path(str(man.get("experiment_file", "")))
+    if path.is_file():
+        try:
+            exp = load_experiment(path)
+        except DptuneError:
+            exp = None
+        if exp is not None and exp.fingerprint() == fingerprint:
+            return exp
+    cfg = man.get("config") or {}
+    data = {k: cfg[k] for k in ("name", "seed", "description", "data", "split", "evaluation",
+                                "analysis", "sweep") if k in cfg}
+    data["algorithms"] = [{"name": a["name"], "type": a["type"], "grid": a.get("grid_path") or a["grid"]}
+                          for a in cfg.get("algorithms", [])]
+    exp = parse_experiment(data, source=str(store.root / "manifest.json"))
+    if exp.fingerprint() != fingerprint:
+        raise input_error(store.root / "manifest.json", "fingerprint",
+                          "the experiment's grid files changed since the sweep; pass --config")
+    return exp
+
+
 def status(exp: Experiment | None, results: str | Path, storage_url: str | None = None) -> dict[str, Any]:
-    """Done / running / failed / remaining units of a sweep (store first, optuna for running)."""
+    """Done / running / failed / remaining units of a sweep, per algorithm.
+
+    ``done`` counts the parts in the results directory (the ground truth); when there is no
+    results directory here (``dptune status --config X --storage URL`` on a machine that only
+    sees the database) it counts grid points with a COMPLETE trial instead. ``running`` and
+    ``failed`` are units not done whose latest trials are RUNNING (live: stale trials are
+    failed first) or FAILED and not queued again; ``remaining`` = total - done. The optuna
+    side is read from ``storage_url``, else from ``RESULTS_DIR/optuna.db`` when it exists.
+    """
+    import optuna
+    from optuna.trial import TrialState
+
     store = ResultStore(results)
-    out: dict[str, Any] = {"results": str(store.root), "algorithms": {}}
+    have_parts = store.exists()
     if exp is None:
-        exp_file = store.manifest()["experiment_file"]
-        from dptune.config import load_experiment
-
-        exp = load_experiment(exp_file)
+        exp = experiment_from_manifest(store)
     folds = [str(f) for f in range(exp.split.folds)]
-    running = failed = {}
-    try:
-        import optuna
-        from optuna.trial import TrialState
-
+    default_db = store.root / "optuna.db"
+    storage = None
+    if storage_url is not None or default_db.is_file():
         storage = open_storage(storage_url, store.root)
-        for a in exp.algorithms:
-            try:
-                st = optuna.load_study(study_name=f"{exp.name}/{a.name}", storage=storage)
-            except KeyError:
-                continue
-            trials = st.get_trials(deepcopy=False)
-            running = {**running, a.name: sum(t.state == TrialState.RUNNING for t in trials)}
-            failed = {**failed, a.name: sum(t.state == TrialState.FAIL for t in trials)}
-    except DptuneError:
-        pass
+    out: dict[str, Any] = {
+        "results": str(store.root), "source": "parts" if have_parts else "optuna",
+        "storage": _safe_url(storage_url) if storage_url else (str(default_db) if storage else None),
+        "algorithms": {},
+    }
     for a in exp.algorithms:
+        trials: list[Any] = []
+        if storage is not None:
+            try:
+                st = optuna.load_study(study_name=study_name(exp, a.name), storage=storage)
+            except KeyError:
+                st = None
+            if st is not None:
+                _fail_stale(st)
+                trials = st.get_trials(deepcopy=False)
+        # Queued (WAITING) trials carry only a grid_id: name their point through other trials.
+        point = {t.system_attrs["grid_id"]: _key(t.params) for t in trials
+                 if t.params and "grid_id" in t.system_attrs}
+        states: dict[str, set[TrialState]] = {}
+        for t in trials:
+            key = _key(t.params) if t.params else point.get(t.system_attrs.get("grid_id"))
+            if key is not None:
+                states.setdefault(key, set()).add(t.state)
         tasks = plan(exp, a.name, folds)
-        done = sum(store.has_part(t.algorithm, t.fold, t.unit) for t in tasks)
+        done = running = failed = queued = 0
+        for t in tasks:
+            seen = states.get(_key({"fold": t.fold, **t.params}), set())
+            if store.has_part(t.algorithm, t.fold, t.unit) if have_parts else TrialState.COMPLETE in seen:
+                done += 1
+            elif TrialState.RUNNING in seen:
+                running += 1
+            elif TrialState.WAITING in seen:
+                queued += 1
+            elif TrialState.FAIL in seen:
+                failed += 1
         out["algorithms"][a.name] = {
             "total": len(tasks), "done": done, "remaining": len(tasks) - done,
-            "running": running.get(a.name, 0), "failed": failed.get(a.name, 0),
+            "running": running, "failed": failed, "queued": queued,
         }
     return out

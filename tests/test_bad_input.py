@@ -1,0 +1,288 @@
+"""Bad input through the command line: exit code 2, one line on stderr naming the file and the
+field, no traceback, and nothing already computed is lost.
+
+Data cases write a small ratings file (60 users x 25 ratings, header ``user,item,rating,timestamp``)
+into ``tmp_path`` and point an experiment's ``data.source`` at it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dptune.cli import main
+from dptune.errors import input_error
+
+HEADER = "user,item,rating,timestamp"
+
+EXPERIMENT = """
+name = "{name}"
+seed = 3
+[data]
+source = "{source}"
+[split]
+folds = 2
+[evaluation]
+test_split = {test_split}
+[analysis]
+noise_seeds = 0
+[[algorithms]]
+name = "uknn"
+type = "userknn"
+grid = "{grid1}"
+[[algorithms]]
+name = "iknn"
+type = "itemknn"
+grid = "{grid2}"
+"""
+
+
+def _rows(n_users: int = 60, per_user: int = 25, n_items: int = 80, seed: int = 0) -> list[str]:
+    """Ratings lines: every user rates ``per_user`` distinct items, ratings 1..5, rising times."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for u in range(n_users):
+        for j, i in enumerate(rng.choice(n_items, per_user, replace=False)):
+            out.append(f"{u + 1},{i + 1},{rng.integers(1, 6)},{1000 + 100 * u + j}")
+    return out
+
+
+def _setup(tmp_path: Path, data: str | None = None, *, name: str = "bad",
+           grid1: str = "[params.k]\nvalues = [5, 10]\n",
+           grid2: str = "[params.k]\nvalues = [5, 10, 20]\n",
+           test_split: bool = False, extra: str = "") -> Path:
+    """Write ratings (default: valid), two grids and an experiment; return the experiment."""
+    src = tmp_path / "ratings.csv"
+    src.write_text(data if data is not None else "\n".join([HEADER, *_rows()]) + "\n")
+    (tmp_path / "g1.toml").write_text(grid1)
+    (tmp_path / "g2.toml").write_text(grid2)
+    cfg = tmp_path / f"{name}.toml"
+    cfg.write_text(EXPERIMENT.format(name=name, source=src, grid1=tmp_path / "g1.toml",
+                                     grid2=tmp_path / "g2.toml",
+                                     test_split=str(test_split).lower()) + extra)
+    return cfg
+
+
+def _run(cfg: Path, tmp_path: Path, *more: str) -> int:
+    return main(["run", str(cfg), "--results", str(tmp_path / "results"), "--reports",
+                 str(tmp_path / "reports"), "--no-progress", *more])
+
+
+def _one_line(capsys, *needles: str) -> str:
+    """stderr is exactly one ``dptune: ...`` line containing every needle; returns it."""
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    assert lines[0].startswith("dptune: ") and "Traceback" not in err, err
+    for n in needles:
+        assert n in lines[0], (n, lines[0])
+    return lines[0]
+
+
+def _lines(*insert: str, at: int = 5) -> str:
+    rows = [HEADER, *_rows()]
+    return "\n".join(rows[:at] + list(insert) + rows[at:]) + "\n"
+
+
+# --------------------------------------------------------------------------- the data file
+@pytest.mark.parametrize(
+    ("data", "needles"),
+    [
+        pytest.param(_lines("7,8,3"), ["line 6", "expected 4 fields"], id="malformed-line"),
+        pytest.param(_lines().replace(",", ";"), ["line 1", "separated by ','"], id="wrong-separator"),
+        pytest.param("\n".join(",".join(r.split(",")[:3]) for r in [HEADER, *_rows()]) + "\n",
+                     ["timestamp", "missing column"], id="missing-column"),
+        pytest.param(_lines("7,8,NaN,1234"), ["rating", "line 6"], id="nan-rating"),
+        pytest.param(_lines("7,8,good,1234"), ["rating", "line 6", "'good'"], id="text-rating"),
+        pytest.param(_lines("7,8,4,yesterday"), ["timestamp", "line 6", "'yesterday'"],
+                     id="text-timestamp"),
+        pytest.param(_lines("7,8,4,"), ["timestamp", "line 6", "missing"], id="empty-timestamp"),
+        pytest.param("", ["file is empty"], id="empty-file"),
+        pytest.param(HEADER + "\n", ["no ratings"], id="header-only"),
+    ],
+)
+def test_bad_data_file(tmp_path, capsys, data, needles):
+    cfg = _setup(tmp_path, data)
+    assert _run(cfg, tmp_path) == 2
+    _one_line(capsys, str(tmp_path / "ratings.csv"), *needles)
+    assert not (tmp_path / "results").exists()  # checked before anything is written
+
+
+def test_empty_validation_fold(tmp_path, capsys):
+    """No rating reaches the relevance threshold: fold 0 has no user to evaluate."""
+    rows = [",".join([*r.split(",")[:2], "2", r.split(",")[3]]) for r in _rows()]
+    cfg = _setup(tmp_path, "\n".join([HEADER, *rows]) + "\n")
+    assert _run(cfg, tmp_path) == 2
+    _one_line(capsys, str(cfg), "split.folds", "fold 0 has no user")
+
+
+# --------------------------------------------------------------------------- grids and config
+@pytest.mark.parametrize(
+    ("which", "grid", "needles"),
+    [
+        pytest.param("grid2", "[params.kk]\nvalues = [5, 10]\n", ["g2.toml", "kk", "unknown hyperparameter"],
+                     id="unknown-hyperparameter"),
+        pytest.param("grid2", 'famly = "knn"\n[params.k]\nvalues = [5]\n', ["g2.toml", "famly"],
+                     id="unknown-grid-key"),
+        pytest.param("grid2", "[params.k]\nvalues = [5, 0]\n", ["g2.toml", "k", ">= 1"], id="bad-value"),
+        pytest.param("grid2", "[params.k]\nvalues = []\n", ["g2.toml", "params.k.values"], id="empty-values"),
+        pytest.param("grid1", "[params.k]\nvalues = [5, 10\n", ["g1.toml", "invalid TOML"], id="broken-toml"),
+    ],
+)
+def test_bad_grid_fails_before_anything_is_computed(tmp_path, capsys, which, grid, needles):
+    """The second algorithm's grid is bad: the run stops before the first algorithm trains."""
+    cfg = _setup(tmp_path, **{which: grid})
+    assert _run(cfg, tmp_path) == 2
+    _one_line(capsys, *needles)
+    assert not list((tmp_path / "results").glob("per_user.parquet/*.parquet"))
+
+
+@pytest.mark.parametrize(
+    ("extra", "replace", "field"),
+    [
+        pytest.param("", ("[split]\nfolds = 2", "[split]\nfodls = 2"), "split.fodls", id="section-key"),
+        pytest.param("", ('type = "itemknn"', 'tpye = "itemknn"'), "algorithms[1].tpye", id="algorithm-key"),
+        pytest.param("", ('type = "itemknn"', 'type = "itemkn"'), "algorithms[1].type", id="algorithm-type"),
+        pytest.param("", ("[evaluation]", "[evalaution]"), "evalaution", id="section-name"),
+        pytest.param("", ("folds = 2", 'folds = "two"'), "split.folds", id="wrong-type"),
+        pytest.param("", ("noise_seeds = 0", "noise_seeds = 0\nprimary_cutoff = 7"),
+                     "analysis.primary_cutoff", id="inconsistent"),
+        pytest.param("[sweep]\njobs = 0\n", ("", ""), "sweep.jobs", id="jobs"),
+    ],
+)
+def test_config_typos(tmp_path, capsys, extra, replace, field):
+    cfg = _setup(tmp_path, extra=extra)
+    cfg.write_text(cfg.read_text().replace(*replace, 1))
+    assert _run(cfg, tmp_path) == 2
+    _one_line(capsys, str(cfg), field)
+
+
+def test_missing_experiment_file(tmp_path, capsys):
+    assert main(["run", str(tmp_path / "nope.toml")]) == 2
+    _one_line(capsys, "nope.toml")
+
+
+def test_legal_oddities_run_and_are_reported(tmp_path, capsys):
+    """Input that is odd but legal runs through and is reported:
+
+    - a duplicated (user, item): the latest rating is kept, the count is logged in the manifest;
+    - a user with a single interaction: dropped by split.min_user_interactions, counted in the
+      manifest, absent from the results;
+    - a grid with one value: that algorithm has no pair to test (no DP rows, analyze does not
+      crash), the other one has fewer pairs than asked for (3 configurations: 3 pairs, not 25).
+    """
+    rows = _rows()
+    first = rows[0].split(",")
+    later = f"{first[0]},{first[1]},5,999999"  # same (user, item) as the first row, later
+    lonely = "500,1,5,1000"
+    cfg = _setup(tmp_path, "\n".join([HEADER, *rows, later, lonely]) + "\n",
+                 grid1="[params.k]\nvalues = [10]\n", test_split=True)
+    assert _run(cfg, tmp_path) == 0
+    res = tmp_path / "results"
+    man = json.loads((res / "manifest.json").read_text())
+    assert any("dropped 1 duplicated" in line for line in man["dataset"]["log"])
+    assert man["dataset"]["ratings"] == len(rows) + 1  # the older copy of the duplicate is gone
+    assert man["split"]["dropped_users"] == 1
+    users = pd.read_csv(res / "users.csv")
+    lonely_code = int(users.loc[users["user_id"] == 500, "user"].iloc[0])
+    df = pd.read_parquet(res / "per_user.parquet", columns=["user"])
+    assert lonely_code not in set(df["user"])
+
+    dp = pd.read_csv(tmp_path / "reports" / "dp.csv")
+    assert "uknn" not in set(dp["algorithm"])
+    assert set(dp.loc[(dp["algorithm"] == "iknn") & (dp["scope"] == "all"), "n_pairs"]) == {3}
+    assert (tmp_path / "reports" / "report.md").is_file()
+    assert main(["analyze", str(res), "--reports", str(tmp_path / "again")]) == 0
+
+
+# --------------------------------------------------------------------------- where results go
+def test_unwritable_results_directory(tmp_path, capsys):
+    cfg = _setup(tmp_path)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    assert main(["run", str(cfg), "--results", str(blocker / "results"), "--no-progress"]) == 2
+    _one_line(capsys, str(blocker / "results"), "not writable")
+
+
+@pytest.mark.parametrize("command", ["run", "worker"])
+def test_unreachable_storage_is_one_line_and_fast(tmp_path, capsys, command):
+    """PostgreSQL on a closed port: one line (password masked), exit 2, within seconds."""
+    import socket
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()  # nothing listens there now
+    cfg = _setup(tmp_path)
+    url = f"postgresql+psycopg2://dptune:secret@127.0.0.1:{port}/nope"
+    t0 = time.monotonic()
+    rc = main([command, str(cfg), "--results", str(tmp_path / "results"), "--storage", url,
+               *(["--no-progress"] if command == "run" else [])])
+    assert rc == 2
+    assert time.monotonic() - t0 < 20
+    line = _one_line(capsys, "--storage", f"127.0.0.1:{port}")
+    assert "secret" not in line
+    assert not list((tmp_path / "results").glob("per_user.parquet/*.parquet"))
+
+
+@pytest.mark.parametrize(
+    ("url", "needles"),
+    [
+        pytest.param("not a url", ["--storage", "not a url"], id="garbage"),
+        pytest.param("sqlite:////nonexistent-dir/x/optuna.db", ["--storage", "unable to open"], id="sqlite-dir"),
+        pytest.param("/nonexistent-dir/x/sweep.journal", ["--storage", "does not exist"], id="journal-dir"),
+    ],
+)
+def test_bad_storage_url(tmp_path, capsys, url, needles):
+    cfg = _setup(tmp_path)
+    assert main(["worker", str(cfg), "--results", str(tmp_path / "results"), "--storage", url]) == 2
+    _one_line(capsys, *needles)
+
+
+def test_bad_heartbeat_setting(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("DPTUNE_HEARTBEAT_GRACE", "soon")
+    cfg = _setup(tmp_path)
+    assert _run(cfg, tmp_path) == 2
+    _one_line(capsys, "DPTUNE_HEARTBEAT_GRACE")
+
+
+def test_status_of_a_directory_that_is_not_a_store(tmp_path, capsys):
+    assert main(["status", str(tmp_path)]) == 2
+    _one_line(capsys, "manifest.json")
+
+
+# --------------------------------------------------------------------------- nothing is lost
+def test_failure_mid_sweep_keeps_finished_units(tmp_path, capsys, monkeypatch):
+    """A unit that fails mid-sweep stops the run with one line; the parts already written stay,
+    and the same command afterwards finishes the sweep without recomputing them."""
+    import dptune.sweep as sweep
+
+    cfg = _setup(tmp_path)
+    real = sweep.run_unit
+    calls = []
+
+    def failing(exp, task, store):
+        calls.append(task)
+        if len(calls) == 3:
+            raise input_error("model", task.algorithm, "simulated failure while training")
+        return real(exp, task, store)
+
+    monkeypatch.setattr(sweep, "run_unit", failing)
+    assert _run(cfg, tmp_path, "--no-analyze") == 2
+    _one_line(capsys, "simulated failure")
+    parts = tmp_path / "results" / "per_user.parquet"
+    before = {p.name: p.stat().st_mtime_ns for p in parts.glob("*.parquet")}
+    assert len(before) == 2
+
+    monkeypatch.setattr(sweep, "run_unit", real)
+    assert _run(cfg, tmp_path, "--no-analyze") == 0
+    after = {p.name: p.stat().st_mtime_ns for p in parts.glob("*.parquet")}
+    assert len(after) == 4  # 2 algorithms x 1 unit x 2 folds
+    assert {n: after[n] for n in before} == before
+    trials = pd.read_csv(tmp_path / "results" / "trials.csv")
+    assert len(trials) == (2 + 3) * 2 and not trials.duplicated(["algorithm", "config_id", "fold"]).any()
