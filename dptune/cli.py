@@ -261,6 +261,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--grid", help="grid to place the sub-grid in (default: the swept grid), e.g. grids/bpr-mf.toml")
     g.set_defaults(func=cmd_subgrid)
 
+    sub.add_parser("seeds", help="split-seed study: hold-out vs CV over data-split seeds (dptune seeds -h)")
+    sub.add_parser("slices", help="metrics, miss rate and DP per user slice (dptune slices -h)")
+
     dt = sub.add_parser("data", help="fetch data sets or print their statistics (Table 1)")
     dsub = dt.add_subparsers(dest="data_cmd", required=True)
     f = dsub.add_parser("fetch", help="download ml-100k or ml-1m into the cache ($DPTUNE_DATA)")
@@ -272,8 +275,16 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+_STUDIES = {"seeds": "dptune.seeds", "slices": "dptune.slices"}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; user errors print one line and return 2."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in _STUDIES:  # the studies parse their own options
+        from importlib import import_module
+
+        return int(import_module(_STUDIES[argv[0]]).main(argv[1:]))
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)

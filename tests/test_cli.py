@@ -248,3 +248,11 @@ def test_subgrid_placed_in_a_larger_grid(tiny_run, tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text(BPR.replace("[8, 16]", "[5, 6]"))
     assert main(["subgrid", str(tiny_run / "results"), "--grid", str(bad), "--out", str(out)]) == 2
+
+
+def test_study_subcommands_are_wired(capsys):
+    for cmd in ("seeds", "slices"):
+        with pytest.raises(SystemExit) as ex:
+            main([cmd, "-h"])
+        assert ex.value.code == 0
+        assert f"dptune {cmd}" in capsys.readouterr().out
