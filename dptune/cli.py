@@ -1,4 +1,4 @@
-"""Command line: ``dptune run | worker | status | analyze | evaluate | dp | subgrid | data``.
+"""Command line: ``dptune run | worker | status | analyze | evaluate | dp | subgrid | seeds | slices | data``.
 
 Bad input ends with one line ``dptune: <file>: <field>: <problem>`` and exit code 2.
 """

@@ -435,6 +435,8 @@ class ResultStore:
             val = t.column("value").to_numpy()
             if cfg.min(initial=0) < 0 or cfg.max(initial=0) >= n_slots:
                 raise input_error(path, "config_id", "holds a configuration its metadata does not list")
+            if _block_copy(values, cfg, usr, val, sizes, row_of, col_of):
+                return
             rows = row_of[cfg]
             keep = rows >= 0
             rows += np.repeat(np.arange(len(rgs), dtype=np.int64) * len(ids), sizes)
@@ -482,6 +484,48 @@ class ResultStore:
         m = m.sort_values(["algorithm", "metric", "cutoff", "validation_mean", "config_id"],
                           ascending=[True, True, True, False, True], kind="stable")
         return m.groupby(["algorithm", "metric", "cutoff"], sort=False).head(1)[cols].reset_index(drop=True)
+
+
+def _block_copy(values: np.ndarray, cfg: np.ndarray, usr: np.ndarray, val: np.ndarray,
+                sizes: Sequence[int], row_of: np.ndarray, col_of: np.ndarray) -> bool:
+    """Copy one part's rows into ``values`` by blocks when the part has the layout
+    :meth:`ResultStore.write_unit` writes; return False (nothing copied) otherwise.
+
+    That layout: every row group has the same configurations in the same order, each followed
+    by the same run of users. Checked on the data itself (two passes of comparisons); then the
+    values of row group ``m`` and configuration ``c`` are one contiguous run that goes to
+    ``values[m, row_of[c], col_of[users]]`` (a slice when those columns are consecutive).
+    """
+    n_rg = len(sizes)
+    if n_rg == 0 or len(set(sizes)) != 1 or sizes[0] == 0:
+        return False
+    first_cfg = cfg[: sizes[0]]
+    n_u = int(np.argmax(first_cfg != first_cfg[0])) or sizes[0]  # length of the first run
+    if sizes[0] % n_u:
+        return False
+    n_c = sizes[0] // n_u
+    cfg3 = cfg.reshape(n_rg, n_c, n_u)
+    usr3 = usr.reshape(n_rg, n_c, n_u)
+    if not (np.array_equal(cfg3, np.broadcast_to(cfg3[:1, :, :1], cfg3.shape))
+            and np.array_equal(usr3, np.broadcast_to(usr3[:1, :1, :], usr3.shape))):
+        return False
+    run_users = usr3[0, 0]
+    if len(np.unique(cfg3[0, :, 0])) != n_c or len(np.unique(run_users)) != n_u:
+        return False  # repeated keys: leave the order of overwrites to the generic path
+    rows = row_of[cfg3[0, :, 0]]
+    kept = np.flatnonzero(rows >= 0)
+    cols = col_of[run_users]
+    if cols.min() < 0:
+        return False  # a user the first pass did not see: the generic path handles it
+    if not len(kept):
+        return True
+    val3 = val.reshape(n_rg, n_c, n_u)[:, kept, :]
+    target = rows[kept]
+    if np.array_equal(cols, np.arange(cols[0], cols[0] + n_u)):
+        values[:n_rg, target, cols[0]: cols[0] + n_u] = val3
+    else:
+        values[:n_rg, target[:, None], cols[None, :]] = val3
+    return True
 
 
 def _max_user(path: Path, md: pq.FileMetaData, row_groups: Sequence[int]) -> int:
