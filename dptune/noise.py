@@ -51,6 +51,7 @@ import pyarrow.parquet as pq
 from dptune import dp as dpmod
 from dptune import stats
 from dptune.errors import input_error
+from dptune.parallel import run_parallel
 from dptune.store import SCHEMA as STORE_SCHEMA
 from dptune.store import ResultStore
 
@@ -395,21 +396,8 @@ def run_noise_floor(exp: Experiment, results_dir: str | Path, seeds: int = 5, n_
 
         bar = tqdm(total=len(todo), desc=f"{exp.name}: noise floor", unit="part", dynamic_ncols=True)
     try:
-        if jobs == 1 or len(todo) <= 1:
-            for t in todo:
-                run_noise_task(exp, t, root, seeds)
-                if bar is not None:
-                    bar.update(1)
-        else:
-            from joblib import Parallel, delayed, parallel_config
-
-            threads = max(1, (os.cpu_count() or 1) // jobs)
-            with parallel_config(backend="loky", inner_max_num_threads=threads):
-                for _ in Parallel(n_jobs=jobs, return_as="generator_unordered")(
-                    delayed(_run_one)(exp, str(root), t, seeds) for t in todo
-                ):
-                    if bar is not None:
-                        bar.update(1)
+        run_parallel(_run_one, [(exp, str(root), t, seeds) for t in todo], jobs,
+                     on_done=None if bar is None else (lambda _: bar.update(1)))
     finally:
         if bar is not None:
             bar.close()

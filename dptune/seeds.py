@@ -75,6 +75,7 @@ from dptune.data import load_dataset
 from dptune.errors import DptuneError, input_error
 from dptune.metrics import METRICS, evaluate, novelty_vectors
 from dptune.models import get_family
+from dptune.parallel import run_parallel
 from dptune.split import kfold_labels, random_holdout
 from dptune.store import ResultStore, UnitResult
 from dptune.sweep import FoldData, derive_seed, plan
@@ -514,20 +515,8 @@ def _execute(p: _Plan, tasks: list[tuple[int, str]], jobs: int, progress: bool) 
         bar = tqdm(total=len(tasks), initial=len(tasks) - len(todo), unit="task",
                    desc=f"{p.exp.name}: seeds", dynamic_ncols=True, smoothing=0.1)
     try:
-        if jobs <= 1 or len(todo) <= 1:
-            for t in todo:
-                _run_task(p, t)
-                if bar is not None:
-                    bar.update(1)
-        else:
-            from joblib import Parallel, delayed, parallel_config
-
-            threads = max(1, (os.cpu_count() or 1) // jobs)
-            with parallel_config(backend="loky", inner_max_num_threads=threads):
-                for _ in Parallel(n_jobs=jobs, return_as="generator_unordered")(
-                        delayed(_run_task)(p, t) for t in todo):
-                    if bar is not None:
-                        bar.update(1)
+        run_parallel(_run_task, [(p, t) for t in todo], jobs,
+                     on_done=None if bar is None else (lambda _: bar.update(1)))
     finally:
         if bar is not None:
             bar.close()

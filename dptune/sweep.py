@@ -37,6 +37,7 @@ from dptune.data import Dataset, dataset_stats, load_dataset
 from dptune.errors import DptuneError, input_error
 from dptune.metrics import METRICS, evaluate, novelty_vectors
 from dptune.models import get_family
+from dptune.parallel import run_parallel
 from dptune.split import (
     HoldOut,
     cv_fold_labels,
@@ -857,27 +858,12 @@ def _run_in_background(fn, poll, interval: float = 0.5):
 
 
 def _parallel_workers(exp: Experiment, results: Path, storage_url: str | None, jobs: int) -> None:
-    from joblib import Parallel, delayed, parallel_config
-
-    if jobs == 1:
-        worker(exp, results, storage_url)
-        return
-    threads = max(1, (os.cpu_count() or 1) // jobs)
-    with parallel_config(backend="loky", inner_max_num_threads=threads):
-        Parallel(n_jobs=jobs)(delayed(worker)(exp, results, storage_url) for _ in range(jobs))
+    run_parallel(worker, [(exp, results, storage_url)] * jobs, jobs)
 
 
 def _run_tasks(exp: Experiment, store: ResultStore, tasks: list[Task], jobs: int) -> None:
-    from joblib import Parallel, delayed, parallel_config
-
     todo = [t for t in tasks if not store.has_part(t.algorithm, t.fold, t.unit)]
-    if jobs == 1 or len(todo) <= 1:
-        for t in todo:
-            run_unit(exp, t, store)
-        return
-    threads = max(1, (os.cpu_count() or 1) // jobs)
-    with parallel_config(backend="loky", inner_max_num_threads=threads):
-        Parallel(n_jobs=jobs)(delayed(_run_one)(exp, str(store.root), t) for t in todo)
+    run_parallel(_run_one, [(exp, str(store.root), t) for t in todo], jobs)
 
 
 def _run_one(exp: Experiment, root: str, task: Task) -> None:
