@@ -14,9 +14,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-import tomllib
-
-from dptune.errors import input_error
+from dptune.errors import input_error, read_toml
 from dptune.grids import Grid, load_grid
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -291,12 +289,5 @@ def parse_experiment(data: dict, source: str = "<memory>", config_path: Path | N
 def load_experiment(path: str | Path) -> Experiment:
     """Read and validate an experiment TOML file."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as err:
-        raise input_error(path, None, f"cannot read experiment file ({err.strerror})") from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise input_error(path, None, f"invalid TOML: {err}") from None
+    data = read_toml(path, "experiment file")
     return parse_experiment(data, str(path), path)

@@ -20,3 +20,22 @@ def input_error(source: object, field: str | None, problem: str) -> DptuneError:
     """
     where = f"{source}: {field}" if field else f"{source}"
     return DptuneError(f"{where}: {problem}")
+
+
+def read_toml(path: object, what: str) -> dict:
+    """Parse a TOML file; an unreadable file or invalid TOML is a one-line error naming the file.
+
+    ``what`` names the kind of file in the message (``"grid file"``, ``"experiment file"``).
+    """
+    from pathlib import Path
+
+    import tomllib
+
+    try:
+        text = Path(path).read_text()
+    except OSError as err:
+        raise input_error(path, None, f"cannot read {what} ({err.strerror})") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise input_error(path, None, f"invalid TOML: {err}") from None

@@ -23,9 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import tomllib
 
-from dptune.errors import input_error
+from dptune.errors import input_error, read_toml
 
 _TOP_KEYS = {"family", "description", "params", "derived"}
 _PARAM_KEYS = {"values", "base", "exponent", "round", "exclude", "digits", "description"}
@@ -207,14 +206,7 @@ def parse_grid(data: dict, source: str = "<memory>") -> Grid:
 def load_grid(path: str | Path) -> Grid:
     """Read and expand a grid TOML file; errors name the file and the key."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as err:
-        raise input_error(path, None, f"cannot read grid file ({err.strerror})") from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise input_error(path, None, f"invalid TOML: {err}") from None
+    data = read_toml(path, "grid file")
     return parse_grid(data, str(path))
 
 

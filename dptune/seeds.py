@@ -65,14 +65,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
-import tomllib
 from scipy import stats as sps
 
 from dptune import dp as dpmod
 from dptune import report
 from dptune.config import Experiment, parse_experiment
 from dptune.data import load_dataset
-from dptune.errors import DptuneError, input_error
+from dptune.errors import DptuneError, input_error, read_toml
 from dptune.metrics import METRICS, evaluate, novelty_vectors
 from dptune.models import get_family
 from dptune.parallel import run_parallel
@@ -190,14 +189,7 @@ def load_seed_experiment(path: str | Path) -> tuple[Experiment, SeedSettings]:
     the rest, so the same file format (data, evaluation, analysis, algorithms) applies.
     """
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as err:
-        raise input_error(path, None, f"cannot read experiment file ({err.strerror})") from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise input_error(path, None, f"invalid TOML: {err}") from None
+    data = read_toml(path, "experiment file")
     table = data.pop("seeds", None)
     exp = parse_experiment(data, str(path), path)
     return exp, parse_seed_settings(table, str(path))
