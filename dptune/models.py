@@ -233,29 +233,40 @@ class _KNNBase:
         X = _binary_csr(X)
         A = X.T.tocsr() if self._transpose else X
         self.X_ = X
+        self._X64 = X.astype(np.float64)
         self.neighbors_, self.neighbor_sims_, self.n_neighbors_ = _cosine_topk(A, int(self.k))
         self.fitted_k_ = int(self.k)
         self.weights_ = self._weights(int(self.k))
         self._post_weights()
         return self
 
-    def _weights(self, k: int) -> sp.csr_matrix:
-        """Top-``k`` neighbour matrix ``W_k`` (rows = neighbour weights), sliced from the lists."""
+    def _weights(self, k: int, lo: int = 0) -> sp.csr_matrix:
+        """Neighbour matrix of the ranks ``lo .. k-1`` (rows = neighbour weights, float64),
+        sliced from the sorted lists; ``lo = 0`` gives the top-``k`` matrix ``W_k``."""
         n = self.neighbors_.shape[0]
         width = min(k, self.neighbors_.shape[1])
-        idx = self.neighbors_[:, :width]
+        lo = min(lo, width)
+        idx = self.neighbors_[:, lo:width]
         mask = idx >= 0  # padding sits at the end of each row, so row-major order is kept
-        counts = np.minimum(self.n_neighbors_, width).astype(np.int64)
+        counts = np.clip(self.n_neighbors_.astype(np.int64) - lo, 0, width - lo)
         indptr = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(counts, out=indptr[1:])
         W = sp.csr_matrix(
-            (self.neighbor_sims_[:, :width][mask], idx[mask], indptr), shape=(n, n)
+            (self.neighbor_sims_[:, lo:width][mask].astype(np.float64), idx[mask], indptr),
+            shape=(n, n),
         )
         W.sort_indices()
         return W
 
     def _post_weights(self) -> None:
         pass
+
+    def _band_matrix(self, W: sp.csr_matrix) -> sp.csr_matrix:
+        """The matrix ``_band_scores`` multiplies with (``W`` itself; ItemKNN transposes)."""
+        return W
+
+    def _band_scores(self, users: np.ndarray, W: sp.csr_matrix) -> np.ndarray:
+        raise NotImplementedError
 
     def with_k(self, k: int) -> _KNNBase:
         """A fitted model of the same class with ``k`` neighbours, sharing the sorted lists.
@@ -271,6 +282,7 @@ class _KNNBase:
         if k > self.fitted_k_:
             raise ValueError(f"with_k({k}) exceeds the fitted k={self.fitted_k_}")
         other.X_ = self.X_
+        other._X64 = self._X64
         other.neighbors_ = self.neighbors_
         other.neighbor_sims_ = self.neighbor_sims_
         other.n_neighbors_ = self.n_neighbors_
@@ -278,6 +290,55 @@ class _KNNBase:
         other.weights_ = other._weights(int(k))
         other._post_weights()
         return other
+
+
+class _GrowingK:
+    """Scores for increasing ``k`` from one fitted model, each built on the previous one.
+
+    With the sum convention a user's score is additive over neighbour ranks:
+    ``score_k2 = score_k1 + sum over neighbours ranked k1+1 .. k2``, so going through the grid's
+    k values in increasing order costs one top-``kmax`` scoring in total instead of one per k.
+    Each user block's float64 partial sums are kept between k values (memory: users x items x 8
+    bytes, see ``budget_bytes``; beyond it, every k is scored directly).
+    """
+
+    def __init__(self, base: _KNNBase, budget_bytes: int = 1 << 30) -> None:
+        self.base = base
+        self.budget = budget_bytes
+        self.cache: dict[bytes, tuple[int, np.ndarray]] = {}
+        self.bands: dict[tuple[int, int], sp.csr_matrix] = {}
+        self.used = 0
+
+    def scores(self, users: np.ndarray, k: int) -> np.ndarray:
+        key = users.tobytes()
+        k_prev, acc = self.cache.get(key, (0, None))
+        if acc is None or k_prev > k:
+            k_prev, acc = 0, np.zeros((len(users), self.base.X_.shape[1]), dtype=np.float64)
+            if self.used + acc.nbytes > self.budget:  # too large to keep: score directly
+                return self.base._band_scores(users, self._band(0, k)).astype(np.float32)
+            self.used += acc.nbytes
+        if k > k_prev:
+            acc += self.base._band_scores(users, self._band(k_prev, k))
+        self.cache[key] = (k, acc)
+        return acc.astype(np.float32)
+
+    def _band(self, lo: int, hi: int) -> sp.csr_matrix:
+        if (lo, hi) not in self.bands:
+            self.bands.clear()  # bands are used once per step of k: keep only the current one
+            self.bands[(lo, hi)] = self.base._band_matrix(self.base._weights(hi, lo))
+        return self.bands[(lo, hi)]
+
+
+class _KView:
+    """A KNN model with ``k`` neighbours scored through a shared :class:`_GrowingK`."""
+
+    def __init__(self, growing: _GrowingK, k: int) -> None:
+        self.growing = growing
+        self.k = k
+
+    def score(self, users: np.ndarray) -> np.ndarray:
+        """Dense float32 scores, equal to ``type(base)(k).fit(X).score(users)``."""
+        return self.growing.scores(_as_users(users), self.k)
 
 
 class UserKNN(_KNNBase):
@@ -302,9 +363,12 @@ class UserKNN(_KNNBase):
         return super().with_k(k)  # type: ignore[return-value]
 
     def score(self, users: np.ndarray) -> np.ndarray:
-        """Dense float32 ``(len(users), n_items)``: ``W_k[users] @ X``."""
-        users = _as_users(users)
-        return np.asarray((self.weights_[users] @ self.X_).toarray(), dtype=np.float32)
+        """Dense float32 ``(len(users), n_items)``: ``W_k[users] @ X`` (summed in float64)."""
+        return self._band_scores(_as_users(users), self.weights_).astype(np.float32)
+
+    def _band_scores(self, users: np.ndarray, W: sp.csr_matrix) -> np.ndarray:
+        """float64 ``W[users] @ X``: the contribution of the neighbours held in ``W``."""
+        return (W[users] @ self._X64).toarray()
 
 
 class ItemKNN(_KNNBase):
@@ -331,9 +395,15 @@ class ItemKNN(_KNNBase):
         self.weights_t_ = self.weights_.T.tocsr()
 
     def score(self, users: np.ndarray) -> np.ndarray:
-        """Dense float32 ``(len(users), n_items)``: ``X[users] @ W_k^T``."""
-        users = _as_users(users)
-        return np.asarray((self.X_[users] @ self.weights_t_).toarray(), dtype=np.float32)
+        """Dense float32 ``(len(users), n_items)``: ``X[users] @ W_k^T`` (summed in float64)."""
+        return self._band_scores(_as_users(users), self.weights_t_).astype(np.float32)
+
+    def _band_scores(self, users: np.ndarray, WT: sp.csr_matrix) -> np.ndarray:
+        """float64 ``X[users] @ W^T`` for a transposed neighbour matrix ``WT``."""
+        return (self._X64[users] @ WT).toarray()
+
+    def _band_matrix(self, W: sp.csr_matrix) -> sp.csr_matrix:
+        return W.T.tocsr()
 
 
 # --------------------------------------------------------------------------------------------
@@ -754,14 +824,19 @@ class KNNFamily(Family):
     def fit_unit(
         self, X: sp.csr_matrix, configs: list[dict], seed: int
     ) -> Iterator[tuple[int, Recommender]]:
-        """Fit once with the largest ``k``; yield ``with_k(k)`` for each config in order."""
+        """Fit once with the largest ``k``; yield a model for each config in increasing ``k``.
+
+        Scores grow incrementally along ``k`` (:class:`_GrowingK`): evaluating every k of the
+        grid costs one top-``kmax`` scoring, not one scoring per k. A yielded model is valid
+        until the next one is requested (it shares the partial sums).
+        """
         configs = self.validate(configs)
         if not configs:
             return
         kmax = max(c["k"] for c in configs)
-        base = self.model_class(kmax).fit(X)
-        for idx, cfg in enumerate(configs):
-            yield idx, (base if cfg["k"] == kmax else base.with_k(cfg["k"]))
+        growing = _GrowingK(self.model_class(kmax).fit(X))
+        for idx in sorted(range(len(configs)), key=lambda i: (configs[i]["k"], i)):
+            yield idx, _KView(growing, configs[idx]["k"])
 
 
 class BPRFamily(Family):
