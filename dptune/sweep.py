@@ -45,7 +45,7 @@ from dptune.split import (
     random_holdout,
     temporal_holdout,
 )
-from dptune.store import ResultStore, UnitResult
+from dptune.store import PARTS, ResultStore, UnitResult, part_name
 
 if TYPE_CHECKING:
     import logging
@@ -246,7 +246,7 @@ def run_unit(exp: Experiment, task: Task, store: ResultStore) -> UnitResult:
 
 def _primary_mean(exp: Experiment, store: ResultStore, task: Task) -> float:
     """The best mean of the primary metric among the unit's configs (the value optuna records)."""
-    path = store.root / "per_user.parquet" / f"{task.algorithm}__{task.fold}__{task.unit}.parquet"
+    path = store.root / PARTS / part_name(task.algorithm, task.fold, task.unit)
     meta = store.part_meta(path)
     key = f"{exp.analysis.primary_metric}@{exp.analysis.primary_cutoff}"
     vals = [m.get(key, float("nan")) for m in meta["means"].values()]
@@ -877,7 +877,6 @@ def test_tasks(exp: Experiment, store: ResultStore) -> list[Task]:
     training part (units group them, so BPR snapshots are shared)."""
     best = store.best_configs()
     tasks = []
-    configs = None
     for alg in exp.algorithms:
         chosen = sorted(set(best.loc[best["algorithm"] == alg.name, "config_id"].astype(int)))
         if not chosen:
