@@ -210,6 +210,43 @@ def _cosine_topk(
     return idx, sim, cnt
 
 
+@njit(cache=True, nogil=True)
+def _add_weighted_rows(
+    w_indptr, w_indices, w_data, rows, x_indptr, x_indices, out
+):  # pragma: no cover - compiled; covered through the KNN models
+    """``out[r] += W[rows[r]] @ X`` for a weighted CSR ``W`` and a binary CSR ``X``.
+
+    For each stored ``W[u, v]`` in storage order, ``W[u, v]`` is added at every item of row
+    ``v`` of ``X``: the loop order of scipy's CSR product, so each float64 sum is accumulated in
+    the same order as ``(W[rows] @ X).toarray()`` (and ``w * 1.0 == w``), bit for bit, without
+    building the sparse product. UserKNN: ``W`` = neighbour weights, ``X`` = training matrix.
+    """
+    for r in range(rows.shape[0]):
+        u = rows[r]
+        for p in range(w_indptr[u], w_indptr[u + 1]):
+            v = x_indices[x_indptr[w_indices[p]] : x_indptr[w_indices[p] + 1]]
+            w = w_data[p]
+            for q in range(v.shape[0]):
+                out[r, v[q]] += w
+
+
+@njit(cache=True, nogil=True)
+def _add_rows_of_weighted(
+    x_indptr, x_indices, rows, w_indptr, w_indices, w_data, out
+):  # pragma: no cover - compiled; covered through the KNN models
+    """``out[r] += X[rows[r]] @ W`` for a binary CSR ``X`` and a weighted CSR ``W``.
+
+    Same loop order as scipy's CSR product (see :func:`_add_weighted_rows`). ItemKNN: ``X`` =
+    training matrix, ``W`` = transposed neighbour weights.
+    """
+    for r in range(rows.shape[0]):
+        u = rows[r]
+        for p in range(x_indptr[u], x_indptr[u + 1]):
+            j = x_indices[p]
+            for q in range(w_indptr[j], w_indptr[j + 1]):
+                out[r, w_indices[q]] += w_data[q]
+
+
 class _KNNBase:
     """Shared fit / ``with_k`` machinery of :class:`UserKNN` and :class:`ItemKNN`."""
 
@@ -233,12 +270,20 @@ class _KNNBase:
         X = _binary_csr(X)
         A = X.T.tocsr() if self._transpose else X
         self.X_ = X
-        self._X64 = X.astype(np.float64)
         self.neighbors_, self.neighbor_sims_, self.n_neighbors_ = _cosine_topk(A, int(self.k))
         self.fitted_k_ = int(self.k)
-        self.weights_ = self._weights(int(self.k))
-        self._post_weights()
+        self._weights_k = self._weights_t = None
         return self
+
+    @property
+    def weights_(self) -> sp.csr_matrix:
+        """CSR ``W_k`` (row = the weights of a row's ``k`` neighbours), sliced from the sorted
+        lists on first use (the sweep scores through :class:`_GrowingK` and never needs it)."""
+        if not hasattr(self, "neighbors_"):
+            raise AttributeError("weights_ exists after fit(X)")
+        if self._weights_k is None:
+            self._weights_k = self._weights(int(self.k))
+        return self._weights_k
 
     def _weights(self, k: int, lo: int = 0) -> sp.csr_matrix:
         """Neighbour matrix of the ranks ``lo .. k-1`` (rows = neighbour weights, float64),
@@ -252,20 +297,31 @@ class _KNNBase:
         indptr = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(counts, out=indptr[1:])
         W = sp.csr_matrix(
-            (self.neighbor_sims_[:, lo:width][mask].astype(np.float64), idx[mask], indptr),
+            (self.neighbor_sims_[:, lo:width][mask], idx[mask], indptr),
             shape=(n, n),
         )
         W.sort_indices()
         return W
 
-    def _post_weights(self) -> None:
-        pass
-
     def _band_matrix(self, W: sp.csr_matrix) -> sp.csr_matrix:
         """The matrix ``_band_scores`` multiplies with (``W`` itself; ItemKNN transposes)."""
         return W
 
-    def _band_scores(self, users: np.ndarray, W: sp.csr_matrix) -> np.ndarray:
+    def _band_scores(
+        self, users: np.ndarray, W: sp.csr_matrix, out: np.ndarray | None = None
+    ) -> np.ndarray:
+        """Add the contribution of the neighbours held in ``W`` to ``out`` (float64
+        ``(len(users), n_items)``, zeros when None) and return it."""
+        n_users = self.X_.shape[0]
+        if users.size and (users.min() < 0 or users.max() >= n_users):
+            raise IndexError(
+                f"user codes must lie in [0, {n_users}), got {users.min()}..{users.max()}"
+            )
+        if out is None:
+            out = np.zeros((len(users), self.X_.shape[1]), dtype=np.float64)
+        return self._add_band(users, W, out)
+
+    def _add_band(self, users: np.ndarray, W: sp.csr_matrix, out: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
     def with_k(self, k: int) -> _KNNBase:
@@ -282,13 +338,11 @@ class _KNNBase:
         if k > self.fitted_k_:
             raise ValueError(f"with_k({k}) exceeds the fitted k={self.fitted_k_}")
         other.X_ = self.X_
-        other._X64 = self._X64
         other.neighbors_ = self.neighbors_
         other.neighbor_sims_ = self.neighbor_sims_
         other.n_neighbors_ = self.n_neighbors_
         other.fitted_k_ = self.fitted_k_
-        other.weights_ = other._weights(int(k))
-        other._post_weights()
+        other._weights_k = other._weights_t = None
         return other
 
 
@@ -318,7 +372,7 @@ class _GrowingK:
                 return self.base._band_scores(users, self._band(0, k)).astype(np.float32)
             self.used += acc.nbytes
         if k > k_prev:
-            acc += self.base._band_scores(users, self._band(k_prev, k))
+            self.base._band_scores(users, self._band(k_prev, k), out=acc)
         self.cache[key] = (k, acc)
         return acc.astype(np.float32)
 
@@ -366,9 +420,11 @@ class UserKNN(_KNNBase):
         """Dense float32 ``(len(users), n_items)``: ``W_k[users] @ X`` (summed in float64)."""
         return self._band_scores(_as_users(users), self.weights_).astype(np.float32)
 
-    def _band_scores(self, users: np.ndarray, W: sp.csr_matrix) -> np.ndarray:
-        """float64 ``W[users] @ X``: the contribution of the neighbours held in ``W``."""
-        return (W[users] @ self._X64).toarray()
+    def _add_band(self, users: np.ndarray, W: sp.csr_matrix, out: np.ndarray) -> np.ndarray:
+        """``out += W[users] @ X``: the contribution of the neighbours held in ``W``."""
+        X = self.X_
+        _add_weighted_rows(W.indptr, W.indices, W.data, users, X.indptr, X.indices, out)
+        return out
 
 
 class ItemKNN(_KNNBase):
@@ -391,16 +447,22 @@ class ItemKNN(_KNNBase):
         """Same fitted similarity, ``k`` neighbours (``k`` <= fitted ``k``), no recomputation."""
         return super().with_k(k)  # type: ignore[return-value]
 
-    def _post_weights(self) -> None:
-        self.weights_t_ = self.weights_.T.tocsr()
+    @property
+    def weights_t_(self) -> sp.csr_matrix:
+        """``W_k^T`` in CSR (built on first use, like ``weights_``)."""
+        if self._weights_t is None:
+            self._weights_t = self.weights_.T.tocsr()
+        return self._weights_t
 
     def score(self, users: np.ndarray) -> np.ndarray:
         """Dense float32 ``(len(users), n_items)``: ``X[users] @ W_k^T`` (summed in float64)."""
         return self._band_scores(_as_users(users), self.weights_t_).astype(np.float32)
 
-    def _band_scores(self, users: np.ndarray, WT: sp.csr_matrix) -> np.ndarray:
-        """float64 ``X[users] @ W^T`` for a transposed neighbour matrix ``WT``."""
-        return (self._X64[users] @ WT).toarray()
+    def _add_band(self, users: np.ndarray, WT: sp.csr_matrix, out: np.ndarray) -> np.ndarray:
+        """``out += X[users] @ W^T`` for a transposed neighbour matrix ``WT``."""
+        X = self.X_
+        _add_rows_of_weighted(X.indptr, X.indices, users, WT.indptr, WT.indices, WT.data, out)
+        return out
 
     def _band_matrix(self, W: sp.csr_matrix) -> sp.csr_matrix:
         return W.T.tocsr()

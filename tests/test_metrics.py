@@ -104,10 +104,35 @@ def test_top_n_matches_oracle_with_ties(block):
     scores, n = block
     expected = oracle_top_n(scores, n)
     np.testing.assert_array_equal(top_n(scores, n), expected)
-    if n < scores.shape[1]:  # both exact paths, whichever the dispatcher would pick
+    if n < scores.shape[1]:  # every exact path, whichever the dispatcher would pick
         np.testing.assert_array_equal(m._top_n_partition(scores, n), expected)
         if scores.dtype == np.float32:
             np.testing.assert_array_equal(m._top_n_keyed(scores, n), expected)
+        out = np.empty((scores.shape[0], n), dtype=np.intp)
+        assert not m._top_n_select(scores, n, out)
+        np.testing.assert_array_equal(out, expected)
+
+
+@pytest.mark.parametrize("kind", ["distinct", "knn", "ascending", "descending"])
+@pytest.mark.parametrize("n", [1, 10, 64, 65, 200])
+def test_top_n_paths_agree_on_catalogue_sized_blocks(kind, n):
+    # the one-pass buffer (n <= 64) against the numpy oracles on realistic blocks, including
+    # its worst case (scores rising with the index: every item enters the buffer)
+    rng = np.random.default_rng(n)
+    shape = (40, 3000)
+    if kind == "distinct":
+        scores = rng.standard_normal(shape).astype(np.float32)
+    elif kind == "knn":  # mostly zero, a few small integer-ish sums, masked items
+        scores = (rng.random(shape) < 0.05) * rng.integers(1, 4, shape).astype(np.float32)
+        scores[rng.random(shape) < 0.03] = -np.inf
+    else:
+        scores = np.tile(np.arange(shape[1], dtype=np.float64), (shape[0], 1))
+        scores = scores if kind == "ascending" else -scores
+    expected = m._top_n_partition(scores, n)
+    np.testing.assert_array_equal(top_n(scores, n), expected)
+    np.testing.assert_array_equal(top_n(scores.astype(np.float64), n), expected)
+    if scores.dtype == np.float32:
+        np.testing.assert_array_equal(m._top_n_keyed(scores, n), expected)
 
 
 def test_top_n_boundary_tie_takes_lowest_index():

@@ -160,6 +160,30 @@ def test_knn_k_larger_than_rows_and_binarises() -> None:
 
 
 @pytest.mark.parametrize("cls", [UserKNN, ItemKNN])
+def test_knn_scoring_kernel_equals_scipy_product(cls) -> None:
+    # the compiled scatter-add must reproduce scipy's CSR product bit for bit (same loop order),
+    # for the whole top-k matrix and for a band of ranks added onto earlier partial sums
+    X = movielens_matrix()[:, :400].tocsr()
+    m = cls(60).fit(X)
+    users = np.arange(0, X.shape[0], 2)[::-1].copy()  # any order, not only ascending
+    X64 = m.X_.astype(np.float64)
+
+    def scipy_scores(W: sp.csr_matrix) -> np.ndarray:
+        W = W.astype(np.float64)
+        return (W[users] @ X64).toarray() if cls is UserKNN else (X64[users] @ W.T).toarray()
+
+    np.testing.assert_array_equal(m._band_scores(users, m._band_matrix(m.weights_)),
+                                  scipy_scores(m.weights_))
+    acc = m._band_scores(users, m._band_matrix(m._weights(20)))
+    m._band_scores(users, m._band_matrix(m._weights(60, 20)), out=acc)
+    np.testing.assert_array_equal(acc, scipy_scores(m._weights(20)) + scipy_scores(m._weights(60, 20)))
+    with pytest.raises(IndexError):
+        m.score(np.array([X.shape[0]]))
+    with pytest.raises(IndexError):
+        m.score(np.array([-1]))
+
+
+@pytest.mark.parametrize("cls", [UserKNN, ItemKNN])
 def test_with_k_equals_fresh_fit(cls) -> None:
     X = movielens_matrix()
     if cls is ItemKNN:  # keep the item-item similarity small: items with >= 20 ratings
