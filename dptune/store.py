@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ import pyarrow.parquet as pq
 from dptune.errors import input_error
 
 PARTS = "per_user.parquet"
+STALE_TEMPORARY_S = 3600.0  # a temporary file untouched this long belongs to a dead writer
 SCHEMA = pa.schema(
     [
         ("algorithm", pa.string()),
@@ -190,6 +192,28 @@ class ResultStore:
         _publish_once(tmp, final)
         self.__dict__.pop("_index", None)
         return final
+
+    def remove_stale_temporaries(self, older_than_s: float = STALE_TEMPORARY_S) -> list[Path]:
+        """Delete the hidden ``.*.tmp`` files of writers that died mid-write; return them.
+
+        Every reader ignores these files, so they only waste disk (a BPR-MF part is ~10 MB on
+        ML-1M). A live writer finishes a part within seconds and rewrites its file as it goes,
+        so a temporary file untouched for ``older_than_s`` (default one hour) is an orphan;
+        younger ones may belong to a running worker on another machine and are kept.
+        """
+        cutoff = time.time() - older_than_s
+        removed = []
+        for directory in (self.root, self.root / PARTS):
+            if not directory.is_dir():
+                continue
+            for tmp in directory.glob(".*.tmp"):
+                try:
+                    if tmp.stat().st_mtime < cutoff:
+                        tmp.unlink()
+                        removed.append(tmp)
+                except FileNotFoundError:  # published or removed meanwhile
+                    continue
+        return sorted(removed)
 
     def write_trials(self) -> pd.DataFrame:
         """Regenerate ``trials.csv`` from the parts' metadata and return it."""

@@ -920,6 +920,7 @@ def run_experiment(exp: Experiment, results: str | Path, storage_url: str | None
             tbar.close()
     store.refresh()
     store.write_trials()
+    store.remove_stale_temporaries()
     return store
 
 

@@ -89,6 +89,25 @@ def test_hidden_temp_file_is_not_read(store):
     assert len(store.part_paths()) == 1
 
 
+def test_stale_temporaries_are_removed_fresh_ones_kept(store):
+    import os
+    import time
+
+    part = store.write_unit(_unit("a", "0", "u00000", [0], [1, 2]))
+    old = store.root / PARTS / ".a__0__u00001.parquet.dead.tmp"
+    old_meta = store.root / ".trials.csv.dead.tmp"
+    young = store.root / PARTS / ".a__0__u00002.parquet.live.tmp"
+    for f in (old, old_meta, young):
+        f.write_bytes(b"half written")
+    hours_ago = time.time() - 2 * 3600
+    for f in (old, old_meta):
+        os.utime(f, (hours_ago, hours_ago))
+    assert store.remove_stale_temporaries() == sorted([old, old_meta])
+    assert young.exists() and part.exists() and not old.exists() and not old_meta.exists()
+    assert store.remove_stale_temporaries(older_than_s=-1) == [young]
+    assert [p.name for p in (store.root / PARTS).iterdir()] == [part.name]
+
+
 def test_missing_config_and_unwritable_dir(store, tmp_path):
     store.write_unit(_unit("a", "0", "u00000", [0], [1, 2]))
     with pytest.raises(DptuneError, match="no results for config_id"):
