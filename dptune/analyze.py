@@ -284,6 +284,15 @@ def _noise_section(store: ResultStore, opts: dict[str, Any], nf: noisemod.NoiseF
     return "\n".join(lines)
 
 
+def _no_dp_reason(store: ResultStore, algorithm: str) -> str:
+    """Why an algorithm of the store has no DP row (for the report's Table 3 section)."""
+    n = len(store.configs(algorithm))
+    if n < 2:
+        return (f"it has {n} configuration, so there is no pair of configurations to compare "
+                "(its results are in the best-configuration table)")
+    return f"none of its {n} configurations has validation results to pair"
+
+
 def analyze_results(results_dir: str | Path, reports_dir: str | Path, **overrides: Any) -> list[Path]:
     """Run the DP analysis on a results directory and write every table, figure and report.
 
@@ -349,18 +358,14 @@ def analyze_results(results_dir: str | Path, reports_dir: str | Path, **override
         sections.append(("Hyperparameter importance (optuna) beside DP dominance",
                          body + "\n\nData: `importance.csv`."))
 
+    without_dp = {a: _no_dp_reason(store, a) for a in store.algorithms()
+                  if a not in set(analysis.dp["algorithm"])}
     files += report.write_report(out, analysis.dp, analysis.curves, datasets, best,
                                  _settings(man, opts), primary=primary, noise_floor=curves_nf,
-                                 extra_sections=sections)
+                                 extra_sections=sections, without_dp=without_dp)
     best.to_csv(out / "best_configs.csv", index=False, lineterminator="\n", float_format="%.10g")
     files.append(out / "best_configs.csv")
     return files
-
-
-def _plain(v: Any) -> Any:
-    """numpy scalar -> Python scalar; integral floats (from NaN-padded CSV columns) -> int."""
-    v = v.item() if hasattr(v, "item") else v
-    return int(v) if isinstance(v, float) and v.is_integer() else v
 
 
 def _plain(value: Any) -> Any:

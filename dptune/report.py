@@ -1241,6 +1241,7 @@ def write_report(
     extra_sections: Sequence[tuple[str, str]] | None = None,
     hyperparameter_order: Mapping[str, Sequence[object]] | None = None,
     title: str | None = None,
+    without_dp: Mapping[str, str] | None = None,
 ) -> list[Path]:
     """Write every table, Figure 1 and ``report.md`` into ``out_dir``; return the paths written.
 
@@ -1260,6 +1261,9 @@ def write_report(
         extra_sections: ``(title, markdown)`` pairs appended to ``report.md``.
         hyperparameter_order: value order per hyperparameter (its key order also orders rows).
         title: report title (default from ``settings["name"]`` when present).
+        without_dp: algorithms of the study that have no DP row, with the reason (e.g. a
+            single configuration: no pair to compare); named under Table 3 so that the
+            report is not silent about them.
 
     Raises:
         DptuneError: a required column is missing, keys are duplicated, or the primary
@@ -1326,6 +1330,8 @@ def write_report(
         "## Discriminative power of the metrics (Table 3)",
         "",
         t3.to_markdown(),
+        *[f"- No DP for {display_algorithm(a)}: {why}." for a, why in (without_dp or {}).items()],
+        "",
         "## Best and worst metric (Table 4)",
         "",
         t4.to_markdown(),

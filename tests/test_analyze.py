@@ -269,3 +269,19 @@ def test_cli_rejects_bad_noise_flags(tiny, capsys):
     assert main(["analyze", str(tiny / "results"), "--noise-seeds", "1"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "--noise-seeds" in err
+
+
+def test_report_names_an_algorithm_with_a_single_configuration(tmp_path):
+    # one configuration has no pair to test: the report says so instead of leaving it out
+    cfg = write_tiny_experiment(tmp_path, n_users=60)
+    (tmp_path / "one.toml").write_text('family = "itemknn"\n[params.k]\nvalues = [10]\n')
+    text = cfg.read_text().replace("noise_seeds = 3", "noise_seeds = 0")
+    text += f'[[algorithms]]\nname = "itemknn"\ntype = "itemknn"\ngrid = "{tmp_path / "one.toml"}"\n'
+    cfg.write_text(text)
+    reports = tmp_path / "reports"
+    assert main(["run", str(cfg), "--results", str(tmp_path / "results"), "--reports",
+                 str(reports), "--no-progress"]) == 0
+    md = (reports / "report.md").read_text()
+    assert "No DP for Item-kNN: it has 1 configuration, so there is no pair" in md
+    assert "itemknn" not in set(pd.read_csv(reports / "dp.csv")["algorithm"])
+    assert "itemknn" in set(pd.read_csv(reports / "best_configs.csv")["algorithm"])
