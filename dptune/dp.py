@@ -35,6 +35,7 @@ from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
+from threadpoolctl import threadpool_limits
 
 from dptune import stats
 from dptune.errors import input_error
@@ -681,7 +682,28 @@ def analyze(
     (float32), plus, with a bootstrap, one fold's differences of all metrics of a scope. Other
     stores are asked ``read_matrix`` per (scope, fold, metric@N). Results do not depend on the
     path taken.
+
+    BLAS is held to one thread meanwhile: the resampling tests make many tiny matrix products,
+    which a multi-threaded BLAS slows down (7-10x on a loaded 2-core machine, see
+    ``docs/performance.md``); the Parquet reader threads are not affected.
     """
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _analyze(store, n_pairs, seed, test, alpha, correction, n_resamples, bootstrap,
+                        algorithms)
+
+
+def _analyze(
+    store: ResultStoreLike,
+    n_pairs: int,
+    seed: int,
+    test: str,
+    alpha: float,
+    correction: str | None,
+    n_resamples: int,
+    bootstrap: int,
+    algorithms: Iterable[str] | None,
+) -> Analysis:
+    """The body of :func:`analyze` (same arguments)."""
     n_pairs = _int_param(n_pairs, "analysis", "n_pairs", 1)
     seed = _int_param(seed, "analysis", "seed", 0)
     n_resamples = _int_param(n_resamples, "analysis", "n_resamples", 1)
