@@ -135,26 +135,30 @@ def _as_users(users: Any) -> np.ndarray:
 # nearest neighbours
 
 
-@njit(cache=True)
-def _topk_rows(S, row_offset, exclude_self, kmax, out_idx, out_sim, out_cnt):  # pragma: no cover
-    """For each row of the dense block ``S`` keep its ``kmax`` best columns.
+@njit(cache=True, nogil=True)
+def _topk_rows(C, deg, row_offset, exclude_self, kmax, out_idx, out_sim, out_cnt):  # pragma: no cover
+    """For each row of the dense co-occurrence block ``C`` keep its ``kmax`` most similar columns.
 
-    Order: higher similarity first, ties by lower column index; columns with similarity <= 0
-    and (if ``exclude_self``) the row's own column are never kept. Results go to
+    Row ``r`` is row ``row_offset + r`` of the data; the cosine of a non-zero count is computed
+    here, ``float32(C[r, c] / sqrt(deg[row] * deg[c]))`` in float64 and rounded once (the same
+    IEEE operations as the array expression, so the same bits, without three passes over a
+    float64 block). Order: higher similarity first, ties by lower column index; zero counts and
+    (if ``exclude_self``) the row's own column are never kept. Results go to
     ``out_idx[r, :cnt]``, ``out_sim[r, :cnt]``, ``out_cnt[r]`` (the rest is left as filled by
     the caller: -1 / 0).
     """
-    n = S.shape[1]
+    n = C.shape[1]
     cols = np.empty(n, dtype=np.int64)
     vals = np.empty(n, dtype=np.float32)
-    for r in range(S.shape[0]):
+    for r in range(C.shape[0]):
         own = row_offset + r if exclude_self else -1
+        d_r = deg[row_offset + r]
         m = 0
         for c in range(n):
-            v = S[r, c]
-            if v > 0 and c != own:
+            x = C[r, c]
+            if x > 0 and c != own:
                 cols[m] = c
-                vals[m] = v
+                vals[m] = np.float32(np.float64(x) / math.sqrt(d_r * deg[c]))
                 m += 1
         if m > kmax:
             # threshold = kmax-th largest value; keep everything >= it (ties included)
@@ -203,10 +207,7 @@ def _cosine_topk(
     for r0 in range(0, n, block):
         r1 = min(n, r0 + block)
         C = (A[r0:r1] @ AT).toarray()  # float32 co-occurrence counts (exact integers)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            S = C / np.sqrt(deg[r0:r1, None] * deg[None, :])
-        S = np.nan_to_num(S, nan=0.0, posinf=0.0, neginf=0.0).astype(np.float32)
-        _topk_rows(S, r0, True, width, idx[r0:r1], sim[r0:r1], cnt[r0:r1])
+        _topk_rows(C, deg, r0, True, width, idx[r0:r1], sim[r0:r1], cnt[r0:r1])
     return idx, sim, cnt
 
 
