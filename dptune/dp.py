@@ -39,6 +39,7 @@ from threadpoolctl import threadpool_limits
 
 from dptune import stats
 from dptune.errors import input_error
+from dptune.store import FoldBuffer
 
 __all__ = [
     "METRIC_ORDER",
@@ -630,8 +631,10 @@ def _fold_reader(
     fold: str,
     ids: np.ndarray,
     mcs: list[tuple[str, int]],
+    buffer: Any = None,
 ) -> Any:
-    """``read(metric, cutoff, ids)`` for one fold.
+    """``read(metric, cutoff, ids)`` for one fold (``buffer``: a reusable
+    :class:`dptune.store.FoldBuffer` for stores with ``read_fold``).
 
     A store with a batched ``read_fold(algorithm, fold, config_ids, metric_cutoffs)`` (the
     :class:`dptune.store.ResultStore`) is read once per fold, every configuration any scope
@@ -640,7 +643,7 @@ def _fold_reader(
     """
     batched = getattr(store, "read_fold", None)
     if callable(batched):
-        block = batched(algorithm, fold, ids, mcs)
+        block = batched(algorithm, fold, ids, mcs, **({"buffer": buffer} if buffer else {}))
         return block.matrix
 
     def read(metric: str, cutoff: int, scope_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -723,6 +726,7 @@ def _analyze(
             f"unknown correction {correction!r}; choose one of none, holm, bh",
         )
 
+    buffer = FoldBuffer()  # one fold's memory, reused by every (algorithm, fold) read
     pair_rows: list[tuple] = []
     pv_parts: list[pd.DataFrame] = []
     dp_rows: list[dict[str, Any]] = []
@@ -767,7 +771,7 @@ def _analyze(
             if not state:
                 break
             read = None  # drop the previous fold's slice before reading the next one
-            read = _fold_reader(store, alg, fold, all_ids, mcs)
+            read = _fold_reader(store, alg, fold, all_ids, mcs, buffer)
             for scope, pairs in scopes.items():
                 st = state[scope]
                 ids = st["ids"]

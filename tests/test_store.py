@@ -125,3 +125,50 @@ def test_part_metadata_records_seed_and_means(store):
     assert meta["seed"] == 99
     assert meta["means"]["0"]["ndcg@1"] == pytest.approx(float(u.values[0][0, 0].mean()))
     json.dumps(meta)
+
+
+def _strip_layout(path):
+    """Rewrite a part without the ``layout`` key (as an older writer left it)."""
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path)
+    meta = json.loads(table.schema.metadata[b"dptune"])
+    del meta["layout"]
+    n_groups = pq.ParquetFile(path).num_row_groups
+    per = table.num_rows // n_groups
+    schema = table.schema.with_metadata({"dptune": json.dumps(meta, sort_keys=True)})
+    with pq.ParquetWriter(path, schema, compression="zstd") as w:
+        for g in range(n_groups):
+            w.write_table(table.slice(g * per, per).cast(schema), row_group_size=per)
+
+
+def test_read_fold_value_only_path_equals_generic_path_and_read_matrix(store):
+    from dptune.store import FoldBuffer
+
+    p1 = store.write_unit(_unit("a", "0", "u00000", [2, 0], [1, 4, 9, 12], seed=3))
+    p2 = store.write_unit(_unit("a", "0", "u00001", [1], [4, 9, 12, 15], seed=4))
+    assert ResultStore.part_meta(p1)["layout"] == "config-major"
+    mcs = store.metric_cutoffs("a")
+    fast = store.read_fold("a", "0", [0, 1, 2], mcs, threads=1)
+    assert fast.users.tolist() == [1, 4, 9, 12, 15]
+    for ids in ([0, 1, 2], [2, 0], [1]):
+        for m, c in mcs:
+            ref_users, ref = store.read_matrix("a", m, c, "0", ids)
+            users, mat = fast.matrix(m, c, ids)
+            assert users.tolist() == ref_users.tolist()
+            np.testing.assert_array_equal(mat, ref)
+    # the same parts without the layout key take the generic path: identical values
+    for p in (p1, p2):
+        _strip_layout(p)
+    slow = ResultStore(store.root).read_fold("a", "0", [0, 1, 2], mcs, threads=2)
+    np.testing.assert_array_equal(slow.values, fast.values)
+    assert slow.users.tolist() == fast.users.tolist()
+    # a buffer serves successive folds of any size from one block of memory
+    store.write_unit(_unit("a", "1", "u00000", [0, 1, 2], [3, 5], seed=5))
+    buf = FoldBuffer()
+    first = ResultStore(store.root).read_fold("a", "0", [0, 1, 2], mcs, buffer=buf)
+    np.testing.assert_array_equal(first.values, fast.values)
+    second = ResultStore(store.root).read_fold("a", "1", [0, 1, 2], mcs, buffer=buf)
+    assert np.shares_memory(first.values, second.values)
+    _, ref = store.read_matrix("a", "ndcg", 5, "1", [0, 1, 2])
+    np.testing.assert_array_equal(second.matrix("ndcg", 5, [0, 1, 2])[1], ref)
