@@ -643,7 +643,8 @@ def _fold_reader(
     """
     batched = getattr(store, "read_fold", None)
     if callable(batched):
-        block = batched(algorithm, fold, ids, mcs, **({"buffer": buffer} if buffer else {}))
+        block = batched(algorithm, fold, ids, mcs,
+                        **({"buffer": buffer} if buffer is not None else {}))
         return block.matrix
 
     def read(metric: str, cutoff: int, scope_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -225,10 +225,10 @@ def _add_weighted_rows(
     for r in range(rows.shape[0]):
         u = rows[r]
         for p in range(w_indptr[u], w_indptr[u + 1]):
-            v = x_indices[x_indptr[w_indices[p]] : x_indptr[w_indices[p] + 1]]
+            v = w_indices[p]
             w = w_data[p]
-            for q in range(v.shape[0]):
-                out[r, v[q]] += w
+            for q in range(x_indptr[v], x_indptr[v + 1]):
+                out[r, x_indices[q]] += w
 
 
 @njit(cache=True, nogil=True)
@@ -287,8 +287,8 @@ class _KNNBase:
         return self._weights_k
 
     def _weights(self, k: int, lo: int = 0) -> sp.csr_matrix:
-        """Neighbour matrix of the ranks ``lo .. k-1`` (rows = neighbour weights, float64),
-        sliced from the sorted lists; ``lo = 0`` gives the top-``k`` matrix ``W_k``."""
+        """Neighbour matrix of the ranks ``lo .. k-1`` (rows = neighbour weights, float32, exact
+        in the float64 sums), sliced from the sorted lists; ``lo = 0`` gives ``W_k``."""
         n = self.neighbors_.shape[0]
         width = min(k, self.neighbors_.shape[1])
         lo = min(lo, width)
