@@ -293,7 +293,8 @@ def _no_dp_reason(store: ResultStore, algorithm: str) -> str:
     return f"none of its {n} configurations has validation results to pair"
 
 
-def analyze_results(results_dir: str | Path, reports_dir: str | Path, **overrides: Any) -> list[Path]:
+def analyze_results(results_dir: str | Path, reports_dir: str | Path, progress: bool = False,
+                    **overrides: Any) -> list[Path]:
     """Run the DP analysis on a results directory and write every table, figure and report.
 
     Overrides (``n_pairs, seed, test, alpha, correction, n_resamples, bootstrap, noise_seeds,
@@ -303,7 +304,7 @@ def analyze_results(results_dir: str | Path, reports_dir: str | Path, **override
     ``noise_pvalues.csv``, the dashed A/A curves of Figure 1 and the flag of every metric not
     clearly below its floor (:mod:`dptune.noise`); with ``importance``, ``importance.csv`` and
     its section (:mod:`dptune.importance`). Output is a pure function of the store and the
-    options: a rerun writes identical bytes.
+    options: a rerun writes identical bytes. ``progress`` shows the analysis' progress bar.
     """
     store = ResultStore(results_dir)
     man = store.manifest()
@@ -312,6 +313,7 @@ def analyze_results(results_dir: str | Path, reports_dir: str | Path, **override
         store, n_pairs=int(opts["n_pairs"]), seed=int(opts["seed"]), test=opts["test"],
         alpha=float(opts["alpha"]), correction=None if opts["correction"] == "none" else opts["correction"],
         n_resamples=int(opts["n_resamples"]), bootstrap=int(opts["bootstrap"]),
+        progress=progress,
     )
     out = Path(reports_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -76,7 +76,7 @@ def cmd_run(args: argparse.Namespace) -> int:
               + (f"; none for {', '.join(nr.skipped)} (deterministic)" if nr.skipped else ""))
     if not args.no_analyze:
         reports = Path(args.reports) if args.reports else _default_reports(exp.name)
-        files = analyze_results(store.root, reports, **overrides)
+        files = analyze_results(store.root, reports, progress=not args.no_progress, **overrides)
         print(f"reports: {reports} ({len(files)} files; see {reports / 'report.md'})")
     return 0
 
@@ -116,7 +116,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     name = store.manifest()["experiment"]
     reports = Path(args.reports) if args.reports else _default_reports(name)
     overrides = _analysis_overrides(args)
-    files = analyze_results(store.root, reports, **overrides)
+    files = analyze_results(store.root, reports, progress=not args.no_progress, **overrides)
     print(f"reports: {reports} ({len(files)} files; see {reports / 'report.md'})")
     return 0
 
@@ -227,6 +227,7 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--n-resamples", type=int,
                    help="resamples of the bootstrap/permutation significance tests (default 1000)")
     _noise_and_stats_flags(a, analyze=True)
+    a.add_argument("--no-progress", action="store_true", help="no progress bar")
     a.set_defaults(func=cmd_analyze)
 
     e = sub.add_parser("evaluate", help="per-user metrics of an external TREC run")

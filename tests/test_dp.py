@@ -439,6 +439,22 @@ def test_analyze_other_tests(test: str) -> None:
     assert (res.dp.test == test).all()
 
 
+def test_analyze_progress_bar_counts_algorithm_folds_and_changes_nothing(capsys) -> None:
+    from threadpoolctl import threadpool_info
+
+    store = FakeStore(seed=7)
+    blas_before = [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]
+    quiet = dp.analyze(store, n_pairs=3, seed=0)
+    assert capsys.readouterr().err == ""
+    shown = dp.analyze(store, n_pairs=3, seed=0, progress=True)
+    err = capsys.readouterr().err
+    n = sum(len([f for f in store.folds(a) if f != "test"]) for a in store.algorithms())
+    assert "analysis" in err and f"{n}/{n}" in err
+    pd.testing.assert_frame_equal(quiet.dp, shown.dp)
+    # the BLAS limit is lifted again afterwards
+    assert [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"] == blas_before
+
+
 def test_analyze_bad_input() -> None:
     store = FakeStore()
     with pytest.raises(DptuneError, match="analysis: test"):
