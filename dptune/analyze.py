@@ -360,8 +360,8 @@ def analyze_results(results_dir: str | Path, reports_dir: str | Path, progress: 
         sections.append(("Hyperparameter importance (optuna) beside DP dominance",
                          body + "\n\nData: `importance.csv`."))
 
-    without_dp = {a: _no_dp_reason(store, a) for a in store.algorithms()
-                  if a not in set(analysis.dp["algorithm"])}
+    with_dp = set(analysis.dp["algorithm"])
+    without_dp = {a: _no_dp_reason(store, a) for a in store.algorithms() if a not in with_dp}
     files += report.write_report(out, analysis.dp, analysis.curves, datasets, best,
                                  _settings(man, opts), primary=primary, noise_floor=curves_nf,
                                  extra_sections=sections, without_dp=without_dp)
