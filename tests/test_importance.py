@@ -136,6 +136,14 @@ def test_hyperparameter_importance_over_a_store():
     np.testing.assert_allclose(vm.to_numpy(), [y[c] for c in vm.index])
 
 
+def test_importance_in_worker_processes_equals_serial(monkeypatch):
+    serial = imp.hyperparameter_importance(FakeStore(), cutoff=10, seed=1)
+    monkeypatch.setattr(imp, "PARALLEL_MIN_TRIALS", 0)  # this store is small: force the workers
+    monkeypatch.setattr(imp.os, "cpu_count", lambda: 2)
+    parallel = imp.hyperparameter_importance(FakeStore(), cutoff=10, seed=1)
+    pd.testing.assert_frame_equal(parallel, serial)
+
+
 def _dp(rows: list[tuple[str, float]], n_pairs: int = 25) -> pd.DataFrame:
     return pd.DataFrame([{"algorithm": "bpr", "scope": s, "metric": "ndcg", "cutoff": 10,
                           "dp": d, "n_pairs": n_pairs} for s, d in rows])
