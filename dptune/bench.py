@@ -770,7 +770,7 @@ def _analyze_child(root: str, compare: bool, full_users: int) -> None:
         w = time.perf_counter() - t0
         walls[threads] = min(walls.get(threads, w), w)
     out["read_threads_speedup"] = walls[1] / walls[None]
-    # the analysis as `dptune analyze` runs it (default reader threads), wall clock; the
+    # dp.analyze as `dptune analyze` calls it (default reader threads), wall clock; the
     # page cache is warm from the runs above, as it is after a sweep that just wrote the store
     t0 = time.perf_counter()
     dp.analyze(ResultStore(root), n_pairs=25, seed=42)
@@ -1116,7 +1116,7 @@ def render_report(res: Results, command: str) -> str:
                       (f"seconds, default reader threads (read speedup "
                        f"{a['read_threads_speedup']:.2f}x)", "",
                        f"{a['seconds_projected']:.1f}"),
-                      ("seconds, default reader threads, wall clock (as `dptune analyze`)",
+                      ("seconds, dp.analyze with default reader threads, wall clock (the DP part of `dptune analyze`)",
                        f"{a['wall_seconds']:.1f}" if a.get("wall_seconds") is not None else "",
                        ""),
                       ("peak resident memory (GiB)", f"{a['peak_gib']:.2f}",
