@@ -83,6 +83,98 @@ def test_constant_objective_has_no_importance_and_single_values_are_dropped():
                                                               "learning_rate"], y).empty
 
 
+def _three_leaf_tree() -> tuple[np.ndarray, ...]:
+    """Root: x0 <= 0.5 -> leaf (1); else x1 <= 0.5 -> leaf (2) | leaf (4); box [0, 1]^2."""
+    return (np.array([1, -1, 3, -1, -1]), np.array([2, -1, 4, -1, -1]),
+            np.array([0, -2, 1, -2, -2]), np.array([0.5, -2, 0.5, -2, -2]),
+            np.array([0.0, 1.0, 0.0, 2.0, 4.0]))
+
+
+def test_tree_marginal_variances_by_hand():
+    # leaves: volumes 1/2, 1/4, 1/4, values 1, 2, 4 -> mean 2, V = (1/2)1 + (1/4)0 + (1/4)4 = 1.5.
+    # along x0: cells [0, .5] -> 1 and [.5, 1] -> (2 + 4)/2 = 3, equal weights -> V(x0) = 1.
+    # along x1: [0, .5] -> leaves 1 (w = .5/1) and 2 (w = .25/.5) -> 1.5; [.5, 1] -> 1 and 4
+    # -> 2.5; V(x1) = 0.25. The pair (x0, x1) is the whole tree: V = 1.5.
+    bounds = np.array([[0.0, 1.0], [0.0, 1.0]])
+    total, marginal = imp.tree_marginal_variances(*_three_leaf_tree(), bounds,
+                                                  [np.array([0]), np.array([1]), np.array([0, 1])])
+    assert total == pytest.approx(1.5)
+    np.testing.assert_allclose(marginal, [1.0, 0.25, 1.5])
+    # a wider box along x1: the right leaf (4) covers [.5, 3] of [0, 3] -> x1's cells weigh 1:5
+    total, marginal = imp.tree_marginal_variances(*_three_leaf_tree(),
+                                                  np.array([[0.0, 1.0], [0.0, 3.0]]),
+                                                  [np.array([0]), np.array([1])])
+    # leaves: vol 1.5 (1), 0.25 (2), 1.25 (4); mean (1.5 + 0.5 + 5)/3 = 7/3
+    v, w = np.array([1.0, 2.0, 4.0]), np.array([1.5, 0.25, 1.25])
+    assert total == pytest.approx(np.average((v - 7 / 3) ** 2, weights=w))
+    a0 = np.array([1.0, (0.25 * 2 + 1.25 * 4) / 1.5])  # x0 cells, each of weight 1.5
+    a1, w1 = np.array([1.5, 2.5]), np.array([0.5, 2.5])  # x1 cells: sizes .5 and 2.5, mass 1 each
+    np.testing.assert_allclose(marginal, [np.var(a0),
+                                          np.average((a1 - np.average(a1, weights=w1)) ** 2,
+                                                     weights=w1)])
+
+
+def _optuna_study(kind: str, seed: int) -> tuple[pd.DataFrame, dict[int, float], list[str]]:
+    rng = np.random.default_rng(seed)
+    if kind == "categorical":  # a categorical of 3 choices, an arithmetic integer, a log float
+        rows = list(itertools.product(["cosine", "pearson", "jaccard"], [0, 5, 10, 15],
+                                      [0.001, 0.01, 0.1]))
+        cols = ["similarity", "shrink", "alpha"]
+        cfg = pd.DataFrame(rows, columns=cols)
+        y = (cfg["similarity"].map({"cosine": 0.3, "pearson": 0.1, "jaccard": 0.2})
+             + 0.01 * cfg["shrink"] + rng.normal(0, 0.05, len(cfg)))
+    else:
+        cfg, yd = _grid(0.05, seed)
+        cols = ["factors", "iterations", "learning_rate"]
+        y = pd.Series([yd[c] for c in cfg["config_id"]])
+        if kind == "ties":
+            y = y.round(1)
+    if "config_id" not in cfg.columns:
+        cfg.insert(0, "config_id", range(len(cfg)))
+    return cfg, dict(zip(cfg["config_id"], y, strict=True)), cols
+
+
+@pytest.mark.parametrize("kind", ["numeric", "ties", "categorical"])
+@pytest.mark.parametrize("seed", [0, 1, 7])
+def test_vectorised_fanova_equals_optuna(kind, seed):
+    from optuna._transform import _SearchSpaceTransform  # optuna's own encoding, as its evaluator
+
+    cfg, y, cols = _optuna_study(kind, seed)
+    study = imp.build_study(cfg, cols, y)
+    params = sorted(study.trials[0].distributions)
+    X, yy, bounds, groups = imp.fanova_inputs(study, params)
+    trans = _SearchSpaceTransform({h: study.trials[0].distributions[h] for h in params},
+                                  transform_log=False, transform_step=False)
+    np.testing.assert_array_equal(X, np.array([trans.transform(t.params) for t in study.trials]))
+    np.testing.assert_array_equal(bounds, trans.bounds)
+    assert [g.tolist() for g in groups] == [g.tolist() for g in trans.column_to_encoded_columns]
+    fast = imp.param_importances(study, "fanova", seed=seed)
+    oracle = imp.param_importances(study, "fanova-optuna", seed=seed)
+    assert list(fast) == list(oracle)
+    np.testing.assert_allclose(list(fast.values()), list(oracle.values()), rtol=0, atol=1e-9)
+
+
+def test_vectorised_fanova_edge_cases():
+    cfg, y = _grid()
+    study = imp.build_study(cfg, ["factors", "iterations", "learning_rate"], dict.fromkeys(y, 0.5))
+    assert np.isnan(imp.fanova_study(study, ["factors", "iterations"])).all()  # no variance
+    one = imp.build_study(cfg.iloc[:1], ["factors", "iterations"], y)
+    assert imp.fanova_study(one, []).size == 0
+    # a parameter whose distribution has a single value gets 0, as from optuna's evaluator
+    import optuna
+    from optuna.importance import FanovaImportanceEvaluator
+
+    dists = {"a": FloatDistribution(0.0, 1.0), "b": IntDistribution(3, 3)}
+    s = optuna.create_study()
+    s.add_trials([optuna.trial.create_trial(params={"a": a, "b": 3}, distributions=dists,
+                                            value=a * a) for a in np.linspace(0, 1, 9)])
+    oracle = FanovaImportanceEvaluator(seed=0).evaluate(s, params=["a", "b"])
+    np.testing.assert_allclose(imp.fanova_study(s, ["a", "b"]), [oracle["a"], oracle["b"]])
+    assert imp.fanova_study(s, ["b"]).tolist() == [0.0]
+    with pytest.raises(DptuneError, match="evaluator"):
+        imp.param_importances(study, "fanova-typo")
+
+
 def test_ped_target_quantile():
     assert imp.ped_target_quantile(100) == 0.1
     assert imp.ped_target_quantile(36) == pytest.approx(5 / 36)
@@ -134,14 +226,6 @@ def test_hyperparameter_importance_over_a_store():
     vm = imp.validation_means(FakeStore().summary(), "bpr", "ndcg", 10)
     _, y = _grid(0.02)
     np.testing.assert_allclose(vm.to_numpy(), [y[c] for c in vm.index])
-
-
-def test_importance_in_worker_processes_equals_serial(monkeypatch):
-    serial = imp.hyperparameter_importance(FakeStore(), cutoff=10, seed=1)
-    monkeypatch.setattr(imp, "PARALLEL_MIN_TRIALS", 0)  # this store is small: force the workers
-    monkeypatch.setattr(imp.os, "cpu_count", lambda: 2)
-    parallel = imp.hyperparameter_importance(FakeStore(), cutoff=10, seed=1)
-    pd.testing.assert_frame_equal(parallel, serial)
 
 
 def _dp(rows: list[tuple[str, float]], n_pairs: int = 25) -> pd.DataFrame:
