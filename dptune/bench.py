@@ -47,6 +47,9 @@ fold 0 of the paper's split, the same fold data :func:`dptune.sweep.prepare` bui
   fraction ``F`` of the full ML-1M store (``round(10 F)`` folds of the full grid; below 0.1 also
   fewer users), timed in a fresh process (peak resident memory: ``VmHWM``) and projected to the
   full store by :func:`project_analyze` (linear in folds; see there for users and threads).
+  On the full-size store (``--scale 1.0``) also ``analyze_command_*_full_store``: the whole
+  ``dptune analyze`` command with its default options (DP analysis, tables, figures, report,
+  hyperparameter importance) in a fresh process, wall clock from its start, and its peak memory.
 
 Timings are CPU seconds of single-threaded work (BLAS limited to one thread, ``process_time``):
 a sweep on 2 cores runs 2 worker processes with one thread each, and CPU time is what the same
@@ -99,6 +102,8 @@ LINE_KEYS = (
     "analyze_peak_gib_projected",
     "analyze_seconds_full_store_wall",  # only when the store measured is the full one
     "analyze_peak_gib_full_store",
+    "analyze_command_seconds_full_store",  # `dptune analyze` itself, default options
+    "analyze_command_peak_gib_full_store",
 )
 
 
@@ -650,7 +655,18 @@ def build_synthetic_store(root: Path, scale: float, seed: int = 0,
         "algorithms": [{"name": a, "type": a, "free": g.free,
                         "derived": {k: list(v) for k, v in g.derived.items()},
                         "n_configs": g.size} for a, g in grids.items()],
-        "evaluation": {"metrics": list(metrics), "cutoffs": list(cutoffs)},
+        "evaluation": {"metrics": list(metrics), "cutoffs": list(cutoffs),
+                       "relevance_rule": "rating >= 4.0", "relevance_threshold": 4.0,
+                       "novelty_variant": "relevance-aware", "value_dtype": "float32",
+                       "protocol": "synthetic: uniform random per-user values, no model",
+                       "users": "synthetic"},
+        "dataset": {"name": "ml-1m (synthetic values)", "source": "dptune.bench",
+                    "users": 6040, "items": 3706, "ratings": 1000209,
+                    "sparsity": 1.0 - 1000209 / (6040 * 3706)},
+        "split": {"method": "temporal", "train_ratio": 0.8, "min_user_interactions": 5,
+                  "dropped_users": 0, "folds": n_folds, "fold_method": "user_stratified",
+                  "split_seed": 42, "users_evaluated": dict.fromkeys(map(str, range(n_folds)),
+                                                                     n_users)},
         "seeds": {"analysis": 42},
         "synthetic": {"scale": scale, "folds": n_folds, "users": n_users},
     })
@@ -703,6 +719,15 @@ def _peak_kib() -> int:
     except OSError:
         pass
     return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+
+
+def _command_child(root: str, reports: str) -> None:
+    """Fresh process: ``dptune analyze ROOT --reports REPORTS --no-progress`` with the default
+    options (DP, tables, figures, importance), then its peak resident memory (JSON, last line)."""
+    from dptune.cli import main as cli_main
+
+    rc = cli_main(["analyze", root, "--reports", reports, "--no-progress"])
+    print(json.dumps({"rc": rc, "peak_kib": _peak_kib()}))
 
 
 def _analyze_child(root: str, compare: bool, full_users: int) -> None:
@@ -865,6 +890,15 @@ def bench_analyze(scale: float, workdir: Path | None = None, keep: bool = False,
         if proc.returncode != 0:
             raise RuntimeError(f"analysis child failed:\n{proc.stderr[-3000:]}")
         child = json.loads(proc.stdout.strip().splitlines()[-1])
+        # the whole command a user runs, default options, wall clock from the process start
+        cmd = [sys.executable, "-m", "dptune.bench", "command-child", str(root),
+               "--out", str(tmp / "reports")]
+        t0 = time.perf_counter()
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        command_seconds = time.perf_counter() - t0
+        if proc.returncode != 0:
+            raise RuntimeError(f"dptune analyze failed:\n{proc.stderr[-3000:]}")
+        command = json.loads(proc.stdout.strip().splitlines()[-1])
     finally:
         if not keep:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -880,6 +914,7 @@ def bench_analyze(scale: float, workdir: Path | None = None, keep: bool = False,
         "half_users_seconds": child.get("half_users_seconds"),
         "seconds_per_scope_reads": child.get("seconds_per_scope_reads"),
         "identical": child.get("identical"),
+        "command_seconds": command_seconds, "command_peak_gib": command["peak_kib"] / gib,
         "kept": str(tmp) if keep else None,
     }
 
@@ -1106,7 +1141,7 @@ def render_report(res: Results, command: str) -> str:
                                          for n, x in ev["knn"].items()) + ".", ""]
     if "analyze" in d:
         a = d["analyze"]
-        lines += ["## Analysis (dp.analyze) on a synthetic store", "",
+        lines += ["## Analysis (dp.analyze and `dptune analyze`) on a synthetic store", "",
                   f"Scale {a['scale']}: {a['folds']} fold(s) x {a['users']} users x the full grids "
                   f"(3,180 configurations), {a['parts']} parts, {a['values']:,} values, "
                   f"{a['bytes'] / 2**30:.2f} GiB on disk (built in {a['build_seconds']:.0f} s).", "",
@@ -1119,8 +1154,15 @@ def render_report(res: Results, command: str) -> str:
                       ("seconds, dp.analyze with default reader threads, wall clock (the DP part of `dptune analyze`)",
                        f"{a['wall_seconds']:.1f}" if a.get("wall_seconds") is not None else "",
                        ""),
+                      ("seconds, the whole `dptune analyze` command (default options: DP, "
+                       "tables, figures, hyperparameter importance), wall clock",
+                       f"{a['command_seconds']:.1f}" if a.get("command_seconds") is not None
+                       else "", ""),
                       ("peak resident memory (GiB)", f"{a['peak_gib']:.2f}",
                        f"{a['peak_gib_projected']:.2f}"),
+                      ("peak resident memory of `dptune analyze` (GiB)",
+                       f"{a['command_peak_gib']:.2f}" if a.get("command_peak_gib") is not None
+                       else "", ""),
                       ("process baseline after imports (GiB)", f"{a['baseline_gib']:.2f}", "")]),
                   "",
                   f"Allocating the fold array (page faults, paid once per analysis): "
@@ -1150,7 +1192,8 @@ def _print_lines(res: Results) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line: ``python -m dptune.bench [analyze] [--small] [--out PATH] ...``."""
     ap = argparse.ArgumentParser(prog="python -m dptune.bench", description=__doc__.split("\n")[0])
-    ap.add_argument("mode", nargs="?", default="all", choices=["all", "analyze", "analyze-child"],
+    ap.add_argument("mode", nargs="?", default="all",
+                    choices=["all", "analyze", "analyze-child", "command-child"],
                     help="all (default): every measurement; analyze: the analysis stage only")
     ap.add_argument("root", nargs="?", help=argparse.SUPPRESS)
     ap.add_argument("--small", action="store_true", help="ML-100K comparisons (about 2 minutes)")
@@ -1171,6 +1214,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.mode == "analyze-child":
         _analyze_child(args.root, args.compare, args.full_users)
         return 0
+    if args.mode == "command-child":
+        _command_child(args.root, args.out)
+        return 0
     plan = PLANS["tiny" if args.tiny else "small" if args.small else "full"]
     command = "python -m dptune.bench" + (" --small" if args.small else "") + (
         " --tiny" if args.tiny else "")
@@ -1186,6 +1232,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if an["folds"] == FULL_FOLDS and an["users"] >= FULL_USERS:  # the full store itself
             res.lines["analyze_seconds_full_store_wall"] = f"{an['wall_seconds']:.1f}"
             res.lines["analyze_peak_gib_full_store"] = f"{an['peak_gib_after_wall']:.2f}"
+            res.lines["analyze_command_seconds_full_store"] = f"{an['command_seconds']:.1f}"
+            res.lines["analyze_command_peak_gib_full_store"] = f"{an['command_peak_gib']:.2f}"
         if an.get("identical") is not None:
             print(f"analyze_identical: {'yes' if an['identical'] else 'no'}")
         command += f" analyze --scale {scale}"

@@ -76,6 +76,8 @@ def test_analyze_bench_tiny_store_identical_to_per_scope_reads(tmp_path: Path) -
     assert out["identical"] is True
     assert out["folds"] == 1 and out["users"] == 55
     assert out["seconds_projected"] > 0 and np.isfinite(out["peak_gib_projected"])
+    # the whole `dptune analyze` command ran on the synthetic store's manifest
+    assert out["command_seconds"] > 0 and out["command_peak_gib"] > 0
     assert not any(tmp_path.iterdir())  # the synthetic store is removed
 
 
