@@ -318,6 +318,9 @@ def fanova_importances(X: np.ndarray, y: np.ndarray, bounds: np.ndarray,
     return np.mean(np.array(fractions), axis=0)
 
 
+_CELL_BLOCK = 1 << 22  # cells x leaves per block of the membership matrix (32 MiB as float64)
+
+
 def tree_marginal_variances(left: np.ndarray, right: np.ndarray, feature: np.ndarray,
                             threshold: np.ndarray, value: np.ndarray, bounds: np.ndarray,
                             groups: Sequence[np.ndarray]) -> tuple[float, np.ndarray]:
@@ -372,13 +375,19 @@ def tree_marginal_variances(left: np.ndarray, right: np.ndarray, feature: np.nda
         p = np.stack([g.ravel() for g in np.meshgrid(*centres, indexing="ij")], axis=1)
         s = np.prod(np.stack([g.ravel() for g in np.meshgrid(*sizes, indexing="ij")], axis=1),
                     axis=1)
-        inside = np.ones((p.shape[0], leaf.size), dtype=bool)
-        for k, c in enumerate(cols):
-            inside &= (plo[leaf, c][None, :] < p[:, k, None]) & (p[:, k, None] <= phi[leaf, c][None, :])
         w = vol / np.prod(width[:, cols], axis=1)
-        mass = inside.astype(np.float64)
-        sw = mass @ w
-        a = (mass @ (w * v)) / sw
+        sw = np.empty(p.shape[0])
+        swv = np.empty(p.shape[0])
+        step = max(1, _CELL_BLOCK // max(leaf.size, 1))  # a categorical of k choices has 2^k cells
+        for b0 in range(0, p.shape[0], step):
+            q = p[b0:b0 + step]
+            inside = np.ones((q.shape[0], leaf.size), dtype=bool)
+            for k, c in enumerate(cols):
+                inside &= (plo[leaf, c] < q[:, k, None]) & (q[:, k, None] <= phi[leaf, c])
+            mass = inside.astype(np.float64)
+            sw[b0:b0 + step] = mass @ w
+            swv[b0:b0 + step] = mass @ (w * v)
+        a = swv / sw
         weight = sw * s
         marginal[j] = float(np.average((a - np.average(a, weights=weight)) ** 2, weights=weight))
     return total, marginal

@@ -154,6 +154,15 @@ def test_vectorised_fanova_equals_optuna(kind, seed):
     np.testing.assert_allclose(list(fast.values()), list(oracle.values()), rtol=0, atol=1e-9)
 
 
+def test_vectorised_fanova_cell_blocks_do_not_change_the_result(monkeypatch):
+    cfg, y, cols = _optuna_study("categorical", 3)
+    study = imp.build_study(cfg, cols, y)
+    whole = imp.param_importances(study, "fanova", seed=3)
+    monkeypatch.setattr(imp, "_CELL_BLOCK", 1)  # one cell per block
+    np.testing.assert_allclose(list(imp.param_importances(study, "fanova", seed=3).values()),
+                               list(whole.values()), rtol=0, atol=1e-12)
+
+
 def test_vectorised_fanova_edge_cases():
     cfg, y = _grid()
     study = imp.build_study(cfg, ["factors", "iterations", "learning_rate"], dict.fromkeys(y, 0.5))
