@@ -57,6 +57,7 @@ __all__ = [
     "one_at_a_time_table",
     "figure1",
     "figure_pixel_size",
+    "save_figure",
     "settings_rows",
     "selection_sentences",
     "write_report",
@@ -972,12 +973,13 @@ def figure1(
     return fig
 
 
-def _save_figure(fig: Figure, stem: Path) -> list[Path]:
-    """Save ``fig`` as ``stem.png`` and ``stem.svg`` reproducibly (no dates, fixed SVG ids)."""
+def save_figure(fig: Figure, stem: Path, creator: str = "dptune.report") -> list[Path]:
+    """Save ``fig`` as ``stem.png`` and ``stem.svg`` reproducibly (no dates, fixed SVG ids;
+    ``creator`` is the SVG's Creator field), for every figure dptune writes."""
     png, svg = stem.with_suffix(".png"), stem.with_suffix(".svg")
     with matplotlib.rc_context({"svg.hashsalt": _SVG_HASH_SALT, "svg.fonttype": "path"}):
         fig.savefig(png, format="png", dpi=FIG_DPI, metadata={"Software": None})
-        fig.savefig(svg, format="svg", metadata={"Date": None, "Creator": "dptune.report"})
+        fig.savefig(svg, format="svg", metadata={"Date": None, "Creator": creator})
     return [png, svg]
 
 
@@ -1306,7 +1308,7 @@ def write_report(
             continue
         stem = "figure1" if n == cutoff else f"figure1_at{int(n)}"
         fig = figure1(curves, dp, int(n), noise_floor)
-        written += _save_figure(fig, out / stem)
+        written += save_figure(fig, out / stem)
         figures[int(n)] = stem
 
     # report.md

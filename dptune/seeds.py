@@ -733,17 +733,6 @@ def seeds_figure(per_seed: pd.DataFrame, metrics: Sequence[str]) -> Any:
     return fig
 
 
-def save_figure(fig: Any, stem: Path) -> list[Path]:
-    """Save ``stem.png`` and ``stem.svg`` byte-reproducibly (no dates, fixed SVG ids)."""
-    import matplotlib
-
-    png, svg = stem.with_suffix(".png"), stem.with_suffix(".svg")
-    with matplotlib.rc_context({"svg.hashsalt": "dptune-report", "svg.fonttype": "path"}):
-        fig.savefig(png, format="png", dpi=100, metadata={"Software": None})
-        fig.savefig(svg, format="svg", metadata={"Date": None, "Creator": "dptune"})
-    return [png, svg]
-
-
 # --------------------------------------------------------------------------------------------
 # Tables and report
 
@@ -1084,7 +1073,8 @@ def run_seed_study(exp: Experiment | str | Path, n_seeds: int | None = None,
     files += [_write(out / "seeds_summary.md", tab.to_markdown()),
               _csv(summary, out / "seeds_summary.csv"),
               _write(out / "seeds_summary.tex", tab.to_latex())]
-    files += save_figure(seeds_figure(per_seed, figm), out / "seeds_figure")
+    files += report.save_figure(seeds_figure(per_seed, figm), out / "seeds_figure",
+                               creator="dptune")
     grid = kendall = stability = None
     if n_grid:
         grid = pd.concat([_grid_rows(p, i, dataset) for i in range(n_grid)], ignore_index=True)

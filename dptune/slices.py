@@ -339,16 +339,6 @@ def _n(v: float) -> str:
     return f"{v:.0f}" if v >= 10 else f"{v:.1f}"
 
 
-def _save_figure(fig: Any, stem: Path) -> list[Path]:
-    import matplotlib
-
-    png, svg = stem.with_suffix(".png"), stem.with_suffix(".svg")
-    with matplotlib.rc_context({"svg.hashsalt": "dptune-report", "svg.fonttype": "path"}):
-        fig.savefig(png, format="png", dpi=100, metadata={"Software": None})
-        fig.savefig(svg, format="svg", metadata={"Date": None, "Creator": "dptune"})
-    return [png, svg]
-
-
 def _f(x: Any, d: int = 3) -> str:
     v = float(x)
     return "–" if not np.isfinite(v) else f"{v:.{d}f}"
@@ -554,7 +544,8 @@ def slice_analysis(results_dir: str | Path, out_dir: str | Path,
     for name, df in (("slices_dp.csv", dpt), ("slices_metrics.csv", mt), ("slices_bins.csv", counts)):
         df.to_csv(out / name, index=False, float_format=_FLOAT, lineterminator="\n")
         files.append(out / name)
-    files += _save_figure(slices_figure(dpt, cutoff), out / "slices_figure")
+    files += report.save_figure(slices_figure(dpt, cutoff), out / "slices_figure",
+                               creator="dptune")
     pairs_src = (f"`{Path(reports_dir) / 'pairs.csv'}`" if reports_dir is not None
                  and (Path(reports_dir) / "pairs.csv").exists()
                  else f"dp.sample_pairs(config ids, {n_pairs}, dp.scope_seed({seed}, \"all\"))")
