@@ -56,10 +56,10 @@ def _analysis_overrides(args: argparse.Namespace) -> dict[str, object]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from dptune.analyze import analyze_results
+    from dptune.analysis._analyze import analyze_results
+    from dptune.analysis._noise import run_noise_floor
     from dptune.config import load_experiment
-    from dptune.noise import run_noise_floor
-    from dptune.sweep import run_experiment
+    from dptune.sweep._sweep import run_experiment
 
     exp = load_experiment(args.config)
     overrides = _analysis_overrides(args)
@@ -83,7 +83,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_worker(args: argparse.Namespace) -> int:
     from dptune.config import load_experiment
-    from dptune.sweep import init_results, worker
+    from dptune.sweep._sweep import init_results, worker
 
     exp = load_experiment(args.config)
     results = Path(args.results) if args.results else _default_results(exp.name)
@@ -95,7 +95,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
 def cmd_status(args: argparse.Namespace) -> int:
     from dptune.config import load_experiment
-    from dptune.sweep import status
+    from dptune.sweep._sweep import status
 
     exp = load_experiment(args.config) if args.config else None
     if args.results is None and exp is None:
@@ -109,8 +109,8 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
-    from dptune.analyze import analyze_results
-    from dptune.store import ResultStore
+    from dptune.analysis._analyze import analyze_results
+    from dptune.store._store import ResultStore
 
     store = ResultStore(args.results_dir)
     name = store.manifest()["experiment"]
@@ -122,7 +122,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from dptune.trec import evaluate_run, read_qrels, read_run, read_train, write_per_user
+    from dptune.store._trec import evaluate_run, read_qrels, read_run, read_train, write_per_user
 
     df = evaluate_run(read_run(args.run), read_qrels(args.qrels), read_train(args.train),
                       cutoffs=_cutoffs(args.cutoffs), threshold=args.threshold,
@@ -133,7 +133,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def cmd_dp(args: argparse.Namespace) -> int:
-    from dptune.analyze import analyze_runs
+    from dptune.analysis._analyze import analyze_runs
 
     files = analyze_runs(args.runs, args.qrels, args.train, Path(args.reports),
                          cutoffs=_cutoffs(args.cutoffs), threshold=args.threshold,
@@ -143,7 +143,7 @@ def cmd_dp(args: argparse.Namespace) -> int:
 
 
 def cmd_subgrid(args: argparse.Namespace) -> int:
-    from dptune.analyze import write_subgrid
+    from dptune.analysis._analyze import write_subgrid
 
     out = write_subgrid(args.results_dir, args.algorithm, args.metric, args.cutoff, args.radius,
                         args.out, grid=args.grid)
@@ -152,7 +152,7 @@ def cmd_subgrid(args: argparse.Namespace) -> int:
 
 
 def cmd_data(args: argparse.Namespace) -> int:
-    from dptune.data import dataset_stats, fetch, load_dataset
+    from dptune.data._dataset import dataset_stats, fetch, load_dataset
 
     if args.data_cmd == "fetch":
         path = fetch(args.name)
@@ -276,7 +276,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-_STUDIES = {"seeds": "dptune.seeds", "slices": "dptune.slices"}
+_STUDIES = {"seeds": "dptune.studies.seeds", "slices": "dptune.studies.slices"}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

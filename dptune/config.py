@@ -16,9 +16,10 @@ from typing import Any
 
 from dptune.errors import input_error, read_toml
 from dptune.grids import Grid, load_grid
+from dptune.vocab import METRICS
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-METRIC_NAMES = ("ndcg", "precision", "recall", "mrr", "efd", "epc")
+METRIC_NAMES = METRICS
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
-METRICS: tuple[str, ...] = ("ndcg", "precision", "recall", "mrr", "efd", "epc")
+from dptune.vocab import METRICS
 
 _NDCG, _PRECISION, _RECALL, _MRR, _EFD, _EPC = range(len(METRICS))
 

@@ -260,7 +260,7 @@ def test_status_of_a_directory_that_is_not_a_store(tmp_path, capsys):
 def test_failure_mid_sweep_keeps_finished_units(tmp_path, capsys, monkeypatch):
     """A unit that fails mid-sweep stops the run with one line; the parts already written stay,
     and the same command afterwards finishes the sweep without recomputing them."""
-    import dptune.sweep as sweep
+    import dptune.sweep._sweep as sweep
 
     cfg = _setup(tmp_path)
     real = sweep.run_unit

@@ -1,0 +1,602 @@
+"""Hyperparameter importance from optuna (fANOVA, PED-ANOVA) beside the DP-based dominance.
+
+``SPEC.md`` section 7. For one algorithm with more than one free hyperparameter and one
+metric@N, an in-memory optuna study gets one completed trial per configuration:
+
+- ``params``: the free hyperparameters, with the distribution their grid values imply
+  (:func:`distribution_for`): integers -> ``IntDistribution(min, max)``, other numbers ->
+  ``FloatDistribution(min, max)``, both on a log scale when every value is positive and the grid
+  is closer to geometric than to arithmetic spacing; anything else (text, booleans) ->
+  ``CategoricalDistribution`` over the grid values;
+- ``value``: ``y_c = (1/F) sum_f ybar_{c,f}``, the mean over the F validation folds of the
+  per-fold mean over users (``ResultStore.summary()``), maximised.
+
+Evaluators (``optuna.importance``):
+
+- ``fanova``: optuna's ``FanovaImportanceEvaluator(seed=seed)`` (a random forest of 64 trees
+  fitted to ``y`` and the functional-ANOVA decomposition of its variance; needs scikit-learn).
+  The importance of ``h`` is its share of the total variance of the marginal predictions.
+  Computed by :func:`fanova_importances`: the same forest, the decomposition vectorised over the
+  leaves (about 35x faster than optuna's per-cell tree walks, equal to 1e-9; optuna's own stays
+  available as ``fanova-optuna``, the test oracle).
+- ``ped-anova``: ``PedAnovaImportanceEvaluator(target_quantile=q)`` with
+  ``q = min(0.5, max(0.1, 5 / n))`` for ``n`` configurations, so that at least five trials are
+  in the top quantile (optuna's advice); the importance of ``h`` is the Pearson divergence
+  between the Parzen density of ``h`` among the top-``q`` trials and among all trials.
+
+Both are normalised here to sum to 1 over the hyperparameters (``I_h / sum_g I_g``); a study
+whose values are all equal has no importance (NaN). Deterministic for a fixed seed.
+
+DP-based dominance (:func:`dp_dominance`) reads the DP table of :func:`dptune.analysis._dp.analyze`:
+Table 5's ``h=v`` scopes (lowest *best* DP, ``min_v DP(h=v)``) and the one-at-a-time scopes
+``only:h`` (lowest DP). When scopes have different numbers of pairs they are compared per pair
+(``DP / n_pairs``, the mean p-value).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dptune.errors import input_error
+from dptune.vocab import METRICS, display_metric
+
+__all__ = [
+    "EVALUATORS",
+    "IMPORTANCE_COLUMNS",
+    "distribution_for",
+    "search_space",
+    "build_study",
+    "ped_target_quantile",
+    "param_importances",
+    "fanova_inputs",
+    "fanova_study",
+    "fanova_importances",
+    "tree_marginal_variances",
+    "validation_means",
+    "importance_table",
+    "hyperparameter_importance",
+    "dp_dominance",
+    "comparison_sentences",
+    "importance_section",
+]
+
+#: Evaluators computed, in output order.
+EVALUATORS: tuple[str, ...] = ("fanova", "ped-anova")
+EVALUATOR_NAMES: dict[str, str] = {"fanova": "fANOVA", "ped-anova": "PED-ANOVA"}
+IMPORTANCE_COLUMNS = ["algorithm", "metric", "cutoff", "evaluator", "hyperparameter", "importance"]
+_METRIC_ORDER = METRICS
+
+
+def _display_metric(metric: str, cutoff: int) -> str:
+    return display_metric(metric, cutoff)
+
+
+def _display_value(text: str) -> str:
+    """A scope value for display: numbers to 6 significant digits, anything else as is."""
+    try:
+        return f"{float(text):.6g}"
+    except ValueError:
+        return str(text)
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+
+
+def _log_scale(values: Sequence[float]) -> bool:
+    """Geometric rather than arithmetic spacing: all values > 0 and the coefficient of variation
+    of the gaps of ``log v`` is at most that of the gaps of ``v`` (two values: ratio >= 4)."""
+    v = np.sort(np.asarray(values, dtype=np.float64))
+    if v.size < 2 or v[0] <= 0:
+        return False
+    if v.size == 2:
+        return bool(v[1] / v[0] >= 4.0)
+    lin = np.diff(v)
+    lg = np.diff(np.log(v))
+
+    def cv(x: np.ndarray) -> float:
+        return float(np.std(x) / np.mean(x)) if np.mean(x) > 0 else math.inf
+
+    return cv(lg) <= cv(lin)
+
+
+def distribution_for(values: Sequence[Any]) -> Any:
+    """The optuna distribution of one hyperparameter from its distinct grid values.
+
+    All integral numbers -> ``IntDistribution(min, max, log)``; other numbers ->
+    ``FloatDistribution(min, max, log)``; ``log`` by :func:`_log_scale` (geometric spacing, all
+    values positive); otherwise ``CategoricalDistribution`` of the values in the given order.
+    """
+    from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+
+    vals = [v.item() if hasattr(v, "item") else v for v in values]
+    vals = [v for v in vals if not (isinstance(v, float) and math.isnan(v))]
+    if not vals:
+        raise input_error("importance", "values", "no grid values")
+    if all(_is_number(v) for v in vals):
+        nums = [float(v) for v in vals]
+        log = _log_scale(nums)
+        if all(x.is_integer() for x in nums):
+            return IntDistribution(int(min(nums)), int(max(nums)), log=log and min(nums) >= 1)
+        return FloatDistribution(min(nums), max(nums), log=log)
+    uniq: list[Any] = []
+    for v in vals:
+        if v not in uniq:
+            uniq.append(v)
+    return CategoricalDistribution(uniq)
+
+
+def search_space(configs: pd.DataFrame, hyperparameters: Sequence[str]) -> dict[str, Any]:
+    """Distributions of the hyperparameters that take more than one value in ``configs``."""
+    space = {}
+    for h in hyperparameters:
+        if h not in configs.columns:
+            raise input_error("configs", h, "missing column")
+        distinct = list(pd.unique(configs[h].dropna()))
+        if len(distinct) > 1:
+            space[h] = distribution_for(distinct)
+    return space
+
+
+def _param_value(dist: Any, v: Any) -> Any:
+    from optuna.distributions import IntDistribution
+
+    v = v.item() if hasattr(v, "item") else v
+    if isinstance(dist, IntDistribution):
+        return int(v)
+    if _is_number(v) and not isinstance(v, int):
+        return float(v)
+    return v
+
+
+def build_study(configs: pd.DataFrame, hyperparameters: Sequence[str],
+                values: Mapping[int, float]) -> Any:
+    """In-memory optuna study (maximise), one completed trial per configuration with a value.
+
+    ``configs`` has ``config_id`` and hyperparameter columns; ``values[config_id]`` is the
+    objective. Configurations without a finite value are left out.
+    """
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    space = search_space(configs, hyperparameters)
+    study = optuna.create_study(direction="maximize")
+    trials = []
+    for row in configs.sort_values("config_id", kind="stable").itertuples(index=False):
+        cid = int(row.config_id)
+        y = values.get(cid)
+        if y is None or not math.isfinite(float(y)):
+            continue
+        params = {h: _param_value(d, getattr(row, h)) for h, d in space.items()}
+        trials.append(optuna.trial.create_trial(params=params, distributions=space, value=float(y),
+                                                user_attrs={"config_id": cid}))
+    study.add_trials(trials)
+    return study
+
+
+def ped_target_quantile(n_trials: int) -> float:
+    """PED-ANOVA's ``target_quantile``: ``min(0.5, max(0.1, 5 / n))``."""
+    return min(0.5, max(0.1, 5.0 / max(int(n_trials), 1)))
+
+
+def param_importances(study: Any, evaluator: str, seed: int = 0) -> dict[str, float]:
+    """Normalised importances (sum 1) of every parameter of ``study`` for one evaluator; NaN for
+    all when the evaluator finds no variance to attribute."""
+    import optuna
+    from optuna.importance import FanovaImportanceEvaluator, PedAnovaImportanceEvaluator
+
+    trials = study.get_trials(deepcopy=False)  # `study.trials` deep-copies every trial
+    params = sorted(trials[0].distributions) if trials else []
+    if not params:
+        return {}
+    if evaluator == "fanova":
+        return _normalised(dict(zip(params, fanova_study(study, params, seed=seed), strict=True)))
+    if evaluator == "fanova-optuna":  # optuna's own, pure-Python implementation: the test oracle
+        ev = FanovaImportanceEvaluator(seed=int(seed))
+    elif evaluator == "ped-anova":
+        ev = PedAnovaImportanceEvaluator(target_quantile=ped_target_quantile(len(trials)))
+    else:
+        raise input_error("importance", "evaluator",
+                          f"unknown evaluator {evaluator!r}; choose one of {', '.join(EVALUATORS)}")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            raw = optuna.importance.get_param_importances(study, evaluator=ev, params=params,
+                                                          normalize=False)
+        except RuntimeError:  # fANOVA: zero variance in every tree (constant objective)
+            return {h: float("nan") for h in params}
+        except ImportError as err:  # pragma: no cover - scikit-learn is a dependency
+            raise input_error("importance", evaluator, f"missing dependency: {err}") from None
+    return _normalised({h: float(raw[h]) for h in params})
+
+
+def _normalised(raw: Mapping[str, float]) -> dict[str, float]:
+    """``I_h / sum_g I_g``; NaN for every parameter when the sum is not positive (or NaN)."""
+    total = float(sum(raw.values()))
+    if not total > 0.0:
+        return {h: float("nan") for h in raw}
+    return {h: float(v) / total for h, v in raw.items()}
+
+
+# --------------------------------------------------------------------------------------------
+# fANOVA, vectorised over the leaves of each tree
+#
+# optuna's FanovaImportanceEvaluator walks every tree in Python once per grid cell, about 13 s per
+# metric on the 3,150 BPR-MF configurations of the paper's grid (six metrics: most of `dptune
+# analyze` on ML-1M). The functions below fit the same scikit-learn forest to the same inputs and
+# evaluate the same decomposition with array operations over the leaves; the test suite checks
+# them against optuna's evaluator (``evaluator="fanova-optuna"``) to 1e-9.
+
+
+def fanova_inputs(study: Any, params: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                               list[np.ndarray]]:
+    """``X, y, bounds, groups`` of the fANOVA of ``study`` over ``params``, as optuna encodes them
+    for importance (no log or step transform): a number is one column bounded by its
+    distribution's ``[low, high]``; a categorical with ``k`` choices is ``k`` one-hot columns
+    bounded by ``[0, 1]``; ``groups[j]`` are the columns of ``params[j]``. Complete trials with a
+    finite value only, in trial order."""
+    from optuna.distributions import CategoricalDistribution
+    from optuna.trial import TrialState
+
+    trials = [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+              if set(params) <= set(t.params) and math.isfinite(float(t.value))]
+    dists = {h: trials[0].distributions[h] for h in params} if trials else {}
+    bounds: list[tuple[float, float]] = []
+    groups: list[np.ndarray] = []
+    for h in params:
+        d = dists[h]
+        k = len(d.choices) if isinstance(d, CategoricalDistribution) else 1
+        groups.append(np.arange(len(bounds), len(bounds) + k))
+        bounds += [(0.0, 1.0)] * k if isinstance(d, CategoricalDistribution) else [(d.low, d.high)]
+    X = np.zeros((len(trials), len(bounds)), dtype=np.float64)
+    for i, t in enumerate(trials):
+        for h, cols in zip(params, groups, strict=True):
+            d = dists[h]
+            if isinstance(d, CategoricalDistribution):
+                X[i, cols[0] + int(d.to_internal_repr(t.params[h]))] = 1.0
+            else:
+                X[i, cols[0]] = float(t.params[h])
+    y = np.array([float(t.value) for t in trials], dtype=np.float64)
+    return X, y, np.array(bounds, dtype=np.float64).reshape(-1, 2), groups
+
+
+def fanova_study(study: Any, params: Sequence[str], seed: int = 0, n_trees: int = 64,
+                 max_depth: int = 64) -> np.ndarray:
+    """Unnormalised fANOVA importance of each of ``params`` in ``study`` (optuna's
+    ``FanovaImportanceEvaluator(n_trees, max_depth, seed)``); a parameter with a single value
+    gets 0; NaN for all when no tree has variance or fewer than two trials."""
+    params = list(params)
+    if not params:
+        return np.zeros(0)
+    trials = study.get_trials(deepcopy=False)
+    single = [trials[0].distributions[h].single() for h in params] if trials else []
+    free = [h for h, s in zip(params, single, strict=True) if not s]
+    out = np.zeros(len(params))
+    if not free:
+        return out
+    X, y, bounds, groups = fanova_inputs(study, free)
+    if len(y) <= 1:
+        return out
+    imp = fanova_importances(X, y, bounds, groups, seed=seed, n_trees=n_trees,
+                             max_depth=max_depth)
+    out[[params.index(h) for h in free]] = imp
+    return out if np.isfinite(imp).all() else np.full(len(params), np.nan)
+
+
+def fanova_importances(X: np.ndarray, y: np.ndarray, bounds: np.ndarray,
+                       groups: Sequence[np.ndarray], seed: int = 0, n_trees: int = 64,
+                       max_depth: int = 64) -> np.ndarray:
+    """fANOVA main-effect importance of each column group (Hutter, Hoos & Leyton-Brown 2014).
+
+    A random forest (scikit-learn, ``n_trees`` trees, ``max_depth``, bootstrap, ``seed``: as in
+    optuna) is fitted to ``(X, y)``; each tree ``t`` contributes ``max(V_t(g), 0) / V_t`` when
+    its total variance ``V_t > 0`` (:func:`tree_marginal_variances`), and the importance of
+    ``g`` is the mean of these fractions over those trees (NaN when there is none).
+    """
+    from sklearn.ensemble import RandomForestRegressor
+
+    forest = RandomForestRegressor(n_estimators=int(n_trees), max_depth=int(max_depth),
+                                   min_samples_split=2, min_samples_leaf=1,
+                                   random_state=None if seed is None else int(seed))
+    forest.fit(X, y)
+    fractions = []
+    for est in forest.estimators_:
+        t = est.tree_
+        total, marginal = tree_marginal_variances(t.children_left, t.children_right, t.feature,
+                                                  t.threshold, t.value[:, 0, 0], bounds, groups)
+        if total > 0.0:
+            fractions.append(np.clip(marginal, 0.0, None) / total)
+    if not fractions:
+        return np.full(len(groups), np.nan)
+    return np.mean(np.array(fractions), axis=0)
+
+
+_CELL_BLOCK = 1 << 22  # cells x leaves per block of the membership matrix (32 MiB as float64)
+
+
+def tree_marginal_variances(left: np.ndarray, right: np.ndarray, feature: np.ndarray,
+                            threshold: np.ndarray, value: np.ndarray, bounds: np.ndarray,
+                            groups: Sequence[np.ndarray]) -> tuple[float, np.ndarray]:
+    """Total variance ``V`` of one regression tree over the box ``bounds`` and the variance
+    ``V(g)`` of its marginal prediction along each column group ``g``.
+
+    The tree is given as scikit-learn arrays (``feature < 0`` marks a leaf; a sample goes left
+    when ``x[feature] <= threshold``). Leaf ``L`` has value ``v_L`` and box ``B_L`` (``bounds``
+    cut by the splits on its path), volume ``|B_L|``:
+
+    - ``V = sum_L |B_L| (v_L - vbar)^2 / sum_L |B_L|`` with ``vbar`` the volume-weighted mean;
+    - along ``g``, the tree's thresholds on each column of ``g`` cut ``bounds`` into cells; at
+      the centre ``p`` of a cell of size ``s(p)`` the marginal prediction is
+      ``a(p) = sum_{L: p in B_L} w_L v_L / sum_{L: p in B_L} w_L`` with ``w_L = |B_L| / |B_L|_g``
+      (the leaf's volume outside ``g``), weighted ``s(p) sum_{L: p in B_L} w_L``;
+      ``V(g)`` is the weighted variance of ``a(p)``.
+    """
+    left = np.asarray(left)
+    right = np.asarray(right)
+    feature = np.asarray(feature)
+    threshold = np.asarray(threshold, dtype=np.float64)
+    n, d = feature.size, bounds.shape[0]
+    lo = np.empty((n, d))  # box of each node
+    hi = np.empty((n, d))
+    plo = np.full((n, d), -np.inf)  # the same, unbounded: which cells reach the node
+    phi = np.full((n, d), np.inf)
+    lo[0], hi[0] = bounds[:, 0], bounds[:, 1]
+    frontier = np.zeros(1, dtype=np.int64)
+    while frontier.size:  # one step per depth level
+        node = frontier[feature[frontier] >= 0]
+        f, thr = feature[node], threshold[node]
+        for child, box, cut in ((left[node], hi, phi), (right[node], lo, plo)):
+            for arr in (lo, hi, plo, phi):
+                arr[child] = arr[node]
+            box[child, f] = thr
+            cut[child, f] = thr
+        frontier = np.concatenate((left[node], right[node]))
+    leaf = np.flatnonzero(feature < 0)
+    v = np.asarray(value, dtype=np.float64)[leaf]
+    width = hi[leaf] - lo[leaf]
+    vol = np.prod(width, axis=1)
+    total = float(np.average((v - np.average(v, weights=vol)) ** 2, weights=vol))
+    marginal = np.empty(len(groups))
+    for j, cols in enumerate(groups):
+        cols = np.asarray(cols)
+        centres, sizes = [], []
+        for c in cols:
+            edges = np.concatenate(([bounds[c, 0]], np.unique(threshold[feature == c]),
+                                    [bounds[c, 1]]))
+            centres.append(0.5 * (edges[1:] + edges[:-1]))
+            sizes.append(np.diff(edges))
+        p = np.stack([g.ravel() for g in np.meshgrid(*centres, indexing="ij")], axis=1)
+        s = np.prod(np.stack([g.ravel() for g in np.meshgrid(*sizes, indexing="ij")], axis=1),
+                    axis=1)
+        w = vol / np.prod(width[:, cols], axis=1)
+        sw = np.empty(p.shape[0])
+        swv = np.empty(p.shape[0])
+        step = max(1, _CELL_BLOCK // max(leaf.size, 1))  # a categorical of k choices has 2^k cells
+        for b0 in range(0, p.shape[0], step):
+            q = p[b0:b0 + step]
+            inside = np.ones((q.shape[0], leaf.size), dtype=bool)
+            for k, c in enumerate(cols):
+                inside &= (plo[leaf, c] < q[:, k, None]) & (q[:, k, None] <= phi[leaf, c])
+            mass = inside.astype(np.float64)
+            sw[b0:b0 + step] = mass @ w
+            swv[b0:b0 + step] = mass @ (w * v)
+        a = swv / sw
+        weight = sw * s
+        marginal[j] = float(np.average((a - np.average(a, weights=weight)) ** 2, weights=weight))
+    return total, marginal
+
+
+def validation_means(summary: pd.DataFrame, algorithm: str, metric: str, cutoff: int) -> pd.Series:
+    """Per configuration, the mean over validation folds of the per-fold mean (index config_id)."""
+    s = summary[(summary["algorithm"] == algorithm) & (summary["fold"] != "test")
+                & (summary["metric"] == metric) & (summary["cutoff"] == int(cutoff))]
+    return s.groupby("config_id", sort=True)["mean"].mean()
+
+
+def importance_table(configs: pd.DataFrame, hyperparameters: Sequence[str],
+                     values: Mapping[int, float], seed: int = 0,
+                     evaluators: Sequence[str] = EVALUATORS) -> pd.DataFrame:
+    """``evaluator, hyperparameter, importance`` for one (algorithm, metric@N); hyperparameters in
+    the given order. Empty when fewer than two hyperparameters vary or fewer than two trials."""
+    study = build_study(configs, hyperparameters, values)
+    trials = study.get_trials(deepcopy=False)
+    space = trials[0].distributions if trials else {}
+    hps = [h for h in hyperparameters if h in space]
+    rows = []
+    if len(hps) >= 2 and len(trials) >= 2:
+        for ev in evaluators:
+            imp = param_importances(study, ev, seed)
+            rows += [(ev, h, imp[h]) for h in hps]
+    return pd.DataFrame(rows, columns=["evaluator", "hyperparameter", "importance"])
+
+
+def hyperparameter_importance(store: Any, cutoff: int, metrics: Sequence[str] | None = None,
+                              seed: int = 0, evaluators: Sequence[str] = EVALUATORS,
+                              algorithms: Sequence[str] | None = None) -> pd.DataFrame:
+    """``importance.csv``: importances of every algorithm with more than one free
+    hyperparameter, for each metric at ``cutoff`` (default: the store's metrics).
+
+    ``store`` is a :class:`dptune.store._store.ResultStore` (``algorithms``, ``configs``,
+    ``hyperparameters``, ``summary``, ``metric_cutoffs``). Columns :data:`IMPORTANCE_COLUMNS`,
+    rows in store algorithm order, metric order of ``dptune.metrics.METRICS``, evaluator order,
+    grid order of the hyperparameters.
+    """
+    summary = store.summary()
+    jobs = []
+    for alg in (store.algorithms() if algorithms is None else algorithms):
+        hps = list(store.hyperparameters(alg))
+        if len(hps) < 2:
+            continue
+        configs = store.configs(alg)
+        have = [m for m, c in store.metric_cutoffs(alg) if int(c) == int(cutoff)]
+        ms = [m for m in (metrics or have) if m in have]
+        ms = sorted(dict.fromkeys(ms), key=lambda m: (_METRIC_ORDER.index(m)
+                                                      if m in _METRIC_ORDER else 99, m))
+        for m in ms:
+            vals = validation_means(summary, alg, m, cutoff)
+            jobs.append((alg, m, (configs, hps, vals.to_dict(), seed, evaluators)))
+    tables = [importance_table(*args) for _, _, args in jobs]
+    out = []
+    for (alg, m, _), t in zip(jobs, tables, strict=True):
+        if t.empty:
+            continue
+        t.insert(0, "cutoff", int(cutoff))
+        t.insert(0, "metric", m)
+        t.insert(0, "algorithm", alg)
+        out.append(t)
+    if not out:
+        return pd.DataFrame(columns=IMPORTANCE_COLUMNS)
+    return pd.concat(out, ignore_index=True)[IMPORTANCE_COLUMNS]
+
+
+# --------------------------------------------------------------------------------------------
+# DP-based dominance and the comparison
+
+
+def dp_dominance(dp: pd.DataFrame, algorithm: str, metric: str, cutoff: int) -> dict[str, Any]:
+    """The DP-based dominant hyperparameter of one algorithm and metric@N.
+
+    Returns ``{"table5": [(h, best value, DP, n_pairs), ...] sorted by per-pair best DP,
+    "only": [(h, DP, n_pairs), ...] sorted by per-pair DP, "per_pair": bool}`` where Table 5's
+    best DP of ``h`` is ``min_v DP(h=v)`` and ``per_pair`` tells whether the scopes had
+    different numbers of pairs (then the sort key is ``DP / n_pairs``; otherwise ``DP``).
+    """
+    sub = dp[(dp["algorithm"] == algorithm) & (dp["metric"] == metric)
+             & (dp["cutoff"] == int(cutoff))]
+    vals = sub[sub["scope"].str.contains("=", regex=False) & ~sub["scope"].str.startswith("only:")]
+    only = sub[sub["scope"].str.startswith("only:")]
+    npairs = set(vals["n_pairs"].astype(int)) | set(only["n_pairs"].astype(int))
+    per_pair = len(npairs) > 1
+
+    def key(dp_value: float, n: int) -> float:
+        return dp_value / n if per_pair else dp_value
+
+    best: dict[str, tuple[str, float, int]] = {}
+    for r in vals.itertuples(index=False):
+        h, v = str(r.scope).split("=", 1)
+        cand = (v, float(r.dp), int(r.n_pairs))
+        if h not in best or key(cand[1], cand[2]) < key(best[h][1], best[h][2]):
+            best[h] = cand
+    table5 = sorted(((h, *c) for h, c in best.items()), key=lambda t: (key(t[2], t[3]), t[0]))
+    ones = sorted(((str(r.scope)[len("only:"):], float(r.dp), int(r.n_pairs))
+                   for r in only.itertuples(index=False)), key=lambda t: (key(t[1], t[2]), t[0]))
+    return {"table5": table5, "only": ones, "per_pair": per_pair}
+
+
+def _ranked(imp: pd.DataFrame, evaluator: str) -> list[tuple[str, float]]:
+    e = imp[imp["evaluator"] == evaluator]
+    e = e[e["importance"].notna()]
+    return sorted(((str(h), float(v)) for h, v in zip(e["hyperparameter"], e["importance"],
+                                                      strict=True)), key=lambda t: (-t[1], t[0]))
+
+
+def comparison_sentences(importance: pd.DataFrame, dp: pd.DataFrame, primary: tuple[str, int],
+                         display: Mapping[str, str] | None = None) -> list[str]:
+    """One computed sentence per algorithm at the primary metric@N: the top hyperparameter of each
+    importance evaluator and of the two DP-based analyses, and where they agree or differ."""
+    metric, cutoff = primary[0], int(primary[1])
+    names = display or {}
+    out = []
+    imp = importance[(importance["metric"] == metric) & (importance["cutoff"] == cutoff)]
+    for alg in dict.fromkeys(imp["algorithm"]):
+        a = imp[imp["algorithm"] == alg]
+        picks: dict[str, str] = {}
+        parts = []
+        for ev in EVALUATORS:
+            r = _ranked(a, ev)
+            if not r:
+                continue
+            picks[EVALUATOR_NAMES[ev]] = r[0][0]
+            order = " > ".join(f"{h} ({v:.2f})" for h, v in r)
+            parts.append(f"{EVALUATOR_NAMES[ev]} ranks {order}")
+        dom = dp_dominance(dp, alg, metric, cutoff)
+        unit = "DP per pair" if dom["per_pair"] else "DP"
+        if dom["table5"]:
+            h, v, d, n = dom["table5"][0]
+            picks["Table 5 (lowest best DP)"] = h
+            parts.append(f"Table 5's lowest best DP is under {h}={_display_value(v)} "
+                         f"(DP {d:.3f}, {n} pairs)")
+        if dom["only"]:
+            h, d, n = dom["only"][0]
+            picks["one at a time (lowest DP)"] = h
+            parts.append(f"one at a time, pairs differing in {h} only have the lowest DP "
+                         f"({d:.3f}, {n} pairs)")
+        if not picks:
+            continue
+        groups: dict[str, list[str]] = {}
+        for who, h in picks.items():
+            groups.setdefault(h, []).append(who)
+        if len(groups) == 1:
+            verdict = f"all {len(picks)} analyses put {next(iter(groups))} first"
+        else:
+            verdict = "they differ: " + "; ".join(
+                f"{h} first for {', '.join(who)}" for h, who in groups.items())
+        head = f"{names.get(alg, alg)}, {_display_metric(metric, cutoff)}: "
+        out.append(head + "; ".join(parts) + f" (comparisons by {unit}). Top choice: {verdict}.")
+    return out
+
+
+def importance_section(importance: pd.DataFrame, dp: pd.DataFrame, primary: tuple[str, int],
+                       seed: int, display: Mapping[str, str] | None = None,
+                       n_trials: Mapping[str, int] | None = None) -> str:
+    """Markdown body of the report section: setup, a table per algorithm (importance of each
+    hyperparameter for every metric at the primary cutoff, beside the DP dominance of the
+    primary metric) and :func:`comparison_sentences`."""
+    metric, cutoff = primary[0], int(primary[1])
+    names = display or {}
+    if importance.empty:
+        return ("No algorithm has more than one free hyperparameter with more than one value: "
+                "nothing to attribute.")
+    lines = [
+        "One in-memory optuna study per algorithm and metric, one completed trial per "
+        "configuration; objective = mean over the validation folds of the per-fold mean "
+        f"metric@{cutoff} (maximised). fANOVA: `FanovaImportanceEvaluator(seed={seed})`; "
+        "PED-ANOVA: `PedAnovaImportanceEvaluator(target_quantile=min(0.5, max(0.1, 5/n)))` for n "
+        "configurations. Importances normalised to sum to 1 per evaluator; higher = the "
+        "hyperparameter explains more of the variation of the mean metric. DP columns: "
+        f"{_display_metric(metric, cutoff)}, lower = more discriminative (Table 5's best value "
+        "and the one-at-a-time scope).",
+        "",
+    ]
+    for alg in dict.fromkeys(importance["algorithm"]):
+        a = importance[importance["algorithm"] == alg]
+        hps = list(dict.fromkeys(a["hyperparameter"]))
+        ms = list(dict.fromkeys(a["metric"]))
+        n = (n_trials or {}).get(alg)
+        lines += [f"*{names.get(alg, alg)}*" + (f" ({n} configurations)" if n else ""), ""]
+        header = ["Metric", "Evaluator"] + hps
+        rows = []
+        for m in ms:
+            for ev in EVALUATORS:
+                e = a[(a["metric"] == m) & (a["evaluator"] == ev)].set_index("hyperparameter")
+                if e.empty:
+                    continue
+                vals = [e.at[h, "importance"] if h in e.index else float("nan") for h in hps]
+                top = np.nanargmax(vals) if np.isfinite(vals).any() else -1
+                cells = [("–" if not math.isfinite(v) else
+                          (f"**{v:.3f}**" if i == top else f"{v:.3f}")) for i, v in enumerate(vals)]
+                label = _display_metric(m, cutoff)
+                rows.append([f"**{label}**" if m == metric else label, EVALUATOR_NAMES[ev], *cells])
+        dom = dp_dominance(dp, alg, metric, cutoff)
+        t5 = {h: (v, d) for h, v, d, _n in dom["table5"]}
+        one = {h: d for h, d, _n in dom["only"]}
+        if t5:
+            rows.append([_display_metric(metric, cutoff), "DP, best h=v (Table 5)"]
+                        + [(f"{t5[h][1]:.3f} (at {_display_value(t5[h][0])})" if h in t5 else "–")
+                           for h in hps])
+        if one:
+            rows.append([_display_metric(metric, cutoff), "DP, only h varies"]
+                        + [(f"{one[h]:.3f}" if h in one else "–") for h in hps])
+        lines.append("| " + " | ".join(header) + " |")
+        lines.append("| :--- | :--- | " + " | ".join("---:" for _ in hps) + " |")
+        lines += ["| " + " | ".join(r) + " |" for r in rows]
+        lines.append("")
+    sentences = comparison_sentences(importance, dp, primary, names)
+    lines += [f"- {s}" for s in sentences] or ["No comparison at the primary metric."]
+    return "\n".join(lines)

@@ -1,0 +1,2 @@
+"""Performance benchmark (``python -m dptune.bench``); not imported by the rest of dptune."""
+

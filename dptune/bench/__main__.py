@@ -1,0 +1,7 @@
+"""``python -m dptune.bench``: the performance benchmark (see :mod:`dptune.bench`)."""
+
+import sys
+
+from dptune.bench._bench import main
+
+sys.exit(main())

@@ -1,0 +1,41 @@
+"""Data: readers for rating files, the embedded data set, fetching, filters and splits."""
+
+from dptune.data._dataset import (
+    COLUMNS,
+    FORMATS,
+    KNOWN_DATASETS,
+    Dataset,
+    dataset_stats,
+    fetch,
+    kcore_filter,
+    load_dataset,
+    read_ratings,
+)
+from dptune.data._split import (
+    FOLD_METHODS,
+    HoldOut,
+    cv_fold_labels,
+    kfold_labels,
+    leave_one_out,
+    random_holdout,
+    temporal_holdout,
+)
+
+__all__ = [
+    "COLUMNS",
+    "FORMATS",
+    "KNOWN_DATASETS",
+    "Dataset",
+    "dataset_stats",
+    "fetch",
+    "kcore_filter",
+    "load_dataset",
+    "read_ratings",
+    "FOLD_METHODS",
+    "HoldOut",
+    "cv_fold_labels",
+    "kfold_labels",
+    "leave_one_out",
+    "random_holdout",
+    "temporal_holdout",
+]

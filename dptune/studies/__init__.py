@@ -1,0 +1,2 @@
+"""Studies beyond the paper: the split-seed study and the user-slice study."""
+

@@ -1,0 +1,120 @@
+"""One vocabulary for every stage: metric and algorithm keys, their order, display names and
+colours, hyperparameter names, fold order and the number formats of written files.
+
+Every table, figure, CSV and legend takes its names and orders from here, so that a metric is
+spelled, ordered and coloured the same way everywhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+__all__ = [
+    "METRICS",
+    "TABLE_METRIC_ORDER",
+    "METRIC_NAMES",
+    "METRIC_COLORS",
+    "EXTRA_COLORS",
+    "ALGORITHM_NAMES",
+    "ALGORITHM_ORDER",
+    "HYPERPARAMETER_NAMES",
+    "HYPERPARAMETER_ORDER",
+    "CSV_FLOAT",
+    "display_algorithm",
+    "display_metric",
+    "display_hyperparameter",
+    "ordered",
+    "metric_color",
+    "fold_key",
+    "metric_key",
+]
+
+#: Metric keys in evaluation order (the order of every long output table: dp.csv, curves.csv).
+METRICS: tuple[str, ...] = ("ndcg", "precision", "recall", "mrr", "efd", "epc")
+#: Column order of metrics in the report's tables and legends (the paper's Table 3 order).
+TABLE_METRIC_ORDER: tuple[str, ...] = ("efd", "epc", "mrr", "ndcg", "precision", "recall")
+#: Display names of the metric keys.
+METRIC_NAMES: dict[str, str] = {
+    "ndcg": "nDCG",
+    "precision": "Precision",
+    "recall": "Recall",
+    "mrr": "MRR",
+    "efd": "EFD",
+    "epc": "EPC",
+}
+#: A fixed colour per metric so that every panel and every figure agree.
+METRIC_COLORS: dict[str, str] = {
+    "efd": "#9467bd",
+    "epc": "#8c564b",
+    "mrr": "#d62728",
+    "ndcg": "#1f77b4",
+    "precision": "#2ca02c",
+    "recall": "#ff7f0e",
+}
+#: Colours handed in turn to metrics that have none above.
+EXTRA_COLORS: tuple[str, ...] = ("#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#000000")
+
+#: Display names of the algorithm keys used by the sweep; other keys are shown as given.
+ALGORITHM_NAMES: dict[str, str] = {"userknn": "User-kNN", "itemknn": "Item-kNN", "bpr-mf": "BPR-MF"}
+#: Row order of algorithms (the paper's Table 3 order); unknown algorithms follow, sorted.
+ALGORITHM_ORDER: tuple[str, ...] = ("itemknn", "userknn", "bpr-mf")
+
+#: Display names of the hyperparameter keys of ``grids/*.toml``; others are shown as given.
+HYPERPARAMETER_NAMES: dict[str, str] = {
+    "factors": "Latent factors",
+    "iterations": "Iterations",
+    "epochs": "Iterations",
+    "learning_rate": "Learning rate",
+    "k": "Nearest neighbors",
+}
+#: Default row order of hyperparameters (the paper's Table 5 order); others follow, sorted.
+HYPERPARAMETER_ORDER: tuple[str, ...] = ("factors", "iterations", "epochs", "learning_rate", "k")
+
+#: printf format of floats in every written CSV (enough digits to round-trip a float32 value).
+CSV_FLOAT = "%.10g"
+
+
+def display_algorithm(key: str) -> str:
+    """Return the display name of an algorithm key (``userknn`` -> ``User-kNN``)."""
+    return ALGORITHM_NAMES.get(str(key), str(key))
+
+
+def display_metric(metric: str, cutoff: int | None = None) -> str:
+    """Return the display name of a metric, with ``@cutoff`` when given (``nDCG@10``)."""
+    name = METRIC_NAMES.get(str(metric), str(metric))
+    return name if cutoff is None else f"{name}@{int(cutoff)}"
+
+
+def display_hyperparameter(key: str) -> str:
+    """Return the display name of a hyperparameter key (``learning_rate`` -> ``Learning rate``)."""
+    return HYPERPARAMETER_NAMES.get(key, key)
+
+
+def ordered(keys: Iterable[str], preferred: Sequence[str]) -> list[str]:
+    """Order ``keys``: those in ``preferred`` first in that order, then the rest sorted."""
+    unique = {str(k) for k in keys}
+    head = [k for k in preferred if k in unique]
+    return head + sorted(unique - set(head))
+
+
+def metric_color(metric: str, extra: list[str] | None = None) -> str:
+    """The fixed colour of ``metric``; metrics without one get the next spare colour of
+    :data:`EXTRA_COLORS` in first-seen order (``extra`` records that order across calls)."""
+    if metric in METRIC_COLORS:
+        return METRIC_COLORS[metric]
+    extra = [] if extra is None else extra
+    if metric not in extra:
+        extra.append(metric)
+    return EXTRA_COLORS[extra.index(metric) % len(EXTRA_COLORS)]
+
+
+def fold_key(fold: object) -> tuple[int, int, str]:
+    """Sort key of fold labels: ``"0"``, ``"1"``, ..., ``"10"`` numerically, then ``"test"``."""
+    text = str(fold)
+    return (0, int(text), text) if text.isdigit() else (1, 0, text)
+
+
+def metric_key(metric: str, cutoff: int) -> tuple[int, str, int]:
+    """Sort key of (metric, cutoff) in :data:`METRICS` order, unknown metrics after them."""
+    pos = METRICS.index(metric) if metric in METRICS else len(METRICS)
+    return (pos, metric, int(cutoff))

@@ -1,0 +1,287 @@
+"""The analysis stage end to end: byte-identical reruns, dp.csv recomputed with scipy alone,
+the noise floor and importance sections, the metric ranking, and the new [analysis] options.
+
+One tiny experiment (a 120-user subset of the embedded data, 2 folds, 6 KNN + 8 BPR-MF
+configurations, 3 noise-floor seeds) is swept once per session through ``dptune run``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as sps
+
+from dptune.analysis._analyze import _options, analyze_results
+from dptune.cli import main
+from dptune.config import AnalysisConfig, parse_experiment
+from dptune.errors import DptuneError
+
+EXPERIMENT = """
+name = "tiny-analyze"
+seed = 11
+[data]
+source = "{data}"
+format = "ml-csv"
+[split]
+folds = 2
+[evaluation]
+cutoffs = [1, 10]
+[analysis]
+n_pairs = 6
+noise_seeds = 3
+[sweep]
+jobs = 1
+[[algorithms]]
+name = "userknn"
+type = "userknn"
+grid = "{knn}"
+[[algorithms]]
+name = "bpr-mf"
+type = "bpr-mf"
+grid = "{bpr}"
+"""
+
+KNN = """
+family = "userknn"
+[params.k]
+values = [5, 10, 20, 40]
+"""
+
+BPR = """
+family = "bpr-mf"
+[params.factors]
+values = [4, 16]
+[params.iterations]
+values = [1, 4]
+[params.learning_rate]
+values = [0.02, 0.1]
+[derived]
+user_reg = { from = "learning_rate", scale = 0.05 }
+item_reg = { from = "learning_rate", scale = 0.005 }
+"""
+
+
+def write_tiny_experiment(d: Path, n_users: int = 120) -> Path:
+    """A small ml-csv subset of the embedded data and an experiment file using it."""
+    from dptune.data._dataset import load_dataset
+
+    ds = load_dataset("ml-latest-small")
+    r = ds.ratings
+    keep = r[r["user"] < n_users]
+    raw = pd.DataFrame({"userId": ds.user_ids[keep["user"].to_numpy()],
+                        "movieId": ds.item_ids[keep["item"].to_numpy()],
+                        "rating": keep["rating"].to_numpy(),
+                        "timestamp": keep["timestamp"].to_numpy()})
+    raw.to_csv(d / "ratings.csv", index=False)
+    (d / "knn.toml").write_text(KNN)
+    (d / "bpr.toml").write_text(BPR)
+    cfg = d / "tiny.toml"
+    cfg.write_text(EXPERIMENT.replace("{data}", str(d / "ratings.csv"))
+                   .replace("{knn}", str(d / "knn.toml")).replace("{bpr}", str(d / "bpr.toml")))
+    return cfg
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    d = tmp_path_factory.mktemp("tiny_analyze")
+    cfg = write_tiny_experiment(d)
+    rc = main(["run", str(cfg), "--results", str(d / "results"), "--reports", str(d / "reports"),
+               "--no-progress"])
+    assert rc == 0
+    return d
+
+
+def test_run_writes_noise_floor_and_importance(tiny):
+    res, rep = tiny / "results", tiny / "reports"
+    nf = pd.read_parquet(res / "noise_floor.parquet")
+    assert list(nf.columns) == ["algorithm", "config_id", "fold", "user", "metric", "cutoff",
+                                "value", "seed_index"]
+    assert set(nf["algorithm"]) == {"bpr-mf"}  # userknn is deterministic
+    assert set(nf["seed_index"]) == {0, 1, 2} and set(nf["fold"]) == {"0", "1"}
+    assert nf["config_id"].nunique() == 1
+    trials = pd.read_csv(res / "noise_trials.csv")
+    assert len(trials) == 2 * 3 and trials["seed"].nunique() == 6
+    for f in ("noise_floor.csv", "noise_curves.csv", "noise_pvalues.csv", "importance.csv"):
+        assert (rep / f).exists(), f
+    text = (rep / "report.md").read_text()
+    assert "## Noise floor (A/A pairs)" in text
+    assert "User-kNN is deterministic" in text
+    assert "## Hyperparameter importance (optuna) beside DP dominance" in text
+    assert "| Correction | none (raw p-values) |" in text
+    assert "| Bootstrap | off (no confidence intervals) |" in text
+
+
+def _all_files(d: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(d.iterdir()) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def reruns(tiny, tmp_path_factory):
+    """The same analysis (bootstrap, Holm) written twice into two folders."""
+    d = tmp_path_factory.mktemp("reruns")
+    for name in ("a", "b"):
+        assert main(["analyze", str(tiny / "results"), "--reports", str(d / name),
+                     "--bootstrap", "30", "--correction", "holm"]) == 0
+    return d / "a", d / "b"
+
+
+def test_analyze_is_byte_identical_on_rerun(reruns):
+    a, b = _all_files(reruns[0]), _all_files(reruns[1])
+    assert sorted(a) == sorted(b)
+    assert {"report.md", "dp.csv", "noise_floor.csv", "importance.csv", "metric_ranking.csv",
+            "figure1.png", "figure1.svg"} <= set(a)
+    for name in a:
+        assert a[name] == b[name], name
+
+
+def _ttest_p(a: np.ndarray, b: np.ndarray) -> float:
+    """scipy.stats.ttest_rel with the documented conventions where scipy returns NaN."""
+    d = a - b
+    if np.all(d == 0):
+        return 1.0
+    p = float(sps.ttest_rel(a, b).pvalue)
+    if np.isnan(p):  # constant non-zero difference: |t| -> inf
+        return 0.0
+    return p
+
+
+def test_every_dp_number_recomputes_from_the_store_with_scipy(tiny):
+    res, rep = tiny / "results", tiny / "reports"
+    dp = pd.read_csv(rep / "dp.csv")
+    pairs = pd.read_csv(rep / "pairs.csv")
+    per_user = pd.read_parquet(res / "per_user.parquet")
+    per_user = per_user[per_user["fold"] != "test"]
+    rows = dp[dp["scope"] == "all"]
+    assert len(rows) == 2 * 6 * 2 and set(rows["test"]) == {"t"}
+    for r in rows.itertuples(index=False):
+        pr = pairs[(pairs["algorithm"] == r.algorithm) & (pairs["scope"] == "all")]
+        sl = per_user[(per_user["algorithm"] == r.algorithm) & (per_user["metric"] == r.metric)
+                      & (per_user["cutoff"] == r.cutoff)]
+        curves, sakai = [], []
+        for fold in sorted(sl["fold"].unique(), key=int):
+            wide = sl[sl["fold"] == fold].pivot(index="config_id", columns="user", values="value")
+            wide = wide.loc[np.unique(pr[["config_a", "config_b"]])].dropna(axis=1)
+            p = np.array([_ttest_p(wide.loc[a].to_numpy(np.float64), wide.loc[b].to_numpy(np.float64))
+                          for a, b in zip(pr["config_a"], pr["config_b"], strict=True)])
+            curves.append(np.sort(p)[::-1])
+            sakai.append(np.mean(p < r.alpha))
+        c = np.array(curves)
+        mean, sd = c.mean(axis=0), c.std(axis=0, ddof=1)
+        assert r.n_pairs == len(pr) and r.n_folds == len(curves)
+        np.testing.assert_allclose(
+            [r.dp, r.dp_plus_sd, r.dp_minus_sd, r.sakai, r.sakai_sd],
+            [mean.sum(), (mean + sd).sum(), (mean - sd).sum(), np.mean(sakai),
+             np.std(sakai, ddof=1)], rtol=1e-8, atol=1e-9)
+
+
+def test_noise_floor_numbers_recompute_with_scipy(tiny):
+    res, rep = tiny / "results", tiny / "reports"
+    floor = pd.read_csv(rep / "noise_floor.csv")
+    dp = pd.read_csv(rep / "dp.csv")
+    nf = pd.read_parquet(res / "noise_floor.parquet")
+    assert len(floor) == 6 * 2
+    for r in floor.itertuples(index=False):
+        sl = nf[(nf["metric"] == r.metric) & (nf["cutoff"] == r.cutoff)]
+        fold_means = []
+        for fold in ("0", "1"):
+            w = sl[sl["fold"] == fold].pivot(index="seed_index", columns="user", values="value")
+            v = w.to_numpy(np.float64)
+            fold_means.append(np.mean([_ttest_p(v[s], v[t]) for s in range(3)
+                                       for t in range(s + 1, 3)]))
+        n_pairs = int(dp[(dp["algorithm"] == r.algorithm) & (dp["scope"] == "all")
+                         & (dp["metric"] == r.metric) & (dp["cutoff"] == r.cutoff)]["n_pairs"].iloc[0])
+        np.testing.assert_allclose(r.dp_floor, n_pairs * np.mean(fold_means), rtol=1e-8)
+        np.testing.assert_allclose(r.dp_floor_sd, n_pairs * np.std(fold_means, ddof=1), rtol=1e-8)
+        assert bool(r.flagged) == (not r.dp < r.dp_floor)
+
+
+def test_bootstrap_report_states_choices_and_ranking(reruns):
+    out = reruns[0]
+    text = (out / "report.md").read_text()
+    assert "| Bootstrap | 30 replicates" in text
+    assert "| Correction | Holm step-down (family-wise error) |" in text
+    assert "## Metric ranking (bootstrap)" in text
+    rank = pd.read_csv(out / "metric_ranking.csv")
+    dp = pd.read_csv(out / "dp.csv")
+    assert {"dp_ci_low", "dp_ci_high"} <= set(dp.columns) and set(dp["correction"]) == {"holm"}
+    # the sentences quote metric_ranking.csv
+    r = rank[(rank["algorithm"] == "bpr-mf") & (rank["cutoff"] == 10)]
+    d = dp[(dp["algorithm"] == "bpr-mf") & (dp["scope"] == "all") & (dp["cutoff"] == 10)]
+    order = d.sort_values(["dp", "metric"], kind="stable")["metric"].tolist()
+    p = r[(r["metric_a"] == order[0]) & (r["metric_b"] == order[1])]["p_a_better"].iloc[0]
+    from dptune.report._report import display_metric
+
+    assert (f"{display_metric(order[0], 10)} is more discriminative than "
+            f"{display_metric(order[1], 10)} in {p:.0%} of bootstrap replicates") in text
+    # with a bootstrap the noise-floor flag uses the interval
+    t = pd.read_csv(out / "noise_floor.csv")
+    assert {"dp_ci_low", "dp_ci_high"} <= set(t.columns)
+    assert (t["flagged"] == ~(t["dp_ci_high"] < t["dp_floor"])).all()
+    assert "95% bootstrap interval of DP lies entirely below DP_floor" in text
+
+
+def test_noise_floor_and_importance_can_be_switched_off(tiny, tmp_path):
+    out = tmp_path / "off"
+    analyze_results(tiny / "results", out, noise_seeds=0, importance=False)
+    text = (out / "report.md").read_text()
+    assert "Off (`noise_seeds = 0`)." in text and "| Noise floor | off |" in text
+    assert "## Hyperparameter importance" not in text
+    assert "| Hyperparameter importance | off |" in text
+    assert not (out / "importance.csv").exists() and not (out / "noise_floor.csv").exists()
+    assert "## Metric ranking" not in text
+
+
+def test_analysis_options_defaults_and_validation(tiny):
+    man = json.loads((tiny / "results" / "manifest.json").read_text())
+    assert man["analysis"]["noise_seeds"] == 3
+    old = dict(man)
+    old["analysis"] = {k: v for k, v in man["analysis"].items()
+                       if k not in ("noise_seeds", "noise_configs", "importance")}
+    opts = _options(old, {})
+    assert (opts["noise_seeds"], opts["noise_configs"], opts["importance"]) == (5, 1, True)
+    assert _options(man, {"noise_seeds": 0, "importance": False})["noise_seeds"] == 0
+    for bad in ({"noise_seeds": 1}, {"noise_configs": 0}, {"importance": "yes"}):
+        with pytest.raises(DptuneError):
+            _options(man, bad)
+
+
+def test_config_fields_and_errors(tmp_path):
+    base = {"name": "x", "algorithms": [{"name": "u", "type": "userknn",
+                                          "grid": str(Path(__file__).parents[2] / "grids" / "knn.toml")}]}
+    exp = parse_experiment(base, "x.toml")
+    assert (exp.analysis.noise_seeds, exp.analysis.noise_configs, exp.analysis.importance) == (5, 1, True)
+    assert AnalysisConfig().noise_seeds == 5
+    ok = parse_experiment({**base, "analysis": {"noise_seeds": 0, "noise_configs": 3,
+                                                "importance": False}}, "x.toml")
+    assert (ok.analysis.noise_seeds, ok.analysis.noise_configs, ok.analysis.importance) == (0, 3, False)
+    for bad, field in (({"noise_seeds": 1}, "noise_seeds"), ({"noise_seeds": -2}, "noise_seeds"),
+                       ({"noise_configs": 0}, "noise_configs"), ({"importance": 1}, "importance"),
+                       ({"noise_seed": 3}, "noise_seed")):
+        with pytest.raises(DptuneError, match=f"analysis.{field}"):
+            parse_experiment({**base, "analysis": bad}, "x.toml")
+
+
+def test_cli_rejects_bad_noise_flags(tiny, capsys):
+    assert main(["analyze", str(tiny / "results"), "--noise-seeds", "1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "--noise-seeds" in err
+
+
+def test_report_names_an_algorithm_with_a_single_configuration(tmp_path):
+    # one configuration has no pair to test: the report says so instead of leaving it out
+    cfg = write_tiny_experiment(tmp_path, n_users=60)
+    (tmp_path / "one.toml").write_text('family = "itemknn"\n[params.k]\nvalues = [10]\n')
+    text = cfg.read_text().replace("noise_seeds = 3", "noise_seeds = 0")
+    text += f'[[algorithms]]\nname = "itemknn"\ntype = "itemknn"\ngrid = "{tmp_path / "one.toml"}"\n'
+    cfg.write_text(text)
+    reports = tmp_path / "reports"
+    assert main(["run", str(cfg), "--results", str(tmp_path / "results"), "--reports",
+                 str(reports), "--no-progress"]) == 0
+    md = (reports / "report.md").read_text()
+    assert "No DP for Item-kNN: it has 1 configuration, so there is no pair" in md
+    assert "itemknn" not in set(pd.read_csv(reports / "dp.csv")["algorithm"])
+    assert "itemknn" in set(pd.read_csv(reports / "best_configs.csv")["algorithm"])

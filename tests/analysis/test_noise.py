@@ -1,0 +1,339 @@
+"""Tests of dptune.noise: A/A p-values, curve resampling, DP_floor, the flag, the crash-safe
+parts of the noise floor, real training through run_noise_floor, and calibration.
+
+Calibration: the t-test A/A p-values must be U(0, 1) when the null is exactly true. The fast
+test uses synthetic per-user values (each seed adds independent zero-mean noise to a user's
+value, clipped to [0, 1] like a metric, so every A/A pair is an exact null). Two fixed BPR
+models are *not* an exact null (their seeds make them really differ a little: that is what the
+noise floor measures), so the slow test on real BPR training randomises, per user, which of the
+two seeds is "A" (a randomised A/A experiment) and checks >= 200 independent pairs.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as sps
+
+from dptune.analysis import _dp as dp
+from dptune.analysis import _noise as noise
+from dptune.analysis import _stats as stats
+from dptune.errors import DptuneError
+from dptune.store._store import ResultStore, UnitResult
+
+# ------------------------------------------------------------------ pure functions
+
+
+def test_is_stochastic():
+    assert noise.is_stochastic("bpr-mf") and noise.is_stochastic("cornac:BPR")
+    assert not noise.is_stochastic("userknn") and not noise.is_stochastic("itemknn")
+    man = {"algorithms": [{"name": "u", "type": "userknn"}, {"name": "b", "type": "bpr-mf"}]}
+    assert noise.deterministic_algorithms(man) == ["u"]
+
+
+def test_resample_curve():
+    c = np.array([0.8, 0.2])
+    np.testing.assert_allclose(noise.resample_curve(c, 4), [0.8, 0.65, 0.35, 0.2])
+    np.testing.assert_array_equal(noise.resample_curve(c, 2), c)
+    rng = np.random.default_rng(0)
+    curve = dp.pvalue_curve(rng.random(10))
+    r = noise.resample_curve(curve, 25)
+    assert r.shape == (25,) and np.all(np.diff(r) <= 0)
+    assert r[0] == curve[0] and r[-1] == curve[-1]
+    assert abs(r.mean() - curve.mean()) < 0.05
+    with pytest.raises(DptuneError):
+        noise.resample_curve(np.array([]), 3)
+
+
+def test_aa_pvalues_are_scipy_ttest_rel_in_lexicographic_pair_order():
+    rng = np.random.default_rng(1)
+    v = rng.random((4, 50))
+    p = noise.aa_pvalues(v)
+    want = [sps.ttest_rel(v[s], v[t]).pvalue for s in range(4) for t in range(s + 1, 4)]
+    np.testing.assert_allclose(p, want, rtol=1e-12)
+    np.testing.assert_array_equal(p, dp.noise_floor(v))
+    b1 = noise.aa_pvalues(v, test="bootstrap", n_resamples=200, seed=3)
+    b2 = noise.aa_pvalues(v, test="bootstrap", n_resamples=200, seed=3)
+    assert b1.shape == (6,) and np.array_equal(b1, b2)
+
+
+def test_synthetic_aa_pvalues_are_uniform():
+    """300 independent A/A pairs under an exact null (synthetic, see the module docstring)."""
+    rng = np.random.default_rng(2024)
+    pvals = []
+    for _ in range(300):
+        n = int(rng.integers(80, 400))
+        quality = rng.beta(1.2, 4.0, n)  # per-user level, shared by both seeds
+        seeds = np.clip(quality[None, :] + rng.normal(0.0, 0.15, (2, n)), 0.0, 1.0)
+        pvals.append(noise.aa_pvalues(seeds)[0])
+    p = np.array(pvals)
+    d, ks_p = stats.ks_uniform(p)
+    assert ks_p > 0.01, (d, ks_p)
+    assert abs(p.mean() - 0.5) < 0.05
+    assert 0.02 < np.mean(p < 0.05) < 0.09
+
+
+def test_compare_with_floor_flags():
+    dpt = pd.DataFrame({"algorithm": "b", "scope": ["all", "all", "all", "k=1"],
+                        "metric": ["ndcg", "recall", "mrr", "ndcg"], "cutoff": 10,
+                        "dp": [3.0, 9.0, 10.0, 1.0], "n_pairs": 20})
+    floor = pd.DataFrame({"algorithm": "b", "metric": ["ndcg", "recall", "mrr"], "cutoff": 10,
+                          "dp_floor": [10.0, 8.0, 10.0], "dp_floor_sd": 1.0, "mean_p": 0.5})
+    t = noise.compare_with_floor(dpt, floor)
+    assert t["flagged"].tolist() == [False, True, True]  # DP >= DP_floor is flagged
+    np.testing.assert_allclose(t["ratio"], [0.3, 9 / 8, 1.0])
+    ci = dpt.assign(dp_ci_low=[2.0, 5.0, 6.0, 0.5], dp_ci_high=[4.0, 7.9, 10.5, 1.5])
+    t = noise.compare_with_floor(ci, floor)
+    assert t["flagged"].tolist() == [False, False, True]  # CI overlapping the floor is flagged
+    assert set(t["rule"]) == {"95% CI of DP entirely below DP_floor"}
+
+
+# ------------------------------------------------------------------ parts and the floor table
+
+
+def _fake_results(root: Path) -> ResultStore:
+    """A results directory with two algorithms; bpr config 1 beats config 0 on ndcg@10."""
+    store = ResultStore(root).create()
+    store.write_manifest({
+        "experiment": "fake", "fingerprint": "x",
+        "algorithms": [{"name": "knn", "type": "userknn", "free": ["k"]},
+                       {"name": "bpr", "type": "bpr-mf", "free": ["factors"]}],
+        "analysis": {"primary_metric": "ndcg", "primary_cutoff": 10},
+        "evaluation": {"metrics": ["ndcg"], "cutoffs": [10]},
+    })
+    store.write_configs([pd.DataFrame({"algorithm": "bpr", "config_id": [0, 1],
+                                       "factors": [4, 8]})])
+    users = np.arange(30, dtype=np.int32)
+    for fold in ("0", "1"):
+        store.write_unit(UnitResult(
+            algorithm="bpr", fold=fold, unit="u0", seed=1, metrics=("ndcg",), cutoffs=(10,),
+            users=users, config_ids=(0, 1),
+            values=(np.full((1, 1, 30), 0.1), np.full((1, 1, 30), 0.3)),
+            fit_seconds=(0.0, 0.0), eval_seconds=(0.0, 0.0)))
+    return store
+
+
+def _write_synthetic_parts(root: Path, seeds: int = 4) -> dict[tuple[int, str], np.ndarray]:
+    rng = np.random.default_rng(5)
+    users = np.arange(30, dtype=np.int32)
+    out = {}
+    for cid in (0, 1):
+        for fold in ("0", "1"):
+            v = rng.random((seeds, 30)).astype(np.float32).astype(np.float64)  # as stored
+            out[(cid, fold)] = v
+            noise.write_noise_part(root, "bpr", cid, fold, {"factors": 4 * (cid + 1)}, users,
+                                   ("ndcg",), (10,), {s: v[s][None, None, :] for s in range(seeds)},
+                                   {s: 100 + s for s in range(seeds)})
+    return out
+
+
+def test_write_noise_part_schema_metadata_atomic(tmp_path):
+    _fake_results(tmp_path)
+    _write_synthetic_parts(tmp_path)
+    parts = noise.noise_part_paths(tmp_path)
+    assert [p.name for p in parts][:2] == ["bpr__0__c000000.parquet", "bpr__0__c000001.parquet"]
+    assert not [p for p in os.listdir(tmp_path / noise.NOISE_DIR) if p.startswith(".")]
+    df = pd.read_parquet(tmp_path / noise.NOISE_DIR)
+    assert list(df.columns) == noise.NOISE_SCHEMA.names
+    assert str(df["seed_index"].dtype) == "int16" and str(df["value"].dtype) == "float32"
+    trials = noise.noise_trials(tmp_path)
+    assert len(trials) == 2 * 2 * 4 and trials["seed"].tolist()[:4] == [100, 101, 102, 103]
+    with pytest.raises(DptuneError):
+        noise.write_noise_part(tmp_path, "bpr", 0, "0", {}, np.arange(3), ("ndcg",), (10,),
+                               {0: np.zeros((1, 1, 4))}, {0: 1})
+
+
+def test_noise_floor_table_formulas(tmp_path):
+    _fake_results(tmp_path)
+    vals = _write_synthetic_parts(tmp_path)
+    nf = noise.noise_floor_table(tmp_path, n_pairs=5)
+    assert nf.configs == {"bpr": [0, 1]} and nf.seeds == {"bpr": 4}
+    assert len(nf.pvalues) == 2 * 2 * 6
+    pooled = {f: np.concatenate([dp.noise_floor(vals[(c, f)]) for c in (0, 1)]) for f in ("0", "1")}
+    row = nf.floor.iloc[0]
+    fold_means = np.array([pooled[f].mean() for f in ("0", "1")])
+    assert (row["n_aa_pairs"], row["n_positions"], row["n_folds"]) == (24, 5, 2)
+    np.testing.assert_allclose(row["dp_floor"], 5 * fold_means.mean())
+    np.testing.assert_allclose(row["dp_floor_sd"], 5 * fold_means.std(ddof=1))
+    curves = np.stack([noise.resample_curve(dp.pvalue_curve(pooled[f]), 5) for f in ("0", "1")])
+    np.testing.assert_allclose(nf.curves["mean"], curves.mean(axis=0))
+    np.testing.assert_allclose(nf.curves["sd"], curves.std(axis=0, ddof=1))
+    assert nf.curves["position"].tolist() == [0, 1, 2, 3, 4]
+    # the best configuration only, and two seeds: one A/A pair per fold
+    best = noise.noise_floor_table(tmp_path, n_pairs=5, max_configs=1, max_seeds=2)
+    assert best.configs == {"bpr": [1]} and len(best.pvalues) == 2
+    np.testing.assert_allclose(best.pvalues["p"], [dp.noise_floor(vals[(1, f)][:2])[0]
+                                                   for f in ("0", "1")])
+    # P per (algorithm, metric, cutoff): keys absent from the mapping are left out
+    assert noise.noise_floor_table(tmp_path, n_pairs={("bpr", "ndcg", 10): 3}).curves.shape[0] == 3
+    assert noise.noise_floor_table(tmp_path, n_pairs={}).empty
+    assert noise.noise_floor_table(tmp_path / "nowhere", n_pairs=5).empty
+
+
+def test_rank_configs(tmp_path):
+    store = _fake_results(tmp_path)
+    assert noise.rank_configs(store, "bpr", "ndcg", 10) == [1, 0]
+    assert noise.rank_configs(store, "knn", "ndcg", 10) == []
+
+
+# ------------------------------------------------------------------ real training
+
+TINY = """
+name = "tiny-noise"
+seed = 3
+[data]
+source = "{data}"
+format = "ml-csv"
+[split]
+folds = 2
+[evaluation]
+cutoffs = [5, 10]
+test_split = false
+[analysis]
+n_pairs = 3
+[[algorithms]]
+name = "bpr-mf"
+type = "bpr-mf"
+grid = "{bpr}"
+[[algorithms]]
+name = "itemknn"
+type = "itemknn"
+grid = "{knn}"
+"""
+
+BPR = """
+family = "bpr-mf"
+[params.factors]
+values = [4]
+[params.iterations]
+values = [1, 3]
+[params.learning_rate]
+values = [0.05]
+[derived]
+user_reg = { from = "learning_rate", scale = 0.05 }
+item_reg = { from = "learning_rate", scale = 0.005 }
+"""
+
+
+def _subset_csv(path: Path, n_users: int) -> None:
+    from dptune.data._dataset import load_dataset
+
+    ds = load_dataset("ml-latest-small")
+    keep = ds.ratings[ds.ratings["user"] < n_users]
+    pd.DataFrame({"userId": ds.user_ids[keep["user"].to_numpy()],
+                  "movieId": ds.item_ids[keep["item"].to_numpy()],
+                  "rating": keep["rating"].to_numpy(),
+                  "timestamp": keep["timestamp"].to_numpy()}).to_csv(path, index=False)
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory):
+    from dptune.config import load_experiment
+    from dptune.sweep._sweep import run_experiment
+
+    d = tmp_path_factory.mktemp("noise_run")
+    _subset_csv(d / "ratings.csv", 80)
+    (d / "bpr.toml").write_text(BPR)
+    (d / "knn.toml").write_text('family = "itemknn"\n[params.k]\nvalues = [5, 10]\n')
+    (d / "tiny.toml").write_text(TINY.replace("{data}", str(d / "ratings.csv"))
+                                 .replace("{bpr}", str(d / "bpr.toml"))
+                                 .replace("{knn}", str(d / "knn.toml")))
+    exp = load_experiment(d / "tiny.toml")
+    run_experiment(exp, d / "results", progress=False)
+    return exp, d / "results"
+
+
+def test_run_noise_floor_trains_seeds_resumes_and_records(swept):
+    from dptune.metrics import METRICS, evaluate
+    from dptune.models._models import get_family
+    from dptune.sweep._sweep import derive_seed, prepare
+
+    exp, root = swept
+    run = noise.run_noise_floor(exp, root, seeds=2, n_configs=2)
+    assert run.computed == 4 and len(run.parts) == 4 and "itemknn" in run.skipped
+    mtimes = {p: p.stat().st_mtime_ns for p in run.parts}
+    again = noise.run_noise_floor(exp, root, seeds=2, n_configs=2)
+    assert again.computed == 0 and {p: p.stat().st_mtime_ns for p in again.parts} == mtimes
+    trials = pd.read_csv(root / "noise_trials.csv")
+    for r in trials.itertuples(index=False):
+        cfg = exp.grids["bpr-mf"].configs()[r.config_id]
+        params = {h: cfg[h] for h in exp.grids["bpr-mf"].free}
+        assert r.seed == derive_seed(exp.seed, "bpr-mf", str(r.fold), params, "noise", r.seed_index)
+    # the stored values are what training with the recorded seed gives
+    r = trials.iloc[0]
+    cfg = exp.grids["bpr-mf"].configs()[int(r.config_id)]
+    fd = prepare(exp).fold(str(r.fold))
+    _, model = next(iter(get_family("bpr-mf").fit_unit(fd.train, [cfg], int(r.seed))))
+    want = evaluate(model, fd.users, fd.train, fd.relevant, (5, 10), fd.efd, fd.epc)
+    df = pd.read_parquet(root / noise.NOISE_DIR)
+    got = df[(df["config_id"] == r.config_id) & (df["fold"] == str(r.fold))
+             & (df["seed_index"] == r.seed_index) & (df["metric"] == "ndcg") & (df["cutoff"] == 10)]
+    np.testing.assert_allclose(got.sort_values("user")["value"],
+                               want[METRICS.index("ndcg"), 1].astype(np.float32))
+    # asking for more seeds completes the parts and keeps the stored seeds unchanged
+    before = df.sort_values(["config_id", "fold", "seed_index", "metric", "cutoff", "user"])
+    more = noise.run_noise_floor(exp, root, seeds=3, n_configs=2)
+    assert more.computed == 4
+    after = pd.read_parquet(root / noise.NOISE_DIR)
+    assert set(after["seed_index"]) == {0, 1, 2}
+    kept = after[after["seed_index"] < 2].sort_values(
+        ["config_id", "fold", "seed_index", "metric", "cutoff", "user"])
+    np.testing.assert_array_equal(kept["value"].to_numpy(), before["value"].to_numpy())
+    nf = noise.noise_floor_table(root, n_pairs=3)
+    assert set(nf.floor["n_seeds"]) == {3} and set(nf.floor["n_configs"]) == {2}
+
+
+def test_run_noise_floor_errors(swept, tmp_path):
+    import dataclasses
+
+    exp, root = swept
+    assert noise.run_noise_floor(exp, root, seeds=0).parts == []
+    with pytest.raises(DptuneError, match="noise_seeds"):
+        noise.run_noise_floor(exp, root, seeds=1)
+    other = dataclasses.replace(exp, seed=exp.seed + 1)
+    with pytest.raises(DptuneError, match="fingerprint"):
+        noise.run_noise_floor(other, root, seeds=2)
+
+
+@pytest.mark.slow
+def test_real_bpr_randomised_aa_pvalues_are_uniform(tmp_path):
+    """>= 200 independent A/A t-tests on real BPR-MF training of the embedded data.
+
+    20 seeds of one small configuration on each of 2 folds; disjoint seed pairs (0,1), (2,3), ...
+    and 10 disjoint random user subsets per fold give 10 x 10 x 2 = 200 pairs that share neither
+    models nor users. Per user a fair coin decides which seed is "A", so the per-user difference
+    is symmetric around 0 and the null of the t-test holds exactly (see the module docstring).
+    """
+    from dptune.config import parse_experiment
+
+    grid = tmp_path / "bpr.toml"
+    grid.write_text(BPR.replace("[1, 3]", "[5]"))
+    exp = parse_experiment({"name": "calib", "seed": 9, "split": {"folds": 2},
+                            "evaluation": {"cutoffs": [10]},
+                            "algorithms": [{"name": "bpr-mf", "type": "bpr-mf",
+                                            "grid": str(grid)}]}, "calib.toml")
+    cfg = exp.grids["bpr-mf"].configs()[0]
+    rng = np.random.default_rng(77)
+    pvals = []
+    for fold in ("0", "1"):
+        task = noise.NoiseTask("bpr-mf", "bpr-mf", 0, fold, {"factors": 4}, cfg)
+        noise.run_noise_task(exp, task, tmp_path, seeds=20)
+        part = pd.read_parquet(tmp_path / noise.NOISE_DIR / noise.noise_part_name("bpr-mf", 0, fold))
+        part = part[(part["metric"] == "ndcg") & (part["cutoff"] == 10)]
+        v = part.pivot(index="seed_index", columns="user", values="value").to_numpy(np.float64)
+        groups = np.array_split(rng.permutation(v.shape[1]), 10)
+        for s in range(0, 20, 2):
+            for g in groups:
+                a, b = v[s, g], v[s + 1, g]
+                swap = rng.random(len(g)) < 0.5
+                aa = np.stack([np.where(swap, b, a), np.where(swap, a, b)])
+                pvals.append(noise.aa_pvalues(aa)[0])
+    p = np.array(pvals)
+    assert p.size >= 200
+    d, ks_p = stats.ks_uniform(p)
+    assert ks_p > 0.01, (d, ks_p)
+    assert abs(p.mean() - 0.5) < 0.06

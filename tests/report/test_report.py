@@ -1,0 +1,643 @@
+"""Tests for dptune.report: table markup, file formats, figures and byte-identical reruns.
+
+The inputs are small synthetic frames with the exact columns the dp stage and the sweep produce;
+the Table 3 values at N = 10 are the paper's MovieLens values, so the expected bold/underlined
+cells are known in advance.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.image as mpimg  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+
+from dptune.errors import DptuneError  # noqa: E402
+from dptune.report import _report as report
+
+METRICS = ("ndcg", "precision", "recall", "mrr", "efd", "epc")
+# Paper Table 3 (MovieLens), in the paper's column order EFD, EPC, MRR, nDCG, Prec, Rec.
+PAPER_T3 = {
+    "itemknn": (1.884, 1.840, 1.766, 1.710, 1.855, 2.385),
+    "userknn": (1.688, 1.576, 2.196, 1.665, 1.869, 1.993),
+    "bpr-mf": (0.875, 0.776, 0.803, 0.594, 0.585, 1.314),
+}
+PAPER_ORDER = ("efd", "epc", "mrr", "ndcg", "precision", "recall")
+P = 25
+
+
+def _dp_row(alg: str, scope: str, metric: str, cutoff: int, dp: float, n_pairs: int = P) -> dict:
+    return {
+        "algorithm": alg,
+        "scope": scope,
+        "metric": metric,
+        "cutoff": cutoff,
+        "dp": dp,
+        "dp_plus_sd": dp * 1.7,
+        "dp_minus_sd": dp * 0.3,
+        "n_pairs": n_pairs,
+        "n_folds": 10,
+        "sakai": 0.5,
+        "sakai_sd": 0.1,
+    }
+
+
+# Table 5 (bpr-mf, ndcg@10): lowest per row known in advance.
+T5_NDCG10 = {
+    "factors": {"9": 0.7, "10": 0.6, "20": 0.29, "160": 0.5},
+    "iterations": {"1": 1.633, "2": 0.796, "4": 0.707},
+    "learning_rate": {"0.2": 0.765, "0.1": 0.702, "0.05": 1.918},
+}
+# One at a time (bpr-mf, @10): ndcg -> factors lowest, precision -> learning_rate lowest.
+ONLY_10 = {
+    "factors": {"ndcg": 0.2, "precision": 0.9},
+    "iterations": {"ndcg": 0.9, "precision": 0.8},
+    "learning_rate": {"ndcg": 0.5, "precision": 0.1},
+}
+
+
+def make_dp() -> pd.DataFrame:
+    rng = np.random.default_rng(7)
+    rows = []
+    for alg, values in PAPER_T3.items():
+        for m, v in zip(PAPER_ORDER, values, strict=True):
+            rows.append(_dp_row(alg, "all", m, 10, v))
+            rows.append(_dp_row(alg, "all", m, 5, v + 0.1 * PAPER_ORDER.index(m)))
+    for h, vals in T5_NDCG10.items():
+        for v, x in vals.items():
+            for m in METRICS:
+                for c in (5, 10):
+                    value = x if (m, c) == ("ndcg", 10) else float(rng.uniform(0.3, 3.0))
+                    n_pairs = 10 if (h, v) == ("factors", "160") else P
+                    rows.append(_dp_row("bpr-mf", f"{h}={v}", m, c, value, n_pairs))
+    for h, vals in ONLY_10.items():
+        for m in METRICS:
+            for c in (5, 10):
+                value = vals.get(m, 1.0 + METRICS.index(m) * 0.01) if c == 10 else 2.0
+                rows.append(_dp_row("bpr-mf", f"only:{h}", m, c, value))
+    for m in METRICS:
+        for c in (5, 10):
+            rows.append(_dp_row("userknn", "only:k", m, c, 1.5))
+    return pd.DataFrame(rows)
+
+
+def make_curves() -> pd.DataFrame:
+    rows = []
+    for alg in PAPER_T3:
+        for i, m in enumerate(METRICS):
+            for c in (5, 10):
+                mean = np.linspace(0.9 - 0.05 * i, 0.0, P)
+                for pos in range(P):  # 0-based, as dp.analyze writes them
+                    rows.append(
+                        {
+                            "algorithm": alg,
+                            "scope": "all",
+                            "metric": m,
+                            "cutoff": c,
+                            "position": pos,
+                            "mean": float(mean[pos]),
+                            "sd": 0.15,
+                        }
+                    )
+    return pd.DataFrame(rows)
+
+
+def make_noise() -> pd.DataFrame:
+    rows = []
+    for alg in PAPER_T3:
+        for m in METRICS:
+            for pos in range(P):
+                rows.append(
+                    {
+                        "algorithm": alg,
+                        "cutoff": 10,
+                        "metric": m,
+                        "position": pos,
+                        "mean": 1 - (pos + 1) / (P + 1),
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+def make_datasets() -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "dataset": ["MovieLens-1M", "Amazon_Movies & 100%"],
+            "users": [6040, 16141],
+            "items": [3706, 111537],
+            "ratings": [1000209, 858314],
+            "sparsity": [1 - 1000209 / (6040 * 3706), 0.99952],
+        }
+    )
+
+
+def make_best() -> pd.DataFrame:
+    rows = []
+    for alg in PAPER_T3:
+        for i, m in enumerate(METRICS):
+            for c in (5, 10):
+                rows.append(
+                    {
+                        "algorithm": alg,
+                        "metric": m,
+                        "cutoff": c,
+                        "config_id": 100 + i,
+                        "params": f"k={10 * (i + 1)}",
+                        "validation_mean": 0.1 + 0.01 * i,
+                        "test_value": 0.2 + 0.01 * i,
+                        "test_ndcg": 0.05 + 0.001 * i,
+                    }
+                )
+    best = pd.DataFrame(rows)
+
+    def set_row(alg: str, metric: str, **kw: object) -> None:
+        mask = (best["algorithm"] == alg) & (best["metric"] == metric) & (best["cutoff"] == 10)
+        for k, v in kw.items():
+            best.loc[mask, k] = v
+
+    # BPR-MF @10: precision (most discriminative) vs recall (least).
+    set_row("bpr-mf", "precision", config_id=7, params="factors=20|lr=0.1", test_ndcg=0.1234)
+    set_row("bpr-mf", "recall", config_id=3, params="factors=10, lr=0.2", test_ndcg=0.1000)
+    # User-kNN @10: EPC (most) and MRR (least) select the same configuration.
+    set_row("userknn", "epc", config_id=55, params="k=55", test_ndcg=0.0777)
+    set_row("userknn", "mrr", config_id=55, params="k=55", test_ndcg=0.0777)
+    # Item-kNN @10: no test nDCG column values: nDCG's own test value known, recall's not.
+    best.loc[best["algorithm"] == "itemknn", "test_ndcg"] = np.nan
+    set_row("itemknn", "ndcg", config_id=11, params="k=11", test_value=0.3)
+    set_row("itemknn", "recall", config_id=12, params="k=12", test_value=0.4)
+    return best
+
+
+SETTINGS = {
+    "name": "unit",
+    "split": "temporal hold-out 80/20",
+    "folds": 10,
+    "seeds": [1, 2, 3],
+    "relevance_threshold": 4,
+    "metric_variant": "relevance-aware",
+    "n_pairs": 25,
+    "test": "t",
+    "package_versions": {"numpy": "2.4", "pandas": "3.1"},
+}
+
+
+def _write(out: Path, **kw: object) -> list[Path]:
+    args = {
+        "dp": make_dp(),
+        "curves": make_curves(),
+        "datasets": make_datasets(),
+        "best": make_best(),
+        "settings": SETTINGS,
+        "primary": ("ndcg", 10),
+        "extra_sections": [("Extra analysis", "Some *markdown* here.")],
+    }
+    args.update(kw)
+    return report.write_report(out, **args)
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Path]]:
+    out = tmp_path_factory.mktemp("report")
+    return out, _write(out)
+
+
+def _md_rows(md: str) -> list[list[str]]:
+    """Body cells of every Markdown table row (header and separator rows included)."""
+    out = []
+    for line in md.splitlines():
+        if line.startswith("| "):
+            cells = re.split(r"(?<!\\)\|", line.strip())[1:-1]
+            out.append([c.strip() for c in cells])
+    return out
+
+
+def _find_row(rows: list[list[str]], *prefix: str) -> list[str]:
+    for r in rows:
+        if r[: len(prefix)] == list(prefix):
+            return r
+    raise AssertionError(f"no row starting with {prefix}")
+
+
+# ------------------------------------------------------------------------------- tables
+
+
+def test_table3_bold_lowest_underline_highest() -> None:
+    t = report.table3(make_dp())
+    rows = _md_rows(t.to_markdown())
+    assert rows[0] == ["Algorithm", "N", "EFD@N", "EPC@N", "MRR@N", "nDCG@N", "Prec@N", "Rec@N"]
+    bpr = _find_row(rows, "BPR-MF", "10")
+    assert bpr[2:] == ["0.875", "0.776", "0.803", "0.594", "**0.585**", "<u>1.314</u>"]
+    user = _find_row(rows, "User-kNN", "10")
+    assert user[2:] == ["1.688", "**1.576**", "<u>2.196</u>", "1.665", "1.869", "1.993"]
+    item = _find_row(rows, "Item-kNN", "10")
+    assert item[2:] == ["1.884", "1.840", "1.766", "**1.710**", "1.855", "<u>2.385</u>"]
+    # Paper row order: Item-kNN, User-kNN, BPR-MF; cutoffs ascending.
+    body = [r[:2] for r in rows[2:]]
+    assert body == [
+        ["Item-kNN", "5"],
+        ["Item-kNN", "10"],
+        ["User-kNN", "5"],
+        ["User-kNN", "10"],
+        ["BPR-MF", "5"],
+        ["BPR-MF", "10"],
+    ]
+    tex = t.to_latex()
+    bpr_tex = next(line for line in tex.splitlines() if line.startswith("BPR-MF & 10"))
+    assert bpr_tex == (
+        "BPR-MF & 10 & 0.875 & 0.776 & 0.803 & 0.594 & \\textbf{0.585} & \\underline{1.314} \\\\"
+    )
+    assert list(t.csv.columns) == ["algorithm", "cutoff", *PAPER_ORDER]
+    row = t.csv[(t.csv["algorithm"] == "bpr-mf") & (t.csv["cutoff"] == 10)].iloc[0]
+    assert row["precision"] == pytest.approx(0.585)
+
+
+def test_table3_ties_single_and_missing() -> None:
+    dp = pd.DataFrame(
+        [
+            _dp_row("a", "all", "ndcg", 10, 1.0),
+            _dp_row("a", "all", "mrr", 10, 1.0),
+            _dp_row("b", "all", "ndcg", 10, 2.0),
+            _dp_row("c", "all", "ndcg", 10, 0.5),
+            _dp_row("c", "all", "mrr", 10, np.nan),
+            _dp_row("c", "all", "recall", 10, 0.7),
+        ]
+    )
+    rows = _md_rows(report.table3(dp).to_markdown())
+    assert rows[0][2:] == ["MRR@N", "nDCG@N", "Rec@N"]
+    assert _find_row(rows, "a")[2:4] == [
+        "**1.000**",
+        "**1.000**",
+    ]  # tie: both bold, none underlined
+    assert _find_row(rows, "b")[2:] == ["–", "2.000", "–"]  # a single value is not marked
+    assert _find_row(rows, "c")[2:] == ["–", "**0.500**", "<u>0.700</u>"]
+
+
+def test_table4_best_worst() -> None:
+    t = report.table4(make_dp())
+    assert list(t.csv.columns) == [
+        "algorithm",
+        "cutoff",
+        "best_metric",
+        "worst_metric",
+        "best_dp",
+        "best_dp_plus_sd",
+        "worst_dp",
+    ]
+    r = t.csv[(t.csv["algorithm"] == "bpr-mf") & (t.csv["cutoff"] == 10)].iloc[0]
+    assert (r["best_metric"], r["worst_metric"]) == ("precision", "recall")
+    assert r["best_dp"] == pytest.approx(0.585)
+    assert r["best_dp_plus_sd"] == pytest.approx(0.585 * 1.7)
+    assert r["worst_dp"] == pytest.approx(1.314)
+    rows = _md_rows(t.to_markdown())
+    assert rows[0] == [
+        "Algorithm",
+        "N",
+        "Best metric",
+        "Worst metric",
+        "Best avg",
+        "Best + Std Dev",
+        "Worst avg",
+    ]
+    assert _find_row(rows, "BPR-MF", "10")[2:] == [
+        "Precision@10",
+        "Recall@10",
+        "0.585",
+        f"{0.585 * 1.7:.3f}",
+        "1.314",
+    ]
+    assert _find_row(rows, "User-kNN", "10")[2:4] == ["EPC@10", "MRR@10"]
+
+
+def test_table4_with_confidence_interval() -> None:
+    dp = make_dp().assign(dp_ci_low=lambda d: d["dp"] - 0.1, dp_ci_high=lambda d: d["dp"] + 0.1)
+    t = report.table4(dp)
+    assert list(t.csv.columns)[-2:] == ["best_dp_ci_low", "best_dp_ci_high"]
+    assert _find_row(_md_rows(t.to_markdown()), "BPR-MF", "10")[-1] == "[0.485, 0.685]"
+
+
+def test_table5_layout_bold_and_order() -> None:
+    t = report.table5(make_dp(), ("ndcg", 10))
+    md = t.to_markdown()
+    assert md.startswith("Table 5: DP of nDCG@10")
+    rows = _md_rows(md)
+    assert _find_row(rows, "Latent factors") == ["Latent factors", "9", "10", "20", "160"]
+    fac = rows[rows.index(_find_row(rows, "Latent factors")) + 1]
+    assert fac == ["DP", "0.700", "0.600", "**0.290**", "0.500†"]  # 160 used fewer pairs
+    it = rows[rows.index(_find_row(rows, "Iterations")) + 1]
+    assert it == ["DP", "1.633", "0.796", "**0.707**", ""]
+    lr_vals = _find_row(rows, "Learning rate")
+    assert lr_vals[1:4] == ["0.05", "0.1", "0.2"]  # numeric order
+    assert rows[rows.index(lr_vals) + 1][1:4] == ["1.918", "**0.702**", "0.765"]
+    # Paper row order: latent factors, iterations, learning rate.
+    names = [r[0] for r in rows if r[0] not in ("DP", "Hyperparameter", ":---")]
+    assert names == ["Latent factors", "Iterations", "Learning rate"]
+    assert "†" in md.splitlines()[-1]
+    tex = t.to_latex()
+    assert "DP & 0.700 & 0.600 & \\textbf{0.290} & 0.500$^\\dagger$ \\\\" in tex
+    # CSV: long form, every metric and cutoff.
+    assert list(t.csv.columns) == [
+        "algorithm",
+        "hyperparameter",
+        "value",
+        "metric",
+        "cutoff",
+        "dp",
+        "n_pairs",
+    ]
+    assert len(t.csv) == 10 * len(METRICS) * 2
+    assert set(t.csv["metric"]) == set(METRICS) and set(t.csv["cutoff"]) == {5, 10}
+
+
+def test_table5_hyperparameter_order() -> None:
+    order = {"learning_rate": [0.2, 0.1, 0.05], "factors": ["160", 20, 10, 9]}
+    rows = _md_rows(report.table5(make_dp(), ("ndcg", 10), order).to_markdown())
+    names = [r[0] for r in rows if r[0] not in ("DP", "Hyperparameter", ":---")]
+    assert names == ["Learning rate", "Latent factors", "Iterations"]
+    assert _find_row(rows, "Learning rate")[1:] == ["0.2", "0.1", "0.05", ""]
+    assert _find_row(rows, "Latent factors")[1:] == ["160", "20", "10", "9"]
+
+
+def test_one_at_a_time_bold_per_metric_column() -> None:
+    t = report.one_at_a_time_table(make_dp(), ("ndcg", 10))
+    rows = _md_rows(t.to_markdown())
+    assert rows[0] == [
+        "Algorithm",
+        "Hyperparameter",
+        "EFD@10",
+        "EPC@10",
+        "MRR@10",
+        "nDCG@10",
+        "Precision@10",
+        "Recall@10",
+    ]
+    fac = _find_row(rows, "BPR-MF", "Latent factors")
+    lr = _find_row(rows, "BPR-MF", "Learning rate")
+    it = _find_row(rows, "BPR-MF", "Iterations")
+    ndcg, prec = rows[0].index("nDCG@10"), rows[0].index("Precision@10")
+    assert (fac[ndcg], it[ndcg], lr[ndcg]) == ("**0.200**", "0.900", "0.500")
+    assert (fac[prec], it[prec], lr[prec]) == ("0.900", "0.800", "**0.100**")
+    # A single hyperparameter (k) is not marked: there is nothing to compare it with.
+    assert _find_row(rows, "User-kNN", "Nearest neighbors")[2:] == ["1.500"] * 6
+    assert list(t.csv.columns) == [
+        "algorithm",
+        "hyperparameter",
+        "metric",
+        "cutoff",
+        "dp",
+        "n_pairs",
+    ]
+    assert set(t.csv["cutoff"]) == {5, 10}
+    assert len(t.csv) == 4 * len(METRICS) * 2
+
+
+def test_table1_format_and_escaping() -> None:
+    t = report.table1(make_datasets())
+    rows = _md_rows(t.to_markdown())
+    assert rows[0] == ["Dataset", "Users", "Items", "Ratings", "Sparsity"]
+    assert _find_row(rows, "MovieLens-1M") == ["MovieLens-1M", "6040", "3706", "1000209", "95.53%"]
+    tex = t.to_latex()
+    assert "Amazon\\_Movies \\& 100\\% & 16141 & 111537 & 858314 & 99.95\\% \\\\" in tex
+    assert list(t.csv.columns) == ["dataset", "users", "items", "ratings", "sparsity"]
+
+
+def test_markdown_escapes_pipes() -> None:
+    assert report._md_cell(report.Cell("a|b", bold=True)) == "**a\\|b**"
+
+
+# ------------------------------------------------------------------------------- files
+
+
+EXPECTED_FILES = {
+    *(
+        f"{t}.{ext}"
+        for t in ("table1", "table3", "table4", "table5", "one_at_a_time")
+        for ext in ("md", "csv", "tex")
+    ),
+    "figure1.png",
+    "figure1.svg",
+    "figure1_at5.png",
+    "figure1_at5.svg",
+    "report.md",
+}
+
+
+def test_all_files_exist(written: tuple[Path, list[Path]]) -> None:
+    out, paths = written
+    assert {p.name for p in paths} == EXPECTED_FILES
+    assert all(p.parent == out and p.stat().st_size > 0 for p in paths)
+    assert {p.name for p in out.iterdir()} == EXPECTED_FILES
+
+
+def test_csv_columns_exact(written: tuple[Path, list[Path]]) -> None:
+    out, _ = written
+    expected = {
+        "table1.csv": ["dataset", "users", "items", "ratings", "sparsity"],
+        "table3.csv": ["algorithm", "cutoff", *PAPER_ORDER],
+        "table4.csv": [
+            "algorithm",
+            "cutoff",
+            "best_metric",
+            "worst_metric",
+            "best_dp",
+            "best_dp_plus_sd",
+            "worst_dp",
+        ],
+        "table5.csv": ["algorithm", "hyperparameter", "value", "metric", "cutoff", "dp", "n_pairs"],
+        "one_at_a_time.csv": ["algorithm", "hyperparameter", "metric", "cutoff", "dp", "n_pairs"],
+    }
+    for name, cols in expected.items():
+        df = pd.read_csv(out / name)
+        assert list(df.columns) == cols, name
+        text = (out / name).read_text()
+        assert "**" not in text and "<u>" not in text and "\\textbf" not in text
+    t3 = pd.read_csv(out / "table3.csv")
+    assert t3.loc[(t3["algorithm"] == "bpr-mf") & (t3["cutoff"] == 10), "recall"].item() == 1.314
+
+
+def _strip_escaped(tex: str) -> str:
+    return re.sub(r"\\[{}&%_$#]", "", tex)
+
+
+def test_latex_well_formed(written: tuple[Path, list[Path]]) -> None:
+    out, _ = written
+    for path in sorted(out.glob("*.tex")):
+        tex = path.read_text()
+        body = _strip_escaped(tex)
+        depth = 0
+        for ch in body:
+            depth += {"{": 1, "}": -1}.get(ch, 0)
+            assert depth >= 0, path.name
+        assert depth == 0, path.name
+        assert tex.count("\\begin{tabular}") == tex.count("\\end{tabular}") >= 1
+        assert tex.count("\\toprule") == tex.count("\\bottomrule") == tex.count("\\begin{tabular}")
+        assert "\\begin{table}" in tex and tex.rstrip().endswith("\\end{table}")
+        assert "%" not in body.replace("% Generated", "", 1), path.name
+        assert "_" not in body.replace("label{tab:", ""), path.name
+        # Every tabular row has as many unescaped & as its column spec allows.
+        for spec, rows in re.findall(
+            r"\\begin\{tabular\}\{(\w+)\}(.*?)\\end\{tabular\}", tex, re.S
+        ):
+            for line in rows.splitlines():
+                if line.endswith("\\\\"):
+                    assert _strip_escaped(line).count("&") == len(spec) - 1, (path.name, line)
+        assert "<u>" not in tex and "**" not in tex
+
+
+def test_rerun_is_byte_identical(written: tuple[Path, list[Path]], tmp_path: Path) -> None:
+    out, paths = written
+    again = _write(tmp_path / "b")
+    assert [p.name for p in again] == [p.name for p in paths]
+    for a, b in zip(paths, again, strict=True):
+        assert a.read_bytes() == b.read_bytes(), a.name
+    # Writing over an existing report keeps the bytes too.
+    third = _write(tmp_path / "b")
+    for a, b in zip(paths, third, strict=True):
+        assert a.read_bytes() == b.read_bytes(), a.name
+
+
+def test_png_opens_with_expected_size(written: tuple[Path, list[Path]]) -> None:
+    out, _ = written
+    h, w = report.figure_pixel_size(3)
+    assert (h, w) == (360, 1380)
+    for name in ("figure1.png", "figure1_at5.png"):
+        img = mpimg.imread(out / name)
+        assert img.shape[:2] == (h, w), name
+    svg = (out / "figure1.svg").read_text()
+    assert svg.lstrip().startswith("<?xml") and "<dc:date>" not in svg
+
+
+def test_figure_panels_and_noise_floor() -> None:
+    fig = report.figure1(make_curves(), make_dp(), 10, make_noise())
+    axes = [ax for ax in fig.axes if ax.get_visible()]
+    assert [ax.get_title() for ax in axes] == [
+        "Item-kNN (N = 10)",
+        "User-kNN (N = 10)",
+        "BPR-MF (N = 10)",
+    ]
+    ax = axes[2]
+    assert ax.get_ylim() == (0.0, 1.0) and ax.get_xlim() == (1.0, float(P))
+    assert ax.get_xlabel() and ax.get_ylabel()
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "Precision@10 (DP 0.585)" in labels and "A/A noise floor" in labels
+    dashed = [ln for ln in ax.get_lines() if ln.get_linestyle() == "--" and len(ln.get_xdata())]
+    assert len(dashed) == len(METRICS)
+    assert len(ax.collections) == len(METRICS)  # one sd band per metric
+    bands = ax.collections[0].get_paths()[0].vertices[:, 1]
+    assert bands.min() >= 0.0 and bands.max() <= 1.0  # clipped to [0, 1]
+    no_noise = report.figure1(make_curves(), make_dp(), 10)
+    assert not any(ln.get_linestyle() == "--" for ln in no_noise.axes[0].get_lines())
+
+
+def test_figure_grid_wraps_and_hides_unused_panels() -> None:
+    curves = make_curves()
+    extra = curves[curves["algorithm"] == "bpr-mf"].assign(algorithm="cornac:VAECF")
+    fig = report.figure1(pd.concat([curves, extra]), make_dp(), 10)
+    assert [ax.get_visible() for ax in fig.axes] == [True, True, True, True, False, False]
+    assert report.figure_pixel_size(4) == (720, 1380)
+    assert tuple(round(x) for x in fig.get_size_inches() * fig.dpi) == (1380, 720)
+
+
+def test_write_report_with_noise_floor(tmp_path: Path) -> None:
+    paths = _write(tmp_path, noise_floor=make_noise())
+    md = (tmp_path / "report.md").read_text()
+    assert "dashed: A/A noise floor" in md
+    assert {p.name for p in paths} == EXPECTED_FILES
+
+
+# ------------------------------------------------------------------------------- report.md
+
+
+def test_report_md_content(written: tuple[Path, list[Path]]) -> None:
+    out, _ = written
+    md = (out / "report.md").read_text()
+    assert md.startswith("# dptune report: unit\n")
+    assert "| Relevance threshold | rating >= 4 is relevant |" in md
+    assert "| Metric variant | relevance-aware |" in md
+    assert "| package versions.numpy | 2.4 |" in md
+    assert "| seeds | 1, 2, 3 |" in md
+    assert "![Averaged p-value curves" in md and "](figure1.png)" in md
+    assert "[N = 5](figure1_at5.png)" in md
+    for heading in (
+        "## Data sets",
+        "## Experiment settings",
+        "## Discriminative power of the metrics (Table 3)",
+        "## Best and worst metric (Table 4)",
+        "## Dominant hyperparameter (Table 5)",
+        "## One hyperparameter at a time",
+        "## P-value curves (Figure 1)",
+        "## Best configuration per metric",
+    ):
+        assert heading in md, heading
+    assert "**0.585**" in md and "<u>1.314</u>" in md
+    # Best-configuration table: params with a pipe are escaped, values to 4 decimals.
+    assert "| BPR-MF | Precision@10 | 7 | factors=20\\|lr=0.1 | 0.1100 | 0.2100 | 0.1234 |" in md
+    # Extra sections come after the generated ones, before the file list.
+    assert md.index("## Extra analysis\n\nSome *markdown* here.") > md.index(
+        "## Best configuration"
+    )
+    assert "\n\n\n" not in md
+
+
+def test_selection_sentences_state_numbers() -> None:
+    s = report.selection_sentences(make_dp(), make_best(), ("ndcg", 10))
+    assert len(s) == 3
+    item, user, bpr = s
+    assert bpr.startswith(
+        "BPR-MF: the most discriminative metric at N = 10 is Precision@10 (DP 0.585)"
+    )
+    assert "Recall@10 (DP 1.314)" in bpr
+    assert "configuration 7" in bpr and "0.1234" in bpr and "configuration 3" in bpr
+    assert "0.1000" in bpr and "+0.0234" in bpr and "higher" in bpr
+    assert "Both select configuration 55" in user and "0.0777" in user
+    # Item-kNN: nDCG's own test value is known (0.3000), Recall's nDCG is not.
+    assert "nDCG@10" in item and "no common test nDCG@10" in item
+    assert "0.3000" in item and "0.4000" in item
+
+
+def test_settings_rows_always_name_threshold_and_variant() -> None:
+    rows = report.settings_rows({})
+    assert rows[:2] == [("Relevance threshold", "not recorded"), ("Metric variant", "not recorded")]
+    rows = report.settings_rows({"evaluation": {"threshold": 3.5, "relevance_aware": False}})
+    assert rows[0] == ("Relevance threshold", "rating >= 3.5 is relevant")
+    assert rows[1][1].startswith("relevance-unaware")
+    assert len(rows) == 2
+
+
+def test_report_without_best_or_settings(tmp_path: Path) -> None:
+    _write(tmp_path, best=None, settings=None, extra_sections=None)
+    md = (tmp_path / "report.md").read_text()
+    assert "| Relevance threshold | not recorded |" in md
+    assert "No best-configuration table was given." in md
+
+
+def test_accepts_categorical_and_small_int_dtypes(tmp_path: Path) -> None:
+    dp = make_dp().astype({"algorithm": "category", "cutoff": "int16"})
+    curves = make_curves().astype({"metric": "category", "cutoff": "int16", "position": "int32"})
+    paths = _write(tmp_path, dp=dp, curves=curves)
+    assert {p.name for p in paths} == EXPECTED_FILES
+
+
+# ------------------------------------------------------------------------------- errors
+
+
+def test_missing_column_is_a_one_line_error(tmp_path: Path) -> None:
+    with pytest.raises(DptuneError, match=r"^dp: dp_plus_sd: missing column"):
+        _write(tmp_path, dp=make_dp().drop(columns="dp_plus_sd"))
+
+
+def test_primary_not_available_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(DptuneError, match="ndcg@20"):
+        _write(tmp_path, primary=("ndcg", 20))
+
+
+def test_duplicated_dp_rows_are_an_error(tmp_path: Path) -> None:
+    dp = make_dp()
+    with pytest.raises(DptuneError, match="duplicated"):
+        _write(tmp_path, dp=pd.concat([dp, dp.iloc[:1]]))

@@ -1,0 +1,174 @@
+"""Result store: parts round-trip, read as one data set, slice reads join users, atomic writes."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pyarrow.dataset as pads
+import pytest
+
+from dptune.errors import DptuneError
+from dptune.store._store import PARTS, ResultStore, UnitResult
+
+METRICS = ("ndcg", "precision")
+CUTOFFS = (1, 5)
+
+
+def _unit(alg, fold, unit, ids, users, seed=7, shift=0.0):
+    rng = np.random.default_rng(seed)
+    vals = tuple(rng.random((len(METRICS), len(CUTOFFS), len(users))) + shift for _ in ids)
+    return UnitResult(alg, fold, unit, seed, METRICS, CUTOFFS, np.asarray(users, np.int32),
+                      tuple(ids), vals, tuple(0.1 for _ in ids), tuple(0.01 for _ in ids))
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = ResultStore(tmp_path / "res").create()
+    s.write_manifest({
+        "experiment": "t", "algorithms": [{"name": "a", "free": ["k"], "type": "userknn"}],
+        "evaluation": {"metrics": list(METRICS), "cutoffs": list(CUTOFFS)},
+    })
+    s.write_configs([pd.DataFrame({"algorithm": "a", "config_id": [0, 1, 2], "k": [10, 20, 30]})])
+    return s
+
+
+def test_roundtrip_and_one_dataset(store):
+    u1 = _unit("a", "0", "u00000", [0, 1], [3, 5, 9])
+    u2 = _unit("a", "0", "u00001", [2], [3, 5, 9], seed=8)
+    store.write_unit(u1)
+    store.write_unit(u2)
+    df = pd.read_parquet(store.root / PARTS)
+    assert list(df.columns) == ["algorithm", "config_id", "fold", "user", "metric", "cutoff", "value"]
+    assert len(df) == 3 * 3 * len(METRICS) * len(CUTOFFS)
+    assert str(df["value"].dtype) == "float32"
+    d = pads.dataset(store.root / PARTS, format="parquet")
+    assert d.count_rows() == len(df)
+    users, mat = store.read_matrix("a", "precision", 5, "0", [2, 0])
+    assert users.tolist() == [3, 5, 9]
+    np.testing.assert_allclose(mat[0], u2.values[0][1, 1].astype(np.float32))
+    np.testing.assert_allclose(mat[1], u1.values[0][1, 1].astype(np.float32))
+
+
+def test_inner_join_when_a_config_misses_a_user(store):
+    store.write_unit(_unit("a", "1", "u00000", [0, 1], [1, 2, 3]))
+    store.write_unit(_unit("a", "1", "u00001", [2], [2, 3, 4]))
+    users, mat = store.read_matrix("a", "ndcg", 1, "1", [0, 2])
+    assert users.tolist() == [2, 3] and mat.shape == (2, 2)
+
+
+def test_trials_summary_best(store):
+    store.write_unit(_unit("a", "0", "u00000", [0, 1], [1, 2], seed=1))
+    store.write_unit(_unit("a", "0", "u00001", [2], [1, 2], seed=2, shift=5.0))
+    t = store.write_trials()
+    assert list(t.columns) == ["algorithm", "config_id", "fold", "seed", "unit", "fit_seconds",
+                               "eval_seconds", "n_users"]
+    assert set(t["seed"]) == {1, 2} and len(t) == 3
+    assert (store.root / "trials.csv").exists()
+    best = store.best_configs()
+    assert set(best["config_id"]) == {2}  # shifted by +5 on every metric
+    assert store.folds("a") == ["0"]
+    assert store.metric_cutoffs("a") == [("ndcg", 1), ("ndcg", 5), ("precision", 1), ("precision", 5)]
+
+
+def test_duplicate_write_is_idempotent_and_leaves_no_temp(store):
+    u = _unit("a", "0", "u00000", [0], [1, 2])
+    p1 = store.write_unit(u)
+    b1 = p1.read_bytes()
+    store.write_unit(u)
+    assert p1.read_bytes() == b1
+    assert [p.name for p in (store.root / PARTS).iterdir()] == [p1.name]
+    assert store.has_part("a", "0", "u00000") and not store.has_part("a", "1", "u00000")
+
+
+def test_hidden_temp_file_is_not_read(store):
+    store.write_unit(_unit("a", "0", "u00000", [0], [1, 2]))
+    (store.root / PARTS / ".a__0__u00001.parquet.deadbeef.tmp").write_bytes(b"half written")
+    assert len(pd.read_parquet(store.root / PARTS)) == 2 * len(METRICS) * len(CUTOFFS)
+    assert len(store.part_paths()) == 1
+
+
+def test_stale_temporaries_are_removed_fresh_ones_kept(store):
+    import os
+    import time
+
+    part = store.write_unit(_unit("a", "0", "u00000", [0], [1, 2]))
+    old = store.root / PARTS / ".a__0__u00001.parquet.dead.tmp"
+    old_meta = store.root / ".trials.csv.dead.tmp"
+    young = store.root / PARTS / ".a__0__u00002.parquet.live.tmp"
+    for f in (old, old_meta, young):
+        f.write_bytes(b"half written")
+    hours_ago = time.time() - 2 * 3600
+    for f in (old, old_meta):
+        os.utime(f, (hours_ago, hours_ago))
+    assert store.remove_stale_temporaries() == sorted([old, old_meta])
+    assert young.exists() and part.exists() and not old.exists() and not old_meta.exists()
+    assert store.remove_stale_temporaries(older_than_s=-1) == [young]
+    assert [p.name for p in (store.root / PARTS).iterdir()] == [part.name]
+
+
+def test_missing_config_and_unwritable_dir(store, tmp_path):
+    store.write_unit(_unit("a", "0", "u00000", [0], [1, 2]))
+    with pytest.raises(DptuneError, match="no results for config_id"):
+        store.read_matrix("a", "ndcg", 1, "0", [0, 1])
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(DptuneError, match="not writable"):
+        ResultStore(blocker / "res").create()
+
+
+def test_part_metadata_records_seed_and_means(store):
+    u = _unit("a", "0", "u00000", [0], [1, 2], seed=99)
+    p = store.write_unit(u)
+    meta = ResultStore.part_meta(p)
+    assert meta["seed"] == 99
+    assert meta["means"]["0"]["ndcg@1"] == pytest.approx(float(u.values[0][0, 0].mean()))
+    json.dumps(meta)
+
+
+def _strip_layout(path):
+    """Rewrite a part without the ``layout`` key (as an older writer left it)."""
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path)
+    meta = json.loads(table.schema.metadata[b"dptune"])
+    del meta["layout"]
+    n_groups = pq.ParquetFile(path).num_row_groups
+    per = table.num_rows // n_groups
+    schema = table.schema.with_metadata({"dptune": json.dumps(meta, sort_keys=True)})
+    with pq.ParquetWriter(path, schema, compression="zstd") as w:
+        for g in range(n_groups):
+            w.write_table(table.slice(g * per, per).cast(schema), row_group_size=per)
+
+
+def test_read_fold_value_only_path_equals_generic_path_and_read_matrix(store):
+    from dptune.store._store import FoldBuffer
+
+    p1 = store.write_unit(_unit("a", "0", "u00000", [2, 0], [1, 4, 9, 12], seed=3))
+    p2 = store.write_unit(_unit("a", "0", "u00001", [1], [4, 9, 12, 15], seed=4))
+    assert ResultStore.part_meta(p1)["layout"] == "config-major"
+    mcs = store.metric_cutoffs("a")
+    fast = store.read_fold("a", "0", [0, 1, 2], mcs, threads=1)
+    assert fast.users.tolist() == [1, 4, 9, 12, 15]
+    for ids in ([0, 1, 2], [2, 0], [1]):
+        for m, c in mcs:
+            ref_users, ref = store.read_matrix("a", m, c, "0", ids)
+            users, mat = fast.matrix(m, c, ids)
+            assert users.tolist() == ref_users.tolist()
+            np.testing.assert_array_equal(mat, ref)
+    # the same parts without the layout key take the generic path: identical values
+    for p in (p1, p2):
+        _strip_layout(p)
+    slow = ResultStore(store.root).read_fold("a", "0", [0, 1, 2], mcs, threads=2)
+    np.testing.assert_array_equal(slow.values, fast.values)
+    assert slow.users.tolist() == fast.users.tolist()
+    # a buffer serves successive folds of any size from one block of memory
+    store.write_unit(_unit("a", "1", "u00000", [0, 1, 2], [3, 5], seed=5))
+    buf = FoldBuffer()
+    first = ResultStore(store.root).read_fold("a", "0", [0, 1, 2], mcs, buffer=buf)
+    np.testing.assert_array_equal(first.values, fast.values)
+    second = ResultStore(store.root).read_fold("a", "1", [0, 1, 2], mcs, buffer=buf)
+    assert np.shares_memory(first.values, second.values)
+    _, ref = store.read_matrix("a", "ndcg", 5, "1", [0, 1, 2])
+    np.testing.assert_array_equal(second.matrix("ndcg", 5, [0, 1, 2])[1], ref)

@@ -1,0 +1,246 @@
+"""Tests of dptune.trec: readers, error messages, evaluate_run by hand and against ranx."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dptune.errors import DptuneError
+from dptune.metrics import METRICS
+from dptune.store._trec import evaluate_run, read_qrels, read_run, read_train, write_per_user
+
+D = [1.0 / math.log2(r + 1) for r in range(1, 11)]  # disc(1..10)
+
+
+def _write(tmp_path, name: str, text: str):
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# --------------------------------------------------------------------------------------------
+# readers
+# --------------------------------------------------------------------------------------------
+
+
+def test_readers_round_trip(tmp_path):
+    run = _write(
+        tmp_path,
+        "run.txt",
+        "u1 Q0 i10 1 0.9 tagA\n\nu1\tQ0\ti2  2 8e-1 tagA\n  u2 Q0 i10 1 -3 tagA  \n",
+    )
+    df = read_run(run)
+    assert list(df.columns) == ["user", "item", "score", "rank"]
+    assert df["user"].tolist() == ["u1", "u1", "u2"]
+    assert df["item"].tolist() == ["i10", "i2", "i10"]
+    assert df["score"].tolist() == [0.9, 0.8, -3.0]
+    assert df["rank"].tolist() == [1, 2, 1]
+    assert df["score"].dtype == np.float64 and df["rank"].dtype == np.int64
+    assert pd.api.types.is_string_dtype(df["user"]) and pd.api.types.is_string_dtype(df["item"])
+    assert df.attrs["source"] == str(run)
+
+    qrels = read_qrels(_write(tmp_path, "qrels.txt", "1 0 007 4.5\n2 0 7 1\n"))
+    assert qrels["user"].tolist() == ["1", "2"]
+    assert qrels["item"].tolist() == ["007", "7"]  # ids stay strings: "007" != "7"
+    assert qrels["rating"].tolist() == [4.5, 1.0]
+
+    train = read_train(_write(tmp_path, "train.txt", "1 a 5 978300760\n1 a\n2 b x y z\n"))
+    assert train.values.tolist() == [["1", "a"], ["1", "a"], ["2", "b"]]
+
+
+@pytest.mark.parametrize(
+    ("reader", "text", "where", "what"),
+    [
+        (read_run, "u1 Q0 a 1 0.5 t\n\nu1 Q0 b 2 0.4\n", "line 3", "expected 6 fields"),
+        (read_run, "u1 Q0 a 1 0.5 t extra\n", "line 1", "expected 6 fields"),
+        (read_run, "u1 Q0 a 1 0.5 t\nu1 Q0 b 2 high t\n", "line 2", "score 'high'"),
+        (read_run, "u1 Q0 a 1 nan t\n", "line 1", "score 'nan'"),
+        (read_run, "u1 Q0 a 1.5 0.5 t\n", "line 1", "rank '1.5' is not an integer"),
+        (read_run, "u1 Q0 a first 0.5 t\n", "line 1", "rank 'first'"),
+        (read_run, "u1 Q0 a 1 0.5 t\nu1 Q0 a 2 0.4 t\n", "line 2", "twice in the run"),
+        (read_qrels, "u1 0 a 4\nu1 0 b\n", "line 2", "expected 4 fields"),
+        (read_qrels, "u1 0 a four\n", "line 1", "rating 'four'"),
+        (read_qrels, "u1 0 a 4\nu1 0 a 3\n", "line 2", "first at line 1"),
+        (read_train, "u1 a\nu2\n", "line 2", "expected at least 2 fields"),
+    ],
+)
+def test_malformed_lines_name_file_and_line(tmp_path, reader, text, where, what):
+    path = _write(tmp_path, "bad.txt", text)
+    with pytest.raises(DptuneError) as err:
+        reader(path)
+    message = str(err.value)
+    assert message.startswith(f"{path}: {where}: "), message
+    assert what in message
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize("reader", [read_run, read_qrels, read_train])
+def test_empty_missing_and_binary_files(tmp_path, reader):
+    empty = _write(tmp_path, "empty.txt", "\n  \n")
+    with pytest.raises(DptuneError, match="empty file"):
+        reader(empty)
+    with pytest.raises(DptuneError, match="file not found"):
+        reader(tmp_path / "nope.txt")
+    binary = tmp_path / "bin.txt"
+    binary.write_bytes(b"u1 a\n\xff\xfe\n")
+    with pytest.raises(DptuneError, match=r"line 2: not UTF-8"):
+        reader(binary)
+
+
+# --------------------------------------------------------------------------------------------
+# evaluate_run by hand
+# --------------------------------------------------------------------------------------------
+
+RUN = """\
+uA Q0 x 3 0.5 t
+uA Q0 y 1 0.9 t
+uA Q0 z 2 0.5 t
+uA Q0 w 4 0.5 t
+uB Q0 x 1 0.1 t
+uD Q0 y 1 0.7 t
+"""
+# ranking of uA: y (0.9), then the 0.5 tie by rank: z (rank 2), x (rank 3), w (rank 4)
+QRELS = """\
+uA 0 z 5
+uA 0 w 4
+uA 0 y 3
+uB 0 q 4
+uC 0 y 4.5
+uD 0 y 2
+"""
+# threshold 4: relevant uA {z, w}, uB {q} (never ranked), uC {y} (absent from the run);
+# uD has no relevant item and is not evaluated.
+TRAIN = "t1 y\nt2 y\nt3 y\nt4 z\nt1 x\n"
+# users(y) = 3, users(z) = 1, users(x) = 1, w and q unseen; S = 5 pairs, 4 training users
+# EFD: z -log2(1/5), w (unseen) -log2(1/5); EPC: z 1 - 1/4 = 0.75, w 1
+
+
+def _hand(tmp_path, **kwargs):
+    return evaluate_run(
+        read_run(_write(tmp_path, "run", RUN)),
+        read_qrels(_write(tmp_path, "qrels", QRELS)),
+        read_train(_write(tmp_path, "train", TRAIN)),
+        **kwargs,
+    )
+
+
+def _values(df, user, metric):
+    rows = df[(df["user"] == user) & (df["metric"] == metric)]
+    return rows["value"].tolist()
+
+
+def test_evaluate_run_by_hand(tmp_path):
+    df = _hand(tmp_path, cutoffs=(5, 1, 2, 5))  # unsorted, duplicated: becomes 1, 2, 5
+    assert list(df.columns) == ["user", "metric", "cutoff", "value"]
+    assert df["user"].unique().tolist() == ["uA", "uB", "uC"]
+    assert df["metric"].tolist()[:6] == ["ndcg"] * 3 + ["precision"] * 3
+    assert df["cutoff"].tolist()[:3] == [1, 2, 5]
+    assert len(df) == 3 * len(METRICS) * 3
+    # uA ranking y, z, x, w -> hits at ranks 2 (z) and 4 (w); |R| = 2
+    idcg2 = D[0] + D[1]
+    assert _values(df, "uA", "ndcg") == pytest.approx([0, D[1] / idcg2, (D[1] + D[3]) / idcg2])
+    assert _values(df, "uA", "precision") == pytest.approx([0, 1 / 2, 2 / 5])
+    assert _values(df, "uA", "recall") == pytest.approx([0, 1 / 2, 1])
+    assert _values(df, "uA", "mrr") == pytest.approx([0, 1 / 2, 1 / 2])
+    efd_z = efd_w = -math.log2(1 / 5)
+    # EFD@5 = (disc2 efd(z) + disc4 efd(w)) / sum_{r<=5} disc(r): the run has only 4 rows for uA,
+    # the 5th position is empty but still in the denominator
+    assert _values(df, "uA", "efd") == pytest.approx(
+        [0, D[1] * efd_z / sum(D[:2]), (D[1] * efd_z + D[3] * efd_w) / sum(D[:5])]
+    )
+    assert _values(df, "uA", "epc") == pytest.approx(
+        [0, D[1] * 0.75 / sum(D[:2]), (D[1] * 0.75 + D[3] * 1.0) / sum(D[:5])]
+    )
+    # uB ranked only x (not relevant); uC is absent from the run: all zeros
+    for user in ("uB", "uC"):
+        assert (df.loc[df["user"] == user, "value"] == 0).all()
+
+
+def test_evaluate_run_relevance_unaware_and_threshold(tmp_path):
+    df = _hand(tmp_path, cutoffs=(1, 2), relevance_aware=False)
+    # uA: y (efd -log2(3/5), epc 1 - 3/4) at r=1, z at r=2
+    efd_y, efd_z = -math.log2(3 / 5), -math.log2(1 / 5)
+    assert _values(df, "uA", "efd") == pytest.approx([efd_y, (efd_y + D[1] * efd_z) / sum(D[:2])])
+    assert _values(df, "uA", "epc") == pytest.approx([0.25, (0.25 + D[1] * 0.75) / sum(D[:2])])
+    # uB ranked x (efd -log2(1/5), epc 0.75) although it is not relevant
+    assert _values(df, "uB", "epc") == pytest.approx([0.75, 0.75 / sum(D[:2])])
+    # threshold 3: y becomes relevant for uA, hit at rank 1
+    df3 = _hand(tmp_path, cutoffs=(1,), threshold=3)
+    assert _values(df3, "uA", "precision") == [1.0]
+    assert "uD" not in set(df3["user"])
+    with pytest.raises(DptuneError, match="no rating >= 9"):
+        _hand(tmp_path, threshold=9)
+    with pytest.raises(DptuneError, match="cutoffs"):
+        _hand(tmp_path, cutoffs=(0, 5))
+    with pytest.raises(DptuneError, match="threshold"):
+        _hand(tmp_path, threshold="high")
+
+
+def test_score_ties_fall_back_to_file_order(tmp_path):
+    run = read_run(_write(tmp_path, "run", "u Q0 a 1 1.0 t\nu Q0 b 1 1.0 t\n"))
+    qrels = read_qrels(_write(tmp_path, "q", "u 0 b 5\n"))
+    train = read_train(_write(tmp_path, "t", "v a\n"))
+    df = evaluate_run(run, qrels, train, cutoffs=(1, 2))
+    assert _values(df, "u", "mrr") == [0.0, 0.5]  # a (earlier line) first, then b
+
+
+def test_write_per_user_round_trip(tmp_path):
+    df = _hand(tmp_path, cutoffs=(1, 5, 10))
+    out = tmp_path / "per_user.csv"
+    write_per_user(df, out)
+    assert out.read_text().splitlines()[0] == "user,metric,cutoff,value"
+    back = pd.read_csv(out, dtype={"user": str, "metric": str})
+    assert back["user"].tolist() == df["user"].tolist()
+    assert back["metric"].tolist() == df["metric"].tolist()
+    assert back["cutoff"].tolist() == df["cutoff"].tolist()
+    assert back["value"].tolist() == df["value"].tolist()  # exact: full-precision repr
+    with pytest.raises(DptuneError, match="cannot write"):
+        write_per_user(df, tmp_path / "missing-dir" / "x.csv")
+
+
+# --------------------------------------------------------------------------------------------
+# ranx cross-check on a random run written to disk
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_evaluate_run_agrees_with_ranx(tmp_path):
+    ranx = pytest.importorskip("ranx")
+    rng = np.random.default_rng(5)
+    n_users, n_items = 15, 40
+    run_lines, qrel_lines, train_lines = [], [], []
+    run_dict, qrel_dict = {}, {}
+    for u in range(n_users):
+        length = int(rng.integers(3, 25))  # some runs shorter than the cutoff
+        items = rng.choice(n_items, size=length, replace=False)
+        scores = rng.permutation(1000)[:length] / 7.0  # distinct scores
+        run_dict[f"u{u}"] = {}
+        for rank, i in enumerate(items[np.argsort(-scores)], start=1):
+            s = float(np.sort(scores)[::-1][rank - 1])
+            run_lines.append(f"u{u} Q0 i{i} {rank} {s!r} rnd")
+            run_dict[f"u{u}"][f"i{i}"] = s
+        rated = rng.choice(n_items, size=int(rng.integers(2, 12)), replace=False)
+        ratings = rng.integers(1, 6, size=rated.size)
+        ratings[0] = 5  # every user has at least one relevant item
+        qrel_dict[f"u{u}"] = {f"i{i}": 1 for i, r in zip(rated, ratings, strict=True) if r >= 4}
+        qrel_lines += [f"u{u} 0 i{i} {r}" for i, r in zip(rated, ratings, strict=True)]
+        train_lines += [f"u{u} i{i}" for i in rng.choice(n_items, size=5, replace=False)]
+    rng.shuffle(run_lines)  # file order must not matter with distinct scores
+    run = read_run(_write(tmp_path, "run.txt", "\n".join(run_lines) + "\n"))
+    qrels = read_qrels(_write(tmp_path, "qrels.txt", "\n".join(qrel_lines) + "\n"))
+    train = read_train(_write(tmp_path, "train.txt", "\n".join(train_lines) + "\n"))
+    df = evaluate_run(run, qrels, train, cutoffs=(1, 5, 10), threshold=4)
+
+    r_run, r_qrels = ranx.Run(run_dict), ranx.Qrels(qrel_dict)
+    for cutoff in (1, 5, 10):
+        names = {m: f"{m}@{cutoff}" for m in ("ndcg", "precision", "recall", "mrr")}
+        ranx.evaluate(r_qrels, r_run, list(names.values()), return_mean=False)
+        for metric, name in names.items():
+            rows = df[(df["metric"] == metric) & (df["cutoff"] == cutoff)]
+            theirs = [r_run.scores[name][user] for user in rows["user"]]
+            np.testing.assert_allclose(
+                rows["value"].to_numpy(), theirs, rtol=0, atol=1e-9, err_msg=name
+            )

@@ -1,0 +1,254 @@
+"""Tests of dptune.seeds: % of mean, hold-out vs CV test, Kendall tau, configurations, and a tiny
+end-to-end split-seed study on the embedded data."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as sps
+
+from dptune.config import parse_experiment
+from dptune.errors import DptuneError
+from dptune.studies import seeds as seeds
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _exp(tmp_path: Path, extra: str = "", bpr: bool = True):
+    (tmp_path / "knn.toml").write_text("[params.k]\nvalues = [10, 20, 40]\n")
+    text = f"""
+name = "tiny-seeds"
+seed = 3
+[split]
+min_user_interactions = 5
+[evaluation]
+cutoffs = [1, 5, 10]
+[analysis]
+n_pairs = 5
+[[algorithms]]
+name = "userknn"
+type = "userknn"
+grid = "{tmp_path / 'knn.toml'}"
+"""
+    if bpr:
+        (tmp_path / "bpr.toml").write_text(
+            'family = "bpr-mf"\n[params.factors]\nvalues = [4, 8, 16]\n'
+            "[params.iterations]\nvalues = [1, 2]\n[params.learning_rate]\nvalues = [0.05, 0.1]\n"
+            '[derived]\nuser_reg = { from = "learning_rate", scale = 0.05 }\n'
+            'item_reg = { from = "learning_rate", scale = 0.005 }\n')
+        text += f'[[algorithms]]\nname = "bpr-mf"\ntype = "bpr-mf"\ngrid = "{tmp_path / "bpr.toml"}"\n'
+    path = tmp_path / "tiny.toml"
+    path.write_text(text + extra)
+    return path
+
+
+# ------------------------------------------------------------------ % of mean
+
+
+def test_pct_of_mean_sums_to_100_n() -> None:
+    rng = np.random.default_rng(1)
+    for n in (2, 5, 20):
+        v = rng.uniform(0.1, 0.5, n)
+        pct = seeds.pct_of_mean(v)
+        assert pct.sum() == pytest.approx(100.0 * n)
+        assert pct.mean() == pytest.approx(100.0)
+        assert pct == pytest.approx(100 * v / v.mean())
+    assert np.isnan(seeds.pct_of_mean(np.zeros(3))).all()
+
+
+def _cache_frame(rng: np.random.Generator, n_seeds: int = 6) -> pd.DataFrame:
+    """A fake cache: hold-out one fold, CV three folds, two metrics, two cutoffs."""
+    rows = []
+    for i in range(n_seeds):
+        for split, folds in (("holdout", ["0"]), ("cv", ["0", "1", "2"])):
+            for f in folds:
+                for m in ("ndcg", "precision"):
+                    for c in (1, 10):
+                        rows.append(("alg", 0, split, i, 1000 + i, f, 7, m, c,
+                                     rng.uniform(0.2, 0.3), 50, 0.1, 0.1))
+    return pd.DataFrame(rows, columns=seeds._CACHE_COLUMNS)
+
+
+def test_per_seed_table_cv_is_fold_mean_and_pct_mean_is_100() -> None:
+    cache = _cache_frame(np.random.default_rng(2))
+    ps = seeds.per_seed_table(cache, "toy")
+    assert list(ps.columns) == seeds.PER_SEED_COLUMNS
+    g = ps.groupby(["algorithm", "split", "metric", "cutoff"])["pct_of_mean"]
+    assert np.allclose(g.mean(), 100.0)
+    assert np.allclose(g.sum(), 100.0 * 6)
+    want = cache[(cache.split == "cv") & (cache.seed_index == 2) & (cache.metric == "ndcg")
+                 & (cache.cutoff == 10)]["value"].mean()
+    got = ps[(ps.split == "cv") & (ps.seed_index == 2) & (ps.metric == "ndcg") & (ps.cutoff == 10)]
+    assert got["value"].iloc[0] == pytest.approx(want)
+
+
+def test_summary_uses_mann_whitney_on_absolute_deviations() -> None:
+    ps = seeds.per_seed_table(_cache_frame(np.random.default_rng(3), n_seeds=8), "toy")
+    summ = seeds.summarize(ps)
+    assert len(summ) == 4
+    for r in summ.itertuples(index=False):
+        sel = ps[(ps.metric == r.metric) & (ps.cutoff == r.cutoff)]
+        ho = sel.loc[sel.split == "holdout", "pct_of_mean"].to_numpy()
+        cv = sel.loc[sel.split == "cv", "pct_of_mean"].to_numpy()
+        res = sps.mannwhitneyu(np.abs(ho - 100), np.abs(cv - 100), alternative="two-sided")
+        assert r.mwu_p == pytest.approx(res.pvalue)
+        assert r.mwu_u == pytest.approx(res.statistic)
+        # not the signed values, not a paired test
+        assert r.holdout_min_pct == pytest.approx(ho.min())
+        assert r.holdout_max_pct == pytest.approx(ho.max())
+        assert r.holdout_range == pytest.approx(ho.max() - ho.min())
+        assert r.cv_max_abs_dev == pytest.approx(np.abs(cv - 100).max())
+
+
+def test_mann_whitney_detects_a_clear_difference() -> None:
+    rows = []
+    for i in range(10):
+        for split, dev in (("holdout", 10.0), ("cv", 1.0)):
+            sign = 1 if i % 2 else -1
+            rows.append(("d", "a", split, i, "ndcg", 1, 1.0, 100 + sign * dev * (1 + i / 10), i, 0))
+    ps = pd.DataFrame(rows, columns=seeds.PER_SEED_COLUMNS)
+    summ = seeds.summarize(ps)
+    assert summ["mwu_p"].iloc[0] < 1e-3
+    pooled = seeds.pooled_tests(ps, ["ndcg"])
+    assert pooled["mwu_p"].iloc[0] == pytest.approx(summ["mwu_p"].iloc[0])
+
+
+# ------------------------------------------------------------------ Kendall tau and stability
+
+
+def test_kendall_tau_on_a_hand_made_case() -> None:
+    metrics = ["ndcg", "precision", "recall", "mrr"]
+    dps = {0: [1.0, 2.0, 3.0, 4.0], 1: [1.0, 2.0, 4.0, 3.0], 2: [4.0, 3.0, 2.0, 1.0]}
+    rows = [("d", "a", s, m, 10, v) for s, vals in dps.items() for m, v in zip(metrics, vals, strict=True)]
+    grid = pd.DataFrame(rows, columns=["dataset", "algorithm", "seed_index", "metric", "cutoff", "dp"])
+    kt = seeds.kendall_table(grid)
+    at10 = kt[kt.cutoff == "10"].set_index(["seed_a", "seed_b"])["tau"]
+    assert at10[(0, 1)] == pytest.approx(4 / 6)  # one discordant pair of six
+    assert at10[(0, 2)] == pytest.approx(-1.0)
+    assert at10[(1, 2)] == pytest.approx(-4 / 6)
+    assert set(kt.cutoff) == {"10", "all"}
+    assert len(kt) == 6
+
+
+def test_grid_stability_counts_best_configs() -> None:
+    grid = pd.DataFrame({
+        "dataset": "d", "algorithm": "a", "seed_index": [0, 1, 2, 0, 1, 2],
+        "metric": ["ndcg"] * 3 + ["recall"] * 3, "cutoff": 10,
+        "best_config_id": [3, 3, 5, 1, 2, 3], "best_params": ["k=3", "k=3", "k=5", "k=1", "k=2", "k=3"],
+        "dp": [1.0, 2.0, 1.0, 2.0, 1.0, 3.0], "dp_rank": [1, 2, 1, 2, 1, 2]})
+    st = seeds.grid_stability(grid).set_index("metric")
+    assert st.loc["ndcg", "modal_best_config"] == 3
+    assert st.loc["ndcg", "modal_share"] == pytest.approx(2 / 3)
+    assert st.loc["recall", "n_distinct_best"] == 3
+    assert st.loc["recall", "modal_best_config"] == 1  # all tie: the lowest id
+    assert st.loc["ndcg", "top_share"] == pytest.approx(2 / 3)
+
+
+# ------------------------------------------------------------------ settings and configurations
+
+
+def test_default_config_is_the_grid_middle(tmp_path: Path) -> None:
+    exp, st = seeds.load_seed_experiment(_exp(tmp_path))
+    chosen = seeds.resolve_configs(exp, {})
+    assert chosen["userknn"][1] == {"k": 20}  # [10, 20, 40]: the middle
+    cid, cfg = chosen["bpr-mf"]
+    assert (cfg["factors"], cfg["iterations"], cfg["learning_rate"]) == (8, 1, 0.05)
+    assert cfg["user_reg"] == pytest.approx(0.05 * 0.05)
+    assert exp.grids["bpr-mf"].configs()[cid] == cfg
+    chosen = seeds.resolve_configs(exp, {"userknn": 2, "bpr-mf": {"factors": 16, "learning_rate": 0.2}})
+    assert chosen["userknn"] == (2, {"k": 40})
+    assert chosen["bpr-mf"][0] == -1 and chosen["bpr-mf"][1]["item_reg"] == pytest.approx(0.001)
+    with pytest.raises(DptuneError, match="seeds.configs.userknn"):
+        seeds.resolve_configs(exp, {"userknn": 99})
+    with pytest.raises(DptuneError, match="seeds.configs.bpr-mf.alpha"):
+        seeds.resolve_configs(exp, {"bpr-mf": {"alpha": 1}})
+    with pytest.raises(DptuneError, match="no algorithm"):
+        seeds.resolve_configs(exp, {"als": 1})
+
+
+def test_seed_table_is_validated(tmp_path: Path) -> None:
+    exp, st = seeds.load_seed_experiment(_exp(tmp_path, "[seeds]\nn_seeds = 4\n[seeds.configs]\nuserknn = 1\n"))
+    assert st.n_seeds == 4 and st.configs == {"userknn": 1}
+    with pytest.raises(DptuneError, match="seeds.n_sedes"):
+        seeds.load_seed_experiment(_exp(tmp_path, "[seeds]\nn_sedes = 4\n"))
+    with pytest.raises(DptuneError, match="seeds.train_ratio"):
+        seeds.load_seed_experiment(_exp(tmp_path, "[seeds]\ntrain_ratio = 1.5\n"))
+
+
+def test_split_seeds_are_stable_prefixes(tmp_path: Path) -> None:
+    exp, _ = seeds.load_seed_experiment(_exp(tmp_path))
+    a, b = seeds.split_seeds(exp, 3), seeds.split_seeds(exp, 6)
+    assert a == b[:3] and len(set(b)) == 6
+    other = parse_experiment({**{"name": "x", "seed": 4}, "algorithms": [
+        {"name": "userknn", "type": "userknn", "grid": f"{ROOT}/grids/quickstart-knn.toml"}]})
+    assert seeds.split_seeds(other, 3) != a
+
+
+# ------------------------------------------------------------------ end to end
+
+
+@pytest.fixture(scope="module")
+def tiny_study(tmp_path_factory):
+    d = tmp_path_factory.mktemp("seeds")
+    cfg = _exp(d, "[seeds]\nn_seeds = 2\nfolds = 3\ngrid_algorithms = [\"userknn\"]\n")
+    files = seeds.run_seed_study(cfg, out_dir=d / "out", cache_dir=d / "cache", jobs=1,
+                                 progress=False)
+    return d, files
+
+
+def test_end_to_end_writes_every_file(tiny_study) -> None:
+    d, files = tiny_study
+    names = {p.name for p in files}
+    assert {"seeds_per_seed.csv", "seeds_summary.csv", "seeds_summary.md", "seeds_summary.tex",
+            "seeds_grid.csv", "seeds_kendall.csv", "seeds_figure.png", "seeds_figure.svg",
+            "seeds_report.md", "seeds_trials.csv", "seeds_pooled.csv",
+            "seeds_grid_stability.csv"} <= names
+    assert all(p.exists() and p.stat().st_size > 0 for p in files)
+    ps = pd.read_csv(d / "out" / "seeds_per_seed.csv")
+    assert list(ps.columns) == seeds.PER_SEED_COLUMNS
+    assert set(ps.split) == {"holdout", "cv"} and set(ps.algorithm) == {"userknn", "bpr-mf"}
+    assert ps.seed.nunique() == 2
+    g = ps.groupby(["algorithm", "split", "metric", "cutoff"])["pct_of_mean"]
+    assert np.allclose(g.sum(), 200.0)
+    trials = pd.read_csv(d / "out" / "seeds_trials.csv")
+    assert len(trials) == 2 * 2 * (1 + 3)  # seeds x algorithms x (hold-out + 3 folds)
+    assert trials.model_seed.nunique() == len(trials)
+    grid = pd.read_csv(d / "out" / "seeds_grid.csv")
+    assert set(grid.algorithm) == {"userknn"} and grid.seed_index.nunique() == 2
+    assert (grid.n_pairs == 3).all()  # every pair of the 3 configurations
+    kt = pd.read_csv(d / "out" / "seeds_kendall.csv")
+    assert len(kt) == 4  # one seed pair x (3 cutoffs + all)
+    report = (d / "out" / "seeds_report.md").read_text()
+    assert "Mann-Whitney" in report and "seeds_figure.png" in report
+
+
+def test_rerun_resumes_from_the_cache(tiny_study) -> None:
+    d, _ = tiny_study
+    parts = sorted((d / "cache").rglob("*.parquet"))
+    stamps = {p: p.stat().st_mtime_ns for p in parts}
+    before = (d / "out" / "seeds_per_seed.csv").read_bytes()
+    seeds.run_seed_study(_exp(d, "[seeds]\nn_seeds = 2\nfolds = 3\ngrid_algorithms = [\"userknn\"]\n"),
+                         out_dir=d / "out", cache_dir=d / "cache", progress=False)
+    assert {p: p.stat().st_mtime_ns for p in parts} == stamps
+    assert (d / "out" / "seeds_per_seed.csv").read_bytes() == before
+
+
+def test_cli_main(tiny_study, capsys) -> None:
+    d, _ = tiny_study
+    cfg = _exp(d, "[seeds]\nn_seeds = 2\nfolds = 3\ngrid_algorithms = [\"userknn\"]\n")
+    rc = seeds.main([str(cfg), "--out", str(d / "cli"), "--cache", str(d / "cache"), "--no-progress"])
+    assert rc == 0 and (d / "cli" / "seeds_report.md").exists()
+    assert seeds.main([str(cfg), "--seeds", "1", "--out", str(d / "cli")]) == 2
+    assert seeds.main([str(d / "missing.toml")]) == 2
+    assert "dptune:" in capsys.readouterr().err
+    assert not os.path.exists(d / "cli" / "missing")
+
+
+def test_even_grid_takes_the_lower_middle() -> None:
+    exp = parse_experiment({"name": "x", "algorithms": [
+        {"name": "userknn", "type": "userknn", "grid": f"{ROOT}/grids/quickstart-knn.toml"}]})
+    assert seeds.default_config(exp, "userknn") == (2, {"k": 40})  # 10 20 [40] 80 160 320

@@ -1,0 +1,246 @@
+"""Tests of dptune.slices: log-scaled bins, slice DP on a hand-made store, miss rate, and a tiny
+end-to-end slice analysis of a sweep on the embedded data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dptune.analysis import _dp as dp
+from dptune.analysis import _stats as stats
+from dptune.errors import DptuneError
+from dptune.studies import slices as slices
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+# ------------------------------------------------------------------ bins
+
+
+def test_log_bins_are_exact_at_powers() -> None:
+    x = np.array([0, 0.5, 1, 1.9, 2, 3, 4, 7, 8, 15.999, 16, 1023, 1024, 2**40])
+    e = slices.log_bin(x, 2)
+    assert e.tolist() == [-1, -1, 0, 0, 1, 1, 2, 2, 3, 3, 4, 9, 10, 40]
+    assert slices.log_bin(np.array([9, 10, 99, 100, 999, 1000]), 10).tolist() == [0, 1, 1, 2, 2, 3]
+    assert slices.bin_label(3) == "[8, 16)" and slices.bin_label(-1) == "[0, 1)"
+    assert slices.bin_bounds(2, 10) == (100.0, 1000.0)
+    with pytest.raises(DptuneError):
+        slices.log_bin(np.array([-1.0]))
+    with pytest.raises(DptuneError):
+        slices.log_bin(np.array([1.0]), base=1)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.integers(0, 10**6) | st.floats(0, 1e6, allow_nan=False), min_size=1,
+                max_size=60), st.sampled_from([2, 3, 10]))
+def test_bins_are_log_scaled_and_cover_every_user_once(values, base) -> None:
+    feats = pd.DataFrame({"fold": "0", "user": np.arange(len(values), dtype=np.int32),
+                          "history": np.asarray(values, dtype=float)})
+    a = slices.assign_slices(feats, "history", base)
+    assert len(a) == len(values) and a["user"].is_unique  # every user exactly once
+    x = feats["history"].to_numpy()
+    assert (a["lo"].to_numpy() <= x).all() and (x < a["hi"].to_numpy()).all()
+    geo = a[a["bin"] >= 0]
+    assert np.allclose(geo["hi"] / geo["lo"], base)  # geometric (log-scaled) bins
+    assert (geo["lo"] == float(base) ** geo["bin"]).all()
+    members = slices.members_by_slice(a)
+    got = np.sort(np.concatenate([m["0"] for m in members.values()]))
+    assert np.array_equal(got, np.arange(len(values)))
+
+
+# ------------------------------------------------------------------ a hand-made store
+
+
+class ToyStore:
+    """In-memory store: ``values[(metric, cutoff, fold)]`` is ``(n_configs, n_users)``; the users
+    of a fold are ``users[fold]`` (codes, sorted)."""
+
+    def __init__(self, seed: int = 0, n_configs: int = 5, subset: dict | None = None) -> None:
+        rng = np.random.default_rng(seed)
+        self.users = {"0": np.arange(0, 60, dtype=np.int32), "1": np.arange(5, 70, dtype=np.int32)}
+        self.mcs = [("ndcg", 10), ("precision", 10), ("recall", 10)]
+        self.values = {}
+        effect = rng.normal(0, 0.05, n_configs)
+        for fold, users in self.users.items():
+            base = rng.random(len(users))
+            for m, c in self.mcs:
+                v = base[None, :] + effect[:, None] + rng.normal(0, 0.2, (n_configs, len(users)))
+                if m == "precision":
+                    v = np.where(rng.random(v.shape) < 0.3, 0.0, np.abs(v))
+                self.values[(m, c, fold)] = v
+        self.n_configs = n_configs
+        self.subset = subset  # {fold: users kept}: a store of those users only
+
+    def algorithms(self) -> list[str]:
+        return ["alg"]
+
+    def configs(self, algorithm: str) -> pd.DataFrame:
+        return pd.DataFrame({"config_id": np.arange(self.n_configs), "k": 10 * (1 + np.arange(self.n_configs))})
+
+    def hyperparameters(self, algorithm: str) -> list[str]:
+        return ["k"]
+
+    def folds(self, algorithm: str) -> list[str]:
+        return list(self.users)
+
+    def metric_cutoffs(self, algorithm: str) -> list[tuple[str, int]]:
+        return list(self.mcs)
+
+    def read_matrix(self, algorithm, metric, cutoff, fold, config_ids):
+        users = self.users[fold]
+        v = self.values[(metric, int(cutoff), fold)][np.asarray(config_ids)]
+        if self.subset is not None:
+            keep = np.isin(users, self.subset[fold])
+            return users[keep], v[:, keep]
+        return users, v
+
+
+def test_slice_dp_equals_dp_on_the_subset_of_users() -> None:
+    store = ToyStore()
+    pairs = slices.main_pairs(store, "alg", 6, seed=11)
+    subset = {"0": np.arange(10, 40), "1": np.arange(30, 70, 2)}
+    other = {"0": np.arange(0, 10), "1": np.arange(5, 30)}
+    got = slices.slice_dp(store, "alg", pairs, {"a": subset, "b": other}, store.mcs)
+    # 1) by hand: paired tests on the slice's columns, curves averaged over folds
+    for m, c in store.mcs:
+        curves = []
+        for fold in ("0", "1"):
+            users = store.users[fold]
+            keep = np.isin(users, subset[fold])
+            v = store.values[(m, c, fold)]
+            p = stats.paired_pvalues(v[pairs[:, 0]][:, keep], v[pairs[:, 1]][:, keep])
+            curves.append(dp.pvalue_curve(p))
+        want = dp.summarize_curves(np.array(curves))
+        row = got[(got.slice == "a") & (got.metric == m)].iloc[0]
+        assert row.dp == pytest.approx(want.dp)
+        assert row.dp_plus_sd == pytest.approx(want.dp_plus_sd)
+        assert row.n_users_mean == pytest.approx((30 + 20) / 2) and row.n_users_min == 20
+    # 2) the main analysis run on a store that holds only the slice's users
+    ref = dp.analyze(ToyStore(subset=subset), n_pairs=6, seed=11)
+    ref = ref.dp[ref.dp.scope == "all"].set_index("metric")["dp"]
+    a = got[got.slice == "a"].set_index("metric")["dp"]
+    assert np.allclose(a.loc[ref.index], ref)
+
+
+def test_main_pairs_match_the_main_analysis_and_pairs_csv(tmp_path: Path) -> None:
+    store = ToyStore(n_configs=9)
+    an = dp.analyze(store, n_pairs=7, seed=5)
+    want = an.pairs[an.pairs.scope == "all"].sort_values("pair_index")[["config_a", "config_b"]].to_numpy()
+    assert np.array_equal(slices.main_pairs(store, "alg", 7, 5), want)
+    an.write_csv(tmp_path)
+    # pairs.csv wins over sampling (different n_pairs/seed would sample something else)
+    assert np.array_equal(slices.main_pairs(store, "alg", 3, 99, tmp_path), want)
+
+
+def test_slice_metrics_and_miss_rate() -> None:
+    store = ToyStore()
+    members = {"s": {"0": np.array([1, 2, 3]), "1": np.array([5, 6])}}
+    got = slices.slice_metrics(store, "alg", 2, members, store.mcs).set_index("metric")
+    vals, prec = [], []
+    for fold, users in (("0", [1, 2, 3]), ("1", [5, 6])):
+        cols = np.searchsorted(store.users[fold], users)
+        vals.append(store.values[("ndcg", 10, fold)][2, cols])
+        prec.append(store.values[("precision", 10, fold)][2, cols])
+    assert got.loc["ndcg", "mean"] == pytest.approx(np.concatenate(vals).mean())
+    assert got.loc["ndcg", "n_obs"] == 5
+    assert got.loc["ndcg", "miss_rate"] == pytest.approx((np.concatenate(prec) == 0).mean())
+
+
+def test_empty_or_tiny_slices_get_p_one() -> None:
+    store = ToyStore()
+    pairs = slices.main_pairs(store, "alg", 4, seed=1)
+    got = slices.slice_dp(store, "alg", pairs, {"one": {"0": np.array([3])}, "none": {"1": np.array([999])}},
+                          store.mcs[:1])
+    assert np.allclose(got["dp"], len(pairs))
+
+
+# ------------------------------------------------------------------ end to end
+
+
+TINY = """
+name = "tiny-slices"
+seed = 7
+[split]
+folds = 2
+[evaluation]
+cutoffs = [1, 5, 10]
+test_split = false
+[analysis]
+n_pairs = 5
+[[algorithms]]
+name = "userknn"
+type = "userknn"
+grid = "{grid}"
+"""
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    from dptune.analysis._analyze import analyze_results
+    from dptune.config import load_experiment
+    from dptune.sweep._sweep import run_experiment
+
+    d = tmp_path_factory.mktemp("slices")
+    (d / "knn.toml").write_text("[params.k]\nvalues = [10, 20, 40, 80]\n")
+    cfg = d / "tiny.toml"
+    cfg.write_text(TINY.format(grid=d / "knn.toml"))
+    exp = load_experiment(cfg)
+    run_experiment(exp, d / "results", jobs=1, progress=False)
+    analyze_results(d / "results", d / "reports")
+    files = slices.slice_analysis(d / "results", d / "out", d / "reports")
+    return d, files
+
+
+def test_end_to_end_writes_every_file(tiny_run) -> None:
+    d, files = tiny_run
+    names = {p.name for p in files}
+    assert {"slices_dp.csv", "slices_metrics.csv", "slices_bins.csv", "slices_figure.png",
+            "slices_figure.svg", "slices_report.md"} <= names
+    dpt = pd.read_csv(d / "out" / "slices_dp.csv")
+    assert set(dpt.slice_kind) == {"all", "history", "popularity"}
+    # the reference slice "all" reproduces the main analysis exactly
+    main = pd.read_csv(d / "reports" / "dp.csv")
+    main = main[main.scope == "all"].set_index(["metric", "cutoff"])["dp"]
+    ref = dpt[dpt.slice_kind == "all"].set_index(["metric", "cutoff"])["dp"]
+    assert np.allclose(ref.loc[main.index], main)
+    # history bins partition the users of every fold
+    bins = pd.read_csv(d / "out" / "slices_bins.csv")
+    per_kind = bins.groupby(["slice_kind", "fold"])["n_users"].sum().unstack("slice_kind")
+    assert (per_kind["history"] == per_kind["all"]).all()
+    assert (per_kind["popularity"] == per_kind["all"]).all()
+    mt = pd.read_csv(d / "out" / "slices_metrics.csv")
+    assert mt["miss_rate"].between(0, 1).all()
+    assert "Mean training popularity" in (d / "out" / "slices_report.md").read_text()
+
+
+def test_history_is_recomputed_from_each_folds_training_data(tiny_run) -> None:
+    from dptune.config import load_experiment
+    from dptune.sweep._sweep import prepare
+
+    d, _ = tiny_run
+    prep = prepare(load_experiment(d / "tiny.toml"))
+    feats = slices.user_features(prep, ["0", "1"])
+    for fold in ("0", "1"):
+        fd = prep.fold(fold)
+        f = feats[feats.fold == fold]
+        assert np.array_equal(f["user"].to_numpy(), fd.users)
+        assert np.array_equal(f["history"].to_numpy(), np.diff(fd.train.indptr)[fd.users])
+        u = int(fd.users[0])
+        items = fd.relevant[u].indices
+        pop = np.asarray(fd.train[:, items].sum(axis=0)).ravel()
+        assert f["popularity"].iloc[0] == pytest.approx(pop.mean())
+
+
+def test_cli_main_and_errors(tiny_run, capsys) -> None:
+    d, _ = tiny_run
+    assert slices.main([str(d / "results"), "--out", str(d / "cli"), "--base", "10"]) == 0
+    dpt = pd.read_csv(d / "cli" / "slices_dp.csv")
+    assert set(dpt.loc[dpt.slice_kind == "history", "lo"]) <= {1.0, 10.0, 100.0, 1000.0}
+    assert slices.main([str(d / "nowhere"), "--out", str(d / "cli")]) == 2
+    assert slices.main([str(d / "results"), "--out", str(d / "cli"), "--base", "1"]) == 2
+    assert "dptune:" in capsys.readouterr().err

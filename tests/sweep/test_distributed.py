@@ -1,0 +1,261 @@
+"""Distributed and crash-safe sweeps (issue 5), with real worker processes.
+
+Each scenario shares one sweep between three ``dptune worker`` processes on one optuna storage
+(SQLite, journal file, PostgreSQL): worker K starts alone and is killed with SIGKILL once it
+has written a part and is computing the next one; workers A and B then run concurrently and
+must detect K's dead trial by its stale heartbeat (optuna's, or dptune's for the journal), redo
+its unit, and leave exactly one part per unit; ``dptune analyze`` of that store (dp.csv,
+pvalues.csv, pairs.csv) is byte-identical to a single-process run. A last test kills
+``dptune run`` itself and runs it again.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import RESULTS, UNITS, write_experiment
+
+from dptune.cli import main
+from dptune.config import load_experiment
+from dptune.sweep._sweep import status
+
+NAME = "dist"
+COMPARED = ("dp.csv", "pvalues.csv", "pairs.csv")
+# a killed worker is stale after 3 s here (10 / 30 s by default)
+FAST_HEARTBEAT = {"DPTUNE_HEARTBEAT_INTERVAL": "1", "DPTUNE_HEARTBEAT_GRACE": "3"}
+TIMEOUT = 240
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ, **FAST_HEARTBEAT)
+    env.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1",
+               NUMBA_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+    return env
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory) -> tuple[Path, Path]:
+    """The tiny experiment run in one process: (experiment TOML, reports directory)."""
+    d = tmp_path_factory.mktemp("reference")
+    cfg = write_experiment(d / "exp", name=NAME)
+    assert main(["run", str(cfg), "--results", str(d / "results"), "--reports",
+                 str(d / "reports"), "--no-progress", "--jobs", "1"]) == 0
+    return cfg, d / "reports"
+
+
+def _worker(cfg: Path, storage: str, results: Path, log: Path) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "dptune.cli", "worker", str(cfg), "--storage", storage,
+           "--results", str(results)]
+    return subprocess.Popen(cmd, stdout=log.open("w"), stderr=subprocess.STDOUT, env=_env(),
+                            cwd=str(cfg.parent))
+
+
+def _parts(results: Path) -> dict[str, int]:
+    """Finished parts and their mtimes (ns)."""
+    parts = results / "per_user.parquet"
+    if not parts.is_dir():
+        return {}
+    return {p.name: p.stat().st_mtime_ns for p in parts.glob("*.parquet")}
+
+
+class _Watch:
+    """Reads the sweep's optuna studies through one storage connection (polled every 20 ms)."""
+
+    def __init__(self, url: str, results: Path) -> None:
+        from dptune.sweep._sweep import open_storage
+
+        self.results = results
+        self.storage = open_storage(url, results)
+
+    def trials(self) -> list:
+        """Every trial of the sweep, each with its ``algorithm`` as a plain attribute."""
+        import optuna
+
+        out = []
+        for s in optuna.get_all_study_summaries(self.storage):
+            if s.study_name.startswith(f"{NAME}/"):
+                study = optuna.load_study(study_name=s.study_name, storage=self.storage)
+                for t in study.get_trials(deepcopy=True):
+                    t.algorithm = s.study_name.split("/")[1]
+                    out.append(t)
+        return out
+
+    def computing(self) -> bool:
+        """Some trial is computing a unit and at least one part is written."""
+        from optuna.trial import TrialState
+
+        return bool(_parts(self.results)) and any(
+            t.state == TrialState.RUNNING and t.user_attrs.get("state") == "computing"
+            for t in self.trials())
+
+
+def _kill_when_computing(proc: subprocess.Popen, watch: _Watch, log: Path) -> dict[str, int]:
+    """SIGKILL ``proc`` once it has written a part and is computing another; the parts then."""
+    deadline = time.monotonic() + TIMEOUT
+    while not watch.computing():
+        assert proc.poll() is None, f"the worker ended before it could be killed:\n{log.read_text()}"
+        assert time.monotonic() < deadline, log.read_text()
+        time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    parts = _parts(watch.results)
+    assert 1 <= len(parts) < UNITS
+    return parts
+
+
+def _wait(proc: subprocess.Popen, log: Path) -> int:
+    try:
+        rc = proc.wait(timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        pytest.fail(f"worker did not finish in {TIMEOUT} s:\n{log.read_text()[-3000:]}")
+    assert rc == 0, log.read_text()[-3000:]
+    return rc
+
+
+def _computed(log: Path) -> int:
+    m = re.search(r"worker finished: (\d+) units computed here", log.read_text())
+    assert m, log.read_text()[-3000:]
+    return int(m.group(1))
+
+
+def _check_store(results: Path) -> None:
+    """Exactly one part per unit and one result per (algorithm, config, fold): no duplicates."""
+    names = sorted(_parts(results))
+    assert len(names) == UNITS, names
+    df = pd.read_parquet(results / "per_user.parquet", columns=["algorithm", "config_id", "fold",
+                                                                "user", "metric", "cutoff"])
+    keys = df[["algorithm", "config_id", "fold"]].drop_duplicates()
+    assert len(keys) == RESULTS
+    assert not df.duplicated().any()
+    # (a worker killed while writing may leave a hidden .tmp file: every reader ignores it)
+
+
+def _scenario(tmp_path: Path, reference: tuple[Path, Path], storage: str | None,
+              monkeypatch: pytest.MonkeyPatch) -> None:
+    _, ref_reports = reference
+    cfg = write_experiment(tmp_path / "exp", name=NAME)  # same set-up, own directory
+    results = tmp_path / "results"
+    url = storage or f"sqlite:///{results}/optuna.db"
+    logs = {w: tmp_path / f"{w}.log" for w in "KAB"}
+
+    # K alone: kill -9 once it has written a part and is computing another one.
+    k = _worker(cfg, url, results, logs["K"])
+    (results / "per_user.parquet").mkdir(parents=True, exist_ok=True)
+    watch = _Watch(url, results)
+    by_k = _kill_when_computing(k, watch, logs["K"])
+    st = status(None, results, storage)
+    assert sum(a["done"] for a in st["algorithms"].values()) == len(by_k)
+    assert sum(a["remaining"] for a in st["algorithms"].values()) == UNITS - len(by_k)
+    # K's unit is "running" until its heartbeat is stale (30 s here), then failed and queued
+    # again; not at all if K died after writing its part
+    assert sum(a["running"] + a["queued"] for a in st["algorithms"].values()) <= 1
+    assert sum(a["failed"] for a in st["algorithms"].values()) == 0
+
+    # A and B together finish the sweep, K's unit included.
+    a = _worker(cfg, url, results, logs["A"])
+    b = _worker(cfg, url, results, logs["B"])
+    _wait(a, logs["A"])
+    _wait(b, logs["B"])
+    _check_store(results)
+    after_workers = _parts(results)
+    assert {n: after_workers[n] for n in by_k} == by_k  # K's parts were never rewritten
+    # live duplicates wait for the owner's part: every unit is computed once (K's by A or B)
+    assert _computed(logs["A"]) + _computed(logs["B"]) == UNITS - len(by_k)
+
+    from optuna.trial import TrialState
+
+    dead = [t for t in watch.trials() if t.user_attrs.get("worker", "").endswith(f":{k.pid}")
+            and t.state != TrialState.COMPLETE]
+    assert len(dead) == 1  # the trial K was computing when it died
+    t = dead[0]
+    if f"{t.algorithm}__{t.params['fold']}__{t.user_attrs['unit']}.parquet" in by_k:
+        # K died between writing the part and closing its trial: nobody needs that point
+        assert t.state in (TrialState.RUNNING, TrialState.FAIL)
+    else:
+        assert t.state == TrialState.FAIL  # found stale, failed, its unit redone by A or B
+
+    # dptune status, from the results directory, and from the storage alone (a machine that
+    # does not see the results directory: done = grid points with a COMPLETE trial)
+    assert main(["status", str(results), *(["--storage", url] if storage else [])]) == 0
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert main(["status", "--config", str(cfg), "--storage", url]) == 0
+    st = status(load_experiment(cfg), elsewhere / "results" / NAME, url)
+    assert st["source"] == "optuna"
+    assert {a: (v["done"], v["remaining"]) for a, v in st["algorithms"].items()} == {
+        "userknn": (2, 0), "bpr-mf": (4, 0)}
+
+    # the analysis of the shared store equals the single-process one, byte for byte
+    assert main(["analyze", str(results), "--reports", str(tmp_path / "reports")]) == 0
+    for name in COMPARED:
+        assert (tmp_path / "reports" / name).read_bytes() == (ref_reports / name).read_bytes(), name
+    assert _parts(results) == after_workers
+
+
+def _status_lines(out: str) -> dict[str, list[int]]:
+    rows = {}
+    for line in out.splitlines():
+        parts = line.split()
+        if parts and parts[0] in ("userknn", "bpr-mf"):
+            rows[parts[0]] = [int(x) for x in parts[1:]]
+    return rows
+
+
+def test_sqlite_two_workers_and_a_killed_one(tmp_path, reference, capsys, monkeypatch):
+    _scenario(tmp_path, reference, None, monkeypatch)
+    out = capsys.readouterr().out
+    # total, done, running, failed, remaining: the killed worker's unit is done, not failed
+    assert _status_lines(out) == {"userknn": [2, 2, 0, 0, 0], "bpr-mf": [4, 4, 0, 0, 0]}
+
+
+def test_journal_two_workers_and_a_killed_one(tmp_path, reference, monkeypatch):
+    _scenario(tmp_path, reference, str(tmp_path / "sweep.journal"), monkeypatch)
+
+
+@pytest.mark.postgres
+def test_postgres_two_workers_and_a_killed_one(tmp_path, reference, pg_url, monkeypatch):
+    import optuna
+
+    def clean() -> None:
+        for s in optuna.get_all_study_summaries(pg_url):
+            if s.study_name.startswith(f"{NAME}/"):
+                optuna.delete_study(study_name=s.study_name, storage=pg_url)
+
+    clean()  # a study left by an earlier run on the same server would be resumed, not tested
+    try:
+        _scenario(tmp_path, reference, pg_url, monkeypatch)
+    finally:
+        clean()
+
+
+def test_run_killed_then_rerun_keeps_finished_units(tmp_path, monkeypatch):
+    """``dptune run`` killed with SIGKILL mid-sweep; the same command finishes the sweep without
+    recomputing a finished unit (it waits out the dead trial's heartbeat, then redoes that unit)."""
+    cfg = write_experiment(tmp_path / "exp", name=NAME)
+    results = tmp_path / "results"
+    log = tmp_path / "run.log"
+    cmd = [sys.executable, "-m", "dptune.cli", "run", str(cfg), "--results", str(results),
+           "--no-progress", "--no-analyze", "--jobs", "1"]
+    proc = subprocess.Popen(cmd, stdout=log.open("w"), stderr=subprocess.STDOUT, env=_env(),
+                            cwd=str(tmp_path))
+    (results / "per_user.parquet").mkdir(parents=True, exist_ok=True)
+    before = _kill_when_computing(proc, _Watch(f"sqlite:///{results}/optuna.db", results), log)
+
+    for key, value in FAST_HEARTBEAT.items():
+        monkeypatch.setenv(key, value)
+    assert main(["run", str(cfg), "--results", str(results), "--no-progress", "--no-analyze"]) == 0
+    _check_store(results)
+    after = _parts(results)
+    assert {n: after[n] for n in before} == before
+    trials = pd.read_csv(results / "trials.csv")
+    assert len(trials) == RESULTS and not trials.duplicated(["algorithm", "config_id", "fold"]).any()
