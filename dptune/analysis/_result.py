@@ -1,0 +1,96 @@
+"""The analysis result: every table the analysis computes for one result store, as data.
+
+:func:`dptune.analyze` returns an :class:`AnalysisResult`; it holds DataFrames only (no
+Markdown, no figures) so that computing stays separate from writing. ``dptune.Report.build``
+renders it (tables, figures, report.md / report.html); :meth:`AnalysisResult.write_data` writes
+the data files (dp.csv, curves.csv, ...) that a report lists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from dptune._atomic import atomic_path
+from dptune.vocab import CSV_FLOAT
+
+__all__ = ["AnalysisResult", "DATA_FILES"]
+
+#: Data file written for each non-empty table attribute, in writing order.
+DATA_FILES: dict[str, str] = {
+    "pairs": "pairs.csv",
+    "pvalues": "pvalues.csv",
+    "dp": "dp.csv",
+    "curves": "curves.csv",
+    "ranking": "metric_ranking.csv",
+    "noise_floor": "noise_floor.csv",
+    "noise_curves": "noise_curves.csv",
+    "noise_pvalues": "noise_pvalues.csv",
+    "importance": "importance.csv",
+    "best": "best_configs.csv",
+    "verdict": "verdict.csv",
+}
+
+
+@dataclass
+class AnalysisResult:
+    """Everything computed by the analysis of one store (long DataFrames, sorted, reproducible).
+
+    - ``options``: the validated analysis options used (``AnalysisOptions``; a mapping of its
+      fields until that class exists).
+    - ``manifest``: the store's manifest (data set, split, evaluation, seeds, versions).
+    - ``pairs``, ``pvalues``, ``dp``, ``curves``: as :class:`dptune.analysis.Analysis`
+      documents them (dp.csv is the paper's DP per algorithm, scope, metric and cutoff).
+    - ``ranking``: bootstrap P(metric A more discriminative than B), or None without bootstrap.
+    - ``replicates``: bootstrap DP replicates per (algorithm, scope, metric, cutoff), or None.
+    - ``noise_floor`` (DP beside its A/A floor, :func:`compare_with_floor`), ``noise_curves``,
+      ``noise_pvalues``: None without noise-floor runs.
+    - ``importance``: fANOVA / PED-ANOVA importances, or None when off.
+    - ``best``: the best configuration per metric@cutoff (validation mean, test value).
+    - ``datasets``: Table 1 rows (dataset, users, items, ratings, sparsity).
+    - ``without_dp``: algorithm -> the reason it has no DP (e.g. a single configuration).
+    - ``verdict``: one row per (algorithm, cutoff) with the recommended tuning metric and its
+      evidence, or None (issue 13).
+    """
+
+    options: Any
+    manifest: Mapping[str, Any]
+    primary: tuple[str, int]
+    pairs: pd.DataFrame
+    pvalues: pd.DataFrame
+    dp: pd.DataFrame
+    curves: pd.DataFrame
+    best: pd.DataFrame
+    datasets: pd.DataFrame
+    ranking: pd.DataFrame | None = None
+    replicates: Any = None
+    noise_floor: pd.DataFrame | None = None
+    noise_curves: pd.DataFrame | None = None
+    noise_pvalues: pd.DataFrame | None = None
+    importance: pd.DataFrame | None = None
+    without_dp: dict[str, str] = field(default_factory=dict)
+    verdict: pd.DataFrame | None = None
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """The non-empty data tables by attribute name, in :data:`DATA_FILES` order."""
+        out = {}
+        for name in DATA_FILES:
+            df = getattr(self, name)
+            if df is not None:
+                out[name] = df
+        return out
+
+    def write_data(self, out: str | Path) -> list[Path]:
+        """Write every data table as CSV into ``out`` (atomically); return the paths."""
+        out = Path(out)
+        written = []
+        for name, df in self.tables().items():
+            path = out / DATA_FILES[name]
+            with atomic_path(path, fsync=False) as tmp:
+                df.to_csv(tmp, index=False, float_format=CSV_FLOAT, lineterminator="\n")
+            written.append(path)
+        return written
