@@ -7,7 +7,7 @@ the figure saver), ``_settings`` and ``_selection`` (report sections), ``_report
 
 # _report first: it reaches dptune.analysis, whose package (until it stops importing this one)
 # imports dptune.report._report back; importing it first keeps that cycle harmless.
-from dptune.report._report import write_report
+from dptune.report._report import Report, write_report
 
 # isort: split
 from dptune.report._figures import (
@@ -31,6 +31,7 @@ from dptune.vocab import (
 )
 
 __all__ = [
+    "Report",
     "ALGORITHM_NAMES",
     "METRIC_NAMES",
     "TABLE_METRIC_ORDER",

@@ -16,11 +16,15 @@ tables need ``\\usepackage{booktabs}``.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
+from dptune._atomic import write_bytes
 from dptune.errors import input_error
+from dptune.report._document import INTRO, ReportFigure, Section, core_sections, primary_line
 from dptune.report._figures import (
     FIG_DPI,
     MAX_PANEL_COLUMNS,
@@ -29,7 +33,6 @@ from dptune.report._figures import (
     figure_pixel_size,
     save_figure,
 )
-from dptune.report._format import fmt_setting
 from dptune.report._inputs import (
     BEST_INPUT,
     CURVE_INPUT,
@@ -38,9 +41,9 @@ from dptune.report._inputs import (
     require,
     scope_all,
 )
-from dptune.report._selection import best_table_md, sakai_table_md, selection_sentences
-from dptune.report._settings import find_setting, flatten, settings_rows
-from dptune.report._table import Block, Cell, Table, simple_block
+from dptune.report._selection import selection_sentences
+from dptune.report._settings import settings_rows
+from dptune.report._table import Block, Cell, Table
 from dptune.report._tables import one_at_a_time_table, table1, table3, table4, table5
 from dptune.vocab import (
     ALGORITHM_NAMES,
@@ -74,15 +77,191 @@ __all__ = [
     "save_figure",
     "settings_rows",
     "selection_sentences",
+    "Report",
     "write_report",
 ]
 
 
+def _no_dp_reason(store: Any, algorithm: str) -> str:
+    """Why an algorithm of the store has no DP row (named under Table 3)."""
+    n = len(store.configs(algorithm))
+    if n < 2:
+        return (
+            f"it has {n} configuration, so there is no pair of configurations to compare "
+            "(its results are in the best-configuration table)"
+        )
+    return f"none of its {n} configurations has validation results to pair"
+
+
+@dataclass
+class Report:
+    """A rendered analysis: the paper's tables, Figure 1 per cutoff and the report's sections.
+
+    ``tables`` maps ``table1``, ``table3``, ``table4``, ``table5``, ``one_at_a_time`` to
+    :class:`~dptune.report._table.Table` objects (``to_markdown()``, ``to_csv()``,
+    ``to_latex()``, ``to_dataframe()``); ``figures`` maps file stems to
+    :class:`~dptune.report._document.ReportFigure`; ``sections`` are report.md's sections in
+    order. :meth:`write` writes the analysis' data files, every table, every figure and
+    report.md; a rerun writes identical bytes.
+
+    >>> rep = Report.build(store, result)  # doctest: +SKIP
+    >>> rep.tables["table3"].to_latex()  # doctest: +SKIP
+    >>> rep.write("reports/quickstart")  # doctest: +SKIP
+    """
+
+    title: str | None
+    primary: tuple[str, int]
+    tables: dict[str, Table]
+    figures: dict[str, ReportFigure]
+    sections: list[Section]
+    result: Any = None
+    extra_files: list[str] = field(default_factory=list)
+
+    @classmethod
+    def build(cls, store: Any, result: Any) -> Report:
+        """The report of ``result`` (a :class:`dptune.analysis.AnalysisResult`) of ``store``.
+
+        Adds to the tables and figures the analysis' sections: the bootstrap metric ranking
+        (when ``result.ranking`` is set), the A/A noise floor and hyperparameter importance
+        (when ``result.importance`` is set).
+        """
+        from dptune.report._importance import importance_section
+        from dptune.report._sections import (
+            experiment_settings,
+            metric_ranking_section,
+            noise_section,
+        )
+
+        primary = (str(result.primary[0]), int(result.primary[1]))
+        sections: list[tuple[str, str]] = []
+        if result.ranking is not None and not result.ranking.empty:
+            body = metric_ranking_section(result, primary[1])
+            sections.append(("Metric ranking (bootstrap)", body))
+        sections.append(("Noise floor (A/A pairs)", noise_section(store, result)))
+        if result.importance is not None:
+            sections.append(
+                (
+                    "Hyperparameter importance (optuna) beside DP dominance",
+                    importance_section(store, result),
+                )
+            )
+        noise = None
+        if result.noise_floor is not None and not result.noise_floor.empty:
+            noise = result.noise_curves[["algorithm", "cutoff", "metric", "position", "mean"]]
+        without_dp = dict(result.without_dp)
+        with_dp = set(result.dp["algorithm"])
+        for alg in store.algorithms():
+            if alg not in with_dp and alg not in without_dp:
+                without_dp[alg] = _no_dp_reason(store, alg)
+        rep = cls.from_frames(
+            result.dp,
+            result.curves,
+            result.datasets,
+            result.best,
+            experiment_settings(result.manifest, result.options),
+            primary=primary,
+            noise_floor=noise,
+            extra_sections=sections,
+            without_dp=without_dp,
+        )
+        rep.result = result
+        return rep
+
+    @classmethod
+    def from_frames(
+        cls,
+        dp: pd.DataFrame,
+        curves: pd.DataFrame,
+        datasets: pd.DataFrame | None,
+        best: pd.DataFrame | None,
+        settings: Mapping[str, object] | None,
+        primary: tuple[str, int] = ("ndcg", 10),
+        noise_floor: pd.DataFrame | None = None,
+        extra_sections: Sequence[tuple[str, str]] | None = None,
+        hyperparameter_order: Mapping[str, Sequence[object]] | None = None,
+        title: str | None = None,
+        without_dp: Mapping[str, str] | None = None,
+    ) -> Report:
+        """A report from the analysis' frames (see :func:`write_report` for the arguments)."""
+        dp = require(dp, DP_INPUT, "dp")
+        curves = require(curves, CURVE_INPUT, "curves")
+        check_unique(dp, ["algorithm", "scope", "metric", "cutoff"], "dp")
+        check_unique(curves, ["algorithm", "scope", "metric", "cutoff", "position"], "curves")
+        if best is not None:
+            best = require(best, BEST_INPUT, "best")
+        metric, cutoff = str(primary[0]), int(primary[1])
+        primary = (metric, cutoff)
+        all_scope = scope_all(dp)
+        if all_scope[(all_scope["metric"] == metric) & (all_scope["cutoff"] == cutoff)].empty:
+            pairs = zip(all_scope["metric"], all_scope["cutoff"], strict=True)
+            available = sorted({f"{m}@{c}" for m, c in pairs})
+            raise input_error(
+                "primary",
+                f"{metric}@{cutoff}",
+                f"no DP in scope 'all' for it (available: {', '.join(available) or 'none'})",
+            )
+        tables = {
+            t.name: t
+            for t in (
+                table1(datasets),
+                table3(dp),
+                table4(dp),
+                table5(dp, primary, hyperparameter_order),
+                one_at_a_time_table(dp, primary, hyperparameter_order),
+            )
+        }
+        fig_cutoffs = sorted(curves.loc[curves["scope"] == "all", "cutoff"].unique().tolist())
+        figures: dict[str, ReportFigure] = {}
+        for n in [cutoff] + [c for c in fig_cutoffs if c != cutoff]:
+            if n not in fig_cutoffs:
+                continue
+            stem = "figure1" if n == cutoff else f"figure1_at{int(n)}"
+            fig = figure1(curves, dp, int(n), noise_floor)
+            figures[stem] = ReportFigure(stem, int(n), fig)
+        sections = core_sections(
+            tables, figures, dp, best, settings, primary, noise_floor is not None, without_dp
+        )
+        sections += [Section(t, str(b)) for t, b in extra_sections or []]
+        name = title or (str(settings["name"]) if settings and "name" in settings else None)
+        return cls(name, primary, tables, figures, sections)
+
+    def file_names(self) -> list[str]:
+        """Names of the files :meth:`write` writes, in writing order (the "Files" section)."""
+        names = [f"{t}.{ext}" for t in self.tables for ext in ("md", "csv", "tex")]
+        names += [f"{stem}.{ext}" for stem in self.figures for ext in ("png", "svg")]
+        return names + ["report.md"]
+
+    def to_markdown(self) -> str:
+        """report.md: title, introduction, every section, and the list of files written."""
+        head = f"# dptune report{': ' + self.title if self.title else ''}"
+        files = ", ".join(f"`{f}`" for f in self.file_names())
+        parts = [head, INTRO, primary_line(self.primary)]
+        parts += [s.to_markdown() for s in self.sections]
+        parts.append(Section("Files", files).to_markdown())
+        text = "\n\n".join(parts)
+        while "\n\n\n" in text:
+            text = text.replace("\n\n\n", "\n\n")
+        return text.rstrip("\n") + "\n"
+
+    def write(self, out_dir: str | Path) -> list[Path]:
+        """Write the data files (when built from a result), every table as ``.md``/``.csv``/
+        ``.tex``, every figure as PNG and SVG, and report.md into ``out_dir``; return the paths."""
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        written: list[Path] = []
+        if self.result is not None:
+            written += self.result.write_data(out)
+        for table in self.tables.values():
+            written += _write_table(out, table)
+        for fig in self.figures.values():
+            written += save_figure(fig.figure, out / fig.stem)
+        written.append(_write_text(out / "report.md", self.to_markdown()))
+        return written
+
+
 def _write_text(path: Path, text: str) -> Path:
-    """Write UTF-8 text with ``\\n`` line ends (byte-stable across platforms)."""
-    with open(path, "w", encoding="utf-8", newline="\n") as fh:
-        fh.write(text)
-    return path
+    """Write UTF-8 text with ``\\n`` line ends atomically (byte-stable across platforms)."""
+    return write_bytes(path, text.encode("utf-8"), fsync=False)
 
 
 def _write_table(out_dir: Path, table: Table) -> list[Path]:
@@ -110,9 +289,13 @@ def write_report(
 ) -> list[Path]:
     """Write every table, Figure 1 and ``report.md`` into ``out_dir``; return the paths written.
 
+    The frame-level entry point (external runs, callers without a result store);
+    ``Report.build(store, result).write(out)`` is the one for a store's analysis.
+
     Args:
         out_dir: output folder (created if needed; existing files of the same names overwritten).
-        dp: DP rows from :func:`dptune.analysis._dp.analyze` (scopes ``all``, ``<h>=<v>``, ``only:<h>``).
+        dp: DP rows from :func:`dptune.analysis._dp.analyze` (scopes ``all``, ``<h>=<v>``,
+            ``only:<h>``).
         curves: averaged p-value curves (``algorithm, scope, metric, cutoff, position, mean, sd``).
         datasets: Table 1 statistics (``dataset, users, items, ratings, sparsity`` as a fraction).
         best: best configuration per metric@cutoff on validation and its test value (may be
@@ -134,130 +317,17 @@ def write_report(
         DptuneError: a required column is missing, keys are duplicated, or the primary
             metric@cutoff has no DP in scope ``all``.
     """
-    out = Path(out_dir)
-    dp = require(dp, DP_INPUT, "dp")
-    curves = require(curves, CURVE_INPUT, "curves")
-    check_unique(dp, ["algorithm", "scope", "metric", "cutoff"], "dp")
-    check_unique(curves, ["algorithm", "scope", "metric", "cutoff", "position"], "curves")
-    if best is not None:
-        best = require(best, BEST_INPUT, "best")
-    metric, cutoff = str(primary[0]), int(primary[1])
-    primary = (metric, cutoff)
-    all_scope = scope_all(dp)
-    if all_scope[(all_scope["metric"] == metric) & (all_scope["cutoff"] == cutoff)].empty:
-        available = sorted(
-            {f"{m}@{c}" for m, c in zip(all_scope["metric"], all_scope["cutoff"], strict=True)}
-        )
-        raise input_error(
-            "primary",
-            f"{metric}@{cutoff}",
-            f"no DP in scope 'all' for it (available: {', '.join(available) or 'none'})",
-        )
-    out.mkdir(parents=True, exist_ok=True)
-    written: list[Path] = []
-
-    t1 = table1(datasets)
-    t3 = table3(dp)
-    t4 = table4(dp)
-    t5 = table5(dp, primary, hyperparameter_order)
-    t_one = one_at_a_time_table(dp, primary, hyperparameter_order)
-    for t in (t1, t3, t4, t5, t_one):
-        written += _write_table(out, t)
-
-    fig_cutoffs = sorted(curves.loc[curves["scope"] == "all", "cutoff"].unique().tolist())
-    figures: dict[int, str] = {}
-    for n in [cutoff] + [c for c in fig_cutoffs if c != cutoff]:
-        if n not in fig_cutoffs:
-            continue
-        stem = "figure1" if n == cutoff else f"figure1_at{int(n)}"
-        fig = figure1(curves, dp, int(n), noise_floor)
-        written += save_figure(fig, out / stem)
-        figures[int(n)] = stem
-
-    # report.md
-    name = title or (str(settings["name"]) if settings and "name" in settings else None)
-    lines = [f"# dptune report{': ' + name if name else ''}", ""]
-    lines += [
-        "Discriminative power (DP) of evaluation metrics over hyperparameter grids, after Anelli "
-        "et al. (RecSys 2019): for sampled pairs of configurations, paired t-test p-values per "
-        "fold, sorted decreasingly and averaged over folds; DP is the sum of the averaged curve. "
-        "Lower DP = more discriminative.",
-        "",
-        f"Primary metric: {display_metric(metric, cutoff)}.",
-        "",
-        "## Data sets",
-        "",
-        t1.to_markdown(),
-        "## Experiment settings",
-        "",
-        simple_block(["Setting", "Value"], settings_rows(settings), [False, False]).to_markdown(),
-        "",
-        "## Discriminative power of the metrics (Table 3)",
-        "",
-        t3.to_markdown(),
-        *[f"- No DP for {display_algorithm(a)}: {why}." for a, why in (without_dp or {}).items()],
-        "",
-        "## Best and worst metric (Table 4)",
-        "",
-        t4.to_markdown(),
-    ]
-    if t5.blocks:
-        lines += ["## Dominant hyperparameter (Table 5)", "", t5.to_markdown()]
-    if t_one.blocks:
-        lines += ["## One hyperparameter at a time", "", t_one.to_markdown()]
-    sakai = sakai_table_md(dp, cutoff)
-    if sakai:
-        alpha = find_setting(flatten(settings or {}), ("alpha", "significance_level"))
-        level = f"alpha = {fmt_setting(alpha[1])}" if alpha else "the configured alpha"
-        lines += [
-            "## Sakai-style DP",
-            "",
-            f"Share of the sampled pairs whose p-value is below {level} (mean ± sd over "
-            f"folds), N = {cutoff}, scope all; higher is more discriminative.",
-            "",
-            sakai,
-            "",
-        ]
-    lines += ["## P-value curves (Figure 1)", ""]
-    if cutoff in figures:
-        lines += [
-            f"![Averaged p-value curves per metric with ±1 sd bands, N = {cutoff}]"
-            f"({figures[cutoff]}.png)",
-            "",
-            f"Figure 1: averaged p-value curves at N = {cutoff}, one panel per algorithm "
-            f"([SVG]({figures[cutoff]}.svg))"
-            + ("; dashed: A/A noise floor." if noise_floor is not None else "."),
-            "",
-        ]
-        others = [n for n in figures if n != cutoff]
-        if others:
-            lines += [
-                "Other cutoffs: " + ", ".join(f"[N = {n}]({figures[n]}.png)" for n in others) + ".",
-                "",
-            ]
-    else:
-        lines += [f"No p-value curves at N = {cutoff}.", ""]
-    lines += ["## Best configuration per metric", ""]
-    if best is not None and len(best):
-        lines += [
-            "The configuration each metric@N selects by its mean over the validation folds, and "
-            "its value of the same metric on the test split.",
-            "",
-            best_table_md(best, primary),
-            "",
-        ]
-    else:
-        lines += ["No best-configuration table was given.", ""]
-    lines += ["### Does the most discriminative metric also choose well?", ""]
-    sentences = selection_sentences(dp, best, primary)
-    lines += [f"- {s}" for s in sentences] or ["No algorithm to compare."]
-    lines.append("")
-    for sec_title, body in extra_sections or []:
-        lines += [f"## {sec_title}", "", str(body).rstrip("\n"), ""]
-    files = [p.name for p in written] + ["report.md"]
-    lines += ["## Files", "", ", ".join(f"`{f}`" for f in files), ""]
-    text = "\n".join(lines)
-    while "\n\n\n" in text:
-        text = text.replace("\n\n\n", "\n\n")
-    written.append(_write_text(out / "report.md", text.rstrip("\n") + "\n"))
-    return written
+    rep = Report.from_frames(
+        dp,
+        curves,
+        datasets,
+        best,
+        settings,
+        primary=primary,
+        noise_floor=noise_floor,
+        extra_sections=extra_sections,
+        hyperparameter_order=hyperparameter_order,
+        title=title,
+        without_dp=without_dp,
+    )
+    return rep.write(out_dir)
