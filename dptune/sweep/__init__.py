@@ -7,6 +7,7 @@ from dptune.sweep._sweep import (
     build_manifest,
     derive_seed,
     experiment_from_manifest,
+    fold_data,
     heartbeat_settings,
     init_results,
     open_storage,
@@ -27,6 +28,7 @@ from dptune.sweep._sweep import (
 __all__ = [
     "FoldData",
     "Prepared",
+    "fold_data",
     "prepare",
     "Task",
     "derive_seed",

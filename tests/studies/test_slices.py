@@ -11,10 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import dptune.studies as slices
 from dptune.analysis import _dp as dp
 from dptune.analysis import _stats as stats
+from dptune.cli import main as cli_main
 from dptune.errors import DptuneError
-from dptune.studies import slices as slices
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -238,9 +239,9 @@ def test_history_is_recomputed_from_each_folds_training_data(tiny_run) -> None:
 
 def test_cli_main_and_errors(tiny_run, capsys) -> None:
     d, _ = tiny_run
-    assert slices.main([str(d / "results"), "--out", str(d / "cli"), "--base", "10"]) == 0
+    assert cli_main(["slices", str(d / "results"), "--out", str(d / "cli"), "--base", "10"]) == 0
     dpt = pd.read_csv(d / "cli" / "slices_dp.csv")
     assert set(dpt.loc[dpt.slice_kind == "history", "lo"]) <= {1.0, 10.0, 100.0, 1000.0}
-    assert slices.main([str(d / "nowhere"), "--out", str(d / "cli")]) == 2
-    assert slices.main([str(d / "results"), "--out", str(d / "cli"), "--base", "1"]) == 2
+    assert cli_main(["slices", str(d / "nowhere"), "--out", str(d / "cli")]) == 2
+    assert cli_main(["slices", str(d / "results"), "--out", str(d / "cli"), "--base", "1"]) == 2
     assert "dptune:" in capsys.readouterr().err
