@@ -38,7 +38,8 @@ from dptune.metrics import METRICS, evaluate
 from dptune.models._models import get_family
 from dptune.store._store import ResultStore, UnitResult
 from dptune.studies._seeds_settings import SPLITS, SeedSettings
-from dptune.sweep._sweep import FoldData, derive_seed, fold_data, plan
+from dptune.sweep._plan import derive_seed, plan
+from dptune.sweep._prepare import FoldData, fold_data
 
 __all__ = ["SeedPlan", "study_ratings", "seed_folds", "fingerprint", "execute",
            "read_defaults", "grid_rows", "config_text"]
