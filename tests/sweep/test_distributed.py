@@ -287,7 +287,9 @@ def test_run_killed_leaves_no_process_and_rerun_resumes_exactly(tmp_path, refere
         for pid in _descendants(proc.pid):
             seen.setdefault(pid, _running(pid) or "")
         workers = [c for c in seen.values() if "loky" in c and "popen" in c]
-        if len(workers) >= 2 and watch.computing():
+        # at most 2 units run at once: with 3 or more unfinished, one is still unfinished when
+        # the kill lands even if both running units write their parts meanwhile
+        if len(workers) >= 2 and watch.computing() and len(_parts(results)) <= UNITS - 3:
             break
         assert proc.poll() is None, f"the run ended before it could be killed:\n{log.read_text()}"
         assert time.monotonic() < deadline, log.read_text()
