@@ -72,7 +72,8 @@ def cmd_status(args: argparse.Namespace) -> int:
 
     exp = load_experiment(args.config) if args.config else None
     results = results_of(args, _default("results", exp.name) if exp else None)
-    st = status(exp, results, args.storage, reports=args.reports)
+    storage = args.storage or (exp.sweep.storage if exp is not None else None)
+    st = status(exp, results, storage, reports=args.reports)
     print(f"{'algorithm':<16}{'total':>8}{'done':>8}{'running':>9}{'failed':>8}{'remaining':>11}")
     for name, s in st["algorithms"].items():
         print(f"{name:<16}{s['total']:>8}{s['done']:>8}{s['running']:>9}{s['failed']:>8}{s['remaining']:>11}")

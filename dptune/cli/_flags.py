@@ -109,9 +109,8 @@ def reports_option(p: argparse.ArgumentParser, default: str | None = "reports/<n
                    aliases: tuple[str, ...] = (), what: str = "reports directory") -> None:
     """``--reports DIR`` (plus former names as aliases): where tables, figures and reports go."""
     tail = f" (default: {default})" if default else ""
-    alias = f"; also {', '.join(aliases)}" if aliases else ""
     p.add_argument("--reports", *aliases, dest="reports", metavar="DIR",
-                   required=default is None and not aliases, help=f"{what}{tail}{alias}")
+                   required=default is None and not aliases, help=f"{what}{tail}")
 
 
 def jobs_option(p: argparse.ArgumentParser, default: int | None = None,

@@ -7,6 +7,7 @@ Help text on every option, with its default and choices; errors are one line
 from __future__ import annotations
 
 import argparse
+import textwrap
 from typing import NoReturn
 
 from dptune import __version__
@@ -74,8 +75,11 @@ class _Parser(argparse.ArgumentParser):
 
 def _sub(sub: argparse._SubParsersAction, name: str, summary: str, description: str | None = None,
          epilog: str | None = None) -> argparse.ArgumentParser:
-    return sub.add_parser(name, help=summary, description=description or summary[:1].upper() + summary[1:] + ".",
-                          epilog=epilog, formatter_class=_Formatter)
+    """A command: ``summary`` in the list of commands, ``description`` (default: the summary as a
+    sentence) wrapped at the top of its help, ``epilog`` (kept as laid out) at the bottom."""
+    text = textwrap.fill(description or summary[:1].upper() + summary[1:] + ".", width=78,
+                         break_on_hyphens=False)
+    return sub.add_parser(name, help=summary, description=text, epilog=epilog, formatter_class=_Formatter)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -136,7 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="directory of run files (one per system; sub-directories = folds)")
     d.add_argument("--qrels", required=True, metavar="PATH", help="qrels file, or directory with one per fold")
     d.add_argument("--train", required=True, metavar="PATH", help="train file, or directory with one per fold")
-    reports_option(d, default=None)
+    reports_option(d, default="reports/runs")
     d.set_defaults(reports="reports/runs")
     d.add_argument("--cutoffs", type=cutoffs, default=(1, 5, 10), metavar="N,N,...", help="metric cutoffs")
     d.add_argument("--threshold", type=number, default=4.0, metavar="R",
@@ -165,7 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
     sd.add_argument("--seeds", type=int_at_least(2), metavar="S",
                     help="number of data-split seeds (default: [seeds] of the experiment, else 20)")
     sd.add_argument("--results", "--cache", dest="results", metavar="DIR",
-                    help="per-seed results (default: results/seeds-<name>; also --cache)")
+                    help="per-seed results (default: results/seeds-<name>)")
     reports_option(sd, default="reports/seeds-<name>", aliases=("--out",), what="report directory")
     jobs_option(sd, default=1)
     sd.add_argument("--config-id", action="append", default=[], metavar="ALG=ID",
@@ -184,8 +188,8 @@ def build_parser() -> argparse.ArgumentParser:
     sl.add_argument("--reports", metavar="DIR", help="directory for the slice report")
     sl.add_argument("--out", metavar="DIR", help="former name of --reports (with --out, --reports "
                     "keeps its former meaning: the main reports directory)")
-    sl.add_argument("--main-reports", metavar="DIR", help="main reports directory whose pairs.csv is "
-                    "reused (default: pairs sampled again)")
+    sl.add_argument("--main-reports", metavar="DIR", help="main reports directory whose pairs.csv gives "
+                    "the pairs (default: the pairs are sampled here with --pairs and --seed)")
     sl.add_argument("--experiment", metavar="CONFIG", help="experiment TOML (default: the manifest's)")
     sl.add_argument("--base", type=int_at_least(2), default=2, metavar="B", help="base of the log-scaled bins")
     sl.add_argument("--pairs", type=int_at_least(1), metavar="P", help="pairs P (default: the manifest's)")
