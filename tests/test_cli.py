@@ -384,3 +384,17 @@ def test_subgrid_warns_when_the_best_configuration_is_on_the_grid_edge(tiny_run,
     assert main(["subgrid", str(tiny_run / "results"), "--radius", "1", "--grid", str(wide),
                  "--out", str(out)]) == 0
     assert "warning" not in capsys.readouterr().err
+
+
+def test_every_analysis_flag_sets_an_analysis_option():
+    """The analysis flags are one table mapped onto the fields of the experiment's analysis
+    options; a flag whose field does not exist would be silently ignored by the analysis."""
+    import dataclasses
+
+    from dptune.cli._flags import ANALYSIS_FLAGS
+    from dptune.config import load_experiment
+
+    options = load_experiment(ROOT / "experiments" / "quickstart.toml").analysis
+    names = {f.name for f in dataclasses.fields(options)}
+    assert {f.field for f in ANALYSIS_FLAGS} <= names
+    assert len({f.flag for f in ANALYSIS_FLAGS}) == len(ANALYSIS_FLAGS)
