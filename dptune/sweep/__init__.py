@@ -16,16 +16,18 @@ runner and its progress bar), ``_status`` (done / running / failed / remaining).
 """
 
 from dptune.sweep._claims import worker_id
+from dptune.sweep._edges import best_config_edges, edge_warning, grid_edges
 from dptune.sweep._local import run_experiment
 from dptune.sweep._manifest import (
     build_manifest,
     experiment_from_manifest,
     init_results,
+    setup_changes,
     validate_experiment,
 )
 from dptune.sweep._plan import Task, derive_seed, plan, plan_units, test_tasks, unit_dimensions
 from dptune.sweep._prepare import FoldData, Prepared, fold_data, prepare
-from dptune.sweep._status import status
+from dptune.sweep._status import stages, status
 from dptune.sweep._storage import heartbeat_settings, open_storage, study_name
 from dptune.sweep._unit import run_unit
 from dptune.sweep._worker import worker
@@ -53,4 +55,9 @@ __all__ = [
     "run_experiment",
     "experiment_from_manifest",
     "status",
+    "stages",
+    "setup_changes",
+    "grid_edges",
+    "best_config_edges",
+    "edge_warning",
 ]
