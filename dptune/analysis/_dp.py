@@ -39,6 +39,7 @@ from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
 from dptune.analysis import _stats as stats
+from dptune.analysis._options import validate_options
 from dptune.errors import input_error
 from dptune.store._store import FoldBuffer
 from dptune.vocab import CSV_FLOAT, METRICS, fold_key, metric_key
@@ -688,24 +689,12 @@ def analyze(
     a bar ((algorithm, fold) pairs done / total, ETA) on stderr: the full ML-1M store takes
     half a minute.
     """
-    n_pairs = _int_param(n_pairs, "analysis", "n_pairs", 1)
-    seed = _int_param(seed, "analysis", "seed", 0)
-    n_resamples = _int_param(n_resamples, "analysis", "n_resamples", 1)
-    bootstrap = _int_param(bootstrap, "analysis", "bootstrap", 0)
-    stats.check_test(test, "analysis")
-    try:
-        alpha = float(alpha)
-    except (TypeError, ValueError):
-        raise input_error("analysis", "alpha", f"must be a number, got {alpha!r}") from None
-    if not 0.0 < alpha < 1.0:
-        raise input_error("analysis", "alpha", f"must be in (0, 1), got {alpha}")
-    correction = None if correction in (None, "none") else correction
-    if correction not in (None, "holm", "bh"):
-        raise input_error(
-            "analysis",
-            "correction",
-            f"unknown correction {correction!r}; choose one of none, holm, bh",
-        )
+    opts = validate_options({"n_pairs": n_pairs, "seed": seed, "test": test, "alpha": alpha,
+                             "correction": "none" if correction is None else correction,
+                             "n_resamples": n_resamples, "bootstrap": bootstrap})
+    n_pairs, seed, alpha = opts["n_pairs"], opts["seed"], opts["alpha"]
+    n_resamples, bootstrap = opts["n_resamples"], opts["bootstrap"]
+    correction = None if opts["correction"] == "none" else opts["correction"]
 
     algs = list(store.algorithms()) if algorithms is None else list(algorithms)
     n_folds = sum(sum(str(f) != "test" for f in store.folds(a)) for a in algs)

@@ -44,7 +44,7 @@ import numpy as np
 import pandas as pd
 
 from dptune.errors import input_error
-from dptune.vocab import METRICS, display_metric
+from dptune.vocab import METRICS
 
 __all__ = [
     "EVALUATORS",
@@ -62,8 +62,6 @@ __all__ = [
     "importance_table",
     "hyperparameter_importance",
     "dp_dominance",
-    "comparison_sentences",
-    "importance_section",
 ]
 
 #: Evaluators computed, in output order.
@@ -71,18 +69,6 @@ EVALUATORS: tuple[str, ...] = ("fanova", "ped-anova")
 EVALUATOR_NAMES: dict[str, str] = {"fanova": "fANOVA", "ped-anova": "PED-ANOVA"}
 IMPORTANCE_COLUMNS = ["algorithm", "metric", "cutoff", "evaluator", "hyperparameter", "importance"]
 _METRIC_ORDER = METRICS
-
-
-def _display_metric(metric: str, cutoff: int) -> str:
-    return display_metric(metric, cutoff)
-
-
-def _display_value(text: str) -> str:
-    """A scope value for display: numbers to 6 significant digits, anything else as is."""
-    try:
-        return f"{float(text):.6g}"
-    except ValueError:
-        return str(text)
 
 
 def _is_number(v: Any) -> bool:
@@ -487,116 +473,3 @@ def dp_dominance(dp: pd.DataFrame, algorithm: str, metric: str, cutoff: int) -> 
     ones = sorted(((str(r.scope)[len("only:"):], float(r.dp), int(r.n_pairs))
                    for r in only.itertuples(index=False)), key=lambda t: (key(t[1], t[2]), t[0]))
     return {"table5": table5, "only": ones, "per_pair": per_pair}
-
-
-def _ranked(imp: pd.DataFrame, evaluator: str) -> list[tuple[str, float]]:
-    e = imp[imp["evaluator"] == evaluator]
-    e = e[e["importance"].notna()]
-    return sorted(((str(h), float(v)) for h, v in zip(e["hyperparameter"], e["importance"],
-                                                      strict=True)), key=lambda t: (-t[1], t[0]))
-
-
-def comparison_sentences(importance: pd.DataFrame, dp: pd.DataFrame, primary: tuple[str, int],
-                         display: Mapping[str, str] | None = None) -> list[str]:
-    """One computed sentence per algorithm at the primary metric@N: the top hyperparameter of each
-    importance evaluator and of the two DP-based analyses, and where they agree or differ."""
-    metric, cutoff = primary[0], int(primary[1])
-    names = display or {}
-    out = []
-    imp = importance[(importance["metric"] == metric) & (importance["cutoff"] == cutoff)]
-    for alg in dict.fromkeys(imp["algorithm"]):
-        a = imp[imp["algorithm"] == alg]
-        picks: dict[str, str] = {}
-        parts = []
-        for ev in EVALUATORS:
-            r = _ranked(a, ev)
-            if not r:
-                continue
-            picks[EVALUATOR_NAMES[ev]] = r[0][0]
-            order = " > ".join(f"{h} ({v:.2f})" for h, v in r)
-            parts.append(f"{EVALUATOR_NAMES[ev]} ranks {order}")
-        dom = dp_dominance(dp, alg, metric, cutoff)
-        unit = "DP per pair" if dom["per_pair"] else "DP"
-        if dom["table5"]:
-            h, v, d, n = dom["table5"][0]
-            picks["Table 5 (lowest best DP)"] = h
-            parts.append(f"Table 5's lowest best DP is under {h}={_display_value(v)} "
-                         f"(DP {d:.3f}, {n} pairs)")
-        if dom["only"]:
-            h, d, n = dom["only"][0]
-            picks["one at a time (lowest DP)"] = h
-            parts.append(f"one at a time, pairs differing in {h} only have the lowest DP "
-                         f"({d:.3f}, {n} pairs)")
-        if not picks:
-            continue
-        groups: dict[str, list[str]] = {}
-        for who, h in picks.items():
-            groups.setdefault(h, []).append(who)
-        if len(groups) == 1:
-            verdict = f"all {len(picks)} analyses put {next(iter(groups))} first"
-        else:
-            verdict = "they differ: " + "; ".join(
-                f"{h} first for {', '.join(who)}" for h, who in groups.items())
-        head = f"{names.get(alg, alg)}, {_display_metric(metric, cutoff)}: "
-        out.append(head + "; ".join(parts) + f" (comparisons by {unit}). Top choice: {verdict}.")
-    return out
-
-
-def importance_section(importance: pd.DataFrame, dp: pd.DataFrame, primary: tuple[str, int],
-                       seed: int, display: Mapping[str, str] | None = None,
-                       n_trials: Mapping[str, int] | None = None) -> str:
-    """Markdown body of the report section: setup, a table per algorithm (importance of each
-    hyperparameter for every metric at the primary cutoff, beside the DP dominance of the
-    primary metric) and :func:`comparison_sentences`."""
-    metric, cutoff = primary[0], int(primary[1])
-    names = display or {}
-    if importance.empty:
-        return ("No algorithm has more than one free hyperparameter with more than one value: "
-                "nothing to attribute.")
-    lines = [
-        "One in-memory optuna study per algorithm and metric, one completed trial per "
-        "configuration; objective = mean over the validation folds of the per-fold mean "
-        f"metric@{cutoff} (maximised). fANOVA: `FanovaImportanceEvaluator(seed={seed})`; "
-        "PED-ANOVA: `PedAnovaImportanceEvaluator(target_quantile=min(0.5, max(0.1, 5/n)))` for n "
-        "configurations. Importances normalised to sum to 1 per evaluator; higher = the "
-        "hyperparameter explains more of the variation of the mean metric. DP columns: "
-        f"{_display_metric(metric, cutoff)}, lower = more discriminative (Table 5's best value "
-        "and the one-at-a-time scope).",
-        "",
-    ]
-    for alg in dict.fromkeys(importance["algorithm"]):
-        a = importance[importance["algorithm"] == alg]
-        hps = list(dict.fromkeys(a["hyperparameter"]))
-        ms = list(dict.fromkeys(a["metric"]))
-        n = (n_trials or {}).get(alg)
-        lines += [f"*{names.get(alg, alg)}*" + (f" ({n} configurations)" if n else ""), ""]
-        header = ["Metric", "Evaluator"] + hps
-        rows = []
-        for m in ms:
-            for ev in EVALUATORS:
-                e = a[(a["metric"] == m) & (a["evaluator"] == ev)].set_index("hyperparameter")
-                if e.empty:
-                    continue
-                vals = [e.at[h, "importance"] if h in e.index else float("nan") for h in hps]
-                top = np.nanargmax(vals) if np.isfinite(vals).any() else -1
-                cells = [("–" if not math.isfinite(v) else
-                          (f"**{v:.3f}**" if i == top else f"{v:.3f}")) for i, v in enumerate(vals)]
-                label = _display_metric(m, cutoff)
-                rows.append([f"**{label}**" if m == metric else label, EVALUATOR_NAMES[ev], *cells])
-        dom = dp_dominance(dp, alg, metric, cutoff)
-        t5 = {h: (v, d) for h, v, d, _n in dom["table5"]}
-        one = {h: d for h, d, _n in dom["only"]}
-        if t5:
-            rows.append([_display_metric(metric, cutoff), "DP, best h=v (Table 5)"]
-                        + [(f"{t5[h][1]:.3f} (at {_display_value(t5[h][0])})" if h in t5 else "–")
-                           for h in hps])
-        if one:
-            rows.append([_display_metric(metric, cutoff), "DP, only h varies"]
-                        + [(f"{one[h]:.3f}" if h in one else "–") for h in hps])
-        lines.append("| " + " | ".join(header) + " |")
-        lines.append("| :--- | :--- | " + " | ".join("---:" for _ in hps) + " |")
-        lines += ["| " + " | ".join(r) + " |" for r in rows]
-        lines.append("")
-    sentences = comparison_sentences(importance, dp, primary, names)
-    lines += [f"- {s}" for s in sentences] or ["No comparison at the primary metric."]
-    return "\n".join(lines)

@@ -1,5 +1,12 @@
 """Sweep: plan the units of a grid, run them locally or as distributed workers."""
 
+from dptune.sweep._noise import (
+    NoiseRun,
+    NoiseTask,
+    plan_noise,
+    run_noise_floor,
+    run_noise_task,
+)
 from dptune.sweep._sweep import (
     FoldData,
     Prepared,
@@ -25,6 +32,11 @@ from dptune.sweep._sweep import (
 )
 
 __all__ = [
+    "NoiseTask",
+    "NoiseRun",
+    "plan_noise",
+    "run_noise_task",
+    "run_noise_floor",
     "FoldData",
     "Prepared",
     "prepare",

@@ -12,6 +12,7 @@ import pytest
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 
 from dptune.analysis import _importance as imp
+from dptune.analysis import _legacy_sections as legacy
 from dptune.errors import DptuneError
 
 
@@ -252,20 +253,20 @@ def test_dp_dominance_and_sentences():
                                "evaluator": ["fanova"] * 2 + ["ped-anova"] * 2,
                                "hyperparameter": ["factors", "iterations"] * 2,
                                "importance": [0.2, 0.8, 0.3, 0.7]})
-    (s,) = imp.comparison_sentences(importance, dpt, ("ndcg", 10), {"bpr": "BPR-MF"})
+    (s,) = legacy.comparison_sentences(importance, dpt, ("ndcg", 10), {"bpr": "BPR-MF"})
     assert s.startswith("BPR-MF, nDCG@10: fANOVA ranks iterations (0.80) > factors (0.20)")
     assert "they differ: iterations first for fANOVA, PED-ANOVA, one at a time" in s
     assert "factors first for Table 5" in s
     agree = dpt.assign(dp=[5.0, 7.0, 6.0, 9.0, 1.0, 6.0, 3.0])
-    (s,) = imp.comparison_sentences(importance, agree, ("ndcg", 10))
+    (s,) = legacy.comparison_sentences(importance, agree, ("ndcg", 10))
     assert s.endswith("Top choice: all 4 analyses put iterations first.")
     # scopes with different numbers of pairs are compared per pair
     uneven = pd.concat([_dp([("only:factors", 3.0)], 10), _dp([("only:iterations", 5.0)], 25)])
     dom = imp.dp_dominance(uneven, "bpr", "ndcg", 10)
     assert dom["per_pair"] and dom["only"][0][0] == "iterations"
-    body = imp.importance_section(importance, dpt, ("ndcg", 10), seed=1)
+    body = legacy.importance_section(importance, dpt, ("ndcg", 10), seed=1)
     assert "| Metric | Evaluator | factors | iterations |" in body
     assert "4.000 (at 160)" in body and "- bpr, nDCG@10:" in body
-    assert "nothing to attribute" in imp.importance_section(
+    assert "nothing to attribute" in legacy.importance_section(
         importance.iloc[0:0], dpt, ("ndcg", 10), seed=1)
     assert not math.isnan(importance["importance"].sum())
