@@ -21,11 +21,11 @@ from scipy import stats as sps
 
 from dptune.analysis import _dp as dp
 from dptune.analysis import _noise as noise
-from dptune.store import _noise_parts as parts
-from dptune.sweep import _noise as sweep_noise
 from dptune.analysis import _stats as stats
 from dptune.errors import DptuneError
+from dptune.store import _noise_parts as parts
 from dptune.store._store import ResultStore, UnitResult
+from dptune.sweep import _noise as sweep_noise
 
 # ------------------------------------------------------------------ pure functions
 
