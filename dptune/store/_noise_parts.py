@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 
 from dptune._atomic import temporary_path
 from dptune.errors import input_error
-from dptune.store._store import SCHEMA as STORE_SCHEMA
+from dptune.store._schema import SCHEMA as STORE_SCHEMA
 from dptune.store._store import ResultStore
 
 __all__ = [

@@ -102,7 +102,8 @@ def run_noise_task(exp: Experiment, task: NoiseTask, root: str | Path, seeds: in
     part atomically; seeds already in an existing part are read back, not retrained."""
     from dptune.metrics import METRICS, evaluate
     from dptune.models._models import get_family
-    from dptune.sweep._sweep import derive_seed, prepare
+    from dptune.sweep._plan import derive_seed
+    from dptune.sweep._prepare import prepare
 
     seeds = _check_int(seeds, "noise_seeds", 2)
     out_dir = Path(root) / NOISE_DIR
