@@ -8,6 +8,7 @@ report. The Python API, one front function per task (``docs/api.md``)::
     store = dptune.sweep(exp, results="results/quickstart", jobs=2)   # resumable
     res = dptune.analyze(store)                                       # an AnalysisResult
     res.dp                                                            # dp.csv as a DataFrame
+    dptune.Report.build(store, res).write("reports/quickstart")      # tables, figures, report.md
     dptune.discriminative_power(per_user_df, pairs=25, test="t")      # any per-user table
 
 The names below are loaded on first use, so that ``import dptune`` (and the command line) stay
@@ -31,6 +32,7 @@ _EXPORTS: dict[str, str] = {
     "analyze": "dptune.analysis._analyze",
     "AnalysisResult": "dptune.analysis._result",
     "discriminative_power": "dptune._api",
+    "Report": "dptune.report._report",
 }
 
 __all__ = [
@@ -43,6 +45,7 @@ __all__ = [
     "analyze",
     "AnalysisResult",
     "discriminative_power",
+    "Report",
 ]
 
 if TYPE_CHECKING:
@@ -51,6 +54,7 @@ if TYPE_CHECKING:
     from dptune.analysis._options import AnalysisOptions
     from dptune.analysis._result import AnalysisResult
     from dptune.config import Experiment, load_experiment
+    from dptune.report._report import Report
     from dptune.store._store import ResultStore
 
 

@@ -62,21 +62,11 @@ def sweep(exp: Experiment | str | Path, results: str | Path | None = None,
 
 
 def write_report(store: ResultStore, result: AnalysisResult, out: str | Path) -> list[Path]:
-    """Write the data files, tables, figures and ``report.md`` of ``result`` into ``out``."""
-    from dptune.analysis._legacy_sections import legacy_sections
-    from dptune.report import _report as report
+    """Write the data files, tables, figures and ``report.md`` of ``result`` into ``out``
+    (``dptune.report.Report.build(store, result).write(out)``); return the paths written."""
+    from dptune.report._report import Report
 
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    files = result.write_data(out)
-    settings, sections = legacy_sections(store, result)
-    curves_nf = None
-    if result.noise_curves is not None:
-        curves_nf = result.noise_curves[["algorithm", "cutoff", "metric", "position", "mean"]]
-    files += report.write_report(out, result.dp, result.curves, result.datasets, result.best,
-                                 settings, primary=result.primary, noise_floor=curves_nf,
-                                 extra_sections=sections, without_dp=result.without_dp)
-    return files
+    return Report.build(store, result).write(out)
 
 
 def analyze_results(results_dir: str | Path, reports_dir: str | Path, progress: bool = False,
