@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 
+from dptune.analysis import _fanova as fanova
 from dptune.analysis import _importance as imp
 from dptune.analysis._options import AnalysisOptions
 from dptune.errors import DptuneError
@@ -161,7 +162,7 @@ def test_vectorised_fanova_cell_blocks_do_not_change_the_result(monkeypatch):
     cfg, y, cols = _optuna_study("categorical", 3)
     study = imp.build_study(cfg, cols, y)
     whole = imp.param_importances(study, "fanova", seed=3)
-    monkeypatch.setattr(imp, "_CELL_BLOCK", 1)  # one cell per block
+    monkeypatch.setattr(fanova, "_CELL_BLOCK", 1)  # one cell per block
     np.testing.assert_allclose(list(imp.param_importances(study, "fanova", seed=3).values()),
                                list(whole.values()), rtol=0, atol=1e-12)
 
