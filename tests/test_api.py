@@ -170,3 +170,8 @@ def test_frame_store_over_the_parquet_store_gives_the_same_dp(docs_run):
         got = dptune.discriminative_power(frame, pairs=5, seed=7, hyperparameters=hps)
         want = env["res"].dp[env["res"].dp["algorithm"] == alg].reset_index(drop=True)
         pd.testing.assert_frame_equal(got, want, check_dtype=False)
+
+
+def test_readme_example_is_the_docs_example_that_the_tests_run():
+    readme = _code_blocks((DOCS.parents[1] / "README.md").read_text())
+    assert _code_blocks(DOCS.read_text())[0] in readme
