@@ -276,7 +276,15 @@ def parse_experiment(data: dict, source: str = "<memory>", config_path: Path | N
 
 
 def load_experiment(path: str | Path) -> Experiment:
-    """Read and validate an experiment TOML file."""
+    """Read and validate an experiment TOML file (grid paths resolve as in
+    :func:`parse_experiment`); a bad field is one error line naming the file and the field.
+
+    Example (from the repository's root)::
+
+        >>> exp = load_experiment("experiments/quickstart.toml")
+        >>> exp.name, exp.split.folds, exp.analysis.n_pairs, [a.name for a in exp.algorithms]
+        ('quickstart', 3, 25, ['userknn', 'itemknn', 'bpr-mf'])
+    """
     path = Path(path)
     data = read_toml(path, "experiment file")
     return parse_experiment(data, str(path), path)

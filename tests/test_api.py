@@ -46,8 +46,9 @@ def test_public_names():
 
 
 @pytest.mark.parametrize("module", ["dptune._api", "dptune.analysis._options",
-                                    "dptune.analysis._analyze"])
-def test_docstring_examples_run(module):
+                                    "dptune.analysis._analyze", "dptune.config"])
+def test_docstring_examples_run(module, monkeypatch):
+    monkeypatch.chdir(DOCS.parents[1])  # examples name files of the repository
     res = doctest.testmod(importlib.import_module(module))
     assert res.failed == 0
 
