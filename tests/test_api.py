@@ -110,6 +110,13 @@ def test_frame_store_bad_input_names_the_column(change, field):
     assert str(err.value).startswith(f"per_user: {field}: ") and "\n" not in str(err.value)
 
 
+def test_analyze_needs_a_result_store(tmp_path):
+    with pytest.raises(DptuneError, match="analyze: store: needs a result store"):
+        dptune.analyze(FrameStore(_table(n_sys=3, n_users=5)))
+    with pytest.raises(DptuneError, match="manifest"):
+        dptune.analyze(tmp_path)
+
+
 def test_discriminative_power_bad_options():
     with pytest.raises(DptuneError, match="analysis: n_pairs"):
         dptune.discriminative_power(_table(n_sys=3, n_users=5), pairs=0)

@@ -19,6 +19,7 @@ from dptune.analysis._options import AnalysisOptions
 from dptune.analysis._result import AnalysisResult
 from dptune.analysis._selection import best_table, datasets_table, no_dp_reason
 from dptune.analysis._subgrid import grid_from_store, write_subgrid
+from dptune.errors import input_error
 from dptune.store._store import ResultStore
 
 __all__ = ["analyze", "analyze_results", "analyze_runs", "best_table", "grid_from_store",
@@ -51,6 +52,9 @@ def analyze(store: ResultStore | str | Path, options: AnalysisOptions | None = N
     """
     if isinstance(store, (str, Path)):
         store = ResultStore(store)
+    if not callable(getattr(store, "manifest", None)):
+        raise input_error("analyze", "store", f"needs a result store or its directory, got "
+                          f"{type(store).__name__} (a per-user table: dptune.discriminative_power)")
     man = store.manifest()
     opts = AnalysisOptions.resolve(man) if options is None else options
     if opts.seed is None:

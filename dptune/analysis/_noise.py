@@ -4,20 +4,13 @@
 p-value curve of "no real difference"; a metric whose DP curve is not clearly below that floor
 does not discriminate configurations better than re-training with another seed would.
 
-Two halves, one per pipeline stage:
+The training half runs in the sweep stage (:mod:`dptune.sweep._noise`, ``dptune run`` after the
+sweep): the best configurations of every stochastic algorithm re-trained with ``S`` seeds on
+every validation fold, one part per (algorithm, configuration, fold) in
+``<results>/noise_floor.parquet/`` (:mod:`dptune.store._noise_parts`). This module is the
+analysis half:
 
-- **Training** (:func:`run_noise_floor`, sweep stage; called by ``dptune run`` after the sweep).
-  For every *stochastic* algorithm (``bpr-mf`` and cornac models; the KNN models never use a
-  seed), the ``n_configs`` best configurations by the primary metric's mean over the validation
-  folds (ties: lower ``config_id``, as :meth:`dptune.store.ResultStore.best_configs`) are
-  trained with ``S`` seeds on every validation fold, seed ``s`` being
-  ``derive_seed(experiment seed, algorithm, fold, free params, "noise", s)``, and evaluated
-  exactly like the sweep. Each ``(algorithm, config, fold)`` is one Parquet part of
-  ``<results>/noise_floor.parquet/`` (columns of ``per_user.parquet`` plus ``seed_index``
-  int16), written atomically (temporary file, fsync, rename); existing parts are skipped on a
-  rerun (a part with fewer seeds than asked for is completed). ``noise_trials.csv`` records the
-  seed of every run.
-- **Analysis** (:func:`noise_floor_table`, dp stage; read by :mod:`dptune.analyze`).
+- :func:`noise_floor_table` (read by :func:`dptune.analyze`).
   Per part and metric@N, the ``S`` seeds' per-user values ``v[s, u]`` give the ``S (S - 1) / 2``
   A/A p-values of :func:`dptune.analysis._dp.noise_floor`. Per fold the A/A p-values of all selected
   configurations are pooled and sorted decreasingly (``c_f``, length ``K``); the curve is
