@@ -26,7 +26,7 @@ __version__ = "0.1.0"
 _EXPORTS: dict[str, str] = {
     "load_experiment": "dptune.config",
     "Experiment": "dptune.config",
-    "sweep": "dptune._api",
+    "sweep": "dptune",  # the dptune.sweep package, callable: dptune._api.sweep
     "ResultStore": "dptune.store._store",
     "AnalysisOptions": "dptune.analysis._options",
     "analyze": "dptune.analysis._analyze",
@@ -59,6 +59,8 @@ if TYPE_CHECKING:
 
 
 def __getattr__(name: str) -> Any:
+    if name == "sweep":  # a subpackage: importing it binds it here
+        return import_module("dptune.sweep")
     if name in _EXPORTS:
         value = getattr(import_module(_EXPORTS[name]), name)
         globals()[name] = value

@@ -183,3 +183,13 @@ def test_frame_store_over_the_parquet_store_gives_the_same_dp(docs_run):
 def test_readme_example_is_the_docs_example_that_the_tests_run():
     readme = _code_blocks((DOCS.parents[1] / "README.md").read_text())
     assert _code_blocks(DOCS.read_text())[0] in readme
+
+
+def test_sweep_takes_a_path_and_resumes_without_recomputing(docs_run):
+    d, env = docs_run
+    trials = (d / "results" / "trials.csv").read_bytes()
+    parts = sorted(p.name for p in (d / "results" / "per_user.parquet").iterdir())
+    store = dptune.sweep(str(d / "exp" / "tiny.toml"), results=d / "results", progress=False)
+    assert store.root == env["store"].root
+    assert (d / "results" / "trials.csv").read_bytes() == trials
+    assert sorted(p.name for p in (d / "results" / "per_user.parquet").iterdir()) == parts

@@ -12,8 +12,13 @@ recomputed. See docs/distributed.md.
 Modules, one idea each: ``_prepare`` (fold data), ``_plan`` (units, tasks, seeds), ``_unit`` (one
 unit), ``_storage`` (optuna storage and heartbeats), ``_claims`` (who computes a grid point),
 ``_worker`` (a worker's loop), ``_manifest`` (set-up checks and manifest), ``_local`` (the local
-runner and its progress bar), ``_status`` (done / running / failed / remaining), ``_noise`` (the A/A noise-floor runs).
+runner and its progress bar), ``_status`` (done / running / failed / remaining), ``_noise``
+(the A/A noise-floor runs). Called, the package is the stage's front function
+(``dptune.sweep(exp, results=..., jobs=...)``, :func:`dptune._api.sweep`).
 """
+
+import sys as _sys
+from types import ModuleType as _ModuleType
 
 from dptune.sweep._claims import worker_id
 from dptune.sweep._local import run_experiment
@@ -66,3 +71,17 @@ __all__ = [
     "experiment_from_manifest",
     "status",
 ]
+
+
+class _CallablePackage(_ModuleType):
+    """``dptune.sweep`` is this package and, called, the front function of the stage:
+    ``dptune.sweep(exp, results=..., jobs=...)`` is :func:`dptune._api.sweep` (a function of
+    the same name could not live beside the package in ``dptune``)."""
+
+    def __call__(self, *args: object, **kwargs: object) -> object:
+        from dptune._api import sweep
+
+        return sweep(*args, **kwargs)
+
+
+_sys.modules[__name__].__class__ = _CallablePackage
