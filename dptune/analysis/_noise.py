@@ -42,6 +42,7 @@ from dptune.errors import input_error
 from dptune.store._noise_parts import (
     NOISE_DIR,
     NOISE_SCHEMA,
+    check_count,
     deterministic_algorithms,
     is_stochastic,
     noise_part_name,
@@ -79,12 +80,6 @@ FLOOR_COLUMNS = ["algorithm", "metric", "cutoff", "n_configs", "n_seeds", "n_fol
                  "n_aa_pairs", "n_positions", "mean_p", "dp_floor", "dp_floor_sd", "test"]
 
 
-def _check_int(value: Any, name: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise input_error("noise floor", name, f"must be an integer >= {minimum}, got {value!r}")
-    return int(value)
-
-
 def aa_pvalues(values_by_seed: np.ndarray, test: str = "t", n_resamples: int = 1000,
                seed: int = 0) -> np.ndarray:
     """A/A p-values of all seed pairs ``(s, t)``, ``s < t``, lexicographic order.
@@ -108,7 +103,7 @@ def resample_curve(curve: np.ndarray, n_positions: int) -> np.ndarray:
     returns the curve unchanged.
     """
     c = np.asarray(curve, dtype=np.float64).ravel()
-    n_positions = _check_int(n_positions, "n_positions", 1)
+    n_positions = check_count(n_positions, "n_positions", 1)
     if c.size == 0:
         raise input_error("noise floor", "curve", "is empty")
     if c.size == n_positions:

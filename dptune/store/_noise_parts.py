@@ -30,6 +30,7 @@ from dptune.store._schema import SCHEMA as STORE_SCHEMA
 from dptune.store._store import ResultStore
 
 __all__ = [
+    "check_count",
     "NOISE_DIR",
     "NOISE_SCHEMA",
     "NOISE_TRIAL_COLUMNS",
@@ -51,6 +52,14 @@ NOISE_SCHEMA = pa.schema([*STORE_SCHEMA, pa.field("seed_index", pa.int16())])
 #: Columns of ``noise_trials.csv``.
 NOISE_TRIAL_COLUMNS = ["algorithm", "config_id", "fold", "seed_index", "seed", "fit_seconds",
                        "eval_seconds", "n_users"]
+def check_count(value: Any, name: str, minimum: int) -> int:
+    """An integer setting of the noise floor (seeds, configurations, positions, jobs), or a
+    one-line input error naming it."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise input_error("noise floor", name, f"must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
 def is_stochastic(algorithm_type: str) -> bool:
     """Whether training depends on a seed: ``bpr-mf`` and every ``cornac:<Model>`` (a cornac
     model that ignores its seed shows up as identical seeds, i.e. A/A p-values of 1).

@@ -26,6 +26,7 @@ from dptune._parallel import run_parallel
 from dptune.errors import input_error
 from dptune.store._noise_parts import (
     NOISE_DIR,
+    check_count,
     is_stochastic,
     noise_part_name,
     noise_trials,
@@ -65,16 +66,10 @@ class NoiseRun:
     n_configs: int
 
 
-def _check_int(value: Any, name: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise input_error("noise floor", name, f"must be an integer >= {minimum}, got {value!r}")
-    return int(value)
-
-
 def plan_noise(exp: Experiment, store: ResultStore, n_configs: int = 1) -> tuple[list[NoiseTask], dict[str, str]]:
     """Tasks of the noise floor (every selected configuration x validation fold) and the
     algorithms without one, ``{name: reason}``."""
-    n_configs = _check_int(n_configs, "noise_configs", 1)
+    n_configs = check_count(n_configs, "noise_configs", 1)
     metric, cutoff = exp.analysis.primary_metric, int(exp.analysis.primary_cutoff)
     folds = [str(f) for f in range(exp.split.folds)]
     tasks: list[NoiseTask] = []
@@ -105,7 +100,7 @@ def run_noise_task(exp: Experiment, task: NoiseTask, root: str | Path, seeds: in
     from dptune.sweep._plan import derive_seed
     from dptune.sweep._prepare import prepare
 
-    seeds = _check_int(seeds, "noise_seeds", 2)
+    seeds = check_count(seeds, "noise_seeds", 2)
     out_dir = Path(root) / NOISE_DIR
     out_dir.mkdir(parents=True, exist_ok=True)
     final = out_dir / noise_part_name(task.algorithm, task.config_id, task.fold)
@@ -174,10 +169,10 @@ def run_noise_floor(exp: Experiment, results_dir: str | Path, seeds: int = 5, n_
     (:func:`run_noise_task`, ``jobs`` parallel processes). Writes the parts and
     ``noise_trials.csv``; ``seeds = 0`` does nothing.
     """
-    seeds = _check_int(seeds, "noise_seeds", 0)
+    seeds = check_count(seeds, "noise_seeds", 0)
     if seeds == 1:
         raise input_error("noise floor", "noise_seeds", "needs 0 (off) or at least 2 seeds")
-    jobs = _check_int(jobs, "jobs", 1)
+    jobs = check_count(jobs, "jobs", 1)
     store = ResultStore(results_dir)
     if seeds == 0:
         return NoiseRun([], 0, {}, 0, int(n_configs))
