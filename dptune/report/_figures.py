@@ -4,6 +4,7 @@ one reproducible figure saver every dptune figure goes through.
 
 from __future__ import annotations
 
+import io
 import math
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from dptune._atomic import write_bytes
 from dptune.report._format import ordered_algorithms, ordered_metrics
 from dptune.report._inputs import CURVE_INPUT, DP_INPUT, NOISE_INPUT, require, scope_all
 from dptune.vocab import display_algorithm, display_metric, metric_color
@@ -23,6 +25,7 @@ __all__ = [
     "figure1",
     "figure_pixel_size",
     "save_figure",
+    "palette_png",
 ]
 
 #: Size of one Figure 1 panel in inches, the figure dpi and panels per row: a figure with ``n``
@@ -163,12 +166,32 @@ def _draw_noise(ax: object, noise: pd.DataFrame) -> None:
             label="A/A noise floor (range over metrics, mean dashed)")
 
 
-def save_figure(fig: Figure, stem: Path, creator: str = "dptune.report") -> list[Path]:
+def save_figure(
+    fig: Figure, stem: Path, creator: str = "dptune.report", palette: bool = False
+) -> list[Path]:
     """Save ``fig`` as ``stem.png`` (at the figure's own dpi) and ``stem.svg`` reproducibly (no
     dates, fixed SVG ids; ``creator`` is the SVG's Creator field), for every figure dptune
-    writes."""
+    writes. ``palette`` stores the PNG with a 256-colour palette (median cut, no dithering):
+    a line plot loses nothing visible and the file is about 3 times smaller."""
     png, svg = stem.with_suffix(".png"), stem.with_suffix(".svg")
     with matplotlib.rc_context({"svg.hashsalt": _SVG_HASH_SALT, "svg.fonttype": "path"}):
-        fig.savefig(png, format="png", dpi=fig.dpi, metadata={"Software": None})
+        if palette:
+            write_bytes(png, palette_png(fig), fsync=False)
+        else:
+            fig.savefig(png, format="png", dpi=fig.dpi, metadata={"Software": None})
         fig.savefig(svg, format="svg", metadata={"Date": None, "Creator": creator})
     return [png, svg]
+
+
+def palette_png(fig: Figure) -> bytes:
+    """``fig`` as palette PNG bytes at its own dpi (deterministic: no metadata, no dithering)."""
+    from PIL import Image
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=fig.dpi, metadata={"Software": None})
+    image = Image.open(io.BytesIO(buf.getvalue())).convert("RGB")
+    quantized = image.quantize(colors=256, method=Image.Quantize.MEDIANCUT,
+                               dither=Image.Dither.NONE)
+    out = io.BytesIO()
+    quantized.save(out, format="PNG", optimize=True)
+    return out.getvalue()

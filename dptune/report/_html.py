@@ -14,14 +14,12 @@ from __future__ import annotations
 
 import base64
 import html
-import io
 import re
 from collections.abc import Mapping
 
-import matplotlib
 from markdown_it import MarkdownIt
 
-__all__ = ["markdown_to_html", "png_bytes", "CSS"]
+__all__ = ["markdown_to_html", "CSS"]
 
 #: The page's one stylesheet: a readable column on screens of any width, tables that scroll
 #: sideways on phones, and a print layout (no scrolling, no split figures or table rows).
@@ -66,14 +64,6 @@ figcaption { font-size: 0.875rem; color: #555; }
 _IMG = re.compile(r'<img src="([^"]+)" alt="([^"]*)" ?/?>')
 _LINK = re.compile(r'<a href="([^"#:]+\.(?:png|svg))">')
 _PARAGRAPH = re.compile(r"<p>(?:(?!</p>).)*</p>", re.S)
-
-
-def png_bytes(figure: object) -> bytes:
-    """The figure as PNG bytes at its own dpi, reproducibly (no software/date metadata)."""
-    buf = io.BytesIO()
-    with matplotlib.rc_context({"svg.hashsalt": "dptune-report"}):
-        figure.savefig(buf, format="png", dpi=figure.dpi, metadata={"Software": None})
-    return buf.getvalue()
 
 
 def _data_uri(png: bytes) -> str:

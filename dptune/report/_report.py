@@ -1,11 +1,14 @@
-"""The report document: every table, Figure 1 and ``report.md`` written into one folder.
+"""The report document: :class:`Report` (tables, figures, sections) and what it writes.
 
-Outputs of :func:`write_report` (Anelli et al., RecSys 2019): ``table1``, ``table3``, ``table4``,
-``table5``, ``one_at_a_time`` (each ``.md``, ``.csv``, ``.tex``), ``figure1`` (+
-``figure1_at{N}`` for every other cutoff, PNG and SVG) and ``report.md``: all of the above,
-experiment settings, best configuration per metric and a computed check of whether the most
-discriminative metric also selects well on test. Everything written is a pure function of the
-inputs: a rerun gives byte-identical files (figures included).
+``Report.build(store, result).write(out)`` writes into one folder (Anelli et al., RecSys 2019):
+the analysis' data files (``result.write_data``: dp.csv, curves.csv, ..., verdict.csv),
+``table1``, ``table3``, ``table4``, ``table5``, ``one_at_a_time`` (each ``.md``, ``.csv``,
+``.tex``), ``figure1`` (+ ``figure1_at{N}`` for every other cutoff, PNG and SVG), ``verdict.md``
+(when the analysis has a verdict), ``report.md`` (the verdict first, then data sets, settings,
+Tables 3-5, Figure 1, the best configuration per metric, the analysis' sections and the list of
+every file) and ``report.html`` (report.md as one self-contained page). Everything written is a
+pure function of the inputs: a rerun gives byte-identical files (figures included).
+:func:`write_report` is the same from the analysis' frames, without a store.
 
 Conventions: lower DP = more discriminative = better. CSV files are machine-readable (raw
 algorithm/metric keys, full-precision numbers, no markup); Markdown and LaTeX use display names,
@@ -277,12 +280,13 @@ class Report:
 
         ``pngs`` maps PNG file names to their bytes when already rendered (by :meth:`write`);
         other figures are rendered here."""
-        from dptune.report._html import markdown_to_html, png_bytes
+        from dptune.report._figures import palette_png
+        from dptune.report._html import markdown_to_html
 
         pngs = dict(pngs or {})
         for f in self.figures.values():
             if f"{f.stem}.png" not in pngs:
-                pngs[f"{f.stem}.png"] = png_bytes(f.figure)
+                pngs[f"{f.stem}.png"] = palette_png(f.figure)
         return markdown_to_html(self.to_markdown(), pngs, title=self.title)
 
     def write(self, out_dir: str | Path) -> list[Path]:
@@ -298,7 +302,7 @@ class Report:
             written += _write_table(out, table)
         pngs: dict[str, bytes] = {}
         for fig in self.figures.values():
-            written += save_figure(fig.figure, out / fig.stem)
+            written += save_figure(fig.figure, out / fig.stem, palette=True)
             pngs[f"{fig.stem}.png"] = (out / f"{fig.stem}.png").read_bytes()
         verdict = verdict_document(self.verdict, self.title)
         if verdict is not None:
