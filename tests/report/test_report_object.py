@@ -1,9 +1,9 @@
 """The Report object: ``Report.build(store, result)`` from an AnalysisResult renders the same
 files, byte for byte, as the analysis command; its tables render themselves in every format.
 
-The AnalysisResult is assembled here from the analysis stage's own pieces (the DP analysis, the
-best-configuration table, the noise floor and importance), the way ``dptune analyze`` computes
-them, on a tiny swept store with noise-floor runs, a test split and a bootstrap.
+The AnalysisResult comes from ``dptune.analysis.analyze`` (or, before it existed, is assembled
+from the analysis stage's own pieces the way ``dptune analyze`` computes them), on a tiny swept
+store with noise-floor runs, a test split and a bootstrap.
 """
 
 from __future__ import annotations
@@ -24,7 +24,17 @@ BOOTSTRAP = 20
 
 
 def assemble_result(results: Path, **overrides) -> AnalysisResult:
-    """The AnalysisResult of a store, computed as ``dptune analyze`` computes its files."""
+    """The AnalysisResult of a store, computed as ``dptune analyze`` computes its files: by
+    ``dptune.analysis.analyze`` where it exists, else assembled from the analysis' pieces."""
+    try:
+        from dptune.analysis._options import AnalysisOptions
+    except ImportError:
+        AnalysisOptions = None  # noqa: N806 - before the analysis had its options object
+    if AnalysisOptions is not None:
+        from dptune.analysis._analyze import analyze
+
+        store = ResultStore(results)
+        return analyze(store, AnalysisOptions.resolve(store.manifest(), **overrides))
     from dptune.analysis import _analyze as an
     from dptune.analysis import _dp as dpmod
     from dptune.analysis import _importance as impmod
