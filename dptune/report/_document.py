@@ -63,7 +63,8 @@ def _figure_section(
         f"![Averaged p-value curves per metric with ±1 sd bands, N = {cutoff}]({stem}.png)",
         "",
         f"Figure 1: averaged p-value curves at N = {cutoff}, one panel per algorithm "
-        f"([SVG]({stem}.svg))" + ("; grey band and dashed line: the A/A noise floor." if noise else "."),
+        f"([SVG]({stem}.svg))"
+        + ("; grey band and dashed line: the A/A noise floor." if noise else "."),
     ]
     others = [n for n in by_cutoff if n != cutoff]
     if others:
@@ -104,12 +105,14 @@ def gap_sentence(
         )
     else:
         test = f"a {method} hold-out of {held:.0%} of each user's interactions"
-    folds, how = split.get("folds", "?"), split.get("fold_method", "random")
+    folds, how = split.get("folds", "?"), str(split.get("fold_method", "random"))
+    assigned = "by time" if "temporal" in how else "at random"
     return (
         f"Validation and test values are measured on different data: validation values are "
         f"means over {folds} cross-validation folds of the training part ({how}, interactions "
-        f"assigned to folds at random), test values come from {test}. So test values are not "
-        f"expected to match validation values ({name} of the configuration {name} selects, validation vs test: {examples}). "
+        f"assigned to folds {assigned}), test values come from {test}. So test values are not "
+        f"expected to match validation values ({name} of the configuration {name} selects, "
+        f"validation vs test: {examples}). "
         "Compare configurations within one column, not validation with test."
     )
 
@@ -215,7 +218,8 @@ def files_section(names: list[str]) -> str:
             "- Data (CSV): " + "; ".join(f"`{n}`: {FILE_NOTES[n]}" for n in data) + "."
         )
     if tables:
-        lines.append("- Tables (Markdown, CSV, LaTeX): " + ", ".join(f"`{n}`" for n in tables) + ".")
+        listed = ", ".join(f"`{n}`" for n in tables)
+        lines.append(f"- Tables (Markdown, CSV, LaTeX): {listed}.")
     if figures:
         lines.append("- Figures (PNG, SVG): " + ", ".join(f"`{n}`" for n in figures) + ".")
     if rest:

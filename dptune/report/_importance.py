@@ -66,7 +66,8 @@ def comparison_sentences(
             h, d, n = dom["only"][0]
             picks["one at a time (lowest DP)"] = h
             parts.append(
-                f"one at a time, pairs differing in {h} only have the lowest DP ({d:.3f}, {n} pairs)"
+                f"one at a time, pairs differing in {h} only have the lowest DP "
+                f"({d:.3f}, {n} pairs)"
             )
         if not picks:
             continue

@@ -44,7 +44,8 @@ from dptune.vocab import display_algorithm, display_hyperparameter, display_metr
 __all__ = ["table1", "table3", "table4", "table5", "one_at_a_time_table", "best_worst"]
 
 def best_worst(values: pd.DataFrame) -> tuple[pd.Series, pd.Series] | None:
-    """Best (lowest DP) and worst (highest DP) rows of one (algorithm, cutoff); ties -> table order."""
+    """Best (lowest DP) and worst (highest DP) rows of one (algorithm, cutoff); ties: table
+    order."""
     v = values.dropna(subset=["dp"])
     if v.empty:
         return None
