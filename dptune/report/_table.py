@@ -101,6 +101,10 @@ class Table:
         """The machine-readable frame (raw keys, full-precision numbers): a copy of the CSV's."""
         return self.csv.copy()
 
+    def _repr_markdown_(self) -> str:
+        """Shown by Jupyter: the Markdown rendering."""
+        return self.to_markdown()
+
 
 def md_escape(text: str) -> str:
     """Escape characters that would break a Markdown table cell or start markup."""

@@ -198,6 +198,7 @@ def test_tables_render_in_every_format(swept):
     assert "\\begin{tabular}" in t3.to_latex()
     md = rep.to_markdown()
     assert t3.to_markdown() in md
+    assert t3._repr_markdown_() == t3.to_markdown()  # a notebook shows the table
     assert md.index("## Noise floor (A/A pairs)") < md.index("## Files")
     assert "figure1" in rep.figures and rep.figures["figure1"].cutoff == result.primary[1]
     # a DataFrame copy: changing it leaves the table alone
