@@ -200,9 +200,12 @@ class Report:
         title: str | None = None,
         without_dp: Mapping[str, str] | None = None,
         split: Mapping[str, object] | None = None,
+        data_files: Sequence[str] = (),
     ) -> Report:
         """A report from the analysis' frames (see :func:`write_report` for the arguments;
-        ``split``, the manifest's split description, explains the validation/test gap)."""
+        ``split``, the manifest's split description, explains the validation/test gap;
+        ``data_files`` names data files written beside the report by the caller, for the list
+        of files)."""
         dp = require(dp, DP_INPUT, "dp")
         curves = require(curves, CURVE_INPUT, "curves")
         check_unique(dp, ["algorithm", "scope", "metric", "cutoff"], "dp")
@@ -244,7 +247,7 @@ class Report:
         )
         sections += [Section(t, str(b)) for t, b in extra_sections or []]
         name = title or (str(settings["name"]) if settings and "name" in settings else None)
-        return cls(name, primary, tables, figures, sections)
+        return cls(name, primary, tables, figures, sections, data_files=list(data_files))
 
     def file_names(self) -> list[str]:
         """Names of the files :meth:`write` writes, in writing order (the "Files" section)."""
@@ -339,6 +342,7 @@ def write_report(
     hyperparameter_order: Mapping[str, Sequence[object]] | None = None,
     title: str | None = None,
     without_dp: Mapping[str, str] | None = None,
+    data_files: Sequence[str] = (),
 ) -> list[Path]:
     """Write every table, Figure 1 and ``report.md`` into ``out_dir``; return the paths written.
 
@@ -365,6 +369,8 @@ def write_report(
         without_dp: algorithms of the study that have no DP row, with the reason (e.g. a
             single configuration: no pair to compare); named under Table 3 so that the
             report is not silent about them.
+        data_files: names of the data files the caller writes beside the report (dp.csv, ...),
+            listed in report.md's "Files" section.
 
     Raises:
         DptuneError: a required column is missing, keys are duplicated, or the primary
@@ -382,5 +388,6 @@ def write_report(
         hyperparameter_order=hyperparameter_order,
         title=title,
         without_dp=without_dp,
+        data_files=data_files,
     )
     return rep.write(out_dir)

@@ -649,3 +649,14 @@ def test_duplicated_dp_rows_are_an_error(tmp_path: Path) -> None:
     dp = make_dp()
     with pytest.raises(DptuneError, match="duplicated"):
         _write(tmp_path, dp=pd.concat([dp, dp.iloc[:1]]))
+
+
+def test_files_section_lists_the_callers_data_files(tmp_path: Path) -> None:
+    paths = _write(tmp_path, data_files=["dp.csv", "curves.csv"])
+    md = (tmp_path / "report.md").read_text()
+    files = md[md.index("## Files") :]
+    assert "`dp.csv`: DP per algorithm, scope and metric@N" in files
+    assert "`curves.csv`: the fold-averaged p-value curves" in files
+    for p in paths:  # and every file the report itself wrote
+        assert f"`{p.name}`" in files, p.name
+    assert not (tmp_path / "dp.csv").exists()  # the caller writes its data files
