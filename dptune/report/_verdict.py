@@ -24,6 +24,7 @@ _LISTS = (
     ("tied", "Tied with it"),
     ("not_below_floor", "Not below the A/A floor"),
     ("no_evidence", "No evidence"),
+    ("downstream_differ", "Its choice differs significantly on test"),
 )
 
 
