@@ -67,7 +67,8 @@ class Table:
             parts += [_md_block(block), ""]
         if not self.blocks:
             parts += ["(no data)", ""]
-        parts += [f"{md_escape(n)}" for n in self.notes]
+        for note in self.notes:
+            parts += [md_escape(note), ""]
         return "\n".join(parts).rstrip("\n") + "\n"
 
     def to_latex(self) -> str:
@@ -99,6 +100,10 @@ class Table:
     def to_dataframe(self) -> pd.DataFrame:
         """The machine-readable frame (raw keys, full-precision numbers): a copy of the CSV's."""
         return self.csv.copy()
+
+    def _repr_markdown_(self) -> str:
+        """Shown by Jupyter: the Markdown rendering."""
+        return self.to_markdown()
 
 
 def md_escape(text: str) -> str:
