@@ -1,16 +1,8 @@
 """Data: readers for rating files, the embedded data set, fetching, filters and splits."""
 
-from dptune.data._dataset import (
-    COLUMNS,
-    FORMATS,
-    KNOWN_DATASETS,
-    Dataset,
-    dataset_stats,
-    fetch,
-    kcore_filter,
-    load_dataset,
-    read_ratings,
-)
+from dptune.data._dataset import Dataset, dataset_stats, kcore_filter, load_dataset
+from dptune.data._fetch import KNOWN_DATASETS, fetch
+from dptune.data._readers import COLUMNS, FORMATS, read_ratings
 from dptune.data._split import (
     FOLD_METHODS,
     HoldOut,

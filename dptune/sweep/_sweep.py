@@ -44,7 +44,7 @@ from dptune.data._split import (
 )
 from dptune.errors import DptuneError, input_error
 from dptune.metrics import METRICS, evaluate, novelty_vectors
-from dptune.models._models import get_family
+from dptune.models._families import get_family
 from dptune.store._store import PARTS, ResultStore, UnitResult, part_name
 
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dptune.data import _dataset as data
+from dptune.data import _fetch as data
 from dptune.data._dataset import (
     Dataset,
     dataset_stats,
