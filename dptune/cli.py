@@ -160,7 +160,11 @@ def cmd_data(args: argparse.Namespace) -> int:
         st = dataset_stats(ds)
         print(f"{args.name}: {path} ({st['ratings']:,} ratings, {st['users']:,} users, {st['items']:,} items)")
         return 0
-    ds = load_dataset(args.source, fmt=args.format)
+    from dptune.data._readers import parse_columns
+
+    columns = parse_columns(args.columns) if args.columns is not None else None
+    ds = load_dataset(args.source, fmt=args.format, columns=columns, sep=args.sep,
+                      header=args.header)
     st = dataset_stats(ds)
     print("| Dataset | Users | Items | Ratings | Sparsity |")
     print("| --- | ---: | ---: | ---: | ---: |")
@@ -272,6 +276,13 @@ def build_parser() -> argparse.ArgumentParser:
     i = dsub.add_parser("info", help="Table 1 statistics of a data set name or file")
     i.add_argument("source")
     i.add_argument("--format", default="auto")
+    i.add_argument("--columns", metavar="MAP", help="own file: which column holds what, e.g. "
+                   "user=user_id,item=item_id[,rating=stars][,timestamp=ts] (names, or 0-based "
+                   "positions with --no-header); leave out rating for implicit feedback")
+    i.add_argument("--sep", help="own file: field separator (one character, or tab, comma, "
+                   "semicolon, space, pipe)")
+    i.add_argument("--header", action=argparse.BooleanOptionalAction, default=None,
+                   help="own file: whether the first line names the columns (default: yes)")
     dt.set_defaults(func=cmd_data)
     return p
 

@@ -120,45 +120,48 @@ def _read_bytes(
     return _read_text(data, source, fmt, columns, sep, header)
 
 
-def _check_sep(source: str, sep: object) -> str | None:
+def _check_sep(source: str, sep: object, prefix: str = "") -> str | None:
     """A single ASCII separator character (names: tab, comma, semicolon, space, pipe)."""
     if sep is None:
         return None
     if isinstance(sep, str):
         sep = _SEP_NAMES.get(sep.lower(), sep)
     if not isinstance(sep, str) or len(sep) != 1 or ord(sep) > 127 or sep in "\"\r\n":
-        raise input_error(source, "sep", f"must be a single ASCII character or one of "
+        raise input_error(source, f"{prefix}sep", f"must be a single ASCII character or one of "
                           f"{', '.join(_SEP_NAMES)}, got {sep!r}")
     return sep
 
 
 def _check_columns(
-    source: str, columns: Mapping[str, str | int] | None, header: bool | None = None
+    source: str, columns: Mapping[str, str | int] | None, header: bool | None = None,
+    prefix: str = "",
 ) -> dict[str, str | int]:
-    """Validate a ``columns`` mapping (our name -> the file's column name or 0-based position)."""
+    """Validate a ``columns`` mapping (our name -> the file's column name or 0-based position).
+
+    ``prefix`` goes before the field names in errors (``data.`` in an experiment file).
+    """
     if columns is None:
         return {}
+    field = f"{prefix}columns"
     if not isinstance(columns, Mapping):
-        raise input_error(
-            source, "columns", "must map user/item/rating/timestamp to the file's column names"
-        )
+        raise input_error(source, field, "must map user/item/rating/timestamp to the file's "
+                          f"column names, got {columns!r}")
     out: dict[str, str | int] = {}
     for key, value in columns.items():
         if key not in COLUMNS:
-            raise input_error(
-                source, "columns", f"unknown key {key!r} (expected {', '.join(COLUMNS)})"
-            )
+            raise input_error(source, f"{field}.{key}",
+                              f"unknown key (expected {', '.join(COLUMNS)})")
         if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
             pass
         elif header is False:
-            raise input_error(source, f"columns.{key}", "the file has no header (header = false): "
-                              f"give a 0-based column position, got {value!r}")
+            raise input_error(source, f"{field}.{key}", "the file has no header (header = "
+                              f"false): give a 0-based column position, got {value!r}")
         elif not isinstance(value, str) or not value.strip():
-            raise input_error(source, f"columns.{key}",
+            raise input_error(source, f"{field}.{key}",
                               f"must be a column name or a 0-based position, got {value!r}")
         if value in out.values():
             other = next(k for k, v in out.items() if v == value)
-            raise input_error(source, f"columns.{key}", f"{value!r} is already columns.{other}")
+            raise input_error(source, f"{field}.{key}", f"{value!r} is already {field}.{other}")
         out[key] = value
     return out
 

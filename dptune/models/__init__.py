@@ -4,48 +4,49 @@ Built in: ``UserKNN`` / ``ItemKNN`` (:mod:`._knn`), ``BPRMF`` (:mod:`._bpr`). Ad
 any cornac model (:mod:`._cornac`), the ``implicit`` library (:mod:`._implicit`) and any Python
 model with ``fit(X)`` and ``score(users)`` (:mod:`._adapters`, :func:`register`). Every family
 says whether its model is ``stochastic`` (only stochastic models get a noise floor).
+
+The names are loaded on first use (PEP 562), so that reading an experiment file, which checks
+model types, does not compile or import the numba kernels.
 """
 
-from dptune.models._adapters import (
-    CornacFamily,
-    ImplicitFamily,
-    PythonFamily,
-    SignatureFamily,
-    register,
-)
-from dptune.models._base import Family, Recommender
-from dptune.models._bpr import BPRMF
-from dptune.models._cornac import DETERMINISTIC_CORNAC, CornacModel
-from dptune.models._families import (
-    FAMILY_TYPES,
-    BPRFamily,
-    KNNFamily,
-    get_family,
-    is_known_type,
-    is_stochastic,
-)
-from dptune.models._implicit import IMPLICIT_MODELS, ImplicitModel
-from dptune.models._knn import ItemKNN, UserKNN
+from __future__ import annotations
 
-__all__ = [
-    "Recommender",
-    "UserKNN",
-    "ItemKNN",
-    "BPRMF",
-    "CornacModel",
-    "ImplicitModel",
-    "Family",
-    "KNNFamily",
-    "BPRFamily",
-    "SignatureFamily",
-    "CornacFamily",
-    "ImplicitFamily",
-    "PythonFamily",
-    "get_family",
-    "is_known_type",
-    "is_stochastic",
-    "register",
-    "FAMILY_TYPES",
-    "DETERMINISTIC_CORNAC",
-    "IMPLICIT_MODELS",
-]
+import importlib
+from typing import Any
+
+_WHERE = {
+    "Recommender": "_base",
+    "Family": "_base",
+    "UserKNN": "_knn",
+    "ItemKNN": "_knn",
+    "BPRMF": "_bpr",
+    "CornacModel": "_cornac",
+    "DETERMINISTIC_CORNAC": "_cornac",
+    "ImplicitModel": "_implicit",
+    "IMPLICIT_MODELS": "_implicit",
+    "SignatureFamily": "_adapters",
+    "CornacFamily": "_adapters",
+    "ImplicitFamily": "_adapters",
+    "PythonFamily": "_adapters",
+    "register": "_adapters",
+    "is_known_type": "_adapters",
+    "KNNFamily": "_families",
+    "BPRFamily": "_families",
+    "get_family": "_families",
+    "is_stochastic": "_families",
+    "FAMILY_TYPES": "_families",
+}
+
+__all__ = list(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module 'dptune.models' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"dptune.models.{_WHERE[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -21,6 +21,7 @@ import inspect
 import json
 import os
 import re
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -38,12 +39,14 @@ __all__ = [
     "PythonFamily",
     "register",
     "registered_family",
+    "is_known_type",
 ]
 
 # Constructor parameters that are not hyperparameters.
 _NOT_HYPER = ("self", "name", "seed", "verbose", "trainable")
 _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*$")
-_RESERVED = ("userknn", "itemknn", "bpr-mf")
+_RESERVED = ("userknn", "itemknn", "bpr-mf")  # the built-in types
+_PREFIXES = ("cornac:", "implicit:", "python:")
 #: Environment variable through which registrations reach the sweep's worker processes.
 REGISTRY_ENV = "DPTUNE_REGISTERED_MODELS"
 _REGISTRY: dict[str, tuple[Callable[..., Any], bool | None]] = {}
@@ -187,6 +190,14 @@ def _import_target(target: str) -> Any:
                           f"python:{target} must be python:<package.module>:<Class>")
     try:
         obj: Any = importlib.import_module(module)
+    except ModuleNotFoundError as err:
+        # A module next to the experiment (current directory) is importable too, as with
+        # ``python -m``; a console script does not put the current directory on sys.path.
+        if err.name != module.split(".")[0] or os.getcwd() in sys.path:
+            raise input_error("algorithm", "type",
+                              f"cannot import module {module!r}: {err}") from None
+        sys.path.append(os.getcwd())
+        return _import_target(target)
     except ImportError as err:
         raise input_error("algorithm", "type", f"cannot import module {module!r}: {err}") from None
     for part in attr.split("."):
@@ -244,3 +255,17 @@ def registered_family(name: str) -> PythonFamily | None:
         return PythonFamily(_import_target(target), stochastic, type_name=name)
     return None
 
+
+def is_known_type(algorithm_type: object) -> bool:
+    """Whether ``algorithm_type`` has the shape of a model type (nothing is imported).
+
+    A built-in name, ``cornac:<Class>``, ``implicit:<model>``, ``python:<module>:<Class>`` or a
+    name given to :func:`dptune.models.register`; whether the class exists is checked later,
+    by :func:`get_family`.
+    """
+    if not isinstance(algorithm_type, str):
+        return False
+    t = algorithm_type.strip()
+    if t in _RESERVED or registered_family(t) is not None:
+        return True
+    return any(t.startswith(p) and len(t) > len(p) for p in _PREFIXES)

@@ -98,7 +98,8 @@ class Family(ABC):
                 raise input_error(
                     source, unknown[0],
                     f"unknown hyperparameter for {self.type!r} "
-                    f"(expected: {', '.join(self.hyperparameters)})",
+                    + (f"(expected: {', '.join(self.hyperparameters)})" if self.hyperparameters
+                       else "(it takes none: leave out the algorithm's grid)"),
                 )
             missing = [k for k in self._required() if k not in cfg]
             if missing:

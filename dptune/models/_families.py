@@ -20,6 +20,7 @@ from dptune.models._adapters import (
     CornacFamily,
     ImplicitFamily,
     PythonFamily,
+    is_known_type,
     registered_family,
 )
 from dptune.models._base import Family, Recommender, _binary_csr
@@ -37,8 +38,6 @@ FAMILY_TYPES = (
     "userknn", "itemknn", "bpr-mf", "cornac:<ClassName>", "implicit:<als|bpr|...>",
     "python:<package.module>:<Class>",
 )
-BUILTIN_TYPES = ("userknn", "itemknn", "bpr-mf")
-_PREFIXES = ("cornac:", "implicit:", "python:")
 
 
 def _int_value(cfg: dict, key: str, source: str, lo: int) -> int:
@@ -143,21 +142,6 @@ class BPRFamily(Family):
                 model.partial_fit(X, it - model.epochs_done_)
                 model.epochs = it
                 yield idx, model
-
-
-def is_known_type(algorithm_type: object) -> bool:
-    """Whether ``algorithm_type`` has the shape of a model type (nothing is imported).
-
-    A built-in name, ``cornac:<Class>``, ``implicit:<model>``, ``python:<module>:<Class>`` or a
-    name given to :func:`dptune.models.register`; whether the class exists is checked later,
-    by :func:`get_family`.
-    """
-    if not isinstance(algorithm_type, str):
-        return False
-    t = algorithm_type.strip()
-    if t in BUILTIN_TYPES or registered_family(t) is not None:
-        return True
-    return any(t.startswith(p) and len(t) > len(p) for p in _PREFIXES)
 
 
 def is_stochastic(algorithm_type: str) -> bool:

@@ -19,6 +19,7 @@ does not reproduce them; the sweep parallelises over units instead).
 from __future__ import annotations
 
 import importlib
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
@@ -71,15 +72,18 @@ class ImplicitModel:
         params.setdefault("num_threads", 1)
         if stochastic:
             params["random_state"] = int(self.seed)
-        try:
-            self.model_ = cls(**params)
-        except TypeError as err:
-            raise input_error("algorithm", f"implicit:{self.name}",
-                              f"bad parameters: {err}") from None
-        self.X_ = _binary_csr(X)
         from threadpoolctl import threadpool_limits
 
-        with threadpool_limits(1, "blas"):  # implicit asks for single-threaded BLAS
+        self.X_ = _binary_csr(X)
+        # implicit asks for single-threaded BLAS (it warns otherwise); its nearest-neighbour
+        # models convert their own weighted matrix to CSR with a warning that is not ours.
+        with threadpool_limits(1, "blas"), warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Method expects CSR input")
+            try:
+                self.model_ = cls(**params)
+            except TypeError as err:
+                raise input_error("algorithm", f"implicit:{self.name}",
+                                  f"bad parameters: {err}") from None
             self.model_.fit(self.X_, show_progress=False)
         sim = getattr(self.model_, "similarity", None)
         self.similarity_ = sp.csr_matrix(sim) if sim is not None else None

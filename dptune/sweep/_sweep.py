@@ -35,13 +35,7 @@ from dptune import __version__
 from dptune._parallel import run_parallel
 from dptune.config import Experiment
 from dptune.data._dataset import Dataset, dataset_stats, load_dataset
-from dptune.data._split import (
-    HoldOut,
-    cv_fold_labels,
-    leave_one_out,
-    random_holdout,
-    temporal_holdout,
-)
+from dptune.data._split import HoldOut, cv_fold_labels, split_holdout
 from dptune.errors import DptuneError, input_error
 from dptune.metrics import METRICS, evaluate, novelty_vectors
 from dptune.models._families import get_family
@@ -87,15 +81,12 @@ class Prepared:
     def __init__(self, exp: Experiment):
         self.exp = exp
         d = exp.data
-        self.dataset: Dataset = load_dataset(d.source, fmt=d.format, min_rating=d.min_rating, kcore=d.kcore)
+        self.dataset: Dataset = load_dataset(d.source, fmt=d.format, min_rating=d.min_rating,
+                                             kcore=d.kcore, **d.reader_options())
         s = exp.split
-        r = self.dataset.ratings
-        if s.method == "temporal":
-            self.holdout: HoldOut = temporal_holdout(r, s.train_ratio, s.min_user_interactions)
-        elif s.method == "random":
-            self.holdout = random_holdout(r, s.train_ratio, exp.split_seed, s.min_user_interactions)
-        else:
-            self.holdout = leave_one_out(r, s.min_user_interactions)
+        self.holdout: HoldOut = split_holdout(
+            self.dataset.ratings, s.method, s.train_ratio, exp.split_seed, s.min_user_interactions,
+            timestamps=self.dataset.timestamps, fold_method=s.fold_method, source=exp.source)
         self.labels = np.asarray(cv_fold_labels(self.holdout.train, s.folds, s.fold_method, exp.split_seed))
         self.shape = (self.dataset.n_users, self.dataset.n_items)
         self._folds: dict[str, FoldData] = {}
@@ -121,7 +112,8 @@ class Prepared:
             mask = self.labels == int(fold)
             train, held = tr[~mask], tr[mask]
         X = _matrix(train["user"].to_numpy(), train["item"].to_numpy(), self.shape)
-        rel = held[held["rating"].to_numpy() >= self.exp.evaluation.relevance_threshold]
+        rel = held if self.dataset.implicit else (  # implicit feedback: every row is relevant
+            held[held["rating"].to_numpy() >= self.exp.evaluation.relevance_threshold])
         R = _matrix(rel["user"].to_numpy(), rel["item"].to_numpy(), self.shape)
         users = np.flatnonzero(np.diff(R.indptr) > 0).astype(np.int32)
         efd, epc = novelty_vectors(X)
@@ -753,7 +745,10 @@ def build_manifest(exp: Experiment, prep: Prepared, fold_users: dict[str, int]) 
         "evaluation": {
             "protocol": "all unrated items (every item of the data set not in the user's training data)",
             "relevance_threshold": exp.evaluation.relevance_threshold,
-            "relevance_rule": f"rating >= {exp.evaluation.relevance_threshold}",
+            "relevance_rule": ("every held-out interaction (implicit feedback: the data has no "
+                               "ratings, the threshold does not apply)" if ds.implicit
+                               else f"rating >= {exp.evaluation.relevance_threshold}"),
+            "implicit_feedback": ds.implicit,
             "metrics": list(exp.evaluation.metrics), "cutoffs": list(exp.evaluation.cutoffs),
             "novelty_variant": exp.evaluation.novelty,
             "users": "users with at least one relevant held-out item",
