@@ -160,7 +160,7 @@ def cmd_data(args: argparse.Namespace) -> int:
         st = dataset_stats(ds)
         print(f"{args.name}: {path} ({st['ratings']:,} ratings, {st['users']:,} users, {st['items']:,} items)")
         return 0
-    from dptune.data._readers import parse_columns
+    from dptune.data._options import parse_columns
 
     columns = parse_columns(args.columns) if args.columns is not None else None
     ds = load_dataset(args.source, fmt=args.format, columns=columns, sep=args.sep,

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from dptune.data._readers import _check_columns, _check_sep
+from dptune.data._options import _check_columns, _check_sep
 from dptune.data._split import SPLIT_METHODS
 from dptune.errors import input_error, read_toml
 from dptune.grids import Grid, load_grid

@@ -2,7 +2,8 @@
 
 from dptune.data._dataset import Dataset, dataset_stats, kcore_filter, load_dataset
 from dptune.data._fetch import KNOWN_DATASETS, fetch
-from dptune.data._readers import COLUMNS, FORMATS, parse_columns, read_ratings
+from dptune.data._options import COLUMNS, parse_columns
+from dptune.data._readers import FORMATS, read_ratings
 from dptune.data._split import (
     FOLD_METHODS,
     SPLIT_METHODS,
