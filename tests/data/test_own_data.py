@@ -200,3 +200,15 @@ def test_time_ordered_splits_need_timestamps(tmp_path):
     loo = split_holdout(ds.ratings, "leave-one-out-random", seed=1, min_user_interactions=2,
                         timestamps=False)
     assert np.array_equal(np.sort(loo.test["user"].to_numpy()), np.arange(4))
+
+
+@pytest.mark.parametrize("line, field", [('columns = { user = "u", itm = "i" }', "data.columns.itm"),
+                                         ('sep = ";;"', "data.sep"),
+                                         ('header = "no"', "data.header")])
+def test_dptune_run_bad_data_option_is_one_line_exit_2(tmp_path, capsys, line, field):
+    cfg = tmp_path / "own.toml"
+    cfg.write_text(f'name = "own"\n[data]\nsource = "x.csv"\n{line}\n[[algorithms]]\n'
+                   'name = "pop"\ntype = "cornac:MostPop"\n')
+    assert main(["run", str(cfg), "--results", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "own.toml" in err and field in err
