@@ -14,8 +14,11 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dptune.data._options import _check_columns, _check_sep
+from dptune.data._split import SPLIT_METHODS
 from dptune.errors import input_error, read_toml
 from dptune.grids import Grid, load_grid
+from dptune.models._adapters import is_known_type
 from dptune.vocab import METRICS
 
 if TYPE_CHECKING:
@@ -27,12 +30,29 @@ METRIC_NAMES = METRICS
 
 @dataclass(frozen=True)
 class DataConfig:
-    """Where the ratings come from and which optional pre-filters apply (SPEC 1)."""
+    """Where the ratings come from and which optional pre-filters apply (SPEC 1).
+
+    An own file is described by ``columns`` (our name -> the file's column name, or 0-based
+    position when ``header = false``; without ``rating`` the data is implicit feedback, without
+    ``timestamp`` the temporal splits are refused), ``sep`` and ``header``.
+    """
 
     source: str = "ml-latest-small"
     format: str = "auto"
     min_rating: float | None = None
     kcore: int = 0
+    columns: dict[str, str | int] | None = None
+    sep: str | None = None
+    header: bool | None = None
+
+    def reader_options(self) -> dict[str, Any]:
+        """The keyword arguments of :func:`dptune.data.load_dataset` for an own file."""
+        return {"columns": self.columns, "sep": self.sep, "header": self.header}
+
+
+#: [data] fields of own files: left out of the manifest and fingerprint while unset, so that
+#: experiments written before they existed keep their fingerprint (their results stay resumable).
+_OWN_FILE_FIELDS = ("columns", "sep", "header")
 
 
 @dataclass(frozen=True)
@@ -73,7 +93,7 @@ class AlgorithmConfig:
 
     name: str
     type: str
-    grid: str
+    grid: str = ""  # empty: the model takes no hyperparameter (one configuration)
     grid_path: str = ""
 
 
@@ -107,6 +127,9 @@ class Experiment:
         """Plain dict of every setting (for the manifest)."""
         d = asdict(self)
         d.pop("grids", None)
+        for key in _OWN_FILE_FIELDS:
+            if d["data"].get(key) is None:
+                d["data"].pop(key, None)
         return d
 
     def fingerprint(self) -> str:
@@ -196,7 +219,7 @@ def _resolve(path: str, config_path: Path) -> Path | None:
 
 def _validate(exp: Experiment, src: str) -> None:
     s, e, a = exp.split, exp.evaluation, exp.analysis
-    _choice(src, "split.method", s.method, ("temporal", "random", "leave-one-out"))
+    _choice(src, "split.method", s.method, SPLIT_METHODS)
     _choice(src, "split.fold_method", s.fold_method, ("user_stratified", "random", "user_temporal"))
     if s.folds < 2:
         raise input_error(src, "split.folds", "needs at least 2 folds")
@@ -220,8 +243,22 @@ def _validate(exp: Experiment, src: str) -> None:
         raise input_error(src, "analysis.primary_cutoff", f"{a.primary_cutoff} is not in evaluation.cutoffs")
     if exp.sweep.jobs < 1:
         raise input_error(src, "sweep.jobs", "must be positive")
-    if exp.data.kcore < 0:
+    _validate_data(exp.data, src)
+
+
+def _validate_data(d: DataConfig, src: str) -> None:
+    """[data]: the pre-filters and the description of an own file (columns, sep, header)."""
+    if d.kcore < 0:
         raise input_error(src, "data.kcore", "must be >= 0")
+    if d.min_rating is not None and (isinstance(d.min_rating, bool)
+                                     or not isinstance(d.min_rating, (int, float))):
+        raise input_error(src, "data.min_rating", f"must be a number, got {d.min_rating!r}")
+    if d.header is not None and not isinstance(d.header, bool):
+        raise input_error(src, "data.header", f"must be true or false, got {d.header!r}")
+    _check_sep(src, d.sep, prefix="data.")
+    _check_columns(src, d.columns, d.header, prefix="data.")
+    if d.columns is not None and not d.columns:
+        raise input_error(src, "data.columns", "is empty; map at least user and item")
 
 
 def parse_experiment(data: dict, source: str = "<memory>", config_path: Path | None = None) -> Experiment:
@@ -250,9 +287,15 @@ def parse_experiment(data: dict, source: str = "<memory>", config_path: Path | N
             raise input_error(source, f"algorithms[{i}].name", "must be letters, digits, '.', '_' or '-'")
         if a.name in grids:
             raise input_error(source, f"algorithms[{i}].name", f"duplicate algorithm name {a.name!r}")
-        if not (a.type in ("userknn", "itemknn", "bpr-mf") or a.type.startswith("cornac:")):
+        if not is_known_type(a.type):
             raise input_error(source, f"algorithms[{i}].type",
-                              f"{a.type!r} is not userknn, itemknn, bpr-mf or cornac:<ModelClass>")
+                              f"{a.type!r} is not userknn, itemknn, bpr-mf, cornac:<ModelClass>, "
+                              "implicit:<model>, python:<package.module>:<Class> or a registered "
+                              "model name")
+        if not a.grid:  # no hyperparameter: one configuration
+            grids[a.name] = Grid(values={}, source="<no grid>")
+            algos.append(a)
+            continue
         gpath = _resolve(a.grid, config_path)
         if gpath is None:
             raise input_error(source, f"algorithms[{i}].grid", f"grid file {a.grid!r} not found")

@@ -229,8 +229,11 @@ def cmd_data_fetch(args: argparse.Namespace) -> int:
 def cmd_data_info(args: argparse.Namespace) -> int:
     """``dptune data info``: Table 1 statistics of a data set."""
     from dptune.data._dataset import dataset_stats, load_dataset
+    from dptune.data._options import parse_columns
 
-    ds = load_dataset(args.source, fmt=args.format)
+    columns = parse_columns(args.columns) if args.columns is not None else None
+    ds = load_dataset(args.source, fmt=args.format, columns=columns, sep=args.sep,
+                      header=args.header)
     st = dataset_stats(ds)
     print("| Dataset | Users | Items | Ratings | Sparsity |")
     print("| --- | ---: | ---: | ---: | ---: |")

@@ -211,6 +211,13 @@ def build_parser() -> argparse.ArgumentParser:
     from dptune.data._dataset import FORMATS
 
     i.add_argument("--format", choices=FORMATS, default="auto", help="file format")
+    i.add_argument("--columns", metavar="MAP", help="own file: which column holds what, e.g. "
+                   "user=user_id,item=item_id[,rating=stars][,timestamp=ts] (names, or 0-based "
+                   "positions with --no-header); leave out rating for implicit feedback")
+    i.add_argument("--sep", help="own file: field separator (one character, or tab, comma, "
+                   "semicolon, space, pipe)")
+    i.add_argument("--header", action=argparse.BooleanOptionalAction, default=None,
+                   help="own file: whether the first line names the columns (default: yes)")
     i.set_defaults(func=c.cmd_data_info)
     return p
 

@@ -1,4 +1,9 @@
-"""Stage "split": test splits (temporal / random hold-out, leave-one-out, k-fold) and CV folds.
+"""Stage "split": test splits (temporal / random hold-out, leave-one-out by time or at random,
+k-fold) and CV folds.
+
+:func:`split_holdout` is the one entry point of the sweep: it picks the method by name and
+refuses the time-ordered ones (``temporal``, ``leave-one-out``, fold method ``user_temporal``)
+when the data has no timestamps, naming the option to change.
 
 All functions take a ratings frame with at least ``user`` and ``timestamp`` columns (the rows of
 ``Dataset.ratings``) and are vectorised: per-user ranks come from one stable ``np.lexsort`` over
@@ -20,11 +25,16 @@ __all__ = [
     "cv_fold_labels",
     "kfold_labels",
     "leave_one_out",
+    "leave_one_out_random",
     "random_holdout",
+    "split_holdout",
     "temporal_holdout",
+    "SPLIT_METHODS",
 ]
 
 FOLD_METHODS = ("user_stratified", "random", "user_temporal")
+SPLIT_METHODS = ("temporal", "random", "leave-one-out", "leave-one-out-random")
+_TIMED = ("temporal", "leave-one-out")
 _SOURCE = "split"
 _MAX_FOLDS = int(np.iinfo(np.int8).max)  # labels are int8
 _EPS = 1e-9  # floor(0.57 * 100) must be 57, not 56
@@ -183,6 +193,57 @@ def leave_one_out(ratings: pd.DataFrame, min_user_interactions: int = 5) -> Hold
     users = ratings["user"].to_numpy()
     rank, size, _, _ = _user_ranks(users, ratings["timestamp"].to_numpy())
     return _holdout(ratings, rank, size, size - 1, minimum)
+
+
+def leave_one_out_random(
+    ratings: pd.DataFrame, seed: int = 0, min_user_interactions: int = 5
+) -> HoldOut:
+    """Leave-one-out at random: one rating per user, drawn with ``seed``, is the test part.
+
+    For data without timestamps (or to avoid the recency of the temporal variant); same user
+    minimum as :func:`leave_one_out`.
+    """
+    _check_ratings(ratings, need=("user",))
+    minimum = _check_int(min_user_interactions, "split.min_user_interactions", 2)
+    rng = _rng(seed)
+    users = ratings["user"].to_numpy()
+    rank, size, _, _ = _user_ranks(users, rng.random(len(ratings)))
+    return _holdout(ratings, rank, size, size - 1, minimum)
+
+
+def split_holdout(
+    ratings: pd.DataFrame,
+    method: str,
+    train_ratio: float = 0.8,
+    seed: int = 0,
+    min_user_interactions: int = 5,
+    timestamps: bool = True,
+    fold_method: str | None = None,
+    source: str = _SOURCE,
+) -> HoldOut:
+    """The test split ``method`` (one of :data:`SPLIT_METHODS`) of ``ratings``.
+
+    ``timestamps=False`` (data without a time column) refuses ``temporal`` and ``leave-one-out``
+    and the fold method ``user_temporal`` with an error naming ``split.method`` /
+    ``split.fold_method`` in ``source``.
+    """
+    if method not in SPLIT_METHODS:
+        raise input_error(source, "split.method",
+                          f"unknown method {method!r} (expected one of {', '.join(SPLIT_METHODS)})")
+    if not timestamps and method in _TIMED:
+        raise input_error(source, "split.method", f"{method!r} orders each user's ratings by time "
+                          "but the data has no timestamps ([data] columns maps none); use "
+                          "'random' or 'leave-one-out-random'")
+    if not timestamps and fold_method == "user_temporal":
+        raise input_error(source, "split.fold_method", "'user_temporal' needs timestamps and the "
+                          "data has none; use 'user_stratified' or 'random'")
+    if method == "temporal":
+        return temporal_holdout(ratings, train_ratio, min_user_interactions)
+    if method == "random":
+        return random_holdout(ratings, train_ratio, seed, min_user_interactions)
+    if method == "leave-one-out":
+        return leave_one_out(ratings, min_user_interactions)
+    return leave_one_out_random(ratings, seed, min_user_interactions)
 
 
 def _balanced_random(n: int, n_folds: int, rng: np.random.Generator) -> np.ndarray:

@@ -61,10 +61,13 @@ def check_count(value: Any, name: str, minimum: int) -> int:
 
 
 def is_stochastic(algorithm_type: str) -> bool:
-    """Whether training depends on a seed: ``bpr-mf`` and every ``cornac:<Model>`` (a cornac
-    model that ignores its seed shows up as identical seeds, i.e. A/A p-values of 1).
-    UserKNN / ItemKNN are deterministic and get no noise floor."""
-    return algorithm_type == "bpr-mf" or str(algorithm_type).startswith("cornac:")
+    """Whether training depends on a seed, as the model family declares it
+    (:func:`dptune.models.is_stochastic`): ``bpr-mf``, cornac models except the deterministic
+    ones (EASE, MostPop, ItemKNN, ...), stochastic implicit and Python models. UserKNN / ItemKNN
+    and the other deterministic models get no noise floor."""
+    from dptune.models._families import is_stochastic as family_is_stochastic
+
+    return family_is_stochastic(algorithm_type)
 
 
 def noise_part_name(algorithm: str, config_id: int, fold: str) -> str:

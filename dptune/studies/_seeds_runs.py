@@ -35,7 +35,7 @@ from dptune.data._dataset import load_dataset
 from dptune.data._split import kfold_labels, random_holdout
 from dptune.errors import input_error
 from dptune.metrics import METRICS, evaluate
-from dptune.models._models import get_family
+from dptune.models import get_family
 from dptune.store._store import ResultStore, UnitResult
 from dptune.studies._seeds_settings import SPLITS, SeedSettings
 from dptune.sweep._plan import derive_seed, plan

@@ -18,7 +18,7 @@ import numpy as np
 
 from dptune.config import Experiment, parse_experiment
 from dptune.errors import input_error, read_toml
-from dptune.models._models import get_family
+from dptune.models import get_family
 from dptune.sweep._plan import derive_seed
 
 __all__ = [

@@ -52,7 +52,10 @@ def build_manifest(exp: Experiment, prep: Prepared, fold_users: dict[str, int]) 
         "evaluation": {
             "protocol": "all unrated items (every item of the data set not in the user's training data)",
             "relevance_threshold": exp.evaluation.relevance_threshold,
-            "relevance_rule": f"rating >= {exp.evaluation.relevance_threshold}",
+            "relevance_rule": ("every held-out interaction (implicit feedback: the data has no "
+                               "ratings, the threshold does not apply)" if ds.implicit
+                               else f"rating >= {exp.evaluation.relevance_threshold}"),
+            "implicit_feedback": ds.implicit,
             "metrics": list(exp.evaluation.metrics), "cutoffs": list(exp.evaluation.cutoffs),
             "novelty_variant": exp.evaluation.novelty,
             "users": "users with at least one relevant held-out item",

@@ -96,7 +96,7 @@ def run_noise_task(exp: Experiment, task: NoiseTask, root: str | Path, seeds: in
     """Train ``task``'s configuration with seeds ``0 .. seeds-1`` on its fold, evaluate, write the
     part atomically; seeds already in an existing part are read back, not retrained."""
     from dptune.metrics import METRICS, evaluate
-    from dptune.models._models import get_family
+    from dptune.models import get_family
     from dptune.sweep._plan import derive_seed
     from dptune.sweep._prepare import prepare
 

@@ -15,13 +15,7 @@ import scipy.sparse as sp
 
 from dptune.config import Experiment
 from dptune.data._dataset import Dataset, load_dataset
-from dptune.data._split import (
-    HoldOut,
-    cv_fold_labels,
-    leave_one_out,
-    random_holdout,
-    temporal_holdout,
-)
+from dptune.data._split import HoldOut, cv_fold_labels, split_holdout
 from dptune.errors import input_error
 from dptune.metrics import novelty_vectors
 
@@ -65,15 +59,12 @@ class Prepared:
     def __init__(self, exp: Experiment):
         self.exp = exp
         d = exp.data
-        self.dataset: Dataset = load_dataset(d.source, fmt=d.format, min_rating=d.min_rating, kcore=d.kcore)
+        self.dataset: Dataset = load_dataset(d.source, fmt=d.format, min_rating=d.min_rating,
+                                             kcore=d.kcore, **d.reader_options())
         s = exp.split
-        r = self.dataset.ratings
-        if s.method == "temporal":
-            self.holdout: HoldOut = temporal_holdout(r, s.train_ratio, s.min_user_interactions)
-        elif s.method == "random":
-            self.holdout = random_holdout(r, s.train_ratio, exp.split_seed, s.min_user_interactions)
-        else:
-            self.holdout = leave_one_out(r, s.min_user_interactions)
+        self.holdout: HoldOut = split_holdout(
+            self.dataset.ratings, s.method, s.train_ratio, exp.split_seed, s.min_user_interactions,
+            timestamps=self.dataset.timestamps, fold_method=s.fold_method, source=exp.source)
         self.labels = np.asarray(cv_fold_labels(self.holdout.train, s.folds, s.fold_method, exp.split_seed))
         self.shape = (self.dataset.n_users, self.dataset.n_items)
         self._folds: dict[str, FoldData] = {}
@@ -98,7 +89,9 @@ class Prepared:
         else:
             mask = self.labels == int(fold)
             train, held = tr[~mask], tr[mask]
-        return fold_data(train, held, self.shape, self.exp.evaluation.relevance_threshold, fold)
+        # implicit feedback (no ratings): every held-out interaction is relevant
+        threshold = -np.inf if self.dataset.implicit else self.exp.evaluation.relevance_threshold
+        return fold_data(train, held, self.shape, threshold, fold)
 
     def check_folds(self) -> dict[str, int]:
         """Users evaluated per fold; a fold with none is an error naming it (before any training)."""

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dptune.data import _dataset as data
+from dptune.data import _fetch as data
 from dptune.data._dataset import (
     Dataset,
     dataset_stats,
@@ -227,7 +227,7 @@ def test_empty_and_negative_ids(tmp_path):
 def test_bad_arguments(tmp_path):
     path = write(tmp_path / "r.dat", as_lines(ROWS, "ml-dat"))
     expect_error("unknown format", read_ratings, path, fmt="xml")
-    expect_error("unknown key 'usr'", read_ratings, path, columns={"usr": "a"})
+    expect_error("columns.usr: unknown key", read_ratings, path, columns={"usr": "a"})
     expect_error("kcore", load_dataset, str(path), kcore=-1)
     expect_error("min_rating", load_dataset, str(path), min_rating="4")
     expect_error("cannot tell the format", read_ratings, write(tmp_path / "r.bin", "1 2 3 4\n"))

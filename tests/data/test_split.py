@@ -13,7 +13,9 @@ from dptune.data._split import (
     cv_fold_labels,
     kfold_labels,
     leave_one_out,
+    leave_one_out_random,
     random_holdout,
+    split_holdout,
     temporal_holdout,
 )
 from dptune.errors import DptuneError
@@ -258,3 +260,44 @@ def test_different_seeds_usually_differ():
         draws = {cv_fold_labels(frame, 4, method, seed=s).tobytes() for s in range(5)}
         assert len(draws) == 5
     assert len({kfold_labels(frame, 4, s).tobytes() for s in range(5)}) == 5
+
+
+# ---------------------------------------------------------------------------------------------
+# Splits that need no timestamps (data without a time column)
+
+
+@SETTINGS
+@given(ratings_tables(), st.integers(0, 3), st.integers(2, 6), st.sampled_from([0.5, 0.8]))
+def test_untimed_splits_ignore_timestamps_and_partition_each_user(frame, seed, minimum, ratio):
+    """random and leave-one-out-random: a partition of each kept user's rows, sizes by the floor
+    rule (one test row for LOO), the same rows whatever the timestamps say, seeded."""
+    shuffled_time = frame.assign(timestamp=np.arange(len(frame))[::-1].astype(np.int64))
+    sizes = frame.groupby("user").size()
+    kept = sizes[sizes >= minimum]
+    for method in ("random", "leave-one-out-random"):
+        split = split_holdout(frame, method, ratio, seed, minimum, timestamps=False)
+        again = split_holdout(shuffled_time, method, ratio, seed, minimum, timestamps=False)
+        assert pairs(split.train) == pairs(again.train) and pairs(split.test) == pairs(again.test)
+        assert not pairs(split.train) & pairs(split.test)
+        assert pairs(split.train) | pairs(split.test) == pairs(frame[frame["user"].isin(kept.index)])
+        test_sizes = split.test.groupby("user").size().reindex(kept.index, fill_value=0)
+        if method == "random":
+            expected = kept - np.floor(ratio * kept + 1e-9).astype(int)
+        else:
+            expected = pd.Series(1, index=kept.index)
+        assert (test_sizes == expected).all()
+        assert split.dropped_users.tolist() == sorted(sizes[sizes < minimum].index.tolist())
+    loo = leave_one_out_random(frame, seed=seed, min_user_interactions=minimum)
+    assert pairs(loo.test) == pairs(
+        split_holdout(frame, "leave-one-out-random", seed=seed, min_user_interactions=minimum,
+                      timestamps=True).test)
+
+
+def test_leave_one_out_random_depends_on_the_seed():
+    frame = table([(u, i, i) for u in range(20) for i in range(10)])
+    tests = {tuple(leave_one_out_random(frame, seed=s).test["item"]) for s in range(4)}
+    assert len(tests) == 4
+    assert leave_one_out_random(frame, seed=1).test.equals(leave_one_out_random(frame, seed=1).test)
+    with pytest.raises(DptuneError, match="split.min_user_interactions"):
+        leave_one_out_random(frame, min_user_interactions=1)
+

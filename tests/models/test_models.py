@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dptune.errors import DptuneError
-from dptune.models._models import (
+from dptune.models import (
     BPRMF,
     CornacModel,
     ItemKNN,

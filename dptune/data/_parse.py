@@ -1,0 +1,122 @@
+"""Typing and validation of the raw rating columns: ids, ratings and timestamps.
+
+Every bad value is one error naming the file, the field and the line (or row) it is on.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from dptune.errors import input_error
+
+_NUMERIC_ID = r"0|[1-9][0-9]{0,17}"  # no sign, no leading zeros, fits int64
+_NEGATIVE_ID = r"-[0-9]+"
+
+
+def _finish(frame: pd.DataFrame, source: str, where) -> pd.DataFrame:
+    """Validate and type the raw columns; ``where(i)`` names row ``i`` in messages.
+
+    A frame without ``rating`` is implicit feedback (every rating 1.0, ``attrs["implicit"]``);
+    one without ``timestamp`` gets the row position (``attrs["timestamps"] = False``), so that
+    "latest" means "last in file order" and every later stage keeps working unchanged.
+    """
+    n = len(frame)
+    implicit = "rating" not in frame.columns
+    timed = "timestamp" in frame.columns
+    out = pd.DataFrame(
+        {
+            "user": _parse_ids(frame["user"], source, "user", where),
+            "item": _parse_ids(frame["item"], source, "item", where),
+            "rating": (np.ones(n, dtype=np.float32) if implicit else
+                       _parse_number(frame["rating"], source, "rating", where).astype(np.float32)),
+            "timestamp": (_parse_timestamp(frame["timestamp"], source, where) if timed else
+                          np.arange(n, dtype=np.int64)),
+        }
+    )
+    out.attrs["implicit"] = implicit
+    out.attrs["timestamps"] = timed
+    return out
+
+
+def _parse_ids(values: pd.Series, source: str, field: str, where) -> np.ndarray | pd.Series:
+    """Ids: int64 when all are plain non-negative integers, else strings; missing/negative -> error."""
+    missing = values.isna().to_numpy()
+    if missing.any():
+        i = int(np.argmax(missing))
+        raise input_error(source, field, f"{where(i)}: missing id (empty, None or NaN)")
+    if pd.api.types.is_bool_dtype(values.dtype):
+        raise input_error(source, field, "ids must be integers or strings, not booleans")
+    if pd.api.types.is_integer_dtype(values.dtype):
+        ints = values.to_numpy(dtype=np.int64)
+        neg = ints < 0
+        if neg.any():
+            i = int(np.argmax(neg))
+            raise input_error(source, field, f"{where(i)}: negative id {ints[i]}")
+        return ints
+    if pd.api.types.is_float_dtype(values.dtype):
+        floats = values.to_numpy(dtype=np.float64)
+        bad = (
+            ~np.isfinite(floats) | (floats != np.trunc(floats)) | (floats < 0) | (floats >= 2.0**63)
+        )
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise input_error(
+                source, field, f"{where(i)}: id {floats[i]!r} is not a non-negative integer"
+            )
+        return floats.astype(np.int64)
+    text = values.astype("str").str.strip()
+    empty = (text == "").to_numpy()
+    if empty.any():
+        i = int(np.argmax(empty))
+        raise input_error(source, field, f"{where(i)}: missing id (empty)")
+    if text.str.fullmatch(_NUMERIC_ID).all():
+        return text.astype(np.int64).to_numpy()
+    negative = text.str.fullmatch(_NEGATIVE_ID).to_numpy(dtype=bool)
+    if negative.any() and text.str.fullmatch(f"{_NUMERIC_ID}|{_NEGATIVE_ID}").all():
+        i = int(np.argmax(negative))
+        raise input_error(source, field, f"{where(i)}: negative id {text.iloc[i]}")
+    return text.reset_index(drop=True)
+
+
+def _parse_number(values: pd.Series, source: str, field: str, where) -> np.ndarray:
+    """Numeric column as float64; the first non-numeric, missing or infinite value -> error."""
+    if pd.api.types.is_bool_dtype(values.dtype):
+        raise input_error(source, field, "must be numeric, not boolean")
+    if pd.api.types.is_numeric_dtype(values.dtype):
+        nums = values.to_numpy(dtype=np.float64, na_value=np.nan)
+    else:
+        text = values.astype("str").str.strip()
+        nums = pd.to_numeric(text, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    bad = ~np.isfinite(nums)
+    if bad.any():
+        i = int(np.argmax(bad))
+        value = values.iloc[i]
+        if pd.isna(value) or (isinstance(value, str) and not value.strip()):
+            raise input_error(source, field, f"{where(i)}: missing value (empty or NaN)")
+        raise input_error(source, field, f"{where(i)}: {value!r} is not a finite number")
+    return nums
+
+
+def _parse_timestamp(values: pd.Series, source: str, where) -> np.ndarray:
+    """Timestamps as int64; float values are truncated toward zero."""
+    if pd.api.types.is_integer_dtype(values.dtype) and not values.isna().any():
+        return values.to_numpy(dtype=np.int64)
+    if pd.api.types.is_datetime64_any_dtype(values.dtype):
+        missing = values.isna().to_numpy()
+        if missing.any():
+            i = int(np.argmax(missing))
+            raise input_error(source, "timestamp", f"{where(i)}: missing value")
+        if isinstance(values.dtype, pd.DatetimeTZDtype):
+            values = values.dt.tz_convert("UTC").dt.tz_localize(None)
+        return values.to_numpy(dtype="datetime64[s]").astype(np.int64)
+    if not pd.api.types.is_numeric_dtype(values.dtype) and not values.isna().any():
+        text = values.astype("str").str.strip()
+        if text.str.fullmatch(r"-?[0-9]{1,18}").all():  # exact, no float round trip
+            return text.astype(np.int64).to_numpy()
+    nums = _parse_number(values, source, "timestamp", where)
+    out_of_range = np.abs(nums) >= 2.0**63
+    if out_of_range.any():
+        i = int(np.argmax(out_of_range))
+        raise input_error(source, "timestamp", f"{where(i)}: {nums[i]!r} is out of range")
+    return np.trunc(nums).astype(np.int64)

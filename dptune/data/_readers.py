@@ -1,0 +1,347 @@
+"""Rating file readers: MovieLens (.dat, u.data, ratings.csv), RecBole .inter, Amazon, any
+CSV/TSV with a header and a column mapping, and Parquet.
+
+:func:`read_ratings` returns the raw rows (ids as in the file, duplicates included, file order);
+the typing and validation of the columns is in :mod:`dptune.data._parse`.
+
+Own files: ``columns`` maps our names to the file's (a header name, or a 0-based position when
+the file has no header line, ``header=False``); ``sep`` is the field separator. When ``columns``
+is given, ``rating`` and ``timestamp`` are optional: a file without ratings is *implicit
+feedback* (every row is an interaction, all relevant), a file without timestamps keeps its row
+order in their place (temporal splits are then refused, see :mod:`dptune.data._split`).
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import os
+import re
+import zlib
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from dptune.data._options import COLUMNS, _check_columns, _check_sep, _positions, parse_columns
+from dptune.data._parse import _finish
+from dptune.errors import input_error
+
+__all__ = ["COLUMNS", "FORMATS", "parse_columns", "read_ratings"]
+
+FORMATS = ("auto", "ml-dat", "ml-udata", "ml-csv", "recbole", "amazon", "csv", "parquet")
+
+_ML_CSV_HEADER = ("userId", "movieId", "rating", "timestamp")
+_RECBOLE_NAMES = {
+    "user": "user_id",
+    "item": "item_id",
+    "rating": "rating",
+    "timestamp": "timestamp",
+}
+_NUMERIC_ID = r"0|[1-9][0-9]{0,17}"  # no sign, no leading zeros, fits int64
+_NEGATIVE_ID = r"-[0-9]+"
+_UNIT_SEP = "\x1f"  # stands in for "::" so the C parser can read ml-dat files
+_OPTIONAL = ("rating", "timestamp")
+
+
+def read_ratings(
+    path: str | os.PathLike[str],
+    fmt: str = "auto",
+    columns: Mapping[str, str | int] | None = None,
+    sep: str | None = None,
+    header: bool | None = None,
+) -> pd.DataFrame:
+    """Read one ratings file into columns user, item, rating (float32), timestamp (int64).
+
+    Ids stay the file's own (int64 when every id is a plain non-negative integer, else strings);
+    rows stay in file order, duplicates included. ``fmt="auto"`` decides from the name and the
+    first line; ``.gz`` files are decompressed. Bad input raises a :class:`DptuneError`.
+    ``columns``, ``sep`` and ``header`` describe an own CSV (module docstring); the result's
+    ``attrs`` say ``implicit`` (no rating column: every rating is 1.0) and ``timestamps``
+    (False: the row order stands in for time).
+    """
+    p = Path(path)
+    if p.is_dir():
+        raise input_error(p, None, "is a directory, expected a ratings file")
+    try:
+        data = p.read_bytes()
+    except FileNotFoundError:
+        raise input_error(p, None, "no such file") from None
+    except OSError as err:
+        raise input_error(p, None, f"cannot read: {err.strerror or err}") from None
+    return _read_bytes(data, p.name, str(p), fmt, columns, sep, header)
+
+
+def _read_bytes(
+    data: bytes,
+    filename: str,
+    source: str,
+    fmt: str,
+    columns: Mapping[str, str | int] | None,
+    sep: str | None,
+    header: bool | None = None,
+) -> pd.DataFrame:
+    """Parse the bytes of a ratings file named ``filename`` (``source`` labels errors)."""
+    if fmt not in FORMATS:
+        raise input_error(
+            source, "fmt", f"unknown format {fmt!r} (expected one of {', '.join(FORMATS)})"
+        )
+    if header is not None and not isinstance(header, bool):
+        raise input_error(source, "header", f"must be true or false, got {header!r}")
+    if header is False and fmt not in ("auto", "csv"):
+        raise input_error(source, "header", f"header = false applies to csv files, not {fmt}")
+    sep = _check_sep(source, sep)
+    columns = _check_columns(source, columns, header)
+    name = filename.lower()
+    if data[:2] == b"\x1f\x8b":
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as err:
+            raise input_error(source, None, f"broken gzip file: {err}") from None
+    if name.endswith(".gz"):
+        name = name[:-3]
+    if not data.strip():
+        raise input_error(source, None, "file is empty")
+    if fmt == "auto":
+        fmt, sep = _detect_format(data, name, source, columns, sep, header is False)
+    if sep is not None and fmt not in ("csv", "ml-csv", "amazon"):
+        raise input_error(
+            source,
+            "sep",
+            f"format {fmt} has a fixed separator; sep applies to csv, ml-csv and amazon",
+        )
+    if fmt == "parquet":
+        if header is not None:
+            raise input_error(source, "header", "applies to csv files, not parquet")
+        return _read_parquet(data, source, columns)
+    return _read_text(data, source, fmt, columns, sep, header)
+
+
+def _first_line(data: bytes) -> str:
+    """The first non-blank line, decoded leniently."""
+    for line in data[:65536].splitlines():
+        if line.strip():
+            return line.decode("utf-8", errors="replace").strip()
+    return ""
+
+
+def _is_number(text: str) -> bool:
+    """True when ``text`` parses as a float."""
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _detect_format(
+    data: bytes, name: str, source: str, columns: dict[str, str | int], sep: str | None,
+    no_header: bool = False,
+) -> tuple[str, str | None]:
+    """Pick a format from the file name and its first line; ambiguous cases are errors."""
+    first = _first_line(data)
+    if no_header or (columns and sep is not None):  # told how to read it: an own CSV
+        if sep is None:
+            sep = "\t" if name.endswith(".tsv") or ("\t" in first and "," not in first) else ","
+        return "csv", sep
+    if name.endswith((".parquet", ".pq")) or data[:4] == b"PAR1":
+        return "parquet", sep
+    if name.endswith(".inter"):
+        return "recbole", sep
+    if "::" in first and not name.endswith(".csv"):
+        return "ml-dat", sep
+    if name == "u.data" or name.endswith(".data"):
+        return "ml-udata", sep
+    if name.endswith((".csv", ".tsv", ".txt")):
+        if sep is None:
+            sep = "\t" if name.endswith(".tsv") or ("\t" in first and "," not in first) else ","
+        fields = [f.strip().strip('"') for f in first.split(sep)]
+        if columns:
+            return "csv", sep
+        if tuple(fields) == _ML_CSV_HEADER and sep == ",":
+            return "ml-csv", None
+        if len(fields) >= 2 and _is_number(fields[-1]) and _is_number(fields[-2]):
+            raise input_error(
+                source,
+                "fmt",
+                "the file has no header, so its column order is ambiguous: pass fmt='amazon' "
+                "(item,user,rating,timestamp) or fmt='csv' with columns= and a header line",
+            )
+        return "csv", sep
+    raise input_error(
+        source,
+        "fmt",
+        f"cannot tell the format from the file name and its first line {first[:60]!r}; "
+        "pass fmt= one of " + ", ".join(FORMATS[1:]),
+    )
+
+
+def _scan_lines(data: bytes, sep: str) -> tuple[np.ndarray, np.ndarray]:
+    """Return (1-based numbers of the non-blank lines, number of ``sep``-fields on each).
+
+    Vectorised over the bytes so that million-line files are checked in milliseconds.
+    """
+    buf = np.frombuffer(data, dtype=np.uint8)
+    newlines = np.flatnonzero(buf == 10)
+    starts = np.concatenate(([0], newlines + 1))
+    ends = np.concatenate((newlines, [len(buf)]))
+    last = np.maximum(ends - 1, 0)
+    has_cr = (ends > starts) & (buf[last] == 13) if len(buf) else np.zeros(len(ends), bool)
+    length = ends - starts - has_cr
+    seps = np.flatnonzero(buf == ord(sep))
+    fields = np.bincount(np.searchsorted(newlines, seps), minlength=len(starts)) + 1
+    keep = length > 0
+    return np.flatnonzero(keep) + 1, fields[keep]
+
+
+def _read_text(
+    data: bytes, source: str, fmt: str, columns: dict[str, str | int], sep: str | None,
+    has_header: bool | None = None,
+) -> pd.DataFrame:
+    """Read a delimited text format and hand the four raw columns to :func:`_finish`."""
+    quoting = csv.QUOTE_NONE
+    header = positional = False
+    shown_sep = sep
+    if fmt == "ml-dat":
+        if _UNIT_SEP.encode() in data:
+            raise input_error(
+                source, None, "contains control character 0x1f; not a MovieLens .dat file"
+            )
+        data = data.replace(b"::", _UNIT_SEP.encode())
+        sep, shown_sep, layout = _UNIT_SEP, "::", ["user", "item", "rating", "timestamp"]
+    elif fmt == "ml-udata":
+        sep, shown_sep, layout = "\t", "tab", ["user", "item", "rating", "timestamp"]
+    elif fmt == "amazon":
+        sep = sep or ","
+        shown_sep, layout = sep, ["item", "user", "rating", "timestamp"]
+        quoting = csv.QUOTE_MINIMAL
+    elif fmt == "recbole":
+        sep, shown_sep, header = "\t", "tab", True
+        layout = None
+    else:  # ml-csv, csv
+        sep = sep or ","
+        shown_sep, header, quoting, layout = sep, True, csv.QUOTE_MINIMAL, None
+        positional = fmt == "csv" and has_header is False
+    if len(sep) != 1 or ord(sep) > 127:
+        raise input_error(source, "sep", f"must be a single ASCII character, got {sep!r}")
+    shown_sep = {"\t": "tab", ",": "','", ";": "';'"}.get(shown_sep, repr(shown_sep))
+
+    line_numbers, fields = _scan_lines(data, sep)
+    if len(line_numbers) == 0:
+        raise input_error(source, None, "file is empty")
+    expected = len(layout) if layout else int(fields[0])
+    if fmt == "csv" and positional:
+        header = False
+        layout = _positions(source, columns, expected)
+    if header and expected < 2:
+        raise input_error(
+            source,
+            f"line {line_numbers[0]}",
+            f"header has one field; expected fields separated by {shown_sep}",
+        )
+    if quoting == csv.QUOTE_NONE or b'"' not in data:
+        bad = np.flatnonzero(fields != expected)
+        if len(bad):
+            i = bad[0]
+            like = " like the header" if header else ""
+            raise input_error(
+                source,
+                f"line {line_numbers[i]}",
+                f"expected {expected} fields separated by {shown_sep}{like}, found {fields[i]}; "
+                f"wrong separator or format? (fmt={fmt})",
+            )
+    encoding = "utf-8"
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        encoding = "latin-1"
+    read = {"sep": sep, "quoting": quoting, "encoding": encoding, "engine": "c"}
+    try:
+        if header:
+            head = pd.read_csv(io.BytesIO(data), nrows=0, **read).columns
+            resolved = _resolve_columns(list(head), source, fmt, columns)
+            ids = {resolved["user"]: str, resolved["item"]: str}
+            frame = pd.read_csv(
+                io.BytesIO(data), header=0, usecols=list(set(resolved.values())), dtype=ids, **read
+            )
+            frame = pd.DataFrame({k: frame[c] for k, c in resolved.items()})
+        else:
+            ids = {"user": str, "item": str}
+            frame = pd.read_csv(io.BytesIO(data), header=None, names=layout, dtype=ids, **read)
+            frame = frame[[c for c in COLUMNS if c in frame.columns]]
+    except pd.errors.ParserError as err:
+        match = re.search(r"line (\d+)", str(err))
+        field = f"line {match.group(1)}" if match else None
+        raise input_error(
+            source, field, f"malformed line (fields separated by {shown_sep}): {err}"
+        ) from None
+    except (ValueError, UnicodeDecodeError) as err:
+        raise input_error(source, None, f"cannot parse as {fmt}: {err}") from None
+
+    rows_to_lines = line_numbers[1:] if header else line_numbers
+    if len(rows_to_lines) != len(frame):  # quoted newlines: fall back to header-relative counting
+        rows_to_lines = np.arange(len(frame)) + (2 if header else 1)
+    if len(frame) == 0:
+        raise input_error(source, None, "has a header but no ratings")
+    return _finish(frame, source, lambda i: f"line {rows_to_lines[i]}")
+
+
+def _resolve_columns(
+    file_columns: list, source: str, fmt: str, columns: dict[str, str | int]
+) -> dict[str, object]:
+    """Map each of our four names to the file's column (recbole: the name before ':').
+
+    With a ``columns`` mapping, rating and timestamp may be absent (left out of the result).
+    """
+    names: dict[str, object] = {str(c): c for c in file_columns}
+    positions = {k: v for k, v in columns.items() if isinstance(v, int)}
+    for key, pos in positions.items():
+        if pos >= len(file_columns):
+            raise input_error(source, f"columns.{key}",
+                              f"position {pos} but the file has {len(file_columns)} columns")
+    columns = {k: (str(file_columns[v]) if isinstance(v, int) else v) for k, v in columns.items()}
+    if fmt == "recbole":
+        names |= {str(c).split(":", 1)[0].strip(): c for c in file_columns}
+        wanted = {k: columns.get(k, _RECBOLE_NAMES[k]) for k in COLUMNS}
+    elif fmt == "ml-csv":
+        wanted = dict(zip(COLUMNS, _ML_CSV_HEADER, strict=True)) | columns
+    else:
+        names = {str(c).strip(): c for c in file_columns} | names
+        lower = {str(c).strip().lower(): c for c in file_columns}
+        wanted = {}
+        for key in COLUMNS:
+            wanted[key] = columns.get(key, key)
+            if key not in columns and key not in names and key in lower:
+                names[key] = lower[key]
+    resolved = {}
+    for key in COLUMNS:
+        col = wanted[key]
+        if col not in names:
+            if columns and key in _OPTIONAL and key not in columns:
+                continue  # own mapping without this column: implicit feedback / no timestamps
+            found = ", ".join(str(c) for c in file_columns)
+            where = f"columns.{key}" if key in columns else key
+            hint = "" if fmt == "recbole" else (
+                f"; map it with columns={{'{key}': '<name>'}}" if key not in columns else "")
+            if key in _OPTIONAL and not columns:
+                hint += " (or give columns = {user = ..., item = ...} without it)"
+            raise input_error(
+                source, where, f"missing column {col!r} in the header (found: {found}){hint}"
+            )
+        resolved[key] = names[col]
+    return resolved
+
+
+def _read_parquet(data: bytes, source: str, columns: dict[str, str]) -> pd.DataFrame:
+    """Read a Parquet file with named columns (default user, item, rating, timestamp)."""
+    try:
+        frame = pd.read_parquet(io.BytesIO(data))
+    except Exception as err:  # pyarrow raises several unrelated types for broken files
+        raise input_error(source, None, f"cannot read as Parquet: {err}") from None
+    if len(frame) == 0:
+        raise input_error(source, None, "file is empty (no rows)")
+    resolved = _resolve_columns(list(frame.columns), source, "parquet", columns)
+    frame = pd.DataFrame({k: frame[c].reset_index(drop=True) for k, c in resolved.items()})
+    return _finish(frame, source, lambda i: f"row {i + 1}")

@@ -1,0 +1,271 @@
+"""Adapter families: cornac models, the ``implicit`` library and any Python model.
+
+All three share one rule (:class:`SignatureFamily`): a configuration is the keyword arguments of
+the model's constructor, checked against its signature (an unknown key is an error naming it, a
+parameter without a default is required); each configuration is one unit, fitted once; a ``seed``
+keyword is passed when the constructor takes one and the grid does not set it.
+
+Any Python model (``type = "python:package.module:Class"`` or a name given to :func:`register`)
+is an object with ``fit(X)`` (``X`` the binarised ``scipy.sparse.csr_matrix`` of shape
+``(n_users, n_items)``) and ``score(users) -> (len(users), n_items)`` scores, higher is better;
+it is evaluated by the same blocked engine as the built-in models
+(:func:`dptune.metrics.evaluate`: one block of users per ``score`` call, training items masked
+by the engine). It is *stochastic* (gets a noise floor) when it says so with a boolean class
+attribute ``stochastic``, else when its constructor takes a ``seed``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import json
+import os
+import re
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import scipy.sparse as sp
+
+from dptune.errors import input_error
+from dptune.models._base import Family, Recommender, _binary_csr
+from dptune.models._cornac import DETERMINISTIC_CORNAC, CornacModel, cornac_class
+from dptune.models._implicit import ImplicitModel, implicit_class
+
+__all__ = [
+    "SignatureFamily",
+    "CornacFamily",
+    "ImplicitFamily",
+    "PythonFamily",
+    "register",
+    "registered_family",
+    "is_known_type",
+]
+
+# Constructor parameters that are not hyperparameters.
+_NOT_HYPER = ("self", "name", "seed", "verbose", "trainable")
+_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*$")
+_RESERVED = ("userknn", "itemknn", "bpr-mf")  # the built-in types
+_PREFIXES = ("cornac:", "implicit:", "python:")
+#: Environment variable through which registrations reach the sweep's worker processes.
+REGISTRY_ENV = "DPTUNE_REGISTERED_MODELS"
+_REGISTRY: dict[str, tuple[Callable[..., Any], bool | None]] = {}
+
+
+class SignatureFamily(Family):
+    """One unit per configuration; hyperparameters are the constructor's keyword arguments.
+
+    ``factory`` is the class (or any callable) whose signature defines the grid keys;
+    ``fit_unit`` builds ``make(cfg, seed)``, fits it on ``X`` and yields it.
+    """
+
+    def __init__(self, algorithm_type: str, factory: Callable[..., Any], stochastic: bool) -> None:
+        self.type = algorithm_type
+        try:
+            params = inspect.signature(factory).parameters
+        except (TypeError, ValueError):
+            params = {}
+        self._any_key = any(p.kind is p.VAR_KEYWORD for p in params.values())
+        self.takes_seed = "seed" in params
+        keyword = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+        self.hyperparameters = tuple(
+            n for n, p in params.items() if n not in _NOT_HYPER and p.kind in keyword
+        )
+        self._required_keys = tuple(
+            n for n in self.hyperparameters if params[n].default is inspect.Parameter.empty
+        )
+        self._stochastic = bool(stochastic)
+
+    @property
+    def stochastic(self) -> bool:
+        """Whether the model's training depends on the seed (a noise floor is trained)."""
+        return self._stochastic
+
+    def _required(self) -> tuple[str, ...]:
+        return self._required_keys
+
+    def validate(self, configs: Sequence[dict], source: str = "algorithm") -> list[dict]:
+        """Unknown constructor keywords raise ``input_error`` naming the key (any key passes
+        when the constructor takes ``**kwargs``)."""
+        if self._any_key:
+            return [dict(c) for c in configs]
+        return super().validate(configs, source)
+
+    def units(self, configs: list[dict]) -> list[list[int]]:
+        """One unit per configuration."""
+        self.validate(configs)
+        return [[i] for i in range(len(configs))]
+
+    def make(self, cfg: dict, seed: int) -> Any:
+        """An unfitted model of configuration ``cfg``."""
+        raise NotImplementedError
+
+    def fit_unit(
+        self, X: sp.csr_matrix, configs: list[dict], seed: int
+    ) -> Iterator[tuple[int, Recommender]]:
+        """Fit a fresh model per configuration, in order, and yield it."""
+        configs = self.validate(configs)
+        X = _binary_csr(X)
+        for idx, cfg in enumerate(configs):
+            model = self.make(cfg, seed)
+            fitted = model.fit(X)
+            yield idx, (fitted if callable(getattr(fitted, "score", None)) else model)
+
+
+class CornacFamily(SignatureFamily):
+    """Any cornac model (``cornac:<ClassName>``), scored by :class:`CornacModel`; deterministic
+    classes (:data:`DETERMINISTIC_CORNAC`: EASE, MostPop, ItemKNN, ...) get no noise floor."""
+
+    def __init__(self, class_name: str) -> None:
+        self.class_name = class_name
+        cls = cornac_class(class_name)
+        super().__init__(f"cornac:{class_name}", cls.__init__,
+                         class_name not in DETERMINISTIC_CORNAC)
+
+    def make(self, cfg: dict, seed: int) -> CornacModel:
+        """A :class:`CornacModel` of ``cfg``."""
+        return CornacModel(self.class_name, cfg, seed=seed)
+
+
+class ImplicitFamily(SignatureFamily):
+    """A model of the ``implicit`` library (``implicit:als``, ``implicit:bpr``, ``implicit:lmf``,
+    ``implicit:cosine``, ``implicit:bm25``, ``implicit:tfidf``), scored by
+    :class:`ImplicitModel`; the nearest-neighbour models are deterministic."""
+
+    def __init__(self, model: str) -> None:
+        cls, stochastic = implicit_class(model)
+        self.model = model
+        super().__init__(f"implicit:{model}", cls, stochastic)
+        self.hyperparameters = tuple(h for h in self.hyperparameters if h != "random_state")
+
+    def make(self, cfg: dict, seed: int) -> ImplicitModel:
+        """An :class:`ImplicitModel` of ``cfg``."""
+        return ImplicitModel(self.model, cfg, seed=seed)
+
+
+class PythonFamily(SignatureFamily):
+    """Any Python model: ``python:package.module:Class`` (or a registered factory)."""
+
+    def __init__(self, target: str | Callable[..., Any], stochastic: bool | None = None,
+                 type_name: str | None = None) -> None:
+        factory = _import_target(target) if isinstance(target, str) else target
+        if not callable(factory):
+            raise input_error("algorithm", "type", f"{target!r} is not a class or callable")
+        if isinstance(factory, type) and not (
+            callable(getattr(factory, "fit", None)) and callable(getattr(factory, "score", None))
+        ):
+            raise input_error("algorithm", "type",
+                              f"{factory.__name__} needs methods fit(X) and score(users)")
+        self.factory = factory
+        declared = getattr(factory, "stochastic", None) if stochastic is None else stochastic
+        if not isinstance(declared, bool):
+            declared = None
+        params = _signature(factory)
+        super().__init__(type_name or f"python:{target}", factory,
+                         declared if declared is not None else "seed" in params)
+
+    def make(self, cfg: dict, seed: int) -> Any:
+        """``factory(**cfg)`` plus ``seed=seed`` when the factory takes a seed."""
+        kwargs = dict(cfg)
+        if self.takes_seed and "seed" not in kwargs:
+            kwargs["seed"] = seed
+        try:
+            return self.factory(**kwargs)
+        except TypeError as err:
+            raise input_error("algorithm", self.type, f"bad parameters: {err}") from None
+
+
+def _signature(factory: Callable[..., Any]) -> dict:
+    try:
+        return dict(inspect.signature(factory).parameters)
+    except (TypeError, ValueError):
+        return {}
+
+
+def _import_target(target: str) -> Any:
+    """``package.module:Attr`` (``Attr`` may be dotted) imported; errors name ``type``."""
+    module, sep, attr = target.partition(":")
+    if not sep or not module or not attr:
+        raise input_error("algorithm", "type",
+                          f"python:{target} must be python:<package.module>:<Class>")
+    try:
+        obj: Any = importlib.import_module(module)
+    except ModuleNotFoundError as err:
+        # A module next to the experiment (current directory) is importable too, as with
+        # ``python -m``; a console script does not put the current directory on sys.path.
+        if err.name != module.split(".")[0] or os.getcwd() in sys.path:
+            raise input_error("algorithm", "type",
+                              f"cannot import module {module!r}: {err}") from None
+        sys.path.append(os.getcwd())
+        return _import_target(target)
+    except ImportError as err:
+        raise input_error("algorithm", "type", f"cannot import module {module!r}: {err}") from None
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise input_error("algorithm", "type", f"module {module!r} has no attribute {attr!r}")
+        obj = getattr(obj, part)
+    return obj
+
+
+def register(name: str, factory: Callable[..., Any], stochastic: bool | None = None) -> None:
+    """Make ``factory`` (a model class or any callable returning a model) sweepable as
+    ``type = name``.
+
+    Its keyword arguments are the grid keys; ``stochastic`` overrides the model's own
+    declaration (class attribute ``stochastic``, else: it takes a ``seed``). A factory defined in
+    an importable module also reaches the sweep's worker processes (``jobs > 1``); one defined
+    in ``__main__`` or a notebook works with ``jobs = 1``.
+
+    >>> import numpy as np
+    >>> class Pop:
+    ...     def fit(self, X):
+    ...         self.pop_ = np.asarray(X.sum(axis=0)).ravel()
+    ...         return self
+    ...     def score(self, users):
+    ...         return np.tile(self.pop_, (len(users), 1))
+    >>> register("my-pop", Pop)
+    """
+    if not isinstance(name, str) or not _NAME_RE.match(name) or name in _RESERVED or ":" in name:
+        raise input_error("register", "name",
+                          f"must be letters, digits, '.', '_' or '-' and not a built-in type, "
+                          f"got {name!r}")
+    if not callable(factory):
+        raise input_error("register", name, f"{factory!r} is not a class or callable")
+    PythonFamily(factory, stochastic, type_name=name)  # checks fit/score now, not at sweep time
+    _REGISTRY[name] = (factory, stochastic)
+    module, qualname = getattr(factory, "__module__", None), getattr(factory, "__qualname__", "")
+    if module and module != "__main__" and "<" not in qualname:
+        known = json.loads(os.environ.get(REGISTRY_ENV, "{}") or "{}")
+        known[name] = [f"{module}:{qualname}", stochastic]
+        os.environ[REGISTRY_ENV] = json.dumps(known, sort_keys=True)
+
+
+def registered_family(name: str) -> PythonFamily | None:
+    """The family of a name given to :func:`register` (in this process, or in the parent of a
+    sweep worker when the factory is importable); None for any other name."""
+    if name in _REGISTRY:
+        factory, stochastic = _REGISTRY[name]
+        return PythonFamily(factory, stochastic, type_name=name)
+    try:
+        known = json.loads(os.environ.get(REGISTRY_ENV, "{}") or "{}")
+    except json.JSONDecodeError:
+        return None
+    if name in known:
+        target, stochastic = known[name]
+        return PythonFamily(_import_target(target), stochastic, type_name=name)
+    return None
+
+
+def is_known_type(algorithm_type: object) -> bool:
+    """Whether ``algorithm_type`` has the shape of a model type (nothing is imported).
+
+    A built-in name, ``cornac:<Class>``, ``implicit:<model>``, ``python:<module>:<Class>`` or a
+    name given to :func:`dptune.models.register`; whether the class exists is checked later,
+    by :func:`get_family`.
+    """
+    if not isinstance(algorithm_type, str):
+        return False
+    t = algorithm_type.strip()
+    if t in _RESERVED or registered_family(t) is not None:
+        return True
+    return any(t.startswith(p) and len(t) > len(p) for p in _PREFIXES)
