@@ -134,11 +134,31 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def cmd_dp(args: argparse.Namespace) -> int:
+    if args.per_user is not None:
+        return _dp_per_user(args)
+    for flag in ("runs", "qrels", "train"):
+        if getattr(args, flag) is None:
+            raise input_error(f"--{flag}", None, "required (or give --per-user FILE)")
+    if args.configs is not None:
+        raise input_error("--configs", None, "only with --per-user")
     from dptune.analysis._analyze import analyze_runs
 
     files = analyze_runs(args.runs, args.qrels, args.train, Path(args.reports),
                          cutoffs=_cutoffs(args.cutoffs), threshold=args.threshold,
                          n_pairs=args.pairs, seed=args.seed, test=args.test)
+    print(f"reports: {args.reports} ({len(files)} files)")
+    return 0
+
+
+def _dp_per_user(args: argparse.Namespace) -> int:
+    """``dptune dp --per-user FILE [--configs FILE]``: the analysis of a sweep on the table."""
+    from dptune._per_user import analyze_per_user
+
+    for flag in ("runs", "qrels", "train"):
+        if getattr(args, flag) is not None:
+            raise input_error(f"--{flag}", None, "not with --per-user (give one or the other)")
+    files = analyze_per_user(args.per_user, args.reports, args.configs, n_pairs=args.pairs,
+                             seed=args.seed, test=args.test, bootstrap=args.bootstrap)
     print(f"reports: {args.reports} ({len(files)} files)")
     return 0
 
@@ -279,10 +299,17 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--out", required=True)
     e.set_defaults(func=cmd_evaluate)
 
-    d = sub.add_parser("dp", help="discriminative power of a set of external TREC runs")
-    d.add_argument("--runs", required=True, help="directory of run files (one per system; sub-directories = folds)")
-    d.add_argument("--qrels", required=True, help="qrels file, or directory with one per fold")
-    d.add_argument("--train", required=True, help="train file, or directory with one per fold")
+    d = sub.add_parser("dp", help="discriminative power of external TREC runs or of a per-user table")
+    d.add_argument("--runs", help="directory of run files (one per system; sub-directories = folds)")
+    d.add_argument("--qrels", help="qrels file, or directory with one per fold")
+    d.add_argument("--train", help="train file, or directory with one per fold")
+    d.add_argument("--per-user", metavar="FILE",
+                   help="instead of runs: long per-user table (CSV/Parquet: [algorithm], config_id|system, "
+                   "[fold], user, metric, [cutoff], value)")
+    d.add_argument("--configs", metavar="FILE",
+                   help="with --per-user: algorithm, config_id and one column per hyperparameter")
+    d.add_argument("--bootstrap", type=int, default=0,
+                   help="with --per-user: bootstrap replicates for DP confidence intervals (default 0)")
     d.add_argument("--reports", default="reports/runs")
     d.add_argument("--cutoffs", default="1,5,10")
     d.add_argument("--threshold", type=float, default=4.0)
