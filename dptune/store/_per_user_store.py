@@ -79,7 +79,6 @@ class PerUserStore(FrameStore):
         cfg = self._config_frame(per_user, key)
         self._summary = self._means(per_user.merge(cfg, on=["algorithm", key], how="left"))
         self._n_users = int(per_user["user"].nunique())
-        self._n_rows = len(per_user)
 
     def _config_frame(self, per_user: pd.DataFrame, key: str) -> pd.DataFrame:
         """``algorithm, <key>, config_id``: the store's configuration ids of each key."""
@@ -117,12 +116,14 @@ class PerUserStore(FrameStore):
         return best_configs_frame(self._summary)
 
     def manifest(self) -> dict[str, Any]:
-        """What the analysis reads from a store's manifest: the data set row of Table 1 (users
-        and rows of the per-user table; items unknown) and the algorithms."""
+        """What the analysis and report read from a store's manifest: Table 1's row (the
+        table's users; items and ratings unknown) and the algorithms (type ``external``: no
+        noise floor)."""
         return {
             "experiment": f"per-user table {self.root.name}",
             "dataset": {"name": self.root.name, "source": str(self.root), "users": self._n_users,
-                        "items": float("nan"), "ratings": self._n_rows,
+                        "items": float("nan"), "ratings": float("nan"),
                         "sparsity": float("nan")},
-            "algorithms": [{"name": a, "free": self._free.get(a, [])} for a in self._order],
+            "algorithms": [{"name": a, "type": "external", "free": self._free.get(a, [])}
+                           for a in self._order],
         }
