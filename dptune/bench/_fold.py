@@ -43,6 +43,7 @@ def bench_experiment(dataset: str, workdir: Path, plan: Plan) -> Any:
 
 
 def fold0(exp: Any) -> Any:
+    """Validation fold 0 of the experiment, as the sweep builds it (data fetched if needed)."""
     from dptune.data import fetch
     from dptune.sweep import prepare
 
@@ -52,6 +53,7 @@ def fold0(exp: Any) -> Any:
 
 
 def evaluate_model(model: Any, fd: Any) -> np.ndarray:
+    """Per-user values of every metric@N of ``model`` on fold ``fd`` (the sweep's evaluation call)."""
     from dptune.metrics import evaluate
 
     return evaluate(model, fd.users, fd.train, fd.relevant, (1, 5, 10), fd.efd, fd.epc)

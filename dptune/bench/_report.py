@@ -176,6 +176,7 @@ def render_report(res: Results, command: str) -> str:
 
 
 def print_lines(res: Results) -> None:
+    """Print the run's summary lines (``key: value``) in :data:`LINE_KEYS` order."""
     for key in LINE_KEYS:
         if key in res.lines:
             print(f"{key}: {res.lines[key]}", flush=True)
