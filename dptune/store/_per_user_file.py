@@ -90,7 +90,8 @@ def read_per_user(path: str | Path) -> pd.DataFrame:
     Checked: known columns only; ``user``, ``metric``, ``value`` present; exactly one of
     ``config_id``, ``system``; no empty cell in a key column; integer ``config_id >= 0`` and
     ``cutoff >= 1``; finite numeric ``value``; no duplicated (algorithm, configuration, fold,
-    user, metric, cutoff); at least two configurations per algorithm (DP compares pairs).
+    user, metric, cutoff); some algorithm with two configurations (DP compares pairs; an
+    algorithm with one is reported without DP, as in a sweep).
     """
     path = Path(path)
     df = read_table(path, "per-user file")
@@ -132,10 +133,9 @@ def read_per_user(path: str | Path) -> pd.DataFrame:
         row = out[dup].iloc[0]
         raise input_error(path, "user", "duplicated row for " + ", ".join(f"{k}={row[k]}" for k in keys))
     n_cfg = out.groupby("algorithm", sort=False)[key].nunique()
-    if (n_cfg < 2).any():
-        alg = n_cfg.index[int(np.argmax((n_cfg < 2).to_numpy()))]
-        raise input_error(path, key, f"algorithm {alg!r} has one configuration; DP compares pairs "
-                          f"of configurations (at least 2)")
+    if (n_cfg < 2).all():
+        raise input_error(path, key, "no algorithm has two configurations; DP compares pairs of "
+                          "configurations")
     return out.reset_index(drop=True)
 
 

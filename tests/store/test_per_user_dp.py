@@ -65,3 +65,16 @@ def test_bad_per_user_input_exits_2(tmp_path: Path, capsys) -> None:
     assert "--runs" in capsys.readouterr().err
     assert main(["dp", "--per-user", str(bad), "--runs", "x", "--reports", "r"]) == 2
     assert "--per-user" in capsys.readouterr().err
+
+
+def test_algorithm_with_one_configuration_is_reported_without_dp(swept: Path,
+                                                                 tmp_path: Path) -> None:
+    df = pd.read_parquet(swept / "results" / "per_user.parquet")
+    df = df[(df["fold"] != "test") & (df["algorithm"] == "userknn")]
+    pop = df[df["config_id"] == 0].assign(algorithm="pop")
+    path = tmp_path / "per_user.parquet"
+    pd.concat([df, pop]).to_parquet(path)
+    assert main(["dp", "--per-user", str(path), "--reports", str(tmp_path / "r"),
+                 "--pairs", "3"]) == 0
+    assert set(pd.read_csv(tmp_path / "r" / "dp.csv")["algorithm"]) == {"userknn"}
+    assert "pair of configurations" in (tmp_path / "r" / "report.md").read_text()

@@ -72,7 +72,7 @@ def test_tab_separated(tmp_path: Path) -> None:
     ("config_id,user,metric,value\n0,1,ndcg,0.5\n1,1,ndcg,0.4\n", "metric", "name@N"),
     ("config_id,user,metric,value\n0,1,ndcg@x,0.5\n1,1,ndcg@x,0.4\n", "metric", "positive integer"),
     ("config_id,user,metric,cutoff,value\n0,1,ndcg,10,0.5\n0,2,ndcg,10,0.4\n", "config_id",
-     "one configuration"),
+     "no algorithm has two configurations"),
     ("config_id,user,metric,cutoff,value\n", None, "no rows"),
 ])
 def test_bad_per_user_file_is_one_line(tmp_path: Path, text: str, field: str | None,
