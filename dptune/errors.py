@@ -39,3 +39,29 @@ def read_toml(path: object, what: str) -> dict:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise input_error(path, None, f"invalid TOML: {err}") from None
+
+
+def check_writable_dir(path: object, label: str) -> None:
+    """Check, without creating anything, that directory ``path`` exists and is writable or can
+    be created; else one error naming ``label`` (the flag) and the path.
+
+    A path under a file, or whose nearest existing ancestor is not writable, fails here, before
+    any work, instead of after a sweep of hours.
+    """
+    import os
+    from pathlib import Path
+
+    p = Path(str(path))
+    if p.exists():
+        if not p.is_dir():
+            raise input_error(label, None, f"{p} is not writable: it is a file, not a directory")
+        if not os.access(p, os.W_OK | os.X_OK):
+            raise input_error(label, None, f"{p} is not writable (permission denied)")
+        return
+    parent = p.absolute().parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise input_error(label, None, f"{p} is not writable: {parent} is a file, not a directory")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise input_error(label, None, f"{p} is not writable: cannot create it in {parent} (permission denied)")

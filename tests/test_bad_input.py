@@ -289,3 +289,172 @@ def test_failure_mid_sweep_keeps_finished_units(tmp_path, capsys, monkeypatch):
     assert {n: after[n] for n in before} == before
     trials = pd.read_csv(tmp_path / "results" / "trials.csv")
     assert len(trials) == (2 + 3) * 2 and not trials.duplicated(["algorithm", "config_id", "fold"]).any()
+
+
+# --------------------------------------------------------------------------- checked before any work
+def _main_rc(argv: list[str]) -> int:
+    """``main(argv)``'s exit code, whether it returns it or argparse exits with it."""
+    try:
+        return main(argv)
+    except SystemExit as ex:
+        return int(ex.code or 0)
+
+
+def _nothing_computed(tmp_path: Path) -> None:
+    """No results directory was created (nothing read, trained or written)."""
+    assert not (tmp_path / "results").exists()
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "needles"),
+    [
+        pytest.param("--jobs", "0", ["--jobs", ">= 1"], id="jobs-0"),
+        pytest.param("--jobs", "-3", ["--jobs", ">= 1"], id="jobs-negative"),
+        pytest.param("--jobs", "two", ["--jobs", "'two'"], id="jobs-text"),
+        pytest.param("--pairs", "0", ["--pairs", ">= 1"], id="pairs-0"),
+        pytest.param("--alpha", "1.5", ["--alpha", "between 0 and 1"], id="alpha"),
+        pytest.param("--noise-seeds", "1", ["--noise-seeds", "at least 2"], id="noise-seeds-1"),
+        pytest.param("--noise-configs", "0", ["--noise-configs", ">= 1"], id="noise-configs-0"),
+        pytest.param("--bootstrap", "-1", ["--bootstrap", ">= 0"], id="bootstrap-negative"),
+        pytest.param("--n-resamples", "0", ["--n-resamples", ">= 1"], id="n-resamples-0"),
+        pytest.param("--test", "z", ["--test", "invalid choice"], id="test-choice"),
+        pytest.param("--correction", "bonf", ["--correction", "invalid choice"], id="correction-choice"),
+        pytest.param("--seed", "-1", ["--seed", ">= 0"], id="seed-negative"),
+    ],
+)
+def test_bad_run_flag_is_one_line_before_any_work(tmp_path, capsys, flag, value, needles):
+    cfg = _setup(tmp_path)
+    assert _main_rc(["run", str(cfg), "--results", str(tmp_path / "results"), "--no-progress",
+                     flag, value]) == 2
+    _one_line(capsys, *needles)
+    _nothing_computed(tmp_path)
+
+
+def test_jobs_0_is_refused_by_the_api_too(tmp_path):
+    from dptune.config import load_experiment
+    from dptune.errors import DptuneError
+    from dptune.sweep import run_experiment
+
+    with pytest.raises(DptuneError, match="jobs"):
+        run_experiment(load_experiment(_setup(tmp_path)), tmp_path / "results", jobs=0)
+    _nothing_computed(tmp_path)
+
+
+@pytest.mark.parametrize("flag", ["--reports", "--results"])
+def test_output_directory_under_a_file_fails_before_the_sweep(tmp_path, capsys, flag):
+    """``--reports`` under a file used to fail with a traceback after the whole sweep."""
+    cfg = _setup(tmp_path)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    where = {"--results": str(tmp_path / "results"), "--reports": str(tmp_path / "reports")}
+    where[flag] = str(blocker / "sub")
+    assert main(["run", str(cfg), "--results", where["--results"], "--reports", where["--reports"],
+                 "--no-progress"]) == 2
+    _one_line(capsys, flag, str(blocker / "sub"), "a file, not a directory")
+    _nothing_computed(tmp_path)
+
+
+def test_reports_that_is_a_file(tmp_path, capsys):
+    cfg = _setup(tmp_path)
+    (tmp_path / "reports").write_text("a file")
+    assert _run(cfg, tmp_path) == 2
+    _one_line(capsys, "--reports", "not writable")
+    _nothing_computed(tmp_path)
+
+
+def test_bad_storage_url_on_run_fails_before_any_unit(tmp_path, capsys):
+    cfg = _setup(tmp_path)
+    assert _run(cfg, tmp_path, "--storage", "not a url") == 2
+    _one_line(capsys, "--storage", "not a url")
+    assert not list((tmp_path / "results").glob("per_user.parquet/*.parquet"))
+
+
+def test_missing_data_file_fails_before_any_work(tmp_path, capsys):
+    cfg = _setup(tmp_path)
+    (tmp_path / "ratings.csv").unlink()
+    assert _run(cfg, tmp_path) == 2
+    _one_line(capsys, "ratings.csv")
+    _nothing_computed(tmp_path)
+
+
+def test_analyze_reports_under_a_file(tmp_path, capsys):
+    cfg = _setup(tmp_path)
+    assert _run(cfg, tmp_path, "--no-analyze") == 0
+    capsys.readouterr()
+    (tmp_path / "a-file").write_text("x")
+    assert main(["analyze", str(tmp_path / "results"), "--reports", str(tmp_path / "a-file" / "r")]) == 2
+    _one_line(capsys, "--reports", "a file, not a directory")
+
+
+def test_analyze_of_a_directory_that_is_not_a_store(tmp_path, capsys):
+    assert main(["analyze", str(tmp_path), "--reports", str(tmp_path / "r")]) == 2
+    _one_line(capsys, "manifest.json", "not a dptune results directory")
+    assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize(
+    ("argv", "needles"),
+    [
+        pytest.param([], ["COMMAND", "required"], id="no-command"),
+        pytest.param(["fly"], ["COMMAND", "invalid choice"], id="unknown-command"),
+        pytest.param(["data"], ["ACTION", "required"], id="data-no-action"),
+        pytest.param(["data", "info", "x", "--format", "xls"], ["--format", "invalid choice", "ml-dat"],
+                     id="data-format"),
+        pytest.param(["analyze"], ["RESULTS", "missing"], id="analyze-no-results"),
+        pytest.param(["status"], ["RESULTS", "missing"], id="status-no-results"),
+        pytest.param(["run"], ["CONFIG", "required"], id="run-no-config"),
+        pytest.param(["evaluate", "--run", "r", "--qrels", "q", "--train", "t", "--out", "o",
+                      "--cutoffs", "1,x"], ["--cutoffs", "comma-separated"], id="evaluate-cutoffs"),
+        pytest.param(["subgrid", "r", "--out", "o", "--radius", "-1"], ["--radius", ">= 0"], id="subgrid-radius"),
+        pytest.param(["dp", "--runs", "r", "--qrels", "q", "--train", "t", "--pairs", "0"],
+                     ["--pairs", ">= 1"], id="dp-pairs"),
+        pytest.param(["seeds", "c.toml", "--jobs", "0"], ["--jobs", ">= 1"], id="seeds-jobs"),
+        pytest.param(["slices", "r", "--base", "1"], ["--base", ">= 2"], id="slices-base"),
+    ],
+)
+def test_command_line_errors_name_the_argument_not_an_internal_name(capsys, argv, needles):
+    assert _main_rc(argv) == 2
+    line = _one_line(capsys, *needles)
+    for internal in ("cmd", "data_cmd", "results_pos", "an_"):
+        assert f" {internal}" not in line and f"{internal}:" not in line, line
+
+
+def test_evaluate_out_under_a_file(tmp_path, capsys):
+    (tmp_path / "a-file").write_text("x")
+    assert main(["evaluate", "--run", str(tmp_path / "r"), "--qrels", str(tmp_path / "q"),
+                 "--train", str(tmp_path / "t"), "--out", str(tmp_path / "a-file" / "o.csv")]) == 2
+    _one_line(capsys, "--out", "a file, not a directory")
+
+
+def test_dp_missing_inputs(tmp_path, capsys):
+    (tmp_path / "runs").mkdir()
+    assert main(["dp", "--runs", str(tmp_path / "runs"), "--qrels", str(tmp_path / "q"),
+                 "--train", str(tmp_path / "t"), "--reports", str(tmp_path / "rep")]) == 2
+    _one_line(capsys, "--qrels", "does not exist")
+    assert not (tmp_path / "rep").exists()
+
+
+def test_subgrid_on_an_empty_results_directory(tmp_path, capsys):
+    """An empty store says it has no results (it used to blame --metric/--cutoff)."""
+    cfg = _setup(tmp_path)
+    from dptune.config import load_experiment
+    from dptune.sweep import init_results
+
+    init_results(load_experiment(cfg), tmp_path / "results")
+    assert main(["subgrid", str(tmp_path / "results"), "--out", str(tmp_path / "s.toml")]) == 2
+    line = _one_line(capsys, "holds no results yet")
+    assert "--metric" not in line and "--cutoff" not in line
+    assert not (tmp_path / "s.toml").exists()
+
+
+def test_fingerprint_mismatch_names_the_settings_that_differ(tmp_path, capsys):
+    cfg = _setup(tmp_path)
+    from dptune.config import load_experiment
+    from dptune.sweep import init_results
+
+    init_results(load_experiment(cfg), tmp_path / "results")
+    cfg.write_text(cfg.read_text().replace("folds = 2", "folds = 3"))
+    (tmp_path / "g2.toml").write_text("[params.k]\nvalues = [5, 10, 40]\n")
+    assert _run(cfg, tmp_path) == 2
+    _one_line(capsys, "different experiment set-up", "split.folds: 2 -> 3",
+              "algorithms.iknn: grid values changed")

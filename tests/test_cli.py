@@ -256,3 +256,131 @@ def test_study_subcommands_are_wired(capsys):
             main([cmd, "-h"])
         assert ex.value.code == 0
         assert f"dptune {cmd}" in capsys.readouterr().out
+
+
+# --------------------------------------------------------------------------- a consistent command line
+def _subparsers(parser, prefix="dptune"):
+    """(name, parser) of every command and sub-command of the tree."""
+    import argparse
+
+    out = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                out.append((f"{prefix} {name}", sub))
+                out += _subparsers(sub, f"{prefix} {name}")
+    return out
+
+
+def test_every_option_of_every_command_has_help():
+    from dptune.cli import build_parser
+
+    subs = _subparsers(build_parser())
+    assert {n for n, _ in subs} >= {f"dptune {c}" for c in (
+        "run", "worker", "status", "analyze", "evaluate", "dp", "subgrid", "seeds", "slices",
+        "data", "data fetch", "data info")}
+    for name, sub in subs:
+        for action in sub._actions:
+            assert action.help, (name, action.option_strings or action.dest)
+            if action.choices and not hasattr(action.choices, "items"):
+                sub.format_help()  # choices are listed in the usage / metavar
+
+
+def test_same_flags_for_the_same_things():
+    from dptune.cli import build_parser
+
+    subs = dict(_subparsers(build_parser()))
+    flags = {n: {o for a in p._actions for o in a.option_strings} for n, p in subs.items()}
+    for cmd in ("run", "analyze", "status", "slices", "seeds", "worker", "subgrid"):
+        assert "--results" in flags[f"dptune {cmd}"], cmd
+    for cmd in ("run", "analyze", "dp", "seeds", "slices", "status"):
+        assert "--reports" in flags[f"dptune {cmd}"], cmd
+    for cmd in ("run", "seeds"):
+        assert "--jobs" in flags[f"dptune {cmd}"], cmd
+    for cmd in ("run", "analyze", "seeds"):
+        assert "--no-progress" in flags[f"dptune {cmd}"], cmd
+    for cmd in ("run", "worker", "status"):
+        assert "--storage" in flags[f"dptune {cmd}"], cmd
+    # former names stay as aliases
+    assert {"--cache", "--out"} <= flags["dptune seeds"] and "--out" in flags["dptune slices"]
+    run_an = {o for o in flags["dptune run"] if o not in flags["dptune worker"]}
+    assert {"--pairs", "--test", "--alpha", "--bootstrap", "--noise-seeds"} <= run_an
+    assert {"--pairs", "--test", "--alpha", "--bootstrap", "--noise-seeds"} <= flags["dptune analyze"]
+
+
+def test_old_study_flag_names_are_aliases():
+    from dptune.cli import build_parser
+
+    p = build_parser()
+    a = p.parse_args(["seeds", "c.toml", "--cache", "C", "--out", "O"])
+    b = p.parse_args(["seeds", "c.toml", "--results", "C", "--reports", "O"])
+    assert (a.results, a.reports) == (b.results, b.reports) == ("C", "O")
+    s = p.parse_args(["slices", "R", "--out", "O", "--reports", "MAIN"])
+    assert (s.out, s.reports) == ("O", "MAIN")
+
+
+def test_help_documents_defaults_formats_and_version(capsys):
+    with pytest.raises(SystemExit) as ex:
+        main(["--version"])
+    assert ex.value.code == 0
+    from dptune import __version__
+
+    assert capsys.readouterr().out.strip() == f"dptune {__version__}"
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    top = capsys.readouterr().out
+    assert "`" not in top and "COMMAND" in top
+    for cmd in ("evaluate", "dp"):
+        with pytest.raises(SystemExit):
+            main([cmd, "--help"])
+        text = capsys.readouterr().out
+        assert "user Q0 item rank score tag" in text and "user 0 item rating" in text, cmd
+        assert "user item" in text
+    with pytest.raises(SystemExit):
+        main(["data", "info", "--help"])
+    text = capsys.readouterr().out
+    assert "ml-dat" in text and "(default: auto)" in text
+    with pytest.raises(SystemExit):
+        main(["subgrid", "--help"])
+    assert "(default: 2)" in capsys.readouterr().out
+
+
+def test_readme_documents_the_trec_formats():
+    text = (ROOT / "README.md").read_text()
+    assert "user Q0 item rank score tag" in text and "user 0 item rating" in text
+
+
+def test_status_covers_test_split_noise_floor_and_analysis(tiny_run, capsys):
+    import os
+
+    report = tiny_run / "reports" / "report.md"
+    os.utime(report)  # other tests of this module rerun the sweep after the analysis
+    assert main(["status", str(tiny_run / "results"), "--reports", str(tiny_run / "reports")]) == 0
+    out = capsys.readouterr().out
+    assert "test split:" in out and "noise floor:" in out and "analysis:" in out
+    lines = {line.split(":")[0]: line for line in out.splitlines() if ":" in line}
+    assert "units done" in lines["test split"]
+    assert "parts (5 seeds) done" in lines["noise floor"]
+    assert "up to date" in lines["analysis"]
+    os.utime(report, (0, 0))
+    assert main(["status", str(tiny_run / "results"), "--reports", str(tiny_run / "reports")]) == 0
+    assert "older than the results" in capsys.readouterr().out
+    os.utime(report)
+    assert main(["status", str(tiny_run / "results"), "--reports", str(tiny_run / "nowhere")]) == 0
+    assert "not written yet" in capsys.readouterr().out
+
+
+def test_subgrid_warns_when_the_best_configuration_is_on_the_grid_edge(tiny_run, tmp_path, capsys):
+    """The tiny BPR grid has two values per hyperparameter: the best is on an edge of each;
+    placed in a wider grid where it is inside, no warning."""
+    out = tmp_path / "sub.toml"
+    assert main(["subgrid", str(tiny_run / "results"), "--radius", "1", "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "dptune: warning: bpr-mf: the best configuration sits on the edge of the grid" in err
+    assert "factors=" in err
+    wide = tmp_path / "wide.toml"
+    wide.write_text(BPR.replace("[8, 16]", "[4, 8, 16, 32]").replace("[1, 3]", "[0, 1, 3, 5]")
+                    .replace("[0.05, 0.1]", "[0.025, 0.05, 0.1, 0.2]"))
+    assert main(["subgrid", str(tiny_run / "results"), "--radius", "1", "--grid", str(wide),
+                 "--out", str(out)]) == 0
+    assert "warning" not in capsys.readouterr().err

@@ -21,11 +21,13 @@ import sys as _sys
 from types import ModuleType as _ModuleType
 
 from dptune.sweep._claims import worker_id
+from dptune.sweep._edges import best_config_edges, edge_warning, grid_edges
 from dptune.sweep._local import run_experiment
 from dptune.sweep._manifest import (
     build_manifest,
     experiment_from_manifest,
     init_results,
+    setup_changes,
     validate_experiment,
 )
 from dptune.sweep._noise import (
@@ -37,7 +39,7 @@ from dptune.sweep._noise import (
 )
 from dptune.sweep._plan import Task, derive_seed, plan, plan_units, test_tasks, unit_dimensions
 from dptune.sweep._prepare import FoldData, Prepared, fold_data, prepare
-from dptune.sweep._status import status
+from dptune.sweep._status import stages, status
 from dptune.sweep._storage import heartbeat_settings, open_storage, study_name
 from dptune.sweep._unit import run_unit
 from dptune.sweep._worker import worker
@@ -70,6 +72,11 @@ __all__ = [
     "run_experiment",
     "experiment_from_manifest",
     "status",
+    "stages",
+    "setup_changes",
+    "grid_edges",
+    "best_config_edges",
+    "edge_warning",
 ]
 
 

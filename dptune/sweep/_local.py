@@ -10,6 +10,7 @@ from typing import Any
 
 from dptune._parallel import run_parallel
 from dptune.config import Experiment
+from dptune.errors import input_error
 from dptune.store._store import ResultStore
 from dptune.sweep._manifest import init_results
 from dptune.sweep._plan import Task, plan, test_tasks
@@ -82,7 +83,9 @@ def run_experiment(exp: Experiment, results: str | Path, storage_url: str | None
                    jobs: int | None = None, progress: bool = True) -> ResultStore:
     """Run (or resume) the whole sweep: validation units through optuna workers, then the
     chosen configurations on the test split; returns the store."""
-    jobs = jobs or exp.sweep.jobs
+    jobs = exp.sweep.jobs if jobs is None else jobs
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise input_error("jobs", None, f"must be a positive integer, got {jobs!r}")
     storage_url = storage_url or exp.sweep.storage
     root = Path(results)
     store, prep = init_results(exp, root, storage_url)

@@ -85,6 +85,45 @@ def validate_experiment(exp: Experiment) -> None:
         family.validate(exp.grids[alg.name].configs(), source=alg.grid_path or alg.grid)
 
 
+_IGNORED = ("analysis", "sweep", "description", "source", "name", "algorithms")
+
+
+def _flat(d: Any, prefix: str = "") -> dict[str, Any]:
+    """``{"split.folds": 3, ...}`` of a nested dict (lists stay values)."""
+    if not isinstance(d, dict):
+        return {prefix.rstrip("."): d}
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        out.update(_flat(v, f"{prefix}{k}."))
+    return out
+
+
+def setup_changes(manifest: dict[str, Any], exp: Experiment) -> list[str]:
+    """The settings that make ``exp`` a different set-up from the one recorded in ``manifest``
+    (what :meth:`Experiment.fingerprint` hashes): ``"split.folds: 3 -> 5"``, an algorithm added
+    or removed, its type or its grid's values changed. Empty when the manifest predates the
+    recorded configuration."""
+    old_cfg, new_cfg = manifest.get("config") or {}, exp.to_dict()
+    if not old_cfg:
+        return []
+    old = {k: v for k, v in _flat({k: v for k, v in old_cfg.items() if k not in _IGNORED}).items()}
+    new = {k: v for k, v in _flat({k: v for k, v in new_cfg.items() if k not in _IGNORED}).items()}
+    out = [f"{k}: {old.get(k, '(unset)')!r} -> {new.get(k, '(unset)')!r}"
+           for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
+    before = {a["name"]: a for a in manifest.get("algorithms", [])}
+    now = {a.name: a for a in exp.algorithms}
+    for name in before.keys() - now.keys():
+        out.append(f"algorithm {name!r} removed")
+    for name in now.keys() - before.keys():
+        out.append(f"algorithm {name!r} added")
+    for name in sorted(before.keys() & now.keys()):
+        if before[name].get("type") != now[name].type:
+            out.append(f"algorithms.{name}.type: {before[name].get('type')!r} -> {now[name].type!r}")
+        if before[name].get("grid_fingerprint") != exp.grids[name].fingerprint():
+            out.append(f"algorithms.{name}: grid values changed ({now[name].grid})")
+    return out
+
+
 def init_results(exp: Experiment, results: str | Path,
                  storage_url: str | None = None) -> tuple[ResultStore, Prepared]:
     """Create (or reopen) the results directory; refuse one that holds a different experiment.
@@ -98,11 +137,14 @@ def init_results(exp: Experiment, results: str | Path,
     fold_users = prep.check_folds()
     store = ResultStore(results).create()
     if store.exists():
-        old = store.manifest().get("fingerprint")
+        man = store.manifest()
+        old = man.get("fingerprint")
         if old != exp.fingerprint():
+            changed = setup_changes(man, exp)
+            what = "; ".join(changed) if changed else f"fingerprint {old}, now {exp.fingerprint()}"
             raise input_error(store.root, "manifest.json",
-                              f"holds results of a different experiment set-up (fingerprint {old}, "
-                              f"now {exp.fingerprint()}); use another --results directory")
+                              f"holds results of a different experiment set-up ({what}); "
+                              "use another --results directory or restore these settings")
     open_storage(storage_url, store.root)  # creates the schema once, before workers race on it
     store.write_manifest(build_manifest(exp, prep, fold_users))
     store.write_configs([exp.grids[a.name].frame(a.name) for a in exp.algorithms])

@@ -1,4 +1,5 @@
-"""Status of a sweep: done / running / failed / queued / remaining units per algorithm."""
+"""Status of a run: validation units per algorithm (done / running / failed / queued /
+remaining), then the test split, the noise floor and the analysis (report written, up to date)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,12 @@ from dptune.config import Experiment
 from dptune.store._store import ResultStore
 from dptune.sweep._claims import _fail_stale
 from dptune.sweep._manifest import experiment_from_manifest
-from dptune.sweep._plan import _key, plan
+from dptune.sweep._plan import _key, plan, test_tasks
 from dptune.sweep._storage import _safe_url, open_storage, study_name
 
 
-def status(exp: Experiment | None, results: str | Path, storage_url: str | None = None) -> dict[str, Any]:
+def status(exp: Experiment | None, results: str | Path, storage_url: str | None = None,
+           reports: str | Path | None = None) -> dict[str, Any]:
     """Done / running / failed / remaining units of a sweep, per algorithm.
 
     ``done`` counts the parts in the results directory (the ground truth); when there is no
@@ -22,6 +24,11 @@ def status(exp: Experiment | None, results: str | Path, storage_url: str | None 
     ``failed`` are units not done whose latest trials are RUNNING (live: stale trials are
     failed first) or FAILED and not queued again; ``remaining`` = total - done. The optuna
     side is read from ``storage_url``, else from ``RESULTS_DIR/optuna.db`` when it exists.
+
+    The later stages (each a dict with a ``state`` and a one-line ``text``): ``test`` (units of
+    the best configurations on the test split), ``noise`` (A/A noise-floor parts) and
+    ``analysis`` (``report.md`` in ``reports``, default ``reports/<name>``, and whether it is
+    newer than every result); see :func:`stages`.
     """
     import optuna
     from optuna.trial import TrialState
@@ -74,4 +81,72 @@ def status(exp: Experiment | None, results: str | Path, storage_url: str | None 
             "total": len(tasks), "done": done, "remaining": len(tasks) - done,
             "running": running, "failed": failed, "queued": queued,
         }
+    validation_done = all(a["remaining"] == 0 for a in out["algorithms"].values())
+    out.update(stages(exp, store, validation_done and have_parts, reports))
+    return out
+
+
+def _count(done: int, total: int, what: str) -> dict[str, Any]:
+    state = "done" if done == total else "incomplete"
+    return {"state": state, "done": done, "total": total, "text": f"{done} of {total} {what} done"}
+
+
+def _noise_parts(exp: Experiment, store: ResultStore) -> tuple[list[Path], dict[str, str]]:
+    """Paths of the planned noise-floor parts and the algorithms without a noise floor."""
+    try:  # the noise floor's training moves to the sweep package (issue 15)
+        from dptune.store._noise_parts import NOISE_DIR, noise_part_name
+        from dptune.sweep._noise import plan_noise
+    except ImportError:
+        from dptune.analysis._noise import NOISE_DIR, noise_part_name, plan_noise
+
+    tasks, skipped = plan_noise(exp, store, exp.analysis.noise_configs)
+    return [store.root / NOISE_DIR / noise_part_name(t.algorithm, t.config_id, t.fold) for t in tasks], skipped
+
+
+def _newest(store: ResultStore) -> float:
+    """Modification time of the newest result file (parts, noise parts, trials)."""
+    files = [p for p in store.root.rglob("*") if p.is_file() and p.suffix in (".parquet", ".csv", ".json")]
+    return max((p.stat().st_mtime for p in files), default=0.0)
+
+
+def stages(exp: Experiment, store: ResultStore, validation_done: bool,
+           reports: str | Path | None = None) -> dict[str, dict[str, Any]]:
+    """State of the test split, the noise floor and the analysis of a results directory.
+
+    ``test``: ``off`` (``evaluation.test_split = false``), ``waiting`` (validation units
+    missing: the best configurations are not known yet), else done / incomplete with counts.
+    ``noise``: ``off`` (``analysis.noise_seeds = 0``), ``none`` (no stochastic algorithm),
+    ``waiting``, else parts done / planned. ``analysis``: ``missing`` (no report.md),
+    ``stale`` (a result is newer than report.md) or ``done``.
+    """
+    out: dict[str, dict[str, Any]] = {}
+    if not exp.evaluation.test_split:
+        out["test"] = {"state": "off", "text": "off (evaluation.test_split = false)"}
+    elif not validation_done:
+        out["test"] = {"state": "waiting", "text": "waiting for the validation units"}
+    else:
+        tasks = test_tasks(exp, store)
+        out["test"] = _count(sum(store.has_part(t.algorithm, t.fold, t.unit) for t in tasks),
+                             len(tasks), "units")
+    seeds = int(exp.analysis.noise_seeds)
+    if seeds == 0:
+        out["noise"] = {"state": "off", "text": "off (analysis.noise_seeds = 0)"}
+    elif not validation_done:
+        out["noise"] = {"state": "waiting", "text": "waiting for the validation units"}
+    else:
+        parts, skipped = _noise_parts(exp, store)
+        if not parts:
+            out["noise"] = {"state": "none", "text": "none (no stochastic algorithm)"}
+        else:
+            out["noise"] = _count(sum(p.is_file() for p in parts), len(parts),
+                                  f"parts ({seeds} seeds)")
+    report = Path(reports if reports is not None else Path("reports") / exp.name) / "report.md"
+    if not report.is_file():
+        out["analysis"] = {"state": "missing", "report": str(report),
+                           "text": f"{report} not written yet (dptune analyze {store.root})"}
+    elif report.stat().st_mtime < _newest(store):
+        out["analysis"] = {"state": "stale", "report": str(report),
+                           "text": f"{report} is older than the results (dptune analyze {store.root})"}
+    else:
+        out["analysis"] = {"state": "done", "report": str(report), "text": f"{report} up to date"}
     return out

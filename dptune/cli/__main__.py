@@ -1,0 +1,7 @@
+"""``python -m dptune.cli``: the ``dptune`` command."""
+
+import sys
+
+from dptune.cli import main
+
+sys.exit(main())

@@ -1,0 +1,260 @@
+"""The commands: each checks its inputs, then makes one or two calls into the Python API.
+
+Every check that can fail runs before any work: flags (while parsing), the experiment and its
+grids, the writability of the results and reports directories, then, inside the API, the data,
+every fold and the optuna storage. A problem is one line naming the flag or file and field,
+exit code 2 (:mod:`dptune.errors`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from dptune.cli._flags import analysis_overrides, results_of
+from dptune.errors import check_writable_dir, input_error
+
+
+def _default(kind: str, name: str) -> Path:
+    return Path(kind) / name
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """``dptune run``: sweep (resumable), noise floor, analysis."""
+    from dptune.cli._api import analyze_results, run_noise_floor
+    from dptune.config import load_experiment
+    from dptune.sweep._local import run_experiment
+
+    exp = load_experiment(args.config)
+    overrides = analysis_overrides(args)
+    results = Path(args.results) if args.results else _default("results", exp.name)
+    reports = Path(args.reports) if args.reports else _default("reports", exp.name)
+    check_writable_dir(results, "--results")
+    if not args.no_analyze:
+        check_writable_dir(reports, "--reports")
+    jobs = args.jobs or exp.sweep.jobs
+    progress = not args.no_progress
+    store = run_experiment(exp, results, storage_url=args.storage, jobs=jobs, progress=progress)
+    print(f"results: {store.root}")
+    seeds = int(overrides.get("noise_seeds", exp.analysis.noise_seeds))
+    if seeds > 0:
+        nr = run_noise_floor(exp, store.root, seeds=seeds,
+                             n_configs=int(overrides.get("noise_configs", exp.analysis.noise_configs)),
+                             jobs=jobs, progress=progress)
+        print(f"noise floor: {len(nr.parts)} parts ({nr.computed} computed now), {seeds} seeds"
+              + (f"; none for {', '.join(nr.skipped)} (deterministic)" if nr.skipped else ""))
+    if not args.no_analyze:
+        files = analyze_results(store.root, reports, progress=progress, **overrides)
+        print(f"reports: {reports} ({len(files)} files; see {reports / 'report.md'})")
+    return 0
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    """``dptune worker``: one more worker on a shared sweep."""
+    from dptune.config import load_experiment
+    from dptune.sweep._manifest import init_results
+    from dptune.sweep._worker import worker
+
+    exp = load_experiment(args.config)
+    results = Path(args.results) if args.results else _default("results", exp.name)
+    check_writable_dir(results, "--results")
+    init_results(exp, results, args.storage)
+    n = worker(exp, results, args.storage)
+    print(f"worker finished: {n} units computed here")
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    """``dptune status``: validation units per algorithm, then test split, noise floor, analysis."""
+    from dptune.config import load_experiment
+    from dptune.sweep._status import status
+
+    exp = load_experiment(args.config) if args.config else None
+    results = results_of(args, _default("results", exp.name) if exp else None)
+    st = status(exp, results, args.storage, reports=args.reports)
+    print(f"{'algorithm':<16}{'total':>8}{'done':>8}{'running':>9}{'failed':>8}{'remaining':>11}")
+    for name, s in st["algorithms"].items():
+        print(f"{name:<16}{s['total']:>8}{s['done']:>8}{s['running']:>9}{s['failed']:>8}{s['remaining']:>11}")
+    for key, label in (("test", "test split"), ("noise", "noise floor"), ("analysis", "analysis")):
+        print(f"{label + ':':<13}{st[key]['text']}")
+    return 0
+
+
+def _store(results: Path):
+    """The result store at ``results``; not a results directory is one line naming it."""
+    from dptune.store._store import ResultStore
+
+    store = ResultStore(results)
+    store.manifest()  # one line when it is not a results directory
+    return store
+
+
+def cmd_analyze(args: argparse.Namespace) -> int:
+    """``dptune analyze``: tables, figures and report.md of a results directory."""
+    from dptune.cli._api import analyze_results
+
+    store = _store(results_of(args))
+    reports = Path(args.reports) if args.reports else _default("reports", store.manifest()["experiment"])
+    check_writable_dir(reports, "--reports")
+    files = analyze_results(store.root, reports, progress=not args.no_progress, **analysis_overrides(args))
+    print(f"reports: {reports} ({len(files)} files; see {reports / 'report.md'})")
+    return 0
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    """``dptune evaluate``: per-user metrics of one external TREC run."""
+    from dptune.store._trec import evaluate_run, read_qrels, read_run, read_train, write_per_user
+
+    check_writable_dir(Path(args.out).parent, "--out")
+    df = evaluate_run(read_run(args.run), read_qrels(args.qrels), read_train(args.train),
+                      cutoffs=args.cutoffs, threshold=args.threshold,
+                      relevance_aware=args.novelty == "relevance-aware")
+    write_per_user(df, args.out)
+    print(f"{args.out}: {df['user'].nunique()} users x {df.groupby(['metric', 'cutoff']).ngroups} metric@cutoff")
+    return 0
+
+
+def cmd_dp(args: argparse.Namespace) -> int:
+    """``dptune dp``: discriminative power of a set of external runs, or of a per-user table."""
+    from dptune.cli._api import analyze_runs
+
+    if args.per_user is not None:
+        return _dp_per_user(args)
+    for flag in ("runs", "qrels", "train"):
+        if getattr(args, flag) is None:
+            raise input_error(f"--{flag}", None, "required (or give --per-user FILE)")
+    if args.configs is not None:
+        raise input_error("--configs", None, "only with --per-user")
+    for flag, path in (("--qrels", args.qrels), ("--train", args.train)):
+        if not Path(path).exists():
+            raise input_error(flag, None, f"{path} does not exist")
+    if not Path(args.runs).is_dir():
+        raise input_error("--runs", None, f"{args.runs} is not a directory of run files")
+    check_writable_dir(Path(args.reports), "--reports")
+    files = analyze_runs(args.runs, args.qrels, args.train, Path(args.reports),
+                         cutoffs=args.cutoffs, threshold=args.threshold,
+                         n_pairs=args.pairs, seed=args.seed, test=args.test)
+    print(f"reports: {args.reports} ({len(files)} files)")
+    return 0
+
+
+
+def _dp_per_user(args: argparse.Namespace) -> int:
+    """``dptune dp --per-user FILE [--configs FILE]``: the analysis of a sweep on the table."""
+    from dptune._per_user import analyze_per_user
+
+    for flag in ("runs", "qrels", "train"):
+        if getattr(args, flag) is not None:
+            raise input_error(f"--{flag}", None, "not with --per-user (give one or the other)")
+    check_writable_dir(Path(args.reports), "--reports")
+    files = analyze_per_user(args.per_user, args.reports, args.configs, n_pairs=args.pairs,
+                             seed=args.seed, test=args.test, bootstrap=args.bootstrap)
+    print(f"reports: {args.reports} ({len(files)} files)")
+    return 0
+
+def cmd_subgrid(args: argparse.Namespace) -> int:
+    """``dptune subgrid``: the paper's sub-grid around the best configuration; warns when that
+    configuration sits on the edge of the grid."""
+    from dptune.analysis import write_subgrid
+    from dptune.grids import load_grid
+    from dptune.sweep._edges import best_config_edges, edge_warning
+
+    store = _store(results_of(args))
+    if not store.part_paths():
+        raise input_error(store.root, None, "holds no results yet (no unit finished); "
+                          "run the sweep first (dptune run)")
+    names = [a["name"] for a in store.manifest().get("algorithms", [])]
+    if args.algorithm not in names:
+        raise input_error("--algorithm", None, f"{args.algorithm!r} is not an algorithm of "
+                          f"{store.root} ({', '.join(names)})")
+    values = load_grid(args.grid).values if args.grid else None
+    check_writable_dir(Path(args.out).parent, "--out")
+    out = write_subgrid(store.root, args.algorithm, args.metric, args.cutoff, args.radius,
+                        args.out, grid=args.grid)
+    params, edges = best_config_edges(store, args.algorithm, args.metric, args.cutoff, values)
+    warning = edge_warning(args.algorithm, params, edges)
+    if warning:
+        print(f"dptune: warning: {warning}", file=sys.stderr)
+    print(f"sub-grid written to {out}")
+    return 0
+
+
+def _config_id(text: str) -> tuple[str, int]:
+    alg, sep, cid = text.partition("=")
+    try:
+        if not sep:
+            raise ValueError
+        return alg, int(cid)
+    except ValueError:
+        raise input_error("--config-id", None, f"expected ALGORITHM=CONFIG_ID, got {text!r}") from None
+
+
+def cmd_seeds(args: argparse.Namespace) -> int:
+    """``dptune seeds``: the split-seed study."""
+    from dptune.cli._api import run_seeds_study
+
+    configs = dict(_config_id(t) for t in args.config_id)
+    for flag, path in (("--results", args.results), ("--reports", args.reports)):
+        if path:
+            check_writable_dir(Path(path), flag)
+    grid = None if args.grid is None else [g for g in args.grid.split(",") if g.strip()]
+    try:
+        files = run_seeds_study(args.config, args.seeds, args.reports, configs or None,
+                                jobs=args.jobs, progress=not args.no_progress,
+                                cache_dir=args.results, grid_algorithms=grid,
+                                grid_seeds=args.grid_seeds)
+    except KeyboardInterrupt:
+        print("dptune: interrupted; finished seeds are cached, run the same command to resume",
+              file=sys.stderr)
+        return 130
+    print(f"seeds: {len(files)} files in {files[-1].parent} (see {files[-1]})")
+    return 0
+
+
+def cmd_slices(args: argparse.Namespace) -> int:
+    """``dptune slices``: metrics, miss rate and DP per user slice.
+
+    The slice report goes to ``--reports`` (former name ``--out``); the main report whose pairs
+    it reuses is ``--main-reports``. The former spelling ``--out DIR --reports MAIN`` keeps its
+    meaning."""
+    from dptune.cli._api import run_slices_study
+
+    store = _store(results_of(args))
+    out, main_reports = args.reports, args.main_reports
+    if args.out is not None:  # former spelling: --out is the slice report, --reports the main one
+        if main_reports is None:
+            main_reports = args.reports
+        out = args.out
+    if out is None:
+        raise input_error("--reports", None, "missing: the directory for the slice report")
+    check_writable_dir(Path(out), "--reports")
+    files = run_slices_study(store.root, out, main_reports, base=args.base, n_pairs=args.pairs,
+                             seed=args.seed, test=args.test, experiment=args.experiment,
+                             cutoff=args.cutoff)
+    print(f"slices: {len(files)} files in {out} (see {files[-1]})")
+    return 0
+
+
+def cmd_data_fetch(args: argparse.Namespace) -> int:
+    """``dptune data fetch``: download a MovieLens data set into the cache."""
+    from dptune.data._dataset import dataset_stats, fetch, load_dataset
+
+    path = fetch(args.name)
+    st = dataset_stats(load_dataset(args.name))
+    print(f"{args.name}: {path} ({st['ratings']:,} ratings, {st['users']:,} users, {st['items']:,} items)")
+    return 0
+
+
+def cmd_data_info(args: argparse.Namespace) -> int:
+    """``dptune data info``: Table 1 statistics of a data set."""
+    from dptune.data._dataset import dataset_stats, load_dataset
+
+    ds = load_dataset(args.source, fmt=args.format)
+    st = dataset_stats(ds)
+    print("| Dataset | Users | Items | Ratings | Sparsity |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    print(f"| {ds.name} | {st['users']} | {st['items']} | {st['ratings']} | {100 * st['sparsity']:.2f}% |")
+    for line in ds.log:
+        print(f"note: {line}")
+    return 0

@@ -1,0 +1,193 @@
+"""The flags of the command line, defined once: their names, types, help and defaults.
+
+The same thing has the same flag in every command (``--results DIR``, ``--reports DIR``,
+``--jobs N``, ``--storage URL``, ``--no-progress``); former names stay as aliases
+(``seeds --cache/--out``, ``slices --out``). Every analysis flag is one row of
+:data:`ANALYSIS_FLAGS`, mapped onto the field of the analysis options it sets: adding a flag is
+adding a row. Values are checked while parsing (type and range), so a bad flag is one line and
+exit code 2 before anything is read or computed.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dptune.errors import input_error
+
+TESTS = ("t", "wilcoxon", "bootstrap", "permutation")
+CORRECTIONS = ("none", "holm", "bh")
+METRICS = ("ndcg", "precision", "recall", "mrr", "efd", "epc")
+
+
+# --------------------------------------------------------------------------- value types
+def int_at_least(lo: int) -> Callable[[str], int]:
+    """An argparse type: an integer >= ``lo``."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < lo:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {lo}, got {value}")
+        return value
+    return parse
+
+
+def noise_seeds(text: str) -> int:
+    """An argparse type: 0 (off) or an integer >= 2 (an A/A pair needs two seeds)."""
+    value = int_at_least(0)(text)
+    if value == 1:
+        raise argparse.ArgumentTypeError("must be 0 (off) or at least 2, got 1")
+    return value
+
+
+def probability(text: str) -> float:
+    """An argparse type: a number strictly between 0 and 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {text}")
+    return value
+
+
+def number(text: str) -> float:
+    """An argparse type: any finite number."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if value != value or value in (float("inf"), float("-inf")):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return value
+
+
+def cutoffs(text: str) -> tuple[int, ...]:
+    """An argparse type: comma-separated positive integers, e.g. ``1,5,10``."""
+    try:
+        vals = tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+    if not vals or any(v < 1 for v in vals):
+        raise argparse.ArgumentTypeError(f"cutoffs must be positive integers, got {text!r}")
+    return vals
+
+
+# --------------------------------------------------------------------------- common flags
+def results_option(p: argparse.ArgumentParser, default: str = "results/<name>") -> None:
+    """``--results DIR``: where the sweep's results go (an option: the command's subject is a config)."""
+    p.add_argument("--results", metavar="DIR", help=f"results directory (default: {default})")
+
+
+def results_argument(p: argparse.ArgumentParser, optional: bool = False) -> None:
+    """``RESULTS`` (positional) or ``--results DIR``: the results directory a command reads."""
+    p.add_argument("results_pos", nargs="?", metavar="RESULTS",
+                   help="results directory of a sweep (or give --results DIR)")
+    extra = "; default: results/<name of --config>" if optional else ""
+    p.add_argument("--results", metavar="DIR", help=f"the same as RESULTS{extra}")
+
+
+def results_of(args: argparse.Namespace, default: Path | None = None) -> Path:
+    """The results directory given as ``RESULTS`` or ``--results`` (the same if both)."""
+    pos, opt = getattr(args, "results_pos", None), getattr(args, "results", None)
+    if pos and opt and Path(pos) != Path(opt):
+        raise input_error("--results", None, f"two different results directories given ({pos} and {opt})")
+    given = pos or opt
+    if given:
+        return Path(given)
+    if default is None:
+        raise input_error("RESULTS", None, "missing: give a results directory (RESULTS or --results DIR)")
+    return default
+
+
+def reports_option(p: argparse.ArgumentParser, default: str | None = "reports/<name>",
+                   aliases: tuple[str, ...] = (), what: str = "reports directory") -> None:
+    """``--reports DIR`` (plus former names as aliases): where tables, figures and reports go."""
+    tail = f" (default: {default})" if default else ""
+    alias = f"; also {', '.join(aliases)}" if aliases else ""
+    p.add_argument("--reports", *aliases, dest="reports", metavar="DIR",
+                   required=default is None and not aliases, help=f"{what}{tail}{alias}")
+
+
+def jobs_option(p: argparse.ArgumentParser, default: int | None = None,
+                default_text: str = "[sweep] jobs of the experiment") -> None:
+    """``--jobs N``: parallel worker processes (N >= 1)."""
+    p.add_argument("--jobs", type=int_at_least(1), default=default, metavar="N",
+                   help=f"parallel worker processes, at least 1 (default: {default_text})"
+                   if default is None else "parallel worker processes, at least 1")
+
+
+def storage_option(p: argparse.ArgumentParser, required: bool = False) -> None:
+    """``--storage URL``: the optuna storage shared by the workers of a sweep."""
+    p.add_argument("--storage", metavar="URL", required=required,
+                   help="optuna storage: postgresql://user:pass@host/db, sqlite:///path, any "
+                        "optuna RDB URL, or a *.journal file" +
+                        ("" if required else " (default: [sweep] storage of the experiment, "
+                                             "else sqlite in the results directory)"))
+
+
+def progress_option(p: argparse.ArgumentParser) -> None:
+    """``--no-progress``: no progress bars."""
+    p.add_argument("--no-progress", action="store_true", help="no progress bars (e.g. in logs)")
+
+
+# --------------------------------------------------------------------------- analysis flags
+@dataclass(frozen=True)
+class Flag:
+    """One analysis flag: its option string, the analysis option (field) it sets, how it parses."""
+
+    flag: str
+    field: str
+    help: str
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    run_help: str | None = None  # when ``dptune run`` means something else by it
+
+
+#: Every analysis flag of ``dptune run`` and ``dptune analyze``, mapped onto the analysis
+#: options (the experiment's ``[analysis]`` table). Absent flags leave the experiment's value.
+ANALYSIS_FLAGS: tuple[Flag, ...] = (
+    Flag("--pairs", "n_pairs", "configuration pairs sampled per scope (the paper's P)",
+         {"type": int_at_least(1), "metavar": "P"}),
+    Flag("--seed", "seed", "pair-sampling seed (default: the experiment's analysis seed)",
+         {"type": int_at_least(0), "metavar": "SEED"}),
+    Flag("--test", "test", "paired significance test", {"choices": TESTS}),
+    Flag("--alpha", "alpha", "significance level of Sakai's DP", {"type": probability, "metavar": "A"}),
+    Flag("--correction", "correction", "multiple-comparison correction of Sakai's DP",
+         {"choices": CORRECTIONS}),
+    Flag("--n-resamples", "n_resamples", "resamples of the bootstrap / permutation tests",
+         {"type": int_at_least(1), "metavar": "N"}),
+    Flag("--bootstrap", "bootstrap", "bootstrap replicates of the DP confidence intervals (0 = off)",
+         {"type": int_at_least(0), "metavar": "B"}),
+    Flag("--noise-seeds", "noise_seeds", "use at most S seeds of the stored noise floor (0 = none)",
+         {"type": noise_seeds, "metavar": "S"},
+         run_help="seeds per configuration of the A/A noise floor (0 = off, else at least 2)"),
+    Flag("--noise-configs", "noise_configs", "use the N best configurations of the stored noise floor",
+         {"type": int_at_least(1), "metavar": "N"},
+         run_help="configurations per stochastic algorithm in the noise floor (1 = the best)"),
+    Flag("--importance", "importance", "fANOVA / PED-ANOVA hyperparameter importance",
+         {"action": argparse.BooleanOptionalAction}),
+)
+
+
+def analysis_flags(p: argparse.ArgumentParser, run: bool = False) -> None:
+    """Add every :data:`ANALYSIS_FLAGS` row to ``p`` in an "analysis" group (default: the
+    experiment's ``[analysis]`` value)."""
+    g = p.add_argument_group("analysis (default: the experiment's [analysis] settings)")
+    for f in ANALYSIS_FLAGS:
+        g.add_argument(f.flag, dest=f"an_{f.field}", default=None,
+                       help=(f.run_help if run and f.run_help else f.help), **f.kwargs)
+
+
+def analysis_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """``{option field: value}`` of the analysis flags given on the command line."""
+    out = {}
+    for f in ANALYSIS_FLAGS:
+        value = getattr(args, f"an_{f.field}", None)
+        if value is not None:
+            out[f.field] = value
+    return out

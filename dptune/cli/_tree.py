@@ -1,0 +1,226 @@
+"""The argument parser: one argparse tree for every command, studies included.
+
+Help text on every option, with its default and choices; errors are one line
+(``dptune: run: argument --jobs: must be an integer >= 1, got 0``) with exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import NoReturn
+
+from dptune import __version__
+from dptune.cli import _commands as c
+from dptune.cli._flags import (
+    METRICS,
+    TESTS,
+    analysis_flags,
+    cutoffs,
+    int_at_least,
+    jobs_option,
+    number,
+    progress_option,
+    reports_option,
+    results_argument,
+    results_option,
+    storage_option,
+)
+
+DESCRIPTION = """\
+Discriminative power of recommender-system metrics under hyperparameter tuning: sweep the
+grids of an experiment (resumable, on one machine or many), then measure how well each
+metric@N tells configurations apart, with tables, figures and report.md.
+
+Start with: dptune run experiments/quickstart.toml   (then see reports/quickstart/report.md)"""
+
+TREC_FORMATS = """\
+file formats (whitespace separated, one record per line, blank lines ignored, ids are strings):
+  run    user Q0 item rank score tag   (exactly 6 fields; Q0 and tag are not used)
+  qrels  user 0 item rating            (exactly 4 fields; relevant = rating >= --threshold)
+  train  user item [anything ...]      (at least 2 fields; every listed pair is one training
+                                        interaction, excluded from the ranking; extra fields
+                                        such as rating and timestamp are ignored)"""
+
+DP_LAYOUT = TREC_FORMATS + """
+
+layout: --runs holds one run file per system (file name = system), or one sub-directory per
+fold holding the same file names; --qrels and --train are one file, or a directory with one
+file per fold (file stem = fold name)."""
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """Keeps the layout of descriptions and epilogs; appends ``(default: X)`` to an option's help
+    when it has a meaningful default that the help does not already state."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if ("default" in text or default in (None, False, argparse.SUPPRESS)
+                or not action.option_strings or isinstance(action, argparse._HelpAction)):
+            return text
+        if isinstance(default, tuple):
+            default = ",".join(map(str, default))
+        return f"{text} (default: {default})"
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one line, exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        where = self.prog.removeprefix("dptune").strip()
+        prefix = f"dptune: {where}: " if where else "dptune: "
+        self.exit(2, f"{prefix}{message} (see {self.prog} --help)\n")
+
+
+def _sub(sub: argparse._SubParsersAction, name: str, summary: str, description: str | None = None,
+         epilog: str | None = None) -> argparse.ArgumentParser:
+    return sub.add_parser(name, help=summary, description=description or summary[:1].upper() + summary[1:] + ".",
+                          epilog=epilog, formatter_class=_Formatter)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every command."""
+    p = _Parser(prog="dptune", description=DESCRIPTION, formatter_class=_Formatter)
+    p.add_argument("--version", action="version", version=f"dptune {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=_Parser,
+                          help="one of the commands below; dptune COMMAND --help for its options")
+
+    r = _sub(sub, "run", "sweep an experiment (resumable), train its noise floor, then analyze it")
+    r.add_argument("config", metavar="CONFIG", help="experiment TOML file, e.g. experiments/quickstart.toml")
+    results_option(r)
+    reports_option(r)
+    jobs_option(r)
+    storage_option(r)
+    progress_option(r)
+    r.add_argument("--no-analyze", action="store_true", help="stop after the sweep and noise floor")
+    analysis_flags(r, run=True)
+    r.set_defaults(func=c.cmd_run)
+
+    w = _sub(sub, "worker", "join a sweep as one more worker (any machine; see docs/distributed.md)")
+    w.add_argument("config", metavar="CONFIG", help="experiment TOML file (the same on every machine)")
+    storage_option(w, required=True)
+    results_option(w)
+    w.set_defaults(func=c.cmd_worker)
+
+    s = _sub(sub, "status", "progress of a run: validation units (done / running / failed / "
+             "remaining), test split, noise floor, analysis")
+    results_argument(s, optional=True)
+    s.add_argument("--config", metavar="CONFIG",
+                   help="experiment TOML file (default: the one recorded in the results directory)")
+    storage_option(s)
+    s.add_argument("--reports", metavar="DIR", help="reports directory whose report.md is checked "
+                   "(default: reports/<name>)")
+    s.set_defaults(func=c.cmd_status)
+
+    a = _sub(sub, "analyze", "discriminative power tables, figures and report.md of a results directory")
+    results_argument(a)
+    reports_option(a)
+    progress_option(a)
+    analysis_flags(a)
+    a.set_defaults(func=c.cmd_analyze)
+
+    e = _sub(sub, "evaluate", "per-user metrics of an external TREC run", epilog=TREC_FORMATS)
+    e.add_argument("--run", required=True, metavar="FILE", help="run file (format below)")
+    e.add_argument("--qrels", required=True, metavar="FILE", help="qrels file (format below)")
+    e.add_argument("--train", required=True, metavar="FILE", help="training interactions (format below)")
+    e.add_argument("--cutoffs", type=cutoffs, default=(1, 5, 10), metavar="N,N,...", help="metric cutoffs")
+    e.add_argument("--threshold", type=number, default=4.0, metavar="R",
+                   help="relevance threshold: a qrels rating >= R is relevant")
+    e.add_argument("--novelty", choices=["relevance-aware", "relevance-unaware"], default="relevance-aware",
+                   help="EFD/EPC variant")
+    e.add_argument("--out", required=True, metavar="FILE", help="per-user metrics file to write (CSV)")
+    e.set_defaults(func=c.cmd_evaluate)
+
+    d = _sub(sub, "dp", "discriminative power of external TREC runs or of a per-user table",
+             epilog=DP_LAYOUT)
+    d.add_argument("--runs", metavar="DIR",
+                   help="directory of run files (one per system; sub-directories = folds)")
+    d.add_argument("--qrels", metavar="PATH", help="qrels file, or directory with one per fold")
+    d.add_argument("--train", metavar="PATH", help="train file, or directory with one per fold")
+    d.add_argument("--per-user", metavar="FILE",
+                   help="instead of runs: long per-user table (CSV/Parquet: [algorithm], "
+                   "config_id|system, [fold], user, metric, [cutoff], value)")
+    d.add_argument("--configs", metavar="FILE",
+                   help="with --per-user: algorithm, config_id and one column per hyperparameter")
+    d.add_argument("--bootstrap", type=int_at_least(0), default=0, metavar="B",
+                   help="with --per-user: bootstrap replicates for DP confidence intervals (0 = off)")
+    reports_option(d, default=None)
+    d.set_defaults(reports="reports/runs")
+    d.add_argument("--cutoffs", type=cutoffs, default=(1, 5, 10), metavar="N,N,...", help="metric cutoffs")
+    d.add_argument("--threshold", type=number, default=4.0, metavar="R",
+                   help="relevance threshold: a qrels rating >= R is relevant")
+    d.add_argument("--pairs", type=int_at_least(1), default=25, metavar="P", help="system pairs sampled per scope")
+    d.add_argument("--seed", type=int_at_least(0), default=42, metavar="SEED", help="pair-sampling seed")
+    d.add_argument("--test", choices=TESTS, default="t", help="paired significance test")
+    d.set_defaults(func=c.cmd_dp)
+
+    g = _sub(sub, "subgrid", "the paper's sub-grid around the best value of each hyperparameter")
+    results_argument(g)
+    g.add_argument("--algorithm", default="bpr-mf", metavar="NAME", help="algorithm of the experiment")
+    g.add_argument("--metric", choices=METRICS, default="ndcg", help="metric that picks the best configuration")
+    g.add_argument("--cutoff", type=int_at_least(1), default=10, metavar="N", help="cutoff of --metric")
+    g.add_argument("--radius", type=int_at_least(0), default=2, metavar="R",
+                   help="grid neighbours kept on each side of the best value")
+    g.add_argument("--out", required=True, metavar="FILE", help="grid TOML file to write")
+    g.add_argument("--grid", metavar="FILE", help="grid to place the sub-grid in, e.g. grids/bpr-mf.toml "
+                   "(default: the swept grid)")
+    g.set_defaults(func=c.cmd_subgrid)
+
+    sd = _sub(sub, "seeds", "split-seed study: hold-out vs k-fold CV over data-split seeds",
+              description="Split-seed study: accuracy under S data-split seeds, random hold-out vs "
+              "k-fold CV, and the stability of the best configuration and of the DP metric ranking.")
+    sd.add_argument("config", metavar="CONFIG", help="experiment TOML, optionally with a [seeds] table")
+    sd.add_argument("--seeds", type=int_at_least(2), metavar="S",
+                    help="number of data-split seeds (default: [seeds] of the experiment, else 20)")
+    sd.add_argument("--results", "--cache", dest="results", metavar="DIR",
+                    help="per-seed results (default: results/seeds-<name>; also --cache)")
+    reports_option(sd, default="reports/seeds-<name>", aliases=("--out",), what="report directory")
+    jobs_option(sd, default=1)
+    sd.add_argument("--config-id", action="append", default=[], metavar="ALG=ID",
+                    help="run ALG with grid configuration ID instead of the default (repeatable)")
+    sd.add_argument("--grid", metavar="ALG,ALG,...",
+                    help="algorithms of the grid part ('' to skip; default: [seeds] of the experiment)")
+    sd.add_argument("--grid-seeds", type=int_at_least(1), metavar="S", help="seeds of the grid part "
+                    "(default: [seeds] of the experiment)")
+    progress_option(sd)
+    sd.set_defaults(func=c.cmd_seeds)
+
+    sl = _sub(sub, "slices", "metrics, miss rate and DP per user slice",
+              description="Metrics, miss rate and DP per user slice (history length, popularity of "
+              "held-out items; log-scaled bins) of a results directory.")
+    results_argument(sl)
+    sl.add_argument("--reports", metavar="DIR", help="directory for the slice report")
+    sl.add_argument("--out", metavar="DIR", help="former name of --reports (with --out, --reports "
+                    "keeps its former meaning: the main reports directory)")
+    sl.add_argument("--main-reports", metavar="DIR", help="main reports directory whose pairs.csv is "
+                    "reused (default: pairs sampled again)")
+    sl.add_argument("--experiment", metavar="CONFIG", help="experiment TOML (default: the manifest's)")
+    sl.add_argument("--base", type=int_at_least(2), default=2, metavar="B", help="base of the log-scaled bins")
+    sl.add_argument("--pairs", type=int_at_least(1), metavar="P", help="pairs P (default: the manifest's)")
+    sl.add_argument("--seed", type=int_at_least(0), metavar="SEED",
+                    help="pair-sampling seed (default: the manifest's)")
+    sl.add_argument("--test", choices=TESTS, help="paired test (default: the manifest's)")
+    sl.add_argument("--cutoff", type=int_at_least(1), metavar="N",
+                    help="cutoff of the figure and tables (default: the primary cutoff)")
+    sl.set_defaults(func=c.cmd_slices)
+
+    dt = _sub(sub, "data", "fetch data sets or print their statistics (Table 1)")
+    dsub = dt.add_subparsers(dest="data_command", metavar="ACTION", required=True, parser_class=_Parser,
+                            help="fetch or info")
+    f = _sub(dsub, "fetch", "download ml-100k or ml-1m into the cache ($DPTUNE_DATA, default ~/.cache/dptune)")
+    f.add_argument("name", choices=["ml-100k", "ml-1m"], metavar="NAME", help="ml-100k or ml-1m")
+    f.set_defaults(func=c.cmd_data_fetch)
+    i = _sub(dsub, "info", "Table 1 statistics of a data set name or file")
+    i.add_argument("source", metavar="SOURCE", help="ml-latest-small, ml-100k, ml-1m or a file path")
+    from dptune.data._dataset import FORMATS
+
+    i.add_argument("--format", choices=FORMATS, default="auto", help="file format")
+    i.set_defaults(func=c.cmd_data_info)
+    return p
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    """Parse ``argv`` (exits with code 2 and one line on a bad flag)."""
+    return build_parser().parse_args(argv)
+
+
