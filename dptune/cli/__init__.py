@@ -18,9 +18,15 @@ __all__ = ["build_parser", "main"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point; user errors print one line and return 2."""
+    """Entry point; user errors (bad flags included) print one line and return 2; ``--help``
+    and ``--version`` exit with 0 as argparse does."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as ex:
+        if not ex.code:
+            raise
+        return int(ex.code) if isinstance(ex.code, int) else 2
     try:
         return int(args.func(args) or 0)
     except DptuneError as err:
