@@ -2,6 +2,6 @@
 
 import sys
 
-from dptune.bench._bench import main
+from dptune.bench._main import main
 
 sys.exit(main())

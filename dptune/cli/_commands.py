@@ -117,9 +117,16 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def cmd_dp(args: argparse.Namespace) -> int:
-    """``dptune dp``: discriminative power of a set of external runs."""
+    """``dptune dp``: discriminative power of a set of external runs, or of a per-user table."""
     from dptune.cli._api import analyze_runs
 
+    if args.per_user is not None:
+        return _dp_per_user(args)
+    for flag in ("runs", "qrels", "train"):
+        if getattr(args, flag) is None:
+            raise input_error(f"--{flag}", None, "required (or give --per-user FILE)")
+    if args.configs is not None:
+        raise input_error("--configs", None, "only with --per-user")
     for flag, path in (("--qrels", args.qrels), ("--train", args.train)):
         if not Path(path).exists():
             raise input_error(flag, None, f"{path} does not exist")
@@ -132,6 +139,20 @@ def cmd_dp(args: argparse.Namespace) -> int:
     print(f"reports: {args.reports} ({len(files)} files)")
     return 0
 
+
+
+def _dp_per_user(args: argparse.Namespace) -> int:
+    """``dptune dp --per-user FILE [--configs FILE]``: the analysis of a sweep on the table."""
+    from dptune._per_user import analyze_per_user
+
+    for flag in ("runs", "qrels", "train"):
+        if getattr(args, flag) is not None:
+            raise input_error(f"--{flag}", None, "not with --per-user (give one or the other)")
+    check_writable_dir(Path(args.reports), "--reports")
+    files = analyze_per_user(args.per_user, args.reports, args.configs, n_pairs=args.pairs,
+                             seed=args.seed, test=args.test, bootstrap=args.bootstrap)
+    print(f"reports: {args.reports} ({len(files)} files)")
+    return 0
 
 def cmd_subgrid(args: argparse.Namespace) -> int:
     """``dptune subgrid``: the paper's sub-grid around the best configuration; warns when that

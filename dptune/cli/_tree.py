@@ -135,12 +135,20 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--out", required=True, metavar="FILE", help="per-user metrics file to write (CSV)")
     e.set_defaults(func=c.cmd_evaluate)
 
-    d = _sub(sub, "dp", "discriminative power of a set of external TREC runs", epilog=DP_LAYOUT)
-    d.add_argument("--runs", required=True, metavar="DIR",
+    d = _sub(sub, "dp", "discriminative power of external TREC runs or of a per-user table",
+             epilog=DP_LAYOUT)
+    d.add_argument("--runs", metavar="DIR",
                    help="directory of run files (one per system; sub-directories = folds)")
-    d.add_argument("--qrels", required=True, metavar="PATH", help="qrels file, or directory with one per fold")
-    d.add_argument("--train", required=True, metavar="PATH", help="train file, or directory with one per fold")
-    reports_option(d, default="reports/runs")
+    d.add_argument("--qrels", metavar="PATH", help="qrels file, or directory with one per fold")
+    d.add_argument("--train", metavar="PATH", help="train file, or directory with one per fold")
+    d.add_argument("--per-user", metavar="FILE",
+                   help="instead of runs: long per-user table (CSV/Parquet: [algorithm], "
+                   "config_id|system, [fold], user, metric, [cutoff], value)")
+    d.add_argument("--configs", metavar="FILE",
+                   help="with --per-user: algorithm, config_id and one column per hyperparameter")
+    d.add_argument("--bootstrap", type=int_at_least(0), default=0, metavar="B",
+                   help="with --per-user: bootstrap replicates for DP confidence intervals (0 = off)")
+    reports_option(d, default=None)
     d.set_defaults(reports="reports/runs")
     d.add_argument("--cutoffs", type=cutoffs, default=(1, 5, 10), metavar="N,N,...", help="metric cutoffs")
     d.add_argument("--threshold", type=number, default=4.0, metavar="R",

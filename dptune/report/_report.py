@@ -131,8 +131,12 @@ class Report:
     data_files: list[str] = field(default_factory=list)
 
     @classmethod
-    def build(cls, store: Any, result: Any) -> Report:
+    def build(cls, store: Any, result: Any,
+              settings: Mapping[str, object] | None = None) -> Report:
         """The report of ``result`` (a :class:`dptune.analysis.AnalysisResult`) of ``store``.
+
+        ``settings`` replaces the settings table built from the store's manifest (a store
+        without an experiment, such as a per-user table from outside, gives its own).
 
         Adds to the tables and figures the analysis' sections: the bootstrap metric ranking
         (when ``result.ranking`` is set), the A/A noise floor and hyperparameter importance
@@ -173,7 +177,8 @@ class Report:
             result.curves,
             result.datasets,
             result.best,
-            experiment_settings(result.manifest, result.options),
+            settings if settings is not None
+            else experiment_settings(result.manifest, result.options),
             primary=primary,
             noise_floor=noise,
             extra_sections=sections,

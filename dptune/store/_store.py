@@ -6,15 +6,9 @@
 best configurations) and ``_fold`` (reading values: :func:`read_matrix`, :func:`read_fold`,
 :class:`FoldSlice`, :class:`FoldBuffer`).
 
-Layout of a results directory (a documented contract; see README and docs/design.md):
-
-- ``per_user.parquet/``: one Parquet part per trained unit (one model run on one fold), named
-  ``<algorithm>__<fold>__<unit>.parquet``, written to a hidden temporary file and renamed into
-  place, so a part is either complete or absent. Columns ``algorithm, config_id, fold, user,
-  metric, cutoff, value`` (value float32); one row group per (metric, cutoff), rows sorted by
-  config_id then user, so a slice read touches one row group per part. The part's key-value
-  metadata (``dptune``) records the unit's seed, timings and per-config means.
-- ``configs.csv``, ``users.csv``, ``manifest.json``; ``trials.csv`` is derived from the parts.
+The layout of a results directory (a documented contract: README, docs/design.md) is described
+in :mod:`dptune.store._schema`: one Parquet part per trained unit under ``per_user.parquet/``,
+plus ``configs.csv``, ``users.csv``, ``manifest.json`` and the derived ``trials.csv``.
 
 The directory reads as one data set with ``pandas.read_parquet`` or ``pyarrow.dataset``
 (hidden files are ignored by both).

@@ -32,6 +32,7 @@ def _md(header: list[str], rows: list[list[Any]], numeric_from: int = 1,
 
 
 def _dp_section(dpt: pd.DataFrame, alg: str, cutoff: int) -> str:
+    """DP of every metric per slice of one algorithm at ``cutoff``; bold = lowest of the row."""
     d = dpt[(dpt["algorithm"] == alg) & (dpt["cutoff"] == cutoff)]
     metrics = [m for m in METRICS if m in set(d["metric"])]
     header = ["Slice kind", "Slice", "users/fold"] + [display_metric(m, cutoff) for m in metrics] + ["most discriminative"]
@@ -51,6 +52,7 @@ def _dp_section(dpt: pd.DataFrame, alg: str, cutoff: int) -> str:
 
 
 def _metrics_section(mt: pd.DataFrame, alg: str, cutoff: int) -> str:
+    """Mean of every metric and the miss rate per slice of one algorithm at ``cutoff``."""
     d = mt[(mt["algorithm"] == alg) & (mt["cutoff"] == cutoff)]
     metrics = [m for m in METRICS if m in set(d["metric"])]
     header = ["Slice kind", "Slice", "n (fold x user)"] + [display_metric(m, cutoff) for m in metrics] + [f"miss rate@{cutoff}"]

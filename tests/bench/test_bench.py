@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dptune.bench import _bench as bench
+import dptune.bench as bench
 from dptune.grids import Grid
 
 LINE = {
@@ -98,3 +98,12 @@ def test_bench_command_tiny(tmp_path: Path) -> None:
                     "## Unit costs", "## Analysis"):
         assert section in md
     assert "results identical: yes" in md and "bit-identical to fresh fits: yes" in md
+
+
+def test_bench_is_off_the_import_path() -> None:
+    """No dptune module imports the benchmark: importing every other package leaves it out."""
+    code = ("import sys, dptune, dptune.cli, dptune.analysis, dptune.report, dptune.studies, "
+            "dptune.sweep, dptune.store, dptune.models, dptune.data; "
+            "print(sorted(m for m in sys.modules if m.startswith('dptune.bench')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

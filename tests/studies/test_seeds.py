@@ -12,12 +12,20 @@ import pytest
 from scipy import stats as sps
 
 import dptune.studies as seeds
-from dptune.cli import main as cli_main
+from dptune.cli import main as _main
 from dptune.config import parse_experiment
 from dptune.errors import DptuneError
 from dptune.studies._seeds_runs import _CACHE_COLUMNS
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def cli_main(argv: list[str]) -> int:
+    """``dptune.cli.main``'s exit code, also when argparse exits on a bad flag."""
+    try:
+        return _main(argv)
+    except SystemExit as ex:
+        return int(ex.code or 0)
 
 
 def _exp(tmp_path: Path, extra: str = "", bpr: bool = True):

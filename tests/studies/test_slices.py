@@ -14,10 +14,18 @@ from hypothesis import strategies as st
 import dptune.studies as slices
 from dptune.analysis import _dp as dp
 from dptune.analysis import _stats as stats
-from dptune.cli import main as cli_main
+from dptune.cli import main as _main
 from dptune.errors import DptuneError
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def cli_main(argv: list[str]) -> int:
+    """``dptune.cli.main``'s exit code, also when argparse exits on a bad flag."""
+    try:
+        return _main(argv)
+    except SystemExit as ex:
+        return int(ex.code or 0)
 
 
 # ------------------------------------------------------------------ bins

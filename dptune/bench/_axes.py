@@ -1,0 +1,161 @@
+"""The engine's two reuse axes against a naive loop (neighbours: one similarity for every k;
+iterations: one BPR-MF run with snapshots) and the single-core unit costs of the projection."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from dptune.bench._fold import evaluate_model
+from dptune.bench._plans import Plan
+from dptune.bench._timing import best_of, clock, grid_values, log, timed
+
+
+def _steps(it: Any) -> Any:
+    """Iterate ``it`` yielding ``(CPU seconds spent producing the item, item)``."""
+    it = iter(it)
+    while True:
+        t0 = clock()
+        try:
+            item = next(it)
+        except StopIteration:
+            return
+        yield clock() - t0, item
+
+
+def bench_neighbours(fd: Any, ks: Sequence[int]) -> dict[str, Any]:
+    """UserKNN along ``ks``: dptune (the family: one similarity) vs a fresh fit per k.
+
+    The two are interleaved configuration by configuration (dptune's step, then the naive fit
+    of the same ``k``), so that both see the same conditions on a machine whose speed drifts.
+    """
+    from dptune.models import KNNFamily, UserKNN
+
+    configs = [{"k": int(k)} for k in ks]
+    rows = []
+    fit_total = eval_total = naive_fit = naive_eval = 0.0
+    identical = True
+    for t_fit, (idx, model) in _steps(KNNFamily("userknn").fit_unit(fd.train, configs, 0)):
+        te, vals = timed(lambda model=model: evaluate_model(model, fd))
+        fit_total += t_fit
+        eval_total += te
+        nf, naive = timed(lambda idx=idx: UserKNN(configs[idx]["k"]).fit(fd.train))
+        ne, nvals = timed(lambda naive=naive: evaluate_model(naive, fd))
+        naive_fit += nf
+        naive_eval += ne
+        identical &= bool(np.array_equal(vals, nvals, equal_nan=True))
+        rows.append({"k": configs[idx]["k"], "dptune_fit": t_fit, "dptune_eval": te,
+                     "naive_fit": nf, "naive_eval": ne})
+    dptune_total = fit_total + eval_total
+    naive_total = naive_fit + naive_eval
+    return {
+        "ks": list(ks), "dptune_seconds": dptune_total, "naive_seconds": naive_total,
+        "dptune_fit_seconds": fit_total, "naive_fit_seconds": naive_fit,
+        "speedup": naive_total / dptune_total, "fit_speedup": naive_fit / fit_total,
+        "identical": identical, "rows": rows,
+    }
+
+
+def bench_iterations(fd: Any, factors: int, lr: float, iterations: Sequence[int],
+                     seed: int = 7) -> dict[str, Any]:
+    """BPR-MF along ``iterations``: one run with snapshots vs a fresh fit per value.
+
+    Interleaved like :func:`bench_neighbours`: dptune trains on to the next iteration value
+    and evaluates, then the naive loop fits that value from scratch and evaluates.
+    """
+    from dptune.models import BPRMF, BPRFamily
+
+    configs = [{"factors": factors, "iterations": int(i), "learning_rate": lr,
+                "user_reg": lr / 20, "item_reg": lr / 200} for i in iterations]
+    train_t = eval_t = naive_train = naive_eval = 0.0
+    identical = True
+    for t_fit, (idx, model) in _steps(BPRFamily().fit_unit(fd.train, configs, seed)):
+        te, vals = timed(lambda model=model: evaluate_model(model, fd))
+        train_t += t_fit
+        eval_t += te
+        n_it = configs[idx]["iterations"]
+        nf, naive = timed(lambda n_it=n_it: BPRMF(factors, lr, lr / 20, lr / 200, epochs=n_it,
+                                                   seed=seed).fit(fd.train))
+        ne, nvals = timed(lambda naive=naive: evaluate_model(naive, fd))
+        naive_train += nf
+        naive_eval += ne
+        identical &= bool(np.array_equal(vals, nvals, equal_nan=True))
+    dptune_total = train_t + eval_t
+    naive_total = naive_train + naive_eval
+    return {
+        "factors": factors, "learning_rate": lr, "iterations": list(iterations),
+        "epochs_dptune": max(iterations), "epochs_naive": int(sum(iterations)),
+        "dptune_seconds": dptune_total, "dptune_train": train_t, "dptune_eval": eval_t,
+        "naive_seconds": naive_total, "naive_train": naive_train, "naive_eval": naive_eval,
+        "speedup": naive_total / dptune_total, "train_speedup": naive_train / train_t,
+        "identical": identical,
+    }
+
+
+def eval_and_bound(model: Any, fd: Any, repeats: int, block: int = 1024) -> tuple[float, float]:
+    """(evaluation time, score + argpartition time) for ``fd.users`` in blocks of ``block``."""
+    users = fd.users
+    n_items = fd.train.shape[1]
+    k = 10
+
+    def bound() -> None:
+        for s in range(0, len(users), block):
+            scores = model.score(users[s:s + block])
+            np.argpartition(scores, n_items - k, axis=1)
+
+    t_eval = best_of(lambda: evaluate_model(model, fd), repeats)
+    t_bound = best_of(bound, repeats)
+    return t_eval, t_bound
+
+
+def measure_unit_costs(fd: Any, plan: Plan, knn_neighbours: dict[str, Any] | None) -> dict[str, Any]:
+    """Single-core unit costs on ``fd``: BPR epoch and evaluation per factor size, KNN fit and
+    evaluation per k, and writing one BPR part."""
+    from dptune.models import BPRMF, ItemKNN, UserKNN
+    from dptune.store import ResultStore, UnitResult
+
+    X = fd.train
+    lr = plan.learning_rate
+    bpr = []
+    for f in plan.cost_factors:
+        model = BPRMF(f, lr, lr / 20, lr / 200, epochs=0, seed=3).fit(X)
+        model.partial_fit(X, 1)  # warm (compiled kernel loaded, pages touched)
+        n_ep = 3 if f < 200 else 2
+        per_epoch = best_of(lambda model=model, n_ep=n_ep: model.partial_fit(X, n_ep),
+                             plan.repeats) / n_ep
+        t_eval, t_bound = eval_and_bound(model, fd, plan.repeats)
+        bpr.append({"factors": f, "epoch_seconds": per_epoch,
+                    "updates_per_second": X.nnz / per_epoch, "eval_seconds": t_eval,
+                    "bound_seconds": t_bound})
+        log(f"  BPR factors={f}: epoch {per_epoch:.3f} s ({X.nnz / per_epoch / 1e6:.2f} M "
+             f"updates/s), eval {t_eval:.3f} s, bound {t_bound:.3f} s")
+    knn = {}
+    for name, cls in (("userknn", UserKNN), ("itemknn", ItemKNN)):
+        kmax = max(plan.cost_ks)
+        t_fit, model = timed(lambda cls=cls, kmax=kmax: cls(kmax).fit(X))
+        evals = {}
+        bounds = {}
+        for k in plan.cost_ks:
+            if k == min(plan.cost_ks):  # the bound only where it is informative (ties)
+                evals[k], bounds[k] = eval_and_bound(model.with_k(k), fd, 1)
+            else:
+                mk = model.with_k(k)
+                evals[k] = timed(lambda mk=mk: evaluate_model(mk, fd))[0]
+        knn[name] = {"fit_seconds": t_fit, "eval_seconds": evals, "bound_seconds": bounds}
+        log(f"  {name}: fit(k={kmax}) {t_fit:.2f} s, eval {', '.join(f'k={k} {v:.2f} s' for k, v in evals.items())}")
+    if knn_neighbours is not None:  # measured on every k of the grid: use them
+        knn["userknn"]["eval_all_k"] = {r["k"]: r["dptune_eval"] for r in knn_neighbours["rows"]}
+    # writing one BPR part (14 configurations, every user)
+    n_it = len(grid_values()["iterations"])
+    rng = np.random.default_rng(0)
+    vals = tuple(rng.random((6, 3, len(fd.users)), dtype=np.float32) for _ in range(n_it))
+    res = UnitResult("bpr-mf", "0", "u00000", 1, ("ndcg", "precision", "recall", "mrr", "efd", "epc"),
+                     (1, 5, 10), fd.users, tuple(range(n_it)), vals, (0.0,) * n_it, (0.0,) * n_it)
+    with tempfile.TemporaryDirectory() as tmp:
+        store = ResultStore(tmp).create()
+        t_write = best_of(lambda: store.write_unit(res), plan.repeats)
+    return {"bpr": bpr, "knn": knn, "write_part_seconds": t_write, "nnz": int(X.nnz),
+            "users": int(len(fd.users)), "items": int(X.shape[1])}

@@ -1,0 +1,78 @@
+"""Command line of the benchmark: ``python -m dptune.bench [analyze] [--small] [--out PATH] ...``."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from dptune.bench._analyze import analyze_child, bench_analyze, command_child
+from dptune.bench._plans import FULL_FOLDS, FULL_USERS, PLANS, REPO
+from dptune.bench._report import print_lines, render_report
+from dptune.bench._run import Results, run_benchmark
+from dptune.bench._timing import log, machine_info
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command line: ``python -m dptune.bench [analyze] [--small] [--out PATH] ...``."""
+    ap = argparse.ArgumentParser(prog="python -m dptune.bench", description=(
+        "Benchmark of dptune's performance engine against a naive loop, and a projection of the "
+        "full grid."))
+    ap.add_argument("mode", nargs="?", default="all",
+                    choices=["all", "analyze", "analyze-child", "command-child"],
+                    help="all (default): every measurement; analyze: the analysis stage only")
+    ap.add_argument("root", nargs="?", help=argparse.SUPPRESS)
+    ap.add_argument("--small", action="store_true", help="ML-100K comparisons (about 2 minutes)")
+    ap.add_argument("--tiny", action="store_true", help=argparse.SUPPRESS)  # tests: seconds
+    ap.add_argument("--out", default=None,
+                    help="markdown report (default reports/benchmarks.md for the full run; "
+                         "none for --small/--tiny unless given)")
+    ap.add_argument("--analyze-scale", "--scale", dest="scale", type=float, default=None,
+                    help="fraction F of the full ML-1M store for the analysis measurement "
+                         "(0 skips it; default 0.1 full, 0.01 --small)")
+    ap.add_argument("--compare", action="store_true",
+                    help="analyze: also run the per-scope read path and check identical output")
+    ap.add_argument("--keep", action="store_true", help="analyze: keep the synthetic store")
+    ap.add_argument("--full-users", type=int, default=FULL_USERS, help=argparse.SUPPRESS)
+    ap.add_argument("--workdir", default=None, help="where temporary stores go (default: TMPDIR)")
+    args = ap.parse_args(argv)
+    workdir = Path(args.workdir) if args.workdir else None
+    if args.mode == "analyze-child":
+        analyze_child(args.root, args.compare, args.full_users)
+        return 0
+    if args.mode == "command-child":
+        command_child(args.root, args.out)
+        return 0
+    plan = PLANS["tiny" if args.tiny else "small" if args.small else "full"]
+    command = "python -m dptune.bench" + (" --small" if args.small else "") + (
+        " --tiny" if args.tiny else "")
+    if args.mode == "analyze":
+        scale = args.scale if args.scale is not None else plan.analyze_scale
+        res = Results(plan=plan, machine=machine_info())
+        t0 = time.perf_counter()
+        an = bench_analyze(scale, workdir, keep=args.keep, compare=args.compare)
+        res.detail["wall_seconds"] = time.perf_counter() - t0
+        res.detail["analyze"] = an
+        res.lines["analyze_seconds_projected"] = f"{an['seconds_projected']:.1f}"
+        res.lines["analyze_peak_gib_projected"] = f"{an['peak_gib_projected']:.2f}"
+        if an["folds"] == FULL_FOLDS and an["users"] >= FULL_USERS:  # the full store itself
+            res.lines["analyze_seconds_full_store_wall"] = f"{an['wall_seconds']:.1f}"
+            res.lines["analyze_peak_gib_full_store"] = f"{an['peak_gib_after_wall']:.2f}"
+            res.lines["analyze_command_seconds_full_store"] = f"{an['command_seconds']:.1f}"
+            res.lines["analyze_command_peak_gib_full_store"] = f"{an['command_peak_gib']:.2f}"
+        if an.get("identical") is not None:
+            print(f"analyze_identical: {'yes' if an['identical'] else 'no'}")
+        command += f" analyze --scale {scale}"
+    else:
+        res = run_benchmark(plan, args.scale, workdir)
+    print_lines(res)
+    out = args.out
+    if out is None and plan.name == "full" and args.mode == "all":
+        out = str(REPO / "reports" / "benchmarks.md")
+    if out:
+        path = Path(out)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(render_report(res, command))
+        log(f"report: {path}")
+    return 0

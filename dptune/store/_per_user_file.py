@@ -1,0 +1,184 @@
+"""Per-user tables from outside dptune: reading and validating a long per-user file (CSV or
+Parquet) and its optional configurations file, for ``dptune dp --per-user FILE [--configs FILE]``.
+
+The per-user file has one row per (configuration, fold, user, metric@N)::
+
+    algorithm,config_id,fold,user,metric,cutoff,value
+    bpr,0,0,17,ndcg,10,0.3562
+    bpr,1,0,17,ndcg,10,0.2891
+    bpr,0,0,23,ndcg,10,0.0
+    bpr,1,0,23,ndcg,10,0.1934
+
+Columns (:data:`PER_USER_COLUMNS`): ``user``, ``metric`` and ``value`` are required; the
+configuration is named by exactly one of ``config_id`` (integer >= 0) or ``system`` (any
+name); ``algorithm`` (default one algorithm ``"runs"``), ``fold`` (default one fold ``"0"``;
+rows of fold ``"test"`` are not used by the DP analysis) and ``cutoff`` are optional. Without a
+``cutoff`` column every metric is written ``name@N`` (``ndcg@10``). A dptune store's
+``per_user.parquet`` directory is such a file.
+
+The configurations file (optional) has ``config_id`` (or ``system``), ``algorithm`` when the
+per-user file has one, and one column per hyperparameter, as a dptune store's ``configs.csv``;
+it adds the per-hyperparameter scopes (``h=v``, ``only:h``) to the analysis.
+
+Every problem is one line naming the file and the column (:func:`dptune.errors.input_error`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from dptune.errors import input_error
+
+__all__ = ["PER_USER_COLUMNS", "read_table", "read_per_user", "read_configs"]
+
+#: Every column a per-user file may have.
+PER_USER_COLUMNS = ("algorithm", "system", "config_id", "fold", "user", "metric", "cutoff",
+                    "value")
+_PARQUET = {".parquet", ".pq"}
+_CSV = {".csv", ".tsv", ".txt"}
+
+
+def read_table(path: str | Path, what: str) -> pd.DataFrame:
+    """A CSV (``.csv``, ``.tsv``/``.txt`` tab-separated) or Parquet (``.parquet``, ``.pq``, or a
+    directory of Parquet parts) file as a DataFrame; ``what`` names it in errors."""
+    path = Path(path)
+    if not path.exists():
+        raise input_error(path, None, f"{what} not found")
+    suffix = path.suffix.lower()
+    try:
+        if path.is_dir() or suffix in _PARQUET:
+            return pd.read_parquet(path)
+        if suffix in _CSV:
+            return pd.read_csv(path, sep="\t" if suffix != ".csv" else ",", dtype={"fold": str})
+    except (OSError, ValueError, ImportError) as err:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise input_error(path, None, f"cannot read {what}: {first}") from None
+    raise input_error(path, None, f"{what}: unknown format {suffix or '(no suffix)'!r} "
+                      f"(expected .csv, .tsv, .parquet or a directory of Parquet parts)")
+
+
+def _integers(path: Path, df: pd.DataFrame, col: str, low: int) -> pd.Series:
+    """Column ``col`` as int64, every value an integer >= ``low``."""
+    v = pd.to_numeric(df[col], errors="coerce")
+    bad = v.isna() | (v != np.floor(v)) | (v < low)
+    if bad.any():
+        raise input_error(path, col, f"must hold integers >= {low}; row {int(np.argmax(bad.to_numpy()))} "
+                          f"has {df[col].iloc[int(np.argmax(bad.to_numpy()))]!r}")
+    return v.astype(np.int64)
+
+
+def _split_metric(path: Path, metric: pd.Series) -> tuple[pd.Series, pd.Series]:
+    """``name@N`` into (name, N) when the file has no ``cutoff`` column."""
+    parts = metric.str.rsplit("@", n=1, expand=True)
+    if parts.shape[1] != 2 or parts[1].isna().any():
+        raise input_error(path, "metric", "without a cutoff column every metric must be written "
+                          "name@N (e.g. ndcg@10)")
+    cut = pd.to_numeric(parts[1], errors="coerce")
+    if cut.isna().any() or (cut != np.floor(cut)).any() or (cut < 1).any():
+        raise input_error(path, "metric", "the N of name@N must be a positive integer")
+    return parts[0], cut.astype(np.int64)
+
+
+def read_per_user(path: str | Path) -> pd.DataFrame:
+    """Read and validate a per-user file; returns columns ``algorithm, config_id | system, fold,
+    user, metric, cutoff, value`` (defaults filled in, types normalised: fold and metric str,
+    cutoff int64, value float64).
+
+    Checked: known columns only; ``user``, ``metric``, ``value`` present; exactly one of
+    ``config_id``, ``system``; no empty cell in a key column; integer ``config_id >= 0`` and
+    ``cutoff >= 1``; finite numeric ``value``; no duplicated (algorithm, configuration, fold,
+    user, metric, cutoff); some algorithm with two configurations (DP compares pairs; an
+    algorithm with one is reported without DP, as in a sweep).
+    """
+    path = Path(path)
+    df = read_table(path, "per-user file")
+    cols = [str(c) for c in df.columns]
+    df.columns = cols
+    unknown = [c for c in cols if c not in PER_USER_COLUMNS]
+    if unknown:
+        raise input_error(path, unknown[0], f"unknown column (allowed: {', '.join(PER_USER_COLUMNS)})")
+    for col in ("user", "metric", "value"):
+        if col not in cols:
+            raise input_error(path, col, "missing column")
+    if ("config_id" in cols) == ("system" in cols):
+        raise input_error(path, "config_id", "give exactly one of the columns config_id and system")
+    if df.empty:
+        raise input_error(path, None, "no rows")
+    key = "config_id" if "config_id" in cols else "system"
+    for col in [c for c in ("algorithm", key, "fold", "user", "metric", "cutoff") if c in cols]:
+        if df[col].isna().any():
+            raise input_error(path, col, f"empty value in row {int(np.argmax(df[col].isna().to_numpy()))}")
+    out = pd.DataFrame({"algorithm": df["algorithm"].astype(str) if "algorithm" in cols else "runs"},
+                       index=df.index)
+    out[key] = _integers(path, df, key, 0) if key == "config_id" else df[key].astype(str)
+    out["fold"] = df["fold"].astype(str) if "fold" in cols else "0"
+    out["user"] = df["user"]
+    metric = df["metric"].astype(str)
+    if "cutoff" in cols:
+        out["metric"], out["cutoff"] = metric, _integers(path, df, "cutoff", 1)
+    else:
+        out["metric"], out["cutoff"] = _split_metric(path, metric)
+    value = pd.to_numeric(df["value"], errors="coerce")
+    bad = ~np.isfinite(value.to_numpy(dtype=np.float64))
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise input_error(path, "value", f"must hold finite numbers; row {i} has {df['value'].iloc[i]!r}")
+    out["value"] = value.astype(np.float64)
+    keys = ["algorithm", key, "fold", "user", "metric", "cutoff"]
+    dup = out.duplicated(keys)
+    if dup.any():
+        row = out[dup].iloc[0]
+        raise input_error(path, "user", "duplicated row for " + ", ".join(f"{k}={row[k]}" for k in keys))
+    n_cfg = out.groupby("algorithm", sort=False)[key].nunique()
+    if (n_cfg < 2).all():
+        raise input_error(path, key, "no algorithm has two configurations; DP compares pairs of "
+                          "configurations")
+    return out.reset_index(drop=True)
+
+
+def read_configs(path: str | Path, per_user: pd.DataFrame) -> pd.DataFrame:
+    """Read and validate a configurations file for ``per_user`` (as returned by
+    :func:`read_per_user`): ``algorithm, config_id | system`` and one column per hyperparameter.
+
+    Checked: the configuration column of the per-user file present (and ``algorithm`` when the
+    per-user file has more than the default algorithm); at least one hyperparameter column; no
+    duplicated configuration; every configuration of the per-user file described. Rows of other
+    configurations are dropped; the rest keep the file's order (which gives the algorithms'
+    order in the reports, as a store's ``configs.csv`` gives the experiment's).
+    """
+    path = Path(path)
+    df = read_table(path, "configurations file")
+    df.columns = [str(c) for c in df.columns]
+    key = "config_id" if "config_id" in per_user.columns else "system"
+    if key not in df.columns:
+        raise input_error(path, key, "missing column (the per-user file names configurations by it)")
+    algs = list(dict.fromkeys(per_user["algorithm"]))
+    if "algorithm" not in df.columns:
+        if algs != ["runs"]:
+            raise input_error(path, "algorithm", "missing column (the per-user file has one)")
+        df.insert(0, "algorithm", "runs")
+    hps = [c for c in df.columns if c not in ("algorithm", "config_id", "system")]
+    if not hps:
+        raise input_error(path, None, "no hyperparameter column (expected algorithm, "
+                          f"{key} and one column per hyperparameter)")
+    for col in ("algorithm", key):
+        if df[col].isna().any():
+            raise input_error(path, col, f"empty value in row {int(np.argmax(df[col].isna().to_numpy()))}")
+    df["algorithm"] = df["algorithm"].astype(str)
+    df[key] = _integers(path, df, key, 0) if key == "config_id" else df[key].astype(str)
+    dup = df.duplicated(["algorithm", key])
+    if dup.any():
+        row = df[dup].iloc[0]
+        raise input_error(path, key, f"duplicated configuration {row['algorithm']}/{row[key]}")
+    used = per_user[["algorithm", key]].drop_duplicates()
+    have = used.merge(df[["algorithm", key]], how="left", indicator=True)
+    missing = have[have["_merge"] == "left_only"]
+    if len(missing):
+        row = missing.iloc[0]
+        raise input_error(path, key, f"no row for configuration {row['algorithm']}/{row[key]} "
+                          f"of the per-user file")
+    df = df.merge(used, on=["algorithm", key], how="inner")  # keeps the file's row order
+    return df[["algorithm", key, *hps]].reset_index(drop=True)

@@ -1,0 +1,80 @@
+"""``dptune dp --per-user``: a per-user table from outside gets the analysis of a sweep."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from dptune.cli import main
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory) -> Path:
+    """The tiny experiment swept and analysed by ``dptune run`` (no noise floor)."""
+    from conftest import write_experiment
+
+    d = tmp_path_factory.mktemp("per_user")
+    cfg = write_experiment(d / "exp")
+    assert main(["run", str(cfg), "--results", str(d / "results"), "--reports",
+                 str(d / "reports"), "--no-progress"]) == 0
+    return d
+
+
+def test_store_export_gives_the_sweeps_dp_csv(swept: Path) -> None:
+    """per_user.parquet + configs.csv of a store, through ``dp --per-user``, give the same
+    dp.csv (every scope, hyperparameter scopes included) as the sweep that produced them."""
+    res = swept / "results"
+    man = json.loads((res / "manifest.json").read_text())
+    out = swept / "per_user_reports"
+    rc = main(["dp", "--per-user", str(res / "per_user.parquet"), "--configs",
+               str(res / "configs.csv"), "--reports", str(out), "--pairs",
+               str(man["analysis"]["n_pairs"]), "--seed", str(man["seeds"]["analysis"])])
+    assert rc == 0
+    assert (out / "dp.csv").read_bytes() == (swept / "reports" / "dp.csv").read_bytes()
+    for name in ("curves.csv", "pairs.csv", "table3.csv", "table5.csv"):
+        assert (out / name).read_bytes() == (swept / "reports" / name).read_bytes(), name
+    assert "Per-user table" in (out / "report.md").read_text()
+
+
+def test_csv_without_configs_and_systems(swept: Path, tmp_path: Path) -> None:
+    """A CSV with system names and metric@N, no configurations file: DP of scope all only."""
+    df = pd.read_parquet(swept / "results" / "per_user.parquet")
+    df = df[(df["algorithm"] == "userknn") & (df["fold"] != "test")]
+    df = df.assign(system="knn-" + df["config_id"].astype(str),
+                   metric=df["metric"] + "@" + df["cutoff"].astype(str))
+    path = tmp_path / "per_user.csv"
+    df[["system", "fold", "user", "metric", "value"]].to_csv(path, index=False)
+    rc = main(["dp", "--per-user", str(path), "--reports", str(tmp_path / "r"), "--pairs", "3"])
+    assert rc == 0
+    dp = pd.read_csv(tmp_path / "r" / "dp.csv")
+    assert set(dp["scope"]) == {"all"} and set(dp["algorithm"]) == {"runs"}
+    assert set(dp["n_pairs"]) == {3}
+
+
+def test_bad_per_user_input_exits_2(tmp_path: Path, capsys) -> None:
+    bad = tmp_path / "bad.csv"
+    bad.write_text("config_id,user,metric,cutoff,score\n0,1,ndcg,10,0.5\n")
+    assert main(["dp", "--per-user", str(bad), "--reports", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"dptune: {bad}: score: unknown column (allowed: algorithm, system, config_id, " \
+                  "fold, user, metric, cutoff, value)"
+    assert main(["dp", "--reports", str(tmp_path / "r")]) == 2
+    assert "--runs" in capsys.readouterr().err
+    assert main(["dp", "--per-user", str(bad), "--runs", "x", "--reports", "r"]) == 2
+    assert "--per-user" in capsys.readouterr().err
+
+
+def test_algorithm_with_one_configuration_is_reported_without_dp(swept: Path,
+                                                                 tmp_path: Path) -> None:
+    df = pd.read_parquet(swept / "results" / "per_user.parquet")
+    df = df[(df["fold"] != "test") & (df["algorithm"] == "userknn")]
+    pop = df[df["config_id"] == 0].assign(algorithm="pop")
+    path = tmp_path / "per_user.parquet"
+    pd.concat([df, pop]).to_parquet(path)
+    assert main(["dp", "--per-user", str(path), "--reports", str(tmp_path / "r"),
+                 "--pairs", "3"]) == 0
+    assert set(pd.read_csv(tmp_path / "r" / "dp.csv")["algorithm"]) == {"userknn"}
+    assert "pair of configurations" in (tmp_path / "r" / "report.md").read_text()

@@ -1,0 +1,124 @@
+"""Reading and validating per-user files from outside dptune (``dptune dp --per-user``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dptune.errors import DptuneError
+from dptune.store._per_user_file import read_configs, read_per_user
+
+GOOD = """algorithm,config_id,fold,user,metric,cutoff,value
+bpr,0,0,17,ndcg,10,0.3562
+bpr,1,0,17,ndcg,10,0.2891
+bpr,0,0,23,ndcg,10,0.0
+bpr,1,0,23,ndcg,10,0.1934
+"""
+CONFIGS = """algorithm,config_id,factors
+bpr,0,10
+bpr,1,20
+bpr,2,40
+"""
+
+
+def _write(tmp_path: Path, text: str, name: str = "per_user.csv") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_reads_csv_and_parquet_alike(tmp_path: Path) -> None:
+    a = read_per_user(_write(tmp_path, GOOD))
+    pd.read_csv(tmp_path / "per_user.csv").to_parquet(tmp_path / "per_user.parquet")
+    b = read_per_user(tmp_path / "per_user.parquet")
+    pd.testing.assert_frame_equal(a, b, check_dtype=False)
+    assert list(a.columns) == ["algorithm", "config_id", "fold", "user", "metric", "cutoff", "value"]
+    assert a["fold"].tolist() == ["0"] * 4 and a["cutoff"].tolist() == [10] * 4
+    assert np.allclose(a["value"], [0.3562, 0.2891, 0.0, 0.1934])
+
+
+def test_defaults_and_metric_at_cutoff(tmp_path: Path) -> None:
+    text = "system,user,metric,value\nA,1,ndcg@5,0.5\nB,1,ndcg@5,0.25\nA,2,recall@10,1\nB,2,recall@10,0\n"
+    df = read_per_user(_write(tmp_path, text))
+    assert set(df["algorithm"]) == {"runs"} and set(df["fold"]) == {"0"}
+    assert df[["metric", "cutoff"]].drop_duplicates().values.tolist() == [["ndcg", 5], ["recall", 10]]
+    assert list(df.columns)[:2] == ["algorithm", "system"]
+
+
+def test_tab_separated(tmp_path: Path) -> None:
+    df = read_per_user(_write(tmp_path, GOOD.replace(",", "\t"), "per_user.tsv"))
+    assert len(df) == 4
+
+
+@pytest.mark.parametrize(("text", "field", "words"), [
+    (GOOD.replace("value", "score"), "score", "unknown column"),
+    (GOOD.replace(",value", "").replace(",0.3562", "").replace(",0.2891", "")
+     .replace(",0.0", "").replace(",0.1934", ""), "value", "missing column"),
+    (GOOD.replace("config_id", "system"), None, None),  # valid: systems named 0 and 1
+    ("algorithm,user,metric,cutoff,value\nbpr,1,ndcg,10,0.5\n", "config_id", "exactly one"),
+    ("system,config_id,user,metric,cutoff,value\nA,0,1,ndcg,10,0.5\n", "config_id", "exactly one"),
+    (GOOD.replace("bpr,1,0,17", "bpr,1.5,0,17"), "config_id", "integers >= 0"),
+    (GOOD.replace("bpr,1,0,17", "bpr,-1,0,17"), "config_id", "integers >= 0"),
+    (GOOD.replace("ndcg,10,0.2891", "ndcg,ten,0.2891"), "cutoff", "integers >= 1"),
+    (GOOD.replace("ndcg,10,0.2891", "ndcg,0,0.2891"), "cutoff", "integers >= 1"),
+    (GOOD.replace("0.2891", "high"), "value", "finite numbers"),
+    (GOOD.replace("0.2891", "inf"), "value", "finite numbers"),
+    (GOOD.replace("0.2891", ""), "value", "finite numbers"),
+    (GOOD.replace("bpr,1,0,17,ndcg", "bpr,1,0,,ndcg"), "user", "empty value"),
+    (GOOD + "bpr,1,0,23,ndcg,10,0.5\n", "user", "duplicated row"),
+    ("config_id,user,metric,value\n0,1,ndcg,0.5\n1,1,ndcg,0.4\n", "metric", "name@N"),
+    ("config_id,user,metric,value\n0,1,ndcg@x,0.5\n1,1,ndcg@x,0.4\n", "metric", "positive integer"),
+    ("config_id,user,metric,cutoff,value\n0,1,ndcg,10,0.5\n0,2,ndcg,10,0.4\n", "config_id",
+     "no algorithm has two configurations"),
+    ("config_id,user,metric,cutoff,value\n", None, "no rows"),
+])
+def test_bad_per_user_file_is_one_line(tmp_path: Path, text: str, field: str | None,
+                                       words: str | None) -> None:
+    path = _write(tmp_path, text)
+    if words is None:
+        assert len(read_per_user(path)) == 4
+        return
+    with pytest.raises(DptuneError) as ex:
+        read_per_user(path)
+    msg = str(ex.value)
+    assert "\n" not in msg and msg.startswith(str(path)) and words in msg
+    if field:
+        assert msg.startswith(f"{path}: {field}: ")
+
+
+def test_unreadable_and_unknown_format(tmp_path: Path) -> None:
+    for path, words in [(tmp_path / "none.csv", "not found"),
+                        (_write(tmp_path, GOOD, "per_user.json"), "unknown format"),
+                        (_write(tmp_path, "not parquet", "bad.parquet"), "cannot read")]:
+        with pytest.raises(DptuneError, match=words) as ex:
+            read_per_user(path)
+        assert str(ex.value).startswith(str(path)) and "\n" not in str(ex.value)
+
+
+def test_configs_file(tmp_path: Path) -> None:
+    per_user = read_per_user(_write(tmp_path, GOOD))
+    cfg = read_configs(_write(tmp_path, CONFIGS, "configs.csv"), per_user)
+    assert cfg.to_dict("list") == {"algorithm": ["bpr", "bpr"], "config_id": [0, 1],
+                                   "factors": [10, 20]}  # config 2 is not in the per-user file
+
+
+@pytest.mark.parametrize(("text", "field", "words"), [
+    (CONFIGS.replace("config_id", "id"), "config_id", "missing column"),
+    (CONFIGS.replace("algorithm,", "").replace("bpr,", ""), "algorithm", "missing column"),
+    ("algorithm,config_id\nbpr,0\nbpr,1\n", None, "no hyperparameter column"),
+    (CONFIGS + "bpr,1,30\n", "config_id", "duplicated configuration bpr/1"),
+    ("algorithm,config_id,factors\nbpr,0,10\n", "config_id", "no row for configuration bpr/1"),
+    (CONFIGS.replace("bpr,1,20", "bpr,x,20"), "config_id", "integers >= 0"),
+])
+def test_bad_configs_file_is_one_line(tmp_path: Path, text: str, field: str | None,
+                                      words: str) -> None:
+    per_user = read_per_user(_write(tmp_path, GOOD))
+    path = _write(tmp_path, text, "configs.csv")
+    with pytest.raises(DptuneError) as ex:
+        read_configs(path, per_user)
+    msg = str(ex.value)
+    assert "\n" not in msg and words in msg
+    assert msg.startswith(f"{path}: {field}: " if field else f"{path}: ")
