@@ -5,32 +5,35 @@ F folds. Its bootstrap replicate ``r`` draws
 
 1. pair multiplicities ``c_r = (c_r1 .. c_rP) ~ Multinomial(P, 1/P)`` (the pairs resampled with
    replacement; shared by every fold and every metric), and
-2. per fold, user weights: the fold's ``n`` users are dealt at random into ``G = min(n, groups)``
-   groups (a seeded permutation, position ``mod G``; sizes differ by at most one) and the groups
-   get weights ``w_r = (w_r1 .. w_rG) ~ Multinomial(G, 1/G)``; a user's weight is its group's.
-   With ``G = n`` this is exactly the ordinary bootstrap of the users (each user its own group);
-   with ``G < n`` it resamples blocks of exchangeable users, which keeps the bootstrap's
-   expectation and estimates its variance from ``G`` block sums instead of ``n`` users (the
-   price of making the cost ``O(P G B)`` instead of ``O(P n B)``; see ``docs/statistics.md``).
+2. per fold, user weights: the fold's ``n`` users are put in a random order (a seeded
+   permutation) and cut into ``G = min(n, groups)`` consecutive groups (sizes differ by at most
+   one); the groups get weights ``w_r = (w_r1 .. w_rG) ~ Multinomial(G, 1/G)`` and a user's
+   weight is its group's. With ``G = n`` this is exactly the ordinary bootstrap of the users
+   (each user its own group); with ``G < n`` it resamples blocks of exchangeable users, which
+   keeps the bootstrap's expectation and estimates its spread from ``G`` block sums instead of
+   ``n`` users -- the price of a cost of ``O(P G B)`` instead of ``O(P n B)`` (see
+   ``docs/statistics.md``).
 
-For pair ``j`` with per-user differences ``d_j(u)``, ``dbar_j`` their mean and
-``c_j(u) = d_j(u) - dbar_j`` (centred first: no cancellation), the group sums
-``C1[j, g] = sum_{u in g} c_j(u)`` and ``C2[j, g] = sum_{u in g} c_j(u)^2`` give every replicate
-at once by two matrix products:
+For pair ``j = (a, b)`` with per-user differences ``d_j(u) = x_a(u) - x_b(u)``, ``dbar_j`` their
+mean and ``c_j(u) = d_j(u) - dbar_j``, the group sums ``C1[j, g] = sum_{u in g} c_j(u)`` and
+``C2[j, g] = sum_{u in g} c_j(u)^2`` (one compiled pass over the users, from the raw sums
+``S1 = sum d``, ``S2 = sum d^2``: ``C1 = S1 - |g| dbar``, ``C2 = S2 - 2 dbar S1 + |g| dbar^2``)
+give every replicate at once by two matrix products:
 
     n*_r = sum_g w_rg |g|,   m_rj = (sum_g w_rg C1[j, g]) / n*_r,   mean*_rj = m_rj + dbar_j,
     var*_rj = (sum_g w_rg C2[j, g] - n*_r m_rj^2) / (n*_r - 1),
     t_rj = mean*_rj / sqrt(var*_rj / n*_r),   p_rj = 2 T_{n-1}.sf(|t_rj|)
 
-(the paired t-test of the weighted users; ``df = n - 1``). A replicate whose variance is below
-``1e-14 max|c_j|^2`` gets ``p = 1`` when its mean is 0 (``<= 1e-9 max|d_j|``), else 0, the
-conventions of :func:`dptune.analysis._stats.paired_pvalues`. ``p`` from ``|t|`` uses a table of
-the exact two-sided tail on a grid of step 1/256 up to ``|t| = 64`` with linear interpolation
-(error below 1e-6) and the exact tail beyond.
+(the paired t-test of the weighted users; ``df = n - 1``). A pair whose differences are all
+equal (``min d = max d``) has ``p = 1`` in every replicate when they are 0, else 0; a replicate
+whose variance is below ``1e-14 sum_u c_j(u)^2`` likewise (the conventions of
+:func:`dptune.analysis._stats.paired_pvalues`). ``p`` from ``|t|`` uses a table of the exact
+two-sided tail on 4,097 points of ``x = |t| / (1 + |t|)`` in ``[0, 1]`` with linear
+interpolation (absolute error below 1e-6 for every ``t`` and ``df``).
 
-The replicate of the fold is ``(1/P) sum_j c_rj p_rj``; averaged over the folds it is
+The fold's part of replicate ``r`` is ``(1/P) sum_j c_rj p_rj``; averaged over the folds it is
 ``pbar*_r``. Every draw is seeded: pair multiplicities from ``SeedSequence(seed,
-spawn_key=(0,))``, fold ``f``'s groups and weights from ``SeedSequence(seed,
+spawn_key=(0,))``, fold ``f``'s user order and group weights from ``SeedSequence(seed,
 spawn_key=(f + 1,))``; metrics with the same users share the draws, so replicates are paired
 across metrics (:func:`dptune.analysis._dp.prob_more_discriminative`).
 """
@@ -41,6 +44,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 import numpy as np
+from numba import njit
 from scipy import special
 
 from dptune.errors import input_error
@@ -48,77 +52,71 @@ from dptune.errors import input_error
 __all__ = [
     "GROUPS",
     "two_sided_t_pvalue",
-    "user_groups",
-    "group_sums",
-    "pair_multiplicities",
     "fold_draws",
-    "weighted_t_pvalues",
+    "pair_moments",
+    "pair_multiplicities",
+    "point_pvalues",
     "fold_replicate_means",
     "bootstrap_mean_p",
 ]
 
 #: Default number of user groups of the bootstrap (``G = min(n_users, GROUPS)``).
-GROUPS = 128
+GROUPS = 64
 
-_STEP = 1.0 / 256.0
-_TMAX = 64.0
+_TABLE = 1 << 12
 
 
 @lru_cache(maxsize=64)
 def _tail_table(df: int) -> np.ndarray:
-    """Two-sided p ``2 T_df.sf(x)`` on the grid ``x = 0, 1/256, ..., 64`` (plus one point)."""
-    x = np.arange(int(_TMAX / _STEP) + 2) * _STEP
-    return 2.0 * special.stdtr(df, -x)
-
-
-def two_sided_t_pvalue(t: np.ndarray, df: int) -> np.ndarray:
-    """``2 T_df.sf(|t|)`` (Student t, ``df >= 1`` degrees of freedom), vectorised and fast.
-
-    ``|t| <= 64``: linear interpolation in a table of step 1/256 (absolute error below 1e-6);
-    beyond, the exact tail (``scipy.special.stdtr``). NaN ``t`` gives NaN.
-    """
-    if int(df) < 1:
-        raise input_error("bootstrap", "df", f"must be >= 1, got {df}")
-    a = np.abs(np.asarray(t, dtype=np.float64))
-    table = _tail_table(int(df))
-    x = a / _STEP
-    inside = x < (table.size - 2)
-    xi = np.where(inside, x, 0.0)
-    i = xi.astype(np.int64)
-    frac = xi - i
-    p = table[i] + frac * (table[i + 1] - table[i])
-    if not inside.all():
-        out = ~inside & np.isfinite(a)
-        p = np.where(out, 0.0, p)
-        if out.any():
-            p[out] = 2.0 * special.stdtr(int(df), -a[out])
-        p = np.where(np.isnan(a), np.nan, p)
+    """Two-sided p ``2 T_df.sf(t)`` at ``t = x / (1 - x)``, ``x = k / 4096`` (x = 1: p = 0)."""
+    x = np.arange(_TABLE + 1) / _TABLE
+    with np.errstate(divide="ignore"):
+        t = x / (1.0 - x)
+    p = 2.0 * special.stdtr(df, -t)
+    p[-1] = 0.0
     return p
 
 
-def user_groups(n: int, groups: int, rng: np.random.Generator) -> np.ndarray:
-    """Group label of each of ``n`` users: ``G = min(n, groups)`` groups, sizes differing by at
-    most one, at random (``labels[perm] = arange(n) % G``)."""
-    g = max(1, min(int(n), int(groups)))
-    labels = np.empty(int(n), dtype=np.int64)
-    labels[rng.permutation(int(n))] = np.arange(int(n)) % g
-    return labels
+@njit(cache=True, nogil=True, error_model="numpy")
+def _table_p(t: float, table: np.ndarray) -> float:
+    a = abs(t)
+    x = a / (1.0 + a) * (table.shape[0] - 1)
+    i = int(x)
+    if i >= table.shape[0] - 1:
+        return table[table.shape[0] - 1]
+    f = x - i
+    return table[i] + f * (table[i + 1] - table[i])
 
 
-def group_sums(d: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(dbar, C1, C2)`` of differences ``d`` ``(P, n)`` for the group ``labels`` (length n):
-    ``dbar`` the row means, ``C1``/``C2`` ``(P, G)`` the group sums of ``c = d - dbar`` and
-    ``c^2`` (see the module docstring)."""
-    d = np.asarray(d, dtype=np.float64)
-    g = int(labels.max()) + 1 if labels.size else 0
-    dbar = d.mean(axis=1)
-    c = d - dbar[:, None]
-    order = np.argsort(labels, kind="stable")
-    starts = np.searchsorted(labels[order], np.arange(g))
-    cs = c[:, order]
-    c1 = np.add.reduceat(cs, starts, axis=1)
-    c2 = np.add.reduceat(cs * cs, starts, axis=1)
-    return dbar, c1, c2
+@njit(cache=True, nogil=True)
+def _table_p_array(t: np.ndarray, table: np.ndarray, out: np.ndarray) -> None:
+    for i in range(t.shape[0]):
+        out[i] = _table_p(t[i], table) if t[i] == t[i] else np.nan
+
+
+def two_sided_t_pvalue(t: np.ndarray, df: int) -> np.ndarray:
+    """``2 T_df.sf(|t|)`` (Student t, ``df >= 1``) by the interpolated table (error < 1e-6)."""
+    if int(df) < 1:
+        raise input_error("bootstrap", "df", f"must be >= 1, got {df}")
+    arr = np.ascontiguousarray(np.asarray(t, dtype=np.float64))
+    out = np.empty(arr.size)
+    _table_p_array(arr.ravel(), _tail_table(int(df)), out)
+    return out.reshape(arr.shape)
+
+
+def fold_draws(n: int, n_boot: int, seed: int, fold_index: int,
+               groups: int = GROUPS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(perm, starts, weights)`` of one fold: a random order of the ``n`` users, the group
+    boundaries ``starts`` (``G + 1`` positions in that order, ``starts[g] = floor(g n / G)``) and
+    the ``(B, G)`` group weights, ``Multinomial(G, 1/G)`` rows; seeded by
+    ``SeedSequence(seed, spawn_key=(fold_index + 1,))``."""
+    rng = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(int(fold_index) + 1,)))
+    n = int(n)
+    g = max(1, min(n, int(groups)))
+    perm = rng.permutation(n).astype(np.int64)
+    starts = (np.arange(g + 1, dtype=np.int64) * n) // g
+    w = rng.multinomial(g, np.full(g, 1.0 / g), size=int(n_boot)).astype(np.float64)
+    return perm, starts, w
 
 
 def pair_multiplicities(n_boot: int, n_pairs: int, seed: int) -> np.ndarray:
@@ -129,74 +127,117 @@ def pair_multiplicities(n_boot: int, n_pairs: int, seed: int) -> np.ndarray:
                            size=int(n_boot)).astype(np.float64)
 
 
-def fold_draws(n: int, n_boot: int, seed: int, fold_index: int,
-               groups: int = GROUPS) -> tuple[np.ndarray, np.ndarray]:
-    """``(labels, weights)`` of one fold: the users' group labels (:func:`user_groups`) and the
-    ``(B, G)`` group weights, ``Multinomial(G, 1/G)`` rows; seeded by ``SeedSequence(seed,
-    spawn_key=(fold_index + 1,))``."""
-    rng = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(int(fold_index) + 1,)))
-    labels = user_groups(n, groups, rng)
-    g = int(labels.max()) + 1 if labels.size else 1
-    w = rng.multinomial(g, np.full(g, 1.0 / g), size=int(n_boot)).astype(np.float64)
-    return labels, w
+@njit(cache=True, nogil=True)
+def _pair_sums(values, ra, rb, labels, s1, s2, dmin, dmax):  # pragma: no cover - numba
+    for j in range(ra.shape[0]):
+        a = ra[j]
+        b = rb[j]
+        lo = np.inf
+        hi = -np.inf
+        for g in range(s1.shape[1]):
+            s1[j, g] = 0.0
+            s2[j, g] = 0.0
+        for u in range(values.shape[1]):
+            d = values[a, u] - values[b, u]
+            g = labels[u]
+            s1[j, g] += d
+            s2[j, g] += d * d
+            if d < lo:
+                lo = d
+            if d > hi:
+                hi = d
+        dmin[j] = lo
+        dmax[j] = hi
 
 
-def weighted_t_pvalues(dbar: np.ndarray, c1: np.ndarray, c2: np.ndarray, sizes: np.ndarray,
-                       weights: np.ndarray, n: int, spread: np.ndarray | None = None,
-                       size: np.ndarray | None = None) -> np.ndarray:
-    """Paired t-test p-values ``(P, B)`` of every pair under every replicate's group weights.
+def pair_moments(values: np.ndarray, rows_a: np.ndarray, rows_b: np.ndarray, perm: np.ndarray,
+                 starts: np.ndarray) -> tuple[np.ndarray, ...]:
+    """``(dbar, C1, C2, constant, size)`` of the pairs ``(values[rows_a[j]], values[rows_b[j]])`` over
+    the users, grouped by ``perm``/``starts`` (:func:`fold_draws`); ``constant[j]``: every
+    difference equal (then ``C1 = C2 = 0`` exactly); ``size[j] = max_u |d_j(u)|``. ``values`` is
+    ``(configs, n)``."""
+    v = np.ascontiguousarray(values, dtype=np.float64)
+    ra = np.ascontiguousarray(rows_a, dtype=np.int64)
+    rb = np.ascontiguousarray(rows_b, dtype=np.int64)
+    n_p, g = len(ra), len(starts) - 1
+    sizes = np.diff(starts).astype(np.float64)
+    labels = np.empty(len(perm), dtype=np.int64)
+    labels[np.asarray(perm)] = np.repeat(np.arange(g), np.diff(starts))
+    s1, s2 = np.empty((n_p, g)), np.empty((n_p, g))
+    dmin, dmax = np.empty(n_p), np.empty(n_p)
+    _pair_sums(v, ra, rb, labels, s1, s2, dmin, dmax)
+    n = float(sizes.sum())
+    dbar = s1.sum(axis=1) / n
+    c1 = s1 - dbar[:, None] * sizes
+    c2 = np.maximum(s2 - 2.0 * dbar[:, None] * s1 + (dbar * dbar)[:, None] * sizes, 0.0)
+    constant = dmin == dmax
+    c1[constant] = 0.0
+    c2[constant] = 0.0
+    dbar[constant] = dmin[constant]
+    return dbar, c1, c2, constant, np.maximum(np.abs(dmin), np.abs(dmax))
 
-    ``dbar`` ``(P,)``, ``c1``/``c2`` ``(P, G)`` from :func:`group_sums`, ``sizes`` ``(G,)`` the
-    group sizes, ``weights`` ``(B, G)``; ``spread = max_u |c_j(u)|`` and ``size = max_u |d_j(u)|``
-    (for the zero-variance rule; default: derived from ``c2``/``dbar``, which is exact for the
-    ``p = 1`` of all-zero pairs). Formulas in the module docstring.
-    """
-    w = np.asarray(weights, dtype=np.float64)
+
+def point_pvalues(dbar: np.ndarray, c2: np.ndarray, constant: np.ndarray, n: int) -> np.ndarray:
+    """The paired t-test p-value of each pair on all its users from :func:`pair_moments`:
+    ``t = dbar / sqrt(s^2 / n)``, ``s^2 = sum_g C2 / (n - 1)``, ``p = 2 T_{n-1}.sf(|t|)`` (exact,
+    scipy); constant differences: 1 when 0, else 0; ``n < 2``: 1."""
     if n < 2:
-        return np.ones((len(dbar), w.shape[0]))
-    nstar = w @ np.asarray(sizes, dtype=np.float64)  # (B,)
-    s1 = c1 @ w.T  # (P, B)
-    s2 = c2 @ w.T
-    m = s1 / nstar
-    var = np.maximum(s2 - nstar * m * m, 0.0) / (nstar - 1.0)
-    mean = m + dbar[:, None]
-    if spread is None:
-        spread = np.sqrt(c2.sum(axis=1))
-    if size is None:
-        size = np.abs(dbar) + spread
-    zero_var = var <= 1e-14 * (np.asarray(spread)[:, None] ** 2)
+        return np.ones(len(dbar))
+    var = c2.sum(axis=1) / (n - 1)
     with np.errstate(divide="ignore", invalid="ignore"):
-        t = mean / np.sqrt(var / nstar)
-    p = two_sided_t_pvalue(np.where(zero_var, 0.0, t), n - 1)
-    p = np.where(zero_var, np.where(np.abs(mean) <= 1e-9 * np.asarray(size)[:, None], 1.0, 0.0), p)
+        t = dbar / np.sqrt(var / n)
+    p = 2.0 * special.stdtr(n - 1, -np.abs(t))
+    p = np.where(constant | (var <= 0.0), np.where(dbar == 0.0, 1.0, 0.0), p)
     return np.clip(p, 0.0, 1.0)
 
 
-def fold_replicate_means(d: np.ndarray, multiplicities: np.ndarray, labels: np.ndarray,
-                         weights: np.ndarray) -> np.ndarray:
-    """One fold's part of the replicates: ``(1/P) sum_j c_rj p_rj`` for every metric, ``(M, B)``.
+@njit(cache=True, nogil=True, error_model="numpy")
+def _replicate_sums(s1w, s2w, nstar, dbar, c2tot, size, constant, mult_t, table,
+                    out):  # pragma: no cover - numba
+    n_pairs, n_boot = s1w.shape
+    for j in range(n_pairs):
+        if constant[j]:
+            pj = 1.0 if dbar[j] == 0.0 else 0.0
+            for r in range(n_boot):
+                out[r] += mult_t[j, r] * pj
+            continue
+        tiny = 1e-14 * c2tot[j]
+        for r in range(n_boot):
+            c = mult_t[j, r]
+            if c == 0.0:
+                continue
+            ns = nstar[r]
+            m = s1w[j, r] / ns
+            var = (s2w[j, r] - ns * m * m) / (ns - 1.0)
+            mean = m + dbar[j]
+            if var <= tiny:
+                p = 1.0 if abs(mean) <= 1e-9 * size[j] else 0.0
+            else:
+                p = _table_p(mean / np.sqrt(var / ns), table)
+            out[r] += c * p
 
-    ``d`` is ``(M, P, n)`` (or ``(P, n)``: one metric) of differences on the same users,
-    ``multiplicities`` ``(B, P)`` (:func:`pair_multiplicities`), ``labels``/``weights`` from
-    :func:`fold_draws` for these ``n`` users.
-    """
-    d = np.asarray(d, dtype=np.float64)
-    squeeze = d.ndim == 2
-    if squeeze:
-        d = d[None]
-    n_metrics, n_pairs, n = d.shape
+
+def fold_replicate_means(values: np.ndarray, rows_a: np.ndarray, rows_b: np.ndarray,
+                         multiplicities: np.ndarray, perm: np.ndarray, starts: np.ndarray,
+                         weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One fold and metric: ``(p, reps)`` with ``p`` the P point p-values
+    (:func:`point_pvalues`) and ``reps[r] = (1/P) sum_j c_rj p_rj`` the fold's part of every
+    replicate (``multiplicities`` ``(B, P)``, ``perm``/``starts``/``weights`` from
+    :func:`fold_draws` for this fold's ``n`` users, the columns of ``values``)."""
+    n = int(starts[-1])
+    n_boot, n_pairs = multiplicities.shape
     if n < 2:  # no variance estimate: p = 1 for every pair (dptune's convention)
-        out = np.ones((n_metrics, weights.shape[0]))
-        return out[0] if squeeze else out
-    flat = d.reshape(n_metrics * n_pairs, n)
-    sizes = np.bincount(labels, minlength=weights.shape[1]).astype(np.float64)
-    dbar, c1, c2 = group_sums(flat, labels)
-    spread = np.abs(flat - dbar[:, None]).max(axis=1)
-    size = np.abs(flat).max(axis=1)
-    p = weighted_t_pvalues(dbar, c1, c2, sizes, weights, n, spread, size)  # (M*P, B)
-    p = p.reshape(n_metrics, n_pairs, -1)
-    out = np.einsum("mjr,rj->mr", p, multiplicities) / n_pairs
-    return out[0] if squeeze else out
+        return np.ones(n_pairs), np.ones(n_boot)
+    dbar, c1, c2, constant, size = pair_moments(values, rows_a, rows_b, perm, starts)
+    p = point_pvalues(dbar, c2, constant, n)
+    w = np.asarray(weights, dtype=np.float64)
+    nstar = w @ np.diff(starts).astype(np.float64)
+    s1w = c1 @ w.T
+    s2w = c2 @ w.T
+    out = np.zeros(n_boot)
+    _replicate_sums(s1w, s2w, nstar, dbar, c2.sum(axis=1), size, constant,
+                    np.ascontiguousarray(multiplicities.T), _tail_table(n - 1), out)
+    return p, out / n_pairs
 
 
 def bootstrap_mean_p(diffs: Sequence[np.ndarray], n_boot: int = 1000, seed: int = 0,
@@ -204,7 +245,7 @@ def bootstrap_mean_p(diffs: Sequence[np.ndarray], n_boot: int = 1000, seed: int 
     """Bootstrap replicates ``pbar*_r`` of the mean p-value over folds and pairs.
 
     ``diffs[f]`` holds fold ``f``'s per-user differences of the P pairs, ``(P, n_f)`` or
-    ``(M, P, n_f)`` for M metrics on the same users (then the draws are shared by the metrics).
+    ``(M, P, n_f)`` for M metrics on the same users (the draws are shared by the metrics).
     ``pbar*_r = (1/F) sum_f (1/P) sum_j c_rj p_{r,f,j}``; returns ``(B,)`` or ``(M, B)``.
     """
     if isinstance(n_boot, bool) or int(n_boot) < 1:
@@ -218,11 +259,14 @@ def bootstrap_mean_p(diffs: Sequence[np.ndarray], n_boot: int = 1000, seed: int 
     arrs = [x[None] if x.ndim == 2 else x for x in arrs]
     if len({x.shape[:2] for x in arrs}) != 1 or arrs[0].shape[1] == 0:
         raise input_error("bootstrap", "diffs", "every fold needs the same, non-zero (metrics, pairs)")
-    n_pairs = arrs[0].shape[1]
+    n_metrics, n_pairs = arrs[0].shape[:2]
     mult = pair_multiplicities(n_boot, n_pairs, seed)
-    total = np.zeros((arrs[0].shape[0], int(n_boot)))
+    total = np.zeros((n_metrics, int(n_boot)))
+    rows_a, rows_b = np.arange(n_pairs), np.full(n_pairs, n_pairs)  # d_j = d_j - 0
     for f, d in enumerate(arrs):
-        labels, w = fold_draws(d.shape[2], n_boot, seed, f, groups)
-        total += fold_replicate_means(d, mult, labels, w)
+        perm, starts, w = fold_draws(d.shape[2], n_boot, seed, f, groups)
+        for m in range(n_metrics):
+            values = np.vstack([d[m], np.zeros((1, d.shape[2]))])
+            total[m] += fold_replicate_means(values, rows_a, rows_b, mult, perm, starts, w)[1]
     total /= len(arrs)
     return total[0] if squeeze else total

@@ -21,12 +21,16 @@ def test_two_sided_t_pvalue_matches_scipy(df):
         rs.two_sided_t_pvalue(t, 0)
 
 
-def test_user_groups_balanced_and_seeded():
-    lab = rs.user_groups(1000, 128, np.random.default_rng(1))
-    sizes = np.bincount(lab)
-    assert len(sizes) == 128 and sizes.max() - sizes.min() <= 1 and sizes.sum() == 1000
-    assert np.array_equal(lab, rs.user_groups(1000, 128, np.random.default_rng(1)))
-    assert len(np.unique(rs.user_groups(50, 128, np.random.default_rng(0)))) == 50
+def test_fold_draws_balanced_and_seeded():
+    perm, starts, w = rs.fold_draws(1000, 30, seed=4, fold_index=2, groups=128)
+    assert sorted(perm) == list(range(1000)) and starts[0] == 0 and starts[-1] == 1000
+    sizes = np.diff(starts)
+    assert len(sizes) == 128 and sizes.max() - sizes.min() <= 1
+    assert w.shape == (30, 128) and np.all(w.sum(axis=1) == 128)
+    again = rs.fold_draws(1000, 30, seed=4, fold_index=2, groups=128)
+    assert all(np.array_equal(x, y) for x, y in zip((perm, starts, w), again, strict=True))
+    assert not np.array_equal(perm, rs.fold_draws(1000, 30, seed=4, fold_index=3)[0])
+    assert len(rs.fold_draws(50, 3, 0, 0, groups=128)[1]) == 51
 
 
 def test_one_user_per_group_is_the_exact_user_bootstrap():
@@ -35,19 +39,20 @@ def test_one_user_per_group_is_the_exact_user_bootstrap():
     d = rng.normal(0.05, 0.3, size=(P, n))
     d[0] = 0.0  # all-zero pair: p = 1 in every replicate
     d[1] = 0.2  # constant non-zero pair: p = 0
-    labels = np.arange(n)  # each user its own group
-    w = rng.multinomial(n, np.full(n, 1.0 / n), size=B).astype(float)
-    dbar, c1, c2 = rs.group_sums(d, labels)
-    spread = np.abs(d - dbar[:, None]).max(axis=1)
-    got = rs.weighted_t_pvalues(dbar, c1, c2, np.ones(n), w, n, spread, np.abs(d).max(axis=1))
-    want = resampled_ttest_pvalues(d, w)
-    assert np.allclose(got, want, atol=2e-6)
-    assert np.all(got[0] == 1.0) and np.all(got[1] == 0.0)
-    # and the resampled users themselves, by scipy
-    idx = np.repeat(np.arange(n), w[0].astype(int))
-    assert np.allclose(got[2:, 0], st.ttest_rel(d[2:, idx], np.zeros_like(d[2:, idx]),
-                                                axis=1).pvalue, atol=2e-6)
-    assert np.array_equal(index_counts(idx[None, :], n)[0], w[0])
+    values = np.vstack([d, np.zeros((1, n))])
+    ra, rb = np.arange(P), np.full(P, P)
+    perm, starts, w = rs.fold_draws(n, B, seed=9, fold_index=0, groups=n)
+    counts = np.zeros((B, n))
+    counts[:, perm] = w  # group g is the user perm[g]
+    mult = rs.pair_multiplicities(B, P, seed=9)
+    p, reps = rs.fold_replicate_means(values, ra, rb, mult, perm, starts, w)
+    want = resampled_ttest_pvalues(d, counts)  # (P, B): the exact user bootstrap
+    assert np.allclose(reps, (mult * want.T).sum(axis=1) / P, atol=2e-6)
+    assert np.allclose(p[2:], st.ttest_rel(d[2:], np.zeros_like(d[2:]), axis=1).pvalue,
+                       atol=1e-12)
+    assert p[0] == 1.0 and p[1] == 0.0
+    idx = np.repeat(np.arange(n), counts[0].astype(int))
+    assert np.array_equal(index_counts(idx[None, :], n)[0], counts[0])
 
 
 def _configs(rng, n_configs, n_users, effect):
