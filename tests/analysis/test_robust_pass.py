@@ -116,3 +116,46 @@ def test_verdict_for_store_end_to_end():
     no_test = verdict_for_store(TinyStore(), paper, res, alpha=0.05, best=best,
                                 primary=("ndcg", 10)).iloc[0]
     assert "not evaluated" in no_test["text"]
+
+
+def _opts(**kw):
+    from types import SimpleNamespace
+
+    base = dict(max_pairs=1000, bootstrap=100, stability=3, seed=1, alpha=0.05, test="t",
+                n_pairs=25, n_resamples=1000, min_fold_users=20)
+    base.update(kw)
+    return SimpleNamespace(**base)
+
+
+def test_plan_finish_and_refusals():
+    from dptune.analysis import _robust_run as rr
+    from dptune.errors import DptuneError
+
+    store = TinyStore()
+    man = {"dataset": {"users": 200}}
+    assert rr.plan_robust(store, _opts(max_pairs=0), man) == {}
+    passes = rr.plan_robust(store, _opts(), man)
+    assert list(passes) == ["knn"] and passes["knn"].repeats == 3
+    paper = dp.analyze(store, n_pairs=15, seed=1)
+    for f_i, fold in enumerate(store.folds("knn")):
+        passes["knn"].add_fold(f_i, lambda m, c, ids, fold=fold: store.read_matrix("knn", m, c,
+                                                                                    fold, ids))
+    res, claims = rr.finish_robust(passes, paper.pvalues, _opts())
+    assert len(res.table) == 2 and bool(claims.set_index("metric_b").at["recall", "held"])
+    with pytest.raises(DptuneError, match="knn/fold 0: only 200 users"):
+        rr.finish_robust(passes, paper.pvalues, _opts(min_fold_users=201))
+    # the paper-DP bootstrap with a slow test is refused up front, with the estimates
+    with pytest.raises(DptuneError, match=r"wilcoxon test with a bootstrap of 100 .* t-test: "):
+        rr.check_bootstrap_cost(store, _opts(max_pairs=0, test="wilcoxon"), man)
+    with pytest.raises(DptuneError, match="permutation test"):
+        rr.check_bootstrap_cost(store, _opts(max_pairs=0, test="permutation"), man)
+    rr.check_bootstrap_cost(store, _opts(max_pairs=0, test="t"), man)  # the t-test: fine
+    rr.check_bootstrap_cost(store, _opts(test="wilcoxon"), man)  # robust on: t-test bootstrap
+    rr.check_bootstrap_cost(store, _opts(max_pairs=0, test="wilcoxon", bootstrap=0), man)
+    ann = rr.annotate_dp(paper.dp, paper.pvalues)
+    assert list(ann.columns[: len(paper.dp.columns)]) == list(paper.dp.columns)
+    pd.testing.assert_frame_equal(ann[paper.dp.columns], paper.dp)  # paper's columns unchanged
+    assert np.allclose(ann["dp_per_pair"], paper.dp["dp"] / paper.dp["n_pairs"])
+    assert not ann["no_evidence"].any()
+    dead = dp.analyze(TinyStore(identical=True), n_pairs=15, seed=1)
+    assert rr.annotate_dp(dead.dp, dead.pvalues)["no_evidence"].all()
