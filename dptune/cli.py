@@ -59,7 +59,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from dptune.analysis._analyze import analyze_results
     from dptune.analysis._noise import run_noise_floor
     from dptune.config import load_experiment
-    from dptune.sweep._sweep import run_experiment
+    from dptune.sweep._local import run_experiment
 
     exp = load_experiment(args.config)
     overrides = _analysis_overrides(args)
@@ -83,7 +83,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_worker(args: argparse.Namespace) -> int:
     from dptune.config import load_experiment
-    from dptune.sweep._sweep import init_results, worker
+    from dptune.sweep._manifest import init_results
+    from dptune.sweep._worker import worker
 
     exp = load_experiment(args.config)
     results = Path(args.results) if args.results else _default_results(exp.name)
@@ -95,7 +96,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
 def cmd_status(args: argparse.Namespace) -> int:
     from dptune.config import load_experiment
-    from dptune.sweep._sweep import status
+    from dptune.sweep._status import status
 
     exp = load_experiment(args.config) if args.config else None
     if args.results is None and exp is None:

@@ -260,10 +260,11 @@ def test_status_of_a_directory_that_is_not_a_store(tmp_path, capsys):
 def test_failure_mid_sweep_keeps_finished_units(tmp_path, capsys, monkeypatch):
     """A unit that fails mid-sweep stops the run with one line; the parts already written stay,
     and the same command afterwards finishes the sweep without recomputing them."""
-    import dptune.sweep._sweep as sweep
+    import dptune.sweep._local as local
+    import dptune.sweep._worker as worker
 
     cfg = _setup(tmp_path)
-    real = sweep.run_unit
+    real = worker.run_unit
     calls = []
 
     def failing(exp, task, store):
@@ -272,14 +273,16 @@ def test_failure_mid_sweep_keeps_finished_units(tmp_path, capsys, monkeypatch):
             raise input_error("model", task.algorithm, "simulated failure while training")
         return real(exp, task, store)
 
-    monkeypatch.setattr(sweep, "run_unit", failing)
+    monkeypatch.setattr(worker, "run_unit", failing)
+    monkeypatch.setattr(local, "run_unit", failing)
     assert _run(cfg, tmp_path, "--no-analyze") == 2
     _one_line(capsys, "simulated failure")
     parts = tmp_path / "results" / "per_user.parquet"
     before = {p.name: p.stat().st_mtime_ns for p in parts.glob("*.parquet")}
     assert len(before) == 2
 
-    monkeypatch.setattr(sweep, "run_unit", real)
+    monkeypatch.setattr(worker, "run_unit", real)
+    monkeypatch.setattr(local, "run_unit", real)
     assert _run(cfg, tmp_path, "--no-analyze") == 0
     after = {p.name: p.stat().st_mtime_ns for p in parts.glob("*.parquet")}
     assert len(after) == 4  # 2 algorithms x 1 unit x 2 folds

@@ -1,28 +1,34 @@
-"""Sweep: plan the units of a grid, run them locally or as distributed workers."""
+"""The sweep: train and evaluate every (algorithm, unit, fold) of an experiment, crash-safely.
 
-from dptune.sweep._sweep import (
-    FoldData,
-    Prepared,
-    Task,
+A *unit* is what one model run produces (docs/design.md): all k of a KNN on one fold (one
+similarity), all iteration counts of one BPR-MF (factors, learning rate) on one fold (snapshots of
+one training run). optuna drives the units: one study per (experiment, algorithm) whose
+``GridSampler`` search space is the fold plus the hyperparameters that are constant within a unit,
+kept in an optuna storage (SQLite in the results directory by default, PostgreSQL or any optuna
+RDB URL, or a journal file), so a re-run or any number of workers on any machines share one
+sweep. The result store is the ground truth: a unit whose Parquet part exists is never
+recomputed. See docs/distributed.md.
+
+Modules, one idea each: ``_prepare`` (fold data), ``_plan`` (units, tasks, seeds), ``_unit`` (one
+unit), ``_storage`` (optuna storage and heartbeats), ``_claims`` (who computes a grid point),
+``_worker`` (a worker's loop), ``_manifest`` (set-up checks and manifest), ``_local`` (the local
+runner and its progress bar), ``_status`` (done / running / failed / remaining).
+"""
+
+from dptune.sweep._claims import worker_id
+from dptune.sweep._local import run_experiment
+from dptune.sweep._manifest import (
     build_manifest,
-    derive_seed,
     experiment_from_manifest,
-    heartbeat_settings,
     init_results,
-    open_storage,
-    plan,
-    plan_units,
-    prepare,
-    run_experiment,
-    run_unit,
-    status,
-    study_name,
-    test_tasks,
-    unit_dimensions,
     validate_experiment,
-    worker,
-    worker_id,
 )
+from dptune.sweep._plan import Task, derive_seed, plan, plan_units, test_tasks, unit_dimensions
+from dptune.sweep._prepare import FoldData, Prepared, prepare
+from dptune.sweep._status import status
+from dptune.sweep._storage import heartbeat_settings, open_storage, study_name
+from dptune.sweep._unit import run_unit
+from dptune.sweep._worker import worker
 
 __all__ = [
     "FoldData",

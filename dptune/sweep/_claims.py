@@ -1,0 +1,197 @@
+"""Claims on grid points: which live trial computes a unit, which waits, which dead one is redone.
+
+Each algorithm's study is a ``GridSampler`` over the fold and the unit hyperparameters. A live
+worker's grid point is waited for, not duplicated; a dead worker's trial is found by its stale
+heartbeat, failed and queued again; a duplicate that still slips through (two workers deciding at
+the same instant) has the same values (seeds derive from the unit) and is discarded by the store,
+which keeps the first part written.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+from dptune.config import Experiment
+from dptune.sweep._plan import Task, _key, unit_dimensions
+from dptune.sweep._storage import _requeue_stale, heartbeat_settings, study_name
+
+if TYPE_CHECKING:
+    import optuna
+    from optuna.storages import BaseStorage
+    from optuna.trial import FrozenTrial
+
+
+def _study(exp: Experiment, algorithm: str, storage: BaseStorage,
+           folds: list[str]) -> tuple[optuna.Study, dict[str, list[Any]]]:
+    """Create or load the algorithm's study and its GridSampler space (fold + unit parameters)."""
+    import optuna
+
+    dims = unit_dimensions(exp, algorithm)
+    space: dict[str, list[Any]] = {"fold": list(folds)}
+    grid = exp.grids[algorithm]
+    for h in dims:
+        space[h] = list(grid.values[h])
+    # The seed fixes the shuffled grid order, which must be the same in every worker (a trial's
+    # grid_id indexes it); the random choice among unvisited points is then reseeded per process
+    # so that workers resuming a sweep do not all pick the same point.
+    sampler = optuna.samplers.GridSampler(space, seed=exp.seed)
+    sampler.reseed_rng()
+    study = optuna.create_study(study_name=study_name(exp, algorithm), storage=storage,
+                                sampler=sampler, direction="maximize", load_if_exists=True)
+    return study, space
+
+
+def _heartbeat_enabled(storage: BaseStorage) -> bool:
+    """Whether the storage keeps optuna's own heartbeats (RDB storages opened here)."""
+    get = getattr(storage, "get_heartbeat_interval", None)
+    return get is not None and get() is not None
+
+
+class _Pulse:
+    """dptune's heartbeat for storages without optuna's (the journal file): while a trial runs,
+    a thread stamps its user attribute ``heartbeat`` (epoch seconds) every interval; the first
+    stamp is written before the trial's parameters, so any trial that others can see on a grid
+    point can be found stale. Liveness then rests on the workers' clocks (keep them in sync)."""
+
+    def __init__(self, study: optuna.Study, trial: optuna.Trial, interval: float) -> None:
+        self.study, self.trial, self.interval = study, trial, interval
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _stamp(self) -> None:
+        """Write the current time into the trial's ``heartbeat`` attribute."""
+        self.study._storage.set_trial_user_attr(self.trial._trial_id, "heartbeat", time.time())
+
+    def _run(self) -> None:
+        """The thread: stamp every interval until stopped."""
+        while not self.stop.wait(self.interval):
+            try:
+                self._stamp()
+            except Exception:  # noqa: BLE001 - the trial ended meanwhile; the next one has its own
+                return
+
+    def __enter__(self) -> _Pulse:
+        """Stamp once now (before the trial's parameters exist), then start the thread."""
+        self._stamp()
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Stop the thread."""
+        self.stop.set()
+        self.thread.join()
+
+
+def _fail_stale(study: optuna.Study) -> None:
+    """Fail the RUNNING trials of dead workers and queue their points again (:func:`_requeue_stale`).
+
+    RDB storages: optuna's ``fail_stale_trials`` (heartbeats in the database, its clock).
+    Other storages: trials whose dptune ``heartbeat`` stamp is older than the grace period;
+    trials that never stamped one are left alone (they carry no parameters, so nobody waits
+    for them, and GridSampler still offers their point).
+    """
+    import optuna
+    from optuna.trial import TrialState
+
+    if _heartbeat_enabled(study._storage):
+        optuna.storages.fail_stale_trials(study)
+        return
+    _, grace = heartbeat_settings()
+    now = time.time()
+    storage = study._storage
+    for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        beat = t.user_attrs.get("heartbeat")
+        if beat is None or now - float(beat) <= grace:
+            continue
+        try:
+            failed = storage.set_trial_state_values(t._trial_id, state=TrialState.FAIL)
+        except Exception:  # noqa: BLE001 - another worker failed (or finished) it first
+            continue
+        if failed:
+            _requeue_stale(study, storage.get_trial(t._trial_id))
+
+
+def _live_running(study: optuna.Study) -> list[FrozenTrial]:
+    """RUNNING trials after the dead ones were failed: the live workers' trials."""
+    from optuna.trial import TrialState
+
+    _fail_stale(study)
+    return study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
+
+
+def _must_wait(study: optuna.Study, trial: optuna.Trial, params: dict[str, Any]) -> bool:
+    """Whether another *live* trial owns this grid point, so this one should wait for its part.
+
+    A live trial owns the point when it is computing it (user attribute ``state="computing"``) or
+    when it is older (lower number) and not computing yet: exactly one of any set of live
+    duplicates computes, and no two wait for each other (a waiting trial is never computing).
+    Dead workers' trials are failed first (:func:`_fail_stale`). Two trials that pass this check
+    at the same instant are sorted out by :func:`_claim`; should a duplicate still be written
+    (a storage that is not read-your-writes), the store keeps the first part and discards it.
+    """
+    for t in _live_running(study):
+        if t.number == trial.number or t.params != params:
+            continue
+        if t.user_attrs.get("state") == "computing" or t.number < trial.number:
+            return True
+    return False
+
+
+def worker_id() -> str:
+    """``host:pid`` of this process, recorded on every trial it runs."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _claim(study: optuna.Study, trial: optuna.Trial, params: dict[str, Any]) -> bool:
+    """Mark this trial ``computing``, then check that no other live trial on the point is
+    computing too; if one is, step back (state ``waiting``) and return False.
+
+    Flag first, look second: of two trials that passed :func:`_must_wait` at the same instant,
+    the one that looks last sees the other's flag, so they never both compute; if both see each
+    other, both step back and the older one wins the next round (:func:`_must_wait`).
+    """
+    trial.set_user_attr("state", "computing")
+    for t in _live_running(study):
+        if t.number != trial.number and t.params == params and t.user_attrs.get("state") == "computing":
+            trial.set_user_attr("state", "waiting")
+            return False
+    return True
+
+
+def _owned_by_live(study: optuna.Study, tasks: list[Task]) -> bool:
+    """Whether a live trial (fresh heartbeat) is on one of these units."""
+    keys = {_key({"fold": t.fold, **t.params}) for t in tasks}
+    return any(t.params and _key(t.params) in keys for t in _live_running(study))
+
+
+def _requeue_missing(study: optuna.Study, tasks: list[Task]) -> int:
+    """Queue again the grid points whose part is missing although optuna counts them finished
+    (their trials failed: a unit that raised, retries exhausted, parts deleted). Returns how many."""
+    import optuna
+    from optuna.trial import TrialState
+
+    trials = study.get_trials(deepcopy=False)
+    waiting = {t.system_attrs.get("grid_id") for t in trials if t.state == TrialState.WAITING}
+    running = {_key(t.params) for t in trials if t.params and t.state == TrialState.RUNNING}
+    latest: dict[str, Any] = {}
+    for t in trials:
+        if t.params and "grid_id" in t.system_attrs:
+            latest[_key(t.params)] = t
+    n = 0
+    for task in tasks:
+        key = _key({"fold": task.fold, **task.params})
+        t = latest.get(key)
+        if t is None or key in running or t.system_attrs["grid_id"] in waiting:
+            continue
+        study.add_trial(optuna.trial.create_trial(
+            state=TrialState.WAITING,
+            system_attrs={"grid_id": t.system_attrs["grid_id"],
+                          "search_space": t.system_attrs["search_space"],
+                          "requeued_from": t.number},
+        ))
+        n += 1
+    return n

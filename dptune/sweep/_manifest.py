@@ -1,0 +1,138 @@
+"""The results directory's set-up: manifest (everything needed to interpret and reproduce the
+store), the checks made before the first write, and the experiment read back from a manifest.
+"""
+
+from __future__ import annotations
+
+import platform
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from dptune import __version__
+from dptune.config import Experiment
+from dptune.data._dataset import dataset_stats
+from dptune.errors import DptuneError, input_error
+from dptune.models import get_family
+from dptune.store._store import ResultStore
+from dptune.sweep._prepare import Prepared, prepare
+from dptune.sweep._storage import open_storage
+
+
+def _versions() -> dict[str, str]:
+    out = {"python": platform.python_version(), "dptune": __version__}
+    for pkg in ("numpy", "scipy", "pandas", "pyarrow", "cornac", "optuna", "numba", "joblib", "matplotlib"):
+        try:
+            out[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            out[pkg] = "not installed"
+    return out
+
+
+def build_manifest(exp: Experiment, prep: Prepared, fold_users: dict[str, int]) -> dict[str, Any]:
+    """Everything needed to interpret and reproduce the store (data, split, seeds, protocol)."""
+    ds = prep.dataset
+    return {
+        "experiment": exp.name,
+        "experiment_file": str(Path(exp.source).resolve()) if Path(exp.source).is_file() else exp.source,
+        "fingerprint": exp.fingerprint(),
+        "dataset": {"name": ds.name, "source": ds.source, **dataset_stats(ds), "log": list(ds.log)},
+        "split": {
+            "method": exp.split.method, "train_ratio": exp.split.train_ratio,
+            "min_user_interactions": exp.split.min_user_interactions,
+            "folds": exp.split.folds, "fold_method": exp.split.fold_method,
+            "split_seed": exp.split_seed,
+            "dropped_users": int(len(prep.holdout.dropped_users)),
+            "train_interactions": int(len(prep.holdout.train)),
+            "test_interactions": int(len(prep.holdout.test)),
+            "users_evaluated": fold_users,
+        },
+        "seeds": {"experiment": exp.seed, "split": exp.split_seed, "analysis": exp.analysis_seed,
+                  "units": "derive_seed(experiment seed, algorithm, fold, unit params); per unit in trials.csv"},
+        "evaluation": {
+            "protocol": "all unrated items (every item of the data set not in the user's training data)",
+            "relevance_threshold": exp.evaluation.relevance_threshold,
+            "relevance_rule": f"rating >= {exp.evaluation.relevance_threshold}",
+            "metrics": list(exp.evaluation.metrics), "cutoffs": list(exp.evaluation.cutoffs),
+            "novelty_variant": exp.evaluation.novelty,
+            "users": "users with at least one relevant held-out item",
+            "value_dtype": "float32",
+        },
+        "algorithms": [
+            {"name": a.name, "type": a.type, "grid": a.grid, "grid_fingerprint": exp.grids[a.name].fingerprint(),
+             "free": exp.grids[a.name].free, "derived": {k: list(v) for k, v in exp.grids[a.name].derived.items()},
+             "n_configs": exp.grids[a.name].size}
+            for a in exp.algorithms
+        ],
+        "analysis": dict(exp.to_dict()["analysis"]),
+        "config": exp.to_dict(),
+        "versions": _versions(),
+    }
+
+
+def validate_experiment(exp: Experiment) -> None:
+    """Check every algorithm's grid against its model family before anything is computed.
+
+    A hyperparameter the model does not know (``kk`` for ``k``), a missing one or a value of the
+    wrong type is one error naming the grid file and the key, so a sweep whose second algorithm
+    has a bad grid stops before the first one trains.
+    """
+    for i, alg in enumerate(exp.algorithms):
+        try:
+            family = get_family(alg.type)
+        except DptuneError as err:
+            raise input_error(exp.source, f"algorithms[{i}].type", str(err).split(": ", 2)[-1]) from None
+        family.validate(exp.grids[alg.name].configs(), source=alg.grid_path or alg.grid)
+
+
+def init_results(exp: Experiment, results: str | Path,
+                 storage_url: str | None = None) -> tuple[ResultStore, Prepared]:
+    """Create (or reopen) the results directory; refuse one that holds a different experiment.
+
+    Everything that can be checked is checked before the first write: grids against their
+    models, the data and every fold (a fold without users is an error), the results directory
+    (writable, same experiment set-up) and the optuna storage (reachable).
+    """
+    validate_experiment(exp)
+    prep = prepare(exp)
+    fold_users = prep.check_folds()
+    store = ResultStore(results).create()
+    if store.exists():
+        old = store.manifest().get("fingerprint")
+        if old != exp.fingerprint():
+            raise input_error(store.root, "manifest.json",
+                              f"holds results of a different experiment set-up (fingerprint {old}, "
+                              f"now {exp.fingerprint()}); use another --results directory")
+    open_storage(storage_url, store.root)  # creates the schema once, before workers race on it
+    store.write_manifest(build_manifest(exp, prep, fold_users))
+    store.write_configs([exp.grids[a.name].frame(a.name) for a in exp.algorithms])
+    store.write_users(prep.dataset.user_ids)
+    return store, prep
+
+
+def experiment_from_manifest(store: ResultStore) -> Experiment:
+    """The experiment a results directory was made with: its experiment file when it still
+    describes the same set-up, else the set-up recorded in ``manifest.json`` (grid files must
+    still exist). Lets ``dptune status RESULTS_DIR`` work from any directory."""
+    from dptune.config import load_experiment, parse_experiment
+
+    man = store.manifest()
+    fingerprint = man.get("fingerprint")
+    path = Path(str(man.get("experiment_file", "")))
+    if path.is_file():
+        try:
+            exp = load_experiment(path)
+        except DptuneError:
+            exp = None
+        if exp is not None and exp.fingerprint() == fingerprint:
+            return exp
+    cfg = man.get("config") or {}
+    data = {k: cfg[k] for k in ("name", "seed", "description", "data", "split", "evaluation",
+                                "analysis", "sweep") if k in cfg}
+    data["algorithms"] = [{"name": a["name"], "type": a["type"], "grid": a.get("grid_path") or a["grid"]}
+                          for a in cfg.get("algorithms", [])]
+    exp = parse_experiment(data, source=str(store.root / "manifest.json"))
+    if exp.fingerprint() != fingerprint:
+        raise input_error(store.root / "manifest.json", "fingerprint",
+                          "the experiment's grid files changed since the sweep; pass --config")
+    return exp

@@ -1,0 +1,114 @@
+"""Fold preparation: the data set, test split, CV fold labels and per-fold matrices of an experiment.
+
+Every unit of a sweep (and the noise floor and the seed study) reads its training and relevance
+matrices from here; :func:`prepare` caches them per process, keyed by the experiment fingerprint.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from dptune.config import Experiment
+from dptune.data._dataset import Dataset, load_dataset
+from dptune.data._split import (
+    HoldOut,
+    cv_fold_labels,
+    leave_one_out,
+    random_holdout,
+    temporal_holdout,
+)
+from dptune.errors import input_error
+from dptune.metrics import novelty_vectors
+
+
+@dataclass
+class FoldData:
+    """One evaluation setting: binarised training matrix, relevance matrix, users, novelty."""
+
+    fold: str
+    train: sp.csr_matrix
+    relevant: sp.csr_matrix
+    users: np.ndarray
+    efd: np.ndarray
+    epc: np.ndarray
+
+
+def _matrix(user: np.ndarray, item: np.ndarray, shape: tuple[int, int]) -> sp.csr_matrix:
+    m = sp.csr_matrix((np.ones(len(user), np.float32), (user, item)), shape=shape, dtype=np.float32)
+    m.sum_duplicates()
+    m.data[:] = 1.0
+    return m
+
+
+class Prepared:
+    """Data set, test split and fold labels of an experiment, with lazily built fold matrices."""
+
+    def __init__(self, exp: Experiment):
+        self.exp = exp
+        d = exp.data
+        self.dataset: Dataset = load_dataset(d.source, fmt=d.format, min_rating=d.min_rating, kcore=d.kcore)
+        s = exp.split
+        r = self.dataset.ratings
+        if s.method == "temporal":
+            self.holdout: HoldOut = temporal_holdout(r, s.train_ratio, s.min_user_interactions)
+        elif s.method == "random":
+            self.holdout = random_holdout(r, s.train_ratio, exp.split_seed, s.min_user_interactions)
+        else:
+            self.holdout = leave_one_out(r, s.min_user_interactions)
+        self.labels = np.asarray(cv_fold_labels(self.holdout.train, s.folds, s.fold_method, exp.split_seed))
+        self.shape = (self.dataset.n_users, self.dataset.n_items)
+        self._folds: dict[str, FoldData] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def fold_names(self) -> list[str]:
+        """Validation fold labels as strings ``"0" .. "k-1"``."""
+        return [str(f) for f in range(self.exp.split.folds)]
+
+    def fold(self, fold: str) -> FoldData:
+        """Training/relevance matrices for validation fold ``fold`` or for ``"test"``."""
+        with self._lock:
+            if fold not in self._folds:
+                self._folds[fold] = self._build(fold)
+            return self._folds[fold]
+
+    def _build(self, fold: str) -> FoldData:
+        tr = self.holdout.train
+        if fold == "test":
+            train, held = tr, self.holdout.test
+        else:
+            mask = self.labels == int(fold)
+            train, held = tr[~mask], tr[mask]
+        X = _matrix(train["user"].to_numpy(), train["item"].to_numpy(), self.shape)
+        rel = held[held["rating"].to_numpy() >= self.exp.evaluation.relevance_threshold]
+        R = _matrix(rel["user"].to_numpy(), rel["item"].to_numpy(), self.shape)
+        users = np.flatnonzero(np.diff(R.indptr) > 0).astype(np.int32)
+        efd, epc = novelty_vectors(X)
+        return FoldData(fold, X, R, users, efd, epc)
+
+    def check_folds(self) -> dict[str, int]:
+        """Users evaluated per fold; a fold with none is an error naming it (before any training)."""
+        counts = {}
+        for f in [*self.fold_names, *(["test"] if self.exp.evaluation.test_split else [])]:
+            n = len(self.fold(f).users)
+            if n == 0:
+                field_ = "split" if f == "test" else "split.folds"
+                raise input_error(self.exp.source, field_, f"fold {f} has no user with a relevant "
+                                  f"held-out item (rating >= {self.exp.evaluation.relevance_threshold})")
+            counts[f] = n
+        return counts
+
+
+_PREPARED: dict[str, Prepared] = {}
+
+
+def prepare(exp: Experiment) -> Prepared:
+    """Process-wide cached :class:`Prepared` (workers build it once, not once per unit)."""
+    key = exp.fingerprint()
+    if key not in _PREPARED:
+        _PREPARED[key] = Prepared(exp)
+    return _PREPARED[key]

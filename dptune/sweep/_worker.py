@@ -1,0 +1,145 @@
+"""A sweep worker: take grid points from optuna until every validation unit has its part.
+
+Any number of workers (processes, machines) share one optuna storage and one results directory
+(docs/distributed.md). The result store is the ground truth: a unit whose Parquet part exists is
+never recomputed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from dptune.config import Experiment
+from dptune.store._store import ResultStore
+from dptune.sweep._claims import (
+    _claim,
+    _heartbeat_enabled,
+    _must_wait,
+    _owned_by_live,
+    _Pulse,
+    _requeue_missing,
+    _study,
+    worker_id,
+)
+from dptune.sweep._plan import Task, _key, plan
+from dptune.sweep._prepare import prepare
+from dptune.sweep._storage import heartbeat_settings, open_storage
+from dptune.sweep._unit import _primary_mean, run_unit
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    import optuna
+    from optuna.trial import FrozenTrial
+
+MAX_PASSES = 3  # grid walks per worker and algorithm before giving up on failed units
+
+
+def worker(exp: Experiment, results: str | Path, storage_url: str | None = None,
+           algorithms: Sequence[str] | None = None, wait_seconds: float | None = None) -> int:
+    """Work on the experiment's validation units until none is left; returns units computed here.
+
+    Any number of workers (processes, machines) may run this against one storage and one shared
+    results directory: each asks optuna's GridSampler for a grid point (= a unit), skips it when
+    its part exists, leaves it to a live worker that owns it (:func:`_must_wait`), and otherwise
+    computes and writes it. A first round over the algorithms never waits (an owned point is
+    marked PRUNED, "deferred", and the worker moves on, so idle workers start the next algorithm
+    instead of watching the last units of this one); a second round waits for the units still
+    owned by live workers and redoes those of dead ones. Units whose trials failed are queued
+    again, for at most ``MAX_PASSES`` grid walks per algorithm.
+    """
+    import optuna
+
+    root = Path(results)
+    store = ResultStore(root)
+    storage = open_storage(storage_url, root)
+    interval, _ = heartbeat_settings()
+    wait = min(1.0, float(interval)) if wait_seconds is None else wait_seconds
+    prep = prepare(exp)
+    folds = prep.fold_names
+    me = worker_id()
+    done_here = 0
+
+    def missing(tasks: list[Task]) -> list[Task]:
+        """Tasks whose part is not written yet."""
+        return [t for t in tasks if not store.has_part(t.algorithm, t.fold, t.unit)]
+
+    def evaluate_point(trial: optuna.Trial, study: optuna.Study, space: dict[str, list[Any]],
+                       lookup: dict[str, Task], patient: bool) -> float:
+        """One trial: skip a written unit, defer to or wait for its live owner, or compute it."""
+        nonlocal done_here
+        params = {name: trial.suggest_categorical(name, choices) for name, choices in space.items()}
+        task = lookup[_key(params)]
+        trial.set_user_attr("unit", task.unit)
+        trial.set_user_attr("config_ids", list(task.config_ids))
+        trial.set_user_attr("worker", me)
+        state = "skipped"
+        while not store.has_part(task.algorithm, task.fold, task.unit):
+            if _must_wait(study, trial, params) or not _claim(study, trial, params):
+                if not patient:
+                    trial.set_user_attr("state", "deferred")
+                    raise optuna.TrialPruned("a live worker owns this unit")
+                state = "waited"
+                time.sleep(wait)
+                continue
+            run_unit(exp, task, store)
+            done_here += 1
+            state = "computed"
+            break
+        trial.set_user_attr("state", state)
+        return _primary_mean(exp, store, task)
+
+    def make_objective(study: optuna.Study, space: dict[str, list[Any]], lookup: dict[str, Task],
+                       patient: bool) -> Callable[[optuna.Trial], float]:
+        """The optuna objective: a heartbeat first, then :func:`evaluate_point`."""
+        def objective(trial: optuna.Trial) -> float:
+            # A heartbeat before the parameters are visible: a trial that others see on their
+            # grid point can always be found stale if its worker dies.
+            if _heartbeat_enabled(study._storage):
+                study._storage.record_heartbeat(trial._trial_id)
+                return evaluate_point(trial, study, space, lookup, patient)
+            with _Pulse(study, trial, interval):
+                return evaluate_point(trial, study, space, lookup, patient)
+        return objective
+
+    def make_stop(tasks: list[Task]) -> Callable[[optuna.Study, FrozenTrial], None]:
+        """A callback that stops the study once every part of ``tasks`` is written."""
+        def stop_when_complete(study: optuna.Study, trial: FrozenTrial) -> None:
+            if not missing(tasks):
+                study.stop()
+        return stop_when_complete
+
+    work = []
+    for alg in exp.algorithms:
+        if algorithms is not None and alg.name not in algorithms:
+            continue
+        tasks = plan(exp, alg.name, folds)
+        if missing(tasks):
+            study, space = _study(exp, alg.name, storage, folds)
+            lookup = {_key({"fold": t.fold, **t.params}): t for t in tasks}
+            work.append((tasks, study, space, lookup))
+
+    for tasks, study, space, lookup in work:  # round 1: take free units, never wait
+        if missing(tasks):
+            study.optimize(make_objective(study, space, lookup, patient=False),
+                           callbacks=[make_stop(tasks)], gc_after_trial=False)
+    for tasks, study, space, lookup in work:  # round 2: wait for owned units, redo dead ones
+        passes = 0
+        while missing(tasks) and passes < MAX_PASSES:
+            study.optimize(make_objective(study, space, lookup, patient=True),
+                           callbacks=[make_stop(tasks)], gc_after_trial=False)
+            # The grid walk ended with parts missing. Units that live workers are computing:
+            # wait for their parts (or their death, which queues them again) without new trials.
+            owned = False
+            while missing(tasks) and _owned_by_live(study, missing(tasks)):
+                owned = True
+                time.sleep(wait)
+            if owned or not missing(tasks):
+                continue  # done, or an owner died and the stale callback queued its point again
+            # Units whose trials failed (or that lost their part): queue their points again.
+            _requeue_missing(study, missing(tasks))
+            passes += 1
+    return done_here
