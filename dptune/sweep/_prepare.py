@@ -16,6 +16,7 @@ from dptune.config import Experiment
 from dptune.data._dataset import Dataset, load_dataset
 from dptune.data._split import (
     HoldOut,
+    check_users_kept,
     cv_fold_labels,
     leave_one_out,
     random_holdout,
@@ -59,6 +60,7 @@ class Prepared:
             self.holdout = random_holdout(r, s.train_ratio, exp.split_seed, s.min_user_interactions)
         else:
             self.holdout = leave_one_out(r, s.min_user_interactions)
+        check_users_kept(r, self.holdout, s.min_user_interactions)
         self.labels = np.asarray(cv_fold_labels(self.holdout.train, s.folds, s.fold_method, exp.split_seed))
         self.shape = (self.dataset.n_users, self.dataset.n_items)
         self._folds: dict[str, FoldData] = {}

@@ -258,3 +258,16 @@ def test_different_seeds_usually_differ():
         draws = {cv_fold_labels(frame, 4, method, seed=s).tobytes() for s in range(5)}
         assert len(draws) == 5
     assert len({kfold_labels(frame, 4, s).tobytes() for s in range(5)}) == 5
+
+
+def test_every_user_dropped_is_an_error_with_the_numbers():
+    from dptune.data._split import check_users_kept
+
+    frame = table([(u, i, i) for u in range(3) for i in range(2)])  # 3 users, 2 ratings each
+    split = temporal_holdout(frame, min_user_interactions=5)
+    with pytest.raises(DptuneError) as err:
+        check_users_kept(frame, split, 5)
+    msg = str(err.value)
+    assert "split.min_user_interactions" in msg and "all 3 users were dropped" in msg
+    assert "fewer than 5 ratings" in msg and "the most any user has is 2" in msg
+    check_users_kept(frame, temporal_holdout(frame, min_user_interactions=2), 2)
