@@ -28,7 +28,7 @@ pairs (:func:`noise_floor`). All p-values come from :mod:`dptune.stats`.
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -342,8 +342,9 @@ def summarize_curves(curves: np.ndarray) -> DPResult:
     ``curves`` is ``(n_folds, P)`` (a 1-D array is one fold); each row is sorted decreasingly
     first (idempotent for curves from :func:`pvalue_curve`). With ``c[f, i]`` the i-th largest
     p-value of fold f: ``mean_i = (1/F) sum_f c[f, i]``, ``sd_i`` the sample sd over folds
-    (``ddof=1``; 0 when F = 1), ``DP = sum_i mean_i``, ``DP+sd = sum_i (mean_i + sd_i)``,
-    ``DP-sd = sum_i (mean_i - sd_i)``.
+    (``ddof=1``; 0 when F = 1), ``DP = sum_i mean_i``, ``DP+sd = sum_i min(mean_i + sd_i, 1)``,
+    ``DP-sd = sum_i max(mean_i - sd_i, 0)`` (the band stays in the range of a p-value, so
+    ``DP+sd <= P``; issue 13).
     """
     arr = np.asarray(curves, dtype=np.float64)
     if arr.ndim == 1:
@@ -354,12 +355,13 @@ def summarize_curves(curves: np.ndarray) -> DPResult:
     n_folds, n_pairs = arr.shape
     mean = arr.mean(axis=0)
     sd = arr.std(axis=0, ddof=1) if n_folds > 1 else np.zeros(n_pairs)
+    upper, lower = np.minimum(mean + sd, 1.0), np.maximum(mean - sd, 0.0)  # p-values: [0, 1]
     return DPResult(
         mean_curve=mean,
         sd_curve=sd,
         dp=float(mean.sum()),
-        dp_plus_sd=float((mean + sd).sum()),
-        dp_minus_sd=float((mean - sd).sum()),
+        dp_plus_sd=float(upper.sum()),
+        dp_minus_sd=float(lower.sum()),
         n_pairs=int(n_pairs),
         n_folds=int(n_folds),
     )
@@ -659,6 +661,7 @@ def analyze(
     *,
     algorithms: Iterable[str] | None = None,
     progress: bool = False,
+    fold_hooks: Mapping[str, Any] | None = None,
 ) -> Analysis:
     """DP of every metric@N for every algorithm and scope of a result store.
 
@@ -686,7 +689,9 @@ def analyze(
     which a multi-threaded BLAS slows down (7-10x on a loaded 2-core machine, see
     ``docs/performance.md``); the Parquet reader threads are not affected. ``progress`` shows
     a bar ((algorithm, fold) pairs done / total, ETA) on stderr: the full ML-1M store takes
-    half a minute.
+    half a minute. ``fold_hooks``: algorithm -> an object with ``ids`` (configurations it needs,
+    added to the fold read) and ``add_fold(fold_index, read)``, called with each validation
+    fold's reader (the robust DP, :class:`dptune.analysis._robust_pass.RobustPass`).
     """
     n_pairs = _int_param(n_pairs, "analysis", "n_pairs", 1)
     seed = _int_param(seed, "analysis", "seed", 0)
@@ -713,7 +718,7 @@ def analyze(
         total=n_folds, desc="analysis", unit="fold", disable=not progress, dynamic_ncols=True
     ) as bar:
         return _analyze_algorithms(store, algs, n_pairs, seed, test, alpha, correction,
-                                   n_resamples, bootstrap, FoldBuffer(), bar)
+                                   n_resamples, bootstrap, FoldBuffer(), bar, fold_hooks or {})
 
 
 def _ticking(items: Sequence[Any], bar: Any) -> Any:
@@ -735,6 +740,7 @@ def _analyze_algorithms(
     bootstrap: int,
     buffer: FoldBuffer,
     bar: Any,
+    fold_hooks: Mapping[str, Any],
 ) -> Analysis:
     """The loop of :func:`analyze` over algorithms and folds (arguments validated; ``buffer``
     holds one fold's values, reused by every (algorithm, fold) read)."""
@@ -776,11 +782,16 @@ def _analyze_algorithms(
             if state
             else np.zeros(0, dtype=np.int64)
         )
+        hook = fold_hooks.get(alg)  # e.g. the robust DP: fed from the same fold read
+        if hook is not None:
+            all_ids = np.union1d(all_ids, hook.ids).astype(np.int64)
         for f_i, fold in enumerate(_ticking(folds, bar)):
             if not state:
                 break
             read = None  # drop the previous fold's slice before reading the next one
             read = _fold_reader(store, alg, fold, all_ids, mcs, buffer)
+            if hook is not None:
+                hook.add_fold(f_i, read)
             for scope, pairs in scopes.items():
                 st = state[scope]
                 ids = st["ids"]
