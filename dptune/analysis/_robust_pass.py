@@ -92,18 +92,41 @@ class RobustPass:
                       if self.bootstrap and len(p) else None for k, p in enumerate(self.pairs)]
 
     def add_fold(self, fold_index: int, read: Reader) -> None:
-        """Test the pairs of every repeat on one fold and add its bootstrap part."""
+        """Test the pairs of every repeat on one fold and add its bootstrap part.
+
+        ``read`` is ``read_matrix``-like; when it is the ``matrix`` method of a
+        :class:`dptune.store._store.FoldSlice` the float32 fold array is read in place (no
+        copy of the configurations' rows), with the same inner join of users.
+        """
         if not self.n_possible:
             return
         draws: dict[tuple[int, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        block = getattr(read, "__self__", None)
+        fast = isinstance(getattr(block, "values", None), np.ndarray) and \
+            hasattr(block, "config_ids") and hasattr(block, "metric_cutoffs")
+        base = None
+        if fast:
+            base = np.searchsorted(block.config_ids, self.ids)
+            if np.any(base >= len(block.config_ids)) or \
+                    np.any(block.config_ids[np.minimum(base, len(block.config_ids) - 1)]
+                           != self.ids):
+                fast = False
         rows = [np.searchsorted(self.ids, p) for p in self.pairs]
         for mc in self.mcs:
-            users, values = read(mc[0], mc[1], self.ids)
-            values = np.ascontiguousarray(values, dtype=np.float64)
-            n = len(users)
+            columns = None
+            if fast:
+                values = block.values[list(block.metric_cutoffs).index(mc)]
+                columns = rs.present_columns(values, base)
+                n = values.shape[1] if columns is None else len(columns)
+                mapped = [base[r] for r in rows]
+            else:
+                users, values = read(mc[0], mc[1], self.ids)
+                values = np.ascontiguousarray(values, dtype=np.float64)
+                n = len(users)
+                mapped = rows
             point: dict[int, np.ndarray] = {}
             for k in range(self.repeats):
-                ra, rb = rows[k][:, 0], rows[k][:, 1]
+                ra, rb = mapped[k][:, 0], mapped[k][:, 1]
                 if self.bootstrap:
                     key = (k, n)
                     if key not in draws:
@@ -111,12 +134,12 @@ class RobustPass:
                                                    fold_index, self.groups)
                     perm, starts, w = draws[key]
                     p, reps = rs.fold_replicate_means(values, ra, rb, self._mult[k], perm,
-                                                      starts, w)
+                                                      starts, w, columns)
                     self._reps[(k, mc)] += reps
                 elif self._same[k] in point:
                     p = point[self._same[k]]
                 else:
-                    p = _point_pvalues(values, ra, rb, n)
+                    p = _point_pvalues(values, ra, rb, n, columns)
                 point.setdefault(self._same[k], p)
                 self._fold_means[(k, mc)][fold_index] = p.mean()
                 if k == 0 and not np.all(p == 1.0):
@@ -158,13 +181,14 @@ class RobustPass:
 
 
 def _point_pvalues(values: np.ndarray, rows_a: np.ndarray, rows_b: np.ndarray,
-                   n: int) -> np.ndarray:
+                   n: int, columns: np.ndarray | None = None) -> np.ndarray:
     """The paired t-test p-values of the pairs on all ``n`` users (one group, no bootstrap)."""
     if n < 2:
         return np.ones(len(rows_a))
     starts = np.array([0, n], dtype=np.int64)
     dbar, _c1, c2, constant, _size = rs.pair_moments(values, rows_a, rows_b,
-                                                     np.arange(n, dtype=np.int64), starts)
+                                                     np.arange(n, dtype=np.int64), starts,
+                                                     columns)
     return rs.point_pvalues(dbar, c2, constant, n)
 
 

@@ -159,3 +159,27 @@ def test_plan_finish_and_refusals():
     assert not ann["no_evidence"].any()
     dead = dp.analyze(TinyStore(identical=True), n_pairs=15, seed=1)
     assert rr.annotate_dp(dead.dp, dead.pvalues)["no_evidence"].all()
+
+
+def test_fold_array_read_in_place_equals_read_matrix():
+    """A FoldSlice's float32 array is read in place, with read_matrix's inner join of users."""
+    from dptune.store._store import FoldSlice
+
+    store = TinyStore()
+    mcs = (("ndcg", 10), ("recall", 10))
+    ids = np.arange(8)  # two configurations more than the algorithm's: rows are looked up
+    res = {}
+    for mode in ("fast", "slow"):
+        rpass = rp.RobustPass("knn", np.arange(6), 3, mcs, bootstrap=50, repeats=2, seed=3)
+        for f in range(3):
+            vals = np.stack([np.vstack([store.v[(m, str(f))], np.ones((2, 200))])
+                             for m, _ in mcs]).astype(np.float32)
+            vals[0, 2, 5] = np.nan  # user 5 has no nDCG for configuration 2: left out of nDCG
+            block = FoldSlice("knn", str(f), ids, mcs, np.arange(200), vals)
+            if mode == "fast":
+                rpass.add_fold(f, block.matrix)
+            else:
+                rpass.add_fold(f, lambda m, c, i, b=block: b.matrix(m, c, i))
+        res[mode] = rpass.result()
+    pd.testing.assert_frame_equal(res["fast"].table, res["slow"].table, rtol=1e-9)
+    pd.testing.assert_frame_equal(res["fast"].ranking, res["slow"].ranking)
