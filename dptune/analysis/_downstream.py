@@ -25,6 +25,7 @@ import pandas as pd
 
 from dptune.analysis._importance import EVALUATOR_NAMES, EVALUATORS, dp_dominance
 from dptune.analysis._stats import paired_pvalues
+from dptune.errors import DptuneError
 from dptune.vocab import display_hyperparameter, display_metric
 
 __all__ = ["downstream_check", "dominance_evidence"]
@@ -61,7 +62,12 @@ def downstream_check(best: pd.DataFrame, recommended: Mapping[tuple[str, int], s
             out[(alg, cutoff)] = (len(ids), "", head + "; the test split was not evaluated, so "
                                   "whether they differ on it is unknown.")
             continue
-        users, values = read_test(alg, ids)
+        try:
+            users, values = read_test(alg, ids)
+        except DptuneError:  # the store has no test-split values for these configurations
+            out[(alg, cutoff)] = (len(ids), "", head + "; the test split was not evaluated for "
+                                  "them, so whether they differ on it is unknown.")
+            continue
         values = np.asarray(values, dtype=np.float64)
         row = {int(c): i for i, c in enumerate(ids)}
         a = values[row[cfg[rec]]]

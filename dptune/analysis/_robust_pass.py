@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from threadpoolctl import threadpool_limits
 
 from dptune.analysis import _resample as rs
 from dptune.analysis import _robust as rb
@@ -205,19 +206,28 @@ def robust_analysis(store: Any, *, algorithms: Sequence[str] | None = None,
 
     algs = list(store.algorithms()) if algorithms is None else list(algorithms)
     parts, used = [], {}
-    for alg in algs:
-        folds = sorted((str(f) for f in store.folds(alg) if str(f) != "test"), key=fold_key)
-        mcs = sorted({(str(m), int(c)) for m, c in store.metric_cutoffs(alg)},
-                     key=lambda mc: metric_key(*mc))
-        ids = store.configs(alg)["config_id"].to_numpy()
-        rp = plan_pass(alg, ids, len(folds), mcs, n_users=None, max_pairs=max_pairs,
-                       bootstrap=bootstrap, stability=stability, seed=seed, groups=groups,
-                       budget_s=budget_s, store=store, first_fold=folds[0] if folds else None)
-        for f_i, fold in enumerate(folds):
-            rp.add_fold(f_i, _fold_reader(store, alg, fold, rp.ids, mcs))
-        used[alg] = rp.repeats
-        parts.append(rp.result())
+    with threadpool_limits(limits=1, user_api="blas"):  # many small products (see _dp.analyze)
+        for alg in algs:
+            _one_algorithm(store, alg, parts, used, max_pairs, bootstrap, stability, seed,
+                           groups, budget_s, _fold_reader)
     return merge_results(parts), used
+
+
+def _one_algorithm(store: Any, alg: str, parts: list, used: dict, max_pairs: int,
+                   bootstrap: int, stability: int, seed: int, groups: int,
+                   budget_s: float | None, fold_reader: Any) -> None:
+    """:func:`robust_analysis` for one algorithm (appends to ``parts`` and ``used``)."""
+    folds = sorted((str(f) for f in store.folds(alg) if str(f) != "test"), key=fold_key)
+    mcs = sorted({(str(m), int(c)) for m, c in store.metric_cutoffs(alg)},
+                 key=lambda mc: metric_key(*mc))
+    ids = store.configs(alg)["config_id"].to_numpy()
+    rp = plan_pass(alg, ids, len(folds), mcs, n_users=None, max_pairs=max_pairs,
+                   bootstrap=bootstrap, stability=stability, seed=seed, groups=groups,
+                   budget_s=budget_s, store=store, first_fold=folds[0] if folds else None)
+    for f_i, fold in enumerate(folds):
+        rp.add_fold(f_i, fold_reader(store, alg, fold, rp.ids, mcs))
+    used[alg] = rp.repeats
+    parts.append(rp.result())
 
 
 def plan_pass(algorithm: str, config_ids: np.ndarray, n_folds: int,

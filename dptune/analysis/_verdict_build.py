@@ -22,16 +22,6 @@ def _test_reader(store: Any, primary: tuple[str, int]) -> ds.TestReader:
     return read
 
 
-def _has_test(store: Any, algorithms: list[str], primary: tuple[str, int]) -> bool:
-    for alg in algorithms:
-        if "test" not in [str(f) for f in store.folds(alg)]:
-            return False
-        if (primary[0], int(primary[1])) not in {(str(m), int(c))
-                                                 for m, c in store.metric_cutoffs(alg)}:
-            return False
-    return True
-
-
 def verdict_for_store(store: Any, dp: pd.DataFrame, robust: RobustResult, *, alpha: float,
                       best: pd.DataFrame | None, primary: tuple[str, int],
                       noise_table: pd.DataFrame | None = None,
@@ -52,8 +42,7 @@ def verdict_for_store(store: Any, dp: pd.DataFrame, robust: RobustResult, *, alp
     recmap = {(r.algorithm, int(r.cutoff)): str(r.recommended) for r in rec.itertuples()}
     downstream = None
     if best is not None and not best.empty:
-        algs = sorted({a for a, _ in recmap})
-        reader = _test_reader(store, primary) if _has_test(store, algs, primary) else None
+        reader = _test_reader(store, primary)
         downstream = ds.downstream_check(best, recmap, reader, primary, float(alpha))
     dominance = {}
     for key, metric in recmap.items():

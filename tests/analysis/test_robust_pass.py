@@ -8,6 +8,7 @@ from scipy import stats as st
 from dptune.analysis import _dp as dp
 from dptune.analysis import _robust_pass as rp
 from dptune.analysis import _stability as sb
+from dptune.errors import input_error
 
 
 class TinyStore:
@@ -41,6 +42,8 @@ class TinyStore:
         return [("recall", 10), ("ndcg", 10)]
 
     def read_matrix(self, algorithm, metric, cutoff, fold, config_ids):
+        if (metric, fold) not in self.v:  # as the real store: no results -> a one-line error
+            raise input_error("store", f"{algorithm}/fold {fold}", "no results")
         x = self.v[(metric, fold)]
         return np.arange(x.shape[1]), x[np.asarray(config_ids)]
 
