@@ -26,7 +26,7 @@ import pandas as pd
 from dptune.analysis._importance import EVALUATOR_NAMES, EVALUATORS, dp_dominance
 from dptune.analysis._stats import paired_pvalues
 from dptune.errors import DptuneError
-from dptune.vocab import display_hyperparameter, display_metric
+from dptune.vocab import METRICS, display_hyperparameter, display_metric
 
 __all__ = ["downstream_check", "dominance_evidence"]
 
@@ -50,6 +50,7 @@ def downstream_check(best: pd.DataFrame, recommended: Mapping[tuple[str, int], s
         if b.empty or not rec:
             continue
         cfg = dict(zip(b["metric"].astype(str), b["config_id"].astype(int), strict=True))
+        cfg = {m: cfg[m] for m in sorted(cfg, key=_metric_order)}
         if rec not in cfg:
             continue
         ids = np.array(sorted(set(cfg.values())), dtype=np.int64)
@@ -70,22 +71,37 @@ def downstream_check(best: pd.DataFrame, recommended: Mapping[tuple[str, int], s
             continue
         values = np.asarray(values, dtype=np.float64)
         row = {int(c): i for i, c in enumerate(ids)}
+        params = dict(zip(b["config_id"].astype(int), b["params"].astype(str), strict=False)) \
+            if "params" in b.columns else {}
         a = values[row[cfg[rec]]]
-        differ, parts = [], []
+        by_config: dict[int, list[str]] = {}
         for m, c in cfg.items():
-            if m == rec or c == cfg[rec]:
-                continue
+            if m != rec and c != cfg[rec]:
+                by_config.setdefault(c, []).append(m)
+        differ, parts = [], []
+        for c, ms in by_config.items():
             p = float(paired_pvalues(a, values[row[c]])[0])
             sig = p < alpha
             if sig:
-                differ.append(m)
-            parts.append(f"{display_metric(m, cutoff)}'s choice {values[row[c]].mean():.4f} "
-                         f"(p = {p:.3g}{', significant' if sig else ''})")
+                differ += ms
+            who = ", ".join(display_metric(m, cutoff) for m in ms)
+            parts.append(f"{who} select{'s' if len(ms) == 1 else ''} {_config(c, params)}: "
+                         f"{values[row[c]].mean():.4f} (p = {p:.2g}"
+                         f"{', significant' if sig else ''})")
         text = (head + f"; on the test split ({yard}, paired t-test over {len(users)} test users) "
-                f"{display_metric(rec, cutoff)}'s choice scores {a.mean():.4f}, "
-                + "; ".join(parts) + ".")
+                f"{display_metric(rec, cutoff)}'s choice, {_config(cfg[rec], params)}, scores "
+                f"{a.mean():.4f}; " + "; ".join(parts) + ".")
         out[(alg, cutoff)] = (len(ids), ";".join(differ), text)
     return out
+
+
+def _config(config_id: int, params: Mapping[int, str]) -> str:
+    text = params.get(int(config_id), "")
+    return f"configuration {int(config_id)}" + (f" ({text})" if text else "")
+
+
+def _metric_order(metric: str) -> int:
+    return METRICS.index(metric) if metric in METRICS else len(METRICS)
 
 
 def _top(imp: pd.DataFrame, evaluator: str) -> tuple[str, float] | None:
