@@ -36,7 +36,8 @@ def _analysis_overrides(args: argparse.Namespace) -> dict[str, object]:
     keys = {"pairs": "n_pairs", "seed": "seed", "test": "test", "alpha": "alpha",
             "correction": "correction", "n_resamples": "n_resamples", "bootstrap": "bootstrap",
             "noise_seeds": "noise_seeds", "noise_configs": "noise_configs",
-            "importance": "importance"}
+            "importance": "importance", "max_pairs": "max_pairs", "stability": "stability",
+            "min_fold_users": "min_fold_users"}
     out = {}
     for flag, key in keys.items():
         v = getattr(args, flag, None)
@@ -48,6 +49,9 @@ def _analysis_overrides(args: argparse.Namespace) -> dict[str, object]:
         raise input_error("--noise-configs", None, "must be at least 1")
     if "bootstrap" in out and out["bootstrap"] < 0:
         raise input_error("--bootstrap", None, "must be 0 (off) or positive")
+    for flag in ("max_pairs", "stability", "min_fold_users"):
+        if flag in out and out[flag] < 0:
+            raise input_error("--" + flag.replace("_", "-"), None, "must be 0 (off) or positive")
     if "n_resamples" in out and out["n_resamples"] < 1:
         raise input_error("--n-resamples", None, "must be at least 1")
     if "alpha" in out and not 0.0 < out["alpha"] < 1.0:
@@ -225,6 +229,14 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--alpha", type=float)
     a.add_argument("--correction", choices=["none", "holm", "bh"])
     a.add_argument("--bootstrap", type=int, help="bootstrap replicates for DP confidence intervals")
+    a.add_argument("--max-pairs", type=int, metavar="N",
+                   help="pairs of the robust DP: all pairs when there are at most N, else a seeded "
+                        "sample of N (default 1000; 0 = off)")
+    a.add_argument("--stability", type=int, metavar="S",
+                   help="pair seeds a significance claim must survive (default 5, lowered when "
+                        "not affordable; 0 = one seed)")
+    a.add_argument("--min-fold-users", type=int, metavar="N",
+                   help="refuse validation folds with fewer users (default 20; 0 = no minimum)")
     a.add_argument("--n-resamples", type=int,
                    help="resamples of the bootstrap/permutation significance tests (default 1000)")
     _noise_and_stats_flags(a, analyze=True)
