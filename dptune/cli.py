@@ -156,6 +156,44 @@ def cmd_subgrid(args: argparse.Namespace) -> int:
     return 0
 
 
+def _config_arg(text: str) -> tuple[str, int]:
+    alg, sep, cid = text.partition("=")
+    try:
+        if not sep:
+            raise ValueError
+        return alg, int(cid)
+    except ValueError:
+        raise input_error("--config-id", None, f"expected ALGORITHM=CONFIG_ID, got {text!r}") from None
+
+
+def cmd_seeds(args: argparse.Namespace) -> int:
+    from dptune.studies import run_seeds_study
+
+    configs = dict(_config_arg(t) for t in args.config_id)
+    grid = None if args.grid is None else [g for g in args.grid.split(",") if g.strip()]
+    try:
+        files = run_seeds_study(args.config, args.seeds, args.out, configs or None,
+                                jobs=args.jobs, progress=not args.no_progress,
+                                cache_dir=args.cache, grid_algorithms=grid,
+                                grid_seeds=args.grid_seeds)
+    except KeyboardInterrupt:
+        print("dptune: interrupted; finished seeds are cached, run the same command to resume",
+              file=sys.stderr)
+        return 130
+    print(f"seeds: {len(files)} files in {files[-1].parent} (see {files[-1]})")
+    return 0
+
+
+def cmd_slices(args: argparse.Namespace) -> int:
+    from dptune.studies import run_slices_study
+
+    files = run_slices_study(args.results_dir, args.out, args.reports, base=args.base,
+                             n_pairs=args.pairs, seed=args.seed, test=args.test,
+                             experiment=args.experiment, cutoff=args.cutoff)
+    print(f"slices: {len(files)} files in {args.out} (see {files[-1]})")
+    return 0
+
+
 def cmd_data(args: argparse.Namespace) -> int:
     from dptune.data._dataset import dataset_stats, fetch, load_dataset
 
@@ -275,8 +313,34 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--grid", help="grid to place the sub-grid in (default: the swept grid), e.g. grids/bpr-mf.toml")
     g.set_defaults(func=cmd_subgrid)
 
-    sub.add_parser("seeds", help="split-seed study: hold-out vs CV over data-split seeds (dptune seeds -h)")
-    sub.add_parser("slices", help="metrics, miss rate and DP per user slice (dptune slices -h)")
+    sd = sub.add_parser("seeds", help="split-seed study: hold-out vs CV over data-split seeds (dptune seeds -h)",
+                        description="Split-seed study: accuracy under S data-split seeds, random hold-out vs k-fold CV, "
+                        "and the stability of the best configuration and of the DP metric ranking.")
+    sd.add_argument("config", help="experiment TOML, optionally with a [seeds] table")
+    sd.add_argument("--seeds", type=int, default=None, help="number of data-split seeds (default 20)")
+    sd.add_argument("--out", default=None, help="report directory (default reports/seeds-<name>)")
+    sd.add_argument("--cache", default=None, help="per-seed results (default results/seeds-<name>)")
+    sd.add_argument("--jobs", type=int, default=1, help="parallel processes")
+    sd.add_argument("--config-id", action="append", default=[], metavar="ALG=ID",
+                    help="run ALG with grid configuration ID instead of the default")
+    sd.add_argument("--grid", default=None, help="comma-separated algorithms for the grid part ('' to skip)")
+    sd.add_argument("--grid-seeds", type=int, default=None, help="seeds of the grid part")
+    sd.add_argument("--no-progress", action="store_true")
+    sd.set_defaults(func=cmd_seeds)
+
+    sl = sub.add_parser("slices", help="metrics, miss rate and DP per user slice (dptune slices -h)",
+                        description="Metrics, miss rate and DP per user slice (history length, popularity of held-out "
+                        "items; log-scaled bins) of a results directory.")
+    sl.add_argument("results_dir")
+    sl.add_argument("--out", required=True, help="directory for the slice report")
+    sl.add_argument("--reports", default=None, help="main reports directory (its pairs.csv)")
+    sl.add_argument("--experiment", default=None, help="experiment TOML (default: the manifest's)")
+    sl.add_argument("--base", type=int, default=2, help="base of the log-scaled bins (default 2)")
+    sl.add_argument("--pairs", type=int, default=None, help="pairs P (default: the manifest's)")
+    sl.add_argument("--seed", type=int, default=None, help="pair-sampling seed")
+    sl.add_argument("--test", default=None, help="t | wilcoxon | bootstrap | permutation")
+    sl.add_argument("--cutoff", type=int, default=None, help="cutoff of the figure and tables")
+    sl.set_defaults(func=cmd_slices)
 
     dt = sub.add_parser("data", help="fetch data sets or print their statistics (Table 1)")
     dsub = dt.add_subparsers(dest="data_cmd", required=True)
@@ -289,16 +353,9 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-_STUDIES = {"seeds": "dptune.studies.seeds", "slices": "dptune.studies.slices"}
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; user errors print one line and return 2."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] in _STUDIES:  # the studies parse their own options
-        from importlib import import_module
-
-        return int(import_module(_STUDIES[argv[0]]).main(argv[1:]))
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)

@@ -24,7 +24,7 @@ from dptune.sweep._manifest import (
     validate_experiment,
 )
 from dptune.sweep._plan import Task, derive_seed, plan, plan_units, test_tasks, unit_dimensions
-from dptune.sweep._prepare import FoldData, Prepared, prepare
+from dptune.sweep._prepare import FoldData, Prepared, fold_data, prepare
 from dptune.sweep._status import status
 from dptune.sweep._storage import heartbeat_settings, open_storage, study_name
 from dptune.sweep._unit import run_unit
@@ -32,6 +32,7 @@ from dptune.sweep._worker import worker
 
 __all__ = [
     "FoldData",
+    "fold_data",
     "Prepared",
     "prepare",
     "Task",

@@ -10,6 +10,7 @@ import threading
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 import scipy.sparse as sp
 
 from dptune.config import Experiment
@@ -43,6 +44,20 @@ def _matrix(user: np.ndarray, item: np.ndarray, shape: tuple[int, int]) -> sp.cs
     m.sum_duplicates()
     m.data[:] = 1.0
     return m
+
+
+def fold_data(train: pd.DataFrame, held: pd.DataFrame, shape: tuple[int, int],
+              threshold: float, name: str) -> FoldData:
+    """One evaluation setting from a training and a held-out part (rows ``user, item, rating``):
+    binarised training matrix, relevance matrix ``rating >= threshold`` of the held-out rows,
+    the users with a relevant held-out item, and the novelty vectors of the training matrix.
+    Shared by the sweep's folds and the split-seed study's splits."""
+    X = _matrix(train["user"].to_numpy(), train["item"].to_numpy(), shape)
+    rel = held[held["rating"].to_numpy() >= threshold]
+    R = _matrix(rel["user"].to_numpy(), rel["item"].to_numpy(), shape)
+    users = np.flatnonzero(np.diff(R.indptr) > 0).astype(np.int32)
+    efd, epc = novelty_vectors(X)
+    return FoldData(name, X, R, users, efd, epc)
 
 
 class Prepared:
@@ -85,12 +100,7 @@ class Prepared:
         else:
             mask = self.labels == int(fold)
             train, held = tr[~mask], tr[mask]
-        X = _matrix(train["user"].to_numpy(), train["item"].to_numpy(), self.shape)
-        rel = held[held["rating"].to_numpy() >= self.exp.evaluation.relevance_threshold]
-        R = _matrix(rel["user"].to_numpy(), rel["item"].to_numpy(), self.shape)
-        users = np.flatnonzero(np.diff(R.indptr) > 0).astype(np.int32)
-        efd, epc = novelty_vectors(X)
-        return FoldData(fold, X, R, users, efd, epc)
+        return fold_data(train, held, self.shape, self.exp.evaluation.relevance_threshold, fold)
 
     def check_folds(self) -> dict[str, int]:
         """Users evaluated per fold; a fold with none is an error naming it (before any training)."""

@@ -21,6 +21,7 @@ import pytest  # noqa: E402
 
 from dptune.errors import DptuneError  # noqa: E402
 from dptune.report import _report as report
+from dptune.report._table import Cell, _md_cell
 
 METRICS = ("ndcg", "precision", "recall", "mrr", "efd", "epc")
 # Paper Table 3 (MovieLens), in the paper's column order EFD, EPC, MRR, nDCG, Prec, Rec.
@@ -408,7 +409,7 @@ def test_table1_format_and_escaping() -> None:
 
 
 def test_markdown_escapes_pipes() -> None:
-    assert report._md_cell(report.Cell("a|b", bold=True)) == "**a\\|b**"
+    assert _md_cell(Cell("a|b", bold=True)) == "**a\\|b**"
 
 
 # ------------------------------------------------------------------------------- files

@@ -11,9 +11,11 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
+import dptune.studies as seeds
+from dptune.cli import main as cli_main
 from dptune.config import parse_experiment
 from dptune.errors import DptuneError
-from dptune.studies import seeds as seeds
+from dptune.studies._seeds_runs import _CACHE_COLUMNS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -70,7 +72,7 @@ def _cache_frame(rng: np.random.Generator, n_seeds: int = 6) -> pd.DataFrame:
                     for c in (1, 10):
                         rows.append(("alg", 0, split, i, 1000 + i, f, 7, m, c,
                                      rng.uniform(0.2, 0.3), 50, 0.1, 0.1))
-    return pd.DataFrame(rows, columns=seeds._CACHE_COLUMNS)
+    return pd.DataFrame(rows, columns=_CACHE_COLUMNS)
 
 
 def test_per_seed_table_cv_is_fold_mean_and_pct_mean_is_100() -> None:
@@ -240,10 +242,10 @@ def test_rerun_resumes_from_the_cache(tiny_study) -> None:
 def test_cli_main(tiny_study, capsys) -> None:
     d, _ = tiny_study
     cfg = _exp(d, "[seeds]\nn_seeds = 2\nfolds = 3\ngrid_algorithms = [\"userknn\"]\n")
-    rc = seeds.main([str(cfg), "--out", str(d / "cli"), "--cache", str(d / "cache"), "--no-progress"])
+    rc = cli_main(["seeds", str(cfg), "--out", str(d / "cli"), "--cache", str(d / "cache"), "--no-progress"])
     assert rc == 0 and (d / "cli" / "seeds_report.md").exists()
-    assert seeds.main([str(cfg), "--seeds", "1", "--out", str(d / "cli")]) == 2
-    assert seeds.main([str(d / "missing.toml")]) == 2
+    assert cli_main(["seeds", str(cfg), "--seeds", "1", "--out", str(d / "cli")]) == 2
+    assert cli_main(["seeds", str(d / "missing.toml")]) == 2
     assert "dptune:" in capsys.readouterr().err
     assert not os.path.exists(d / "cli" / "missing")
 

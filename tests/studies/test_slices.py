@@ -11,10 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import dptune.studies as slices
 from dptune.analysis import _dp as dp
 from dptune.analysis import _stats as stats
+from dptune.cli import main as cli_main
 from dptune.errors import DptuneError
-from dptune.studies import slices as slices
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -183,7 +184,7 @@ grid = "{grid}"
 def tiny_run(tmp_path_factory):
     from dptune.analysis._analyze import analyze_results
     from dptune.config import load_experiment
-    from dptune.sweep._sweep import run_experiment
+    from dptune.sweep import run_experiment
 
     d = tmp_path_factory.mktemp("slices")
     (d / "knn.toml").write_text("[params.k]\nvalues = [10, 20, 40, 80]\n")
@@ -220,7 +221,7 @@ def test_end_to_end_writes_every_file(tiny_run) -> None:
 
 def test_history_is_recomputed_from_each_folds_training_data(tiny_run) -> None:
     from dptune.config import load_experiment
-    from dptune.sweep._sweep import prepare
+    from dptune.sweep import prepare
 
     d, _ = tiny_run
     prep = prepare(load_experiment(d / "tiny.toml"))
@@ -238,9 +239,9 @@ def test_history_is_recomputed_from_each_folds_training_data(tiny_run) -> None:
 
 def test_cli_main_and_errors(tiny_run, capsys) -> None:
     d, _ = tiny_run
-    assert slices.main([str(d / "results"), "--out", str(d / "cli"), "--base", "10"]) == 0
+    assert cli_main(["slices", str(d / "results"), "--out", str(d / "cli"), "--base", "10"]) == 0
     dpt = pd.read_csv(d / "cli" / "slices_dp.csv")
     assert set(dpt.loc[dpt.slice_kind == "history", "lo"]) <= {1.0, 10.0, 100.0, 1000.0}
-    assert slices.main([str(d / "nowhere"), "--out", str(d / "cli")]) == 2
-    assert slices.main([str(d / "results"), "--out", str(d / "cli"), "--base", "1"]) == 2
+    assert cli_main(["slices", str(d / "nowhere"), "--out", str(d / "cli")]) == 2
+    assert cli_main(["slices", str(d / "results"), "--out", str(d / "cli"), "--base", "1"]) == 2
     assert "dptune:" in capsys.readouterr().err

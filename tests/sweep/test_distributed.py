@@ -238,24 +238,81 @@ def test_postgres_two_workers_and_a_killed_one(tmp_path, reference, pg_url, monk
         clean()
 
 
-def test_run_killed_then_rerun_keeps_finished_units(tmp_path, monkeypatch):
-    """``dptune run`` killed with SIGKILL mid-sweep; the same command finishes the sweep without
-    recomputing a finished unit (it waits out the dead trial's heartbeat, then redoes that unit)."""
+def _descendants(pid: int) -> set[int]:
+    """Every live descendant of ``pid`` (read from /proc: Linux only)."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(stat.parent.name)] = int(fields[1])
+    out, frontier = set(), {pid}
+    while frontier:
+        frontier = {c for c, p in parents.items() if p in frontier} - out
+        out |= frontier
+    return out
+
+
+def _running(pid: int) -> str | None:
+    """The command line of ``pid`` if it is still running (not gone, not a zombie), else None."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return None
+    return None if state == "Z" else cmdline
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").is_file(), reason="reads the process tree from /proc")
+def test_run_killed_leaves_no_process_and_rerun_resumes_exactly(tmp_path, reference, monkeypatch):
+    """``dptune run --jobs 2`` killed with SIGKILL mid-sweep: within a few seconds none of its
+    processes (loky workers, resource trackers) is left running; the same command then finishes
+    the sweep without recomputing a finished unit (it waits out the dead trials' heartbeats and
+    redoes their units), and its dp.csv, pvalues.csv and pairs.csv are byte-identical to an
+    uninterrupted run's."""
+    cfg_ref, ref_reports = reference
     cfg = write_experiment(tmp_path / "exp", name=NAME)
     results = tmp_path / "results"
     log = tmp_path / "run.log"
     cmd = [sys.executable, "-m", "dptune.cli", "run", str(cfg), "--results", str(results),
-           "--no-progress", "--no-analyze", "--jobs", "1"]
+           "--reports", str(tmp_path / "reports"), "--no-progress", "--jobs", "2"]
     proc = subprocess.Popen(cmd, stdout=log.open("w"), stderr=subprocess.STDOUT, env=_env(),
                             cwd=str(tmp_path))
     (results / "per_user.parquet").mkdir(parents=True, exist_ok=True)
-    before = _kill_when_computing(proc, _Watch(f"sqlite:///{results}/optuna.db", results), log)
+    watch = _Watch(f"sqlite:///{results}/optuna.db", results)
+    deadline = time.monotonic() + TIMEOUT
+    seen: dict[int, str] = {}
+    while True:
+        for pid in _descendants(proc.pid):
+            seen.setdefault(pid, _running(pid) or "")
+        workers = [c for c in seen.values() if "loky" in c and "popen" in c]
+        if len(workers) >= 2 and watch.computing():
+            break
+        assert proc.poll() is None, f"the run ended before it could be killed:\n{log.read_text()}"
+        assert time.monotonic() < deadline, log.read_text()
+        time.sleep(0.02)
+    seen.update({pid: _running(pid) or "" for pid in _descendants(proc.pid)})
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    left: dict[int, str] = {}
+    for _ in range(50):  # 10 s
+        left = {pid: c for pid in seen if (c := _running(pid)) is not None and c == seen[pid]}
+        if not left:
+            break
+        time.sleep(0.2)
+    assert not left, f"processes of the killed run still running: {left}"
+    before = _parts(results)
+    assert 1 <= len(before) < UNITS
 
     for key, value in FAST_HEARTBEAT.items():
         monkeypatch.setenv(key, value)
-    assert main(["run", str(cfg), "--results", str(results), "--no-progress", "--no-analyze"]) == 0
+    assert main(["run", str(cfg), "--results", str(results), "--reports",
+                 str(tmp_path / "reports"), "--no-progress", "--jobs", "2"]) == 0
     _check_store(results)
     after = _parts(results)
     assert {n: after[n] for n in before} == before
     trials = pd.read_csv(results / "trials.csv")
     assert len(trials) == RESULTS and not trials.duplicated(["algorithm", "config_id", "fold"]).any()
+    for name in COMPARED:
+        assert (tmp_path / "reports" / name).read_bytes() == (ref_reports / name).read_bytes(), name

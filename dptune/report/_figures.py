@@ -1,0 +1,154 @@
+"""Figure 1 of the report (averaged p-value curves per metric, one panel per algorithm) and the
+one reproducible figure saver every dptune figure goes through.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import matplotlib
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from dptune.report._format import ordered_algorithms, ordered_metrics
+from dptune.report._inputs import CURVE_INPUT, DP_INPUT, NOISE_INPUT, require, scope_all
+from dptune.vocab import display_algorithm, display_metric, metric_color
+
+__all__ = [
+    "PANEL_SIZE",
+    "FIG_DPI",
+    "MAX_PANEL_COLUMNS",
+    "figure1",
+    "figure_pixel_size",
+    "save_figure",
+]
+
+#: Size of one Figure 1 panel in inches, the figure dpi and panels per row: a figure with ``n``
+#: panels is ``min(n, 3)`` panels wide, so its pixel size is fixed by the number of algorithms.
+PANEL_SIZE: tuple[float, float] = (4.6, 3.6)
+FIG_DPI: int = 100
+MAX_PANEL_COLUMNS: int = 3
+_SVG_HASH_SALT = "dptune-report"
+
+
+def _panel_grid(n_panels: int) -> tuple[int, int]:
+    """(rows, columns) of the panel grid for ``n_panels`` algorithms."""
+    ncols = max(1, min(n_panels, MAX_PANEL_COLUMNS))
+    return max(1, math.ceil(n_panels / ncols)), ncols
+
+
+def figure_pixel_size(n_panels: int) -> tuple[int, int]:
+    """Pixel (height, width) of a Figure 1 PNG with ``n_panels`` panels (for callers and tests)."""
+    nrows, ncols = _panel_grid(n_panels)
+    return (
+        round(PANEL_SIZE[1] * nrows * FIG_DPI),
+        round(PANEL_SIZE[0] * ncols * FIG_DPI),
+    )
+
+
+def figure1(
+    curves: pd.DataFrame,
+    dp: pd.DataFrame,
+    cutoff: int,
+    noise_floor: pd.DataFrame | None = None,
+) -> Figure:
+    """Figure 1 for one cutoff: per algorithm, each metric's averaged p-value curve.
+
+    x = pair rank 1..P (p-values sorted decreasing), y = mean p-value over folds with a shaded
+    band of +-1 fold-to-fold sd clipped to [0, 1]; the legend gives each metric's DP (from ``dp``,
+    scope ``all``; the curve's sum when missing). A given ``noise_floor`` (A/A curves, columns
+    ``algorithm, cutoff, metric, position, mean``) is drawn dashed in the metric's colour.
+    Built on :class:`matplotlib.figure.Figure` directly (no pyplot state, Agg rendering).
+    """
+    curves = require(curves, CURVE_INPUT, "curves")
+    dp = require(dp, DP_INPUT, "dp")
+    noise = (
+        require(noise_floor, NOISE_INPUT, "noise_floor") if noise_floor is not None else None
+    )
+    cutoff = int(cutoff)
+    c = curves[(curves["scope"] == "all") & (curves["cutoff"] == cutoff)]
+    algorithms = ordered_algorithms(c["algorithm"].unique())
+    nrows, ncols = _panel_grid(len(algorithms))
+    fig = Figure(
+        figsize=(PANEL_SIZE[0] * ncols, PANEL_SIZE[1] * nrows), dpi=FIG_DPI, layout="constrained"
+    )
+    axes = fig.subplots(nrows, ncols, squeeze=False)
+    dp_all = scope_all(dp)
+    extra_colors: list[str] = []
+    for ax, alg in zip(axes.flat, algorithms, strict=False):
+        ca = c[c["algorithm"] == alg]
+        # positions are 0-based (dp.analyze, noise); the plot shows 1-based pair ranks
+        max_pos = int(ca["position"].max()) + 1
+        drew_noise = False
+        for m in ordered_metrics(ca["metric"].unique()):
+            s = ca[ca["metric"] == m].sort_values("position")
+            x = s["position"].to_numpy(dtype=float) + 1.0
+            y = s["mean"].to_numpy(dtype=float)
+            sd = np.nan_to_num(s["sd"].to_numpy(dtype=float), nan=0.0)
+            hit = dp_all[
+                (dp_all["algorithm"] == alg)
+                & (dp_all["metric"] == m)
+                & (dp_all["cutoff"] == cutoff)
+            ]["dp"]
+            dp_value = float(hit.iloc[0]) if len(hit) else float(np.nansum(y))
+            color = metric_color(m, extra_colors)
+            ax.fill_between(
+                x,
+                np.clip(y - sd, 0.0, 1.0),
+                np.clip(y + sd, 0.0, 1.0),
+                color=color,
+                alpha=0.15,
+                linewidth=0,
+            )
+            ax.plot(
+                x,
+                y,
+                color=color,
+                linewidth=1.6,
+                marker="o",
+                markersize=2.5,
+                label=f"{display_metric(m, cutoff)} (DP {dp_value:.3f})",
+            )
+            if noise is not None:
+                n = noise[
+                    (noise["algorithm"] == alg)
+                    & (noise["metric"] == m)
+                    & (noise["cutoff"] == cutoff)
+                ].sort_values("position")
+                if len(n):
+                    ax.plot(
+                        n["position"].to_numpy(dtype=float) + 1.0,
+                        n["mean"].to_numpy(dtype=float),
+                        color=color,
+                        linestyle="--",
+                        linewidth=1.0,
+                    )
+                    drew_noise = True
+        if drew_noise:
+            ax.plot([], [], color="0.3", linestyle="--", linewidth=1.0, label="A/A noise floor")
+        if max_pos > 1:
+            ax.set_xlim(1, max_pos)
+        else:
+            ax.set_xlim(0.5, 1.5)
+        ax.set_ylim(0.0, 1.0)
+        ax.set_xlabel("Pair rank (p-values sorted in decreasing order)")
+        ax.set_ylabel("p-value (mean over folds)")
+        ax.set_title(f"{display_algorithm(alg)} (N = {cutoff})")
+        ax.grid(True, alpha=0.3, linewidth=0.5)
+        ax.legend(fontsize=7, loc="upper right", framealpha=0.85)
+    for ax in list(axes.flat)[len(algorithms) :]:
+        ax.set_visible(False)
+    fig.suptitle(f"Averaged p-value curves with ±1 sd across folds (cutoff {cutoff})")
+    return fig
+
+
+def save_figure(fig: Figure, stem: Path, creator: str = "dptune.report") -> list[Path]:
+    """Save ``fig`` as ``stem.png`` and ``stem.svg`` reproducibly (no dates, fixed SVG ids;
+    ``creator`` is the SVG's Creator field), for every figure dptune writes."""
+    png, svg = stem.with_suffix(".png"), stem.with_suffix(".svg")
+    with matplotlib.rc_context({"svg.hashsalt": _SVG_HASH_SALT, "svg.fonttype": "path"}):
+        fig.savefig(png, format="png", dpi=FIG_DPI, metadata={"Software": None})
+        fig.savefig(svg, format="svg", metadata={"Date": None, "Creator": creator})
+    return [png, svg]

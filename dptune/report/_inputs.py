@@ -1,0 +1,109 @@
+"""Input checks of the report: the columns each table needs, clean key dtypes, the DP scopes.
+
+The report reads DataFrames only (the analysis' output contract, :mod:`dptune.analysis._dp`);
+a missing column or a duplicated key is a one-line input error (:func:`dptune.errors.input_error`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+
+from dptune.analysis._dp import CURVES_COLUMNS, DP_COLUMNS
+from dptune.errors import input_error
+
+__all__ = [
+    "DP_INPUT",
+    "CURVE_INPUT",
+    "DATASET_INPUT",
+    "BEST_INPUT",
+    "NOISE_INPUT",
+    "require",
+    "check_unique",
+    "scope_all",
+    "value_scopes",
+    "only_scopes",
+    "pairs_note",
+]
+
+# the input columns are dp.analyze's output contract
+DP_INPUT = tuple(DP_COLUMNS)
+CURVE_INPUT = tuple(CURVES_COLUMNS)
+DATASET_INPUT = ("dataset", "users", "items", "ratings", "sparsity")
+BEST_INPUT = (
+    "algorithm",
+    "metric",
+    "cutoff",
+    "config_id",
+    "params",
+    "validation_mean",
+    "test_value",
+)
+NOISE_INPUT = ("algorithm", "cutoff", "metric", "position", "mean")
+
+
+def require(df: pd.DataFrame, columns: Sequence[str], source: str) -> pd.DataFrame:
+    """Check that ``df`` has ``columns`` and return a copy with clean key dtypes.
+
+    Keys (``algorithm``, ``scope``, ``metric``) become Python strings and ``cutoff`` / positions
+    integers, so lookups do not depend on whether the producer used categoricals or int16.
+    """
+    if not isinstance(df, pd.DataFrame):
+        raise input_error(source, None, f"expected a pandas DataFrame, got {type(df).__name__}")
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise input_error(source, ", ".join(missing), "missing column(s)")
+    out = df.copy()
+    for col in ("algorithm", "scope", "metric", "dataset", "params"):
+        if col in out.columns:
+            out[col] = out[col].astype(str)
+    for col in ("cutoff", "position", "config_id"):
+        if col in out.columns and len(out):
+            if out[col].isna().any():
+                raise input_error(source, col, "has missing values")
+            out[col] = out[col].astype("int64")
+    return out
+
+
+def check_unique(df: pd.DataFrame, keys: Sequence[str], source: str) -> None:
+    """Raise a one-line error when ``keys`` do not identify the rows of ``df``."""
+    dup = df.duplicated(list(keys), keep=False)
+    if dup.any():
+        first = df.loc[dup, list(keys)].iloc[0].to_dict()
+        raise input_error(source, ", ".join(keys), f"duplicated rows, e.g. {first}")
+
+
+def scope_all(dp: pd.DataFrame) -> pd.DataFrame:
+    """Rows of the whole-grid scope (Tables 3 and 4)."""
+    return dp[dp["scope"] == "all"]
+
+
+def value_scopes(dp: pd.DataFrame) -> pd.DataFrame:
+    """Rows of ``<hyperparameter>=<value>`` scopes with ``hyperparameter``/``value`` columns."""
+    mask = dp["scope"].str.contains("=", regex=False) & ~dp["scope"].str.startswith("only:")
+    sub = dp[mask].copy()
+    parts = sub["scope"].str.split("=", n=1)
+    sub["hyperparameter"] = parts.str[0].astype(str)
+    sub["value"] = parts.str[1].astype(str)
+    return sub
+
+
+def only_scopes(dp: pd.DataFrame) -> pd.DataFrame:
+    """Rows of ``only:<hyperparameter>`` scopes with a ``hyperparameter`` column."""
+    sub = dp[dp["scope"].str.startswith("only:")].copy()
+    sub["hyperparameter"] = sub["scope"].str.slice(len("only:")).astype(str)
+    return sub
+
+
+def pairs_note(dp: pd.DataFrame) -> str:
+    """Describe the number of pairs and folds behind a set of DP values (``P = 25 pairs``)."""
+
+    def span(col: str) -> str:
+        vals = pd.to_numeric(dp[col], errors="coerce").dropna()
+        if vals.empty:
+            return "?"
+        lo, hi = int(vals.min()), int(vals.max())
+        return f"{lo}" if lo == hi else f"{lo}-{hi}"
+
+    return f"P = {span('n_pairs')} pairs, {span('n_folds')} folds"

@@ -1,0 +1,314 @@
+"""Report sections built from a result store and an :class:`~dptune.analysis.AnalysisResult`:
+the experiment settings, the bootstrap metric ranking and the A/A noise floor.
+
+Each function returns the Markdown body of one section (no heading); every table in it is a
+:class:`~dptune.report._table.Block`, so it renders like the paper's tables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+from dptune.report._table import Block, Cell
+from dptune.vocab import METRICS, display_algorithm, display_metric
+
+__all__ = [
+    "option",
+    "params_text",
+    "experiment_settings",
+    "metric_ranking_section",
+    "noise_section",
+]
+
+_CORRECTION_TEXT = {
+    "none": "none (raw p-values)",
+    "holm": "Holm step-down (family-wise error)",
+    "bh": "Benjamini-Hochberg (false discovery rate)",
+}
+_TEST_TEXT = {
+    "t": "paired two-sided Student t-test (scipy ttest_rel)",
+    "wilcoxon": "Wilcoxon signed-rank (two-sided)",
+    "bootstrap": "paired bootstrap test of the mean difference (two-sided)",
+    "permutation": "randomisation (sign-flip) test (two-sided)",
+}
+
+
+def option(options: Any, name: str, default: Any = None) -> Any:
+    """One analysis option by name, from an ``AnalysisOptions`` object or a plain mapping."""
+    if isinstance(options, Mapping):
+        return options.get(name, default)
+    return getattr(options, name, default)
+
+
+def params_text(row: pd.Series, names: list[str]) -> str:
+    """``name=value, ...`` of one configuration; floats to 8 significant digits, integral
+    floats of magnitude >= 1 as integers."""
+    parts = []
+    for n in names:
+        v = row[n]
+        if isinstance(v, float) and v.is_integer() and abs(v) >= 1:
+            v = int(v)
+        parts.append(f"{n}={v:.8g}" if isinstance(v, float) else f"{n}={v}")
+    return ", ".join(parts)
+
+
+def _test_text(options: Any) -> str:
+    test = option(options, "test")
+    base = _TEST_TEXT[test]
+    if test in ("bootstrap", "permutation"):
+        base += f", {int(option(options, 'n_resamples'))} resamples"
+    return base
+
+
+def _bootstrap_text(options: Any) -> str:
+    b = int(option(options, "bootstrap", 0))
+    if b <= 0:
+        return "off (no confidence intervals)"
+    return (
+        f"{b} replicates resampling the users of every fold and the pairs (with replacement); "
+        "95% percentile intervals for DP; metric ranking by paired replicates"
+    )
+
+
+def _noise_text(options: Any, primary_text: str) -> str:
+    s = int(option(options, "noise_seeds"))
+    if s <= 0:
+        return "off"
+    n = int(option(options, "noise_configs"))
+    which = "the best configuration" if n == 1 else f"the {n} best configurations"
+    return (
+        f"{s} seeds of {which} by validation {primary_text} per stochastic algorithm, on "
+        "every validation fold; A/A pairs tested with the DP's test"
+    )
+
+
+def experiment_settings(manifest: Mapping[str, Any], options: Any) -> dict[str, Any]:
+    """The settings table of a store's report: data, split, evaluation and analysis options."""
+    sp, ev = manifest["split"], manifest["evaluation"]
+    cutoff = int(option(options, "primary_cutoff"))
+    primary_text = display_metric(option(options, "primary_metric"), cutoff)
+    alpha, correction = option(options, "alpha"), option(options, "correction")
+    seed = option(options, "seed")
+    return {
+        "Experiment": manifest["experiment"],
+        "Data set": f"{manifest['dataset']['name']} ({manifest['dataset']['source']})",
+        "Test split": f"{sp['method']} hold-out, train ratio {sp['train_ratio']}, "
+        f"users with < {sp['min_user_interactions']} interactions dropped ({sp['dropped_users']})",
+        "Validation": f"{sp['folds']}-fold cross-validation on the training part "
+        f"({sp['fold_method']})",
+        "Split seed": sp["split_seed"],
+        "Relevance threshold": f"{ev['relevance_rule']} (threshold {ev['relevance_threshold']})",
+        "Metric variant": f"novelty metrics {ev['novelty_variant']}; binary-gain nDCG",
+        "Protocol": ev["protocol"],
+        "Cutoffs": ", ".join(str(c) for c in ev["cutoffs"]),
+        "Pairs per scope (P)": option(options, "n_pairs"),
+        "Pair-sampling seed": seed,
+        "Statistical test": _test_text(options),
+        "Alpha": alpha,
+        "Correction": _CORRECTION_TEXT[correction],
+        "Sakai DP": f"fraction of pairs with p < {alpha} (correction: {correction})",
+        "Fold sd": "sample standard deviation across folds (ddof=1)",
+        "Bootstrap": _bootstrap_text(options),
+        "Noise floor": _noise_text(options, primary_text),
+        "Hyperparameter importance": (
+            f"fANOVA and PED-ANOVA (optuna) of the mean validation metric@{cutoff}, seed {seed}"
+            if option(options, "importance")
+            else "off"
+        ),
+        "Versions": ", ".join(
+            f"{k} {v}" for k, v in sorted(manifest.get("versions", {}).items())
+        ),
+    }
+
+
+def metric_ranking_section(result: Any, cutoff: int) -> str:
+    """The bootstrap metric ranking at ``cutoff``: per algorithm the metrics by DP with their
+    95% intervals, the matrix of P(row more discriminative than column) = share of paired
+    replicates with ``DP*(row) < DP*(column)``, and one sentence per neighbouring pair."""
+    rank = result.ranking
+    level = 1.0 - float(option(result.options, "alpha"))
+    dp_all = result.dp[(result.dp["scope"] == "all") & (result.dp["cutoff"] == cutoff)]
+    lines = [
+        f"{int(option(result.options, 'bootstrap'))} bootstrap replicates; each resamples the "
+        "users of every fold and the sampled pairs with replacement and recomputes DP, the same "
+        "draws for every metric, so replicates are paired. P(A more discriminative than B) = "
+        "share of replicates with DP*(A) < DP*(B). A difference is called significant when that "
+        f"share is at least 1 - alpha = {level:.0%}. Cutoff N = {cutoff}; every cutoff is in "
+        "`metric_ranking.csv`.",
+        "",
+    ]
+    for alg in dict.fromkeys(dp_all["algorithm"]):
+        d = dp_all[dp_all["algorithm"] == alg].sort_values(["dp", "metric"], kind="stable")
+        r = rank[(rank["algorithm"] == alg) & (rank["cutoff"] == cutoff)]
+        if d.empty or r.empty:
+            continue
+        prob = {
+            (a, b): float(p)
+            for a, b, p in zip(r["metric_a"], r["metric_b"], r["p_a_better"], strict=True)
+        }
+        ms = list(d["metric"])
+        names = [display_metric(m, cutoff) for m in ms]
+        header = [Cell(h) for h in ["Rank", "Metric", "DP", "95% CI", *names]]
+        rows = []
+        for i, row in enumerate(d.itertuples(index=False)):
+            cells = [
+                Cell(str(i + 1), numeric=True),
+                Cell(names[i]),
+                Cell(f"{row.dp:.3f}", numeric=True),
+                Cell(f"[{row.dp_ci_low:.3f}, {row.dp_ci_high:.3f}]"),
+            ]
+            for m in ms:
+                if m == row.metric:
+                    cells.append(Cell("–", numeric=True))
+                    continue
+                p = prob.get((row.metric, m), float("nan"))
+                cells.append(Cell(f"{p:.2f}", bold=p >= level, numeric=True))
+            rows.append(cells)
+        lines += [f"*{display_algorithm(alg)}*", "", Block(header, rows).to_markdown()]
+        lines += [
+            "",
+            "Cells: P(row metric more discriminative than column metric); bold: at least "
+            f"{level:.0%}.",
+            "",
+        ]
+        for a, b, na, nb in zip(ms[:-1], ms[1:], names[:-1], names[1:], strict=True):
+            p = prob.get((a, b), float("nan"))
+            verdict = "significant" if p >= level else "not significant"
+            lines.append(
+                f"- {na} is more discriminative than {nb} in {p:.0%} of bootstrap "
+                f"replicates ({verdict} at {level:.0%})."
+            )
+        lines.append("")
+    return "\n".join(lines).rstrip("\n")
+
+
+def _config_text(store: Any, algorithm: str, config_id: int) -> str:
+    cfg = store.configs(algorithm)
+    row = cfg.loc[cfg["config_id"] == config_id]
+    if row.empty:
+        return f"config {config_id}"
+    return f"config {config_id} ({params_text(row.iloc[0], store.hyperparameters(algorithm))})"
+
+
+def _noise_runs(pvalues: pd.DataFrame) -> dict[str, tuple[list[int], int]]:
+    """Per algorithm (first-seen order) the A/A configurations and the most seeds of one run,
+    read back from the A/A p-values (``seed_a < seed_b`` pairs of seed indices)."""
+    out: dict[str, tuple[list[int], int]] = {}
+    for alg in dict.fromkeys(pvalues["algorithm"]):
+        pa = pvalues[pvalues["algorithm"] == alg]
+        seeds = 0
+        for _, g in pa.groupby(["config_id", "fold"], sort=False):
+            seeds = max(seeds, len(set(g["seed_a"]) | set(g["seed_b"])))
+        out[str(alg)] = (sorted(int(c) for c in pa["config_id"].unique()), seeds)
+    return out
+
+
+def noise_section(store: Any, result: Any) -> str:
+    """The A/A noise-floor section: set-up, DP beside DP_floor per metric@N, flagged metrics.
+
+    ``DP_floor = P x mean A/A p-value``; a metric is flagged when DP (or its whole bootstrap
+    interval) is not below its floor (:func:`dptune.analysis._noise.compare_with_floor`).
+    """
+    from dptune.analysis._noise import deterministic_algorithms, is_stochastic
+
+    man = result.manifest
+    opts = result.options
+    det = deterministic_algorithms(man)
+    det_text = ""
+    if det:
+        det_text = (
+            ", ".join(display_algorithm(a) for a in det)
+            + (" is" if len(det) == 1 else " are")
+            + " deterministic (training uses no seed; re-training gives identical "
+            "results): no noise floor."
+        )
+    if int(option(opts, "noise_seeds")) <= 0:
+        return "Off (`noise_seeds = 0`)."
+    table = result.noise_floor
+    if table is None or table.empty:
+        stoch = [a["name"] for a in man["algorithms"] if is_stochastic(a["type"])]
+        if not stoch:
+            return det_text or "No algorithm of this experiment depends on a seed."
+        return (
+            "No noise-floor runs in this results directory (`dptune run` trains them after "
+            "the sweep when `noise_seeds > 0`). " + det_text
+        ).strip()
+    primary = display_metric(option(opts, "primary_metric"), int(option(opts, "primary_cutoff")))
+    used = []
+    for alg, (ids, seeds) in _noise_runs(result.noise_pvalues).items():
+        cfgs = ", ".join(_config_text(store, alg, c) for c in ids)
+        used.append(f"{display_algorithm(alg)}: {cfgs}, {seeds} seeds")
+    has_ci = "dp_ci_high" in table.columns
+    rule = (
+        "the 95% bootstrap interval of DP lies entirely below DP_floor"
+        if has_ci
+        else "DP < DP_floor"
+    )
+    lines = [
+        "The best configuration(s) of each stochastic algorithm by validation "
+        f"{primary} were re-trained with different seeds on every validation fold; every pair of "
+        "seeds is an A/A pair (same configuration, no real difference), tested over the fold's "
+        "users with the DP's test. Per fold the A/A p-values are sorted decreasingly and "
+        "resampled to the DP's P positions, then averaged over folds (dashed lines in Figure 1). "
+        "DP_floor = P x mean A/A p-value (± P x its sd over folds); an exactly true null gives "
+        f"P/2. A metric is clearly below its floor when {rule}; otherwise it is flagged: its "
+        "configuration differences are not clearly larger than re-training noise.",
+        "",
+        "Runs: " + "; ".join(used) + ".",
+        "",
+    ]
+    if det_text:
+        lines += [det_text, ""]
+    header = ["Algorithm", "Metric", "DP"] + (["95% CI"] if has_ci else [])
+    header += ["DP_floor ± sd", "DP / DP_floor", "Below floor?"]
+    t = table.assign(_m=[METRICS.index(m) if m in METRICS else 99 for m in table["metric"]])
+    order = {a: i for i, a in enumerate(store.algorithms())}
+    t = t.assign(_a=t["algorithm"].map(order)).sort_values(["_a", "cutoff", "_m"], kind="stable")
+    rows = []
+    for r in t.itertuples(index=False):
+        cells = [
+            Cell(display_algorithm(r.algorithm)),
+            Cell(display_metric(r.metric, r.cutoff)),
+            Cell(f"{r.dp:.3f}", numeric=True),
+        ]
+        if has_ci:
+            cells.append(Cell(f"[{r.dp_ci_low:.3f}, {r.dp_ci_high:.3f}]", numeric=True))
+        cells += [
+            Cell(f"{r.dp_floor:.3f} ± {r.dp_floor_sd:.3f}", numeric=True),
+            Cell(f"{r.ratio:.2f}", numeric=True),
+            Cell("no: flagged", bold=True) if r.flagged else Cell("yes"),
+        ]
+        rows.append(cells)
+    lines += [Block([Cell(h) for h in header], rows).to_markdown(), ""]
+    for alg in dict.fromkeys(t["algorithm"]):
+        ta = t[t["algorithm"] == alg]
+        bad = ta[ta["flagged"]]
+        name = display_algorithm(alg)
+        if bad.empty:
+            lines.append(
+                f"- {name}: every metric@N is clearly below its noise floor "
+                f"({len(ta)} of {len(ta)})."
+            )
+        else:
+            listed = ", ".join(
+                display_metric(m, c) for m, c in zip(bad["metric"], bad["cutoff"], strict=True)
+            )
+            lines.append(
+                f"- {name}: {len(bad)} of {len(ta)} metric@N not clearly below the noise "
+                f"floor: {listed}."
+            )
+        if len(ta) and bool((ta["mean_p"] >= 1.0).all()):
+            lines.append(
+                f"- {name}: every A/A pair had identical per-user values (the model "
+                "ignores its seed in practice), so the floor is P."
+            )
+    lines += [
+        "",
+        "Data: `noise_floor.csv` (DP beside its floor), `noise_curves.csv`, "
+        "`noise_pvalues.csv` (every A/A p-value).",
+    ]
+    return "\n".join(lines)
+

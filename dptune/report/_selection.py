@@ -1,0 +1,161 @@
+"""Does the metric's choice matter? The best configuration per metric, the computed check of
+whether the most discriminative metric also selects well on the test split, and Sakai's DP.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from dptune.report._format import MISSING, fmt, is_missing, ordered_algorithms, ordered_metrics
+from dptune.report._inputs import BEST_INPUT, DP_INPUT, require, scope_all
+from dptune.report._table import simple_block
+from dptune.report._tables import best_worst
+from dptune.vocab import display_algorithm, display_metric
+
+__all__ = ["best_table_md", "selection_sentences", "sakai_table_md"]
+
+
+def best_table_md(best: pd.DataFrame, primary: tuple[str, int]) -> str:
+    """Markdown table of the configuration each metric@N selects on validation, with test values."""
+    extra = [c for c in best.columns if c.startswith("test_") and c != "test_value"]
+    header = ["Algorithm", "Metric", "Config", "Parameters", "Validation mean", "Test value"]
+    header += [f"Test {display_metric(c[len('test_') :], primary[1])}" for c in extra]
+    rank_m = {m: i for i, m in enumerate(ordered_metrics(best["metric"].unique()))}
+    rank_a = {a: i for i, a in enumerate(ordered_algorithms(best["algorithm"].unique()))}
+    b = best.assign(_a=best["algorithm"].map(rank_a), _m=best["metric"].map(rank_m)).sort_values(
+        ["_a", "cutoff", "_m"], kind="stable"
+    )
+    rows = []
+    for r in b.itertuples(index=False):
+        row = [
+            display_algorithm(r.algorithm),
+            display_metric(r.metric, r.cutoff),
+            str(int(r.config_id)),
+            str(r.params),
+            fmt(r.validation_mean, 4),
+            fmt(r.test_value, 4),
+        ]
+        row += [fmt(getattr(r, c), 4) for c in extra]
+        rows.append(row)
+    numeric = [False, False, True, False, True, True] + [True] * len(extra)
+    return simple_block(header, rows, numeric).to_markdown()
+
+
+def _primary_test_value(
+    best: pd.DataFrame, algorithm: str, config_id: int, primary: tuple[str, int]
+) -> float:
+    """Test value of the primary metric@cutoff for one configuration, if ``best`` knows it.
+
+    Looked up in a ``test_<metric>`` column of any row of that configuration, else in
+    ``test_value`` of the row where the primary metric@cutoff itself chose that configuration.
+    """
+    metric, cutoff = primary[0], int(primary[1])
+    rows = best[(best["algorithm"] == algorithm) & (best["config_id"] == config_id)]
+    col = f"test_{metric}"
+    if col in best.columns:
+        vals = pd.to_numeric(rows[col], errors="coerce").dropna()
+        if len(vals):
+            return float(vals.iloc[0])
+    own = rows[(rows["metric"] == metric) & (rows["cutoff"] == cutoff)]["test_value"]
+    own = pd.to_numeric(own, errors="coerce").dropna()
+    return float(own.iloc[0]) if len(own) else float("nan")
+
+
+def selection_sentences(
+    dp: pd.DataFrame, best: pd.DataFrame | None, primary: tuple[str, int] = ("ndcg", 10)
+) -> list[str]:
+    """One computed sentence per algorithm: does the most discriminative metric also choose well?
+
+    At the primary cutoff, compares the configuration chosen (on validation) by the metric with
+    the lowest DP with the one chosen by the metric with the highest DP, by their test value of the
+    primary metric when known (else each one's own test value). States numbers only.
+    """
+    dp = require(dp, DP_INPUT, "dp")
+    metric, cutoff = primary[0], int(primary[1])
+    pname = display_metric(metric, cutoff)
+    sub = scope_all(dp)
+    sub = sub[sub["cutoff"] == cutoff]
+    if best is not None and len(best):
+        best = require(best, BEST_INPUT, "best")
+    out = []
+    for alg in ordered_algorithms(sub["algorithm"].unique()):
+        name = display_algorithm(alg)
+        bw = best_worst(sub[sub["algorithm"] == alg])
+        if bw is None:
+            continue
+        hi, lo = bw
+        hname, lname = display_metric(hi["metric"], cutoff), display_metric(lo["metric"], cutoff)
+        if hi["metric"] == lo["metric"]:
+            out.append(f"{name}: only one metric has a DP at N = {cutoff}; nothing to compare.")
+            continue
+        head = (
+            f"{name}: the most discriminative metric at N = {cutoff} is {hname} "
+            f"(DP {fmt(hi['dp'])}), the least discriminative {lname} (DP {fmt(lo['dp'])})."
+        )
+        if best is None or not len(best):
+            out.append(head + " No best-configuration table was given.")
+            continue
+        pick = {}
+        for key, row in (("hi", hi), ("lo", lo)):
+            r = best[
+                (best["algorithm"] == alg)
+                & (best["metric"] == row["metric"])
+                & (best["cutoff"] == cutoff)
+            ]
+            pick[key] = r.iloc[0] if len(r) else None
+        if pick["hi"] is None or pick["lo"] is None:
+            out.append(head + " The best-configuration table lacks one of them.")
+            continue
+        ch, cl = int(pick["hi"]["config_id"]), int(pick["lo"]["config_id"])
+        th = _primary_test_value(best, alg, ch, primary)
+        tl = _primary_test_value(best, alg, cl, primary)
+        if ch == cl:
+            tail = f" Both select configuration {ch} ({pick['hi']['params']})"
+            tail += f", test {pname} {fmt(th, 4)}." if not math.isnan(th) else "."
+        elif not math.isnan(th) and not math.isnan(tl):
+            diff = th - tl
+            tail = (
+                f" {hname} selects configuration {ch} ({pick['hi']['params']}), test {pname} "
+                f"{fmt(th, 4)}; {lname} selects configuration {cl} ({pick['lo']['params']}), "
+                f"test {pname} {fmt(tl, 4)}; difference {diff:+.4f}"
+            )
+            if diff != 0:
+                tail += (
+                    f" ({'higher' if diff > 0 else 'lower'} for the most discriminative metric's "
+                    "choice)."
+                )
+            else:
+                tail += "."
+        else:
+            tail = (
+                f" {hname} selects configuration {ch} ({pick['hi']['params']}), own test value "
+                f"{fmt(pick['hi']['test_value'], 4)}; {lname} selects configuration {cl} "
+                f"({pick['lo']['params']}), own test value {fmt(pick['lo']['test_value'], 4)}; "
+                f"no common test {pname} to compare them on."
+            )
+        out.append(head + tail)
+    return out
+
+
+def sakai_table_md(dp: pd.DataFrame, cutoff: int) -> str | None:
+    """Markdown table of Sakai-style DP (share of significant pairs +- sd), scope ``all``."""
+    sub = scope_all(dp)
+    sub = sub[(sub["cutoff"] == cutoff) & sub["sakai"].notna()]
+    if sub.empty:
+        return None
+    metrics = ordered_metrics(sub["metric"].unique())
+    rows = []
+    for alg in ordered_algorithms(sub["algorithm"].unique()):
+        a = sub[sub["algorithm"] == alg].set_index("metric")
+        row = [display_algorithm(alg)]
+        for m in metrics:
+            if m in a.index:
+                sd = a.at[m, "sakai_sd"]
+                row.append(fmt(a.at[m, "sakai"]) + ("" if is_missing(sd) else f" ± {fmt(sd)}"))
+            else:
+                row.append(MISSING)
+        rows.append(row)
+    header = ["Algorithm"] + [display_metric(m, cutoff) for m in metrics]
+    return simple_block(header, rows, [False] + [True] * len(metrics)).to_markdown()

@@ -1,0 +1,97 @@
+"""Reading and indexing the result store's parts from their metadata alone.
+
+The index maps ``(algorithm, fold)`` to ``{config_id: (part path, part metadata)}``; every
+configuration of a fold lives in exactly one part. Trials, per-fold means and the best
+configuration per metric@N come from the metadata, without decoding any value.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow.parquet as pq
+
+from dptune.store._schema import PARTS, TRIAL_COLUMNS
+
+__all__ = ["Index", "part_paths", "part_meta", "build_index", "trials_frame", "summary_frame",
+           "best_configs_frame"]
+
+#: ``{(algorithm, fold): {config_id: (part path, part metadata)}}``
+Index = dict[tuple[str, str], dict[int, tuple[Path, dict[str, Any]]]]
+
+
+def part_paths(root: Path, algorithm: str | None = None, fold: str | None = None) -> list[Path]:
+    """Finished parts (hidden temporaries excluded), optionally of one algorithm and fold, in
+    name order."""
+    parts = Path(root) / PARTS
+    if not parts.exists():
+        return []
+    out = []
+    for p in sorted(parts.glob("*.parquet")):
+        if p.name.startswith("."):
+            continue
+        a, f, _ = p.name[: -len(".parquet")].split("__", 2)
+        if (algorithm is None or a == algorithm) and (fold is None or f == fold):
+            out.append(p)
+    return out
+
+
+def part_meta(path: Path) -> dict[str, Any]:
+    """The ``dptune`` metadata of one part (seed, configs, timings, means)."""
+    md = pq.read_schema(path).metadata or {}
+    return json.loads(md[b"dptune"])
+
+
+def build_index(root: Path) -> Index:
+    """The index of every finished part under ``root`` (reads each part's footer once)."""
+    index: Index = {}
+    for p in part_paths(root):
+        meta = part_meta(p)
+        slot = index.setdefault((meta["algorithm"], meta["fold"]), {})
+        for cid in meta["config_ids"]:
+            slot[int(cid)] = (p, meta)
+    return index
+
+
+def trials_frame(index: Index) -> pd.DataFrame:
+    """One row per (algorithm, config_id, fold) evaluated: seed, unit, timings, users."""
+    rows = []
+    for (alg, fold), slot in index.items():
+        for cid, (_, meta) in slot.items():
+            k = meta["config_ids"].index(cid)
+            rows.append((alg, cid, fold, meta["seed"], meta["unit"], meta["fit_seconds"][k],
+                         meta["eval_seconds"][k], meta["n_users"]))
+    df = pd.DataFrame(rows, columns=TRIAL_COLUMNS)
+    return df.sort_values(["algorithm", "fold", "config_id"], kind="stable").reset_index(drop=True)
+
+
+def summary_frame(index: Index) -> pd.DataFrame:
+    """Per (algorithm, config_id, fold, metric, cutoff) the mean over users, from metadata only."""
+    rows = []
+    for (alg, fold), slot in index.items():
+        for cid, (_, meta) in slot.items():
+            for key, mean in meta["means"][str(cid)].items():
+                metric, cutoff = key.split("@")
+                rows.append((alg, cid, fold, metric, int(cutoff), mean))
+    cols = ["algorithm", "config_id", "fold", "metric", "cutoff", "mean"]
+    df = pd.DataFrame(rows, columns=cols)
+    return df.sort_values(cols[:5], kind="stable").reset_index(drop=True)
+
+
+def best_configs_frame(summary: pd.DataFrame) -> pd.DataFrame:
+    """The configuration each metric@cutoff would pick: highest mean over validation folds of
+    the per-fold mean over users, ``validation_mean = (1/F) sum_f mean_f`` (ties: lowest
+    config_id). Columns ``algorithm, metric, cutoff, config_id, validation_mean, n_folds``."""
+    s = summary[summary["fold"] != "test"]
+    cols = ["algorithm", "metric", "cutoff", "config_id", "validation_mean", "n_folds"]
+    if s.empty:
+        return pd.DataFrame(columns=cols)
+    g = s.groupby(["algorithm", "metric", "cutoff", "config_id"], sort=True)["mean"]
+    m = g.mean().rename("validation_mean").reset_index()
+    m["n_folds"] = g.size().to_numpy()
+    m = m.sort_values(["algorithm", "metric", "cutoff", "validation_mean", "config_id"],
+                      ascending=[True, True, True, False, True], kind="stable")
+    return m.groupby(["algorithm", "metric", "cutoff"], sort=False).head(1)[cols].reset_index(drop=True)

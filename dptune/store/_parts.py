@@ -1,0 +1,115 @@
+"""Writing the result store's parts: one Parquet file per trained unit, crash-safely.
+
+A part is written to a hidden temporary file, fsynced and published with
+:func:`dptune._atomic.publish_once` (the first complete part wins; a duplicate from a second
+worker that computed the same, deterministically seeded unit is discarded), so a finished part
+never changes and a reader sees it complete or not at all. Hidden ``.*.tmp`` files of writers
+that died mid-write are swept by :func:`remove_stale_temporaries`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from dptune._atomic import publish_once, temporary_path
+from dptune.store._schema import LAYOUT, PARTS, SCHEMA, STALE_TEMPORARY_S, UnitResult, part_name
+
+__all__ = ["part_metadata", "write_part", "remove_stale_temporaries"]
+
+
+def part_metadata(res: UnitResult) -> dict[str, Any]:
+    """The part's ``dptune`` metadata: seed, configurations, metrics, cutoffs, users, timings,
+    the layout tag, and per configuration ``means[cid]["metric@N"] = (1/|U|) sum_u v_u``
+    (NaN when no user was evaluated)."""
+    n_users = len(res.users)
+    means: dict[str, dict[str, float]] = {}
+    for cid, vals in zip(res.config_ids, res.values, strict=True):
+        m = np.asarray(vals, dtype=np.float64).mean(axis=2) if n_users else np.full(vals.shape[:2], np.nan)
+        means[str(cid)] = {f"{mt}@{c}": float(m[i, j]) for i, mt in enumerate(res.metrics)
+                           for j, c in enumerate(res.cutoffs)}
+    return {
+        "algorithm": res.algorithm, "fold": res.fold, "unit": res.unit, "seed": int(res.seed),
+        "config_ids": [int(c) for c in res.config_ids], "metrics": list(res.metrics),
+        "cutoffs": [int(c) for c in res.cutoffs], "n_users": int(n_users),
+        "fit_seconds": [round(float(s), 6) for s in res.fit_seconds],
+        "eval_seconds": [round(float(s), 6) for s in res.eval_seconds],
+        "means": means,
+        "layout": LAYOUT,
+    }
+
+
+def _write_row_groups(tmp: Path, res: UnitResult, schema: pa.Schema) -> None:
+    """One row group per (metric, cutoff), rows config-major: every configuration in
+    ``res.config_ids`` order, each followed by the same users (the ``LAYOUT`` read_fold
+    decodes from the value column alone)."""
+    n_users = len(res.users)
+    n_cfg = len(res.config_ids)
+    users = np.tile(res.users.astype(np.int32), n_cfg)
+    cfg = np.repeat(np.asarray(res.config_ids, dtype=np.int32), n_users)
+    # no dictionary for the values: metric values rarely repeat enough to pay for one
+    # (random values: 30% larger files and 27% slower decoding with it; real ML-100K
+    # values: 4% smaller files, no faster to decode)
+    with pq.ParquetWriter(tmp, schema, compression="zstd",
+                          use_dictionary=[n for n in SCHEMA.names if n != "value"]) as writer:
+        for i, metric in enumerate(res.metrics):
+            for j, cutoff in enumerate(res.cutoffs):
+                vals = np.concatenate([np.asarray(v[i, j], dtype=np.float32) for v in res.values]) \
+                    if n_cfg else np.empty(0, np.float32)
+                n = len(vals)
+                table = pa.table(
+                    {
+                        "algorithm": pa.array([res.algorithm] * n, pa.string()),
+                        "config_id": cfg,
+                        "fold": pa.array([res.fold] * n, pa.string()),
+                        "user": users,
+                        "metric": pa.array([metric] * n, pa.string()),
+                        "cutoff": np.full(n, cutoff, dtype=np.int16),
+                        "value": vals,
+                    },
+                    schema=schema,
+                )
+                writer.write_table(table, row_group_size=max(n, 1))
+
+
+def write_part(root: Path, res: UnitResult) -> Path:
+    """Write one unit's part under ``root/per_user.parquet`` atomically (temporary file, fsync,
+    rename; the first part published is kept) and return its final path."""
+    final = Path(root) / PARTS / part_name(res.algorithm, res.fold, res.unit)
+    tmp = temporary_path(final)
+    schema = SCHEMA.with_metadata({"dptune": json.dumps(part_metadata(res), sort_keys=True)})
+    _write_row_groups(tmp, res, schema)
+    with open(tmp, "rb") as fh:
+        os.fsync(fh.fileno())
+    publish_once(tmp, final)
+    return final
+
+
+def remove_stale_temporaries(root: Path, older_than_s: float = STALE_TEMPORARY_S) -> list[Path]:
+    """Delete the hidden ``.*.tmp`` files of writers that died mid-write; return them.
+
+    Every reader ignores these files, so they only waste disk (a BPR-MF part is ~10 MB on
+    ML-1M). A live writer finishes a part within seconds and rewrites its file as it goes,
+    so a temporary file untouched for ``older_than_s`` (default one hour) is an orphan;
+    younger ones may belong to a running worker on another machine and are kept.
+    """
+    cutoff = time.time() - older_than_s
+    removed = []
+    for directory in (Path(root), Path(root) / PARTS):
+        if not directory.is_dir():
+            continue
+        for tmp in directory.glob(".*.tmp"):
+            try:
+                if tmp.stat().st_mtime < cutoff:
+                    tmp.unlink()
+                    removed.append(tmp)
+            except FileNotFoundError:  # published or removed meanwhile
+                continue
+    return sorted(removed)

@@ -1,0 +1,65 @@
+"""The result store's vocabulary: directory and part names, the part schema and layout, and
+:class:`UnitResult`, what one trained unit hands to the store.
+
+Layout of a results directory (a documented contract; see README and docs/design.md):
+
+- ``per_user.parquet/``: one Parquet part per trained unit (one model run on one fold), named
+  ``<algorithm>__<fold>__<unit>.parquet``, written to a hidden temporary file and renamed into
+  place, so a part is either complete or absent. Columns ``algorithm, config_id, fold, user,
+  metric, cutoff, value`` (value float32); one row group per (metric, cutoff), rows sorted by
+  config_id then user, so a slice read touches one row group per part. The part's key-value
+  metadata (``dptune``) records the unit's seed, timings and per-config means.
+- ``configs.csv``, ``users.csv``, ``manifest.json``; ``trials.csv`` is derived from the parts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+__all__ = ["PARTS", "LAYOUT", "STALE_TEMPORARY_S", "SCHEMA", "TRIAL_COLUMNS", "UnitResult",
+           "part_name"]
+
+PARTS = "per_user.parquet"
+LAYOUT = "config-major"  # see write_part; lets read_fold decode only the value column
+STALE_TEMPORARY_S = 3600.0  # a temporary file untouched this long belongs to a dead writer
+SCHEMA = pa.schema(
+    [
+        ("algorithm", pa.string()),
+        ("config_id", pa.int32()),
+        ("fold", pa.string()),
+        ("user", pa.int32()),
+        ("metric", pa.string()),
+        ("cutoff", pa.int16()),
+        ("value", pa.float32()),
+    ]
+)
+TRIAL_COLUMNS = ["algorithm", "config_id", "fold", "seed", "unit", "fit_seconds",
+                 "eval_seconds", "n_users"]
+
+
+@dataclass(frozen=True)
+class UnitResult:
+    """What one trained unit produced: per config, the users evaluated and their metric values.
+
+    ``values[k]`` has shape (len(metrics), len(cutoffs), len(users)) for ``config_ids[k]``.
+    """
+
+    algorithm: str
+    fold: str
+    unit: str
+    seed: int
+    metrics: tuple[str, ...]
+    cutoffs: tuple[int, ...]
+    users: np.ndarray
+    config_ids: tuple[int, ...]
+    values: tuple[np.ndarray, ...]
+    fit_seconds: tuple[float, ...]
+    eval_seconds: tuple[float, ...]
+
+
+def part_name(algorithm: str, fold: str, unit: str) -> str:
+    """File name of the part holding one unit's results."""
+    return f"{algorithm}__{fold}__{unit}.parquet"

@@ -1,0 +1,186 @@
+"""Split-seed study (SPEC 7; Wegmeth et al., "The Effect of Random Seeds for Data Splitting on
+Recommendation Accuracy", PERSPECTIVES @ RecSys 2023): :func:`run_seeds_study`.
+
+How much does the accuracy of a recommender depend on the random seed that splits the data, and
+does k-fold cross-validation tame that dependence compared with a single random hold-out?
+
+For S data-split seeds ``s_0 .. s_{S-1}`` (``s_i = derive_seed(split seed, "seed-study", i)``):
+
+- **hold-out**: ``split.random_holdout(ratings, 0.8, s_i)`` (per-user random 80/20); one model per
+  algorithm is trained on the training part and evaluated on the held-out part;
+- **cross-validation**: ``split.kfold_labels(ratings, 5, s_i)`` (global random 5-fold); one model
+  per fold, evaluated on that fold; the seed's value is the mean over the 5 folds.
+
+Every algorithm runs with one *default configuration* (:mod:`dptune.studies._seeds_settings`).
+Evaluation is the pipeline's: "all unrated items", relevance = rating >= threshold, users with
+at least one relevant held-out item, per-user metrics averaged over users. The statistics
+(``pct_i = 100 v_i / mean``, Mann-Whitney U of ``|pct_i - 100|`` hold-out vs CV, Kendall's tau-b
+between seeds' DP rankings) are in :mod:`dptune.studies._seeds_stats`.
+
+Beyond the paper, for a grid (default: the experiment's KNN algorithms, whose whole grid costs
+one similarity per fold): on the CV folds of every seed, the whole grid is trained and evaluated
+(per-user values kept in one :class:`~dptune.store.ResultStore` per seed), the best
+configuration per metric@N is taken with ``ResultStore.best_configs`` and DP per metric@N with
+:func:`dptune.analysis._dp.analyze` (same pairs for every seed).
+
+The modules: settings (``_seeds_settings``), computation (``_seeds_runs``, ``_seeds_stats``),
+figure (``_seeds_figure``), report (``_seeds_report``); this one ties them together and writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from dptune.config import Experiment
+from dptune.errors import input_error
+from dptune.report import save_figure
+from dptune.studies._seeds_figure import seeds_figure
+from dptune.studies._seeds_report import seeds_report_md, summary_table
+from dptune.studies._seeds_runs import (
+    SeedPlan,
+    execute,
+    fingerprint,
+    grid_rows,
+    read_defaults,
+    study_ratings,
+)
+from dptune.studies._seeds_settings import (
+    SPLITS,
+    SeedSettings,
+    check_int,
+    load_seed_experiment,
+    resolve_configs,
+    split_seeds,
+    validate_settings,
+)
+from dptune.studies._seeds_stats import (
+    grid_stability,
+    kendall_table,
+    order_rows,
+    per_seed_table,
+    pooled_tests,
+    summarize,
+)
+from dptune.vocab import CSV_FLOAT
+
+__all__ = ["run_seeds_study", "study_name"]
+
+
+def study_name(exp: Experiment) -> str:
+    """``<name>`` when the experiment is named ``seeds...``, else ``seeds-<name>``."""
+    return exp.name if exp.name.startswith("seeds") else f"seeds-{exp.name}"
+
+
+def _write(path: Path, text: str) -> Path:
+    with open(path, "w", encoding="utf-8", newline="\n") as fh:
+        fh.write(text)
+    return path
+
+
+def _csv(df: pd.DataFrame, path: Path) -> Path:
+    df.to_csv(path, index=False, float_format=CSV_FLOAT, lineterminator="\n")
+    return path
+
+
+def _settings(exp: Experiment, st: SeedSettings, n_seeds: int | None,
+              configs: Mapping[str, Any] | None, grid_algorithms: Sequence[str] | None,
+              grid_seeds: int | None) -> SeedSettings:
+    """The file's settings with the caller's overrides applied and checked."""
+    if n_seeds is not None:
+        st = replace(st, n_seeds=check_int(n_seeds, "--seeds", "", 2))
+    if st.n_seeds < 2:
+        raise input_error("--seeds", None, "the study needs at least 2 seeds")
+    if configs:
+        st = replace(st, configs={**dict(st.configs), **dict(configs)})
+    if grid_algorithms is not None:
+        st = replace(st, grid_algorithms=tuple(grid_algorithms))
+    if grid_seeds is not None:
+        st = replace(st, grid_seeds=int(grid_seeds))
+    validate_settings(exp, st)
+    return st
+
+
+def _plan(exp: Experiment, st: SeedSettings, cache_dir: str | Path | None) -> SeedPlan:
+    """Configurations, seeds, grid part and cache directory (created) of the study."""
+    chosen = resolve_configs(exp, st.configs)
+    galgs = st.grid_algorithms
+    if galgs is None:
+        galgs = tuple(a.name for a in exp.algorithms if a.type in ("userknn", "itemknn"))
+    n_grid = st.n_seeds if st.grid_seeds is None else min(st.grid_seeds, st.n_seeds)
+    if not galgs:
+        n_grid = 0
+    if n_grid == 1:
+        raise input_error(exp.source, "seeds.grid_seeds", "needs 0 (skip) or at least 2 seeds")
+    root = Path(cache_dir or st.cache or Path("results") / study_name(exp))
+    p = SeedPlan(exp=exp, settings=st, configs=chosen, seeds=tuple(split_seeds(exp, st.n_seeds)),
+                 grid_algorithms=tuple(galgs), grid_seeds=n_grid,
+                 cache=root / fingerprint(exp, st, chosen))
+    try:
+        p.cache.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise input_error(root, None, f"cache directory is not writable ({err.strerror})") from None
+    return p
+
+
+def run_seeds_study(exp: Experiment | str | Path, n_seeds: int | None = None,
+                    out_dir: str | Path | None = None,
+                    configs: Mapping[str, Any] | None = None, jobs: int = 1,
+                    progress: bool = True, *, settings: SeedSettings | None = None,
+                    cache_dir: str | Path | None = None,
+                    grid_algorithms: Sequence[str] | None = None,
+                    grid_seeds: int | None = None) -> list[Path]:
+    """Run (or resume) the split-seed study and write its report files; returns their paths
+    (``seeds_report.md`` last).
+
+    ``exp`` is an :class:`Experiment` or the path of a seeds experiment TOML (its ``[seeds]``
+    table gives the defaults of every argument). ``n_seeds`` (default: settings, else 20) data
+    split seeds; ``configs`` ``{algorithm: config_id | {hyperparameter: value}}`` overrides the
+    default configurations; ``grid_algorithms`` / ``grid_seeds`` choose the grid part (``[]`` or
+    0 skip it). ``out_dir`` defaults to ``reports/seeds-<name>``, ``cache_dir`` to
+    ``results/seeds-<name>`` (per-seed results; safe to delete; ``seeds-`` is not doubled
+    when the experiment name already starts with ``seeds``).
+
+    Example (skipped here: it trains models)::
+
+        files = run_seeds_study("experiments/seeds-quickstart.toml", n_seeds=3, out_dir="/tmp/s")
+    """
+    if isinstance(exp, (str, Path)):
+        exp, file_settings = load_seed_experiment(exp)
+        settings = settings or file_settings
+    st = _settings(exp, settings or SeedSettings(), n_seeds, configs, grid_algorithms, grid_seeds)
+    p = _plan(exp, st, cache_dir)
+    tasks = [(i, s) for i in range(st.n_seeds) for s in SPLITS]
+    tasks += [(i, "grid") for i in range(p.grid_seeds)]
+    execute(p, tasks, max(1, int(jobs)), progress)
+
+    _, _, dataset = study_ratings(exp)
+    out = Path(out_dir or Path("reports") / study_name(exp))
+    out.mkdir(parents=True, exist_ok=True)
+    cache, trials = read_defaults(p, dataset)
+    per_seed = per_seed_table(cache, dataset)
+    summary = order_rows(summarize(per_seed), ["dataset", "algorithm", "metric", "cutoff"])
+    figm = [m for m in st.figure_metrics if m in exp.evaluation.metrics] or list(exp.evaluation.metrics[:2])
+    pooled = pooled_tests(per_seed, figm)
+    files = [_csv(per_seed, out / "seeds_per_seed.csv"), _csv(trials, out / "seeds_trials.csv"),
+             _csv(pooled, out / "seeds_pooled.csv")]
+    tab = summary_table(summary, st.n_seeds)
+    files += [_write(out / "seeds_summary.md", tab.to_markdown()),
+              _csv(summary, out / "seeds_summary.csv"),
+              _write(out / "seeds_summary.tex", tab.to_latex())]
+    files += save_figure(seeds_figure(per_seed, figm), out / "seeds_figure", creator="dptune")
+    grid = kendall = stability = None
+    if p.grid_seeds:
+        grid = pd.concat([grid_rows(p, i, dataset) for i in range(p.grid_seeds)], ignore_index=True)
+        grid = order_rows(grid, ["dataset", "algorithm", "seed_index", "metric", "cutoff"])
+        kendall = kendall_table(grid)
+        stability = grid_stability(grid)
+        files += [_csv(grid, out / "seeds_grid.csv"), _csv(kendall, out / "seeds_kendall.csv"),
+                  _csv(stability, out / "seeds_grid_stability.csv")]
+    files.append(_write(out / "seeds_report.md", seeds_report_md(
+        p, dataset, summary, pooled, grid, kendall, stability, trials)))
+    return files

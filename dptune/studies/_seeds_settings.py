@@ -1,0 +1,205 @@
+"""Settings of the split-seed study: the ``[seeds]`` table, the data-split seeds and the
+configuration each algorithm runs with.
+
+The seeds are ``s_i = derive_seed(split seed, "seed-study", i)``; the default configuration of
+an algorithm is the grid's middle value of each free hyperparameter (index
+``floor((n - 1) / 2)`` of its ``n`` values in grid order), unless ``[seeds.configs]`` or the
+caller names another one. Every bad value is a one-line input error naming the file and key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dptune.config import Experiment, parse_experiment
+from dptune.errors import input_error, read_toml
+from dptune.models._models import get_family
+from dptune.sweep._plan import derive_seed
+
+__all__ = [
+    "SPLITS",
+    "SPLIT_NAMES",
+    "SeedSettings",
+    "parse_seed_settings",
+    "load_seed_experiment",
+    "validate_settings",
+    "split_seeds",
+    "default_config",
+    "resolve_configs",
+]
+
+#: Split kinds of the study, in report order.
+SPLITS: tuple[str, ...] = ("holdout", "cv")
+SPLIT_NAMES: dict[str, str] = {"holdout": "Hold-out", "cv": "5-fold CV"}
+_SEED_KEYS = {"n_seeds", "train_ratio", "folds", "configs", "figure_metrics", "grid_algorithms",
+              "grid_seeds", "cache"}
+
+
+@dataclass(frozen=True)
+class SeedSettings:
+    """The ``[seeds]`` table of a seeds experiment TOML (every key optional).
+
+    ``configs`` maps an algorithm name to a ``config_id`` (int) or a table of hyperparameter
+    values (missing ones take the grid's middle value); ``grid_algorithms`` ``None`` means the
+    experiment's KNN algorithms, ``()`` skips the grid part; ``grid_seeds`` ``None`` means all
+    ``n_seeds``; ``cache`` ``None`` means ``results/seeds-<experiment name>``.
+    """
+
+    n_seeds: int = 20
+    train_ratio: float = 0.8
+    folds: int = 5
+    configs: Mapping[str, Any] = field(default_factory=dict)
+    figure_metrics: tuple[str, ...] = ("ndcg", "precision")
+    grid_algorithms: tuple[str, ...] | None = None
+    grid_seeds: int | None = None
+    cache: str | None = None
+
+
+def check_int(value: Any, source: str, key: str, low: int) -> int:
+    """``value`` as an int ``>= low``; anything else is an input error naming ``source`` and ``key``."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+        raise input_error(source, key, f"must be an integer >= {low}, got {value!r}")
+    return int(value)
+
+
+def _str_list(value: Any, source: str, key: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise input_error(source, key, f"must be a list of names, got {value!r}")
+    return tuple(value)
+
+
+def parse_seed_settings(table: Any, source: str) -> SeedSettings:
+    """Validate a ``[seeds]`` table; unknown keys and bad types are one-line errors."""
+    if table is None:
+        return SeedSettings()
+    if not isinstance(table, dict):
+        raise input_error(source, "seeds", "must be a table")
+    for key in table:
+        if key not in _SEED_KEYS:
+            raise input_error(source, f"seeds.{key}",
+                              f"unknown field (allowed: {', '.join(sorted(_SEED_KEYS))})")
+    kw: dict[str, Any] = {}
+    if "n_seeds" in table:
+        kw["n_seeds"] = check_int(table["n_seeds"], source, "seeds.n_seeds", 2)
+    if "folds" in table:
+        kw["folds"] = check_int(table["folds"], source, "seeds.folds", 2)
+    if "grid_seeds" in table:
+        kw["grid_seeds"] = check_int(table["grid_seeds"], source, "seeds.grid_seeds", 0)
+    if "train_ratio" in table:
+        r = table["train_ratio"]
+        if isinstance(r, bool) or not isinstance(r, (int, float)) or not 0 < r < 1:
+            raise input_error(source, "seeds.train_ratio", f"must be in (0, 1), got {r!r}")
+        kw["train_ratio"] = float(r)
+    if "figure_metrics" in table:
+        kw["figure_metrics"] = _str_list(table["figure_metrics"], source, "seeds.figure_metrics")
+    if "grid_algorithms" in table:
+        kw["grid_algorithms"] = _str_list(table["grid_algorithms"], source, "seeds.grid_algorithms")
+    if "configs" in table:
+        if not isinstance(table["configs"], dict):
+            raise input_error(source, "seeds.configs", "must be a table: algorithm = config_id or {...}")
+        kw["configs"] = dict(table["configs"])
+    if "cache" in table:
+        if not isinstance(table["cache"], str):
+            raise input_error(source, "seeds.cache", "must be a path string")
+        kw["cache"] = table["cache"]
+    return SeedSettings(**kw)
+
+
+def load_seed_experiment(path: str | Path) -> tuple[Experiment, SeedSettings]:
+    """Read a seeds experiment: an ordinary experiment TOML plus an optional ``[seeds]`` table.
+
+    The ``[seeds]`` table is taken out before :func:`dptune.config.parse_experiment` validates
+    the rest, so the same file format (data, evaluation, analysis, algorithms) applies.
+    """
+    path = Path(path)
+    data = read_toml(path, "experiment file")
+    table = data.pop("seeds", None)
+    exp = parse_experiment(data, str(path), path)
+    return exp, parse_seed_settings(table, str(path))
+
+
+def validate_settings(exp: Experiment, st: SeedSettings) -> None:
+    """Check the settings against the experiment: figure metrics evaluated, algorithms named."""
+    src = exp.source
+    names = [a.name for a in exp.algorithms]
+    for m in st.figure_metrics:
+        if m not in exp.evaluation.metrics:
+            raise input_error(src, "seeds.figure_metrics", f"{m!r} is not an evaluated metric")
+    for a in st.grid_algorithms or ():
+        if a not in names:
+            raise input_error(src, "seeds.grid_algorithms", f"no algorithm named {a!r}")
+    for a in st.configs:
+        if a not in names:
+            raise input_error(src, f"seeds.configs.{a}", f"no algorithm named {a!r}")
+
+
+def split_seeds(exp: Experiment, n_seeds: int) -> list[int]:
+    """The data-split seeds: ``s_i = derive_seed(split seed, "seed-study", i)``, ``i < n_seeds``.
+
+    Seed ``i`` does not depend on ``n_seeds``, so a study with more seeds reuses the first ones.
+    """
+    return [derive_seed(exp.split_seed, "seed-study", i) for i in range(n_seeds)]
+
+
+def default_config(exp: Experiment, algorithm: str) -> tuple[int, dict[str, Any]]:
+    """``(config_id, configuration)`` of the grid's middle value of every free hyperparameter.
+
+    For a hyperparameter with values ``x_0 .. x_{n-1}`` (grid order) the middle is
+    ``x_m``, ``m = floor((n - 1) / 2)`` (the lower middle for even ``n``).
+    """
+    grid = exp.grids[algorithm]
+    want = {h: vals[(len(vals) - 1) // 2] for h, vals in grid.values.items()}
+    for cid, cfg in enumerate(grid.configs()):
+        if all(cfg[h] == v for h, v in want.items()):
+            return cid, cfg
+    raise input_error(exp.source, f"algorithms.{algorithm}", "grid has no configuration")  # pragma: no cover
+
+
+def resolve_configs(exp: Experiment, chosen: Mapping[str, Any] | None = None
+                    ) -> dict[str, tuple[int, dict[str, Any]]]:
+    """The configuration each algorithm runs with: ``{algorithm: (config_id, config)}``.
+
+    ``chosen[algorithm]`` may be a grid ``config_id`` (int), ``{"config_id": id}``, or a table
+    of free hyperparameter values (the rest from :func:`default_config`; derived
+    hyperparameters recomputed as ``source * scale``). ``config_id`` is -1 for a configuration
+    that is not in the grid.
+    """
+    chosen = dict(chosen or {})
+    src = exp.source
+    out: dict[str, tuple[int, dict[str, Any]]] = {}
+    for alg in exp.algorithms:
+        grid = exp.grids[alg.name]
+        configs = grid.configs()
+        where = f"seeds.configs.{alg.name}"
+        spec = chosen.pop(alg.name, None)
+        if isinstance(spec, dict) and set(spec) == {"config_id"}:
+            spec = spec["config_id"]
+        if spec is None:
+            cid, cfg = default_config(exp, alg.name)
+        elif isinstance(spec, (int, np.integer)) and not isinstance(spec, bool):
+            if not 0 <= int(spec) < len(configs):
+                raise input_error(src, where, f"config_id {spec} is not in 0..{len(configs) - 1}")
+            cid, cfg = int(spec), configs[int(spec)]
+        elif isinstance(spec, dict):
+            _, cfg = default_config(exp, alg.name)
+            cfg = dict(cfg)
+            for h, v in spec.items():
+                if h not in grid.free:
+                    raise input_error(src, f"{where}.{h}",
+                                      f"not a free hyperparameter of the grid ({', '.join(grid.free)})")
+                cfg[h] = v
+            for name, (source, scale) in grid.derived.items():
+                cfg[name] = cfg[source] * scale
+            cid = next((i for i, c in enumerate(configs) if c == cfg), -1)
+        else:
+            raise input_error(src, where, f"expected a config_id or a table, got {spec!r}")
+        get_family(alg.type).validate([cfg], f"{src}: {where}")
+        out[alg.name] = (cid, cfg)
+    if chosen:
+        raise input_error(src, f"seeds.configs.{next(iter(chosen))}", "no algorithm of that name")
+    return out

@@ -1,0 +1,203 @@
+"""Slice study (SPEC 7; Tagliabue et al., "EvalRS: a rounded evaluation of recommender
+systems", CIKM 2022 data challenge): :func:`run_slices_study`, metrics, miss rate and
+discriminative power per user slice of a result store.
+
+Slices are log-scaled bins (:mod:`dptune.studies._slices_bins`), so no threshold is chosen by
+hand:
+
+- ``history``: the user's training-history length in that validation fold, i.e. the number of
+  distinct training items (row of the fold's binarised training matrix), recomputed with
+  ``sweep.prepare(experiment).fold(f)`` from the experiment named in the results manifest;
+- ``popularity``: the mean popularity of the user's *relevant held-out items* in that fold,
+  ``pop(u) = (1 / |R_u|) sum_{i in R_u} users_f(i)`` with ``users_f(i)`` the number of training
+  users of item ``i`` in fold ``f``. The store keeps per-user metric values, not the ranked
+  lists, so metrics restricted to the relevant items of one popularity bin cannot be
+  recomputed without retraining every model; slicing *users* by the popularity of what they
+  hold out is the faithful alternative (a user in a low bin is one whose relevant items are
+  niche). This choice is written in every report.
+
+DP per slice (:mod:`dptune.studies._slices_dp`) uses the main analysis's pairs and test; a
+reference row ``all`` (every user) reproduces the main analysis's DP. Metrics per slice are
+those of the configuration the primary metric selects on validation
+(``ResultStore.best_configs``), with the EvalRS miss rate at N.
+
+Caveat: a paired test on fewer users has less power, so DP rises (worse) in small slices for
+every metric; compare metrics *within* a slice (the ``dp_rank`` column), and slices with care.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dptune.analysis import _stats as stats
+from dptune.config import Experiment, load_experiment
+from dptune.errors import input_error
+from dptune.report import save_figure
+from dptune.store._store import ResultStore
+from dptune.studies._slices_bins import (
+    SLICE_KINDS,
+    assign_slices,
+    check_base,
+    members_by_slice,
+    user_features,
+)
+from dptune.studies._slices_dp import main_pairs, slice_dp, slice_metrics
+from dptune.studies._slices_figure import slices_figure
+from dptune.studies._slices_report import slices_report_md
+from dptune.vocab import CSV_FLOAT, fold_key
+
+__all__ = ["run_slices_study"]
+
+_DP_COLUMNS = ["dataset", "algorithm", "slice_kind", "slice", "bin", "lo", "hi", "n_users_mean",
+               "n_users_min", "metric", "cutoff", "dp", "dp_plus_sd", "dp_minus_sd", "n_pairs",
+               "n_folds", "sakai", "dp_rank"]
+_METRIC_COLUMNS = ["dataset", "algorithm", "config_id", "slice_kind", "slice", "bin", "lo", "hi",
+                   "n_obs", "metric", "cutoff", "mean", "miss_rate"]
+
+
+def _find_experiment(store: ResultStore, man: dict[str, Any], experiment: str | Path | None) -> Experiment:
+    """The experiment of the store (``experiment`` or the manifest's ``experiment_file``, looked
+    up from the working directory and the store's parents); its fingerprint must match."""
+    if experiment is not None:
+        path = Path(experiment)
+    else:
+        name = man.get("experiment_file")
+        if not name:
+            raise input_error(store.root / "manifest.json", "experiment_file", "missing")
+        cands = [Path(name)] + [parent / name for parent in [store.root, *store.root.resolve().parents]]
+        path = next((c for c in cands if c.exists()), Path(name))
+        if not path.exists():
+            raise input_error(store.root / "manifest.json", "experiment_file",
+                              f"{name!r} not found (run from the repository root or pass "
+                              f"--experiment)")
+    exp = load_experiment(path)
+    if man.get("fingerprint") and exp.fingerprint() != man["fingerprint"]:
+        raise input_error(path, None, f"does not match the results in {store.root} (fingerprint "
+                          f"{exp.fingerprint()} vs {man['fingerprint']}): the training folds "
+                          f"cannot be recomputed from it")
+    return exp
+
+
+def _slicings(prep: Any, folds: list[str], base: int) -> dict[str, pd.DataFrame]:
+    """Per slice kind (``all`` first) the slice of every (fold, user): columns ``fold, user,
+    slice_kind, bin, slice, lo, hi``; ``all`` is one slice of every user (bin -2)."""
+    feats = user_features(prep, folds)
+    everyone = feats[["fold", "user"]].assign(slice_kind="all", bin=-2, slice="all",
+                                              lo=np.nan, hi=np.nan)
+    return {"all": everyone, **{k: assign_slices(feats, k, base) for k in SLICE_KINDS}}
+
+
+def _primary_config(store: ResultStore, best: pd.DataFrame, alg: str,
+                    primary: tuple[str, int]) -> int:
+    """The configuration the primary metric selects on validation (else the first one)."""
+    pick = best[(best["algorithm"] == alg) & (best["metric"] == primary[0])
+                & (best["cutoff"] == primary[1])]
+    return int(pick["config_id"].iloc[0]) if len(pick) else int(store.configs(alg)["config_id"].iloc[0])
+
+
+def _slice_tables(store: ResultStore, algs: Sequence[str], kinds: dict[str, pd.DataFrame],
+                  dataset: str, pairs_of: Any, primary: tuple[str, int], test: str,
+                  alpha: float, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``(slices_dp, slices_metrics)`` of every algorithm and slice; ``pairs_of(alg)`` gives the
+    algorithm's pairs. ``dp_rank`` ranks the metrics' DP within (algorithm, slice, cutoff)."""
+    members = {k: members_by_slice(v) for k, v in kinds.items()}
+    info = {k: v.drop_duplicates("slice").set_index("slice")[["bin", "lo", "hi"]]
+            for k, v in kinds.items()}
+    best = store.best_configs()
+    dp_parts, metric_parts = [], []
+    for alg in algs:
+        mcs = store.metric_cutoffs(alg)
+        pairs = pairs_of(alg)
+        cid = _primary_config(store, best, alg, primary)
+        for kind in kinds:
+            d = slice_dp(store, alg, pairs, members[kind], mcs, test=test, alpha=alpha, seed=seed)
+            m = slice_metrics(store, alg, cid, members[kind], mcs)
+            for df in (d, m):
+                df.insert(0, "slice_kind", kind)
+                df.insert(0, "algorithm", alg)
+                df.insert(0, "dataset", dataset)
+                for col in ("bin", "lo", "hi"):
+                    df[col] = df["slice"].map(info[kind][col])
+            m.insert(2, "config_id", cid)
+            dp_parts.append(d)
+            metric_parts.append(m)
+    dpt = pd.concat(dp_parts, ignore_index=True)
+    dpt["dp_rank"] = dpt.groupby(["algorithm", "slice_kind", "slice", "cutoff"])["dp"].rank(
+        method="min").astype(int)
+    return dpt[_DP_COLUMNS], pd.concat(metric_parts, ignore_index=True)[_METRIC_COLUMNS]
+
+
+def _bin_counts(kinds: dict[str, pd.DataFrame], dataset: str) -> pd.DataFrame:
+    """``slices_bins.csv``: users per (slice kind, bin, fold)."""
+    counts = pd.concat(kinds.values(), ignore_index=True).groupby(
+        ["slice_kind", "bin", "slice", "lo", "hi", "fold"], dropna=False, sort=True).size().rename(
+        "n_users").reset_index()
+    counts.insert(0, "dataset", dataset)
+    return counts
+
+
+def run_slices_study(results_dir: str | Path, out_dir: str | Path,
+                     reports_dir: str | Path | None = None, *, base: int = 2,
+                     n_pairs: int | None = None, seed: int | None = None,
+                     test: str | None = None, experiment: str | Path | None = None,
+                     algorithms: Sequence[str] | None = None, cutoff: int | None = None,
+                     ) -> list[Path]:
+    """Metrics, miss rate and DP per user slice of a results directory; returns the files written
+    (``slices_report.md`` last).
+
+    ``reports_dir``: the main analysis's reports (its ``pairs.csv`` gives the pairs); ``n_pairs``,
+    ``seed`` and ``test`` default to the manifest's ``[analysis]`` settings; ``experiment``
+    overrides the manifest's ``experiment_file`` (needed to recompute the folds' training
+    data); ``cutoff`` (default: the primary cutoff) is the one in the figure and the Markdown
+    tables (the CSV files hold every cutoff).
+
+    Example (skipped here: it needs a result store)::
+
+        files = run_slices_study("results/quickstart", "reports/slices-quickstart")
+    """
+    store = ResultStore(results_dir)
+    man = store.manifest()
+    exp = _find_experiment(store, man, experiment)
+    ana = man.get("analysis", {})
+    n_pairs = int(n_pairs if n_pairs is not None else ana.get("n_pairs", 25))
+    seed = int(seed if seed is not None else man.get("seeds", {}).get("analysis", exp.analysis_seed))
+    test = stats.check_test(test or ana.get("test", "t"), "slices")
+    alpha = float(ana.get("alpha", 0.05))
+    primary = (ana.get("primary_metric", "ndcg"), int(ana.get("primary_cutoff", 10)))
+    cutoff = int(cutoff if cutoff is not None else primary[1])
+    base = check_base(base)
+    algs = list(algorithms) if algorithms is not None else store.algorithms()
+    for a in algs:
+        if a not in store.algorithms():
+            raise input_error("--algorithms", None, f"no algorithm {a!r} in {store.root}")
+
+    from dptune.sweep._prepare import prepare
+
+    dataset = man.get("dataset", {}).get("name", exp.data.source)
+    folds = sorted({f for a in algs for f in store.folds(a)}, key=fold_key)
+    kinds = _slicings(prepare(exp), folds, base)
+    dpt, mt = _slice_tables(store, algs, kinds, dataset,
+                            lambda alg: main_pairs(store, alg, n_pairs, seed, reports_dir),
+                            primary, test, alpha, seed)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    files = []
+    for name, df in (("slices_dp.csv", dpt), ("slices_metrics.csv", mt),
+                     ("slices_bins.csv", _bin_counts(kinds, dataset))):
+        df.to_csv(out / name, index=False, float_format=CSV_FLOAT, lineterminator="\n")
+        files.append(out / name)
+    files += save_figure(slices_figure(dpt, cutoff), out / "slices_figure", creator="dptune")
+    pairs_src = (f"`{Path(reports_dir) / 'pairs.csv'}`" if reports_dir is not None
+                 and (Path(reports_dir) / "pairs.csv").exists()
+                 else f"dp.sample_pairs(config ids, {n_pairs}, dp.scope_seed({seed}, \"all\"))")
+    md = slices_report_md(exp, man, dataset, dpt, mt, algs, folds, cutoff, primary, base,
+                          pairs_src, test, results_dir)
+    with open(out / "slices_report.md", "w", encoding="utf-8", newline="\n") as fh:
+        fh.write(md)
+    files.append(out / "slices_report.md")
+    return files
