@@ -23,7 +23,7 @@ from dptune.errors import input_error
 from dptune.vocab import fold_key, metric_key
 
 __all__ = ["STABILITY_BUDGET_S", "plan_robust", "finish_robust", "check_bootstrap_cost",
-           "annotate_dp"]
+           "annotate_dp", "analyze_with_robust", "add_verdict"]
 
 #: Seconds of extra stability repeats allowed per algorithm (``_stability.affordable_repeats``).
 STABILITY_BUDGET_S = 5.0
@@ -132,3 +132,40 @@ def finish_robust(passes: dict[str, RobustPass], pvalues: pd.DataFrame,
     claims = (sb.claims(res.ranking, 1.0 - float(options.alpha))
               if res.ranking is not None else None)
     return res, claims
+
+
+def analyze_with_robust(store: Any, options: Any, manifest: Any,
+                        progress: bool = False) -> tuple[Any, RobustResult | None]:
+    """The paper's DP (:func:`dptune.analysis._dp.analyze`) with the robust passes fed from its
+    fold reads; ``(analysis, robust)`` with ``analysis.dp`` annotated (:func:`annotate_dp`).
+
+    The paper-DP bootstrap runs only with the robust estimate off (``max_pairs = 0``); slow test
+    + bootstrap combinations are refused first (:func:`check_bootstrap_cost`), folds with too
+    few users after the pass (:func:`finish_robust`).
+    """
+    from dptune.analysis import _dp as dpmod
+
+    check_bootstrap_cost(store, options, manifest)
+    passes = plan_robust(store, options, manifest)
+    legacy = int(options.bootstrap) if int(options.max_pairs) <= 0 else 0
+    analysis = dpmod.analyze(
+        store, n_pairs=options.n_pairs, seed=options.seed, test=options.test,
+        alpha=options.alpha, correction=options.correction, n_resamples=options.n_resamples,
+        bootstrap=legacy, progress=progress, fold_hooks=passes)
+    robust, _claims = finish_robust(passes, analysis.pvalues, options)
+    analysis.dp = annotate_dp(analysis.dp, analysis.pvalues)
+    return analysis, robust
+
+
+def add_verdict(store: Any, result: Any, robust: RobustResult | None) -> None:
+    """Fill ``result.robust``, ``result.robust_ranking`` and ``result.verdict`` (after the noise
+    floor and importance, which the verdict cites)."""
+    from dptune.analysis._verdict_build import verdict_for_store
+
+    if robust is None:
+        return
+    result.robust = robust.table
+    result.robust_ranking = robust.ranking
+    result.verdict = verdict_for_store(
+        store, result.dp, robust, alpha=float(result.options.alpha), best=result.best,
+        primary=result.primary, noise_table=result.noise_floor, importance=result.importance)
