@@ -44,7 +44,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 from scipy import special
 
 from dptune.errors import input_error
@@ -128,9 +128,9 @@ def pair_multiplicities(n_boot: int, n_pairs: int, seed: int) -> np.ndarray:
                            size=int(n_boot)).astype(np.float64)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, parallel=True)
 def _pair_sums(values, ra, rb, labels, s1, s2, dmin, dmax):  # pragma: no cover - numba
-    for j in range(ra.shape[0]):
+    for j in prange(ra.shape[0]):  # pairs are independent: one thread per block of pairs
         a = ra[j]
         b = rb[j]
         lo = np.inf
@@ -215,30 +215,29 @@ def point_pvalues(dbar: np.ndarray, c2: np.ndarray, constant: np.ndarray, n: int
     return np.clip(p, 0.0, 1.0)
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
-def _replicate_sums(s1w, s2w, nstar, dbar, c2tot, size, constant, mult_t, table,
+@njit(cache=True, nogil=True, error_model="numpy", parallel=True)
+def _replicate_sums(s1w, s2w, nstar, dbar, c2tot, size, constant, mult, table,
                     out):  # pragma: no cover - numba
-    n_pairs, n_boot = s1w.shape
-    for j in range(n_pairs):
-        if constant[j]:
-            pj = 1.0 if dbar[j] == 0.0 else 0.0
-            for r in range(n_boot):
-                out[r] += mult_t[j, r] * pj
-            continue
-        tiny = 1e-14 * c2tot[j]
-        for r in range(n_boot):
-            c = mult_t[j, r]
+    n_boot, n_pairs = s1w.shape
+    for r in prange(n_boot):  # replicates are independent: each thread owns its out[r]
+        acc = 0.0
+        ns = nstar[r]
+        for j in range(n_pairs):
+            c = mult[r, j]
             if c == 0.0:
                 continue
-            ns = nstar[r]
-            m = s1w[j, r] / ns
-            var = (s2w[j, r] - ns * m * m) / (ns - 1.0)
-            mean = m + dbar[j]
-            if var <= tiny:
-                p = 1.0 if abs(mean) <= 1e-9 * size[j] else 0.0
+            if constant[j]:
+                p = 1.0 if dbar[j] == 0.0 else 0.0
             else:
-                p = _table_p(mean / np.sqrt(var / ns), table)
-            out[r] += c * p
+                m = s1w[r, j] / ns
+                var = (s2w[r, j] - ns * m * m) / (ns - 1.0)
+                mean = m + dbar[j]
+                if var <= 1e-14 * c2tot[j]:
+                    p = 1.0 if abs(mean) <= 1e-9 * size[j] else 0.0
+                else:
+                    p = _table_p(mean / np.sqrt(var / ns), table)
+            acc += c * p
+        out[r] = acc
 
 
 def fold_replicate_means(values: np.ndarray, rows_a: np.ndarray, rows_b: np.ndarray,
@@ -260,11 +259,12 @@ def fold_replicate_means(values: np.ndarray, rows_a: np.ndarray, rows_b: np.ndar
     p = point_pvalues(dbar, c2, constant, n)
     w = np.asarray(weights, dtype=np.float32)
     nstar = np.asarray(weights, dtype=np.float64) @ np.diff(starts).astype(np.float64)
-    s1w = c1.astype(np.float32) @ w.T
-    s2w = c2.astype(np.float32) @ w.T
+    s1w = w @ c1.T.astype(np.float32)  # (B, P)
+    s2w = w @ c2.T.astype(np.float32)
     out = np.zeros(n_boot)
     _replicate_sums(s1w, s2w, nstar, dbar, c2.sum(axis=1), size, constant,
-                    np.ascontiguousarray(multiplicities.T), _tail_table(n - 1), out)
+                    np.ascontiguousarray(multiplicities, dtype=np.float64), _tail_table(n - 1),
+                    out)
     return p, out / n_pairs
 
 
