@@ -32,9 +32,9 @@ CLAIM_COLUMNS = ["algorithm", "cutoff", "metric_a", "metric_b", "p_first", "p_mi
 # Seconds per unit of work of one repeat, measured on the 2-core development machine
 # (docs/performance.md): per (pair, user) difference and group sums, per (pair, group,
 # replicate) multiply-add of the weighted sums, per (pair, replicate) p-value.
-_S_PER_PAIR_USER = 6e-9
-_S_PER_PAIR_GROUP_REP = 8e-10
-_S_PER_PAIR_REP = 4e-8
+_S_PER_PAIR_USER = 3e-9
+_S_PER_PAIR_GROUP_REP = 1.2e-10
+_S_PER_PAIR_REP = 1.2e-8
 
 
 def ranking_frame(replicates: Mapping[tuple[str, str, int], np.ndarray],

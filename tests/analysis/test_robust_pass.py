@@ -63,6 +63,8 @@ def test_all_pairs_mean_p_equals_paper_dp_per_pair_and_scipy():
     paper = dp.analyze(store, n_pairs=15, seed=1).dp.set_index(["scope", "metric"])
     assert paper.at[("all", "ndcg"), "dp"] / 15 == pytest.approx(t.at["ndcg", "mean_p"])
     assert t.at["ndcg", "ci_low"] <= t.at["ndcg", "dp_at_25"] <= t.at["ndcg", "ci_high"]
+    # replicates centred on the estimate: the bootstrap gives the spread, not the location
+    assert res.replicates[("knn", "ndcg", 10)].mean() == pytest.approx(t.at["ndcg", "mean_p"])
     assert set(res.ranking["repeat"]) == {0, 1, 2}
     c = sb.claims(res.ranking, 0.95).set_index(["metric_a", "metric_b"])
     assert bool(c.at[("ndcg", "recall"), "held"])
