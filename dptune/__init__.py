@@ -1,6 +1,72 @@
 """dptune: which metric to tune with, and which hyperparameters matter.
 
-Pipeline (data flows one way): data -> split -> sweep(models, metrics) -> store -> dp -> report.
+Pipeline (data flows one way): data -> split -> sweep(models, metrics) -> store -> analysis ->
+report. The Python API, one front function per task (``docs/api.md``)::
+
+    import dptune
+    exp = dptune.load_experiment("experiments/quickstart.toml")
+    store = dptune.sweep(exp, results="results/quickstart", jobs=2)   # resumable
+    res = dptune.analyze(store)                                       # an AnalysisResult
+    res.dp                                                            # dp.csv as a DataFrame
+    dptune.Report.build(store, res).write("reports/quickstart")      # tables, figures, report.md
+    dptune.discriminative_power(per_user_df, pairs=25, test="t")      # any per-user table
+
+The names below are loaded on first use, so that ``import dptune`` (and the command line) stay
+fast; each comes from the module named in :data:`_EXPORTS`.
 """
 
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
+
+#: Public name -> the module that defines it.
+_EXPORTS: dict[str, str] = {
+    "load_experiment": "dptune.config",
+    "Experiment": "dptune.config",
+    "sweep": "dptune",  # the dptune.sweep package, callable: dptune._api.sweep
+    "ResultStore": "dptune.store._store",
+    "AnalysisOptions": "dptune.analysis._options",
+    "analyze": "dptune.analysis._analyze",
+    "AnalysisResult": "dptune.analysis._result",
+    "discriminative_power": "dptune._api",
+    "Report": "dptune.report._report",
+}
+
+__all__ = [
+    "__version__",
+    "load_experiment",
+    "Experiment",
+    "sweep",
+    "ResultStore",
+    "AnalysisOptions",
+    "analyze",
+    "AnalysisResult",
+    "discriminative_power",
+    "Report",
+]
+
+if TYPE_CHECKING:
+    from dptune._api import discriminative_power, sweep
+    from dptune.analysis._analyze import analyze
+    from dptune.analysis._options import AnalysisOptions
+    from dptune.analysis._result import AnalysisResult
+    from dptune.config import Experiment, load_experiment
+    from dptune.report._report import Report
+    from dptune.store._store import ResultStore
+
+
+def __getattr__(name: str) -> Any:
+    if name == "sweep":  # a subpackage: importing it binds it here
+        return import_module("dptune.sweep")
+    if name in _EXPORTS:
+        value = getattr(import_module(_EXPORTS[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'dptune' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

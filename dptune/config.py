@@ -12,11 +12,14 @@ import json
 import re
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dptune.errors import input_error, read_toml
 from dptune.grids import Grid, load_grid
 from dptune.vocab import METRICS
+
+if TYPE_CHECKING:
+    from dptune.analysis._options import AnalysisOptions
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 METRIC_NAMES = METRICS
@@ -57,24 +60,6 @@ class EvaluationConfig:
 
 
 @dataclass(frozen=True)
-class AnalysisConfig:
-    """Discriminative-power analysis settings (SPEC 6-7)."""
-
-    n_pairs: int = 25
-    seed: int | None = None
-    test: str = "t"  # t | wilcoxon | bootstrap | permutation
-    alpha: float = 0.05
-    correction: str = "none"  # none | holm | bh
-    n_resamples: int = 1000
-    bootstrap: int = 0
-    primary_metric: str = "ndcg"
-    primary_cutoff: int = 10
-    noise_seeds: int = 5  # seeds per configuration for the A/A noise floor; 0 = off
-    noise_configs: int = 1  # configurations per stochastic algorithm (best by the primary metric)
-    importance: bool = True  # fANOVA / PED-ANOVA hyperparameter importance in the report
-
-
-@dataclass(frozen=True)
 class SweepConfig:
     """How the sweep runs: parallel jobs and the optuna storage (default: SQLite in results)."""
 
@@ -103,7 +88,7 @@ class Experiment:
     data: DataConfig = field(default_factory=DataConfig)
     split: SplitConfig = field(default_factory=SplitConfig)
     evaluation: EvaluationConfig = field(default_factory=EvaluationConfig)
-    analysis: AnalysisConfig = field(default_factory=AnalysisConfig)
+    analysis: AnalysisOptions = field(default_factory=lambda: _options_class()())
     sweep: SweepConfig = field(default_factory=SweepConfig)
     algorithms: tuple[AlgorithmConfig, ...] = ()
     grids: dict[str, Grid] = field(default_factory=dict, compare=False)
@@ -178,6 +163,21 @@ def _build(cls: type, table: Any, source: str, prefix: str) -> Any:
                           "required field is missing") from None
 
 
+def _options_class() -> type[AnalysisOptions]:
+    """:class:`dptune.AnalysisOptions`, imported on first use (``import dptune.config`` stays
+    light: the analysis package loads scipy)."""
+    from dptune.analysis._options import AnalysisOptions
+
+    return AnalysisOptions
+
+
+def _analysis(table: Any, source: str) -> AnalysisOptions:
+    """The ``[analysis]`` table as :class:`AnalysisOptions` (errors name ``analysis.<field>``)."""
+    if not isinstance(table, dict):
+        raise input_error(source, "analysis", "must be a table")
+    return _options_class().from_mapping(table, source, "analysis.")
+
+
 def _choice(source: str, where: str, value: Any, allowed: tuple[str, ...]) -> None:
     if value not in allowed:
         raise input_error(source, where, f"{value!r} is not one of {', '.join(allowed)}"
@@ -213,23 +213,11 @@ def _validate(exp: Experiment, src: str) -> None:
     _choice(src, "evaluation.novelty", e.novelty, ("relevance-aware", "relevance-unaware"))
     if e.user_block < 1:
         raise input_error(src, "evaluation.user_block", "must be positive")
-    _choice(src, "analysis.test", a.test, ("t", "wilcoxon", "bootstrap", "permutation"))
-    _choice(src, "analysis.correction", a.correction, ("none", "holm", "bh"))
+    # the [analysis] options are validated by AnalysisOptions (parse time); only their
+    # agreement with the evaluation is checked here
     _choice(src, "analysis.primary_metric", a.primary_metric, tuple(e.metrics))
     if a.primary_cutoff not in e.cutoffs:
         raise input_error(src, "analysis.primary_cutoff", f"{a.primary_cutoff} is not in evaluation.cutoffs")
-    if a.n_pairs < 1:
-        raise input_error(src, "analysis.n_pairs", "must be positive")
-    if not 0.0 < a.alpha < 1.0:
-        raise input_error(src, "analysis.alpha", "must be between 0 and 1")
-    if a.n_resamples < 1:
-        raise input_error(src, "analysis.n_resamples", "must be positive")
-    if a.bootstrap < 0:
-        raise input_error(src, "analysis.bootstrap", "must be 0 (off) or positive")
-    if a.noise_seeds < 0 or a.noise_seeds == 1:
-        raise input_error(src, "analysis.noise_seeds", "must be 0 (off) or at least 2")
-    if a.noise_configs < 1:
-        raise input_error(src, "analysis.noise_configs", "must be positive")
     if exp.sweep.jobs < 1:
         raise input_error(src, "sweep.jobs", "must be positive")
     if exp.data.kcore < 0:
@@ -278,7 +266,7 @@ def parse_experiment(data: dict, source: str = "<memory>", config_path: Path | N
         data=_build(DataConfig, data.get("data", {}), source, "data."),
         split=_build(SplitConfig, data.get("split", {}), source, "split."),
         evaluation=_build(EvaluationConfig, data.get("evaluation", {}), source, "evaluation."),
-        analysis=_build(AnalysisConfig, data.get("analysis", {}), source, "analysis."),
+        analysis=_analysis(data.get("analysis", {}), source),
         sweep=_build(SweepConfig, data.get("sweep", {}), source, "sweep."),
         algorithms=tuple(algos),
         grids=grids,
@@ -288,7 +276,15 @@ def parse_experiment(data: dict, source: str = "<memory>", config_path: Path | N
 
 
 def load_experiment(path: str | Path) -> Experiment:
-    """Read and validate an experiment TOML file."""
+    """Read and validate an experiment TOML file (grid paths resolve as in
+    :func:`parse_experiment`); a bad field is one error line naming the file and the field.
+
+    Example (from the repository's root)::
+
+        >>> exp = load_experiment("experiments/quickstart.toml")
+        >>> exp.name, exp.split.folds, exp.analysis.n_pairs, [a.name for a in exp.algorithms]
+        ('quickstart', 3, 25, ['userknn', 'itemknn', 'bpr-mf'])
+    """
     path = Path(path)
     data = read_toml(path, "experiment file")
     return parse_experiment(data, str(path), path)

@@ -1,19 +1,17 @@
-"""Analysis: pairs, paired tests, discriminative power, noise floor and importance."""
+"""Analysis: pairs, paired tests, discriminative power, noise floor, importance and selection.
 
-from dptune.analysis._analyze import (
-    RunSetStore,
-    analyze_results,
-    analyze_runs,
-    best_table,
-    grid_from_store,
-    write_subgrid,
-)
+:func:`analyze` (``dptune.analyze``) is the front function: a result store and
+:class:`AnalysisOptions` in, an :class:`AnalysisResult` (DataFrames only) out.
+:func:`analyze_dp` is the DP computation alone over any store of the
+:class:`ResultStoreLike` protocol.
+"""
+
+from dptune.analysis._analyze import analyze
 from dptune.analysis._dp import (
     METRIC_ORDER,
     Analysis,
     DPResult,
     ResultStoreLike,
-    analyze,
     bootstrap_dp,
     format_value,
     noise_floor,
@@ -25,18 +23,17 @@ from dptune.analysis._dp import (
     scope_seed,
     summarize_curves,
 )
+from dptune.analysis._dp import analyze as analyze_dp
 from dptune.analysis._importance import (
     EVALUATORS,
     IMPORTANCE_COLUMNS,
     build_study,
-    comparison_sentences,
     distribution_for,
     dp_dominance,
     fanova_importances,
     fanova_inputs,
     fanova_study,
     hyperparameter_importance,
-    importance_section,
     importance_table,
     param_importances,
     ped_target_quantile,
@@ -48,8 +45,6 @@ from dptune.analysis._noise import (
     NOISE_DIR,
     NOISE_SCHEMA,
     NoiseFloor,
-    NoiseRun,
-    NoiseTask,
     aa_pvalues,
     compare_with_floor,
     deterministic_algorithms,
@@ -58,13 +53,14 @@ from dptune.analysis._noise import (
     noise_part_name,
     noise_part_paths,
     noise_trials,
-    plan_noise,
     rank_configs,
     resample_curve,
     run_noise_floor,
-    run_noise_task,
     write_noise_part,
 )
+from dptune.analysis._options import AnalysisOptions, validate_options
+from dptune.analysis._result import DATA_FILES, AnalysisResult
+from dptune.analysis._selection import best_table, datasets_table, no_dp_reason
 from dptune.analysis._stats import (
     CORRECTIONS,
     TESTS,
@@ -80,14 +76,20 @@ from dptune.analysis._stats import (
     resampled_ttest_pvalues,
     sakai_dp,
 )
+from dptune.analysis._subgrid import grid_from_store, write_subgrid
 
 __all__ = [
+    "analyze",
+    "AnalysisOptions",
+    "validate_options",
+    "AnalysisResult",
+    "DATA_FILES",
     "best_table",
-    "analyze_results",
+    "datasets_table",
+    "no_dp_reason",
     "grid_from_store",
     "write_subgrid",
-    "RunSetStore",
-    "analyze_runs",
+    "analyze_dp",
     "METRIC_ORDER",
     "DPResult",
     "Analysis",
@@ -98,7 +100,6 @@ __all__ = [
     "format_value",
     "scope_seed",
     "scope_pairs",
-    "analyze",
     "bootstrap_dp",
     "percentile_ci",
     "prob_more_discriminative",
@@ -118,18 +119,12 @@ __all__ = [
     "importance_table",
     "hyperparameter_importance",
     "dp_dominance",
-    "comparison_sentences",
-    "importance_section",
     "NOISE_DIR",
     "NOISE_SCHEMA",
-    "NoiseTask",
-    "NoiseRun",
     "NoiseFloor",
     "is_stochastic",
     "noise_part_name",
     "rank_configs",
-    "plan_noise",
-    "run_noise_task",
     "write_noise_part",
     "noise_part_paths",
     "deterministic_algorithms",

@@ -40,15 +40,17 @@ DATA_FILES: dict[str, str] = {
 class AnalysisResult:
     """Everything computed by the analysis of one store (long DataFrames, sorted, reproducible).
 
-    - ``options``: the validated analysis options used (``AnalysisOptions``; a mapping of its
-      fields until that class exists).
+    - ``options``: the validated :class:`dptune.AnalysisOptions` used (``seed`` resolved).
     - ``manifest``: the store's manifest (data set, split, evaluation, seeds, versions).
     - ``pairs``, ``pvalues``, ``dp``, ``curves``: as :class:`dptune.analysis.Analysis`
       documents them (dp.csv is the paper's DP per algorithm, scope, metric and cutoff).
     - ``ranking``: bootstrap P(metric A more discriminative than B), or None without bootstrap.
     - ``replicates``: bootstrap DP replicates per (algorithm, scope, metric, cutoff), or None.
     - ``noise_floor`` (DP beside its A/A floor, :func:`compare_with_floor`), ``noise_curves``,
-      ``noise_pvalues``: None without noise-floor runs.
+      ``noise_pvalues``: None without noise-floor runs. ``aa_floor``: the A/A floor per
+      (algorithm, metric, cutoff) before it is joined to DP (``NoiseFloor.floor``);
+      ``noise_configs``: algorithm -> the configuration ids re-trained with several seeds;
+      ``noise_seed_counts``: algorithm -> the number of seeds used.
     - ``importance``: fANOVA / PED-ANOVA importances, or None when off.
     - ``best``: the best configuration per metric@cutoff (validation mean, test value).
     - ``datasets``: Table 1 rows (dataset, users, items, ratings, sparsity).
@@ -74,6 +76,9 @@ class AnalysisResult:
     importance: pd.DataFrame | None = None
     without_dp: dict[str, str] = field(default_factory=dict)
     verdict: pd.DataFrame | None = None
+    aa_floor: pd.DataFrame | None = None
+    noise_configs: dict[str, list[int]] = field(default_factory=dict)
+    noise_seed_counts: dict[str, int] = field(default_factory=dict)
 
     def tables(self) -> dict[str, pd.DataFrame]:
         """The non-empty data tables by attribute name, in :data:`DATA_FILES` order."""

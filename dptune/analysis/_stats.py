@@ -24,6 +24,7 @@ from collections.abc import Iterator
 import numpy as np
 from scipy import stats as _st
 
+from dptune.analysis._options import CORRECTIONS, TESTS
 from dptune.errors import input_error
 
 __all__ = [
@@ -42,10 +43,9 @@ __all__ = [
     "check_test",
 ]
 
-#: Paired two-sided tests understood by :func:`paired_pvalues`.
-TESTS: tuple[str, ...] = ("t", "wilcoxon", "bootstrap", "permutation")
-#: p-value corrections understood by :func:`adjust` (``None``/``"none"`` = raw p-values).
-CORRECTIONS: tuple[str, ...] = ("none", "holm", "bh")
+# TESTS: paired two-sided tests understood by :func:`paired_pvalues`; CORRECTIONS: p-value
+# corrections understood by :func:`adjust` (``None``/``"none"`` = raw p-values). Defined with the
+# options that name them (:mod:`dptune.analysis._options`).
 
 # Relative tolerance when a resampled statistic is compared with the observed one: resampled means
 # of centred data that equal the observed mean up to floating rounding count as ">=".

@@ -1,5 +1,18 @@
 """Store: the per-user result store (Parquet parts) and external runs (TREC files)."""
 
+from dptune.store._frame import PER_USER_COLUMNS, FrameStore
+from dptune.store._noise_parts import (
+    NOISE_DIR,
+    NOISE_SCHEMA,
+    deterministic_algorithms,
+    is_stochastic,
+    noise_part_name,
+    noise_part_paths,
+    noise_trials,
+    rank_configs,
+    write_noise_part,
+)
+from dptune.store._runs import RunSetStore
 from dptune.store._store import (
     FoldBuffer,
     FoldSlice,
@@ -26,4 +39,16 @@ __all__ = [
     "read_train",
     "evaluate_run",
     "write_per_user",
+    "RunSetStore",
+    "FrameStore",
+    "PER_USER_COLUMNS",
+    "NOISE_DIR",
+    "NOISE_SCHEMA",
+    "is_stochastic",
+    "deterministic_algorithms",
+    "rank_configs",
+    "noise_part_name",
+    "noise_part_paths",
+    "noise_trials",
+    "write_noise_part",
 ]

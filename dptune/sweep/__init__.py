@@ -12,8 +12,13 @@ recomputed. See docs/distributed.md.
 Modules, one idea each: ``_prepare`` (fold data), ``_plan`` (units, tasks, seeds), ``_unit`` (one
 unit), ``_storage`` (optuna storage and heartbeats), ``_claims`` (who computes a grid point),
 ``_worker`` (a worker's loop), ``_manifest`` (set-up checks and manifest), ``_local`` (the local
-runner and its progress bar), ``_status`` (done / running / failed / remaining).
+runner and its progress bar), ``_status`` (done / running / failed / remaining), ``_noise``
+(the A/A noise-floor runs). Called, the package is the stage's front function
+(``dptune.sweep(exp, results=..., jobs=...)``, :func:`dptune._api.sweep`).
 """
+
+import sys as _sys
+from types import ModuleType as _ModuleType
 
 from dptune.sweep._claims import worker_id
 from dptune.sweep._local import run_experiment
@@ -23,6 +28,13 @@ from dptune.sweep._manifest import (
     init_results,
     validate_experiment,
 )
+from dptune.sweep._noise import (
+    NoiseRun,
+    NoiseTask,
+    plan_noise,
+    run_noise_floor,
+    run_noise_task,
+)
 from dptune.sweep._plan import Task, derive_seed, plan, plan_units, test_tasks, unit_dimensions
 from dptune.sweep._prepare import FoldData, Prepared, fold_data, prepare
 from dptune.sweep._status import status
@@ -31,6 +43,11 @@ from dptune.sweep._unit import run_unit
 from dptune.sweep._worker import worker
 
 __all__ = [
+    "NoiseTask",
+    "NoiseRun",
+    "plan_noise",
+    "run_noise_task",
+    "run_noise_floor",
     "FoldData",
     "fold_data",
     "Prepared",
@@ -54,3 +71,17 @@ __all__ = [
     "experiment_from_manifest",
     "status",
 ]
+
+
+class _CallablePackage(_ModuleType):
+    """``dptune.sweep`` is this package and, called, the front function of the stage:
+    ``dptune.sweep(exp, results=..., jobs=...)`` is :func:`dptune._api.sweep` (a function of
+    the same name could not live beside the package in ``dptune``)."""
+
+    def __call__(self, *args: object, **kwargs: object) -> object:
+        from dptune._api import sweep
+
+        return sweep(*args, **kwargs)
+
+
+_sys.modules[__name__].__class__ = _CallablePackage

@@ -15,9 +15,10 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from dptune.analysis._analyze import _options, analyze_results
+from dptune._api import analyze_results
+from dptune.analysis._options import AnalysisOptions
 from dptune.cli import main
-from dptune.config import AnalysisConfig, parse_experiment
+from dptune.config import parse_experiment
 from dptune.errors import DptuneError
 
 EXPERIMENT = """
@@ -241,12 +242,12 @@ def test_analysis_options_defaults_and_validation(tiny):
     old = dict(man)
     old["analysis"] = {k: v for k, v in man["analysis"].items()
                        if k not in ("noise_seeds", "noise_configs", "importance")}
-    opts = _options(old, {})
-    assert (opts["noise_seeds"], opts["noise_configs"], opts["importance"]) == (5, 1, True)
-    assert _options(man, {"noise_seeds": 0, "importance": False})["noise_seeds"] == 0
+    opts = AnalysisOptions.resolve(old)
+    assert (opts.noise_seeds, opts.noise_configs, opts.importance) == (5, 1, True)
+    assert AnalysisOptions.resolve(man, noise_seeds=0, importance=False).noise_seeds == 0
     for bad in ({"noise_seeds": 1}, {"noise_configs": 0}, {"importance": "yes"}):
         with pytest.raises(DptuneError):
-            _options(man, bad)
+            AnalysisOptions.resolve(man, **bad)
 
 
 def test_config_fields_and_errors(tmp_path):
@@ -254,7 +255,7 @@ def test_config_fields_and_errors(tmp_path):
                                           "grid": str(Path(__file__).parents[2] / "grids" / "knn.toml")}]}
     exp = parse_experiment(base, "x.toml")
     assert (exp.analysis.noise_seeds, exp.analysis.noise_configs, exp.analysis.importance) == (5, 1, True)
-    assert AnalysisConfig().noise_seeds == 5
+    assert AnalysisOptions().noise_seeds == 5
     ok = parse_experiment({**base, "analysis": {"noise_seeds": 0, "noise_configs": 3,
                                                 "importance": False}}, "x.toml")
     assert (ok.analysis.noise_seeds, ok.analysis.noise_configs, ok.analysis.importance) == (0, 3, False)

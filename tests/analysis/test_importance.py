@@ -5,14 +5,18 @@ from __future__ import annotations
 
 import itertools
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 import pytest
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 
+from dptune.analysis import _fanova as fanova
 from dptune.analysis import _importance as imp
+from dptune.analysis._options import AnalysisOptions
 from dptune.errors import DptuneError
+from dptune.report import _importance as rep_imp
 
 
 def test_distribution_for_grid_values():
@@ -158,7 +162,7 @@ def test_vectorised_fanova_cell_blocks_do_not_change_the_result(monkeypatch):
     cfg, y, cols = _optuna_study("categorical", 3)
     study = imp.build_study(cfg, cols, y)
     whole = imp.param_importances(study, "fanova", seed=3)
-    monkeypatch.setattr(imp, "_CELL_BLOCK", 1)  # one cell per block
+    monkeypatch.setattr(fanova, "_CELL_BLOCK", 1)  # one cell per block
     np.testing.assert_allclose(list(imp.param_importances(study, "fanova", seed=3).values()),
                                list(whole.values()), rtol=0, atol=1e-12)
 
@@ -252,20 +256,24 @@ def test_dp_dominance_and_sentences():
                                "evaluator": ["fanova"] * 2 + ["ped-anova"] * 2,
                                "hyperparameter": ["factors", "iterations"] * 2,
                                "importance": [0.2, 0.8, 0.3, 0.7]})
-    (s,) = imp.comparison_sentences(importance, dpt, ("ndcg", 10), {"bpr": "BPR-MF"})
+    (s,) = rep_imp.comparison_sentences(importance, dpt, ("ndcg", 10), {"bpr": "BPR-MF"})
     assert s.startswith("BPR-MF, nDCG@10: fANOVA ranks iterations (0.80) > factors (0.20)")
     assert "they differ: iterations first for fANOVA, PED-ANOVA, one at a time" in s
     assert "factors first for Table 5" in s
     agree = dpt.assign(dp=[5.0, 7.0, 6.0, 9.0, 1.0, 6.0, 3.0])
-    (s,) = imp.comparison_sentences(importance, agree, ("ndcg", 10))
+    (s,) = rep_imp.comparison_sentences(importance, agree, ("ndcg", 10))
     assert s.endswith("Top choice: all 4 analyses put iterations first.")
     # scopes with different numbers of pairs are compared per pair
     uneven = pd.concat([_dp([("only:factors", 3.0)], 10), _dp([("only:iterations", 5.0)], 25)])
     dom = imp.dp_dominance(uneven, "bpr", "ndcg", 10)
     assert dom["per_pair"] and dom["only"][0][0] == "iterations"
-    body = imp.importance_section(importance, dpt, ("ndcg", 10), seed=1)
+    # the report's section renders the same analysis (the report computes nothing)
+    store = SimpleNamespace(algorithms=lambda: ["bpr"], configs=lambda a: pd.DataFrame(range(4)))
+    result = SimpleNamespace(importance=importance, dp=dpt, primary=("ndcg", 10),
+                             options=AnalysisOptions(seed=1))
+    body = rep_imp.importance_section(store, result)
     assert "| Metric | Evaluator | factors | iterations |" in body
     assert "4.000 (at 160)" in body and "- bpr, nDCG@10:" in body
-    assert "nothing to attribute" in imp.importance_section(
-        importance.iloc[0:0], dpt, ("ndcg", 10), seed=1)
+    result.importance = importance.iloc[0:0]
+    assert "nothing to attribute" in rep_imp.importance_section(store, result)
     assert not math.isnan(importance["importance"].sum())

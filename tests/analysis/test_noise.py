@@ -23,16 +23,18 @@ from dptune.analysis import _dp as dp
 from dptune.analysis import _noise as noise
 from dptune.analysis import _stats as stats
 from dptune.errors import DptuneError
+from dptune.store import _noise_parts as parts
 from dptune.store._store import ResultStore, UnitResult
+from dptune.sweep import _noise as sweep_noise
 
 # ------------------------------------------------------------------ pure functions
 
 
 def test_is_stochastic():
-    assert noise.is_stochastic("bpr-mf") and noise.is_stochastic("cornac:BPR")
-    assert not noise.is_stochastic("userknn") and not noise.is_stochastic("itemknn")
+    assert parts.is_stochastic("bpr-mf") and parts.is_stochastic("cornac:BPR")
+    assert not parts.is_stochastic("userknn") and not parts.is_stochastic("itemknn")
     man = {"algorithms": [{"name": "u", "type": "userknn"}, {"name": "b", "type": "bpr-mf"}]}
-    assert noise.deterministic_algorithms(man) == ["u"]
+    assert parts.deterministic_algorithms(man) == ["u"]
 
 
 def test_resample_curve():
@@ -125,7 +127,7 @@ def _write_synthetic_parts(root: Path, seeds: int = 4) -> dict[tuple[int, str], 
         for fold in ("0", "1"):
             v = rng.random((seeds, 30)).astype(np.float32).astype(np.float64)  # as stored
             out[(cid, fold)] = v
-            noise.write_noise_part(root, "bpr", cid, fold, {"factors": 4 * (cid + 1)}, users,
+            parts.write_noise_part(root, "bpr", cid, fold, {"factors": 4 * (cid + 1)}, users,
                                    ("ndcg",), (10,), {s: v[s][None, None, :] for s in range(seeds)},
                                    {s: 100 + s for s in range(seeds)})
     return out
@@ -134,16 +136,16 @@ def _write_synthetic_parts(root: Path, seeds: int = 4) -> dict[tuple[int, str], 
 def test_write_noise_part_schema_metadata_atomic(tmp_path):
     _fake_results(tmp_path)
     _write_synthetic_parts(tmp_path)
-    parts = noise.noise_part_paths(tmp_path)
-    assert [p.name for p in parts][:2] == ["bpr__0__c000000.parquet", "bpr__0__c000001.parquet"]
-    assert not [p for p in os.listdir(tmp_path / noise.NOISE_DIR) if p.startswith(".")]
-    df = pd.read_parquet(tmp_path / noise.NOISE_DIR)
-    assert list(df.columns) == noise.NOISE_SCHEMA.names
+    paths = parts.noise_part_paths(tmp_path)
+    assert [p.name for p in paths][:2] == ["bpr__0__c000000.parquet", "bpr__0__c000001.parquet"]
+    assert not [p for p in os.listdir(tmp_path / parts.NOISE_DIR) if p.startswith(".")]
+    df = pd.read_parquet(tmp_path / parts.NOISE_DIR)
+    assert list(df.columns) == parts.NOISE_SCHEMA.names
     assert str(df["seed_index"].dtype) == "int16" and str(df["value"].dtype) == "float32"
-    trials = noise.noise_trials(tmp_path)
+    trials = parts.noise_trials(tmp_path)
     assert len(trials) == 2 * 2 * 4 and trials["seed"].tolist()[:4] == [100, 101, 102, 103]
     with pytest.raises(DptuneError):
-        noise.write_noise_part(tmp_path, "bpr", 0, "0", {}, np.arange(3), ("ndcg",), (10,),
+        parts.write_noise_part(tmp_path, "bpr", 0, "0", {}, np.arange(3), ("ndcg",), (10,),
                                {0: np.zeros((1, 1, 4))}, {0: 1})
 
 
@@ -176,8 +178,8 @@ def test_noise_floor_table_formulas(tmp_path):
 
 def test_rank_configs(tmp_path):
     store = _fake_results(tmp_path)
-    assert noise.rank_configs(store, "bpr", "ndcg", 10) == [1, 0]
-    assert noise.rank_configs(store, "knn", "ndcg", 10) == []
+    assert parts.rank_configs(store, "bpr", "ndcg", 10) == [1, 0]
+    assert parts.rank_configs(store, "knn", "ndcg", 10) == []
 
 
 # ------------------------------------------------------------------ real training
@@ -253,10 +255,10 @@ def test_run_noise_floor_trains_seeds_resumes_and_records(swept):
     from dptune.sweep._sweep import derive_seed, prepare
 
     exp, root = swept
-    run = noise.run_noise_floor(exp, root, seeds=2, n_configs=2)
+    run = sweep_noise.run_noise_floor(exp, root, seeds=2, n_configs=2)
     assert run.computed == 4 and len(run.parts) == 4 and "itemknn" in run.skipped
     mtimes = {p: p.stat().st_mtime_ns for p in run.parts}
-    again = noise.run_noise_floor(exp, root, seeds=2, n_configs=2)
+    again = sweep_noise.run_noise_floor(exp, root, seeds=2, n_configs=2)
     assert again.computed == 0 and {p: p.stat().st_mtime_ns for p in again.parts} == mtimes
     trials = pd.read_csv(root / "noise_trials.csv")
     for r in trials.itertuples(index=False):
@@ -269,16 +271,16 @@ def test_run_noise_floor_trains_seeds_resumes_and_records(swept):
     fd = prepare(exp).fold(str(r.fold))
     _, model = next(iter(get_family("bpr-mf").fit_unit(fd.train, [cfg], int(r.seed))))
     want = evaluate(model, fd.users, fd.train, fd.relevant, (5, 10), fd.efd, fd.epc)
-    df = pd.read_parquet(root / noise.NOISE_DIR)
+    df = pd.read_parquet(root / parts.NOISE_DIR)
     got = df[(df["config_id"] == r.config_id) & (df["fold"] == str(r.fold))
              & (df["seed_index"] == r.seed_index) & (df["metric"] == "ndcg") & (df["cutoff"] == 10)]
     np.testing.assert_allclose(got.sort_values("user")["value"],
                                want[METRICS.index("ndcg"), 1].astype(np.float32))
     # asking for more seeds completes the parts and keeps the stored seeds unchanged
     before = df.sort_values(["config_id", "fold", "seed_index", "metric", "cutoff", "user"])
-    more = noise.run_noise_floor(exp, root, seeds=3, n_configs=2)
+    more = sweep_noise.run_noise_floor(exp, root, seeds=3, n_configs=2)
     assert more.computed == 4
-    after = pd.read_parquet(root / noise.NOISE_DIR)
+    after = pd.read_parquet(root / parts.NOISE_DIR)
     assert set(after["seed_index"]) == {0, 1, 2}
     kept = after[after["seed_index"] < 2].sort_values(
         ["config_id", "fold", "seed_index", "metric", "cutoff", "user"])
@@ -291,12 +293,12 @@ def test_run_noise_floor_errors(swept, tmp_path):
     import dataclasses
 
     exp, root = swept
-    assert noise.run_noise_floor(exp, root, seeds=0).parts == []
+    assert sweep_noise.run_noise_floor(exp, root, seeds=0).parts == []
     with pytest.raises(DptuneError, match="noise_seeds"):
-        noise.run_noise_floor(exp, root, seeds=1)
+        sweep_noise.run_noise_floor(exp, root, seeds=1)
     other = dataclasses.replace(exp, seed=exp.seed + 1)
     with pytest.raises(DptuneError, match="fingerprint"):
-        noise.run_noise_floor(other, root, seeds=2)
+        sweep_noise.run_noise_floor(other, root, seeds=2)
 
 
 @pytest.mark.slow
@@ -320,9 +322,9 @@ def test_real_bpr_randomised_aa_pvalues_are_uniform(tmp_path):
     rng = np.random.default_rng(77)
     pvals = []
     for fold in ("0", "1"):
-        task = noise.NoiseTask("bpr-mf", "bpr-mf", 0, fold, {"factors": 4}, cfg)
-        noise.run_noise_task(exp, task, tmp_path, seeds=20)
-        part = pd.read_parquet(tmp_path / noise.NOISE_DIR / noise.noise_part_name("bpr-mf", 0, fold))
+        task = sweep_noise.NoiseTask("bpr-mf", "bpr-mf", 0, fold, {"factors": 4}, cfg)
+        sweep_noise.run_noise_task(exp, task, tmp_path, seeds=20)
+        part = pd.read_parquet(tmp_path / parts.NOISE_DIR / parts.noise_part_name("bpr-mf", 0, fold))
         part = part[(part["metric"] == "ndcg") & (part["cutoff"] == 10)]
         v = part.pivot(index="seed_index", columns="user", values="value").to_numpy(np.float64)
         groups = np.array_split(rng.permutation(v.shape[1]), 10)

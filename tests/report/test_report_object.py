@@ -1,16 +1,14 @@
 """The Report object: ``Report.build(store, result)`` from an AnalysisResult renders the same
 files, byte for byte, as the analysis command; its tables render themselves in every format.
 
-The AnalysisResult is assembled here from the analysis stage's own pieces (the DP analysis, the
-best-configuration table, the noise floor and importance), the way ``dptune analyze`` computes
-them, on a tiny swept store with noise-floor runs, a test split and a bootstrap.
+The AnalysisResult is computed by ``dptune.analyze`` with the options ``dptune analyze`` resolves,
+on a tiny swept store with noise-floor runs, a test split and a bootstrap.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import pandas as pd
 import pytest
 from conftest import write_experiment
 
@@ -24,67 +22,10 @@ BOOTSTRAP = 20
 
 def assemble_result(results: Path, **overrides) -> AnalysisResult:
     """The AnalysisResult of a store, computed as ``dptune analyze`` computes its files."""
-    from dptune.analysis import _analyze as an
-    from dptune.analysis import _dp as dpmod
-    from dptune.analysis import _importance as impmod
-    from dptune.analysis import _noise as noisemod
+    from dptune.analysis import AnalysisOptions, analyze
 
     store = ResultStore(results)
-    man = store.manifest()
-    opts = an._options(man, overrides)
-    analysis = dpmod.analyze(
-        store,
-        n_pairs=int(opts["n_pairs"]),
-        seed=int(opts["seed"]),
-        test=opts["test"],
-        alpha=float(opts["alpha"]),
-        correction=None if opts["correction"] == "none" else opts["correction"],
-        n_resamples=int(opts["n_resamples"]),
-        bootstrap=int(opts["bootstrap"]),
-    )
-    primary = (opts["primary_metric"], int(opts["primary_cutoff"]))
-    d = man["dataset"]
-    datasets = pd.DataFrame([{k: d[k] for k in ("users", "items", "ratings", "sparsity")}])
-    datasets.insert(0, "dataset", d["name"])
-    floor = curves = pvalues = None
-    if int(opts["noise_seeds"]) > 0:
-        all_dp = analysis.dp[analysis.dp["scope"] == "all"]
-        n_pairs = {
-            (a, m, int(c)): int(n)
-            for a, m, c, n in zip(
-                all_dp["algorithm"], all_dp["metric"], all_dp["cutoff"], all_dp["n_pairs"],
-                strict=True,
-            )
-        }
-        nf = noisemod.noise_floor_table(
-            store.root, n_pairs, test=opts["test"], max_seeds=int(opts["noise_seeds"]),
-            max_configs=int(opts["noise_configs"]), primary=primary,
-            n_resamples=int(opts["n_resamples"]), seed=int(opts["seed"]),
-        )
-        if not nf.empty:
-            floor = noisemod.compare_with_floor(analysis.dp, nf.floor)
-            curves, pvalues = nf.curves, nf.pvalues
-    importance = None
-    if opts["importance"]:
-        importance = impmod.hyperparameter_importance(store, cutoff=primary[1], seed=int(opts["seed"]))
-    with_dp = set(analysis.dp["algorithm"])
-    return AnalysisResult(
-        options=opts,
-        manifest=man,
-        primary=primary,
-        pairs=analysis.pairs,
-        pvalues=analysis.pvalues,
-        dp=analysis.dp,
-        curves=analysis.curves,
-        best=an.best_table(store, primary),
-        datasets=datasets,
-        ranking=analysis.metric_ranking,
-        noise_floor=floor,
-        noise_curves=curves,
-        noise_pvalues=pvalues,
-        importance=importance,
-        without_dp={a: an._no_dp_reason(store, a) for a in store.algorithms() if a not in with_dp},
-    )
+    return analyze(store, AnalysisOptions.resolve(store.manifest(), **overrides))
 
 
 @pytest.fixture(scope="module")

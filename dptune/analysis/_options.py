@@ -1,0 +1,164 @@
+"""The analysis options: one frozen dataclass, validated once, by one function.
+
+:class:`AnalysisOptions` is what the experiment's ``[analysis]`` table parses into
+(:mod:`dptune.config`), what ``dptune analyze`` flags override, and what :func:`dptune.analyze`
+takes. Every check lives in :func:`validate_options`; a bad value is one line naming the field
+(``<source>: <prefix><field>: <problem>``, exit code 2 on the command line).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import numbers
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+from dptune.errors import input_error
+from dptune.vocab import METRICS
+
+__all__ = ["AnalysisOptions", "TESTS", "CORRECTIONS", "validate_options"]
+
+#: Paired tests of :func:`dptune.analysis.paired_pvalues`.
+TESTS: tuple[str, ...] = ("t", "wilcoxon", "bootstrap", "permutation")
+#: Multiple-comparison corrections of Sakai's DP.
+CORRECTIONS: tuple[str, ...] = ("none", "holm", "bh")
+
+
+@dataclass(frozen=True)
+class AnalysisOptions:
+    """Settings of the discriminative-power analysis (``SPEC.md`` sections 6-7).
+
+    - ``n_pairs``: configuration pairs sampled per scope (the paper's P = 25).
+    - ``seed``: pair-sampling seed; ``None`` = the experiment's analysis seed
+      (:meth:`resolve` fills it from the store's manifest).
+    - ``test``: paired test, one of :data:`TESTS`; ``alpha``: significance level of Sakai's DP
+      and of the bootstrap ranking; ``correction``: one of :data:`CORRECTIONS`.
+    - ``n_resamples``: resamples of the bootstrap / permutation tests.
+    - ``bootstrap``: replicates of the DP confidence intervals (0 = off).
+    - ``primary_metric``, ``primary_cutoff``: the metric@N that picks the noise-floor
+      configurations and drives importance and selection texts.
+    - ``noise_seeds`` (0 = off, else >= 2), ``noise_configs`` (>= 1): the A/A noise floor.
+    - ``importance``: fANOVA / PED-ANOVA hyperparameter importance.
+    - ``max_pairs`` (0 = off), ``stability`` (0 = off), ``min_fold_users`` (0 = no minimum):
+      the robust estimate, the pair-seed stability check and the fold-size guard of issue 13.
+
+    Construction validates (:func:`validate_options`)::
+
+        >>> AnalysisOptions(n_pairs=10, bootstrap=200).n_pairs
+        10
+        >>> AnalysisOptions(alpha=2.0)
+        Traceback (most recent call last):
+        dptune.errors.DptuneError: analysis: alpha: must be between 0 and 1, got 2.0
+    """
+
+    n_pairs: int = 25
+    seed: int | None = None
+    test: str = "t"
+    alpha: float = 0.05
+    correction: str = "none"
+    n_resamples: int = 1000
+    bootstrap: int = 0
+    primary_metric: str = "ndcg"
+    primary_cutoff: int = 10
+    noise_seeds: int = 5
+    noise_configs: int = 1
+    importance: bool = True
+    max_pairs: int = 0
+    stability: int = 0
+    min_fold_users: int = 0
+
+    def __post_init__(self) -> None:
+        for name, value in validate_options(dataclasses.asdict(self)).items():
+            object.__setattr__(self, name, value)
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any], source: object = "analysis",
+                     prefix: str = "") -> AnalysisOptions:
+        """Options from a mapping (a TOML ``[analysis]`` table, a manifest's ``analysis``);
+        unknown keys and bad values are errors naming ``source`` and ``prefix + field``."""
+        return cls(**validate_options(values, source, prefix))
+
+    @classmethod
+    def resolve(cls, manifest: Mapping[str, Any] | None = None,
+                **overrides: Any) -> AnalysisOptions:
+        """Defaults < the manifest's ``analysis`` table < the non-``None`` ``overrides``.
+
+        Keys of the manifest's table that this version does not know are ignored (a store
+        written by another version); an unknown override is an error. ``seed`` left ``None``
+        becomes the manifest's ``seeds.analysis``::
+
+            >>> man = {"analysis": {"n_pairs": 15, "seed": None}, "seeds": {"analysis": 42}}
+            >>> o = AnalysisOptions.resolve(man, bootstrap=100, test=None)
+            >>> (o.n_pairs, o.seed, o.bootstrap, o.test)
+            (15, 42, 100, 't')
+        """
+        manifest = manifest or {}
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in dict(manifest.get("analysis") or {}).items() if k in known}
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        if values.get("seed") is None:
+            values["seed"] = (manifest.get("seeds") or {}).get("analysis")
+        return cls.from_mapping(values)
+
+    def replace(self, **changes: Any) -> AnalysisOptions:
+        """A copy with ``changes`` applied (validated again)."""
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The options as a plain dict (field order)."""
+        return dataclasses.asdict(self)
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
+
+
+def validate_options(values: Mapping[str, Any], source: object = "analysis",
+                     prefix: str = "") -> dict[str, Any]:
+    """Check every analysis option; return them coerced (numpy integers -> ``int``, integral
+    ``alpha`` -> ``float``). The one place where analysis options are validated.
+
+    Rules: ``n_pairs, n_resamples, noise_configs, primary_cutoff >= 1``; ``bootstrap, max_pairs,
+    stability, min_fold_users >= 0``; ``noise_seeds`` 0 or >= 2; ``seed`` ``None`` or >= 0;
+    ``0 < alpha < 1``; ``test`` in :data:`TESTS`, ``correction`` in :data:`CORRECTIONS`,
+    ``primary_metric`` in :data:`dptune.vocab.METRICS`; ``importance`` a boolean.
+    """
+    known = [f.name for f in fields(AnalysisOptions)]
+    out: dict[str, Any] = {}
+    for key, v in values.items():
+        if key not in known:
+            near = difflib.get_close_matches(key, known, n=1)
+            hint = f" (did you mean '{near[0]}'?)" if near else f" (allowed: {', '.join(known)})"
+            raise input_error(source, f"{prefix}{key}", "unknown field" + hint)
+        out[key] = v
+
+    def bad(key: str, problem: str) -> Exception:
+        return input_error(source, f"{prefix}{key}", problem)
+
+    for key, lo in (("n_pairs", 1), ("n_resamples", 1), ("noise_configs", 1),
+                    ("primary_cutoff", 1), ("bootstrap", 0), ("max_pairs", 0),
+                    ("stability", 0), ("min_fold_users", 0), ("noise_seeds", 0), ("seed", 0)):
+        if key not in out or (key == "seed" and out[key] is None):
+            continue
+        v = out[key]
+        if not _is_int(v) or v < lo:
+            raise bad(key, f"must be an integer >= {lo}, got {v!r}")
+        out[key] = int(v)
+    if out.get("noise_seeds") == 1:
+        raise bad("noise_seeds", "needs 0 (off) or at least 2 seeds")
+    if "alpha" in out:
+        a = out["alpha"]
+        if isinstance(a, bool) or not isinstance(a, numbers.Real):
+            raise bad("alpha", f"must be a number, got {a!r}")
+        if not 0.0 < float(a) < 1.0:
+            raise bad("alpha", f"must be between 0 and 1, got {a!r}")
+        out["alpha"] = float(a)
+    for key, allowed in (("test", TESTS), ("correction", CORRECTIONS),
+                         ("primary_metric", METRICS)):
+        if key in out and out[key] not in allowed:
+            raise bad(key, f"{out[key]!r} is not one of {', '.join(allowed)}")
+    if "importance" in out and not isinstance(out["importance"], bool):
+        raise bad("importance", f"must be true or false, got {out['importance']!r}")
+    return out

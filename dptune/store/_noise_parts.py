@@ -1,0 +1,188 @@
+"""Noise-floor parts: the A/A runs of a result store (``<results>/noise_floor.parquet/``).
+
+One Parquet part per (algorithm, configuration, validation fold) holds the per-user values of
+that configuration trained with several seeds (columns of ``per_user.parquet`` plus
+``seed_index`` int16; one row group per metric@N, rows sorted by seed index then user), written
+atomically (temporary file, fsync, rename); its ``dptune`` key-value metadata records the seeds,
+timings and per-seed means. ``noise_trials.csv`` lists every run. The sweep writes the parts
+(:func:`dptune.sweep.run_noise_floor`), the analysis reads them
+(:func:`dptune.analysis.noise_floor_table`). Which algorithms get a floor
+(:func:`is_stochastic`) and which configurations (:func:`rank_configs`) are decided here, from
+the store, so that both stages agree.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from dptune._atomic import temporary_path
+from dptune.errors import input_error
+from dptune.store._schema import SCHEMA as STORE_SCHEMA
+from dptune.store._store import ResultStore
+
+__all__ = [
+    "NOISE_DIR",
+    "NOISE_SCHEMA",
+    "NOISE_TRIAL_COLUMNS",
+    "is_stochastic",
+    "deterministic_algorithms",
+    "rank_configs",
+    "noise_part_name",
+    "part_seed_indices",
+    "part_meta",
+    "write_noise_part",
+    "noise_part_paths",
+    "noise_trials",
+]
+
+#: Directory of the noise-floor parts inside a results directory.
+NOISE_DIR = "noise_floor.parquet"
+#: Columns of a noise-floor part: those of ``per_user.parquet`` plus the seed's index.
+NOISE_SCHEMA = pa.schema([*STORE_SCHEMA, pa.field("seed_index", pa.int16())])
+#: Columns of ``noise_trials.csv``.
+NOISE_TRIAL_COLUMNS = ["algorithm", "config_id", "fold", "seed_index", "seed", "fit_seconds",
+                       "eval_seconds", "n_users"]
+def is_stochastic(algorithm_type: str) -> bool:
+    """Whether training depends on a seed: ``bpr-mf`` and every ``cornac:<Model>`` (a cornac
+    model that ignores its seed shows up as identical seeds, i.e. A/A p-values of 1).
+    UserKNN / ItemKNN are deterministic and get no noise floor."""
+    return algorithm_type == "bpr-mf" or str(algorithm_type).startswith("cornac:")
+
+
+def noise_part_name(algorithm: str, config_id: int, fold: str) -> str:
+    """File name of the part of one (algorithm, configuration, fold)."""
+    return f"{algorithm}__{fold}__c{int(config_id):06d}.parquet"
+
+
+def deterministic_algorithms(manifest: Mapping[str, Any]) -> list[str]:
+    """Names of the manifest's algorithms whose training uses no seed (no noise floor)."""
+    return [a["name"] for a in manifest.get("algorithms", []) if not is_stochastic(a["type"])]
+
+
+def rank_configs(store: ResultStore, algorithm: str, metric: str, cutoff: int) -> list[int]:
+    """Configuration ids of ``algorithm`` from best to worst by ``metric@cutoff``.
+
+    Score = mean over the validation folds of the per-fold mean over users
+    (:meth:`ResultStore.summary`); ties broken by the lower ``config_id``. The first element is
+    the configuration :meth:`ResultStore.best_configs` picks.
+    """
+    s = store.summary()
+    s = s[(s["algorithm"] == algorithm) & (s["fold"] != "test") & (s["metric"] == metric)
+          & (s["cutoff"] == int(cutoff))]
+    if s.empty:
+        return []
+    m = s.groupby("config_id", sort=True)["mean"].mean().reset_index()
+    m = m.sort_values(["mean", "config_id"], ascending=[False, True], kind="stable")
+    return [int(c) for c in m["config_id"]]
+
+
+def part_seed_indices(path: Path) -> list[int]:
+    """Seed indices already stored in a part (none when the part does not exist)."""
+    if not path.exists():
+        return []
+    meta = json.loads((pq.read_schema(path).metadata or {})[b"dptune"])
+    return [int(s) for s in meta["seed_indices"]]
+
+
+def write_noise_part(root: str | Path, algorithm: str, config_id: int, fold: str,
+                     params: Mapping[str, Any], users: np.ndarray, metrics: Sequence[str],
+                     cutoffs: Sequence[int], values: Mapping[int, np.ndarray],
+                     seeds: Mapping[int, int],
+                     seconds: Mapping[int, tuple[float, float]] | None = None) -> Path:
+    """Write one noise-floor part atomically (temporary file, fsync, rename) and return its path.
+
+    ``values[s]`` is seed index ``s``'s ``(len(metrics), len(cutoffs), len(users))`` array,
+    ``seeds[s]`` the seed it was trained with, ``seconds[s]`` its (fit, eval) time. Rows: one row
+    group per (metric, cutoff), sorted by seed index then user; the ``dptune`` key-value
+    metadata records the seeds, timings and per-seed means.
+    """
+    out_dir = Path(root) / NOISE_DIR
+    out_dir.mkdir(parents=True, exist_ok=True)
+    final = out_dir / noise_part_name(algorithm, config_id, fold)
+    users = np.asarray(users, dtype=np.int32)
+    order = sorted(int(s) for s in values)
+    seconds = seconds or {s: (0.0, 0.0) for s in order}
+    n_users = len(users)
+    arrays = {s: np.asarray(values[s], dtype=np.float32) for s in order}
+    for s, arr in arrays.items():
+        if arr.shape != (len(metrics), len(cutoffs), n_users):
+            raise input_error("noise floor", f"seed {s}",
+                              f"values of shape {arr.shape}, expected "
+                              f"{(len(metrics), len(cutoffs), n_users)}")
+    means = {str(s): {f"{m}@{c}": float(np.mean(arrays[s][i, j], dtype=np.float64)) if n_users
+                      else float("nan")
+                      for i, m in enumerate(metrics) for j, c in enumerate(cutoffs)}
+             for s in order}
+    meta = {
+        "algorithm": algorithm, "config_id": int(config_id), "fold": str(fold),
+        "params": {k: (v.item() if hasattr(v, "item") else v) for k, v in params.items()},
+        "seed_indices": order, "seeds": [int(seeds[s]) for s in order],
+        "seed_rule": "derive_seed(experiment seed, algorithm, fold, free params, 'noise', seed_index)",
+        "metrics": list(metrics), "cutoffs": [int(c) for c in cutoffs], "n_users": int(n_users),
+        "fit_seconds": [round(float(seconds[s][0]), 6) for s in order],
+        "eval_seconds": [round(float(seconds[s][1]), 6) for s in order],
+        "means": means,
+    }
+    schema = NOISE_SCHEMA.with_metadata({"dptune": json.dumps(meta, sort_keys=True)})
+    n = n_users * len(order)
+    seed_col = np.repeat(np.asarray(order, dtype=np.int16), n_users)
+    user_col = np.tile(users, len(order))
+    tmp = temporary_path(final)
+    with pq.ParquetWriter(tmp, schema, compression="zstd") as writer:
+        for i, metric in enumerate(metrics):
+            for j, cutoff in enumerate(cutoffs):
+                vals = (np.concatenate([arrays[s][i, j] for s in order]) if order
+                        else np.empty(0, np.float32))
+                table = pa.table(
+                    {
+                        "algorithm": pa.array([algorithm] * n, pa.string()),
+                        "config_id": np.full(n, config_id, dtype=np.int32),
+                        "fold": pa.array([str(fold)] * n, pa.string()),
+                        "user": user_col,
+                        "metric": pa.array([metric] * n, pa.string()),
+                        "cutoff": np.full(n, cutoff, dtype=np.int16),
+                        "value": vals.astype(np.float32),
+                        "seed_index": seed_col,
+                    },
+                    schema=schema,
+                )
+                writer.write_table(table, row_group_size=max(n, 1))
+    with open(tmp, "rb") as fh:
+        os.fsync(fh.fileno())
+    os.replace(tmp, final)
+    return final
+
+
+def noise_part_paths(results_dir: str | Path) -> list[Path]:
+    """Finished noise-floor parts, in name order (hidden temporary files excluded)."""
+    d = Path(results_dir) / NOISE_DIR
+    if not d.is_dir():
+        return []
+    return [p for p in sorted(d.glob("*.parquet")) if not p.name.startswith(".")]
+
+
+def part_meta(path: Path) -> dict[str, Any]:
+    """The ``dptune`` metadata of a part (seeds, timings, means)."""
+    return json.loads((pq.read_schema(path).metadata or {})[b"dptune"])
+
+
+def noise_trials(results_dir: str | Path) -> pd.DataFrame:
+    """One row per noise-floor model run, from the parts' metadata (``noise_trials.csv``)."""
+    rows = []
+    for p in noise_part_paths(results_dir):
+        m = part_meta(p)
+        for k, s in enumerate(m["seed_indices"]):
+            rows.append((m["algorithm"], int(m["config_id"]), m["fold"], int(s), int(m["seeds"][k]),
+                         m["fit_seconds"][k], m["eval_seconds"][k], int(m["n_users"])))
+    df = pd.DataFrame(rows, columns=NOISE_TRIAL_COLUMNS)
+    return df.sort_values(["algorithm", "config_id", "fold", "seed_index"],
+                          kind="stable").reset_index(drop=True)

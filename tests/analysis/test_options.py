@@ -1,0 +1,88 @@
+"""AnalysisOptions: defaults, the merge of :meth:`resolve`, and one error line per bad value."""
+
+from __future__ import annotations
+
+import doctest
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dptune.analysis import _options
+from dptune.analysis._options import AnalysisOptions, validate_options
+from dptune.config import parse_experiment
+from dptune.errors import DptuneError
+
+GRID = str(Path(__file__).parents[2] / "grids" / "knn.toml")
+BASE = {"name": "x", "algorithms": [{"name": "u", "type": "userknn", "grid": GRID}]}
+
+BAD = [
+    ("n_pairs", 0), ("n_pairs", "many"), ("n_pairs", 2.5), ("n_pairs", True),
+    ("seed", -1), ("seed", "x"),
+    ("test", "anova"), ("alpha", 0), ("alpha", 1.0), ("alpha", "0.05"), ("alpha", True),
+    ("correction", "bonferroni"), ("n_resamples", 0), ("bootstrap", -1),
+    ("primary_metric", "map"), ("primary_cutoff", 0),
+    ("noise_seeds", 1), ("noise_seeds", -2), ("noise_configs", 0), ("importance", 1),
+    ("importance", "yes"), ("max_pairs", -1), ("stability", -1), ("min_fold_users", -5),
+    ("min_fold_users", 1.5),
+]
+
+
+def test_defaults_do_not_change_todays_analysis():
+    o = AnalysisOptions()
+    assert (o.n_pairs, o.seed, o.test, o.alpha, o.correction, o.n_resamples, o.bootstrap) == (
+        25, None, "t", 0.05, "none", 1000, 0)
+    assert (o.primary_metric, o.primary_cutoff, o.noise_seeds, o.noise_configs, o.importance) == (
+        "ndcg", 10, 5, 1, True)
+    assert (o.max_pairs, o.stability, o.min_fold_users) == (0, 0, 0)
+
+
+@pytest.mark.parametrize("field, value", BAD)
+def test_every_bad_value_is_one_line_naming_the_field(field, value):
+    with pytest.raises(DptuneError) as err:
+        AnalysisOptions(**{field: value})
+    msg = str(err.value)
+    assert msg.startswith(f"analysis: {field}: ") and "\n" not in msg
+    # the same check, in the experiment file, names the file and the table
+    with pytest.raises(DptuneError) as err:
+        parse_experiment({**BASE, "analysis": {field: value}}, "exp.toml")
+    assert str(err.value).startswith(f"exp.toml: analysis.{field}: ")
+
+
+def test_unknown_field_suggests_the_right_one():
+    with pytest.raises(DptuneError, match=r"exp.toml: analysis.n_pair: unknown field \(did you "
+                                          "mean 'n_pairs'"):
+        parse_experiment({**BASE, "analysis": {"n_pair": 3}}, "exp.toml")
+    with pytest.raises(DptuneError, match="analysis: pairs: unknown field"):
+        AnalysisOptions.resolve({}, pairs=3)
+
+
+def test_values_are_coerced():
+    o = AnalysisOptions(n_pairs=np.int64(7), alpha=np.float32(0.25), seed=np.int32(3))
+    assert type(o.n_pairs) is int and type(o.alpha) is float and type(o.seed) is int
+    assert type(validate_options({"n_resamples": np.int16(3)})["n_resamples"]) is int
+
+
+def test_resolve_merges_defaults_manifest_and_overrides():
+    man = {"analysis": {"n_pairs": 15, "seed": None, "bootstrap": 10, "from_the_future": 1},
+           "seeds": {"analysis": 42}}
+    o = AnalysisOptions.resolve(man, bootstrap=None, test="wilcoxon")
+    assert (o.n_pairs, o.seed, o.bootstrap, o.test, o.alpha) == (15, 42, 10, "wilcoxon", 0.05)
+    assert AnalysisOptions.resolve(man, seed=5).seed == 5
+    assert AnalysisOptions.resolve({}).seed is None
+    with pytest.raises(DptuneError, match="analysis: bootstrap: must be an integer >= 0"):
+        AnalysisOptions.resolve(man, bootstrap=-3)
+
+
+def test_replace_validates_and_the_experiment_holds_options():
+    o = AnalysisOptions().replace(max_pairs=1000, stability=5, min_fold_users=20)
+    assert (o.max_pairs, o.stability, o.min_fold_users) == (1000, 5, 20)
+    with pytest.raises(DptuneError, match="analysis: stability"):
+        o.replace(stability=-1)
+    exp = parse_experiment({**BASE, "analysis": {"n_pairs": 10, "max_pairs": 50}}, "exp.toml")
+    assert isinstance(exp.analysis, AnalysisOptions) and exp.analysis.max_pairs == 50
+    assert exp.to_dict()["analysis"]["n_pairs"] == 10
+
+
+def test_docstring_examples():
+    assert doctest.testmod(_options, raise_on_error=False).failed == 0
