@@ -13,13 +13,13 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from dptune.report._format import fmt_setting
+from dptune.report._format import fmt_setting, ordered_algorithms
 from dptune.report._selection import best_table_md, sakai_table_md, selection_sentences
 from dptune.report._settings import find_setting, flatten, settings_rows
 from dptune.report._table import Table, simple_block
 from dptune.vocab import display_algorithm, display_metric
 
-__all__ = ["Section", "ReportFigure", "core_sections", "INTRO"]
+__all__ = ["Section", "ReportFigure", "core_sections", "gap_sentence", "files_section", "INTRO"]
 
 #: The report's opening paragraph: what DP is and which way is better.
 INTRO = (
@@ -63,7 +63,7 @@ def _figure_section(
         f"![Averaged p-value curves per metric with ±1 sd bands, N = {cutoff}]({stem}.png)",
         "",
         f"Figure 1: averaged p-value curves at N = {cutoff}, one panel per algorithm "
-        f"([SVG]({stem}.svg))" + ("; dashed: A/A noise floor." if noise else "."),
+        f"([SVG]({stem}.svg))" + ("; grey band and dashed line: the A/A noise floor." if noise else "."),
     ]
     others = [n for n in by_cutoff if n != cutoff]
     if others:
@@ -72,7 +72,51 @@ def _figure_section(
     return "\n".join(lines)
 
 
-def _best_section(dp: pd.DataFrame, best: pd.DataFrame | None, primary: tuple[str, int]) -> str:
+def gap_sentence(
+    split: Mapping[str, object] | None, best: pd.DataFrame | None, primary: tuple[str, int]
+) -> str | None:
+    """Why validation and test values differ: random CV folds of the training part vs a hold-out
+    test split (for a temporal split: each user's latest interactions), with the numbers of the
+    primary metric's own choice per algorithm. None without a split description or test values.
+    """
+    if not split or best is None or not len(best):
+        return None
+    metric, cutoff = primary[0], int(primary[1])
+    own = best[(best["metric"] == metric) & (best["cutoff"] == cutoff)]
+    own = own[pd.to_numeric(own["test_value"], errors="coerce").notna()]
+    if own.empty:
+        return None
+    name = display_metric(metric, cutoff)
+    rank = {a: i for i, a in enumerate(ordered_algorithms(own["algorithm"].unique()))}
+    own = own.assign(_a=own["algorithm"].map(rank)).sort_values("_a", kind="stable")
+    examples = "; ".join(
+        f"{display_algorithm(r.algorithm)} {float(r.validation_mean):.3f} vs "
+        f"{float(r.test_value):.3f}"
+        for r in own.itertuples(index=False)
+    )
+    method = str(split.get("method", "hold-out"))
+    held = 1.0 - float(split.get("train_ratio", 0.8))
+    if method == "temporal":
+        test = (
+            f"a temporal hold-out: each user's latest {held:.0%} of interactions, after "
+            "everything the models were trained on, which is harder to predict than interactions "
+            "drawn at random from the same period"
+        )
+    else:
+        test = f"a {method} hold-out of {held:.0%} of each user's interactions"
+    folds, how = split.get("folds", "?"), split.get("fold_method", "random")
+    return (
+        f"Validation and test values are measured on different data: validation values are "
+        f"means over {folds} cross-validation folds of the training part ({how}, interactions "
+        f"assigned to folds at random), test values come from {test}. So test values are not "
+        f"expected to match validation values ({name} of the configuration {name} selects, validation vs test: {examples}). "
+        "Compare configurations within one column, not validation with test."
+    )
+
+
+def _best_section(
+    dp: pd.DataFrame, best: pd.DataFrame | None, primary: tuple[str, int], gap: str | None
+) -> str:
     """Best configuration per metric and whether the most discriminative metric chooses well."""
     lines = []
     if best is not None and len(best):
@@ -83,6 +127,8 @@ def _best_section(dp: pd.DataFrame, best: pd.DataFrame | None, primary: tuple[st
             best_table_md(best, primary),
             "",
         ]
+        if gap:
+            lines += [gap, ""]
     else:
         lines += ["No best-configuration table was given.", ""]
     lines += ["### Does the most discriminative metric also choose well?", ""]
@@ -100,6 +146,7 @@ def core_sections(
     primary: tuple[str, int],
     noise: bool,
     without_dp: Mapping[str, str] | None,
+    gap: str | None = None,
 ) -> list[Section]:
     """The table, figure and selection sections of report.md, in reading order."""
     cutoff = int(primary[1])
@@ -114,10 +161,15 @@ def core_sections(
         ),
         Section("Best and worst metric (Table 4)", tables["table4"].to_markdown()),
     ]
-    if tables["table5"].blocks:
-        out.append(Section("Dominant hyperparameter (Table 5)", tables["table5"].to_markdown()))
-    if tables["one_at_a_time"].blocks:
-        out.append(Section("One hyperparameter at a time", tables["one_at_a_time"].to_markdown()))
+    for name, title in (
+        ("table5", "Dominant hyperparameter (Table 5)"),
+        ("one_at_a_time", "One hyperparameter at a time"),
+    ):
+        table = tables[name]
+        if table.blocks:
+            out.append(Section(title, table.to_markdown()))
+        elif table.notes:  # say why the table is empty instead of leaving it out silently
+            out.append(Section(title, "\n\n".join(["No table.", *table.notes])))
     sakai = sakai_table_md(dp, cutoff)
     if sakai:
         alpha = find_setting(flatten(settings or {}), ("alpha", "significance_level"))
@@ -128,8 +180,51 @@ def core_sections(
         )
         out.append(Section("Sakai-style DP", body))
     out.append(Section("P-value curves (Figure 1)", _figure_section(figures, cutoff, noise)))
-    out.append(Section("Best configuration per metric", _best_section(dp, best, primary)))
+    out.append(Section("Best configuration per metric", _best_section(dp, best, primary, gap)))
     return out
+
+
+#: What each file of a report folder holds, by file name (tables and figures are added by name).
+FILE_NOTES: dict[str, str] = {
+    "pairs.csv": "the sampled pairs of configurations per scope",
+    "pvalues.csv": "every p-value by pair, metric@N and fold",
+    "dp.csv": "DP per algorithm, scope and metric@N",
+    "curves.csv": "the fold-averaged p-value curves",
+    "metric_ranking.csv": "bootstrap P(metric A more discriminative than B)",
+    "noise_floor.csv": "DP beside its A/A noise floor",
+    "noise_curves.csv": "the A/A curves",
+    "noise_pvalues.csv": "every A/A p-value",
+    "importance.csv": "fANOVA and PED-ANOVA importances",
+    "best_configs.csv": "the best configuration per metric@N with its test value",
+    "verdict.csv": "the verdict, one row per algorithm and cutoff",
+    "verdict.md": "the verdict section on its own",
+    "report.md": "this report",
+    "report.html": "this report as one self-contained web page (tables and figures inlined)",
+}
+
+
+def files_section(names: list[str]) -> str:
+    """The "Files" section: every file the report folder gets, grouped, data files described."""
+    data = [n for n in names if n.endswith(".csv") and n in FILE_NOTES]
+    tables = [n for n in names if n.startswith(("table", "one_at_a_time"))]
+    figures = [n for n in names if n.startswith("figure")]
+    rest = [n for n in names if n not in set(data) | set(tables) | set(figures)]
+    lines = []
+    if data:
+        lines.append(
+            "- Data (CSV): " + "; ".join(f"`{n}`: {FILE_NOTES[n]}" for n in data) + "."
+        )
+    if tables:
+        lines.append("- Tables (Markdown, CSV, LaTeX): " + ", ".join(f"`{n}`" for n in tables) + ".")
+    if figures:
+        lines.append("- Figures (PNG, SVG): " + ", ".join(f"`{n}`" for n in figures) + ".")
+    if rest:
+        lines.append(
+            "- Report: "
+            + "; ".join(f"`{n}`" + (f": {FILE_NOTES[n]}" if n in FILE_NOTES else "") for n in rest)
+            + "."
+        )
+    return "\n".join(lines)
 
 
 def primary_line(primary: tuple[str, int]) -> str:

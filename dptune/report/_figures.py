@@ -27,10 +27,13 @@ __all__ = [
 
 #: Size of one Figure 1 panel in inches, the figure dpi and panels per row: a figure with ``n``
 #: panels is ``min(n, 3)`` panels wide, so its pixel size is fixed by the number of algorithms.
-PANEL_SIZE: tuple[float, float] = (4.6, 3.6)
-FIG_DPI: int = 100
+PANEL_SIZE: tuple[float, float] = (4.6, 5.2)
+FIG_DPI: int = 200
 MAX_PANEL_COLUMNS: int = 3
 _SVG_HASH_SALT = "dptune-report"
+#: One marker per metric position in the table order, so that overlapping curves stay apart.
+_MARKERS: tuple[str, ...] = ("o", "s", "^", "D", "v", "P", "X", "*")
+_BAND_ALPHA = 0.10
 
 
 def _panel_grid(n_panels: int) -> tuple[int, int]:
@@ -58,8 +61,10 @@ def figure1(
 
     x = pair rank 1..P (p-values sorted decreasing), y = mean p-value over folds with a shaded
     band of +-1 fold-to-fold sd clipped to [0, 1]; the legend gives each metric's DP (from ``dp``,
-    scope ``all``; the curve's sum when missing). A given ``noise_floor`` (A/A curves, columns
-    ``algorithm, cutoff, metric, position, mean``) is drawn dashed in the metric's colour.
+    scope ``all``; the curve's sum when missing). Every metric has its own colour and marker; a
+    curve identical to one drawn before (e.g. MRR, nDCG and Precision at N = 1) is dashed over
+    it and its legend says "identical to ...". A given ``noise_floor`` (A/A curves, columns
+    ``algorithm, cutoff, metric, position, mean``) is drawn as one grey band per panel.
     Built on :class:`matplotlib.figure.Figure` directly (no pyplot state, Agg rendering).
     """
     curves = require(curves, CURVE_INPUT, "curves")
@@ -76,58 +81,50 @@ def figure1(
     )
     axes = fig.subplots(nrows, ncols, squeeze=False)
     dp_all = scope_all(dp)
+    dp_all = dp_all[dp_all["cutoff"] == cutoff]
     extra_colors: list[str] = []
     for ax, alg in zip(axes.flat, algorithms, strict=False):
         ca = c[c["algorithm"] == alg]
         # positions are 0-based (dp.analyze, noise); the plot shows 1-based pair ranks
         max_pos = int(ca["position"].max()) + 1
-        drew_noise = False
-        for m in ordered_metrics(ca["metric"].unique()):
+        metrics = ordered_metrics(ca["metric"].unique())
+        drawn: list[tuple[str, np.ndarray]] = []
+        for k, m in enumerate(metrics):
             s = ca[ca["metric"] == m].sort_values("position")
             x = s["position"].to_numpy(dtype=float) + 1.0
             y = s["mean"].to_numpy(dtype=float)
             sd = np.nan_to_num(s["sd"].to_numpy(dtype=float), nan=0.0)
-            hit = dp_all[
-                (dp_all["algorithm"] == alg)
-                & (dp_all["metric"] == m)
-                & (dp_all["cutoff"] == cutoff)
-            ]["dp"]
+            hit = dp_all[(dp_all["algorithm"] == alg) & (dp_all["metric"] == m)]["dp"]
             dp_value = float(hit.iloc[0]) if len(hit) else float(np.nansum(y))
             color = metric_color(m, extra_colors)
-            ax.fill_between(
-                x,
-                np.clip(y - sd, 0.0, 1.0),
-                np.clip(y + sd, 0.0, 1.0),
-                color=color,
-                alpha=0.15,
-                linewidth=0,
-            )
+            same = next((name for name, other in drawn if np.array_equal(other, y)), None)
+            label = f"{display_metric(m, cutoff)}, DP {dp_value:.3f}"
+            if same is None:
+                ax.fill_between(
+                    x,
+                    np.clip(y - sd, 0.0, 1.0),
+                    np.clip(y + sd, 0.0, 1.0),
+                    color=color,
+                    alpha=_BAND_ALPHA,
+                    linewidth=0,
+                )
+            else:
+                label += f" (identical to {same})"
             ax.plot(
                 x,
                 y,
                 color=color,
                 linewidth=1.6,
-                marker="o",
-                markersize=2.5,
-                label=f"{display_metric(m, cutoff)} (DP {dp_value:.3f})",
+                # a curve identical to one already drawn is dashed over it, so both stay visible
+                linestyle=(k % 3 * 2, (4, 4)) if same else "-",
+                marker=_MARKERS[k % len(_MARKERS)],
+                markersize=3.5,
+                markevery=max(1, len(x) // 12),
+                label=label,
             )
-            if noise is not None:
-                n = noise[
-                    (noise["algorithm"] == alg)
-                    & (noise["metric"] == m)
-                    & (noise["cutoff"] == cutoff)
-                ].sort_values("position")
-                if len(n):
-                    ax.plot(
-                        n["position"].to_numpy(dtype=float) + 1.0,
-                        n["mean"].to_numpy(dtype=float),
-                        color=color,
-                        linestyle="--",
-                        linewidth=1.0,
-                    )
-                    drew_noise = True
-        if drew_noise:
-            ax.plot([], [], color="0.3", linestyle="--", linewidth=1.0, label="A/A noise floor")
+            drawn.append((display_metric(m, cutoff), y))
+        if noise is not None:
+            _draw_noise(ax, noise[(noise["algorithm"] == alg) & (noise["cutoff"] == cutoff)])
         if max_pos > 1:
             ax.set_xlim(1, max_pos)
         else:
@@ -137,18 +134,41 @@ def figure1(
         ax.set_ylabel("p-value (mean over folds)")
         ax.set_title(f"{display_algorithm(alg)} (N = {cutoff})")
         ax.grid(True, alpha=0.3, linewidth=0.5)
-        ax.legend(fontsize=7, loc="upper right", framealpha=0.85)
+        # below the panel, so that no curve hides behind it
+        ax.legend(
+            fontsize=8,
+            loc="upper center",
+            bbox_to_anchor=(0.5, -0.17),
+            frameon=False,
+            handlelength=3.0,
+        )
     for ax in list(axes.flat)[len(algorithms) :]:
         ax.set_visible(False)
     fig.suptitle(f"Averaged p-value curves with ±1 sd across folds (cutoff {cutoff})")
     return fig
 
 
+def _draw_noise(ax: object, noise: pd.DataFrame) -> None:
+    """The A/A noise floor of one panel as one grey band: from the lowest to the highest A/A
+    curve over the metrics at each pair rank, with their mean as a dashed line (one legend
+    entry instead of one dashed line per metric)."""
+    if noise.empty:
+        return
+    wide = noise.pivot_table(index="position", columns="metric", values="mean").sort_index()
+    x = wide.index.to_numpy(dtype=float) + 1.0
+    lo, hi, mid = wide.min(axis=1), wide.max(axis=1), wide.mean(axis=1)
+    ax.fill_between(x, lo.to_numpy(), hi.to_numpy(), color="0.5", alpha=0.18, linewidth=0,
+                    hatch="///", edgecolor="0.6")
+    ax.plot(x, mid.to_numpy(), color="0.25", linestyle="--", linewidth=1.2,
+            label="A/A noise floor (range over metrics, mean dashed)")
+
+
 def save_figure(fig: Figure, stem: Path, creator: str = "dptune.report") -> list[Path]:
-    """Save ``fig`` as ``stem.png`` and ``stem.svg`` reproducibly (no dates, fixed SVG ids;
-    ``creator`` is the SVG's Creator field), for every figure dptune writes."""
+    """Save ``fig`` as ``stem.png`` (at the figure's own dpi) and ``stem.svg`` reproducibly (no
+    dates, fixed SVG ids; ``creator`` is the SVG's Creator field), for every figure dptune
+    writes."""
     png, svg = stem.with_suffix(".png"), stem.with_suffix(".svg")
     with matplotlib.rc_context({"svg.hashsalt": _SVG_HASH_SALT, "svg.fonttype": "path"}):
-        fig.savefig(png, format="png", dpi=FIG_DPI, metadata={"Software": None})
+        fig.savefig(png, format="png", dpi=fig.dpi, metadata={"Software": None})
         fig.savefig(svg, format="svg", metadata={"Date": None, "Creator": creator})
     return [png, svg]

@@ -8,6 +8,7 @@ text conventions (3 decimals, an en dash for a missing value, a dagger for fewer
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 
 import pandas as pd
@@ -22,6 +23,7 @@ __all__ = [
     "fmt_setting",
     "value_norm",
     "display_value",
+    "display_params",
     "ordered_values",
     "ordered_algorithms",
     "ordered_metrics",
@@ -80,12 +82,29 @@ def ordered_values(values: Iterable[str], order: Sequence[object] | None) -> lis
     return sorted({str(v) for v in values}, key=key)
 
 
-def display_value(value: str) -> str:
-    """Format a hyperparameter value for a table header (integers as is, floats to 6 digits)."""
+def display_value(value: object) -> str:
+    """The one display format of a hyperparameter value in every table and sentence of the
+    report: integers as they are, other numbers to 6 significant digits (``0.025000487`` ->
+    ``0.0250005``), text as is. CSV files keep the full precision."""
     norm = value_norm(value)
     if isinstance(norm, float) and math.isfinite(norm) and not norm.is_integer():
         return f"{norm:.6g}"
+    if isinstance(norm, float) and math.isfinite(norm) and isinstance(value, float):
+        return str(int(norm))
     return str(value)
+
+
+_PARAM = re.compile(r"([A-Za-z_][\w.-]*)=(.*?)(?=, [A-Za-z_][\w.-]*=|$)")
+
+
+def display_params(params: object) -> str:
+    """A configuration's ``name=value, ...`` text with every value in :func:`display_value`'s
+    format (``learning_rate=0.025000487`` -> ``learning_rate=0.0250005``)."""
+    text = str(params)
+    found = _PARAM.findall(text)
+    if not found:
+        return text
+    return ", ".join(f"{name}={display_value(value)}" for name, value in found)
 
 
 def is_missing(x: object) -> bool:

@@ -16,19 +16,12 @@ import numpy as np
 import pandas as pd
 
 from dptune.analysis._importance import EVALUATOR_NAMES, EVALUATORS, dp_dominance
+from dptune.report._format import display_value, ordered_metrics
 from dptune.report._sections import option
 from dptune.report._table import Block, Cell
 from dptune.vocab import display_algorithm, display_metric
 
 __all__ = ["comparison_sentences", "importance_section"]
-
-
-def _display_value(text: str) -> str:
-    """A scope value for display: numbers to 6 significant digits, anything else as is."""
-    try:
-        return f"{float(text):.6g}"
-    except ValueError:
-        return str(text)
 
 
 def _ranked(imp: pd.DataFrame, evaluator: str) -> list[tuple[str, float]]:
@@ -67,7 +60,7 @@ def comparison_sentences(
             h, v, d, n = dom["table5"][0]
             picks["Table 5 (lowest best DP)"] = h
             parts.append(
-                f"Table 5's lowest best DP is under {h}={_display_value(v)} (DP {d:.3f}, {n} pairs)"
+                f"Table 5's lowest best DP is under {h}={display_value(v)} (DP {d:.3f}, {n} pairs)"
             )
         if dom["only"]:
             h, d, n = dom["only"][0]
@@ -95,7 +88,7 @@ def _importance_rows(a: pd.DataFrame, hps: list[str], metric: str, cutoff: int) 
     """Rows (metric, evaluator, importance per hyperparameter) of one algorithm; the top
     importance of a row bold, the primary metric's label bold."""
     rows = []
-    for m in dict.fromkeys(a["metric"]):
+    for m in ordered_metrics(a["metric"].unique()):
         for ev in EVALUATORS:
             e = a[(a["metric"] == m) & (a["evaluator"] == ev)].set_index("hyperparameter")
             if e.empty:
@@ -146,7 +139,7 @@ def importance_section(store: Any, result: Any) -> str:
         one = {h: d for h, d, _n in dom["only"]}
         label = display_metric(metric, cutoff)
         if t5:
-            texts = [f"{t5[h][1]:.3f} (at {_display_value(t5[h][0])})" if h in t5 else "–"
+            texts = [f"{t5[h][1]:.3f} (at {display_value(t5[h][0])})" if h in t5 else "–"
                      for h in hps]
             rows.append([Cell(label), Cell("DP, best h=v (Table 5)")]
                         + [Cell(t, numeric=True) for t in texts])

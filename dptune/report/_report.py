@@ -24,7 +24,15 @@ import pandas as pd
 
 from dptune._atomic import write_bytes
 from dptune.errors import input_error
-from dptune.report._document import INTRO, ReportFigure, Section, core_sections, primary_line
+from dptune.report._document import (
+    INTRO,
+    ReportFigure,
+    Section,
+    core_sections,
+    files_section,
+    gap_sentence,
+    primary_line,
+)
 from dptune.report._figures import (
     FIG_DPI,
     MAX_PANEL_COLUMNS,
@@ -45,6 +53,7 @@ from dptune.report._selection import selection_sentences
 from dptune.report._settings import settings_rows
 from dptune.report._table import Block, Cell, Table
 from dptune.report._tables import one_at_a_time_table, table1, table3, table4, table5
+from dptune.report._verdict import verdict_document, verdict_section
 from dptune.vocab import (
     ALGORITHM_NAMES,
     METRIC_NAMES,
@@ -115,7 +124,8 @@ class Report:
     figures: dict[str, ReportFigure]
     sections: list[Section]
     result: Any = None
-    extra_files: list[str] = field(default_factory=list)
+    verdict: pd.DataFrame | None = None
+    data_files: list[str] = field(default_factory=list)
 
     @classmethod
     def build(cls, store: Any, result: Any) -> Report:
@@ -153,6 +163,8 @@ class Report:
         for alg in store.algorithms():
             if alg not in with_dp and alg not in without_dp:
                 without_dp[alg] = _no_dp_reason(store, alg)
+        from dptune.analysis._result import DATA_FILES
+
         rep = cls.from_frames(
             result.dp,
             result.curves,
@@ -163,8 +175,11 @@ class Report:
             noise_floor=noise,
             extra_sections=sections,
             without_dp=without_dp,
+            split=result.manifest.get("split"),
         )
         rep.result = result
+        rep.verdict = result.verdict
+        rep.data_files = [DATA_FILES[name] for name in result.tables()]
         return rep
 
     @classmethod
@@ -181,8 +196,10 @@ class Report:
         hyperparameter_order: Mapping[str, Sequence[object]] | None = None,
         title: str | None = None,
         without_dp: Mapping[str, str] | None = None,
+        split: Mapping[str, object] | None = None,
     ) -> Report:
-        """A report from the analysis' frames (see :func:`write_report` for the arguments)."""
+        """A report from the analysis' frames (see :func:`write_report` for the arguments;
+        ``split``, the manifest's split description, explains the validation/test gap)."""
         dp = require(dp, DP_INPUT, "dp")
         curves = require(curves, CURVE_INPUT, "curves")
         check_unique(dp, ["algorithm", "scope", "metric", "cutoff"], "dp")
@@ -218,8 +235,9 @@ class Report:
             stem = "figure1" if n == cutoff else f"figure1_at{int(n)}"
             fig = figure1(curves, dp, int(n), noise_floor)
             figures[stem] = ReportFigure(stem, int(n), fig)
+        gap = gap_sentence(split, best, primary)
         sections = core_sections(
-            tables, figures, dp, best, settings, primary, noise_floor is not None, without_dp
+            tables, figures, dp, best, settings, primary, noise_floor is not None, without_dp, gap
         )
         sections += [Section(t, str(b)) for t, b in extra_sections or []]
         name = title or (str(settings["name"]) if settings and "name" in settings else None)
@@ -227,25 +245,50 @@ class Report:
 
     def file_names(self) -> list[str]:
         """Names of the files :meth:`write` writes, in writing order (the "Files" section)."""
-        names = [f"{t}.{ext}" for t in self.tables for ext in ("md", "csv", "tex")]
+        names = list(self.data_files)
+        names += [f"{t}.{ext}" for t in self.tables for ext in ("md", "csv", "tex")]
         names += [f"{stem}.{ext}" for stem in self.figures for ext in ("png", "svg")]
-        return names + ["report.md"]
+        if verdict_section(self.verdict) is not None:
+            names.append("verdict.md")
+        return names + ["report.md", "report.html"]
+
+    def all_sections(self) -> list[Section]:
+        """Every section of report.md in order: the verdict first (when there is one), the
+        tables, figures and analysis sections, the list of files last."""
+        verdict = verdict_section(self.verdict)
+        head = [Section("Verdict", verdict)] if verdict is not None else []
+        return head + self.sections + [Section("Files", files_section(self.file_names()))]
 
     def to_markdown(self) -> str:
-        """report.md: title, introduction, every section, and the list of files written."""
-        head = f"# dptune report{': ' + self.title if self.title else ''}"
-        files = ", ".join(f"`{f}`" for f in self.file_names())
-        parts = [head, INTRO, primary_line(self.primary)]
-        parts += [s.to_markdown() for s in self.sections]
-        parts.append(Section("Files", files).to_markdown())
+        """report.md: title, verdict, introduction, every section, and the list of files."""
+        sections = self.all_sections()
+        first = 1 if sections and sections[0].title == "Verdict" else 0
+        parts = [f"# dptune report{': ' + self.title if self.title else ''}"]
+        parts += [s.to_markdown() for s in sections[:first]]
+        parts += [INTRO, primary_line(self.primary)]
+        parts += [s.to_markdown() for s in sections[first:]]
         text = "\n\n".join(parts)
         while "\n\n\n" in text:
             text = text.replace("\n\n\n", "\n\n")
         return text.rstrip("\n") + "\n"
 
+    def to_html(self, pngs: Mapping[str, bytes] | None = None) -> str:
+        """report.html: report.md as one self-contained page (figures inlined, no network).
+
+        ``pngs`` maps PNG file names to their bytes when already rendered (by :meth:`write`);
+        other figures are rendered here."""
+        from dptune.report._html import markdown_to_html, png_bytes
+
+        pngs = dict(pngs or {})
+        for f in self.figures.values():
+            if f"{f.stem}.png" not in pngs:
+                pngs[f"{f.stem}.png"] = png_bytes(f.figure)
+        return markdown_to_html(self.to_markdown(), pngs, title=self.title)
+
     def write(self, out_dir: str | Path) -> list[Path]:
         """Write the data files (when built from a result), every table as ``.md``/``.csv``/
-        ``.tex``, every figure as PNG and SVG, and report.md into ``out_dir``; return the paths."""
+        ``.tex``, every figure as PNG and SVG, verdict.md (when there is a verdict), report.md
+        and report.html into ``out_dir``; return the paths in :meth:`file_names` order."""
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         written: list[Path] = []
@@ -253,9 +296,15 @@ class Report:
             written += self.result.write_data(out)
         for table in self.tables.values():
             written += _write_table(out, table)
+        pngs: dict[str, bytes] = {}
         for fig in self.figures.values():
             written += save_figure(fig.figure, out / fig.stem)
+            pngs[f"{fig.stem}.png"] = (out / f"{fig.stem}.png").read_bytes()
+        verdict = verdict_document(self.verdict, self.title)
+        if verdict is not None:
+            written.append(_write_text(out / "verdict.md", verdict))
         written.append(_write_text(out / "report.md", self.to_markdown()))
+        written.append(_write_text(out / "report.html", self.to_html(pngs)))
         return written
 
 

@@ -12,8 +12,9 @@ from typing import Any
 
 import pandas as pd
 
+from dptune.report._format import display_value, ordered_metrics
 from dptune.report._table import Block, Cell
-from dptune.vocab import METRICS, display_algorithm, display_metric
+from dptune.vocab import display_algorithm, display_metric
 
 __all__ = [
     "option",
@@ -44,15 +45,9 @@ def option(options: Any, name: str, default: Any = None) -> Any:
 
 
 def params_text(row: pd.Series, names: list[str]) -> str:
-    """``name=value, ...`` of one configuration; floats to 8 significant digits, integral
-    floats of magnitude >= 1 as integers."""
-    parts = []
-    for n in names:
-        v = row[n]
-        if isinstance(v, float) and v.is_integer() and abs(v) >= 1:
-            v = int(v)
-        parts.append(f"{n}={v:.8g}" if isinstance(v, float) else f"{n}={v}")
-    return ", ".join(parts)
+    """``name=value, ...`` of one configuration, values in the report's one hyperparameter
+    format (:func:`dptune.report._format.display_value`)."""
+    return ", ".join(f"{n}={display_value(row[n])}" for n in names)
 
 
 def _test_text(options: Any) -> str:
@@ -264,7 +259,8 @@ def noise_section(store: Any, result: Any) -> str:
         lines += [det_text, ""]
     header = ["Algorithm", "Metric", "DP"] + (["95% CI"] if has_ci else [])
     header += ["DP_floor ± sd", "DP / DP_floor", "Below floor?"]
-    t = table.assign(_m=[METRICS.index(m) if m in METRICS else 99 for m in table["metric"]])
+    rank = {m: i for i, m in enumerate(ordered_metrics(table["metric"].unique()))}
+    t = table.assign(_m=table["metric"].map(rank))
     order = {a: i for i, a in enumerate(store.algorithms())}
     t = t.assign(_a=t["algorithm"].map(order)).sort_values(["_a", "cutoff", "_m"], kind="stable")
     rows = []

@@ -8,7 +8,14 @@ import math
 
 import pandas as pd
 
-from dptune.report._format import MISSING, fmt, is_missing, ordered_algorithms, ordered_metrics
+from dptune.report._format import (
+    MISSING,
+    display_params,
+    fmt,
+    is_missing,
+    ordered_algorithms,
+    ordered_metrics,
+)
 from dptune.report._inputs import BEST_INPUT, DP_INPUT, require, scope_all
 from dptune.report._table import simple_block
 from dptune.report._tables import best_worst
@@ -33,7 +40,7 @@ def best_table_md(best: pd.DataFrame, primary: tuple[str, int]) -> str:
             display_algorithm(r.algorithm),
             display_metric(r.metric, r.cutoff),
             str(int(r.config_id)),
-            str(r.params),
+            display_params(r.params),
             fmt(r.validation_mean, 4),
             fmt(r.test_value, 4),
         ]
@@ -109,16 +116,17 @@ def selection_sentences(
             out.append(head + " The best-configuration table lacks one of them.")
             continue
         ch, cl = int(pick["hi"]["config_id"]), int(pick["lo"]["config_id"])
+        ph, pl = display_params(pick["hi"]["params"]), display_params(pick["lo"]["params"])
         th = _primary_test_value(best, alg, ch, primary)
         tl = _primary_test_value(best, alg, cl, primary)
         if ch == cl:
-            tail = f" Both select configuration {ch} ({pick['hi']['params']})"
+            tail = f" Both select configuration {ch} ({ph})"
             tail += f", test {pname} {fmt(th, 4)}." if not math.isnan(th) else "."
         elif not math.isnan(th) and not math.isnan(tl):
             diff = th - tl
             tail = (
-                f" {hname} selects configuration {ch} ({pick['hi']['params']}), test {pname} "
-                f"{fmt(th, 4)}; {lname} selects configuration {cl} ({pick['lo']['params']}), "
+                f" {hname} selects configuration {ch} ({ph}), test {pname} "
+                f"{fmt(th, 4)}; {lname} selects configuration {cl} ({pl}), "
                 f"test {pname} {fmt(tl, 4)}; difference {diff:+.4f}"
             )
             if diff != 0:
@@ -130,9 +138,9 @@ def selection_sentences(
                 tail += "."
         else:
             tail = (
-                f" {hname} selects configuration {ch} ({pick['hi']['params']}), own test value "
+                f" {hname} selects configuration {ch} ({ph}), own test value "
                 f"{fmt(pick['hi']['test_value'], 4)}; {lname} selects configuration {cl} "
-                f"({pick['lo']['params']}), own test value {fmt(pick['lo']['test_value'], 4)}; "
+                f"({pl}), own test value {fmt(pick['lo']['test_value'], 4)}; "
                 f"no common test {pname} to compare them on."
             )
         out.append(head + tail)

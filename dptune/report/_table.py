@@ -67,7 +67,8 @@ class Table:
             parts += [_md_block(block), ""]
         if not self.blocks:
             parts += ["(no data)", ""]
-        parts += [f"{md_escape(n)}" for n in self.notes]
+        for note in self.notes:
+            parts += [md_escape(note), ""]
         return "\n".join(parts).rstrip("\n") + "\n"
 
     def to_latex(self) -> str:

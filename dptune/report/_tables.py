@@ -43,17 +43,6 @@ from dptune.vocab import display_algorithm, display_hyperparameter, display_metr
 
 __all__ = ["table1", "table3", "table4", "table5", "one_at_a_time_table", "best_worst"]
 
-#: Short column headers of Table 3, as printed in the paper.
-_TABLE3_HEADERS: dict[str, str] = {
-    "efd": "EFD",
-    "epc": "EPC",
-    "mrr": "MRR",
-    "ndcg": "nDCG",
-    "precision": "Prec",
-    "recall": "Rec",
-}
-
-
 def best_worst(values: pd.DataFrame) -> tuple[pd.Series, pd.Series] | None:
     """Best (lowest DP) and worst (highest DP) rows of one (algorithm, cutoff); ties -> table order."""
     v = values.dropna(subset=["dp"])
@@ -64,6 +53,21 @@ def best_worst(values: pd.DataFrame) -> tuple[pd.Series, pd.Series] | None:
     best = v.loc[v["dp"].idxmin()]
     worst = v.loc[v["dp"].idxmax()]
     return best, worst
+
+
+def _left_out_note(dp: pd.DataFrame, shown: set[str]) -> list[str]:
+    """Say which algorithms with a DP (scope ``all``) a per-hyperparameter table leaves out, and
+    why: its scopes exist only for algorithms with two or more free hyperparameters."""
+    missing = [a for a in ordered_algorithms(scope_all(dp)["algorithm"].unique()) if a not in shown]
+    if not missing:
+        return []
+    names = ", ".join(display_algorithm(a) for a in missing)
+    verb = "is" if len(missing) == 1 else "are"
+    return [
+        f"{names} {verb} not in this table: fewer than two free hyperparameters, so no pair "
+        "of configurations shares the value of one hyperparameter while differing in another "
+        "(with a single hyperparameter every pair differs in it alone: that is Table 3)."
+    ]
 
 
 def table1(datasets: pd.DataFrame | None) -> Table:
@@ -105,7 +109,7 @@ def table3(dp: pd.DataFrame) -> Table:
     sub = scope_all(dp)
     metrics = ordered_metrics(sub["metric"].unique())
     header = [Cell("Algorithm"), Cell("N")] + [
-        Cell(f"{_TABLE3_HEADERS.get(m, display_metric(m))}@N") for m in metrics
+        Cell(f"{display_metric(m)}@N") for m in metrics
     ]
     rows: list[list[Cell]] = []
     rules: set[int] = set()
@@ -294,6 +298,7 @@ def table5(
             f"{FEWER_PAIRS} fewer pairs than the other values of the row: DP is a sum over "
             "pairs, so compare these with care."
         )
+    notes += _left_out_note(dp, set(sub["algorithm"]))
     return Table("table5", caption, blocks, csv, notes)
 
 
@@ -374,6 +379,7 @@ def one_at_a_time_table(
             f"{FEWER_PAIRS} fewer pairs than another hyperparameter of the same algorithm: DP is "
             "a sum over pairs, so compare these with care."
         )
+    notes += _left_out_note(dp, set(sub["algorithm"]))
     return Table(
         "one_at_a_time",
         caption,

@@ -232,7 +232,7 @@ def _find_row(rows: list[list[str]], *prefix: str) -> list[str]:
 def test_table3_bold_lowest_underline_highest() -> None:
     t = report.table3(make_dp())
     rows = _md_rows(t.to_markdown())
-    assert rows[0] == ["Algorithm", "N", "EFD@N", "EPC@N", "MRR@N", "nDCG@N", "Prec@N", "Rec@N"]
+    assert rows[0] == ["Algorithm", "N", "EFD@N", "EPC@N", "MRR@N", "nDCG@N", "Precision@N", "Recall@N"]
     bpr = _find_row(rows, "BPR-MF", "10")
     assert bpr[2:] == ["0.875", "0.776", "0.803", "0.594", "**0.585**", "<u>1.314</u>"]
     user = _find_row(rows, "User-kNN", "10")
@@ -271,7 +271,7 @@ def test_table3_ties_single_and_missing() -> None:
         ]
     )
     rows = _md_rows(report.table3(dp).to_markdown())
-    assert rows[0][2:] == ["MRR@N", "nDCG@N", "Rec@N"]
+    assert rows[0][2:] == ["MRR@N", "nDCG@N", "Recall@N"]
     assert _find_row(rows, "a")[2:4] == [
         "**1.000**",
         "**1.000**",
@@ -339,7 +339,9 @@ def test_table5_layout_bold_and_order() -> None:
     # Paper row order: latent factors, iterations, learning rate.
     names = [r[0] for r in rows if r[0] not in ("DP", "Hyperparameter", ":---")]
     assert names == ["Latent factors", "Iterations", "Learning rate"]
-    assert "†" in md.splitlines()[-1]
+    assert any(line.startswith("†") for line in md.splitlines())
+    # the algorithms without per-hyperparameter scopes are named, with the reason
+    assert "Item-kNN, User-kNN are not in this table: fewer than two free hyperparameters" in md
     tex = t.to_latex()
     assert "DP & 0.700 & 0.600 & \\textbf{0.290} & 0.500$^\\dagger$ \\\\" in tex
     # CSV: long form, every metric and cutoff.
@@ -426,6 +428,7 @@ EXPECTED_FILES = {
     "figure1_at5.png",
     "figure1_at5.svg",
     "report.md",
+    "report.html",
 }
 
 
@@ -506,7 +509,7 @@ def test_rerun_is_byte_identical(written: tuple[Path, list[Path]], tmp_path: Pat
 def test_png_opens_with_expected_size(written: tuple[Path, list[Path]]) -> None:
     out, _ = written
     h, w = report.figure_pixel_size(3)
-    assert (h, w) == (360, 1380)
+    assert (h, w) == (1040, 2760)  # 4.6 x 5.2 in panels at 200 dpi
     for name in ("figure1.png", "figure1_at5.png"):
         img = mpimg.imread(out / name)
         assert img.shape[:2] == (h, w), name
@@ -526,10 +529,13 @@ def test_figure_panels_and_noise_floor() -> None:
     assert ax.get_ylim() == (0.0, 1.0) and ax.get_xlim() == (1.0, float(P))
     assert ax.get_xlabel() and ax.get_ylabel()
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert "Precision@10 (DP 0.585)" in labels and "A/A noise floor" in labels
+    assert "Precision@10, DP 0.585" in labels
+    assert "A/A noise floor (range over metrics, mean dashed)" in labels
     dashed = [ln for ln in ax.get_lines() if ln.get_linestyle() == "--" and len(ln.get_xdata())]
-    assert len(dashed) == len(METRICS)
-    assert len(ax.collections) == len(METRICS)  # one sd band per metric
+    assert len(dashed) == 1  # one noise-floor line per panel, not one per metric
+    assert len(ax.collections) == len(METRICS) + 1  # one sd band per metric + the floor band
+    markers = {ln.get_marker() for ln in ax.get_lines() if ln.get_label().startswith(("E", "M", "n", "P", "R"))}
+    assert len(markers) == len(METRICS)  # every metric its own marker
     bands = ax.collections[0].get_paths()[0].vertices[:, 1]
     assert bands.min() >= 0.0 and bands.max() <= 1.0  # clipped to [0, 1]
     no_noise = report.figure1(make_curves(), make_dp(), 10)
@@ -541,14 +547,15 @@ def test_figure_grid_wraps_and_hides_unused_panels() -> None:
     extra = curves[curves["algorithm"] == "bpr-mf"].assign(algorithm="cornac:VAECF")
     fig = report.figure1(pd.concat([curves, extra]), make_dp(), 10)
     assert [ax.get_visible() for ax in fig.axes] == [True, True, True, True, False, False]
-    assert report.figure_pixel_size(4) == (720, 1380)
-    assert tuple(round(x) for x in fig.get_size_inches() * fig.dpi) == (1380, 720)
+    assert report.figure_pixel_size(4) == (2080, 2760)
+    assert tuple(round(x) for x in fig.get_size_inches() * fig.dpi) == (2760, 2080)
+    assert fig.dpi == report.FIG_DPI == 200
 
 
 def test_write_report_with_noise_floor(tmp_path: Path) -> None:
     paths = _write(tmp_path, noise_floor=make_noise())
     md = (tmp_path / "report.md").read_text()
-    assert "dashed: A/A noise floor" in md
+    assert "grey band and dashed line: the A/A noise floor" in md
     assert {p.name for p in paths} == EXPECTED_FILES
 
 

@@ -7,6 +7,7 @@ on a tiny swept store with noise-floor runs, a test split and a bootstrap.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -54,8 +55,68 @@ def test_build_write_reproduces_the_analysis_files_byte_for_byte(swept):
     assert sorted(p.name for p in written) == sorted(got)
     assert "noise_floor.csv" in got and "metric_ranking.csv" in got and "importance.csv" in got
     assert set(expected) <= set(got)
-    for name in expected:
+    # every data file, table and figure is the analysis command's; report.md and report.html
+    # say more when built from a result (the data files, the validation/test gap)
+    for name in set(expected) - {"report.md", "report.html"}:
         assert got[name] == expected[name], name
+    again = Report.build(store, result).write(swept / "again")
+    assert [p.read_bytes() for p in again] == [p.read_bytes() for p in written]
+
+
+def test_report_lists_every_file_and_explains_the_test_gap(swept):
+    result = assemble_result(swept / "results", bootstrap=BOOTSTRAP)
+    out = swept / "listed"
+    written = Report.build(ResultStore(swept / "results"), result).write(out)
+    md = (out / "report.md").read_text()
+    files = md[md.index("## Files"):]
+    for path in written:
+        assert f"`{path.name}`" in files, path.name
+    assert "Validation and test values are measured on different data" in md
+    assert "temporal hold-out" in md and "nDCG@10 of the configuration nDCG@10 selects" in md
+    # one format for hyperparameter values: no float printed with 7+ decimals
+    assert not re.search(r"=\d+\.\d{7,}", md), re.findall(r"=\d+\.\d{7,}", md)[:3]
+    # one label and one order for the metrics in every table of the report
+    assert "Prec@" not in md and "Rec@" not in md
+    order = ["EFD", "EPC", "MRR", "nDCG", "Precision", "Recall"]
+    noise = md[md.index("## Noise floor"):md.index("## Hyperparameter importance")]
+    rows = re.findall(r"^\| BPR-MF \| (\w+)@10 \|", noise, flags=re.M)
+    assert rows == order
+    imp = md[md.index("## Hyperparameter importance"):]
+    rows = list(dict.fromkeys(re.findall(r"^\| (?:\*\*)?(\w+)@10(?:\*\*)? \| (?:fANOVA|PED)", imp,
+                                         flags=re.M)))
+    assert rows == order
+    # KNN is left out of Table 5 and one at a time, with the reason
+    assert "User-kNN is not in this table: fewer than two free hyperparameters" in md
+
+
+def test_verdict_comes_first_in_report_md_and_alone_in_verdict_md(swept):
+    result = assemble_result(swept / "results", bootstrap=BOOTSTRAP)
+    result.verdict = pd.DataFrame([{
+        "algorithm": "bpr-mf", "cutoff": 10, "recommended": "precision", "dp_at_25": 4.5,
+        "ci_low": 3.25, "ci_high": 6.0, "less_discriminative": "recall;mrr", "tied": "ndcg",
+        "not_below_floor": "", "dominant_hyperparameter": "factors",
+        "text": "BPR-MF, N = 10: tune with Precision@10 (robust DP@25 4.50).",
+    }, {
+        "algorithm": "userknn", "cutoff": 10, "recommended": "", "dp_at_25": float("nan"),
+        "ci_low": float("nan"), "ci_high": float("nan"), "less_discriminative": "", "tied": "",
+        "not_below_floor": "", "dominant_hyperparameter": "",
+        "text": "User-kNN, N = 10: no evidence.",
+    }])
+    out = swept / "verdict"
+    written = Report.build(ResultStore(swept / "results"), result).write(out)
+    names = [p.name for p in written]
+    assert "verdict.csv" in names and "verdict.md" in names
+    md = (out / "report.md").read_text()
+    sections = re.findall(r"^## (.+)$", md, flags=re.M)
+    assert sections[0] == "Verdict" and sections[-1] == "Files"
+    verdict = md[md.index("## Verdict"):md.index("Discriminative power (DP)")]
+    assert "- BPR-MF, N = 10: tune with Precision@10 (robust DP@25 4.50)." in verdict
+    # rows in the report's algorithm order, metric keys shown by their display names
+    assert verdict.index("User-kNN") < verdict.index("| BPR-MF")
+    assert "| BPR-MF | 10 | **Precision@10** | 4.50 [3.25, 6.00] | Recall@10, MRR@10 | nDCG@10 |" in verdict
+    assert "| User-kNN | 10 | no evidence | – |" in verdict
+    alone = (out / "verdict.md").read_text()
+    assert alone.startswith("# dptune verdict") and verdict.strip().split("\n", 2)[2] in alone
 
 
 def test_tables_render_in_every_format(swept):

@@ -1,0 +1,105 @@
+"""The verdict section, first in report.md and alone in verdict.md: which metric to tune with.
+
+Renders the verdict frame of the analysis (one row per algorithm and cutoff, computed by
+:mod:`dptune.analysis._verdict`) generically: its ``text`` column as sentences a researcher can
+paste, then a table of the columns it knows (recommended metric, robust DP@25 with its interval,
+the metrics less discriminative, tied or not below the noise floor, the dominant
+hyperparameter). Metric lists are ``;``-joined keys in the frame and display names here; columns
+the table does not know stay in verdict.csv.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from dptune.report._format import fmt, is_missing, ordered_algorithms
+from dptune.report._table import Block, Cell
+from dptune.vocab import display_algorithm, display_hyperparameter, display_metric
+
+__all__ = ["verdict_section", "verdict_document"]
+
+#: Metric-list columns of the verdict frame and their table headers, in table order.
+_LISTS = (
+    ("less_discriminative", "Significantly less discriminative"),
+    ("tied", "Tied with it"),
+    ("not_below_floor", "Not below the A/A floor"),
+    ("no_evidence", "No evidence"),
+)
+
+
+def _metrics(text: object, cutoff: int) -> str:
+    """``;``-joined metric keys -> display names at ``cutoff`` (an en dash when empty)."""
+    if is_missing(text) or not str(text):
+        return "–"
+    return ", ".join(display_metric(m, cutoff) for m in str(text).split(";") if m)
+
+
+def _ordered(verdict: pd.DataFrame) -> pd.DataFrame:
+    """Rows in the report's algorithm order, cutoffs ascending."""
+    rank = {a: i for i, a in enumerate(ordered_algorithms(verdict["algorithm"].astype(str)))}
+    v = verdict.assign(_a=verdict["algorithm"].astype(str).map(rank))
+    return v.sort_values(["_a", "cutoff"], kind="stable").drop(columns="_a")
+
+
+def _table(verdict: pd.DataFrame) -> Block:
+    """The verdict's known columns as one table block."""
+    cols = set(verdict.columns)
+    header = ["Algorithm", "N", "Tune with"]
+    if "dp_at_25" in cols:
+        header.append("Robust DP@25 [95% CI]")
+    lists = [(c, h) for c, h in _LISTS if c in cols]
+    header += [h for _, h in lists]
+    if "dominant_hyperparameter" in cols:
+        header.append("Dominant hyperparameter")
+    rows = []
+    for r in verdict.to_dict("records"):
+        n = int(r["cutoff"])
+        rec = r.get("recommended")
+        row = [
+            Cell(display_algorithm(str(r["algorithm"]))),
+            Cell(str(n), numeric=True),
+            Cell(display_metric(str(rec), n) if rec and not is_missing(rec) else "no evidence",
+                 bold=bool(rec) and not is_missing(rec)),
+        ]
+        if "dp_at_25" in cols:
+            text = fmt(r["dp_at_25"], 2)
+            if not is_missing(r.get("ci_low")) and not is_missing(r.get("ci_high")):
+                text += f" [{fmt(r['ci_low'], 2)}, {fmt(r['ci_high'], 2)}]"
+            row.append(Cell(text, numeric=True))
+        row += [Cell(_metrics(r[c], n)) for c, _ in lists]
+        if "dominant_hyperparameter" in cols:
+            h = r["dominant_hyperparameter"]
+            text = display_hyperparameter(str(h)) if h and not is_missing(h) else "–"
+            agree = r.get("dominance_agreement")
+            if text != "–" and agree and not is_missing(agree):
+                text += f" ({agree})"
+            row.append(Cell(text))
+        rows.append(row)
+    return Block([Cell(h) for h in header], rows)
+
+
+def verdict_section(verdict: pd.DataFrame | None) -> str | None:
+    """Markdown body of the verdict section, or None when there is no verdict."""
+    if verdict is None or verdict.empty:
+        return None
+    v = _ordered(verdict)
+    lines = []
+    if "text" in v.columns:
+        lines += [f"- {t}" for t in v["text"].astype(str) if t]
+        lines.append("")
+    lines += [_table(v).to_markdown(), ""]
+    lines.append(
+        "Lower DP = more discriminative. The robust DP uses every pair of configurations (or a "
+        "seeded sample of them) and is reported as DP at P = 25 pairs, so rows compare; all "
+        "columns are in `verdict.csv`."
+    )
+    return "\n".join(lines)
+
+
+def verdict_document(verdict: pd.DataFrame | None, title: str | None = None) -> str | None:
+    """verdict.md: the verdict section as a document of its own, or None without a verdict."""
+    body = verdict_section(verdict)
+    if body is None:
+        return None
+    head = f"# dptune verdict{': ' + title if title else ''}"
+    return f"{head}\n\n{body.rstrip(chr(10))}\n"
