@@ -137,7 +137,10 @@ def discriminative_power(per_user: pd.DataFrame, pairs: int = 25, test: str = "t
         >>> dp[["algorithm", "scope", "metric", "cutoff", "n_pairs"]].to_dict("records")
         [{'algorithm': 'runs', 'scope': 'all', 'metric': 'ndcg', 'cutoff': 10, 'n_pairs': 6}]
     """
+    from dptune.analysis._robust_run import annotate_dp
+
     store = FrameStore(per_user, hyperparameters=hyperparameters)
-    return analyze_dp(store, n_pairs=pairs, seed=seed, test=test, alpha=alpha,
-                      correction=correction, n_resamples=n_resamples, bootstrap=bootstrap,
-                      progress=progress).dp
+    res = analyze_dp(store, n_pairs=pairs, seed=seed, test=test, alpha=alpha,
+                     correction=correction, n_resamples=n_resamples, bootstrap=bootstrap,
+                     progress=progress)
+    return annotate_dp(res.dp, res.pvalues)  # + dp_per_pair, no_evidence, as dp.csv (issue 13)

@@ -12,11 +12,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from dptune.analysis import _dp as dpmod
 from dptune.analysis import _importance as impmod
 from dptune.analysis import _noise as noisemod
 from dptune.analysis._options import AnalysisOptions
 from dptune.analysis._result import AnalysisResult
+from dptune.analysis._robust_run import add_verdict, analyze_with_robust
 from dptune.analysis._selection import best_table, datasets_table, no_dp_reason
 from dptune.analysis._subgrid import grid_from_store, write_subgrid
 from dptune.errors import input_error
@@ -41,7 +41,11 @@ def analyze(store: ResultStore | str | Path, options: AnalysisOptions | None = N
       its A/A floor), ``noise_curves``, ``noise_pvalues`` (:mod:`dptune.analysis._noise`);
     - with ``importance``, the fANOVA / PED-ANOVA ``importance`` table;
     - ``best`` (the configuration each metric@N picks), ``datasets`` (Table 1's row) and
-      ``without_dp`` (algorithms with no pair of configurations, and why).
+      ``without_dp`` (algorithms with no pair of configurations, and why);
+    - with ``max_pairs > 0`` (issue 13), the robust DP (``robust``), its bootstrap ranking of
+      every stability repeat (``robust_ranking``) and the ``verdict``
+      (:mod:`dptune.analysis._robust_run`); the ``bootstrap`` then applies to the robust DP and
+      the paper's DP is not bootstrapped.
 
     A pure function of the store and the options. ``progress`` shows a progress bar.
 
@@ -59,11 +63,9 @@ def analyze(store: ResultStore | str | Path, options: AnalysisOptions | None = N
     opts = AnalysisOptions.resolve(man) if options is None else options
     if opts.seed is None:
         opts = opts.replace(seed=man["seeds"]["analysis"])
-    analysis = dpmod.analyze(
-        store, n_pairs=opts.n_pairs, seed=opts.seed, test=opts.test, alpha=opts.alpha,
-        correction=opts.correction, n_resamples=opts.n_resamples, bootstrap=opts.bootstrap,
-        progress=progress,
-    )
+    # the paper's DP and, beside it, the robust DP fed from the same fold reads (issue 13)
+    analysis, robust = analyze_with_robust(store, opts, man, progress)
+    legacy_bootstrap = opts.bootstrap if opts.max_pairs <= 0 else 0
     primary = (opts.primary_metric, opts.primary_cutoff)
     with_dp = set(analysis.dp["algorithm"])
     result = AnalysisResult(
@@ -71,7 +73,7 @@ def analyze(store: ResultStore | str | Path, options: AnalysisOptions | None = N
         pvalues=analysis.pvalues, dp=analysis.dp, curves=analysis.curves,
         best=best_table(store, primary), datasets=datasets_table(man),
         ranking=analysis.metric_ranking,
-        replicates=analysis.replicates if opts.bootstrap else None,
+        replicates=analysis.replicates if legacy_bootstrap else None,
         without_dp={a: no_dp_reason(store, a) for a in store.algorithms() if a not in with_dp},
     )
     if opts.noise_seeds > 0:
@@ -79,6 +81,7 @@ def analyze(store: ResultStore | str | Path, options: AnalysisOptions | None = N
     if opts.importance:
         result.importance = impmod.hyperparameter_importance(store, cutoff=primary[1],
                                                              seed=opts.seed)
+    add_verdict(store, result, robust)  # robust DP, its ranking and the verdict (issue 13)
     return result
 
 

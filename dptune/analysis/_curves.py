@@ -44,8 +44,9 @@ def summarize_curves(curves: np.ndarray) -> DPResult:
     ``curves`` is ``(n_folds, P)`` (a 1-D array is one fold); each row is sorted decreasingly
     first (idempotent for curves from :func:`pvalue_curve`). With ``c[f, i]`` the i-th largest
     p-value of fold f: ``mean_i = (1/F) sum_f c[f, i]``, ``sd_i`` the sample sd over folds
-    (``ddof=1``; 0 when F = 1), ``DP = sum_i mean_i``, ``DP+sd = sum_i (mean_i + sd_i)``,
-    ``DP-sd = sum_i (mean_i - sd_i)``.
+    (``ddof=1``; 0 when F = 1), ``DP = sum_i mean_i``, ``DP+sd = sum_i min(mean_i + sd_i, 1)``,
+    ``DP-sd = sum_i max(mean_i - sd_i, 0)`` (the band stays in the range of a p-value, so
+    ``DP+sd <= P``; issue 13).
     """
     arr = np.asarray(curves, dtype=np.float64)
     if arr.ndim == 1:
@@ -60,8 +61,8 @@ def summarize_curves(curves: np.ndarray) -> DPResult:
         mean_curve=mean,
         sd_curve=sd,
         dp=float(mean.sum()),
-        dp_plus_sd=float((mean + sd).sum()),
-        dp_minus_sd=float((mean - sd).sum()),
+        dp_plus_sd=float(np.minimum(mean + sd, 1.0).sum()),  # p-values: the band stays in [0, 1]
+        dp_minus_sd=float(np.maximum(mean - sd, 0.0).sum()),
         n_pairs=int(n_pairs),
         n_folds=int(n_folds),
     )

@@ -41,8 +41,11 @@ class AnalysisOptions:
       configurations and drives importance and selection texts.
     - ``noise_seeds`` (0 = off, else >= 2), ``noise_configs`` (>= 1): the A/A noise floor.
     - ``importance``: fANOVA / PED-ANOVA hyperparameter importance.
-    - ``max_pairs`` (0 = off), ``stability`` (0 = off), ``min_fold_users`` (0 = no minimum):
-      the robust estimate, the pair-seed stability check and the fold-size guard of issue 13.
+    - ``max_pairs`` (default 1000; 0 = off), ``stability`` (default 5, lowered when not
+      affordable; 0 = one seed), ``min_fold_users`` (default 20; 0 = no minimum): the robust
+      estimate, the pair-seed stability check and the fold-size guard of issue 13
+      (``docs/statistics.md`` sections 9-12). ``bootstrap`` (default 1000) bootstraps the robust
+      estimate, or the paper's DP when ``max_pairs = 0``.
 
     Construction validates (:func:`validate_options`)::
 
@@ -59,15 +62,15 @@ class AnalysisOptions:
     alpha: float = 0.05
     correction: str = "none"
     n_resamples: int = 1000
-    bootstrap: int = 0
+    bootstrap: int = 1000
     primary_metric: str = "ndcg"
     primary_cutoff: int = 10
     noise_seeds: int = 5
     noise_configs: int = 1
     importance: bool = True
-    max_pairs: int = 0
-    stability: int = 0
-    min_fold_users: int = 0
+    max_pairs: int = 1000
+    stability: int = 5
+    min_fold_users: int = 20
 
     def __post_init__(self) -> None:
         for name, value in validate_options(dataclasses.asdict(self)).items():

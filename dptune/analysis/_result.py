@@ -33,6 +33,8 @@ DATA_FILES: dict[str, str] = {
     "importance": "importance.csv",
     "best": "best_configs.csv",
     "verdict": "verdict.csv",
+    "robust": "robust_dp.csv",
+    "robust_ranking": "robust_ranking.csv",
 }
 
 
@@ -56,7 +58,10 @@ class AnalysisResult:
     - ``datasets``: Table 1 rows (dataset, users, items, ratings, sparsity).
     - ``without_dp``: algorithm -> the reason it has no DP (e.g. a single configuration).
     - ``verdict``: one row per (algorithm, cutoff) with the recommended tuning metric and its
-      evidence, or None (issue 13).
+      evidence, or None (issue 13; columns in ``docs/statistics.md`` section 13).
+    - ``robust``: the robust DP per (algorithm, metric, cutoff) (mean p-value of all pairs up to
+      ``max_pairs``, DP@25 and its bootstrap interval); ``robust_ranking``: P(A more
+      discriminative than B) of the robust DP for every stability repeat; None when off.
     """
 
     options: Any
@@ -76,6 +81,8 @@ class AnalysisResult:
     importance: pd.DataFrame | None = None
     without_dp: dict[str, str] = field(default_factory=dict)
     verdict: pd.DataFrame | None = None
+    robust: pd.DataFrame | None = None
+    robust_ranking: pd.DataFrame | None = None
     aa_floor: pd.DataFrame | None = None
     noise_configs: dict[str, list[int]] = field(default_factory=dict)
     noise_seed_counts: dict[str, int] = field(default_factory=dict)

@@ -162,6 +162,12 @@ ANALYSIS_FLAGS: tuple[Flag, ...] = (
          {"type": int_at_least(1), "metavar": "N"}),
     Flag("--bootstrap", "bootstrap", "bootstrap replicates of the DP confidence intervals (0 = off)",
          {"type": int_at_least(0), "metavar": "B"}),
+    Flag("--max-pairs", "max_pairs", "pairs of the robust DP: all pairs when there are at most "
+         "N, else a seeded sample of N (0 = off)", {"type": int_at_least(0), "metavar": "N"}),
+    Flag("--stability", "stability", "pair seeds a significance claim must survive (lowered when "
+         "not affordable; 0 = one seed)", {"type": int_at_least(0), "metavar": "S"}),
+    Flag("--min-fold-users", "min_fold_users", "refuse validation folds with fewer users "
+         "(0 = no minimum)", {"type": int_at_least(0), "metavar": "N"}),
     Flag("--noise-seeds", "noise_seeds", "use at most S seeds of the stored noise floor (0 = none)",
          {"type": noise_seeds, "metavar": "S"},
          run_help="seeds per configuration of the A/A noise floor (0 = off, else at least 2)"),

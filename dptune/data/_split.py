@@ -22,6 +22,7 @@ from dptune.errors import input_error
 __all__ = [
     "FOLD_METHODS",
     "HoldOut",
+    "check_users_kept",
     "cv_fold_labels",
     "kfold_labels",
     "leave_one_out",
@@ -144,6 +145,20 @@ def _holdout(
 def _floor_share(train_ratio: float, size: np.ndarray) -> np.ndarray:
     """floor(train_ratio * n_u) per row, robust to 0.57 * 100 = 56.999..."""
     return np.floor(train_ratio * size + _EPS).astype(np.int64)
+
+
+def check_users_kept(ratings: pd.DataFrame, holdout: HoldOut, min_user_interactions: int) -> None:
+    """Raise a one-line error when the hold-out dropped every user (each has fewer than
+    ``min_user_interactions`` ratings), naming the numbers, instead of failing later on empty
+    folds."""
+    if len(holdout.train) or len(holdout.test) or not len(ratings):
+        return
+    sizes = ratings.groupby("user").size()
+    raise input_error(
+        _SOURCE, "split.min_user_interactions",
+        f"all {len(sizes)} users were dropped: each has fewer than {int(min_user_interactions)} "
+        f"ratings (the most any user has is {int(sizes.max())}); lower "
+        "split.min_user_interactions or use more data")
 
 
 # ----------------------------------------------------------------------------------------------

@@ -150,7 +150,10 @@ def test_pvalue_curve_and_summary_by_hand() -> None:
     np.testing.assert_allclose(res.sd_curve, [s, s / 2, s / 2])
     assert res.dp == pytest.approx(0.7)
     assert res.dp_plus_sd == pytest.approx(0.7 + 2 * s)
-    assert res.dp_minus_sd == pytest.approx(0.7 - 2 * s)
+    # the band is kept in [0, 1]: position 3's mean - sd = 0.05 - 0.0707 counts as 0
+    assert res.dp_minus_sd == pytest.approx(0.4 - s + 0.25 - s / 2)
+    top = dp.summarize_curves(np.array([[1.0, 0.5], [0.8, 0.1]]))  # mean 0.9 + sd 0.14 > 1
+    assert top.dp_plus_sd == pytest.approx(1.0 + 0.3 + np.sqrt(0.08)) and top.dp_plus_sd <= 2
     assert (res.n_pairs, res.n_folds) == (3, 2)
     one = dp.summarize_curves(np.array([0.2, 0.9]))
     assert one.dp == pytest.approx(1.1) and one.dp_plus_sd == one.dp == one.dp_minus_sd
@@ -336,8 +339,8 @@ def _recompute_dp_from_csv(out: Path, store: FakeStore) -> pd.DataFrame:
                     metric,
                     cutoff,
                     mean.sum(),
-                    (mean + sd).sum(),
-                    (mean - sd).sum(),
+                    np.minimum(mean + sd, 1.0).sum(),  # the band stays in [0, 1]
+                    np.maximum(mean - sd, 0.0).sum(),
                     len(g),
                     len(c),
                 )

@@ -28,13 +28,14 @@ BAD = [
 ]
 
 
-def test_defaults_do_not_change_todays_analysis():
+def test_defaults():
     o = AnalysisOptions()
-    assert (o.n_pairs, o.seed, o.test, o.alpha, o.correction, o.n_resamples, o.bootstrap) == (
-        25, None, "t", 0.05, "none", 1000, 0)
+    assert (o.n_pairs, o.seed, o.test, o.alpha, o.correction, o.n_resamples) == (
+        25, None, "t", 0.05, "none", 1000)
     assert (o.primary_metric, o.primary_cutoff, o.noise_seeds, o.noise_configs, o.importance) == (
         "ndcg", 10, 5, 1, True)
-    assert (o.max_pairs, o.stability, o.min_fold_users) == (0, 0, 0)
+    # issue 13: the robust DP with bootstrap CIs, 5 pair seeds and the fold-size guard by default
+    assert (o.bootstrap, o.max_pairs, o.stability, o.min_fold_users) == (1000, 1000, 5, 20)
 
 
 @pytest.mark.parametrize("field, value", BAD)

@@ -301,3 +301,16 @@ def test_leave_one_out_random_depends_on_the_seed():
     with pytest.raises(DptuneError, match="split.min_user_interactions"):
         leave_one_out_random(frame, min_user_interactions=1)
 
+
+
+def test_every_user_dropped_is_an_error_with_the_numbers():
+    from dptune.data._split import check_users_kept
+
+    frame = table([(u, i, i) for u in range(3) for i in range(2)])  # 3 users, 2 ratings each
+    split = temporal_holdout(frame, min_user_interactions=5)
+    with pytest.raises(DptuneError) as err:
+        check_users_kept(frame, split, 5)
+    msg = str(err.value)
+    assert "split.min_user_interactions" in msg and "all 3 users were dropped" in msg
+    assert "fewer than 5 ratings" in msg and "the most any user has is 2" in msg
+    check_users_kept(frame, temporal_holdout(frame, min_user_interactions=2), 2)

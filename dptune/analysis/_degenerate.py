@@ -1,0 +1,74 @@
+"""Degenerate inputs: refused (folds with too few users) or flagged (no evidence), never
+reported with confidence.
+
+- **Too few users per fold**: a paired test over a handful of users says little, and DP over
+  such folds is mostly ties at p = 1. A validation fold with fewer than ``min_fold_users``
+  (default 20) users on which the pairs are tested is refused with one line naming the
+  algorithm, the fold and the count (:func:`check_fold_users`).
+- **No evidence**: a (algorithm, scope, metric@N) whose p-values are all 1 (every pair has
+  identical per-user values, or fewer than two users) carries no information: its DP is P and
+  its "rank" among metrics is a tie. :func:`no_evidence` flags it; the verdict never recommends
+  it and says so.
+- **Capped bands**: the fold-averaged curve's band ``mean(i) +- sd(i)`` is cut to the range of a
+  p-value, ``[0, 1]``, so that ``DP + sd <= P`` and ``DP - sd >= 0`` (:func:`capped_band`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+
+from dptune.errors import input_error
+
+__all__ = ["MIN_FOLD_USERS", "fold_user_counts", "check_fold_users", "no_evidence",
+           "capped_band"]
+
+#: Default minimum number of users of a validation fold.
+MIN_FOLD_USERS = 20
+
+
+def fold_user_counts(pvalues: pd.DataFrame) -> dict[tuple[str, str], int]:
+    """``(algorithm, fold) -> users`` tested on that fold: the smallest ``n_users`` of the fold's
+    rows in ``pvalues`` (columns ``algorithm, fold, n_users``; every scope, metric@N)."""
+    if pvalues.empty:
+        return {}
+    g = pvalues.groupby(["algorithm", "fold"], sort=False)["n_users"].min()
+    return {(str(a), str(f)): int(n) for (a, f), n in g.items()}
+
+
+def check_fold_users(counts: Mapping[tuple[str, str], int], minimum: int = MIN_FOLD_USERS,
+                     source: str = "analysis") -> None:
+    """Raise a one-line error for the first (algorithm, fold) with fewer than ``minimum`` users.
+
+    The message names the algorithm, the fold, the count and the option (``min_fold_users``)
+    that lowers the bar. ``minimum = 0`` turns the check off.
+    """
+    if isinstance(minimum, bool) or not isinstance(minimum, (int, np.integer)) or minimum < 0:
+        raise input_error(source, "min_fold_users", f"must be an integer >= 0, got {minimum!r}")
+    for (alg, fold), n in counts.items():
+        if int(n) < int(minimum):
+            raise input_error(
+                source, f"{alg}/fold {fold}",
+                f"only {int(n)} users to test pairs on, fewer than min_fold_users = {int(minimum)}"
+                "; DP over so few users is not evidence (use more data or fewer folds, or lower "
+                "--min-fold-users)")
+
+
+def no_evidence(pvalues: pd.DataFrame) -> pd.DataFrame:
+    """``algorithm, scope, metric, cutoff, no_evidence``: True where every p-value of the row
+    (every fold and pair) is 1. ``pvalues`` has the columns of ``pvalues.csv``."""
+    keys = ["algorithm", "scope", "metric", "cutoff"]
+    if pvalues.empty:
+        return pd.DataFrame(columns=[*keys, "no_evidence"])
+    flag = (pvalues["p"] >= 1.0).groupby([pvalues[k] for k in keys], sort=False).all()
+    return flag.rename("no_evidence").reset_index()
+
+
+def capped_band(mean: np.ndarray, sd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(min(mean + sd, 1), max(mean - sd, 0))`` position by position: the band of a curve of
+    p-values kept inside ``[0, 1]``; their sums are ``DP + sd <= P`` and ``DP - sd >= 0``."""
+    m = np.asarray(mean, dtype=np.float64)
+    s = np.asarray(sd, dtype=np.float64)
+    return np.minimum(m + s, 1.0), np.maximum(m - s, 0.0)

@@ -1,0 +1,218 @@
+"""The verdict: which metric to tune with, and what the evidence says, per algorithm and cutoff.
+
+Inputs are the robust DP (:mod:`dptune.analysis._robust`) of every metric@N, the stability of
+the bootstrap claims (:func:`dptune.analysis._stability.claims`), optionally the A/A noise floor,
+the downstream check (:mod:`dptune.analysis._downstream`) and the dominant hyperparameter.
+Rules, per (algorithm, cutoff N), with ``level = 1 - alpha`` (95% by default):
+
+- **recommended**: the metric with the lowest robust DP (``mean p``; ties: the order of
+  :data:`dptune.vocab.METRICS`), among metrics that have evidence (not every p-value 1). None
+  when no metric has evidence ("no evidence").
+- **less discriminative**: metrics M with ``P(recommended more discriminative than M) >= level``
+  under every stability repeat (the bootstrap of the robust estimate).
+- **tied**: the other metrics with evidence (the recommendation is not significantly better than
+  them). Without a bootstrap nothing is significant and every other metric is listed as tied.
+- **dropped claims**: metrics that would be "less discriminative" under repeat 0 but not under
+  every repeat.
+- **not below the noise floor**: metrics whose robust DP@25 (the upper end of its 95% interval
+  when there is one) is not below ``25 x`` the mean A/A p-value of the noise floor.
+
+Columns of the frame (:data:`VERDICT_COLUMNS`) are documented in ``docs/statistics.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+
+from dptune.errors import input_error
+from dptune.vocab import METRICS, display_algorithm, display_metric
+
+__all__ = ["VERDICT_COLUMNS", "ROBUST_COLUMNS", "recommend", "verdict_frame", "verdict_text"]
+
+#: Columns of the robust DP table the verdict reads.
+ROBUST_COLUMNS = ["algorithm", "metric", "cutoff", "mean_p", "dp_at_25", "ci_low", "ci_high",
+                  "n_pairs", "n_possible_pairs", "n_folds", "no_evidence"]
+
+VERDICT_COLUMNS = [
+    "algorithm", "cutoff", "recommended", "dp_at_25", "ci_low", "ci_high", "n_pairs",
+    "n_possible_pairs", "n_folds", "less_discriminative", "tied", "no_evidence",
+    "not_below_floor", "stability_repeats", "claims_dropped", "selected_configs",
+    "downstream_differ", "dominant_hyperparameter", "dominance_agreement", "text",
+]
+
+
+def _metric_order(metric: str) -> int:
+    return METRICS.index(metric) if metric in METRICS else len(METRICS)
+
+
+def _join(items: list[str]) -> str:
+    return ";".join(items)
+
+
+def recommend(robust: pd.DataFrame, claims: pd.DataFrame | None) -> pd.DataFrame:
+    """Per (algorithm, cutoff): ``recommended, less_discriminative, tied, no_evidence,
+    claims_dropped, stability_repeats`` (lists as ``;``-joined metric names, see the module
+    docstring). ``claims`` as returned by :func:`dptune.analysis._stability.claims`, or None
+    (no bootstrap)."""
+    missing = set(ROBUST_COLUMNS) - set(robust.columns)
+    if missing:
+        raise input_error("verdict", "robust", f"missing columns {sorted(missing)}")
+    rows = []
+    for (alg, cutoff), g in robust.groupby(["algorithm", "cutoff"], sort=False):
+        g = g.assign(_o=g["metric"].map(_metric_order)).sort_values(["mean_p", "_o"],
+                                                                    kind="stable")
+        ev = g[~g["no_evidence"].astype(bool)]
+        none = [str(m) for m in g.loc[g["no_evidence"].astype(bool), "metric"]]
+        if ev.empty:
+            rows.append({"algorithm": alg, "cutoff": int(cutoff), "recommended": "",
+                         "less_discriminative": "", "tied": "", "no_evidence": _join(none),
+                         "claims_dropped": 0, "stability_repeats": 0})
+            continue
+        best = str(ev["metric"].iloc[0])
+        others = [str(m) for m in ev["metric"].iloc[1:]]
+        less: list[str] = []
+        dropped = 0
+        repeats = 0
+        if claims is not None and not claims.empty:
+            c = claims[(claims["algorithm"] == alg) & (claims["cutoff"] == cutoff)
+                       & (claims["metric_a"] == best)].set_index("metric_b")
+            if not c.empty:
+                repeats = int(c["repeats"].max())
+            for m in others:
+                if m in c.index and bool(c.at[m, "held"]):
+                    less.append(m)
+                elif m in c.index and bool(c.at[m, "dropped"]):
+                    dropped += 1
+        tied = [m for m in others if m not in less]
+        rows.append({"algorithm": alg, "cutoff": int(cutoff), "recommended": best,
+                     "less_discriminative": _join(less), "tied": _join(tied),
+                     "no_evidence": _join(none), "claims_dropped": dropped,
+                     "stability_repeats": repeats})
+    return pd.DataFrame(rows)
+
+
+def _floor_flags(robust: pd.DataFrame, floor: pd.DataFrame | None) -> dict[tuple, list[str]]:
+    """(algorithm, cutoff) -> metrics not clearly below ``25 x`` their A/A mean p-value."""
+    out: dict[tuple, list[str]] = {}
+    if floor is None or floor.empty:
+        return out
+    f = floor.set_index(["algorithm", "metric", "cutoff"])["mean_p"]
+    for r in robust.itertuples(index=False):
+        key = (r.algorithm, r.metric, int(r.cutoff))
+        if key not in f.index:
+            continue
+        high = r.ci_high if np.isfinite(r.ci_high) else r.dp_at_25
+        out.setdefault((r.algorithm, int(r.cutoff)), [])
+        if not high < 25.0 * float(f.loc[key]):
+            out[(r.algorithm, int(r.cutoff))].append(str(r.metric))
+    return out
+
+
+def _names(metrics: str, cutoff: int) -> list[str]:
+    return [display_metric(m, cutoff) for m in metrics.split(";") if m]
+
+
+def _pct(p: float) -> str:
+    return f"{100.0 * p:.0f}%"
+
+
+def verdict_text(row: Mapping, robust: pd.DataFrame, claims: pd.DataFrame | None,
+                 level: float, floor_known: bool, downstream: str = "",
+                 dominance: str = "") -> str:
+    """The plain sentences of one verdict row (each claim with its numbers)."""
+    alg, cutoff = row["algorithm"], int(row["cutoff"])
+    head = f"{display_algorithm(alg)}, N = {cutoff}: "
+    if not row["recommended"]:
+        return (head + "no evidence: every p-value is 1 for every metric (identical "
+                "configurations or too few users), so no metric can be recommended.")
+    g = robust[(robust["algorithm"] == alg) & (robust["cutoff"] == cutoff)].set_index("metric")
+    best = row["recommended"]
+    r = g.loc[best]
+    pairs = (f"all {int(r.n_pairs)} pairs" if int(r.n_pairs) >= int(r.n_possible_pairs)
+             else f"{int(r.n_pairs)} of {int(r.n_possible_pairs)} pairs")
+    ci = (f", 95% CI [{r.ci_low:.2f}, {r.ci_high:.2f}]" if np.isfinite(r.ci_low) else "")
+    s = [f"tune with {display_metric(best, cutoff)} (robust DP@25 {r.dp_at_25:.2f}{ci}; "
+         f"mean p {r.mean_p:.3f} over {pairs}, {int(r.n_folds)} folds)."]
+    prob = {}
+    if claims is not None and not claims.empty:
+        c = claims[(claims["algorithm"] == alg) & (claims["cutoff"] == cutoff)
+                   & (claims["metric_a"] == best)]
+        prob = dict(zip(c["metric_b"], c["p_min"], strict=True))
+    reps = int(row["stability_repeats"])
+    seeds = f"under all {reps} pair seeds" if reps > 1 else "under one pair seed"
+    if claims is None:
+        s.append("No bootstrap, so no claim of significance; the other metrics are not ranked.")
+    else:
+        less = [m for m in row["less_discriminative"].split(";") if m]
+        if less:
+            items = ", ".join(f"{display_metric(m, cutoff)} (DP@25 {g.loc[m, 'dp_at_25']:.2f}, "
+                              f"P = {_pct(prob[m])})" for m in less)
+            s.append(f"Significantly less discriminative (P >= {_pct(level)} {seeds}): {items}.")
+        tied = [m for m in row["tied"].split(";") if m]
+        if tied:
+            items = ", ".join(f"{display_metric(m, cutoff)} (DP@25 {g.loc[m, 'dp_at_25']:.2f}"
+                              + (f", P = {_pct(prob[m])}" if m in prob else "") + ")"
+                              for m in tied)
+            s.append(f"Statistically tied with it: {items}.")
+        if int(row["claims_dropped"]):
+            s.append(f"{int(row['claims_dropped'])} claim(s) dropped: significant under the first "
+                     "pair seed but not under every seed.")
+    if row["no_evidence"]:
+        s.append("No evidence (every p-value 1): "
+                 + ", ".join(_names(row["no_evidence"], cutoff)) + ".")
+    if floor_known:
+        nb = _names(row["not_below_floor"], cutoff)
+        s.append("Not clearly below the A/A noise floor: " + ", ".join(nb) + "." if nb
+                 else "Every metric is clearly below the A/A noise floor.")
+    if downstream:
+        s.append(downstream)
+    if dominance:
+        s.append(dominance)
+    return head + " ".join(s)
+
+
+def verdict_frame(robust: pd.DataFrame, claims: pd.DataFrame | None, level: float, *,
+                  floor: pd.DataFrame | None = None,
+                  downstream: Mapping[tuple[str, int], tuple[int, str, str]] | None = None,
+                  dominance: Mapping[tuple[str, int], tuple[str, str, str]] | None = None,
+                  ) -> pd.DataFrame:
+    """The verdict, one row per (algorithm, cutoff), columns :data:`VERDICT_COLUMNS`.
+
+    ``floor``: ``algorithm, metric, cutoff, mean_p`` (A/A mean p-value) or None;
+    ``downstream``: (algorithm, cutoff) -> ``(selected configurations, ;-joined metrics whose
+    selection differs significantly on the test split, sentence)``; ``dominance``:
+    (algorithm, cutoff) -> ``(hyperparameter, agreement, sentence)``.
+    """
+    if not 0.0 < float(level) < 1.0:
+        raise input_error("verdict", "level", f"must be in (0, 1), got {level}")
+    rec = recommend(robust, claims)
+    flags = _floor_flags(robust, floor)
+    rows = []
+    for r in rec.to_dict("records"):
+        key = (r["algorithm"], int(r["cutoff"]))
+        g = robust[(robust["algorithm"] == key[0]) & (robust["cutoff"] == key[1])]
+        best = g[g["metric"] == r["recommended"]]
+        num = best.iloc[0] if not best.empty else None
+        ds = (downstream or {}).get(key)
+        dom = (dominance or {}).get(key)
+        row = {
+            **r,
+            "dp_at_25": float(num["dp_at_25"]) if num is not None else np.nan,
+            "ci_low": float(num["ci_low"]) if num is not None else np.nan,
+            "ci_high": float(num["ci_high"]) if num is not None else np.nan,
+            "n_pairs": int(g["n_pairs"].max()),
+            "n_possible_pairs": int(g["n_possible_pairs"].max()),
+            "n_folds": int(g["n_folds"].max()),
+            "not_below_floor": _join(flags.get(key, [])),
+            "selected_configs": int(ds[0]) if ds else 0,
+            "downstream_differ": ds[1] if ds else "",
+            "dominant_hyperparameter": dom[0] if dom else "",
+            "dominance_agreement": dom[1] if dom else "",
+        }
+        row["text"] = verdict_text(row, robust, claims, level, key in flags,
+                                   ds[2] if ds else "", dom[2] if dom else "")
+        rows.append(row)
+    return pd.DataFrame(rows, columns=VERDICT_COLUMNS)

@@ -1,0 +1,110 @@
+"""Bootstrap of the robust DP (dptune.analysis._resample): exactness against the user bootstrap,
+the fast t tail, and a known answer (a metric that is a noisy copy of another)."""
+
+import numpy as np
+import pytest
+from scipy import stats as st
+
+from dptune.analysis import _resample as rs
+from dptune.analysis._dp import prob_more_discriminative
+from dptune.analysis._stats import index_counts, resampled_ttest_pvalues
+from dptune.errors import DptuneError
+
+
+@pytest.mark.parametrize("df", [1, 3, 29, 5499])
+def test_two_sided_t_pvalue_matches_scipy(df):
+    t = np.concatenate([np.linspace(-70, 70, 20001), [0.0, 1e-9, 63.99, 64.0, 500.0]])
+    exact = 2.0 * st.t.sf(np.abs(t), df)
+    assert np.max(np.abs(rs.two_sided_t_pvalue(t, df) - exact)) < 1e-6
+    assert np.isnan(rs.two_sided_t_pvalue(np.array([np.nan]), df)[0])
+    with pytest.raises(DptuneError, match="df"):
+        rs.two_sided_t_pvalue(t, 0)
+
+
+def test_fold_draws_balanced_and_seeded():
+    perm, starts, w = rs.fold_draws(1000, 30, seed=4, fold_index=2, groups=128)
+    assert sorted(perm) == list(range(1000)) and starts[0] == 0 and starts[-1] == 1000
+    sizes = np.diff(starts)
+    assert len(sizes) == 128 and sizes.max() - sizes.min() <= 1
+    assert w.shape == (30, 128) and np.all(w.sum(axis=1) == 128)
+    again = rs.fold_draws(1000, 30, seed=4, fold_index=2, groups=128)
+    assert all(np.array_equal(x, y) for x, y in zip((perm, starts, w), again, strict=True))
+    assert not np.array_equal(perm, rs.fold_draws(1000, 30, seed=4, fold_index=3)[0])
+    assert len(rs.fold_draws(50, 3, 0, 0, groups=128)[1]) == 51
+
+
+def test_one_user_per_group_is_the_exact_user_bootstrap():
+    rng = np.random.default_rng(3)
+    n, P, B = 40, 7, 50
+    d = rng.normal(0.05, 0.3, size=(P, n))
+    d[0] = 0.0  # all-zero pair: p = 1 in every replicate
+    d[1] = 0.2  # constant non-zero pair: p = 0
+    values = np.vstack([d, np.zeros((1, n))])
+    ra, rb = np.arange(P), np.full(P, P)
+    perm, starts, w = rs.fold_draws(n, B, seed=9, fold_index=0, groups=n)
+    counts = np.zeros((B, n))
+    counts[:, perm] = w  # group g is the user perm[g]
+    mult = rs.pair_multiplicities(B, P, seed=9)
+    p, reps = rs.fold_replicate_means(values, ra, rb, mult, perm, starts, w)
+    want = resampled_ttest_pvalues(d, counts)  # (P, B): the exact user bootstrap
+    assert np.allclose(reps, (mult * want.T).sum(axis=1) / P, atol=2e-6)
+    assert np.allclose(p[2:], st.ttest_rel(d[2:], np.zeros_like(d[2:]), axis=1).pvalue,
+                       atol=1e-12)
+    assert p[0] == 1.0 and p[1] == 0.0
+    idx = np.repeat(np.arange(n), counts[0].astype(int))
+    assert np.array_equal(index_counts(idx[None, :], n)[0], counts[0])
+
+
+def _configs(rng, n_configs, n_users, effect):
+    """Per-user values of configurations that really differ (config c adds c * effect)."""
+    base = rng.uniform(0.2, 0.6, size=n_users)
+    return base[None, :] + effect * np.arange(n_configs)[:, None] + \
+        rng.normal(0, 0.15, size=(n_configs, n_users))
+
+
+def test_known_answer_noisy_copy_is_less_discriminative():
+    rng = np.random.default_rng(11)
+    n_configs, n_users, folds = 8, 300, 3
+    pa, pb = np.triu_indices(n_configs, k=1)
+    diffs = []
+    for _ in range(folds):
+        a = _configs(rng, n_configs, n_users, 0.01)
+        b = a + rng.normal(0, 0.4, size=a.shape)  # metric B: a copy of A plus noise
+        diffs.append(np.stack([a[pa] - a[pb], b[pa] - b[pb]]))
+    reps = rs.bootstrap_mean_p(diffs, n_boot=400, seed=5)
+    assert reps.shape == (2, 400)
+    assert prob_more_discriminative(reps[0], reps[1]) >= 0.95
+    assert prob_more_discriminative(reps[1], reps[0]) <= 0.05
+    # a metric compared with an exact copy of itself: identical replicates, never "better"
+    same = rs.bootstrap_mean_p([np.stack([d[0], d[0]]) for d in diffs], n_boot=200, seed=5)
+    assert np.array_equal(same[0], same[1])
+    assert prob_more_discriminative(same[0], same[1]) == 0.0
+    # reproducible, and the point estimate inside the percentile interval
+    assert np.array_equal(reps, rs.bootstrap_mean_p(diffs, n_boot=400, seed=5))
+    point = np.mean([st.ttest_rel(d[0], np.zeros_like(d[0]), axis=1).pvalue.mean()
+                     for d in diffs])
+    lo, hi = np.quantile(reps[0], [0.025, 0.975])
+    assert lo <= point <= hi
+
+
+def test_groups_keep_the_spread_of_the_user_bootstrap():
+    rng = np.random.default_rng(2)
+    n = 2000
+    d = [rng.normal(0.01, 0.3, size=(30, n))]
+    exact = rs.bootstrap_mean_p(d, n_boot=600, seed=1, groups=n)
+    grouped = rs.bootstrap_mean_p(d, n_boot=600, seed=1, groups=128)
+    assert 0.7 < grouped.std() / exact.std() < 1.4
+    assert abs(grouped.mean() - exact.mean()) < 0.3 * exact.std()
+
+
+def test_few_users_and_bad_input():
+    one_user = [np.ones((4, 1))]
+    assert np.all(rs.bootstrap_mean_p(one_user, n_boot=10, seed=0) == 1.0)
+    with pytest.raises(DptuneError, match="n_boot"):
+        rs.bootstrap_mean_p(one_user, n_boot=0)
+    with pytest.raises(DptuneError, match="groups"):
+        rs.bootstrap_mean_p(one_user, n_boot=3, groups=0)
+    with pytest.raises(DptuneError, match="folds?"):
+        rs.bootstrap_mean_p([], n_boot=3)
+    with pytest.raises(DptuneError, match="same"):
+        rs.bootstrap_mean_p([np.ones((4, 5)), np.ones((3, 5))], n_boot=3)

@@ -1,0 +1,190 @@
+"""The robust DP over a store, fold by fold (dptune.analysis._robust_pass)."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as st
+
+from dptune.analysis import _dp as dp
+from dptune.analysis import _robust_pass as rp
+from dptune.analysis import _stability as sb
+from dptune.errors import input_error
+
+
+class TinyStore:
+    """6 configurations with real differences; nDCG@10 clean, Recall@10 = nDCG + heavy noise."""
+
+    def __init__(self, n_users=200, folds=3, seed=0, identical=False):
+        rng = np.random.default_rng(seed)
+        self.v = {}
+        for f in range(folds):
+            base = rng.uniform(0.2, 0.6, n_users)[None, :] + 0.015 * np.arange(6)[:, None]
+            nd = base + rng.normal(0, 0.1, (6, n_users))
+            if identical:
+                nd = np.repeat(nd[:1], 6, axis=0)
+            self.v[("ndcg", str(f))] = nd
+            self.v[("recall", str(f))] = nd + (0 if identical else rng.normal(0, 0.5, nd.shape))
+        self.n_folds = folds
+
+    def algorithms(self):
+        return ["knn"]
+
+    def configs(self, algorithm):
+        return pd.DataFrame({"config_id": np.arange(6), "k": [10, 20, 40, 80, 160, 320]})
+
+    def hyperparameters(self, algorithm):
+        return ["k"]
+
+    def folds(self, algorithm):
+        return [str(f) for f in range(self.n_folds)]
+
+    def metric_cutoffs(self, algorithm):
+        return [("recall", 10), ("ndcg", 10)]
+
+    def read_matrix(self, algorithm, metric, cutoff, fold, config_ids):
+        if (metric, fold) not in self.v:  # as the real store: no results -> a one-line error
+            raise input_error("store", f"{algorithm}/fold {fold}", "no results")
+        x = self.v[(metric, fold)]
+        return np.arange(x.shape[1]), x[np.asarray(config_ids)]
+
+
+def test_all_pairs_mean_p_equals_paper_dp_per_pair_and_scipy():
+    store = TinyStore()
+    res, used = rp.robust_analysis(store, bootstrap=200, stability=3, seed=1)
+    assert used == {"knn": 3}
+    t = res.table.set_index("metric")
+    assert list(t.index) == ["ndcg", "recall"]  # vocabulary order
+    assert int(t.at["ndcg", "n_pairs"]) == 15 == int(t.at["ndcg", "n_possible_pairs"])
+    pa, pb = np.triu_indices(6, k=1)
+    want = np.mean([st.ttest_rel(store.v[("ndcg", str(f))][pa], store.v[("ndcg", str(f))][pb],
+                                 axis=1).pvalue.mean() for f in range(3)])
+    assert t.at["ndcg", "mean_p"] == pytest.approx(want, abs=1e-12)
+    assert t.at["ndcg", "dp_at_25"] == pytest.approx(25 * want)
+    paper = dp.analyze(store, n_pairs=15, seed=1).dp.set_index(["scope", "metric"])
+    assert paper.at[("all", "ndcg"), "dp"] / 15 == pytest.approx(t.at["ndcg", "mean_p"])
+    assert t.at["ndcg", "ci_low"] <= t.at["ndcg", "dp_at_25"] <= t.at["ndcg", "ci_high"]
+    # replicates centred on the estimate: the bootstrap gives the spread, not the location
+    assert res.replicates[("knn", "ndcg", 10)].mean() == pytest.approx(t.at["ndcg", "mean_p"])
+    assert set(res.ranking["repeat"]) == {0, 1, 2}
+    c = sb.claims(res.ranking, 0.95).set_index(["metric_a", "metric_b"])
+    assert bool(c.at[("ndcg", "recall"), "held"])
+    assert c.at[("ndcg", "recall"), "repeats"] == 3
+    again, _ = rp.robust_analysis(store, bootstrap=200, stability=3, seed=1)
+    pd.testing.assert_frame_equal(res.table, again.table)
+    pd.testing.assert_frame_equal(res.ranking, again.ranking)
+
+
+def test_sampled_pairs_no_bootstrap_and_no_evidence():
+    res, _ = rp.robust_analysis(TinyStore(), max_pairs=10, bootstrap=0, seed=1)
+    t = res.table.set_index("metric")
+    assert int(t.at["ndcg", "n_pairs"]) == 10 and int(t.at["ndcg", "n_possible_pairs"]) == 15
+    assert res.ranking is None and np.isnan(t.at["ndcg", "ci_low"])
+    dead, _ = rp.robust_analysis(TinyStore(identical=True), bootstrap=50, seed=1)
+    assert dead.table["no_evidence"].all() and (dead.table["dp_at_25"] == 25.0).all()
+    assert (dead.ranking["p_a_better"] == 0.0).all()
+
+
+def test_stability_lowered_to_the_budget():
+    _, used = rp.robust_analysis(TinyStore(), bootstrap=100, stability=5, seed=1, budget_s=0.0)
+    assert used == {"knn": 1}
+    _, used = rp.robust_analysis(TinyStore(), bootstrap=100, stability=5, seed=1, budget_s=1e6)
+    assert used == {"knn": 5}
+
+
+class TinyStoreWithTest(TinyStore):
+    """TinyStore plus a test split where configuration 5 is clearly the best on nDCG@10."""
+
+    def __init__(self):
+        super().__init__()
+        rng = np.random.default_rng(7)
+        self.v[("ndcg", "test")] = 0.3 + 0.02 * np.arange(6)[:, None] + rng.normal(0, 0.05, (6, 300))
+
+    def folds(self, algorithm):
+        return [*super().folds(algorithm), "test"]  # the test split is never used for DP
+
+
+def test_verdict_for_store_end_to_end():
+    from dptune.analysis._verdict_build import verdict_for_store
+
+    store = TinyStoreWithTest()
+    res, _ = rp.robust_analysis(store, bootstrap=300, stability=3, seed=1)
+    paper = dp.analyze(store, n_pairs=15, seed=1).dp
+    best = pd.DataFrame({"algorithm": "knn", "metric": ["ndcg", "recall"], "cutoff": 10,
+                         "config_id": [5, 1]})
+    v = verdict_for_store(store, paper, res, alpha=0.05, best=best, primary=("ndcg", 10))
+    r = v.iloc[0]
+    assert r["recommended"] == "ndcg" and r["less_discriminative"] == "recall"
+    assert r["stability_repeats"] == 3 and r["selected_configs"] == 2
+    assert r["downstream_differ"] == "recall"  # config 1 is much worse than 5 on the test split
+    assert "paired t-test over 300 test users" in r["text"]
+    assert r["dominant_hyperparameter"] == ""  # one hyperparameter: no dominance analysis
+    no_test = verdict_for_store(TinyStore(), paper, res, alpha=0.05, best=best,
+                                primary=("ndcg", 10)).iloc[0]
+    assert "not evaluated" in no_test["text"]
+
+
+def _opts(**kw):
+    from types import SimpleNamespace
+
+    base = dict(max_pairs=1000, bootstrap=100, stability=3, seed=1, alpha=0.05, test="t",
+                n_pairs=25, n_resamples=1000, min_fold_users=20)
+    base.update(kw)
+    return SimpleNamespace(**base)
+
+
+def test_plan_finish_and_refusals():
+    from dptune.analysis import _robust_run as rr
+    from dptune.errors import DptuneError
+
+    store = TinyStore()
+    man = {"dataset": {"users": 200}}
+    assert rr.plan_robust(store, _opts(max_pairs=0), man) == {}
+    passes = rr.plan_robust(store, _opts(), man)
+    assert list(passes) == ["knn"] and passes["knn"].repeats == 3
+    paper = dp.analyze(store, n_pairs=15, seed=1)
+    for f_i, fold in enumerate(store.folds("knn")):
+        passes["knn"].add_fold(f_i, lambda m, c, ids, fold=fold: store.read_matrix("knn", m, c,
+                                                                                    fold, ids))
+    res, claims = rr.finish_robust(passes, paper.pvalues, _opts())
+    assert len(res.table) == 2 and bool(claims.set_index("metric_b").at["recall", "held"])
+    with pytest.raises(DptuneError, match="knn/fold 0: only 200 users"):
+        rr.finish_robust(passes, paper.pvalues, _opts(min_fold_users=201))
+    # the paper-DP bootstrap with a slow test is refused up front, with the estimates
+    with pytest.raises(DptuneError, match=r"wilcoxon test with a bootstrap of 100 .* t-test: "):
+        rr.check_bootstrap_cost(store, _opts(max_pairs=0, test="wilcoxon"), man)
+    with pytest.raises(DptuneError, match="permutation test"):
+        rr.check_bootstrap_cost(store, _opts(max_pairs=0, test="permutation"), man)
+    rr.check_bootstrap_cost(store, _opts(max_pairs=0, test="t"), man)  # the t-test: fine
+    rr.check_bootstrap_cost(store, _opts(test="wilcoxon"), man)  # robust on: t-test bootstrap
+    rr.check_bootstrap_cost(store, _opts(max_pairs=0, test="wilcoxon", bootstrap=0), man)
+    ann = rr.annotate_dp(paper.dp, paper.pvalues)
+    assert list(ann.columns[: len(paper.dp.columns)]) == list(paper.dp.columns)
+    pd.testing.assert_frame_equal(ann[paper.dp.columns], paper.dp)  # paper's columns unchanged
+    assert np.allclose(ann["dp_per_pair"], paper.dp["dp"] / paper.dp["n_pairs"])
+    assert not ann["no_evidence"].any()
+    dead = dp.analyze(TinyStore(identical=True), n_pairs=15, seed=1)
+    assert rr.annotate_dp(dead.dp, dead.pvalues)["no_evidence"].all()
+
+
+def test_fold_array_read_in_place_equals_read_matrix():
+    """A FoldSlice's float32 array is read in place, with read_matrix's inner join of users."""
+    from dptune.store._store import FoldSlice
+
+    store = TinyStore()
+    mcs = (("ndcg", 10), ("recall", 10))
+    ids = np.arange(8)  # two configurations more than the algorithm's: rows are looked up
+    res = {}
+    for mode in ("fast", "slow"):
+        rpass = rp.RobustPass("knn", np.arange(6), 3, mcs, bootstrap=50, repeats=2, seed=3)
+        for f in range(3):
+            vals = np.stack([np.vstack([store.v[(m, str(f))], np.ones((2, 200))])
+                             for m, _ in mcs]).astype(np.float32)
+            vals[0, 2, 5] = np.nan  # user 5 has no nDCG for configuration 2: left out of nDCG
+            block = FoldSlice("knn", str(f), ids, mcs, np.arange(200), vals)
+            if mode == "fast":
+                rpass.add_fold(f, block.matrix)
+            else:
+                rpass.add_fold(f, lambda m, c, i, b=block: b.matrix(m, c, i))
+        res[mode] = rpass.result()
+    pd.testing.assert_frame_equal(res["fast"].table, res["slow"].table, rtol=1e-9)
+    pd.testing.assert_frame_equal(res["fast"].ranking, res["slow"].ranking)

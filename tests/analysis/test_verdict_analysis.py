@@ -1,0 +1,100 @@
+"""Issue 13 end to end: dptune.analyze computes the robust DP, its CIs and the verdict by default;
+degenerate data ends in an error or a flagged result, never in a confident report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import write_experiment
+
+import dptune
+from dptune.cli import main
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    d = tmp_path_factory.mktemp("verdict_run")
+    cfg = write_experiment(d / "exp")
+    assert main(["run", str(cfg), "--results", str(d / "results"), "--reports",
+                 str(d / "reports"), "--no-progress"]) == 0
+    return d
+
+
+def test_defaults_give_robust_dp_cis_and_a_verdict(run):
+    res = dptune.analyze(run / "results")
+    o = res.options
+    assert (o.max_pairs, o.bootstrap, o.stability, o.min_fold_users) == (1000, 1000, 5, 20)
+    rb = res.robust
+    # all pairs of both grids (3 UserKNN configurations, 4 BPR-MF): 3 and 6 pairs
+    assert set(zip(rb["algorithm"], rb["n_pairs"], strict=True)) == {("userknn", 3), ("bpr-mf", 6)}
+    assert (rb["ci_low"] <= rb["ci_high"]).all() and rb["ci_low"].notna().all()
+    assert np.allclose(rb["dp_at_25"], 25 * rb["mean_p"])
+    assert set(res.robust_ranking["repeat"]) == set(range(5))
+    v = res.verdict
+    assert len(v) == 2 * 3 and v["recommended"].ne("").all()
+    assert v["text"].str.contains("tune with").all() and (v["stability_repeats"] == 5).all()
+    # the paper's DP is still there, with the normalised scale and the capped band
+    dp = res.dp
+    assert np.allclose(dp["dp_per_pair"], dp["dp"] / dp["n_pairs"])
+    assert (dp["dp_plus_sd"] <= dp["n_pairs"] + 1e-12).all() and not dp["no_evidence"].any()
+    assert res.ranking is None  # the bootstrap went to the robust estimate
+    files = {p.name for p in (run / "reports").iterdir()}
+    assert {"verdict.csv", "robust_dp.csv", "robust_ranking.csv"} <= files
+
+
+def test_robust_off_restores_the_paper_only_analysis(run):
+    res = dptune.analyze(run / "results", dptune.AnalysisOptions(max_pairs=0, bootstrap=20,
+                                                                 seed=3))
+    assert res.verdict is None and res.robust is None
+    assert res.ranking is not None and "dp_ci_low" in res.dp.columns
+
+
+def test_too_few_users_per_fold_is_refused(run, capsys):
+    assert main(["analyze", str(run / "results"), "--reports", str(run / "r2"),
+                 "--min-fold-users", "100000", "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "userknn/fold 0: only" in err and "min_fold_users = 100000" in err
+    assert main(["analyze", str(run / "results"), "--stability", "-1"]) == 2
+    assert "--stability" in capsys.readouterr().err
+
+
+def test_slow_test_with_paper_bootstrap_is_refused_up_front(run, capsys):
+    rc = main(["analyze", str(run / "results"), "--reports", str(run / "r3"), "--test",
+               "wilcoxon", "--max-pairs", "0", "--bootstrap", "1000", "--no-progress"])
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert "wilcoxon test with a bootstrap of 1000 replicates would take about" in err
+
+
+def _ratings(path: Path, n_users: int, per_user: int) -> Path:
+    rows = [(u + 1, (u * 7 + i) % 50 + 1, 5.0, 1_000_000 + 10 * u + i)
+            for u in range(n_users) for i in range(per_user)]
+    pd.DataFrame(rows, columns=["userId", "movieId", "rating", "timestamp"]).to_csv(
+        path, index=False)
+    return path
+
+
+def test_every_user_dropped_is_an_error_with_the_numbers(tmp_path, capsys):
+    data = _ratings(tmp_path / "ratings.csv", 30, 2)  # every user has 2 ratings
+    cfg = write_experiment(tmp_path / "exp", source=str(data))
+    assert main(["run", str(cfg), "--results", str(tmp_path / "res"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "split.min_user_interactions: all 30 users were dropped" in err
+    assert "the most any user has is 2" in err
+
+
+def test_tiny_folds_end_in_an_error_not_a_report(tmp_path, capsys):
+    """Every user has 2 ratings and is kept (min_user_interactions = 2): a handful of users per
+    fold, which the analysis refuses instead of reporting p = 1 everywhere with confidence."""
+    data = _ratings(tmp_path / "ratings.csv", 30, 2)
+    cfg = write_experiment(tmp_path / "exp", source=str(data))
+    cfg.write_text(cfg.read_text().replace("folds = 2", "folds = 2\nmin_user_interactions = 2"))
+    rc = main(["run", str(cfg), "--results", str(tmp_path / "res"), "--reports",
+               str(tmp_path / "rep"), "--no-progress"])
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    assert "users to test pairs on, fewer than min_fold_users = 20" in err
+    assert not (tmp_path / "rep" / "report.md").exists()
