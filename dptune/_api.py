@@ -47,8 +47,8 @@ def sweep(exp: Experiment | str | Path, results: str | Path | None = None,
         store.best_configs()
     """
     from dptune.config import load_experiment
+    from dptune.sweep._local import run_experiment
     from dptune.sweep._noise import run_noise_floor
-    from dptune.sweep._sweep import run_experiment
 
     if not hasattr(exp, "fingerprint"):
         exp = load_experiment(exp)

@@ -55,7 +55,6 @@ from dptune.analysis._noise import (
     noise_trials,
     rank_configs,
     resample_curve,
-    run_noise_floor,
     write_noise_part,
 )
 from dptune.analysis._options import AnalysisOptions, validate_options
@@ -128,7 +127,6 @@ __all__ = [
     "write_noise_part",
     "noise_part_paths",
     "deterministic_algorithms",
-    "run_noise_floor",
     "noise_trials",
     "aa_pvalues",
     "resample_curve",

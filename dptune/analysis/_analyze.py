@@ -10,7 +10,6 @@ reaches back into the sweep, and nothing here writes a report.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from dptune.analysis import _importance as impmod
 from dptune.analysis import _noise as noisemod
@@ -22,7 +21,7 @@ from dptune.analysis._subgrid import grid_from_store, write_subgrid
 from dptune.errors import input_error
 from dptune.store._store import ResultStore
 
-__all__ = ["analyze", "analyze_results", "analyze_runs", "best_table", "grid_from_store",
+__all__ = ["analyze", "best_table", "grid_from_store",
            "write_subgrid"]
 
 
@@ -102,20 +101,3 @@ def _add_noise_floor(store: ResultStore, result: AnalysisResult) -> None:
         result.noise_floor = noisemod.compare_with_floor(result.dp, nf.floor)
         result.noise_curves = nf.curves
         result.noise_pvalues = nf.pvalues
-
-
-# Temporary re-exports for dptune/cli.py, which imports these from here; they write reports,
-# so they live in dptune._api (the analysis never imports dptune.report). Imported lazily.
-def analyze_results(results_dir: str | Path, reports_dir: str | Path, progress: bool = False,
-                    **overrides: Any) -> list[Path]:
-    """See :func:`dptune._api.analyze_results` (kept here until the CLI imports it from there)."""
-    from dptune._api import analyze_results as run
-
-    return run(results_dir, reports_dir, progress, **overrides)
-
-
-def analyze_runs(*args: Any, **kwargs: Any) -> list[Path]:
-    """See :func:`dptune._api.analyze_runs` (kept here until the CLI imports it from there)."""
-    from dptune._api import analyze_runs as run
-
-    return run(*args, **kwargs)

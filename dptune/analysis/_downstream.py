@@ -70,6 +70,10 @@ def downstream_check(best: pd.DataFrame, recommended: Mapping[tuple[str, int], s
                                   "them, so whether they differ on it is unknown.")
             continue
         values = np.asarray(values, dtype=np.float64)
+        if values.ndim != 2 or values.shape[1] == 0:  # no test user has values for them
+            out[(alg, cutoff)] = (len(ids), "", head + "; no test user has values for them, so "
+                                  "whether they differ on the test split is unknown.")
+            continue
         row = {int(c): i for i, c in enumerate(ids)}
         params = dict(zip(b["config_id"].astype(int), b["params"].astype(str), strict=False)) \
             if "params" in b.columns else {}

@@ -70,7 +70,6 @@ __all__ = [
     "resample_curve",
     "noise_floor_table",
     "compare_with_floor",
-    "run_noise_floor",
 ]
 
 PVALUE_COLUMNS = ["algorithm", "config_id", "metric", "cutoff", "fold", "seed_a", "seed_b", "p",
@@ -282,11 +281,3 @@ def compare_with_floor(dp: pd.DataFrame, floor: pd.DataFrame) -> pd.DataFrame:
     merged["rule"] = rule
     out_cols = cols + ["dp_floor", "dp_floor_sd", "mean_p", "ratio", "flagged", "rule"]
     return merged[out_cols].reset_index(drop=True)
-
-
-def run_noise_floor(*args: Any, **kwargs: Any) -> Any:
-    """See :func:`dptune.sweep.run_noise_floor` (the training half; kept importable from here
-    until ``dptune/cli.py`` imports it from :mod:`dptune.sweep._noise`)."""
-    from dptune.sweep._noise import run_noise_floor as run
-
-    return run(*args, **kwargs)

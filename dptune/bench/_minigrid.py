@@ -48,7 +48,7 @@ def _naive_config(alg_type: str, cfg: dict[str, Any], seed: int) -> Any:
 
 
 def _run_unit_cpu(exp: Any, task: Any, root: str) -> tuple[int, float]:
-    """:func:`dptune.sweep._sweep.run_unit` in a worker; returns (worker pid, CPU seconds)."""
+    """:func:`dptune.sweep._unit.run_unit` in a worker; returns (worker pid, CPU seconds)."""
     from dptune.store import ResultStore
     from dptune.sweep import run_unit
 

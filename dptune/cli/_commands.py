@@ -22,9 +22,10 @@ def _default(kind: str, name: str) -> Path:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """``dptune run``: sweep (resumable), noise floor, analysis."""
-    from dptune.cli._api import analyze_results, run_noise_floor
+    from dptune._api import analyze_results
     from dptune.config import load_experiment
     from dptune.sweep._local import run_experiment
+    from dptune.sweep._noise import run_noise_floor
 
     exp = load_experiment(args.config)
     overrides = analysis_overrides(args)
@@ -93,7 +94,7 @@ def _store(results: Path):
 
 def cmd_analyze(args: argparse.Namespace) -> int:
     """``dptune analyze``: tables, figures and report.md of a results directory."""
-    from dptune.cli._api import analyze_results
+    from dptune._api import analyze_results
 
     store = _store(results_of(args))
     reports = Path(args.reports) if args.reports else _default("reports", store.manifest()["experiment"])
@@ -118,7 +119,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 def cmd_dp(args: argparse.Namespace) -> int:
     """``dptune dp``: discriminative power of a set of external runs, or of a per-user table."""
-    from dptune.cli._api import analyze_runs
+    from dptune._api import analyze_runs
 
     if args.per_user is not None:
         return _dp_per_user(args)
@@ -193,7 +194,7 @@ def _config_id(text: str) -> tuple[str, int]:
 
 def cmd_seeds(args: argparse.Namespace) -> int:
     """``dptune seeds``: the split-seed study."""
-    from dptune.cli._api import run_seeds_study
+    from dptune.studies import run_seeds_study
 
     configs = dict(_config_id(t) for t in args.config_id)
     for flag, path in (("--results", args.results), ("--reports", args.reports)):
@@ -219,7 +220,7 @@ def cmd_slices(args: argparse.Namespace) -> int:
     The slice report goes to ``--reports`` (former name ``--out``); the main report whose pairs
     it reuses is ``--main-reports``. The former spelling ``--out DIR --reports MAIN`` keeps its
     meaning."""
-    from dptune.cli._api import run_slices_study
+    from dptune.studies import run_slices_study
 
     store = _store(results_of(args))
     out, main_reports = args.reports, args.main_reports

@@ -10,7 +10,7 @@ which dominates at 1,809 factors). All arithmetic is strict IEEE except the dot 
 Training can be paused after any epoch: the random stream of epoch ``e`` depends only on
 ``(seed, e)``, so a snapshot after ``i`` epochs is bit-identical to a fresh fit with
 ``epochs=i``. Differences to cornac's ``BPR`` (which was cross-checked at equal settings on
-ml-latest-small, see ``tests/test_models.py``; accuracy agrees within seed noise):
+ml-latest-small, see ``tests/models/test_models.py``; accuracy agrees within seed noise):
 
 - initialisation: dptune draws factors from ``N(0, init_std^2)``; cornac draws
   ``(U(0, 1) - 0.5) / k`` (sd ``1 / (k sqrt(12))``). Biases start at 0 in both; both use

@@ -235,7 +235,7 @@ def _subset_csv(path: Path, n_users: int) -> None:
 @pytest.fixture(scope="module")
 def swept(tmp_path_factory):
     from dptune.config import load_experiment
-    from dptune.sweep._sweep import run_experiment
+    from dptune.sweep._local import run_experiment
 
     d = tmp_path_factory.mktemp("noise_run")
     _subset_csv(d / "ratings.csv", 80)
@@ -251,8 +251,9 @@ def swept(tmp_path_factory):
 
 def test_run_noise_floor_trains_seeds_resumes_and_records(swept):
     from dptune.metrics import METRICS, evaluate
-    from dptune.models._models import get_family
-    from dptune.sweep._sweep import derive_seed, prepare
+    from dptune.models import get_family
+    from dptune.sweep._plan import derive_seed
+    from dptune.sweep._prepare import prepare
 
     exp, root = swept
     run = sweep_noise.run_noise_floor(exp, root, seeds=2, n_configs=2)

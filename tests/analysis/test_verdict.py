@@ -129,6 +129,12 @@ def test_downstream_check_and_dominance():
     assert "not evaluated" in out[("knn", 10)][2]
     one = ds.downstream_check(best.assign(config_id=3), {("knn", 10): "ndcg"}, read, ("ndcg", 10))
     assert one[("knn", 10)][:2] == (1, "")
+    # a store without test users for these configurations: unknown, never a "nan" score
+    empty = ds.downstream_check(best, {("knn", 10): "ndcg"},
+                                lambda alg, ids: (np.arange(0), np.zeros((len(ids), 0))),
+                                ("ndcg", 10))
+    n, differ, text = empty[("knn", 10)]
+    assert (n, differ) == (2, "") and "unknown" in text and "nan" not in text
 
     dp = pd.DataFrame({"algorithm": "bpr", "metric": "ndcg", "cutoff": 10,
                        "scope": ["all", "lr=0.1", "lr=0.01", "k=8", "k=16", "only:lr", "only:k"],

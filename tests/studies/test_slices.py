@@ -190,7 +190,7 @@ grid = "{grid}"
 
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
-    from dptune.analysis._analyze import analyze_results
+    from dptune._api import analyze_results
     from dptune.config import load_experiment
     from dptune.sweep import run_experiment
 
