@@ -146,8 +146,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "config_id|system, [fold], user, metric, [cutoff], value)")
     d.add_argument("--configs", metavar="FILE",
                    help="with --per-user: algorithm, config_id and one column per hyperparameter")
-    d.add_argument("--bootstrap", type=int_at_least(0), default=0, metavar="B",
-                   help="with --per-user: bootstrap replicates for DP confidence intervals (0 = off)")
+    d.add_argument("--bootstrap", type=int_at_least(0), metavar="B",
+                   help="with --per-user: bootstrap replicates for the DP confidence intervals "
+                   "(default: dptune analyze's; 0 = off)")
     reports_option(d, default=None)
     d.set_defaults(reports="reports/runs")
     d.add_argument("--cutoffs", type=cutoffs, default=(1, 5, 10), metavar="N,N,...", help="metric cutoffs")
