@@ -149,7 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--bootstrap", type=int_at_least(0), metavar="B",
                    help="with --per-user: bootstrap replicates for the DP confidence intervals "
                    "(default: dptune analyze's; 0 = off)")
-    reports_option(d, default=None)
+    reports_option(d, default="reports/runs")
     d.set_defaults(reports="reports/runs")
     d.add_argument("--cutoffs", type=cutoffs, default=(1, 5, 10), metavar="N,N,...", help="metric cutoffs")
     d.add_argument("--threshold", type=number, default=4.0, metavar="R",

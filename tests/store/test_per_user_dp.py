@@ -54,7 +54,7 @@ def test_csv_without_configs_and_systems(swept: Path, tmp_path: Path) -> None:
     assert set(dp["n_pairs"]) == {3}
 
 
-def test_bad_per_user_input_exits_2(tmp_path: Path, capsys) -> None:
+def test_bad_per_user_input_exits_2(tmp_path: Path, capsys, monkeypatch) -> None:
     bad = tmp_path / "bad.csv"
     bad.write_text("config_id,user,metric,cutoff,score\n0,1,ndcg,10,0.5\n")
     assert main(["dp", "--per-user", str(bad), "--reports", str(tmp_path / "r")]) == 2
@@ -65,6 +65,11 @@ def test_bad_per_user_input_exits_2(tmp_path: Path, capsys) -> None:
     assert "--runs" in capsys.readouterr().err
     assert main(["dp", "--per-user", str(bad), "--runs", "x", "--reports", "r"]) == 2
     assert "--per-user" in capsys.readouterr().err
+    # --reports defaults to reports/runs; a missing table is one line, nothing written
+    monkeypatch.chdir(tmp_path)
+    assert main(["dp", "--per-user", "missing.csv"]) == 2
+    assert capsys.readouterr().err.strip() == "dptune: missing.csv: per-user file not found"
+    assert not (tmp_path / "reports").exists()
 
 
 def test_algorithm_with_one_configuration_is_reported_without_dp(swept: Path,
