@@ -7,6 +7,8 @@ spelled, ordered and coloured the same way everywhere.
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Iterable, Sequence
 
 __all__ = [
@@ -22,6 +24,9 @@ __all__ = [
     "CSV_FLOAT",
     "display_algorithm",
     "display_metric",
+    "value_norm",
+    "display_value",
+    "display_params",
     "display_hyperparameter",
     "ordered",
     "metric_color",
@@ -118,3 +123,36 @@ def metric_key(metric: str, cutoff: int) -> tuple[int, str, int]:
     """Sort key of (metric, cutoff) in :data:`METRICS` order, unknown metrics after them."""
     pos = METRICS.index(metric) if metric in METRICS else len(METRICS)
     return (pos, metric, int(cutoff))
+
+
+def value_norm(value: object) -> object:
+    """Normalise a hyperparameter value for matching and sorting: a float when it parses."""
+    try:
+        return float(str(value))
+    except ValueError:
+        return str(value)
+
+
+def display_value(value: object) -> str:
+    """The one display format of a hyperparameter value in every table and sentence of the
+    report: integers as they are, other numbers to 6 significant digits (``0.025000487`` ->
+    ``0.0250005``), text as is. CSV files keep the full precision."""
+    norm = value_norm(value)
+    if isinstance(norm, float) and math.isfinite(norm) and not norm.is_integer():
+        return f"{norm:.6g}"
+    if isinstance(norm, float) and math.isfinite(norm) and isinstance(value, float):
+        return str(int(norm))
+    return str(value)
+
+
+_PARAM = re.compile(r"([A-Za-z_][\w.-]*)=(.*?)(?=, [A-Za-z_][\w.-]*=|$)")
+
+
+def display_params(params: object) -> str:
+    """A configuration's ``name=value, ...`` text with every value in :func:`display_value`'s
+    format (``learning_rate=0.025000487`` -> ``learning_rate=0.0250005``)."""
+    text = str(params)
+    found = _PARAM.findall(text)
+    if not found:
+        return text
+    return ", ".join(f"{name}={display_value(value)}" for name, value in found)

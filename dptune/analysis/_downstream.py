@@ -26,7 +26,13 @@ import pandas as pd
 from dptune.analysis._importance import EVALUATOR_NAMES, EVALUATORS, dp_dominance
 from dptune.analysis._stats import paired_pvalues
 from dptune.errors import DptuneError
-from dptune.vocab import METRICS, display_hyperparameter, display_metric
+from dptune.vocab import (
+    METRICS,
+    display_hyperparameter,
+    display_metric,
+    display_params,
+    display_value,
+)
 
 __all__ = ["downstream_check", "dominance_evidence"]
 
@@ -101,7 +107,7 @@ def downstream_check(best: pd.DataFrame, recommended: Mapping[tuple[str, int], s
 
 def _config(config_id: int, params: Mapping[int, str]) -> str:
     text = params.get(int(config_id), "")
-    return f"configuration {int(config_id)}" + (f" ({text})" if text else "")
+    return f"configuration {int(config_id)}" + (f" ({display_params(text)})" if text else "")
 
 
 def _metric_order(metric: str) -> int:
@@ -136,7 +142,7 @@ def dominance_evidence(dp: pd.DataFrame, importance: pd.DataFrame | None, algori
         h, v, d, n = dom["table5"][0]
         picks.append(("Table 5", h))
         val = d / n if dom["per_pair"] else d
-        parts.append(f"Table 5 {display_hyperparameter(h)} (best {unit} {val:.3f} at {h}={v}, "
+        parts.append(f"Table 5 {display_hyperparameter(h)} (best {unit} {val:.3f} at {h}={display_value(v)}, "
                      f"{n} pairs)")
     if dom["only"]:
         h, d, n = dom["only"][0]

@@ -121,7 +121,8 @@ def _peak_kib() -> int:
 
 def command_child(root: str, reports: str) -> None:
     """Fresh process: ``dptune analyze ROOT --reports REPORTS --no-progress`` with the default
-    options (DP, tables, figures, importance), then its peak resident memory (JSON, last line)."""
+    options (the paper's and the robust DP, bootstrap CIs, stability, verdict, tables, figures,
+    importance), then its peak resident memory (JSON, last line)."""
     from dptune.cli import main as cli_main
 
     rc = cli_main(["analyze", root, "--reports", reports, "--no-progress"])

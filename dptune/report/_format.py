@@ -7,13 +7,19 @@ text conventions (3 decimals, an en dash for a missing value, a dagger for fewer
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Iterable, Mapping, Sequence
 
 import pandas as pd
 
-from dptune.vocab import ALGORITHM_ORDER, HYPERPARAMETER_ORDER, TABLE_METRIC_ORDER, ordered
+from dptune.vocab import (
+    ALGORITHM_ORDER,
+    HYPERPARAMETER_ORDER,
+    TABLE_METRIC_ORDER,
+    display_params,
+    display_value,
+    ordered,
+    value_norm,
+)
 
 __all__ = [
     "MISSING",
@@ -54,14 +60,6 @@ def ordered_hyperparameters(
     return ordered(keys, preferred)
 
 
-def value_norm(value: object) -> object:
-    """Normalise a hyperparameter value for matching and sorting: a float when it parses."""
-    try:
-        return float(str(value))
-    except ValueError:
-        return str(value)
-
-
 def ordered_values(values: Iterable[str], order: Sequence[object] | None) -> list[str]:
     """Order the value strings of one hyperparameter.
 
@@ -80,31 +78,6 @@ def ordered_values(values: Iterable[str], order: Sequence[object] | None) -> lis
         return (2, 0, 0.0, str(norm))
 
     return sorted({str(v) for v in values}, key=key)
-
-
-def display_value(value: object) -> str:
-    """The one display format of a hyperparameter value in every table and sentence of the
-    report: integers as they are, other numbers to 6 significant digits (``0.025000487`` ->
-    ``0.0250005``), text as is. CSV files keep the full precision."""
-    norm = value_norm(value)
-    if isinstance(norm, float) and math.isfinite(norm) and not norm.is_integer():
-        return f"{norm:.6g}"
-    if isinstance(norm, float) and math.isfinite(norm) and isinstance(value, float):
-        return str(int(norm))
-    return str(value)
-
-
-_PARAM = re.compile(r"([A-Za-z_][\w.-]*)=(.*?)(?=, [A-Za-z_][\w.-]*=|$)")
-
-
-def display_params(params: object) -> str:
-    """A configuration's ``name=value, ...`` text with every value in :func:`display_value`'s
-    format (``learning_rate=0.025000487`` -> ``learning_rate=0.0250005``)."""
-    text = str(params)
-    found = _PARAM.findall(text)
-    if not found:
-        return text
-    return ", ".join(f"{name}={display_value(value)}" for name, value in found)
 
 
 def is_missing(x: object) -> bool:

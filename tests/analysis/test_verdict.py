@@ -137,7 +137,8 @@ def test_downstream_check_and_dominance():
     assert (n, differ) == (2, "") and "unknown" in text and "nan" not in text
 
     dp = pd.DataFrame({"algorithm": "bpr", "metric": "ndcg", "cutoff": 10,
-                       "scope": ["all", "lr=0.1", "lr=0.01", "k=8", "k=16", "only:lr", "only:k"],
+                       "scope": ["all", "lr=0.025000487", "lr=0.01", "k=8", "k=16", "only:lr",
+                                 "only:k"],
                        "dp": [10.0, 2.0, 5.0, 8.0, 9.0, 3.0, 12.0],
                        "n_pairs": [25, 25, 25, 25, 25, 25, 25]})
     imp = pd.DataFrame({"algorithm": "bpr", "metric": "ndcg", "cutoff": 10,
@@ -145,8 +146,9 @@ def test_downstream_check_and_dominance():
                         "hyperparameter": ["lr", "k", "lr", "k"],
                         "importance": [0.2, 0.8, 0.6, 0.4]})
     h, agree, text = ds.dominance_evidence(dp, imp, "bpr", "ndcg", 10)
-    # fANOVA says k; PED-ANOVA, Table 5 (lowest best DP 2.0 under lr=0.1) and one at a time
+    # fANOVA says k; PED-ANOVA, Table 5 (lowest best DP 2.0 under lr=0.025000487) and one at a time
     # (only:lr 3.0 < only:k 12.0) say lr
     assert (h, agree) == ("lr", "3 of 4")
     assert "fANOVA" in text and "Table 5" in text and "one at a time" in text
+    assert "at lr=0.0250005," in text  # the report's one format for hyperparameter values
     assert ds.dominance_evidence(dp[dp["scope"] == "all"], None, "bpr", "ndcg", 10) is None
