@@ -9,10 +9,6 @@ from pathlib import Path
 import dptune.analysis
 
 FORBIDDEN = ("dptune.report", "dptune.sweep", "dptune.cli", "dptune._api")
-#: Lazy re-exports kept only while dptune/cli.py imports these names from the analysis package
-#: (analysis._analyze.analyze_results / analyze_runs, analysis._noise.run_noise_floor); remove
-#: them, and these entries, once the CLI imports from dptune._api and dptune.sweep.
-TEMPORARY = {("_analyze.py", "dptune._api"), ("_noise.py", "dptune.sweep._noise")}
 
 
 def _imports(path: Path) -> list[str]:
@@ -28,5 +24,5 @@ def _imports(path: Path) -> list[str]:
 def test_analysis_never_imports_the_report_or_the_sweep():
     root = Path(dptune.analysis.__file__).parent
     bad = {p.name: n for p in root.glob("*.py") for n in _imports(p)
-           if n.startswith(FORBIDDEN) and (p.name, n) not in TEMPORARY}
+           if n.startswith(FORBIDDEN)}
     assert not bad, bad
