@@ -119,6 +119,19 @@ def _pct(p: float) -> str:
     return f"{100.0 * p:.0f}%"
 
 
+def _tie_evidence(metric: str, best: str, g: pd.DataFrame, prob: Mapping[str, float],
+                  cutoff: int) -> str:
+    """``, P = 62%`` for a tied metric; ``, identical to nDCG@1`` when its mean p-value equals
+    the recommended metric's exactly and it is never ahead in the bootstrap (P = 0): the two
+    metrics gave the same p-value on every pair (e.g. Precision@1 = nDCG@1 = MRR@1 with binary
+    relevance), so "P = 0%" would read as evidence where there is identity."""
+    if metric not in prob:
+        return ""
+    if prob[metric] == 0.0 and g.loc[metric, "mean_p"] == g.loc[best, "mean_p"]:
+        return f", identical to {display_metric(best, cutoff)}"
+    return f", P = {_pct(prob[metric])}"
+
+
 def verdict_text(row: Mapping, robust: pd.DataFrame, claims: pd.DataFrame | None,
                  level: float, floor_known: bool, downstream: str = "",
                  dominance: str = "") -> str:
@@ -154,8 +167,7 @@ def verdict_text(row: Mapping, robust: pd.DataFrame, claims: pd.DataFrame | None
         tied = [m for m in row["tied"].split(";") if m]
         if tied:
             items = ", ".join(f"{display_metric(m, cutoff)} (DP@25 {g.loc[m, 'dp_at_25']:.2f}"
-                              + (f", P = {_pct(prob[m])}" if m in prob else "") + ")"
-                              for m in tied)
+                              + _tie_evidence(m, best, g, prob, cutoff) + ")" for m in tied)
             s.append(f"Statistically tied with it: {items}.")
         if int(row["claims_dropped"]):
             s.append(f"{int(row['claims_dropped'])} claim(s) dropped: significant under the first "

@@ -69,6 +69,9 @@ def test_no_metric_more_discriminative_is_tied():
     assert r["less_discriminative"] == ""
     assert set(r["tied"].split(";")) == set(METRICS3) - {r["recommended"]}
     assert "Statistically tied with it" in r["text"]
+    # three identical metrics: the same p-value on every pair, so "identical", not "P = 0%"
+    best = vd.display_metric(r["recommended"], 10)
+    assert r["text"].count(f"identical to {best}") == 2 and "P = 0%" not in r["text"]
     # independent metrics without real differences: tied as well
     robust2, claims2 = _robust_and_claims(_synthetic(rng, 0.0, 0.3))
     r2 = vd.verdict_frame(robust2, claims2, 0.95).iloc[0]
