@@ -46,18 +46,17 @@ def per_user_settings(store: PerUserStore, per_user: str | Path, configs: str | 
 
 
 def analyze_per_user(per_user: str | Path, reports_dir: str | Path,
-                     configs: str | Path | None = None, *, n_pairs: int = 25, seed: int = 42,
-                     test: str = "t", alpha: float = 0.05, correction: str = "none",
-                     n_resamples: int = 1000, bootstrap: int | None = None,
-                     progress: bool = False) -> list[Path]:
+                     configs: str | Path | None = None, *, progress: bool = False,
+                     **overrides: object) -> list[Path]:
     """Analyse a per-user file (and its configurations file) as a sweep's store and write every
     data file, table, figure and ``report.md`` into ``reports_dir``; return the paths.
 
-    The options are those of ``dptune analyze`` (:class:`AnalysisOptions`, its defaults, e.g.
-    ``bootstrap`` when ``None``: CIs on); the primary
-    metric is ndcg@10 when present; importance is computed when configurations are given.
-    Exported from a dptune store, ``per_user.parquet`` + ``configs.csv`` with the sweep's
-    analysis seed give the sweep's ``dp.csv``.
+    ``overrides`` are :class:`AnalysisOptions` fields (``None`` = the default, as for
+    ``dptune analyze``: CIs on); the pair-sampling seed defaults to 42, a sweep's default
+    analysis seed. The primary metric is ndcg@10 when present; the noise floor is off (it needs
+    retraining); importance is computed when configurations are given. Exported from a dptune
+    store, ``per_user.parquet`` + ``configs.csv`` with the sweep's analysis seed give the
+    sweep's ``dp.csv``.
     """
     from dptune.report._report import Report
 
@@ -65,12 +64,9 @@ def analyze_per_user(per_user: str | Path, reports_dir: str | Path,
     cfg = read_configs(configs, table) if configs is not None else None
     store = PerUserStore(table, cfg, source=per_user)
     metric, cutoff = _primary(store)
-    options = AnalysisOptions(n_pairs=n_pairs, seed=seed, test=test, alpha=alpha,
-                              correction=correction, n_resamples=n_resamples,
-                              bootstrap=AnalysisOptions.bootstrap if bootstrap is None
-                              else bootstrap, primary_metric=metric,
-                              primary_cutoff=cutoff, noise_seeds=0,
-                              importance=cfg is not None)
+    options = AnalysisOptions.resolve({"seeds": {"analysis": 42}}, **overrides,
+                                      primary_metric=metric, primary_cutoff=cutoff,
+                                      noise_seeds=0, importance=cfg is not None)
     result = analyze(store, options, progress=progress)
     report = Report.build(store, result,
                           settings=per_user_settings(store, per_user, configs, options))
