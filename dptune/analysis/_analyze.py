@@ -64,7 +64,6 @@ def analyze(store: ResultStore | str | Path, options: AnalysisOptions | None = N
         opts = opts.replace(seed=man["seeds"]["analysis"])
     # the paper's DP and, beside it, the robust DP fed from the same fold reads (issue 13)
     analysis, robust = analyze_with_robust(store, opts, man, progress)
-    legacy_bootstrap = opts.bootstrap if opts.max_pairs <= 0 else 0
     primary = (opts.primary_metric, opts.primary_cutoff)
     with_dp = set(analysis.dp["algorithm"])
     result = AnalysisResult(
@@ -72,7 +71,7 @@ def analyze(store: ResultStore | str | Path, options: AnalysisOptions | None = N
         pvalues=analysis.pvalues, dp=analysis.dp, curves=analysis.curves,
         best=best_table(store, primary), datasets=datasets_table(man),
         ranking=analysis.metric_ranking,
-        replicates=analysis.replicates if legacy_bootstrap else None,
+        replicates=analysis.replicates or None,  # filled only by the paper-DP bootstrap
         without_dp={a: no_dp_reason(store, a) for a in store.algorithms() if a not in with_dp},
     )
     if opts.noise_seeds > 0:

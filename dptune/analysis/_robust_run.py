@@ -15,7 +15,6 @@ import pandas as pd
 
 from dptune.analysis import _degenerate as dg
 from dptune.analysis import _robust as rb
-from dptune.analysis import _stability as sb
 from dptune.analysis._dp import scope_pairs
 from dptune.analysis._resample import GROUPS
 from dptune.analysis._robust_pass import RobustPass, RobustResult, merge_results, plan_pass
@@ -120,18 +119,16 @@ def annotate_dp(dp: pd.DataFrame, pvalues: pd.DataFrame) -> pd.DataFrame:
 
 
 def finish_robust(passes: dict[str, RobustPass], pvalues: pd.DataFrame,
-                  options: Any) -> tuple[RobustResult | None, pd.DataFrame | None]:
-    """Check the fold sizes (``min_fold_users``), then the merged :class:`RobustResult` and its
-    claims (:func:`dptune.analysis._stability.claims`), or ``(None, None)`` when off."""
+                  options: Any) -> RobustResult | None:
+    """Check the fold sizes (``min_fold_users``), then the merged :class:`RobustResult`, or
+    None when off. Its claims (:func:`dptune.analysis._stability.claims`) are drawn by the
+    verdict (:func:`dptune.analysis._verdict_build.verdict_for_store`)."""
     counts = dg.fold_user_counts(pvalues)
     counts = dict(sorted(counts.items(), key=lambda kv: fold_key(kv[0][1])))
     dg.check_fold_users(counts, int(options.min_fold_users))
     if not passes:
-        return None, None
-    res = merge_results([p.result() for p in passes.values()])
-    claims = (sb.claims(res.ranking, 1.0 - float(options.alpha))
-              if res.ranking is not None else None)
-    return res, claims
+        return None
+    return merge_results([p.result() for p in passes.values()])
 
 
 def analyze_with_robust(store: Any, options: Any, manifest: Any,
@@ -152,7 +149,7 @@ def analyze_with_robust(store: Any, options: Any, manifest: Any,
         store, n_pairs=options.n_pairs, seed=options.seed, test=options.test,
         alpha=options.alpha, correction=options.correction, n_resamples=options.n_resamples,
         bootstrap=legacy, progress=progress, fold_hooks=passes)
-    robust, _claims = finish_robust(passes, analysis.pvalues, options)
+    robust = finish_robust(passes, analysis.pvalues, options)
     analysis.dp = annotate_dp(analysis.dp, analysis.pvalues)
     return analysis, robust
 

@@ -94,17 +94,6 @@ __all__ = [
 ]
 
 
-def _no_dp_reason(store: Any, algorithm: str) -> str:
-    """Why an algorithm of the store has no DP row (named under Table 3)."""
-    n = len(store.configs(algorithm))
-    if n < 2:
-        return (
-            f"it has {n} configuration, so there is no pair of configurations to compare "
-            "(its results are in the best-configuration table)"
-        )
-    return f"none of its {n} configurations has validation results to pair"
-
-
 @dataclass
 class Report:
     """A rendered analysis: the paper's tables, Figure 1 per cutoff and the report's sections.
@@ -165,12 +154,14 @@ class Report:
         noise = None
         if result.noise_floor is not None and not result.noise_floor.empty:
             noise = result.noise_curves[["algorithm", "cutoff", "metric", "position", "mean"]]
+        from dptune.analysis._result import DATA_FILES
+        from dptune.analysis._selection import no_dp_reason
+
         without_dp = dict(result.without_dp)
         with_dp = set(result.dp["algorithm"])
         for alg in store.algorithms():
             if alg not in with_dp and alg not in without_dp:
-                without_dp[alg] = _no_dp_reason(store, alg)
-        from dptune.analysis._result import DATA_FILES
+                without_dp[alg] = no_dp_reason(store, alg)
 
         rep = cls.from_frames(
             result.dp,
