@@ -12,6 +12,8 @@ import re
 from collections.abc import Iterable, Sequence
 
 __all__ = [
+    "TESTS",
+    "CORRECTIONS",
     "METRICS",
     "TABLE_METRIC_ORDER",
     "METRIC_NAMES",
@@ -34,6 +36,10 @@ __all__ = [
     "metric_key",
 ]
 
+#: Paired significance tests (:func:`dptune.analysis.paired_pvalues`), as options and flags name them.
+TESTS: tuple[str, ...] = ("t", "wilcoxon", "bootstrap", "permutation")
+#: Multiple-comparison corrections of Sakai's DP.
+CORRECTIONS: tuple[str, ...] = ("none", "holm", "bh")
 #: Metric keys in evaluation order (the order of every long output table: dp.csv, curves.csv).
 METRICS: tuple[str, ...] = ("ndcg", "precision", "recall", "mrr", "efd", "epc")
 #: Column order of metrics in the report's tables and legends (the paper's Table 3 order).

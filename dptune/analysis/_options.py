@@ -16,14 +16,9 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from dptune.errors import input_error
-from dptune.vocab import METRICS
+from dptune.vocab import CORRECTIONS, METRICS, TESTS
 
 __all__ = ["AnalysisOptions", "TESTS", "CORRECTIONS", "validate_options"]
-
-#: Paired tests of :func:`dptune.analysis.paired_pvalues`.
-TESTS: tuple[str, ...] = ("t", "wilcoxon", "bootstrap", "permutation")
-#: Multiple-comparison corrections of Sakai's DP.
-CORRECTIONS: tuple[str, ...] = ("none", "holm", "bh")
 
 
 @dataclass(frozen=True)

@@ -17,10 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from dptune.errors import input_error
-
-TESTS = ("t", "wilcoxon", "bootstrap", "permutation")
-CORRECTIONS = ("none", "holm", "bh")
-METRICS = ("ndcg", "precision", "recall", "mrr", "efd", "epc")
+from dptune.vocab import CORRECTIONS, TESTS
 
 
 # --------------------------------------------------------------------------- value types

@@ -13,8 +13,6 @@ from typing import NoReturn
 from dptune import __version__
 from dptune.cli import _commands as c
 from dptune.cli._flags import (
-    METRICS,
-    TESTS,
     analysis_flags,
     cutoffs,
     int_at_least,
@@ -26,6 +24,7 @@ from dptune.cli._flags import (
     results_option,
     storage_option,
 )
+from dptune.vocab import METRICS, TESTS
 
 DESCRIPTION = """\
 Discriminative power of recommender-system metrics under hyperparameter tuning: sweep the
