@@ -200,34 +200,35 @@ FILE_NOTES: dict[str, str] = {
     "importance.csv": "fANOVA and PED-ANOVA importances",
     "best_configs.csv": "the best configuration per metric@N with its test value",
     "verdict.csv": "the verdict, one row per algorithm and cutoff",
+    "robust_dp.csv": "the robust DP per algorithm and metric@N (mean p-value, DP@25, CI)",
+    "robust_ranking.csv": "bootstrap P(metric A more discriminative than B) of the robust DP, "
+    "per stability repeat",
     "verdict.md": "the verdict section on its own",
     "report.md": "this report",
     "report.html": "this report as one self-contained web page (tables and figures inlined)",
 }
 
 
-def files_section(names: list[str]) -> str:
-    """The "Files" section: every file the report folder gets, grouped, data files described."""
-    data = [n for n in names if n.endswith(".csv") and n in FILE_NOTES]
-    tables = [n for n in names if n.startswith(("table", "one_at_a_time"))]
-    figures = [n for n in names if n.startswith("figure")]
-    rest = [n for n in names if n not in set(data) | set(tables) | set(figures)]
+def files_section(data: list[str], tables: list[str], figures: list[str],
+                  rest: list[str]) -> str:
+    """The "Files" section: every file the report folder gets, in the groups the report knows
+    them by (data files, tables, figures, the report's own documents), described where
+    :data:`FILE_NOTES` has a note."""
+
+    def described(names: list[str]) -> str:
+        return "; ".join(f"`{n}`" + (f": {FILE_NOTES[n]}" if n in FILE_NOTES else "")
+                         for n in names)
+
     lines = []
     if data:
-        lines.append(
-            "- Data (CSV): " + "; ".join(f"`{n}`: {FILE_NOTES[n]}" for n in data) + "."
-        )
+        lines.append("- Data (CSV): " + described(data) + ".")
     if tables:
         listed = ", ".join(f"`{n}`" for n in tables)
         lines.append(f"- Tables (Markdown, CSV, LaTeX): {listed}.")
     if figures:
         lines.append("- Figures (PNG, SVG): " + ", ".join(f"`{n}`" for n in figures) + ".")
     if rest:
-        lines.append(
-            "- Report: "
-            + "; ".join(f"`{n}`" + (f": {FILE_NOTES[n]}" if n in FILE_NOTES else "") for n in rest)
-            + "."
-        )
+        lines.append("- Report: " + described(rest) + ".")
     return "\n".join(lines)
 
 

@@ -245,21 +245,23 @@ class Report:
         name = title or (str(settings["name"]) if settings and "name" in settings else None)
         return cls(name, primary, tables, figures, sections, data_files=list(data_files))
 
+    def _file_groups(self) -> tuple[list[str], list[str], list[str], list[str]]:
+        """The files of the report folder as (data, tables, figures, documents)."""
+        tables = [f"{t}.{ext}" for t in self.tables for ext in ("md", "csv", "tex")]
+        figures = [f"{stem}.{ext}" for stem in self.figures for ext in ("png", "svg")]
+        docs = ["verdict.md"] if verdict_section(self.verdict) is not None else []
+        return list(self.data_files), tables, figures, docs + ["report.md", "report.html"]
+
     def file_names(self) -> list[str]:
         """Names of the files :meth:`write` writes, in writing order (the "Files" section)."""
-        names = list(self.data_files)
-        names += [f"{t}.{ext}" for t in self.tables for ext in ("md", "csv", "tex")]
-        names += [f"{stem}.{ext}" for stem in self.figures for ext in ("png", "svg")]
-        if verdict_section(self.verdict) is not None:
-            names.append("verdict.md")
-        return names + ["report.md", "report.html"]
+        return [name for group in self._file_groups() for name in group]
 
     def all_sections(self) -> list[Section]:
         """Every section of report.md in order: the verdict first (when there is one), the
         tables, figures and analysis sections, the list of files last."""
         verdict = verdict_section(self.verdict)
         head = [Section("Verdict", verdict)] if verdict is not None else []
-        return head + self.sections + [Section("Files", files_section(self.file_names()))]
+        return head + self.sections + [Section("Files", files_section(*self._file_groups()))]
 
     def to_markdown(self) -> str:
         """report.md: title, verdict, introduction, every section, and the list of files."""

@@ -43,6 +43,11 @@ def test_defaults_give_robust_dp_cis_and_a_verdict(run):
     assert res.ranking is None  # the bootstrap went to the robust estimate
     files = {p.name for p in (run / "reports").iterdir()}
     assert {"verdict.csv", "robust_dp.csv", "robust_ranking.csv"} <= files
+    # listed as data files in report.md, with what they hold
+    data_line = next(line for line in (run / "reports" / "report.md").read_text().splitlines()
+                     if line.startswith("- Data (CSV): "))
+    assert "`robust_dp.csv`: the robust DP" in data_line
+    assert "`robust_ranking.csv`: bootstrap P(metric A" in data_line
 
 
 def test_robust_off_restores_the_paper_only_analysis(run):
