@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterable, Sequence
 
 __all__ = [
+    "FORMATS",
     "TESTS",
     "CORRECTIONS",
     "METRICS",
@@ -36,6 +37,9 @@ __all__ = [
     "metric_key",
 ]
 
+#: Ratings file formats the readers understand (:func:`dptune.data.read_ratings`); "auto" guesses.
+FORMATS: tuple[str, ...] = ("auto", "ml-dat", "ml-udata", "ml-csv", "recbole", "amazon", "csv",
+                            "parquet")
 #: Paired significance tests (:func:`dptune.analysis.paired_pvalues`), as options and flags name them.
 TESTS: tuple[str, ...] = ("t", "wilcoxon", "bootstrap", "permutation")
 #: Multiple-comparison corrections of Sakai's DP.

@@ -24,7 +24,7 @@ from dptune.cli._flags import (
     results_option,
     storage_option,
 )
-from dptune.vocab import METRICS, TESTS
+from dptune.vocab import FORMATS, METRICS, TESTS
 
 DESCRIPTION = """\
 Discriminative power of recommender-system metrics under hyperparameter tuning: sweep the
@@ -216,8 +216,6 @@ def build_parser() -> argparse.ArgumentParser:
     f.set_defaults(func=c.cmd_data_fetch)
     i = _sub(dsub, "info", "Table 1 statistics of a data set name or file")
     i.add_argument("source", metavar="SOURCE", help="ml-latest-small, ml-100k, ml-1m or a file path")
-    from dptune.data._dataset import FORMATS
-
     i.add_argument("--format", choices=FORMATS, default="auto", help="file format")
     i.add_argument("--columns", metavar="MAP", help="own file: which column holds what, e.g. "
                    "user=user_id,item=item_id[,rating=stars][,timestamp=ts] (names, or 0-based "

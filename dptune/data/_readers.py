@@ -28,10 +28,9 @@ import pandas as pd
 from dptune.data._options import COLUMNS, _check_columns, _check_sep, _positions, parse_columns
 from dptune.data._parse import _finish
 from dptune.errors import input_error
+from dptune.vocab import FORMATS
 
 __all__ = ["COLUMNS", "FORMATS", "parse_columns", "read_ratings"]
-
-FORMATS = ("auto", "ml-dat", "ml-udata", "ml-csv", "recbole", "amazon", "csv", "parquet")
 
 _ML_CSV_HEADER = ("userId", "movieId", "rating", "timestamp")
 _RECBOLE_NAMES = {
