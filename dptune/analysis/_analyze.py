@@ -90,7 +90,7 @@ def _add_noise_floor(store: ResultStore, result: AnalysisResult) -> None:
     n_pairs = {(a, m, int(c)): int(n) for a, m, c, n in zip(
         all_dp["algorithm"], all_dp["metric"], all_dp["cutoff"], all_dp["n_pairs"], strict=True)}
     nf = noisemod.noise_floor_table(
-        store.root, n_pairs, test=opts.test, max_seeds=opts.noise_seeds,
+        store, n_pairs, test=opts.test, max_seeds=opts.noise_seeds,
         max_configs=opts.noise_configs, primary=result.primary,
         n_resamples=opts.n_resamples, seed=opts.seed)
     result.aa_floor = nf.floor

@@ -144,7 +144,7 @@ def _positions(n_pairs: int | Mapping[tuple[str, str, int], int], key: tuple[str
 
 
 def noise_floor_table(
-    results_dir: str | Path,
+    results: str | Path | ResultStore,
     n_pairs: int | Mapping[tuple[str, str, int], int] = 25,
     test: str = "t",
     *,
@@ -154,7 +154,8 @@ def noise_floor_table(
     n_resamples: int = 1000,
     seed: int = 0,
 ) -> NoiseFloor:
-    """A/A p-values, fold-averaged A/A curves and ``DP_floor`` from the noise-floor parts.
+    """A/A p-values, fold-averaged A/A curves and ``DP_floor`` from the noise-floor parts of
+    ``results`` (a results directory, or its :class:`ResultStore` to reuse its part index).
 
     ``n_pairs`` is ``P``, or a mapping ``(algorithm, metric, cutoff) -> P`` (the ``n_pairs`` of
     the DP row the floor is compared with; keys missing from it are left out). ``max_seeds``
@@ -164,13 +165,13 @@ def noise_floor_table(
     ``(seed, "noise|<algorithm>|<config>|<fold>")``. See the module docstring for the formulas.
     """
     stats.check_test(test, "noise floor")
-    root = Path(results_dir)
+    store = results if isinstance(results, ResultStore) else ResultStore(results)
+    root = store.root
     parts = noise_part_paths(root)
     empty = NoiseFloor(pd.DataFrame(columns=PVALUE_COLUMNS), pd.DataFrame(columns=CURVE_COLUMNS),
                        pd.DataFrame(columns=FLOOR_COLUMNS))
     if not parts:
         return empty
-    store = ResultStore(root)
     man = store.manifest()
     order = {a["name"]: i for i, a in enumerate(man["algorithms"])}
     metas = [(p, part_meta(p)) for p in parts]

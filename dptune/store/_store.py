@@ -143,17 +143,23 @@ class ResultStore:
     def _index(self) -> Index:
         return build_index(self.root)
 
+    @cached_property
+    def _summary(self) -> pd.DataFrame:
+        return summary_frame(self._index)
+
     def refresh(self) -> None:
         """Forget cached part metadata (after parts were added by another process)."""
         self.__dict__.pop("_index", None)
+        self.__dict__.pop("_summary", None)
 
     def trials(self) -> pd.DataFrame:
         """One row per (algorithm, config_id, fold) evaluated: seed, unit, timings, users."""
         return trials_frame(self._index)
 
     def summary(self) -> pd.DataFrame:
-        """Per (algorithm, config_id, fold, metric, cutoff) the mean over users, from metadata only."""
-        return summary_frame(self._index)
+        """Per (algorithm, config_id, fold, metric, cutoff) the mean over users, from metadata
+        only (built once per :meth:`refresh`; each call returns a copy)."""
+        return self._summary.copy()
 
     def best_configs(self) -> pd.DataFrame:
         """The configuration each metric@cutoff would pick: highest mean over validation folds of
