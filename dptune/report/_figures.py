@@ -167,20 +167,20 @@ def _draw_noise(ax: object, noise: pd.DataFrame) -> None:
 
 
 def save_figure(
-    fig: Figure, stem: Path, creator: str = "dptune.report", palette: bool = False
+    fig: Figure, stem: Path, creator: str = "dptune.report", png: bytes | None = None
 ) -> list[Path]:
     """Save ``fig`` as ``stem.png`` (at the figure's own dpi) and ``stem.svg`` reproducibly (no
     dates, fixed SVG ids; ``creator`` is the SVG's Creator field), for every figure dptune
-    writes. ``palette`` stores the PNG with a 256-colour palette (median cut, no dithering):
-    a line plot loses nothing visible and the file is about 3 times smaller."""
-    png, svg = stem.with_suffix(".png"), stem.with_suffix(".svg")
+    writes. ``png``: the PNG's bytes when already rendered, e.g. by :func:`palette_png` (the
+    report's figures, which report.html inlines too)."""
+    png_path, svg = stem.with_suffix(".png"), stem.with_suffix(".svg")
     with matplotlib.rc_context({"svg.hashsalt": _SVG_HASH_SALT, "svg.fonttype": "path"}):
-        if palette:
-            write_bytes(png, palette_png(fig), fsync=False)
+        if png is not None:
+            write_bytes(png_path, png, fsync=False)
         else:
-            fig.savefig(png, format="png", dpi=fig.dpi, metadata={"Software": None})
+            fig.savefig(png_path, format="png", dpi=fig.dpi, metadata={"Software": None})
         fig.savefig(svg, format="svg", metadata={"Date": None, "Creator": creator})
-    return [png, svg]
+    return [png_path, svg]
 
 
 def palette_png(fig: Figure) -> bytes:

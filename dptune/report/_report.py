@@ -42,6 +42,7 @@ from dptune.report._figures import (
     PANEL_SIZE,
     figure1,
     figure_pixel_size,
+    palette_png,
     save_figure,
 )
 from dptune.report._inputs import (
@@ -249,46 +250,44 @@ class Report:
         """The files of the report folder as (data, tables, figures, documents)."""
         tables = [f"{t}.{ext}" for t in self.tables for ext in ("md", "csv", "tex")]
         figures = [f"{stem}.{ext}" for stem in self.figures for ext in ("png", "svg")]
-        docs = ["verdict.md"] if verdict_section(self.verdict) is not None else []
+        has_verdict = self.verdict is not None and not self.verdict.empty
+        docs = ["verdict.md"] if has_verdict else []
         return list(self.data_files), tables, figures, docs + ["report.md", "report.html"]
 
     def file_names(self) -> list[str]:
         """Names of the files :meth:`write` writes, in writing order (the "Files" section)."""
         return [name for group in self._file_groups() for name in group]
 
-    def all_sections(self) -> list[Section]:
-        """Every section of report.md in order: the verdict first (when there is one), the
-        tables, figures and analysis sections, the list of files last."""
-        verdict = verdict_section(self.verdict)
-        head = [Section("Verdict", verdict)] if verdict is not None else []
-        return head + self.sections + [Section("Files", files_section(*self._file_groups()))]
+    def to_markdown(self, verdict: str | None = None) -> str:
+        """report.md: title, verdict, introduction, every section, and the list of files.
 
-    def to_markdown(self) -> str:
-        """report.md: title, verdict, introduction, every section, and the list of files."""
-        sections = self.all_sections()
-        first = 1 if sections and sections[0].title == "Verdict" else 0
+        ``verdict``: the verdict section's body when already rendered (by :meth:`write`)."""
+        verdict = verdict_section(self.verdict) if verdict is None else verdict
         parts = [f"# dptune report{': ' + self.title if self.title else ''}"]
-        parts += [s.to_markdown() for s in sections[:first]]
+        if verdict is not None:
+            parts.append(Section("Verdict", verdict).to_markdown())
         parts += [INTRO, primary_line(self.primary)]
-        parts += [s.to_markdown() for s in sections[first:]]
+        parts += [s.to_markdown() for s in self.sections]
+        parts.append(Section("Files", files_section(*self._file_groups())).to_markdown())
         text = "\n\n".join(parts)
         while "\n\n\n" in text:
             text = text.replace("\n\n\n", "\n\n")
         return text.rstrip("\n") + "\n"
 
-    def to_html(self, pngs: Mapping[str, bytes] | None = None) -> str:
+    def to_html(self, pngs: Mapping[str, bytes] | None = None,
+                markdown: str | None = None) -> str:
         """report.html: report.md as one self-contained page (figures inlined, no network).
 
-        ``pngs`` maps PNG file names to their bytes when already rendered (by :meth:`write`);
-        other figures are rendered here."""
-        from dptune.report._figures import palette_png
+        ``pngs`` maps PNG file names to their bytes and ``markdown`` is report.md, when already
+        rendered (by :meth:`write`); what is missing is rendered here."""
         from dptune.report._html import markdown_to_html
 
         pngs = dict(pngs or {})
         for f in self.figures.values():
             if f"{f.stem}.png" not in pngs:
                 pngs[f"{f.stem}.png"] = palette_png(f.figure)
-        return markdown_to_html(self.to_markdown(), pngs, title=self.title)
+        md = self.to_markdown() if markdown is None else markdown
+        return markdown_to_html(md, pngs, title=self.title)
 
     def write(self, out_dir: str | Path) -> list[Path]:
         """Write the data files (when built from a result), every table as ``.md``/``.csv``/
@@ -303,13 +302,16 @@ class Report:
             written += _write_table(out, table)
         pngs: dict[str, bytes] = {}
         for fig in self.figures.values():
-            written += save_figure(fig.figure, out / fig.stem, palette=True)
-            pngs[f"{fig.stem}.png"] = (out / f"{fig.stem}.png").read_bytes()
-        verdict = verdict_document(self.verdict, self.title)
+            png = palette_png(fig.figure)
+            written += save_figure(fig.figure, out / fig.stem, png=png)
+            pngs[f"{fig.stem}.png"] = png
+        body = verdict_section(self.verdict)
+        verdict = verdict_document(body, self.title)
         if verdict is not None:
             written.append(_write_text(out / "verdict.md", verdict))
-        written.append(_write_text(out / "report.md", self.to_markdown()))
-        written.append(_write_text(out / "report.html", self.to_html(pngs)))
+        md = self.to_markdown(body)
+        written.append(_write_text(out / "report.md", md))
+        written.append(_write_text(out / "report.html", self.to_html(pngs, md)))
         return written
 
 

@@ -97,9 +97,9 @@ def verdict_section(verdict: pd.DataFrame | None) -> str | None:
     return "\n".join(lines)
 
 
-def verdict_document(verdict: pd.DataFrame | None, title: str | None = None) -> str | None:
-    """verdict.md: the verdict section as a document of its own, or None without a verdict."""
-    body = verdict_section(verdict)
+def verdict_document(body: str | None, title: str | None = None) -> str | None:
+    """verdict.md: the verdict section's body (:func:`verdict_section`) as a document of its
+    own, or None without a verdict."""
     if body is None:
         return None
     head = f"# dptune verdict{': ' + title if title else ''}"
