@@ -18,6 +18,8 @@ import hashlib
 import itertools
 import json
 import math
+import numbers
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -227,3 +229,45 @@ def subgrid_around(grid: Grid, best: dict[str, Any], radius: int = 2) -> Grid:
         i = vals.index(best[name])
         keep[name] = vals[max(0, i - radius): i + radius + 1]
     return restrict(grid, keep)
+
+
+# ---------------------------------------------------------------------------------------------
+# Grid edges: a best value at an end of its grid means the optimum may lie outside it
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, numbers.Real) and not isinstance(v, bool)
+
+
+def grid_edges(values: Mapping[str, Sequence[Any]], best: Mapping[str, Any]) -> dict[str, str]:
+    """``{hyperparameter: "lowest" | "highest"}`` for every numeric hyperparameter of ``best``
+    whose value is the minimum or the maximum of its grid ``values`` (at least 2 distinct values;
+    categorical hyperparameters have no edge)::
+
+        >>> grid_edges({"factors": [8, 16, 32], "lr": [0.1, 0.2]}, {"factors": 32, "lr": 0.1})
+        {'factors': 'highest', 'lr': 'lowest'}
+        >>> grid_edges({"factors": [8, 16, 32], "sim": ["cos", "jac"]}, {"factors": 16, "sim": "cos"})
+        {}
+    """
+    out: dict[str, str] = {}
+    for name, vals in values.items():
+        if name not in best:
+            continue
+        nums = {float(v) for v in vals if _number(v)}
+        v = best[name]
+        if len(nums) < 2 or len(nums) != len(set(map(repr, vals))) or not _number(v):
+            continue
+        if float(v) == min(nums):
+            out[name] = "lowest"
+        elif float(v) == max(nums):
+            out[name] = "highest"
+    return out
+
+
+def edge_warning(algorithm: str, params: Mapping[str, Any], edges: Mapping[str, str]) -> str | None:
+    """One sentence naming the hyperparameters on an edge, or ``None`` when there is none."""
+    if not edges:
+        return None
+    parts = [f"{h}={params[h]} is the {side} value of the grid" for h, side in edges.items()]
+    return (f"{algorithm}: the best configuration sits on the edge of the grid ({'; '.join(parts)}); "
+            "the optimum may lie outside it, consider widening the grid")

@@ -386,6 +386,19 @@ def test_subgrid_warns_when_the_best_configuration_is_on_the_grid_edge(tiny_run,
     assert "warning" not in capsys.readouterr().err
 
 
+def test_report_warns_when_the_selected_configuration_is_on_the_grid_edge(tiny_run):
+    """The same edge in the run's data (best_configs.csv ``grid_edge``) and in report.md."""
+    best = pd.read_csv(tiny_run / "reports" / "best_configs.csv", keep_default_na=False)
+    bpr = best[(best["algorithm"] == "bpr-mf") & (best["metric"] == "ndcg")
+               & (best["cutoff"] == 10)]
+    edges = dict(part.split("=") for part in bpr["grid_edge"].iloc[0].split(";"))
+    assert set(edges) == {"factors", "iterations", "learning_rate"}
+    assert set(edges.values()) <= {"lowest", "highest"}
+    md = (tiny_run / "reports" / "report.md").read_text()
+    assert "- BPR-MF: the configuration nDCG@10 selects sits on the edge of the grid (" in md
+    assert "Latent factors at its " + edges["factors"] + " value" in md
+
+
 def test_every_analysis_flag_sets_an_analysis_option():
     """The analysis flags are one table mapped onto the fields of the experiment's analysis
     options; a flag whose field does not exist would be silently ignored by the analysis."""

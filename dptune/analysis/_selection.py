@@ -9,6 +9,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dptune.analysis._subgrid import _plain
+from dptune.grids import grid_edges
 from dptune.store._store import ResultStore
 from dptune.vocab import METRICS
 
@@ -32,7 +34,7 @@ def best_table(store: ResultStore, primary: tuple[str, int]) -> pd.DataFrame:
 
     The pick is :meth:`ResultStore.best_configs` (highest mean over the validation folds of the
     per-fold mean over users; ties: lower ``config_id``). Columns ``algorithm, metric, cutoff,
-    config_id, params, validation_mean, test_value, test_<primary metric>`` (test values NaN
+    config_id, params, validation_mean, test_value, test_<primary metric>, grid_edge`` (test values NaN
     when the test split was not evaluated), rows in the store's algorithm order, then cutoff,
     then :data:`dptune.vocab.METRICS` order.
     """
@@ -44,12 +46,15 @@ def best_table(store: ResultStore, primary: tuple[str, int]) -> pd.DataFrame:
         cfg = store.configs(r.algorithm)
         names = store.hyperparameters(r.algorithm)
         crow = cfg.loc[cfg["config_id"] == r.config_id].iloc[0]
+        values = {h: [_plain(v) for v in pd.unique(cfg[h])] for h in names}
+        edges = grid_edges(values, {h: _plain(crow[h]) for h in names})
         rows.append({
             "algorithm": r.algorithm, "metric": r.metric, "cutoff": int(r.cutoff),
             "config_id": int(r.config_id), "params": params_text(crow, names),
             "validation_mean": float(r.validation_mean),
             "test_value": float(test.get((r.algorithm, r.config_id, r.metric, r.cutoff), np.nan)),
             f"test_{primary[0]}": float(test.get((r.algorithm, r.config_id, primary[0], primary[1]), np.nan)),
+            "grid_edge": ";".join(f"{h}={side}" for h, side in edges.items()),
         })
     df = pd.DataFrame(rows)
     if df.empty:

@@ -12,7 +12,7 @@ from dptune.errors import input_error
 from dptune.grids import Grid, load_grid, subgrid_around
 from dptune.store._store import ResultStore
 
-__all__ = ["grid_from_store", "write_subgrid"]
+__all__ = ["grid_from_store", "best_params", "write_subgrid"]
 
 
 def _plain(value: Any) -> Any:
@@ -37,21 +37,28 @@ def grid_from_store(store: ResultStore, algorithm: str) -> Grid:
     return Grid(values=values, derived=derived, family=family, source=str(store.root))
 
 
-def write_subgrid(results_dir: str | Path, algorithm: str, metric: str, cutoff: int,
-                  radius: int, out: str | Path, grid: str | Path | None = None) -> Path:
-    """The paper's sub-grid: best value of each hyperparameter by mean metric@cutoff over the
-    validation folds, +- ``radius`` neighbours in ``grid`` (default: the swept grid itself; give
-    the full Table 2 grid when the sweep was a coarse pilot); written as a grid TOML file."""
-    store = ResultStore(results_dir)
+def best_params(store: ResultStore, algorithm: str, metric: str, cutoff: int) -> dict[str, Any]:
+    """The free hyperparameters of the configuration ``metric@cutoff`` selects on validation
+    (:meth:`ResultStore.best_configs`), as plain Python values."""
     best = store.best_configs()
     row = best[(best["algorithm"] == algorithm) & (best["metric"] == metric) & (best["cutoff"] == cutoff)]
     if row.empty:
         raise input_error(store.root, "--metric/--cutoff", f"no results for {algorithm} {metric}@{cutoff}")
-    swept = grid_from_store(store, algorithm)
-    ref = load_grid(grid) if grid is not None else swept
+    free = grid_from_store(store, algorithm).free
     cfg = store.configs(algorithm)
     mask = cfg["config_id"] == int(row["config_id"].iloc[0])
-    chosen = {h: _plain(cfg.loc[mask, h].iloc[0]) for h in swept.free}
+    return {h: _plain(cfg.loc[mask, h].iloc[0]) for h in free}
+
+
+def write_subgrid(results: str | Path | ResultStore, algorithm: str, metric: str, cutoff: int,
+                  radius: int, out: str | Path, grid: str | Path | None = None) -> Path:
+    """The paper's sub-grid: best value of each hyperparameter by mean metric@cutoff over the
+    validation folds (:func:`best_params`), +- ``radius`` neighbours in ``grid`` (default: the
+    swept grid itself; give the full Table 2 grid when the sweep was a coarse pilot); written as
+    a grid TOML file."""
+    store = results if isinstance(results, ResultStore) else ResultStore(results)
+    chosen = best_params(store, algorithm, metric, cutoff)
+    ref = load_grid(grid) if grid is not None else grid_from_store(store, algorithm)
     for h, v in chosen.items():
         if h not in ref.values or v not in ref.values[h]:
             raise input_error(grid or store.root, f"params.{h}", f"best value {v!r} is not a value of this grid")

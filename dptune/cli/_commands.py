@@ -158,9 +158,8 @@ def _dp_per_user(args: argparse.Namespace) -> int:
 def cmd_subgrid(args: argparse.Namespace) -> int:
     """``dptune subgrid``: the paper's sub-grid around the best configuration; warns when that
     configuration sits on the edge of the grid."""
-    from dptune.analysis import write_subgrid
-    from dptune.grids import load_grid
-    from dptune.sweep._edges import best_config_edges, edge_warning
+    from dptune.analysis._subgrid import best_params, grid_from_store, write_subgrid
+    from dptune.grids import edge_warning, grid_edges, load_grid
 
     store = _store(results_of(args))
     if not store.part_paths():
@@ -170,12 +169,12 @@ def cmd_subgrid(args: argparse.Namespace) -> int:
     if args.algorithm not in names:
         raise input_error("--algorithm", None, f"{args.algorithm!r} is not an algorithm of "
                           f"{store.root} ({', '.join(names)})")
-    values = load_grid(args.grid).values if args.grid else None
+    ref = load_grid(args.grid) if args.grid else grid_from_store(store, args.algorithm)
     check_writable_dir(Path(args.out).parent, "--out")
-    out = write_subgrid(store.root, args.algorithm, args.metric, args.cutoff, args.radius,
+    out = write_subgrid(store, args.algorithm, args.metric, args.cutoff, args.radius,
                         args.out, grid=args.grid)
-    params, edges = best_config_edges(store, args.algorithm, args.metric, args.cutoff, values)
-    warning = edge_warning(args.algorithm, params, edges)
+    params = best_params(store, args.algorithm, args.metric, args.cutoff)
+    warning = edge_warning(args.algorithm, params, grid_edges(ref.values, params))
     if warning:
         print(f"dptune: warning: {warning}", file=sys.stderr)
     print(f"sub-grid written to {out}")

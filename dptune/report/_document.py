@@ -17,7 +17,7 @@ from dptune.report._format import fmt_setting, ordered_algorithms
 from dptune.report._selection import best_table_md, sakai_table_md, selection_sentences
 from dptune.report._settings import find_setting, flatten, settings_rows
 from dptune.report._table import Table, simple_block
-from dptune.vocab import display_algorithm, display_metric
+from dptune.vocab import display_algorithm, display_hyperparameter, display_metric
 
 __all__ = ["Section", "ReportFigure", "core_sections", "gap_sentence", "files_section", "INTRO"]
 
@@ -117,6 +117,24 @@ def gap_sentence(
     )
 
 
+def _edge_sentences(best: pd.DataFrame, primary: tuple[str, int]) -> list[str]:
+    """A warning per algorithm whose configuration selected by the primary metric sits at an
+    end of a numeric hyperparameter's grid (``grid_edge`` of ``best_configs.csv``)."""
+    if "grid_edge" not in best.columns:
+        return []
+    rows = best[(best["metric"] == primary[0]) & (best["cutoff"] == int(primary[1]))
+                & best["grid_edge"].fillna("").astype(bool)]
+    out = []
+    for r in rows.itertuples(index=False):
+        sides = [part.split("=", 1) for part in str(r.grid_edge).split(";")]
+        where = "; ".join(f"{display_hyperparameter(h)} at its {side} value" for h, side in sides)
+        out.append(f"{display_algorithm(r.algorithm)}: the configuration "
+                   f"{display_metric(primary[0], int(primary[1]))} selects sits on the edge of "
+                   f"the grid ({where}); the optimum may lie outside it, consider widening the "
+                   "grid.")
+    return out
+
+
 def _best_section(
     dp: pd.DataFrame, best: pd.DataFrame | None, primary: tuple[str, int], gap: str | None
 ) -> str:
@@ -132,6 +150,9 @@ def _best_section(
         ]
         if gap:
             lines += [gap, ""]
+        lines += [f"- {s}" for s in _edge_sentences(best, primary)]
+        if lines[-1].startswith("- "):
+            lines.append("")
     else:
         lines += ["No best-configuration table was given.", ""]
     lines += ["### Does the most discriminative metric also choose well?", ""]

@@ -21,7 +21,6 @@ import sys as _sys
 from types import ModuleType as _ModuleType
 
 from dptune.sweep._claims import worker_id
-from dptune.sweep._edges import best_config_edges, edge_warning, grid_edges
 from dptune.sweep._local import run_experiment
 from dptune.sweep._manifest import (
     build_manifest,
@@ -74,9 +73,6 @@ __all__ = [
     "status",
     "stages",
     "setup_changes",
-    "grid_edges",
-    "best_config_edges",
-    "edge_warning",
 ]
 
 

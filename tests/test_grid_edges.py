@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dptune.sweep import edge_warning, grid_edges
+from dptune.grids import edge_warning, grid_edges
 
 
 def test_lowest_and_highest_numeric_values():
