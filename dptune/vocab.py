@@ -34,6 +34,7 @@ __all__ = [
     "ordered",
     "metric_color",
     "fold_key",
+    "metric_rank",
     "metric_key",
 ]
 
@@ -129,10 +130,14 @@ def fold_key(fold: object) -> tuple[int, int, str]:
     return (0, int(text), text) if text.isdigit() else (1, 0, text)
 
 
+def metric_rank(metric: str) -> int:
+    """Position of ``metric`` in :data:`METRICS`; unknown metrics after them."""
+    return METRICS.index(metric) if metric in METRICS else len(METRICS)
+
+
 def metric_key(metric: str, cutoff: int) -> tuple[int, str, int]:
     """Sort key of (metric, cutoff) in :data:`METRICS` order, unknown metrics after them."""
-    pos = METRICS.index(metric) if metric in METRICS else len(METRICS)
-    return (pos, metric, int(cutoff))
+    return (metric_rank(metric), metric, int(cutoff))
 
 
 def value_norm(value: object) -> object:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dptune.analysis import _stats as stats
+from dptune.analysis._degenerate import capped_band
 from dptune.errors import input_error
 
 __all__ = ["pvalue_curve", "DPResult", "summarize_curves", "noise_floor"]
@@ -57,12 +58,13 @@ def summarize_curves(curves: np.ndarray) -> DPResult:
     n_folds, n_pairs = arr.shape
     mean = arr.mean(axis=0)
     sd = arr.std(axis=0, ddof=1) if n_folds > 1 else np.zeros(n_pairs)
+    hi, lo = capped_band(mean, sd)  # p-values: the band stays in [0, 1]
     return DPResult(
         mean_curve=mean,
         sd_curve=sd,
         dp=float(mean.sum()),
-        dp_plus_sd=float(np.minimum(mean + sd, 1.0).sum()),  # p-values: the band stays in [0, 1]
-        dp_minus_sd=float(np.maximum(mean - sd, 0.0).sum()),
+        dp_plus_sd=float(hi.sum()),
+        dp_minus_sd=float(lo.sum()),
         n_pairs=int(n_pairs),
         n_folds=int(n_folds),
     )

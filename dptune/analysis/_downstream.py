@@ -27,11 +27,11 @@ from dptune.analysis._importance import EVALUATOR_NAMES, EVALUATORS, dp_dominanc
 from dptune.analysis._stats import paired_pvalues
 from dptune.errors import DptuneError
 from dptune.vocab import (
-    METRICS,
     display_hyperparameter,
     display_metric,
     display_params,
     display_value,
+    metric_rank,
 )
 
 __all__ = ["downstream_check", "dominance_evidence"]
@@ -56,7 +56,7 @@ def downstream_check(best: pd.DataFrame, recommended: Mapping[tuple[str, int], s
         if b.empty or not rec:
             continue
         cfg = dict(zip(b["metric"].astype(str), b["config_id"].astype(int), strict=True))
-        cfg = {m: cfg[m] for m in sorted(cfg, key=_metric_order)}
+        cfg = {m: cfg[m] for m in sorted(cfg, key=metric_rank)}
         if rec not in cfg:
             continue
         ids = np.array(sorted(set(cfg.values())), dtype=np.int64)
@@ -108,10 +108,6 @@ def downstream_check(best: pd.DataFrame, recommended: Mapping[tuple[str, int], s
 def _config(config_id: int, params: Mapping[int, str]) -> str:
     text = params.get(int(config_id), "")
     return f"configuration {int(config_id)}" + (f" ({display_params(text)})" if text else "")
-
-
-def _metric_order(metric: str) -> int:
-    return METRICS.index(metric) if metric in METRICS else len(METRICS)
 
 
 def _top(imp: pd.DataFrame, evaluator: str) -> tuple[str, float] | None:

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from dptune.analysis._bootstrap import prob_more_discriminative
 from dptune.errors import input_error
 
 __all__ = ["CLAIM_COLUMNS", "ranking_frame", "claims", "affordable_repeats", "estimated_seconds"]
@@ -49,11 +50,11 @@ def ranking_frame(replicates: Mapping[tuple[str, str, int], np.ndarray],
         groups.setdefault((alg, int(cutoff)), []).append(metric)
     for (alg, cutoff), ms in groups.items():
         for a in ms:
-            ra = np.asarray(replicates[(alg, a, cutoff)])
             for b in ms:
                 if a != b:
-                    rb = np.asarray(replicates[(alg, b, cutoff)])
-                    rows.append((alg, cutoff, a, b, float(np.mean(ra < rb)), int(repeat)))
+                    p = prob_more_discriminative(replicates[(alg, a, cutoff)],
+                                                 replicates[(alg, b, cutoff)])
+                    rows.append((alg, cutoff, a, b, p, int(repeat)))
     return pd.DataFrame(rows, columns=["algorithm", "cutoff", "metric_a", "metric_b",
                                        "p_a_better", "repeat"])
 

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from dptune.errors import input_error
-from dptune.vocab import METRICS, display_algorithm, display_metric
+from dptune.vocab import display_algorithm, display_metric, metric_rank
 
 __all__ = ["VERDICT_COLUMNS", "ROBUST_COLUMNS", "recommend", "verdict_frame", "verdict_text"]
 
@@ -42,10 +42,6 @@ VERDICT_COLUMNS = [
     "not_below_floor", "stability_repeats", "claims_dropped", "selected_configs",
     "downstream_differ", "dominant_hyperparameter", "dominance_agreement", "text",
 ]
-
-
-def _metric_order(metric: str) -> int:
-    return METRICS.index(metric) if metric in METRICS else len(METRICS)
 
 
 def _join(items: list[str]) -> str:
@@ -62,7 +58,7 @@ def recommend(robust: pd.DataFrame, claims: pd.DataFrame | None) -> pd.DataFrame
         raise input_error("verdict", "robust", f"missing columns {sorted(missing)}")
     rows = []
     for (alg, cutoff), g in robust.groupby(["algorithm", "cutoff"], sort=False):
-        g = g.assign(_o=g["metric"].map(_metric_order)).sort_values(["mean_p", "_o"],
+        g = g.assign(_o=g["metric"].map(metric_rank)).sort_values(["mean_p", "_o"],
                                                                     kind="stable")
         ev = g[~g["no_evidence"].astype(bool)]
         none = [str(m) for m in g.loc[g["no_evidence"].astype(bool), "metric"]]
