@@ -186,8 +186,10 @@ def verdict_frame(robust: pd.DataFrame, claims: pd.DataFrame | None, level: floa
                   floor: pd.DataFrame | None = None,
                   downstream: Mapping[tuple[str, int], tuple[int, str, str]] | None = None,
                   dominance: Mapping[tuple[str, int], tuple[str, str, str]] | None = None,
-                  ) -> pd.DataFrame:
+                  recommended: pd.DataFrame | None = None) -> pd.DataFrame:
     """The verdict, one row per (algorithm, cutoff), columns :data:`VERDICT_COLUMNS`.
+
+    ``recommended``: :func:`recommend` ``(robust, claims)`` when the caller already has it.
 
     ``floor``: ``algorithm, metric, cutoff, mean_p`` (A/A mean p-value) or None;
     ``downstream``: (algorithm, cutoff) -> ``(selected configurations, ;-joined metrics whose
@@ -196,7 +198,7 @@ def verdict_frame(robust: pd.DataFrame, claims: pd.DataFrame | None, level: floa
     """
     if not 0.0 < float(level) < 1.0:
         raise input_error("verdict", "level", f"must be in (0, 1), got {level}")
-    rec = recommend(robust, claims)
+    rec = recommend(robust, claims) if recommended is None else recommended
     flags = _floor_flags(robust, floor)
     rows = []
     for r in rec.to_dict("records"):

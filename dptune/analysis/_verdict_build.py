@@ -54,4 +54,4 @@ def verdict_for_store(store: Any, dp: pd.DataFrame, robust: RobustResult, *, alp
     if noise_table is not None and not noise_table.empty and "mean_p" in noise_table.columns:
         floor = noise_table[["algorithm", "metric", "cutoff", "mean_p"]]
     return vd.verdict_frame(robust.table, claims, level, floor=floor, downstream=downstream,
-                            dominance=dominance)
+                            dominance=dominance, recommended=rec)

@@ -93,11 +93,8 @@ def _count(done: int, total: int, what: str) -> dict[str, Any]:
 
 def _noise_parts(exp: Experiment, store: ResultStore) -> tuple[list[Path], dict[str, str]]:
     """Paths of the planned noise-floor parts and the algorithms without a noise floor."""
-    try:  # the noise floor's training moves to the sweep package (issue 15)
-        from dptune.store._noise_parts import NOISE_DIR, noise_part_name
-        from dptune.sweep._noise import plan_noise
-    except ImportError:
-        from dptune.analysis._noise import NOISE_DIR, noise_part_name, plan_noise
+    from dptune.store._noise_parts import NOISE_DIR, noise_part_name
+    from dptune.sweep._noise import plan_noise
 
     tasks, skipped = plan_noise(exp, store, exp.analysis.noise_configs)
     return [store.root / NOISE_DIR / noise_part_name(t.algorithm, t.config_id, t.fold) for t in tasks], skipped
