@@ -90,9 +90,6 @@ class RobustPass:
             self.pairs.append(p)
         self.repeats = len(self.pairs)
         self.ids = np.unique(np.concatenate(self.pairs)) if self.n_possible else ids[:0]
-        # repeats with the same pairs share their differences
-        self._same = [next(j for j in range(k + 1) if np.array_equal(self.pairs[j], self.pairs[k]))
-                      for k in range(self.repeats)]
         self._fold_means = {(k, mc): np.zeros(self.n_folds) for k in range(self.repeats)
                             for mc in self.mcs}
         self._all_one = dict.fromkeys(self.mcs, True)
@@ -134,8 +131,8 @@ class RobustPass:
                 values = np.ascontiguousarray(values, dtype=np.float64)
                 n = len(users)
                 mapped = rows
-            point: dict[int, np.ndarray] = {}
-            for k in range(self.repeats):
+            # the repeats beyond the first feed only the bootstrap's claims (result())
+            for k in range(self.repeats if self.bootstrap else 1):
                 ra, rb = mapped[k][:, 0], mapped[k][:, 1]
                 if self.bootstrap:
                     key = (k, n)
@@ -146,11 +143,8 @@ class RobustPass:
                     p, reps = rs.fold_replicate_means(values, ra, rb, self._mult[k], perm,
                                                       starts, w, columns)
                     self._reps[(k, mc)] += reps
-                elif self._same[k] in point:
-                    p = point[self._same[k]]
                 else:
                     p = _point_pvalues(values, ra, rb, n, columns)
-                point.setdefault(self._same[k], p)
                 self._fold_means[(k, mc)][fold_index] = p.mean()
                 if k == 0 and not np.all(p == 1.0):
                     self._all_one[mc] = False
