@@ -343,6 +343,7 @@ def write_report(
     title: str | None = None,
     without_dp: Mapping[str, str] | None = None,
     data_files: Sequence[str] = (),
+    split: Mapping[str, object] | None = None,
 ) -> list[Path]:
     """Write every table, Figure 1 and ``report.md`` into ``out_dir``; return the paths written.
 
@@ -371,6 +372,8 @@ def write_report(
             report is not silent about them.
         data_files: names of the data files the caller writes beside the report (dp.csv, ...),
             listed in report.md's "Files" section.
+        split: the manifest's split description; explains the validation/test gap of the
+            best-configuration table (as in :meth:`Report.from_frames`).
 
     Raises:
         DptuneError: a required column is missing, keys are duplicated, or the primary
@@ -389,5 +392,6 @@ def write_report(
         title=title,
         without_dp=without_dp,
         data_files=data_files,
+        split=split,
     )
     return rep.write(out_dir)
