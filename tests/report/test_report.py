@@ -660,3 +660,13 @@ def test_files_section_lists_the_callers_data_files(tmp_path: Path) -> None:
     for p in paths:  # and every file the report itself wrote
         assert f"`{p.name}`" in files, p.name
     assert not (tmp_path / "dp.csv").exists()  # the caller writes its data files
+
+
+def test_write_report_explains_the_validation_test_gap_given_the_split(tmp_path: Path) -> None:
+    """The frame-level entry point takes the manifest's split like Report.from_frames."""
+    split = {"method": "temporal", "train_ratio": 0.8, "folds": 10}
+    _write(tmp_path / "with", split=split)
+    _write(tmp_path / "without")
+    gap = "Validation and test values are measured on different data"
+    assert gap in (tmp_path / "with" / "report.md").read_text()
+    assert gap not in (tmp_path / "without" / "report.md").read_text()
