@@ -97,6 +97,11 @@ class AlgorithmConfig:
     grid_path: str = ""
 
 
+#: Top-level settings that do not change the per-user results, left out of
+#: :meth:`Experiment.fingerprint` (and of the set-up differences a fingerprint mismatch names).
+NOT_FINGERPRINTED: tuple[str, ...] = ("analysis", "sweep", "description", "source", "name")
+
+
 @dataclass(frozen=True)
 class Experiment:
     """A validated experiment; ``grids`` holds each algorithm's expanded grid."""
@@ -135,7 +140,7 @@ class Experiment:
     def fingerprint(self) -> str:
         """Hash of everything that changes the per-user results (not analysis or sweep settings)."""
         d = self.to_dict()
-        for k in ("analysis", "sweep", "description", "source", "name"):
+        for k in NOT_FINGERPRINTED:
             d.pop(k, None)
         d["grids"] = {a: g.fingerprint() for a, g in self.grids.items()}
         for a in d["algorithms"]:

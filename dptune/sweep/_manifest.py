@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from dptune import __version__
-from dptune.config import Experiment
+from dptune.config import NOT_FINGERPRINTED, Experiment
 from dptune.data._dataset import dataset_stats
 from dptune.errors import DptuneError, input_error
 from dptune.models import get_family
@@ -88,7 +88,8 @@ def validate_experiment(exp: Experiment) -> None:
         family.validate(exp.grids[alg.name].configs(), source=alg.grid_path or alg.grid)
 
 
-_IGNORED = ("analysis", "sweep", "description", "source", "name", "algorithms")
+# algorithms are compared one by one below (type, grid values)
+_IGNORED = (*NOT_FINGERPRINTED, "algorithms")
 
 
 def _flat(d: Any, prefix: str = "") -> dict[str, Any]:
@@ -109,8 +110,8 @@ def setup_changes(manifest: dict[str, Any], exp: Experiment) -> list[str]:
     old_cfg, new_cfg = manifest.get("config") or {}, exp.to_dict()
     if not old_cfg:
         return []
-    old = {k: v for k, v in _flat({k: v for k, v in old_cfg.items() if k not in _IGNORED}).items()}
-    new = {k: v for k, v in _flat({k: v for k, v in new_cfg.items() if k not in _IGNORED}).items()}
+    old = _flat({k: v for k, v in old_cfg.items() if k not in _IGNORED})
+    new = _flat({k: v for k, v in new_cfg.items() if k not in _IGNORED})
     out = [f"{k}: {old.get(k, '(unset)')!r} -> {new.get(k, '(unset)')!r}"
            for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
     before = {a["name"]: a for a in manifest.get("algorithms", [])}
