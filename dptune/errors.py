@@ -22,6 +22,16 @@ def input_error(source: object, field: str | None, problem: str) -> DptuneError:
     return DptuneError(f"{where}: {problem}")
 
 
+def check_int(value: object, source: object, field: str | None, minimum: int) -> int:
+    """``value`` as an ``int`` when it is an integer (Python or numpy, not a bool) ``>= minimum``;
+    else the one-line error ``<source>: <field>: must be an integer >= <minimum>, got <value>``."""
+    import numbers
+
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        raise input_error(source, field, f"must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
 def read_toml(path: object, what: str) -> dict:
     """Parse a TOML file; an unreadable file or invalid TOML is a one-line error naming the file.
 

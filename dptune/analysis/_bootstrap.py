@@ -14,8 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from dptune.analysis import _stats as stats
-from dptune.analysis._pairs import _int_param
-from dptune.errors import input_error
+from dptune.errors import check_int, input_error
 
 __all__ = ["bootstrap_dp", "percentile_ci", "prob_more_discriminative"]
 
@@ -96,8 +95,8 @@ def bootstrap_dp(
     :func:`dptune.analysis._stats.resampled_ttest_pvalues`; other tests loop over replicates (slow).
     Returns ``(n_boot,)`` or ``(M, n_boot)``.
     """
-    n_boot = _int_param(n_boot, "dp", "n_boot", 1)
-    seed = _int_param(seed, "dp", "seed", 0)
+    n_boot = check_int(n_boot, "dp", "n_boot", 1)
+    seed = check_int(seed, "dp", "seed", 0)
     stats.check_test(test, "dp")
     if len(values_a) != len(values_b) or len(values_a) == 0:
         raise input_error("dp", "values", "need the same, non-zero number of folds for a and b")

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from dptune.errors import input_error
+from dptune.errors import check_int, input_error
 
 __all__ = ["MIN_FOLD_USERS", "fold_user_counts", "check_fold_users", "no_evidence",
            "capped_band"]
@@ -45,8 +45,7 @@ def check_fold_users(counts: Mapping[tuple[str, str], int], minimum: int = MIN_F
     The message names the algorithm, the fold, the count and the option (``min_fold_users``)
     that lowers the bar. ``minimum = 0`` turns the check off.
     """
-    if isinstance(minimum, bool) or not isinstance(minimum, (int, np.integer)) or minimum < 0:
-        raise input_error(source, "min_fold_users", f"must be an integer >= 0, got {minimum!r}")
+    minimum = check_int(minimum, source, "min_fold_users", 0)
     for (alg, fold), n in counts.items():
         if int(n) < int(minimum):
             raise input_error(

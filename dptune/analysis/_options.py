@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from dptune.errors import input_error
+from dptune.errors import check_int, input_error
 from dptune.vocab import CORRECTIONS, METRICS, TESTS
 
 __all__ = ["AnalysisOptions", "TESTS", "CORRECTIONS", "validate_options"]
@@ -109,10 +109,6 @@ class AnalysisOptions:
         return dataclasses.asdict(self)
 
 
-def _is_int(v: Any) -> bool:
-    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
-
-
 def validate_options(values: Mapping[str, Any], source: object = "analysis",
                      prefix: str = "") -> dict[str, Any]:
     """Check every analysis option; return them coerced (numpy integers -> ``int``, integral
@@ -140,10 +136,7 @@ def validate_options(values: Mapping[str, Any], source: object = "analysis",
                     ("stability", 0), ("min_fold_users", 0), ("noise_seeds", 0), ("seed", 0)):
         if key not in out or (key == "seed" and out[key] is None):
             continue
-        v = out[key]
-        if not _is_int(v) or v < lo:
-            raise bad(key, f"must be an integer >= {lo}, got {v!r}")
-        out[key] = int(v)
+        out[key] = check_int(out[key], source, f"{prefix}{key}", lo)
     if out.get("noise_seeds") == 1:
         raise bad("noise_seeds", "needs 0 (off) or at least 2 seeds")
     if "alpha" in out:

@@ -20,15 +20,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dptune.errors import input_error
+from dptune.errors import check_int, input_error
 
 __all__ = ["sample_pairs", "format_value", "scope_seed", "scope_pairs"]
-
-
-def _int_param(value: Any, source: str, name: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise input_error(source, name, f"must be an integer >= {minimum}, got {value!r}")
-    return int(value)
 
 
 def _unrank_colex(k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -56,8 +50,8 @@ def sample_pairs(config_ids: np.ndarray, n_pairs: int = 25, seed: int = 0) -> np
     order (row = ``pair_index``). When ``N <= n_pairs`` every pair is returned (in a seeded random
     order). The result depends on the set of ids, not on their order; duplicates are an error.
     """
-    n_pairs = _int_param(n_pairs, "dp", "n_pairs", 1)
-    seed = _int_param(seed, "dp", "seed", 0)
+    n_pairs = check_int(n_pairs, "dp", "n_pairs", 1)
+    seed = check_int(seed, "dp", "seed", 0)
     raw = np.asarray(config_ids).ravel()
     ids = np.unique(raw)
     if ids.size != raw.size:
@@ -102,7 +96,7 @@ def scope_seed(seed: int, scope: str) -> int:
 
     Deterministic across runs and platforms (``zlib.crc32`` of the UTF-8 scope name).
     """
-    seed = _int_param(seed, "dp", "seed", 0)
+    seed = check_int(seed, "dp", "seed", 0)
     state = np.random.SeedSequence([seed, zlib.crc32(scope.encode("utf-8"))]).generate_state(
         1, dtype=np.uint64
     )
@@ -186,8 +180,8 @@ def scope_pairs(
     seed :func:`scope_seed` ``(seed, s)``. Configurations whose ``h`` is missing (NaN) are left
     out of ``h``'s scopes. Scopes with no pair are omitted.
     """
-    n_pairs = _int_param(n_pairs, "dp", "n_pairs", 1)
-    seed = _int_param(seed, "dp", "seed", 0)
+    n_pairs = check_int(n_pairs, "dp", "n_pairs", 1)
+    seed = check_int(seed, "dp", "seed", 0)
     hps = list(hyperparameters)
     for col in ["config_id", *hps]:
         if col not in configs.columns:

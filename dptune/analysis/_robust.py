@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dptune.analysis._dp import sample_pairs, scope_seed
-from dptune.errors import input_error
+from dptune.errors import check_int, input_error
 
 __all__ = [
     "REFERENCE_P",
@@ -83,10 +83,8 @@ def robust_pairs(config_ids: np.ndarray, max_pairs: int = MAX_PAIRS, seed: int =
     """The pairs of the robust estimate, ``(P, 2)``: all ``m (m - 1) / 2`` pairs when that is at
     most ``max_pairs``, else ``max_pairs`` pairs sampled without replacement; seed
     :func:`robust_seed` ``(seed, repeat)``. Rows ``(smaller id, larger id)``."""
-    if isinstance(max_pairs, bool) or not isinstance(max_pairs, (int, np.integer)) \
-            or max_pairs < 1:
-        raise input_error("analysis", "max_pairs", f"must be an integer >= 1, got {max_pairs!r}")
-    return sample_pairs(np.asarray(config_ids), int(max_pairs), robust_seed(seed, repeat))
+    max_pairs = check_int(max_pairs, "analysis", "max_pairs", 1)
+    return sample_pairs(np.asarray(config_ids), max_pairs, robust_seed(seed, repeat))
 
 
 def robust_estimate(pvalues: np.ndarray) -> RobustEstimate:

@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dptune._atomic import temporary_path
-from dptune.errors import input_error
+from dptune.errors import check_int, input_error
 from dptune.store._schema import SCHEMA as STORE_SCHEMA
 from dptune.store._store import ResultStore
 
@@ -55,9 +55,7 @@ NOISE_TRIAL_COLUMNS = ["algorithm", "config_id", "fold", "seed_index", "seed", "
 def check_count(value: Any, name: str, minimum: int) -> int:
     """An integer setting of the noise floor (seeds, configurations, positions, jobs), or a
     one-line input error naming it."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise input_error("noise floor", name, f"must be an integer >= {minimum}, got {value!r}")
-    return int(value)
+    return check_int(value, "noise floor", name, minimum)
 
 
 def is_stochastic(algorithm_type: str) -> bool:

@@ -37,7 +37,7 @@ from typing import Any
 import pandas as pd
 
 from dptune.config import Experiment
-from dptune.errors import input_error
+from dptune.errors import check_int, input_error
 from dptune.report import save_figure
 from dptune.studies._seeds_figure import seeds_figure
 from dptune.studies._seeds_report import seeds_report_md, summary_table
@@ -52,7 +52,6 @@ from dptune.studies._seeds_runs import (
 from dptune.studies._seeds_settings import (
     SPLITS,
     SeedSettings,
-    check_int,
     load_seed_experiment,
     resolve_configs,
     split_seeds,

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from dptune.config import Experiment, parse_experiment
-from dptune.errors import input_error, read_toml
+from dptune.errors import check_int, input_error, read_toml
 from dptune.models import get_family
 from dptune.sweep._plan import derive_seed
 
@@ -58,13 +58,6 @@ class SeedSettings:
     grid_algorithms: tuple[str, ...] | None = None
     grid_seeds: int | None = None
     cache: str | None = None
-
-
-def check_int(value: Any, source: str, key: str, low: int) -> int:
-    """``value`` as an int ``>= low``; anything else is an input error naming ``source`` and ``key``."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        raise input_error(source, key, f"must be an integer >= {low}, got {value!r}")
-    return int(value)
 
 
 def _str_list(value: Any, source: str, key: str) -> tuple[str, ...]:
