@@ -1,4 +1,4 @@
-"""Top-N lists and per-user accuracy / novelty metrics (SPEC section 5), as pure array functions.
+"""Top-N lists and per-user accuracy / novelty metrics, as pure array functions.
 
 Everything here works on integer user/item codes and is vectorised over users and cutoffs: no
 Python loop runs per user. Per-user results have the shape ``(len(METRICS), len(cutoffs),
@@ -216,7 +216,7 @@ def _repair_boundary(
 
 
 def novelty_vectors(train: sp.csr_matrix | sp.csr_array) -> tuple[np.ndarray, np.ndarray]:
-    """Return the per-item novelty vectors ``(efd, epc)`` of a training matrix (SPEC 5).
+    """Return the per-item novelty vectors ``(efd, epc)`` of a training matrix.
 
     Why: EFD and EPC weight each recommended relevant item by how little it is known in the
     training data; the weights depend only on the fold's training matrix, so they are computed
@@ -229,7 +229,7 @@ def novelty_vectors(train: sp.csr_matrix | sp.csr_array) -> tuple[np.ndarray, np
     * ``epc(i) = 1 - users(i) / U``  (expected popularity complement);
     * ``efd(i) = -log2(users(i) / S)``  (expected free discovery).
 
-    Items never seen in training get the maximum novelty (SPEC 5): ``epc = 1`` (the formula with
+    Items never seen in training get the maximum novelty (nobody has seen them): ``epc = 1`` (the formula with
     ``users = 0``) and, since ``log2(0)`` is undefined, ``efd = -log2(1 / S)``, i.e. the value of
     an item seen exactly once, with ``S`` left unchanged. With an empty training matrix every item
     is unseen: ``epc = 1``, ``efd = 0``. Both vectors are float64 of length ``n_items``.
@@ -270,7 +270,7 @@ def metrics_from_topn(
 ) -> np.ndarray:
     """Per-user nDCG, Precision, Recall, MRR, EFD and EPC at every cutoff from top-N lists.
 
-    Why: every metric of SPEC 5 is a function of the binary hit pattern of the top-N list, so one
+    Why: every metric here is a function of the binary hit pattern of the top-N list, so one
     hit matrix gathered for ``K = max(cutoffs)`` and a cumulative sum per metric give all cutoffs.
 
     ``top`` is ``(n_users, k)`` item indices, best first (``k >= K`` normally; missing columns and
@@ -286,7 +286,7 @@ def metrics_from_topn(
       ``g = hit`` (``relevance_aware=True``) or ``g = 1`` for every ranked item (``False``), and
       ``nov`` the ``efd`` / ``epc`` vector of :func:`novelty_vectors`.
 
-    Users with no relevant item are the caller's business (SPEC 5 evaluates only users with at
+    Users with no relevant item are the caller's business (the pipeline evaluates only users with at
     least one): for them recall and nDCG are NaN (0/0) and the other accuracy metrics are 0.
     Returns float64 of shape ``(6, len(cutoffs), n_users)`` in :data:`METRICS` order.
     """
@@ -363,7 +363,7 @@ def evaluate(
 ) -> np.ndarray:
     """Score ``users`` with ``model`` and return their metrics, ``(6, len(cutoffs), len(users))``.
 
-    Why: the "all unrated items" protocol (SPEC 5) ranks the whole catalogue minus the user's
+    Why: the "all unrated items" protocol ranks the whole catalogue minus the user's
     training items; doing it per block of users bounds memory at ``block x n_items`` scores.
 
     For each block ``B`` of ``users``: ``S = model.score(B)`` (dense ``(|B|, n_items)``), then

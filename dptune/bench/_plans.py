@@ -8,7 +8,7 @@ from pathlib import Path
 
 #: Repository root (the grids of Table 2 live in ``grids/``).
 REPO = Path(__file__).resolve().parents[2]
-#: Users evaluated per validation fold of ML-1M in the full store (SPEC 8: "about 5,500").
+#: Users evaluated per validation fold of ML-1M in the full store (about 5,500).
 FULL_USERS = 5500
 #: Folds of the paper's cross-validation.
 FULL_FOLDS = 10

@@ -170,7 +170,7 @@ def temporal_holdout(
 ) -> HoldOut:
     """Per-user temporal hold-out: each user's first floor(train_ratio * n_u) ratings by time train.
 
-    The rest is the test part (SPEC 2); timestamp ties keep row order. Users with fewer than
+    The rest is the test part; timestamp ties keep row order. Users with fewer than
     ``min_user_interactions`` ratings are dropped from both parts and listed in ``dropped_users``.
     """
     _check_ratings(ratings)

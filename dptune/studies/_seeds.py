@@ -1,4 +1,4 @@
-"""Split-seed study (SPEC 7; Wegmeth et al., "The Effect of Random Seeds for Data Splitting on
+"""Split-seed study (Wegmeth et al., "The Effect of Random Seeds for Data Splitting on
 Recommendation Accuracy", PERSPECTIVES @ RecSys 2023): :func:`run_seeds_study`.
 
 How much does the accuracy of a recommender depend on the random seed that splits the data, and

@@ -1,4 +1,4 @@
-"""Slice study (SPEC 7; Tagliabue et al., "EvalRS: a rounded evaluation of recommender
+"""Slice study (Tagliabue et al., "EvalRS: a rounded evaluation of recommender
 systems", CIKM 2022 data challenge): :func:`run_slices_study`, metrics, miss rate and
 discriminative power per user slice of a result store.
 

@@ -122,7 +122,7 @@ def slices_report_md(exp: Experiment, man: dict[str, Any], dataset: str, dpt: pd
     the metrics of every slice at ``cutoff``."""
     ev = man.get("evaluation", {})
     L = [f"# Slice analysis: {dataset}", "",
-         "Metrics, miss rate and discriminative power per user slice (SPEC 7; slicing as in "
+         "Metrics, miss rate and discriminative power per user slice (slicing as in "
          "EvalRS 2022: log-scaled bins, no hand-picked thresholds). Method: "
          "`docs/seeds-and-slices.md`.", "", "## Settings", "",
          markdown_table(["Setting", "Value"], [
