@@ -143,6 +143,28 @@ def test_bad_grid_fails_before_anything_is_computed(tmp_path, capsys, which, gri
 
 
 @pytest.mark.parametrize(
+    ("algorithm_type", "grid", "needles"),
+    [
+        pytest.param("cornac:EASE", '[params.lamb]\nvalues = [["abc"]]\n',
+                     ["g2.toml", "lamb", "['abc']"], id="cornac-list"),
+        pytest.param("cornac:EASE", '[params.lamb]\nvalues = [100.0, "abc"]\n',
+                     ["g2.toml: lamb:", "'abc'"], id="cornac-string"),
+        pytest.param("python:dptune.models.examples:PureSVD", '[params.factors]\nvalues = [4, "x"]\n',
+                     ["g2.toml: factors:", "'x'"], id="python-string"),
+    ],
+)
+def test_bad_model_value_fails_before_anything_is_written(tmp_path, capsys, algorithm_type,
+                                                         grid, needles):
+    """A wrong value for a cornac or Python model stops the run before anything is written, so
+    nothing (no manifest, no fingerprint) stands in the way of the corrected rerun."""
+    cfg = _setup(tmp_path, grid2=grid)
+    cfg.write_text(cfg.read_text().replace('type = "itemknn"', f'type = "{algorithm_type}"'))
+    assert _run(cfg, tmp_path) == 2
+    _one_line(capsys, *needles)
+    assert not (tmp_path / "results").exists()
+
+
+@pytest.mark.parametrize(
     ("extra", "replace", "field"),
     [
         pytest.param("", ("[split]\nfolds = 2", "[split]\nfodls = 2"), "split.fodls", id="section-key"),

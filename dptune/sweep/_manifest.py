@@ -85,7 +85,8 @@ def validate_experiment(exp: Experiment) -> None:
             family = get_family(alg.type)
         except DptuneError as err:
             raise input_error(exp.source, f"algorithms[{i}].type", str(err).split(": ", 2)[-1]) from None
-        family.validate(exp.grids[alg.name].configs(), source=alg.grid_path or alg.grid)
+        family.check(exp.grids[alg.name].configs(),
+                     source=alg.grid or f"{exp.source}: algorithms[{i}]")
 
 
 # algorithms are compared one by one below (type, grid values)
