@@ -164,6 +164,30 @@ def test_bad_model_value_fails_before_anything_is_written(tmp_path, capsys, algo
     assert not (tmp_path / "results").exists()
 
 
+def test_nothing_to_compare_is_refused_before_the_sweep(tmp_path, capsys):
+    """Only one-configuration algorithms (cornac:MostPop without a grid, a kNN with one k): no
+    pair of configurations exists, so there is no DP to measure; the run says so up front."""
+    cfg = tmp_path / "pop.toml"
+    (tmp_path / "one.toml").write_text("[params.k]\nvalues = [10]\n")
+    cfg.write_text(f'name = "pop"\n[data]\nsource = "{tmp_path / "nowhere.csv"}"\n'
+                   '[[algorithms]]\nname = "mostpop"\ntype = "cornac:MostPop"\n'
+                   f'[[algorithms]]\nname = "knn"\ntype = "itemknn"\ngrid = "{tmp_path / "one.toml"}"\n')
+    assert _run(cfg, tmp_path) == 2
+    _one_line(capsys, str(cfg), "algorithms: nothing to compare", "mostpop: 1 configuration",
+              "knn: 1 configuration")
+    assert not (tmp_path / "results").exists()
+
+
+def test_report_of_an_empty_dp_says_nothing_to_compare():
+    from dptune.errors import DptuneError
+    from dptune.report import Report
+    from dptune.report._inputs import CURVE_INPUT, DP_INPUT
+
+    dp, curves = pd.DataFrame(columns=list(DP_INPUT)), pd.DataFrame(columns=list(CURVE_INPUT))
+    with pytest.raises(DptuneError, match="nothing to compare"):
+        Report.from_frames(dp, curves, None, None, None)
+
+
 @pytest.mark.parametrize(
     ("extra", "replace", "field"),
     [
