@@ -132,7 +132,12 @@ class SignatureFamily(Family):
         for idx, cfg in enumerate(configs):
             model = self.make(cfg, seed)
             fitted = model.fit(X)
-            yield idx, (fitted if callable(getattr(fitted, "score", None)) else model)
+            yield idx, self.scored(fitted if callable(getattr(fitted, "score", None)) else model,
+                                   X.shape[1])
+
+    def scored(self, model: Any, n_items: int) -> Any:
+        """The fitted model as the evaluation engine calls it (the adapters: unchanged)."""
+        return model
 
 
 class CornacFamily(SignatureFamily):
@@ -191,6 +196,10 @@ class PythonFamily(SignatureFamily):
         super().__init__(type_name or f"python:{target}", factory,
                          declared if declared is not None else "seed" in params)
 
+    def scored(self, model: Any, n_items: int) -> ShapeChecked:
+        """The model with its ``score`` output checked (:class:`ShapeChecked`)."""
+        return ShapeChecked(model, self.type, n_items)
+
     def make(self, cfg: dict, seed: int) -> Any:
         """``factory(**cfg)`` plus ``seed=seed`` when the factory takes a seed."""
         kwargs = dict(cfg)
@@ -247,6 +256,39 @@ def _check_kind(value: Any, kinds: tuple[type, ...] | None, source: str, key: st
                  str: "a string", type(None): "none"}
         want = " or ".join(names[k] for k in kinds if k is not type(None))
         raise input_error(source, key, f"must be {want} for {model}, got {value!r}")
+
+
+class ShapeChecked:
+    """A fitted Python model whose ``score`` output is checked: ``(len(users), n_items)``
+    numbers, else one error naming the model, the expected and the actual shape (instead of a
+    traceback deep in the evaluation). Every other attribute is the model's own."""
+
+    def __init__(self, model: Any, name: str, n_items: int) -> None:
+        self.model, self.name, self.n_items = model, name, n_items
+
+    def score(self, users: Any) -> Any:
+        """``model.score(users)``, checked."""
+        import numpy as np
+
+        out = self.model.score(users)
+        expected = (len(users), self.n_items)
+        shape = getattr(out, "shape", None)
+        if shape is None:
+            try:
+                shape = np.shape(out)
+            except Exception:  # noqa: BLE001 - an unshapeable value: reported below
+                shape = None
+        if tuple(shape or ()) != expected:
+            got = f"shape {tuple(shape)}" if shape is not None else f"a {type(out).__name__}"
+            raise input_error(self.name, "score",
+                              f"returned {got}, expected {expected} (one row per user of the "
+                              "block, one column per item of the training matrix)")
+        return out
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr == "model":  # not set yet (unpickling): no recursion
+            raise AttributeError(attr)
+        return getattr(self.model, attr)
 
 
 def _signature(factory: Callable[..., Any]) -> dict:

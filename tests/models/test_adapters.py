@@ -214,6 +214,34 @@ def test_a_constructor_that_refuses_a_value_is_reported_before_the_sweep():
         fam.check([{"alpha": 0.2}, {"alpha": 3}], source="g.toml")
 
 
+@pytest.mark.parametrize(("rows", "cols", "got"), [
+    (lambda n: n, lambda m: m - 1, "shape (16, 29)"),
+    (lambda n: 1, lambda m: m, "shape (1, 30)"),
+    (None, None, "shape (30,)"),
+])
+def test_python_model_score_of_the_wrong_shape_is_one_line(rows, cols, got):
+    class Bad:
+        def fit(self, X):
+            self.n_items = X.shape[1]
+            return self
+
+        def score(self, users):
+            if rows is None:
+                return np.zeros(self.n_items)
+            return np.zeros((rows(len(users)), cols(self.n_items)))
+
+    from dptune.models import PythonFamily
+
+    X = random_matrix()
+    (_, model), = PythonFamily(Bad, type_name="bad-model").fit_unit(X, [{}], seed=0)
+    efd, epc = novelty_vectors(X)
+    with pytest.raises(DptuneError) as err:
+        evaluate(model, np.arange(1, 17), X, X, (1, 5), efd, epc, block=16)
+    assert str(err.value) == (f"bad-model: score: returned {got}, expected (16, 30) (one row per "
+                              "user of the block, one column per item of the training matrix)")
+    assert model.n_items == 30  # the model's own attributes are reachable through the check
+
+
 def test_python_model_is_scored_in_blocks_by_the_engine():
     calls = []
 
