@@ -81,7 +81,6 @@ HYPERPARAMETER_NAMES: dict[str, str] = {
     "iterations": "Iterations",
     "epochs": "Iterations",
     "learning_rate": "Learning rate",
-    "k": "Nearest neighbors",
 }
 #: Default row order of hyperparameters (the paper's Table 5 order); others follow, sorted.
 HYPERPARAMETER_ORDER: tuple[str, ...] = ("factors", "iterations", "epochs", "learning_rate", "k")
@@ -101,8 +100,18 @@ def display_metric(metric: str, cutoff: int | None = None) -> str:
     return name if cutoff is None else f"{name}@{int(cutoff)}"
 
 
-def display_hyperparameter(key: str) -> str:
-    """Return the display name of a hyperparameter key (``learning_rate`` -> ``Learning rate``)."""
+def display_hyperparameter(key: str, algorithm: str | None = None) -> str:
+    """Return the display name of a hyperparameter key (``learning_rate`` -> ``Learning rate``).
+
+    ``k`` means two things: the neighbourhood size of the kNN models (User-kNN, Item-kNN,
+    cornac's UserKNN/ItemKNN) and the number of latent factors of most cornac models (BPR, MF,
+    WMF, ...). With the ``algorithm`` it belongs to, it is "Nearest neighbors" when the
+    algorithm's name contains ``knn`` and "Latent factors" otherwise; without, plain ``k``.
+    """
+    if key == "k":
+        if algorithm is None:
+            return "k"
+        return "Nearest neighbors" if "knn" in str(algorithm).lower() else "Latent factors"
     return HYPERPARAMETER_NAMES.get(key, key)
 
 

@@ -143,6 +143,52 @@ def test_bad_grid_fails_before_anything_is_computed(tmp_path, capsys, which, gri
 
 
 @pytest.mark.parametrize(
+    ("algorithm_type", "grid", "needles"),
+    [
+        pytest.param("cornac:EASE", '[params.lamb]\nvalues = [["abc"]]\n',
+                     ["g2.toml", "lamb", "['abc']"], id="cornac-list"),
+        pytest.param("cornac:EASE", '[params.lamb]\nvalues = [100.0, "abc"]\n',
+                     ["g2.toml: lamb:", "'abc'"], id="cornac-string"),
+        pytest.param("python:dptune.models.examples:PureSVD", '[params.factors]\nvalues = [4, "x"]\n',
+                     ["g2.toml: factors:", "'x'"], id="python-string"),
+    ],
+)
+def test_bad_model_value_fails_before_anything_is_written(tmp_path, capsys, algorithm_type,
+                                                         grid, needles):
+    """A wrong value for a cornac or Python model stops the run before anything is written, so
+    nothing (no manifest, no fingerprint) stands in the way of the corrected rerun."""
+    cfg = _setup(tmp_path, grid2=grid)
+    cfg.write_text(cfg.read_text().replace('type = "itemknn"', f'type = "{algorithm_type}"'))
+    assert _run(cfg, tmp_path) == 2
+    _one_line(capsys, *needles)
+    assert not (tmp_path / "results").exists()
+
+
+def test_nothing_to_compare_is_refused_before_the_sweep(tmp_path, capsys):
+    """Only one-configuration algorithms (cornac:MostPop without a grid, a kNN with one k): no
+    pair of configurations exists, so there is no DP to measure; the run says so up front."""
+    cfg = tmp_path / "pop.toml"
+    (tmp_path / "one.toml").write_text("[params.k]\nvalues = [10]\n")
+    cfg.write_text(f'name = "pop"\n[data]\nsource = "{tmp_path / "nowhere.csv"}"\n'
+                   '[[algorithms]]\nname = "mostpop"\ntype = "cornac:MostPop"\n'
+                   f'[[algorithms]]\nname = "knn"\ntype = "itemknn"\ngrid = "{tmp_path / "one.toml"}"\n')
+    assert _run(cfg, tmp_path) == 2
+    _one_line(capsys, str(cfg), "algorithms: nothing to compare", "mostpop: 1 configuration",
+              "knn: 1 configuration")
+    assert not (tmp_path / "results").exists()
+
+
+def test_report_of_an_empty_dp_says_nothing_to_compare():
+    from dptune.errors import DptuneError
+    from dptune.report import Report
+    from dptune.report._inputs import CURVE_INPUT, DP_INPUT
+
+    dp, curves = pd.DataFrame(columns=list(DP_INPUT)), pd.DataFrame(columns=list(CURVE_INPUT))
+    with pytest.raises(DptuneError, match="nothing to compare"):
+        Report.from_frames(dp, curves, None, None, None)
+
+
+@pytest.mark.parametrize(
     ("extra", "replace", "field"),
     [
         pytest.param("", ("[split]\nfolds = 2", "[split]\nfodls = 2"), "split.fodls", id="section-key"),

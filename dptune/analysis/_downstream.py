@@ -131,20 +131,20 @@ def dominance_evidence(dp: pd.DataFrame, importance: pd.DataFrame | None, algori
             t = _top(imp, ev)
             if t:
                 picks.append((EVALUATOR_NAMES[ev], t[0]))
-                parts.append(f"{EVALUATOR_NAMES[ev]} {display_hyperparameter(t[0])} ({t[1]:.2f})")
+                parts.append(f"{EVALUATOR_NAMES[ev]} {display_hyperparameter(t[0], algorithm)} ({t[1]:.2f})")
     dom = dp_dominance(dp, algorithm, metric, cutoff)
     unit = "DP per pair" if dom["per_pair"] else "DP"
     if dom["table5"]:
         h, v, d, n = dom["table5"][0]
         picks.append(("Table 5", h))
         val = d / n if dom["per_pair"] else d
-        parts.append(f"Table 5 {display_hyperparameter(h)} (best {unit} {val:.3f} at {h}={display_value(v)}, "
+        parts.append(f"Table 5 {display_hyperparameter(h, algorithm)} (best {unit} {val:.3f} at {h}={display_value(v)}, "
                      f"{n} pairs)")
     if dom["only"]:
         h, d, n = dom["only"][0]
         picks.append(("one at a time", h))
         val = d / n if dom["per_pair"] else d
-        parts.append(f"one at a time {display_hyperparameter(h)} ({unit} {val:.3f}, {n} pairs)")
+        parts.append(f"one at a time {display_hyperparameter(h, algorithm)} ({unit} {val:.3f}, {n} pairs)")
     if not picks:
         return None
     count: dict[str, int] = {}
@@ -153,5 +153,5 @@ def dominance_evidence(dp: pd.DataFrame, importance: pd.DataFrame | None, algori
     top = max(count, key=lambda h: (count[h], -[p[1] for p in picks].index(h)))
     agree = f"{count[top]} of {len(picks)}"
     text = (f"Dominant hyperparameter for {display_metric(metric, cutoff)}: "
-            f"{display_hyperparameter(top)} ({agree} analyses agree: " + "; ".join(parts) + ").")
+            f"{display_hyperparameter(top, algorithm)} ({agree} analyses agree: " + "; ".join(parts) + ").")
     return top, agree, text

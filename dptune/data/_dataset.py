@@ -24,6 +24,7 @@ from dptune.data._fetch import (
     _cached_file,
     _check_counts,
     fetch,
+    portable_path,
 )
 from dptune.data._readers import COLUMNS, FORMATS, _read_bytes, read_ratings
 from dptune.errors import input_error
@@ -246,8 +247,8 @@ def load_dataset(
     if key in _GROUPLENS:
         path = _cached_file(key, _cache_root(None)) or fetch(key)
         raw = read_ratings(path)
-        _check_counts(key, raw, str(path))
-        return _build(raw, key, str(path), min_rating, int(kcore), log)
+        _check_counts(key, raw, portable_path(path))
+        return _build(raw, key, portable_path(path), min_rating, int(kcore), log)
     path = Path(source)
     if not path.exists():
         raise input_error(

@@ -75,6 +75,20 @@ def _cache_root(cache_dir: str | os.PathLike[str] | None) -> Path:
     return Path(env).expanduser() if env else Path.home() / ".cache" / "dptune"
 
 
+def portable_path(path: str | os.PathLike[str]) -> str:
+    """``path`` as written in manifests and reports: the home directory shown as ``~``, so that
+    a committed report does not carry one user's absolute path (``~/.cache/dptune/ml-1m/...``).
+    A path outside the home directory, or not a file path, is returned unchanged."""
+    text = str(path)
+    try:
+        home = str(Path.home())
+    except (KeyError, RuntimeError):  # no home directory known
+        return text
+    if home not in ("", "/") and (text == home or text.startswith(home + os.sep)):
+        return "~" + text[len(home):]
+    return text
+
+
 def _cached_file(name: str, root: Path) -> Path | None:
     """The cached copy of ``name`` (GroupLens file or mirror file), if one exists."""
     for filename in (_GROUPLENS[name][2], _MIRRORS[name][2]):

@@ -99,7 +99,17 @@ def _parse_number(values: pd.Series, source: str, field: str, where) -> np.ndarr
 
 
 def _parse_timestamp(values: pd.Series, source: str, where) -> np.ndarray:
-    """Timestamps as int64; float values are truncated toward zero."""
+    """Timestamps as int64, used only to order each user's ratings.
+
+    * numbers (integers, or floats truncated toward zero) are kept as they are: any unit works
+      (seconds, milliseconds, a sequence number) as long as the whole column uses one;
+    * dates and times (a datetime column of Parquet, or ISO-8601 text such as
+      ``2024-03-01T12:00:00Z``, ``2024-03-01T12:00:00+02:00`` or ``2024-03-01``; without an
+      offset the time is taken as UTC) become microseconds since 1970-01-01 UTC.
+
+    A column mixing numbers and dates, a missing value or text that is neither is an error
+    naming its line.
+    """
     if pd.api.types.is_integer_dtype(values.dtype) and not values.isna().any():
         return values.to_numpy(dtype=np.int64)
     if pd.api.types.is_datetime64_any_dtype(values.dtype):
@@ -107,16 +117,48 @@ def _parse_timestamp(values: pd.Series, source: str, where) -> np.ndarray:
         if missing.any():
             i = int(np.argmax(missing))
             raise input_error(source, "timestamp", f"{where(i)}: missing value")
-        if isinstance(values.dtype, pd.DatetimeTZDtype):
-            values = values.dt.tz_convert("UTC").dt.tz_localize(None)
-        return values.to_numpy(dtype="datetime64[s]").astype(np.int64)
+        return _microseconds(values)
     if not pd.api.types.is_numeric_dtype(values.dtype) and not values.isna().any():
         text = values.astype("str").str.strip()
         if text.str.fullmatch(r"-?[0-9]{1,18}").all():  # exact, no float round trip
             return text.astype(np.int64).to_numpy()
+        numbers = pd.to_numeric(text, errors="coerce").notna().to_numpy()
+        if not numbers.all() and (text != "").all():
+            dates = _dates(values, text, numbers, source, where)
+            if dates is not None:
+                return dates
     nums = _parse_number(values, source, "timestamp", where)
     out_of_range = np.abs(nums) >= 2.0**63
     if out_of_range.any():
         i = int(np.argmax(out_of_range))
         raise input_error(source, "timestamp", f"{where(i)}: {nums[i]!r} is out of range")
     return np.trunc(nums).astype(np.int64)
+
+
+def _microseconds(values: pd.Series) -> np.ndarray:
+    """A datetime column as int64 microseconds since 1970-01-01 UTC (naive values are UTC)."""
+    if isinstance(values.dtype, pd.DatetimeTZDtype):
+        values = values.dt.tz_convert("UTC").dt.tz_localize(None)
+    return values.to_numpy(dtype="datetime64[us]").astype(np.int64)
+
+
+def _dates(values: pd.Series, text: pd.Series, numbers: np.ndarray, source: str,
+           where) -> np.ndarray | None:
+    """ISO-8601 text as microseconds since 1970-01-01 UTC; the first value that is not an
+    ISO-8601 date, or a number among dates, is an error naming its line. ``None`` when no value
+    is a date (a numeric column with bad text: the caller names the first non-number)."""
+    dates = pd.to_datetime(text, utc=True, format="ISO8601", errors="coerce")
+    bad = dates.isna().to_numpy()
+    if bad.all() and numbers.any():
+        return None
+    if bad.any():
+        i = int(np.argmax(bad))
+        if numbers[i]:
+            j = int(np.argmax(~bad))
+            raise input_error(source, "timestamp",
+                              f"{where(i)}: {values.iloc[i]!r} is a number but {where(j)} holds "
+                              f"the date {values.iloc[j]!r}; use one kind for the whole column")
+        raise input_error(source, "timestamp",
+                          f"{where(i)}: {values.iloc[i]!r} is neither a number nor an ISO-8601 "
+                          "date or date-time (2024-03-01, 2024-03-01T12:00:00Z)")
+    return _microseconds(dates)

@@ -39,6 +39,14 @@ _RECBOLE_NAMES = {
     "rating": "rating",
     "timestamp": "timestamp",
 }
+#: Header names recognised without a ``columns`` mapping (case-insensitive, first match wins):
+#: dptune's own, LensKit's and RecBole's ``user_id, item_id`` and MovieLens' ``userId, movieId``.
+HEADER_NAMES = {
+    "user": ("user", "user_id", "userid"),
+    "item": ("item", "item_id", "itemid", "movieid"),
+    "rating": ("rating",),
+    "timestamp": ("timestamp",),
+}
 _NUMERIC_ID = r"0|[1-9][0-9]{0,17}"  # no sign, no leading zeros, fits int64
 _NEGATIVE_ID = r"-[0-9]+"
 _UNIT_SEP = "\x1f"  # stands in for "::" so the C parser can read ml-dat files
@@ -312,8 +320,10 @@ def _resolve_columns(
         wanted = {}
         for key in COLUMNS:
             wanted[key] = columns.get(key, key)
-            if key not in columns and key not in names and key in lower:
-                names[key] = lower[key]
+            if key not in columns and key not in names:
+                alias = next((a for a in HEADER_NAMES[key] if a in lower), None)
+                if alias is not None:
+                    names[key] = lower[alias]
     resolved = {}
     for key in COLUMNS:
         col = wanted[key]
@@ -322,15 +332,28 @@ def _resolve_columns(
                 continue  # own mapping without this column: implicit feedback / no timestamps
             found = ", ".join(str(c) for c in file_columns)
             where = f"columns.{key}" if key in columns else key
-            hint = "" if fmt == "recbole" else (
-                f"; map it with columns={{'{key}': '<name>'}}" if key not in columns else "")
-            if key in _OPTIONAL and not columns:
-                hint += " (or give columns = {user = ..., item = ...} without it)"
-            raise input_error(
-                source, where, f"missing column {col!r} in the header (found: {found}){hint}"
-            )
+            raise input_error(source, where, f"missing column {col!r} in the header (found: "
+                              f"{found}){_columns_hint(key, fmt, columns, wanted, names)}")
         resolved[key] = names[col]
     return resolved
+
+
+def _columns_hint(key: str, fmt: str, columns: dict, wanted: dict, names: dict) -> str:
+    """How to say, in the experiment's TOML, which column holds ``key`` (or, for the optional
+    rating and timestamp, how to read the file without it); the columns found are filled in."""
+    if fmt == "recbole" or key in columns:
+        return ""
+    found = {k: str(names[wanted[k]]) for k in COLUMNS if k != key and wanted[k] in names}
+
+    def toml(mapping: dict[str, str]) -> str:
+        return "columns = { " + ", ".join(f'{k} = "{v}"' for k, v in mapping.items()) + " }"
+
+    named = {k: found.get(k, "<column>") for k in COLUMNS
+             if k in found or k == key or k not in _OPTIONAL}
+    if key in _OPTIONAL and not columns:
+        return (f"; name its column in the experiment's [data] table ({toml(named)}), or leave "
+                f"it out to read the file without it ({toml(found)})")
+    return f"; name it in the experiment's [data] table: {toml(named)}"
 
 
 def _read_parquet(data: bytes, source: str, columns: dict[str, str]) -> pd.DataFrame:

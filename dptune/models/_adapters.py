@@ -19,6 +19,8 @@ from __future__ import annotations
 import importlib
 import inspect
 import json
+import math
+import numbers
 import os
 import re
 import sys
@@ -74,6 +76,7 @@ class SignatureFamily(Family):
         self._required_keys = tuple(
             n for n in self.hyperparameters if params[n].default is inspect.Parameter.empty
         )
+        self._kinds = {n: _kinds(params[n]) for n in self.hyperparameters}
         self._stochastic = bool(stochastic)
 
     @property
@@ -86,10 +89,30 @@ class SignatureFamily(Family):
 
     def validate(self, configs: Sequence[dict], source: str = "algorithm") -> list[dict]:
         """Unknown constructor keywords raise ``input_error`` naming the key (any key passes
-        when the constructor takes ``**kwargs``)."""
-        if self._any_key:
-            return [dict(c) for c in configs]
-        return super().validate(configs, source)
+        when the constructor takes ``**kwargs``); a value of the wrong type for its parameter
+        (see :func:`_kinds`) raises ``input_error`` naming the key and the value."""
+        out = [dict(c) for c in configs] if self._any_key else super().validate(configs, source)
+        for cfg in out:
+            for key, value in cfg.items():
+                _check_kind(value, self._kinds.get(key), source, key, self.type)
+        return out
+
+    def check(self, configs: Sequence[dict], source: str = "algorithm") -> None:
+        """:meth:`validate`, then build (not fit) every configuration's model, so that a value
+        the constructor refuses stops the sweep before any unit starts; the error names
+        ``source`` (the grid file), the configuration and the constructor's message."""
+        for cfg in self.validate(configs, source):
+            try:
+                self.build(cfg)
+            except Exception as err:  # noqa: BLE001 - any refusal is the user's value
+                shown = ", ".join(f"{k}={v!r}" for k, v in cfg.items()) or "no hyperparameter"
+                msg = str(err).splitlines()[0] if str(err) else type(err).__name__
+                raise input_error(source, shown, f"{self.type} refuses this configuration: "
+                                  f"{msg}") from None
+
+    def build(self, cfg: dict) -> Any:
+        """The model object of ``cfg`` as the sweep will build it (not fitted)."""
+        return self.make(cfg, 0)
 
     def units(self, configs: list[dict]) -> list[list[int]]:
         """One unit per configuration."""
@@ -109,7 +132,12 @@ class SignatureFamily(Family):
         for idx, cfg in enumerate(configs):
             model = self.make(cfg, seed)
             fitted = model.fit(X)
-            yield idx, (fitted if callable(getattr(fitted, "score", None)) else model)
+            yield idx, self.scored(fitted if callable(getattr(fitted, "score", None)) else model,
+                                   X.shape[1])
+
+    def scored(self, model: Any, n_items: int) -> Any:
+        """The fitted model as the evaluation engine calls it (the adapters: unchanged)."""
+        return model
 
 
 class CornacFamily(SignatureFamily):
@@ -125,6 +153,10 @@ class CornacFamily(SignatureFamily):
     def make(self, cfg: dict, seed: int) -> CornacModel:
         """A :class:`CornacModel` of ``cfg``."""
         return CornacModel(self.class_name, cfg, seed=seed)
+
+    def build(self, cfg: dict) -> Any:
+        """The cornac object itself (the adapter builds it only at fit time)."""
+        return self.make(cfg, 0)._build()
 
 
 class ImplicitFamily(SignatureFamily):
@@ -164,6 +196,10 @@ class PythonFamily(SignatureFamily):
         super().__init__(type_name or f"python:{target}", factory,
                          declared if declared is not None else "seed" in params)
 
+    def scored(self, model: Any, n_items: int) -> ShapeChecked:
+        """The model with its ``score`` output checked (:class:`ShapeChecked`)."""
+        return ShapeChecked(model, self.type, n_items)
+
     def make(self, cfg: dict, seed: int) -> Any:
         """``factory(**cfg)`` plus ``seed=seed`` when the factory takes a seed."""
         kwargs = dict(cfg)
@@ -173,6 +209,86 @@ class PythonFamily(SignatureFamily):
             return self.factory(**kwargs)
         except TypeError as err:
             raise input_error("algorithm", self.type, f"bad parameters: {err}") from None
+
+
+#: Python types a constructor parameter can be checked against, by annotation name.
+_KIND_NAMES = {"int": int, "float": float, "str": str, "bool": bool, "None": type(None)}
+
+
+def _kinds(param: inspect.Parameter) -> tuple[type, ...] | None:
+    """The value types a constructor parameter accepts: from its annotation when it is made of
+    ``int``, ``float``, ``str``, ``bool`` and ``None`` (``float | None``, ``Optional[int]``),
+    else from its default (a number default takes any real number, a ``bool`` default a bool, a
+    ``str`` default a string); ``None`` (anything goes) otherwise."""
+    ann = param.annotation
+    if ann is not inspect.Parameter.empty:
+        text = ann if isinstance(ann, str) else getattr(ann, "__name__", str(ann))
+        text = re.sub(r"^(typing\.)?Optional\[(.*)\]$", r"\2 | None", str(text).strip())
+        parts = [t.strip() for t in str(text).split("|")]
+        if parts and all(t in _KIND_NAMES for t in parts):
+            return tuple(_KIND_NAMES[t] for t in parts)
+    default = param.default
+    if isinstance(default, bool):
+        return (bool,)
+    if isinstance(default, numbers.Real):
+        return (float,)
+    if isinstance(default, str):
+        return (str,)
+    return None
+
+
+def _check_kind(value: Any, kinds: tuple[type, ...] | None, source: str, key: str,
+                model: str) -> None:
+    """``input_error(source, key, ...)`` unless ``value`` fits ``kinds`` (an ``int`` parameter
+    takes an integral number, a ``float`` one any finite number; a bool is not a number)."""
+    if kinds is None:
+        return
+    if value is None and type(None) in kinds:
+        return
+    if isinstance(value, bool):
+        ok = bool in kinds
+    elif isinstance(value, numbers.Real):
+        ok = (float in kinds or (int in kinds and float(value).is_integer())) and math.isfinite(value)
+    else:
+        ok = isinstance(value, tuple(k for k in kinds if k not in (int, float, bool)))
+    if not ok:
+        names = {bool: "true or false", int: "an integer", float: "a finite number",
+                 str: "a string", type(None): "none"}
+        want = " or ".join(names[k] for k in kinds if k is not type(None))
+        raise input_error(source, key, f"must be {want} for {model}, got {value!r}")
+
+
+class ShapeChecked:
+    """A fitted Python model whose ``score`` output is checked: ``(len(users), n_items)``
+    numbers, else one error naming the model, the expected and the actual shape (instead of a
+    traceback deep in the evaluation). Every other attribute is the model's own."""
+
+    def __init__(self, model: Any, name: str, n_items: int) -> None:
+        self.model, self.name, self.n_items = model, name, n_items
+
+    def score(self, users: Any) -> Any:
+        """``model.score(users)``, checked."""
+        import numpy as np
+
+        out = self.model.score(users)
+        expected = (len(users), self.n_items)
+        shape = getattr(out, "shape", None)
+        if shape is None:
+            try:
+                shape = np.shape(out)
+            except Exception:  # noqa: BLE001 - an unshapeable value: reported below
+                shape = None
+        if tuple(shape or ()) != expected:
+            got = f"shape {tuple(shape)}" if shape is not None else f"a {type(out).__name__}"
+            raise input_error(self.name, "score",
+                              f"returned {got}, expected {expected} (one row per user of the "
+                              "block, one column per item of the training matrix)")
+        return out
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr == "model":  # not set yet (unpickling): no recursion
+            raise AttributeError(attr)
+        return getattr(self.model, attr)
 
 
 def _signature(factory: Callable[..., Any]) -> dict:

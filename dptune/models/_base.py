@@ -109,6 +109,11 @@ class Family(ABC):
             out.append(self._normalise(dict(cfg), source))
         return out
 
+    def check(self, configs: Sequence[dict], source: str = "algorithm") -> None:
+        """Everything that can be checked about ``configs`` before training, in the parent
+        process before any unit starts (the built-in families: :meth:`validate`)."""
+        self.validate(configs, source)
+
     def _required(self) -> tuple[str, ...]:
         return self.hyperparameters
 

@@ -127,7 +127,7 @@ def _edge_sentences(best: pd.DataFrame, primary: tuple[str, int]) -> list[str]:
     out = []
     for r in rows.itertuples(index=False):
         sides = [part.split("=", 1) for part in str(r.grid_edge).split(";")]
-        where = "; ".join(f"{display_hyperparameter(h)} at its {side} value" for h, side in sides)
+        where = "; ".join(f"{display_hyperparameter(h, r.algorithm)} at its {side} value" for h, side in sides)
         out.append(f"{display_algorithm(r.algorithm)}: the configuration "
                    f"{display_metric(primary[0], int(primary[1]))} selects sits on the edge of "
                    f"the grid ({where}); the optimum may lie outside it, consider widening the "

@@ -212,6 +212,9 @@ class Report:
         metric, cutoff = str(primary[0]), int(primary[1])
         primary = (metric, cutoff)
         all_scope = scope_all(dp)
+        if all_scope.empty:
+            raise input_error("dp", None, "nothing to compare: no algorithm has two "
+                              "configurations, so no pair was tested and there is no DP to report")
         if all_scope[(all_scope["metric"] == metric) & (all_scope["cutoff"] == cutoff)].empty:
             pairs = zip(all_scope["metric"], all_scope["cutoff"], strict=True)
             available = sorted({f"{m}@{c}" for m, c in pairs})

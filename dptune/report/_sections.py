@@ -12,6 +12,7 @@ from typing import Any
 
 import pandas as pd
 
+from dptune.data._fetch import portable_path
 from dptune.report._format import display_value, ordered_metrics
 from dptune.report._table import Block, Cell
 from dptune.vocab import display_algorithm, display_metric
@@ -89,7 +90,7 @@ def experiment_settings(manifest: Mapping[str, Any], options: Any) -> dict[str, 
     seed = option(options, "seed")
     return {
         "Experiment": manifest["experiment"],
-        "Data set": f"{manifest['dataset']['name']} ({manifest['dataset']['source']})",
+        "Data set": f"{manifest['dataset']['name']} ({portable_path(manifest['dataset']['source'])})",
         "Test split": f"{sp['method']} hold-out, train ratio {sp['train_ratio']}, "
         f"users with < {sp['min_user_interactions']} interactions dropped ({sp['dropped_users']})",
         "Validation": f"{sp['folds']}-fold cross-validation on the training part "

@@ -275,7 +275,7 @@ def table5(
             dps = [prim.at[v, "dp"] for v in shown]
             texts = _fewer_pairs_texts(dps, [prim.at[v, "n_pairs"] for v in shown])
             rows.append(
-                [Cell(display_hyperparameter(h))]
+                [Cell(display_hyperparameter(h, alg))]
                 + [Cell(display_value(v), numeric=True) for v in shown]
             )
             rows.append([Cell("DP")] + marked_cells(dps, texts))
@@ -362,7 +362,7 @@ def one_at_a_time_table(
             columns.append(cells)
         for i, h in enumerate(hyper):
             rows.append(
-                [Cell(display_algorithm(alg)), Cell(display_hyperparameter(h))]
+                [Cell(display_algorithm(alg)), Cell(display_hyperparameter(h, alg))]
                 + [col[i] for col in columns]
             )
         rules.add(len(rows) - 1)

@@ -70,7 +70,8 @@ def _table(verdict: pd.DataFrame) -> Block:
         row += [Cell(_metrics(r[c], n)) for c, _ in lists]
         if "dominant_hyperparameter" in cols:
             h = r["dominant_hyperparameter"]
-            text = display_hyperparameter(str(h)) if h and not is_missing(h) else "–"
+            text = (display_hyperparameter(str(h), str(r["algorithm"]))
+                    if h and not is_missing(h) else "–")
             agree = r.get("dominance_agreement")
             if text != "–" and agree and not is_missing(agree):
                 text += f" ({agree})"

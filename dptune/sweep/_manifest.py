@@ -78,14 +78,24 @@ def validate_experiment(exp: Experiment) -> None:
 
     A hyperparameter the model does not know (``kk`` for ``k``), a missing one or a value of the
     wrong type is one error naming the grid file and the key, so a sweep whose second algorithm
-    has a bad grid stops before the first one trains.
+    has a bad grid stops before the first one trains. An experiment in which no algorithm has two
+    configurations (only ``cornac:MostPop``, say) has nothing to compare: it is refused here too,
+    before the sweep, instead of ending without any DP after it.
     """
     for i, alg in enumerate(exp.algorithms):
         try:
             family = get_family(alg.type)
         except DptuneError as err:
             raise input_error(exp.source, f"algorithms[{i}].type", str(err).split(": ", 2)[-1]) from None
-        family.validate(exp.grids[alg.name].configs(), source=alg.grid_path or alg.grid)
+        family.check(exp.grids[alg.name].configs(),
+                     source=alg.grid or f"{exp.source}: algorithms[{i}]")
+    sizes = {a.name: exp.grids[a.name].size for a in exp.algorithms}
+    if max(sizes.values(), default=0) < 2:
+        each = ", ".join(f"{a}: {n} configuration{'s' if n != 1 else ''}" for a, n in sizes.items())
+        raise input_error(exp.source, "algorithms",
+                          f"nothing to compare: no algorithm has two configurations ({each}); "
+                          "discriminative power compares pairs of configurations of one "
+                          "algorithm, so give at least one algorithm a grid with two or more values")
 
 
 # algorithms are compared one by one below (type, grid values)

@@ -131,7 +131,55 @@ def test_parquet_datetime_and_float_ids(tmp_path):
     frame.to_parquet(tmp_path / "d.parquet")
     got = read_ratings(tmp_path / "d.parquet")
     assert got["user"].tolist() == [1, 2]
-    assert got["timestamp"].tolist() == [10, 946684800]
+    assert got["timestamp"].tolist() == [10_000_000, 946684800_000_000]  # microseconds
+
+
+US = 1_000_000  # microseconds per second
+
+
+@pytest.mark.parametrize("container", ["csv", "parquet-text", "parquet-datetime"])
+def test_iso_8601_timestamps_are_read_as_utc_microseconds(tmp_path, container):
+    stamps = ["2024-03-01T12:00:00Z", "2024-03-01", "2024-03-01T12:00:00.5+02:00",
+              "2024-03-02 00:00:01"]
+    want = [1709294400 * US, 1709251200 * US, 1709287200 * US + 500_000, 1709337601 * US]
+    frame = pd.DataFrame({"user": [1, 1, 2, 2], "item": [1, 2, 1, 2], "rating": [4, 3, 5, 1],
+                          "timestamp": stamps})
+    if container == "csv":
+        path = tmp_path / "r.csv"
+        frame.to_csv(path, index=False)
+    else:
+        if container == "parquet-datetime":
+            frame["timestamp"] = pd.to_datetime(frame["timestamp"], utc=True, format="ISO8601")
+        path = tmp_path / "r.parquet"
+        frame.to_parquet(path)
+    assert read_ratings(path)["timestamp"].tolist() == want
+
+
+@pytest.mark.parametrize("unit", [1, 1000])
+def test_numeric_timestamps_keep_their_unit(tmp_path, unit):
+    """Seconds or milliseconds: the numbers are kept as they are (only their order is used)."""
+    path = write(tmp_path / "r.csv", "user,item,rating,timestamp\n"
+                 + "".join(f"1,{i},4,{(1700000000 + i) * unit}\n" for i in range(3)))
+    assert read_ratings(path)["timestamp"].tolist() == [(1700000000 + i) * unit for i in range(3)]
+
+
+@pytest.mark.parametrize(
+    ("rows", "needles"),
+    [
+        (["2024-03-01", "yesterday"], ["line 3", "'yesterday' is neither a number nor an ISO-8601"]),
+        (["2024-02-30"], ["line 2", "'2024-02-30' is neither"]),
+        (["2024-03-01", "2024-03-01", "1709251200"], ["line 4", "'1709251200' is a number but "
+                                                      "line 2 holds the date '2024-03-01'"]),
+        (["17", "2024-03-01x"], ["line 3", "'2024-03-01x' is not a finite number"]),
+    ],
+)
+def test_bad_timestamp_names_the_file_line(tmp_path, rows, needles):
+    """The line is the file's (1-based, the header is line 1), as an editor shows it."""
+    path = write(tmp_path / "r.csv", "user,item,rating,timestamp\n"
+                 + "".join(f"1,{i},4,{t}\n" for i, t in enumerate(rows)))
+    msg = expect_error("timestamp", read_ratings, path)
+    for n in needles:
+        assert n in msg, msg
 
 
 def test_csv_columns_mapping_and_separator(tmp_path):

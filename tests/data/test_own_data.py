@@ -108,6 +108,32 @@ def test_missing_rating_without_mapping_says_how_to_read_implicit_feedback(tmp_p
     assert "without it" in msg
 
 
+@pytest.mark.parametrize("header", ["user_id,item_id,rating,timestamp",
+                                    "userId,movieId,rating,timestamp",
+                                    "userId,movieId,rating", "USER_ID,Item_Id"])
+def test_other_tools_headers_need_no_mapping(tmp_path, header):
+    """LensKit/RecBole (user_id, item_id) and MovieLens CSV (userId, movieId) headers."""
+    n = len(header.split(","))
+    path = write(tmp_path / "o.csv", header + "\n" + "\n".join(
+        ",".join(["7", "9", "4", "100"][:n]) for _ in range(1)) + "\n")
+    if n < 4:  # without timestamps: read with a mapping of the columns it has
+        msg = one_line_error("o.csv: ", read_ratings, path)
+        assert "columns = { user = " in msg and "{'" not in msg  # TOML, not Python
+        return
+    got = read_ratings(path)
+    assert got[["user", "item", "rating", "timestamp"]].values.tolist() == [[7, 9, 4.0, 100]]
+
+
+def test_missing_column_hint_is_toml_for_the_experiment_file(tmp_path):
+    path = write(tmp_path / "p.csv", "customer,product,stars,when\n1,2,3,4\n")
+    msg = one_line_error("p.csv: user: missing column 'user'", read_ratings, path)
+    assert msg.endswith("name it in the experiment's [data] table: "
+                        'columns = { user = "<column>", item = "<column>" }')
+    path = write(tmp_path / "q.csv", "user_id,movieId,rating\n1,2,3\n")
+    msg = one_line_error("q.csv: timestamp: missing column 'timestamp'", read_ratings, path)
+    assert msg.endswith('(columns = { user = "user_id", item = "movieId", rating = "rating" })')
+
+
 def test_parse_columns_flag():
     assert parse_columns("user=u, item=i,rating=2") == {"user": "u", "item": "i", "rating": 2}
     for bad in ("user", "user=", "user=a,user=b", ""):

@@ -158,6 +158,90 @@ def test_python_family_required_parameter():
         fam.validate([{}])
 
 
+@pytest.mark.parametrize(
+    ("algorithm_type", "cfg", "needles"),
+    [
+        ("cornac:EASE", {"lamb": ["abc"]}, ["g.toml: lamb: must be a finite number", "['abc']"]),
+        ("cornac:EASE", {"lamb": "abc"}, ["lamb", "'abc'"]),
+        ("cornac:EASE", {"lamb": float("nan")}, ["lamb", "nan"]),
+        ("cornac:EASE", {"posB": 1}, ["posB: must be true or false", "got 1"]),
+        ("cornac:BPR", {"k": "ten"}, ["k: must be a finite number", "'ten'"]),
+        ("python:dptune.models.examples:PureSVD", {"factors": "x"},
+         ["g.toml: factors: must be an integer for python:", "'x'"]),
+        ("python:dptune.models.examples:PureSVD", {"factors": 2.5}, ["factors", "2.5"]),
+        ("python:dptune.models.examples:EASE", {"lamb": True}, ["lamb", "True"]),
+    ],
+)
+def test_grid_values_are_type_checked_against_the_constructor(algorithm_type, cfg, needles):
+    """A value whose type does not fit the constructor's annotation (else its default) is one
+    error naming the grid file, the hyperparameter and the value, before anything trains."""
+    fam = get_family(algorithm_type)
+    with pytest.raises(DptuneError) as err:
+        fam.check([cfg], source="g.toml")
+    for n in needles:
+        assert n in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(("algorithm_type", "cfg"), [
+    ("cornac:EASE", {"lamb": 10}), ("cornac:EASE", {"lamb": 0.5, "posB": False}),
+    ("cornac:BPR", {"k": 8, "learning_rate": 0.01}), ("cornac:MostPop", {}),
+    ("python:dptune.models.examples:PureSVD", {"factors": 8.0}),
+])
+def test_good_grid_values_pass_the_check(algorithm_type, cfg):
+    get_family(algorithm_type).check([cfg], source="g.toml")
+
+
+def test_a_constructor_that_refuses_a_value_is_reported_before_the_sweep():
+    class Picky:
+        def __init__(self, alpha=0.5, mode=None):
+            if not 0 <= alpha <= 1:
+                raise ValueError(f"alpha must be in [0, 1], got {alpha}")
+            self.alpha = alpha
+
+        def fit(self, X):
+            return self
+
+        def score(self, users):
+            return np.zeros((len(users), 3))
+
+    from dptune.models import PythonFamily
+
+    fam = PythonFamily(Picky, type_name="picky")
+    fam.check([{"alpha": 0.2}, {"alpha": 1, "mode": ["any", "thing"]}], source="g.toml")
+    with pytest.raises(DptuneError, match=r"^g.toml: alpha=3: picky refuses this configuration: "
+                                          r"alpha must be in \[0, 1\], got 3$"):
+        fam.check([{"alpha": 0.2}, {"alpha": 3}], source="g.toml")
+
+
+@pytest.mark.parametrize(("rows", "cols", "got"), [
+    (lambda n: n, lambda m: m - 1, "shape (16, 29)"),
+    (lambda n: 1, lambda m: m, "shape (1, 30)"),
+    (None, None, "shape (30,)"),
+])
+def test_python_model_score_of_the_wrong_shape_is_one_line(rows, cols, got):
+    class Bad:
+        def fit(self, X):
+            self.n_items = X.shape[1]
+            return self
+
+        def score(self, users):
+            if rows is None:
+                return np.zeros(self.n_items)
+            return np.zeros((rows(len(users)), cols(self.n_items)))
+
+    from dptune.models import PythonFamily
+
+    X = random_matrix()
+    (_, model), = PythonFamily(Bad, type_name="bad-model").fit_unit(X, [{}], seed=0)
+    efd, epc = novelty_vectors(X)
+    with pytest.raises(DptuneError) as err:
+        evaluate(model, np.arange(1, 17), X, X, (1, 5), efd, epc, block=16)
+    assert str(err.value) == (f"bad-model: score: returned {got}, expected (16, 30) (one row per "
+                              "user of the block, one column per item of the training matrix)")
+    assert model.n_items == 30  # the model's own attributes are reachable through the check
+
+
 def test_python_model_is_scored_in_blocks_by_the_engine():
     calls = []
 
