@@ -68,19 +68,33 @@ from dptune.bench._axes import (
     bench_iterations,
     bench_neighbours,
     eval_and_bound,
+    eval_phases,
+    measure_scale_costs,
     measure_unit_costs,
 )
 from dptune.bench._main import main
 from dptune.bench._minigrid import bench_mini_grid
-from dptune.bench._plans import CORES, FULL_FOLDS, FULL_USERS, LINE_KEYS, PLANS, REPO, Plan
+from dptune.bench._plans import (
+    CORES,
+    FULL_FOLDS,
+    FULL_USERS,
+    LINE_KEYS,
+    PLANS,
+    REPO,
+    SCALE_PLANS,
+    Plan,
+    ScalePlan,
+)
 from dptune.bench._projection import project_full_grid
-from dptune.bench._report import render_report
-from dptune.bench._run import Results, run_benchmark
+from dptune.bench._report import render_report, render_scale_report
+from dptune.bench._run import Results, run_benchmark, run_scale
 from dptune.bench._timing import machine_info
 
 __all__ = [
     "Plan",
     "PLANS",
+    "ScalePlan",
+    "SCALE_PLANS",
     "REPO",
     "CORES",
     "FULL_FOLDS",
@@ -88,16 +102,20 @@ __all__ = [
     "LINE_KEYS",
     "Results",
     "run_benchmark",
+    "run_scale",
     "bench_neighbours",
     "bench_iterations",
     "eval_and_bound",
     "measure_unit_costs",
+    "measure_scale_costs",
+    "eval_phases",
     "bench_mini_grid",
     "bench_analyze",
     "build_synthetic_store",
     "project_full_grid",
     "project_analyze",
     "render_report",
+    "render_scale_report",
     "machine_info",
     "main",
 ]
