@@ -220,7 +220,8 @@ def measure_scale_costs(fd: Any, plan: ScalePlan, seed: int = 0) -> dict[str, An
     runs it (:class:`dptune.models._knn._GrowingK`: the first blocks of users keep float64
     partial sums that grow along ``k`` within its memory budget, the rest are scored directly
     for each ``k``): both paths are measured on one block each and weighted by the fold's users
-    that take them.
+    that take them; the neighbour weights of each path are built once per ``k`` (timed apart,
+    counted once, as scoring).
     """
     from dptune.models import BPRMF, ItemKNN, UserKNN
     from dptune.models._knn import _GrowingK, _KView
@@ -258,11 +259,20 @@ def measure_scale_costs(fd: Any, plan: ScalePlan, seed: int = 0) -> dict[str, An
             block_d = block_g
         parts = {"score": 0.0, "topn": 0.0, "metrics": 0.0}
         per_k = {}
+        k_prev = 0
         for k in ks:
+            # the weights of a k are built once per k, not once per block: timed apart and
+            # counted once (as scoring); the phases are per user
+            build_g = timed(lambda k=k, k_prev=k_prev, gr=growing: gr._band(k_prev, k))[0]
             g = eval_phases(_KView(growing, k), fd, block_g)
-            d = eval_phases(model.with_k(k), fd, block_d)
+            direct = model.with_k(k)
+            build_d = timed(lambda m=direct: m.weights_t_ if isinstance(m, ItemKNN)
+                            else m.weights_)[0]
+            d = eval_phases(direct, fd, block_d)
             k_parts = {p: g[p] / block_g.size * cached_users
                        + d[p] / block_d.size * (n_users - cached_users) for p in parts}
+            k_parts["score"] += build_g + (build_d if cached_users < n_users else 0.0)
+            k_prev = k
             per_k[k] = sum(k_parts.values())
             for p in parts:
                 parts[p] += k_parts[p]
