@@ -51,6 +51,22 @@ fold 0 of the paper's split, the same fold data :func:`dptune.sweep.prepare` bui
   ``dptune analyze`` command with its default options (DP analysis, tables, figures, report,
   hyperparameter importance) in a fresh process, wall clock from its start, and its peak memory.
 
+``python -m dptune.bench amazon`` (about 15-20 minutes; ``--tiny``: seconds) is the scale plan:
+single-core unit costs on validation fold 0 of ML-1M and of a synthetic data set with the shape
+of Amazon Movies (:mod:`dptune.data._synth`, preset ``amazon-movies``: 16,141 users, 111,537
+items, 858,314 ratings), each evaluation split into scoring, top-N and metrics and measured on
+1,024 random users scaled to the fold, the KNN evaluation of every ``k`` as the sweep runs it,
+and the peak resident memory of each part (what one worker holds); then the full-grid projection
+of both data sets with its breakdown (training, scoring, top-N, metrics, writing). It prints::
+
+    projected_full_grid_hours ml-1m: <h>
+    worker_peak_gib ml-1m: <g>
+    projected_full_grid_hours amazon-movies: <h>
+    worker_peak_gib amazon-movies: <g>
+
+and replaces its own section of ``reports/benchmarks.md`` (the full plan keeps that section when
+it rewrites the file).
+
 Timings are CPU seconds of single-threaded work (BLAS limited to one thread, ``process_time``):
 a sweep on 2 cores runs 2 worker processes with one thread each, and CPU time is what the same
 work takes on an idle core, even when other processes compete for the machine (wall times under
@@ -68,19 +84,33 @@ from dptune.bench._axes import (
     bench_iterations,
     bench_neighbours,
     eval_and_bound,
+    eval_phases,
+    measure_scale_costs,
     measure_unit_costs,
 )
 from dptune.bench._main import main
 from dptune.bench._minigrid import bench_mini_grid
-from dptune.bench._plans import CORES, FULL_FOLDS, FULL_USERS, LINE_KEYS, PLANS, REPO, Plan
+from dptune.bench._plans import (
+    CORES,
+    FULL_FOLDS,
+    FULL_USERS,
+    LINE_KEYS,
+    PLANS,
+    REPO,
+    SCALE_PLANS,
+    Plan,
+    ScalePlan,
+)
 from dptune.bench._projection import project_full_grid
-from dptune.bench._report import render_report
-from dptune.bench._run import Results, run_benchmark
+from dptune.bench._report import render_report, render_scale_report
+from dptune.bench._run import Results, run_benchmark, run_scale
 from dptune.bench._timing import machine_info
 
 __all__ = [
     "Plan",
     "PLANS",
+    "ScalePlan",
+    "SCALE_PLANS",
     "REPO",
     "CORES",
     "FULL_FOLDS",
@@ -88,16 +118,20 @@ __all__ = [
     "LINE_KEYS",
     "Results",
     "run_benchmark",
+    "run_scale",
     "bench_neighbours",
     "bench_iterations",
     "eval_and_bound",
     "measure_unit_costs",
+    "measure_scale_costs",
+    "eval_phases",
     "bench_mini_grid",
     "bench_analyze",
     "build_synthetic_store",
     "project_full_grid",
     "project_analyze",
     "render_report",
+    "render_scale_report",
     "machine_info",
     "main",
 ]

@@ -11,9 +11,10 @@ import numpy as np
 from dptune.bench._plans import Plan
 
 
-def bench_experiment(dataset: str, workdir: Path, plan: Plan) -> Any:
-    """An experiment on ``dataset`` with the paper's split and the plan's mini-grid (grid files
-    written to ``workdir``); its fold 0 is the data of every comparison."""
+def bench_experiment(dataset: str, workdir: Path, plan: Plan, label: str | None = None) -> Any:
+    """An experiment on ``dataset`` (a data set name or a file) with the paper's split and the
+    plan's mini-grid (grid files written to ``workdir``); its fold 0 is the data of every
+    comparison. ``label`` names the experiment (default: ``dataset``)."""
     from dptune.config import load_experiment
 
     workdir.mkdir(parents=True, exist_ok=True)
@@ -27,7 +28,7 @@ def bench_experiment(dataset: str, workdir: Path, plan: Plan) -> Any:
         "[derived]\n"
         'user_reg = { from = "learning_rate", scale = 0.05 }\n'
         'item_reg = { from = "learning_rate", scale = 0.005 }\n')
-    name = f"bench-{dataset}"
+    name = f"bench-{label or dataset}"
     (workdir / f"{name}.toml").write_text(
         f'name = "{name}"\nseed = 42\n'
         f'[data]\nsource = "{dataset}"\n'

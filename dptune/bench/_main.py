@@ -8,9 +8,15 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from dptune.bench._analyze import analyze_child, bench_analyze, command_child
-from dptune.bench._plans import FULL_FOLDS, FULL_USERS, PLANS, REPO
-from dptune.bench._report import print_lines, render_report
-from dptune.bench._run import Results, run_benchmark
+from dptune.bench._plans import FULL_FOLDS, FULL_USERS, PLANS, REPO, SCALE_PLANS
+from dptune.bench._report import (
+    merge_scale_section,
+    print_lines,
+    render_report,
+    render_scale_report,
+    scale_section,
+)
+from dptune.bench._run import Results, run_benchmark, run_scale
 from dptune.bench._timing import log, machine_info
 
 
@@ -20,8 +26,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "Benchmark of dptune's performance engine against a naive loop, and a projection of the "
         "full grid."))
     ap.add_argument("mode", nargs="?", default="all",
-                    choices=["all", "analyze", "analyze-child", "command-child"],
-                    help="all (default): every measurement; analyze: the analysis stage only")
+                    choices=["all", "analyze", "amazon", "analyze-child", "command-child"],
+                    help="all (default): every measurement; analyze: the analysis stage only; "
+                         "amazon: unit costs and the full-grid projection on ML-1M and on a "
+                         "synthetic data set of Amazon Movies' shape (with --tiny: small data)")
     ap.add_argument("root", nargs="?", help=argparse.SUPPRESS)
     ap.add_argument("--small", action="store_true", help="ML-100K comparisons (about 2 minutes)")
     ap.add_argument("--tiny", action="store_true", help=argparse.SUPPRESS)  # tests: seconds
@@ -43,6 +51,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.mode == "command-child":
         command_child(args.root, args.out)
+        return 0
+    if args.mode == "amazon":
+        splan = SCALE_PLANS["amazon-tiny" if args.tiny else "amazon"]
+        res = run_scale(splan, workdir)
+        print_lines(res)
+        out = args.out or (None if args.tiny else str(REPO / "reports" / "benchmarks.md"))
+        if out:
+            path = Path(out)
+            old = path.read_text() if path.exists() else ""
+            _write(path, merge_scale_section(old, render_scale_report(
+                res, "python -m dptune.bench amazon" + (" --tiny" if args.tiny else ""))))
         return 0
     plan = PLANS["tiny" if args.tiny else "small" if args.small else "full"]
     command = "python -m dptune.bench" + (" --small" if args.small else "") + (
@@ -72,7 +91,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         out = str(REPO / "reports" / "benchmarks.md")
     if out:
         path = Path(out)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(render_report(res, command))
-        log(f"report: {path}")
+        kept = scale_section(path.read_text()) if path.exists() else ""
+        _write(path, render_report(res, command) + ("\n" + kept if kept else ""))
     return 0
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    log(f"report: {path}")

@@ -1,5 +1,6 @@
 """What a benchmark run measures: the plans (full ML-1M, --small ML-100K, --tiny for the
-tests), the printed line keys and the constants of the target store and machine."""
+tests), the scale plans (unit costs on ML-1M and on the Amazon Movies shape), the printed line
+keys and the constants of the target store and machine."""
 
 from __future__ import annotations
 
@@ -29,6 +30,9 @@ LINE_KEYS = (
     "analyze_peak_gib_full_store",
     "analyze_command_seconds_full_store",  # `dptune analyze` itself, default options
     "analyze_command_peak_gib_full_store",
+    "projected_full_grid_hours ml-1m",  # the scale plan (``python -m dptune.bench amazon``)
+    "projected_full_grid_hours amazon-movies",
+    "worker_peak_gib amazon-movies",
 )
 
 
@@ -77,4 +81,34 @@ PLANS: dict[str, Plan] = {
         cost_factors=(10, 40), cost_ks=(10, 160), mini_knn=(10, 40), mini_factors=(10,),
         mini_lrs=(_LR[1],), mini_iterations=(1, 2), analyze_scale=0.001, repeats=1,
     ),
+}
+
+
+@dataclass(frozen=True)
+class ScalePlan:
+    """Unit costs on several data sets and the full-grid projection of each (``amazon`` mode).
+
+    ``datasets`` are data set names (``ml-1m``...) or ``synth:<preset>`` for a synthetic data set
+    of :data:`dptune.data._synth.PRESETS` (``synth:tiny`` is :data:`TINY_SYNTH`, for the tests);
+    ``eval_users`` users (one or two blocks of 1,024) are evaluated and the cost scaled to the
+    fold's users, since evaluation is linear in users.
+    """
+
+    name: str
+    datasets: tuple[str, ...]
+    cost_factors: tuple[int, ...]
+    ks: tuple[int, ...] | None  # None = every k of grids/knn.toml
+    eval_users: int = 1024
+    learning_rate: float = _LR[3]
+    repeats: int = 1
+
+
+#: The shape of ``synth:tiny`` (the tests' scale plan).
+TINY_SYNTH = {"users": 120, "items": 900, "ratings": 4000}
+
+SCALE_PLANS: dict[str, ScalePlan] = {
+    "amazon": ScalePlan(name="amazon", datasets=("ml-1m", "synth:amazon-movies"),
+                        cost_factors=(10, 113, 452, 1809), ks=None),
+    "amazon-tiny": ScalePlan(name="amazon-tiny", datasets=("ml-latest-small", "synth:tiny"),
+                             cost_factors=(10, 40), ks=(10, 40, 160), eval_users=64),
 }

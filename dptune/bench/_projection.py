@@ -1,4 +1,5 @@
-"""Projection of the paper's full ML-1M grid from measured single-core unit costs."""
+"""Projection of the paper's full grid from measured single-core unit costs (on ML-1M, or on any
+data set whose fold the costs were measured on: the grid and the 10 folds are the same)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,14 @@ from dptune.bench._timing import grid_values
 
 def project_full_grid(costs: dict[str, Any], scale_train: float = 1.0,
                       scale_eval: float = 1.0) -> dict[str, Any]:
-    """Hours of the paper's ML-1M grid on :data:`CORES` cores from single-core unit costs.
+    """Hours of the paper's grid on :data:`CORES` cores from single-core unit costs.
 
-    ``scale_*`` convert costs measured on another data set to ML-1M (1.0 on ML-1M itself).
+    The costs are those of one fold of the data set projected (ML-1M for the default plans);
+    ``scale_*`` convert costs measured on another data set to it (1.0 on the data set itself).
+    When the costs split the evaluation into phases (``eval_parts``: score, top-N, metrics, as
+    :func:`dptune.bench._axes.measure_scale_costs` measures them), ``breakdown`` gives the
+    core-hours of training (BPR-MF epochs and KNN similarities), scoring, top-N, metrics and
+    writing the parts; the test-split units are listed apart.
     """
     g = grid_values()
     factors = np.asarray(g["factors"], dtype=np.float64)
@@ -32,6 +38,7 @@ def project_full_grid(costs: dict[str, Any], scale_train: float = 1.0,
     write_s = costs["write_part_seconds"] * scale_eval * (units + 2 * FULL_FOLDS)
     knn_s = 0.0
     knn_detail = {}
+    knn_evals = {}
     for name, c in costs["knn"].items():
         if "eval_all_k" in c and set(c["eval_all_k"]) >= set(ks):
             evals = sum(c["eval_all_k"][k] for k in ks)
@@ -39,9 +46,26 @@ def project_full_grid(costs: dict[str, Any], scale_train: float = 1.0,
             kx = np.array(sorted(c["eval_seconds"]), dtype=np.float64)
             ky = np.array([c["eval_seconds"][k] for k in sorted(c["eval_seconds"])])
             evals = float(np.interp(np.asarray(ks, dtype=np.float64), kx, ky).sum())
+        knn_evals[name] = evals
         per_fold = (c["fit_seconds"] + evals) * scale_eval
         knn_detail[name] = per_fold
         knn_s += per_fold * FULL_FOLDS
+    parts = ("score", "topn", "metrics")
+    breakdown = None
+    if all("eval_parts" in r for r in costs["bpr"]) and all(
+            "eval_parts" in c for c in costs["knn"].values()):
+        breakdown = {"training": train_s + sum(c["fit_seconds"] for c in costs["knn"].values())
+                     * scale_eval * FULL_FOLDS}
+        for p in parts:
+            py = np.array([r["eval_parts"][p] for r in costs["bpr"]]) * scale_eval
+            # KNN: the measured phase shares of the evaluation of the grid's k values
+            knn_p = sum(knn_evals[n] * c["eval_parts"][p] / max(sum(c["eval_parts"].values()),
+                                                               1e-300)
+                        for n, c in costs["knn"].items())
+            breakdown[p] = (float(np.interp(factors, fx, py).sum()) * n_it * n_lr * FULL_FOLDS
+                            + knn_p * scale_eval * FULL_FOLDS)
+        breakdown["writing"] = write_s
+        breakdown = {k: v / 3600.0 for k, v in breakdown.items()}
     unit_mean = (train_s + eval_s) / units
     test_s = TEST_UNITS_BPR * unit_mean / 0.9 + sum(knn_detail.values()) / 0.9
     total = train_s + eval_s + write_s + knn_s + test_s
@@ -58,4 +82,5 @@ def project_full_grid(costs: dict[str, Any], scale_train: float = 1.0,
         "eval_seconds_by_factors": dict(zip(g["factors"], eval_f.tolist(), strict=True)),
         "iterations_speedup_full_grid": (train_naive_s + eval_s) / (train_s + eval_s),
         "knn_per_fold_seconds": knn_detail,
+        "breakdown_core_hours": breakdown,
     }

@@ -10,19 +10,32 @@ from pathlib import Path
 from typing import Any
 
 from dptune.bench._analyze import bench_analyze
-from dptune.bench._axes import bench_iterations, bench_neighbours, measure_unit_costs
+from dptune.bench._axes import (
+    bench_iterations,
+    bench_neighbours,
+    measure_scale_costs,
+    measure_unit_costs,
+)
 from dptune.bench._fold import bench_experiment, fold0, warm_up
 from dptune.bench._minigrid import bench_mini_grid
-from dptune.bench._plans import Plan
+from dptune.bench._plans import PLANS, TINY_SYNTH, Plan, ScalePlan
 from dptune.bench._projection import project_full_grid
-from dptune.bench._timing import grid_values, log, machine_info, single_thread
+from dptune.bench._timing import (
+    grid_values,
+    log,
+    machine_info,
+    peak_memory_gib,
+    reset_peak_memory,
+    single_thread,
+    wall_timed,
+)
 
 
 @dataclass
 class Results:
     """Every measurement of one run, and the printed lines."""
 
-    plan: Plan
+    plan: Plan | ScalePlan
     machine: dict[str, str]
     lines: dict[str, str] = field(default_factory=dict)
     detail: dict[str, Any] = field(default_factory=dict)
@@ -102,6 +115,57 @@ def run_benchmark(plan: Plan, analyze_scale: float | None = None,
             res.detail["analyze"] = an
             res.lines["analyze_seconds_projected"] = f"{an['seconds_projected']:.1f}"
             res.lines["analyze_peak_gib_projected"] = f"{an['peak_gib_projected']:.2f}"
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    res.detail["wall_seconds"] = time.perf_counter() - t_all
+    return res
+
+
+def _scale_source(name: str, workdir: Path) -> tuple[str, str]:
+    """(label, ``[data] source``) of a scale-plan data set; ``synth:*`` is written to ``workdir``."""
+    if not name.startswith("synth:"):
+        return name, name
+    from dptune.data._synth import PRESETS, SynthShape, write_synthetic
+
+    preset = name.split(":", 1)[1]
+    shape = SynthShape(**TINY_SYNTH) if preset == "tiny" else PRESETS[preset]
+    path = workdir / f"{preset}.csv.gz"
+    t, _ = wall_timed(lambda: write_synthetic(path, shape, seed=0))
+    log(f"data {name}: synthetic {shape.users:,} users, {shape.items:,} items, "
+        f"{shape.ratings:,} ratings written in {t:.1f} s")
+    return preset, str(path)
+
+
+def run_scale(plan: ScalePlan, workdir: Path | None = None) -> Results:
+    """Unit costs (evaluation by phase, peak memory) and the full-grid projection on each data
+    set of ``plan``; one data set at a time, so that the peaks are those of its fold alone."""
+    res = Results(plan=plan, machine=machine_info())
+    tmp = Path(tempfile.mkdtemp(prefix="dptune-bench-scale-", dir=workdir))
+    t_all = time.perf_counter()
+    res.detail["scale"] = {}
+    try:
+        for name in plan.datasets:
+            label, source = _scale_source(name, tmp)
+            exp = bench_experiment(source, tmp / f"exp-{label}", PLANS["tiny"], label)
+            reset_peak_memory()
+            t_prep, fd = wall_timed(lambda exp=exp: fold0(exp))
+            fold_gib = peak_memory_gib()
+            log(f"data {label}: fold 0 prepared in {t_prep:.1f} s ({fd.train.nnz:,} training "
+                f"interactions, {len(fd.users):,} users evaluated, {fd.train.shape[1]:,} items)")
+            warm_up(fd)
+            with single_thread():
+                costs = measure_scale_costs(fd, plan)
+            costs["prepare_peak_gib"] = fold_gib
+            proj = project_full_grid(costs)
+            peak = max([fold_gib, costs["write_peak_gib"]]
+                       + [r["peak_gib"] for r in costs["bpr"]]
+                       + [c["peak_gib"] for c in costs["knn"].values()])
+            res.detail["scale"][label] = {"costs": costs, "projection": proj, "peak_gib": peak,
+                                          "prepare_seconds": t_prep}
+            res.lines[f"projected_full_grid_hours {label}"] = f"{proj['hours']:.1f}"
+            res.lines[f"worker_peak_gib {label}"] = f"{peak:.2f}"
+            log(f"  {label}: projected {proj['hours']:.1f} h on 2 cores, peak {peak:.2f} GiB")
+            del fd, exp
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     res.detail["wall_seconds"] = time.perf_counter() - t_all

@@ -46,6 +46,28 @@ def best_of(fn: Callable[[], Any], repeats: int) -> float:
     return min(timed(fn)[0] for _ in range(max(1, repeats)))
 
 
+def reset_peak_memory() -> bool:
+    """Reset this process's peak resident memory (``VmHWM``) to the current one (Linux: write 5
+    to ``/proc/self/clear_refs``); False where the system does not allow it."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+        return True
+    except OSError:
+        return False
+
+
+def peak_memory_gib() -> float:
+    """Peak resident memory of this process (``VmHWM``) in GiB since the last reset; NaN where
+    ``/proc`` is unavailable."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 2**20
+    except OSError:
+        pass
+    return float("nan")
+
+
 def single_thread() -> Any:
     """Context manager limiting BLAS/OpenMP pools to one thread (a sweep worker's setting)."""
     from threadpoolctl import threadpool_limits

@@ -262,3 +262,24 @@ def cmd_data_info(args: argparse.Namespace) -> int:
     for line in ds.log:
         print(f"note: {line}")
     return 0
+
+
+def cmd_data_synth(args: argparse.Namespace) -> int:
+    """``dptune data synth``: write a seeded synthetic data set of a given shape."""
+    from dptune.data._synth import shape_of, write_synthetic
+
+    probs = None
+    if args.rating_probs is not None:
+        try:
+            probs = tuple(float(x) for x in args.rating_probs.split(","))
+        except ValueError:
+            raise input_error("--rating-probs", None, "expected 5 comma-separated numbers, got "
+                              f"{args.rating_probs!r}") from None
+    shape = shape_of(args.preset, "data synth", users=args.users, items=args.items,
+                     ratings=args.ratings, min_user_ratings=args.min_user_ratings,
+                     popularity_exponent=args.popularity_exponent,
+                     activity_exponent=args.activity_exponent, rating_probs=probs)
+    df = write_synthetic(args.out, shape, args.seed, "data synth")
+    print(f"{args.out}: {len(df):,} ratings, {df['user'].nunique():,} users, "
+          f"{df['item'].nunique():,} items (synthetic, seed {args.seed})")
+    return 0

@@ -210,7 +210,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     dt = _sub(sub, "data", "fetch data sets or print their statistics (Table 1)")
     dsub = dt.add_subparsers(dest="data_command", metavar="ACTION", required=True, parser_class=_Parser,
-                            help="fetch or info")
+                            help="fetch, info or synth")
     f = _sub(dsub, "fetch", "download ml-100k or ml-1m into the cache ($DPTUNE_DATA, default ~/.cache/dptune)")
     f.add_argument("name", choices=["ml-100k", "ml-1m"], metavar="NAME", help="ml-100k or ml-1m")
     f.set_defaults(func=c.cmd_data_fetch)
@@ -225,6 +225,24 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--header", action=argparse.BooleanOptionalAction, default=None,
                    help="own file: whether the first line names the columns (default: yes)")
     i.set_defaults(func=c.cmd_data_info)
+    sy = _sub(dsub, "synth", "write a seeded synthetic data set of a given shape (offline)",
+              description="Write a synthetic rating file (MovieLens ratings.csv layout) with exactly "
+              "the given users, items and ratings, Zipf-shaped popularity and activity, and "
+              "timestamps; a stand-in for a real data set's shape and skew, not its preferences.")
+    sy.add_argument("--out", required=True, metavar="FILE", help="output file (.csv or .csv.gz)")
+    sy.add_argument("--preset", choices=["amazon-movies"], help="a named shape (Amazon Movies: "
+                    "16,141 users, 111,537 items, 858,314 ratings); the flags below override it")
+    sy.add_argument("--seed", type=int_at_least(0), default=0, help="random seed")
+    for flag, kind, what in (("users", int_at_least(1), "users"), ("items", int_at_least(1), "items"),
+                             ("ratings", int_at_least(1), "distinct (user, item) ratings"),
+                             ("min-user-ratings", int_at_least(1), "ratings of every user at least"),
+                             ("popularity-exponent", number, "Zipf exponent of item popularity"),
+                             ("activity-exponent", number, "Zipf exponent of user activity")):
+        sy.add_argument(f"--{flag}", type=kind, help=f"{what} (default: the preset's, else 1000 "
+                        "users, 2000 items, 20000 ratings, 5, 0.65, 0.5)")
+    sy.add_argument("--rating-probs", metavar="P1,..,P5",
+                    help="probabilities of 1 .. 5 stars (default 0.07,0.06,0.11,0.21,0.55)")
+    sy.set_defaults(func=c.cmd_data_synth)
     return p
 
 

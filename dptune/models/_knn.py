@@ -8,6 +8,14 @@ on ``scipy.sparse``: cosine similarity on binary vectors, a per-row top-k neighb
 an un-normalised *sum* of similarities. The similarity is computed once per fit, in row
 blocks (``float32``), and only each row's neighbours sorted by similarity up to ``k`` are
 kept, so ``with_k`` can serve every smaller ``k`` by slicing (reuse along the k axis).
+
+Memory (what a fitted model holds; no dense rows x rows similarity ever exists): the sorted
+neighbour lists, ``n x min(k, n - 1)`` int32 codes and float32 similarities, 8 bytes per entry
+(ItemKNN on 111,537 items at ``k = 1809``: 1.5 GiB), plus the training matrix it shares with
+the fold. While fitting, one block of co-occurrence counts of at most ``2**23`` entries (rows x
+n, a few rows at a time) exists at a time. Scoring builds the sparse top-``k`` weight matrix
+(CSR, the same 8 bytes per neighbour; ItemKNN keeps only its transpose) and dense float64
+scores for one block of users (``users x n_items``).
 """
 
 from __future__ import annotations
@@ -327,7 +335,9 @@ class ItemKNN(_KNNBase):
     ties by lower item code, zero similarity excluded);
     ``score(u, i) = sum_{j in I_u ∩ N_k(i)} sim(i, j)``, i.e. ``scores = X[users] @ W_k^T``.
 
-    Attributes as :class:`UserKNN`, over items; ``weights_t_`` is ``W_k^T`` in CSR.
+    Attributes as :class:`UserKNN`, over items; ``weights_t_`` is ``W_k^T`` in CSR. What it
+    holds is the top-``k`` neighbours of every item (``n_items x k`` codes and similarities,
+    see the module docstring), never an items x items matrix.
     """
 
     _transpose = True
@@ -342,9 +352,11 @@ class ItemKNN(_KNNBase):
 
     @property
     def weights_t_(self) -> sp.csr_matrix:
-        """``W_k^T`` in CSR (built on first use, like ``weights_``)."""
+        """``W_k^T`` in CSR (built on first use, like ``weights_``; ``W_k`` itself is not kept
+        for it, so scoring holds one copy of the neighbour weights, not two)."""
         if self._weights_t is None:
-            self._weights_t = self.weights_.T.tocsr()
+            W = self._weights_k if self._weights_k is not None else self._weights(int(self.k))
+            self._weights_t = W.T.tocsr()
         return self._weights_t
 
     def score(self, users: np.ndarray) -> np.ndarray:

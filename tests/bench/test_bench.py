@@ -107,3 +107,96 @@ def test_bench_is_off_the_import_path() -> None:
             "print(sorted(m for m in sys.modules if m.startswith('dptune.bench')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def _scale_costs() -> dict:
+    bpr = [{"factors": f, "epoch_seconds": 0.1 + 0.001 * f, "updates_per_second": 1e6,
+            "eval_parts": {"score": 0.01 * f, "topn": 2.0, "metrics": 0.5}, "peak_gib": 1.0}
+           for f in (10, 113, 452, 1809)]
+    for r in bpr:
+        r["eval_seconds"] = sum(r["eval_parts"].values())
+    ks = [10, 14, 20, 28, 40, 57, 80, 113, 160, 226, 320, 452, 640, 905, 1809]
+    knn = {name: {"fit_seconds": 30.0, "eval_seconds": {k: 1.0 for k in ks},
+                  "eval_all_k": {k: 1.0 for k in ks},
+                  "eval_parts": {"score": 5.0, "topn": 8.0, "metrics": 2.0},
+                  "bound_seconds": {}, "peak_gib": 2.0, "neighbour_bytes": 2**30}
+           for name in ("userknn", "itemknn")}
+    return {"bpr": bpr, "knn": knn, "write_part_seconds": 0.5, "nnz": 600_000, "users": 15_000,
+            "items": 111_537, "eval_users_measured": 1024, "cached_users": 1024,
+            "write_peak_gib": 0.5, "prepare_peak_gib": 0.8}
+
+
+def test_scale_projection_breakdown_adds_up() -> None:
+    """The breakdown (training, scoring, top-N, metrics, writing) plus the test split is the
+    total, and the report renders every part for each data set."""
+    costs = _scale_costs()
+    p = bench.project_full_grid(costs)
+    b = p["breakdown_core_hours"]
+    assert set(b) == {"training", "score", "topn", "metrics", "writing"}
+    assert sum(b.values()) + p["test_split_core_hours"] == pytest.approx(p["core_hours"])
+    # KNN: 10 folds x 2 families x (30 s similarity + 15 x 1 s evaluation)
+    assert p["knn_core_hours"] == pytest.approx(10 * 2 * 45 / 3600)
+    from dptune.bench._plans import SCALE_PLANS
+
+    res = bench.Results(plan=SCALE_PLANS["amazon-tiny"], machine={"cpu": "x"})
+    res.lines = {"projected_full_grid_hours a": "1.0"}
+    res.detail["scale"] = {n: {"costs": costs, "projection": p, "peak_gib": 2.0,
+                               "prepare_seconds": 1.0} for n in ("ml-1m", "amazon-movies")}
+    md = bench.render_scale_report(res, "python -m dptune.bench amazon")
+    for text in ("| core-hours | ml-1m | amazon-movies |", "scoring", "top-N", "metrics",
+                 "writing the parts", "### Unit costs on amazon-movies", "| cpu | x |",
+                 "python -m dptune.bench amazon"):
+        assert text in md, text
+
+
+def test_scale_section_is_merged_into_the_report_without_erasing_it() -> None:
+    from dptune.bench._report import SCALE_END, SCALE_START, merge_scale_section, scale_section
+
+    sec = f"{SCALE_START}\n## At scale\nA\n{SCALE_END}\n"
+    full = "# report\n\nfull plan\n"
+    once = merge_scale_section(full, sec)
+    assert once.startswith(full.rstrip("\n")) and scale_section(once) == sec
+    new = sec.replace("A", "B")
+    twice = merge_scale_section(once, new)
+    assert scale_section(twice) == new and "full plan" in twice and "\nA\n" not in twice
+    assert merge_scale_section("", sec) == sec
+
+
+def test_scale_plan_on_a_tiny_synthetic_shape(tmp_path: Path) -> None:
+    """The scale plan end to end on a tiny synthetic data set: unit costs by phase, peak memory,
+    a projection whose breakdown adds up (no timing asserted)."""
+    import dataclasses
+
+    from dptune.bench._plans import SCALE_PLANS
+
+    plan = dataclasses.replace(SCALE_PLANS["amazon-tiny"], datasets=("synth:tiny",), ks=(10, 40))
+    res = bench.run_scale(plan, tmp_path)
+    sc = res.detail["scale"]["tiny"]
+    c = sc["costs"]
+    assert [r["factors"] for r in c["bpr"]] == list(plan.cost_factors)
+    assert c["eval_users_measured"] == plan.eval_users and c["users"] > plan.eval_users
+    for r in c["bpr"]:
+        assert r["eval_seconds"] == pytest.approx(sum(r["eval_parts"].values()))
+    assert set(c["knn"]) == {"userknn", "itemknn"}
+    assert sorted(c["knn"]["itemknn"]["eval_all_k"]) == [10, 40]
+    assert np.isfinite(sc["peak_gib"]) and sc["peak_gib"] > 0
+    p = sc["projection"]
+    assert sum(p["breakdown_core_hours"].values()) + p["test_split_core_hours"] == pytest.approx(
+        p["core_hours"])
+    assert re.fullmatch(r"\d+\.\d", res.lines["projected_full_grid_hours tiny"])
+    assert re.fullmatch(r"\d+\.\d{2}", res.lines["worker_peak_gib tiny"])
+    assert not any(tmp_path.iterdir())  # temporary data removed
+
+
+@pytest.mark.slow
+def test_bench_amazon_command_tiny(tmp_path: Path) -> None:
+    """``python -m dptune.bench amazon --tiny`` end to end, merged into an existing report."""
+    report = tmp_path / "bench.md"
+    report.write_text("# dptune performance benchmark\n\nfull plan figures\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "dptune.bench", "amazon", "--tiny", "--out", str(report),
+         "--workdir", str(tmp_path)], capture_output=True, text=True, timeout=900, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert re.search(r"^projected_full_grid_hours ml-latest-small: \d+\.\d$", proc.stdout, re.M)
+    md = report.read_text()
+    assert "full plan figures" in md and "### Projected full grid" in md
