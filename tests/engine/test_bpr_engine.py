@@ -123,9 +123,18 @@ def test_quality_matches_the_host_kernel_over_five_seeds(tiny_fold, factors, lr,
     _same_quality(tiny_fold, factors, lr, epochs, seeds=range(5))
 
 
-def test_engine_scores_stay_on_the_engine_and_match_the_host_scores(tiny_fold):
+def test_engine_scores_stay_on_the_engine_and_match_the_host_scores(eng, tiny_fold):
     fd = tiny_fold
-    model = EngineBPRMF(ENG, 8, 0.05, 0.0025, 0.00025, 2, seed=0).fit(fd.train)
+    model = EngineBPRMF(eng, 8, 0.05, 0.0025, 0.00025, 2, seed=0).fit(fd.train)
     args = (fd.users, fd.train, fd.relevant, (1, 10), fd.efd, fd.epc)
-    np.testing.assert_allclose(evaluate_on(ENG, model, *args), evaluate(model, *args),
+    np.testing.assert_allclose(evaluate_on(eng, model, *args), evaluate(model, *args),
                                rtol=1e-12, atol=0, equal_nan=True)
+
+
+def test_every_back_end_trains_the_same_model(eng):
+    """Same samples, same batches: back-ends differ only by float rounding of the sums."""
+    X = _data(4)
+    a = EngineBPRMF(eng, 5, 0.05, 0.01, 0.001, 3, seed=6, batch=32).fit(X)
+    b = EngineBPRMF(ENG, 5, 0.05, 0.01, 0.001, 3, seed=6, batch=32).fit(X)
+    np.testing.assert_allclose(a.user_factors_, b.user_factors_, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(a.item_bias_, b.item_bias_, rtol=1e-5, atol=1e-6)
