@@ -19,7 +19,7 @@ from dptune.data._split import SPLIT_METHODS
 from dptune.errors import input_error, read_toml
 from dptune.grids import Grid, load_grid
 from dptune.models._adapters import is_known_type
-from dptune.vocab import METRICS
+from dptune.vocab import DEVICES, METRICS
 
 if TYPE_CHECKING:
     from dptune.analysis._options import AnalysisOptions
@@ -81,10 +81,12 @@ class EvaluationConfig:
 
 @dataclass(frozen=True)
 class SweepConfig:
-    """How the sweep runs: parallel jobs and the optuna storage (default: SQLite in results)."""
+    """How the sweep runs: parallel jobs, the optuna storage (default: SQLite in results) and
+    the device that trains BPR-MF and evaluates every model (``cpu`` or ``cuda``)."""
 
     jobs: int = 1
     storage: str | None = None
+    device: str = "cpu"
 
 
 @dataclass(frozen=True)
@@ -248,6 +250,7 @@ def _validate(exp: Experiment, src: str) -> None:
         raise input_error(src, "analysis.primary_cutoff", f"{a.primary_cutoff} is not in evaluation.cutoffs")
     if exp.sweep.jobs < 1:
         raise input_error(src, "sweep.jobs", "must be positive")
+    _choice(src, "sweep.device", exp.sweep.device, DEVICES)
     _validate_data(exp.data, src)
 
 

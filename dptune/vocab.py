@@ -15,6 +15,7 @@ __all__ = [
     "FORMATS",
     "TESTS",
     "CORRECTIONS",
+    "DEVICES",
     "METRICS",
     "TABLE_METRIC_ORDER",
     "METRIC_NAMES",
@@ -45,6 +46,9 @@ FORMATS: tuple[str, ...] = ("auto", "ml-dat", "ml-udata", "ml-csv", "recbole", "
 TESTS: tuple[str, ...] = ("t", "wilcoxon", "bootstrap", "permutation")
 #: Multiple-comparison corrections of Sakai's DP.
 CORRECTIONS: tuple[str, ...] = ("none", "holm", "bh")
+#: Where a sweep trains and evaluates (``[sweep] device``, ``--device``): the compiled host
+#: engine, or the array engine on a CUDA device (:mod:`dptune.engine`).
+DEVICES: tuple[str, ...] = ("cpu", "cuda")
 #: Metric keys in evaluation order (the order of every long output table: dp.csv, curves.csv).
 METRICS: tuple[str, ...] = ("ndcg", "precision", "recall", "mrr", "efd", "epc")
 #: Column order of metrics in the report's tables and legends (the paper's Table 3 order).

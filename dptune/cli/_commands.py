@@ -28,6 +28,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from dptune.sweep._noise import run_noise_floor
 
     exp = load_experiment(args.config)
+    exp = _on_device(exp, args.device)
     overrides = analysis_overrides(args)
     results = Path(args.results) if args.results else _default("results", exp.name)
     reports = Path(args.reports) if args.reports else _default("reports", exp.name)
@@ -49,6 +50,22 @@ def cmd_run(args: argparse.Namespace) -> int:
         files = analyze_results(store.root, reports, progress=progress, **overrides)
         print(f"reports: {reports} ({len(files)} files; see {reports / 'report.md'})")
     return 0
+
+
+def _on_device(exp, device: str | None):
+    """The experiment with ``--device`` applied; checks, before any work, that the device's
+    engine is installed and sees a device (one line, exit 2 otherwise)."""
+    from dataclasses import replace
+
+    from dptune.engine import engine_for
+
+    if device is not None:
+        exp = replace(exp, sweep=replace(exp.sweep, device=device))
+    if device is not None:
+        engine_for(device, "--device", None)
+    else:
+        engine_for(exp.sweep.device, exp.source)
+    return exp
 
 
 def cmd_worker(args: argparse.Namespace) -> int:

@@ -24,7 +24,7 @@ from dptune.cli._flags import (
     results_option,
     storage_option,
 )
-from dptune.vocab import FORMATS, METRICS, TESTS
+from dptune.vocab import DEVICES, FORMATS, METRICS, TESTS
 
 DESCRIPTION = """\
 Discriminative power of recommender-system metrics under hyperparameter tuning: sweep the
@@ -96,6 +96,9 @@ def build_parser() -> argparse.ArgumentParser:
     storage_option(r)
     progress_option(r)
     r.add_argument("--no-analyze", action="store_true", help="stop after the sweep and noise floor")
+    r.add_argument("--device", choices=DEVICES, default=None,
+                   help="train BPR-MF and evaluate on this device (default: [sweep] device, "
+                        "else cpu; cuda needs pip install -e '.[gpu]')")
     analysis_flags(r, run=True)
     r.set_defaults(func=c.cmd_run)
 

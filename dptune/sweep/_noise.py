@@ -95,7 +95,8 @@ def plan_noise(exp: Experiment, store: ResultStore, n_configs: int = 1) -> tuple
 def run_noise_task(exp: Experiment, task: NoiseTask, root: str | Path, seeds: int) -> Path:
     """Train ``task``'s configuration with seeds ``0 .. seeds-1`` on its fold, evaluate, write the
     part atomically; seeds already in an existing part are read back, not retrained."""
-    from dptune.metrics import METRICS, evaluate
+    from dptune.engine import engine_for, evaluate_on, family_on
+    from dptune.metrics import METRICS
     from dptune.models import get_family
     from dptune.sweep._plan import derive_seed
     from dptune.sweep._prepare import prepare
@@ -113,7 +114,8 @@ def run_noise_task(exp: Experiment, task: NoiseTask, root: str | Path, seeds: in
     rows = [METRICS.index(m) for m in metrics]
     fd = prepare(exp).fold(task.fold)
     users = np.asarray(fd.users, dtype=np.int32)
-    family = get_family(task.algorithm_type)
+    eng = engine_for(exp.sweep.device)
+    family = family_on(get_family(task.algorithm_type), eng)
 
     old: dict[int, np.ndarray] = {}
     old_meta: dict[int, tuple[int, float, float]] = {}
@@ -142,8 +144,8 @@ def run_noise_task(exp: Experiment, task: NoiseTask, root: str | Path, seeds: in
         fit_s = ev_s = 0.0
         for _, model in family.fit_unit(fd.train, [dict(task.config)], seed):
             t1 = time.perf_counter()
-            vals = evaluate(model, fd.users, fd.train, fd.relevant, cutoffs, fd.efd, fd.epc,
-                            block=ev.user_block, relevance_aware=ev.novelty == "relevance-aware")
+            vals = evaluate_on(eng, model, fd.users, fd.train, fd.relevant, cutoffs, fd.efd,
+                               fd.epc, block=ev.user_block, relevance_aware=ev.novelty == "relevance-aware")
             fit_s, ev_s = t1 - t0, time.perf_counter() - t1
         if vals is None:  # pragma: no cover - every family yields one model per configuration
             raise input_error("noise floor", task.algorithm, "the model family yielded no model")

@@ -7,7 +7,8 @@ import time
 import numpy as np
 
 from dptune.config import Experiment
-from dptune.metrics import METRICS, evaluate
+from dptune.engine import engine_for, evaluate_on, family_on
+from dptune.metrics import METRICS
 from dptune.models import get_family
 from dptune.store._store import PARTS, ResultStore, UnitResult, part_name
 from dptune.sweep._plan import Task, _algorithm, derive_seed
@@ -25,11 +26,12 @@ def run_unit(exp: Experiment, task: Task, store: ResultStore) -> UnitResult:
     ev = exp.evaluation
     rows = [METRICS.index(m) for m in ev.metrics]
     cutoffs = tuple(int(c) for c in ev.cutoffs)
+    eng = engine_for(exp.sweep.device)
     out: dict[int, tuple[np.ndarray, float, float]] = {}
     t0 = time.perf_counter()
-    for local, model in get_family(alg.type).fit_unit(fd.train, unit_cfgs, seed):
+    for local, model in family_on(get_family(alg.type), eng).fit_unit(fd.train, unit_cfgs, seed):
         t1 = time.perf_counter()
-        vals = evaluate(model, fd.users, fd.train, fd.relevant, cutoffs, fd.efd, fd.epc,
+        vals = evaluate_on(eng, model, fd.users, fd.train, fd.relevant, cutoffs, fd.efd, fd.epc,
                         block=ev.user_block, relevance_aware=ev.novelty == "relevance-aware")
         t2 = time.perf_counter()
         out[task.config_ids[local]] = (np.asarray(vals)[rows], t1 - t0, t2 - t1)

@@ -1,0 +1,31 @@
+"""The optional device engine: BPR-MF training and, for every model, scoring, top-N and the
+per-user metrics of a block of users, as array code that runs on a CUDA device.
+
+Selected by ``[sweep] device = "cuda"`` (or ``dptune run --device cuda``); the default
+``cpu`` runs the compiled host engine (:func:`dptune.metrics.evaluate`,
+:class:`dptune.models.BPRMF`) and needs nothing from here. The device route needs PyTorch or
+CuPy plus ``array-api-compat`` (``pip install -e ".[gpu]"``); the same code runs with NumPy on
+the host, which is how the tests check it against the host engine.
+"""
+
+from __future__ import annotations
+
+from dptune.engine._backend import DEVICES, Engine, engine_for, numpy_engine
+from dptune.engine._bpr import BATCH, EngineBPRFamily, EngineBPRMF, sample_triples
+from dptune.engine._evaluate import evaluate_on, metrics_of_lists, top_n_on
+from dptune.models._base import Family
+
+__all__ = [
+    "BATCH", "DEVICES", "Engine", "EngineBPRFamily", "EngineBPRMF", "engine_for",
+    "evaluate_on", "family_on", "metrics_of_lists", "numpy_engine", "sample_triples",
+    "top_n_on",
+]
+
+
+def family_on(family: Family, eng: Engine | None) -> Family:
+    """The family that trains on ``eng``: BPR-MF moves to the engine; every other family (and
+    every family when ``eng`` is None) trains on the host as before and only its scores are
+    evaluated on the engine."""
+    if eng is not None and family.type == "bpr-mf":
+        return EngineBPRFamily(eng)
+    return family

@@ -1,0 +1,39 @@
+"""The first fold of the tiny experiment (ml-latest-small, 2 folds), shared by the engine tests."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import write_experiment
+
+
+@pytest.fixture(scope="session")
+def tiny_fold(tmp_path_factory):
+    """Training / relevance matrices, users and novelty vectors of the tiny experiment's fold 1."""
+    from dptune.config import load_experiment
+    from dptune.sweep._prepare import prepare
+
+    exp = load_experiment(write_experiment(tmp_path_factory.mktemp("engine") / "exp"))
+    prep = prepare(exp)
+    return prep.fold(prep.fold_names[0])
+
+
+def _torch_cpu():
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed (the gpu extra)")
+    xp = pytest.importorskip("array_api_compat.torch",
+                             reason="array-api-compat is not installed (the gpu extra)")
+    from dptune.engine import Engine
+
+    return Engine(xp=xp, device=torch.device("cpu"), kind="torch")
+
+
+def _numpy():
+    from dptune.engine import numpy_engine
+
+    return numpy_engine()
+
+
+@pytest.fixture(params=["numpy", "torch-cpu"])
+def eng(request):
+    """The array engine on the host: NumPy always; PyTorch on its CPU device where the gpu
+    extra is installed (the code a CUDA device runs, on another device)."""
+    return _numpy() if request.param == "numpy" else _torch_cpu()

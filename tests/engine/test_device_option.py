@@ -1,0 +1,98 @@
+"""``[sweep] device`` / ``--device``: validated once, refused in one line (exit 2) before any
+work when the engine cannot run, and routed through the sweep's units."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import EXPERIMENT, write_experiment
+
+from dptune.cli import main
+from dptune.config import load_experiment
+from dptune.engine import engine_for, numpy_engine
+from dptune.errors import DptuneError
+from dptune.store._store import ResultStore
+
+
+def _no_device_library(monkeypatch):
+    """Make PyTorch and CuPy unimportable (whatever this machine has installed)."""
+    monkeypatch.setitem(sys.modules, "torch", None)
+    monkeypatch.setitem(sys.modules, "cupy", None)
+
+
+def _with_device(tmp_path: Path, device: str) -> Path:
+    cfg = write_experiment(tmp_path / "exp")
+    cfg.write_text(cfg.read_text().replace("jobs = 1", f'jobs = 1\ndevice = "{device}"'))
+    return cfg
+
+
+def test_default_device_is_cpu_and_cpu_needs_no_engine(tiny_experiment):
+    assert load_experiment(tiny_experiment).sweep.device == "cpu"
+    assert engine_for("cpu") is None
+    assert "device" not in EXPERIMENT  # the shared test experiment runs on the host engine
+
+
+def test_unknown_device_in_the_config(tmp_path):
+    cfg = _with_device(tmp_path, "gpu")
+    with pytest.raises(DptuneError, match=r"sweep\.device: 'gpu' is not one of cpu, cuda"):
+        load_experiment(cfg)
+
+
+def test_cuda_without_a_device_library(monkeypatch):
+    _no_device_library(monkeypatch)
+    with pytest.raises(DptuneError, match=r"^cfg\.toml: sweep\.device: cuda ") as err:
+        engine_for("cuda", "cfg.toml")
+    assert "\n" not in str(err.value) and "pip install" in str(err.value)
+
+
+def test_cli_refuses_cuda_before_any_work(tmp_path, monkeypatch, capsys):
+    _no_device_library(monkeypatch)
+    cfg = _with_device(tmp_path, "cpu")
+    rc = main(["run", str(cfg), "--device", "cuda", "--results", str(tmp_path / "results"),
+               "--reports", str(tmp_path / "reports")])
+    assert rc == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(err) == 1 and err[0].startswith("dptune: --device: cuda"), err
+    assert not (tmp_path / "results").exists()
+
+
+def test_cli_refuses_a_cuda_config_before_any_work(tmp_path, monkeypatch, capsys):
+    _no_device_library(monkeypatch)
+    cfg = _with_device(tmp_path, "cuda")
+    rc = main(["run", str(cfg), "--results", str(tmp_path / "results"),
+               "--reports", str(tmp_path / "reports")])
+    assert rc == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(err) == 1 and "sweep.device: cuda" in err[0] and str(cfg) in err[0], err
+    assert not (tmp_path / "results").exists()
+
+
+def test_units_run_through_the_engine(tmp_path, monkeypatch, tiny_experiment):
+    """With an engine, KNN is evaluated on it (same values as the host engine) and BPR-MF is
+    trained on it (a different, valid model)."""
+    from dptune.sweep import _unit
+    from dptune.sweep._plan import plan
+
+    exp = load_experiment(tiny_experiment)
+    fold = "1"
+    results = {}
+    for device in ("cpu", "cuda"):
+        if device == "cuda":
+            monkeypatch.setattr(_unit, "engine_for", lambda d: numpy_engine() if d == "cuda"
+                                else None)
+        run = replace(exp, sweep=replace(exp.sweep, device=device))
+        store = ResultStore(tmp_path / device).create()
+        results[device] = {
+            alg: _unit.run_unit(run, plan(run, alg, [fold])[0], store) for alg in ("userknn", "bpr-mf")
+        }
+    cpu, dev = results["cpu"], results["cuda"]
+    for a, b in zip(cpu["userknn"].values, dev["userknn"].values, strict=True):
+        np.testing.assert_allclose(b, a, rtol=1e-6, equal_nan=True)
+    bpr_cpu, bpr_dev = np.stack(cpu["bpr-mf"].values), np.stack(dev["bpr-mf"].values)
+    assert bpr_cpu.shape == bpr_dev.shape and not np.array_equal(bpr_cpu, bpr_dev)
+    prec = bpr_dev[:, list(exp.evaluation.metrics).index("precision")]
+    assert np.isfinite(prec).all() and 0.0 < prec.mean() <= 1.0
