@@ -60,13 +60,19 @@ def read_table(path: str | Path, what: str) -> pd.DataFrame:
                       f"(expected .csv, .tsv, .parquet or a directory of Parquet parts)")
 
 
+def _shown(value: object) -> str:
+    """A cell as a user wrote it: ``nan``, ``1.5``, ``'abc'`` (a numpy scalar as its Python
+    value, so that a message never shows ``np.float64(nan)``)."""
+    return repr(value.item() if isinstance(value, np.generic) else value)
+
+
 def _integers(path: Path, df: pd.DataFrame, col: str, low: int) -> pd.Series:
     """Column ``col`` as int64, every value an integer >= ``low``."""
     v = pd.to_numeric(df[col], errors="coerce")
     bad = v.isna() | (v != np.floor(v)) | (v < low)
     if bad.any():
         raise input_error(path, col, f"must hold integers >= {low}; row {int(np.argmax(bad.to_numpy()))} "
-                          f"has {df[col].iloc[int(np.argmax(bad.to_numpy()))]!r}")
+                          f"has {_shown(df[col].iloc[int(np.argmax(bad.to_numpy()))])}")
     return v.astype(np.int64)
 
 
@@ -125,7 +131,8 @@ def read_per_user(path: str | Path) -> pd.DataFrame:
     bad = ~np.isfinite(value.to_numpy(dtype=np.float64))
     if bad.any():
         i = int(np.argmax(bad))
-        raise input_error(path, "value", f"must hold finite numbers; row {i} has {df['value'].iloc[i]!r}")
+        raise input_error(path, "value", f"must hold finite numbers; row {i} has "
+                          f"{_shown(df['value'].iloc[i])}")
     out["value"] = value.astype(np.float64)
     keys = ["algorithm", key, "fold", "user", "metric", "cutoff"]
     dup = out.duplicated(keys)
