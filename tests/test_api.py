@@ -14,10 +14,18 @@ import pytest
 from scipy import stats as sps
 
 import dptune
-from dptune.analysis._dp import analyze as analyze_dp
 from dptune.cli import main
 from dptune.errors import DptuneError
 from dptune.store._frame import FrameStore
+
+#: The analysis option of the number of pairs (its name may change; the tests follow it).
+PAIRS = next(f for f in ("pairs", "n_pairs") if f in dptune.AnalysisOptions.__dataclass_fields__)
+
+
+def _dp(per_user: pd.DataFrame, pairs: int, **options) -> pd.DataFrame:
+    """``discriminative_power`` with ``pairs`` pairs, without the (slow) intervals."""
+    return dptune.discriminative_power(per_user, **{PAIRS: pairs}, bootstrap=0, stability=0,
+                                       **options)
 
 
 def _table(seed: int = 0, n_sys: int = 5, n_users: int = 40, folds=("0", "1", "2")) -> pd.DataFrame:
@@ -54,10 +62,14 @@ def test_docstring_examples_run(module, monkeypatch):
 
 
 def test_discriminative_power_equals_scipy_by_hand():
+    from dptune._per_user import analyze_outside, per_user_store
+
     df = _table()
-    dp = dptune.discriminative_power(df, pairs=6, seed=3)
+    dp = _dp(df, 6, seed=3)
     assert list(dp["metric"]) == ["ndcg", "mrr"] and set(dp["scope"]) == {"all"}
-    pairs = analyze_dp(FrameStore(df), n_pairs=6, seed=3).pairs[["config_a", "config_b"]].to_numpy()
+    res = analyze_outside(per_user_store(df), **{PAIRS: 6}, seed=3, bootstrap=0, stability=0)
+    pd.testing.assert_frame_equal(res.dp, dp)
+    pairs = res.pairs[["config_a", "config_b"]].to_numpy()
     names = sorted(df["system"].unique())
     for metric in ("ndcg", "mrr"):
         total = []
@@ -68,14 +80,14 @@ def test_discriminative_power_equals_scipy_by_hand():
             total.append(np.sum(p))
         row = dp[dp.metric == metric].iloc[0]
         assert row.dp == pytest.approx(np.mean(total), rel=1e-9)
-        assert (row.n_pairs, row.n_folds) == (6, 3)
+        assert (row.n_pairs, row.n_folds) == (len(pairs), 3)
 
 
 def test_optional_columns_and_missing_users():
     df = _table(folds=("0",))
     plain = df[df.metric == "ndcg"].drop(columns=["fold", "cutoff"]).assign(metric="ndcg@10")
-    a = dptune.discriminative_power(plain, pairs=4)
-    b = dptune.discriminative_power(df[df.metric == "ndcg"], pairs=4)
+    a = _dp(plain, 4)
+    b = _dp(df[df.metric == "ndcg"], 4)
     pd.testing.assert_frame_equal(a, b)
     assert a.loc[0, "cutoff"] == 10 and a.loc[0, "algorithm"] == "runs"
     # a user missing for one system is dropped from the pairs with that system only
@@ -86,13 +98,12 @@ def test_optional_columns_and_missing_users():
     assert len(users) == 40
     # the test fold is never used, several algorithms and hyperparameter scopes work
     with_test = pd.concat([df, df.assign(fold="test", value=0.0)])
-    pd.testing.assert_frame_equal(dptune.discriminative_power(with_test, pairs=3),
-                                  dptune.discriminative_power(df, pairs=3))
+    pd.testing.assert_frame_equal(_dp(with_test, 3), _dp(df, 3))
     two = pd.concat([df.assign(algorithm="a"), df.assign(algorithm="b")])
-    assert list(dptune.discriminative_power(two, pairs=3)["algorithm"]) == ["a"] * 2 + ["b"] * 2
+    assert list(_dp(two, 3)["algorithm"]) == ["a"] * 2 + ["b"] * 2
     cfg = df.assign(config_id=df.system.str[3:].astype(int), k=df.system.str[3:].astype(int) % 2,
                     n=df.system.str[3:].astype(int) // 2).drop(columns="system")
-    scopes = set(dptune.discriminative_power(cfg, pairs=3, hyperparameters=["k", "n"])["scope"])
+    scopes = set(_dp(cfg, 3, hyperparameters=["k", "n"])["scope"])
     assert {"all", "k=0", "k=1", "only:k", "only:n"} <= scopes
 
 
@@ -118,10 +129,28 @@ def test_analyze_needs_a_result_store(tmp_path):
 
 
 def test_discriminative_power_bad_options():
-    with pytest.raises(DptuneError, match="analysis: n_pairs"):
-        dptune.discriminative_power(_table(n_sys=3, n_users=5), pairs=0)
+    with pytest.raises(DptuneError, match=f"analysis: {PAIRS}"):
+        dptune.discriminative_power(_table(n_sys=3, n_users=5), **{PAIRS: 0})
     with pytest.raises(DptuneError, match="analysis: test"):
         dptune.discriminative_power(_table(n_sys=3, n_users=5), test="z")
+    with pytest.raises(DptuneError, match="analysis: noise_seeds: no noise floor"):
+        dptune.discriminative_power(_table(n_sys=3, n_users=5), noise_seeds=2)
+
+
+@pytest.mark.parametrize("change, kwargs, message", [
+    (lambda d: d.assign(value=np.where(d.index == 3, np.nan, d.value)), {},
+     "per_user: value: must hold finite numbers; row 3 has nan"),
+    (lambda d: d.assign(score=1.0), {}, "per_user: score: unknown column"),
+    (lambda d: d, {"hyperparameters": ["k"]}, "per_user: k: missing column"),
+    (lambda d: d.assign(k=range(len(d))), {"hyperparameters": ["k"]},
+     "per_user: k: configuration runs/sys0 has more than one value"),
+    (lambda d: d.to_dict(), {}, "per_user: expected a pandas DataFrame, got dict"),
+])
+def test_discriminative_power_checks_the_table_as_a_file(change, kwargs, message):
+    """A DataFrame is checked as ``dptune dp --per-user`` checks a file: one line, the column."""
+    with pytest.raises(DptuneError) as err:
+        dptune.discriminative_power(change(_table(n_sys=3, n_users=5)), **kwargs)
+    assert str(err.value).startswith(message) and "\n" not in str(err.value)
 
 
 # ------------------------------------------------------------------ docs/api.md, end to end
@@ -175,7 +204,10 @@ def test_frame_store_over_the_parquet_store_gives_the_same_dp(docs_run):
         hps = store.hyperparameters(alg)
         cfg = store.configs(alg)[["config_id", *hps]]
         frame = rows.merge(cfg, on="config_id")
-        got = dptune.discriminative_power(frame, pairs=5, seed=7, hyperparameters=hps)
+        same = {k: v for k, v in env["res"].options.to_dict().items()
+                if k not in ("primary_metric", "primary_cutoff", "noise_seeds", "noise_configs",
+                             "importance")}
+        got = dptune.discriminative_power(frame, hyperparameters=hps, **same)
         want = env["res"].dp[env["res"].dp["algorithm"] == alg].reset_index(drop=True)
         pd.testing.assert_frame_equal(got, want, check_dtype=False)
 
@@ -196,10 +228,6 @@ def test_sweep_takes_a_path_and_resumes_without_recomputing(docs_run):
 
 
 # ------------------------------------------------------------------ one route for every input
-
-#: The analysis option of the number of pairs (its name may change; the tests follow it).
-PAIRS = next(f for f in ("pairs", "n_pairs") if f in dptune.AnalysisOptions.__dataclass_fields__)
-
 
 def _runs_with_exact_values(root: Path, n_users: int = 24, systems: int = 3,
                             folds=("0", "1")) -> tuple[Path, Path, Path]:
