@@ -14,17 +14,14 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from dptune.analysis._analyze import analyze
-from dptune.analysis._dp import analyze as analyze_dp
 from dptune.analysis._options import AnalysisOptions
 from dptune.analysis._result import AnalysisResult
-from dptune.store._frame import FrameStore
-from dptune.store._runs import RunSetStore
 from dptune.store._store import ResultStore
 
 if TYPE_CHECKING:
     from dptune.config import Experiment
 
-__all__ = ["sweep", "analyze_results", "analyze_runs", "write_report", "discriminative_power"]
+__all__ = ["sweep", "analyze_results", "write_report", "discriminative_power"]
 
 
 def sweep(exp: Experiment | str | Path, results: str | Path | None = None,
@@ -83,48 +80,29 @@ def analyze_results(results_dir: str | Path, reports_dir: str | Path, progress: 
     return write_report(store, result, reports_dir)
 
 
-def analyze_runs(runs: str | Path, qrels: str | Path, train: str | Path, reports_dir: Path,
-                 cutoffs: tuple[int, ...] = (1, 5, 10), threshold: float = 4.0, n_pairs: int = 25,
-                 seed: int = 42, test: str = "t") -> list[Path]:
-    """DP tables for a set of external runs (users of other frameworks get DP too)."""
-    from dptune.report import _report as report
-
-    store = RunSetStore(Path(runs), Path(qrels), Path(train), cutoffs, threshold)
-    analysis = analyze_dp(store, n_pairs=n_pairs, seed=seed, test=test)
-    reports_dir = Path(reports_dir)
-    reports_dir.mkdir(parents=True, exist_ok=True)
-    files = list(analysis.write_csv(reports_dir) or [])
-    datasets = pd.DataFrame([{"dataset": str(runs), "users": store.n_users, "items": store.n_items,
-                              "ratings": store.n_train,
-                              "sparsity": 1 - store.n_train / max(1, store.n_users * store.n_items)}])
-    settings = {"Runs": f"{len(store.system_names)} systems: {', '.join(store.system_names)}",
-                "Folds": len(store.folds("runs")), "Relevance threshold": f"rating >= {threshold}",
-                "Metric variant": "novelty metrics relevance-aware; binary-gain nDCG",
-                "Pairs per scope (P)": n_pairs, "Pair-sampling seed": seed, "Statistical test": test}
-    primary_cut = 10 if 10 in cutoffs else cutoffs[-1]
-    files += report.write_report(reports_dir, analysis.dp, analysis.curves, datasets,
-                                 None, settings, primary=("ndcg", primary_cut))
-    return files
-
-
-def discriminative_power(per_user: pd.DataFrame, pairs: int = 25, test: str = "t",
-                         seed: int = 0, alpha: float = 0.05, correction: str = "none",
-                         n_resamples: int = 1000, bootstrap: int = 0,
-                         hyperparameters: Sequence[str] = (),
-                         progress: bool = False) -> pd.DataFrame:
-    """DP of every metric@N of any long per-user table (Anelli et al., RecSys 2019).
+def discriminative_power(per_user: pd.DataFrame, *, hyperparameters: Sequence[str] = (),
+                         configs: pd.DataFrame | None = None, progress: bool = False,
+                         **options: Any) -> pd.DataFrame:
+    """DP of every metric@N of any long per-user table (Anelli et al., RecSys 2019): the rows
+    of ``dp.csv`` that ``dptune dp --per-user`` writes for the same table.
 
     ``per_user`` has one row per (configuration, fold, user, metric@N), columns ``[algorithm],
-    config_id | system, [fold], user, metric, [cutoff], value`` (:class:`dptune.store.FrameStore`
-    documents the optional ones; ``hyperparameters`` names further columns describing each
-    configuration, for the ``h=v`` and ``only:h`` scopes). Per algorithm, ``pairs`` pairs of
-    configurations are sampled (seed ``seed``), each tested with the paired ``test`` over the
-    fold's users present in both; per fold the p-values sorted decreasingly form a curve, the
-    curves are averaged position by position over folds, and ``DP = sum_i mean_i`` (lower =
-    more discriminative). Returns the rows of ``dp.csv`` (``algorithm, scope, metric, cutoff,
-    dp, dp_plus_sd, dp_minus_sd, n_pairs, n_folds, sakai, sakai_sd, ...``). Rows of fold
-    ``"test"`` are ignored. The full tables (pairs, p-values, curves) are
-    ``dptune.analysis.analyze_dp(FrameStore(per_user), ...)``.
+    config_id | system, [fold], user, metric, [cutoff], value`` (checked as a per-user file is;
+    rows of fold ``"test"`` are not used). The configurations' hyperparameters, for the ``h=v``
+    and ``only:h`` scopes and importance, are further columns named in ``hyperparameters``, or
+    a ``configs`` table (``algorithm, config_id | system`` and one column per hyperparameter).
+    ``options`` are :class:`AnalysisOptions` fields (pairs, ``seed``, ``test``, ``bootstrap``,
+    ...); left out, they are those of ``dptune analyze`` with the analysis seed 42 of a sweep
+    (:func:`dptune._per_user.outside_options`).
+
+    The table goes the one route of every input: it becomes an in-memory store
+    (:func:`dptune._per_user.per_user_store`) analysed by :func:`dptune.analyze`; the whole
+    :class:`AnalysisResult` (verdict, intervals, curves) is
+    ``dptune.analyze(per_user_store(df), outside_options(store))``. Per algorithm and scope,
+    pairs of configurations are tested with the paired test over each validation fold's users
+    present in both; per fold the p-values sorted decreasingly form a curve, the curves are
+    averaged position by position over folds, and ``DP = sum_i mean_i`` (lower = more
+    discriminative).
 
     Example::
 
@@ -133,14 +111,11 @@ def discriminative_power(per_user: pd.DataFrame, pairs: int = 25, test: str = "t
         >>> per_user = pd.DataFrame([
         ...     {"system": f"s{s}", "user": u, "metric": "ndcg@10", "value": rng.random() + s / 10}
         ...     for s in range(4) for u in range(50)])
-        >>> dp = dptune.discriminative_power(per_user, pairs=6)
+        >>> dp = dptune.discriminative_power(per_user, bootstrap=0)
         >>> dp[["algorithm", "scope", "metric", "cutoff", "n_pairs"]].to_dict("records")
         [{'algorithm': 'runs', 'scope': 'all', 'metric': 'ndcg', 'cutoff': 10, 'n_pairs': 6}]
     """
-    from dptune.analysis._robust_run import annotate_dp
+    from dptune._per_user import analyze_outside, per_user_store
 
-    store = FrameStore(per_user, hyperparameters=hyperparameters)
-    res = analyze_dp(store, n_pairs=pairs, seed=seed, test=test, alpha=alpha,
-                     correction=correction, n_resamples=n_resamples, bootstrap=bootstrap,
-                     progress=progress)
-    return annotate_dp(res.dp, res.pvalues)  # + dp_per_pair, no_evidence, as dp.csv (issue 13)
+    store = per_user_store(per_user, configs=configs, hyperparameters=hyperparameters)
+    return analyze_outside(store, progress=progress, **options).dp

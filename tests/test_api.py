@@ -14,10 +14,18 @@ import pytest
 from scipy import stats as sps
 
 import dptune
-from dptune.analysis._dp import analyze as analyze_dp
 from dptune.cli import main
 from dptune.errors import DptuneError
 from dptune.store._frame import FrameStore
+
+#: The analysis option of the number of pairs (its name may change; the tests follow it).
+PAIRS = next(f for f in ("pairs", "n_pairs") if f in dptune.AnalysisOptions.__dataclass_fields__)
+
+
+def _dp(per_user: pd.DataFrame, pairs: int, **options) -> pd.DataFrame:
+    """``discriminative_power`` with ``pairs`` pairs, without the (slow) intervals."""
+    return dptune.discriminative_power(per_user, **{PAIRS: pairs}, bootstrap=0, stability=0,
+                                       **options)
 
 
 def _table(seed: int = 0, n_sys: int = 5, n_users: int = 40, folds=("0", "1", "2")) -> pd.DataFrame:
@@ -54,10 +62,14 @@ def test_docstring_examples_run(module, monkeypatch):
 
 
 def test_discriminative_power_equals_scipy_by_hand():
+    from dptune._per_user import analyze_outside, per_user_store
+
     df = _table()
-    dp = dptune.discriminative_power(df, pairs=6, seed=3)
+    dp = _dp(df, 6, seed=3)
     assert list(dp["metric"]) == ["ndcg", "mrr"] and set(dp["scope"]) == {"all"}
-    pairs = analyze_dp(FrameStore(df), n_pairs=6, seed=3).pairs[["config_a", "config_b"]].to_numpy()
+    res = analyze_outside(per_user_store(df), **{PAIRS: 6}, seed=3, bootstrap=0, stability=0)
+    pd.testing.assert_frame_equal(res.dp, dp)
+    pairs = res.pairs[["config_a", "config_b"]].to_numpy()
     names = sorted(df["system"].unique())
     for metric in ("ndcg", "mrr"):
         total = []
@@ -68,14 +80,14 @@ def test_discriminative_power_equals_scipy_by_hand():
             total.append(np.sum(p))
         row = dp[dp.metric == metric].iloc[0]
         assert row.dp == pytest.approx(np.mean(total), rel=1e-9)
-        assert (row.n_pairs, row.n_folds) == (6, 3)
+        assert (row.n_pairs, row.n_folds) == (len(pairs), 3)
 
 
 def test_optional_columns_and_missing_users():
     df = _table(folds=("0",))
     plain = df[df.metric == "ndcg"].drop(columns=["fold", "cutoff"]).assign(metric="ndcg@10")
-    a = dptune.discriminative_power(plain, pairs=4)
-    b = dptune.discriminative_power(df[df.metric == "ndcg"], pairs=4)
+    a = _dp(plain, 4)
+    b = _dp(df[df.metric == "ndcg"], 4)
     pd.testing.assert_frame_equal(a, b)
     assert a.loc[0, "cutoff"] == 10 and a.loc[0, "algorithm"] == "runs"
     # a user missing for one system is dropped from the pairs with that system only
@@ -86,13 +98,12 @@ def test_optional_columns_and_missing_users():
     assert len(users) == 40
     # the test fold is never used, several algorithms and hyperparameter scopes work
     with_test = pd.concat([df, df.assign(fold="test", value=0.0)])
-    pd.testing.assert_frame_equal(dptune.discriminative_power(with_test, pairs=3),
-                                  dptune.discriminative_power(df, pairs=3))
+    pd.testing.assert_frame_equal(_dp(with_test, 3), _dp(df, 3))
     two = pd.concat([df.assign(algorithm="a"), df.assign(algorithm="b")])
-    assert list(dptune.discriminative_power(two, pairs=3)["algorithm"]) == ["a"] * 2 + ["b"] * 2
+    assert list(_dp(two, 3)["algorithm"]) == ["a"] * 2 + ["b"] * 2
     cfg = df.assign(config_id=df.system.str[3:].astype(int), k=df.system.str[3:].astype(int) % 2,
                     n=df.system.str[3:].astype(int) // 2).drop(columns="system")
-    scopes = set(dptune.discriminative_power(cfg, pairs=3, hyperparameters=["k", "n"])["scope"])
+    scopes = set(_dp(cfg, 3, hyperparameters=["k", "n"])["scope"])
     assert {"all", "k=0", "k=1", "only:k", "only:n"} <= scopes
 
 
@@ -118,10 +129,28 @@ def test_analyze_needs_a_result_store(tmp_path):
 
 
 def test_discriminative_power_bad_options():
-    with pytest.raises(DptuneError, match="analysis: n_pairs"):
-        dptune.discriminative_power(_table(n_sys=3, n_users=5), pairs=0)
+    with pytest.raises(DptuneError, match=f"analysis: {PAIRS}"):
+        dptune.discriminative_power(_table(n_sys=3, n_users=5), **{PAIRS: 0})
     with pytest.raises(DptuneError, match="analysis: test"):
         dptune.discriminative_power(_table(n_sys=3, n_users=5), test="z")
+    with pytest.raises(DptuneError, match="analysis: noise_seeds: no noise floor"):
+        dptune.discriminative_power(_table(n_sys=3, n_users=5), noise_seeds=2)
+
+
+@pytest.mark.parametrize("change, kwargs, message", [
+    (lambda d: d.assign(value=np.where(d.index == 3, np.nan, d.value)), {},
+     "per_user: value: must hold finite numbers; row 3 has nan"),
+    (lambda d: d.assign(score=1.0), {}, "per_user: score: unknown column"),
+    (lambda d: d, {"hyperparameters": ["k"]}, "per_user: k: missing column"),
+    (lambda d: d.assign(k=range(len(d))), {"hyperparameters": ["k"]},
+     "per_user: k: configuration runs/sys0 has more than one value"),
+    (lambda d: d.to_dict(), {}, "per_user: expected a pandas DataFrame, got dict"),
+])
+def test_discriminative_power_checks_the_table_as_a_file(change, kwargs, message):
+    """A DataFrame is checked as ``dptune dp --per-user`` checks a file: one line, the column."""
+    with pytest.raises(DptuneError) as err:
+        dptune.discriminative_power(change(_table(n_sys=3, n_users=5)), **kwargs)
+    assert str(err.value).startswith(message) and "\n" not in str(err.value)
 
 
 # ------------------------------------------------------------------ docs/api.md, end to end
@@ -175,7 +204,10 @@ def test_frame_store_over_the_parquet_store_gives_the_same_dp(docs_run):
         hps = store.hyperparameters(alg)
         cfg = store.configs(alg)[["config_id", *hps]]
         frame = rows.merge(cfg, on="config_id")
-        got = dptune.discriminative_power(frame, pairs=5, seed=7, hyperparameters=hps)
+        same = {k: v for k, v in env["res"].options.to_dict().items()
+                if k not in ("primary_metric", "primary_cutoff", "noise_seeds", "noise_configs",
+                             "importance")}
+        got = dptune.discriminative_power(frame, hyperparameters=hps, **same)
         want = env["res"].dp[env["res"].dp["algorithm"] == alg].reset_index(drop=True)
         pd.testing.assert_frame_equal(got, want, check_dtype=False)
 
@@ -193,3 +225,135 @@ def test_sweep_takes_a_path_and_resumes_without_recomputing(docs_run):
     assert store.root == env["store"].root
     assert (d / "results" / "trials.csv").read_bytes() == trials
     assert sorted(p.name for p in (d / "results" / "per_user.parquet").iterdir()) == parts
+
+
+# ------------------------------------------------------------------ one route for every input
+
+def _runs_with_exact_values(root: Path, n_users: int = 24, systems: int = 3,
+                            folds=("0", "1")) -> tuple[Path, Path, Path]:
+    """TREC runs (a fold per sub-directory), qrels and train. Every user has 1, 2 or 4 relevant
+    items and the cutoffs are 1, 2, 4, so Precision and Recall are exact in float32 (the
+    store's value type): a store holding them holds exactly the runs' values."""
+    rng = np.random.default_rng(11)
+    runs, qrels, train = root / "runs", root / "qrels", root / "train"
+    for d in (qrels, train):
+        d.mkdir(parents=True)
+    for fold in folds:
+        (runs / fold).mkdir(parents=True)
+        q, t = [], []
+        for u in range(n_users):
+            items = rng.permutation(30)
+            rel = items[: rng.choice([1, 2, 4])]
+            q += [f"u{u:02d} 0 i{i} 5" for i in rel] + [f"u{u:02d} 0 i{items[5]} 1"]
+            t += [f"u{u:02d} i{i}" for i in items[6:9]]
+        (qrels / f"{fold}.txt").write_text("\n".join(q) + "\n")
+        (train / f"{fold}.txt").write_text("\n".join(t) + "\n")
+        for s in range(systems):
+            lines = [f"u{u:02d} Q0 i{i} {r} {10 - r + rng.random() / 2:.6f} sys{s}"
+                     for u in range(n_users)
+                     for r, i in enumerate(rng.permutation(30)[:6], 1)]
+            (runs / fold / f"sys{s}").write_text("\n".join(lines) + "\n")
+    return runs, qrels, train
+
+
+def _store_of(table: pd.DataFrame, root: Path) -> dptune.ResultStore:
+    """A result store holding the values of a per-user table of runs (systems -> configuration
+    ids in name order, users -> codes in id order)."""
+    from dptune.store._store import UnitResult
+
+    store = dptune.ResultStore(root).create()
+    systems = sorted(table["system"].unique())
+    users = np.array(sorted(table["user"].unique()))
+    mcs = table[["metric", "cutoff"]].drop_duplicates()
+    metrics, cutoffs = tuple(dict.fromkeys(mcs["metric"])), tuple(sorted(set(mcs["cutoff"])))
+    store.write_manifest({
+        "experiment": "runs", "seeds": {"analysis": 42},
+        "algorithms": [{"name": "runs", "type": "external", "free": []}],
+        "analysis": {"importance": False, "noise_seeds": 0, "primary_cutoff": 4},
+        "evaluation": {"metrics": list(metrics), "cutoffs": list(cutoffs),
+                       "relevance_rule": "rating >= 4", "relevance_threshold": 4.0,
+                       "novelty_variant": "relevance-aware", "protocol": "runs"},
+        "split": {"method": "given", "train_ratio": None, "min_user_interactions": 0,
+                  "dropped_users": 0, "folds": 2, "fold_method": "given", "split_seed": None},
+        "dataset": {"name": "runs", "source": "runs", "users": len(users), "items": 30,
+                    "ratings": 0, "sparsity": 1.0},
+    })
+    store.write_configs([pd.DataFrame({"algorithm": "runs", "config_id": range(len(systems))})])
+    store.write_users(users)
+    for fold, g in table.groupby("fold"):
+        codes = np.searchsorted(users, sorted(g["user"].unique())).astype(np.int32)
+        values = []
+        for s in systems:
+            w = g[g["system"] == s].pivot_table(index=["metric", "cutoff"], columns="user",
+                                                values="value")
+            values.append(np.stack([[w.loc[(m, c)].to_numpy() for c in cutoffs] for m in metrics]))
+        store.write_unit(UnitResult("runs", fold, "u0", 0, metrics, cutoffs, codes,
+                                    tuple(range(len(systems))), tuple(values),
+                                    (0.0,) * len(systems), (0.0,) * len(systems)))
+    return store
+
+
+def _rows(frame: pd.DataFrame, metrics=None) -> pd.DataFrame:
+    """A result table in a fixed row order (its text columns and cutoff), optionally only the
+    rows of ``metrics``, with its numeric columns."""
+    keys = [c for c in frame.columns if frame[c].dtype == object] + ["cutoff"]
+    out = frame.sort_values(keys).reset_index(drop=True)
+    if metrics is not None:
+        out = out[out["metric"].isin(metrics)].reset_index(drop=True)
+    return out[keys + [c for c in out.columns if c not in keys and
+                       pd.api.types.is_numeric_dtype(out[c])]]
+
+
+def test_every_input_takes_one_route_to_the_same_dp(tmp_path, monkeypatch):
+    """The same per-user values as a DataFrame (``discriminative_power``), a per-user file
+    (``dp --per-user``), TREC runs (``dp --runs``) and a result store (``dptune analyze``) give
+    the same DP, Sakai DP, verdict estimate and intervals (1e-12) under the same options."""
+    import dptune._api as api
+    import dptune._per_user as outside
+    from dptune.store import read_runs
+
+    runs, qrels, train = _runs_with_exact_values(tmp_path)
+    table = read_runs(runs, qrels, train, cutoffs=(1, 2, 4))
+    # fewer replicates and one pair seed than the defaults keep the test fast; the same for all
+    flags = ["--bootstrap", "50", "--stability", "0", "--no-progress"]
+    results = {}
+
+    def capture(name, analyze):
+        def wrapped(store, options, **kw):
+            results[name] = analyze(store, options, **kw)
+            return results[name]
+        return wrapped
+
+    original = outside.analyze
+    monkeypatch.setattr(outside, "analyze", capture("runs", original))
+    assert main(["dp", "--runs", str(runs), "--qrels", str(qrels), "--train", str(train),
+                 "--cutoffs", "1,2,4", "--reports", str(tmp_path / "r1"), *flags]) == 0
+    table.to_csv(tmp_path / "per_user.csv", index=False)
+    monkeypatch.setattr(outside, "analyze", capture("per_user", original))
+    assert main(["dp", "--per-user", str(tmp_path / "per_user.csv"),
+                 "--reports", str(tmp_path / "r2"), *flags]) == 0
+    frame_dp = dptune.discriminative_power(table, bootstrap=50, stability=0)
+    store = _store_of(table, tmp_path / "results")
+    monkeypatch.setattr(api, "analyze", capture("store", api.analyze))
+    assert main(["analyze", str(store.root), "--reports", str(tmp_path / "r3"), *flags]) == 0
+
+    exact = ["precision", "recall"]  # the store holds float32: only these are the same values
+    assert len(_rows(frame_dp, exact)) == 6 and len(frame_dp) == 18
+    for name, res in results.items():
+        metrics = exact if name == "store" else None
+        pd.testing.assert_frame_equal(_rows(res.dp, metrics), _rows(frame_dp, metrics),
+                                      check_exact=False, rtol=0, atol=1e-12, obj=name)
+        if res.robust is not None:
+            pd.testing.assert_frame_equal(_rows(res.robust, metrics),
+                                          _rows(results["runs"].robust, metrics),
+                                          check_exact=False, rtol=0, atol=1e-12, obj=name)
+        assert getattr(res.options, PAIRS) == getattr(results["runs"].options, PAIRS)
+        assert (res.options.seed, res.options.bootstrap) == (42, 50)
+    assert results["runs"].robust is not None
+    assert (tmp_path / "r1" / "dp.csv").read_bytes() == (tmp_path / "r2" / "dp.csv").read_bytes()
+    # the options of outside data are dptune analyze's defaults (but what outside data lacks)
+    opts, default = results["per_user"].options, dptune.AnalysisOptions()
+    for name in default.to_dict():
+        if name not in ("seed", "bootstrap", "stability", "noise_seeds", "importance",
+                        "primary_metric", "primary_cutoff"):
+            assert getattr(opts, name) == getattr(default, name), name

@@ -176,7 +176,8 @@ def test_dp_on_external_runs(tmp_path):
     runs, q, t = _write_runs(tmp_path)
     rep = tmp_path / "rep"
     assert main(["dp", "--runs", str(runs), "--qrels", str(q), "--train", str(t),
-                 "--reports", str(rep), "--pairs", "3"]) == 0
+                 "--reports", str(rep), "--pairs", "3", "--bootstrap", "0", "--stability", "0",
+                 "--no-progress"]) == 0
     dp = pd.read_csv(rep / "dp.csv")
     assert set(dp["algorithm"]) == {"runs"} and set(dp["n_folds"]) == {2} and set(dp["n_pairs"]) == {3}
     assert (rep / "table3.md").exists() and (rep / "figure1.png").exists()
@@ -197,11 +198,12 @@ def test_evaluate_matches_ranx(tmp_path):
             u, _, i, r = line.split()
             if float(r) >= 4:
                 qd.setdefault(u, {})[i] = 1
+    trained = {tuple(line.split()) for line in train_file.read_text().split("\n") if line}
     rd: dict = {}
     for line in run_file.read_text().split("\n"):
         if line:
             u, _, i, _, s, _ = line.split()
-            if u in qd:
+            if u in qd and (u, i) not in trained:  # training items leave the ranking
                 rd.setdefault(u, {})[i] = float(s)
     qrels, run = ranx.Qrels(qd), ranx.Run(rd)
     for ours_name, ranx_name in [("ndcg", "ndcg"), ("precision", "precision"), ("recall", "recall"), ("mrr", "mrr")]:
@@ -211,6 +213,50 @@ def test_evaluate_matches_ranx(tmp_path):
             mine = ours[(ours["metric"] == ours_name) & (ours["cutoff"] == k)].set_index("user")["value"]
             for u, v in theirs.items():
                 assert mine[u] == pytest.approx(v, abs=1e-9), (ours_name, k, u)
+
+
+def test_evaluate_removes_training_items_and_orders_as_trec_eval(tmp_path, capsys):
+    """The training item a (rank 1) leaves u1's run: b is first, MRR@1 = 1. Tied scores are
+    ordered by item id descending (trec_eval), or by the rank field with --order rank. A user
+    without hits prints 0.0, never -0.0."""
+    run = tmp_path / "run"
+    run.write_text("u1 Q0 a 1 2.0 t\nu1 Q0 b 2 1.0 t\nu2 Q0 c 1 1.0 t\nu2 Q0 d 2 1.0 t\n"
+                   "u3 Q0 a 1 1.0 t\n")
+    qrels, train = tmp_path / "qrels", tmp_path / "train"
+    qrels.write_text("u1 0 b 5\nu2 0 c 5\nu3 0 e 5\n")
+    train.write_text("u1 a\nu2 a\nu4 a\n")
+    out = tmp_path / "out.csv"
+    common = ["evaluate", "--run", str(run), "--qrels", str(qrels), "--train", str(train),
+              "--cutoffs", "1,2", "--out", str(out)]
+
+    def mrr(order):
+        assert main(common + (["--order", order] if order else [])) == 0
+        df = pd.read_csv(out, dtype={"user": str})
+        assert "-0.0" not in out.read_text()  # u3 ranks a, seen by every training user
+        return df[df["metric"] == "mrr"].set_index(["user", "cutoff"])["value"].to_dict()
+
+    trec = mrr(None)
+    assert trec[("u1", 1)] == 1.0  # a removed, b first
+    assert (trec[("u2", 1)], trec[("u2", 2)]) == (0.0, 0.5)  # tie: d > c
+    assert mrr("trec") == trec
+    by_rank = mrr("rank")
+    assert (by_rank[("u1", 1)], by_rank[("u2", 1)]) == (1.0, 1.0)  # c has rank 1
+    assert main(common + ["--order", "score"]) == 2
+    assert "--order" in capsys.readouterr().err
+
+
+def test_dp_takes_the_flags_of_analyze_but_the_noise_floor(tmp_path, capsys):
+    runs, q, t = _write_runs(tmp_path, n_users=3, folds=("0",))
+    for flag in ("--noise-seeds", "--noise-configs"):
+        assert main(["dp", "--runs", str(runs), "--qrels", str(q), "--train", str(t), flag,
+                     "2"]) == 2
+        assert "unrecognized arguments" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["dp", "--help"])
+    text = capsys.readouterr().out
+    for flag in ("--pairs", "--seed", "--test", "--bootstrap", "--alpha", "--order", "--novelty"):
+        assert flag in text, flag
+    assert "seed 42" in text and "trec_eval" in text
 
 
 def test_data_info_embedded(capsys):

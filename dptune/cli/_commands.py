@@ -128,18 +128,28 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     check_writable_dir(Path(args.out).parent, "--out")
     df = evaluate_run(read_run(args.run), read_qrels(args.qrels), read_train(args.train),
                       cutoffs=args.cutoffs, threshold=args.threshold,
-                      relevance_aware=args.novelty == "relevance-aware")
+                      relevance_aware=args.novelty == "relevance-aware", order=args.order)
     write_per_user(df, args.out)
     print(f"{args.out}: {df['user'].nunique()} users x {df.groupby(['metric', 'cutoff']).ngroups} metric@cutoff")
     return 0
 
 
-def cmd_dp(args: argparse.Namespace) -> int:
-    """``dptune dp``: discriminative power of a set of external runs, or of a per-user table."""
-    from dptune._api import analyze_runs
 
+def cmd_dp(args: argparse.Namespace) -> int:
+    """``dptune dp``: the analysis and report of a sweep on external runs or a per-user table,
+    with the analysis flags and defaults of ``dptune analyze``."""
+    from dptune._per_user import analyze_per_user, analyze_runs
+
+    overrides = analysis_overrides(args)
+    given = [f for f in ("runs", "qrels", "train") if getattr(args, f) is not None]
     if args.per_user is not None:
-        return _dp_per_user(args)
+        if given:
+            raise input_error(f"--{given[0]}", None, "not with --per-user (give one or the other)")
+        check_writable_dir(Path(args.reports), "--reports")
+        files = analyze_per_user(args.per_user, args.reports, args.configs,
+                                 progress=not args.no_progress, **overrides)
+        print(f"reports: {args.reports} ({len(files)} files)")
+        return 0
     for flag in ("runs", "qrels", "train"):
         if getattr(args, flag) is None:
             raise input_error(f"--{flag}", None, "required (or give --per-user FILE)")
@@ -151,26 +161,13 @@ def cmd_dp(args: argparse.Namespace) -> int:
     if not Path(args.runs).is_dir():
         raise input_error("--runs", None, f"{args.runs} is not a directory of run files")
     check_writable_dir(Path(args.reports), "--reports")
-    files = analyze_runs(args.runs, args.qrels, args.train, Path(args.reports),
-                         cutoffs=args.cutoffs, threshold=args.threshold,
-                         n_pairs=args.pairs, seed=args.seed, test=args.test)
+    files = analyze_runs(args.runs, args.qrels, args.train, args.reports, cutoffs=args.cutoffs,
+                         threshold=args.threshold,
+                         relevance_aware=args.novelty == "relevance-aware", order=args.order,
+                         progress=not args.no_progress, **overrides)
     print(f"reports: {args.reports} ({len(files)} files)")
     return 0
 
-
-
-def _dp_per_user(args: argparse.Namespace) -> int:
-    """``dptune dp --per-user FILE [--configs FILE]``: the analysis of a sweep on the table."""
-    from dptune._per_user import analyze_per_user
-
-    for flag in ("runs", "qrels", "train"):
-        if getattr(args, flag) is not None:
-            raise input_error(f"--{flag}", None, "not with --per-user (give one or the other)")
-    check_writable_dir(Path(args.reports), "--reports")
-    files = analyze_per_user(args.per_user, args.reports, args.configs, n_pairs=args.pairs,
-                             seed=args.seed, test=args.test, bootstrap=args.bootstrap)
-    print(f"reports: {args.reports} ({len(files)} files)")
-    return 0
 
 def cmd_subgrid(args: argparse.Namespace) -> int:
     """``dptune subgrid``: the paper's sub-grid around the best configuration; warns when that

@@ -176,11 +176,13 @@ ANALYSIS_FLAGS: tuple[Flag, ...] = (
 )
 
 
-def analysis_flags(p: argparse.ArgumentParser, run: bool = False) -> None:
-    """Add every :data:`ANALYSIS_FLAGS` row to ``p`` in an "analysis" group (default: the
-    experiment's ``[analysis]`` value)."""
-    g = p.add_argument_group("analysis (default: the experiment's [analysis] settings)")
-    for f in ANALYSIS_FLAGS:
+def analysis_flags(p: argparse.ArgumentParser, run: bool = False,
+                   title: str = "analysis (default: the experiment's [analysis] settings)",
+                   skip: tuple[str, ...] = ()) -> None:
+    """Add every :data:`ANALYSIS_FLAGS` row (but the fields in ``skip``) to ``p`` in an
+    "analysis" group (default: the experiment's ``[analysis]`` value)."""
+    g = p.add_argument_group(title)
+    for f in (f for f in ANALYSIS_FLAGS if f.field not in skip):
         g.add_argument(f.flag, dest=f"an_{f.field}", default=None,
                        help=(f.run_help if run and f.run_help else f.help), **f.kwargs)
 

@@ -24,6 +24,7 @@ from dptune.cli._flags import (
     results_option,
     storage_option,
 )
+from dptune.store._trec import ORDERS
 from dptune.vocab import DEVICES, FORMATS, METRICS, TESTS
 
 DESCRIPTION = """\
@@ -38,8 +39,15 @@ file formats (whitespace separated, one record per line, blank lines ignored, id
   run    user Q0 item rank score tag   (exactly 6 fields; Q0 and tag are not used)
   qrels  user 0 item rating            (exactly 4 fields; relevant = rating >= --threshold)
   train  user item [anything ...]      (at least 2 fields; every listed pair is one training
-                                        interaction, excluded from the ranking; extra fields
-                                        such as rating and timestamp are ignored)"""
+                                        interaction; extra fields such as rating and timestamp
+                                        are ignored)
+
+ranking of a user: the run's training items (pairs listed in train) are removed first, then
+the rest is ordered (--order) and cut at N; this is dptune's own protocol (a model ranks every
+item the user has not rated in training).
+  --order trec  score descending, ties by item id descending (string order), the rank field
+                ignored: trec_eval's order, so per-user values equal trec_eval's (default)
+  --order rank  the rank field ascending, ties by file order, the score ignored"""
 
 DP_LAYOUT = TREC_FORMATS + """
 
@@ -79,6 +87,14 @@ def _sub(sub: argparse._SubParsersAction, name: str, summary: str, description: 
     text = textwrap.fill(description or summary[:1].upper() + summary[1:] + ".", width=78,
                          break_on_hyphens=False)
     return sub.add_parser(name, help=summary, description=text, epilog=epilog, formatter_class=_Formatter)
+
+
+def _run_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
+    """``--novelty`` and ``--order``: how a TREC run is scored (``evaluate``, ``dp --runs``)."""
+    p.add_argument("--novelty", choices=["relevance-aware", "relevance-unaware"],
+                   default="relevance-aware", help=f"{prefix}EFD/EPC variant")
+    p.add_argument("--order", choices=ORDERS, default="trec",
+                   help=f"{prefix}order of a user's run rows (see below)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -132,8 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--cutoffs", type=cutoffs, default=(1, 5, 10), metavar="N,N,...", help="metric cutoffs")
     e.add_argument("--threshold", type=number, default=4.0, metavar="R",
                    help="relevance threshold: a qrels rating >= R is relevant")
-    e.add_argument("--novelty", choices=["relevance-aware", "relevance-unaware"], default="relevance-aware",
-                   help="EFD/EPC variant")
+    _run_options(e)
     e.add_argument("--out", required=True, metavar="FILE", help="per-user metrics file to write (CSV)")
     e.set_defaults(func=c.cmd_evaluate)
 
@@ -148,17 +163,16 @@ def build_parser() -> argparse.ArgumentParser:
                    "config_id|system, [fold], user, metric, [cutoff], value)")
     d.add_argument("--configs", metavar="FILE",
                    help="with --per-user: algorithm, config_id and one column per hyperparameter")
-    d.add_argument("--bootstrap", type=int_at_least(0), metavar="B",
-                   help="with --per-user: bootstrap replicates for the DP confidence intervals "
-                   "(default: dptune analyze's; 0 = off)")
     reports_option(d, default="reports/runs")
     d.set_defaults(reports="reports/runs")
-    d.add_argument("--cutoffs", type=cutoffs, default=(1, 5, 10), metavar="N,N,...", help="metric cutoffs")
+    d.add_argument("--cutoffs", type=cutoffs, default=(1, 5, 10), metavar="N,N,...",
+                   help="with --runs: metric cutoffs")
     d.add_argument("--threshold", type=number, default=4.0, metavar="R",
-                   help="relevance threshold: a qrels rating >= R is relevant")
-    d.add_argument("--pairs", type=int_at_least(1), default=25, metavar="P", help="system pairs sampled per scope")
-    d.add_argument("--seed", type=int_at_least(0), default=42, metavar="SEED", help="pair-sampling seed")
-    d.add_argument("--test", choices=TESTS, default="t", help="paired significance test")
+                   help="with --runs: relevance threshold, a qrels rating >= R is relevant")
+    _run_options(d, "with --runs: ")
+    progress_option(d)
+    analysis_flags(d, title="analysis (default: those of dptune analyze, analysis seed 42; no "
+                   "noise floor: it needs retraining)", skip=("noise_seeds", "noise_configs"))
     d.set_defaults(func=c.cmd_dp)
 
     g = _sub(sub, "subgrid", "the paper's sub-grid around the best value of each hyperparameter")

@@ -12,7 +12,7 @@ from dptune.store._noise_parts import (
     rank_configs,
     write_noise_part,
 )
-from dptune.store._runs import RunSetStore
+from dptune.store._runs import read_runs
 from dptune.store._store import (
     FoldBuffer,
     FoldSlice,
@@ -39,7 +39,7 @@ __all__ = [
     "read_train",
     "evaluate_run",
     "write_per_user",
-    "RunSetStore",
+    "read_runs",
     "FrameStore",
     "PER_USER_COLUMNS",
     "NOISE_DIR",

@@ -32,7 +32,8 @@ import pandas as pd
 
 from dptune.errors import input_error
 
-__all__ = ["PER_USER_COLUMNS", "read_table", "read_per_user", "read_configs"]
+__all__ = ["PER_USER_COLUMNS", "read_table", "read_per_user", "read_configs", "check_per_user",
+           "check_configs"]
 
 #: Every column a per-user file may have.
 PER_USER_COLUMNS = ("algorithm", "system", "config_id", "fold", "user", "metric", "cutoff",
@@ -60,17 +61,23 @@ def read_table(path: str | Path, what: str) -> pd.DataFrame:
                       f"(expected .csv, .tsv, .parquet or a directory of Parquet parts)")
 
 
-def _integers(path: Path, df: pd.DataFrame, col: str, low: int) -> pd.Series:
+def _shown(value: object) -> str:
+    """A cell as a user wrote it: ``nan``, ``1.5``, ``'abc'`` (a numpy scalar as its Python
+    value, so that a message never shows ``np.float64(nan)``)."""
+    return repr(value.item() if isinstance(value, np.generic) else value)
+
+
+def _integers(path: str | Path, df: pd.DataFrame, col: str, low: int) -> pd.Series:
     """Column ``col`` as int64, every value an integer >= ``low``."""
     v = pd.to_numeric(df[col], errors="coerce")
     bad = v.isna() | (v != np.floor(v)) | (v < low)
     if bad.any():
         raise input_error(path, col, f"must hold integers >= {low}; row {int(np.argmax(bad.to_numpy()))} "
-                          f"has {df[col].iloc[int(np.argmax(bad.to_numpy()))]!r}")
+                          f"has {_shown(df[col].iloc[int(np.argmax(bad.to_numpy()))])}")
     return v.astype(np.int64)
 
 
-def _split_metric(path: Path, metric: pd.Series) -> tuple[pd.Series, pd.Series]:
+def _split_metric(path: str | Path, metric: pd.Series) -> tuple[pd.Series, pd.Series]:
     """``name@N`` into (name, N) when the file has no ``cutoff`` column."""
     parts = metric.str.rsplit("@", n=1, expand=True)
     if parts.shape[1] != 2 or parts[1].isna().any():
@@ -83,9 +90,15 @@ def _split_metric(path: Path, metric: pd.Series) -> tuple[pd.Series, pd.Series]:
 
 
 def read_per_user(path: str | Path) -> pd.DataFrame:
-    """Read and validate a per-user file; returns columns ``algorithm, config_id | system, fold,
-    user, metric, cutoff, value`` (defaults filled in, types normalised: fold and metric str,
-    cutoff int64, value float64).
+    """Read and validate a per-user file (:func:`check_per_user`)."""
+    return check_per_user(read_table(path, "per-user file"), path)
+
+
+def check_per_user(table: pd.DataFrame, path: str | Path = "per_user") -> pd.DataFrame:
+    """Validate a per-user table (read from a file, or a DataFrame given in Python); returns
+    columns ``algorithm, config_id | system, fold, user, metric, cutoff, value`` (defaults
+    filled in, types normalised: fold and metric str, cutoff int64, value float64). ``path``
+    names the table in errors.
 
     Checked: known columns only; ``user``, ``metric``, ``value`` present; exactly one of
     ``config_id``, ``system``; no empty cell in a key column; integer ``config_id >= 0`` and
@@ -93,8 +106,9 @@ def read_per_user(path: str | Path) -> pd.DataFrame:
     user, metric, cutoff); some algorithm with two configurations (DP compares pairs; an
     algorithm with one is reported without DP, as in a sweep).
     """
-    path = Path(path)
-    df = read_table(path, "per-user file")
+    if not isinstance(table, pd.DataFrame):
+        raise input_error(path, None, f"expected a pandas DataFrame, got {type(table).__name__}")
+    df = table.copy()
     cols = [str(c) for c in df.columns]
     df.columns = cols
     unknown = [c for c in cols if c not in PER_USER_COLUMNS]
@@ -125,7 +139,8 @@ def read_per_user(path: str | Path) -> pd.DataFrame:
     bad = ~np.isfinite(value.to_numpy(dtype=np.float64))
     if bad.any():
         i = int(np.argmax(bad))
-        raise input_error(path, "value", f"must hold finite numbers; row {i} has {df['value'].iloc[i]!r}")
+        raise input_error(path, "value", f"must hold finite numbers; row {i} has "
+                          f"{_shown(df['value'].iloc[i])}")
     out["value"] = value.astype(np.float64)
     keys = ["algorithm", key, "fold", "user", "metric", "cutoff"]
     dup = out.duplicated(keys)
@@ -149,8 +164,14 @@ def read_configs(path: str | Path, per_user: pd.DataFrame) -> pd.DataFrame:
     configurations are dropped; the rest keep the file's order (which gives the algorithms'
     order in the reports, as a store's ``configs.csv`` gives the experiment's).
     """
-    path = Path(path)
-    df = read_table(path, "configurations file")
+    return check_configs(read_table(path, "configurations file"), per_user, path)
+
+
+def check_configs(table: pd.DataFrame, per_user: pd.DataFrame,
+                  path: str | Path = "configs") -> pd.DataFrame:
+    """Validate a configurations table for ``per_user`` (see :func:`read_configs`); ``path``
+    names it in errors."""
+    df = table.copy()
     df.columns = [str(c) for c in df.columns]
     key = "config_id" if "config_id" in per_user.columns else "system"
     if key not in df.columns:

@@ -7,7 +7,8 @@ strings):
 * run: ``user Q0 item rank score tag`` (exactly 6 fields; ``Q0`` and ``tag`` are not used);
 * qrels: ``user 0 item rating`` (exactly 4 fields);
 * train: ``user item [anything ...]`` (at least 2 fields; extra fields such as rating and
-  timestamp are ignored; every listed pair counts as one training interaction).
+  timestamp are ignored; every listed pair counts as one training interaction and is removed
+  from the run before it is cut at N).
 
 Each reader returns a DataFrame whose ``attrs["source"]`` is the path, so later errors can name
 the file. :func:`evaluate_run` reuses :func:`dptune.metrics.metrics_from_topn`, so external runs
@@ -26,6 +27,10 @@ import scipy.sparse as sp
 
 from dptune.errors import input_error
 from dptune.metrics import METRICS, metrics_from_topn, novelty_vectors
+
+#: How :func:`evaluate_run` orders a user's run rows: ``trec`` (score descending, ties by item
+#: id descending, as trec_eval) or ``rank`` (the rank field ascending, ties by file order).
+ORDERS: tuple[str, ...] = ("trec", "rank")
 
 
 def _read_lines(path: str | Path) -> tuple[list[list[str]], np.ndarray]:
@@ -107,8 +112,8 @@ def read_run(path: str | Path) -> pd.DataFrame:
     Why: external rankings (other libraries, published runs) are evaluated and compared with the
     same metric code as dptune's own models.
 
-    ``user``/``item`` are strings, ``score`` float64, ``rank`` int64; rows keep file order (it is
-    the last tie-breaker of the ranking, see :func:`evaluate_run`). Raises a
+    ``user``/``item`` are strings, ``score`` float64, ``rank`` int64; rows keep file order (the
+    tie-breaker of the rank-field order, see :func:`evaluate_run`). Raises a
     :class:`~dptune.errors.DptuneError` naming the file and line for a line without exactly 6
     fields, a non-numeric or non-finite score, a non-integer rank, an item listed twice for one
     user, or an empty file.
@@ -195,29 +200,39 @@ def evaluate_run(
     cutoffs: Sequence[int] = (1, 5, 10),
     threshold: float = 4.0,
     relevance_aware: bool = True,
+    order: str = "trec",
 ) -> pd.DataFrame:
     """Per-user metrics of an external run, long format ``user, metric, cutoff, value``.
 
     Why: lets runs produced outside dptune enter the same per-user analysis (discriminative
-    power, paired tests) as dptune's own sweeps, with the metric definitions of SPEC 5.
+    power, paired tests) as dptune's own sweeps, with the same metric definitions
+    (:mod:`dptune.metrics`).
 
-    * Ranking of a user: the user's run rows sorted by score descending, ties by rank ascending,
-      then by file order; the first ``max(cutoffs)`` rows form the top-N list. A user with fewer
-      rows gets empty positions: never a hit, no novelty, but still counted in Precision's ``N``
-      and in the EPC/EFD denominator ``sum_{r<=N} disc(r)`` (SPEC 5).
+    * Training items out first: a run row whose (user, item) pair is in ``train`` is dropped
+      before the list is cut at N. This is the protocol of dptune's own sweep (every model
+      ranks all items the user has not rated in training), so a run that still lists training
+      items is judged on the same lists as a dptune model.
+    * Ranking of a user (``order``): ``"trec"`` (default) sorts the user's remaining rows the
+      way trec_eval does, by score descending with ties broken by item id descending (string
+      order), the rank field ignored, so that per-user values equal trec_eval's on tied
+      scores too; ``"rank"`` follows the rank field ascending (ties by file order), the score
+      ignored. The first ``max(cutoffs)`` rows form the top-N list. A user with fewer rows gets
+      empty positions: never a hit, no novelty, but still counted in Precision's ``N`` and in
+      the EPC/EFD denominator ``sum_{r<=N} disc(r)``.
     * Relevant items: qrels rows with ``rating >= threshold``.
     * Users evaluated: every user with at least one relevant item; such a user missing from the
       run scores 0 on every metric. Run users without a relevant item are ignored.
     * Novelty (EFD/EPC) from ``train`` (:func:`dptune.metrics.novelty_vectors`); items that
       appear only in the run or qrels are unseen in training and get the maximum novelty.
     * Ids: one shared encoding of users and items over run, qrels and train (all as strings).
-      The run is not filtered against ``train``: the file is scored as given.
 
     Returns ``user`` (original string id), ``metric`` (names of :data:`dptune.metrics.METRICS`),
     ``cutoff`` (int64), ``value`` (float64), sorted by user (string order), metric (METRICS
     order) and cutoff (ascending; duplicates in ``cutoffs`` are dropped).
     """
     cut = _check_cutoffs(cutoffs)
+    if order not in ORDERS:
+        raise input_error("order", None, f"{order!r} is not one of {', '.join(ORDERS)}")
     try:
         thr = float(threshold)
     except (TypeError, ValueError):
@@ -260,22 +275,26 @@ def evaluate_run(
     k = int(cut.max())
     top = np.full((eval_users.size, k), -1, dtype=np.int64)
     if n_run:
-        score = run["score"].to_numpy(dtype=np.float64)
-        rank = (
-            run["rank"].to_numpy(dtype=np.float64)
-            if "rank" in run.columns
-            else np.zeros(n_run, dtype=np.float64)
-        )
         keep = row_of[run_u] >= 0
+        if train_u.size:  # training pairs leave the ranking before the cut at N
+            keep &= ~np.isin(run_u * n_items + run_i, train_u * n_items + train_i)
         idx = np.flatnonzero(keep)
-        # primary key last: user, then score descending, rank ascending, file order
-        order = idx[np.lexsort((idx, rank[idx], -score[idx], run_u[idx]))]
-        u_sorted = run_u[order]
+        if order == "trec":
+            # trec_eval: score descending, then item id descending; icode follows string order
+            score = run["score"].to_numpy(dtype=np.float64)
+            keys = (-run_i[idx], -score[idx], run_u[idx])
+        else:
+            if "rank" not in run.columns:
+                raise input_error(_source(run, "run"), "rank", "missing column (order 'rank')")
+            rank = run["rank"].to_numpy(dtype=np.float64)
+            keys = (idx, rank[idx], run_u[idx])
+        order_ix = idx[np.lexsort(keys)]  # primary key last
+        u_sorted = run_u[order_ix]
         group_start = np.r_[0, np.flatnonzero(np.diff(u_sorted)) + 1]
         sizes = np.diff(np.r_[group_start, u_sorted.size])
         pos = np.arange(u_sorted.size) - np.repeat(group_start, sizes)
         sel = pos < k
-        top[row_of[u_sorted[sel]], pos[sel]] = run_i[order[sel]]
+        top[row_of[u_sorted[sel]], pos[sel]] = run_i[order_ix[sel]]
 
     values = metrics_from_topn(top, relevant, cut, efd, epc, relevance_aware=relevance_aware)
     n_eval, n_m, n_c = eval_users.size, len(METRICS), cut.size
@@ -284,7 +303,7 @@ def evaluate_run(
             "user": pd.Series(np.repeat(np.asarray(user_ids[eval_users]), n_m * n_c), dtype="str"),
             "metric": pd.Series(np.tile(np.repeat(np.asarray(METRICS), n_c), n_eval), dtype="str"),
             "cutoff": np.tile(cut, n_m * n_eval),
-            "value": values.transpose(2, 0, 1).reshape(-1),
+            "value": values.transpose(2, 0, 1).reshape(-1) + 0.0,  # -0.0 -> 0.0
         }
     )
 

@@ -89,6 +89,20 @@ def test_bad_per_user_file_is_one_line(tmp_path: Path, text: str, field: str | N
         assert msg.startswith(f"{path}: {field}: ")
 
 
+@pytest.mark.parametrize(("text", "shown"), [
+    (GOOD.replace("0.2891", ""), "row 1 has nan"),
+    (GOOD.replace("0.2891", "nan"), "row 1 has nan"),
+    (GOOD.replace("0.2891", "inf"), "row 1 has inf"),
+    (GOOD.replace("0.2891", "high"), "row 1 has 'high'"),
+    (GOOD.replace("bpr,1,0,17", "bpr,1.5,0,17"), "row 1 has 1.5"),
+])
+def test_bad_value_is_shown_as_written(tmp_path: Path, text: str, shown: str) -> None:
+    """A bad cell is shown as the user wrote it (``nan``), never as ``np.float64(nan)``."""
+    with pytest.raises(DptuneError) as ex:
+        read_per_user(_write(tmp_path, text))
+    assert str(ex.value).endswith(shown) and "np." not in str(ex.value)
+
+
 def test_unreadable_and_unknown_format(tmp_path: Path) -> None:
     for path, words in [(tmp_path / "none.csv", "not found"),
                         (_write(tmp_path, GOOD, "per_user.json"), "unknown format"),

@@ -179,12 +179,75 @@ def test_evaluate_run_relevance_unaware_and_threshold(tmp_path):
         _hand(tmp_path, threshold="high")
 
 
-def test_score_ties_fall_back_to_file_order(tmp_path):
+def test_training_items_leave_the_run_before_the_cut(tmp_path):
+    """a (rank 1) is a training item of u1: it is removed, b moves to rank 1 (MRR@1 = 1), as
+    in the sweep's protocol of ranking every item the user has not rated."""
+    run = read_run(_write(tmp_path, "run", "u1 Q0 a 1 2.0 t\nu1 Q0 b 2 1.0 t\n"))
+    qrels = read_qrels(_write(tmp_path, "q", "u1 0 b 5\n"))
+    train = read_train(_write(tmp_path, "t", "u1 a\n"))
+    df = evaluate_run(run, qrels, train, cutoffs=(1,))
+    assert _values(df, "u1", "mrr") == [1.0] and _values(df, "u1", "precision") == [1.0]
+    # the same pair for another user is no training item of u1
+    other = read_train(_write(tmp_path, "t2", "u2 a\n"))
+    assert _values(evaluate_run(run, qrels, other, cutoffs=(1,)), "u1", "mrr") == [0.0]
+
+
+def test_novelty_without_hits_is_plus_zero(tmp_path):
+    """An item every training user has seen has EFD -log2(1) = -0.0; a user without hits
+    scores 0.0, never -0.0 (which the per-user file would print as -0.0)."""
+    run = read_run(_write(tmp_path, "run", "u1 Q0 a 1 2.0 t\n"))
+    qrels = read_qrels(_write(tmp_path, "q", "u1 0 b 5\n"))
+    train = read_train(_write(tmp_path, "t", "u2 a\nu3 a\n"))
+    for aware in (True, False):
+        df = evaluate_run(run, qrels, train, cutoffs=(1, 5), relevance_aware=aware)
+        assert not np.signbit(df["value"].to_numpy()).any()
+        write_per_user(df, tmp_path / "out.csv")
+        assert "-0.0" not in (tmp_path / "out.csv").read_text()
+
+
+# trec_eval orders a query's documents by score descending, ties by document id descending
+# (strcmp), whatever the rank field says. Expected values below are worked out by hand from
+# that rule (the order ir-measures/pytrec_eval inherit from trec_eval).
+TIED_RUN = "".join(f"u Q0 i{n:02d} {n} 1.0 t\n" for n in range(1, 13)) + """v Q0 x 1 3.0 t
+v Q0 a 2 2.0 t
+v Q0 b 3 2.0 t
+v Q0 c 4 2.0 t
+w Q0 10 1 5.0 t
+w Q0 9 2 5.0 t
+"""
+TIED_QRELS = "u 0 i01 5\nv 0 a 5\nw 0 10 5\n"
+
+
+def test_tied_scores_are_ordered_as_trec_eval_does(tmp_path):
+    run = read_run(_write(tmp_path, "run", TIED_RUN))
+    qrels = read_qrels(_write(tmp_path, "q", TIED_QRELS))
+    train = read_train(_write(tmp_path, "t", "z q\n"))
+    df = evaluate_run(run, qrels, train, cutoffs=(1, 2, 4, 10))
+    # u: 12 tied items -> i12, i11, ..., i01: the relevant i01 is 12th, outside the top 10
+    assert _values(df, "u", "recall") == [0, 0, 0, 0]
+    # v: x, then the 2.0 tie by id descending: c, b, a -> a at rank 4
+    assert _values(df, "v", "mrr") == pytest.approx([0, 0, 1 / 4, 1 / 4])
+    assert _values(df, "v", "ndcg") == pytest.approx([0, 0, D[3], D[3]])
+    assert _values(df, "v", "precision") == pytest.approx([0, 0, 1 / 4, 1 / 10])
+    # w: ids compared as strings, "9" > "10": 9 first, the relevant 10 second
+    assert _values(df, "w", "mrr") == pytest.approx([0, 1 / 2, 1 / 2, 1 / 2])
+    # the rank-field order: rank ascending (the score ignored), ties by file order
+    by_rank = evaluate_run(run, qrels, train, cutoffs=(1, 2, 4, 10), order="rank")
+    assert _values(by_rank, "u", "recall") == [1, 1, 1, 1]
+    assert _values(by_rank, "v", "mrr") == pytest.approx([0, 1 / 2, 1 / 2, 1 / 2])
+    assert _values(by_rank, "w", "mrr") == [1, 1, 1, 1]
+    with pytest.raises(DptuneError, match="order: 'score' is not one of trec, rank"):
+        evaluate_run(run, qrels, train, order="score")
+
+
+def test_rank_order_ties_fall_back_to_file_order(tmp_path):
     run = read_run(_write(tmp_path, "run", "u Q0 a 1 1.0 t\nu Q0 b 1 1.0 t\n"))
     qrels = read_qrels(_write(tmp_path, "q", "u 0 b 5\n"))
     train = read_train(_write(tmp_path, "t", "v a\n"))
-    df = evaluate_run(run, qrels, train, cutoffs=(1, 2))
+    df = evaluate_run(run, qrels, train, cutoffs=(1, 2), order="rank")
     assert _values(df, "u", "mrr") == [0.0, 0.5]  # a (earlier line) first, then b
+    df = evaluate_run(run, qrels, train, cutoffs=(1, 2))
+    assert _values(df, "u", "mrr") == [1.0, 1.0]  # trec order: b > a
 
 
 def test_write_per_user_round_trip(tmp_path):
@@ -227,7 +290,10 @@ def test_evaluate_run_agrees_with_ranx(tmp_path):
         ratings[0] = 5  # every user has at least one relevant item
         qrel_dict[f"u{u}"] = {f"i{i}": 1 for i, r in zip(rated, ratings, strict=True) if r >= 4}
         qrel_lines += [f"u{u} 0 i{i} {r}" for i, r in zip(rated, ratings, strict=True)]
-        train_lines += [f"u{u} i{i}" for i in rng.choice(n_items, size=5, replace=False)]
+        trained = rng.choice(n_items, size=5, replace=False)
+        train_lines += [f"u{u} i{i}" for i in trained]
+        for i in trained:  # training items leave the ranking (dptune's protocol)
+            run_dict[f"u{u}"].pop(f"i{i}", None)
     rng.shuffle(run_lines)  # file order must not matter with distinct scores
     run = read_run(_write(tmp_path, "run.txt", "\n".join(run_lines) + "\n"))
     qrels = read_qrels(_write(tmp_path, "qrels.txt", "\n".join(qrel_lines) + "\n"))
