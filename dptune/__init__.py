@@ -20,13 +20,13 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from dptune._version import __version__
 
 #: Public name -> the module that defines it.
 _EXPORTS: dict[str, str] = {
     "load_experiment": "dptune.config",
     "Experiment": "dptune.config",
-    "sweep": "dptune",  # the dptune.sweep package, callable: dptune._api.sweep
+    "sweep": "dptune",  # the dptune.sweep package, callable: dptune.sweep._run.sweep
     "ResultStore": "dptune.store._store",
     "AnalysisOptions": "dptune.analysis._options",
     "analyze": "dptune.analysis._analyze",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pandas as pd
 
@@ -17,45 +17,9 @@ from dptune.analysis._analyze import analyze
 from dptune.analysis._options import AnalysisOptions
 from dptune.analysis._result import AnalysisResult
 from dptune.store._store import ResultStore
-
-if TYPE_CHECKING:
-    from dptune.config import Experiment
+from dptune.sweep._run import sweep
 
 __all__ = ["sweep", "analyze_results", "write_report", "discriminative_power"]
-
-
-def sweep(exp: Experiment | str | Path, results: str | Path | None = None,
-          jobs: int | None = None, progress: bool = True,
-          storage: str | None = None) -> ResultStore:
-    """Run (or resume) an experiment's sweep exactly as ``dptune run`` does, without the report.
-
-    Validation units of every algorithm's grid (optuna workers, ``jobs`` processes; default
-    the experiment's ``[sweep] jobs``), then the configuration each metric@N selects on the test
-    split, then the A/A noise-floor runs when ``[analysis] noise_seeds > 0``. ``exp`` is an
-    :class:`dptune.Experiment` or the path of its TOML file; ``results`` defaults to
-    ``results/<experiment name>``; ``storage`` is an optuna storage URL (default: SQLite in the
-    results directory). Resumable: finished units are kept. Returns the
-    :class:`dptune.ResultStore`.
-
-    Example::
-
-        exp = dptune.load_experiment("experiments/quickstart.toml")
-        store = dptune.sweep(exp, results="results/quickstart", jobs=2)
-        store.best_configs()
-    """
-    from dptune.config import load_experiment
-    from dptune.sweep._local import run_experiment
-    from dptune.sweep._noise import run_noise_floor
-
-    if not hasattr(exp, "fingerprint"):
-        exp = load_experiment(exp)
-    root = Path(results) if results is not None else Path("results") / exp.name
-    store = run_experiment(exp, root, storage_url=storage, jobs=jobs, progress=progress)
-    if exp.analysis.noise_seeds > 0:
-        run_noise_floor(exp, store.root, seeds=exp.analysis.noise_seeds,
-                        n_configs=exp.analysis.noise_configs, jobs=jobs or exp.sweep.jobs,
-                        progress=progress)
-    return store
 
 
 def write_report(store: ResultStore, result: AnalysisResult, out: str | Path) -> list[Path]:

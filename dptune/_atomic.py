@@ -66,10 +66,10 @@ def write_text(path: str | os.PathLike[str], text: str, fsync: bool = False) -> 
     return Path(path)
 
 
-def publish_once(tmp: Path, final: Path) -> None:
+def publish_once(tmp: Path, final: Path) -> bool:
     """Move a finished temporary file into place unless ``final`` already exists (first writer
     wins): a duplicate computed by a racing worker is discarded, so a published file never
-    changes.
+    changes. Returns whether ``tmp`` was published (False: it was discarded).
 
     ``os.link`` creates the name atomically or fails when it exists (also on NFS); on file
     systems without hard links it falls back to ``os.replace``, where a duplicate may replace an
@@ -77,10 +77,13 @@ def publish_once(tmp: Path, final: Path) -> None:
     """
     try:
         os.link(tmp, final)
+        won = True
     except FileExistsError:
-        pass
+        won = False
     except OSError:
         if not final.exists():
             os.replace(tmp, final)
-            return
+            return True
+        won = False
     tmp.unlink(missing_ok=True)
+    return won

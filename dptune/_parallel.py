@@ -19,9 +19,11 @@ workers from whichever thread submits first, e.g. the sweep's background thread.
 from __future__ import annotations
 
 import os
+import signal
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 WATCH_SECONDS = 0.5  # how often a worker checks that its parent is alive
@@ -51,12 +53,64 @@ def _die_with_parent(parent: int, interval: float = WATCH_SECONDS) -> None:
     threading.Thread(target=watch, name="dptune-parent-watch", daemon=True).start()
 
 
+@contextmanager
+def _quiet_workers() -> Iterator[None]:
+    """Block SIGINT in the calling thread while it starts worker processes: they inherit the
+    blocked signal (kept across ``exec``), so a Ctrl-C in the terminal, which the kernel sends
+    to the whole process group, reaches only the parent. The parent stops and the workers end
+    with it (:func:`_die_with_parent`, or joblib terminating them) instead of each printing an
+    interrupted traceback or warning. Only a thread other than the main one blocks it (the main
+    thread must keep receiving Ctrl-C); :func:`run_parallel` moves the work there."""
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def _in_thread(work: Callable[[], Any]) -> Any:
+    """Run ``work()`` in a helper thread while the main thread waits, so that a Ctrl-C raises
+    :class:`KeyboardInterrupt` here at once; the workers are then terminated."""
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["result"] = work()
+        except BaseException as err:  # noqa: BLE001 - re-raised in the caller's thread
+            box["error"] = err
+
+    th = threading.Thread(target=target, name="dptune-parallel", daemon=True)
+    th.start()
+    try:
+        while th.is_alive():
+            th.join(0.2)
+    except KeyboardInterrupt:
+        terminate_workers()
+        raise
+    if "error" in box:
+        raise box["error"]
+    return box.get("result")
+
+
+def terminate_workers() -> None:
+    """Kill the worker processes of the current loky executor (after an interrupt)."""
+    try:
+        from joblib.externals.loky import reusable_executor
+
+        executor = getattr(reusable_executor, "_executor", None)
+        if executor is not None:
+            executor.shutdown(wait=True, kill_workers=True)
+    except Exception:  # noqa: BLE001 - best effort: the workers also die with this process
+        pass
+
+
 def run_parallel(fn: Callable[..., Any], calls: Sequence[tuple], jobs: int,
                  on_done: Callable[[Any], None] | None = None) -> list[Any]:
     """``fn(*args)`` for every ``args`` in ``calls`` on ``jobs`` loky processes (in-process when
     ``jobs <= 1`` or there is one call); ``on_done(result)`` runs in the caller as each finishes
     (e.g. to advance a progress bar). Results come back in completion order. The worker
-    processes end with the calling process, however it ends (:func:`_die_with_parent`)."""
+    processes end with the calling process, however it ends (:func:`_die_with_parent`), and
+    never see the terminal's Ctrl-C (:func:`_quiet_workers`)."""
     out: list[Any] = []
     if jobs <= 1 or len(calls) <= 1:
         results: Iterable[Any] = (fn(*args) for args in calls)
@@ -67,11 +121,17 @@ def run_parallel(fn: Callable[..., Any], calls: Sequence[tuple], jobs: int,
         return out
     from joblib import Parallel, delayed, parallel_config
 
-    with parallel_config(backend="loky", inner_max_num_threads=threads_per_job(jobs),
-                         initializer=_die_with_parent, initargs=(os.getpid(),)):
-        for r in Parallel(n_jobs=jobs, return_as="generator_unordered")(
-                delayed(fn)(*args) for args in calls):
-            out.append(r)
-            if on_done is not None:
-                on_done(r)
-    return out
+    def work() -> list[Any]:
+        with _quiet_workers(), parallel_config(
+                backend="loky", inner_max_num_threads=threads_per_job(jobs),
+                initializer=_die_with_parent, initargs=(os.getpid(),)):
+            for r in Parallel(n_jobs=jobs, return_as="generator_unordered")(
+                    delayed(fn)(*args) for args in calls):
+                out.append(r)
+                if on_done is not None:
+                    on_done(r)
+        return out
+
+    if threading.current_thread() is threading.main_thread():
+        return _in_thread(work)
+    return work()

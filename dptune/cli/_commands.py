@@ -21,11 +21,11 @@ def _default(kind: str, name: str) -> Path:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    """``dptune run``: sweep (resumable), noise floor, analysis."""
+    """``dptune run``: the sweep of the Python API (resumable, noise floor included), then the
+    analysis."""
     from dptune._api import analyze_results
     from dptune.config import load_experiment
-    from dptune.sweep._local import run_experiment
-    from dptune.sweep._noise import run_noise_floor
+    from dptune.sweep._run import run_sweep
 
     exp = load_experiment(args.config)
     exp = _on_device(exp, args.device)
@@ -35,16 +35,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     check_writable_dir(results, "--results")
     if not args.no_analyze:
         check_writable_dir(reports, "--reports")
-    jobs = args.jobs or exp.sweep.jobs
     progress = not args.no_progress
-    store = run_experiment(exp, results, storage_url=args.storage, jobs=jobs, progress=progress)
+    store, nr = run_sweep(exp, results, jobs=args.jobs or exp.sweep.jobs, progress=progress,
+                          storage=args.storage, noise_seeds=overrides.get("noise_seeds"),
+                          noise_configs=overrides.get("noise_configs"))
     print(f"results: {store.root}")
-    seeds = int(overrides.get("noise_seeds", exp.analysis.noise_seeds))
-    if seeds > 0:
-        nr = run_noise_floor(exp, store.root, seeds=seeds,
-                             n_configs=int(overrides.get("noise_configs", exp.analysis.noise_configs)),
-                             jobs=jobs, progress=progress)
-        print(f"noise floor: {len(nr.parts)} parts ({nr.computed} computed now), {seeds} seeds"
+    if nr is not None:
+        print(f"noise floor: {len(nr.parts)} parts ({nr.computed} computed now), {nr.seeds} seeds"
               + (f"; none for {', '.join(nr.skipped)} (deterministic)" if nr.skipped else ""))
     if not args.no_analyze:
         files = analyze_results(store.root, reports, progress=progress, **overrides)
@@ -97,6 +94,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"{name:<16}{s['total']:>8}{s['done']:>8}{s['running']:>9}{s['failed']:>8}{s['remaining']:>11}")
     for key, label in (("test", "test split"), ("noise", "noise floor"), ("analysis", "analysis")):
         print(f"{label + ':':<13}{st[key]['text']}")
+    for path, why in st["damaged"]:
+        print(f"damaged:     {path} ({why}); `dptune run` will recompute it")
     return 0
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 import pyarrow.parquet as pq
 
+from dptune.store._integrity import check_lost, damaged_error, lost_parts, problem
 from dptune.store._schema import PARTS, TRIAL_COLUMNS
 
 __all__ = ["Index", "part_paths", "part_meta", "build_index", "trials_frame", "summary_frame",
@@ -45,11 +46,29 @@ def part_meta(path: Path) -> dict[str, Any]:
     return json.loads(md[b"dptune"])
 
 
-def build_index(root: Path) -> Index:
-    """The index of every finished part under ``root`` (reads each part's footer once)."""
+def build_index(root: Path, damaged: list[tuple[Path, str]] | None = None) -> Index:
+    """The index of every verified part under ``root`` (each part's size and checksum checked
+    once per process, :mod:`dptune.store._integrity`, then its footer read).
+
+    A damaged part is a one-line error naming it; with a ``damaged`` list it is appended there
+    as ``(path, reason)`` and left out instead (the sweep and ``dptune status``)."""
+    if damaged is None:
+        check_lost(root, PARTS)
+    else:
+        damaged.extend((p, "missing") for p in lost_parts(root, PARTS))
     index: Index = {}
     for p in part_paths(root):
-        meta = part_meta(p)
+        why = problem(p)
+        if why is None:
+            try:
+                meta = part_meta(p)
+            except Exception as err:  # noqa: BLE001 - a verified part written damaged
+                why = f"unreadable metadata ({type(err).__name__})"
+        if why is not None:
+            if damaged is None:
+                raise damaged_error(p, why)
+            damaged.append((p, why))
+            continue
         slot = index.setdefault((meta["algorithm"], meta["fold"]), {})
         for cid in meta["config_ids"]:
             slot[int(cid)] = (p, meta)

@@ -26,6 +26,8 @@ import pyarrow.parquet as pq
 
 from dptune._atomic import temporary_path
 from dptune.errors import check_int, input_error
+from dptune.store._integrity import check_lost as check_lost_parts
+from dptune.store._integrity import damaged_error, problem, record, store_fingerprint, verified
 from dptune.store._schema import SCHEMA as STORE_SCHEMA
 from dptune.store._store import ResultStore
 
@@ -38,6 +40,7 @@ __all__ = [
     "deterministic_algorithms",
     "rank_configs",
     "noise_part_name",
+    "noise_part_path",
     "part_seed_indices",
     "part_meta",
     "write_noise_part",
@@ -73,6 +76,12 @@ def noise_part_name(algorithm: str, config_id: int, fold: str) -> str:
     return f"{algorithm}__{fold}__c{int(config_id):06d}.parquet"
 
 
+def noise_part_path(root: str | Path, algorithm: str, config_id: int, fold: str) -> Path:
+    """Path of the part of one (algorithm, configuration, fold) in results directory ``root``
+    (the one place it is built: the sweep writes it, the status and the analysis find it)."""
+    return Path(root) / NOISE_DIR / noise_part_name(algorithm, config_id, fold)
+
+
 def deterministic_algorithms(manifest: Mapping[str, Any]) -> list[str]:
     """Names of the manifest's algorithms whose training uses no seed (no noise floor)."""
     return [a["name"] for a in manifest.get("algorithms", []) if not is_stochastic(a["type"])]
@@ -96,11 +105,11 @@ def rank_configs(store: ResultStore, algorithm: str, metric: str, cutoff: int) -
 
 
 def part_seed_indices(path: Path) -> list[int]:
-    """Seed indices already stored in a part (none when the part does not exist)."""
-    if not path.exists():
+    """Seed indices already stored in a part (none when the part does not exist or is damaged:
+    its seeds are then trained again and the part rewritten)."""
+    if not verified(path):
         return []
-    meta = json.loads((pq.read_schema(path).metadata or {})[b"dptune"])
-    return [int(s) for s in meta["seed_indices"]]
+    return [int(s) for s in part_meta(path)["seed_indices"]]
 
 
 def write_noise_part(root: str | Path, algorithm: str, config_id: int, fold: str,
@@ -115,9 +124,8 @@ def write_noise_part(root: str | Path, algorithm: str, config_id: int, fold: str
     group per (metric, cutoff), sorted by seed index then user; the ``dptune`` key-value
     metadata records the seeds, timings and per-seed means.
     """
-    out_dir = Path(root) / NOISE_DIR
-    out_dir.mkdir(parents=True, exist_ok=True)
-    final = out_dir / noise_part_name(algorithm, config_id, fold)
+    final = noise_part_path(root, algorithm, config_id, fold)
+    final.parent.mkdir(parents=True, exist_ok=True)
     users = np.asarray(users, dtype=np.int32)
     order = sorted(int(s) for s in values)
     seconds = seconds or {s: (0.0, 0.0) for s in order}
@@ -168,12 +176,17 @@ def write_noise_part(root: str | Path, algorithm: str, config_id: int, fold: str
                 writer.write_table(table, row_group_size=max(n, 1))
     with open(tmp, "rb") as fh:
         os.fsync(fh.fileno())
+    record(final, store_fingerprint(root), source=tmp)
     os.replace(tmp, final)
     return final
 
 
-def noise_part_paths(results_dir: str | Path) -> list[Path]:
-    """Finished noise-floor parts, in name order (hidden temporary files excluded)."""
+def noise_part_paths(results_dir: str | Path, check_lost: bool = True) -> list[Path]:
+    """Noise-floor part files, in name order (hidden temporary files excluded; damaged ones
+    included: reading them is refused, :func:`part_meta`). A part that was written but is gone
+    is a one-line error unless ``check_lost`` is False."""
+    if check_lost:
+        check_lost_parts(results_dir, NOISE_DIR)
     d = Path(results_dir) / NOISE_DIR
     if not d.is_dir():
         return []
@@ -181,7 +194,11 @@ def noise_part_paths(results_dir: str | Path) -> list[Path]:
 
 
 def part_meta(path: Path) -> dict[str, Any]:
-    """The ``dptune`` metadata of a part (seeds, timings, means)."""
+    """The ``dptune`` metadata of a verified part (seeds, timings, means); a damaged part is a
+    one-line error naming it (:mod:`dptune.store._integrity`)."""
+    why = problem(path)
+    if why is not None:
+        raise damaged_error(path, why)
     return json.loads((pq.read_schema(path).metadata or {})[b"dptune"])
 
 

@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dptune._atomic import publish_once, temporary_path
+from dptune.store._integrity import record, verified
 from dptune.store._schema import LAYOUT, PARTS, SCHEMA, STALE_TEMPORARY_S, UnitResult, part_name
 
 __all__ = ["part_metadata", "write_part", "remove_stale_temporaries"]
@@ -79,16 +80,24 @@ def _write_row_groups(tmp: Path, res: UnitResult, schema: pa.Schema) -> None:
                 writer.write_table(table, row_group_size=max(n, 1))
 
 
-def write_part(root: Path, res: UnitResult) -> Path:
+def write_part(root: Path, res: UnitResult, fingerprint: str | None = None) -> Path:
     """Write one unit's part under ``root/per_user.parquet`` atomically (temporary file, fsync,
-    rename; the first part published is kept) and return its final path."""
+    rename; the first verified part published is kept), record its index entry (size and
+    checksum, :mod:`dptune.store._integrity`) and return its final path.
+
+    A part already there that fails verification (damaged since) is replaced by this one."""
     final = Path(root) / PARTS / part_name(res.algorithm, res.fold, res.unit)
     tmp = temporary_path(final)
     schema = SCHEMA.with_metadata({"dptune": json.dumps(part_metadata(res), sort_keys=True)})
     _write_row_groups(tmp, res, schema)
     with open(tmp, "rb") as fh:
         os.fsync(fh.fileno())
-    publish_once(tmp, final)
+    if publish_once(tmp, final):
+        record(final, fingerprint)
+    elif not verified(final):
+        _write_row_groups(tmp, res, schema)  # the discarded copy, written again
+        record(final, fingerprint, source=tmp)
+        os.replace(tmp, final)
     return final
 
 

@@ -44,6 +44,7 @@ from dptune.store._index import (
     summary_frame,
     trials_frame,
 )
+from dptune.store._integrity import heal, problem, store_fingerprint, verified
 from dptune.store._parts import remove_stale_temporaries, write_part
 from dptune.store._schema import (
     LAYOUT,
@@ -67,8 +68,11 @@ class ResultStore:
     ``read_matrix`` (plus ``read_fold`` for the batched path).
     """
 
-    def __init__(self, root: str | Path):
+    def __init__(self, root: str | Path, skip_damaged: bool = False):
+        """``skip_damaged``: leave damaged parts out of the index (listed by :meth:`damaged`)
+        instead of refusing them with a one-line error (readers: the analysis)."""
         self.root = Path(root)
+        self._damaged: list[tuple[Path, str]] | None = [] if skip_damaged else None
 
     # ----------------------------------------------------------------- writing
     def create(self) -> ResultStore:
@@ -95,8 +99,41 @@ class ResultStore:
         write_users(self.root, user_ids)
 
     def has_part(self, algorithm: str, fold: str, unit: str) -> bool:
-        """Whether the unit's part is already written (finished trials are never recomputed)."""
-        return (self.root / PARTS / part_name(algorithm, fold, unit)).exists()
+        """Whether the unit's part is written and verified (finished units are never
+        recomputed; a damaged or missing part counts as not done)."""
+        return verified(self.root / PARTS / part_name(algorithm, fold, unit))
+
+    def fingerprint(self) -> str | None:
+        """The experiment fingerprint of the manifest (``None`` when unreadable)."""
+        return store_fingerprint(self.root)
+
+    def holds_results(self) -> bool:
+        """Whether any part (unit or noise floor) was written here."""
+        return any(self.root.glob(f"{PARTS}/[!.]*.parquet")) or any(
+            self.root.glob("noise_floor.parquet/[!.]*.parquet"))
+
+    def all_parts(self) -> list[Path]:
+        """Every part file of the store (units, then noise floor), damaged ones included."""
+        from dptune.store._noise_parts import noise_part_paths
+
+        return self.part_paths() + noise_part_paths(self.root, check_lost=False)
+
+    def damaged(self) -> list[tuple[Path, str]]:
+        """``(part, reason)`` of every part that fails verification (size or checksum differ
+        from its index entry, the entry is missing or damaged, the part does not decode)."""
+        from dptune.store._integrity import lost_parts
+        from dptune.store._noise_parts import NOISE_DIR
+
+        lost = [(p, "missing") for d in (PARTS, NOISE_DIR) for p in lost_parts(self.root, d)]
+        return lost + [(p, why) for p in self.all_parts() if (why := problem(p)) is not None]
+
+    def heal(self) -> list[tuple[Path, str]]:
+        """Remove the damaged parts (their units are then computed again by the sweep) and
+        record the index entries of a store written before they existed; return what was
+        removed (:func:`dptune.store._integrity.heal`)."""
+        removed = heal(self.root, self.all_parts(), self.fingerprint())
+        self.refresh()
+        return removed
 
     def write_unit(self, res: UnitResult) -> Path:
         """Write one unit's part atomically (temporary file, fsync, rename).
@@ -106,7 +143,7 @@ class ResultStore:
         (:func:`dptune._atomic.publish_once`), so a finished part never changes and is never
         counted twice.
         """
-        final = write_part(self.root, res)
+        final = write_part(self.root, res, self.fingerprint())
         self.refresh()
         return final
 
@@ -141,7 +178,7 @@ class ResultStore:
 
     @cached_property
     def _index(self) -> Index:
-        return build_index(self.root)
+        return build_index(self.root, self._damaged)
 
     @cached_property
     def _summary(self) -> pd.DataFrame:
@@ -151,6 +188,8 @@ class ResultStore:
         """Forget cached part metadata (after parts were added by another process)."""
         self.__dict__.pop("_index", None)
         self.__dict__.pop("_summary", None)
+        if self._damaged is not None:
+            self._damaged.clear()
 
     def trials(self) -> pd.DataFrame:
         """One row per (algorithm, config_id, fold) evaluated: seed, unit, timings, users."""
@@ -222,7 +261,8 @@ class ResultStore:
         """Long-format rows of one (algorithm, metric, cutoff) across folds, via pyarrow filters."""
         import pyarrow.dataset as ds
 
-        paths = [str(p) for p in self.part_paths(algorithm)]
+        paths = sorted({str(p) for (a, _), slot in self._index.items() if a == algorithm
+                        for p, _ in slot.values()})
         if not paths:
             return pd.DataFrame(columns=SCHEMA.names)
         d = ds.dataset(paths, schema=SCHEMA, format="parquet")

@@ -13,8 +13,8 @@ Modules, one idea each: ``_prepare`` (fold data), ``_plan`` (units, tasks, seeds
 unit), ``_storage`` (optuna storage and heartbeats), ``_claims`` (who computes a grid point),
 ``_worker`` (a worker's loop), ``_manifest`` (set-up checks and manifest), ``_local`` (the local
 runner and its progress bar), ``_status`` (done / running / failed / remaining), ``_noise``
-(the A/A noise-floor runs). Called, the package is the stage's front function
-(``dptune.sweep(exp, results=..., jobs=...)``, :func:`dptune._api.sweep`).
+(the A/A noise-floor runs), ``_run`` (the stage's front function :func:`sweep`, which
+``dptune run`` calls too).
 """
 
 import sys as _sys
@@ -38,6 +38,7 @@ from dptune.sweep._noise import (
 )
 from dptune.sweep._plan import Task, derive_seed, plan, plan_units, test_tasks, unit_dimensions
 from dptune.sweep._prepare import FoldData, Prepared, fold_data, prepare
+from dptune.sweep._run import run_sweep, sweep
 from dptune.sweep._status import stages, status
 from dptune.sweep._storage import heartbeat_settings, open_storage, study_name
 from dptune.sweep._unit import run_unit
@@ -73,17 +74,17 @@ __all__ = [
     "status",
     "stages",
     "setup_changes",
+    "sweep",
+    "run_sweep",
 ]
 
 
 class _CallablePackage(_ModuleType):
-    """``dptune.sweep`` is this package and, called, the front function of the stage:
-    ``dptune.sweep(exp, results=..., jobs=...)`` is :func:`dptune._api.sweep` (a function of
-    the same name could not live beside the package in ``dptune``)."""
+    """Called, this package is its front function: ``dptune.sweep(exp, results=..., jobs=...)``
+    is :func:`dptune.sweep._run.sweep` (the public name ``dptune.sweep`` must be the package,
+    which Python binds on ``dptune`` whenever a submodule is imported, and the function)."""
 
     def __call__(self, *args: object, **kwargs: object) -> object:
-        from dptune._api import sweep
-
         return sweep(*args, **kwargs)
 
 

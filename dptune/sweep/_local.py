@@ -8,7 +8,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from dptune._parallel import run_parallel
+from dptune._parallel import run_parallel, terminate_workers
 from dptune.config import Experiment
 from dptune.errors import input_error
 from dptune.store._store import ResultStore
@@ -56,9 +56,13 @@ def _run_in_background(fn, poll, interval: float = 0.5):
 
     th = threading.Thread(target=target, daemon=True)
     th.start()
-    while th.is_alive():
-        th.join(interval)
-        poll()
+    try:
+        while th.is_alive():
+            th.join(interval)
+            poll()
+    except KeyboardInterrupt:
+        terminate_workers()  # shut the worker pool down cleanly before the process ends
+        raise
     if "error" in box:
         raise box["error"]
     return box.get("result")

@@ -9,11 +9,12 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from dptune import __version__
+from dptune._version import __version__
 from dptune.config import NOT_FINGERPRINTED, Experiment
 from dptune.data._dataset import dataset_stats
 from dptune.errors import DptuneError, input_error
 from dptune.models import get_family
+from dptune.store._integrity import entry_fingerprints
 from dptune.store._store import ResultStore
 from dptune.sweep._prepare import Prepared, prepare
 from dptune.sweep._storage import open_storage
@@ -102,6 +103,22 @@ def validate_experiment(exp: Experiment) -> None:
 _IGNORED = (*NOT_FINGERPRINTED, "algorithms")
 
 
+def _normal(v: Any) -> Any:
+    """A setting as JSON would hold it, for comparison: tuples as lists, numbers as floats
+    (``10`` and ``10.0`` are the same value), mapping keys as strings in any order."""
+    if isinstance(v, bool) or v is None or isinstance(v, str):
+        return v
+    if isinstance(v, (int, float)):
+        return float(v)
+    if isinstance(v, dict):
+        return {str(k): _normal(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_normal(x) for x in v]
+    if hasattr(v, "item"):  # a numpy scalar
+        return _normal(v.item())
+    return str(v)
+
+
 def _flat(d: Any, prefix: str = "") -> dict[str, Any]:
     """``{"split.folds": 3, ...}`` of a nested dict (lists stay values)."""
     if not isinstance(d, dict):
@@ -123,7 +140,7 @@ def setup_changes(manifest: dict[str, Any], exp: Experiment) -> list[str]:
     old = _flat({k: v for k, v in old_cfg.items() if k not in _IGNORED})
     new = _flat({k: v for k, v in new_cfg.items() if k not in _IGNORED})
     out = [f"{k}: {old.get(k, '(unset)')!r} -> {new.get(k, '(unset)')!r}"
-           for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
+           for k in sorted(set(old) | set(new)) if _normal(old.get(k)) != _normal(new.get(k))]
     before = {a["name"]: a for a in manifest.get("algorithms", [])}
     now = {a.name: a for a in exp.algorithms}
     for name in before.keys() - now.keys():
@@ -150,20 +167,47 @@ def init_results(exp: Experiment, results: str | Path,
     prep = prepare(exp)
     fold_users = prep.check_folds()
     store = ResultStore(results).create()
-    if store.exists():
-        man = store.manifest()
-        old = man.get("fingerprint")
-        if old != exp.fingerprint():
-            changed = setup_changes(man, exp)
-            what = "; ".join(changed) if changed else f"fingerprint {old}, now {exp.fingerprint()}"
-            raise input_error(store.root, "manifest.json",
-                              f"holds results of a different experiment set-up ({what}); "
-                              "use another --results directory or restore these settings")
+    _check_setup(store, exp)
     open_storage(storage_url, store.root)  # creates the schema once, before workers race on it
-    store.write_manifest(build_manifest(exp, prep, fold_users))
     store.write_configs([exp.grids[a.name].frame(a.name) for a in exp.algorithms])
     store.write_users(prep.dataset.user_ids)
+    store.write_manifest(build_manifest(exp, prep, fold_users))  # last: checksums of both
+    store.heal()
     return store, prep
+
+
+def _check_setup(store: ResultStore, exp: Experiment) -> None:
+    """Refuse a results directory that holds results of another experiment set-up.
+
+    The set-up is the manifest's fingerprint; when the manifest is missing or damaged it is the
+    one the parts' index entries recorded (then the manifest is simply written again). A set-up
+    that finished no unit (it stopped on a bad value) recorded nothing to protect and is
+    replaced, so the corrected rerun is not refused.
+    """
+    if not store.holds_results():
+        return
+    fp = exp.fingerprint()
+    try:
+        man = store.manifest() if store.exists() else None
+    except DptuneError:
+        man = None
+    if man is not None:
+        old = man.get("fingerprint")
+        if old == fp:
+            return
+        changed = setup_changes(man, exp)
+        what = "; ".join(changed) if changed else f"fingerprint {old}, now {fp}"
+        raise input_error(store.root, "manifest.json",
+                          f"holds results of a different experiment set-up ({what}); "
+                          "use another --results directory or restore these settings")
+    recorded = entry_fingerprints(store.root)
+    if recorded and recorded != {fp}:
+        raise input_error(store.root, "manifest.json",
+                          "missing or damaged, and the parts belong to a different experiment "
+                          f"set-up (fingerprint {', '.join(sorted(recorded))}, now {fp}); use "
+                          "another --results directory or restore these settings")
+    if not recorded and store.exists():
+        store.manifest()  # a store from before index entries: its damaged manifest is one line
 
 
 def experiment_from_manifest(store: ResultStore) -> Experiment:

@@ -25,10 +25,9 @@ from dptune._atomic import write_text
 from dptune._parallel import run_parallel
 from dptune.errors import input_error
 from dptune.store._noise_parts import (
-    NOISE_DIR,
     check_count,
     is_stochastic,
-    noise_part_name,
+    noise_part_path,
     noise_trials,
     part_seed_indices,
     rank_configs,
@@ -102,9 +101,7 @@ def run_noise_task(exp: Experiment, task: NoiseTask, root: str | Path, seeds: in
     from dptune.sweep._prepare import prepare
 
     seeds = check_count(seeds, "noise_seeds", 2)
-    out_dir = Path(root) / NOISE_DIR
-    out_dir.mkdir(parents=True, exist_ok=True)
-    final = out_dir / noise_part_name(task.algorithm, task.config_id, task.fold)
+    final = noise_part_path(root, task.algorithm, task.config_id, task.fold)
     have = part_seed_indices(final)
     if all(s in have for s in range(seeds)):
         return final
@@ -185,7 +182,7 @@ def run_noise_floor(exp: Experiment, results_dir: str | Path, seeds: int = 5, n_
     tasks, skipped = plan_noise(exp, store, n_configs)
     root = store.root
     todo = [t for t in tasks if not all(
-        s in part_seed_indices(root / NOISE_DIR / noise_part_name(t.algorithm, t.config_id, t.fold))
+        s in part_seed_indices(noise_part_path(root, t.algorithm, t.config_id, t.fold))
         for s in range(seeds))]
     bar = None
     if progress and todo:
@@ -201,5 +198,5 @@ def run_noise_floor(exp: Experiment, results_dir: str | Path, seeds: int = 5, n_
     trials = noise_trials(root)
     text = trials.to_csv(index=False, lineterminator="\n")
     write_text(root / "noise_trials.csv", text)
-    parts = [root / NOISE_DIR / noise_part_name(t.algorithm, t.config_id, t.fold) for t in tasks]
+    parts = [noise_part_path(root, t.algorithm, t.config_id, t.fold) for t in tasks]
     return NoiseRun(parts, len(todo), skipped, seeds, int(n_configs))

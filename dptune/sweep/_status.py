@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from dptune.config import Experiment
+from dptune.store._integrity import verified
 from dptune.store._store import ResultStore
 from dptune.sweep._claims import _fail_stale
 from dptune.sweep._manifest import experiment_from_manifest
@@ -18,11 +19,13 @@ def status(exp: Experiment | None, results: str | Path, storage_url: str | None 
            reports: str | Path | None = None) -> dict[str, Any]:
     """Done / running / failed / remaining units of a sweep, per algorithm.
 
-    ``done`` counts the parts in the results directory (the ground truth); when there is no
+    ``done`` counts the verified parts in the results directory (the ground truth; a damaged
+    part, listed in ``damaged`` with the reason, counts as not done); when there is no
     results directory here (``dptune status --config X --storage URL`` on a machine that only
     sees the database) it counts grid points with a COMPLETE trial instead. ``running`` and
     ``failed`` are units not done whose latest trials are RUNNING (live: stale trials are
-    failed first) or FAILED and not queued again; ``remaining`` = total - done. The optuna
+    failed first) or FAILED and not queued again (a trial interrupted by Ctrl-C or a stop signal
+    is not a failure: its unit is pending); ``remaining`` = total - done. The optuna
     side is read from ``storage_url``, else from ``RESULTS_DIR/optuna.db`` when it exists.
 
     The later stages (each a dict with a ``state`` and a one-line ``text``): ``test`` (units of
@@ -33,7 +36,7 @@ def status(exp: Experiment | None, results: str | Path, storage_url: str | None 
     import optuna
     from optuna.trial import TrialState
 
-    store = ResultStore(results)
+    store = ResultStore(results, skip_damaged=True)
     have_parts = store.exists()
     if exp is None:
         exp = experiment_from_manifest(store)
@@ -63,8 +66,9 @@ def status(exp: Experiment | None, results: str | Path, storage_url: str | None 
         states: dict[str, set[TrialState]] = {}
         for t in trials:
             key = _key(t.params) if t.params else point.get(t.system_attrs.get("grid_id"))
-            if key is not None:
-                states.setdefault(key, set()).add(t.state)
+            if key is not None and not (t.state == TrialState.FAIL
+                                        and t.user_attrs.get("state") == "interrupted"):
+                states.setdefault(key, set()).add(t.state)  # interrupted: pending, not failed
         tasks = plan(exp, a.name, folds)
         done = running = failed = queued = 0
         for t in tasks:
@@ -81,6 +85,7 @@ def status(exp: Experiment | None, results: str | Path, storage_url: str | None 
             "total": len(tasks), "done": done, "remaining": len(tasks) - done,
             "running": running, "failed": failed, "queued": queued,
         }
+    out["damaged"] = [(str(p), why) for p, why in store.damaged()] if have_parts else []
     validation_done = all(a["remaining"] == 0 for a in out["algorithms"].values())
     out.update(stages(exp, store, validation_done and have_parts, reports))
     return out
@@ -93,11 +98,11 @@ def _count(done: int, total: int, what: str) -> dict[str, Any]:
 
 def _noise_parts(exp: Experiment, store: ResultStore) -> tuple[list[Path], dict[str, str]]:
     """Paths of the planned noise-floor parts and the algorithms without a noise floor."""
-    from dptune.store._noise_parts import NOISE_DIR, noise_part_name
+    from dptune.store._noise_parts import noise_part_path
     from dptune.sweep._noise import plan_noise
 
     tasks, skipped = plan_noise(exp, store, exp.analysis.noise_configs)
-    return [store.root / NOISE_DIR / noise_part_name(t.algorithm, t.config_id, t.fold) for t in tasks], skipped
+    return [noise_part_path(store.root, t.algorithm, t.config_id, t.fold) for t in tasks], skipped
 
 
 def _newest(store: ResultStore) -> float:
@@ -135,7 +140,7 @@ def stages(exp: Experiment, store: ResultStore, validation_done: bool,
         if not parts:
             out["noise"] = {"state": "none", "text": "none (no stochastic algorithm)"}
         else:
-            out["noise"] = _count(sum(p.is_file() for p in parts), len(parts),
+            out["noise"] = _count(sum(verified(p) for p in parts), len(parts),
                                   f"parts ({seeds} seeds)")
     report = Path(reports if reports is not None else Path("reports") / exp.name) / "report.md"
     if not report.is_file():

@@ -38,6 +38,14 @@ if TYPE_CHECKING:
 MAX_PASSES = 3  # grid walks per worker and algorithm before giving up on failed units
 
 
+def _mark_interrupted(trial: optuna.Trial) -> None:
+    """Record that the trial was interrupted (Ctrl-C, a stop signal), not failed by its unit."""
+    try:
+        trial.set_user_attr("state", "interrupted")
+    except Exception:  # noqa: BLE001 - the storage may be going away with the process
+        pass
+
+
 def worker(exp: Experiment, results: str | Path, storage_url: str | None = None,
            algorithms: Sequence[str] | None = None, wait_seconds: float | None = None) -> int:
     """Work on the experiment's validation units until none is left; returns units computed here.
@@ -98,11 +106,15 @@ def worker(exp: Experiment, results: str | Path, storage_url: str | None = None,
         def objective(trial: optuna.Trial) -> float:
             # A heartbeat before the parameters are visible: a trial that others see on their
             # grid point can always be found stale if its worker dies.
-            if _heartbeat_enabled(study._storage):
-                study._storage.record_heartbeat(trial._trial_id)
-                return evaluate_point(trial, study, space, lookup, patient)
-            with _Pulse(study, trial, interval):
-                return evaluate_point(trial, study, space, lookup, patient)
+            try:
+                if _heartbeat_enabled(study._storage):
+                    study._storage.record_heartbeat(trial._trial_id)
+                    return evaluate_point(trial, study, space, lookup, patient)
+                with _Pulse(study, trial, interval):
+                    return evaluate_point(trial, study, space, lookup, patient)
+            except (KeyboardInterrupt, SystemExit):
+                _mark_interrupted(trial)  # optuna fails the trial; status counts it pending
+                raise
         return objective
 
     def make_stop(tasks: list[Task]) -> Callable[[optuna.Study, FrozenTrial], None]:

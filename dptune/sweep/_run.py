@@ -1,0 +1,60 @@
+"""The sweep stage's front function: validation units, test split, then the noise floor.
+
+``dptune run`` and the Python API (``dptune.sweep(exp, ...)``) both call :func:`run_sweep`, so
+there is one way to run a sweep.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dptune.config import Experiment, load_experiment
+from dptune.store._store import ResultStore
+from dptune.sweep._local import run_experiment
+from dptune.sweep._noise import NoiseRun, run_noise_floor
+
+__all__ = ["sweep", "run_sweep"]
+
+
+def run_sweep(exp: Experiment | str | Path, results: str | Path | None = None,
+              jobs: int | None = None, progress: bool = True, storage: str | None = None,
+              noise_seeds: int | None = None,
+              noise_configs: int | None = None) -> tuple[ResultStore, NoiseRun | None]:
+    """:func:`sweep`, also returning what the noise floor did (``None`` when it is off).
+
+    ``noise_seeds`` / ``noise_configs`` replace the experiment's ``[analysis]`` values (the
+    command line's ``--noise-seeds`` / ``--noise-configs``).
+    """
+    if not isinstance(exp, Experiment):
+        exp = load_experiment(exp)
+    root = Path(results) if results is not None else Path("results") / exp.name
+    store = run_experiment(exp, root, storage_url=storage, jobs=jobs, progress=progress)
+    seeds = int(exp.analysis.noise_seeds if noise_seeds is None else noise_seeds)
+    if seeds <= 0:
+        return store, None
+    configs = int(exp.analysis.noise_configs if noise_configs is None else noise_configs)
+    noise = run_noise_floor(exp, store.root, seeds=seeds, n_configs=configs,
+                            jobs=jobs or exp.sweep.jobs, progress=progress)
+    return store, noise
+
+
+def sweep(exp: Experiment | str | Path, results: str | Path | None = None,
+          jobs: int | None = None, progress: bool = True,
+          storage: str | None = None) -> ResultStore:
+    """Run (or resume) an experiment's sweep exactly as ``dptune run`` does, without the report.
+
+    Validation units of every algorithm's grid (optuna workers, ``jobs`` processes; default
+    the experiment's ``[sweep] jobs``), then the configuration each metric@N selects on the test
+    split, then the A/A noise-floor runs when ``[analysis] noise_seeds > 0``. ``exp`` is an
+    :class:`dptune.Experiment` or the path of its TOML file; ``results`` defaults to
+    ``results/<experiment name>``; ``storage`` is an optuna storage URL (default: SQLite in the
+    results directory). Resumable: finished units are kept, damaged or missing parts are
+    computed again. Returns the :class:`dptune.ResultStore`.
+
+    Example::
+
+        exp = dptune.load_experiment("experiments/quickstart.toml")
+        store = dptune.sweep(exp, results="results/quickstart", jobs=2)
+        store.best_configs()
+    """
+    return run_sweep(exp, results, jobs=jobs, progress=progress, storage=storage)[0]
