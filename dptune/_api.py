@@ -90,7 +90,7 @@ def analyze_runs(runs: str | Path, qrels: str | Path, train: str | Path, reports
     from dptune.report import _report as report
 
     store = RunSetStore(Path(runs), Path(qrels), Path(train), cutoffs, threshold)
-    analysis = analyze_dp(store, n_pairs=n_pairs, seed=seed, test=test)
+    analysis = analyze_dp(store, pairs=n_pairs, seed=seed, test=test)
     reports_dir = Path(reports_dir)
     reports_dir.mkdir(parents=True, exist_ok=True)
     files = list(analysis.write_csv(reports_dir) or [])
@@ -140,7 +140,7 @@ def discriminative_power(per_user: pd.DataFrame, pairs: int = 25, test: str = "t
     from dptune.analysis._robust_run import annotate_dp
 
     store = FrameStore(per_user, hyperparameters=hyperparameters)
-    res = analyze_dp(store, n_pairs=pairs, seed=seed, test=test, alpha=alpha,
-                     correction=correction, n_resamples=n_resamples, bootstrap=bootstrap,
+    res = analyze_dp(store, pairs=pairs, seed=seed, test=test, alpha=alpha,
+                     correction=correction, n_resamples=n_resamples,
                      progress=progress)
     return annotate_dp(res.dp, res.pvalues)  # + dp_per_pair, no_evidence, as dp.csv (issue 13)

@@ -57,7 +57,7 @@ def test_discriminative_power_equals_scipy_by_hand():
     df = _table()
     dp = dptune.discriminative_power(df, pairs=6, seed=3)
     assert list(dp["metric"]) == ["ndcg", "mrr"] and set(dp["scope"]) == {"all"}
-    pairs = analyze_dp(FrameStore(df), n_pairs=6, seed=3).pairs[["config_a", "config_b"]].to_numpy()
+    pairs = analyze_dp(FrameStore(df), pairs=6, seed=3).pairs[["config_a", "config_b"]].to_numpy()
     names = sorted(df["system"].unique())
     for metric in ("ndcg", "mrr"):
         total = []

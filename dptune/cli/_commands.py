@@ -150,7 +150,7 @@ def _dp_per_user(args: argparse.Namespace) -> int:
         if getattr(args, flag) is not None:
             raise input_error(f"--{flag}", None, "not with --per-user (give one or the other)")
     check_writable_dir(Path(args.reports), "--reports")
-    files = analyze_per_user(args.per_user, args.reports, args.configs, n_pairs=args.pairs,
+    files = analyze_per_user(args.per_user, args.reports, args.configs, pairs=args.pairs,
                              seed=args.seed, test=args.test, bootstrap=args.bootstrap)
     print(f"reports: {args.reports} ({len(files)} files)")
     return 0
