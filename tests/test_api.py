@@ -118,7 +118,7 @@ def test_analyze_needs_a_result_store(tmp_path):
 
 
 def test_discriminative_power_bad_options():
-    with pytest.raises(DptuneError, match="analysis: n_pairs"):
+    with pytest.raises(DptuneError, match="analysis: pairs"):
         dptune.discriminative_power(_table(n_sys=3, n_users=5), pairs=0)
     with pytest.raises(DptuneError, match="analysis: test"):
         dptune.discriminative_power(_table(n_sys=3, n_users=5), test="z")
@@ -158,7 +158,7 @@ def test_docs_examples_write_the_dp_csv_of_dptune_run(docs_run):
     assert (d / "reports" / "dp.csv").read_bytes() == (d / "cli-reports" / "dp.csv").read_bytes()
     res = env["res"]
     assert isinstance(res, dptune.AnalysisResult) and isinstance(env["store"], dptune.ResultStore)
-    assert res.options.n_pairs == 5 and not res.best.empty and "rep" in env
+    assert res.options.pairs == 5 and not res.best.empty and "rep" in env
     assert (d / "reports" / "report.md").read_bytes() == (d / "cli-reports" / "report.md").read_bytes()
     assert {"dp_ci_low", "dp_ci_high"} <= set(env["res_ci"].dp.columns)
     assert env["res_ci"].ranking is not None and len(env["dp"]) == 1

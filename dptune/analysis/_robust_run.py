@@ -74,13 +74,13 @@ def annotate_dp(dp: pd.DataFrame, pvalues: pd.DataFrame) -> pd.DataFrame:
 
 
 def add_intervals(dp: pd.DataFrame, robust: pd.DataFrame | None) -> pd.DataFrame:
-    """``dp`` with ``ci_low, ci_high`` appended: the robust table's 95% interval of DP per 25
-    pairs on the rows of scope ``all`` (the same pairs), NaN on the other scopes and without a
-    bootstrap."""
+    """``dp`` with ``ci_low, ci_high, n_possible_pairs`` appended: on the rows of scope ``all``
+    the robust table's 95% interval of DP per 25 pairs (the same pairs; NaN without a
+    bootstrap) and the number of pairs the grid has (P of M); NaN on the other scopes."""
     keys = ["algorithm", "metric", "cutoff"]
     if robust is None or robust.empty:
-        return dp.assign(ci_low=np.nan, ci_high=np.nan)
-    ci = robust[[*keys, "ci_low", "ci_high"]].assign(scope="all")
+        return dp.assign(ci_low=np.nan, ci_high=np.nan, n_possible_pairs=np.nan)
+    ci = robust[[*keys, "ci_low", "ci_high", "n_possible_pairs"]].assign(scope="all")
     ci["cutoff"] = ci["cutoff"].astype(dp["cutoff"].dtype) if len(dp) else ci["cutoff"]
     out = dp.merge(ci, on=["algorithm", "scope", "metric", "cutoff"], how="left", sort=False)
     out.index = dp.index

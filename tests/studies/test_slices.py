@@ -180,7 +180,7 @@ folds = 2
 cutoffs = [1, 5, 10]
 test_split = false
 [analysis]
-n_pairs = 5
+pairs = 5
 [[algorithms]]
 name = "userknn"
 type = "userknn"
