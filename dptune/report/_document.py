@@ -24,7 +24,7 @@ __all__ = ["Section", "ReportFigure", "core_sections", "gap_sentence", "files_se
 
 #: The settings-table key that holds the ``pairs`` option.
 PAIRS_SETTING = "Pairs per scope (P)"
-#: The paper's number of sampled pairs per scope.
+#: The paper's number of pairs per scope (a seeded sample when a scope has more).
 PAPER_PAIRS = 25
 
 #: The report's opening paragraph: what DP is and which way is better.
@@ -238,7 +238,7 @@ def core_sections(
         alpha = find_setting(flatten(settings or {}), ("alpha", "significance_level"))
         level = f"alpha = {fmt_setting(alpha[1])}" if alpha else "the configured alpha"
         body = (
-            f"Share of the sampled pairs whose p-value is below {level} (mean ± sd over "
+            f"Share of the pairs whose p-value is below {level} (mean ± sd over "
             f"folds), N = {cutoff}, scope all; higher is more discriminative.\n\n{sakai}"
         )
         out.append(Section("Sakai-style DP", body))
@@ -249,19 +249,19 @@ def core_sections(
 
 #: What each file of a report folder holds, by file name (tables and figures are added by name).
 FILE_NOTES: dict[str, str] = {
-    "pairs.csv": "the sampled pairs of configurations per scope",
+    "pairs.csv": "the pairs of configurations per scope (all, or a seeded sample)",
     "pvalues.csv": "every p-value by pair, metric@N and fold",
     "dp.csv": "DP per algorithm, scope and metric@N",
     "curves.csv": "the fold-averaged p-value curves",
-    "metric_ranking.csv": "bootstrap P(metric A more discriminative than B)",
     "noise_floor.csv": "DP beside its A/A noise floor",
     "noise_curves.csv": "the A/A curves",
     "noise_pvalues.csv": "every A/A p-value",
     "importance.csv": "fANOVA and PED-ANOVA importances",
     "best_configs.csv": "the best configuration per metric@N with its test value",
     "verdict.csv": "the verdict, one row per algorithm and cutoff",
-    "robust_dp.csv": "the robust DP per algorithm and metric@N (mean p-value, DP@25, CI)",
-    "robust_ranking.csv": "bootstrap P(metric A more discriminative than B) of the robust DP, "
+    "robust_dp.csv": "the robust DP: scope all per algorithm and metric@N on the same pairs "
+    "(mean p-value, DP per 25 pairs, 95% interval, P of the possible pairs)",
+    "robust_ranking.csv": "bootstrap P(metric A more discriminative than B) on those pairs, "
     "per stability repeat",
     "verdict.md": "the verdict section on its own",
     "report.md": "this report",
