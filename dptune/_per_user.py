@@ -104,7 +104,7 @@ def per_user_settings(store: PerUserStore, options: AnalysisOptions,
         "Algorithms": ", ".join(f"{a} ({len(store.configs(a))} configurations)"
                                 for a in store.algorithms()),
         "Folds": f"{len(folds)} ({', '.join(folds)})",
-        "Pairs per scope (P)": options.n_pairs,
+        "Pairs per scope (P)": options.pairs,
         "Pair-sampling seed": options.seed,
         "Statistical test": options.test,
         "Alpha": options.alpha,

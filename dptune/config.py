@@ -333,8 +333,8 @@ def load_experiment(path: str | Path) -> Experiment:
     Example (from the repository's root)::
 
         >>> exp = load_experiment("experiments/quickstart.toml")
-        >>> exp.name, exp.split.folds, exp.analysis.n_pairs, [a.name for a in exp.algorithms]
-        ('quickstart', 3, 25, ['userknn', 'itemknn', 'bpr-mf'])
+        >>> exp.name, exp.split.folds, exp.analysis.pairs, [a.name for a in exp.algorithms]
+        ('quickstart', 3, 1000, ['userknn', 'itemknn', 'bpr-mf'])
     """
     path = Path(path)
     data = read_toml(path, "experiment file")

@@ -41,7 +41,7 @@ folds = 2
 [evaluation]
 test_split = false
 [analysis]
-n_pairs = 5
+pairs = 5
 noise_seeds = 0
 [sweep]
 jobs = 1

@@ -19,12 +19,11 @@ from dptune.errors import DptuneError
 from dptune.store._frame import FrameStore
 
 #: The analysis option of the number of pairs (its name may change; the tests follow it).
-PAIRS = next(f for f in ("pairs", "n_pairs") if f in dptune.AnalysisOptions.__dataclass_fields__)
 
 
 def _dp(per_user: pd.DataFrame, pairs: int, **options) -> pd.DataFrame:
     """``discriminative_power`` with ``pairs`` pairs, without the (slow) intervals."""
-    return dptune.discriminative_power(per_user, **{PAIRS: pairs}, bootstrap=0, stability=0,
+    return dptune.discriminative_power(per_user, pairs=pairs, bootstrap=0, stability=0,
                                        **options)
 
 
@@ -67,7 +66,7 @@ def test_discriminative_power_equals_scipy_by_hand():
     df = _table()
     dp = _dp(df, 6, seed=3)
     assert list(dp["metric"]) == ["ndcg", "mrr"] and set(dp["scope"]) == {"all"}
-    res = analyze_outside(per_user_store(df), **{PAIRS: 6}, seed=3, bootstrap=0, stability=0)
+    res = analyze_outside(per_user_store(df), pairs=6, seed=3, bootstrap=0, stability=0)
     pd.testing.assert_frame_equal(res.dp, dp)
     pairs = res.pairs[["config_a", "config_b"]].to_numpy()
     names = sorted(df["system"].unique())
@@ -129,8 +128,8 @@ def test_analyze_needs_a_result_store(tmp_path):
 
 
 def test_discriminative_power_bad_options():
-    with pytest.raises(DptuneError, match=f"analysis: {PAIRS}"):
-        dptune.discriminative_power(_table(n_sys=3, n_users=5), **{PAIRS: 0})
+    with pytest.raises(DptuneError, match="analysis: pairs"):
+        dptune.discriminative_power(_table(n_sys=3, n_users=5), pairs=0)
     with pytest.raises(DptuneError, match="analysis: test"):
         dptune.discriminative_power(_table(n_sys=3, n_users=5), test="z")
     with pytest.raises(DptuneError, match="analysis: noise_seeds: no noise floor"):

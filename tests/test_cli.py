@@ -20,7 +20,7 @@ folds = 2
 [evaluation]
 cutoffs = [1, 5, 10]
 [analysis]
-n_pairs = 5
+pairs = 5
 [sweep]
 jobs = 1
 [[algorithms]]

@@ -42,7 +42,7 @@ def test_defaults(tmp_path):
     exp = load_experiment(_write(tmp_path, BASE))
     assert exp.evaluation.cutoffs == (1, 5, 10)
     assert exp.evaluation.relevance_threshold == 4.0
-    assert exp.analysis.n_pairs == 25
+    assert exp.analysis.pairs == 1000
     assert exp.split_seed == exp.seed == 42
 
 
@@ -54,7 +54,9 @@ def test_defaults(tmp_path):
         ("[evaluation]\ncutoffs = [0, 5]\n", "evaluation.cutoffs"),
         ("[evaluation]\nmetrics = ['ndcg', 'map']\n", "evaluation.metrics"),
         ("[analysis]\ntest = 'z'\n", "analysis.test"),
-        ("[analysis]\nn_pairs = 'many'\n", "analysis.n_pairs"),
+        ("[analysis]\npairs = 'many'\n", "analysis.pairs"),
+        ("[analysis]\nn_pairs = 25\n", "analysis.n_pairs"),
+        ("[analysis]\nmax_pairs = 0\n", "analysis.max_pairs"),
         ("[data]\nkcore = -1\n", "data.kcore"),
     ],
 )
@@ -87,6 +89,6 @@ def test_missing_name_and_algorithms(tmp_path):
 
 def test_fingerprint_ignores_analysis_settings(tmp_path):
     a = load_experiment(_write(tmp_path, BASE))
-    b = load_experiment(_write(tmp_path, BASE + "[analysis]\nn_pairs = 10\n"))
+    b = load_experiment(_write(tmp_path, BASE + "[analysis]\npairs = 10\n"))
     c = load_experiment(_write(tmp_path, BASE.replace("folds = 3", "folds = 4")))
     assert a.fingerprint() == b.fingerprint() != c.fingerprint()

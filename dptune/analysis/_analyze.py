@@ -34,23 +34,23 @@ def analyze(store: ResultStore | str | Path, options: AnalysisOptions | None = N
     (:meth:`AnalysisOptions.resolve`); given options are used as they are, a ``seed`` of
     ``None`` taking the manifest's analysis seed. Computes (see :class:`AnalysisResult`):
 
-    - ``pairs, pvalues, dp, curves`` (and, with ``bootstrap > 0``, ``ranking`` and
-      ``replicates``) by :func:`dptune.analysis.analyze_dp`;
+    - ``pairs, pvalues, dp, curves`` by :func:`dptune.analysis.analyze_dp`, every scope on
+      its pairs (every pair up to ``options.pairs``, else a seeded sample of that many); ``dp``
+      also carries DP per 25 pairs and, for scope ``all``, its interval;
     - with ``noise_seeds > 0`` and noise-floor runs in the store, ``noise_floor`` (DP beside
       its A/A floor), ``noise_curves``, ``noise_pvalues`` (:mod:`dptune.analysis._noise`);
     - with ``importance``, the fANOVA / PED-ANOVA ``importance`` table;
     - ``best`` (the configuration each metric@N picks), ``datasets`` (Table 1's row) and
       ``without_dp`` (algorithms with no pair of configurations, and why);
-    - with ``max_pairs > 0`` (issue 13), the robust DP (``robust``), its bootstrap ranking of
-      every stability repeat (``robust_ranking``) and the ``verdict``
-      (:mod:`dptune.analysis._robust_run`); the ``bootstrap`` then applies to the robust DP and
-      the paper's DP is not bootstrapped.
+    - on the same ``all`` pairs, the DP table with its bootstrap interval (``robust``), the
+      bootstrap ranking of every stability repeat (``robust_ranking``) and the ``verdict``
+      (:mod:`dptune.analysis._robust_run`).
 
     A pure function of the store and the options. ``progress`` shows a progress bar.
 
     Example (``store`` from :func:`dptune.sweep`)::
 
-        res = dptune.analyze(store, dptune.AnalysisOptions(n_pairs=25, bootstrap=1000))
+        res = dptune.analyze(store, dptune.AnalysisOptions(pairs=25, bootstrap=1000))
         res.dp[res.dp["scope"] == "all"]        # DP per algorithm, metric, cutoff
     """
     if isinstance(store, (str, Path)):
@@ -62,7 +62,7 @@ def analyze(store: ResultStore | str | Path, options: AnalysisOptions | None = N
     opts = AnalysisOptions.resolve(man) if options is None else options
     if opts.seed is None:
         opts = opts.replace(seed=man["seeds"]["analysis"])
-    # the paper's DP and, beside it, the robust DP fed from the same fold reads (issue 13)
+    # the DP of every scope and, on the same `all` pairs and fold reads, its bootstrap
     analysis, robust = analyze_with_robust(store, opts, man, progress)
     primary = (opts.primary_metric, opts.primary_cutoff)
     with_dp = set(analysis.dp["algorithm"])
@@ -70,8 +70,6 @@ def analyze(store: ResultStore | str | Path, options: AnalysisOptions | None = N
         options=opts, manifest=man, primary=primary, pairs=analysis.pairs,
         pvalues=analysis.pvalues, dp=analysis.dp, curves=analysis.curves,
         best=best_table(store, primary), datasets=datasets_table(man),
-        ranking=analysis.metric_ranking,
-        replicates=analysis.replicates or None,  # filled only by the paper-DP bootstrap
         without_dp={a: no_dp_reason(store, a) for a in store.algorithms() if a not in with_dp},
     )
     if opts.noise_seeds > 0:
@@ -79,7 +77,7 @@ def analyze(store: ResultStore | str | Path, options: AnalysisOptions | None = N
     if opts.importance:
         result.importance = impmod.hyperparameter_importance(store, cutoff=primary[1],
                                                              seed=opts.seed)
-    add_verdict(store, result, robust)  # robust DP, its ranking and the verdict (issue 13)
+    add_verdict(store, result, robust)  # the interval table, its ranking and the verdict
     return result
 
 

@@ -1,4 +1,4 @@
-"""The p-value curve and DP of one (algorithm, scope, metric@N) (``SPEC.md`` section 6).
+"""The p-value curve and DP of one (algorithm, scope, metric@N), as in the paper's method.
 
 Per validation fold the P pairs' p-values sorted decreasingly form the fold's curve; the curves
 are averaged position by position over the folds; DP is the sum of the averaged curve (lower =
@@ -47,7 +47,7 @@ def summarize_curves(curves: np.ndarray) -> DPResult:
     p-value of fold f: ``mean_i = (1/F) sum_f c[f, i]``, ``sd_i`` the sample sd over folds
     (``ddof=1``; 0 when F = 1), ``DP = sum_i mean_i``, ``DP+sd = sum_i min(mean_i + sd_i, 1)``,
     ``DP-sd = sum_i max(mean_i - sd_i, 0)`` (the band stays in the range of a p-value, so
-    ``DP+sd <= P``; issue 13).
+    ``DP+sd <= P``).
     """
     arr = np.asarray(curves, dtype=np.float64)
     if arr.ndim == 1:

@@ -1,17 +1,17 @@
 """Discriminative power (DP) of metrics over hyperparameter grids (Anelli et al., RecSys 2019).
 
-Method (``SPEC.md`` section 6): for one algorithm, one metric@N and one validation fold, sample
-P configuration pairs (the same pairs for every metric and fold; :mod:`dptune.analysis._pairs`,
-which also defines the scopes ``all``, ``<h>=<v>`` and ``only:<h>``), compute one paired
+Method: for one algorithm, one metric@N and one validation fold, take the scope's P
+configuration pairs (every pair up to the ``pairs`` cap, else a seeded uniform sample; the same
+pairs for every metric and fold; :mod:`dptune.analysis._pairs`, which also defines the scopes
+``all``, ``<h>=<v>`` and ``only:<h>``), compute one paired
 two-sided p-value per pair over the fold's users, sort the P p-values in decreasing order (the
 fold's p-value curve); average the curves position by position over the folds; DP is the sum of
 the averaged curve (lower = more discriminative; :mod:`dptune.analysis._curves`).
 
-Beyond the paper (``SPEC.md`` section 7): Sakai-style DP (fraction of pairs with ``p < alpha``,
-optionally after Holm / Benjamini-Hochberg), and a bootstrap over users and pairs giving a
-confidence interval for DP and the probability that one metric is more discriminative than
-another (:mod:`dptune.analysis._bootstrap`). All p-values come from
-:mod:`dptune.analysis._stats`.
+Beyond the paper: Sakai-style DP (fraction of pairs with ``p < alpha``, optionally after Holm /
+Benjamini-Hochberg). The interval of DP and the ranking of metrics come from the robust pass
+(:mod:`dptune.analysis._robust_pass`), fed from the same fold reads and the same ``all`` pairs.
+All p-values come from :mod:`dptune.analysis._stats`.
 
 This module runs all of it over a result store (:func:`analyze`); the names of the modules
 above stay importable from here.
@@ -29,14 +29,7 @@ from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
 from dptune.analysis import _stats as stats
-from dptune.analysis._bootstrap import (
-    _fold_replicate_sums,
-    _fold_rng,
-    _pair_draws,
-    bootstrap_dp,
-    percentile_ci,
-    prob_more_discriminative,
-)
+from dptune.analysis._bootstrap import bootstrap_dp, percentile_ci, prob_more_discriminative
 from dptune.analysis._curves import DPResult, noise_floor, pvalue_curve, summarize_curves
 from dptune.analysis._dp_tables import (
     CURVES_COLUMNS,
@@ -44,14 +37,13 @@ from dptune.analysis._dp_tables import (
     METRIC_ORDER,
     PAIRS_COLUMNS,
     PVALUES_COLUMNS,
-    RANKING_COLUMNS,
     Analysis,
     ResultStoreLike,
     _concat,
     _frame,
     _pvalue_frame,
 )
-from dptune.analysis._options import validate_options
+from dptune.analysis._options import PAIRS, validate_options
 from dptune.analysis._pairs import format_value, sample_pairs, scope_pairs, scope_seed
 from dptune.errors import input_error
 from dptune.store._store import FoldBuffer
@@ -137,13 +129,12 @@ def _fold_reader(
 
 def analyze(
     store: ResultStoreLike,
-    n_pairs: int = 25,
+    pairs: int = PAIRS,
     seed: int = 0,
     test: str = "t",
     alpha: float = 0.05,
     correction: str | None = None,
     n_resamples: int = 1000,
-    bootstrap: int = 0,
     *,
     algorithms: Iterable[str] | None = None,
     progress: bool = False,
@@ -151,23 +142,21 @@ def analyze(
 ) -> Analysis:
     """DP of every metric@N for every algorithm and scope of a result store.
 
-    For each algorithm, scope (:func:`scope_pairs`), metric@N and validation fold, the slice of
+    For each algorithm, scope (:func:`scope_pairs`: every pair when the scope has at most
+    ``pairs``, else a seeded sample of ``pairs``), metric@N and validation fold, the slice of
     the scope's configurations is read (``store.read_matrix``: users present for all of them,
     an inner join), the P pairs are tested (:func:`dptune.analysis._stats.paired_pvalues`, ``test``; the
     resampling tests use the seed :func:`scope_seed` ``(seed, "<scope>|fold=<fold>")``, the same
     for every metric), the p-values sorted into the fold's curve; :func:`summarize_curves` over
     the folds gives DP, DP+-sd and the averaged curve. Sakai DP: per fold the fraction of pairs
     with (``correction``-adjusted) ``p < alpha``, averaged over folds (``sakai``) with its sd
-    (``ddof=1``, 0 for one fold). With ``bootstrap = B > 0``, :func:`bootstrap_dp` (same draws
-    for every metric of a scope, seed :func:`scope_seed` ``(seed, "<scope>|bootstrap")``) adds
-    ``dp_ci_low, dp_ci_high`` (95% percentile interval) and, for scope ``all``, the
-    ``metric_ranking`` table (:func:`prob_more_discriminative`). Fold ``"test"`` is never used.
+    (``ddof=1``, 0 for one fold). Fold ``"test"`` is never used.
 
     Reading: folds are the outer loop. A store with ``read_fold`` (``dptune.store._store.ResultStore``)
     is read once per (algorithm, fold): every configuration that any scope needs, every
     metric@N, one pass over the parts; each scope then takes its rows and inner-joins its users
     in memory (exactly what ``read_matrix`` would return). Memory is bounded by that one fold
-    (float32), plus, with a bootstrap, one fold's differences of all metrics of a scope. Other
+    (float32). Other
     stores are asked ``read_matrix`` per (scope, fold, metric@N). Results do not depend on the
     path taken.
 
@@ -179,11 +168,10 @@ def analyze(
     added to the fold read) and ``add_fold(fold_index, read)``, called with each validation
     fold's reader (another estimate fed from the same single read of every fold).
     """
-    opts = validate_options({"n_pairs": n_pairs, "seed": seed, "test": test, "alpha": alpha,
+    opts = validate_options({"pairs": pairs, "seed": seed, "test": test, "alpha": alpha,
                              "correction": "none" if correction is None else correction,
-                             "n_resamples": n_resamples, "bootstrap": bootstrap})
-    n_pairs, seed, alpha = opts["n_pairs"], opts["seed"], opts["alpha"]
-    n_resamples, bootstrap = opts["n_resamples"], opts["bootstrap"]
+                             "n_resamples": n_resamples})
+    pairs, seed, alpha, n_resamples = opts["pairs"], opts["seed"], opts["alpha"], opts["n_resamples"]
     correction = None if opts["correction"] == "none" else opts["correction"]
 
     algs = list(store.algorithms()) if algorithms is None else list(algorithms)
@@ -191,7 +179,7 @@ def analyze(
     with threadpool_limits(limits=1, user_api="blas"), tqdm(
         total=n_folds, desc="analysis", unit="fold", disable=not progress, dynamic_ncols=True
     ) as bar:
-        run = _Run(n_pairs, seed, test, alpha, correction, n_resamples, bootstrap)
+        run = _Run(pairs, seed, test, alpha, correction, n_resamples)
         tables = _Tables()
         buffer = FoldBuffer()  # one fold's values, reused by every (algorithm, fold) read
         for alg in algs:
@@ -210,18 +198,17 @@ def _ticking(items: Sequence[Any], bar: Any) -> Any:
 class _Run:
     """The validated arguments of :func:`analyze`."""
 
-    n_pairs: int
+    pairs: int
     seed: int
     test: str
     alpha: float
     correction: str | None
     n_resamples: int
-    bootstrap: int
 
     def settings(self) -> dict[str, Any]:
-        return {"n_pairs": self.n_pairs, "seed": self.seed, "test": self.test,
+        return {"pairs": self.pairs, "seed": self.seed, "test": self.test,
                 "alpha": self.alpha, "correction": self.correction or "none",
-                "n_resamples": self.n_resamples, "bootstrap": self.bootstrap}
+                "n_resamples": self.n_resamples}
 
 
 @dataclass
@@ -232,52 +219,36 @@ class _Tables:
     pvalues: list[pd.DataFrame] = field(default_factory=list)
     dp: list[dict[str, Any]] = field(default_factory=list)
     curves: list[pd.DataFrame] = field(default_factory=list)
-    ranking: list[tuple] = field(default_factory=list)
-    replicates: dict[tuple[str, str, str, int], np.ndarray] = field(default_factory=dict)
 
     def analysis(self, run: _Run) -> Analysis:
-        dp_cols = list(DP_COLUMNS)
-        if run.bootstrap:
-            dp_cols += ["dp_ci_low", "dp_ci_high"]
-        dp_cols += ["test", "correction", "alpha"]
         return Analysis(
             pairs=_frame(self.pairs, PAIRS_COLUMNS),
             pvalues=_concat(self.pvalues, PVALUES_COLUMNS),
-            dp=pd.DataFrame(self.dp, columns=dp_cols),
+            dp=pd.DataFrame(self.dp, columns=[*DP_COLUMNS, "test", "correction", "alpha"]),
             curves=_concat(self.curves, CURVES_COLUMNS),
-            metric_ranking=_frame(self.ranking, RANKING_COLUMNS) if run.bootstrap else None,
-            replicates=self.replicates,
             settings=run.settings(),
         )
 
 
 @dataclass
 class _Scope:
-    """One scope's sampled pairs and what its folds have produced so far: per metric@N the
-    fold curves ``(F, P)``, the Sakai DP per fold and the bootstrap sums ``(B,)``."""
+    """One scope's pairs and what its folds have produced so far: per metric@N the fold curves
+    ``(F, P)`` and the Sakai DP per fold."""
 
     name: str
     pairs: np.ndarray
     ids: np.ndarray
     curves: dict[tuple[str, int], np.ndarray]
     sakai: dict[tuple[str, int], np.ndarray]
-    boot_sums: dict[tuple[str, int], np.ndarray]
-    boot_seed: int
-    pair_idx: np.ndarray | None
     pvalues: list[tuple[str, int, str, np.ndarray, int]] = field(default_factory=list)
 
     @classmethod
     def start(cls, name: str, pairs: np.ndarray, n_folds: int, mcs: list[tuple[str, int]],
               run: _Run) -> _Scope:
-        b_seed = scope_seed(run.seed, f"{name}|bootstrap")
-        n_p, b = len(pairs), run.bootstrap
         return cls(
             name=name, pairs=pairs, ids=np.unique(pairs),
-            curves={mc: np.zeros((n_folds, n_p)) for mc in mcs},
+            curves={mc: np.zeros((n_folds, len(pairs))) for mc in mcs},
             sakai={mc: np.zeros(n_folds) for mc in mcs},
-            boot_sums={mc: np.zeros(b) for mc in mcs},
-            boot_seed=b_seed,
-            pair_idx=_pair_draws(b, b_seed, n_p, True) if b else None,
         )
 
 
@@ -292,7 +263,7 @@ def _analyze_algorithm(store: ResultStoreLike, alg: str, run: _Run, tables: _Tab
         raise input_error("store", f"{alg}: folds", "no validation folds")
     mcs = sorted({(str(m), int(c)) for m, c in store.metric_cutoffs(alg)}, key=_metric_key)
     scopes = [_Scope.start(name, pairs, len(folds), mcs, run)
-              for name, pairs in scope_pairs(configs, hps, run.n_pairs, run.seed).items()]
+              for name, pairs in scope_pairs(configs, hps, run.pairs, run.seed).items()]
     for sc in scopes:
         s_seed = scope_seed(run.seed, sc.name)
         tables.pairs.extend((alg, sc.name, i, int(sc.pairs[i, 0]), int(sc.pairs[i, 1]), s_seed)
@@ -317,11 +288,8 @@ def _analyze_algorithm(store: ResultStoreLike, alg: str, run: _Run, tables: _Tab
 
 def _add_fold(sc: _Scope, read: Any, alg: str, fold: str, f_i: int,
               mcs: list[tuple[str, int]], run: _Run) -> None:
-    """Test the scope's pairs on one fold for every metric@N: the fold's curve, Sakai DP and
-    (with a bootstrap) the replicate sums, the same user draws for every metric whose users
-    are the same."""
+    """Test the scope's pairs on one fold for every metric@N: the fold's curve and Sakai DP."""
     t_seed = scope_seed(run.seed, f"{sc.name}|fold={fold}")
-    fold_diffs: dict[bytes, list[tuple[tuple[str, int], np.ndarray]]] = {}
     for mc in mcs:
         metric, cutoff = mc
         users, a, b = _read_pair_values(read, alg, metric, cutoff, fold, sc.ids, sc.pairs)
@@ -329,21 +297,11 @@ def _add_fold(sc: _Scope, read: Any, alg: str, fold: str, f_i: int,
         sc.pvalues.append((metric, cutoff, fold, p, len(users)))
         sc.curves[mc][f_i] = pvalue_curve(p)
         sc.sakai[mc][f_i] = stats.sakai_dp(stats.adjust(p, run.correction), run.alpha)
-        if run.bootstrap:
-            key = np.ascontiguousarray(users).tobytes() + str(len(users)).encode()
-            fold_diffs.setdefault(key, []).append((mc, a - b))
-    for group in fold_diffs.values():
-        stack = np.stack([d for _, d in group])
-        sums = _fold_replicate_sums(stack, sc.pair_idx, _fold_rng(sc.boot_seed, f_i), run.test,
-                                    run.n_resamples)
-        for (mc, _), row in zip(group, sums, strict=True):
-            sc.boot_sums[mc] += row
 
 
 def _finish_scope(tables: _Tables, alg: str, sc: _Scope, mcs: list[tuple[str, int]],
                   n_folds: int, run: _Run) -> None:
-    """The scope's DP rows, curves and p-values (and, for scope ``all`` with a bootstrap, the
-    metric ranking)."""
+    """The scope's DP rows, curves and p-values."""
     n_p = len(sc.pairs)
     tables.pvalues.append(_pvalue_frame(alg, sc.name, sc.pvalues, n_p))
     for mc in mcs:
@@ -356,21 +314,9 @@ def _finish_scope(tables: _Tables, alg: str, sc: _Scope, mcs: list[tuple[str, in
             "sakai": float(sc.sakai[mc].mean()),
             "sakai_sd": float(sc.sakai[mc].std(ddof=1)) if n_folds > 1 else 0.0,
         }
-        if run.bootstrap:
-            reps = sc.boot_sums[mc] / n_folds
-            tables.replicates[(alg, sc.name, metric, cutoff)] = reps
-            row["dp_ci_low"], row["dp_ci_high"] = percentile_ci(reps)
         row.update(test=run.test, correction=run.correction or "none", alpha=run.alpha)
         tables.dp.append(row)
         tables.curves.append(pd.DataFrame({
             "algorithm": alg, "scope": sc.name, "metric": metric, "cutoff": cutoff,
             "position": np.arange(n_p), "mean": res.mean_curve, "sd": res.sd_curve,
         }))
-    if run.bootstrap and sc.name == "all":
-        for cutoff in sorted({c for _, c in mcs}):
-            ms = [m for m, c in mcs if c == cutoff]
-            tables.ranking += [
-                (alg, sc.name, cutoff, ma, mb, prob_more_discriminative(
-                    tables.replicates[(alg, sc.name, ma, cutoff)],
-                    tables.replicates[(alg, sc.name, mb, cutoff)]))
-                for ma in ms for mb in ms if ma != mb]

@@ -13,7 +13,7 @@ import pandas as pd
 from dptune.vocab import CSV_FLOAT, METRICS
 
 __all__ = ["METRIC_ORDER", "PAIRS_COLUMNS", "PVALUES_COLUMNS", "DP_COLUMNS", "CURVES_COLUMNS",
-           "RANKING_COLUMNS", "ResultStoreLike", "Analysis"]
+           "ResultStoreLike", "Analysis"]
 
 #: Order of metrics in every output table (:data:`dptune.vocab.METRICS`).
 METRIC_ORDER: tuple[str, ...] = METRICS
@@ -43,7 +43,6 @@ DP_COLUMNS = [
     "sakai_sd",
 ]
 CURVES_COLUMNS = ["algorithm", "scope", "metric", "cutoff", "position", "mean", "sd"]
-RANKING_COLUMNS = ["algorithm", "scope", "cutoff", "metric_a", "metric_b", "p_a_better"]
 
 _CSV_FLOAT = CSV_FLOAT
 
@@ -72,37 +71,28 @@ class Analysis:
     - ``pvalues``: ``algorithm, scope, metric, cutoff, fold, pair_index, p, n_users`` -- raw,
       uncorrected p of the pair on the fold and the number of users it was computed on.
     - ``dp``: ``algorithm, scope, metric, cutoff, dp, dp_plus_sd, dp_minus_sd, n_pairs, n_folds,
-      sakai, sakai_sd`` [``, dp_ci_low, dp_ci_high``]``, test, correction, alpha``.
+      sakai, sakai_sd, test, correction, alpha``.
     - ``curves``: ``algorithm, scope, metric, cutoff, position, mean, sd``; ``position`` 0 is the
       largest averaged p-value.
-    - ``metric_ranking`` (bootstrap only, scope ``all``): ``algorithm, scope, cutoff, metric_a,
-      metric_b, p_a_better`` for every ordered pair of metrics at the same cutoff.
-    - ``replicates``: bootstrap DP replicates per ``(algorithm, scope, metric, cutoff)``.
     """
 
     pairs: pd.DataFrame
     pvalues: pd.DataFrame
     dp: pd.DataFrame
     curves: pd.DataFrame
-    metric_ranking: pd.DataFrame | None = None
-    replicates: dict[tuple[str, str, str, int], np.ndarray] = field(default_factory=dict)
     settings: dict[str, Any] = field(default_factory=dict)
 
     def tables(self) -> dict[str, pd.DataFrame]:
         """File name -> table, as written by :meth:`write_csv`."""
-        out = {
+        return {
             "pairs.csv": self.pairs,
             "pvalues.csv": self.pvalues,
             "dp.csv": self.dp,
             "curves.csv": self.curves,
         }
-        if self.metric_ranking is not None:
-            out["metric_ranking.csv"] = self.metric_ranking
-        return out
 
     def write_csv(self, out_dir: str | Path) -> list[Path]:
-        """Write pairs.csv, pvalues.csv, dp.csv, curves.csv (and metric_ranking.csv after a
-        bootstrap) into ``out_dir``; floats as ``%.10g``, ``\\n`` line ends, no index, so a
+        """Write pairs.csv, pvalues.csv, dp.csv, curves.csv into ``out_dir``; floats as ``%.10g``, ``\\n`` line ends, no index, so a
         re-run writes identical bytes."""
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)

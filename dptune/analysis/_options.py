@@ -18,14 +18,23 @@ from typing import Any
 from dptune.errors import check_int, input_error
 from dptune.vocab import CORRECTIONS, METRICS, TESTS
 
-__all__ = ["AnalysisOptions", "TESTS", "CORRECTIONS", "validate_options"]
+__all__ = ["AnalysisOptions", "TESTS", "CORRECTIONS", "PAIRS", "RENAMED", "validate_options"]
+
+#: Default ``pairs``: every pair of a scope up to this many, else a seeded sample of this many.
+PAIRS = 1000
+#: Option names of earlier versions -> their name now (an error in a config, mapped in a
+#: manifest written by an earlier version).
+RENAMED = {"n_pairs": "pairs", "max_pairs": "pairs"}
 
 
 @dataclass(frozen=True)
 class AnalysisOptions:
-    """Settings of the discriminative-power analysis (``SPEC.md`` sections 6-7).
+    """Settings of the discriminative-power analysis.
 
-    - ``n_pairs``: configuration pairs sampled per scope (the paper's P = 25).
+    - ``pairs``: configuration pairs per scope (``all`` and every hyperparameter-value scope):
+      every pair when the scope has at most ``pairs`` of them, else a seeded uniform sample of
+      ``pairs``. Every table, figure and the verdict read these same pairs. ``pairs = 25`` is
+      the paper's sampling (P = 25) and reproduces its numbers.
     - ``seed``: pair-sampling seed; ``None`` = the experiment's analysis seed
       (:meth:`resolve` fills it from the store's manifest).
     - ``test``: paired test, one of :data:`TESTS`; ``alpha``: significance level of Sakai's DP
@@ -36,22 +45,21 @@ class AnalysisOptions:
       configurations and drives importance and selection texts.
     - ``noise_seeds`` (0 = off, else >= 2), ``noise_configs`` (>= 1): the A/A noise floor.
     - ``importance``: fANOVA / PED-ANOVA hyperparameter importance.
-    - ``max_pairs`` (default 1000; 0 = off), ``stability`` (default 5, lowered when not
-      affordable; 0 = one seed), ``min_fold_users`` (default 20; 0 = no minimum): the robust
-      estimate, the pair-seed stability check and the fold-size guard of issue 13
-      (``docs/statistics.md`` sections 9-12). ``bootstrap`` (default 1000) bootstraps the robust
-      estimate, or the paper's DP when ``max_pairs = 0``.
+    - ``stability`` (default 5, lowered when not affordable; 0 = one seed): pair seeds a
+      significance claim must survive; only a sampled ``all`` scope has other seeds to try.
+    - ``min_fold_users`` (default 20; 0 = no minimum): the fold-size guard
+      (``docs/statistics.md``).
 
     Construction validates (:func:`validate_options`)::
 
-        >>> AnalysisOptions(n_pairs=10, bootstrap=200).n_pairs
+        >>> AnalysisOptions(pairs=10, bootstrap=200).pairs
         10
         >>> AnalysisOptions(alpha=2.0)
         Traceback (most recent call last):
         dptune.errors.DptuneError: analysis: alpha: must be between 0 and 1, got 2.0
     """
 
-    n_pairs: int = 25
+    pairs: int = PAIRS
     seed: int | None = None
     test: str = "t"
     alpha: float = 0.05
@@ -63,7 +71,6 @@ class AnalysisOptions:
     noise_seeds: int = 5
     noise_configs: int = 1
     importance: bool = True
-    max_pairs: int = 1000
     stability: int = 5
     min_fold_users: int = 20
 
@@ -84,17 +91,21 @@ class AnalysisOptions:
         """Defaults < the manifest's ``analysis`` table < the non-``None`` ``overrides``.
 
         Keys of the manifest's table that this version does not know are ignored (a store
-        written by another version); an unknown override is an error. ``seed`` left ``None``
-        becomes the manifest's ``seeds.analysis``::
+        written by another version), except ``n_pairs`` of earlier versions, which is read as
+        ``pairs``; an unknown override is an error. ``seed`` left ``None`` becomes the
+        manifest's ``seeds.analysis``::
 
             >>> man = {"analysis": {"n_pairs": 15, "seed": None}, "seeds": {"analysis": 42}}
             >>> o = AnalysisOptions.resolve(man, bootstrap=100, test=None)
-            >>> (o.n_pairs, o.seed, o.bootstrap, o.test)
+            >>> (o.pairs, o.seed, o.bootstrap, o.test)
             (15, 42, 100, 't')
         """
         manifest = manifest or {}
         known = {f.name for f in fields(cls)}
-        values = {k: v for k, v in dict(manifest.get("analysis") or {}).items() if k in known}
+        stored = dict(manifest.get("analysis") or {})
+        if "pairs" not in stored and "n_pairs" in stored:  # a store of an earlier version
+            stored["pairs"] = stored["n_pairs"]
+        values = {k: v for k, v in stored.items() if k in known}
         values.update({k: v for k, v in overrides.items() if v is not None})
         if values.get("seed") is None:
             values["seed"] = (manifest.get("seeds") or {}).get("analysis")
@@ -114,14 +125,16 @@ def validate_options(values: Mapping[str, Any], source: object = "analysis",
     """Check every analysis option; return them coerced (numpy integers -> ``int``, integral
     ``alpha`` -> ``float``). The one place where analysis options are validated.
 
-    Rules: ``n_pairs, n_resamples, noise_configs, primary_cutoff >= 1``; ``bootstrap, max_pairs,
-    stability, min_fold_users >= 0``; ``noise_seeds`` 0 or >= 2; ``seed`` ``None`` or >= 0;
+    Rules: ``pairs, n_resamples, noise_configs, primary_cutoff >= 1``; ``bootstrap, stability,
+    min_fold_users >= 0``; ``noise_seeds`` 0 or >= 2; ``seed`` ``None`` or >= 0;
     ``0 < alpha < 1``; ``test`` in :data:`TESTS`, ``correction`` in :data:`CORRECTIONS`,
     ``primary_metric`` in :data:`dptune.vocab.METRICS`; ``importance`` a boolean.
     """
     known = [f.name for f in fields(AnalysisOptions)]
     out: dict[str, Any] = {}
     for key, v in values.items():
+        if key in RENAMED:
+            raise input_error(source, f"{prefix}{key}", f"renamed to '{RENAMED[key]}'")
         if key not in known:
             near = difflib.get_close_matches(key, known, n=1)
             hint = f" (did you mean '{near[0]}'?)" if near else f" (allowed: {', '.join(known)})"
@@ -131,9 +144,8 @@ def validate_options(values: Mapping[str, Any], source: object = "analysis",
     def bad(key: str, problem: str) -> Exception:
         return input_error(source, f"{prefix}{key}", problem)
 
-    for key, lo in (("n_pairs", 1), ("n_resamples", 1), ("noise_configs", 1),
-                    ("primary_cutoff", 1), ("bootstrap", 0), ("max_pairs", 0),
-                    ("stability", 0), ("min_fold_users", 0), ("noise_seeds", 0), ("seed", 0)):
+    for key, lo in (("pairs", 1), ("n_resamples", 1), ("noise_configs", 1),
+                    ("primary_cutoff", 1), ("bootstrap", 0), ("stability", 0), ("min_fold_users", 0), ("noise_seeds", 0), ("seed", 0)):
         if key not in out or (key == "seed" and out[key] is None):
             continue
         out[key] = check_int(out[key], source, f"{prefix}{key}", lo)

@@ -1,19 +1,16 @@
-"""Robust DP: the mean p-value of many pairs, on a scale that does not depend on P.
+"""The DP on one scale: the mean p-value of a scope's pairs, and "DP per 25 pairs".
 
-The paper's DP sums the fold-averaged curve of P = 25 sampled pairs. Its value depends on P
-(a sum of P numbers in [0, 1]) and, with 25 pairs out of hundreds or millions, mostly on which
-pairs were drawn: the pair-sampling variance of a sum of P p-values is ``P var(p)``, so the
-ranking of metrics by DP is mostly noise (issue 13). The robust estimate keeps the same
-ingredients (paired t-tests over the fold's users, the same p-values) and changes two things:
+The paper's DP sums the fold-averaged curve of P pairs, so its value grows with P (a sum of P
+numbers in [0, 1]): rows with different P cannot be compared on it. Divided by P it is the mean
+p-value ``pbar = (1/F) sum_f (1/P) sum_i p_{f,i}``, which does not depend on P; the report
+shows it as **DP per 25 pairs**, ``25 pbar = DP x 25 / P``, which reads like the paper's numbers
+and equals the paper's DP exactly when P = 25.
 
-- **more pairs**: every pair of configurations when there are at most ``max_pairs`` (default
-  1,000; UserKNN / ItemKNN grids of 15 configurations have 105), else ``max_pairs`` pairs sampled
-  uniformly without replacement (:func:`dptune.analysis._dp.sample_pairs`, seed
-  :func:`robust_seed`);
-- **a normalised scale**: the mean p-value ``pbar = (1/F) sum_f (1/P) sum_i p_{f,i}`` (equal to
-  the paper's ``DP / P`` when the pairs are the same), reported also as ``DP@25 = 25 pbar`` so
-  that it reads like the paper's numbers. Rows with different P are compared on this scale,
-  never on the raw sum.
+The pairs are those of the analysis' ``all`` scope (:func:`dptune.analysis._pairs.scope_pairs`):
+every pair when there are at most ``pairs`` (option, default 1,000; User-kNN / Item-kNN grids
+of 15 configurations have 105), else a seeded uniform sample of ``pairs``. Only a sampled scope
+has other pair sets to try: the stability repeats ``k >= 1`` draw theirs with
+:func:`robust_seed` ``(seed, k)``.
 
 Lower = more discriminative, as for DP. ``pbar_sd`` is the sd over folds of the per-fold means
 (ddof = 1; 0 for one fold). A row whose p-values are all 1 (every pair identical on every user,
@@ -26,12 +23,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dptune.analysis._dp import sample_pairs, scope_seed
+from dptune.analysis._options import PAIRS
+from dptune.analysis._pairs import sample_pairs, scope_seed
 from dptune.errors import check_int, input_error
 
 __all__ = [
     "REFERENCE_P",
-    "MAX_PAIRS",
+    "PAIRS",
     "RobustEstimate",
     "robust_seed",
     "bootstrap_seed",
@@ -40,12 +38,11 @@ __all__ = [
     "robust_estimate",
     "per_pair",
     "dp_at_reference",
+    "per_reference",
 ]
 
-#: P of the paper; ``DP@25 = REFERENCE_P * mean p``.
+#: P of the paper; DP per 25 pairs ``= REFERENCE_P * mean p``.
 REFERENCE_P = 25
-#: Default ``max_pairs``: all pairs up to this many, else a seeded sample of this many.
-MAX_PAIRS = 1000
 
 
 @dataclass(frozen=True)
@@ -61,10 +58,10 @@ class RobustEstimate:
 
 
 def robust_seed(seed: int, repeat: int = 0) -> int:
-    """Pair-sampling seed of the robust estimate, repeat ``k`` of the stability check:
-    :func:`dptune.analysis._dp.scope_seed` ``(seed, "all|robust")`` for ``k = 0``, else
-    ``(seed, "all|robust|<k>")``."""
-    return scope_seed(seed, "all|robust" if int(repeat) == 0 else f"all|robust|{int(repeat)}")
+    """Pair-sampling seed of repeat ``k`` of the stability check: for ``k = 0`` the seed of the
+    analysis' ``all`` scope, :func:`dptune.analysis._pairs.scope_seed` ``(seed, "all")`` (so
+    repeat 0 uses the very pairs of the tables), else ``scope_seed(seed, "all|robust|<k>")``."""
+    return scope_seed(seed, "all" if int(repeat) == 0 else f"all|robust|{int(repeat)}")
 
 
 def bootstrap_seed(seed: int, repeat: int = 0) -> int:
@@ -78,13 +75,14 @@ def n_possible_pairs(n_configs: int) -> int:
     return m * (m - 1) // 2
 
 
-def robust_pairs(config_ids: np.ndarray, max_pairs: int = MAX_PAIRS, seed: int = 0,
+def robust_pairs(config_ids: np.ndarray, pairs: int = PAIRS, seed: int = 0,
                  repeat: int = 0) -> np.ndarray:
-    """The pairs of the robust estimate, ``(P, 2)``: all ``m (m - 1) / 2`` pairs when that is at
-    most ``max_pairs``, else ``max_pairs`` pairs sampled without replacement; seed
-    :func:`robust_seed` ``(seed, repeat)``. Rows ``(smaller id, larger id)``."""
-    max_pairs = check_int(max_pairs, "analysis", "max_pairs", 1)
-    return sample_pairs(np.asarray(config_ids), max_pairs, robust_seed(seed, repeat))
+    """The pairs of repeat ``repeat``, ``(P, 2)``: all ``m (m - 1) / 2`` pairs when that is at
+    most ``pairs``, else ``pairs`` pairs sampled without replacement; seed :func:`robust_seed`
+    ``(seed, repeat)``. Repeat 0 is the ``all`` scope of :func:`scope_pairs`, pair for pair.
+    Rows ``(smaller id, larger id)``."""
+    pairs = check_int(pairs, "analysis", "pairs", 1)
+    return sample_pairs(np.asarray(config_ids), pairs, robust_seed(seed, repeat))
 
 
 def robust_estimate(pvalues: np.ndarray) -> RobustEstimate:
@@ -121,4 +119,21 @@ def per_pair(dp: np.ndarray | float, n_pairs: np.ndarray | int) -> np.ndarray | 
 def dp_at_reference(mean_p: np.ndarray | float, reference: int = REFERENCE_P) -> np.ndarray | float:
     """``reference * mean p`` (``DP@25``): a mean p-value on the paper's scale for P = 25."""
     out = np.asarray(mean_p, dtype=np.float64) * int(reference)
+    return float(out) if out.ndim == 0 else out
+
+
+def per_reference(dp: np.ndarray | float, n_pairs: np.ndarray | int,
+                  reference: int = REFERENCE_P) -> np.ndarray | float:
+    """DP per ``reference`` pairs: ``DP x (reference / P)`` = ``reference`` x mean p-value.
+
+    Written with the ratio first so that P = ``reference`` gives the paper's DP bit for bit
+    (``25 / 25 = 1``)::
+
+        >>> per_reference(7.5, 25), per_reference(3.0, 15)
+        (7.5, 5.0)
+    """
+    n = np.asarray(n_pairs, dtype=np.float64)
+    if np.any(n < 1):
+        raise input_error("robust DP", "n_pairs", "must be >= 1")
+    out = np.asarray(dp, dtype=np.float64) * (int(reference) / n)
     return float(out) if out.ndim == 0 else out

@@ -1,8 +1,9 @@
-"""The robust DP of one algorithm, fold by fold: the pass the analysis runs beside the paper's DP.
+"""The DP of one algorithm's ``all`` scope on one scale, fold by fold, with its bootstrap.
 
-:class:`RobustPass` is fed one validation fold at a time (the same fold slice the paper's DP
+:class:`RobustPass` is fed one validation fold at a time (the same fold slice the tables' DP
 reads, so the store is read once) and computes, for every metric@N and every stability repeat
-``k = 0 .. S-1`` (:mod:`dptune.analysis._stability`):
+``k = 0 .. S-1`` (:mod:`dptune.analysis._stability`; repeat 0 uses the pairs of the ``all``
+scope of the tables, and only a sampled scope has further repeats):
 
 - the p-values of the repeat's pairs (:func:`dptune.analysis._robust.robust_pairs`; the paired
   t-test from the same sums as the bootstrap, :func:`dptune.analysis._resample.point_pvalues`:
@@ -67,12 +68,14 @@ class RobustResult:
 class RobustPass:
     """Robust DP of one algorithm, accumulated over its validation folds (module docstring).
 
-    ``config_ids``: the algorithm's configurations; ``repeats``: the stability repeats ``S``
-    (already made affordable by the caller); ``groups``: the bootstrap's user groups.
+    ``config_ids``: the algorithm's configurations; ``pairs``: the cap of the ``all`` scope;
+    ``repeats``: the stability repeats ``S`` (already made affordable by the caller; one when
+    every pair is used, since other seeds would give the same pairs); ``groups``: the
+    bootstrap's user groups.
     """
 
     def __init__(self, algorithm: str, config_ids: np.ndarray, n_folds: int,
-                 metric_cutoffs: Sequence[tuple[str, int]], *, max_pairs: int = rb.MAX_PAIRS,
+                 metric_cutoffs: Sequence[tuple[str, int]], *, pairs: int = rb.PAIRS,
                  bootstrap: int = 1000, repeats: int = 1, seed: int = 0,
                  groups: int = rs.GROUPS) -> None:
         self.algorithm = algorithm
@@ -83,9 +86,11 @@ class RobustPass:
         self.groups = int(groups)
         ids = np.unique(np.asarray(config_ids, dtype=np.int64))
         self.n_possible = rb.n_possible_pairs(len(ids))
+        if self.n_possible <= int(pairs):  # every pair: another seed gives the same pairs
+            repeats = 1
         self.pairs: list[np.ndarray] = []
         for k in range(max(1, int(repeats))):
-            p = rb.robust_pairs(ids, max_pairs, self.seed, k)
+            p = rb.robust_pairs(ids, pairs, self.seed, k)
             p = p[np.lexsort((p[:, 1], p[:, 0]))]  # canonical order: the mean ignores it
             self.pairs.append(p)
         self.repeats = len(self.pairs)
@@ -198,7 +203,7 @@ def _point_pvalues(values: np.ndarray, rows_a: np.ndarray, rows_b: np.ndarray,
 
 
 def robust_analysis(store: Any, *, algorithms: Sequence[str] | None = None,
-                    max_pairs: int = rb.MAX_PAIRS, bootstrap: int = 1000, stability: int = 1,
+                    pairs: int = rb.PAIRS, bootstrap: int = 1000, stability: int = 1,
                     seed: int = 0, groups: int = rs.GROUPS,
                     budget_s: float | None = None) -> tuple[RobustResult, dict[str, int]]:
     """The robust DP of every algorithm of a store, reading each validation fold once on its own
@@ -212,12 +217,12 @@ def robust_analysis(store: Any, *, algorithms: Sequence[str] | None = None,
     parts, used = [], {}
     with threadpool_limits(limits=1, user_api="blas"):  # many small products (see _dp.analyze)
         for alg in algs:
-            _one_algorithm(store, alg, parts, used, max_pairs, bootstrap, stability, seed,
+            _one_algorithm(store, alg, parts, used, pairs, bootstrap, stability, seed,
                            groups, budget_s, _fold_reader)
     return merge_results(parts), used
 
 
-def _one_algorithm(store: Any, alg: str, parts: list, used: dict, max_pairs: int,
+def _one_algorithm(store: Any, alg: str, parts: list, used: dict, pairs: int,
                    bootstrap: int, stability: int, seed: int, groups: int,
                    budget_s: float | None, fold_reader: Any) -> None:
     """:func:`robust_analysis` for one algorithm (appends to ``parts`` and ``used``)."""
@@ -225,7 +230,7 @@ def _one_algorithm(store: Any, alg: str, parts: list, used: dict, max_pairs: int
     mcs = sorted({(str(m), int(c)) for m, c in store.metric_cutoffs(alg)},
                  key=lambda mc: metric_key(*mc))
     ids = store.configs(alg)["config_id"].to_numpy()
-    rp = plan_pass(alg, ids, len(folds), mcs, n_users=None, max_pairs=max_pairs,
+    rp = plan_pass(alg, ids, len(folds), mcs, n_users=None, pairs=pairs,
                    bootstrap=bootstrap, stability=stability, seed=seed, groups=groups,
                    budget_s=budget_s, store=store, first_fold=folds[0] if folds else None)
     for f_i, fold in enumerate(folds):
@@ -235,23 +240,24 @@ def _one_algorithm(store: Any, alg: str, parts: list, used: dict, max_pairs: int
 
 
 def plan_pass(algorithm: str, config_ids: np.ndarray, n_folds: int,
-              mcs: Sequence[tuple[str, int]], *, n_users: int | None, max_pairs: int,
+              mcs: Sequence[tuple[str, int]], *, n_users: int | None, pairs: int,
               bootstrap: int, stability: int, seed: int, groups: int = rs.GROUPS,
               budget_s: float | None = None, store: Any = None,
               first_fold: str | None = None) -> RobustPass:
     """A :class:`RobustPass` with ``stability`` lowered to what ``budget_s`` affords (estimated
     from the pairs, users, metrics, folds and replicates; ``n_users`` None: the users of the
-    first fold's first metric, read from ``store``)."""
-    repeats = int(stability)
+    first fold's first metric, read from ``store``). One repeat when every pair is used: a
+    repeat draws other pairs, and there are none."""
+    m = len(np.unique(np.asarray(config_ids)))
+    repeats = int(stability) if rb.n_possible_pairs(m) > int(pairs) else 1
     if budget_s is not None and repeats > 1:
-        m = len(np.unique(np.asarray(config_ids)))
-        n_p = min(int(max_pairs), rb.n_possible_pairs(m))
+        n_p = int(pairs)
         if n_users is None and store is not None and first_fold is not None and mcs:
             ids = np.asarray(config_ids)[:2]
             n_users = len(store.read_matrix(algorithm, mcs[0][0], mcs[0][1], first_fold, ids)[0])
         per = sb.estimated_seconds(n_p, int(n_users or 0), len(mcs), n_folds, bootstrap, groups)
         repeats = sb.affordable_repeats(repeats, per, budget_s)
-    return RobustPass(algorithm, config_ids, n_folds, mcs, max_pairs=max_pairs,
+    return RobustPass(algorithm, config_ids, n_folds, mcs, pairs=pairs,
                       bootstrap=bootstrap, repeats=repeats, seed=seed, groups=groups)
 
 

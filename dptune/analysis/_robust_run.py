@@ -1,9 +1,11 @@
-"""Issue 13 inside :func:`dptune.analyze`: plan the robust passes before the fold loop, finish
-them after it (robust table, ranking of every stability repeat, degenerate checks, verdict).
+"""The one DP route of :func:`dptune.analyze`: the tables' DP and, fed from the same fold reads
+and the same ``all`` pairs, the pass with the bootstrap behind the interval, the ranking of
+metrics and the verdict.
 
-The paper's DP (:func:`dptune.analysis._dp.analyze`) reads each validation fold once; the
+The tables' DP (:func:`dptune.analysis._dp.analyze`) reads each validation fold once; the
 :class:`dptune.analysis._robust_pass.RobustPass` of each algorithm is fed from that same fold
-read (its configurations are added to the read), so the store is not read twice.
+read and tests the pairs of that algorithm's ``all`` scope, so the store is read once and every
+number comes from one set of pairs.
 """
 
 from __future__ import annotations
@@ -15,25 +17,15 @@ import pandas as pd
 
 from dptune.analysis import _degenerate as dg
 from dptune.analysis import _robust as rb
-from dptune.analysis._dp import scope_pairs
 from dptune.analysis._resample import GROUPS
 from dptune.analysis._robust_pass import RobustPass, RobustResult, merge_results, plan_pass
-from dptune.errors import input_error
 from dptune.vocab import fold_key, metric_key
 
-__all__ = ["STABILITY_BUDGET_S", "plan_robust", "finish_robust", "check_bootstrap_cost",
-           "annotate_dp", "analyze_with_robust", "add_verdict"]
+__all__ = ["STABILITY_BUDGET_S", "plan_robust", "finish_robust", "annotate_dp", "add_intervals",
+           "analyze_with_robust", "add_verdict"]
 
 #: Seconds of extra stability repeats allowed per algorithm (``_stability.affordable_repeats``).
 STABILITY_BUDGET_S = 5.0
-
-# Unit costs (seconds) of the paper-DP bootstrap per (pair row, user, replicate), measured on the
-# 2-core development machine: the vectorised t-test (two matrix products), a scipy Wilcoxon call
-# per row and replicate (per call, plus per user), and the resampling tests (per inner resample).
-_T_PER_CELL = 2e-9
-_WILCOXON_PER_CALL = 1e-4
-_WILCOXON_PER_USER = 5e-8
-_RESAMPLE_PER_CELL = 2e-9
 
 
 def _users_hint(manifest: Any) -> int:
@@ -44,11 +36,10 @@ def _users_hint(manifest: Any) -> int:
 
 
 def plan_robust(store: Any, options: Any, manifest: Any) -> dict[str, RobustPass]:
-    """One :class:`RobustPass` per algorithm with at least one pair of configurations, or none
-    when the robust estimate is off (``max_pairs = 0``). Stability repeats are lowered to what
-    :data:`STABILITY_BUDGET_S` affords (users estimated from the manifest)."""
-    if int(options.max_pairs) <= 0:
-        return {}
+    """One :class:`RobustPass` per algorithm with at least one pair of configurations, on the
+    pairs of its ``all`` scope (``options.pairs``). Stability repeats: one when every pair is
+    used, else ``options.stability`` lowered to what :data:`STABILITY_BUDGET_S` affords (users
+    estimated from the manifest)."""
     out = {}
     for alg in store.algorithms():
         ids = store.configs(alg)["config_id"].to_numpy()
@@ -58,63 +49,41 @@ def plan_robust(store: Any, options: Any, manifest: Any) -> dict[str, RobustPass
         mcs = sorted({(str(m), int(c)) for m, c in store.metric_cutoffs(alg)},
                      key=lambda mc: metric_key(*mc))
         out[alg] = plan_pass(alg, ids, len(folds), mcs, n_users=_users_hint(manifest),
-                             max_pairs=int(options.max_pairs), bootstrap=int(options.bootstrap),
+                             pairs=int(options.pairs), bootstrap=int(options.bootstrap),
                              stability=max(1, int(options.stability)), seed=int(options.seed),
                              groups=GROUPS, budget_s=STABILITY_BUDGET_S)
     return out
 
 
-def check_bootstrap_cost(store: Any, options: Any, manifest: Any) -> None:
-    """Refuse, up front, the paper-DP bootstrap with a test other than the t-test when its
-    estimated time is more than three times the t-test's (one line with both estimates).
-
-    The paper-DP bootstrap runs only with the robust estimate off (``max_pairs = 0``). Estimate:
-    ``R`` = p-value rows (sum over algorithms of pairs x scopes x metric@N x folds), ``n`` users,
-    ``B`` replicates: t-test ``R n B c_t``; Wilcoxon ``R B (c_call + n c_user)``; bootstrap /
-    permutation tests ``R n B n_resamples c_r``.
-    """
-    b = int(options.bootstrap)
-    if b <= 0 or int(options.max_pairs) > 0 or options.test == "t":
-        return
-    n = max(_users_hint(manifest), 2)
-    rows = 0
-    for alg in store.algorithms():
-        scopes = scope_pairs(store.configs(alg), list(store.hyperparameters(alg)),
-                             int(options.n_pairs), int(options.seed))
-        folds = sum(str(f) != "test" for f in store.folds(alg))
-        rows += sum(len(p) for p in scopes.values()) * len(store.metric_cutoffs(alg)) * folds
-    t_s = rows * n * b * _T_PER_CELL
-    if options.test == "wilcoxon":
-        other = rows * b * (_WILCOXON_PER_CALL + n * _WILCOXON_PER_USER)
-    else:
-        other = rows * n * b * int(options.n_resamples) * _RESAMPLE_PER_CELL
-    if other > 3.0 * t_s:
-        raise input_error(
-            "analysis", "test",
-            f"the {options.test} test with a bootstrap of {b} replicates would take about "
-            f"{_duration(other)} (the t-test: {_duration(t_s)}); use --test t, --bootstrap 0, "
-            "or the robust estimate (--max-pairs > 0), whose bootstrap uses the t-test")
-
-
-def _duration(seconds: float) -> str:
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
-
-
 def annotate_dp(dp: pd.DataFrame, pvalues: pd.DataFrame) -> pd.DataFrame:
-    """``dp`` with two columns appended (the others unchanged): ``dp_per_pair = dp / n_pairs``
-    (the normalised scale on which rows with different P compare) and ``no_evidence`` (every
-    p-value of the row is 1)."""
+    """``dp`` with three columns appended (the others unchanged): ``dp_per_pair = dp / n_pairs``
+    (the mean p-value, on which rows with different P compare), ``dp_per_25`` (DP per 25 pairs,
+    :func:`dptune.analysis._robust.per_reference`: the paper's DP when P = 25) and
+    ``no_evidence`` (every p-value of the row is 1)."""
     if dp.empty:
-        return dp.assign(dp_per_pair=pd.Series(dtype=float), no_evidence=pd.Series(dtype=bool))
+        return dp.assign(dp_per_pair=pd.Series(dtype=float), dp_per_25=pd.Series(dtype=float),
+                         no_evidence=pd.Series(dtype=bool))
     keys = ["algorithm", "scope", "metric", "cutoff"]
     flags = dg.no_evidence(pvalues)
     out = dp.merge(flags, on=keys, how="left", sort=False)
     out["no_evidence"] = out["no_evidence"].fillna(False).astype(bool)
     out.insert(len(dp.columns), "dp_per_pair", out["dp"] / out["n_pairs"])
+    out.insert(len(dp.columns) + 1, "dp_per_25", rb.per_reference(out["dp"].to_numpy(),
+                                                                 out["n_pairs"].to_numpy()))
+    return out
+
+
+def add_intervals(dp: pd.DataFrame, robust: pd.DataFrame | None) -> pd.DataFrame:
+    """``dp`` with ``ci_low, ci_high, n_possible_pairs`` appended: on the rows of scope ``all``
+    the robust table's 95% interval of DP per 25 pairs (the same pairs; NaN without a
+    bootstrap) and the number of pairs the grid has (P of M); NaN on the other scopes."""
+    keys = ["algorithm", "metric", "cutoff"]
+    if robust is None or robust.empty:
+        return dp.assign(ci_low=np.nan, ci_high=np.nan, n_possible_pairs=np.nan)
+    ci = robust[[*keys, "ci_low", "ci_high", "n_possible_pairs"]].assign(scope="all")
+    ci["cutoff"] = ci["cutoff"].astype(dp["cutoff"].dtype) if len(dp) else ci["cutoff"]
+    out = dp.merge(ci, on=["algorithm", "scope", "metric", "cutoff"], how="left", sort=False)
+    out.index = dp.index
     return out
 
 
@@ -133,24 +102,21 @@ def finish_robust(passes: dict[str, RobustPass], pvalues: pd.DataFrame,
 
 def analyze_with_robust(store: Any, options: Any, manifest: Any,
                         progress: bool = False) -> tuple[Any, RobustResult | None]:
-    """The paper's DP (:func:`dptune.analysis._dp.analyze`) with the robust passes fed from its
-    fold reads; ``(analysis, robust)`` with ``analysis.dp`` annotated (:func:`annotate_dp`).
-
-    The paper-DP bootstrap runs only with the robust estimate off (``max_pairs = 0``); slow test
-    + bootstrap combinations are refused first (:func:`check_bootstrap_cost`), folds with too
-    few users after the pass (:func:`finish_robust`).
+    """The tables' DP (:func:`dptune.analysis._dp.analyze`) with the robust passes fed from its
+    fold reads, on the same ``all`` pairs; ``(analysis, robust)`` with ``analysis.dp``
+    annotated (:func:`annotate_dp`) and carrying the intervals (:func:`add_intervals`). Folds
+    with too few users are refused after the pass (:func:`finish_robust`).
     """
     from dptune.analysis import _dp as dpmod
 
-    check_bootstrap_cost(store, options, manifest)
     passes = plan_robust(store, options, manifest)
-    legacy = int(options.bootstrap) if int(options.max_pairs) <= 0 else 0
     analysis = dpmod.analyze(
-        store, n_pairs=options.n_pairs, seed=options.seed, test=options.test,
+        store, pairs=options.pairs, seed=options.seed, test=options.test,
         alpha=options.alpha, correction=options.correction, n_resamples=options.n_resamples,
-        bootstrap=legacy, progress=progress, fold_hooks=passes)
+        progress=progress, fold_hooks=passes)
     robust = finish_robust(passes, analysis.pvalues, options)
-    analysis.dp = annotate_dp(analysis.dp, analysis.pvalues)
+    analysis.dp = add_intervals(annotate_dp(analysis.dp, analysis.pvalues),
+                                None if robust is None else robust.table)
     return analysis, robust
 
 

@@ -175,7 +175,7 @@ def analyze_child(root: str, compare: bool, full_users: int) -> None:
         users = json.loads((Path(root) / "manifest.json").read_text())["synthetic"]["users"]
         size = max(size, len(store.metric_cutoffs(alg)) * n_ids * users)
     first_touch = timed(lambda: np.full(size, np.nan, dtype=np.float32).size)[0]
-    t, res = timed(lambda: dp.analyze(Timed(root), n_pairs=25, seed=42))
+    t, res = timed(lambda: dp.analyze(Timed(root), pairs=25, seed=42))
     peak_kib = _peak_kib()
     out: dict[str, Any] = {"seconds": t, "first_touch_seconds": first_touch,
                            "read_seconds": Timed.read_seconds,
@@ -197,13 +197,13 @@ def analyze_child(root: str, compare: bool, full_users: int) -> None:
     # dp.analyze as `dptune analyze` calls it (default reader threads), wall clock; the
     # page cache is warm from the runs above, as it is after a sweep that just wrote the store
     t0 = time.perf_counter()
-    dp.analyze(ResultStore(root), n_pairs=25, seed=42)
+    dp.analyze(ResultStore(root), pairs=25, seed=42)
     out["wall_seconds_default_threads"] = time.perf_counter() - t0
     out["peak_kib_after_wall"] = _peak_kib()
     if Timed.slice_users < full_users:
         Timed.read_seconds = 0.0
         Timed.step = 2
-        t2, _ = timed(lambda: dp.analyze(Timed(root), n_pairs=25, seed=42))
+        t2, _ = timed(lambda: dp.analyze(Timed(root), pairs=25, seed=42))
         out["half_users_seconds"] = t2
         out["half_users_read_seconds"] = Timed.read_seconds
     if compare:
@@ -218,7 +218,7 @@ def analyze_child(root: str, compare: bool, full_users: int) -> None:
                     raise AttributeError(name)
                 return getattr(self._s, name)
 
-        t_old, old = timed(lambda: dp.analyze(PerScope(ResultStore(root)), n_pairs=25, seed=42))
+        t_old, old = timed(lambda: dp.analyze(PerScope(ResultStore(root)), pairs=25, seed=42))
         out["seconds_per_scope_reads"] = t_old
         out["identical"] = all(res.tables()[k].equals(old.tables()[k]) for k in res.tables())
     print(json.dumps(out))

@@ -147,7 +147,8 @@ class Flag:
 #: Every analysis flag of ``dptune run`` and ``dptune analyze``, mapped onto the analysis
 #: options (the experiment's ``[analysis]`` table). Absent flags leave the experiment's value.
 ANALYSIS_FLAGS: tuple[Flag, ...] = (
-    Flag("--pairs", "n_pairs", "configuration pairs sampled per scope (the paper's P)",
+    Flag("--pairs", "pairs", "configuration pairs per scope: every pair when a scope has at most "
+         "P, else a seeded sample of P (25 = the paper's sampling)",
          {"type": int_at_least(1), "metavar": "P"}),
     Flag("--seed", "seed", "pair-sampling seed (default: the experiment's analysis seed)",
          {"type": int_at_least(0), "metavar": "SEED"}),
@@ -159,8 +160,6 @@ ANALYSIS_FLAGS: tuple[Flag, ...] = (
          {"type": int_at_least(1), "metavar": "N"}),
     Flag("--bootstrap", "bootstrap", "bootstrap replicates of the DP confidence intervals (0 = off)",
          {"type": int_at_least(0), "metavar": "B"}),
-    Flag("--max-pairs", "max_pairs", "pairs of the robust DP: all pairs when there are at most "
-         "N, else a seeded sample of N (0 = off)", {"type": int_at_least(0), "metavar": "N"}),
     Flag("--stability", "stability", "pair seeds a significance claim must survive (lowered when "
          "not affordable; 0 = one seed)", {"type": int_at_least(0), "metavar": "S"}),
     Flag("--min-fold-users", "min_fold_users", "refuse validation folds with fewer users "

@@ -19,14 +19,21 @@ from dptune.report._settings import find_setting, flatten, settings_rows
 from dptune.report._table import Table, simple_block
 from dptune.vocab import display_algorithm, display_hyperparameter, display_metric
 
-__all__ = ["Section", "ReportFigure", "core_sections", "gap_sentence", "files_section", "INTRO"]
+__all__ = ["Section", "ReportFigure", "core_sections", "gap_sentence", "files_section", "INTRO",
+           "pairs_text"]
+
+#: The settings-table key that holds the ``pairs`` option.
+PAIRS_SETTING = "Pairs per scope (P)"
+#: The paper's number of pairs per scope (a seeded sample when a scope has more).
+PAPER_PAIRS = 25
 
 #: The report's opening paragraph: what DP is and which way is better.
 INTRO = (
     "Discriminative power (DP) of evaluation metrics over hyperparameter grids, after Anelli "
-    "et al. (RecSys 2019): for sampled pairs of configurations, paired t-test p-values per "
-    "fold, sorted decreasingly and averaged over folds; DP is the sum of the averaged curve. "
-    "Lower DP = more discriminative."
+    "et al. (RecSys 2019): for pairs of configurations, paired p-values per fold, sorted "
+    "decreasingly and averaged over folds; DP is the sum of the averaged curve, P x the mean "
+    "p-value. Every table shows it as DP per 25 pairs (25 x the mean p-value: the paper's DP "
+    "when P = 25), so that rows with different P compare. Lower DP = more discriminative."
 )
 
 
@@ -161,6 +168,37 @@ def _best_section(
     return "\n".join(lines)
 
 
+def pairs_text(dp: pd.DataFrame, cap: object = None) -> str:
+    """Which pairs the numbers rest on, per algorithm (scope ``all``): "all M pairs" or "a seeded
+    sample of P of M pairs"; then the rule for every scope (``cap``, the ``pairs`` option, when
+    known) and, for ``cap = 25``, that this is the paper's sampling."""
+    sub = dp[dp["scope"] == "all"]
+    parts = []
+    for alg in ordered_algorithms(sub["algorithm"].unique()):
+        a = sub[sub["algorithm"] == alg]
+        p = int(a["n_pairs"].max())
+        m = (a["n_possible_pairs"].max() if "n_possible_pairs" in a.columns else float("nan"))
+        if pd.isna(m):
+            parts.append(f"{display_algorithm(alg)}: {p} pairs")
+        elif p >= int(m):
+            parts.append(f"{display_algorithm(alg)}: all {p} pairs")
+        else:
+            parts.append(f"{display_algorithm(alg)}: a seeded sample of {p} of {int(m)} pairs")
+    text = ("Pairs of configurations behind every number (scope all): "
+            + ("; ".join(parts) if parts else "none") + ".")
+    try:
+        n = int(cap)  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        n = None
+    if n is not None:
+        text += (f" Every scope uses all its pairs when it has at most {n}, else a seeded "
+                 f"uniform sample of {n}; Tables 3-5, Figure 1 and the verdict read the same "
+                 "pairs.")
+        if n == PAPER_PAIRS:
+            text += " This is the paper's sampling (P = 25 per scope)."
+    return text
+
+
 def core_sections(
     tables: Mapping[str, Table],
     figures: Mapping[str, ReportFigure],
@@ -178,6 +216,7 @@ def core_sections(
     no_dp = [f"- No DP for {display_algorithm(a)}: {why}." for a, why in (without_dp or {}).items()]
     settings_md = simple_block(["Setting", "Value"], settings_rows(settings), [False, False])
     out = [
+        Section("Pairs", pairs_text(dp, (settings or {}).get(PAIRS_SETTING))),
         Section("Data sets", tables["table1"].to_markdown()),
         Section("Experiment settings", settings_md.to_markdown()),
         Section(
@@ -199,7 +238,7 @@ def core_sections(
         alpha = find_setting(flatten(settings or {}), ("alpha", "significance_level"))
         level = f"alpha = {fmt_setting(alpha[1])}" if alpha else "the configured alpha"
         body = (
-            f"Share of the sampled pairs whose p-value is below {level} (mean ± sd over "
+            f"Share of the pairs whose p-value is below {level} (mean ± sd over "
             f"folds), N = {cutoff}, scope all; higher is more discriminative.\n\n{sakai}"
         )
         out.append(Section("Sakai-style DP", body))
@@ -210,19 +249,19 @@ def core_sections(
 
 #: What each file of a report folder holds, by file name (tables and figures are added by name).
 FILE_NOTES: dict[str, str] = {
-    "pairs.csv": "the sampled pairs of configurations per scope",
+    "pairs.csv": "the pairs of configurations per scope (all, or a seeded sample)",
     "pvalues.csv": "every p-value by pair, metric@N and fold",
     "dp.csv": "DP per algorithm, scope and metric@N",
     "curves.csv": "the fold-averaged p-value curves",
-    "metric_ranking.csv": "bootstrap P(metric A more discriminative than B)",
     "noise_floor.csv": "DP beside its A/A noise floor",
     "noise_curves.csv": "the A/A curves",
     "noise_pvalues.csv": "every A/A p-value",
     "importance.csv": "fANOVA and PED-ANOVA importances",
     "best_configs.csv": "the best configuration per metric@N with its test value",
     "verdict.csv": "the verdict, one row per algorithm and cutoff",
-    "robust_dp.csv": "the robust DP per algorithm and metric@N (mean p-value, DP@25, CI)",
-    "robust_ranking.csv": "bootstrap P(metric A more discriminative than B) of the robust DP, "
+    "robust_dp.csv": "the robust DP: scope all per algorithm and metric@N on the same pairs "
+    "(mean p-value, DP per 25 pairs, 95% interval, P of the possible pairs)",
+    "robust_ranking.csv": "bootstrap P(metric A more discriminative than B) on those pairs, "
     "per stability repeat",
     "verdict.md": "the verdict section on its own",
     "report.md": "this report",

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from dptune.analysis._dp import CURVES_COLUMNS, DP_COLUMNS
+from dptune.analysis._robust import REFERENCE_P
 from dptune.errors import input_error
 
 __all__ = [
@@ -25,6 +26,8 @@ __all__ = [
     "value_scopes",
     "only_scopes",
     "pairs_note",
+    "per_25",
+    "interval_text",
 ]
 
 # the input columns are dp.analyze's output contract
@@ -107,3 +110,19 @@ def pairs_note(dp: pd.DataFrame) -> str:
         return f"{lo}" if lo == hi else f"{lo}-{hi}"
 
     return f"P = {span('n_pairs')} pairs, {span('n_folds')} folds"
+
+
+def per_25(dp: pd.DataFrame) -> pd.DataFrame:
+    """``dp`` with ``dp25 = dp x 25 / P`` and ``dp25_plus_sd`` (the same for ``dp_plus_sd``):
+    DP per 25 pairs, 25 x the mean p-value, on which rows with different P compare; the paper's
+    DP itself when P = 25 (the ratio is taken first, so that is exact)."""
+    ratio = REFERENCE_P / pd.to_numeric(dp["n_pairs"], errors="coerce").astype(float)
+    return dp.assign(dp25=dp["dp"] * ratio, dp25_plus_sd=dp["dp_plus_sd"] * ratio)
+
+
+def interval_text(row: pd.Series | None) -> str:
+    """`` [lo, hi]`` of a row's ``ci_low``/``ci_high`` (3 decimals), or ``""`` when absent."""
+    if row is None or "ci_low" not in row.index or pd.isna(row["ci_low"]) or \
+            pd.isna(row["ci_high"]):
+        return ""
+    return f" [{float(row['ci_low']):.3f}, {float(row['ci_high']):.3f}]"

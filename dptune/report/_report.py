@@ -128,22 +128,14 @@ class Report:
         ``settings`` replaces the settings table built from the store's manifest (a store
         without an experiment, such as a per-user table from outside, gives its own).
 
-        Adds to the tables and figures the analysis' sections: the bootstrap metric ranking
-        (when ``result.ranking`` is set), the A/A noise floor and hyperparameter importance
+        Adds to the tables and figures the analysis' sections: the A/A noise floor and hyperparameter importance
         (when ``result.importance`` is set).
         """
         from dptune.report._importance import importance_section
-        from dptune.report._sections import (
-            experiment_settings,
-            metric_ranking_section,
-            noise_section,
-        )
+        from dptune.report._sections import experiment_settings, noise_section
 
         primary = (str(result.primary[0]), int(result.primary[1]))
         sections: list[tuple[str, str]] = []
-        if result.ranking is not None and not result.ranking.empty:
-            body = metric_ranking_section(result, primary[1])
-            sections.append(("Metric ranking (bootstrap)", body))
         sections.append(("Noise floor (A/A pairs)", noise_section(store, result)))
         if result.importance is not None:
             sections.append(

@@ -21,7 +21,6 @@ __all__ = [
     "option",
     "params_text",
     "experiment_settings",
-    "metric_ranking_section",
     "noise_section",
 ]
 
@@ -100,7 +99,7 @@ def experiment_settings(manifest: Mapping[str, Any], options: Any) -> dict[str, 
         "Metric variant": f"novelty metrics {ev['novelty_variant']}; binary-gain nDCG",
         "Protocol": ev["protocol"],
         "Cutoffs": ", ".join(str(c) for c in ev["cutoffs"]),
-        "Pairs per scope (P)": option(options, "n_pairs"),
+        "Pairs per scope (P)": option(options, "pairs"),
         "Pair-sampling seed": seed,
         "Statistical test": _test_text(options),
         "Alpha": alpha,
@@ -118,67 +117,6 @@ def experiment_settings(manifest: Mapping[str, Any], options: Any) -> dict[str, 
             f"{k} {v}" for k, v in sorted(manifest.get("versions", {}).items())
         ),
     }
-
-
-def metric_ranking_section(result: Any, cutoff: int) -> str:
-    """The bootstrap metric ranking at ``cutoff``: per algorithm the metrics by DP with their
-    95% intervals, the matrix of P(row more discriminative than column) = share of paired
-    replicates with ``DP*(row) < DP*(column)``, and one sentence per neighbouring pair."""
-    rank = result.ranking
-    level = 1.0 - float(option(result.options, "alpha"))
-    dp_all = result.dp[(result.dp["scope"] == "all") & (result.dp["cutoff"] == cutoff)]
-    lines = [
-        f"{int(option(result.options, 'bootstrap'))} bootstrap replicates; each resamples the "
-        "users of every fold and the sampled pairs with replacement and recomputes DP, the same "
-        "draws for every metric, so replicates are paired. P(A more discriminative than B) = "
-        "share of replicates with DP*(A) < DP*(B). A difference is called significant when that "
-        f"share is at least 1 - alpha = {level:.0%}. Cutoff N = {cutoff}; every cutoff is in "
-        "`metric_ranking.csv`.",
-        "",
-    ]
-    for alg in dict.fromkeys(dp_all["algorithm"]):
-        d = dp_all[dp_all["algorithm"] == alg].sort_values(["dp", "metric"], kind="stable")
-        r = rank[(rank["algorithm"] == alg) & (rank["cutoff"] == cutoff)]
-        if d.empty or r.empty:
-            continue
-        prob = {
-            (a, b): float(p)
-            for a, b, p in zip(r["metric_a"], r["metric_b"], r["p_a_better"], strict=True)
-        }
-        ms = list(d["metric"])
-        names = [display_metric(m, cutoff) for m in ms]
-        header = [Cell(h) for h in ["Rank", "Metric", "DP", "95% CI", *names]]
-        rows = []
-        for i, row in enumerate(d.itertuples(index=False)):
-            cells = [
-                Cell(str(i + 1), numeric=True),
-                Cell(names[i]),
-                Cell(f"{row.dp:.3f}", numeric=True),
-                Cell(f"[{row.dp_ci_low:.3f}, {row.dp_ci_high:.3f}]"),
-            ]
-            for m in ms:
-                if m == row.metric:
-                    cells.append(Cell("–", numeric=True))
-                    continue
-                p = prob.get((row.metric, m), float("nan"))
-                cells.append(Cell(f"{p:.2f}", bold=p >= level, numeric=True))
-            rows.append(cells)
-        lines += [f"*{display_algorithm(alg)}*", "", Block(header, rows).to_markdown()]
-        lines += [
-            "",
-            "Cells: P(row metric more discriminative than column metric); bold: at least "
-            f"{level:.0%}.",
-            "",
-        ]
-        for a, b, na, nb in zip(ms[:-1], ms[1:], names[:-1], names[1:], strict=True):
-            p = prob.get((a, b), float("nan"))
-            verdict = "significant" if p >= level else "not significant"
-            lines.append(
-                f"- {na} is more discriminative than {nb} in {p:.0%} of bootstrap "
-                f"replicates ({verdict} at {level:.0%})."
-            )
-        lines.append("")
-    return "\n".join(lines).rstrip("\n")
 
 
 def _config_text(store: Any, algorithm: str, config_id: int) -> str:

@@ -198,7 +198,7 @@ def _grid_section(p: SeedPlan, grid: pd.DataFrame, kendall: pd.DataFrame,
          f"The whole grid of {', '.join(display_algorithm(a) for a in p.grid_algorithms)} "
          f"trained on the {st.folds} CV folds of each of the first {n} seeds; best "
          f"configuration = highest mean over folds (ties: lowest config_id); DP with "
-         f"P = {_pairs_text(grid)} pairs (at most {exp.analysis.n_pairs}; analysis seed "
+         f"P = {_pairs_text(grid)} pairs (at most {exp.analysis.pairs}; analysis seed "
          f"{exp.analysis_seed}, the same pairs for every seed), {exp.analysis.test}-test, "
          f"p-value curves averaged over the folds.", ""]
     L += _grid_findings(grid, stab, kendall, n) + [""]

@@ -297,7 +297,7 @@ def grid_rows(p: SeedPlan, index: int, dataset: str) -> pd.DataFrame:
     exp = p.exp
     store = ResultStore(grid_root(p, index))
     store.refresh()
-    an = dpmod.analyze(store, n_pairs=exp.analysis.n_pairs, seed=exp.analysis_seed,
+    an = dpmod.analyze(store, pairs=exp.analysis.pairs, seed=exp.analysis_seed,
                        test=exp.analysis.test, algorithms=list(p.grid_algorithms))
     dpa = an.dp[an.dp["scope"] == "all"][["algorithm", "metric", "cutoff", "dp", "n_pairs"]]
     best = store.best_configs().rename(columns={"config_id": "best_config_id",

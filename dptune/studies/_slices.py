@@ -164,7 +164,7 @@ def run_slices_study(results_dir: str | Path, out_dir: str | Path,
     man = store.manifest()
     exp = _find_experiment(store, man, experiment)
     ana = man.get("analysis", {})
-    n_pairs = int(n_pairs if n_pairs is not None else ana.get("n_pairs", 25))
+    n_pairs = int(n_pairs if n_pairs is not None else ana.get("pairs", ana.get("n_pairs", 25)))
     seed = int(seed if seed is not None else man.get("seeds", {}).get("analysis", exp.analysis_seed))
     test = stats.check_test(test or ana.get("test", "t"), "slices")
     alpha = float(ana.get("alpha", 0.05))

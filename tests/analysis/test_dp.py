@@ -246,7 +246,7 @@ def test_scope_seeds_are_distinct_and_reproducible() -> None:
 @pytest.fixture(scope="module")
 def analysis_and_store() -> tuple[dp.Analysis, FakeStore]:
     store = FakeStore(seed=1)
-    return dp.analyze(store, n_pairs=6, seed=3), store
+    return dp.analyze(store, pairs=6, seed=3), store
 
 
 def test_analysis_columns_and_order(analysis_and_store) -> None:
@@ -289,7 +289,7 @@ def test_analysis_columns_and_order(analysis_and_store) -> None:
         "mean",
         "sd",
     ]
-    assert res.metric_ranking is None
+    assert not hasattr(res, "metric_ranking")  # the interval and ranking: the robust pass
     bpr = res.dp[(res.dp.algorithm == "bpr") & (res.dp.scope == "all")]
     assert list(zip(bpr.metric, bpr.cutoff, strict=True)) == [
         ("ndcg", 5),
@@ -363,7 +363,7 @@ def _recompute_dp_from_csv(out: Path, store: FakeStore) -> pd.DataFrame:
 
 def test_dp_csv_recomputable_with_scipy(tmp_path: Path) -> None:
     store = FakeStore(seed=2, drop=("bpr", "1", 4, 7))
-    dp.analyze(store, n_pairs=5, seed=0).write_csv(tmp_path)
+    dp.analyze(store, pairs=5, seed=0).write_csv(tmp_path)
     got = pd.read_csv(tmp_path / "dp.csv")
     want = _recompute_dp_from_csv(tmp_path, store)
     key = ["algorithm", "scope", "metric", "cutoff"]
@@ -382,7 +382,7 @@ def test_dp_csv_recomputable_with_scipy(tmp_path: Path) -> None:
 
 def test_missing_user_is_inner_joined() -> None:
     store = FakeStore(seed=4, drop=("bpr", "1", 4, 7))
-    res = dp.analyze(store, n_pairs=200, seed=0)  # every pair of every scope
+    res = dp.analyze(store, pairs=200, seed=0)  # every pair of every scope
     pv = res.pvalues[(res.pvalues.algorithm == "bpr") & (res.pvalues.scope == "all")]
     pairs = res.pairs[(res.pairs.algorithm == "bpr") & (res.pairs.scope == "all")]
     assert set(pv[pv.fold == "1"].n_users) == {39}
@@ -399,7 +399,7 @@ def test_missing_user_is_inner_joined() -> None:
 
 
 def test_zero_variance_pair_gets_p_one() -> None:
-    res = dp.analyze(FakeStore(seed=5, twins=True), n_pairs=200, seed=0)
+    res = dp.analyze(FakeStore(seed=5, twins=True), pairs=200, seed=0)
     pairs = res.pairs[(res.pairs.config_a == 0) & (res.pairs.config_b == 1)]
     assert len(pairs) > 0
     pv = res.pvalues.merge(pairs, on=["algorithm", "scope", "pair_index"])
@@ -410,10 +410,10 @@ def test_zero_variance_pair_gets_p_one() -> None:
 
 def test_write_csv_byte_identical(tmp_path: Path) -> None:
     a, b = tmp_path / "a", tmp_path / "b"
-    dp.analyze(FakeStore(seed=6), n_pairs=4, seed=9, bootstrap=20).write_csv(a)
-    dp.analyze(FakeStore(seed=6), n_pairs=4, seed=9, bootstrap=20).write_csv(b)
+    dp.analyze(FakeStore(seed=6), pairs=4, seed=9).write_csv(a)
+    dp.analyze(FakeStore(seed=6), pairs=4, seed=9).write_csv(b)
     names = sorted(p.name for p in a.iterdir())
-    assert names == ["curves.csv", "dp.csv", "metric_ranking.csv", "pairs.csv", "pvalues.csv"]
+    assert names == ["curves.csv", "dp.csv", "pairs.csv", "pvalues.csv"]
     for n in names:
         assert (a / n).read_bytes() == (b / n).read_bytes(), n
         assert b"\r\n" not in (a / n).read_bytes()
@@ -422,7 +422,7 @@ def test_write_csv_byte_identical(tmp_path: Path) -> None:
 def test_sakai_and_corrections(analysis_and_store) -> None:
     store = analysis_and_store[1]
     for corr in [None, "holm", "bh"]:
-        res = dp.analyze(store, n_pairs=6, seed=3, correction=corr, alpha=0.1)
+        res = dp.analyze(store, pairs=6, seed=3, correction=corr, alpha=0.1)
         groups = dict(list(res.pvalues.groupby(["algorithm", "scope", "metric", "cutoff"])))
         for row in res.dp.itertuples():
             g = groups[(row.algorithm, row.scope, row.metric, row.cutoff)]
@@ -432,14 +432,14 @@ def test_sakai_and_corrections(analysis_and_store) -> None:
             ]
             assert row.sakai == pytest.approx(np.mean(per_fold))
             assert row.sakai_sd == pytest.approx(np.std(per_fold, ddof=1))
-    raw = dp.analyze(store, n_pairs=6, seed=3, alpha=0.1).dp.sakai.to_numpy()
-    holm = dp.analyze(store, n_pairs=6, seed=3, alpha=0.1, correction="holm").dp.sakai.to_numpy()
+    raw = dp.analyze(store, pairs=6, seed=3, alpha=0.1).dp.sakai.to_numpy()
+    holm = dp.analyze(store, pairs=6, seed=3, alpha=0.1, correction="holm").dp.sakai.to_numpy()
     assert np.all(holm <= raw) and raw.max() > 0
 
 
 @pytest.mark.parametrize("test", ["wilcoxon", "permutation", "bootstrap"])
 def test_analyze_other_tests(test: str) -> None:
-    res = dp.analyze(FakeStore(seed=7), n_pairs=3, seed=0, test=test, n_resamples=99)
+    res = dp.analyze(FakeStore(seed=7), pairs=3, seed=0, test=test, n_resamples=99)
     assert res.pvalues.p.between(0, 1).all()
     assert (res.dp.test == test).all()
 
@@ -449,9 +449,9 @@ def test_analyze_progress_bar_counts_algorithm_folds_and_changes_nothing(capsys)
 
     store = FakeStore(seed=7)
     blas_before = [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]
-    quiet = dp.analyze(store, n_pairs=3, seed=0)
+    quiet = dp.analyze(store, pairs=3, seed=0)
     assert capsys.readouterr().err == ""
-    shown = dp.analyze(store, n_pairs=3, seed=0, progress=True)
+    shown = dp.analyze(store, pairs=3, seed=0, progress=True)
     err = capsys.readouterr().err
     n = sum(len([f for f in store.folds(a) if f != "test"]) for a in store.algorithms())
     assert "analysis" in err and f"{n}/{n}" in err
@@ -468,8 +468,8 @@ def test_analyze_bad_input() -> None:
         dp.analyze(store, correction="bonf")
     with pytest.raises(DptuneError, match="alpha"):
         dp.analyze(store, alpha=0)
-    with pytest.raises(DptuneError, match="n_pairs"):
-        dp.analyze(store, n_pairs=-1)
+    with pytest.raises(DptuneError, match="analysis: pairs"):
+        dp.analyze(store, pairs=-1)
 
 
 # ------------------------------------------------------------------ bootstrap
@@ -482,48 +482,6 @@ def _fold_arrays(store: FakeStore, alg: str, metric: str, cutoff: int, pairs: np
         a.append(v[pairs[:, 0]])
         b.append(v[pairs[:, 1]])
     return a, b
-
-
-def test_bootstrap_ci_contains_point_dp_and_matches_pure_function() -> None:
-    store = FakeStore(seed=8, n_users=60)
-    res = dp.analyze(store, n_pairs=8, seed=1, bootstrap=200)
-    assert {"dp_ci_low", "dp_ci_high"} <= set(res.dp.columns)
-    assert (res.dp.dp_ci_low <= res.dp.dp).all() and (res.dp.dp <= res.dp.dp_ci_high).all()
-    # analyze's replicates are exactly bootstrap_dp on the same arrays with the scope's seed
-    pairs = res.pairs[(res.pairs.algorithm == "bpr") & (res.pairs.scope == "all")]
-    pairs = pairs[["config_a", "config_b"]].to_numpy()
-    a, b = _fold_arrays(store, "bpr", "recall", 5, pairs)
-    reps = dp.bootstrap_dp(a, b, n_boot=200, seed=dp.scope_seed(1, "all|bootstrap"))
-    np.testing.assert_allclose(reps, res.replicates[("bpr", "all", "recall", 5)], rtol=1e-10)
-    row = res.dp[
-        (res.dp.algorithm == "bpr") & (res.dp.scope == "all") & (res.dp.metric == "recall")
-    ].iloc[0]
-    assert (row.dp_ci_low, row.dp_ci_high) == pytest.approx(dp.percentile_ci(reps))
-
-
-def test_metric_ranking(analysis_and_store) -> None:
-    store = analysis_and_store[1]
-    res = dp.analyze(store, n_pairs=8, seed=1, bootstrap=100)
-    rk = res.metric_ranking
-    assert list(rk.columns) == [
-        "algorithm",
-        "scope",
-        "cutoff",
-        "metric_a",
-        "metric_b",
-        "p_a_better",
-    ]
-    assert set(rk.scope) == {"all"}
-    bpr5 = rk[(rk.algorithm == "bpr") & (rk.cutoff == 5)]
-    assert len(bpr5) == 6  # ndcg, precision, recall at 5: 3 * 2 ordered pairs
-    both = bpr5.merge(bpr5, left_on=["metric_a", "metric_b"], right_on=["metric_b", "metric_a"])
-    assert (both.p_a_better_x + both.p_a_better_y <= 1 + 1e-12).all()
-    reps = res.replicates
-    want = dp.prob_more_discriminative(
-        reps[("bpr", "all", "ndcg", 5)], reps[("bpr", "all", "recall", 5)]
-    )
-    got = bpr5[(bpr5.metric_a == "ndcg") & (bpr5.metric_b == "recall")].p_a_better.iloc[0]
-    assert got == want
 
 
 def test_bootstrap_dp_pairs_metrics_and_shapes() -> None:

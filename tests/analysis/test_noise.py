@@ -196,7 +196,7 @@ folds = 2
 cutoffs = [5, 10]
 test_split = false
 [analysis]
-n_pairs = 3
+pairs = 3
 [[algorithms]]
 name = "bpr-mf"
 type = "bpr-mf"

@@ -17,25 +17,25 @@ GRID = str(Path(__file__).parents[2] / "grids" / "knn.toml")
 BASE = {"name": "x", "algorithms": [{"name": "u", "type": "userknn", "grid": GRID}]}
 
 BAD = [
-    ("n_pairs", 0), ("n_pairs", "many"), ("n_pairs", 2.5), ("n_pairs", True),
+    ("pairs", 0), ("pairs", "many"), ("pairs", 2.5), ("pairs", True),
     ("seed", -1), ("seed", "x"),
     ("test", "anova"), ("alpha", 0), ("alpha", 1.0), ("alpha", "0.05"), ("alpha", True),
     ("correction", "bonferroni"), ("n_resamples", 0), ("bootstrap", -1),
     ("primary_metric", "map"), ("primary_cutoff", 0),
     ("noise_seeds", 1), ("noise_seeds", -2), ("noise_configs", 0), ("importance", 1),
-    ("importance", "yes"), ("max_pairs", -1), ("stability", -1), ("min_fold_users", -5),
+    ("importance", "yes"), ("stability", -1), ("min_fold_users", -5),
     ("min_fold_users", 1.5),
 ]
 
 
 def test_defaults():
     o = AnalysisOptions()
-    assert (o.n_pairs, o.seed, o.test, o.alpha, o.correction, o.n_resamples) == (
-        25, None, "t", 0.05, "none", 1000)
+    assert (o.pairs, o.seed, o.test, o.alpha, o.correction, o.n_resamples) == (
+        1000, None, "t", 0.05, "none", 1000)
     assert (o.primary_metric, o.primary_cutoff, o.noise_seeds, o.noise_configs, o.importance) == (
         "ndcg", 10, 5, 1, True)
-    # issue 13: the robust DP with bootstrap CIs, 5 pair seeds and the fold-size guard by default
-    assert (o.bootstrap, o.max_pairs, o.stability, o.min_fold_users) == (1000, 1000, 5, 20)
+    # bootstrap intervals, 5 pair seeds (when sampled) and the fold-size guard by default
+    assert (o.bootstrap, o.stability, o.min_fold_users) == (1000, 5, 20)
 
 
 @pytest.mark.parametrize("field, value", BAD)
@@ -51,24 +51,40 @@ def test_every_bad_value_is_one_line_naming_the_field(field, value):
 
 
 def test_unknown_field_suggests_the_right_one():
-    with pytest.raises(DptuneError, match=r"exp.toml: analysis.n_pair: unknown field \(did you "
-                                          "mean 'n_pairs'"):
-        parse_experiment({**BASE, "analysis": {"n_pair": 3}}, "exp.toml")
-    with pytest.raises(DptuneError, match="analysis: pairs: unknown field"):
-        AnalysisOptions.resolve({}, pairs=3)
+    with pytest.raises(DptuneError, match=r"exp.toml: analysis.pair: unknown field \(did you "
+                                          "mean 'pairs'"):
+        parse_experiment({**BASE, "analysis": {"pair": 3}}, "exp.toml")
+    with pytest.raises(DptuneError, match="analysis: n_pair: unknown field"):
+        AnalysisOptions.resolve({}, n_pair=3)
+
+
+@pytest.mark.parametrize("old", ["n_pairs", "max_pairs"])
+def test_the_old_pair_options_are_renamed(old):
+    with pytest.raises(DptuneError) as err:
+        parse_experiment({**BASE, "analysis": {old: 25}}, "exp.toml")
+    assert str(err.value) == f"exp.toml: analysis.{old}: renamed to 'pairs'"
+    with pytest.raises(DptuneError, match=f"analysis: {old}: renamed to 'pairs'"):
+        AnalysisOptions.resolve({}, **{old: 25})
+
+
+def test_a_manifest_of_the_earlier_version_maps_n_pairs_to_pairs():
+    man = {"analysis": {"n_pairs": 25, "max_pairs": 1000, "seed": None}, "seeds": {"analysis": 1}}
+    assert AnalysisOptions.resolve(man).pairs == 25
+    assert AnalysisOptions.resolve({"analysis": {"n_pairs": 25, "pairs": 40}}).pairs == 40
+    assert AnalysisOptions.resolve({"analysis": {"max_pairs": 0}}).pairs == 1000
 
 
 def test_values_are_coerced():
-    o = AnalysisOptions(n_pairs=np.int64(7), alpha=np.float32(0.25), seed=np.int32(3))
-    assert type(o.n_pairs) is int and type(o.alpha) is float and type(o.seed) is int
+    o = AnalysisOptions(pairs=np.int64(7), alpha=np.float32(0.25), seed=np.int32(3))
+    assert type(o.pairs) is int and type(o.alpha) is float and type(o.seed) is int
     assert type(validate_options({"n_resamples": np.int16(3)})["n_resamples"]) is int
 
 
 def test_resolve_merges_defaults_manifest_and_overrides():
-    man = {"analysis": {"n_pairs": 15, "seed": None, "bootstrap": 10, "from_the_future": 1},
+    man = {"analysis": {"pairs": 15, "seed": None, "bootstrap": 10, "from_the_future": 1},
            "seeds": {"analysis": 42}}
     o = AnalysisOptions.resolve(man, bootstrap=None, test="wilcoxon")
-    assert (o.n_pairs, o.seed, o.bootstrap, o.test, o.alpha) == (15, 42, 10, "wilcoxon", 0.05)
+    assert (o.pairs, o.seed, o.bootstrap, o.test, o.alpha) == (15, 42, 10, "wilcoxon", 0.05)
     assert AnalysisOptions.resolve(man, seed=5).seed == 5
     assert AnalysisOptions.resolve({}).seed is None
     with pytest.raises(DptuneError, match="analysis: bootstrap: must be an integer >= 0"):
@@ -76,13 +92,13 @@ def test_resolve_merges_defaults_manifest_and_overrides():
 
 
 def test_replace_validates_and_the_experiment_holds_options():
-    o = AnalysisOptions().replace(max_pairs=1000, stability=5, min_fold_users=20)
-    assert (o.max_pairs, o.stability, o.min_fold_users) == (1000, 5, 20)
+    o = AnalysisOptions().replace(pairs=1000, stability=5, min_fold_users=20)
+    assert (o.pairs, o.stability, o.min_fold_users) == (1000, 5, 20)
     with pytest.raises(DptuneError, match="analysis: stability"):
         o.replace(stability=-1)
-    exp = parse_experiment({**BASE, "analysis": {"n_pairs": 10, "max_pairs": 50}}, "exp.toml")
-    assert isinstance(exp.analysis, AnalysisOptions) and exp.analysis.max_pairs == 50
-    assert exp.to_dict()["analysis"]["n_pairs"] == 10
+    exp = parse_experiment({**BASE, "analysis": {"pairs": 10}}, "exp.toml")
+    assert isinstance(exp.analysis, AnalysisOptions) and exp.analysis.pairs == 10
+    assert exp.to_dict()["analysis"]["pairs"] == 10
 
 
 def test_docstring_examples():

@@ -1,10 +1,11 @@
 """Robust DP (dptune.analysis._robust): hand-made p-value sets, the normalised scale, pairs."""
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from dptune.analysis import _robust as rb
-from dptune.analysis._dp import sample_pairs, scope_seed
+from dptune.analysis._dp import sample_pairs, scope_pairs, scope_seed
 from dptune.errors import DptuneError
 
 
@@ -52,11 +53,24 @@ def test_pairs_all_when_few_else_a_seeded_sample():
     big = np.arange(200)
     s0 = rb.robust_pairs(big, 1000, seed=4)
     assert len(s0) == 1000 and np.all(s0[:, 0] < s0[:, 1])
-    assert np.array_equal(s0, sample_pairs(big, 1000, scope_seed(4, "all|robust")))
+    # repeat 0 is the analysis' `all` scope, pair for pair (one pair set for every number)
+    assert np.array_equal(s0, sample_pairs(big, 1000, scope_seed(4, "all")))
+    configs = pd.DataFrame({"config_id": big, "k": big})
+    assert np.array_equal(s0, scope_pairs(configs, ["k"], 1000, 4)["all"])
     s1 = rb.robust_pairs(big, 1000, seed=4, repeat=1)
     assert not np.array_equal(np.sort(s0, axis=0), np.sort(s1, axis=0))
     assert rb.robust_seed(4, 1) == scope_seed(4, "all|robust|1")
     assert rb.bootstrap_seed(4, 0) != rb.bootstrap_seed(4, 1)
     for bad in (0, True, 2.5):
-        with pytest.raises(DptuneError, match="max_pairs"):
+        with pytest.raises(DptuneError, match="analysis: pairs"):
             rb.robust_pairs(big, bad)
+
+
+def test_dp_per_25_pairs_is_the_paper_dp_bit_for_bit_at_p_25():
+    rng = np.random.default_rng(3)
+    dp = rng.uniform(0, 25, 50)
+    assert np.array_equal(rb.per_reference(dp, np.full(50, 25)), dp)
+    assert rb.per_reference(3.0, 15) == pytest.approx(5.0)  # 3 / 15 = 0.2 per pair -> 5 per 25
+    assert rb.per_reference(10.0, 1000) == pytest.approx(0.25)
+    with pytest.raises(DptuneError, match="n_pairs"):
+        rb.per_reference(1.0, 0)

@@ -26,21 +26,25 @@ def run(tmp_path_factory):
 def test_defaults_give_robust_dp_cis_and_a_verdict(run):
     res = dptune.analyze(run / "results")
     o = res.options
-    assert (o.max_pairs, o.bootstrap, o.stability, o.min_fold_users) == (1000, 1000, 5, 20)
+    assert (o.pairs, o.bootstrap, o.stability, o.min_fold_users) == (5, 1000, 5, 20)
     rb = res.robust
-    # all pairs of both grids (3 UserKNN configurations, 4 BPR-MF): 3 and 6 pairs
-    assert set(zip(rb["algorithm"], rb["n_pairs"], strict=True)) == {("userknn", 3), ("bpr-mf", 6)}
+    # pairs = 5: all 3 pairs of UserKNN (3 configurations), 5 of the 6 of BPR-MF (4)
+    assert set(zip(rb["algorithm"], rb["n_pairs"], rb["n_possible_pairs"], strict=True)) == {
+        ("userknn", 3, 3), ("bpr-mf", 5, 6)}
     assert (rb["ci_low"] <= rb["ci_high"]).all() and rb["ci_low"].notna().all()
     assert np.allclose(rb["dp_at_25"], 25 * rb["mean_p"])
-    assert set(res.robust_ranking["repeat"]) == set(range(5))
+    reps = res.robust_ranking.groupby("algorithm")["repeat"].nunique()
+    assert reps["userknn"] == 1 and reps["bpr-mf"] > 1  # other pair seeds only when sampled
     v = res.verdict
     assert len(v) == 2 * 3 and v["recommended"].ne("").all()
-    assert v["text"].str.contains("tune with").all() and (v["stability_repeats"] == 5).all()
-    # the paper's DP is still there, with the normalised scale and the capped band
+    assert v["text"].str.contains("tune with").all()
+    assert (v.loc[v["algorithm"] == "userknn", "stability_repeats"] == 1).all()
+    # the tables' DP: on the same pairs, with the normalised scale and the capped band
     dp = res.dp
     assert np.allclose(dp["dp_per_pair"], dp["dp"] / dp["n_pairs"])
     assert (dp["dp_plus_sd"] <= dp["n_pairs"] + 1e-12).all() and not dp["no_evidence"].any()
-    assert res.ranking is None  # the bootstrap went to the robust estimate
+    all_dp = dp[dp["scope"] == "all"].merge(rb, on=["algorithm", "metric", "cutoff"])
+    assert np.allclose(all_dp["dp_per_25"], all_dp["dp_at_25"], rtol=0, atol=1e-12)
     files = {p.name for p in (run / "reports").iterdir()}
     assert {"verdict.csv", "robust_dp.csv", "robust_ranking.csv"} <= files
     # listed as data files in report.md, with what they hold
@@ -50,11 +54,16 @@ def test_defaults_give_robust_dp_cis_and_a_verdict(run):
     assert "`robust_ranking.csv`: bootstrap P(metric A" in data_line
 
 
-def test_robust_off_restores_the_paper_only_analysis(run):
-    res = dptune.analyze(run / "results", dptune.AnalysisOptions(max_pairs=0, bootstrap=20,
-                                                                 seed=3))
-    assert res.verdict is None and res.robust is None
-    assert res.ranking is not None and "dp_ci_low" in res.dp.columns
+def test_a_sampled_scope_feeds_the_tables_and_the_interval_with_the_same_pairs(run):
+    res = dptune.analyze(run / "results", dptune.AnalysisOptions(pairs=2, bootstrap=20, seed=3,
+                                                                 stability=3))
+    rb = res.robust
+    assert set(rb["n_pairs"]) == {2} and set(rb["n_possible_pairs"]) == {3, 6}
+    all_dp = res.dp[res.dp["scope"] == "all"].merge(rb, on=["algorithm", "metric", "cutoff"])
+    assert set(all_dp["n_pairs_x"]) == {2}
+    # the same two pairs: the tables' DP per 25 pairs is the interval table's point estimate
+    assert np.allclose(all_dp["dp_per_25"], all_dp["dp_at_25"], rtol=0, atol=1e-12)
+    assert set(res.robust_ranking["repeat"]) == {0, 1, 2}  # sampled: other pair seeds tried
 
 
 def test_too_few_users_per_fold_is_refused(run, capsys):
@@ -66,12 +75,9 @@ def test_too_few_users_per_fold_is_refused(run, capsys):
     assert "--stability" in capsys.readouterr().err
 
 
-def test_slow_test_with_paper_bootstrap_is_refused_up_front(run, capsys):
-    rc = main(["analyze", str(run / "results"), "--reports", str(run / "r3"), "--test",
-               "wilcoxon", "--max-pairs", "0", "--bootstrap", "1000", "--no-progress"])
-    assert rc == 2
-    err = capsys.readouterr().err
-    assert "wilcoxon test with a bootstrap of 1000 replicates would take about" in err
+def test_the_old_max_pairs_flag_is_gone(run, capsys):
+    assert main(["analyze", str(run / "results"), "--max-pairs", "0"]) == 2
+    assert "unrecognized arguments: --max-pairs" in capsys.readouterr().err
 
 
 def _ratings(path: Path, n_users: int, per_user: int) -> Path:

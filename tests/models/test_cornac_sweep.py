@@ -17,7 +17,7 @@ kcore = 50
 [split]
 folds = 3
 [analysis]
-n_pairs = 3
+pairs = 3
 [[algorithms]]
 name = "ease"
 type = "cornac:EASE"

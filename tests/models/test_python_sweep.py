@@ -24,7 +24,7 @@ columns = {{ user = "visitor", item = "page" }}
 method = "{method}"
 folds = 2
 [analysis]
-n_pairs = 3
+pairs = 3
 [sweep]
 jobs = {jobs}
 [[algorithms]]

@@ -232,13 +232,15 @@ def _find_row(rows: list[list[str]], *prefix: str) -> list[str]:
 def test_table3_bold_lowest_underline_highest() -> None:
     t = report.table3(make_dp())
     rows = _md_rows(t.to_markdown())
-    assert rows[0] == ["Algorithm", "N", "EFD@N", "EPC@N", "MRR@N", "nDCG@N", "Precision@N", "Recall@N"]
+    assert rows[0] == ["Algorithm", "N", "P", "EFD@N", "EPC@N", "MRR@N", "nDCG@N", "Precision@N",
+                       "Recall@N"]
     bpr = _find_row(rows, "BPR-MF", "10")
-    assert bpr[2:] == ["0.875", "0.776", "0.803", "0.594", "**0.585**", "<u>1.314</u>"]
+    # P = 25: DP per 25 pairs is the paper's DP itself
+    assert bpr[2:] == ["25", "0.875", "0.776", "0.803", "0.594", "**0.585**", "<u>1.314</u>"]
     user = _find_row(rows, "User-kNN", "10")
-    assert user[2:] == ["1.688", "**1.576**", "<u>2.196</u>", "1.665", "1.869", "1.993"]
+    assert user[3:] == ["1.688", "**1.576**", "<u>2.196</u>", "1.665", "1.869", "1.993"]
     item = _find_row(rows, "Item-kNN", "10")
-    assert item[2:] == ["1.884", "1.840", "1.766", "**1.710**", "1.855", "<u>2.385</u>"]
+    assert item[3:] == ["1.884", "1.840", "1.766", "**1.710**", "1.855", "<u>2.385</u>"]
     # Paper row order: Item-kNN, User-kNN, BPR-MF; cutoffs ascending.
     body = [r[:2] for r in rows[2:]]
     assert body == [
@@ -252,9 +254,10 @@ def test_table3_bold_lowest_underline_highest() -> None:
     tex = t.to_latex()
     bpr_tex = next(line for line in tex.splitlines() if line.startswith("BPR-MF & 10"))
     assert bpr_tex == (
-        "BPR-MF & 10 & 0.875 & 0.776 & 0.803 & 0.594 & \\textbf{0.585} & \\underline{1.314} \\\\"
+        "BPR-MF & 10 & 25 & 0.875 & 0.776 & 0.803 & 0.594 & \\textbf{0.585} & "
+        "\\underline{1.314} \\\\"
     )
-    assert list(t.csv.columns) == ["algorithm", "cutoff", *PAPER_ORDER]
+    assert list(t.csv.columns) == ["algorithm", "cutoff", "n_pairs", *PAPER_ORDER]
     row = t.csv[(t.csv["algorithm"] == "bpr-mf") & (t.csv["cutoff"] == 10)].iloc[0]
     assert row["precision"] == pytest.approx(0.585)
 
@@ -271,13 +274,33 @@ def test_table3_ties_single_and_missing() -> None:
         ]
     )
     rows = _md_rows(report.table3(dp).to_markdown())
-    assert rows[0][2:] == ["MRR@N", "nDCG@N", "Recall@N"]
-    assert _find_row(rows, "a")[2:4] == [
+    assert rows[0][3:] == ["MRR@N", "nDCG@N", "Recall@N"]
+    assert _find_row(rows, "a")[3:5] == [
         "**1.000**",
         "**1.000**",
     ]  # tie: both bold, none underlined
-    assert _find_row(rows, "b")[2:] == ["–", "2.000", "–"]  # a single value is not marked
-    assert _find_row(rows, "c")[2:] == ["–", "**0.500**", "<u>0.700</u>"]
+    assert _find_row(rows, "b")[3:] == ["–", "2.000", "–"]  # a single value is not marked
+    assert _find_row(rows, "c")[3:] == ["–", "**0.500**", "<u>0.700</u>"]
+
+
+def test_table3_compares_rows_with_different_p_per_25_pairs_with_intervals() -> None:
+    dp = pd.DataFrame([_dp_row("a", "all", "ndcg", 10, 3.0, 15),
+                       _dp_row("a", "all", "mrr", 10, 1.5, 15),
+                       _dp_row("b", "all", "ndcg", 10, 40.0, 1000),
+                       _dp_row("b", "all", "mrr", 10, 80.0, 1000)])
+    per25 = dp["dp"] * 25 / dp["n_pairs"]
+    dp["ci_low"], dp["ci_high"] = per25 - 0.5, per25 + 0.5
+    t = report.table3(dp)
+    rows = _md_rows(t.to_markdown())
+    # 3.0 over 15 pairs = 0.2 per pair = 5.0 per 25 pairs; 40 over 1000 pairs = 1.0 per 25
+    assert _find_row(rows, "a")[2:] == ["15", "**2.500 [2.000, 3.000]**",
+                                        "<u>5.000 [4.500, 5.500]</u>"]
+    assert _find_row(rows, "b")[2:] == ["1000", "<u>2.000 [1.500, 2.500]</u>",
+                                        "**1.000 [0.500, 1.500]**"]
+    assert "DP per 25 pairs" in t.caption and "interval" in t.caption
+    assert list(t.csv.columns) == ["algorithm", "cutoff", "n_pairs", "mrr", "ndcg", "mrr_ci_low",
+                                   "mrr_ci_high", "ndcg_ci_low", "ndcg_ci_high"]
+    assert t.csv.set_index("algorithm").at["a", "ndcg"] == pytest.approx(5.0)
 
 
 def test_table4_best_worst() -> None:
@@ -285,6 +308,7 @@ def test_table4_best_worst() -> None:
     assert list(t.csv.columns) == [
         "algorithm",
         "cutoff",
+        "n_pairs",
         "best_metric",
         "worst_metric",
         "best_dp",
@@ -300,6 +324,7 @@ def test_table4_best_worst() -> None:
     assert rows[0] == [
         "Algorithm",
         "N",
+        "P",
         "Best metric",
         "Worst metric",
         "Best avg",
@@ -307,43 +332,47 @@ def test_table4_best_worst() -> None:
         "Worst avg",
     ]
     assert _find_row(rows, "BPR-MF", "10")[2:] == [
+        "25",
         "Precision@10",
         "Recall@10",
         "0.585",
         f"{0.585 * 1.7:.3f}",
         "1.314",
     ]
-    assert _find_row(rows, "User-kNN", "10")[2:4] == ["EPC@10", "MRR@10"]
+    assert _find_row(rows, "User-kNN", "10")[3:5] == ["EPC@10", "MRR@10"]
 
 
 def test_table4_with_confidence_interval() -> None:
-    dp = make_dp().assign(dp_ci_low=lambda d: d["dp"] - 0.1, dp_ci_high=lambda d: d["dp"] + 0.1)
+    dp = make_dp().assign(ci_low=lambda d: d["dp"] - 0.1, ci_high=lambda d: d["dp"] + 0.1)
     t = report.table4(dp)
-    assert list(t.csv.columns)[-2:] == ["best_dp_ci_low", "best_dp_ci_high"]
-    assert _find_row(_md_rows(t.to_markdown()), "BPR-MF", "10")[-1] == "[0.485, 0.685]"
+    assert list(t.csv.columns)[-4:] == ["best_ci_low", "best_ci_high", "worst_ci_low",
+                                        "worst_ci_high"]
+    row = _find_row(_md_rows(t.to_markdown()), "BPR-MF", "10")
+    assert row[5] == "0.585 [0.485, 0.685]" and row[7] == "1.314 [1.214, 1.414]"
 
 
 def test_table5_layout_bold_and_order() -> None:
     t = report.table5(make_dp(), ("ndcg", 10))
     md = t.to_markdown()
-    assert md.startswith("Table 5: DP of nDCG@10")
+    assert md.startswith("Table 5: DP per 25 pairs of nDCG@10")
     rows = _md_rows(md)
     assert _find_row(rows, "Latent factors") == ["Latent factors", "9", "10", "20", "160"]
     fac = rows[rows.index(_find_row(rows, "Latent factors")) + 1]
-    assert fac == ["DP", "0.700", "0.600", "**0.290**", "0.500†"]  # 160 used fewer pairs
+    # 160 used 10 pairs: 0.5 over 10 pairs is 1.25 per 25 pairs, and P says so
+    assert fac == ["DP", "0.700", "0.600", "**0.290**", "1.250"]
+    assert rows[rows.index(fac) + 1] == ["P", "25", "25", "25", "10"]
     it = rows[rows.index(_find_row(rows, "Iterations")) + 1]
     assert it == ["DP", "1.633", "0.796", "**0.707**", ""]
     lr_vals = _find_row(rows, "Learning rate")
     assert lr_vals[1:4] == ["0.05", "0.1", "0.2"]  # numeric order
     assert rows[rows.index(lr_vals) + 1][1:4] == ["1.918", "**0.702**", "0.765"]
     # Paper row order: latent factors, iterations, learning rate.
-    names = [r[0] for r in rows if r[0] not in ("DP", "Hyperparameter", ":---")]
+    names = [r[0] for r in rows if r[0] not in ("DP", "P", "Hyperparameter", ":---")]
     assert names == ["Latent factors", "Iterations", "Learning rate"]
-    assert any(line.startswith("†") for line in md.splitlines())
     # the algorithms without per-hyperparameter scopes are named, with the reason
     assert "Item-kNN, User-kNN are not in this table: fewer than two free hyperparameters" in md
     tex = t.to_latex()
-    assert "DP & 0.700 & 0.600 & \\textbf{0.290} & 0.500$^\\dagger$ \\\\" in tex
+    assert "DP & 0.700 & 0.600 & \\textbf{0.290} & 1.250 \\\\" in tex
     # CSV: long form, every metric and cutoff.
     assert list(t.csv.columns) == [
         "algorithm",
@@ -353,6 +382,7 @@ def test_table5_layout_bold_and_order() -> None:
         "cutoff",
         "dp",
         "n_pairs",
+        "dp_per_25",
     ]
     assert len(t.csv) == 10 * len(METRICS) * 2
     assert set(t.csv["metric"]) == set(METRICS) and set(t.csv["cutoff"]) == {5, 10}
@@ -361,7 +391,7 @@ def test_table5_layout_bold_and_order() -> None:
 def test_table5_hyperparameter_order() -> None:
     order = {"learning_rate": [0.2, 0.1, 0.05], "factors": ["160", 20, 10, 9]}
     rows = _md_rows(report.table5(make_dp(), ("ndcg", 10), order).to_markdown())
-    names = [r[0] for r in rows if r[0] not in ("DP", "Hyperparameter", ":---")]
+    names = [r[0] for r in rows if r[0] not in ("DP", "P", "Hyperparameter", ":---")]
     assert names == ["Learning rate", "Latent factors", "Iterations"]
     assert _find_row(rows, "Learning rate")[1:] == ["0.2", "0.1", "0.05", ""]
     assert _find_row(rows, "Latent factors")[1:] == ["160", "20", "10", "9"]
@@ -373,6 +403,7 @@ def test_one_at_a_time_bold_per_metric_column() -> None:
     assert rows[0] == [
         "Algorithm",
         "Hyperparameter",
+        "P",
         "EFD@10",
         "EPC@10",
         "MRR@10",
@@ -387,7 +418,7 @@ def test_one_at_a_time_bold_per_metric_column() -> None:
     assert (fac[ndcg], it[ndcg], lr[ndcg]) == ("**0.200**", "0.900", "0.500")
     assert (fac[prec], it[prec], lr[prec]) == ("0.900", "0.800", "**0.100**")
     # A single hyperparameter (k) is not marked: there is nothing to compare it with.
-    assert _find_row(rows, "User-kNN", "Nearest neighbors")[2:] == ["1.500"] * 6
+    assert _find_row(rows, "User-kNN", "Nearest neighbors")[2:] == ["25"] + ["1.500"] * 6
     assert list(t.csv.columns) == [
         "algorithm",
         "hyperparameter",
@@ -395,6 +426,7 @@ def test_one_at_a_time_bold_per_metric_column() -> None:
         "cutoff",
         "dp",
         "n_pairs",
+        "dp_per_25",
     ]
     assert set(t.csv["cutoff"]) == {5, 10}
     assert len(t.csv) == 4 * len(METRICS) * 2
@@ -443,18 +475,21 @@ def test_csv_columns_exact(written: tuple[Path, list[Path]]) -> None:
     out, _ = written
     expected = {
         "table1.csv": ["dataset", "users", "items", "ratings", "sparsity"],
-        "table3.csv": ["algorithm", "cutoff", *PAPER_ORDER],
+        "table3.csv": ["algorithm", "cutoff", "n_pairs", *PAPER_ORDER],
         "table4.csv": [
             "algorithm",
             "cutoff",
+            "n_pairs",
             "best_metric",
             "worst_metric",
             "best_dp",
             "best_dp_plus_sd",
             "worst_dp",
         ],
-        "table5.csv": ["algorithm", "hyperparameter", "value", "metric", "cutoff", "dp", "n_pairs"],
-        "one_at_a_time.csv": ["algorithm", "hyperparameter", "metric", "cutoff", "dp", "n_pairs"],
+        "table5.csv": ["algorithm", "hyperparameter", "value", "metric", "cutoff", "dp", "n_pairs",
+                       "dp_per_25"],
+        "one_at_a_time.csv": ["algorithm", "hyperparameter", "metric", "cutoff", "dp", "n_pairs",
+                              "dp_per_25"],
     }
     for name, cols in expected.items():
         df = pd.read_csv(out / name)

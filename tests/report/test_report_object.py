@@ -36,8 +36,6 @@ def swept(tmp_path_factory) -> Path:
     d = tmp_path_factory.mktemp("report_object")
     cfg = write_experiment(d / "exp")
     text = cfg.read_text().replace("noise_seeds = 0", "noise_seeds = 3")
-    # the paper-DP bootstrap (metric_ranking.csv) runs with the robust estimate off (issue 13)
-    text = text.replace("n_pairs = 5", "n_pairs = 5\nmax_pairs = 0")
     cfg.write_text(text.replace("test_split = false", "test_split = true"))
     assert main(["run", str(cfg), "--results", str(d / "results"), "--reports",
                  str(d / "cli"), "--no-progress", "--bootstrap", str(BOOTSTRAP)]) == 0
@@ -54,7 +52,7 @@ def test_build_write_reproduces_the_analysis_files_byte_for_byte(swept):
     written = Report.build(store, result).write(swept / "object")
     expected, got = _files(swept / "cli"), _files(swept / "object")
     assert sorted(p.name for p in written) == sorted(got)
-    assert "noise_floor.csv" in got and "metric_ranking.csv" in got and "importance.csv" in got
+    assert "noise_floor.csv" in got and "robust_ranking.csv" in got and "importance.csv" in got
     assert set(expected) <= set(got)
     # every data file, table and figure is the analysis command's; report.md and report.html
     # say more when built from a result (the data files, the validation/test gap)

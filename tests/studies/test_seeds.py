@@ -38,7 +38,7 @@ min_user_interactions = 5
 [evaluation]
 cutoffs = [1, 5, 10]
 [analysis]
-n_pairs = 5
+pairs = 5
 [[algorithms]]
 name = "userknn"
 type = "userknn"

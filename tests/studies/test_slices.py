@@ -130,7 +130,7 @@ def test_slice_dp_equals_dp_on_the_subset_of_users() -> None:
         assert row.dp_plus_sd == pytest.approx(want.dp_plus_sd)
         assert row.n_users_mean == pytest.approx((30 + 20) / 2) and row.n_users_min == 20
     # 2) the main analysis run on a store that holds only the slice's users
-    ref = dp.analyze(ToyStore(subset=subset), n_pairs=6, seed=11)
+    ref = dp.analyze(ToyStore(subset=subset), pairs=6, seed=11)
     ref = ref.dp[ref.dp.scope == "all"].set_index("metric")["dp"]
     a = got[got.slice == "a"].set_index("metric")["dp"]
     assert np.allclose(a.loc[ref.index], ref)
@@ -138,7 +138,7 @@ def test_slice_dp_equals_dp_on_the_subset_of_users() -> None:
 
 def test_main_pairs_match_the_main_analysis_and_pairs_csv(tmp_path: Path) -> None:
     store = ToyStore(n_configs=9)
-    an = dp.analyze(store, n_pairs=7, seed=5)
+    an = dp.analyze(store, pairs=7, seed=5)
     want = an.pairs[an.pairs.scope == "all"].sort_values("pair_index")[["config_a", "config_b"]].to_numpy()
     assert np.array_equal(slices.main_pairs(store, "alg", 7, 5), want)
     an.write_csv(tmp_path)
@@ -180,7 +180,7 @@ folds = 2
 cutoffs = [1, 5, 10]
 test_split = false
 [analysis]
-n_pairs = 5
+pairs = 5
 [[algorithms]]
 name = "userknn"
 type = "userknn"
