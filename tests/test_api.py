@@ -346,7 +346,7 @@ def test_every_input_takes_one_route_to_the_same_dp(tmp_path, monkeypatch):
             pd.testing.assert_frame_equal(_rows(res.robust, metrics),
                                           _rows(results["runs"].robust, metrics),
                                           check_exact=False, rtol=0, atol=1e-12, obj=name)
-        assert getattr(res.options, PAIRS) == getattr(results["runs"].options, PAIRS)
+        assert res.options.pairs == results["runs"].options.pairs
         assert (res.options.seed, res.options.bootstrap) == (42, 50)
     assert results["runs"].robust is not None
     assert (tmp_path / "r1" / "dp.csv").read_bytes() == (tmp_path / "r2" / "dp.csv").read_bytes()
