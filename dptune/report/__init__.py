@@ -7,7 +7,7 @@ the figure saver), ``_settings`` and ``_selection`` (report sections), ``_report
 
 # _report first: it reaches dptune.analysis, whose package (until it stops importing this one)
 # imports dptune.report._report back; importing it first keeps that cycle harmless.
-from dptune.report._report import Report, write_report
+from dptune.report._report import Report
 
 # isort: split
 from dptune.report._figures import (
@@ -54,5 +54,4 @@ __all__ = [
     "save_figure",
     "settings_rows",
     "selection_sentences",
-    "write_report",
 ]

@@ -8,7 +8,7 @@ the analysis' data files (``result.write_data``: dp.csv, curves.csv, ..., verdic
 Tables 3-5, Figure 1, the best configuration per metric, the analysis' sections and the list of
 every file) and ``report.html`` (report.md as one self-contained page). Everything written is a
 pure function of the inputs: a rerun gives byte-identical files (figures included).
-:func:`write_report` is the same from the analysis' frames, without a store.
+``Report.from_frames(...).write(out)`` is the same from the analysis' frames, without a store.
 
 Conventions: lower DP = more discriminative = better. CSV files are machine-readable (raw
 algorithm/metric keys, full-precision numbers, no markup); Markdown and LaTeX use display names,
@@ -91,7 +91,6 @@ __all__ = [
     "settings_rows",
     "selection_sentences",
     "Report",
-    "write_report",
 ]
 
 
@@ -191,10 +190,38 @@ class Report:
         split: Mapping[str, object] | None = None,
         data_files: Sequence[str] = (),
     ) -> Report:
-        """A report from the analysis' frames (see :func:`write_report` for the arguments;
-        ``split``, the manifest's split description, explains the validation/test gap;
-        ``data_files`` names data files written beside the report by the caller, for the list
-        of files)."""
+        """A report from the analysis' frames, for callers without a result store
+        (``Report.from_frames(...).write(out)``); :meth:`build` is the one for a store's
+        analysis.
+
+        Args:
+            dp: DP rows from :func:`dptune.analysis._dp.analyze` (scopes ``all``, ``<h>=<v>``,
+                ``only:<h>``).
+            curves: averaged p-value curves (``algorithm, scope, metric, cutoff, position, mean, sd``).
+            datasets: Table 1 statistics (``dataset, users, items, ratings, sparsity`` as a fraction).
+            best: best configuration per metric@cutoff on validation and its test value (may be
+                ``None``); optional ``test_<metric>`` columns hold that configuration's test value of
+                another metric at the primary cutoff (used for the "does it choose well" sentences).
+            settings: experiment settings for the settings table (relevance threshold and metric
+                variant are always listed, "not recorded" when absent).
+            primary: metric and cutoff of Table 5, the one-at-a-time table's cutoff, Figure 1's main
+                cutoff and the selection check.
+            noise_floor: optional A/A curves (``algorithm, cutoff, metric, position, mean``), dashed.
+            extra_sections: ``(title, markdown)`` pairs appended to ``report.md``.
+            hyperparameter_order: value order per hyperparameter (its key order also orders rows).
+            title: report title (default from ``settings["name"]`` when present).
+            without_dp: algorithms of the study that have no DP row, with the reason (e.g. a
+                single configuration: no pair to compare); named under Table 3 so that the
+                report is not silent about them.
+            data_files: names of the data files the caller writes beside the report (dp.csv, ...),
+                listed in report.md's "Files" section.
+            split: the manifest's split description; explains the validation/test gap of the
+                best-configuration table.
+
+        Raises:
+            DptuneError: a required column is missing, keys are duplicated, or the primary
+                metric@cutoff has no DP in scope ``all``.
+        """
         dp = require(dp, DP_INPUT, "dp")
         curves = require(curves, CURVE_INPUT, "curves")
         check_unique(dp, ["algorithm", "scope", "metric", "cutoff"], "dp")
@@ -323,70 +350,3 @@ def _write_table(out_dir: Path, table: Table) -> list[Path]:
         _write_text(out_dir / f"{table.name}.tex", table.to_latex()),
     ]
 
-
-def write_report(
-    out_dir: str | Path,
-    dp: pd.DataFrame,
-    curves: pd.DataFrame,
-    datasets: pd.DataFrame | None,
-    best: pd.DataFrame | None,
-    settings: Mapping[str, object] | None,
-    primary: tuple[str, int] = ("ndcg", 10),
-    noise_floor: pd.DataFrame | None = None,
-    extra_sections: Sequence[tuple[str, str]] | None = None,
-    hyperparameter_order: Mapping[str, Sequence[object]] | None = None,
-    title: str | None = None,
-    without_dp: Mapping[str, str] | None = None,
-    data_files: Sequence[str] = (),
-    split: Mapping[str, object] | None = None,
-) -> list[Path]:
-    """Write every table, Figure 1 and ``report.md`` into ``out_dir``; return the paths written.
-
-    The frame-level entry point (external runs, callers without a result store);
-    ``Report.build(store, result).write(out)`` is the one for a store's analysis.
-
-    Args:
-        out_dir: output folder (created if needed; existing files of the same names overwritten).
-        dp: DP rows from :func:`dptune.analysis._dp.analyze` (scopes ``all``, ``<h>=<v>``,
-            ``only:<h>``).
-        curves: averaged p-value curves (``algorithm, scope, metric, cutoff, position, mean, sd``).
-        datasets: Table 1 statistics (``dataset, users, items, ratings, sparsity`` as a fraction).
-        best: best configuration per metric@cutoff on validation and its test value (may be
-            ``None``); optional ``test_<metric>`` columns hold that configuration's test value of
-            another metric at the primary cutoff (used for the "does it choose well" sentences).
-        settings: experiment settings for the settings table (relevance threshold and metric
-            variant are always listed, "not recorded" when absent).
-        primary: metric and cutoff of Table 5, the one-at-a-time table's cutoff, Figure 1's main
-            cutoff and the selection check.
-        noise_floor: optional A/A curves (``algorithm, cutoff, metric, position, mean``), dashed.
-        extra_sections: ``(title, markdown)`` pairs appended to ``report.md``.
-        hyperparameter_order: value order per hyperparameter (its key order also orders rows).
-        title: report title (default from ``settings["name"]`` when present).
-        without_dp: algorithms of the study that have no DP row, with the reason (e.g. a
-            single configuration: no pair to compare); named under Table 3 so that the
-            report is not silent about them.
-        data_files: names of the data files the caller writes beside the report (dp.csv, ...),
-            listed in report.md's "Files" section.
-        split: the manifest's split description; explains the validation/test gap of the
-            best-configuration table (as in :meth:`Report.from_frames`).
-
-    Raises:
-        DptuneError: a required column is missing, keys are duplicated, or the primary
-            metric@cutoff has no DP in scope ``all``.
-    """
-    rep = Report.from_frames(
-        dp,
-        curves,
-        datasets,
-        best,
-        settings,
-        primary=primary,
-        noise_floor=noise_floor,
-        extra_sections=extra_sections,
-        hyperparameter_order=hyperparameter_order,
-        title=title,
-        without_dp=without_dp,
-        data_files=data_files,
-        split=split,
-    )
-    return rep.write(out_dir)

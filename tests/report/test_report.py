@@ -200,7 +200,7 @@ def _write(out: Path, **kw: object) -> list[Path]:
         "extra_sections": [("Extra analysis", "Some *markdown* here.")],
     }
     args.update(kw)
-    return report.write_report(out, **args)
+    return report.Report.from_frames(**args).write(out)
 
 
 @pytest.fixture(scope="module")
@@ -587,7 +587,7 @@ def test_figure_grid_wraps_and_hides_unused_panels() -> None:
     assert fig.dpi == report.FIG_DPI == 200
 
 
-def test_write_report_with_noise_floor(tmp_path: Path) -> None:
+def test_report_from_frames_with_noise_floor(tmp_path: Path) -> None:
     paths = _write(tmp_path, noise_floor=make_noise())
     md = (tmp_path / "report.md").read_text()
     assert "grey band and dashed line: the A/A noise floor" in md
@@ -697,7 +697,7 @@ def test_files_section_lists_the_callers_data_files(tmp_path: Path) -> None:
     assert not (tmp_path / "dp.csv").exists()  # the caller writes its data files
 
 
-def test_write_report_explains_the_validation_test_gap_given_the_split(tmp_path: Path) -> None:
+def test_report_from_frames_explains_the_validation_test_gap_given_the_split(tmp_path: Path) -> None:
     """The frame-level entry point takes the manifest's split like Report.from_frames."""
     split = {"method": "temporal", "train_ratio": 0.8, "folds": 10}
     _write(tmp_path / "with", split=split)
