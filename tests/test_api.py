@@ -186,7 +186,7 @@ def test_docs_examples_write_the_dp_csv_of_dptune_run(docs_run):
     assert (d / "reports" / "dp.csv").read_bytes() == (d / "cli-reports" / "dp.csv").read_bytes()
     res = env["res"]
     assert isinstance(res, dptune.AnalysisResult) and isinstance(env["store"], dptune.ResultStore)
-    assert res.options.n_pairs == 5 and not res.best.empty and "rep" in env
+    assert res.options.pairs == 5 and not res.best.empty and "rep" in env
     assert (d / "reports" / "report.md").read_bytes() == (d / "cli-reports" / "report.md").read_bytes()
     assert {"dp_ci_low", "dp_ci_high"} <= set(env["res_ci"].dp.columns)
     assert env["res_ci"].ranking is not None and len(env["dp"]) == 1
