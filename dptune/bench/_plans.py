@@ -30,10 +30,7 @@ LINE_KEYS = (
     "analyze_peak_gib_full_store",
     "analyze_command_seconds_full_store",  # `dptune analyze` itself, default options
     "analyze_command_peak_gib_full_store",
-    "projected_full_grid_hours ml-1m",  # the scale plan (``python -m dptune.bench amazon``)
-    "projected_full_grid_hours amazon-movies",
-    "worker_peak_gib amazon-movies",
-)
+)  # the scale plan prints ``projected_full_grid_hours <data set>`` and ``worker_peak_gib ...``
 
 
 @dataclass(frozen=True)

@@ -266,7 +266,8 @@ def scale_section(text: str) -> str:
 
 
 def print_lines(res: Results) -> None:
-    """Print the run's summary lines (``key: value``) in :data:`LINE_KEYS` order."""
-    for key in LINE_KEYS:
-        if key in res.lines:
-            print(f"{key}: {res.lines[key]}", flush=True)
+    """Print the run's summary lines (``key: value``) in :data:`LINE_KEYS` order, then the
+    others (the scale plan's, per data set) in the order they were measured."""
+    keys = [k for k in LINE_KEYS if k in res.lines] + [k for k in res.lines if k not in LINE_KEYS]
+    for key in keys:
+        print(f"{key}: {res.lines[key]}", flush=True)
