@@ -31,7 +31,7 @@ def test_store_export_gives_the_sweeps_dp_csv(swept: Path) -> None:
     out = swept / "per_user_reports"
     rc = main(["dp", "--per-user", str(res / "per_user.parquet"), "--configs",
                str(res / "configs.csv"), "--reports", str(out), "--pairs",
-               str(man["analysis"]["n_pairs"]), "--seed", str(man["seeds"]["analysis"])])
+               str(man["analysis"]["pairs"]), "--seed", str(man["seeds"]["analysis"])])
     assert rc == 0
     assert (out / "dp.csv").read_bytes() == (swept / "reports" / "dp.csv").read_bytes()
     for name in ("curves.csv", "pairs.csv", "table3.csv", "table5.csv"):
