@@ -34,8 +34,18 @@ def test_defaults_give_robust_dp_cis_and_a_verdict(run):
     assert np.allclose(rb["dp_at_25"], 25 * rb["mean_p"])
     assert set(res.robust_ranking["repeat"]) == set(range(5))
     v = res.verdict
-    assert len(v) == 2 * 3 and v["recommended"].ne("").all()
+    # one row per algorithm, cutoff and family (accuracy, novelty); 3 and 6 pairs are fewer
+    # than min_pairs = 10: the numbers, but no recommendation and no claim
+    assert len(v) == 2 * 3 * 2 and list(v["family"][:2]) == ["accuracy", "novelty"]
+    assert v["too_few_pairs"].all() and v["recommended"].eq("").all()
+    assert v["text"].str.contains(r"too few pairs \([36]\) to rank metrics").all()
+    assert not v["text"].str.contains("ignificantly|P = |tune with|Dominant").any()
+    low = dptune.analyze(run / "results", dptune.AnalysisOptions(min_pairs=3, bootstrap=200))
+    v = low.verdict
+    assert v["recommended"].ne("").all() and not v["too_few_pairs"].any()
     assert v["text"].str.contains("tune with").all() and (v["stability_repeats"] == 5).all()
+    nov = v[v["family"] == "novelty"]
+    assert nov["recommended"].isin(["efd", "epc"]).all() and (nov["judge"] == "epc").all()
     # the paper's DP is still there, with the normalised scale and the capped band
     dp = res.dp
     assert np.allclose(dp["dp_per_pair"], dp["dp"] / dp["n_pairs"])
