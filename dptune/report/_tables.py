@@ -18,6 +18,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from dptune.analysis._options import MIN_PAIRS
+from dptune.analysis._verdict import Families, family_groups, order_metrics
 from dptune.report._format import (
     FEWER_PAIRS,
     MISSING,
@@ -43,17 +45,31 @@ from dptune.vocab import display_algorithm, display_hyperparameter, display_metr
 
 __all__ = ["table1", "table3", "table4", "table5", "one_at_a_time_table", "best_worst"]
 
+#: Marks a Table 5 group with fewer pairs than ``min_pairs``: shown, not ranked.
+TOO_FEW = "‡"
+
+def _no_evidence(values: pd.DataFrame) -> pd.Series:
+    """True where every p-value of the row is 1: the ``no_evidence`` column when the DP table
+    has it, else DP = P (a mean p-value of 1)."""
+    if "no_evidence" in values.columns:
+        return values["no_evidence"].fillna(False).astype(bool)
+    return values["dp"] >= values["n_pairs"] - 1e-12
+
+
 def best_worst(values: pd.DataFrame) -> tuple[pd.Series, pd.Series] | None:
-    """Best (lowest DP) and worst (highest DP) rows of one (algorithm, cutoff); ties: table
-    order."""
+    """Best (lowest DP) and worst (highest DP) rows of one (algorithm, cutoff), by the verdict's
+    tie rule (:func:`dptune.analysis._verdict.order_metrics`: equal DP in
+    :data:`dptune.vocab.METRICS` order). The best is a metric with evidence (not every p-value
+    1); None when no metric has evidence, or only one metric is left: nothing to compare."""
     v = values.dropna(subset=["dp"])
-    if v.empty:
+    v = order_metrics(v.assign(_ne=_no_evidence(v)), "dp")
+    ev = v[~v["_ne"]]
+    if ev.empty:
         return None
-    order = {m: i for i, m in enumerate(ordered_metrics(v["metric"]))}
-    v = v.assign(_o=v["metric"].map(order)).sort_values("_o", kind="stable")
-    best = v.loc[v["dp"].idxmin()]
-    worst = v.loc[v["dp"].idxmax()]
-    return best, worst
+    best = ev.iloc[0]
+    rest = v[v["dp"] > best["dp"]]
+    worst = rest.iloc[-1] if len(rest) else best
+    return best.drop("_ne"), worst.drop("_ne")
 
 
 def _left_out_note(dp: pd.DataFrame, shown: set[str]) -> list[str]:
@@ -115,14 +131,18 @@ def table3(dp: pd.DataFrame) -> Table:
     rows: list[list[Cell]] = []
     rules: set[int] = set()
     records = []
+    dead: list[str] = []
     for alg in ordered_algorithms(sub["algorithm"].unique()):
         a = sub[sub["algorithm"] == alg]
         for cutoff in sorted(a["cutoff"].unique()):
             c = a[a["cutoff"] == cutoff].set_index("metric")["dp"]
             values = [c.get(m, np.nan) for m in metrics]
+            cells = marked_cells(values, underline_max=True)
+            if _no_evidence(a[a["cutoff"] == cutoff]).all():  # every p-value 1: no best
+                cells = [Cell(x.text, numeric=True) for x in cells]
+                dead.append(f"{display_algorithm(alg)} at N = {int(cutoff)}")
             rows.append(
-                [Cell(display_algorithm(alg)), Cell(str(int(cutoff)), numeric=True)]
-                + marked_cells(values, underline_max=True)
+                [Cell(display_algorithm(alg)), Cell(str(int(cutoff)), numeric=True)] + cells
             )
             records.append(
                 {"algorithm": alg, "cutoff": int(cutoff)}
@@ -138,22 +158,70 @@ def table3(dp: pd.DataFrame) -> Table:
         f"discriminative) over the whole grid; {pairs_note(sub)}. Bold: lowest DP of the row; "
         "underlined: highest."
     )
-    return Table("table3", caption, [Block(header, rows, rules_after=rules)] if rows else [], csv)
+    notes = ([f"No evidence ({'; '.join(dead)}): every p-value is 1, so no metric is the most "
+              "or least discriminative and none is marked."] if dead else [])
+    return Table("table3", caption, [Block(header, rows, rules_after=rules)] if rows else [], csv,
+                 notes)
 
 
-def table4(dp: pd.DataFrame) -> Table:
-    """Table 4: per (algorithm, cutoff) the best and worst metric, best DP, best DP + sd, worst DP.
+def _verdict_row(verdict: pd.DataFrame | None, alg: str, cutoff: int,
+                 family: str) -> dict | None:
+    if verdict is None or verdict.empty or not family or "family" not in verdict.columns:
+        return None
+    hit = verdict[(verdict["algorithm"] == alg) & (verdict["cutoff"] == cutoff)
+                  & (verdict["family"] == family)]
+    return hit.iloc[0].to_dict() if len(hit) else None
 
-    "Best + Std Dev" is ``dp_plus_sd`` of the best metric: the sum of (mean + sd) of its curve,
-    the paper's worst-case check of whether the best metric stays ahead across folds. When ``dp``
-    carries ``dp_ci_low``/``dp_ci_high``, the best metric's interval is added.
+
+def _table4_pick(values: pd.DataFrame, vrow: dict | None, cutoff: int
+                 ) -> tuple[str, pd.Series | None, list[str], pd.Series | None]:
+    """``(best text, best row, metrics tied with it, worst row)`` of one group: the verdict's
+    recommendation when there is a verdict row, else the same tie rule on DP."""
+    from dptune.report._verdict import recommendation_text
+
+    v = order_metrics(values.dropna(subset=["dp"]), "dp").set_index("metric", drop=False)
+    if vrow is not None:
+        rec = str(vrow.get("recommended") or "")
+        if not rec or rec not in v.index:
+            return recommendation_text(vrow, cutoff), None, [], None
+        tied = [m for m in str(vrow.get("identical") or "").split(";") if m]
+        best = v.loc[rec]
+    else:
+        bw = best_worst(values)
+        if bw is None:
+            return "no evidence", None, [], None
+        best = bw[0]
+        rec = str(best["metric"])
+        tied = [str(m) for m in v.loc[(v["dp"] == best["dp"]) & ~_no_evidence(v), "metric"]
+                if m != rec]
+    rest = v[~v["metric"].isin([rec, *tied])]
+    worst = rest.loc[rest["dp"].idxmax()] if len(rest) and rest["dp"].max() > best["dp"] \
+        else None
+    text = display_metric(rec, cutoff)
+    if tied:
+        text += " (tied: " + ", ".join(display_metric(m, cutoff) for m in tied) + ")"
+    return text, best, tied, worst
+
+
+def table4(dp: pd.DataFrame, verdict: pd.DataFrame | None = None,
+           families: Families | None = None) -> Table:
+    """Table 4: per (algorithm, cutoff[, family]) the best and worst metric, best DP, best DP +
+    sd, worst DP.
+
+    The best metric is the verdict's recommended metric of the row when ``verdict`` is given
+    ("too few pairs (k)" or "no evidence" when it recommends none), else the lowest DP by the
+    verdict's tie rule; metrics with exactly the same value are stated as ties. With
+    ``families`` (the verdict's families of metrics), one row per family: metrics are compared
+    within their family only. With no evidence (every p-value 1) no metric is named best or
+    worst. "Best + Std Dev" is ``dp_plus_sd`` of the best metric: the sum of (mean + sd) of its
+    curve, the paper's worst-case check of whether the best metric stays ahead across folds.
+    When ``dp`` carries ``dp_ci_low``/``dp_ci_high``, the best metric's interval is added.
     """
     dp = require(dp, DP_INPUT, "dp")
     sub = scope_all(dp)
     has_ci = {"dp_ci_low", "dp_ci_high"} <= set(dp.columns)
-    header = [
-        Cell("Algorithm"),
-        Cell("N"),
+    by_family = families is not None
+    header = [Cell("Algorithm"), Cell("N")] + ([Cell("Family")] if by_family else []) + [
         Cell("Best metric"),
         Cell("Worst metric"),
         Cell("Best avg"),
@@ -168,52 +236,72 @@ def table4(dp: pd.DataFrame) -> Table:
     for alg in ordered_algorithms(sub["algorithm"].unique()):
         a = sub[sub["algorithm"] == alg]
         for cutoff in sorted(a["cutoff"].unique()):
-            bw = best_worst(a[a["cutoff"] == cutoff])
-            if bw is None:
-                continue
-            best, worst = bw
-            row = [
-                Cell(display_algorithm(alg)),
-                Cell(str(int(cutoff)), numeric=True),
-                Cell(display_metric(best["metric"], cutoff)),
-                Cell(display_metric(worst["metric"], cutoff)),
-                Cell(fmt(best["dp"]), numeric=True),
-                Cell(fmt(best["dp_plus_sd"]), numeric=True),
-                Cell(fmt(worst["dp"]), numeric=True),
-            ]
-            rec = {
-                "algorithm": alg,
-                "cutoff": int(cutoff),
-                "best_metric": best["metric"],
-                "worst_metric": worst["metric"],
-                "best_dp": float(best["dp"]),
-                "best_dp_plus_sd": float(best["dp_plus_sd"]),
-                "worst_dp": float(worst["dp"]),
-            }
-            if has_ci:
-                lo, hi = best["dp_ci_low"], best["dp_ci_high"]
-                row.append(Cell(f"[{fmt(lo)}, {fmt(hi)}]", numeric=True))
-                rec |= {"best_dp_ci_low": float(lo), "best_dp_ci_high": float(hi)}
-            rows.append(row)
-            records.append(rec)
+            c = a[a["cutoff"] == cutoff]
+            groups = family_groups(c["metric"], families) if by_family \
+                else [("", list(c["metric"]))]
+            for family, members in groups:
+                vrow = _verdict_row(verdict, alg, int(cutoff), family)
+                text, best, tied, worst = _table4_pick(c[c["metric"].isin(members)], vrow,
+                                                       int(cutoff))
+                row = [Cell(display_algorithm(alg)), Cell(str(int(cutoff)), numeric=True)]
+                row += [Cell(family)] if by_family else []
+                row += [
+                    Cell(text),
+                    Cell(display_metric(worst["metric"], cutoff) if worst is not None
+                         else MISSING),
+                    Cell(fmt(best["dp"]) if best is not None else MISSING, numeric=True),
+                    Cell(fmt(best["dp_plus_sd"]) if best is not None else MISSING, numeric=True),
+                    Cell(fmt(worst["dp"]) if worst is not None else MISSING, numeric=True),
+                ]
+                nan = float("nan")
+                rec = {"algorithm": alg, "cutoff": int(cutoff)}
+                rec |= {"family": family} if by_family else {}
+                rec |= {
+                    "best_metric": best["metric"] if best is not None else "",
+                    "tied_with": ";".join(tied),
+                    "worst_metric": worst["metric"] if worst is not None else "",
+                    "best_dp": float(best["dp"]) if best is not None else nan,
+                    "best_dp_plus_sd": float(best["dp_plus_sd"]) if best is not None else nan,
+                    "worst_dp": float(worst["dp"]) if worst is not None else nan,
+                }
+                if has_ci:
+                    lo = best["dp_ci_low"] if best is not None else nan
+                    hi = best["dp_ci_high"] if best is not None else nan
+                    row.append(Cell(f"[{fmt(lo)}, {fmt(hi)}]" if best is not None else MISSING,
+                                    numeric=True))
+                    rec |= {"best_dp_ci_low": float(lo), "best_dp_ci_high": float(hi)}
+                rows.append(row)
+                records.append(rec)
         if rows:
             rules.add(len(rows) - 1)
-    columns = [
-        "algorithm",
-        "cutoff",
+    columns = (["algorithm", "cutoff"] + (["family"] if by_family else []) + [
         "best_metric",
+        "tied_with",
         "worst_metric",
         "best_dp",
         "best_dp_plus_sd",
         "worst_dp",
-    ] + (["best_dp_ci_low", "best_dp_ci_high"] if has_ci else [])
+    ] + (["best_dp_ci_low", "best_dp_ci_high"] if has_ci else []))
     csv = pd.DataFrame.from_records(records, columns=columns)
     caption = (
-        "Table 4: Most and least discriminative metric per algorithm and cutoff; Best + Std Dev "
-        "is the DP of the best metric's mean + sd curve (worst case across folds)"
+        "Table 4: Most and least discriminative metric per algorithm and cutoff"
+        + (", within each family of metrics" if by_family else "")
+        + ("; the best metric is the verdict's recommendation" if verdict is not None else "")
+        + "; Best + Std Dev is the DP of the best metric's mean + sd curve (worst case across "
+        "folds)"
         + ("; interval: the DP confidence interval of the best metric." if has_ci else ".")
     )
-    return Table("table4", caption, [Block(header, rows, rules_after=rules)] if rows else [], csv)
+    notes = []
+    if any(r["tied_with"] for r in records):
+        notes.append("tied: the same DP exactly (e.g. the same p-value on every pair); the first "
+                     "in the metric order is named.")
+    if any(c.text == "no evidence" for r in rows for c in r):
+        notes.append("no evidence: every p-value is 1, so no metric is best or worst.")
+    if any("too few pairs" in c.text for r in rows for c in r):
+        notes.append("too few pairs (k): fewer pairs of configurations than min_pairs, too few "
+                     "to rank metrics (their DP is in Table 3).")
+    return Table("table4", caption, [Block(header, rows, rules_after=rules)] if rows else [], csv,
+                 notes)
 
 
 def _fewer_pairs_texts(values: Sequence[float], pairs: Sequence[float]) -> list[str]:
@@ -230,8 +318,12 @@ def table5(
     dp: pd.DataFrame,
     primary: tuple[str, int] = ("ndcg", 10),
     hyperparameter_order: Mapping[str, Sequence[object]] | None = None,
+    min_pairs: int = MIN_PAIRS,
 ) -> Table:
     """Table 5: DP among configurations that share one value of a hyperparameter.
+
+    A group with fewer than ``min_pairs`` pairs is shown, marked ``‡``, and not ranked: too few
+    pairs to call it the lowest DP of its row.
 
     Markdown/LaTeX: for the primary metric@cutoff, one block per algorithm; per hyperparameter a
     row of its values followed by a row of DP values, the lowest DP of the row bold (as in the
@@ -273,12 +365,17 @@ def table5(
                 continue
             shown = [v for v in values if v in prim.index]
             dps = [prim.at[v, "dp"] for v in shown]
-            texts = _fewer_pairs_texts(dps, [prim.at[v, "n_pairs"] for v in shown])
+            npairs = [prim.at[v, "n_pairs"] for v in shown]
+            texts = _fewer_pairs_texts(dps, npairs)
+            # a group with too few pairs is shown but not ranked (never bold)
+            few = [not is_missing(n) and int(n) < int(min_pairs) for n in npairs]
+            texts = [t + (TOO_FEW if f else "") for t, f in zip(texts, few, strict=True)]
+            ranked = [np.nan if f else d for d, f in zip(dps, few, strict=True)]
             rows.append(
                 [Cell(display_hyperparameter(h))]
                 + [Cell(display_value(v), numeric=True) for v in shown]
             )
-            rows.append([Cell("DP")] + marked_cells(dps, texts))
+            rows.append([Cell("DP")] + marked_cells(ranked, texts))
             rules.add(len(rows) - 1)
         if rows:
             width = max(len(r) for r in rows)
@@ -298,6 +395,11 @@ def table5(
         notes.append(
             f"{FEWER_PAIRS} fewer pairs than the other values of the row: DP is a sum over "
             "pairs, so compare these with care."
+        )
+    if any(TOO_FEW in c.text for b in blocks for r in b.rows for c in r):
+        notes.append(
+            f"{TOO_FEW} too few pairs (fewer than min_pairs = {int(min_pairs)}) to rank this "
+            "group: its DP is shown but not compared."
         )
     notes += _left_out_note(dp, set(sub["algorithm"]))
     return Table("table5", caption, blocks, csv, notes)
