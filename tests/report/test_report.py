@@ -497,6 +497,7 @@ def test_csv_columns_exact(written: tuple[Path, list[Path]]) -> None:
             "algorithm",
             "cutoff",
             "best_metric",
+            "tied_with",
             "worst_metric",
             "best_dp",
             "best_dp_plus_sd",
