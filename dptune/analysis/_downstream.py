@@ -173,8 +173,8 @@ def dominance_evidence(dp: pd.DataFrame, importance: pd.DataFrame | None, algori
         count[h] = count.get(h, 0) + 1
     top = max(count, key=lambda h: (count[h], -[p[1] for p in picks].index(h)))
     agree = f"{count[top]} of {len(picks)}"
-    few = (f" Scopes with fewer than {int(min_pairs)} pairs left out: {dom['few']}."
-           if dom["few"] else "")
+    few = (f" {dom['few']} Table 5 / one-at-a-time scope(s) with fewer than {int(min_pairs)} "
+           "pairs left out." if dom["few"] else "")
     text = (f"Dominant hyperparameter for {display_metric(metric, cutoff)}: "
             f"{display_hyperparameter(top)} ({agree} analyses agree: " + "; ".join(parts) + ")."
             + few)

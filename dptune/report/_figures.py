@@ -207,7 +207,7 @@ def dp_figure(robust: pd.DataFrame, verdict: pd.DataFrame | None, cutoff: int,
                     markersize=13 if star else 6, color=color, markeredgecolor="black",
                     markeredgewidth=0.6, linestyle="none")
         for b in breaks:
-            ax.axhline(y[b] + 0.5, color="0.7", linewidth=0.8, linestyle=":")
+            ax.axhline(y[b] - 0.5, color="0.5", linewidth=0.8, linestyle="--")
         ax.set_yticks(y)
         labels = ax.set_yticklabels([display_metric(m, cutoff) for m in order])
         for lab, m in zip(labels, order, strict=True):
@@ -215,14 +215,14 @@ def dp_figure(robust: pd.DataFrame, verdict: pd.DataFrame | None, cutoff: int,
                 lab.set_fontweight("bold")
         ax.set_ylim(-0.7, len(order) - 0.3)
         ax.set_xlim(left=0.0)
-        ax.set_xlabel("Robust DP@25 with 95% interval (lower = more discriminative)")
+        ax.set_xlabel("Robust DP@25, 95% interval (lower: more discriminative)", fontsize=8)
         pairs = int(ra["n_pairs"].max()) if len(ra) else 0
         ax.set_title(f"{display_algorithm(alg)} (N = {cutoff}, P = {pairs} pairs)")
         ax.grid(True, axis="x", alpha=0.3, linewidth=0.5)
     for ax in list(axes.flat)[len(algorithms):]:
         ax.set_visible(False)
-    fig.suptitle(f"DP of each metric with its 95% interval (cutoff {cutoff}); "
-                 "star: recommended per family")
+    fig.suptitle(f"DP of each metric with its 95% interval (cutoff {cutoff}); star: "
+                 "recommended per family; dashed line: between families", fontsize=10)
     return fig
 
 

@@ -237,6 +237,6 @@ def test_dominance_needs_enough_pairs():
                        "dp": [10.0, 2.0, 5.0, 8.0, 9.0, 3.0, 12.0],
                        "n_pairs": [25, 12, 12, 3, 3, 12, 12]})
     h, agree, text = ds.dominance_evidence(dp, None, "bpr", "ndcg", 10, min_pairs=10)
-    assert h == "lr" and "fewer than 10 pairs left out: 2" in text
+    assert h == "lr" and "2 Table 5 / one-at-a-time scope(s) with fewer than 10 pairs left out" in text
     # the whole grid has fewer pairs than min_pairs: no hyperparameter is named
     assert ds.dominance_evidence(dp, None, "bpr", "ndcg", 10, min_pairs=30) is None

@@ -46,6 +46,10 @@ def test_defaults_give_robust_dp_cis_and_a_verdict(run):
     assert v["text"].str.contains("tune with").all() and (v["stability_repeats"] == 5).all()
     nov = v[v["family"] == "novelty"]
     assert nov["recommended"].isin(["efd", "epc"]).all() and (nov["judge"] == "epc").all()
+    # Table 4's best metric is the verdict's recommendation in every row
+    t4 = dptune.Report.build(dptune.ResultStore(run / "results"), low).tables["table4"].csv
+    merged = t4.merge(v, on=["algorithm", "cutoff", "family"])
+    assert len(merged) == len(v) and (merged["best_metric"] == merged["recommended"]).all()
     # the paper's DP is still there, with the normalised scale and the capped band
     dp = res.dp
     assert np.allclose(dp["dp_per_pair"], dp["dp"] / dp["n_pairs"])
@@ -53,6 +57,13 @@ def test_defaults_give_robust_dp_cis_and_a_verdict(run):
     assert res.ranking is None  # the bootstrap went to the robust estimate
     files = {p.name for p in (run / "reports").iterdir()}
     assert {"verdict.csv", "robust_dp.csv", "robust_ranking.csv"} <= files
+    # the DP figure of every cutoff beside the verdict, P in its caption; Table 4 agrees
+    assert {"figure_dp.png", "figure_dp.svg", "figure_dp_at1.png", "figure_dp_at5.svg"} <= files
+    verdict_md = (run / "reports" / "verdict.md").read_text()
+    assert "![DP of each metric" in verdict_md and "User-kNN P = 3" in verdict_md
+    t4 = pd.read_csv(run / "reports" / "table4.csv", keep_default_na=False)
+    assert list(t4["family"][:2]) == ["accuracy", "novelty"] and t4["best_metric"].eq("").all()
+    assert "too few pairs (3)" in (run / "reports" / "table4.md").read_text()
     # listed as data files in report.md, with what they hold
     data_line = next(line for line in (run / "reports" / "report.md").read_text().splitlines()
                      if line.startswith("- Data (CSV): "))

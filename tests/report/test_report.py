@@ -733,3 +733,11 @@ def test_table5_groups_with_too_few_pairs_are_not_ranked() -> None:
     assert dp_row[1:4] == ["0.200†‡", "**0.600**", "0.900"]  # 3 pairs: shown, never bold
     assert "too few pairs (fewer than min_pairs = 10)" in md
     assert "**0.200" in report.table5(dp, ("ndcg", 10), min_pairs=1).to_markdown()
+
+
+def test_figure1_pair_rank_ticks_are_whole_numbers() -> None:
+    fig = report.figure1(make_curves(), make_dp(), 10)
+    for ax in fig.axes:
+        if ax.get_visible():
+            ticks = ax.get_xticks()
+            assert len(ticks) and np.allclose(ticks, np.round(ticks))
