@@ -118,3 +118,17 @@ def test_bad_families_are_one_line(value, field, problem):
     assert msg.startswith(f"exp.toml: analysis.{field}: {problem}") and "\n" not in msg
     with pytest.raises(DptuneError, match="analysis: min_pairs: must be an integer >= 1"):
         AnalysisOptions(min_pairs=0)
+
+
+def test_bad_family_on_the_command_line_is_one_line_and_exit_2(tmp_path, capsys):
+    from conftest import write_experiment
+
+    from dptune.cli import main
+
+    cfg = write_experiment(tmp_path / "exp")
+    cfg.write_text(cfg.read_text().replace("[analysis]",
+                                           '[analysis]\nfamilies = { accuracy = ["ndcg", "map"] }'))
+    assert main(["run", str(cfg), "--results", str(tmp_path / "res"), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "analysis.families.accuracy: 'map' is not one of" in err
+    assert not (tmp_path / "res").exists()  # refused before any work
