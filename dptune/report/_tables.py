@@ -195,8 +195,8 @@ def _table4_pick(values: pd.DataFrame, vrow: dict | None, cutoff: int
         tied = [str(m) for m in v.loc[(v["dp"] == best["dp"]) & ~_no_evidence(v), "metric"]
                 if m != rec]
     rest = v[~v["metric"].isin([rec, *tied])]
-    worst = rest.loc[rest["dp"].idxmax()] if len(rest) and rest["dp"].max() > best["dp"] \
-        else None
+    # the highest DP among the others (none when every other metric is tied with the best)
+    worst = rest.loc[order_metrics(rest, "dp").index[-1]] if len(rest) else None
     text = display_metric(rec, cutoff)
     if tied:
         text += " (tied: " + ", ".join(display_metric(m, cutoff) for m in tied) + ")"

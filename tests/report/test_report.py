@@ -334,6 +334,7 @@ def test_table4_best_is_the_verdicts_recommendation_per_family() -> None:
     csv = t.csv[(t.csv["algorithm"] == "bpr-mf") & (t.csv["cutoff"] == 10)]
     assert list(csv["family"]) == ["accuracy", "novelty"]
     assert list(csv["best_metric"]) == ["ndcg", ""]
+    assert csv["worst_metric"].iloc[0] == "recall"  # the highest DP among the other metrics
     rows = _md_rows(t.to_markdown())
     assert rows[0][:4] == ["Algorithm", "N", "Family", "Best metric"]
     assert _find_row(rows, "BPR-MF", "10")[2:4] == ["accuracy", "nDCG@10"]
