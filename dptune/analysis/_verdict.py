@@ -43,7 +43,7 @@ from dptune.errors import input_error
 from dptune.vocab import display_algorithm, display_metric, metric_rank
 
 __all__ = ["VERDICT_COLUMNS", "ROBUST_COLUMNS", "Families", "family_groups", "family_judge",
-           "order_metrics", "recommend", "verdict_frame", "verdict_text"]
+           "family_judges", "order_metrics", "recommend", "verdict_frame", "verdict_text"]
 
 #: ``(name, metrics)`` per family of metrics, as :class:`dptune.AnalysisOptions` holds them.
 Families = Sequence[tuple[str, Sequence[str]]]
@@ -99,6 +99,11 @@ def family_judge(family: str, metrics: Sequence[str], primary_metric: str,
                 if m in metrics:
                     return str(m)
     return str(metrics[0])
+
+
+def family_judges(families: Families, primary_metric: str) -> list[str]:
+    """The judge of every configured family (:func:`family_judge`), in family order."""
+    return [family_judge(name, list(ms), primary_metric, families) for name, ms in families]
 
 
 def order_metrics(frame: pd.DataFrame, value: str = "mean_p") -> pd.DataFrame:

@@ -742,3 +742,20 @@ def test_figure1_pair_rank_ticks_are_whole_numbers() -> None:
         if ax.get_visible():
             ticks = ax.get_xticks()
             assert len(ticks) and np.allclose(ticks, np.round(ticks))
+
+
+def test_selection_sentences_per_family_judge_like_with_like() -> None:
+    dp = pd.DataFrame([_dp_row("a", "all", m, 10, v)
+                       for m, v in (("ndcg", 1.0), ("recall", 2.0), ("epc", 0.5),
+                                    ("efd", 3.0))])
+    best = pd.DataFrame({"algorithm": "a", "cutoff": 10, "metric": ["ndcg", "recall", "epc",
+                                                                    "efd"],
+                         "config_id": [1, 2, 3, 4], "params": "k=1", "validation_mean": 0.1,
+                         "test_value": 0.2, "test_ndcg": [0.30, 0.20, 0.10, 0.05],
+                         "test_epc": [0.01, 0.02, 0.40, 0.35]})
+    fam = (("accuracy", ("ndcg", "precision", "recall", "mrr")), ("novelty", ("epc", "efd")))
+    acc, nov = report.selection_sentences(dp, best, ("ndcg", 10), None, fam)
+    assert acc.startswith("a, accuracy: the most discriminative metric at N = 10 is nDCG@10")
+    assert "test nDCG@10 0.3000" in acc and "EPC" not in acc
+    assert nov.startswith("a, novelty: the most discriminative metric at N = 10 is EPC@10")
+    assert "test EPC@10 0.4000" in nov and "test EPC@10 0.3500" in nov and "nDCG" not in nov
