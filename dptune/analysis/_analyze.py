@@ -18,6 +18,7 @@ from dptune.analysis._result import AnalysisResult
 from dptune.analysis._robust_run import add_verdict, analyze_with_robust
 from dptune.analysis._selection import best_table, datasets_table, no_dp_reason
 from dptune.analysis._subgrid import grid_from_store, write_subgrid
+from dptune.analysis._verdict import family_judges
 from dptune.errors import input_error
 from dptune.store._store import ResultStore
 
@@ -69,7 +70,8 @@ def analyze(store: ResultStore | str | Path, options: AnalysisOptions | None = N
     result = AnalysisResult(
         options=opts, manifest=man, primary=primary, pairs=analysis.pairs,
         pvalues=analysis.pvalues, dp=analysis.dp, curves=analysis.curves,
-        best=best_table(store, primary), datasets=datasets_table(man),
+        best=best_table(store, primary, family_judges(opts.families, primary[0])),
+        datasets=datasets_table(man),
         without_dp={a: no_dp_reason(store, a) for a in store.algorithms() if a not in with_dp},
     )
     if opts.noise_seeds > 0:

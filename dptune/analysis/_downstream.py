@@ -2,11 +2,14 @@
 which hyperparameter dominates.
 
 **Downstream** (:func:`downstream_check`): each metric@N selects a configuration on validation
-(the best mean over the validation folds, ``best_configs.csv``). On the test split, the
-configuration selected by the recommended metric and the one selected by every other metric are
-compared with a paired two-sided t-test over the test users on one yardstick, the primary
-metric@N (``p < alpha``: the choice of metric changes the outcome significantly). Same
-configuration -> no test needed (no difference).
+(the best mean over the validation folds, ``best_configs.csv``). Per family of metrics (the
+verdict's families), on the test split, the configuration selected by the family's recommended
+metric and the one selected by every other metric of the same family are compared with a paired
+two-sided t-test over the test users on one yardstick of that family, its **judge** at the same
+cutoff N (:func:`dptune.analysis._verdict.family_judge`: the primary metric when it is in the
+family, else the family's first metric; by default nDCG@N for accuracy, EPC@N for novelty), so
+that like is compared with like (``p < alpha``: the choice of metric changes the outcome
+significantly). Same configuration -> no test needed (no difference).
 
 **Dominant hyperparameter** (:func:`dominance_evidence`): the top hyperparameter of each
 available analysis -- fANOVA and PED-ANOVA importances of the metric (when computed at this
@@ -24,61 +27,70 @@ import numpy as np
 import pandas as pd
 
 from dptune.analysis._importance import EVALUATOR_NAMES, EVALUATORS, dp_dominance
+from dptune.analysis._options import DEFAULT_FAMILIES, MIN_PAIRS
 from dptune.analysis._stats import paired_pvalues
+from dptune.analysis._verdict import Families, family_groups
 from dptune.errors import DptuneError
 from dptune.vocab import (
     display_hyperparameter,
     display_metric,
     display_params,
     display_value,
-    metric_rank,
 )
 
 __all__ = ["downstream_check", "dominance_evidence"]
 
-#: ``read(algorithm, config_ids) -> (users, values (len(config_ids), n_users))`` on the test split.
-TestReader = Callable[[str, np.ndarray], tuple[np.ndarray, np.ndarray]]
+#: ``read(algorithm, metric, cutoff, config_ids) -> (users, values (len(config_ids), n_users))``
+#: on the test split.
+TestReader = Callable[[str, str, int, np.ndarray], tuple[np.ndarray, np.ndarray]]
 
 
-def downstream_check(best: pd.DataFrame, recommended: Mapping[tuple[str, int], str],
-                     read_test: TestReader | None, primary: tuple[str, int],
-                     alpha: float = 0.05) -> dict[tuple[str, int], tuple[int, str, str]]:
-    """(algorithm, cutoff) -> ``(selected configurations, ;-joined metrics whose selection differs
-    significantly from the recommended metric's on the test split, sentence)``.
+def downstream_check(best: pd.DataFrame, recommended: Mapping[tuple[str, int, str], str],
+                     read_test: TestReader | None, judges: Mapping[str, str],
+                     alpha: float = 0.05, families: Families = DEFAULT_FAMILIES
+                     ) -> dict[tuple[str, int, str], tuple[int, str, str]]:
+    """(algorithm, cutoff, family) -> ``(selected configurations, ;-joined metrics of the
+    family whose selection differs significantly from the recommended metric's on the test
+    split, sentence)``.
 
-    ``best`` has ``algorithm, metric, cutoff, config_id``; ``read_test`` reads the per-user test
-    values of the primary metric@N (None: no test split, the sentence says so).
+    ``best`` has ``algorithm, metric, cutoff, config_id``; ``recommended`` maps (algorithm,
+    cutoff, family) to the family's recommended metric; ``judges`` maps a family to its judge
+    metric; ``read_test`` reads per-user test values of a metric@N (None: no test split, the
+    sentence says so).
     """
-    out: dict[tuple[str, int], tuple[int, str, str]] = {}
-    yard = display_metric(*primary)
-    for (alg, cutoff), rec in recommended.items():
+    out: dict[tuple[str, int, str], tuple[int, str, str]] = {}
+    for (alg, cutoff, family), rec in recommended.items():
         b = best[(best["algorithm"] == alg) & (best["cutoff"] == cutoff)]
-        if b.empty or not rec:
+        if b.empty or not rec or family not in judges:
             continue
+        members = dict(family_groups(b["metric"].astype(str), families)).get(family, [])
+        b = b[b["metric"].astype(str).isin(members)]
         cfg = dict(zip(b["metric"].astype(str), b["config_id"].astype(int), strict=True))
-        cfg = {m: cfg[m] for m in sorted(cfg, key=metric_rank)}
         if rec not in cfg:
             continue
+        judge = judges[family]
+        yard = display_metric(judge, cutoff)
         ids = np.array(sorted(set(cfg.values())), dtype=np.int64)
-        head = (f"Downstream: the {len(cfg)} metrics select {len(ids)} configuration"
+        head = (f"Downstream: the {len(cfg)} {family} metrics select {len(ids)} configuration"
                 f"{'' if len(ids) == 1 else 's'}")
+        key = (alg, int(cutoff), family)
         if len(ids) == 1:
-            out[(alg, cutoff)] = (1, "", head + ", so the choice of metric does not matter here.")
+            out[key] = (1, "", head + ", so the choice among them does not matter here.")
             continue
         if read_test is None:
-            out[(alg, cutoff)] = (len(ids), "", head + "; the test split was not evaluated, so "
-                                  "whether they differ on it is unknown.")
+            out[key] = (len(ids), "", head + "; the test split was not evaluated, so whether "
+                        "they differ on it is unknown.")
             continue
         try:
-            users, values = read_test(alg, ids)
+            users, values = read_test(alg, judge, int(cutoff), ids)
         except DptuneError:  # the store has no test-split values for these configurations
-            out[(alg, cutoff)] = (len(ids), "", head + "; the test split was not evaluated for "
-                                  "them, so whether they differ on it is unknown.")
+            out[key] = (len(ids), "", head + f"; the test split was not evaluated for them "
+                        f"({yard}), so whether they differ on it is unknown.")
             continue
         values = np.asarray(values, dtype=np.float64)
         if values.ndim != 2 or values.shape[1] == 0:  # no test user has values for them
-            out[(alg, cutoff)] = (len(ids), "", head + "; no test user has values for them, so "
-                                  "whether they differ on the test split is unknown.")
+            out[key] = (len(ids), "", head + "; no test user has values for them, so "
+                        "whether they differ on the test split is unknown.")
             continue
         row = {int(c): i for i, c in enumerate(ids)}
         params = dict(zip(b["config_id"].astype(int), b["params"].astype(str), strict=False)) \
@@ -98,10 +110,11 @@ def downstream_check(best: pd.DataFrame, recommended: Mapping[tuple[str, int], s
             parts.append(f"{who} select{'s' if len(ms) == 1 else ''} {_config(c, params)}: "
                          f"{values[row[c]].mean():.4f} (p = {p:.2g}"
                          f"{', significant' if sig else ''})")
-        text = (head + f"; on the test split ({yard}, paired t-test over {len(users)} test users) "
-                f"{display_metric(rec, cutoff)}'s choice, {_config(cfg[rec], params)}, scores "
-                f"{a.mean():.4f}; " + "; ".join(parts) + ".")
-        out[(alg, cutoff)] = (len(ids), ";".join(differ), text)
+        text = (head + f"; judged on the test split by {yard} (same family; paired t-test "
+                f"over {len(users)} test users) {display_metric(rec, cutoff)}'s choice, "
+                f"{_config(cfg[rec], params)}, scores {a.mean():.4f}; "
+                + ("; ".join(parts) if parts else "no other metric selects another") + ".")
+        out[key] = (len(ids), ";".join(differ), text)
     return out
 
 
@@ -119,9 +132,17 @@ def _top(imp: pd.DataFrame, evaluator: str) -> tuple[str, float] | None:
 
 
 def dominance_evidence(dp: pd.DataFrame, importance: pd.DataFrame | None, algorithm: str,
-                       metric: str, cutoff: int) -> tuple[str, str, str] | None:
+                       metric: str, cutoff: int, min_pairs: int = MIN_PAIRS
+                       ) -> tuple[str, str, str] | None:
     """``(dominant hyperparameter, "k of n", sentence)`` for one algorithm and metric@N, or None
-    when no analysis applies (fewer than two free hyperparameters)."""
+    when no analysis applies (fewer than two free hyperparameters, or fewer than ``min_pairs``
+    pairs of configurations in the whole grid: no hyperparameter is named from so little).
+    Table 5 groups and one-at-a-time scopes with fewer than ``min_pairs`` pairs are left out
+    of the comparison."""
+    whole = dp[(dp["algorithm"] == algorithm) & (dp["metric"] == metric)
+               & (dp["cutoff"] == int(cutoff)) & (dp["scope"] == "all")]
+    if not whole.empty and int(whole["n_pairs"].max()) < int(min_pairs):
+        return None
     picks: list[tuple[str, str]] = []  # (analysis, hyperparameter)
     parts: list[str] = []
     if importance is not None and not importance.empty:
@@ -132,7 +153,7 @@ def dominance_evidence(dp: pd.DataFrame, importance: pd.DataFrame | None, algori
             if t:
                 picks.append((EVALUATOR_NAMES[ev], t[0]))
                 parts.append(f"{EVALUATOR_NAMES[ev]} {display_hyperparameter(t[0], algorithm)} ({t[1]:.2f})")
-    dom = dp_dominance(dp, algorithm, metric, cutoff)
+    dom = dp_dominance(dp, algorithm, metric, cutoff, min_pairs)
     unit = "DP per pair" if dom["per_pair"] else "DP"
     if dom["table5"]:
         h, v, d, n = dom["table5"][0]
@@ -152,6 +173,9 @@ def dominance_evidence(dp: pd.DataFrame, importance: pd.DataFrame | None, algori
         count[h] = count.get(h, 0) + 1
     top = max(count, key=lambda h: (count[h], -[p[1] for p in picks].index(h)))
     agree = f"{count[top]} of {len(picks)}"
+    few = (f" {dom['few']} Table 5 / one-at-a-time scope(s) with fewer than {int(min_pairs)} "
+           "pairs left out." if dom["few"] else "")
     text = (f"Dominant hyperparameter for {display_metric(metric, cutoff)}: "
-            f"{display_hyperparameter(top, algorithm)} ({agree} analyses agree: " + "; ".join(parts) + ").")
+            f"{display_hyperparameter(top, algorithm)} ({agree} analyses agree: " + "; ".join(parts) + ")."
+            + few)
     return top, agree, text

@@ -283,16 +283,23 @@ def hyperparameter_importance(store: Any, cutoff: int, metrics: Sequence[str] | 
 # DP-based dominance and the comparison
 
 
-def dp_dominance(dp: pd.DataFrame, algorithm: str, metric: str, cutoff: int) -> dict[str, Any]:
+def dp_dominance(dp: pd.DataFrame, algorithm: str, metric: str, cutoff: int,
+                 min_pairs: int = 1) -> dict[str, Any]:
     """The DP-based dominant hyperparameter of one algorithm and metric@N.
 
     Returns ``{"table5": [(h, best value, DP, n_pairs), ...] sorted by per-pair best DP,
-    "only": [(h, DP, n_pairs), ...] sorted by per-pair DP, "per_pair": bool}`` where Table 5's
-    best DP of ``h`` is ``min_v DP(h=v)`` and ``per_pair`` tells whether the scopes had
-    different numbers of pairs (then the sort key is ``DP / n_pairs``; otherwise ``DP``).
+    "only": [(h, DP, n_pairs), ...] sorted by per-pair DP, "per_pair": bool, "few": int}``
+    where Table 5's best DP of ``h`` is ``min_v DP(h=v)`` and ``per_pair`` tells whether the
+    scopes had different numbers of pairs (then the sort key is ``DP / n_pairs``; otherwise
+    ``DP``). Scopes with fewer than ``min_pairs`` pairs are left out (too few pairs to rank
+    them); ``few`` counts them.
     """
     sub = dp[(dp["algorithm"] == algorithm) & (dp["metric"] == metric)
              & (dp["cutoff"] == int(cutoff))]
+    scoped = sub[sub["scope"] != "all"]
+    enough = scoped["n_pairs"].astype(int) >= int(min_pairs)
+    few = int((~enough).sum())
+    sub = scoped[enough]
     vals = sub[sub["scope"].str.contains("=", regex=False) & ~sub["scope"].str.startswith("only:")]
     only = sub[sub["scope"].str.startswith("only:")]
     npairs = set(vals["n_pairs"].astype(int)) | set(only["n_pairs"].astype(int))
@@ -310,4 +317,4 @@ def dp_dominance(dp: pd.DataFrame, algorithm: str, metric: str, cutoff: int) -> 
     table5 = sorted(((h, *c) for h, c in best.items()), key=lambda t: (key(t[2], t[3]), t[0]))
     ones = sorted(((str(r.scope)[len("only:"):], float(r.dp), int(r.n_pairs))
                    for r in only.itertuples(index=False)), key=lambda t: (key(t[1], t[2]), t[0]))
-    return {"table5": table5, "only": ones, "per_pair": per_pair}
+    return {"table5": table5, "only": ones, "per_pair": per_pair, "few": few}

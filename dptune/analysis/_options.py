@@ -18,13 +18,27 @@ from typing import Any
 from dptune.errors import check_int, input_error
 from dptune.vocab import CORRECTIONS, METRICS, TESTS
 
-__all__ = ["AnalysisOptions", "TESTS", "CORRECTIONS", "PAIRS", "RENAMED", "validate_options"]
+__all__ = ["AnalysisOptions", "TESTS", "CORRECTIONS", "PAIRS", "RENAMED", "DEFAULT_FAMILIES",
+           "MIN_PAIRS", "validate_options"]
 
 #: Default ``pairs``: every pair of a scope up to this many, else a seeded sample of this many.
 PAIRS = 1000
 #: Option names of earlier versions -> their name now (an error in a config, mapped in a
 #: manifest written by an earlier version).
 RENAMED = {"n_pairs": "pairs", "max_pairs": "pairs"}
+
+#: Families of metrics the verdict ranks apart (name, metrics): accuracy and novelty metrics
+#: answer different questions, so the most discriminative metric is named per family. The first
+#: metric of a family judges the family's choices on the test split (the primary metric instead,
+#: when it belongs to the family).
+DEFAULT_FAMILIES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("accuracy", ("ndcg", "precision", "recall", "mrr")),
+    ("novelty", ("epc", "efd")),
+)
+
+#: Fewest pairs of configurations on which metrics are ranked, significance claimed or a
+#: hyperparameter named dominant; below it the numbers are shown without a claim.
+MIN_PAIRS = 10
 
 
 @dataclass(frozen=True)
@@ -49,6 +63,11 @@ class AnalysisOptions:
       significance claim must survive; only a sampled ``all`` scope has other seeds to try.
     - ``min_fold_users`` (default 20; 0 = no minimum): the fold-size guard
       (``docs/statistics.md``).
+    - ``families``: the families of metrics the verdict ranks apart, ``{name: [metrics]}`` in
+      the experiment file (default :data:`DEFAULT_FAMILIES`: accuracy = nDCG, Precision,
+      Recall, MRR; novelty = EPC, EFD); ``min_pairs`` (default :data:`MIN_PAIRS`): below this
+      many pairs no metric is ranked, no difference called significant and no hyperparameter
+      named dominant.
 
     Construction validates (:func:`validate_options`)::
 
@@ -73,6 +92,8 @@ class AnalysisOptions:
     importance: bool = True
     stability: int = 5
     min_fold_users: int = 20
+    families: tuple[tuple[str, tuple[str, ...]], ...] = DEFAULT_FAMILIES
+    min_pairs: int = MIN_PAIRS
 
     def __post_init__(self) -> None:
         for name, value in validate_options(dataclasses.asdict(self)).items():
@@ -128,7 +149,9 @@ def validate_options(values: Mapping[str, Any], source: object = "analysis",
     Rules: ``pairs, n_resamples, noise_configs, primary_cutoff >= 1``; ``bootstrap, stability,
     min_fold_users >= 0``; ``noise_seeds`` 0 or >= 2; ``seed`` ``None`` or >= 0;
     ``0 < alpha < 1``; ``test`` in :data:`TESTS`, ``correction`` in :data:`CORRECTIONS`,
-    ``primary_metric`` in :data:`dptune.vocab.METRICS`; ``importance`` a boolean.
+    ``primary_metric`` in :data:`dptune.vocab.METRICS`; ``importance`` a boolean;
+    ``min_pairs >= 1``; ``families`` a non-empty table of non-empty metric lists, every metric
+    known and in one family only.
     """
     known = [f.name for f in fields(AnalysisOptions)]
     out: dict[str, Any] = {}
@@ -145,7 +168,8 @@ def validate_options(values: Mapping[str, Any], source: object = "analysis",
         return input_error(source, f"{prefix}{key}", problem)
 
     for key, lo in (("pairs", 1), ("n_resamples", 1), ("noise_configs", 1),
-                    ("primary_cutoff", 1), ("bootstrap", 0), ("stability", 0), ("min_fold_users", 0), ("noise_seeds", 0), ("seed", 0)):
+                    ("primary_cutoff", 1), ("bootstrap", 0), ("stability", 0),
+                    ("min_fold_users", 0), ("noise_seeds", 0), ("seed", 0), ("min_pairs", 1)):
         if key not in out or (key == "seed" and out[key] is None):
             continue
         out[key] = check_int(out[key], source, f"{prefix}{key}", lo)
@@ -164,4 +188,31 @@ def validate_options(values: Mapping[str, Any], source: object = "analysis",
             raise bad(key, f"{out[key]!r} is not one of {', '.join(allowed)}")
     if "importance" in out and not isinstance(out["importance"], bool):
         raise bad("importance", f"must be true or false, got {out['importance']!r}")
+    if "families" in out:
+        out["families"] = _families(out["families"], bad)
     return out
+
+
+def _families(value: Any, bad: Any) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """``{name: [metrics]}`` (or its ``[[name, [metrics]], ...]`` form, as a manifest stores
+    it) as a tuple of ``(name, metrics)``; every metric known, in one family only, no family
+    empty."""
+    items = list(value.items()) if isinstance(value, Mapping) else value
+    if isinstance(items, (str, bytes)) or not isinstance(items, (list, tuple)) or not items:
+        raise bad("families", f"must be a table of families, e.g. {{ accuracy = [\"ndcg\"] }}, "
+                  f"got {value!r}")
+    out, seen = [], {}
+    for item in items:
+        if not isinstance(item, (list, tuple)) or len(item) != 2 or not isinstance(item[0], str):
+            raise bad("families", f"must map family names to metric lists, got {item!r}")
+        name, metrics = item
+        if isinstance(metrics, str) or not isinstance(metrics, (list, tuple)) or not metrics:
+            raise bad(f"families.{name}", f"needs a non-empty list of metrics, got {metrics!r}")
+        for m in metrics:
+            if m not in METRICS:
+                raise bad(f"families.{name}", f"{m!r} is not one of {', '.join(METRICS)}")
+            if m in seen:
+                raise bad(f"families.{name}", f"{m!r} is already in family {seen[m]!r}")
+            seen[m] = name
+        out.append((name, tuple(metrics)))
+    return tuple(out)

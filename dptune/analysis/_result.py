@@ -87,6 +87,21 @@ class AnalysisResult:
     noise_configs: dict[str, list[int]] = field(default_factory=dict)
     noise_seed_counts: dict[str, int] = field(default_factory=dict)
 
+    # Shown in a notebook: the verdict and the DP figure. Rendering belongs to the report, so
+    # these two display hooks are the one place where the analysis calls into dptune.report.
+    def _repr_markdown_(self) -> str:
+        """The verdict as Markdown (:func:`dptune.report._notebook.result_markdown`)."""
+        from dptune.report._notebook import result_markdown
+
+        return result_markdown(self)
+
+    def _repr_html_(self) -> str:
+        """The verdict and the DP figure of the primary cutoff as HTML
+        (:func:`dptune.report._notebook.result_html`)."""
+        from dptune.report._notebook import result_html
+
+        return result_html(self)
+
     def tables(self) -> dict[str, pd.DataFrame]:
         """The non-empty data tables by attribute name, in :data:`DATA_FILES` order."""
         out = {}

@@ -131,4 +131,5 @@ def add_verdict(store: Any, result: Any, robust: RobustResult | None) -> None:
     result.robust_ranking = robust.ranking
     result.verdict = verdict_for_store(
         store, result.dp, robust, alpha=float(result.options.alpha), best=result.best,
-        primary=result.primary, noise_table=result.noise_floor, importance=result.importance)
+        primary=result.primary, noise_table=result.noise_floor, importance=result.importance,
+        families=result.options.families, min_pairs=result.options.min_pairs)

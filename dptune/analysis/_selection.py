@@ -3,7 +3,7 @@ that come straight from the store (Table 1's row, the algorithms without DP)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -29,15 +29,19 @@ def params_text(row: pd.Series, names: list[str]) -> str:
     return ", ".join(parts)
 
 
-def best_table(store: ResultStore, primary: tuple[str, int]) -> pd.DataFrame:
+def best_table(store: ResultStore, primary: tuple[str, int],
+               judges: Sequence[str] = ()) -> pd.DataFrame:
     """The configuration each metric@cutoff picks on validation, with its test-split values.
 
     The pick is :meth:`ResultStore.best_configs` (highest mean over the validation folds of the
     per-fold mean over users; ties: lower ``config_id``). Columns ``algorithm, metric, cutoff,
     config_id, params, validation_mean, test_value, test_<primary metric>, grid_edge`` (test values NaN
     when the test split was not evaluated), rows in the store's algorithm order, then cutoff,
-    then :data:`dptune.vocab.METRICS` order.
+    then :data:`dptune.vocab.METRICS` order. ``judges``: further metrics whose test value at the
+    primary cutoff gets a ``test_<metric>`` column (the verdict's judge of each family of
+    metrics, so that a family's choices are compared on a metric of the same family).
     """
+    extra = [m for m in dict.fromkeys(judges) if m != primary[0]]
     best = store.best_configs()
     summ = store.summary()
     test = summ[summ["fold"] == "test"].set_index(["algorithm", "config_id", "metric", "cutoff"])["mean"]
@@ -54,6 +58,8 @@ def best_table(store: ResultStore, primary: tuple[str, int]) -> pd.DataFrame:
             "validation_mean": float(r.validation_mean),
             "test_value": float(test.get((r.algorithm, r.config_id, r.metric, r.cutoff), np.nan)),
             f"test_{primary[0]}": float(test.get((r.algorithm, r.config_id, primary[0], primary[1]), np.nan)),
+            **{f"test_{m}": float(test.get((r.algorithm, r.config_id, m, primary[1]), np.nan))
+               for m in extra},
             "grid_edge": ";".join(f"{h}={side}" for h, side in edges.items()),
         })
     df = pd.DataFrame(rows)

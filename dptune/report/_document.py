@@ -143,7 +143,8 @@ def _edge_sentences(best: pd.DataFrame, primary: tuple[str, int]) -> list[str]:
 
 
 def _best_section(
-    dp: pd.DataFrame, best: pd.DataFrame | None, primary: tuple[str, int], gap: str | None
+    dp: pd.DataFrame, best: pd.DataFrame | None, primary: tuple[str, int], gap: str | None,
+    verdict: pd.DataFrame | None = None, families: object = None,
 ) -> str:
     """Best configuration per metric and whether the most discriminative metric chooses well."""
     lines = []
@@ -163,7 +164,7 @@ def _best_section(
     else:
         lines += ["No best-configuration table was given.", ""]
     lines += ["### Does the most discriminative metric also choose well?", ""]
-    sentences = selection_sentences(dp, best, primary)
+    sentences = selection_sentences(dp, best, primary, verdict, families)  # type: ignore[arg-type]
     lines += [f"- {s}" for s in sentences] or ["No algorithm to compare."]
     return "\n".join(lines)
 
@@ -209,6 +210,8 @@ def core_sections(
     noise: bool,
     without_dp: Mapping[str, str] | None,
     gap: str | None = None,
+    verdict: pd.DataFrame | None = None,
+    families: object = None,
 ) -> list[Section]:
     """The table, figure and selection sections of report.md, in reading order."""
     cutoff = int(primary[1])
@@ -243,7 +246,8 @@ def core_sections(
         )
         out.append(Section("Sakai-style DP", body))
     out.append(Section("P-value curves (Figure 1)", _figure_section(figures, cutoff, noise)))
-    out.append(Section("Best configuration per metric", _best_section(dp, best, primary, gap)))
+    out.append(Section("Best configuration per metric",
+                       _best_section(dp, best, primary, gap, verdict, families)))
     return out
 
 

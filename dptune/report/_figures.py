@@ -1,4 +1,5 @@
-"""Figure 1 of the report (averaged p-value curves per metric, one panel per algorithm) and the
+"""Figure 1 of the report (averaged p-value curves per metric, one panel per algorithm), the DP
+figure beside the verdict (each metric's DP with its interval, one panel per algorithm) and the
 one reproducible figure saver every dptune figure goes through.
 """
 
@@ -6,14 +7,18 @@ from __future__ import annotations
 
 import io
 import math
+from collections.abc import Sequence
 from pathlib import Path
 
 import matplotlib
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from dptune._atomic import write_bytes
+from dptune.analysis._options import DEFAULT_FAMILIES
+from dptune.analysis._verdict import family_groups
 from dptune.report._format import ordered_algorithms, ordered_metrics
 from dptune.report._inputs import CURVE_INPUT, DP_INPUT, NOISE_INPUT, require, scope_all
 from dptune.vocab import display_algorithm, display_metric, metric_color
@@ -23,6 +28,8 @@ __all__ = [
     "FIG_DPI",
     "MAX_PANEL_COLUMNS",
     "figure1",
+    "dp_figure",
+    "dp_figure_caption",
     "figure_pixel_size",
     "save_figure",
     "palette_png",
@@ -128,6 +135,7 @@ def figure1(
             drawn.append((display_metric(m, cutoff), y))
         if noise is not None:
             _draw_noise(ax, noise[(noise["algorithm"] == alg) & (noise["cutoff"] == cutoff)])
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # pair ranks are whole numbers
         if max_pos > 1:
             ax.set_xlim(1, max_pos)
         else:
@@ -149,6 +157,105 @@ def figure1(
         ax.set_visible(False)
     fig.suptitle(f"Averaged p-value curves with ±1 sd across folds (cutoff {cutoff})")
     return fig
+
+
+#: Size of one DP-figure panel in inches (width, height per metric row + margin).
+DP_PANEL_WIDTH = 4.6
+_DP_ROW_HEIGHT = 0.42
+_DP_MARGIN = 1.4
+
+
+def _dp_rows(robust: pd.DataFrame, cutoff: int) -> pd.DataFrame:
+    r = robust[robust["cutoff"] == int(cutoff)]
+    return r.dropna(subset=["dp_at_25"])
+
+
+def dp_figure(robust: pd.DataFrame, verdict: pd.DataFrame | None, cutoff: int,
+              families: Sequence[tuple[str, Sequence[str]]] = DEFAULT_FAMILIES) -> Figure:
+    """The DP figure of one cutoff, beside the verdict: per algorithm (one panel), each metric's
+    robust DP@25 (dot) with its 95% interval (whisker), metrics top to bottom in table order and
+    grouped by the verdict's families (a line between families); the recommended metric of each
+    family is a star and its label bold; a metric without evidence (every p-value 1) is grey.
+    Lower = more discriminative. ``robust``: the robust DP table (``algorithm, metric, cutoff,
+    dp_at_25, ci_low, ci_high, n_pairs, no_evidence``)."""
+    rows = _dp_rows(robust, cutoff)
+    algorithms = ordered_algorithms(rows["algorithm"].unique())
+    nrows, ncols = _panel_grid(len(algorithms))
+    n_metrics = max(1, rows.groupby("algorithm")["metric"].nunique().max()) if len(rows) else 1
+    height = _DP_MARGIN + _DP_ROW_HEIGHT * (n_metrics + 1)
+    fig = Figure(figsize=(DP_PANEL_WIDTH * ncols, height * nrows), dpi=FIG_DPI,
+                 layout="constrained")
+    axes = fig.subplots(nrows, ncols, squeeze=False)
+    v = verdict if verdict is not None else pd.DataFrame(columns=["algorithm", "cutoff"])
+    v = v[v["cutoff"] == int(cutoff)] if len(v) else v
+    for ax, alg in zip(axes.flat, algorithms, strict=False):
+        ra = rows[rows["algorithm"] == alg].set_index("metric")
+        va = v[v["algorithm"] == alg] if len(v) else v
+        order, breaks, rec = _dp_order(list(ra.index), va, families)
+        y = np.arange(len(order))[::-1].astype(float)
+        for yi, m in zip(y, order, strict=True):
+            r = ra.loc[m]
+            grey = bool(r.get("no_evidence", False))
+            color = "0.6" if grey else metric_color(m, [])
+            lo, hi = float(r["ci_low"]), float(r["ci_high"])
+            if np.isfinite(lo) and np.isfinite(hi):
+                ax.plot([lo, hi], [yi, yi], color=color, linewidth=2.0, solid_capstyle="butt")
+                ax.plot([lo, lo, np.nan, hi, hi], [yi - 0.15, yi + 0.15, np.nan, yi - 0.15,
+                                                   yi + 0.15], color=color, linewidth=1.2)
+            star = m in rec
+            ax.plot([float(r["dp_at_25"])], [yi], marker="*" if star else "o",
+                    markersize=13 if star else 6, color=color, markeredgecolor="black",
+                    markeredgewidth=0.6, linestyle="none")
+        for b in breaks:
+            ax.axhline(y[b] - 0.5, color="0.5", linewidth=0.8, linestyle="--")
+        ax.set_yticks(y)
+        labels = ax.set_yticklabels([display_metric(m, cutoff) for m in order])
+        for lab, m in zip(labels, order, strict=True):
+            if m in rec:
+                lab.set_fontweight("bold")
+        ax.set_ylim(-0.7, len(order) - 0.3)
+        ax.set_xlim(left=0.0)
+        ax.set_xlabel("Robust DP@25, 95% interval (lower: more discriminative)", fontsize=8)
+        pairs = int(ra["n_pairs"].max()) if len(ra) else 0
+        ax.set_title(f"{display_algorithm(alg)} (N = {cutoff}, P = {pairs} pairs)")
+        ax.grid(True, axis="x", alpha=0.3, linewidth=0.5)
+    for ax in list(axes.flat)[len(algorithms):]:
+        ax.set_visible(False)
+    fig.suptitle(f"DP of each metric with its 95% interval (cutoff {cutoff}); star: "
+                 "recommended per family; dashed line: between families", fontsize=10)
+    return fig
+
+
+def _dp_order(metrics: list[str], verdict: pd.DataFrame,
+              families: Sequence[tuple[str, Sequence[str]]]
+              ) -> tuple[list[str], list[int], set[str]]:
+    """Metrics grouped by family (table order inside a family), the indices after which a new
+    family starts, and the verdict's recommended metrics."""
+    order, breaks = [], []
+    for _, ms in family_groups(metrics, families):
+        if order:
+            breaks.append(len(order) - 1)
+        order += ms
+    rec = set()
+    if verdict is not None and len(verdict) and "recommended" in verdict.columns:
+        rec = {str(m) for m in verdict["recommended"] if isinstance(m, str) and m}
+    return order, breaks, rec
+
+
+def dp_figure_caption(robust: pd.DataFrame, cutoff: int, stem_title: str = "DP figure") -> str:
+    """The caption of :func:`dp_figure`: what is drawn and P, the pairs of each algorithm."""
+    rows = _dp_rows(robust, cutoff)
+    pairs = []
+    for alg in ordered_algorithms(rows["algorithm"].unique()):
+        ra = rows[rows["algorithm"] == alg]
+        n = int(ra["n_pairs"].max())
+        possible = int(ra["n_possible_pairs"].max()) if "n_possible_pairs" in ra.columns else n
+        pairs.append(f"{display_algorithm(alg)} P = {n}"
+                     + ("" if n >= possible else f" of {possible}"))
+    return (f"{stem_title}: robust DP@25 of each metric with its 95% interval at N = {cutoff}, "
+            "one panel per algorithm (lower = more discriminative); star and bold label: the "
+            "verdict's recommended metric of each family; grey: no evidence; pairs of "
+            f"configurations: {', '.join(pairs)}.")
 
 
 def _draw_noise(ax: object, noise: pd.DataFrame) -> None:

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from dptune.analysis._importance import EVALUATOR_NAMES, EVALUATORS, dp_dominance
+from dptune.analysis._options import MIN_PAIRS
 from dptune.report._format import display_value, ordered_metrics
 from dptune.report._sections import option
 from dptune.report._table import Block, Cell
@@ -31,19 +32,37 @@ def _ranked(imp: pd.DataFrame, evaluator: str) -> list[tuple[str, float]]:
     return sorted(((str(h), float(v)) for h, v in pairs), key=lambda t: (-t[1], t[0]))
 
 
+def _pairs_of_grid(dp: pd.DataFrame, algorithm: str, metric: str, cutoff: int) -> int | None:
+    """Pairs of configurations of the whole grid (scope ``all``), or None when unknown."""
+    whole = dp[(dp["algorithm"] == algorithm) & (dp["metric"] == metric)
+               & (dp["cutoff"] == cutoff) & (dp["scope"] == "all")]
+    return int(whole["n_pairs"].max()) if len(whole) else None
+
+
 def comparison_sentences(
     importance: pd.DataFrame,
     dp: pd.DataFrame,
     primary: tuple[str, int],
     display: Mapping[str, str] | None = None,
+    min_pairs: int = MIN_PAIRS,
 ) -> list[str]:
     """One computed sentence per algorithm at the primary metric@N: the top hyperparameter of each
-    importance evaluator and of the two DP-based analyses, and where they agree or differ."""
+    importance evaluator and of the two DP-based analyses, and where they agree or differ.
+
+    With fewer than ``min_pairs`` pairs of configurations in the grid no hyperparameter is named
+    first ("too few pairs (k) to name a dominant hyperparameter"); DP scopes with fewer pairs
+    are left out of the comparison."""
     metric, cutoff = primary[0], int(primary[1])
     names = display or {}
     out = []
     imp = importance[(importance["metric"] == metric) & (importance["cutoff"] == cutoff)]
     for alg in dict.fromkeys(imp["algorithm"]):
+        k = _pairs_of_grid(dp, alg, metric, cutoff)
+        if k is not None and k < int(min_pairs):
+            out.append(f"{names.get(alg, alg)}, {display_metric(metric, cutoff)}: too few pairs "
+                       f"({k}) to name a dominant hyperparameter (the minimum is min_pairs = "
+                       f"{int(min_pairs)}); the importances above are shown without a claim.")
+            continue
         a = imp[imp["algorithm"] == alg]
         picks: dict[str, str] = {}
         parts = []
@@ -54,7 +73,7 @@ def comparison_sentences(
             picks[EVALUATOR_NAMES[ev]] = r[0][0]
             order = " > ".join(f"{h} ({v:.2f})" for h, v in r)
             parts.append(f"{EVALUATOR_NAMES[ev]} ranks {order}")
-        dom = dp_dominance(dp, alg, metric, cutoff)
+        dom = dp_dominance(dp, alg, metric, cutoff, min_pairs)
         unit = "DP per pair" if dom["per_pair"] else "DP"
         if dom["table5"]:
             h, v, d, n = dom["table5"][0]
@@ -81,7 +100,10 @@ def comparison_sentences(
                 f"{h} first for {', '.join(who)}" for h, who in groups.items()
             )
         head = f"{names.get(alg, alg)}, {display_metric(metric, cutoff)}: "
-        out.append(head + "; ".join(parts) + f" (comparisons by {unit}). Top choice: {verdict}.")
+        few = (f" {dom['few']} DP scope(s) with fewer than {int(min_pairs)} pairs left out."
+               if dom["few"] else "")
+        out.append(head + "; ".join(parts) + f" (comparisons by {unit}). Top choice: {verdict}."
+                   + few)
     return out
 
 
@@ -112,6 +134,7 @@ def importance_section(store: Any, result: Any) -> str:
     importance, dp = result.importance, result.dp
     metric, cutoff = result.primary[0], int(result.primary[1])
     seed = option(result.options, "seed")
+    min_pairs = int(option(result.options, "min_pairs", MIN_PAIRS))
     names = {a: display_algorithm(a) for a in store.algorithms()}
     if importance.empty:
         return (
@@ -135,7 +158,7 @@ def importance_section(store: Any, result: Any) -> str:
         n = len(store.configs(alg))
         lines += [f"*{names.get(alg, alg)}*" + (f" ({n} configurations)" if n else ""), ""]
         rows = _importance_rows(a, hps, metric, cutoff)
-        dom = dp_dominance(dp, alg, metric, cutoff)
+        dom = dp_dominance(dp, alg, metric, cutoff, min_pairs)
         t5 = {h: (v, d) for h, v, d, _n in dom["table5"]}
         one = {h: d for h, d, _n in dom["only"]}
         label = display_metric(metric, cutoff)
@@ -150,6 +173,6 @@ def importance_section(store: Any, result: Any) -> str:
                         + [Cell(t, numeric=True) for t in texts])
         header = [Cell(h) for h in ["Metric", "Evaluator", *hps]]
         lines += [Block(header, rows).to_markdown(), ""]
-    sentences = comparison_sentences(importance, dp, result.primary, names)
+    sentences = comparison_sentences(importance, dp, result.primary, names, min_pairs)
     lines += [f"- {s}" for s in sentences] or ["No comparison at the primary metric."]
     return "\n".join(lines) + "\n\nData: `importance.csv`."

@@ -26,6 +26,7 @@ from typing import Any
 import pandas as pd
 
 from dptune._atomic import write_bytes
+from dptune.analysis._options import DEFAULT_FAMILIES, MIN_PAIRS
 from dptune.errors import input_error
 from dptune.report._document import (
     INTRO,
@@ -40,6 +41,8 @@ from dptune.report._figures import (
     FIG_DPI,
     MAX_PANEL_COLUMNS,
     PANEL_SIZE,
+    dp_figure,
+    dp_figure_caption,
     figure1,
     figure_pixel_size,
     palette_png,
@@ -118,6 +121,8 @@ class Report:
     result: Any = None
     verdict: pd.DataFrame | None = None
     data_files: list[str] = field(default_factory=list)
+    #: ``(file stem, cutoff, caption)`` of the DP figures shown in the verdict section.
+    verdict_figures: list[tuple[str, int, str]] = field(default_factory=list)
 
     @classmethod
     def build(cls, store: Any, result: Any,
@@ -131,7 +136,7 @@ class Report:
         (when ``result.importance`` is set).
         """
         from dptune.report._importance import importance_section
-        from dptune.report._sections import experiment_settings, noise_section
+        from dptune.report._sections import experiment_settings, noise_section, option
 
         primary = (str(result.primary[0]), int(result.primary[1]))
         sections: list[tuple[str, str]] = []
@@ -167,11 +172,30 @@ class Report:
             extra_sections=sections,
             without_dp=without_dp,
             split=result.manifest.get("split"),
+            verdict=result.verdict,
+            families=option(result.options, "families", DEFAULT_FAMILIES),
+            min_pairs=option(result.options, "min_pairs", MIN_PAIRS),
         )
         rep.result = result
         rep.verdict = result.verdict
         rep.data_files = [DATA_FILES[name] for name in result.tables()]
+        rep._add_dp_figures(result.robust, option(result.options, "families", DEFAULT_FAMILIES))
         return rep
+
+    def _add_dp_figures(self, robust: pd.DataFrame | None,
+                        families: Sequence[tuple[str, Sequence[str]]]) -> None:
+        """One DP figure per cutoff (``figure_dp``, ``figure_dp_at{N}``), shown in the verdict
+        section: each metric's robust DP with its interval per algorithm."""
+        if robust is None or robust.empty or self.verdict is None or self.verdict.empty:
+            return
+        cutoffs = sorted(int(c) for c in robust["cutoff"].unique())
+        main = self.primary[1]
+        for n in [c for c in cutoffs if c == main] + [c for c in cutoffs if c != main]:
+            stem = "figure_dp" if n == main else f"figure_dp_at{n}"
+            title = "DP figure" + ("" if n == main else f" at N = {n}")
+            self.figures[stem] = ReportFigure(stem, n, dp_figure(robust, self.verdict, n,
+                                                                 families))
+            self.verdict_figures.append((stem, n, dp_figure_caption(robust, n, title)))
 
     @classmethod
     def from_frames(
@@ -189,6 +213,9 @@ class Report:
         without_dp: Mapping[str, str] | None = None,
         split: Mapping[str, object] | None = None,
         data_files: Sequence[str] = (),
+        verdict: pd.DataFrame | None = None,
+        families: Sequence[tuple[str, Sequence[str]]] | None = None,
+        min_pairs: int = MIN_PAIRS,
     ) -> Report:
         """A report from the analysis' frames, for callers without a result store
         (``Report.from_frames(...).write(out)``); :meth:`build` is the one for a store's
@@ -217,6 +244,9 @@ class Report:
                 listed in report.md's "Files" section.
             split: the manifest's split description; explains the validation/test gap of the
                 best-configuration table.
+            verdict: the verdict table; names Table 4's best metrics, per family of ``families``.
+            families: the verdict's families of metrics (Table 4 compares within a family).
+            min_pairs: Table 5 groups with fewer pairs are shown but not ranked.
 
         Raises:
             DptuneError: a required column is missing, keys are duplicated, or the primary
@@ -247,8 +277,8 @@ class Report:
             for t in (
                 table1(datasets),
                 table3(dp),
-                table4(dp),
-                table5(dp, primary, hyperparameter_order),
+                table4(dp, verdict, families if verdict is not None else None),
+                table5(dp, primary, hyperparameter_order, min_pairs),
                 one_at_a_time_table(dp, primary, hyperparameter_order),
             )
         }
@@ -262,7 +292,8 @@ class Report:
             figures[stem] = ReportFigure(stem, int(n), fig)
         gap = gap_sentence(split, best, primary)
         sections = core_sections(
-            tables, figures, dp, best, settings, primary, noise_floor is not None, without_dp, gap
+            tables, figures, dp, best, settings, primary, noise_floor is not None, without_dp, gap,
+            verdict, families if verdict is not None else None,
         )
         sections += [Section(t, str(b)) for t, b in extra_sections or []]
         name = title or (str(settings["name"]) if settings and "name" in settings else None)
@@ -284,7 +315,8 @@ class Report:
         """report.md: title, verdict, introduction, every section, and the list of files.
 
         ``verdict``: the verdict section's body when already rendered (by :meth:`write`)."""
-        verdict = verdict_section(self.verdict) if verdict is None else verdict
+        verdict = (verdict_section(self.verdict, self.verdict_figures) if verdict is None
+                   else verdict)
         parts = [f"# dptune report{': ' + self.title if self.title else ''}"]
         if verdict is not None:
             parts.append(Section("Verdict", verdict).to_markdown())
@@ -327,7 +359,7 @@ class Report:
             png = palette_png(fig.figure)
             written += save_figure(fig.figure, out / fig.stem, png=png)
             pngs[f"{fig.stem}.png"] = png
-        body = verdict_section(self.verdict)
+        body = verdict_section(self.verdict, self.verdict_figures)
         verdict = verdict_document(body, self.title)
         if verdict is not None:
             written.append(_write_text(out / "verdict.md", verdict))

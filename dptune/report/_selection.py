@@ -8,6 +8,7 @@ import math
 
 import pandas as pd
 
+from dptune.analysis._verdict import Families, family_groups, family_judge
 from dptune.report._format import (
     MISSING,
     display_params,
@@ -18,7 +19,6 @@ from dptune.report._format import (
 )
 from dptune.report._inputs import BEST_INPUT, DP_INPUT, require, scope_all
 from dptune.report._table import simple_block
-from dptune.report._tables import best_worst
 from dptune.vocab import display_algorithm, display_metric
 
 __all__ = ["best_table_md", "selection_sentences", "sakai_table_md"]
@@ -71,80 +71,105 @@ def _primary_test_value(
 
 
 def selection_sentences(
-    dp: pd.DataFrame, best: pd.DataFrame | None, primary: tuple[str, int] = ("ndcg", 10)
+    dp: pd.DataFrame,
+    best: pd.DataFrame | None,
+    primary: tuple[str, int] = ("ndcg", 10),
+    verdict: pd.DataFrame | None = None,
+    families: Families | None = None,
 ) -> list[str]:
-    """One computed sentence per algorithm: does the most discriminative metric also choose well?
+    """Computed sentences: does the most discriminative metric also choose well?
 
-    At the primary cutoff, compares the configuration chosen (on validation) by the metric with
-    the lowest DP with the one chosen by the metric with the highest DP, by their test value of the
-    primary metric when known (else each one's own test value). States numbers only.
+    At the primary cutoff, per algorithm (and per family of metrics when ``families`` is given:
+    metrics are compared within their family only), compares the configuration chosen (on
+    validation) by the most discriminative metric -- the verdict's recommendation when
+    ``verdict`` has the row, else the lowest DP by the verdict's tie rule -- with the one chosen
+    by the least discriminative metric of the same family, by their test value of the family's
+    judge (:func:`dptune.analysis._verdict.family_judge`; the primary metric without families)
+    when known, else each one's own test value. States numbers only.
     """
+    from dptune.report._tables import _table4_pick, _verdict_row
+    from dptune.report._verdict import recommendation_text
+
     dp = require(dp, DP_INPUT, "dp")
     metric, cutoff = primary[0], int(primary[1])
-    pname = display_metric(metric, cutoff)
     sub = scope_all(dp)
     sub = sub[sub["cutoff"] == cutoff]
     if best is not None and len(best):
         best = require(best, BEST_INPUT, "best")
     out = []
     for alg in ordered_algorithms(sub["algorithm"].unique()):
-        name = display_algorithm(alg)
-        bw = best_worst(sub[sub["algorithm"] == alg])
-        if bw is None:
-            continue
-        hi, lo = bw
-        hname, lname = display_metric(hi["metric"], cutoff), display_metric(lo["metric"], cutoff)
-        if hi["metric"] == lo["metric"]:
-            out.append(f"{name}: only one metric has a DP at N = {cutoff}; nothing to compare.")
-            continue
-        head = (
-            f"{name}: the most discriminative metric at N = {cutoff} is {hname} "
-            f"(DP {fmt(hi['dp'])}), the least discriminative {lname} (DP {fmt(lo['dp'])})."
-        )
-        if best is None or not len(best):
-            out.append(head + " No best-configuration table was given.")
-            continue
-        pick = {}
-        for key, row in (("hi", hi), ("lo", lo)):
-            r = best[
-                (best["algorithm"] == alg)
-                & (best["metric"] == row["metric"])
-                & (best["cutoff"] == cutoff)
-            ]
-            pick[key] = r.iloc[0] if len(r) else None
-        if pick["hi"] is None or pick["lo"] is None:
-            out.append(head + " The best-configuration table lacks one of them.")
-            continue
-        ch, cl = int(pick["hi"]["config_id"]), int(pick["lo"]["config_id"])
-        ph, pl = display_params(pick["hi"]["params"]), display_params(pick["lo"]["params"])
-        th = _primary_test_value(best, alg, ch, primary)
-        tl = _primary_test_value(best, alg, cl, primary)
-        if ch == cl:
-            tail = f" Both select configuration {ch} ({ph})"
-            tail += f", test {pname} {fmt(th, 4)}." if not math.isnan(th) else "."
-        elif not math.isnan(th) and not math.isnan(tl):
-            diff = th - tl
-            tail = (
-                f" {hname} selects configuration {ch} ({ph}), test {pname} "
-                f"{fmt(th, 4)}; {lname} selects configuration {cl} ({pl}), "
-                f"test {pname} {fmt(tl, 4)}; difference {diff:+.4f}"
-            )
-            if diff != 0:
-                tail += (
-                    f" ({'higher' if diff > 0 else 'lower'} for the most discriminative metric's "
-                    "choice)."
-                )
-            else:
-                tail += "."
-        else:
-            tail = (
-                f" {hname} selects configuration {ch} ({ph}), own test value "
-                f"{fmt(pick['hi']['test_value'], 4)}; {lname} selects configuration {cl} "
-                f"({pl}), own test value {fmt(pick['lo']['test_value'], 4)}; "
-                f"no common test {pname} to compare them on."
-            )
-        out.append(head + tail)
+        a = sub[sub["algorithm"] == alg]
+        groups = family_groups(a["metric"], families) if families is not None \
+            else [("", list(a["metric"]))]
+        for family, members in groups:
+            name = display_algorithm(alg) + (f", {family}" if family else "")
+            vrow = _verdict_row(verdict, alg, cutoff, family)
+            text, hi, _tied, lo = _table4_pick(a[a["metric"].isin(members)], vrow, cutoff)
+            if hi is None:
+                why = recommendation_text(vrow, cutoff) if vrow is not None else text
+                out.append(f"{name}: {why} at N = {cutoff}; no metric is the most "
+                           "discriminative, nothing to compare.")
+                continue
+            if lo is None:
+                out.append(f"{name}: only one metric has a DP at N = {cutoff} "
+                           f"({display_metric(hi['metric'], cutoff)}); nothing to compare.")
+                continue
+            judge = family_judge(family, members, metric, families) if family else metric
+            out.append(_compare(name, hi, lo, best, alg, (judge, cutoff)))
     return out
+
+
+def _compare(name: str, hi: pd.Series, lo: pd.Series, best: pd.DataFrame | None, alg: str,
+             judge: tuple[str, int]) -> str:
+    """One sentence: the choices of the most and the least discriminative metric on test."""
+    cutoff = judge[1]
+    pname = display_metric(*judge)
+    hname, lname = display_metric(hi["metric"], cutoff), display_metric(lo["metric"], cutoff)
+    head = (
+        f"{name}: the most discriminative metric at N = {cutoff} is {hname} "
+        f"(DP {fmt(hi['dp'])}), the least discriminative {lname} (DP {fmt(lo['dp'])})."
+    )
+    if best is None or not len(best):
+        return head + " No best-configuration table was given."
+    pick = {}
+    for key, row in (("hi", hi), ("lo", lo)):
+        r = best[
+            (best["algorithm"] == alg)
+            & (best["metric"] == row["metric"])
+            & (best["cutoff"] == cutoff)
+        ]
+        pick[key] = r.iloc[0] if len(r) else None
+    if pick["hi"] is None or pick["lo"] is None:
+        return head + " The best-configuration table lacks one of them."
+    ch, cl = int(pick["hi"]["config_id"]), int(pick["lo"]["config_id"])
+    ph, pl = display_params(pick["hi"]["params"]), display_params(pick["lo"]["params"])
+    th = _primary_test_value(best, alg, ch, judge)
+    tl = _primary_test_value(best, alg, cl, judge)
+    if ch == cl:
+        tail = f" Both select configuration {ch} ({ph})"
+        tail += f", test {pname} {fmt(th, 4)}." if not math.isnan(th) else "."
+    elif not math.isnan(th) and not math.isnan(tl):
+        diff = th - tl
+        tail = (
+            f" {hname} selects configuration {ch} ({ph}), test {pname} "
+            f"{fmt(th, 4)}; {lname} selects configuration {cl} ({pl}), "
+            f"test {pname} {fmt(tl, 4)}; difference {diff:+.4f}"
+        )
+        if diff != 0:
+            tail += (
+                f" ({'higher' if diff > 0 else 'lower'} for the most discriminative metric's "
+                "choice)."
+            )
+        else:
+            tail += "."
+    else:
+        tail = (
+            f" {hname} selects configuration {ch} ({ph}), own test value "
+            f"{fmt(pick['hi']['test_value'], 4)}; {lname} selects configuration {cl} "
+            f"({pl}), own test value {fmt(pick['lo']['test_value'], 4)}; "
+            f"no common test {pname} to compare them on."
+        )
+    return head + tail
 
 
 def sakai_table_md(dp: pd.DataFrame, cutoff: int) -> str | None:

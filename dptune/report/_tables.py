@@ -22,6 +22,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from dptune.analysis._options import MIN_PAIRS
+from dptune.analysis._verdict import Families, family_groups, order_metrics
 from dptune.report._format import (
     MISSING,
     display_value,
@@ -48,18 +50,35 @@ from dptune.vocab import display_algorithm, display_hyperparameter, display_metr
 
 __all__ = ["table1", "table3", "table4", "table5", "one_at_a_time_table", "best_worst"]
 
+#: Marks a Table 5 group with fewer pairs than ``min_pairs``: shown, not ranked.
+TOO_FEW = "‡"
+
+
+def _no_evidence(values: pd.DataFrame) -> pd.Series:
+    """True where every p-value of the row is 1: the ``no_evidence`` column when the DP table
+    has it, else DP = P (a mean p-value of 1)."""
+    if "no_evidence" in values.columns:
+        return values["no_evidence"].fillna(False).astype(bool)
+    return values["dp"] >= values["n_pairs"] - 1e-12
+
 def best_worst(values: pd.DataFrame) -> tuple[pd.Series, pd.Series] | None:
-    """Best (lowest DP) and worst (highest DP) rows of one (algorithm, cutoff); ties: table
-    order. The rows carry ``dp25``/``dp25_plus_sd`` (:func:`per_25`)."""
+    """Best (lowest DP) and worst (highest DP) rows of one (algorithm, cutoff), by the verdict's
+    tie rule (:func:`dptune.analysis._verdict.order_metrics`: equal DP in
+    :data:`dptune.vocab.METRICS` order). The best is a metric with evidence (not every p-value
+    1); None when no metric has evidence. The rows carry ``dp25``/``dp25_plus_sd``
+    (:func:`per_25`)."""
     v = values.dropna(subset=["dp"])
     if v.empty:
         return None
     v = per_25(v) if "dp25" not in v.columns else v
-    order = {m: i for i, m in enumerate(ordered_metrics(v["metric"]))}
-    v = v.assign(_o=v["metric"].map(order)).sort_values("_o", kind="stable")
-    best = v.loc[v["dp25"].idxmin()]
-    worst = v.loc[v["dp25"].idxmax()]
-    return best, worst
+    v = order_metrics(v.assign(_ne=_no_evidence(v)), "dp")
+    ev = v[~v["_ne"]]
+    if ev.empty:
+        return None
+    best = ev.iloc[0]
+    rest = v[v["dp"] > best["dp"]]
+    worst = rest.iloc[-1] if len(rest) else best
+    return best.drop("_ne"), worst.drop("_ne")
 
 
 def _n_pairs_text(values: pd.Series) -> str:
@@ -138,6 +157,7 @@ def table3(dp: pd.DataFrame) -> Table:
     rows: list[list[Cell]] = []
     rules: set[int] = set()
     records = []
+    dead: list[str] = []
     for alg in ordered_algorithms(sub["algorithm"].unique()):
         a = sub[sub["algorithm"] == alg]
         for cutoff in sorted(a["cutoff"].unique()):
@@ -146,10 +166,13 @@ def table3(dp: pd.DataFrame) -> Table:
             texts = [fmt(v) + (interval_text(rows_c.loc[m]) if m in rows_c.index else "")
                      for m, v in zip(metrics, values, strict=True)]
             n_text = _n_pairs_text(rows_c["n_pairs"])
+            cells = marked_cells(values, texts, underline_max=True)
+            if _no_evidence(a[a["cutoff"] == cutoff]).all():  # every p-value 1: no best
+                cells = [Cell(x.text, numeric=True) for x in cells]
+                dead.append(f"{display_algorithm(alg)} at N = {int(cutoff)}")
             rows.append(
                 [Cell(display_algorithm(alg)), Cell(str(int(cutoff)), numeric=True),
-                 Cell(n_text, numeric=True)]
-                + marked_cells(values, texts, underline_max=True)
+                 Cell(n_text, numeric=True)] + cells
             )
             rec = {"algorithm": alg, "cutoff": int(cutoff),
                    "n_pairs": int(rows_c["n_pairs"].max())} | {
@@ -173,24 +196,71 @@ def table3(dp: pd.DataFrame) -> Table:
         + ("; in brackets its 95% bootstrap interval" if has_ci else "")
         + ". Bold: lowest DP of the row; underlined: highest."
     )
-    return Table("table3", caption, [Block(header, rows, rules_after=rules)] if rows else [], csv)
+    notes = ([f"No evidence ({'; '.join(dead)}): every p-value is 1, so no metric is the most "
+              "or least discriminative and none is marked."] if dead else [])
+    return Table("table3", caption, [Block(header, rows, rules_after=rules)] if rows else [], csv,
+                 notes)
 
 
-def table4(dp: pd.DataFrame) -> Table:
-    """Table 4: per (algorithm, cutoff) P, the best and worst metric, best DP, best DP + sd,
-    worst DP, all per 25 pairs.
+def _verdict_row(verdict: pd.DataFrame | None, alg: str, cutoff: int,
+                 family: str) -> dict | None:
+    if verdict is None or verdict.empty or not family or "family" not in verdict.columns:
+        return None
+    hit = verdict[(verdict["algorithm"] == alg) & (verdict["cutoff"] == cutoff)
+                  & (verdict["family"] == family)]
+    return hit.iloc[0].to_dict() if len(hit) else None
 
-    "Best + Std Dev" is ``dp_plus_sd`` of the best metric: the sum of (mean + sd) of its curve,
-    the paper's worst-case check of whether the best metric stays ahead across folds. When ``dp``
-    carries ``ci_low``/``ci_high``, the best and worst DP show their intervals (CSV
+
+def _table4_pick(values: pd.DataFrame, vrow: dict | None, cutoff: int
+                 ) -> tuple[str, pd.Series | None, list[str], pd.Series | None]:
+    """``(best text, best row, metrics tied with it, worst row)`` of one group: the verdict's
+    recommendation when there is a verdict row, else the same tie rule on DP."""
+    from dptune.report._verdict import recommendation_text
+
+    v = order_metrics(values.dropna(subset=["dp"]), "dp").set_index("metric", drop=False)
+    if vrow is not None:
+        rec = str(vrow.get("recommended") or "")
+        if not rec or rec not in v.index:
+            return recommendation_text(vrow, cutoff), None, [], None
+        tied = [m for m in str(vrow.get("identical") or "").split(";") if m]
+        best = v.loc[rec]
+    else:
+        bw = best_worst(values)
+        if bw is None:
+            return "no evidence", None, [], None
+        best = bw[0]
+        rec = str(best["metric"])
+        tied = [str(m) for m in v.loc[(v["dp"] == best["dp"]) & ~_no_evidence(v), "metric"]
+                if m != rec]
+    rest = v[~v["metric"].isin([rec, *tied])]
+    # the highest DP among the others (none when every other metric is tied with the best)
+    worst = rest.loc[order_metrics(rest, "dp").index[-1]] if len(rest) else None
+    text = display_metric(rec, cutoff)
+    if tied:
+        text += " (tied: " + ", ".join(display_metric(m, cutoff) for m in tied) + ")"
+    return text, best, tied, worst
+
+
+def table4(dp: pd.DataFrame, verdict: pd.DataFrame | None = None,
+           families: Families | None = None) -> Table:
+    """Table 4: per (algorithm, cutoff[, family]) P, the best and worst metric, best DP, best
+    DP + sd, worst DP, all per 25 pairs.
+
+    The best metric is the verdict's recommended metric of the row when ``verdict`` is given
+    ("too few pairs (k)" or "no evidence" when it recommends none), else the lowest DP by the
+    verdict's tie rule; metrics with exactly the same value are stated as ties. With
+    ``families`` (the verdict's families of metrics), one row per family: metrics are compared
+    within their family only. With no evidence (every p-value 1) no metric is named best or
+    worst. "Best + Std Dev" is ``dp_plus_sd`` of the best metric: the sum of (mean + sd) of its
+    curve, the paper's worst-case check of whether the best metric stays ahead across folds.
+    When ``dp`` carries ``ci_low``/``ci_high``, the best and worst DP show their intervals (CSV
     ``best_ci_low, best_ci_high, worst_ci_low, worst_ci_high``).
     """
     dp = require(dp, DP_INPUT, "dp")
     sub = per_25(scope_all(dp))
     has_ci = _ci_columns(sub)
-    header = [
-        Cell("Algorithm"),
-        Cell("N"),
+    by_family = families is not None
+    header = [Cell("Algorithm"), Cell("N")] + ([Cell("Family")] if by_family else []) + [
         Cell("P"),
         Cell("Best metric"),
         Cell("Worst metric"),
@@ -201,72 +271,98 @@ def table4(dp: pd.DataFrame) -> Table:
     rows: list[list[Cell]] = []
     rules: set[int] = set()
     records = []
+    nan = float("nan")
+
+    def dp_text(r: pd.Series | None) -> str:
+        return fmt(r["dp25"]) + interval_text(r) if r is not None else MISSING
+
+    def num(r: pd.Series | None, col: str) -> float:
+        return float(r[col]) if r is not None and col in r.index else nan
+
     for alg in ordered_algorithms(sub["algorithm"].unique()):
         a = sub[sub["algorithm"] == alg]
         for cutoff in sorted(a["cutoff"].unique()):
-            bw = best_worst(a[a["cutoff"] == cutoff])
-            if bw is None:
-                continue
-            best, worst = bw
-            row = [
-                Cell(display_algorithm(alg)),
-                Cell(str(int(cutoff)), numeric=True),
-                Cell(_n_pairs_text(a.loc[a["cutoff"] == cutoff, "n_pairs"]), numeric=True),
-                Cell(display_metric(best["metric"], cutoff)),
-                Cell(display_metric(worst["metric"], cutoff)),
-                Cell(fmt(best["dp25"]) + interval_text(best), numeric=True),
-                Cell(fmt(best["dp25_plus_sd"]), numeric=True),
-                Cell(fmt(worst["dp25"]) + interval_text(worst), numeric=True),
-            ]
-            rec = {
-                "algorithm": alg,
-                "cutoff": int(cutoff),
-                "n_pairs": int(best["n_pairs"]),
-                "best_metric": best["metric"],
-                "worst_metric": worst["metric"],
-                "best_dp": float(best["dp25"]),
-                "best_dp_plus_sd": float(best["dp25_plus_sd"]),
-                "worst_dp": float(worst["dp25"]),
-            }
-            if has_ci:
-                rec |= {"best_ci_low": float(best["ci_low"]),
-                        "best_ci_high": float(best["ci_high"]),
-                        "worst_ci_low": float(worst["ci_low"]),
-                        "worst_ci_high": float(worst["ci_high"])}
-            rows.append(row)
-            records.append(rec)
+            c = a[a["cutoff"] == cutoff]
+            groups = family_groups(c["metric"], families) if by_family \
+                else [("", list(c["metric"]))]
+            for family, members in groups:
+                g = c[c["metric"].isin(members)]
+                vrow = _verdict_row(verdict, alg, int(cutoff), family)
+                text, best, tied, worst = _table4_pick(g, vrow, int(cutoff))
+                row = [Cell(display_algorithm(alg)), Cell(str(int(cutoff)), numeric=True)]
+                row += [Cell(family)] if by_family else []
+                row += [
+                    Cell(_n_pairs_text(g["n_pairs"]), numeric=True),
+                    Cell(text),
+                    Cell(display_metric(worst["metric"], cutoff) if worst is not None
+                         else MISSING),
+                    Cell(dp_text(best), numeric=True),
+                    Cell(fmt(best["dp25_plus_sd"]) if best is not None else MISSING,
+                         numeric=True),
+                    Cell(dp_text(worst), numeric=True),
+                ]
+                rec = {"algorithm": alg, "cutoff": int(cutoff)}
+                rec |= {"family": family} if by_family else {}
+                rec |= {
+                    "n_pairs": int(g["n_pairs"].max()) if len(g) else 0,
+                    "best_metric": best["metric"] if best is not None else "",
+                    "tied_with": ";".join(tied),
+                    "worst_metric": worst["metric"] if worst is not None else "",
+                    "best_dp": num(best, "dp25"),
+                    "best_dp_plus_sd": num(best, "dp25_plus_sd"),
+                    "worst_dp": num(worst, "dp25"),
+                }
+                if has_ci:
+                    rec |= {"best_ci_low": num(best, "ci_low"), "best_ci_high": num(best, "ci_high"),
+                            "worst_ci_low": num(worst, "ci_low"),
+                            "worst_ci_high": num(worst, "ci_high")}
+                rows.append(row)
+                records.append(rec)
         if rows:
             rules.add(len(rows) - 1)
-    columns = [
-        "algorithm",
-        "cutoff",
+    columns = (["algorithm", "cutoff"] + (["family"] if by_family else []) + [
         "n_pairs",
         "best_metric",
+        "tied_with",
         "worst_metric",
         "best_dp",
         "best_dp_plus_sd",
         "worst_dp",
-    ] + (["best_ci_low", "best_ci_high", "worst_ci_low", "worst_ci_high"] if has_ci else [])
+    ] + (["best_ci_low", "best_ci_high", "worst_ci_low", "worst_ci_high"] if has_ci else []))
     csv = pd.DataFrame.from_records(records, columns=columns)
     caption = (
-        "Table 4: Most and least discriminative metric per algorithm and cutoff, DP per 25 "
-        "pairs over the row's P pairs; Best + Std Dev is the DP of the best metric's mean + sd "
-        "curve (worst case across folds)"
+        "Table 4: Most and least discriminative metric per algorithm and cutoff"
+        + (", within each family of metrics" if by_family else "")
+        + ("; the best metric is the verdict's recommendation" if verdict is not None else "")
+        + "; DP per 25 pairs over the row's P pairs; Best + Std Dev is the DP of the best "
+        "metric's mean + sd curve (worst case across folds)"
         + ("; in brackets the 95% bootstrap interval." if has_ci else ".")
     )
-    return Table("table4", caption, [Block(header, rows, rules_after=rules)] if rows else [], csv)
+    notes = []
+    if any(r["tied_with"] for r in records):
+        notes.append("tied: the same DP exactly (e.g. the same p-value on every pair); the first "
+                     "in the metric order is named.")
+    if any(c.text == "no evidence" for r in rows for c in r):
+        notes.append("no evidence: every p-value is 1, so no metric is best or worst.")
+    if any("too few pairs" in c.text for r in rows for c in r):
+        notes.append("too few pairs (k): fewer pairs of configurations than min_pairs, too few "
+                     "to rank metrics (their DP is in Table 3).")
+    return Table("table4", caption, [Block(header, rows, rules_after=rules)] if rows else [], csv,
+                 notes)
 
 
 def table5(
     dp: pd.DataFrame,
     primary: tuple[str, int] = ("ndcg", 10),
     hyperparameter_order: Mapping[str, Sequence[object]] | None = None,
+    min_pairs: int = MIN_PAIRS,
 ) -> Table:
     """Table 5: DP per 25 pairs among configurations that share one value of a hyperparameter.
 
     Markdown/LaTeX: for the primary metric@cutoff, one block per algorithm; per hyperparameter a
     row of its values, a row of DP values (the lowest bold, as in the paper) and a row of the
-    P behind each. CSV: every metric and cutoff in long form
+    P behind each. A group with fewer than ``min_pairs`` pairs is shown, marked ``‡``, and not
+    ranked: too few pairs to call it the lowest DP of its row. CSV: every metric and cutoff in long form
     ``algorithm, hyperparameter, value, metric, cutoff, dp, n_pairs, dp_per_25``.
     """
     dp = require(dp, DP_INPUT, "dp")
@@ -305,11 +401,16 @@ def table5(
                 continue
             shown = [v for v in values if v in prim.index]
             dps = [prim.at[v, "dp25"] for v in shown]
+            npairs = [prim.at[v, "n_pairs"] for v in shown]
+            # a group with too few pairs is shown but not ranked (never bold)
+            few = [not is_missing(n) and int(n) < int(min_pairs) for n in npairs]
+            texts = [fmt(d) + (TOO_FEW if f else "") for d, f in zip(dps, few, strict=True)]
+            ranked = [np.nan if f else d for d, f in zip(dps, few, strict=True)]
             rows.append(
                 [Cell(display_hyperparameter(h, alg))]
                 + [Cell(display_value(v), numeric=True) for v in shown]
             )
-            rows.append([Cell("DP")] + marked_cells(dps))
+            rows.append([Cell("DP")] + marked_cells(ranked, texts))
             rows.append([Cell("P")] + [Cell(_n_pairs_text(pd.Series([prim.at[v, "n_pairs"]])),
                                             numeric=True) for v in shown])
             rules.add(len(rows) - 1)
@@ -329,6 +430,10 @@ def table5(
         "and cutoff."
     )
     notes = _left_out_note(dp, set(sub["algorithm"]))
+    if any(TOO_FEW in c.text for b in blocks for r in b.rows for c in r):
+        notes.append(
+            f"{TOO_FEW} too few pairs (fewer than min_pairs = {int(min_pairs)}) to rank this "
+            "group: its DP is shown but not compared.")
     return Table("table5", caption, blocks, csv, notes)
 
 

@@ -1,14 +1,16 @@
 """The verdict section, first in report.md and alone in verdict.md: which metric to tune with.
 
-Renders the verdict frame of the analysis (one row per algorithm and cutoff, computed by
-:mod:`dptune.analysis._verdict`) generically: its ``text`` column as sentences a researcher can
-paste, then a table of the columns it knows (recommended metric, robust DP@25 with its interval,
-the metrics less discriminative, tied or not below the noise floor, the dominant
-hyperparameter). Metric lists are ``;``-joined keys in the frame and display names here; columns
+Renders the verdict frame of the analysis (one row per algorithm, cutoff and family of metrics,
+computed by :mod:`dptune.analysis._verdict`) generically: its ``text`` column as sentences a
+researcher can paste, then a table of the columns it knows (family, recommended metric, robust
+DP@25 with its interval, the metrics less discriminative, tied or not below the noise floor, the
+dominant hyperparameter), then the DP figure of each cutoff when the report has one. Metric lists are ``;``-joined keys in the frame and display names here; columns
 the table does not know stay in verdict.csv.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import pandas as pd
 
@@ -16,7 +18,7 @@ from dptune.report._format import fmt, is_missing, ordered_algorithms
 from dptune.report._table import Block, Cell
 from dptune.vocab import display_algorithm, display_hyperparameter, display_metric
 
-__all__ = ["verdict_section", "verdict_document"]
+__all__ = ["verdict_section", "verdict_document", "recommendation_text"]
 
 #: Metric-list columns of the verdict frame and their table headers, in table order.
 _LISTS = (
@@ -36,16 +38,33 @@ def _metrics(text: object, cutoff: int) -> str:
 
 
 def _ordered(verdict: pd.DataFrame) -> pd.DataFrame:
-    """Rows in the report's algorithm order, cutoffs ascending."""
+    """Rows in the report's algorithm order, cutoffs ascending, families as the verdict lists
+    them."""
     rank = {a: i for i, a in enumerate(ordered_algorithms(verdict["algorithm"].astype(str)))}
     v = verdict.assign(_a=verdict["algorithm"].astype(str).map(rank))
     return v.sort_values(["_a", "cutoff"], kind="stable").drop(columns="_a")
 
 
+def recommendation_text(row: dict, n: int) -> str:
+    """What the verdict recommends for one row: the metric (with its exact ties), "too few
+    pairs (k)" or "no evidence"; the one wording of the verdict table and Table 4."""
+    rec = row.get("recommended")
+    if bool(row.get("too_few_pairs")) and not is_missing(row.get("too_few_pairs")):
+        return f"too few pairs ({int(row['n_pairs'])})"
+    if not rec or is_missing(rec):
+        return "no evidence"
+    text = display_metric(str(rec), n)
+    same = row.get("identical")
+    if same and not is_missing(same):
+        text += f" (tied: {_metrics(same, n)})"
+    return text
+
+
 def _table(verdict: pd.DataFrame) -> Block:
     """The verdict's known columns as one table block."""
     cols = set(verdict.columns)
-    header = ["Algorithm", "N", "Tune with"]
+    family = "family" in cols
+    header = ["Algorithm", "N"] + (["Family"] if family else []) + ["Tune with"]
     if "dp_at_25" in cols:
         header.append("Robust DP@25 [95% CI]")
     lists = [(c, h) for c, h in _LISTS if c in cols]
@@ -56,12 +75,10 @@ def _table(verdict: pd.DataFrame) -> Block:
     for r in verdict.to_dict("records"):
         n = int(r["cutoff"])
         rec = r.get("recommended")
-        row = [
-            Cell(display_algorithm(str(r["algorithm"]))),
-            Cell(str(n), numeric=True),
-            Cell(display_metric(str(rec), n) if rec and not is_missing(rec) else "no evidence",
-                 bold=bool(rec) and not is_missing(rec)),
-        ]
+        row = [Cell(display_algorithm(str(r["algorithm"]))), Cell(str(n), numeric=True)]
+        if family:
+            row.append(Cell(str(r["family"])))
+        row.append(Cell(recommendation_text(r, n), bold=bool(rec) and not is_missing(rec)))
         if "dp_at_25" in cols:
             text = fmt(r["dp_at_25"], 2)
             if not is_missing(r.get("ci_low")) and not is_missing(r.get("ci_high")):
@@ -80,8 +97,11 @@ def _table(verdict: pd.DataFrame) -> Block:
     return Block([Cell(h) for h in header], rows)
 
 
-def verdict_section(verdict: pd.DataFrame | None) -> str | None:
-    """Markdown body of the verdict section, or None when there is no verdict."""
+def verdict_section(verdict: pd.DataFrame | None,
+                    figures: Sequence[tuple[str, int, str]] = ()) -> str | None:
+    """Markdown body of the verdict section, or None when there is no verdict. ``figures``:
+    ``(file stem, cutoff, caption)`` of the DP figure of each cutoff, embedded after the
+    table."""
     if verdict is None or verdict.empty:
         return None
     v = _ordered(verdict)
@@ -93,8 +113,13 @@ def verdict_section(verdict: pd.DataFrame | None) -> str | None:
     lines.append(
         "Lower DP = more discriminative. The robust DP uses every pair of configurations (or a "
         "seeded sample of them) and is reported as DP at P = 25 pairs, so rows compare; all "
-        "columns are in `verdict.csv`."
+        "columns are in `verdict.csv`. Metrics are ranked within their family only (accuracy "
+        "and novelty metrics measure different things); each family's choice is judged on the "
+        "test split by a metric of the same family."
     )
+    for stem, n, caption in figures:
+        lines += ["", f"![DP of each metric with its 95% interval, N = {n}]({stem}.png)", "",
+                  f"{caption} ([SVG]({stem}.svg))"]
     return "\n".join(lines)
 
 

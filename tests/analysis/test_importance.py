@@ -277,3 +277,12 @@ def test_dp_dominance_and_sentences():
     result.importance = importance.iloc[0:0]
     assert "nothing to attribute" in rep_imp.importance_section(store, result)
     assert not math.isnan(importance["importance"].sum())
+    # claims need evidence: a grid of fewer pairs than min_pairs names no hyperparameter, and
+    # DP scopes with too few pairs are left out of the comparison
+    (s,) = rep_imp.comparison_sentences(importance, dpt.assign(n_pairs=3), ("ndcg", 10))
+    assert "too few pairs (3) to name a dominant hyperparameter" in s and "first" not in s
+    few = dpt.assign(n_pairs=[25, 25, 2, 25, 25, 25, 25])  # factors=160 has 2 pairs
+    dom = imp.dp_dominance(few, "bpr", "ndcg", 10, min_pairs=10)
+    assert dom["few"] == 1 and dom["table5"][0][:2] == ("iterations", "32")
+    (s,) = rep_imp.comparison_sentences(importance, few, ("ndcg", 10))
+    assert "1 DP scope(s) with fewer than 10 pairs left out" in s

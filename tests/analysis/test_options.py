@@ -103,3 +103,48 @@ def test_replace_validates_and_the_experiment_holds_options():
 
 def test_docstring_examples():
     assert doctest.testmod(_options, raise_on_error=False).failed == 0
+
+
+def test_families_and_min_pairs():
+    o = AnalysisOptions()
+    assert o.min_pairs == 10
+    assert dict(o.families) == {"accuracy": ("ndcg", "precision", "recall", "mrr"),
+                                "novelty": ("epc", "efd")}
+    fam = AnalysisOptions(families={"acc": ["ndcg", "mrr"]}).families
+    assert fam == (("acc", ("ndcg", "mrr")),)
+    # a manifest stores the families as lists; they come back the same
+    assert AnalysisOptions.from_mapping({"families": [["acc", ["ndcg", "mrr"]]]}).families == fam
+    exp = parse_experiment({**BASE, "analysis": {"families": {"a": ["efd"]}, "min_pairs": 3}},
+                           "exp.toml")
+    assert exp.analysis.families == (("a", ("efd",)),) and exp.analysis.min_pairs == 3
+
+
+@pytest.mark.parametrize("value, field, problem", [
+    ({}, "families", "must be a table of families"),
+    ("ndcg", "families", "must be a table of families"),
+    ({"a": []}, "families.a", "needs a non-empty list of metrics"),
+    ({"a": "ndcg"}, "families.a", "needs a non-empty list of metrics"),
+    ({"a": ["map"]}, "families.a", "'map' is not one of"),
+    ({"a": ["ndcg"], "b": ["ndcg", "efd"]}, "families.b", "'ndcg' is already in family 'a'"),
+])
+def test_bad_families_are_one_line(value, field, problem):
+    with pytest.raises(DptuneError) as err:
+        parse_experiment({**BASE, "analysis": {"families": value}}, "exp.toml")
+    msg = str(err.value)
+    assert msg.startswith(f"exp.toml: analysis.{field}: {problem}") and "\n" not in msg
+    with pytest.raises(DptuneError, match="analysis: min_pairs: must be an integer >= 1"):
+        AnalysisOptions(min_pairs=0)
+
+
+def test_bad_family_on_the_command_line_is_one_line_and_exit_2(tmp_path, capsys):
+    from conftest import write_experiment
+
+    from dptune.cli import main
+
+    cfg = write_experiment(tmp_path / "exp")
+    cfg.write_text(cfg.read_text().replace("[analysis]",
+                                           '[analysis]\nfamilies = { accuracy = ["ndcg", "map"] }'))
+    assert main(["run", str(cfg), "--results", str(tmp_path / "res"), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "analysis.families.accuracy: 'map' is not one of" in err
+    assert not (tmp_path / "res").exists()  # refused before any work

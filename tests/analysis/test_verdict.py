@@ -121,22 +121,25 @@ def test_downstream_check_and_dominance():
     vals = {3: rng.uniform(0.3, 0.5, 400), 7: None}
     vals[7] = vals[3] - 0.05 + rng.normal(0, 0.01, 400)
 
-    def read(alg, ids):
+    def read(alg, metric, cutoff, ids):
+        assert (metric, cutoff) == ("ndcg", 10)  # the accuracy family's judge at the same N
         return np.arange(400), np.stack([vals[int(i)] for i in ids])
 
-    out = ds.downstream_check(best, {("knn", 10): "ndcg"}, read, ("ndcg", 10))
-    n, differ, text = out[("knn", 10)]
+    key, judges = ("knn", 10, "accuracy"), {"accuracy": "ndcg"}
+    out = ds.downstream_check(best, {key: "ndcg"}, read, judges)
+    n, differ, text = out[key]
     assert n == 2 and differ == "recall"
     assert "paired t-test over 400 test users" in text and "significant" in text
-    out = ds.downstream_check(best, {("knn", 10): "ndcg"}, None, ("ndcg", 10))
-    assert "not evaluated" in out[("knn", 10)][2]
-    one = ds.downstream_check(best.assign(config_id=3), {("knn", 10): "ndcg"}, read, ("ndcg", 10))
-    assert one[("knn", 10)][:2] == (1, "")
+    assert "judged on the test split by nDCG@10" in text and "3 accuracy metrics" in text
+    out = ds.downstream_check(best, {key: "ndcg"}, None, judges)
+    assert "not evaluated" in out[key][2]
+    one = ds.downstream_check(best.assign(config_id=3), {key: "ndcg"}, read, judges)
+    assert one[key][:2] == (1, "")
     # a store without test users for these configurations: unknown, never a "nan" score
-    empty = ds.downstream_check(best, {("knn", 10): "ndcg"},
-                                lambda alg, ids: (np.arange(0), np.zeros((len(ids), 0))),
-                                ("ndcg", 10))
-    n, differ, text = empty[("knn", 10)]
+    empty = ds.downstream_check(best, {key: "ndcg"},
+                                lambda alg, m, c, ids: (np.arange(0), np.zeros((len(ids), 0))),
+                                judges)
+    n, differ, text = empty[key]
     assert (n, differ) == (2, "") and "unknown" in text and "nan" not in text
 
     dp = pd.DataFrame({"algorithm": "bpr", "metric": "ndcg", "cutoff": 10,
@@ -155,3 +158,85 @@ def test_downstream_check_and_dominance():
     assert "fANOVA" in text and "Table 5" in text and "one at a time" in text
     assert "at lr=0.0250005," in text  # the report's one format for hyperparameter values
     assert ds.dominance_evidence(dp[dp["scope"] == "all"], None, "bpr", "ndcg", 10) is None
+
+
+def _robust_rows(values, n_pairs=45, cutoff=10):
+    """A robust table of one algorithm from ``{metric: mean_p}`` (no interval)."""
+    return pd.DataFrame([{"algorithm": "knn", "metric": m, "cutoff": cutoff, "mean_p": p,
+                          "dp_at_25": 25 * p, "ci_low": np.nan, "ci_high": np.nan,
+                          "n_pairs": n_pairs, "n_possible_pairs": n_pairs, "n_folds": 3,
+                          "no_evidence": p >= 1.0} for m, p in values.items()])
+
+
+def test_one_verdict_per_family_never_crosses_families():
+    # EPC is the most discriminative metric overall, but an accuracy user is told nDCG
+    robust = _robust_rows({"ndcg": 0.10, "precision": 0.30, "efd": 0.20, "epc": 0.05})
+    v = vd.verdict_frame(robust, None, 0.95)
+    assert list(v["family"]) == ["accuracy", "novelty"]
+    acc, nov = v.iloc[0], v.iloc[1]
+    assert (acc["recommended"], acc["tied"]) == ("ndcg", "precision")
+    assert (nov["recommended"], nov["tied"]) == ("epc", "efd")
+    assert "N = 10, accuracy: tune with nDCG@10" in acc["text"]
+    assert "EPC" not in acc["text"] and "EFD" not in acc["text"]
+    assert "nDCG" not in nov["text"] and "Precision" not in nov["text"]
+    # configurable families; metrics of no family form "other"
+    fam = (("mine", ("precision", "efd")),)
+    v = vd.verdict_frame(robust, None, 0.95, families=fam)
+    assert list(zip(v["family"], v["recommended"], strict=True)) == [
+        ("mine", "efd"), ("other", "epc")]
+
+
+def test_tie_rule_and_identical_metrics():
+    robust = _robust_rows({"mrr": 0.1, "precision": 0.1, "ndcg": 0.1, "recall": 0.3})
+    r = vd.verdict_frame(robust, None, 0.95).iloc[0]
+    # equal values: the order of dptune.vocab.METRICS; the others with the same value are ties
+    assert r["recommended"] == "ndcg" and r["identical"] == "precision;mrr"
+    assert list(vd.order_metrics(robust)["metric"]) == ["ndcg", "precision", "mrr", "recall"]
+
+
+def test_too_few_pairs_no_claim_but_the_numbers():
+    robust = _robust_rows({"ndcg": 0.01, "precision": 0.9}, n_pairs=1)
+    claims = pd.DataFrame({"algorithm": "knn", "cutoff": 10, "metric_a": "ndcg",
+                           "metric_b": "precision", "p_min": 1.0, "held": True,
+                           "dropped": False, "repeats": 1}, index=[0])
+    r = vd.verdict_frame(robust, claims, 0.95).iloc[0]
+    assert r["too_few_pairs"] and r["recommended"] == "" and r["less_discriminative"] == ""
+    t = r["text"]
+    assert "too few pairs (1) to rank metrics" in t and "min_pairs = 10" in t
+    assert "nDCG@10 0.25" in t and "Precision@10 22.50" in t  # the numbers stay
+    for claim in ("ignificantly", "P = ", "tune with", "Dominant"):
+        assert claim not in t
+    r = vd.verdict_frame(robust, claims, 0.95, min_pairs=1).iloc[0]
+    assert r["recommended"] == "ndcg" and "P = 100%" in r["text"]
+
+
+def test_downstream_per_family_is_judged_by_its_own_family():
+    best = pd.DataFrame({"algorithm": "knn", "cutoff": 5,
+                         "metric": ["ndcg", "precision", "efd", "epc"],
+                         "config_id": [1, 2, 3, 4]})
+    seen = []
+
+    def read(alg, metric, cutoff, ids):
+        seen.append((metric, cutoff, tuple(int(i) for i in ids)))
+        rng = np.random.default_rng(len(seen))
+        return np.arange(50), rng.uniform(0, 1, (len(ids), 50))
+
+    recs = {("knn", 5, "accuracy"): "ndcg", ("knn", 5, "novelty"): "efd"}
+    judges = {f: vd.family_judge(f, ms, "ndcg")
+              for f, ms in vd.family_groups(best["metric"])}
+    assert judges == {"accuracy": "ndcg", "novelty": "epc"}
+    out = ds.downstream_check(best, recs, read, judges)
+    assert seen == [("ndcg", 5, (1, 2)), ("epc", 5, (3, 4))]
+    assert "judged on the test split by EPC@5" in out[("knn", 5, "novelty")][2]
+    assert "nDCG" not in out[("knn", 5, "novelty")][2]
+
+
+def test_dominance_needs_enough_pairs():
+    dp = pd.DataFrame({"algorithm": "bpr", "metric": "ndcg", "cutoff": 10,
+                       "scope": ["all", "lr=0.1", "lr=0.2", "k=8", "k=16", "only:lr", "only:k"],
+                       "dp": [10.0, 2.0, 5.0, 8.0, 9.0, 3.0, 12.0],
+                       "n_pairs": [25, 12, 12, 3, 3, 12, 12]})
+    h, agree, text = ds.dominance_evidence(dp, None, "bpr", "ndcg", 10, min_pairs=10)
+    assert h == "lr" and "2 Table 5 / one-at-a-time scope(s) with fewer than 10 pairs left out" in text
+    # the whole grid has fewer pairs than min_pairs: no hyperparameter is named
+    assert ds.dominance_evidence(dp, None, "bpr", "ndcg", 10, min_pairs=30) is None

@@ -36,9 +36,22 @@ def test_defaults_give_robust_dp_cis_and_a_verdict(run):
     reps = res.robust_ranking.groupby("algorithm")["repeat"].nunique()
     assert reps["userknn"] == 1 and reps["bpr-mf"] > 1  # other pair seeds only when sampled
     v = res.verdict
-    assert len(v) == 2 * 3 and v["recommended"].ne("").all()
-    assert v["text"].str.contains("tune with").all()
-    assert (v.loc[v["algorithm"] == "userknn", "stability_repeats"] == 1).all()
+    # one row per algorithm, cutoff and family (accuracy, novelty); 3 and 5 pairs are fewer
+    # than min_pairs = 10: the numbers, but no recommendation and no claim
+    assert len(v) == 2 * 3 * 2 and list(v["family"][:2]) == ["accuracy", "novelty"]
+    assert v["too_few_pairs"].all() and v["recommended"].eq("").all()
+    assert v["text"].str.contains(r"too few pairs \([35]\) to rank metrics").all()
+    assert not v["text"].str.contains("ignificantly|P = |tune with|Dominant").any()
+    low = dptune.analyze(run / "results", dptune.AnalysisOptions(min_pairs=3, bootstrap=200))
+    v = low.verdict
+    assert v["recommended"].ne("").all() and not v["too_few_pairs"].any()
+    assert v["text"].str.contains("tune with").all() and (v["stability_repeats"] == 1).all()  # every pair used
+    nov = v[v["family"] == "novelty"]
+    assert nov["recommended"].isin(["efd", "epc"]).all() and (nov["judge"] == "epc").all()
+    # Table 4's best metric is the verdict's recommendation in every row
+    t4 = dptune.Report.build(dptune.ResultStore(run / "results"), low).tables["table4"].csv
+    merged = t4.merge(v, on=["algorithm", "cutoff", "family"])
+    assert len(merged) == len(v) and (merged["best_metric"] == merged["recommended"]).all()
     # the tables' DP: on the same pairs, with the normalised scale and the capped band
     dp = res.dp
     assert np.allclose(dp["dp_per_pair"], dp["dp"] / dp["n_pairs"])
@@ -47,6 +60,13 @@ def test_defaults_give_robust_dp_cis_and_a_verdict(run):
     assert np.allclose(all_dp["dp_per_25"], all_dp["dp_at_25"], rtol=0, atol=1e-12)
     files = {p.name for p in (run / "reports").iterdir()}
     assert {"verdict.csv", "robust_dp.csv", "robust_ranking.csv"} <= files
+    # the DP figure of every cutoff beside the verdict, P in its caption; Table 4 agrees
+    assert {"figure_dp.png", "figure_dp.svg", "figure_dp_at1.png", "figure_dp_at5.svg"} <= files
+    verdict_md = (run / "reports" / "verdict.md").read_text()
+    assert "![DP of each metric" in verdict_md and "User-kNN P = 3" in verdict_md
+    t4 = pd.read_csv(run / "reports" / "table4.csv", keep_default_na=False)
+    assert list(t4["family"][:2]) == ["accuracy", "novelty"] and t4["best_metric"].eq("").all()
+    assert "too few pairs (3)" in (run / "reports" / "table4.md").read_text()
     # listed as data files in report.md, with what they hold
     data_line = next(line for line in (run / "reports" / "report.md").read_text().splitlines()
                      if line.startswith("- Data (CSV): "))

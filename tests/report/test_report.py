@@ -310,6 +310,7 @@ def test_table4_best_worst() -> None:
         "cutoff",
         "n_pairs",
         "best_metric",
+        "tied_with",
         "worst_metric",
         "best_dp",
         "best_dp_plus_sd",
@@ -340,6 +341,55 @@ def test_table4_best_worst() -> None:
         "1.314",
     ]
     assert _find_row(rows, "User-kNN", "10")[3:5] == ["EPC@10", "MRR@10"]
+
+
+def _verdict_rows(rows):
+    cols = ["algorithm", "cutoff", "family", "recommended", "identical", "too_few_pairs",
+            "n_pairs"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def test_table4_best_is_the_verdicts_recommendation_per_family() -> None:
+    dp = make_dp()
+    fam = (("accuracy", ("ndcg", "precision", "recall", "mrr")), ("novelty", ("epc", "efd")))
+    verdict = _verdict_rows([
+        ("bpr-mf", 10, "accuracy", "ndcg", "", False, 25),  # not the lowest DP here
+        ("bpr-mf", 10, "novelty", "", "", True, 3),
+    ])
+    t = report.table4(dp, verdict, fam)
+    csv = t.csv[(t.csv["algorithm"] == "bpr-mf") & (t.csv["cutoff"] == 10)]
+    assert list(csv["family"]) == ["accuracy", "novelty"]
+    assert list(csv["best_metric"]) == ["ndcg", ""]
+    assert csv["worst_metric"].iloc[0] == "recall"  # the highest DP among the other metrics
+    rows = _md_rows(t.to_markdown())
+    assert rows[0][:4] == ["Algorithm", "N", "Family", "Best metric"]
+    assert _find_row(rows, "BPR-MF", "10")[2:4] == ["accuracy", "nDCG@10"]
+    nov = [r for r in rows if r[:3] == ["BPR-MF", "10", "novelty"]][0]
+    assert nov[3:5] == ["too few pairs (3)", "–"]
+    # without a verdict row, the same tie rule on DP inside each family
+    acc = t.csv[(t.csv["algorithm"] == "userknn") & (t.csv["cutoff"] == 10)]
+    assert set(acc["best_metric"]) <= {"ndcg", "precision", "recall", "mrr", "epc", "efd"}
+    for r in acc.itertuples():
+        members = dict(fam)[r.family]
+        assert r.best_metric in members and (not r.worst_metric or r.worst_metric in members)
+
+
+def test_table3_and_table4_with_no_evidence_and_ties() -> None:
+    # every p-value 1: DP = P for every metric; Table 4 names neither best nor worst
+    dead = pd.DataFrame([_dp_row("a", "all", m, 10, float(P)) for m in ("ndcg", "recall")])
+    t4 = report.table4(dead)
+    r = _find_row(_md_rows(t4.to_markdown()), "a", "10")
+    assert r[2:4] == ["no evidence", "–"]
+    assert "no evidence: every p-value is 1" in t4.to_markdown()
+    t3 = report.table3(dead.assign(no_evidence=True)).to_markdown()
+    assert _find_row(_md_rows(t3), "a", "10")[2:] == [f"{P:.3f}", f"{P:.3f}"]  # no marks
+    assert "No evidence (a at N = 10)" in t3
+    # exact ties: named by the verdict's metric order, stated as ties
+    tie = pd.DataFrame([_dp_row("a", "all", m, 1, v)
+                        for m, v in (("mrr", 1.0), ("precision", 1.0), ("ndcg", 1.0),
+                                     ("recall", 2.0))])
+    r = _find_row(_md_rows(report.table4(tie).to_markdown()), "a", "1")
+    assert r[2:4] == ["nDCG@1 (tied: Precision@1, MRR@1)", "Recall@1"]
 
 
 def test_table4_with_confidence_interval() -> None:
@@ -481,6 +531,7 @@ def test_csv_columns_exact(written: tuple[Path, list[Path]]) -> None:
             "cutoff",
             "n_pairs",
             "best_metric",
+            "tied_with",
             "worst_metric",
             "best_dp",
             "best_dp_plus_sd",
@@ -705,3 +756,41 @@ def test_report_from_frames_explains_the_validation_test_gap_given_the_split(tmp
     gap = "Validation and test values are measured on different data"
     assert gap in (tmp_path / "with" / "report.md").read_text()
     assert gap not in (tmp_path / "without" / "report.md").read_text()
+
+
+def test_table5_groups_with_too_few_pairs_are_not_ranked() -> None:
+    dp = pd.DataFrame([_dp_row("bpr-mf", "all", "ndcg", 10, 5.0)]
+                      + [_dp_row("bpr-mf", f"factors={v}", "ndcg", 10, d, n)
+                         for v, d, n in (("10", 0.2, 3), ("20", 0.6, 12), ("40", 0.9, 12))]
+                      + [_dp_row("bpr-mf", f"lr={v}", "ndcg", 10, 1.0, 12) for v in ("1", "2")])
+    t = report.table5(dp, ("ndcg", 10), min_pairs=10)
+    md = t.to_markdown()
+    dp_row = [r for r in _md_rows(md) if r[0] == "DP"][0]
+    assert dp_row[1:4] == ["0.200†‡", "**0.600**", "0.900"]  # 3 pairs: shown, never bold
+    assert "too few pairs (fewer than min_pairs = 10)" in md
+    assert "**0.200" in report.table5(dp, ("ndcg", 10), min_pairs=1).to_markdown()
+
+
+def test_figure1_pair_rank_ticks_are_whole_numbers() -> None:
+    fig = report.figure1(make_curves(), make_dp(), 10)
+    for ax in fig.axes:
+        if ax.get_visible():
+            ticks = ax.get_xticks()
+            assert len(ticks) and np.allclose(ticks, np.round(ticks))
+
+
+def test_selection_sentences_per_family_judge_like_with_like() -> None:
+    dp = pd.DataFrame([_dp_row("a", "all", m, 10, v)
+                       for m, v in (("ndcg", 1.0), ("recall", 2.0), ("epc", 0.5),
+                                    ("efd", 3.0))])
+    best = pd.DataFrame({"algorithm": "a", "cutoff": 10, "metric": ["ndcg", "recall", "epc",
+                                                                    "efd"],
+                         "config_id": [1, 2, 3, 4], "params": "k=1", "validation_mean": 0.1,
+                         "test_value": 0.2, "test_ndcg": [0.30, 0.20, 0.10, 0.05],
+                         "test_epc": [0.01, 0.02, 0.40, 0.35]})
+    fam = (("accuracy", ("ndcg", "precision", "recall", "mrr")), ("novelty", ("epc", "efd")))
+    acc, nov = report.selection_sentences(dp, best, ("ndcg", 10), None, fam)
+    assert acc.startswith("a, accuracy: the most discriminative metric at N = 10 is nDCG@10")
+    assert "test nDCG@10 0.3000" in acc and "EPC" not in acc
+    assert nov.startswith("a, novelty: the most discriminative metric at N = 10 is EPC@10")
+    assert "test EPC@10 0.4000" in nov and "test EPC@10 0.3500" in nov and "nDCG" not in nov

@@ -136,3 +136,35 @@ def test_tables_render_in_every_format(swept):
     # a DataFrame copy: changing it leaves the table alone
     df.loc[0, "algorithm"] = "changed"
     assert t3.to_dataframe().loc[0, "algorithm"] != "changed"
+
+
+def test_analysis_result_shows_the_verdict_and_the_dp_figure_in_a_notebook():
+    """``AnalysisResult._repr_html_`` / ``_repr_markdown_``: the verdict table and sentences,
+    and (HTML) the DP figure of the primary cutoff inlined as a PNG."""
+    import numpy as np
+    import pandas as pd
+
+    from dptune.analysis._result import AnalysisResult
+    from dptune.analysis._verdict import verdict_frame
+
+    robust = pd.DataFrame([{"algorithm": "knn", "metric": m, "cutoff": 10, "mean_p": p,
+                            "dp_at_25": 25 * p, "ci_low": 25 * p * 0.5, "ci_high": 25 * p * 1.5,
+                            "n_pairs": 15, "n_possible_pairs": 15, "n_folds": 3,
+                            "no_evidence": False}
+                           for m, p in (("ndcg", 0.1), ("recall", 0.3), ("epc", 0.2),
+                                        ("efd", 0.25))])
+    empty = pd.DataFrame()
+    dp = pd.DataFrame({"algorithm": ["knn"], "scope": ["all"]})
+    res = AnalysisResult(options=None, manifest={}, primary=("ndcg", 10), pairs=empty,
+                         pvalues=empty, dp=dp, curves=empty, best=empty, datasets=empty,
+                         robust=robust, verdict=verdict_frame(robust, None, 0.95))
+    md = res._repr_markdown_()
+    assert "accuracy: tune with nDCG@10" in md and "novelty: tune with EPC@10" in md
+    assert "| Algorithm | N | Family | Tune with |" in md
+    page = res._repr_html_()
+    assert "<table>" in page and "data:image/png;base64," in page
+    assert "P = 15" in page and np.isfinite(robust["dp_at_25"]).all()
+    # without a verdict: says why, no figure
+    bare = AnalysisResult(options=None, manifest={}, primary=("ndcg", 10), pairs=empty,
+                          pvalues=empty, dp=dp, curves=empty, best=empty, datasets=empty)
+    assert "No verdict" in bare._repr_markdown_() and "base64" not in bare._repr_html_()

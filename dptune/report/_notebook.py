@@ -1,0 +1,65 @@
+"""How an :class:`~dptune.analysis.AnalysisResult` shows itself in a notebook: the verdict (its
+sentences and table, as in report.md) and the DP figure of the primary cutoff (each metric's DP
+with its interval per algorithm, the recommended metric of each family marked).
+
+The analysis computes, the report renders: the result's ``_repr_html_`` / ``_repr_markdown_``
+call these functions, so that no rendering code lives in the analysis.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+from typing import Any
+
+from dptune.analysis._options import DEFAULT_FAMILIES
+from dptune.report._figures import dp_figure, dp_figure_caption, palette_png
+from dptune.report._verdict import verdict_section
+from dptune.vocab import display_metric
+
+__all__ = ["result_markdown", "result_html"]
+
+
+def _summary(result: Any) -> str:
+    dp = result.dp
+    algs = len(set(dp["algorithm"])) if dp is not None and len(dp) else 0
+    primary = display_metric(str(result.primary[0]), int(result.primary[1]))
+    return (f"dptune analysis: {algs} algorithm{'s' if algs != 1 else ''} with a DP, primary "
+            f"metric {primary}.")
+
+
+def _figure_png(result: Any) -> tuple[bytes, str] | None:
+    """The DP figure of the primary cutoff as PNG bytes and its caption, or None."""
+    robust, verdict = result.robust, result.verdict
+    if robust is None or robust.empty or verdict is None or verdict.empty:
+        return None
+    cutoff = int(result.primary[1])
+    if cutoff not in set(robust["cutoff"].astype(int)):
+        cutoff = int(robust["cutoff"].min())
+    families = getattr(result.options, "families", DEFAULT_FAMILIES)
+    fig = dp_figure(robust, verdict, cutoff, families)
+    return palette_png(fig), dp_figure_caption(robust, cutoff)
+
+
+def result_markdown(result: Any) -> str:
+    """Markdown: a one-line summary, then the verdict (or why there is none)."""
+    body = verdict_section(result.verdict)
+    if body is None:
+        body = ("No verdict: the robust DP is off (`max_pairs = 0`) or no algorithm has two "
+                "configurations. The DP table is `result.dp`.")
+    return f"**{_summary(result)}**\n\n{body}\n"
+
+
+def result_html(result: Any) -> str:
+    """HTML: :func:`result_markdown` rendered, followed by the DP figure inlined as a PNG."""
+    from markdown_it import MarkdownIt
+
+    md = MarkdownIt("commonmark", {"html": True}).enable("table")
+    out = md.render(result_markdown(result))
+    fig = _figure_png(result)
+    if fig is not None:
+        png, caption = fig
+        uri = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+        out += (f'<figure><img src="{uri}" alt="DP figure" style="max-width:100%">'
+                f"<figcaption>{html.escape(caption)}</figcaption></figure>")
+    return f'<div class="dptune-result">{out}</div>'
