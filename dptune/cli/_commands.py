@@ -74,7 +74,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     from dptune.sweep._manifest import init_results
     from dptune.sweep._worker import worker
 
-    exp = load_experiment(args.config)
+    exp = _on_device(load_experiment(args.config), None)
     results = Path(args.results) if args.results else _default("results", exp.name)
     check_writable_dir(results, "--results")
     init_results(exp, results, args.storage)

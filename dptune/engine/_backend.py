@@ -104,7 +104,7 @@ def numpy_engine() -> Engine:
     return Engine(xp=xp, device="cpu", kind="numpy")
 
 
-def engine_for(device: str, source: object = "[sweep]",
+def engine_for(device: str, source: object = "experiment",
                field: str | None = "sweep.device") -> Engine | None:
     """The engine for a ``[sweep] device`` value: ``None`` for ``cpu`` (the compiled host
     engine), a PyTorch engine (else CuPy) on the first CUDA device for ``cuda``.
