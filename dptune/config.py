@@ -145,6 +145,8 @@ class Experiment:
         for k in NOT_FINGERPRINTED:
             d.pop(k, None)
         d["grids"] = {a: g.fingerprint() for a, g in self.grids.items()}
+        if self.sweep.device != "cpu":  # BPR-MF trained on a device is another set of models
+            d["device"] = self.sweep.device
         for a in d["algorithms"]:
             a.pop("grid_path", None)
             a.pop("grid", None)

@@ -11,9 +11,13 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dptune.cli._flags import analysis_overrides, results_of
 from dptune.errors import check_writable_dir, input_error
+
+if TYPE_CHECKING:
+    from dptune.config import Experiment
 
 
 def _default(kind: str, name: str) -> Path:
@@ -49,7 +53,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _on_device(exp, device: str | None):
+def _on_device(exp: Experiment, device: str | None) -> Experiment:
     """The experiment with ``--device`` applied; checks, before any work, that the device's
     engine is installed and sees a device (one line, exit 2 otherwise)."""
     from dataclasses import replace
@@ -71,7 +75,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     from dptune.sweep._manifest import init_results
     from dptune.sweep._worker import worker
 
-    exp = load_experiment(args.config)
+    exp = _on_device(load_experiment(args.config), None)
     results = Path(args.results) if args.results else _default("results", exp.name)
     check_writable_dir(results, "--results")
     init_results(exp, results, args.storage)

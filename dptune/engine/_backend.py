@@ -6,10 +6,11 @@ array arithmetic, so they are written once against the Python array API standard
 whatever namespace an :class:`Engine` carries: NumPy on the host (the default test run, no
 extra package), PyTorch or CuPy on a CUDA device (through ``array-api-compat``).
 
-The standard leaves out four things the engine needs; each is one method here, written per
+The standard leaves out a few things the engine needs; each is one method here, written per
 library: copying a host array to the device (:meth:`Engine.put`) and back
 (:meth:`Engine.host`), the n-th largest value of every row (:meth:`Engine.kth_largest`, a
-partial selection) and an unbuffered scatter-add (:meth:`Engine.scatter_add`). Everything
+partial selection), an unbuffered scatter-add (:meth:`Engine.scatter_add`) and seeded random
+integers (:meth:`Engine.generator`, :meth:`Engine.integers`). Everything
 else uses standard functions plus the integer-array indexing that NumPy, CuPy and PyTorch
 share (``a[rows, cols] = v``).
 """
@@ -73,6 +74,32 @@ class Engine:
             return mod.partition(scores, cols - n, axis=1)[:, cols - n: cols - n + 1]
         return self.xp.sort(scores, axis=1)[:, cols - n: cols - n + 1]  # pragma: no cover
 
+    def generator(self, seed: int, epoch: int) -> Any:
+        """A random generator of this library seeded by ``(seed, epoch)`` only (through
+        ``SeedSequence(seed, spawn_key=(2, epoch))``): NumPy's PCG64, PyTorch's Philox/MT on
+        the engine's device, CuPy's generator."""
+        ss = np.random.SeedSequence(int(seed), spawn_key=(2, int(epoch)))
+        if self.kind == "numpy":
+            return np.random.default_rng(ss)
+        word = int(ss.generate_state(1, np.uint64)[0] & np.uint64(2**63 - 1))
+        if self.kind == "torch":
+            import torch
+
+            gen = torch.Generator(device=self.device)
+            gen.manual_seed(word)
+            return gen
+        return _cupy().random.default_rng(word)
+
+    def integers(self, gen: Any, high: int, size: int) -> Any:
+        """``size`` uniform int64 draws in ``[0, high)`` from ``gen``, on the device."""
+        if self.kind == "torch":
+            import torch
+
+            return torch.randint(0, int(high), (int(size),), generator=gen, device=self.device,
+                                 dtype=torch.int64)
+        out = gen.integers(0, int(high), size=int(size))
+        return out.astype(self.xp.int64) if self.kind == "cupy" else out.astype(np.int64)
+
     def scatter_add(self, target: Any, index: Any, values: Any) -> None:
         """``target[index[k]] += values[k]`` for every ``k``, repeated indices summed (in place)."""
         if self.kind == "torch":
@@ -104,7 +131,7 @@ def numpy_engine() -> Engine:
     return Engine(xp=xp, device="cpu", kind="numpy")
 
 
-def engine_for(device: str, source: object = "[sweep]",
+def engine_for(device: str, source: object = "experiment",
                field: str | None = "sweep.device") -> Engine | None:
     """The engine for a ``[sweep] device`` value: ``None`` for ``cpu`` (the compiled host
     engine), a PyTorch engine (else CuPy) on the first CUDA device for ``cuda``.

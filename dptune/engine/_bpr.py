@@ -9,9 +9,9 @@ a few large array operations. The model, its updates and its regularisation are 
 step); only the order of the updates differs, so the results are not bit-identical to the host
 kernel but of the same quality (the tests compare P@10 and nDCG@10 over seeds).
 
-Sampling runs on the host with NumPy, seeded by ``(seed, epoch)`` only, so training can be
-paused (``partial_fit``) without changing the result and every back-end draws the same
-triples: positive ``(u, i)`` uniform over the interactions, negative ``j`` uniform over the
+Sampling runs on the engine too (no host work per epoch), seeded by ``(seed, epoch)`` only, so
+training can be paused (``partial_fit``) without changing the result; each library has its own
+random generator, so NumPy and PyTorch draw different (equally distributed) triples: positive ``(u, i)`` uniform over the interactions, negative ``j`` uniform over the
 items ``u`` has not interacted with (redrawn until it is one); a user who has interacted with
 every item contributes no step (counted in ``skipped_``).
 """
@@ -29,33 +29,56 @@ from dptune.models._base import Recommender, _as_users, _binary_csr
 from dptune.models._bpr import BPRMF
 from dptune.models._families import BPRFamily
 
-__all__ = ["BATCH", "EngineBPRFamily", "EngineBPRMF"]
+__all__ = ["BATCH", "EngineBPRFamily", "EngineBPRMF", "Interactions", "sample_triples"]
 
 #: Triples per mini-batch: large enough to fill a device, small against an epoch of a data
 #: set with a million interactions, so few updates of one item coincide.
 BATCH = 4096
 
 
-def sample_triples(X: sp.csr_matrix, seed: int, epoch: int) -> tuple[np.ndarray, ...]:
-    """The ``(u, i, j)`` triples of one epoch (int64 arrays of at most ``nnz(X)``), drawn from
-    ``SeedSequence(seed, spawn_key=(2, epoch))``; the number of steps dropped is ``nnz(X) -
-    len(u)`` (users who rated every item)."""
-    n_items = X.shape[1]
-    rng = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(2, int(epoch))))
-    counts = np.diff(X.indptr)
-    r = rng.integers(0, X.nnz, size=X.nnz)
-    u = np.repeat(np.arange(X.shape[0], dtype=np.int64), counts)[r]
-    i = X.indices[r].astype(np.int64)
-    keep = counts[u] < n_items
-    u, i = u[keep], i[keep]
-    keys = np.repeat(np.arange(X.shape[0], dtype=np.int64), counts) * n_items + X.indices
-    j = rng.integers(0, n_items, size=u.size)
-    todo = np.arange(u.size)
-    while todo.size:  # redraw the negatives that are interactions of their user
-        q = u[todo] * n_items + j[todo]
-        pos = np.minimum(np.searchsorted(keys, q), keys.size - 1)
-        todo = todo[keys[pos] == q]
-        j[todo] = rng.integers(0, n_items, size=todo.size)
+class Interactions:
+    """A binary training matrix on an engine, in the form the sampler reads: the user and item
+    of every interaction, the sorted keys ``user * n_items + item`` and which users have
+    interacted with every item."""
+
+    def __init__(self, eng: Engine, X: sp.csr_matrix) -> None:
+        xp = eng.xp
+        counts = np.diff(X.indptr)
+        users = np.repeat(np.arange(X.shape[0], dtype=np.int64), counts)
+        self.shape = X.shape
+        self.nnz = int(X.nnz)
+        self.users = eng.put(users, dtype=xp.int64)
+        self.items = eng.put(X.indices, dtype=xp.int64)
+        self.keys = eng.put(users * X.shape[1] + X.indices, dtype=xp.int64)  # CSR order: sorted
+        full = counts >= X.shape[1]
+        self.full = eng.put(full) if full.any() else None
+
+
+def sample_triples(eng: Engine, data: Interactions, seed: int, epoch: int) -> tuple[Any, ...]:
+    """The ``(u, i, j)`` triples of one epoch (int64 device arrays of at most ``nnz`` entries),
+    drawn on the engine from :meth:`Engine.generator` ``(seed, epoch)``: ``nnz`` positives
+    uniform over the interactions, minus those of users who rated every item (no negative
+    exists; ``nnz - len(u)`` steps are skipped), then one negative per positive, uniform over
+    the items, redrawn while it is an interaction of its user (a binary search of the keys)."""
+    xp = eng.xp
+    n_items = data.shape[1]
+    gen = eng.generator(seed, epoch)
+    r = eng.integers(gen, data.nnz, data.nnz)
+    u = xp.take(data.users, r)
+    i = xp.take(data.items, r)
+    if data.full is not None:
+        keep = ~xp.take(data.full, u)
+        u, i = u[keep], i[keep]
+    j = eng.integers(gen, n_items, u.shape[0])
+    todo = xp.arange(u.shape[0], dtype=xp.int64, device=None if eng.kind != "torch" else
+                     eng.device)
+    last = data.nnz - 1
+    while todo.shape[0]:  # redraw the negatives that are interactions of their user
+        q = xp.take(u, todo) * n_items + xp.take(j, todo)
+        pos = xp.clip(xp.searchsorted(data.keys, q), max=last)
+        todo = todo[xp.take(data.keys, pos) == q]
+        if todo.shape[0]:
+            j[todo] = eng.integers(gen, n_items, todo.shape[0])
     return u, i, j
 
 
@@ -112,23 +135,25 @@ class EngineBPRMF:
             self.fit(X)
         if X.shape != self._shape:
             raise ValueError(f"X has shape {X.shape}, the model was initialised on {self._shape}")
+        data = None
         for _ in range(int(epochs)):
             if X.nnz:
-                u, i, j = sample_triples(X, int(self.seed), self.epochs_done_)
-                self.skipped_ += X.nnz - u.size
+                if data is None:
+                    data = Interactions(self.engine, X)
+                u, i, j = sample_triples(self.engine, data, int(self.seed), self.epochs_done_)
+                self.skipped_ += X.nnz - int(u.shape[0])
                 self._epoch(u, i, j)
             self.epochs_done_ += 1
         return self
 
-    def _epoch(self, u: np.ndarray, i: np.ndarray, j: np.ndarray) -> None:
+    def _epoch(self, ud: Any, id_: Any, jd: Any) -> None:
         eng = self.engine
         xp = eng.xp
         lr = float(self.learning_rate)
         ureg = float(self.user_reg)
         ireg = float(self.item_reg)
         P, Q, B = self._P, self._Q, self._B
-        ud, id_, jd = (eng.put(a, dtype=xp.int64) for a in (u, i, j))
-        for s in range(0, u.size, int(self.batch)):
+        for s in range(0, int(ud.shape[0]), int(self.batch)):
             ub, ib, jb = ud[s: s + self.batch], id_[s: s + self.batch], jd[s: s + self.batch]
             pu = xp.take(P, ub, axis=0)
             qi = xp.take(Q, ib, axis=0)

@@ -141,6 +141,9 @@ def setup_changes(manifest: dict[str, Any], exp: Experiment) -> list[str]:
     new = _flat({k: v for k, v in new_cfg.items() if k not in _IGNORED})
     out = [f"{k}: {old.get(k, '(unset)')!r} -> {new.get(k, '(unset)')!r}"
            for k in sorted(set(old) | set(new)) if _normal(old.get(k)) != _normal(new.get(k))]
+    device = (old_cfg.get("sweep") or {}).get("device", "cpu")  # the one [sweep] setting hashed
+    if device != exp.sweep.device:
+        out.append(f"sweep.device: {device!r} -> {exp.sweep.device!r}")
     before = {a["name"]: a for a in manifest.get("algorithms", [])}
     now = {a.name: a for a in exp.algorithms}
     for name in before.keys() - now.keys():

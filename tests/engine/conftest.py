@@ -32,8 +32,19 @@ def _numpy():
     return numpy_engine()
 
 
-@pytest.fixture(params=["numpy", "torch-cpu"])
+def _cuda():
+    from dptune.engine import engine_for
+    from dptune.errors import DptuneError
+
+    try:
+        return engine_for("cuda")
+    except DptuneError as err:
+        pytest.skip(str(err))
+
+
+@pytest.fixture(params=["numpy", "torch-cpu", "cuda"])
 def eng(request):
-    """The array engine on the host: NumPy always; PyTorch on its CPU device where the gpu
-    extra is installed (the code a CUDA device runs, on another device)."""
-    return _numpy() if request.param == "numpy" else _torch_cpu()
+    """The array engine: NumPy on the host always; PyTorch on its CPU device where the gpu
+    extra is installed (the code a CUDA device runs, on another device); the CUDA engine
+    where a device is visible."""
+    return {"numpy": _numpy, "torch-cpu": _torch_cpu, "cuda": _cuda}[request.param]()

@@ -96,3 +96,17 @@ def test_units_run_through_the_engine(tmp_path, monkeypatch, tiny_experiment):
     assert bpr_cpu.shape == bpr_dev.shape and not np.array_equal(bpr_cpu, bpr_dev)
     prec = bpr_dev[:, list(exp.evaluation.metrics).index("precision")]
     assert np.isfinite(prec).all() and 0.0 < prec.mean() <= 1.0
+
+
+def test_the_device_is_part_of_the_set_up(tmp_path, tiny_experiment):
+    """BPR-MF trained on a device is another set of models: a results directory is not resumed
+    on the other device; ``cpu`` keeps every existing fingerprint."""
+    from dptune.sweep._manifest import setup_changes
+
+    cpu = load_experiment(tiny_experiment)
+    written_cpu = load_experiment(_with_device(tmp_path / "a", "cpu"))
+    cuda = load_experiment(_with_device(tmp_path / "b", "cuda"))
+    assert written_cpu.fingerprint() == cpu.fingerprint() != cuda.fingerprint()
+    assert "sweep.device: 'cpu' -> 'cuda'" in setup_changes({"config": cpu.to_dict()}, cuda)
+    assert "sweep.device: 'cuda' -> 'cpu'" in setup_changes({"config": cuda.to_dict()}, cpu)
+    assert not any("device" in c for c in setup_changes({"config": cpu.to_dict()}, written_cpu))
