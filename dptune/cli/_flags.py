@@ -164,6 +164,8 @@ ANALYSIS_FLAGS: tuple[Flag, ...] = (
          "not affordable; 0 = one seed)", {"type": int_at_least(0), "metavar": "S"}),
     Flag("--min-fold-users", "min_fold_users", "refuse validation folds with fewer users "
          "(0 = no minimum)", {"type": int_at_least(0), "metavar": "N"}),
+    Flag("--min-pairs", "min_pairs", "fewest pairs of configurations on which metrics are "
+         "ranked or a claim is made (default 10)", {"type": int_at_least(1), "metavar": "K"}),
     Flag("--noise-seeds", "noise_seeds", "use at most S seeds of the stored noise floor (0 = none)",
          {"type": noise_seeds, "metavar": "S"},
          run_help="seeds per configuration of the A/A noise floor (0 = off, else at least 2)"),

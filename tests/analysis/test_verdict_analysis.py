@@ -129,3 +129,13 @@ def test_tiny_folds_end_in_an_error_not_a_report(tmp_path, capsys):
     assert rc == 2, err
     assert "users to test pairs on, fewer than min_fold_users = 20" in err
     assert not (tmp_path / "rep" / "report.md").exists()
+
+
+def test_min_pairs_flag(run, capsys):
+    assert main(["analyze", str(run / "results"), "--reports", str(run / "r4"), "--min-pairs",
+                 "0", "--no-progress"]) == 2
+    assert "--min-pairs" in capsys.readouterr().err
+    assert main(["analyze", str(run / "results"), "--reports", str(run / "r4"), "--min-pairs",
+                 "2", "--bootstrap", "50", "--stability", "0", "--no-progress"]) == 0
+    v = pd.read_csv(run / "r4" / "verdict.csv", keep_default_na=False)
+    assert v["recommended"].ne("").all() and not v["too_few_pairs"].any()
