@@ -12,8 +12,8 @@ reads, so the store is read once) and computes, for every metric@N and every sta
   they are a sample of the grid's pairs, :func:`dptune.analysis._resample.pair_weights`).
 
 The replicates are not read as they are: resampling users adds the sampling noise of each pair's
-mean difference a second time, which moves them off the estimate (lower for pairs without a
-large difference). :func:`dptune.analysis._resample.interval_replicates` turns them into the
+mean difference a second time (the bootstrap world's differences are shrunk for that,
+:func:`dptune.analysis._resample.shrink_factor`), and their location is not the estimate's. :func:`dptune.analysis._resample.interval_replicates` turns them into the
 bootstrap's error on the logit scale reflected around the estimate (``pbar°``), from which both
 the interval (:func:`dptune.analysis._resample.dp_interval`, inside [0, 1] by construction) and
 ``P(A more discriminative than B)`` are read.
@@ -55,8 +55,8 @@ Reader = Callable[[str, int, np.ndarray], tuple[np.ndarray, np.ndarray]]
 class RobustResult:
     """``table`` (:data:`ROBUST_TABLE_COLUMNS`, DP@25 interval NaN without bootstrap),
     ``ranking`` (``algorithm, cutoff, metric_a, metric_b, p_a_better, repeat``; None without
-    bootstrap) and ``replicates`` ``(algorithm, metric, cutoff) -> (B,)`` mean-p replicates of
-    repeat 0."""
+    bootstrap) and ``replicates`` ``(algorithm, metric, cutoff) -> (B,)`` the interval's
+    replicates ``pbar°`` of repeat 0 (:func:`dptune.analysis._resample.interval_replicates`)."""
 
     table: pd.DataFrame
     ranking: pd.DataFrame | None
