@@ -1,10 +1,11 @@
-"""Uncertainty of DP: a bootstrap over the users of every fold and over the sampled pairs.
+"""The paper's DP bootstrap, used only when the robust estimate is switched off (``max_pairs =
+0``): to be removed with that switch; the one bootstrap is :mod:`dptune.analysis._resample`.
 
-``SPEC.md`` section 7. Replicate ``r`` draws the pair indices ``q_r`` (``P`` with replacement,
+Replicate ``r`` draws the pair indices ``q_r`` (``P`` with replacement,
 shared by all folds, as the pairs are) and per fold ``f`` a resample ``u_{r,f}`` of its users;
 ``DP*_r = (1/F) sum_f sum_i p(q_ri; u_{r,f})``. The draws depend only on the seed and the sizes,
-so replicates are paired across metrics: :func:`prob_more_discriminative` compares them,
-:func:`percentile_ci` gives the interval.
+so replicates are paired across metrics: :func:`prob_more_discriminative` (the one of
+:mod:`dptune.analysis._resample`) compares them, :func:`percentile_ci` gives the interval.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from dptune.analysis import _stats as stats
+from dptune.analysis._resample import prob_more_discriminative
 from dptune.errors import check_int, input_error
 
 __all__ = ["bootstrap_dp", "percentile_ci", "prob_more_discriminative"]
@@ -133,17 +135,3 @@ def percentile_ci(replicates: np.ndarray, level: float = 0.95) -> tuple[float, f
         raise input_error("dp", "replicates", "need replicates and a level in (0, 1)")
     lo, hi = np.quantile(reps, [(1.0 - level) / 2.0, (1.0 + level) / 2.0])
     return float(lo), float(hi)
-
-
-def prob_more_discriminative(dp_reps_a: np.ndarray, dp_reps_b: np.ndarray) -> float:
-    """Bootstrap probability that metric A is more discriminative than B.
-
-    ``P(A better) = (1/B) #{r : DP*_A,r < DP*_B,r}`` over paired replicates (same resampled users
-    and pairs; lower DP = more discriminative). Ties count as "not better", so
-    ``P(A better) + P(B better) <= 1``.
-    """
-    a = np.asarray(dp_reps_a, dtype=np.float64).ravel()
-    b = np.asarray(dp_reps_b, dtype=np.float64).ravel()
-    if a.shape != b.shape or a.size == 0:
-        raise input_error("dp", "replicates", f"need paired replicates: {a.shape} vs {b.shape}")
-    return float(np.mean(a < b))

@@ -1,10 +1,14 @@
-"""Bootstrap of the robust DP estimate: users (in random groups) and pairs, vectorised.
+"""The one bootstrap of the DP estimate: users (in random groups) and, when sampled, pairs.
 
-The robust estimate (:mod:`dptune.analysis._robust`) is the mean p-value ``pbar`` of P pairs over
-F folds. Its bootstrap replicate ``r`` draws
+The estimate (:mod:`dptune.analysis._robust`) is the mean p-value ``pbar`` of P pairs over F
+folds. Its bootstrap replicate ``r`` draws
 
-1. pair multiplicities ``c_r = (c_r1 .. c_rP) ~ Multinomial(P, 1/P)`` (the pairs resampled with
-   replacement; shared by every fold and every metric), and
+1. pair weights ``v_r = (v_r1 .. v_rP)``, only when the P pairs are a uniform sample of the
+   ``N > P`` pairs of the grid: with ``c_r ~ Multinomial(P, 1/P)`` (the pairs resampled with
+   replacement; shared by every fold and every metric) ``v_rj = 1 + sqrt(1 - P/N) (c_rj - 1)``
+   (the rescaled bootstrap of a sample drawn without replacement: mean 1, the resampling
+   variance times the finite-population factor ``1 - P/N``, never negative). When every pair
+   is used (``P = N``) the pairs are the parameter's own, not a sample: ``v_rj = 1``;
 2. per fold, user weights: the fold's ``n`` users are put in a random order (a seeded
    permutation) and cut into ``G = min(n, groups)`` consecutive groups (sizes differ by at most
    one); the groups get weights ``w_r = (w_r1 .. w_rG) ~ Multinomial(G, 1/G)`` and a user's
@@ -20,22 +24,49 @@ mean and ``c_j(u) = d_j(u) - dbar_j``, the group sums ``C1[j, g] = sum_{u in g} 
 ``S1 = sum d``, ``S2 = sum d^2``: ``C1 = S1 - |g| dbar``, ``C2 = S2 - 2 dbar S1 + |g| dbar^2``)
 give every replicate at once by two matrix products:
 
-    n*_r = sum_g w_rg |g|,   m_rj = (sum_g w_rg C1[j, g]) / n*_r,   mean*_rj = m_rj + dbar_j,
+    n*_r = sum_g w_rg |g|,   m_rj = (sum_g w_rg C1[j, g]) / n*_r,   mean*_rj = m_rj + k dbar_j,
     var*_rj = (sum_g w_rg C2[j, g] - n*_r m_rj^2) / (n*_r - 1),
     t_rj = mean*_rj / sqrt(var*_rj / n*_r),   p_rj = 2 T_{n-1}.sf(|t_rj|)
 
-(the paired t-test of the weighted users; ``df = n - 1``). A pair whose differences are all
+(the paired t-test of the weighted users; ``df = n - 1``). ``k`` (:func:`shrink_factor`, one
+per fold and metric) sets the bootstrap world's differences: resampling the users around the
+observed ``dbar_j`` would test pairs whose true differences are the observed ones, which are
+the true ones plus sampling noise -- ``E[t_j^2] = lambda_j^2 + 1`` (``nu / (nu - 2)`` times
+that for Student's t) -- so every pair would look more different than it is, and the spread of
+a p-value depends on how different the pair is (pairs without a difference have uniform
+p-values, the widest spread). The positive-part James-Stein factor ``k^2 = max(0, 1 - P' /
+sum_j t_j^2)`` (with the ``nu`` correction) shrinks all differences together so that their
+total squared size matches the true one on average; with no differences ``k`` is 0 about half
+the time (the bootstrap world then has none), with strong ones ``k`` is close to 1. A pair whose differences are all
 equal (``min d = max d``) has ``p = 1`` in every replicate when they are 0, else 0; a replicate
 whose variance is below ``1e-14 sum_u c_j(u)^2`` likewise (the conventions of
 :func:`dptune.analysis._stats.paired_pvalues`). ``p`` from ``|t|`` uses a table of the exact
 two-sided tail on 4,097 points of ``x = |t| / (1 + |t|)`` in ``[0, 1]`` with linear
 interpolation (absolute error below 1e-6 for every ``t`` and ``df``).
 
-The fold's part of replicate ``r`` is ``(1/P) sum_j c_rj p_rj``; averaged over the folds it is
-``pbar*_r``. Every draw is seeded: pair multiplicities from ``SeedSequence(seed,
-spawn_key=(0,))``, fold ``f``'s user order and group weights from ``SeedSequence(seed,
-spawn_key=(f + 1,))``; metrics with the same users share the draws, so replicates are paired
-across metrics (:func:`dptune.analysis._dp.prob_more_discriminative`).
+The fold's part of replicate ``r`` is ``(1/P) sum_j v_rj p_rj``; averaged over the folds it is
+``pbar*_r``. Every draw is seeded: pair weights from ``SeedSequence(seed, spawn_key=(0,))``,
+fold ``f``'s user order and group weights from ``SeedSequence(seed, spawn_key=(f + 1,))``;
+metrics with the same users share the draws, so replicates are paired across metrics.
+
+**Interval and ranking** (:func:`interval_replicates`, :func:`dp_interval`,
+:func:`prob_more_discriminative`). ``pbar`` is by definition unbiased for its target
+``theta = E[pbar]`` (the expected mean p-value at these users per fold and these pairs). In the
+bootstrap world the same estimator is ``pbar*`` and its target is ``E*[pbar*]``, estimated by
+the replicates' mean ``pbar-bar*`` -- not ``pbar``: resampling users adds each pair's sampling
+noise a second time, which moves the replicates' location (lower for pairs with a small
+difference). So the bootstrap is read as the law of the error ``pbar* - E*[pbar*]``, on the
+logit scale ``L(x) = log(x / (1 - x))`` where that error is close to symmetric and whatever it
+is, mapping back lands in (0, 1):
+
+    delta_r = L(pbar*_r) - L(pbar-bar*),     pbar°_r = L^{-1}(L(pbar) - delta_r),
+    95% interval = [Q_0.025(pbar°), Q_0.975(pbar°)]
+                 = [L^{-1}(L(pbar) - Q_0.975(delta)), L^{-1}(L(pbar) - Q_0.025(delta))]
+
+(the basic bootstrap interval on the logit scale; ``L`` of values within ``1e-12`` of 0 or 1 is
+taken at ``1e-12`` / ``1 - 1e-12``). ``P(A more discriminative than B) = (1/B) #{r : pbar°_A,r <
+pbar°_B,r}`` over the paired ``pbar°`` (ties count as "not better"). Its coverage is measured
+by :mod:`dptune.analysis._coverage` (``docs/statistics.md``).
 """
 
 from __future__ import annotations
@@ -56,9 +87,14 @@ __all__ = [
     "present_columns",
     "pair_moments",
     "pair_multiplicities",
+    "pair_weights",
     "point_pvalues",
+    "shrink_factor",
     "fold_replicate_means",
     "bootstrap_mean_p",
+    "interval_replicates",
+    "dp_interval",
+    "prob_more_discriminative",
 ]
 
 #: Default number of user groups of the bootstrap (``G = min(n_users, GROUPS)``).
@@ -126,6 +162,18 @@ def pair_multiplicities(n_boot: int, n_pairs: int, seed: int) -> np.ndarray:
     rng = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(0,)))
     return rng.multinomial(int(n_pairs), np.full(int(n_pairs), 1.0 / n_pairs),
                            size=int(n_boot)).astype(np.float64)
+
+
+def pair_weights(n_boot: int, n_pairs: int, n_possible: int | None, seed: int) -> np.ndarray:
+    """``(B, P)`` weights of the pairs in each replicate: all 1 when the P pairs are every pair
+    of the grid (``n_possible`` None or ``<= P``: the pairs are fixed), else the rescaled
+    multiplicities ``1 + sqrt(1 - P/N) (c - 1)`` of :func:`pair_multiplicities` (``N =
+    n_possible``; a uniform sample without replacement of P of N pairs)."""
+    n_boot, n_pairs = int(n_boot), int(n_pairs)
+    if n_possible is None or int(n_possible) <= n_pairs:
+        return np.ones((n_boot, n_pairs))
+    scale = np.sqrt(1.0 - n_pairs / int(n_possible))
+    return 1.0 + scale * (pair_multiplicities(n_boot, n_pairs, seed) - 1.0)
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -240,19 +288,40 @@ def _replicate_sums(s1w, s2w, nstar, dbar, c2tot, size, constant, mult, table,
         out[r] = acc
 
 
+def shrink_factor(dbar: np.ndarray, c2: np.ndarray, constant: np.ndarray, n: int) -> float:
+    """The common factor ``k`` by which the bootstrap world's pair differences are shrunk:
+    ``k^2 = max(0, 1 - P' / (sum_j t_j^2 (nu - 2) / nu))`` over the ``P'`` pairs whose
+    differences are not constant (``t_j`` the paired t statistic, ``nu = n - 1``; ``k = 1``
+    when ``nu <= 2`` or no pair varies). ``sum_j t_j^2 (nu - 2) / nu`` estimates
+    ``sum_j lambda_j^2 + P'`` (``lambda_j`` the pair's standardised true difference), so
+    ``k^2 sum_j t_j^2`` matches ``sum_j lambda_j^2`` on average (module docstring)."""
+    free = ~np.asarray(constant, dtype=bool)
+    nu = n - 1
+    if nu <= 2 or not free.any():
+        return 1.0
+    var = c2[free].sum(axis=1) / nu
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t2 = dbar[free] ** 2 / (var / n)
+    t2 = t2[np.isfinite(t2)]
+    total = float(t2.sum()) * (nu - 2) / nu
+    if not total > 0.0:
+        return 0.0
+    return float(np.sqrt(max(0.0, 1.0 - free.sum() / total)))
+
+
 def fold_replicate_means(values: np.ndarray, rows_a: np.ndarray, rows_b: np.ndarray,
-                         multiplicities: np.ndarray, perm: np.ndarray, starts: np.ndarray,
+                         weights_pairs: np.ndarray, perm: np.ndarray, starts: np.ndarray,
                          weights: np.ndarray,
                          columns: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """One fold and metric: ``(p, reps)`` with ``p`` the P point p-values
-    (:func:`point_pvalues`) and ``reps[r] = (1/P) sum_j c_rj p_rj`` the fold's part of every
-    replicate (``multiplicities`` ``(B, P)``, ``perm``/``starts``/``weights`` from
+    (:func:`point_pvalues`) and ``reps[r] = (1/P) sum_j v_rj p_rj`` the fold's part of every
+    replicate (``weights_pairs`` ``(B, P)``: :func:`pair_weights`; ``perm``/``starts``/``weights`` from
     :func:`fold_draws` for this fold's ``n`` users: the columns of ``values``, or ``columns``).
 
     The two products run in float32 (the sums are of centred values; relative error about 1e-7,
     far below the table's 1e-6 on p)."""
     n = int(starts[-1])
-    n_boot, n_pairs = multiplicities.shape
+    n_boot, n_pairs = weights_pairs.shape
     if n < 2:  # no variance estimate: p = 1 for every pair (dptune's convention)
         return np.ones(n_pairs), np.ones(n_boot)
     dbar, c1, c2, constant, size = pair_moments(values, rows_a, rows_b, perm, starts, columns)
@@ -262,19 +331,22 @@ def fold_replicate_means(values: np.ndarray, rows_a: np.ndarray, rows_b: np.ndar
     s1w = w @ c1.T.astype(np.float32)  # (B, P)
     s2w = w @ c2.T.astype(np.float32)
     out = np.zeros(n_boot)
-    _replicate_sums(s1w, s2w, nstar, dbar, c2.sum(axis=1), size, constant,
-                    np.ascontiguousarray(multiplicities, dtype=np.float64), _tail_table(n - 1),
+    centre = np.where(constant, dbar, dbar * shrink_factor(dbar, c2, constant, n))
+    _replicate_sums(s1w, s2w, nstar, centre, c2.sum(axis=1), size, constant,
+                    np.ascontiguousarray(weights_pairs, dtype=np.float64), _tail_table(n - 1),
                     out)
     return p, out / n_pairs
 
 
 def bootstrap_mean_p(diffs: Sequence[np.ndarray], n_boot: int = 1000, seed: int = 0,
-                     groups: int = GROUPS) -> np.ndarray:
+                     groups: int = GROUPS, n_possible: int | None = None) -> np.ndarray:
     """Bootstrap replicates ``pbar*_r`` of the mean p-value over folds and pairs.
 
     ``diffs[f]`` holds fold ``f``'s per-user differences of the P pairs, ``(P, n_f)`` or
     ``(M, P, n_f)`` for M metrics on the same users (the draws are shared by the metrics).
-    ``pbar*_r = (1/F) sum_f (1/P) sum_j c_rj p_{r,f,j}``; returns ``(B,)`` or ``(M, B)``.
+    ``pbar*_r = (1/F) sum_f (1/P) sum_j v_rj p_{r,f,j}`` (``v``: :func:`pair_weights`; the
+    pairs are resampled only when ``n_possible`` says they are a sample of more); returns
+    ``(B,)`` or ``(M, B)``.
     """
     if isinstance(n_boot, bool) or int(n_boot) < 1:
         raise input_error("bootstrap", "n_boot", f"must be an integer >= 1, got {n_boot!r}")
@@ -288,7 +360,7 @@ def bootstrap_mean_p(diffs: Sequence[np.ndarray], n_boot: int = 1000, seed: int 
     if len({x.shape[:2] for x in arrs}) != 1 or arrs[0].shape[1] == 0:
         raise input_error("bootstrap", "diffs", "every fold needs the same, non-zero (metrics, pairs)")
     n_metrics, n_pairs = arrs[0].shape[:2]
-    mult = pair_multiplicities(n_boot, n_pairs, seed)
+    mult = pair_weights(n_boot, n_pairs, n_possible, seed)
     total = np.zeros((n_metrics, int(n_boot)))
     rows_a, rows_b = np.arange(n_pairs), np.full(n_pairs, n_pairs)  # d_j = d_j - 0
     for f, d in enumerate(arrs):
@@ -298,3 +370,52 @@ def bootstrap_mean_p(diffs: Sequence[np.ndarray], n_boot: int = 1000, seed: int 
             total[m] += fold_replicate_means(values, rows_a, rows_b, mult, perm, starts, w)[1]
     total /= len(arrs)
     return total[0] if squeeze else total
+
+
+#: Values within this distance of 0 or 1 are read as that distance on the logit scale.
+LOGIT_EPS = 1e-12
+
+
+def _logit(x: np.ndarray | float) -> np.ndarray:
+    x = np.clip(np.asarray(x, dtype=np.float64), LOGIT_EPS, 1.0 - LOGIT_EPS)
+    return np.log(x) - np.log1p(-x)
+
+
+def interval_replicates(estimate: float, replicates: np.ndarray) -> np.ndarray:
+    """The replicates ``pbar°_r`` from which the interval and the ranking are read:
+    ``L^{-1}(L(pbar) - (L(pbar*_r) - L(mean_r pbar*_r)))`` with ``L`` the logit (module
+    docstring): the bootstrap's error on the logit scale, reflected around the estimate. Every
+    value lies in [0, 1]; ``estimate`` is the point mean p-value, ``replicates`` ``(B,)`` the
+    raw ``pbar*``."""
+    reps = np.asarray(replicates, dtype=np.float64)
+    if reps.ndim != 1 or reps.size == 0 or not np.all(np.isfinite(reps)):
+        raise input_error("bootstrap", "replicates", "need a non-empty 1-D array of finite values")
+    if not 0.0 <= float(estimate) <= 1.0:
+        raise input_error("bootstrap", "estimate", f"must be a mean p-value in [0, 1], got {estimate}")
+    delta = _logit(reps) - _logit(reps.mean())
+    return special.expit(_logit(estimate) - delta)
+
+
+def dp_interval(estimate: float, replicates: np.ndarray,
+                level: float = 0.95) -> tuple[float, float]:
+    """The ``level`` bootstrap interval of the mean p-value: the ``(1 - level)/2`` and ``(1 +
+    level)/2`` quantiles (``numpy.quantile``, linear interpolation) of
+    :func:`interval_replicates` -- the basic bootstrap interval on the logit scale, inside
+    [0, 1] by construction."""
+    if not 0.0 < float(level) < 1.0:
+        raise input_error("bootstrap", "level", f"must be in (0, 1), got {level}")
+    lo, hi = np.quantile(interval_replicates(estimate, replicates),
+                         [(1.0 - level) / 2.0, (1.0 + level) / 2.0])
+    return float(lo), float(hi)
+
+
+def prob_more_discriminative(reps_a: np.ndarray, reps_b: np.ndarray) -> float:
+    """Bootstrap probability that metric A is more discriminative than B (lower mean p):
+    ``(1/B) #{r : a_r < b_r}`` over paired replicates (the same draws of users and pairs; pass
+    :func:`interval_replicates` of each). Ties count as "not better", so ``P(A better) + P(B
+    better) <= 1``."""
+    a = np.asarray(reps_a, dtype=np.float64).ravel()
+    b = np.asarray(reps_b, dtype=np.float64).ravel()
+    if a.shape != b.shape or a.size == 0:
+        raise input_error("bootstrap", "replicates", f"need paired replicates: {a.shape} vs {b.shape}")
+    return float(np.mean(a < b))

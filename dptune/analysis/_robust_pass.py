@@ -9,19 +9,18 @@ scope of the tables, and only a sampled scope has further repeats):
   t-test from the same sums as the bootstrap, :func:`dptune.analysis._resample.point_pvalues`:
   scipy's ``ttest_rel`` to rounding), their fold mean ``pbar_f``;
 - with ``bootstrap = B > 0``, the fold's part of the B replicates
-  (:func:`dptune.analysis._resample.fold_replicate_means`).
+  (:func:`dptune.analysis._resample.fold_replicate_means`; the pairs are resampled only when
+  they are a sample of the grid's pairs, :func:`dptune.analysis._resample.pair_weights`).
 
-The replicates are *centred* on the point estimate, ``pbar°_r = pbar*_r - mean_r(pbar*) + pbar``:
-the bootstrap supplies the spread of the mean p-value, not its location. Resampling users adds
-the sampling noise of each pair's mean difference a second time, which lowers the p-values of
-pairs without a large difference on average (on ML-100K's BPR-MF sub-grid the raw replicates
-sit about 0.8 DP@25 below the estimate, so a raw percentile interval would not contain it), by
-an amount that differs between metrics; centring removes that shift from the interval and
-from ``P(A more discriminative than B)`` (the paired differences are centred on the observed
-difference).
+The replicates are not read as they are: resampling users adds the sampling noise of each pair's
+mean difference a second time (the bootstrap world's differences are shrunk for that,
+:func:`dptune.analysis._resample.shrink_factor`), and their location is not the estimate's. :func:`dptune.analysis._resample.interval_replicates` turns them into the
+bootstrap's error on the logit scale reflected around the estimate (``pbar°``), from which both
+the interval (:func:`dptune.analysis._resample.dp_interval`, inside [0, 1] by construction) and
+``P(A more discriminative than B)`` are read.
 
 :meth:`RobustPass.result` turns them into the robust table (``mean_p``, ``dp_at_25`` and its 95%
-percentile interval on the DP@25 scale), the ranking ``P(A more discriminative than B)`` of each
+interval on the DP@25 scale, inside [0, 25]), the ranking ``P(A more discriminative than B)`` of each
 repeat and the replicates. Repeats whose pairs are the same (all pairs used) share the
 p-values and differences; only their bootstrap draws differ.
 """
@@ -57,8 +56,8 @@ Reader = Callable[[str, int, np.ndarray], tuple[np.ndarray, np.ndarray]]
 class RobustResult:
     """``table`` (:data:`ROBUST_TABLE_COLUMNS`, DP@25 interval NaN without bootstrap),
     ``ranking`` (``algorithm, cutoff, metric_a, metric_b, p_a_better, repeat``; None without
-    bootstrap) and ``replicates`` ``(algorithm, metric, cutoff) -> (B,)`` mean-p replicates of
-    repeat 0."""
+    bootstrap) and ``replicates`` ``(algorithm, metric, cutoff) -> (B,)`` the interval's
+    replicates ``pbar°`` of repeat 0 (:func:`dptune.analysis._resample.interval_replicates`)."""
 
     table: pd.DataFrame
     ranking: pd.DataFrame | None
@@ -100,7 +99,8 @@ class RobustPass:
         self._all_one = dict.fromkeys(self.mcs, True)
         self._reps = {(k, mc): np.zeros(self.bootstrap) for k in range(self.repeats)
                       for mc in self.mcs}
-        self._mult = [rs.pair_multiplicities(self.bootstrap, len(p), rb.bootstrap_seed(seed, k))
+        self._mult = [rs.pair_weights(self.bootstrap, len(p), self.n_possible,
+                                      rb.bootstrap_seed(seed, k))
                       if self.bootstrap and len(p) else None for k, p in enumerate(self.pairs)]
 
     def add_fold(self, fold_index: int, read: Reader) -> None:
@@ -163,15 +163,15 @@ class RobustPass:
             for mc in self.mcs:
                 fm = self._fold_means[(k, mc)]
                 key = (self.algorithm, mc[0], mc[1])
-                if self.bootstrap:  # centred on the point estimate: the spread, not the shift
-                    raw = self._reps[(k, mc)] / self.n_folds
-                    reps_k[key] = raw - raw.mean() + fm.mean()
+                mean = float(fm.mean())
+                raw = self._reps[(k, mc)] / self.n_folds
+                if self.bootstrap:  # the bootstrap's error, reflected around the estimate
+                    reps_k[key] = rs.interval_replicates(mean, raw)
                 if k:
                     continue
-                mean = float(fm.mean())
                 lo = hi = np.nan
                 if self.bootstrap:
-                    lo, hi = np.quantile(rb.REFERENCE_P * reps_k[key], [0.025, 0.975])
+                    lo, hi = (rb.REFERENCE_P * x for x in rs.dp_interval(mean, raw))
                 rows.append({
                     "algorithm": self.algorithm, "metric": mc[0], "cutoff": mc[1],
                     "mean_p": mean,

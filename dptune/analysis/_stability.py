@@ -22,7 +22,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from dptune.analysis._bootstrap import prob_more_discriminative
+from dptune.analysis._resample import prob_more_discriminative
 from dptune.errors import input_error
 
 __all__ = ["CLAIM_COLUMNS", "ranking_frame", "claims", "affordable_repeats", "estimated_seconds"]
@@ -41,9 +41,10 @@ _S_PER_PAIR_REP = 1.2e-8
 def ranking_frame(replicates: Mapping[tuple[str, str, int], np.ndarray],
                   repeat: int = 0) -> pd.DataFrame:
     """``algorithm, cutoff, metric_a, metric_b, p_a_better, repeat`` for every ordered pair of
-    metrics at the same (algorithm, cutoff): ``P(A better) = (1/B) #{r : pbar*_A,r < pbar*_B,r}``
-    (:func:`dptune.analysis._dp.prob_more_discriminative`) from the paired bootstrap replicates
-    ``(algorithm, metric, cutoff) -> (B,)`` of one repeat."""
+    metrics at the same (algorithm, cutoff): ``P(A better) = (1/B) #{r : pbar°_A,r < pbar°_B,r}``
+    (:func:`dptune.analysis._resample.prob_more_discriminative`) from the paired replicates
+    ``(algorithm, metric, cutoff) -> (B,)`` of one repeat
+    (:func:`dptune.analysis._resample.interval_replicates`)."""
     rows = []
     groups: dict[tuple[str, int], list[str]] = {}
     for alg, metric, cutoff in replicates:

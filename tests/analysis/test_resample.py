@@ -6,7 +6,6 @@ import pytest
 from scipy import stats as st
 
 from dptune.analysis import _resample as rs
-from dptune.analysis._dp import prob_more_discriminative
 from dptune.analysis._stats import index_counts, resampled_ttest_pvalues
 from dptune.errors import DptuneError
 
@@ -46,7 +45,15 @@ def test_one_user_per_group_is_the_exact_user_bootstrap():
     counts[:, perm] = w  # group g is the user perm[g]
     mult = rs.pair_multiplicities(B, P, seed=9)
     p, reps = rs.fold_replicate_means(values, ra, rb, mult, perm, starts, w)
-    want = resampled_ttest_pvalues(d, counts)  # (P, B): the exact user bootstrap
+    # the bootstrap world: every varying pair's differences moved to k * mean, with the
+    # James-Stein factor k^2 = 1 - P' / (sum t^2 (nu - 2) / nu) computed here with scipy
+    t = st.ttest_1samp(d[2:], 0.0, axis=1).statistic
+    nu = n - 1
+    k = np.sqrt(max(0.0, 1.0 - (P - 2) / (np.sum(t**2) * (nu - 2) / nu)))
+    assert 0.0 < k < 1.0
+    shifted = d.copy()
+    shifted[2:] += (k - 1.0) * d[2:].mean(axis=1, keepdims=True)
+    want = resampled_ttest_pvalues(shifted, counts)  # (P, B): the exact user bootstrap
     assert np.allclose(reps, (mult * want.T).sum(axis=1) / P, atol=2e-6)
     assert np.allclose(p[2:], st.ttest_rel(d[2:], np.zeros_like(d[2:]), axis=1).pvalue,
                        atol=1e-12)
@@ -73,18 +80,21 @@ def test_known_answer_noisy_copy_is_less_discriminative():
         diffs.append(np.stack([a[pa] - a[pb], b[pa] - b[pb]]))
     reps = rs.bootstrap_mean_p(diffs, n_boot=400, seed=5)
     assert reps.shape == (2, 400)
-    assert prob_more_discriminative(reps[0], reps[1]) >= 0.95
-    assert prob_more_discriminative(reps[1], reps[0]) <= 0.05
+    est = [np.mean([st.ttest_1samp(d[m], 0.0, axis=1).pvalue.mean() for d in diffs])
+           for m in (0, 1)]
+    a, b = (rs.interval_replicates(est[m], reps[m]) for m in (0, 1))
+    assert rs.prob_more_discriminative(a, b) >= 0.95
+    assert rs.prob_more_discriminative(b, a) <= 0.05
     # a metric compared with an exact copy of itself: identical replicates, never "better"
     same = rs.bootstrap_mean_p([np.stack([d[0], d[0]]) for d in diffs], n_boot=200, seed=5)
     assert np.array_equal(same[0], same[1])
-    assert prob_more_discriminative(same[0], same[1]) == 0.0
-    # reproducible, and the point estimate inside the percentile interval
+    assert rs.prob_more_discriminative(same[0], same[1]) == 0.0
+    # reproducible, and the point estimate inside its interval
     assert np.array_equal(reps, rs.bootstrap_mean_p(diffs, n_boot=400, seed=5))
     point = np.mean([st.ttest_rel(d[0], np.zeros_like(d[0]), axis=1).pvalue.mean()
                      for d in diffs])
-    lo, hi = np.quantile(reps[0], [0.025, 0.975])
-    assert lo <= point <= hi
+    lo, hi = rs.dp_interval(point, reps[0])
+    assert 0.0 <= lo <= point <= hi <= 1.0
 
 
 def test_groups_keep_the_spread_of_the_user_bootstrap():

@@ -63,8 +63,11 @@ def test_all_pairs_mean_p_equals_paper_dp_per_pair_and_scipy():
     paper = dp.analyze(store, pairs=15, seed=1).dp.set_index(["scope", "metric"])
     assert paper.at[("all", "ndcg"), "dp"] / 15 == pytest.approx(t.at["ndcg", "mean_p"])
     assert t.at["ndcg", "ci_low"] <= t.at["ndcg", "dp_at_25"] <= t.at["ndcg", "ci_high"]
-    # replicates centred on the estimate: the bootstrap gives the spread, not the location
-    assert res.replicates[("knn", "ndcg", 10)].mean() == pytest.approx(t.at["ndcg", "mean_p"])
+    # the interval is read from the replicates the ranking compares, all inside [0, 1]
+    reps = res.replicates[("knn", "ndcg", 10)]
+    assert np.all((reps > 0.0) & (reps < 1.0))
+    assert (t.at["ndcg", "ci_low"], t.at["ndcg", "ci_high"]) == pytest.approx(
+        tuple(25 * np.quantile(reps, [0.025, 0.975])), abs=1e-12)
     assert set(res.ranking["repeat"]) == {0}
     c = sb.claims(res.ranking, 0.95).set_index(["metric_a", "metric_b"])
     assert bool(c.at[("ndcg", "recall"), "held"])
@@ -186,3 +189,66 @@ def test_fold_array_read_in_place_equals_read_matrix():
         res[mode] = rpass.result()
     pd.testing.assert_frame_equal(res["fast"].table, res["slow"].table, rtol=1e-9)
     pd.testing.assert_frame_equal(res["fast"].ranking, res["slow"].ranking)
+
+
+def _oracle_interval(store, metric, n_boot, seed, n_folds=3, n_configs=6):
+    """The robust DP's replicates and 95% interval by a plain scipy bootstrap of the users
+    (one user per group): per fold, the users drawn with the pass's own multinomial counts, the
+    varying pairs' differences moved to k * mean (James-Stein k from scipy's t statistics),
+    scipy's paired t-test per replicate; then the logit-scale basic interval."""
+    from scipy import special
+
+    from dptune.analysis import _resample as rs
+    from dptune.analysis import _robust as rb
+
+    pa, pb = np.triu_indices(n_configs, k=1)
+    point, raw = [], np.zeros(n_boot)
+    for f in range(n_folds):
+        x = store.v[(metric, str(f))]
+        d = x[pa] - x[pb]
+        n = d.shape[1]
+        point.append(st.ttest_rel(x[pa], x[pb], axis=1).pvalue.mean())
+        t = st.ttest_1samp(d, 0.0, axis=1).statistic
+        k = np.sqrt(max(0.0, 1.0 - len(pa) / (np.sum(t**2) * (n - 3) / (n - 1))))
+        shifted = d + (k - 1.0) * d.mean(axis=1, keepdims=True)
+        perm, starts, w = rs.fold_draws(n, n_boot, rb.bootstrap_seed(seed, 0), f, groups=n)
+        for r in range(n_boot):
+            users = np.repeat(perm, w[r].astype(int))  # group g is the user perm[g]
+            raw[r] += st.ttest_1samp(shifted[:, users], 0.0, axis=1).pvalue.mean() / n_folds
+    est = float(np.mean(point))
+    logit = lambda v: special.logit(np.clip(v, 1e-12, 1 - 1e-12))  # noqa: E731
+    mapped = special.expit(logit(est) - (logit(raw) - logit(raw.mean())))
+    return est, mapped, tuple(25 * np.quantile(mapped, [0.025, 0.975]))
+
+
+def test_interval_and_ranking_equal_a_plain_scipy_bootstrap():
+    store = TinyStore(n_users=60)
+    res, _ = rp.robust_analysis(store, bootstrap=40, stability=1, seed=2, groups=60)
+    t = res.table.set_index("metric")
+    mapped = {}
+    for m in ("ndcg", "recall"):
+        est, mapped[m], (lo, hi) = _oracle_interval(store, m, 40, 2)
+        assert t.at[m, "mean_p"] == pytest.approx(est, abs=1e-12)
+        # the pass reads p from its t tail table (error < 1e-6): equal to that precision
+        assert np.allclose(res.replicates[("knn", m, 10)], mapped[m], atol=2e-5)
+        assert (t.at[m, "ci_low"], t.at[m, "ci_high"]) == pytest.approx((lo, hi), abs=5e-4)
+        assert 0.0 <= t.at[m, "ci_low"] <= t.at[m, "ci_high"] <= 25.0
+    r = res.ranking.set_index(["metric_a", "metric_b"])
+    assert r.at[("ndcg", "recall"), "p_a_better"] == np.mean(mapped["ndcg"] < mapped["recall"])
+
+
+def test_pairs_resampled_only_when_sampled():
+    """Every pair used: the pairs are fixed (only users are resampled); a sample of the pairs:
+    the rescaled pair weights widen the interval."""
+    store = TinyStore()
+    full = rp.RobustPass("knn", np.arange(6), 3, [("ndcg", 10)], bootstrap=50, seed=1)
+    assert np.array_equal(full._mult[0], np.ones((50, 15)))
+    part = rp.RobustPass("knn", np.arange(6), 3, [("ndcg", 10)], max_pairs=5, bootstrap=50,
+                         seed=1)
+    assert part._mult[0].shape == (50, 5) and not np.all(part._mult[0] == 1.0)
+    for f in range(3):
+        for rpass in (full, part):
+            rpass.add_fold(f, lambda m, c, i, f=f: store.read_matrix("knn", m, c, str(f), i))
+    for rpass in (full, part):
+        row = rpass.result().table.iloc[0]
+        assert 0.0 <= row["ci_low"] <= row["dp_at_25"] <= row["ci_high"] <= 25.0
