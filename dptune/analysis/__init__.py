@@ -12,11 +12,8 @@ from dptune.analysis._dp import (
     Analysis,
     DPResult,
     ResultStoreLike,
-    bootstrap_dp,
     format_value,
     noise_floor,
-    percentile_ci,
-    prob_more_discriminative,
     pvalue_curve,
     sample_pairs,
     scope_pairs,
@@ -58,6 +55,7 @@ from dptune.analysis._noise import (
     write_noise_part,
 )
 from dptune.analysis._options import AnalysisOptions, validate_options
+from dptune.analysis._resample import prob_more_discriminative
 from dptune.analysis._result import DATA_FILES, AnalysisResult
 from dptune.analysis._selection import best_table, datasets_table, no_dp_reason
 from dptune.analysis._stats import (
@@ -99,8 +97,6 @@ __all__ = [
     "format_value",
     "scope_seed",
     "scope_pairs",
-    "bootstrap_dp",
-    "percentile_ci",
     "prob_more_discriminative",
     "noise_floor",
     "EVALUATORS",

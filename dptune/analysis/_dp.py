@@ -29,7 +29,6 @@ from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
 from dptune.analysis import _stats as stats
-from dptune.analysis._bootstrap import bootstrap_dp, percentile_ci, prob_more_discriminative
 from dptune.analysis._curves import DPResult, noise_floor, pvalue_curve, summarize_curves
 from dptune.analysis._dp_tables import (
     CURVES_COLUMNS,
@@ -61,9 +60,6 @@ __all__ = [
     "scope_seed",
     "scope_pairs",
     "analyze",
-    "bootstrap_dp",
-    "percentile_ci",
-    "prob_more_discriminative",
     "noise_floor",
 ]
 

@@ -484,24 +484,10 @@ def _fold_arrays(store: FakeStore, alg: str, metric: str, cutoff: int, pairs: np
     return a, b
 
 
-def test_bootstrap_dp_pairs_metrics_and_shapes() -> None:
-    rng = np.random.default_rng(0)
-    a = [rng.normal(size=(2, 5, 30)) for _ in range(3)]
-    b = [x + rng.normal(0.2, 1.0, x.shape) for x in a]
-    stacked = dp.bootstrap_dp(a, b, n_boot=50, seed=4)
-    assert stacked.shape == (2, 50)
-    for m in range(2):  # one metric at a time with the same seed = the same draws
-        single = dp.bootstrap_dp([x[m] for x in a], [x[m] for x in b], n_boot=50, seed=4)
-        np.testing.assert_allclose(single, stacked[m], rtol=1e-10)
-    fixed = dp.bootstrap_dp(
-        [x[0] for x in a], [x[0] for x in b], n_boot=30, seed=4, resample_pairs=False
-    )
-    assert fixed.shape == (30,) and np.all((fixed >= 0) & (fixed <= 5))
-    wil = dp.bootstrap_dp([x[0] for x in a], [x[0] for x in b], n_boot=5, seed=4, test="wilcoxon")
-    assert wil.shape == (5,)
-    assert dp.prob_more_discriminative(np.array([1.0, 2, 3]), np.array([2.0, 2, 2])) == 1 / 3
-    lo, hi = dp.percentile_ci(np.arange(101.0))
-    assert (lo, hi) == pytest.approx((2.5, 97.5))
+def test_prob_more_discriminative_counts_paired_replicates() -> None:
+    from dptune.analysis._resample import prob_more_discriminative
+
+    assert prob_more_discriminative(np.array([1.0, 2, 3]), np.array([2.0, 2, 2])) == 1 / 3
 
 
 # ------------------------------------------------------------------ noise floor
