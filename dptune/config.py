@@ -181,7 +181,7 @@ def _build(cls: type, table: Any, source: str, prefix: str) -> Any:
             if not isinstance(val, (int, float)) or isinstance(val, bool):
                 raise input_error(source, f"{prefix}{key}", f"must be a number, got {val!r}")
             val = float(val)
-        elif isinstance(default, str) and not isinstance(val, str):
+        elif (isinstance(default, str) or known[key].type == "str") and not isinstance(val, str):
             raise input_error(source, f"{prefix}{key}", f"must be a string, got {val!r}")
         kwargs[key] = val
     try:
