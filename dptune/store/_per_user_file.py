@@ -60,13 +60,21 @@ def read_table(path: str | Path, what: str) -> pd.DataFrame:
                       f"(expected .csv, .tsv, .parquet or a directory of Parquet parts)")
 
 
+def _where(path: Path, i: int) -> str:
+    """Row ``i`` (0-based, of the table) as a user finds it: the 1-based line of a text file
+    as an editor shows it (the header is line 1), the 1-based row of a Parquet file."""
+    text = path.suffix.lower() in _CSV and not path.is_dir()
+    return f"line {i + 2}" if text else f"row {i + 1}"
+
+
 def _integers(path: Path, df: pd.DataFrame, col: str, low: int) -> pd.Series:
     """Column ``col`` as int64, every value an integer >= ``low``."""
     v = pd.to_numeric(df[col], errors="coerce")
     bad = v.isna() | (v != np.floor(v)) | (v < low)
     if bad.any():
-        raise input_error(path, col, f"must hold integers >= {low}; row {int(np.argmax(bad.to_numpy()))} "
-                          f"has {df[col].iloc[int(np.argmax(bad.to_numpy()))]!r}")
+        i = int(np.argmax(bad.to_numpy()))
+        raise input_error(path, col, f"must hold integers >= {low}; {_where(path, i)} "
+                          f"has {df[col].iloc[i]!r}")
     return v.astype(np.int64)
 
 
@@ -110,7 +118,8 @@ def read_per_user(path: str | Path) -> pd.DataFrame:
     key = "config_id" if "config_id" in cols else "system"
     for col in [c for c in ("algorithm", key, "fold", "user", "metric", "cutoff") if c in cols]:
         if df[col].isna().any():
-            raise input_error(path, col, f"empty value in row {int(np.argmax(df[col].isna().to_numpy()))}")
+            i = int(np.argmax(df[col].isna().to_numpy()))
+            raise input_error(path, col, f"empty value in {_where(path, i)}")
     out = pd.DataFrame({"algorithm": df["algorithm"].astype(str) if "algorithm" in cols else "runs"},
                        index=df.index)
     out[key] = _integers(path, df, key, 0) if key == "config_id" else df[key].astype(str)
@@ -125,7 +134,8 @@ def read_per_user(path: str | Path) -> pd.DataFrame:
     bad = ~np.isfinite(value.to_numpy(dtype=np.float64))
     if bad.any():
         i = int(np.argmax(bad))
-        raise input_error(path, "value", f"must hold finite numbers; row {i} has {df['value'].iloc[i]!r}")
+        raise input_error(path, "value",
+                          f"must hold finite numbers; {_where(path, i)} has {df['value'].iloc[i]!r}")
     out["value"] = value.astype(np.float64)
     keys = ["algorithm", key, "fold", "user", "metric", "cutoff"]
     dup = out.duplicated(keys)
@@ -166,7 +176,8 @@ def read_configs(path: str | Path, per_user: pd.DataFrame) -> pd.DataFrame:
                           f"{key} and one column per hyperparameter)")
     for col in ("algorithm", key):
         if df[col].isna().any():
-            raise input_error(path, col, f"empty value in row {int(np.argmax(df[col].isna().to_numpy()))}")
+            i = int(np.argmax(df[col].isna().to_numpy()))
+            raise input_error(path, col, f"empty value in {_where(path, i)}")
     df["algorithm"] = df["algorithm"].astype(str)
     df[key] = _integers(path, df, key, 0) if key == "config_id" else df[key].astype(str)
     dup = df.duplicated(["algorithm", key])
