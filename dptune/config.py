@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import os
 import re
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -184,7 +185,7 @@ def _build(cls: type, table: Any, source: str, prefix: str) -> Any:
             if not isinstance(val, (int, float)) or isinstance(val, bool):
                 raise input_error(source, f"{prefix}{key}", f"must be a number, got {val!r}")
             val = float(val)
-        elif isinstance(default, str) and not isinstance(val, str):
+        elif (isinstance(default, str) or known[key].type == "str") and not isinstance(val, str):
             raise input_error(source, f"{prefix}{key}", f"must be a string, got {val!r}")
         kwargs[key] = val
     try:
@@ -216,14 +217,21 @@ def _choice(source: str, where: str, value: Any, allowed: tuple[str, ...]) -> No
                           + _suggest(str(value), list(allowed)))
 
 
-def _resolve(path: str, config_path: Path) -> Path | None:
-    p = Path(path)
-    if p.is_absolute():
-        return p if p.exists() else None
-    for base in (Path.cwd(), config_path.parent, config_path.parent.parent):
-        if (base / p).exists():
-            return (base / p).resolve()
-    return None
+def _resolve(path: str, config_path: Path, source: str, field: str) -> Path:
+    """A grid path of the experiment file ``config_path``: absolute, or relative to the folder
+    of that file (whatever the working directory); a missing file is one error naming ``field``
+    (with the path to write when the file exists relative to the working directory instead)."""
+    p = Path(path).expanduser()
+    found = p if p.is_absolute() else config_path.parent / p
+    if found.is_file():
+        return found.resolve()
+    hint = ""
+    if not p.is_absolute() and (Path.cwd() / p).is_file():
+        rel = os.path.relpath(Path.cwd() / p, config_path.parent.resolve())
+        rel = rel if not rel.startswith(f"..{os.sep}..{os.sep}..") else str((Path.cwd() / p).resolve())
+        hint = f"; it exists relative to the working directory: write grid = {json.dumps(rel)}"
+    where = "" if p.is_absolute() else f" (relative paths start at the experiment file's folder, {config_path.parent.resolve()})"
+    raise input_error(source, field, f"grid file {path!r} not found{where}{hint}")
 
 
 def _validate(exp: Experiment, src: str) -> None:
@@ -272,8 +280,9 @@ def _validate_data(d: DataConfig, src: str) -> None:
 
 
 def parse_experiment(data: dict, source: str = "<memory>", config_path: Path | None = None) -> Experiment:
-    """Validate a parsed experiment table; grid paths resolve against the working directory,
-    then the config's folder and its parent."""
+    """Validate a parsed experiment table; a relative grid path is read from the folder of
+    ``config_path`` (default ``source``; for a table not read from a file, ``"<memory>"``, that
+    is the working directory)."""
     config_path = config_path or Path(source)
     top = {f.name for f in fields(Experiment)} - {"grids", "source"}
     for key in data:
@@ -306,9 +315,7 @@ def parse_experiment(data: dict, source: str = "<memory>", config_path: Path | N
             grids[a.name] = Grid(values={}, source="<no grid>")
             algos.append(a)
             continue
-        gpath = _resolve(a.grid, config_path)
-        if gpath is None:
-            raise input_error(source, f"algorithms[{i}].grid", f"grid file {a.grid!r} not found")
+        gpath = _resolve(a.grid, config_path, source, f"algorithms[{i}].grid")
         grids[a.name] = load_grid(gpath)
         algos.append(AlgorithmConfig(name=a.name, type=a.type, grid=a.grid, grid_path=str(gpath)))
     exp = Experiment(
@@ -329,8 +336,9 @@ def parse_experiment(data: dict, source: str = "<memory>", config_path: Path | N
 
 
 def load_experiment(path: str | Path) -> Experiment:
-    """Read and validate an experiment TOML file (grid paths resolve as in
-    :func:`parse_experiment`); a bad field is one error line naming the file and the field.
+    """Read and validate an experiment TOML file; a relative grid path is read from the
+    experiment file's folder (not the working directory); a bad field is one error line naming
+    the file and the field.
 
     Example (from the repository's root)::
 

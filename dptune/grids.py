@@ -33,6 +33,8 @@ _PARAM_KEYS = {"values", "base", "exponent", "round", "exclude", "digits", "desc
 _EXP_KEYS = {"start", "stop", "step"}
 _DERIVED_KEYS = {"from", "scale"}
 _ROUND = {"int", "none"}
+#: Most values one hyperparameter may have (a typo in an exponent step cannot ask for billions).
+MAX_VALUES = 10_000
 
 
 @dataclass(frozen=True)
@@ -113,9 +115,13 @@ def exponent_values(base: float, start: float, stop: float, step: float) -> list
     The count is ``floor((stop - start) / step + 1e-9) + 1`` so that floating-point steps hit
     the end point (e.g. [3.321, 10.821] step 0.5 has 16 exponents).
     """
+    if not all(math.isfinite(x) for x in (base, start, stop, step)):
+        raise ValueError("base, start, stop and step must be finite numbers")
     if step == 0 or (stop - start) * step < 0:
         raise ValueError("step must be non-zero and point from start to stop")
     count = math.floor((stop - start) / step + 1e-9) + 1
+    if count > MAX_VALUES:
+        raise ValueError(f"{count:,} values; a grid hyperparameter takes at most {MAX_VALUES:,}")
     return [base ** (start + j * step) for j in range(count)]
 
 
@@ -127,13 +133,20 @@ def _check_keys(source: str, prefix: str, table: dict, allowed: set[str]) -> Non
             )
 
 
+def _finite(v: Any) -> float:
+    """``v`` as a finite float (a bool or text is not a number); else ``ValueError``."""
+    if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v):
+        raise ValueError(v)
+    return float(v)
+
+
 def _expand_param(source: str, name: str, spec: Any) -> list[Any]:
     where = f"params.{name}"
     if not isinstance(spec, dict):
         raise input_error(source, where, "must be a table with 'values' or 'base' and 'exponent'")
     _check_keys(source, f"{where}.", spec, _PARAM_KEYS)
     rounding = spec.get("round", "none")
-    if rounding not in _ROUND:
+    if not isinstance(rounding, str) or rounding not in _ROUND:
         raise input_error(source, f"{where}.round", f"must be one of {sorted(_ROUND)}")
     if "values" in spec:
         if "base" in spec or "exponent" in spec:
@@ -155,14 +168,24 @@ def _expand_param(source: str, name: str, spec: Any) -> list[Any]:
             raw = exponent_values(
                 float(spec["base"]), float(exp["start"]), float(exp["stop"]), float(exp["step"])
             )
-        except (TypeError, ValueError) as err:
-            raise input_error(source, f"{where}.exponent", str(err)) from None
-    if rounding == "int":
-        vals = [int(math.floor(float(v) + 0.5)) for v in raw]
-    elif "digits" in spec:
-        vals = [round(float(v), int(spec["digits"])) for v in raw]
-    else:
-        vals = list(raw)
+        except (TypeError, ValueError, OverflowError) as err:
+            raise input_error(source, f"{where}.exponent",
+                              "needs numbers: " + str(err).splitlines()[0]) from None
+    digits = spec.get("digits")
+    if digits is not None and (isinstance(digits, bool) or not isinstance(digits, int)
+                               or not 0 <= digits <= 15):
+        raise input_error(source, f"{where}.digits", f"must be an integer from 0 to 15, got {digits!r}")
+    try:
+        if rounding == "int":
+            vals = [int(math.floor(_finite(v) + 0.5)) for v in raw]
+        elif digits is not None:
+            vals = [round(_finite(v), digits) for v in raw]
+        else:
+            vals = list(raw)
+    except (TypeError, ValueError):
+        what = "round = \"int\"" if rounding == "int" else "digits"
+        raise input_error(source, f"{where}.values",
+                          f"{what} needs finite numbers, got {raw!r}") from None
     for v in vals:
         if not isinstance(v, (int, float, str, bool)):
             raise input_error(source, f"{where}.values", f"unsupported value {v!r}")
@@ -193,7 +216,7 @@ def parse_grid(data: dict, source: str = "<memory>") -> Grid:
             raise input_error(source, where, "must be a table {from, scale}")
         _check_keys(source, f"{where}.", spec, _DERIVED_KEYS)
         src = spec.get("from")
-        if src not in values:
+        if not isinstance(src, str) or src not in values:
             raise input_error(source, f"{where}.from", f"{src!r} is not a free hyperparameter")
         if name in values:
             raise input_error(source, where, "is also a free hyperparameter")
@@ -202,6 +225,8 @@ def parse_grid(data: dict, source: str = "<memory>") -> Grid:
         except (TypeError, ValueError):
             raise input_error(source, f"{where}.scale", "must be a number") from None
     family = data.get("family")
+    if family is not None and not isinstance(family, str):
+        raise input_error(source, "family", f"must be a string, got {family!r}")
     return Grid(values=values, derived=derived, family=family, source=source)
 
 

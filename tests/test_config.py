@@ -92,3 +92,32 @@ def test_fingerprint_ignores_analysis_settings(tmp_path):
     b = load_experiment(_write(tmp_path, BASE + "[analysis]\npairs = 10\n"))
     c = load_experiment(_write(tmp_path, BASE.replace("folds = 3", "folds = 4")))
     assert a.fingerprint() == b.fingerprint() != c.fingerprint()
+
+
+def test_grid_paths_are_read_from_the_experiment_files_folder(tmp_path, monkeypatch):
+    (tmp_path / "exp" / "grids").mkdir(parents=True)
+    (tmp_path / "exp" / "grids" / "g.toml").write_text("[params.k]\nvalues = [5, 10]\n")
+    (tmp_path / "elsewhere").mkdir()
+    cfg = tmp_path / "exp" / "e.toml"
+    cfg.write_text(BASE.replace("{grid}", "grids/g.toml"))
+    for cwd in (tmp_path, tmp_path / "elsewhere", tmp_path / "exp"):
+        monkeypatch.chdir(cwd)
+        exp = load_experiment(cfg)
+        assert exp.algorithms[0].grid_path == str((tmp_path / "exp" / "grids" / "g.toml").resolve())
+        assert exp.grids["userknn"].values == {"k": [5, 10]}
+
+
+def test_a_grid_path_relative_to_the_working_directory_is_refused_with_the_fix(tmp_path,
+                                                                                monkeypatch):
+    (tmp_path / "grids").mkdir()
+    (tmp_path / "grids" / "g.toml").write_text("[params.k]\nvalues = [5, 10]\n")
+    (tmp_path / "experiments").mkdir()
+    cfg = tmp_path / "experiments" / "e.toml"
+    cfg.write_text(BASE.replace("{grid}", "grids/g.toml"))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(DptuneError) as err:
+        load_experiment(cfg)
+    msg = str(err.value)
+    assert msg.startswith(f"{cfg}: algorithms[0].grid: grid file 'grids/g.toml' not found "
+                          "(relative paths start at the experiment file's folder")
+    assert msg.endswith('write grid = "../grids/g.toml"') and "\n" not in msg

@@ -67,13 +67,24 @@ def _shown(value: object) -> str:
     return repr(value.item() if isinstance(value, np.generic) else value)
 
 
+def _where(path: str | Path, i: int) -> str:
+    """Row ``i`` (0-based, of the table) as a user finds it: the 1-based line of a text file
+    as an editor shows it (the header is line 1), the 1-based row of a Parquet file, the
+    0-based position of an in-memory table (``path`` is then its name, a ``str``)."""
+    if not isinstance(path, Path):
+        return f"row {i}"
+    text = path.suffix.lower() in _CSV and not path.is_dir()
+    return f"line {i + 2}" if text else f"row {i + 1}"
+
+
 def _integers(path: str | Path, df: pd.DataFrame, col: str, low: int) -> pd.Series:
     """Column ``col`` as int64, every value an integer >= ``low``."""
     v = pd.to_numeric(df[col], errors="coerce")
     bad = v.isna() | (v != np.floor(v)) | (v < low)
     if bad.any():
-        raise input_error(path, col, f"must hold integers >= {low}; row {int(np.argmax(bad.to_numpy()))} "
-                          f"has {_shown(df[col].iloc[int(np.argmax(bad.to_numpy()))])}")
+        i = int(np.argmax(bad.to_numpy()))
+        raise input_error(path, col, f"must hold integers >= {low}; {_where(path, i)} "
+                          f"has {_shown(df[col].iloc[i])}")
     return v.astype(np.int64)
 
 
@@ -91,7 +102,7 @@ def _split_metric(path: str | Path, metric: pd.Series) -> tuple[pd.Series, pd.Se
 
 def read_per_user(path: str | Path) -> pd.DataFrame:
     """Read and validate a per-user file (:func:`check_per_user`)."""
-    return check_per_user(read_table(path, "per-user file"), path)
+    return check_per_user(read_table(path, "per-user file"), Path(path))
 
 
 def check_per_user(table: pd.DataFrame, path: str | Path = "per_user") -> pd.DataFrame:
@@ -124,7 +135,8 @@ def check_per_user(table: pd.DataFrame, path: str | Path = "per_user") -> pd.Dat
     key = "config_id" if "config_id" in cols else "system"
     for col in [c for c in ("algorithm", key, "fold", "user", "metric", "cutoff") if c in cols]:
         if df[col].isna().any():
-            raise input_error(path, col, f"empty value in row {int(np.argmax(df[col].isna().to_numpy()))}")
+            i = int(np.argmax(df[col].isna().to_numpy()))
+            raise input_error(path, col, f"empty value in {_where(path, i)}")
     out = pd.DataFrame({"algorithm": df["algorithm"].astype(str) if "algorithm" in cols else "runs"},
                        index=df.index)
     out[key] = _integers(path, df, key, 0) if key == "config_id" else df[key].astype(str)
@@ -139,8 +151,8 @@ def check_per_user(table: pd.DataFrame, path: str | Path = "per_user") -> pd.Dat
     bad = ~np.isfinite(value.to_numpy(dtype=np.float64))
     if bad.any():
         i = int(np.argmax(bad))
-        raise input_error(path, "value", f"must hold finite numbers; row {i} has "
-                          f"{_shown(df['value'].iloc[i])}")
+        raise input_error(path, "value",
+                          f"must hold finite numbers; {_where(path, i)} has {_shown(df['value'].iloc[i])}")
     out["value"] = value.astype(np.float64)
     keys = ["algorithm", key, "fold", "user", "metric", "cutoff"]
     dup = out.duplicated(keys)
@@ -187,7 +199,8 @@ def check_configs(table: pd.DataFrame, per_user: pd.DataFrame,
                           f"{key} and one column per hyperparameter)")
     for col in ("algorithm", key):
         if df[col].isna().any():
-            raise input_error(path, col, f"empty value in row {int(np.argmax(df[col].isna().to_numpy()))}")
+            i = int(np.argmax(df[col].isna().to_numpy()))
+            raise input_error(path, col, f"empty value in {_where(path, i)}")
     df["algorithm"] = df["algorithm"].astype(str)
     df[key] = _integers(path, df, key, 0) if key == "config_id" else df[key].astype(str)
     dup = df.duplicated(["algorithm", key])

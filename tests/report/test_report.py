@@ -362,10 +362,11 @@ def test_table4_best_is_the_verdicts_recommendation_per_family() -> None:
     assert list(csv["best_metric"]) == ["ndcg", ""]
     assert csv["worst_metric"].iloc[0] == "recall"  # the highest DP among the other metrics
     rows = _md_rows(t.to_markdown())
-    assert rows[0][:4] == ["Algorithm", "N", "Family", "Best metric"]
-    assert _find_row(rows, "BPR-MF", "10")[2:4] == ["accuracy", "nDCG@10"]
+    assert rows[0][:5] == ["Algorithm", "N", "Family", "P", "Best metric"]
+    row = _find_row(rows, "BPR-MF", "10")
+    assert [row[2], row[4]] == ["accuracy", "nDCG@10"]
     nov = [r for r in rows if r[:3] == ["BPR-MF", "10", "novelty"]][0]
-    assert nov[3:5] == ["too few pairs (3)", "–"]
+    assert nov[4:6] == ["too few pairs (3)", "–"]
     # without a verdict row, the same tie rule on DP inside each family
     acc = t.csv[(t.csv["algorithm"] == "userknn") & (t.csv["cutoff"] == 10)]
     assert set(acc["best_metric"]) <= {"ndcg", "precision", "recall", "mrr", "epc", "efd"}

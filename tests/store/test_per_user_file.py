@@ -136,3 +136,15 @@ def test_bad_configs_file_is_one_line(tmp_path: Path, text: str, field: str | No
     msg = str(ex.value)
     assert "\n" not in msg and words in msg
     assert msg.startswith(f"{path}: {field}: " if field else f"{path}: ")
+
+
+@pytest.mark.parametrize(("text", "where"), [
+    (GOOD.replace("0.2891", "high"), "line 3 has 'high'"),
+    (GOOD.replace("bpr,1,0,17,ndcg", "bpr,1,0,,ndcg"), "empty value in line 3"),
+    (GOOD.replace("bpr,1,0,17", "bpr,1.5,0,17"), "config_id: must hold integers >= 0; line 3 has"),
+])
+def test_bad_value_names_the_file_line(tmp_path: Path, text: str, where: str) -> None:
+    """The 1-based line an editor shows (the header is line 1), not a 0-based row."""
+    with pytest.raises(DptuneError) as err:
+        read_per_user(_write(tmp_path, text))
+    assert where in str(err.value)
