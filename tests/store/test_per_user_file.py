@@ -90,11 +90,11 @@ def test_bad_per_user_file_is_one_line(tmp_path: Path, text: str, field: str | N
 
 
 @pytest.mark.parametrize(("text", "shown"), [
-    (GOOD.replace("0.2891", ""), "row 1 has nan"),
-    (GOOD.replace("0.2891", "nan"), "row 1 has nan"),
-    (GOOD.replace("0.2891", "inf"), "row 1 has inf"),
-    (GOOD.replace("0.2891", "high"), "row 1 has 'high'"),
-    (GOOD.replace("bpr,1,0,17", "bpr,1.5,0,17"), "row 1 has 1.5"),
+    (GOOD.replace("0.2891", ""), "line 3 has nan"),
+    (GOOD.replace("0.2891", "nan"), "line 3 has nan"),
+    (GOOD.replace("0.2891", "inf"), "line 3 has inf"),
+    (GOOD.replace("0.2891", "high"), "line 3 has 'high'"),
+    (GOOD.replace("bpr,1,0,17", "bpr,1.5,0,17"), "line 3 has 1.5"),
 ])
 def test_bad_value_is_shown_as_written(tmp_path: Path, text: str, shown: str) -> None:
     """A bad cell is shown as the user wrote it (``nan``), never as ``np.float64(nan)``."""
