@@ -31,7 +31,7 @@ METRIC_NAMES = METRICS
 
 @dataclass(frozen=True)
 class DataConfig:
-    """Where the ratings come from and which optional pre-filters apply (SPEC 1).
+    """Where the ratings come from and which optional pre-filters apply.
 
     An own file is described by ``columns`` (our name -> the file's column name, or 0-based
     position when ``header = false``; without ``rating`` the data is implicit feedback, without
@@ -58,7 +58,7 @@ _OWN_FILE_FIELDS = ("columns", "sep", "header")
 
 @dataclass(frozen=True)
 class SplitConfig:
-    """Test split and cross-validation on its training part (SPEC 2)."""
+    """Test split and cross-validation on its training part."""
 
     method: str = "temporal"  # temporal | random | leave-one-out
     train_ratio: float = 0.8
@@ -70,7 +70,7 @@ class SplitConfig:
 
 @dataclass(frozen=True)
 class EvaluationConfig:
-    """Protocol "all unrated items", relevance threshold and cutoffs (SPEC 5)."""
+    """Protocol "all unrated items", relevance threshold and cutoffs."""
 
     cutoffs: tuple[int, ...] = (1, 5, 10)
     relevance_threshold: float = 4.0

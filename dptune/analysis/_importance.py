@@ -1,6 +1,6 @@
 """Hyperparameter importance from optuna (fANOVA, PED-ANOVA) beside the DP-based dominance.
 
-``SPEC.md`` section 7. For one algorithm with more than one free hyperparameter and one
+For one algorithm with more than one free hyperparameter and one
 metric@N, an in-memory optuna study gets one completed trial per configuration:
 
 - ``params``: the free hyperparameters, with the distribution their grid values imply

@@ -1,6 +1,6 @@
 """Noise floor of discriminative power: A/A pairs of one configuration trained with several seeds.
 
-``SPEC.md`` section 7: pairs of *identical* configurations trained with different seeds give the
+Pairs of *identical* configurations trained with different seeds give the
 p-value curve of "no real difference"; a metric whose DP curve is not clearly below that floor
 does not discriminate configurations better than re-training with another seed would.
 
@@ -258,7 +258,7 @@ def noise_floor_table(
 
 
 def compare_with_floor(dp: pd.DataFrame, floor: pd.DataFrame) -> pd.DataFrame:
-    """DP (scope ``all``) beside its noise floor, with the flag of SPEC 7.
+    """DP (scope ``all``) beside its noise floor, with the flag (DP not clearly below the floor).
 
     A metric is *clearly below* its floor when ``DP < DP_floor``, or, when the DP has a bootstrap
     interval (``dp_ci_high`` column), when the whole interval is below: ``dp_ci_high <

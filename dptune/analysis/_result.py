@@ -58,7 +58,7 @@ class AnalysisResult:
     - ``datasets``: Table 1 rows (dataset, users, items, ratings, sparsity).
     - ``without_dp``: algorithm -> the reason it has no DP (e.g. a single configuration).
     - ``verdict``: one row per (algorithm, cutoff) with the recommended tuning metric and its
-      evidence, or None (issue 13; columns in ``docs/statistics.md`` section 13).
+      evidence, or None (columns in ``docs/statistics.md`` section 13).
     - ``robust``: the DP of scope ``all`` per (algorithm, metric, cutoff) on the tables' own
       pairs (mean p-value, DP per 25 pairs and its bootstrap interval); ``robust_ranking``:
       P(A more discriminative than B) for every stability repeat; None without a pair.

@@ -3,7 +3,7 @@
 cornac's own UserKNN/ItemKNN predict *ratings*: the user's mean plus a normalised weighted
 average of the neighbours' (mean-centred) ratings. On binarised data every observed rating
 is 1, so their scores collapse to about 1 for every candidate item and the ranking is
-driven by ties and noise. dptune therefore implements the ranking scorer of RankSys / Elliot (SPEC 4) itself,
+driven by ties and noise. dptune therefore implements the ranking scorer of RankSys / Elliot itself,
 on ``scipy.sparse``: cosine similarity on binary vectors, a per-row top-k neighbour list and
 an un-normalised *sum* of similarities. The similarity is computed once per fit, in row
 blocks (``float32``), and only each row's neighbours sorted by similarity up to ``k`` are

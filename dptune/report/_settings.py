@@ -1,6 +1,7 @@
 """The report's settings table: every setting of the experiment and the analysis, as text rows.
 
-SPEC 5 requires every report to name the relevance threshold and the metric variant, so
+A DP or a metric value means little without the relevance rule and the metric variant behind
+it (the paper's "above 4" is ambiguous), so
 :func:`settings_rows` always lists those two first ("not recorded" when missing).
 """
 
@@ -41,7 +42,7 @@ def settings_rows(settings: Mapping[str, object] | None) -> list[tuple[str, str]
     """(setting, value) rows for the report's settings table.
 
     The relevance threshold and the metric variant come first and are always present ("not
-    recorded" when ``settings`` lacks them): SPEC 5 requires every report to name both. Nested
+    recorded" when ``settings`` lacks them): no report leaves them out. Nested
     mappings (e.g. package versions) are flattened to dotted keys; the rest keeps dict order.
     """
     flat = flatten(settings or {})

@@ -1,6 +1,6 @@
 """Training the noise floor: A/A runs of the best configurations with several seeds.
 
-``SPEC.md`` section 7, sweep stage (``dptune run`` calls :func:`run_noise_floor` after the
+The sweep stage of the noise floor (``dptune run`` calls :func:`run_noise_floor` after the
 sweep). For every *stochastic* algorithm (:func:`dptune.store.is_stochastic`), the
 ``n_configs`` best configurations by the primary metric (:func:`dptune.store.rank_configs`)
 are trained with ``S`` seeds on every validation fold, seed ``s`` being
