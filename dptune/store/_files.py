@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from dptune._atomic import write_text
-from dptune.errors import input_error
+from dptune.errors import DptuneError, input_error
 
 #: Small files whose checksum the manifest records.
 CHECKED = ("configs.csv", "users.csv")
@@ -83,6 +83,7 @@ def write_configs(root: Path, frames: Sequence[pd.DataFrame]) -> None:
     """Write ``configs.csv``: one row per (algorithm, config_id), hyperparameters as columns."""
     df = pd.concat(list(frames), ignore_index=True, sort=False)
     write_text(Path(root) / "configs.csv", df.to_csv(index=False, lineterminator="\n"))
+    _update_checksums(root)
 
 
 def read_configs(root: Path) -> pd.DataFrame:
@@ -102,6 +103,19 @@ def write_users(root: Path, user_ids: np.ndarray) -> None:
     """Write ``users.csv``: the user code used in the store and the original user id."""
     df = pd.DataFrame({"user": np.arange(len(user_ids), dtype=np.int32), "user_id": user_ids})
     write_text(Path(root) / "users.csv", df.to_csv(index=False, lineterminator="\n"))
+    _update_checksums(root)
+
+
+def _update_checksums(root: Path) -> None:
+    """Record the checksums of a rewritten ``configs.csv`` / ``users.csv`` in an existing,
+    readable manifest (whatever order a writer writes the files in)."""
+    if not (Path(root) / "manifest.json").is_file():
+        return
+    try:
+        manifest = read_manifest(root)
+    except DptuneError:
+        return  # damaged: the next write_manifest replaces it
+    write_manifest(root, manifest)
 
 
 def write_trials_csv(root: Path, trials: pd.DataFrame) -> None:
