@@ -27,8 +27,8 @@ def _manifest_text(manifest: dict[str, Any]) -> str:
     return json.dumps(manifest, indent=2, sort_keys=True, default=str) + "\n"
 
 
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+def _digest(data: str | bytes) -> str:
+    return hashlib.sha256(data.encode() if isinstance(data, str) else data).hexdigest()[:16]
 
 
 def write_manifest(root: Path, manifest: dict[str, Any]) -> None:
@@ -37,7 +37,7 @@ def write_manifest(root: Path, manifest: dict[str, Any]) -> None:
     (``checksum``: of the text without that key), so that damage is found when read."""
     root = Path(root)
     body = {k: v for k, v in manifest.items() if k != "checksum"}
-    files = {name: _digest((root / name).read_text()) for name in CHECKED
+    files = {name: _digest((root / name).read_bytes()) for name in CHECKED
              if (root / name).is_file()}
     if files:
         body["files"] = files
@@ -74,7 +74,7 @@ def check_file(root: Path, name: str) -> None:
     expected = read_manifest(root).get("files", {}).get(name)
     if expected is None or not path.is_file():
         return
-    if _digest(path.read_text(errors="replace")) != expected:
+    if _digest(path.read_bytes()) != expected:
         raise input_error(path, None, "damaged (its checksum differs from the manifest's); "
                           "`dptune run` with the experiment's file rewrites it")
 

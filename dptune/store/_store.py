@@ -2,8 +2,9 @@
 
 :class:`ResultStore` is the one object callers hold; its methods delegate to one-idea modules:
 ``_schema`` (layout, schema, :class:`UnitResult`), ``_parts`` (writing parts), ``_files``
-(manifest, configs, users, trials files), ``_index`` (reading part metadata: trials, means,
-best configurations) and ``_fold`` (reading values: :func:`read_matrix`, :func:`read_fold`,
+(manifest, configs, users, trials files), ``_integrity`` (size and checksum of every part,
+verified before it is read), ``_index`` (reading part metadata: trials, means, best
+configurations) and ``_fold`` (reading values: :func:`read_matrix`, :func:`read_fold`,
 :class:`FoldSlice`, :class:`FoldBuffer`).
 
 The layout of a results directory (a documented contract: README, docs/design.md) is described
