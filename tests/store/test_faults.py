@@ -214,6 +214,20 @@ def test_a_damaged_optuna_db_is_set_aside(pristine, tmp_path, capsys):
     assert _values(root).keys() == before.keys()
 
 
+def test_a_store_from_before_index_entries_is_checked_and_adopted(pristine, tmp_path):
+    cfg, results, before = pristine
+    root = tmp_path / "results"
+    shutil.copytree(results, root)
+    shutil.rmtree(root / INDEX_DIR)
+    from dptune.store._store import ResultStore
+
+    assert ResultStore(root).damaged() == []  # decoded instead of checksummed
+    times = _mtimes(root)
+    run_sweep(cfg, root, jobs=1, progress=False)
+    assert _mtimes(root) == times  # nothing recomputed
+    assert len(list((root / INDEX_DIR).glob("*/*.json"))) == len(times)  # entries recorded
+
+
 def test_status_lists_damaged_parts(pristine, tmp_path, capsys):
     root, target = _copy_damaged(pristine, tmp_path, "bpr-part", "garble")
     rc = main(["status", str(root), "--reports", str(tmp_path / "rep")])
