@@ -499,6 +499,8 @@ def test_fingerprint_mismatch_names_the_settings_that_differ(tmp_path, capsys):
     from dptune.sweep import init_results
 
     init_results(load_experiment(cfg), tmp_path / "results")
+    # a finished unit (a set-up without any is simply replaced)
+    (tmp_path / "results" / "per_user.parquet" / "iknn__0__u00000.parquet").write_bytes(b"")
     cfg.write_text(cfg.read_text().replace("folds = 2", "folds = 3"))
     (tmp_path / "g2.toml").write_text("[params.k]\nvalues = [5, 10, 40]\n")
     assert _run(cfg, tmp_path) == 2

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from dptune._atomic import write_text
-from dptune.errors import input_error
+from dptune.errors import DptuneError, input_error
 
 #: Small files whose checksum the manifest records.
 CHECKED = ("configs.csv", "users.csv")
@@ -27,8 +27,8 @@ def _manifest_text(manifest: dict[str, Any]) -> str:
     return json.dumps(manifest, indent=2, sort_keys=True, default=str) + "\n"
 
 
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+def _digest(data: str | bytes) -> str:
+    return hashlib.sha256(data.encode() if isinstance(data, str) else data).hexdigest()[:16]
 
 
 def write_manifest(root: Path, manifest: dict[str, Any]) -> None:
@@ -37,7 +37,7 @@ def write_manifest(root: Path, manifest: dict[str, Any]) -> None:
     (``checksum``: of the text without that key), so that damage is found when read."""
     root = Path(root)
     body = {k: v for k, v in manifest.items() if k != "checksum"}
-    files = {name: _digest((root / name).read_text()) for name in CHECKED
+    files = {name: _digest((root / name).read_bytes()) for name in CHECKED
              if (root / name).is_file()}
     if files:
         body["files"] = files
@@ -74,7 +74,7 @@ def check_file(root: Path, name: str) -> None:
     expected = read_manifest(root).get("files", {}).get(name)
     if expected is None or not path.is_file():
         return
-    if _digest(path.read_text(errors="replace")) != expected:
+    if _digest(path.read_bytes()) != expected:
         raise input_error(path, None, "damaged (its checksum differs from the manifest's); "
                           "`dptune run` with the experiment's file rewrites it")
 
@@ -83,6 +83,7 @@ def write_configs(root: Path, frames: Sequence[pd.DataFrame]) -> None:
     """Write ``configs.csv``: one row per (algorithm, config_id), hyperparameters as columns."""
     df = pd.concat(list(frames), ignore_index=True, sort=False)
     write_text(Path(root) / "configs.csv", df.to_csv(index=False, lineterminator="\n"))
+    _update_checksums(root)
 
 
 def read_configs(root: Path) -> pd.DataFrame:
@@ -102,6 +103,19 @@ def write_users(root: Path, user_ids: np.ndarray) -> None:
     """Write ``users.csv``: the user code used in the store and the original user id."""
     df = pd.DataFrame({"user": np.arange(len(user_ids), dtype=np.int32), "user_id": user_ids})
     write_text(Path(root) / "users.csv", df.to_csv(index=False, lineterminator="\n"))
+    _update_checksums(root)
+
+
+def _update_checksums(root: Path) -> None:
+    """Record the checksums of a rewritten ``configs.csv`` / ``users.csv`` in an existing,
+    readable manifest (whatever order a writer writes the files in)."""
+    if not (Path(root) / "manifest.json").is_file():
+        return
+    try:
+        manifest = read_manifest(root)
+    except DptuneError:
+        return  # damaged: the next write_manifest replaces it
+    write_manifest(root, manifest)
 
 
 def write_trials_csv(root: Path, trials: pd.DataFrame) -> None:

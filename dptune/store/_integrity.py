@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import zlib
 from pathlib import Path
 from typing import Any
@@ -183,6 +184,14 @@ def check_lost(root: Path, directory: str) -> None:
         raise damaged_error(lost[0], "missing")
 
 
+def _young(path: Path, seconds: float = 60.0) -> bool:
+    """Whether ``path`` was modified in the last ``seconds`` (a writer may still be at work)."""
+    try:
+        return time.time() - path.stat().st_mtime < seconds
+    except FileNotFoundError:
+        return False
+
+
 def heal(root: Path, parts: list[Path], fingerprint: str | None) -> list[tuple[Path, str]]:
     """Before a sweep writes: remove every damaged part of ``parts`` (and its entry) so that its
     unit is computed again, and record the entries of verified parts of a store that predates
@@ -192,8 +201,8 @@ def heal(root: Path, parts: list[Path], fingerprint: str | None) -> list[tuple[P
               and not (Path(root) / INDEX_DIR).is_dir()]
     for part in parts:
         why = problem(part)
-        if why is None:
-            continue
+        if why is None or (why == "its index entry is missing" and _young(part)):
+            continue  # a writer on another machine publishes a part, then records its entry
         removed.append((part, why))
         try:
             os.unlink(part)
@@ -205,5 +214,6 @@ def heal(root: Path, parts: list[Path], fingerprint: str | None) -> list[tuple[P
             record(part, fingerprint)
     for directory in {p.parent.name for p in parts} | {"per_user.parquet", "noise_floor.parquet"}:
         for part in lost_parts(root, directory):  # its unit is computed again: entry rewritten
-            entry_path(part).unlink(missing_ok=True)
+            if not _young(entry_path(part)):  # (a noise part's entry precedes its part)
+                entry_path(part).unlink(missing_ok=True)
     return removed

@@ -205,7 +205,7 @@ def part_meta(path: Path) -> dict[str, Any]:
 def noise_trials(results_dir: str | Path) -> pd.DataFrame:
     """One row per noise-floor model run, from the parts' metadata (``noise_trials.csv``)."""
     rows = []
-    for p in noise_part_paths(results_dir):
+    for p in noise_part_paths(results_dir, check_lost=False):
         m = part_meta(p)
         for k, s in enumerate(m["seed_indices"]):
             rows.append((m["algorithm"], int(m["config_id"]), m["fold"], int(s), int(m["seeds"][k]),

@@ -9,7 +9,11 @@ Layout of a results directory (a documented contract; see README and docs/design
   metric, cutoff, value`` (value float32); one row group per (metric, cutoff), rows sorted by
   config_id then user, so a slice read touches one row group per part. The part's key-value
   metadata (``dptune``) records the unit's seed, timings and per-config means.
-- ``configs.csv``, ``users.csv``, ``manifest.json``; ``trials.csv`` is derived from the parts.
+- ``index/<part directory>/<part name>.json``: the size, CRC-32 and experiment fingerprint of
+  every part, written with it; a part is trusted only when it matches
+  (:mod:`dptune.store._integrity`).
+- ``configs.csv``, ``users.csv``, ``manifest.json`` (with a checksum of itself and of the two
+  CSV files); ``trials.csv`` is derived from the parts.
 """
 
 from __future__ import annotations

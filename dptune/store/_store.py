@@ -2,8 +2,9 @@
 
 :class:`ResultStore` is the one object callers hold; its methods delegate to one-idea modules:
 ``_schema`` (layout, schema, :class:`UnitResult`), ``_parts`` (writing parts), ``_files``
-(manifest, configs, users, trials files), ``_index`` (reading part metadata: trials, means,
-best configurations) and ``_fold`` (reading values: :func:`read_matrix`, :func:`read_fold`,
+(manifest, configs, users, trials files), ``_integrity`` (size and checksum of every part,
+verified before it is read), ``_index`` (reading part metadata: trials, means, best
+configurations) and ``_fold`` (reading values: :func:`read_matrix`, :func:`read_fold`,
 :class:`FoldSlice`, :class:`FoldBuffer`).
 
 The layout of a results directory (a documented contract: README, docs/design.md) is described
@@ -44,7 +45,7 @@ from dptune.store._index import (
     summary_frame,
     trials_frame,
 )
-from dptune.store._integrity import heal, problem, store_fingerprint, verified
+from dptune.store._integrity import damaged_error, heal, problem, store_fingerprint, verified
 from dptune.store._parts import remove_stale_temporaries, write_part
 from dptune.store._schema import (
     LAYOUT,
@@ -178,7 +179,14 @@ class ResultStore:
 
     @cached_property
     def _index(self) -> Index:
-        return build_index(self.root, self._damaged)
+        index = build_index(self.root, self._damaged)
+        if self._damaged is None:  # the noise floor's parts too, before any work on them
+            from dptune.store._noise_parts import noise_part_paths
+
+            for p in noise_part_paths(self.root):
+                if (why := problem(p)) is not None:
+                    raise damaged_error(p, why)
+        return index
 
     @cached_property
     def _summary(self) -> pd.DataFrame:

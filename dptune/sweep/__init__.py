@@ -6,8 +6,8 @@ one training run). optuna drives the units: one study per (experiment, algorithm
 ``GridSampler`` search space is the fold plus the hyperparameters that are constant within a unit,
 kept in an optuna storage (SQLite in the results directory by default, PostgreSQL or any optuna
 RDB URL, or a journal file), so a re-run or any number of workers on any machines share one
-sweep. The result store is the ground truth: a unit whose Parquet part exists is never
-recomputed. See docs/distributed.md.
+sweep. The result store is the ground truth: a unit whose Parquet part exists and matches its
+recorded size and checksum is never recomputed (a damaged one is). See docs/distributed.md.
 
 Modules, one idea each: ``_prepare`` (fold data), ``_plan`` (units, tasks, seeds), ``_unit`` (one
 unit), ``_storage`` (optuna storage and heartbeats), ``_claims`` (who computes a grid point),

@@ -169,7 +169,8 @@ def init_results(exp: Experiment, results: str | Path,
     validate_experiment(exp)
     prep = prepare(exp)
     fold_users = prep.check_folds()
-    store = ResultStore(results).create()
+    # the sweep treats a damaged part as not done (it is computed again), never as an error
+    store = ResultStore(results, skip_damaged=True).create()
     _check_setup(store, exp)
     open_storage(storage_url, store.root)  # creates the schema once, before workers race on it
     store.write_configs([exp.grids[a.name].frame(a.name) for a in exp.algorithms])

@@ -172,7 +172,7 @@ def run_noise_floor(exp: Experiment, results_dir: str | Path, seeds: int = 5, n_
     if seeds == 1:
         raise input_error("noise floor", "noise_seeds", "needs 0 (off) or at least 2 seeds")
     jobs = check_count(jobs, "jobs", 1)
-    store = ResultStore(results_dir)
+    store = ResultStore(results_dir, skip_damaged=True)  # damaged parts are recomputed
     if seeds == 0:
         return NoiseRun([], 0, {}, 0, int(n_configs))
     man = store.manifest()

@@ -114,6 +114,26 @@ def _is_race(err: BaseException) -> bool:
 
 
 def open_storage(url: str | None, root: Path) -> BaseStorage:
+    """:func:`_open_storage`; the default SQLite file of a results directory, when damaged, is
+    kept aside as ``optuna.db.damaged`` and started afresh: it only coordinates the workers,
+    the parts hold every result, so the sweep resumes from them (a note says so on stderr)."""
+    import sys
+
+    try:
+        return _open_storage(url, root)
+    except DptuneError as err:
+        why = str(err).rsplit(") ", 1)[-1]
+        if url is not None or not ("malformed" in why or "not a database" in why):
+            raise
+    db = Path(root) / "optuna.db"
+    os.replace(db, db.with_name("optuna.db.damaged"))
+    print(f"dptune: note: {db} was damaged ({why}); kept as "
+          f"{db.name}.damaged, a new one started (finished units are in the parts)",
+          file=sys.stderr)
+    return _open_storage(url, root)
+
+
+def _open_storage(url: str | None, root: Path) -> BaseStorage:
     """An optuna storage: ``url`` (any RDB URL, or a ``*.journal`` path / ``journal:PATH``), or
     ``sqlite:///<root>/optuna.db`` by default.
 

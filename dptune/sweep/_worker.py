@@ -1,8 +1,8 @@
 """A sweep worker: take grid points from optuna until every validation unit has its part.
 
 Any number of workers (processes, machines) share one optuna storage and one results directory
-(docs/distributed.md). The result store is the ground truth: a unit whose Parquet part exists is
-never recomputed.
+(docs/distributed.md). The result store is the ground truth: a unit whose Parquet part exists and
+is verified is never recomputed.
 """
 
 from __future__ import annotations

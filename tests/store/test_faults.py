@@ -1,0 +1,259 @@
+"""Fault injection over the result store: every kind of file of a small store is truncated,
+deleted, garbled or emptied; then ``dptune analyze`` and ``dptune run`` must either stop with one
+line (exit 2) naming the file, or recompute exactly what was damaged, with results equal to the
+undamaged store's. Never a traceback, never silently different numbers.
+
+One tiny store (a synthetic 120-user data set, UserKNN with 2 configurations and a 2 x 2
+BPR-MF grid, 2 folds, the test split and a 2-seed noise floor) is built once per module; each
+case damages a copy of it.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from dptune.cli import main
+from dptune.errors import DptuneError
+from dptune.store._integrity import INDEX_DIR
+from dptune.store._noise_parts import NOISE_DIR
+from dptune.store._schema import PARTS
+from dptune.sweep._run import run_sweep
+
+KNN = "[params.k]\nvalues = [5, 10]\n"
+BPR = """
+family = "bpr-mf"
+[params.factors]
+values = [4, 8]
+[params.iterations]
+values = [1, 2]
+[params.learning_rate]
+values = [0.05]
+[derived]
+user_reg = { from = "learning_rate", scale = 0.05 }
+item_reg = { from = "learning_rate", scale = 0.005 }
+"""
+EXPERIMENT = """
+name = "faults"
+seed = 7
+[data]
+source = "{data}"
+[split]
+folds = 2
+[evaluation]
+cutoffs = [5, 10]
+[analysis]
+n_pairs = 3
+noise_seeds = 2
+bootstrap = 0
+stability = 0
+importance = false
+[sweep]
+jobs = 1
+[[algorithms]]
+name = "userknn"
+type = "userknn"
+grid = "{knn}"
+[[algorithms]]
+name = "bpr-mf"
+type = "bpr-mf"
+grid = "{bpr}"
+"""
+
+#: Files of each kind in the tiny store (a glob under the results directory).
+KINDS = {
+    "knn-part": f"{PARTS}/userknn__0__*.parquet",
+    "bpr-part": f"{PARTS}/bpr-mf__1__u00001.parquet",
+    "test-part": f"{PARTS}/bpr-mf__test__*.parquet",
+    "noise-part": f"{NOISE_DIR}/bpr-mf__0__*.parquet",
+    "part-entry": f"{INDEX_DIR}/{PARTS}/bpr-mf__0__u00000.parquet.json",
+    "noise-entry": f"{INDEX_DIR}/{NOISE_DIR}/bpr-mf__1__*.json",
+    "manifest": "manifest.json",
+    "configs": "configs.csv",
+    "users": "users.csv",
+    "trials": "trials.csv",
+    "noise-trials": "noise_trials.csv",
+    "optuna": "optuna.db",
+}
+DAMAGES = ("truncate", "delete", "garble", "empty")
+#: Files the analysis never reads: it must give the undamaged results.
+NOT_READ_BY_ANALYZE = {"users", "trials", "noise-trials", "optuna"}
+
+
+def _experiment(directory: Path) -> Path:
+    rng = np.random.default_rng(0)
+    rows = []
+    for u in range(120):
+        items = rng.choice(80, size=int(rng.integers(12, 30)), replace=False)
+        rows += [(u, int(i), float(rng.integers(1, 6)), 1000 + 10 * k + u) for k, i in enumerate(items)]
+    data = directory / "ratings.csv"
+    pd.DataFrame(rows, columns=["user", "item", "rating", "timestamp"]).to_csv(data, index=False)
+    (directory / "knn.toml").write_text(KNN)
+    (directory / "bpr.toml").write_text(BPR)
+    cfg = directory / "faults.toml"
+    cfg.write_text(EXPERIMENT.format(data=data, knn=directory / "knn.toml", bpr=directory / "bpr.toml"))
+    return cfg
+
+
+def _values(root: Path) -> dict[str, pd.DataFrame]:
+    """Every part's per-user values, sorted (timings and other metadata left out)."""
+    out = {}
+    for p in sorted([*(root / PARTS).glob("*.parquet"), *(root / NOISE_DIR).glob("*.parquet")]):
+        df = pq.read_table(p).to_pandas()
+        keys = [c for c in ("config_id", "seed_index", "metric", "cutoff", "user") if c in df]
+        out[f"{p.parent.name}/{p.name}"] = df.sort_values(keys).reset_index(drop=True)
+    return out
+
+
+def _mtimes(root: Path) -> dict[str, int]:
+    return {p.name: p.stat().st_mtime_ns
+            for p in [*(root / PARTS).glob("*.parquet"), *(root / NOISE_DIR).glob("*.parquet")]}
+
+
+@pytest.fixture(scope="module")
+def pristine(tmp_path_factory):
+    """The tiny store, built once: ``(experiment file, results directory, values)``."""
+    d = tmp_path_factory.mktemp("faults")
+    cfg = _experiment(d)
+    results = d / "results"
+    run_sweep(cfg, results, jobs=1, progress=False)
+    return cfg, results, _values(results)
+
+
+def _damage(path: Path, how: str) -> None:
+    data = path.read_bytes()
+    if how == "truncate":
+        path.write_bytes(data[: len(data) // 2])
+    elif how == "delete":
+        path.unlink()
+    elif how == "empty":
+        path.write_bytes(b"")
+    else:  # garble: invert 16 bytes in the middle
+        mid = len(data) // 2
+        path.write_bytes(data[:mid] + bytes(b ^ 0xFF for b in data[mid:mid + 16]) + data[mid + 16:])
+
+
+def _copy_damaged(pristine, tmp_path: Path, kind: str, how: str) -> tuple[Path, Path]:
+    _, results, _ = pristine
+    root = tmp_path / "results"
+    shutil.copytree(results, root)
+    target = sorted(root.glob(KINDS[kind]))[0]
+    _damage(target, how)
+    return root, target
+
+
+def _one_line(err: str, target: Path) -> None:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("dptune: ") and "Traceback" not in err
+    assert target.name in lines[0] or target.parent.name in lines[0], lines[0]
+
+
+@pytest.mark.parametrize("how", DAMAGES)
+@pytest.mark.parametrize("kind", sorted(set(KINDS) - NOT_READ_BY_ANALYZE))
+def test_analyze_on_a_damaged_store_is_one_line(pristine, tmp_path, capsys, kind, how):
+    root, target = _copy_damaged(pristine, tmp_path, kind, how)
+    rc = main(["analyze", str(root), "--reports", str(tmp_path / "rep"), "--no-progress"])
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    _one_line(err, target)
+    if kind.endswith(("part", "entry")):
+        assert "`dptune run` will recompute it" in err
+    assert not (tmp_path / "rep" / "dp.csv").exists()
+
+
+@pytest.mark.parametrize("how", ("garble", "delete"))  # truncated and emptied: as garbled
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_run_recomputes_exactly_the_damaged_unit(pristine, tmp_path, kind, how):
+    cfg, _, before = pristine
+    root, target = _copy_damaged(pristine, tmp_path, kind, how)
+    times = _mtimes(root)
+    try:
+        run_sweep(cfg, root, jobs=1, progress=False)
+    except DptuneError as err:  # allowed: one line naming the file
+        assert "\n" not in str(err) and target.name in str(err)
+        return
+    after = _values(root)
+    assert after.keys() == before.keys()
+    for name, df in before.items():
+        pd.testing.assert_frame_equal(after[name], df, obj=name)
+    # nothing but the damaged unit was computed again
+    redone = {n for n, t in _mtimes(root).items() if times.get(n) != t}
+    if kind.endswith("part"):
+        assert redone == {target.name}
+    elif kind == "part-entry":
+        assert redone == {target.name[: -len(".json")]}
+    elif kind == "noise-entry":
+        assert len(redone) == 1 and redone <= {p.name for p in (root / NOISE_DIR).iterdir()}
+    else:
+        assert redone == set()
+    for name in ("manifest.json", "configs.csv", "users.csv", "trials.csv", "noise_trials.csv"):
+        assert (root / name).is_file(), name
+
+
+@pytest.mark.parametrize("how", ("truncate", "empty"))
+def test_run_after_truncation_recomputes_the_unit(pristine, tmp_path, how):
+    cfg, _, before = pristine
+    root, target = _copy_damaged(pristine, tmp_path, "bpr-part", how)
+    run_sweep(cfg, root, jobs=1, progress=False)
+    pd.testing.assert_frame_equal(_values(root)[f"{PARTS}/{target.name}"],
+                                  before[f"{PARTS}/{target.name}"])
+
+
+def test_a_damaged_optuna_db_is_set_aside(pristine, tmp_path, capsys):
+    cfg, _, before = pristine
+    root, target = _copy_damaged(pristine, tmp_path, "optuna", "truncate")
+    run_sweep(cfg, root, jobs=1, progress=False)
+    assert "optuna.db was damaged" in capsys.readouterr().err
+    assert (root / "optuna.db.damaged").is_file()
+    assert _values(root).keys() == before.keys()
+
+
+def test_a_store_from_before_index_entries_is_checked_and_adopted(pristine, tmp_path):
+    cfg, results, before = pristine
+    root = tmp_path / "results"
+    shutil.copytree(results, root)
+    shutil.rmtree(root / INDEX_DIR)
+    from dptune.store._store import ResultStore
+
+    assert ResultStore(root).damaged() == []  # decoded instead of checksummed
+    times = _mtimes(root)
+    run_sweep(cfg, root, jobs=1, progress=False)
+    assert _mtimes(root) == times  # nothing recomputed
+    assert len(list((root / INDEX_DIR).glob("*/*.json"))) == len(times)  # entries recorded
+
+
+def test_status_lists_damaged_parts(pristine, tmp_path, capsys):
+    root, target = _copy_damaged(pristine, tmp_path, "bpr-part", "garble")
+    rc = main(["status", str(root), "--reports", str(tmp_path / "rep")])
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert f"damaged:     {target}" in out and "`dptune run` will recompute it" in out
+    bpr = next(line for line in out.splitlines() if line.startswith("bpr-mf"))
+    assert bpr.split()[1:3] == ["4", "3"]  # total 4, done 3: the damaged unit is not done
+
+
+def _dp(root: Path) -> pd.DataFrame:
+    """The rows of ``dp.csv`` of a store (the analysis without writing the report)."""
+    from dptune.analysis._analyze import analyze
+    from dptune.analysis._options import AnalysisOptions
+    from dptune.store._store import ResultStore
+
+    store = ResultStore(root)
+    return analyze(store, AnalysisOptions.resolve(store.manifest())).dp
+
+
+def test_damaged_then_healed_store_gives_the_same_dp(pristine, tmp_path):
+    cfg, results, _ = pristine
+    root = tmp_path / "results"
+    shutil.copytree(results, root)
+    for kind, how in (("bpr-part", "truncate"), ("knn-part", "garble"), ("noise-part", "empty"),
+                      ("test-part", "delete"), ("manifest", "garble"), ("configs", "delete")):
+        _damage(sorted(root.glob(KINDS[kind]))[0], how)
+    run_sweep(cfg, root, jobs=1, progress=False)
+    pd.testing.assert_frame_equal(_dp(root), _dp(results))
