@@ -167,8 +167,8 @@ def sample_interval(case: Case, seed: int, n_boot: int = 1000,
         raise input_error("coverage", "level", "the robust table's interval is the 95% one")
     rng = np.random.default_rng(np.random.SeedSequence(int(seed)))
     ids = np.arange(case.configs)
-    max_pairs = case.n_pairs
-    rp = RobustPass("sim", ids, case.folds, [("m", 1)], max_pairs=max_pairs,
+    n_pairs = case.n_pairs
+    rp = RobustPass("sim", ids, case.folds, [("m", 1)], pairs=n_pairs,
                     bootstrap=int(n_boot), repeats=1, seed=int(rng.integers(2**31)))
     for f in range(case.folds):
         x = case.draw(rng)[0]

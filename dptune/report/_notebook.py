@@ -45,8 +45,8 @@ def result_markdown(result: Any) -> str:
     """Markdown: a one-line summary, then the verdict (or why there is none)."""
     body = verdict_section(result.verdict)
     if body is None:
-        body = ("No verdict: the robust DP is off (`max_pairs = 0`) or no algorithm has two "
-                "configurations. The DP table is `result.dp`.")
+        body = ("No verdict: no algorithm has two configurations to compare. The DP table is "
+                "`result.dp`.")
     return f"**{_summary(result)}**\n\n{body}\n"
 
 

@@ -243,7 +243,7 @@ def test_pairs_resampled_only_when_sampled():
     store = TinyStore()
     full = rp.RobustPass("knn", np.arange(6), 3, [("ndcg", 10)], bootstrap=50, seed=1)
     assert np.array_equal(full._mult[0], np.ones((50, 15)))
-    part = rp.RobustPass("knn", np.arange(6), 3, [("ndcg", 10)], max_pairs=5, bootstrap=50,
+    part = rp.RobustPass("knn", np.arange(6), 3, [("ndcg", 10)], pairs=5, bootstrap=50,
                          seed=1)
     assert part._mult[0].shape == (50, 5) and not np.all(part._mult[0] == 1.0)
     for f in range(3):

@@ -380,17 +380,17 @@ def test_table3_and_table4_with_no_evidence_and_ties() -> None:
     dead = pd.DataFrame([_dp_row("a", "all", m, 10, float(P)) for m in ("ndcg", "recall")])
     t4 = report.table4(dead)
     r = _find_row(_md_rows(t4.to_markdown()), "a", "10")
-    assert r[2:4] == ["no evidence", "–"]
+    assert r[3:5] == ["no evidence", "–"]
     assert "no evidence: every p-value is 1" in t4.to_markdown()
     t3 = report.table3(dead.assign(no_evidence=True)).to_markdown()
-    assert _find_row(_md_rows(t3), "a", "10")[2:] == [f"{P:.3f}", f"{P:.3f}"]  # no marks
+    assert _find_row(_md_rows(t3), "a", "10")[3:] == [f"{P:.3f}", f"{P:.3f}"]  # no marks
     assert "No evidence (a at N = 10)" in t3
     # exact ties: named by the verdict's metric order, stated as ties
     tie = pd.DataFrame([_dp_row("a", "all", m, 1, v)
                         for m, v in (("mrr", 1.0), ("precision", 1.0), ("ndcg", 1.0),
                                      ("recall", 2.0))])
     r = _find_row(_md_rows(report.table4(tie).to_markdown()), "a", "1")
-    assert r[2:4] == ["nDCG@1 (tied: Precision@1, MRR@1)", "Recall@1"]
+    assert r[3:5] == ["nDCG@1 (tied: Precision@1, MRR@1)", "Recall@1"]
 
 
 def test_table4_with_confidence_interval() -> None:
@@ -767,9 +767,10 @@ def test_table5_groups_with_too_few_pairs_are_not_ranked() -> None:
     t = report.table5(dp, ("ndcg", 10), min_pairs=10)
     md = t.to_markdown()
     dp_row = [r for r in _md_rows(md) if r[0] == "DP"][0]
-    assert dp_row[1:4] == ["0.200†‡", "**0.600**", "0.900"]  # 3 pairs: shown, never bold
+    assert dp_row[1:4] == ["1.667‡", "**1.250**", "1.875"]  # 3 pairs: shown, never bold
     assert "too few pairs (fewer than min_pairs = 10)" in md
-    assert "**0.200" in report.table5(dp, ("ndcg", 10), min_pairs=1).to_markdown()
+    ranked = report.table5(dp, ("ndcg", 10), min_pairs=1).to_markdown()
+    assert "‡" not in ranked and "| 1.667 |" in ranked  # min_pairs = 1: ranked like the others
 
 
 def test_figure1_pair_rank_ticks_are_whole_numbers() -> None:
