@@ -48,7 +48,7 @@ folds = 2
 [evaluation]
 cutoffs = [5, 10]
 [analysis]
-n_pairs = 3
+pairs = 3
 noise_seeds = 2
 bootstrap = 0
 stability = 0
