@@ -28,6 +28,7 @@ import pandas as pd
 from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
+from dptune.analysis import _resample as rs
 from dptune.analysis import _stats as stats
 from dptune.analysis._curves import DPResult, noise_floor, pvalue_curve, summarize_curves
 from dptune.analysis._dp_tables import (
@@ -77,12 +78,13 @@ def _read_pair_values(
     ids: np.ndarray,
     pairs: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Read one fold's slice for the scope's configurations; return (users, a, b).
+    """Read one fold's slice for the scope's configurations; return ``(users, values, rows)``:
+    the ``(configs, users)`` values and each pair's two rows in them.
 
     ``read(metric, cutoff, ids)`` has the contract of ``store.read_matrix`` on that fold.
     """
     users, values = read(metric, cutoff, ids)
-    values = np.asarray(values, dtype=np.float64)
+    values = np.ascontiguousarray(values, dtype=np.float64)
     users = np.asarray(users)
     if values.ndim != 2 or values.shape != (len(ids), len(users)):
         raise input_error(
@@ -91,8 +93,7 @@ def _read_pair_values(
             f"read_matrix returned values of shape {values.shape}, expected "
             f"({len(ids)}, {len(users)})",
         )
-    rows = np.searchsorted(ids, pairs)
-    return users, values[rows[:, 0]], values[rows[:, 1]]
+    return users, values, np.searchsorted(ids, pairs)
 
 
 def _fold_reader(
@@ -288,8 +289,15 @@ def _add_fold(sc: _Scope, read: Any, alg: str, fold: str, f_i: int,
     t_seed = scope_seed(run.seed, f"{sc.name}|fold={fold}")
     for mc in mcs:
         metric, cutoff = mc
-        users, a, b = _read_pair_values(read, alg, metric, cutoff, fold, sc.ids, sc.pairs)
-        p = stats.paired_pvalues(a, b, test=run.test, n_resamples=run.n_resamples, seed=t_seed)
+        users, values, rows = _read_pair_values(read, alg, metric, cutoff, fold, sc.ids,
+                                                sc.pairs)
+        if run.test == "t":  # the compiled t-test of the robust pass: no difference matrix
+            p = rs.ttest_pvalues(values, rows[:, 0], rows[:, 1])
+            if np.isnan(p).any():  # a NaN or infinite value reaches the pair's sums
+                raise input_error("stats", "per-user values", "contain NaN or infinite values")
+        else:
+            p = stats.paired_pvalues(values[rows[:, 0]], values[rows[:, 1]], test=run.test,
+                                     n_resamples=run.n_resamples, seed=t_seed)
         sc.pvalues.append((metric, cutoff, fold, p, len(users)))
         sc.curves[mc][f_i] = pvalue_curve(p)
         sc.sakai[mc][f_i] = stats.sakai_dp(stats.adjust(p, run.correction), run.alpha)

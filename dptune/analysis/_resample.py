@@ -263,6 +263,23 @@ def point_pvalues(dbar: np.ndarray, c2: np.ndarray, constant: np.ndarray, n: int
     return np.clip(p, 0.0, 1.0)
 
 
+
+def ttest_pvalues(values: np.ndarray, rows_a: np.ndarray, rows_b: np.ndarray,
+                  n: int | None = None, columns: np.ndarray | None = None) -> np.ndarray:
+    """The paired t-test p-value of each pair ``(values[rows_a[j]], values[rows_b[j]])`` on all
+    ``n`` users (``columns``: the users used, None = every column of ``values``): the one
+    t-test of the tables and of the robust DP. One pass of the compiled pair sums
+    (:func:`pair_moments`, one group), then :func:`point_pvalues`; the per-user differences
+    are never materialised. Equals :func:`dptune.analysis._stats.paired_pvalues` with
+    ``test="t"`` to rounding (a test checks). ``n < 2``: every p-value 1."""
+    n = (values.shape[1] if columns is None else len(columns)) if n is None else int(n)
+    if n < 2:
+        return np.ones(len(rows_a))
+    starts = np.array([0, n], dtype=np.int64)
+    dbar, _c1, c2, constant, _size = pair_moments(values, rows_a, rows_b,
+                                                  np.arange(n, dtype=np.int64), starts, columns)
+    return point_pvalues(dbar, c2, constant, n)
+
 @njit(cache=True, nogil=True, error_model="numpy", parallel=True)
 def _replicate_sums(s1w, s2w, nstar, dbar, c2tot, size, constant, mult, table,
                     out):  # pragma: no cover - numba

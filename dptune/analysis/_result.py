@@ -26,7 +26,6 @@ DATA_FILES: dict[str, str] = {
     "pvalues": "pvalues.csv",
     "dp": "dp.csv",
     "curves": "curves.csv",
-    "ranking": "metric_ranking.csv",
     "noise_floor": "noise_floor.csv",
     "noise_curves": "noise_curves.csv",
     "noise_pvalues": "noise_pvalues.csv",
@@ -46,8 +45,6 @@ class AnalysisResult:
     - ``manifest``: the store's manifest (data set, split, evaluation, seeds, versions).
     - ``pairs``, ``pvalues``, ``dp``, ``curves``: as :class:`dptune.analysis.Analysis`
       documents them (dp.csv is the paper's DP per algorithm, scope, metric and cutoff).
-    - ``ranking``: bootstrap P(metric A more discriminative than B), or None without bootstrap.
-    - ``replicates``: bootstrap DP replicates per (algorithm, scope, metric, cutoff), or None.
     - ``noise_floor`` (DP beside its A/A floor, :func:`compare_with_floor`), ``noise_curves``,
       ``noise_pvalues``: None without noise-floor runs. ``aa_floor``: the A/A floor per
       (algorithm, metric, cutoff) before it is joined to DP (``NoiseFloor.floor``);
@@ -73,8 +70,6 @@ class AnalysisResult:
     curves: pd.DataFrame
     best: pd.DataFrame
     datasets: pd.DataFrame
-    ranking: pd.DataFrame | None = None
-    replicates: Any = None
     noise_floor: pd.DataFrame | None = None
     noise_curves: pd.DataFrame | None = None
     noise_pvalues: pd.DataFrame | None = None

@@ -117,7 +117,7 @@ def per_pair(dp: np.ndarray | float, n_pairs: np.ndarray | int) -> np.ndarray | 
 
 
 def dp_at_reference(mean_p: np.ndarray | float, reference: int = REFERENCE_P) -> np.ndarray | float:
-    """``reference * mean p`` (``DP@25``): a mean p-value on the paper's scale for P = 25."""
+    """``reference * mean p`` (``DP per 25 pairs``): a mean p-value on the paper's scale for P = 25."""
     out = np.asarray(mean_p, dtype=np.float64) * int(reference)
     return float(out) if out.ndim == 0 else out
 

@@ -20,7 +20,7 @@ the interval (:func:`dptune.analysis._resample.dp_interval`, inside [0, 1] by co
 ``P(A more discriminative than B)`` are read.
 
 :meth:`RobustPass.result` turns them into the robust table (``mean_p``, ``dp_at_25`` and its 95%
-interval on the DP@25 scale, inside [0, 25]), the ranking ``P(A more discriminative than B)`` of each
+interval on the DP per 25 pairs scale, inside [0, 25]), the ranking ``P(A more discriminative than B)`` of each
 repeat and the replicates. Repeats whose pairs are the same (all pairs used) share the
 p-values and differences; only their bootstrap draws differ.
 """
@@ -54,7 +54,7 @@ Reader = Callable[[str, int, np.ndarray], tuple[np.ndarray, np.ndarray]]
 
 @dataclass
 class RobustResult:
-    """``table`` (:data:`ROBUST_TABLE_COLUMNS`, DP@25 interval NaN without bootstrap),
+    """``table`` (:data:`ROBUST_TABLE_COLUMNS`, DP per 25 pairs interval NaN without bootstrap),
     ``ranking`` (``algorithm, cutoff, metric_a, metric_b, p_a_better, repeat``; None without
     bootstrap) and ``replicates`` ``(algorithm, metric, cutoff) -> (B,)`` the interval's
     replicates ``pbar°`` of repeat 0 (:func:`dptune.analysis._resample.interval_replicates`)."""
@@ -149,7 +149,7 @@ class RobustPass:
                                                       starts, w, columns)
                     self._reps[(k, mc)] += reps
                 else:
-                    p = _point_pvalues(values, ra, rb, n, columns)
+                    p = rs.ttest_pvalues(values, ra, rb, n, columns)
                 self._fold_means[(k, mc)][fold_index] = p.mean()
                 if k == 0 and not np.all(p == 1.0):
                     self._all_one[mc] = False
@@ -188,18 +188,6 @@ class RobustPass:
         table = pd.DataFrame(rows, columns=ROBUST_TABLE_COLUMNS)
         rank = pd.concat(ranking, ignore_index=True) if ranking else None
         return RobustResult(table, rank, reps0)
-
-
-def _point_pvalues(values: np.ndarray, rows_a: np.ndarray, rows_b: np.ndarray,
-                   n: int, columns: np.ndarray | None = None) -> np.ndarray:
-    """The paired t-test p-values of the pairs on all ``n`` users (one group, no bootstrap)."""
-    if n < 2:
-        return np.ones(len(rows_a))
-    starts = np.array([0, n], dtype=np.int64)
-    dbar, _c1, c2, constant, _size = rs.pair_moments(values, rows_a, rows_b,
-                                                     np.arange(n, dtype=np.int64), starts,
-                                                     columns)
-    return rs.point_pvalues(dbar, c2, constant, n)
 
 
 def robust_analysis(store: Any, *, algorithms: Sequence[str] | None = None,

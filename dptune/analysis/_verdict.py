@@ -25,7 +25,7 @@ with ``level = 1 - alpha`` (95% by default):
   them). Without a bootstrap nothing is significant and every other metric is listed as tied.
 - **dropped claims**: metrics that would be "less discriminative" under repeat 0 but not under
   every repeat.
-- **not below the noise floor**: metrics whose robust DP@25 (the upper end of its 95% interval
+- **not below the noise floor**: metrics whose DP per 25 pairs (the upper end of its 95% interval
   when there is one) is not below ``25 x`` the mean A/A p-value of the noise floor.
 
 Columns of the frame (:data:`VERDICT_COLUMNS`) are documented in ``docs/statistics.md``.
@@ -205,7 +205,7 @@ def _tie_evidence(metric: str, best: str, g: pd.DataFrame, prob: Mapping[str, fl
 
 
 def _numbers(g: pd.DataFrame, cutoff: int) -> str:
-    """``nDCG@10 2.31 [1.20, 3.40], ...``: each metric's robust DP@25 with its interval."""
+    """``nDCG@10 2.31 [1.20, 3.40], ...``: each metric's DP per 25 pairs with its interval."""
     out = []
     for m, r in g.iterrows():
         ci = f" [{r.ci_low:.2f}, {r.ci_high:.2f}]" if np.isfinite(r.ci_low) else ""
@@ -226,7 +226,7 @@ def verdict_text(row: Mapping, robust: pd.DataFrame, claims: pd.DataFrame | None
     if bool(row.get("too_few_pairs")):
         return (head + f"too few pairs ({int(g['n_pairs'].max())}) to rank metrics (the "
                 f"minimum is min_pairs = {int(min_pairs)}), so no metric is recommended and no "
-                f"difference is claimed; robust DP@25 [95% CI]: {_numbers(g, cutoff)}.")
+                f"difference is claimed; DP per 25 pairs [95% CI]: {_numbers(g, cutoff)}.")
     if not row["recommended"]:
         return (head + "no evidence: every p-value is 1 for every metric (identical "
                 "configurations or too few users), so no metric can be recommended.")
@@ -235,7 +235,7 @@ def verdict_text(row: Mapping, robust: pd.DataFrame, claims: pd.DataFrame | None
     pairs = (f"all {int(r.n_pairs)} pairs" if int(r.n_pairs) >= int(r.n_possible_pairs)
              else f"{int(r.n_pairs)} of {int(r.n_possible_pairs)} pairs")
     ci = (f", 95% CI [{r.ci_low:.2f}, {r.ci_high:.2f}]" if np.isfinite(r.ci_low) else "")
-    s = [f"tune with {display_metric(best, cutoff)} (robust DP@25 {r.dp_at_25:.2f}{ci}; "
+    s = [f"tune with {display_metric(best, cutoff)} (DP per 25 pairs {r.dp_at_25:.2f}{ci}; "
          f"mean p {r.mean_p:.3f} over {pairs}, {int(r.n_folds)} folds)."]
     prob = {}
     if claims is not None and not claims.empty:
@@ -252,12 +252,12 @@ def verdict_text(row: Mapping, robust: pd.DataFrame, claims: pd.DataFrame | None
     else:
         less = [m for m in row["less_discriminative"].split(";") if m]
         if less:
-            items = ", ".join(f"{display_metric(m, cutoff)} (DP@25 {g.loc[m, 'dp_at_25']:.2f}, "
+            items = ", ".join(f"{display_metric(m, cutoff)} (DP per 25 pairs {g.loc[m, 'dp_at_25']:.2f}, "
                               f"P = {_pct(prob[m])})" for m in less)
             s.append(f"Significantly less discriminative (P >= {_pct(level)} {seeds}): {items}.")
         tied = [m for m in row["tied"].split(";") if m]
         if tied:
-            items = ", ".join(f"{display_metric(m, cutoff)} (DP@25 {g.loc[m, 'dp_at_25']:.2f}"
+            items = ", ".join(f"{display_metric(m, cutoff)} (DP per 25 pairs {g.loc[m, 'dp_at_25']:.2f}"
                               + _tie_evidence(m, best, g, prob, cutoff) + ")" for m in tied)
             s.append(f"Statistically tied with it: {items}.")
         if int(row["claims_dropped"]):

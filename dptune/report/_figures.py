@@ -173,7 +173,7 @@ def _dp_rows(robust: pd.DataFrame, cutoff: int) -> pd.DataFrame:
 def dp_figure(robust: pd.DataFrame, verdict: pd.DataFrame | None, cutoff: int,
               families: Sequence[tuple[str, Sequence[str]]] = DEFAULT_FAMILIES) -> Figure:
     """The DP figure of one cutoff, beside the verdict: per algorithm (one panel), each metric's
-    robust DP@25 (dot) with its 95% interval (whisker), metrics top to bottom in table order and
+    DP per 25 pairs (dot) with its 95% interval (whisker), metrics top to bottom in table order and
     grouped by the verdict's families (a line between families); the recommended metric of each
     family is a star and its label bold; a metric without evidence (every p-value 1) is grey.
     Lower = more discriminative. ``robust``: the robust DP table (``algorithm, metric, cutoff,
@@ -215,7 +215,7 @@ def dp_figure(robust: pd.DataFrame, verdict: pd.DataFrame | None, cutoff: int,
                 lab.set_fontweight("bold")
         ax.set_ylim(-0.7, len(order) - 0.3)
         ax.set_xlim(left=0.0)
-        ax.set_xlabel("Robust DP@25, 95% interval (lower: more discriminative)", fontsize=8)
+        ax.set_xlabel("DP per 25 pairs, 95% interval (lower: more discriminative)", fontsize=8)
         pairs = int(ra["n_pairs"].max()) if len(ra) else 0
         ax.set_title(f"{display_algorithm(alg)} (N = {cutoff}, P = {pairs} pairs)")
         ax.grid(True, axis="x", alpha=0.3, linewidth=0.5)
@@ -252,7 +252,7 @@ def dp_figure_caption(robust: pd.DataFrame, cutoff: int, stem_title: str = "DP f
         possible = int(ra["n_possible_pairs"].max()) if "n_possible_pairs" in ra.columns else n
         pairs.append(f"{display_algorithm(alg)} P = {n}"
                      + ("" if n >= possible else f" of {possible}"))
-    return (f"{stem_title}: robust DP@25 of each metric with its 95% interval at N = {cutoff}, "
+    return (f"{stem_title}: DP per 25 pairs of each metric with its 95% interval at N = {cutoff}, "
             "one panel per algorithm (lower = more discriminative); star and bold label: the "
             "verdict's recommended metric of each family; grey: no evidence; pairs of "
             f"configurations: {', '.join(pairs)}.")

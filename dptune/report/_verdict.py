@@ -3,7 +3,7 @@
 Renders the verdict frame of the analysis (one row per algorithm, cutoff and family of metrics,
 computed by :mod:`dptune.analysis._verdict`) generically: its ``text`` column as sentences a
 researcher can paste, then a table of the columns it knows (family, recommended metric, robust
-DP@25 with its interval, the metrics less discriminative, tied or not below the noise floor, the
+DP per 25 pairs with its interval, the metrics less discriminative, tied or not below the noise floor, the
 dominant hyperparameter), then the DP figure of each cutoff when the report has one. Metric lists are ``;``-joined keys in the frame and display names here; columns
 the table does not know stay in verdict.csv.
 """
@@ -66,7 +66,7 @@ def _table(verdict: pd.DataFrame) -> Block:
     family = "family" in cols
     header = ["Algorithm", "N"] + (["Family"] if family else []) + ["Tune with"]
     if "dp_at_25" in cols:
-        header.append("Robust DP@25 [95% CI]")
+        header.append("DP per 25 pairs [95% CI]")
     lists = [(c, h) for c, h in _LISTS if c in cols]
     header += [h for _, h in lists]
     if "dominant_hyperparameter" in cols:

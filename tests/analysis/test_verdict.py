@@ -59,7 +59,7 @@ def test_one_metric_truly_more_discriminative():
     assert r["tied"] == "" and r["stability_repeats"] == 2 and r["claims_dropped"] == 0
     assert "tune with nDCG@10" in r["text"]
     assert "Significantly less discriminative (P >= 95% under all 2 pair seeds)" in r["text"]
-    assert "Recall@10 (DP@25" in r["text"] and "all 45 pairs" in r["text"]
+    assert "Recall@10 (DP per 25 pairs" in r["text"] and "all 45 pairs" in r["text"]
 
 
 def test_no_metric_more_discriminative_is_tied():

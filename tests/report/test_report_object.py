@@ -94,7 +94,7 @@ def test_verdict_comes_first_in_report_md_and_alone_in_verdict_md(swept):
         "algorithm": "bpr-mf", "cutoff": 10, "recommended": "precision", "dp_at_25": 4.5,
         "ci_low": 3.25, "ci_high": 6.0, "less_discriminative": "recall;mrr", "tied": "ndcg",
         "not_below_floor": "", "dominant_hyperparameter": "factors",
-        "text": "BPR-MF, N = 10: tune with Precision@10 (robust DP@25 4.50).",
+        "text": "BPR-MF, N = 10: tune with Precision@10 (DP per 25 pairs 4.50).",
     }, {
         "algorithm": "userknn", "cutoff": 10, "recommended": "", "dp_at_25": float("nan"),
         "ci_low": float("nan"), "ci_high": float("nan"), "less_discriminative": "", "tied": "",
@@ -109,7 +109,7 @@ def test_verdict_comes_first_in_report_md_and_alone_in_verdict_md(swept):
     sections = re.findall(r"^## (.+)$", md, flags=re.M)
     assert sections[0] == "Verdict" and sections[-1] == "Files"
     verdict = md[md.index("## Verdict"):md.index("Discriminative power (DP)")]
-    assert "- BPR-MF, N = 10: tune with Precision@10 (robust DP@25 4.50)." in verdict
+    assert "- BPR-MF, N = 10: tune with Precision@10 (DP per 25 pairs 4.50)." in verdict
     # rows in the report's algorithm order, metric keys shown by their display names
     assert verdict.index("User-kNN") < verdict.index("| BPR-MF")
     assert "| BPR-MF | 10 | **Precision@10** | 4.50 [3.25, 6.00] | Recall@10, MRR@10 | nDCG@10 |" in verdict
