@@ -260,6 +260,19 @@ def _check_cutoffs(cutoffs: Sequence[int]) -> np.ndarray:
     return arr.astype(np.int64)
 
 
+def _check_evaluation(users: np.ndarray, block: int, train: object,
+                      relevant: object) -> tuple[np.ndarray, int, sp.csr_array, sp.csr_array]:
+    """The arguments every evaluation route checks alike: 1-D user codes, a block >= 1, CSR
+    ``train`` and ``relevant``."""
+    users = np.asarray(users)
+    if users.ndim != 1:
+        raise ValueError("users must be a 1-D array of user codes")
+    block = int(block)
+    if block < 1:
+        raise ValueError(f"block must be >= 1, got {block}")
+    return users, block, sp.csr_array(train), sp.csr_array(relevant)
+
+
 def metrics_from_topn(
     top: np.ndarray,
     relevant: sp.csr_matrix | sp.csr_array,
@@ -374,14 +387,7 @@ def evaluate(
     is copied first. Column ``j`` of the result belongs to ``users[j]``.
     """
     cut = _check_cutoffs(cutoffs)
-    users = np.asarray(users)
-    if users.ndim != 1:
-        raise ValueError("users must be a 1-D array of user codes")
-    block = int(block)
-    if block < 1:
-        raise ValueError(f"block must be >= 1, got {block}")
-    train = sp.csr_array(train)
-    relevant = sp.csr_array(relevant)
+    users, block, train, relevant = _check_evaluation(users, block, train, relevant)
     n_items = train.shape[1]
     k = int(cut.max())
     out = np.empty((len(METRICS), cut.size, users.size), dtype=np.float64)

@@ -16,7 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from dptune.engine._backend import Engine
-from dptune.metrics import Scorer, _check_cutoffs
+from dptune.metrics import Scorer, _check_cutoffs, _check_evaluation
 from dptune.metrics import evaluate as host_evaluate
 from dptune.vocab import METRICS
 
@@ -160,14 +160,7 @@ def evaluate_on(
                              relevance_aware=relevance_aware)
     xp = eng.xp
     cut = _check_cutoffs(cutoffs)
-    users = np.asarray(users)
-    if users.ndim != 1:
-        raise ValueError("users must be a 1-D array of user codes")
-    block = int(block)
-    if block < 1:
-        raise ValueError(f"block must be >= 1, got {block}")
-    train = sp.csr_array(train)
-    relevant = sp.csr_array(relevant)
+    users, block, train, relevant = _check_evaluation(users, block, train, relevant)
     n_items = train.shape[1]
     k = int(cut.max())
     efd_d = eng.put(np.asarray(efd, dtype=np.float64))
