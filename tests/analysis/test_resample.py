@@ -118,3 +118,25 @@ def test_few_users_and_bad_input():
         rs.bootstrap_mean_p([], n_boot=3)
     with pytest.raises(DptuneError, match="same"):
         rs.bootstrap_mean_p([np.ones((4, 5)), np.ones((3, 5))], n_boot=3)
+
+
+def test_ttest_pvalues_is_the_one_group_pair_moments_bit_for_bit():
+    """The register-kept sums of ``ttest_pvalues`` equal :func:`pair_moments` with one group
+    exactly (same users, same order), with and without a subset of columns, and the p-values
+    equal scipy's paired t-test to rounding."""
+    rng = np.random.default_rng(5)
+    v = rng.random((7, 90)).astype(np.float32)
+    v[3] = v[2]  # identical rows: constant difference 0, p = 1
+    ra, rb = np.array([0, 2, 4, 6, 1]), np.array([1, 3, 5, 0, 6])
+    for columns in (None, np.array([80, 3, 17, 5, 60, 41, 9, 88])):
+        n = v.shape[1] if columns is None else len(columns)
+        dbar, _c1, c2, constant, _ = rs.pair_moments(v, ra, rb, np.arange(n, dtype=np.int64),
+                                                     np.array([0, n]), columns)
+        want = rs.point_pvalues(dbar, c2, constant, n)
+        got = rs.ttest_pvalues(v, ra, rb, columns=columns)
+        assert np.array_equal(got, want)
+        cols = np.arange(v.shape[1]) if columns is None else np.sort(columns)
+        x = v[:, cols].astype(np.float64)
+        ref = st.ttest_rel(x[ra], x[rb], axis=1).pvalue
+        ref[1] = 1.0  # scipy gives nan for identical rows
+        np.testing.assert_allclose(got, ref, rtol=1e-9, atol=1e-12)
