@@ -26,7 +26,7 @@ from dptune._version import __version__
 _EXPORTS: dict[str, str] = {
     "load_experiment": "dptune.config",
     "Experiment": "dptune.config",
-    "sweep": "dptune",  # the dptune.sweep package, callable: dptune.sweep._run.sweep
+    "sweep": "dptune.sweeper._run",
     "ResultStore": "dptune.store._store",
     "AnalysisOptions": "dptune.analysis._options",
     "analyze": "dptune.analysis._analyze",
@@ -59,8 +59,6 @@ if TYPE_CHECKING:
 
 
 def __getattr__(name: str) -> Any:
-    if name == "sweep":  # a subpackage: importing it binds it here
-        return import_module("dptune.sweep")
     if name in _EXPORTS:
         value = getattr(import_module(_EXPORTS[name]), name)
         globals()[name] = value

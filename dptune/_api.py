@@ -17,7 +17,7 @@ from dptune.analysis._analyze import analyze
 from dptune.analysis._options import AnalysisOptions
 from dptune.analysis._result import AnalysisResult
 from dptune.store._store import ResultStore
-from dptune.sweep._run import sweep
+from dptune.sweeper._run import sweep
 
 __all__ = ["sweep", "analyze_results", "write_report", "discriminative_power"]
 

@@ -52,6 +52,21 @@ def test_public_names():
         dptune.no_such_name  # noqa: B018
 
 
+def test_sweep_is_a_plain_function_even_after_the_sweeper_is_imported():
+    """``dptune.sweep`` is the front function, never a module: the stage's package has its own
+    name (``dptune.sweeper``), so importing it cannot rebind the public name."""
+    import subprocess
+    import sys
+    import types
+
+    code = ("import dptune, dptune.sweeper, types; "
+            "assert isinstance(dptune.sweep, types.FunctionType), type(dptune.sweep); "
+            "assert dptune.sweep is dptune.sweeper.sweep; print('ok')")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout.strip() == "ok", out.stderr
+    assert isinstance(dptune.sweep, types.FunctionType)
+
+
 @pytest.mark.parametrize("module", ["dptune._api", "dptune.analysis._options",
                                     "dptune.analysis._analyze", "dptune.config"])
 def test_docstring_examples_run(module, monkeypatch):

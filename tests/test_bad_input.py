@@ -306,8 +306,8 @@ def test_status_of_a_directory_that_is_not_a_store(tmp_path, capsys):
 def test_failure_mid_sweep_keeps_finished_units(tmp_path, capsys, monkeypatch):
     """A unit that fails mid-sweep stops the run with one line; the parts already written stay,
     and the same command afterwards finishes the sweep without recomputing them."""
-    import dptune.sweep._local as local
-    import dptune.sweep._worker as worker
+    import dptune.sweeper._local as local
+    import dptune.sweeper._worker as worker
 
     cfg = _setup(tmp_path)
     real = worker.run_unit
@@ -379,7 +379,7 @@ def test_bad_run_flag_is_one_line_before_any_work(tmp_path, capsys, flag, value,
 def test_jobs_0_is_refused_by_the_api_too(tmp_path):
     from dptune.config import load_experiment
     from dptune.errors import DptuneError
-    from dptune.sweep import run_experiment
+    from dptune.sweeper import run_experiment
 
     with pytest.raises(DptuneError, match="jobs"):
         run_experiment(load_experiment(_setup(tmp_path)), tmp_path / "results", jobs=0)
@@ -484,7 +484,7 @@ def test_subgrid_on_an_empty_results_directory(tmp_path, capsys):
     """An empty store says it has no results (it used to blame --metric/--cutoff)."""
     cfg = _setup(tmp_path)
     from dptune.config import load_experiment
-    from dptune.sweep import init_results
+    from dptune.sweeper import init_results
 
     init_results(load_experiment(cfg), tmp_path / "results")
     assert main(["subgrid", str(tmp_path / "results"), "--out", str(tmp_path / "s.toml")]) == 2
@@ -496,7 +496,7 @@ def test_subgrid_on_an_empty_results_directory(tmp_path, capsys):
 def test_fingerprint_mismatch_names_the_settings_that_differ(tmp_path, capsys):
     cfg = _setup(tmp_path)
     from dptune.config import load_experiment
-    from dptune.sweep import init_results
+    from dptune.sweeper import init_results
 
     init_results(load_experiment(cfg), tmp_path / "results")
     # a finished unit (a set-up without any is simply replaced)

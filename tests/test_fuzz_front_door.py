@@ -27,7 +27,7 @@ from dptune.errors import DptuneError
 from dptune.grids import parse_grid
 from dptune.models import get_family
 from dptune.store._per_user_file import read_per_user
-from dptune.sweep._manifest import validate_experiment
+from dptune.sweeper._manifest import validate_experiment
 
 ROOT = Path(__file__).resolve().parents[1]
 FAST = settings(max_examples=60, deadline=None,

@@ -4,7 +4,7 @@ Pairs of *identical* configurations trained with different seeds give the
 p-value curve of "no real difference"; a metric whose DP curve is not clearly below that floor
 does not discriminate configurations better than re-training with another seed would.
 
-The training half runs in the sweep stage (:mod:`dptune.sweep._noise`, ``dptune run`` after the
+The training half runs in the sweep stage (:mod:`dptune.sweeper._noise`, ``dptune run`` after the
 sweep): the best configurations of every stochastic algorithm re-trained with ``S`` seeds on
 every validation fold, one part per (algorithm, configuration, fold) in
 ``<results>/noise_floor.parquet/`` (:mod:`dptune.store._noise_parts`). This module is the

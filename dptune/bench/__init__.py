@@ -14,7 +14,7 @@ Run ``python -m dptune.bench`` (ML-1M, about 8-10 minutes on 2 cores), ``python 
 
 and writes the same figures, the detail behind them and the machine (CPU, cores, versions, load,
 date) to ``reports/benchmarks.md`` (``--out``). What each figure measures (all on validation
-fold 0 of the paper's split, the same fold data :func:`dptune.sweep.prepare` builds):
+fold 0 of the paper's split, the same fold data :func:`dptune.sweeper.prepare` builds):
 
 - ``speedup iterations``: one ``(factors, learning_rate)`` (452 factors: the median of the
   grid's training time) along every iteration value of the paper's grid (1 ... 128). dptune:
@@ -27,7 +27,7 @@ fold 0 of the paper's split, the same fold data :func:`dptune.sweep.prepare` bui
   Both comparisons are interleaved configuration by configuration, so that both sides see
   the same conditions on a machine whose speed drifts.
 - ``speedup mini_grid``: a few units (UserKNN, BPR-MF with two factor sizes and two learning
-  rates) run by dptune as a sweep runs them (:func:`dptune.sweep.run_unit`, parts written to a
+  rates) run by dptune as a sweep runs them (:func:`dptune.sweeper.run_unit`, parts written to a
   store, two loky worker processes with one BLAS thread each) against a plain serial loop that
   fits and evaluates every configuration from scratch on one core. dptune's time is the
   makespan of the units' CPU times on the 2 workers (the wall time on an idle 2-core machine);

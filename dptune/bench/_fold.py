@@ -46,7 +46,7 @@ def bench_experiment(dataset: str, workdir: Path, plan: Plan, label: str | None 
 def fold0(exp: Any) -> Any:
     """Validation fold 0 of the experiment, as the sweep builds it (data fetched if needed)."""
     from dptune.data import fetch
-    from dptune.sweep import prepare
+    from dptune.sweeper import prepare
 
     if exp.data.source in ("ml-100k", "ml-1m"):
         fetch(exp.data.source)

@@ -20,7 +20,7 @@ def _worker_threads(exp: Any) -> dict[str, Any]:
     import pyarrow
     from threadpoolctl import threadpool_info
 
-    from dptune.sweep import prepare
+    from dptune.sweeper import prepare
 
     prepare(exp).fold("0")
     time.sleep(0.5)  # keep this worker busy so that the other one takes the second call
@@ -48,9 +48,9 @@ def _naive_config(alg_type: str, cfg: dict[str, Any], seed: int) -> Any:
 
 
 def _run_unit_cpu(exp: Any, task: Any, root: str) -> tuple[int, float]:
-    """:func:`dptune.sweep._unit.run_unit` in a worker; returns (worker pid, CPU seconds)."""
+    """:func:`dptune.sweeper._unit.run_unit` in a worker; returns (worker pid, CPU seconds)."""
     from dptune.store import ResultStore
-    from dptune.sweep import run_unit
+    from dptune.sweeper import run_unit
 
     t, _ = timed(lambda: run_unit(exp, task, ResultStore(root)))
     return os.getpid(), t
@@ -77,7 +77,7 @@ def bench_mini_grid(exp: Any, fd: Any, workdir: Path) -> dict[str, Any]:
     from joblib import Parallel, delayed, parallel_config
 
     from dptune.store import ResultStore
-    from dptune.sweep import derive_seed, plan, run_unit
+    from dptune.sweeper import derive_seed, plan, run_unit
 
     tasks = [t for a in exp.algorithms for t in plan(exp, a.name, ["0"])]
     n_configs = sum(len(t.config_ids) for t in tasks)

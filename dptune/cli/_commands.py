@@ -29,7 +29,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     analysis."""
     from dptune._api import analyze_results
     from dptune.config import load_experiment
-    from dptune.sweep._run import run_sweep
+    from dptune.sweeper._run import run_sweep
 
     exp = load_experiment(args.config)
     exp = _on_device(exp, args.device)
@@ -72,8 +72,8 @@ def _on_device(exp: Experiment, device: str | None) -> Experiment:
 def cmd_worker(args: argparse.Namespace) -> int:
     """``dptune worker``: one more worker on a shared sweep."""
     from dptune.config import load_experiment
-    from dptune.sweep._manifest import init_results
-    from dptune.sweep._worker import worker
+    from dptune.sweeper._manifest import init_results
+    from dptune.sweeper._worker import worker
 
     exp = _on_device(load_experiment(args.config), None)
     results = Path(args.results) if args.results else _default("results", exp.name)
@@ -87,7 +87,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
 def cmd_status(args: argparse.Namespace) -> int:
     """``dptune status``: validation units per algorithm, then test split, noise floor, analysis."""
     from dptune.config import load_experiment
-    from dptune.sweep._status import status
+    from dptune.sweeper._status import status
 
     exp = load_experiment(args.config) if args.config else None
     results = results_of(args, _default("results", exp.name) if exp else None)

@@ -5,7 +5,7 @@ that configuration trained with several seeds (columns of ``per_user.parquet`` p
 ``seed_index`` int16; one row group per metric@N, rows sorted by seed index then user), written
 atomically (temporary file, fsync, rename); its ``dptune`` key-value metadata records the seeds,
 timings and per-seed means. ``noise_trials.csv`` lists every run. The sweep writes the parts
-(:func:`dptune.sweep.run_noise_floor`), the analysis reads them
+(:func:`dptune.sweeper.run_noise_floor`), the analysis reads them
 (:func:`dptune.analysis.noise_floor_table`). Which algorithms get a floor
 (:func:`is_stochastic`) and which configurations (:func:`rank_configs`) are decided here, from
 the store, so that both stages agree.

@@ -3,7 +3,7 @@ their collection into tables.
 
 Per seed ``s_i`` and split kind: **hold-out** ``random_holdout(ratings, train_ratio, s_i)`` (one
 evaluation setting) or **CV** ``kfold_labels(ratings, folds, s_i)`` (one per fold), built with
-the sweep's :func:`dptune.sweep.fold_data`. Each default-configuration run is seeded with
+the sweep's :func:`dptune.sweeper.fold_data`. Each default-configuration run is seeded with
 ``derive_seed(experiment seed, algorithm, split, s_i, fold)``; the grid part trains every
 configuration of the grid algorithms on the CV folds, one :class:`~dptune.store.ResultStore`
 per seed (model seed ``derive_seed(experiment seed, algorithm, "cv-grid", s_i, fold, params)``).
@@ -38,8 +38,8 @@ from dptune.metrics import METRICS, evaluate
 from dptune.models import get_family
 from dptune.store._store import ResultStore, UnitResult
 from dptune.studies._seeds_settings import SPLITS, SeedSettings
-from dptune.sweep._plan import derive_seed, plan
-from dptune.sweep._prepare import FoldData, fold_data
+from dptune.sweeper._plan import derive_seed, plan
+from dptune.sweeper._prepare import FoldData, fold_data
 
 __all__ = ["SeedPlan", "study_ratings", "seed_folds", "fingerprint", "execute",
            "read_defaults", "grid_rows", "config_text"]

@@ -19,7 +19,7 @@ import numpy as np
 from dptune.config import Experiment, parse_experiment
 from dptune.errors import check_int, input_error, read_toml
 from dptune.models import get_family
-from dptune.sweep._plan import derive_seed
+from dptune.sweeper._plan import derive_seed
 
 __all__ = [
     "SPLITS",

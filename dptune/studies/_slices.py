@@ -176,7 +176,7 @@ def run_slices_study(results_dir: str | Path, out_dir: str | Path,
         if a not in store.algorithms():
             raise input_error("--algorithms", None, f"no algorithm {a!r} in {store.root}")
 
-    from dptune.sweep._prepare import prepare
+    from dptune.sweeper._prepare import prepare
 
     dataset = man.get("dataset", {}).get("name", exp.data.source)
     folds = sorted({f for a in algs for f in store.folds(a)}, key=fold_key)

@@ -77,7 +77,7 @@ def bin_label(e: int, base: int = 2) -> str:
 def user_features(prep: Any, folds: Sequence[str]) -> pd.DataFrame:
     """Per (fold, evaluated user): training-history length and mean relevant-item popularity.
 
-    ``prep`` is a :class:`dptune.sweep.Prepared` (anything with ``fold(f)`` returning a
+    ``prep`` is a :class:`dptune.sweeper.Prepared` (anything with ``fold(f)`` returning a
     ``FoldData``). ``history = nnz(train[u])``; ``popularity = mean_{i in R_u} users_f(i)`` with
     ``users_f(i) = nnz(train[:, i])`` and ``R_u`` the user's relevant held-out items.
     """

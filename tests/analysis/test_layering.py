@@ -9,7 +9,7 @@ from pathlib import Path
 
 import dptune.analysis
 
-FORBIDDEN = ("dptune.report", "dptune.sweep", "dptune.cli", "dptune._api")
+FORBIDDEN = ("dptune.report", "dptune.sweeper", "dptune.cli", "dptune._api")
 
 
 #: Methods that may import the report lazily: a result shown in a notebook is rendered by it.

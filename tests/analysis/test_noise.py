@@ -25,7 +25,7 @@ from dptune.analysis import _stats as stats
 from dptune.errors import DptuneError
 from dptune.store import _noise_parts as parts
 from dptune.store._store import ResultStore, UnitResult
-from dptune.sweep import _noise as sweep_noise
+from dptune.sweeper import _noise as sweep_noise
 
 # ------------------------------------------------------------------ pure functions
 
@@ -235,7 +235,7 @@ def _subset_csv(path: Path, n_users: int) -> None:
 @pytest.fixture(scope="module")
 def swept(tmp_path_factory):
     from dptune.config import load_experiment
-    from dptune.sweep._local import run_experiment
+    from dptune.sweeper._local import run_experiment
 
     d = tmp_path_factory.mktemp("noise_run")
     _subset_csv(d / "ratings.csv", 80)
@@ -252,8 +252,8 @@ def swept(tmp_path_factory):
 def test_run_noise_floor_trains_seeds_resumes_and_records(swept):
     from dptune.metrics import METRICS, evaluate
     from dptune.models import get_family
-    from dptune.sweep._plan import derive_seed
-    from dptune.sweep._prepare import prepare
+    from dptune.sweeper._plan import derive_seed
+    from dptune.sweeper._prepare import prepare
 
     exp, root = swept
     run = sweep_noise.run_noise_floor(exp, root, seeds=2, n_configs=2)

@@ -103,7 +103,7 @@ def test_bench_command_tiny(tmp_path: Path) -> None:
 def test_bench_is_off_the_import_path() -> None:
     """No dptune module imports the benchmark: importing every other package leaves it out."""
     code = ("import sys, dptune, dptune.cli, dptune.analysis, dptune.report, dptune.studies, "
-            "dptune.sweep, dptune.store, dptune.models, dptune.data; "
+            "dptune.sweeper, dptune.store, dptune.models, dptune.data; "
             "print(sorted(m for m in sys.modules if m.startswith('dptune.bench')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -10,7 +10,7 @@ from conftest import write_experiment
 def tiny_fold(tmp_path_factory):
     """Training / relevance matrices, users and novelty vectors of the tiny experiment's fold 1."""
     from dptune.config import load_experiment
-    from dptune.sweep._prepare import prepare
+    from dptune.sweeper._prepare import prepare
 
     exp = load_experiment(write_experiment(tmp_path_factory.mktemp("engine") / "exp"))
     prep = prepare(exp)

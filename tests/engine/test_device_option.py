@@ -74,8 +74,8 @@ def test_cli_refuses_a_cuda_config_before_any_work(tmp_path, monkeypatch, capsys
 def test_units_run_through_the_engine(tmp_path, monkeypatch, tiny_experiment):
     """With an engine, KNN is evaluated on it (same values as the host engine) and BPR-MF is
     trained on it (a different, valid model)."""
-    from dptune.sweep import _unit
-    from dptune.sweep._plan import plan
+    from dptune.sweeper import _unit
+    from dptune.sweeper._plan import plan
 
     exp = load_experiment(tiny_experiment)
     fold = "1"
@@ -101,7 +101,7 @@ def test_units_run_through_the_engine(tmp_path, monkeypatch, tiny_experiment):
 def test_the_device_is_part_of_the_set_up(tmp_path, tiny_experiment):
     """BPR-MF trained on a device is another set of models: a results directory is not resumed
     on the other device; ``cpu`` keeps every existing fingerprint."""
-    from dptune.sweep._manifest import setup_changes
+    from dptune.sweeper._manifest import setup_changes
 
     cpu = load_experiment(tiny_experiment)
     written_cpu = load_experiment(_with_device(tmp_path / "a", "cpu"))

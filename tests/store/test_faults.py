@@ -23,7 +23,7 @@ from dptune.errors import DptuneError
 from dptune.store._integrity import INDEX_DIR
 from dptune.store._noise_parts import NOISE_DIR
 from dptune.store._schema import PARTS
-from dptune.sweep._run import run_sweep
+from dptune.sweeper._run import run_sweep
 
 KNN = "[params.k]\nvalues = [5, 10]\n"
 BPR = """

@@ -192,7 +192,7 @@ grid = "{grid}"
 def tiny_run(tmp_path_factory):
     from dptune._api import analyze_results
     from dptune.config import load_experiment
-    from dptune.sweep import run_experiment
+    from dptune.sweeper import run_experiment
 
     d = tmp_path_factory.mktemp("slices")
     (d / "knn.toml").write_text("[params.k]\nvalues = [10, 20, 40, 80]\n")
@@ -229,7 +229,7 @@ def test_end_to_end_writes_every_file(tiny_run) -> None:
 
 def test_history_is_recomputed_from_each_folds_training_data(tiny_run) -> None:
     from dptune.config import load_experiment
-    from dptune.sweep import prepare
+    from dptune.sweeper import prepare
 
     d, _ = tiny_run
     prep = prepare(load_experiment(d / "tiny.toml"))

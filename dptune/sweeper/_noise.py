@@ -97,8 +97,8 @@ def run_noise_task(exp: Experiment, task: NoiseTask, root: str | Path, seeds: in
     from dptune.engine import engine_for, evaluate_on, family_on
     from dptune.metrics import METRICS
     from dptune.models import get_family
-    from dptune.sweep._plan import derive_seed
-    from dptune.sweep._prepare import prepare
+    from dptune.sweeper._plan import derive_seed
+    from dptune.sweeper._prepare import prepare
 
     seeds = check_count(seeds, "noise_seeds", 2)
     final = noise_part_path(root, task.algorithm, task.config_id, task.fold)

@@ -25,7 +25,7 @@ from conftest import RESULTS, UNITS, write_experiment
 
 from dptune.cli import main
 from dptune.config import load_experiment
-from dptune.sweep import status
+from dptune.sweeper import status
 
 NAME = "dist"
 COMPARED = ("dp.csv", "pvalues.csv", "pairs.csv")
@@ -70,7 +70,7 @@ class _Watch:
     """Reads the sweep's optuna studies through one storage connection (polled every 20 ms)."""
 
     def __init__(self, url: str, results: Path) -> None:
-        from dptune.sweep import open_storage
+        from dptune.sweeper import open_storage
 
         self.results = results
         self.storage = open_storage(url, results)

@@ -9,10 +9,10 @@ from typing import Any
 from dptune.config import Experiment
 from dptune.store._integrity import verified
 from dptune.store._store import ResultStore
-from dptune.sweep._claims import _fail_stale
-from dptune.sweep._manifest import experiment_from_manifest
-from dptune.sweep._plan import _key, plan, test_tasks
-from dptune.sweep._storage import _safe_url, open_storage, study_name
+from dptune.sweeper._claims import _fail_stale
+from dptune.sweeper._manifest import experiment_from_manifest
+from dptune.sweeper._plan import _key, plan, test_tasks
+from dptune.sweeper._storage import _safe_url, open_storage, study_name
 
 
 def status(exp: Experiment | None, results: str | Path, storage_url: str | None = None,
@@ -99,7 +99,7 @@ def _count(done: int, total: int, what: str) -> dict[str, Any]:
 def _noise_parts(exp: Experiment, store: ResultStore) -> tuple[list[Path], dict[str, str]]:
     """Paths of the planned noise-floor parts and the algorithms without a noise floor."""
     from dptune.store._noise_parts import noise_part_path
-    from dptune.sweep._noise import plan_noise
+    from dptune.sweeper._noise import plan_noise
 
     tasks, skipped = plan_noise(exp, store, exp.analysis.noise_configs)
     return [noise_part_path(store.root, t.algorithm, t.config_id, t.fold) for t in tasks], skipped

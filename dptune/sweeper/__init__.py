@@ -17,32 +17,29 @@ runner and its progress bar), ``_status`` (done / running / failed / remaining),
 ``dptune run`` calls too).
 """
 
-import sys as _sys
-from types import ModuleType as _ModuleType
-
-from dptune.sweep._claims import worker_id
-from dptune.sweep._local import run_experiment
-from dptune.sweep._manifest import (
+from dptune.sweeper._claims import worker_id
+from dptune.sweeper._local import run_experiment
+from dptune.sweeper._manifest import (
     build_manifest,
     experiment_from_manifest,
     init_results,
     setup_changes,
     validate_experiment,
 )
-from dptune.sweep._noise import (
+from dptune.sweeper._noise import (
     NoiseRun,
     NoiseTask,
     plan_noise,
     run_noise_floor,
     run_noise_task,
 )
-from dptune.sweep._plan import Task, derive_seed, plan, plan_units, test_tasks, unit_dimensions
-from dptune.sweep._prepare import FoldData, Prepared, fold_data, prepare
-from dptune.sweep._run import run_sweep, sweep
-from dptune.sweep._status import stages, status
-from dptune.sweep._storage import heartbeat_settings, open_storage, study_name
-from dptune.sweep._unit import run_unit
-from dptune.sweep._worker import worker
+from dptune.sweeper._plan import Task, derive_seed, plan, plan_units, test_tasks, unit_dimensions
+from dptune.sweeper._prepare import FoldData, Prepared, fold_data, prepare
+from dptune.sweeper._run import run_sweep, sweep
+from dptune.sweeper._status import stages, status
+from dptune.sweeper._storage import heartbeat_settings, open_storage, study_name
+from dptune.sweeper._unit import run_unit
+from dptune.sweeper._worker import worker
 
 __all__ = [
     "NoiseTask",
@@ -78,14 +75,3 @@ __all__ = [
     "run_sweep",
 ]
 
-
-class _CallablePackage(_ModuleType):
-    """Called, this package is its front function: ``dptune.sweep(exp, results=..., jobs=...)``
-    is :func:`dptune.sweep._run.sweep` (the public name ``dptune.sweep`` must be the package,
-    which Python binds on ``dptune`` whenever a submodule is imported, and the function)."""
-
-    def __call__(self, *args: object, **kwargs: object) -> object:
-        return sweep(*args, **kwargs)
-
-
-_sys.modules[__name__].__class__ = _CallablePackage

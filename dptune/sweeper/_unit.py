@@ -11,8 +11,8 @@ from dptune.engine import engine_for, evaluate_on, family_on
 from dptune.metrics import METRICS
 from dptune.models import get_family
 from dptune.store._store import PARTS, ResultStore, UnitResult, part_name
-from dptune.sweep._plan import Task, _algorithm, derive_seed
-from dptune.sweep._prepare import prepare
+from dptune.sweeper._plan import Task, _algorithm, derive_seed
+from dptune.sweeper._prepare import prepare
 
 
 def run_unit(exp: Experiment, task: Task, store: ResultStore) -> UnitResult:

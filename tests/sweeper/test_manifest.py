@@ -11,7 +11,7 @@ from conftest import write_experiment
 from dptune.config import load_experiment
 from dptune.errors import DptuneError
 from dptune.store._store import PARTS, ResultStore
-from dptune.sweep._manifest import init_results, setup_changes
+from dptune.sweeper._manifest import init_results, setup_changes
 
 
 def _manifest_of(exp) -> dict:

@@ -12,10 +12,10 @@ from dptune._parallel import run_parallel, terminate_workers
 from dptune.config import Experiment
 from dptune.errors import input_error
 from dptune.store._store import ResultStore
-from dptune.sweep._manifest import init_results
-from dptune.sweep._plan import Task, plan, test_tasks
-from dptune.sweep._unit import run_unit
-from dptune.sweep._worker import worker
+from dptune.sweeper._manifest import init_results
+from dptune.sweeper._plan import Task, plan, test_tasks
+from dptune.sweeper._unit import run_unit
+from dptune.sweeper._worker import worker
 
 
 class _Progress:

@@ -16,8 +16,8 @@ from dptune.errors import DptuneError, input_error
 from dptune.models import get_family
 from dptune.store._integrity import entry_fingerprints
 from dptune.store._store import ResultStore
-from dptune.sweep._prepare import Prepared, prepare
-from dptune.sweep._storage import open_storage
+from dptune.sweeper._prepare import Prepared, prepare
+from dptune.sweeper._storage import open_storage
 
 
 def _versions() -> dict[str, str]:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from dptune.config import Experiment, load_experiment
 from dptune.store._store import ResultStore
-from dptune.sweep._local import run_experiment
-from dptune.sweep._noise import NoiseRun, run_noise_floor
+from dptune.sweeper._local import run_experiment
+from dptune.sweeper._noise import NoiseRun, run_noise_floor
 
 __all__ = ["sweep", "run_sweep"]
 

@@ -16,8 +16,8 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from dptune.config import Experiment
-from dptune.sweep._plan import Task, _key, unit_dimensions
-from dptune.sweep._storage import _requeue_stale, heartbeat_settings, study_name
+from dptune.sweeper._plan import Task, _key, unit_dimensions
+from dptune.sweeper._storage import _requeue_stale, heartbeat_settings, study_name
 
 if TYPE_CHECKING:
     import optuna

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from dptune.config import Experiment
 from dptune.store._store import ResultStore
-from dptune.sweep._claims import (
+from dptune.sweeper._claims import (
     _claim,
     _heartbeat_enabled,
     _must_wait,
@@ -24,10 +24,10 @@ from dptune.sweep._claims import (
     _study,
     worker_id,
 )
-from dptune.sweep._plan import Task, _key, plan
-from dptune.sweep._prepare import prepare
-from dptune.sweep._storage import heartbeat_settings, open_storage
-from dptune.sweep._unit import _primary_mean, run_unit
+from dptune.sweeper._plan import Task, _key, plan
+from dptune.sweeper._prepare import prepare
+from dptune.sweeper._storage import heartbeat_settings, open_storage
+from dptune.sweeper._unit import _primary_mean, run_unit
 
 if TYPE_CHECKING:
     from collections.abc import Callable
