@@ -46,6 +46,7 @@ from dptune.analysis._dp_tables import (
 from dptune.analysis._options import PAIRS, validate_options
 from dptune.analysis._pairs import format_value, sample_pairs, scope_pairs, scope_seed
 from dptune.errors import input_error
+from dptune.store._fold import slice_of
 from dptune.store._store import FoldBuffer
 from dptune.vocab import fold_key, metric_key
 
@@ -287,18 +288,26 @@ def _add_fold(sc: _Scope, read: Any, alg: str, fold: str, f_i: int,
               mcs: list[tuple[str, int]], run: _Run) -> None:
     """Test the scope's pairs on one fold for every metric@N: the fold's curve and Sakai DP."""
     t_seed = scope_seed(run.seed, f"{sc.name}|fold={fold}")
+    block = slice_of(read)
     for mc in mcs:
         metric, cutoff = mc
-        users, values, rows = _read_pair_values(read, alg, metric, cutoff, fold, sc.ids,
-                                                sc.pairs)
-        if run.test == "t":  # the compiled t-test of the robust pass: no difference matrix
-            p = rs.ttest_pvalues(values, rows[:, 0], rows[:, 1])
-            if np.isnan(p).any():  # a NaN or infinite value reaches the pair's sums
-                raise input_error("stats", "per-user values", "contain NaN or infinite values")
+        if run.test == "t" and block is not None:  # the fold's own array, no copy
+            values, base, columns = block.in_place(metric, cutoff, sc.ids)
+            rows = base[np.searchsorted(sc.ids, sc.pairs)]
+            n_users = values.shape[1] if columns is None else len(columns)
+            p = rs.ttest_pvalues(values, rows[:, 0], rows[:, 1], n_users, columns)
         else:
-            p = stats.paired_pvalues(values[rows[:, 0]], values[rows[:, 1]], test=run.test,
-                                     n_resamples=run.n_resamples, seed=t_seed)
-        sc.pvalues.append((metric, cutoff, fold, p, len(users)))
+            users, values, rows = _read_pair_values(read, alg, metric, cutoff, fold, sc.ids,
+                                                    sc.pairs)
+            n_users = len(users)
+            if run.test == "t":  # the compiled t-test: no difference matrix
+                p = rs.ttest_pvalues(values, rows[:, 0], rows[:, 1])
+            else:
+                p = stats.paired_pvalues(values[rows[:, 0]], values[rows[:, 1]], test=run.test,
+                                         n_resamples=run.n_resamples, seed=t_seed)
+        if run.test == "t" and np.isnan(p).any():  # a NaN or infinite value reached the sums
+            raise input_error("stats", "per-user values", "contain NaN or infinite values")
+        sc.pvalues.append((metric, cutoff, fold, p, n_users))
         sc.curves[mc][f_i] = pvalue_curve(p)
         sc.sakai[mc][f_i] = stats.sakai_dp(stats.adjust(p, run.correction), run.alpha)
 

@@ -84,7 +84,6 @@ __all__ = [
     "GROUPS",
     "two_sided_t_pvalue",
     "fold_draws",
-    "present_columns",
     "pair_moments",
     "pair_multiplicities",
     "pair_weights",
@@ -201,25 +200,6 @@ def _pair_sums(values, ra, rb, labels, s1, s2, dmin, dmax):  # pragma: no cover 
         dmax[j] = hi
 
 
-@njit(cache=True, nogil=True)
-def _present(values, rows, out):  # pragma: no cover - numba
-    for u in range(values.shape[1]):
-        ok = True
-        for r in rows:
-            if values[r, u] != values[r, u]:
-                ok = False
-                break
-        out[u] = ok
-
-
-def present_columns(values: np.ndarray, rows: np.ndarray) -> np.ndarray | None:
-    """Columns (users) with a value (not NaN) for every row of ``rows``: the inner join of
-    ``read_matrix``; None when every column qualifies (the usual case, no copy)."""
-    out = np.empty(values.shape[1], dtype=np.bool_)
-    _present(values, np.ascontiguousarray(rows, dtype=np.int64), out)
-    return None if out.all() else np.flatnonzero(out)
-
-
 def pair_moments(values: np.ndarray, rows_a: np.ndarray, rows_b: np.ndarray, perm: np.ndarray,
                  starts: np.ndarray, columns: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
     """``(dbar, C1, C2, constant, size)`` of the pairs ``(values[rows_a[j]], values[rows_b[j]])``
@@ -278,10 +258,32 @@ def _pair_sums_one(values, ra, rb, cols, s1, s2, dmin, dmax):  # pragma: no cove
             d = np.float64(values[a, u]) - np.float64(values[b, u])
             t1 += d
             t2 += d * d
-            if d < lo:
-                lo = d
-            if d > hi:
-                hi = d
+            lo = min(lo, d)
+            hi = max(hi, d)
+        s1[j] = t1
+        s2[j] = t2
+        dmin[j] = lo
+        dmax[j] = hi
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _pair_sums_dense(values, ra, rb, s1, s2, dmin, dmax):  # pragma: no cover - numba
+    # every column, in order: the same sums as _pair_sums_one with cols = 0..n-1, bit for bit,
+    # without the index load per user
+    n = values.shape[1]
+    for j in prange(ra.shape[0]):
+        x = values[ra[j]]
+        y = values[rb[j]]
+        t1 = 0.0
+        t2 = 0.0
+        lo = np.inf
+        hi = -np.inf
+        for u in range(n):
+            d = np.float64(x[u]) - np.float64(y[u])
+            t1 += d
+            t2 += d * d
+            lo = min(lo, d)
+            hi = max(hi, d)
         s1[j] = t1
         s2[j] = t2
         dmin[j] = lo
@@ -299,15 +301,17 @@ def ttest_pvalues(values: np.ndarray, rows_a: np.ndarray, rows_b: np.ndarray,
     :func:`dptune.analysis._stats.paired_pvalues` with ``test="t"`` to rounding. ``n < 2``:
     every p-value 1."""
     v = values if values.flags.c_contiguous else np.ascontiguousarray(values)
-    cols = np.arange(v.shape[1], dtype=np.int64) if columns is None else \
-        np.sort(np.asarray(columns, dtype=np.int64))
-    n = len(cols) if n is None else int(n)
+    cols = None if columns is None else np.sort(np.asarray(columns, dtype=np.int64))
+    n = (v.shape[1] if cols is None else len(cols)) if n is None else int(n)
     if n < 2:
         return np.ones(len(rows_a))
     ra = np.ascontiguousarray(rows_a, dtype=np.int64)
     rb = np.ascontiguousarray(rows_b, dtype=np.int64)
     s1, s2, dmin, dmax = (np.empty(len(ra)) for _ in range(4))
-    _pair_sums_one(v, ra, rb, cols, s1, s2, dmin, dmax)
+    if cols is None:
+        _pair_sums_dense(v, ra, rb, s1, s2, dmin, dmax)
+    else:
+        _pair_sums_one(v, ra, rb, cols, s1, s2, dmin, dmax)
     dbar = s1 / float(n)
     c2 = np.maximum(s2 - 2.0 * dbar * s1 + (dbar * dbar) * float(n), 0.0)
     constant = dmin == dmax

@@ -39,6 +39,7 @@ from dptune.analysis import _resample as rs
 from dptune.analysis import _robust as rb
 from dptune.analysis import _stability as sb
 from dptune.analysis._robust import bootstrap_seed as rb_seed
+from dptune.store._fold import slice_of
 from dptune.vocab import fold_key, metric_key
 
 __all__ = ["ROBUST_TABLE_COLUMNS", "RobustResult", "RobustPass", "robust_analysis", "plan_pass",
@@ -107,28 +108,18 @@ class RobustPass:
         """Test the pairs of every repeat on one fold and add its bootstrap part.
 
         ``read`` is ``read_matrix``-like; when it is the ``matrix`` method of a
-        :class:`dptune.store._store.FoldSlice` the float32 fold array is read in place (no
+        :class:`dptune.store._fold.FoldSlice` the float32 fold array is read in place (no
         copy of the configurations' rows), with the same inner join of users.
         """
         if not self.n_possible:
             return
         draws: dict[tuple[int, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-        block = getattr(read, "__self__", None)
-        fast = isinstance(getattr(block, "values", None), np.ndarray) and \
-            hasattr(block, "config_ids") and hasattr(block, "metric_cutoffs")
-        base = None
-        if fast:
-            base = np.searchsorted(block.config_ids, self.ids)
-            if np.any(base >= len(block.config_ids)) or \
-                    np.any(block.config_ids[np.minimum(base, len(block.config_ids) - 1)]
-                           != self.ids):
-                fast = False
+        block = slice_of(read)
         rows = [np.searchsorted(self.ids, p) for p in self.pairs]
         for mc in self.mcs:
             columns = None
-            if fast:
-                values = block.values[list(block.metric_cutoffs).index(mc)]
-                columns = rs.present_columns(values, base)
+            if block is not None:
+                values, base, columns = block.in_place(mc[0], mc[1], self.ids)
                 n = values.shape[1] if columns is None else len(columns)
                 mapped = [base[r] for r in rows]
             else:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 from dptune.errors import input_error
 from dptune.store._schema import LAYOUT, PARTS
 
-__all__ = ["FoldBuffer", "FoldSlice", "read_matrix", "read_fold"]
+__all__ = ["FoldBuffer", "FoldSlice", "read_matrix", "read_fold", "slice_of"]
 
 Slot = dict[int, tuple[Path, dict[str, Any]]]  # config_id -> (part, metadata) of one fold
 
@@ -68,16 +68,15 @@ class FoldSlice:
     users: np.ndarray
     values: np.ndarray
 
-    def matrix(self, metric: str, cutoff: int,
-               config_ids: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
-        """Exactly :func:`read_matrix` for a subset of the configurations: a
-        ``(len(config_ids), n_users)`` float64 matrix (rows in the requested order) over the users
-        present for every requested configuration, users sorted."""
-        key = (str(metric), int(cutoff))
+    #: Per metric@N: whether the fold's array has no NaN at all (computed on first use).
+    _complete: dict[tuple[str, int], bool] = field(default_factory=dict, compare=False,
+                                                   repr=False)
+
+    def _rows(self, key: tuple[str, int], ids: np.ndarray) -> np.ndarray:
+        """Rows of ``ids`` in :attr:`values`, each checked to have been read."""
         if key not in self.metric_cutoffs:
             raise input_error("store", f"{self.algorithm}/fold {self.fold}",
-                              f"{metric}@{cutoff} was not read")
-        ids = np.asarray(config_ids, dtype=np.int64)
+                              f"{key[0]}@{key[1]} was not read")
         if len(ids) and not len(self.config_ids):
             raise input_error("store", f"{self.algorithm}/fold {self.fold}",
                               f"config_id {ids[:5].tolist()} was not read")
@@ -87,11 +86,44 @@ class FoldSlice:
         if bad.any():
             raise input_error("store", f"{self.algorithm}/fold {self.fold}",
                               f"config_id {ids[bad][:5].tolist()} was not read")
-        sub = self.values[self.metric_cutoffs.index(key)][rows]
-        present = ~np.isnan(sub).any(axis=0)
-        if present.all():  # the usual case: no column selection (one copy less)
-            return self.users.copy(), sub.astype(np.float64)
-        return self.users[present], sub[:, present].astype(np.float64)
+        return rows
+
+    def matrix(self, metric: str, cutoff: int,
+               config_ids: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+        """Exactly :func:`read_matrix` for a subset of the configurations: a
+        ``(len(config_ids), n_users)`` float64 matrix (rows in the requested order) over the users
+        present for every requested configuration, users sorted."""
+        values, rows, columns = self.in_place(metric, cutoff, config_ids)
+        if columns is None:  # the usual case: no column selection (one copy less)
+            return self.users.copy(), values[rows].astype(np.float64)
+        return self.users[columns], values[rows][:, columns].astype(np.float64)
+
+    def in_place(self, metric: str, cutoff: int, config_ids: Sequence[int]
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """:meth:`matrix` without the copy: ``(values, rows, columns)`` with ``values`` the fold's
+        own float32 ``(configuration, user)`` array of the metric@N, ``rows`` the requested
+        configurations' rows in it and ``columns`` the users present for every one of them
+        (sorted column indices; None when every user is, the usual case), so that
+        ``values[rows][:, columns]`` is :meth:`matrix`'s matrix. The analysis's paired tests
+        read the pairs' rows straight from here: on a large scope the float64 copy cost more
+        than the tests themselves."""
+        key = (str(metric), int(cutoff))
+        rows = self._rows(key, np.asarray(config_ids, dtype=np.int64))
+        values = self.values[self.metric_cutoffs.index(key)]
+        if key not in self._complete:
+            self._complete[key] = not bool(np.isnan(values).any())
+        if self._complete[key]:
+            return values, rows, None
+        present = ~np.isnan(values[rows]).any(axis=0)
+        return values, rows, (None if present.all() else np.flatnonzero(present))
+
+
+def slice_of(read: Any) -> FoldSlice | None:
+    """The :class:`FoldSlice` behind ``read`` when ``read`` is its ``matrix`` method (what the
+    analysis gets from a store with ``read_fold``), else None. The paired tests then read the
+    fold's array in place (:meth:`FoldSlice.in_place`) rather than a float64 copy per scope."""
+    block = getattr(read, "__self__", None)
+    return block if isinstance(block, FoldSlice) else None
 
 
 def _check_configs(root: Path, slot: Slot, algorithm: str, fold: str, ids: np.ndarray) -> None:

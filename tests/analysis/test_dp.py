@@ -398,6 +398,42 @@ def test_missing_user_is_inner_joined() -> None:
     assert set(fac.n_users) == {40}
 
 
+class SlicedStore(FakeStore):
+    """:class:`FakeStore` with float32 values and a batched ``read_fold``, as the result store
+    has: the analysis then tests the pairs on the fold's own array (no float64 copy)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        for key, v in self.values.items():
+            self.values[key] = v.astype(np.float32).astype(np.float64)
+
+    def read_fold(self, algorithm, fold, config_ids, metric_cutoffs, buffer=None):
+        from dptune.store._fold import FoldSlice
+
+        ids = np.asarray(config_ids, dtype=np.int64)
+        mcs = tuple((str(m), int(c)) for m, c in metric_cutoffs)
+        vals = np.stack([self.values[(algorithm, m, c, fold)][ids] for m, c in mcs])
+        return FoldSlice(algorithm, fold, ids, mcs, np.arange(vals.shape[2]),
+                         vals.astype(np.float32))
+
+
+@pytest.mark.parametrize("drop", [None, ("bpr", "1", 4, 7)])
+def test_in_place_fold_reads_equal_the_copying_reads_bit_for_bit(drop) -> None:
+    """Pairs tested on the fold's float32 array in place (with the inner join of a missing
+    user) give exactly the p-values and DP of the per-scope float64 copies."""
+    sliced = SlicedStore(seed=4, drop=drop)
+    plain = SlicedStore(seed=4, drop=drop)
+    plain.read_fold = None  # not callable: the per-scope read_matrix route
+    got = dp.analyze(sliced, pairs=200, seed=0)
+    want = dp.analyze(plain, pairs=200, seed=0)
+    assert not sliced.reads and plain.reads  # each took its own route
+    pd.testing.assert_frame_equal(got.pvalues, want.pvalues, check_exact=True)
+    pd.testing.assert_frame_equal(got.dp, want.dp, check_exact=True)
+    if drop is not None:
+        pv = got.pvalues[(got.pvalues.scope == "all") & (got.pvalues.algorithm == "bpr")]
+        assert set(pv[pv.fold == "1"].n_users) == {39}
+
+
 def test_zero_variance_pair_gets_p_one() -> None:
     res = dp.analyze(FakeStore(seed=5, twins=True), pairs=200, seed=0)
     pairs = res.pairs[(res.pairs.config_a == 0) & (res.pairs.config_b == 1)]

@@ -159,6 +159,18 @@ def test_read_fold_value_only_path_equals_generic_path_and_read_matrix(store):
             users, mat = fast.matrix(m, c, ids)
             assert users.tolist() == ref_users.tolist()
             np.testing.assert_array_equal(mat, ref)
+    # in place: the fold's own array, the rows asked for and the users present for all of them
+    for ids in ([0, 1, 2], [2, 0], [1]):
+        values, rows, columns = fast.in_place("ndcg", 5, ids)
+        assert np.shares_memory(values, fast.values)
+        users, mat = fast.matrix("ndcg", 5, ids)
+        sub = values[rows] if columns is None else values[rows][:, columns]
+        np.testing.assert_array_equal(sub.astype(np.float64), mat)
+        assert (columns is None) == (len(users) == len(fast.users))
+    assert fast.in_place("ndcg", 5, [1])[2].tolist() == [1, 2, 3, 4]  # user 1 missing
+    assert fast.in_place("ndcg", 5, [0, 1])[2].tolist() == [1, 2, 3]  # and user 15
+    with pytest.raises(DptuneError, match="not read"):
+        fast.in_place("ndcg", 5, [7])
     # the same parts without the layout key take the generic path: identical values
     for p in (p1, p2):
         _strip_layout(p)
