@@ -86,7 +86,7 @@ def test_run_writes_the_store_contract(tiny_run):
 
 def test_reports_exist_and_rerun_is_byte_identical(tiny_run, tmp_path):
     rep = tiny_run / "reports"
-    for name in ["pairs.csv", "pvalues.csv", "dp.csv", "report.md", "figure1.png", "figure1.svg",
+    for name in ["pairs.csv", "pvalues.parquet", "dp.csv", "report.md", "figure1.png", "figure1.svg",
                  "table3.md", "table3.tex", "table4.csv", "table5.md", "one_at_a_time.csv"]:
         assert (rep / name).exists(), name
     assert main(["analyze", str(tiny_run / "results"), "--reports", str(tmp_path / "again")]) == 0

@@ -57,7 +57,7 @@ def check_fold_users(counts: Mapping[tuple[str, str], int], minimum: int = MIN_F
 
 def no_evidence(pvalues: pd.DataFrame) -> pd.DataFrame:
     """``algorithm, scope, metric, cutoff, no_evidence``: True where every p-value of the row
-    (every fold and pair) is 1. ``pvalues`` has the columns of ``pvalues.csv``."""
+    (every fold and pair) is 1. ``pvalues`` has the columns of ``pvalues.parquet``."""
     keys = ["algorithm", "scope", "metric", "cutoff"]
     if pvalues.empty:
         return pd.DataFrame(columns=[*keys, "no_evidence"])

@@ -10,7 +10,7 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
-from dptune.vocab import CSV_FLOAT, METRICS
+from dptune.vocab import METRICS
 
 __all__ = ["METRIC_ORDER", "PAIRS_COLUMNS", "PVALUES_COLUMNS", "DP_COLUMNS", "CURVES_COLUMNS",
            "ResultStoreLike", "Analysis"]
@@ -44,7 +44,6 @@ DP_COLUMNS = [
 ]
 CURVES_COLUMNS = ["algorithm", "scope", "metric", "cutoff", "position", "mean", "sd"]
 
-_CSV_FLOAT = CSV_FLOAT
 
 
 class ResultStoreLike(Protocol):
@@ -83,25 +82,17 @@ class Analysis:
     settings: dict[str, Any] = field(default_factory=dict)
 
     def tables(self) -> dict[str, pd.DataFrame]:
-        """File name -> table, as written by :meth:`write_csv`."""
-        return {
-            "pairs.csv": self.pairs,
-            "pvalues.csv": self.pvalues,
-            "dp.csv": self.dp,
-            "curves.csv": self.curves,
-        }
+        """Attribute name -> table, in the order :meth:`write` writes them."""
+        return {"pairs": self.pairs, "pvalues": self.pvalues, "dp": self.dp,
+                "curves": self.curves}
 
-    def write_csv(self, out_dir: str | Path) -> list[Path]:
-        """Write pairs.csv, pvalues.csv, dp.csv, curves.csv into ``out_dir``; floats as ``%.10g``, ``\\n`` line ends, no index, so a
-        re-run writes identical bytes."""
+    def write(self, out_dir: str | Path) -> list[Path]:
+        """Write pairs.csv, pvalues.parquet, dp.csv and curves.csv into ``out_dir``, as
+        :meth:`dptune.AnalysisResult.write_data` writes them (a re-run writes the same bytes)."""
+        from dptune.analysis._result import DATA_FILES, write_table
+
         out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        written = []
-        for name, table in self.tables().items():
-            path = out / name
-            table.to_csv(path, index=False, float_format=_CSV_FLOAT, lineterminator="\n")
-            written.append(path)
-        return written
+        return [write_table(t, out / DATA_FILES[name]) for name, t in self.tables().items()]
 
 
 def _pvalue_frame(

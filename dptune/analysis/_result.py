@@ -18,17 +18,19 @@ import pandas as pd
 from dptune._atomic import atomic_path
 from dptune.vocab import CSV_FLOAT
 
-__all__ = ["AnalysisResult", "DATA_FILES"]
+__all__ = ["AnalysisResult", "DATA_FILES", "write_table"]
 
-#: Data file written for each non-empty table attribute, in writing order.
+#: Data file written for each non-empty table attribute, in writing order. The tables of every
+#: single p-value (one row per pair, metric@N and fold: millions of rows on a large grid) are
+#: Parquet, the others CSV.
 DATA_FILES: dict[str, str] = {
     "pairs": "pairs.csv",
-    "pvalues": "pvalues.csv",
+    "pvalues": "pvalues.parquet",
     "dp": "dp.csv",
     "curves": "curves.csv",
     "noise_floor": "noise_floor.csv",
     "noise_curves": "noise_curves.csv",
-    "noise_pvalues": "noise_pvalues.csv",
+    "noise_pvalues": "noise_pvalues.parquet",
     "importance": "importance.csv",
     "best": "best_configs.csv",
     "verdict": "verdict.csv",
@@ -107,12 +109,23 @@ class AnalysisResult:
         return out
 
     def write_data(self, out: str | Path) -> list[Path]:
-        """Write every data table as CSV into ``out`` (atomically); return the paths."""
+        """Write every data table into ``out`` (atomically, :func:`write_table`); return the
+        paths."""
         out = Path(out)
-        written = []
-        for name, df in self.tables().items():
-            path = out / DATA_FILES[name]
-            with atomic_path(path, fsync=False) as tmp:
-                df.to_csv(tmp, index=False, float_format=CSV_FLOAT, lineterminator="\n")
-            written.append(path)
-        return written
+        return [write_table(df, out / DATA_FILES[name]) for name, df in self.tables().items()]
+
+
+def write_table(df: pd.DataFrame, path: Path) -> Path:
+    """Write one data table atomically, by the file's suffix: ``.csv`` with floats as
+    ``%.10g``, ``\\n`` line ends and no index; ``.parquet`` (zstd, every float64 exact, no
+    index). The same table writes the same bytes again."""
+    with atomic_path(path, fsync=False) as tmp:
+        if path.suffix == ".parquet":
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            pq.write_table(pa.Table.from_pandas(df, preserve_index=False), tmp,
+                           compression="zstd")
+        else:
+            df.to_csv(tmp, index=False, float_format=CSV_FLOAT, lineterminator="\n")
+    return path

@@ -254,12 +254,12 @@ def core_sections(
 #: What each file of a report folder holds, by file name (tables and figures are added by name).
 FILE_NOTES: dict[str, str] = {
     "pairs.csv": "the pairs of configurations per scope (all, or a seeded sample)",
-    "pvalues.csv": "every p-value by pair, metric@N and fold",
+    "pvalues.parquet": "every p-value by pair, metric@N and fold (Parquet)",
     "dp.csv": "DP per algorithm, scope and metric@N",
     "curves.csv": "the fold-averaged p-value curves",
     "noise_floor.csv": "DP beside its A/A noise floor",
     "noise_curves.csv": "the A/A curves",
-    "noise_pvalues.csv": "every A/A p-value",
+    "noise_pvalues.parquet": "every A/A p-value (Parquet)",
     "importance.csv": "fANOVA and PED-ANOVA importances",
     "best_configs.csv": "the best configuration per metric@N with its test value",
     "verdict.csv": "the verdict, one row per algorithm and cutoff",

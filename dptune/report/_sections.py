@@ -243,7 +243,7 @@ def noise_section(store: Any, result: Any) -> str:
     lines += [
         "",
         "Data: `noise_floor.csv` (DP beside its floor), `noise_curves.csv`, "
-        "`noise_pvalues.csv` (every A/A p-value).",
+        "`noise_pvalues.parquet` (every A/A p-value).",
     ]
     return "\n".join(lines)
 

@@ -106,7 +106,7 @@ def test_run_writes_noise_floor_and_importance(tiny):
     assert nf["config_id"].nunique() == 1
     trials = pd.read_csv(res / "noise_trials.csv")
     assert len(trials) == 2 * 3 and trials["seed"].nunique() == 6
-    for f in ("noise_floor.csv", "noise_curves.csv", "noise_pvalues.csv", "importance.csv"):
+    for f in ("noise_floor.csv", "noise_curves.csv", "noise_pvalues.parquet", "importance.csv"):
         assert (rep / f).exists(), f
     text = (rep / "report.md").read_text()
     assert "## Noise floor (A/A pairs)" in text

@@ -363,7 +363,7 @@ def _recompute_dp_from_csv(out: Path, store: FakeStore) -> pd.DataFrame:
 
 def test_dp_csv_recomputable_with_scipy(tmp_path: Path) -> None:
     store = FakeStore(seed=2, drop=("bpr", "1", 4, 7))
-    dp.analyze(store, pairs=5, seed=0).write_csv(tmp_path)
+    dp.analyze(store, pairs=5, seed=0).write(tmp_path)
     got = pd.read_csv(tmp_path / "dp.csv")
     want = _recompute_dp_from_csv(tmp_path, store)
     key = ["algorithm", "scope", "metric", "cutoff"]
@@ -444,15 +444,20 @@ def test_zero_variance_pair_gets_p_one() -> None:
     assert res.pvalues.p.notna().all()
 
 
-def test_write_csv_byte_identical(tmp_path: Path) -> None:
+def test_write_byte_identical_and_pvalues_exact(tmp_path: Path) -> None:
     a, b = tmp_path / "a", tmp_path / "b"
-    dp.analyze(FakeStore(seed=6), pairs=4, seed=9).write_csv(a)
-    dp.analyze(FakeStore(seed=6), pairs=4, seed=9).write_csv(b)
+    res = dp.analyze(FakeStore(seed=6), pairs=4, seed=9)
+    res.write(a)
+    dp.analyze(FakeStore(seed=6), pairs=4, seed=9).write(b)
     names = sorted(p.name for p in a.iterdir())
-    assert names == ["curves.csv", "dp.csv", "pairs.csv", "pvalues.csv"]
+    assert names == ["curves.csv", "dp.csv", "pairs.csv", "pvalues.parquet"]
     for n in names:
         assert (a / n).read_bytes() == (b / n).read_bytes(), n
-        assert b"\r\n" not in (a / n).read_bytes()
+        if n.endswith(".csv"):
+            assert b"\r\n" not in (a / n).read_bytes()
+    # every p-value comes back exactly (no rounding to 10 digits, as CSV would)
+    pd.testing.assert_frame_equal(pd.read_parquet(a / "pvalues.parquet"), res.pvalues,
+                                  check_exact=True)
 
 
 def test_sakai_and_corrections(analysis_and_store) -> None:

@@ -39,4 +39,4 @@ def test_committed_example_reports_are_not_ignored() -> None:
     for folder in folders:
         for name in ("report.md", "report.html", "verdict.md", "table3.csv"):
             assert not _ignored(f"reports/{folder}/{name}"), f"{folder}/{name}"
-    assert _ignored("reports/anelli2019-ml100k-subgrid/pvalues.csv")  # large, regenerated
+    assert _ignored("reports/anelli2019-ml100k-subgrid/pvalues.parquet")  # large, regenerated

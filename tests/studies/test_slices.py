@@ -141,7 +141,7 @@ def test_main_pairs_match_the_main_analysis_and_pairs_csv(tmp_path: Path) -> Non
     an = dp.analyze(store, pairs=7, seed=5)
     want = an.pairs[an.pairs.scope == "all"].sort_values("pair_index")[["config_a", "config_b"]].to_numpy()
     assert np.array_equal(slices.main_pairs(store, "alg", 7, 5), want)
-    an.write_csv(tmp_path)
+    an.write(tmp_path)
     # pairs.csv wins over sampling (different n_pairs/seed would sample something else)
     assert np.array_equal(slices.main_pairs(store, "alg", 3, 99, tmp_path), want)
 

@@ -5,7 +5,7 @@ Each scenario shares one sweep between three ``dptune worker`` processes on one 
 has written a part and is computing the next one; workers A and B then run concurrently and
 must detect K's dead trial by its stale heartbeat (optuna's, or dptune's for the journal), redo
 its unit, and leave exactly one part per unit; ``dptune analyze`` of that store (dp.csv,
-pvalues.csv, pairs.csv) is byte-identical to a single-process run. A last test kills
+pvalues.parquet, pairs.csv) is byte-identical to a single-process run. A last test kills
 ``dptune run`` itself and runs it again.
 """
 
@@ -28,7 +28,7 @@ from dptune.config import load_experiment
 from dptune.sweeper import status
 
 NAME = "dist"
-COMPARED = ("dp.csv", "pvalues.csv", "pairs.csv")
+COMPARED = ("dp.csv", "pvalues.parquet", "pairs.csv")
 # a killed worker is stale after 3 s here (10 / 30 s by default)
 FAST_HEARTBEAT = {"DPTUNE_HEARTBEAT_INTERVAL": "1", "DPTUNE_HEARTBEAT_GRACE": "3"}
 TIMEOUT = 240
@@ -269,7 +269,7 @@ def test_run_killed_leaves_no_process_and_rerun_resumes_exactly(tmp_path, refere
     """``dptune run --jobs 2`` killed with SIGKILL mid-sweep: within a few seconds none of its
     processes (loky workers, resource trackers) is left running; the same command then finishes
     the sweep without recomputing a finished unit (it waits out the dead trials' heartbeats and
-    redoes their units), and its dp.csv, pvalues.csv and pairs.csv are byte-identical to an
+    redoes their units), and its dp.csv, pvalues.parquet and pairs.csv are byte-identical to an
     uninterrupted run's."""
     cfg_ref, ref_reports = reference
     cfg = write_experiment(tmp_path / "exp", name=NAME)
