@@ -164,6 +164,19 @@ def test_bad_model_value_fails_before_anything_is_written(tmp_path, capsys, algo
     assert not (tmp_path / "results").exists()
 
 
+def test_a_fraction_for_an_integer_hyperparameter_is_refused_and_the_fix_runs(tmp_path, capsys):
+    """``k = 10.5`` for cornac's BPR (an integer parameter: its default is ``10``) is refused
+    before any work, with one line naming the grid file, the key and the value; nothing is
+    written, so the corrected grid then runs into the same results folder."""
+    cfg = _setup(tmp_path, grid2="[params.k]\nvalues = [4, 10.5]\n[params.max_iter]\nvalues = [2]\n")
+    cfg.write_text(cfg.read_text().replace('type = "itemknn"', 'type = "cornac:BPR"'))
+    assert _run(cfg, tmp_path) == 2
+    _one_line(capsys, "g2.toml: k: must be an integer for cornac:BPR, got 10.5")
+    assert not (tmp_path / "results").exists()
+    (tmp_path / "g2.toml").write_text("[params.k]\nvalues = [4, 10]\n[params.max_iter]\nvalues = [2]\n")
+    assert _run(cfg, tmp_path, "--no-analyze") == 0
+
+
 def test_nothing_to_compare_is_refused_before_the_sweep(tmp_path, capsys):
     """Only one-configuration algorithms (cornac:MostPop without a grid, a kNN with one k): no
     pair of configurations exists, so there is no DP to measure; the run says so up front."""
