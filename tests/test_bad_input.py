@@ -182,7 +182,7 @@ def test_nothing_to_compare_is_refused_before_the_sweep(tmp_path, capsys):
     pair of configurations exists, so there is no DP to measure; the run says so up front."""
     cfg = tmp_path / "pop.toml"
     (tmp_path / "one.toml").write_text("[params.k]\nvalues = [10]\n")
-    cfg.write_text(f'name = "pop"\n[data]\nsource = "{tmp_path / "nowhere.csv"}"\n'
+    cfg.write_text('name = "pop"\n[data]\nsource = "ml-latest-small"\n'
                    '[[algorithms]]\nname = "mostpop"\ntype = "cornac:MostPop"\n'
                    f'[[algorithms]]\nname = "knn"\ntype = "itemknn"\ngrid = "{tmp_path / "one.toml"}"\n')
     assert _run(cfg, tmp_path) == 2
@@ -434,6 +434,34 @@ def test_missing_data_file_fails_before_any_work(tmp_path, capsys):
     assert _run(cfg, tmp_path) == 2
     _one_line(capsys, "ratings.csv")
     _nothing_computed(tmp_path)
+
+
+def test_a_relative_data_file_is_read_next_to_the_experiment(tmp_path, capsys, monkeypatch):
+    """``source = "ratings.csv"`` is the file beside the experiment, from any working directory;
+    the manifest (and so the report) names it as written, not by its absolute path."""
+    cfg = _setup(tmp_path)
+    cfg.write_text(cfg.read_text().replace(f'source = "{tmp_path / "ratings.csv"}"',
+                                           'source = "ratings.csv"'))
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    assert _run(cfg, tmp_path, "--no-analyze") == 0
+    man = json.loads((tmp_path / "results" / "manifest.json").read_text())
+    assert man["dataset"]["source"] == man["config"]["data"]["source"] == "ratings.csv"
+
+
+def test_a_data_file_relative_to_the_working_directory_gets_a_hint(tmp_path, capsys, monkeypatch):
+    """An experiment written when data paths started at the working directory: one line naming
+    the experiment file, ``data.source``, the path tried and the path to write; nothing written."""
+    cfg = _setup(tmp_path)
+    (tmp_path / "exp").mkdir()
+    moved = tmp_path / "exp" / cfg.name
+    moved.write_text(cfg.read_text().replace(f'source = "{tmp_path / "ratings.csv"}"',
+                                             'source = "ratings.csv"'))
+    monkeypatch.chdir(tmp_path)
+    assert _run(moved, tmp_path) == 2
+    _one_line(capsys, f"{moved}: data.source: data file 'ratings.csv' not found",
+              str(tmp_path / "exp" / "ratings.csv"), 'write source = "../ratings.csv"')
+    assert not (tmp_path / "results").exists()
 
 
 def test_analyze_reports_under_a_file(tmp_path, capsys):
