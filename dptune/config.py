@@ -267,8 +267,8 @@ def _data_path(d: DataConfig, config_path: Path | None, source: str, check: bool
     where = "" if p.is_absolute() else (f" (a relative path starts at the experiment file's "
                                          f"folder: tried {found.resolve()})")
     raise input_error(source, "data.source",
-                      f"data file {d.source!r} not found{where}{hint}; not a known data set "
-                      f"name either ({', '.join(KNOWN_DATASETS)})")
+                      f"{d.source!r} is neither a known data set ({', '.join(KNOWN_DATASETS)}) "
+                      f"nor a file{where}{hint}")
 
 
 def _validate(exp: Experiment, src: str) -> None:

@@ -459,7 +459,7 @@ def test_a_data_file_relative_to_the_working_directory_gets_a_hint(tmp_path, cap
                                              'source = "ratings.csv"'))
     monkeypatch.chdir(tmp_path)
     assert _run(moved, tmp_path) == 2
-    _one_line(capsys, f"{moved}: data.source: data file 'ratings.csv' not found",
+    _one_line(capsys, f"{moved}: data.source: 'ratings.csv' is neither a known data set",
               str(tmp_path / "exp" / "ratings.csv"), 'write source = "../ratings.csv"')
     assert not (tmp_path / "results").exists()
 

@@ -157,12 +157,12 @@ def test_a_data_file_relative_to_the_working_directory_is_refused_with_the_fix(t
     with pytest.raises(DptuneError) as err:
         load_experiment(cfg)
     msg = str(err.value)
-    assert msg.startswith(f"{cfg}: data.source: data file 'data/r.csv' not found (a relative path "
-                          "starts at the experiment file's folder: tried "
-                          f"{(tmp_path / 'experiments' / 'data' / 'r.csv').resolve()})")
-    assert 'write source = "../data/r.csv"' in msg and "\n" not in msg
+    assert msg == (f"{cfg}: data.source: 'data/r.csv' is neither a known data set (ml-latest-small, "
+                   "ml-100k, ml-1m) nor a file (a relative path starts at the experiment file's "
+                   f"folder: tried {(tmp_path / 'experiments' / 'data' / 'r.csv').resolve()}); it "
+                   'exists relative to the working directory: write source = "../data/r.csv"')
     monkeypatch.chdir(tmp_path / "experiments")  # no such file anywhere: no hint
-    with pytest.raises(DptuneError, match=r"data.source: data file 'data/r.csv' not found") as err:
+    with pytest.raises(DptuneError, match=r"data.source: 'data/r.csv' is neither a known data set") as err:
         load_experiment(cfg)
     assert "write source" not in str(err.value)
 
