@@ -11,10 +11,11 @@ import hashlib
 import json
 import os
 import re
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dptune.data._fetch import KNOWN_DATASETS
 from dptune.data._options import _check_columns, _check_sep
 from dptune.data._split import SPLIT_METHODS
 from dptune.errors import input_error, read_toml
@@ -33,7 +34,9 @@ METRIC_NAMES = METRICS
 class DataConfig:
     """Where the ratings come from and which optional pre-filters apply.
 
-    An own file is described by ``columns`` (our name -> the file's column name, or 0-based
+    ``source`` is a named data set (``ml-latest-small``, ``ml-100k``, ``ml-1m``) or a file path
+    as written in the experiment file (kept so for the manifest, the fingerprint and the
+    reports; :attr:`Experiment.data_file` is where it is read). An own file is described by ``columns`` (our name -> the file's column name, or 0-based
     position when ``header = false``; without ``rating`` the data is implicit feedback, without
     ``timestamp`` the temporal splits are refused), ``sep`` and ``header``.
     """
@@ -120,6 +123,15 @@ class Experiment:
     sweep: SweepConfig = field(default_factory=SweepConfig)
     algorithms: tuple[AlgorithmConfig, ...] = ()
     grids: dict[str, Grid] = field(default_factory=dict, compare=False)
+    #: ``data.source`` resolved by :func:`parse_experiment` (empty: ``data.source`` itself).
+    data_path: str = field(default="", compare=False)
+
+    @property
+    def data_file(self) -> str:
+        """Where the data is read from: a named data set's name, or the ``data.source`` file
+        resolved from the experiment file's folder (for a table not read from a file: as
+        written, so relative to the working directory)."""
+        return self.data_path or self.data.source
 
     @property
     def split_seed(self) -> int:
@@ -135,6 +147,7 @@ class Experiment:
         """Plain dict of every setting (for the manifest)."""
         d = asdict(self)
         d.pop("grids", None)
+        d.pop("data_path", None)  # machine-specific; ``data.source`` is the setting
         for key in _OWN_FILE_FIELDS:
             if d["data"].get(key) is None:
                 d["data"].pop(key, None)
@@ -234,6 +247,30 @@ def _resolve(path: str, config_path: Path, source: str, field: str) -> Path:
     raise input_error(source, field, f"grid file {path!r} not found{where}{hint}")
 
 
+def _data_path(d: DataConfig, config_path: Path | None, source: str, check: bool) -> str:
+    """Where ``data.source`` is read: a named data set as is; a file path absolute, or relative
+    to the folder of the experiment file ``config_path`` (like a grid path), as written when
+    there is none (a table not read from a file: the working directory). With ``check``, a file
+    missing there is one error naming ``data.source`` and the path tried (with the path to write
+    when the file exists relative to the working directory instead, as it was once read)."""
+    if d.source in KNOWN_DATASETS or config_path is None:
+        return d.source
+    p = Path(d.source).expanduser()
+    found = p if p.is_absolute() else config_path.parent / p
+    if found.exists() or not check:
+        return str(found.resolve())
+    hint = ""
+    if not p.is_absolute() and (Path.cwd() / p).exists():
+        rel = os.path.relpath(Path.cwd() / p, config_path.parent.resolve())
+        hint = (f"; it exists relative to the working directory: write source = "
+                f"{json.dumps(Path(rel).as_posix())}")
+    where = "" if p.is_absolute() else (f" (a relative path starts at the experiment file's "
+                                         f"folder: tried {found.resolve()})")
+    raise input_error(source, "data.source",
+                      f"{d.source!r} is neither a known data set ({', '.join(KNOWN_DATASETS)}) "
+                      f"nor a file{where}{hint}")
+
+
 def _validate(exp: Experiment, src: str) -> None:
     s, e, a = exp.split, exp.evaluation, exp.analysis
     _choice(src, "split.method", s.method, SPLIT_METHODS)
@@ -279,10 +316,14 @@ def _validate_data(d: DataConfig, src: str) -> None:
         raise input_error(src, "data.columns", "is empty; map at least user and item")
 
 
-def parse_experiment(data: dict, source: str = "<memory>", config_path: Path | None = None) -> Experiment:
+def parse_experiment(data: dict, source: str = "<memory>", config_path: Path | None = None,
+                     *, check_data: bool = True) -> Experiment:
     """Validate a parsed experiment table; a relative grid path is read from the folder of
     ``config_path`` (default ``source``; for a table not read from a file, ``"<memory>"``, that
-    is the working directory)."""
+    is the working directory). A relative ``data.source`` file is read from the folder of
+    ``config_path`` when one is given (and must exist there, unless ``check_data`` is false),
+    else from the working directory (:attr:`Experiment.data_file`)."""
+    data_base = config_path
     config_path = config_path or Path(source)
     top = {f.name for f in fields(Experiment)} - {"grids", "source"}
     for key in data:
@@ -332,13 +373,13 @@ def parse_experiment(data: dict, source: str = "<memory>", config_path: Path | N
         grids=grids,
     )
     _validate(exp, source)
-    return exp
+    return replace(exp, data_path=_data_path(exp.data, data_base, source, check_data))
 
 
 def load_experiment(path: str | Path) -> Experiment:
-    """Read and validate an experiment TOML file; a relative grid path is read from the
-    experiment file's folder (not the working directory); a bad field is one error line naming
-    the file and the field.
+    """Read and validate an experiment TOML file; a relative grid path and a relative data file
+    (``data.source``) are read from the experiment file's folder (not the working directory); a
+    bad field is one error line naming the file and the field.
 
     Example (from the repository's root)::
 

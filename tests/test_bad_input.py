@@ -164,12 +164,25 @@ def test_bad_model_value_fails_before_anything_is_written(tmp_path, capsys, algo
     assert not (tmp_path / "results").exists()
 
 
+def test_a_fraction_for_an_integer_hyperparameter_is_refused_and_the_fix_runs(tmp_path, capsys):
+    """``k = 10.5`` for cornac's BPR (an integer parameter: its default is ``10``) is refused
+    before any work, with one line naming the grid file, the key and the value; nothing is
+    written, so the corrected grid then runs into the same results folder."""
+    cfg = _setup(tmp_path, grid2="[params.k]\nvalues = [4, 10.5]\n[params.max_iter]\nvalues = [2]\n")
+    cfg.write_text(cfg.read_text().replace('type = "itemknn"', 'type = "cornac:BPR"'))
+    assert _run(cfg, tmp_path) == 2
+    _one_line(capsys, "g2.toml: k: must be an integer for cornac:BPR, got 10.5")
+    assert not (tmp_path / "results").exists()
+    (tmp_path / "g2.toml").write_text("[params.k]\nvalues = [4, 10]\n[params.max_iter]\nvalues = [2]\n")
+    assert _run(cfg, tmp_path, "--no-analyze") == 0
+
+
 def test_nothing_to_compare_is_refused_before_the_sweep(tmp_path, capsys):
     """Only one-configuration algorithms (cornac:MostPop without a grid, a kNN with one k): no
     pair of configurations exists, so there is no DP to measure; the run says so up front."""
     cfg = tmp_path / "pop.toml"
     (tmp_path / "one.toml").write_text("[params.k]\nvalues = [10]\n")
-    cfg.write_text(f'name = "pop"\n[data]\nsource = "{tmp_path / "nowhere.csv"}"\n'
+    cfg.write_text('name = "pop"\n[data]\nsource = "ml-latest-small"\n'
                    '[[algorithms]]\nname = "mostpop"\ntype = "cornac:MostPop"\n'
                    f'[[algorithms]]\nname = "knn"\ntype = "itemknn"\ngrid = "{tmp_path / "one.toml"}"\n')
     assert _run(cfg, tmp_path) == 2
@@ -421,6 +434,34 @@ def test_missing_data_file_fails_before_any_work(tmp_path, capsys):
     assert _run(cfg, tmp_path) == 2
     _one_line(capsys, "ratings.csv")
     _nothing_computed(tmp_path)
+
+
+def test_a_relative_data_file_is_read_next_to_the_experiment(tmp_path, capsys, monkeypatch):
+    """``source = "ratings.csv"`` is the file beside the experiment, from any working directory;
+    the manifest (and so the report) names it as written, not by its absolute path."""
+    cfg = _setup(tmp_path)
+    cfg.write_text(cfg.read_text().replace(f'source = "{tmp_path / "ratings.csv"}"',
+                                           'source = "ratings.csv"'))
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    assert _run(cfg, tmp_path, "--no-analyze") == 0
+    man = json.loads((tmp_path / "results" / "manifest.json").read_text())
+    assert man["dataset"]["source"] == man["config"]["data"]["source"] == "ratings.csv"
+
+
+def test_a_data_file_relative_to_the_working_directory_gets_a_hint(tmp_path, capsys, monkeypatch):
+    """An experiment written when data paths started at the working directory: one line naming
+    the experiment file, ``data.source``, the path tried and the path to write; nothing written."""
+    cfg = _setup(tmp_path)
+    (tmp_path / "exp").mkdir()
+    moved = tmp_path / "exp" / cfg.name
+    moved.write_text(cfg.read_text().replace(f'source = "{tmp_path / "ratings.csv"}"',
+                                             'source = "ratings.csv"'))
+    monkeypatch.chdir(tmp_path)
+    assert _run(moved, tmp_path) == 2
+    _one_line(capsys, f"{moved}: data.source: 'ratings.csv' is neither a known data set",
+              str(tmp_path / "exp" / "ratings.csv"), 'write source = "../ratings.csv"')
+    assert not (tmp_path / "results").exists()
 
 
 def test_analyze_reports_under_a_file(tmp_path, capsys):

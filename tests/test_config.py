@@ -22,9 +22,13 @@ grid = "{grid}"
 """
 
 
+def _with_grid(text):
+    return text.replace("{grid}", str(ROOT / "grids" / "quickstart-knn.toml"))
+
+
 def _write(tmp_path, text):
     p = tmp_path / "exp.toml"
-    p.write_text(text.replace("{grid}", str(ROOT / "grids" / "quickstart-knn.toml")))
+    p.write_text(_with_grid(text))
     return p
 
 
@@ -121,3 +125,67 @@ def test_a_grid_path_relative_to_the_working_directory_is_refused_with_the_fix(t
     assert msg.startswith(f"{cfg}: algorithms[0].grid: grid file 'grids/g.toml' not found "
                           "(relative paths start at the experiment file's folder")
     assert msg.endswith('write grid = "../grids/g.toml"') and "\n" not in msg
+
+
+def test_a_data_file_is_read_from_the_experiment_files_folder(tmp_path, monkeypatch):
+    """``data.source = "data/r.csv"`` names the file next to the experiment, from any working
+    directory; the setting itself (manifest, fingerprint, reports) stays as written."""
+    (tmp_path / "exp" / "data").mkdir(parents=True)
+    (tmp_path / "exp" / "data" / "r.csv").write_text("user,item\n1,2\n")
+    (tmp_path / "elsewhere").mkdir()
+    cfg = tmp_path / "exp" / "e.toml"
+    cfg.write_text(_with_grid(BASE) + '[data]\nsource = "data/r.csv"\n')
+    prints = set()
+    for cwd in (tmp_path, tmp_path / "elsewhere", tmp_path / "exp"):
+        monkeypatch.chdir(cwd)
+        exp = load_experiment(cfg)
+        assert exp.data_file == str((tmp_path / "exp" / "data" / "r.csv").resolve())
+        assert exp.data.source == exp.to_dict()["data"]["source"] == "data/r.csv"
+        assert "data_path" not in exp.to_dict()
+        prints.add(exp.fingerprint())
+    assert len(prints) == 1
+
+
+def test_a_data_file_relative_to_the_working_directory_is_refused_with_the_fix(tmp_path,
+                                                                                monkeypatch):
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "r.csv").write_text("user,item\n1,2\n")
+    (tmp_path / "experiments").mkdir()
+    cfg = tmp_path / "experiments" / "e.toml"
+    cfg.write_text(_with_grid(BASE) + '[data]\nsource = "data/r.csv"\n')
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(DptuneError) as err:
+        load_experiment(cfg)
+    msg = str(err.value)
+    assert msg == (f"{cfg}: data.source: 'data/r.csv' is neither a known data set (ml-latest-small, "
+                   "ml-100k, ml-1m) nor a file (a relative path starts at the experiment file's "
+                   f"folder: tried {(tmp_path / 'experiments' / 'data' / 'r.csv').resolve()}); it "
+                   'exists relative to the working directory: write source = "../data/r.csv"')
+    monkeypatch.chdir(tmp_path / "experiments")  # no such file anywhere: no hint
+    with pytest.raises(DptuneError, match=r"data.source: 'data/r.csv' is neither a known data set") as err:
+        load_experiment(cfg)
+    assert "write source" not in str(err.value)
+
+
+@pytest.mark.parametrize("name", ["ml-latest-small", "ml-100k", "ml-1m"])
+def test_named_data_sets_are_not_paths(tmp_path, monkeypatch, name):
+    """A named data set is never looked up as a file, whatever the folders hold."""
+    cfg = tmp_path / "e.toml"
+    cfg.write_text(_with_grid(BASE) + f'[data]\nsource = "{name}"\n')
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    exp = load_experiment(cfg)
+    assert exp.data_file == exp.data.source == name
+
+
+def test_a_table_not_read_from_a_file_reads_data_from_the_working_directory(tmp_path,
+                                                                             monkeypatch):
+    """``parse_experiment`` of a table (no experiment file): a relative data file is read from
+    the working directory, and only when the data is loaded (as before)."""
+    from dptune.config import parse_experiment
+
+    monkeypatch.chdir(tmp_path)
+    table = {"name": "t", "data": {"source": "r.csv"},
+             "algorithms": [{"name": "pop", "type": "cornac:MostPop"}]}
+    assert parse_experiment(table).data_file == "r.csv"
+    assert parse_experiment(table, "own.toml").data_file == "r.csv"

@@ -16,6 +16,7 @@ def bench_experiment(dataset: str, workdir: Path, plan: Plan, label: str | None 
     plan's mini-grid (grid files written to ``workdir``); its fold 0 is the data of every
     comparison. ``label`` names the experiment (default: ``dataset``)."""
     from dptune.config import load_experiment
+    from dptune.data import KNOWN_DATASETS
 
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "mini-knn.toml").write_text(
@@ -29,6 +30,8 @@ def bench_experiment(dataset: str, workdir: Path, plan: Plan, label: str | None 
         'user_reg = { from = "learning_rate", scale = 0.05 }\n'
         'item_reg = { from = "learning_rate", scale = 0.005 }\n')
     name = f"bench-{label or dataset}"
+    if dataset not in KNOWN_DATASETS and Path(dataset).exists():  # a file: absolute, as the experiment is written to ``workdir``
+        dataset = str(Path(dataset).resolve())
     (workdir / f"{name}.toml").write_text(
         f'name = "{name}"\nseed = 42\n'
         f'[data]\nsource = "{dataset}"\n'

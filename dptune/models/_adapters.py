@@ -61,7 +61,8 @@ class SignatureFamily(Family):
     ``fit_unit`` builds ``make(cfg, seed)``, fits it on ``X`` and yields it.
     """
 
-    def __init__(self, algorithm_type: str, factory: Callable[..., Any], stochastic: bool) -> None:
+    def __init__(self, algorithm_type: str, factory: Callable[..., Any], stochastic: bool,
+                 doc: str | None = None) -> None:
         self.type = algorithm_type
         try:
             params = inspect.signature(factory).parameters
@@ -76,7 +77,8 @@ class SignatureFamily(Family):
         self._required_keys = tuple(
             n for n in self.hyperparameters if params[n].default is inspect.Parameter.empty
         )
-        self._kinds = {n: _kinds(params[n]) for n in self.hyperparameters}
+        documented = _documented_types(doc if doc is not None else inspect.getdoc(factory))
+        self._kinds = {n: _kinds(params[n], documented.get(n)) for n in self.hyperparameters}
         self._stochastic = bool(stochastic)
 
     @property
@@ -148,7 +150,7 @@ class CornacFamily(SignatureFamily):
         self.class_name = class_name
         cls = cornac_class(class_name)
         super().__init__(f"cornac:{class_name}", cls.__init__,
-                         class_name not in DETERMINISTIC_CORNAC)
+                         class_name not in DETERMINISTIC_CORNAC, doc=inspect.getdoc(cls))
 
     def make(self, cfg: dict, seed: int) -> CornacModel:
         """A :class:`CornacModel` of ``cfg``."""
@@ -213,23 +215,60 @@ class PythonFamily(SignatureFamily):
 
 #: Python types a constructor parameter can be checked against, by annotation name.
 _KIND_NAMES = {"int": int, "float": float, "str": str, "bool": bool, "None": type(None)}
+#: The same types by the words a NumPy-style docstring uses for them (cornac, implicit).
+_DOC_NAMES = {**_KIND_NAMES, "integer": int, "double": float, "string": str, "boolean": bool}
+_SECTION_RE = re.compile(r"^\s*Parameters\s*\n\s*-{3,}\s*\n(.*?)(?=^\s*\w[\w ]*\n\s*-{3,}|\Z)",
+                         re.M | re.S)
+_DOC_PARAM_RE = re.compile(r"^\s*(\w+)\s*:\s*([^,\n]+)", re.M)
 
 
-def _kinds(param: inspect.Parameter) -> tuple[type, ...] | None:
-    """The value types a constructor parameter accepts: from its annotation when it is made of
-    ``int``, ``float``, ``str``, ``bool`` and ``None`` (``float | None``, ``Optional[int]``),
-    else from its default (a number default takes any real number, a ``bool`` default a bool, a
-    ``str`` default a string); ``None`` (anything goes) otherwise."""
+def _documented_types(doc: str | None) -> dict[str, tuple[type, ...]]:
+    """The types the ``Parameters`` section of a NumPy-style docstring gives its parameters
+    (``k: int, optional, default: 10`` -> ``(int,)``; ``int or None`` -> ``(int, NoneType)``);
+    a parameter whose type is anything else (``data-type``, ``dict``) is left out."""
+    section = _SECTION_RE.search(doc or "")
+    out: dict[str, tuple[type, ...]] = {}
+    for name, text in _DOC_PARAM_RE.findall(section.group(1) if section else ""):
+        words = [w.strip() for w in re.split(r"\bor\b|\|", text.strip())]
+        if name not in out and words and all(w in _DOC_NAMES for w in words):
+            out[name] = tuple(dict.fromkeys(_DOC_NAMES[w] for w in words))
+    return out
+
+
+def _kinds(param: inspect.Parameter,
+           documented: tuple[type, ...] | None = None) -> tuple[type, ...] | None:
+    """The value types a constructor parameter accepts, from the first of these that says:
+
+    1. its annotation, when made of ``int``, ``float``, ``str``, ``bool`` and ``None``
+       (``float | None``, ``Optional[int]``);
+    2. the type its class's docstring gives it (``documented``; cornac and implicit document
+       ``lamb: float, default: 500`` though the default is written ``500``);
+    3. its default: an ``int`` default takes integers only (``k = 10`` is not meant to be
+       ``10.5``: a fraction would be silently truncated), a ``float`` default any real number,
+       a ``bool`` default a bool, a ``str`` default a string.
+
+    An annotation or documented type is ignored when the default does not fit it (a ``None``
+    default adds ``None``). ``None`` (anything goes) when nothing says."""
+    default = param.default
+    declared = []
     ann = param.annotation
     if ann is not inspect.Parameter.empty:
         text = ann if isinstance(ann, str) else getattr(ann, "__name__", str(ann))
         text = re.sub(r"^(typing\.)?Optional\[(.*)\]$", r"\2 | None", str(text).strip())
         parts = [t.strip() for t in str(text).split("|")]
         if parts and all(t in _KIND_NAMES for t in parts):
-            return tuple(_KIND_NAMES[t] for t in parts)
-    default = param.default
+            declared.append(tuple(_KIND_NAMES[t] for t in parts))
+    if documented:
+        declared.append(documented)
+    for kinds in declared:
+        if default is None and type(None) not in kinds:
+            kinds = (*kinds, type(None))
+        if default is inspect.Parameter.empty or _fits(default, kinds):
+            return kinds
     if isinstance(default, bool):
         return (bool,)
+    if isinstance(default, numbers.Integral):
+        return (int,)
     if isinstance(default, numbers.Real):
         return (float,)
     if isinstance(default, str):
@@ -237,25 +276,28 @@ def _kinds(param: inspect.Parameter) -> tuple[type, ...] | None:
     return None
 
 
+def _fits(value: Any, kinds: tuple[type, ...]) -> bool:
+    """Whether ``value`` is of one of ``kinds`` (an ``int`` kind takes an integral number, a
+    ``float`` one any finite number; a bool is not a number)."""
+    if value is None:
+        return type(None) in kinds
+    if isinstance(value, bool):
+        return bool in kinds
+    if isinstance(value, numbers.Real):
+        return (float in kinds or (int in kinds and float(value).is_integer())) \
+            and math.isfinite(value)
+    return isinstance(value, tuple(k for k in kinds if k not in (int, float, bool, type(None))))
+
+
 def _check_kind(value: Any, kinds: tuple[type, ...] | None, source: str, key: str,
                 model: str) -> None:
-    """``input_error(source, key, ...)`` unless ``value`` fits ``kinds`` (an ``int`` parameter
-    takes an integral number, a ``float`` one any finite number; a bool is not a number)."""
-    if kinds is None:
+    """``input_error(source, key, ...)`` unless ``value`` fits ``kinds`` (:func:`_fits`)."""
+    if kinds is None or _fits(value, kinds):
         return
-    if value is None and type(None) in kinds:
-        return
-    if isinstance(value, bool):
-        ok = bool in kinds
-    elif isinstance(value, numbers.Real):
-        ok = (float in kinds or (int in kinds and float(value).is_integer())) and math.isfinite(value)
-    else:
-        ok = isinstance(value, tuple(k for k in kinds if k not in (int, float, bool)))
-    if not ok:
-        names = {bool: "true or false", int: "an integer", float: "a finite number",
-                 str: "a string", type(None): "none"}
-        want = " or ".join(names[k] for k in kinds if k is not type(None))
-        raise input_error(source, key, f"must be {want} for {model}, got {value!r}")
+    names = {bool: "true or false", int: "an integer", float: "a finite number",
+             str: "a string", type(None): "none"}
+    want = " or ".join(names[k] for k in kinds if k is not type(None))
+    raise input_error(source, key, f"must be {want} for {model}, got {value!r}")
 
 
 class ShapeChecked:

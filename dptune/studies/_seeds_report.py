@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from dptune.report import Block, Cell, Table, display_algorithm, display_metric
-from dptune.studies._markdown import markdown_table
+from dptune.studies._markdown import markdown_table, shown_path
 from dptune.studies._seeds_runs import SeedPlan, config_text
 from dptune.studies._seeds_settings import SPLIT_NAMES, SPLITS
 
@@ -122,7 +122,7 @@ def _settings_section(p: SeedPlan, dataset: str, trials: pd.DataFrame) -> list[s
         cfg_lines.append(f"{display_algorithm(a.name)}: {config_text(cfg, exp.grids[a.name].free)} ({tag})")
     fit = trials.groupby(["algorithm", "split"])["fit_seconds"].sum()
     settings = [
-        ("Experiment", f"`{exp.source}` ({exp.name})"),
+        ("Experiment", f"`{shown_path(exp.source)}` ({exp.name})"),
         ("Data set", f"{dataset}; users with < {exp.split.min_user_interactions} ratings removed "
                      f"first (same users for both splits)"),
         ("Data-split seeds", f"S = {len(p.seeds)}: s_i = derive_seed({exp.split_seed}, \"seed-study\", i); "

@@ -39,6 +39,7 @@ from dptune.config import Experiment, load_experiment
 from dptune.errors import input_error
 from dptune.report import save_figure
 from dptune.store._store import ResultStore
+from dptune.studies._markdown import shown_path
 from dptune.studies._slices_bins import (
     SLICE_KINDS,
     assign_slices,
@@ -192,7 +193,7 @@ def run_slices_study(results_dir: str | Path, out_dir: str | Path,
         df.to_csv(out / name, index=False, float_format=CSV_FLOAT, lineterminator="\n")
         files.append(out / name)
     files += save_figure(slices_figure(dpt, cutoff), out / "slices_figure", creator="dptune")
-    pairs_src = (f"`{Path(reports_dir) / 'pairs.csv'}`" if reports_dir is not None
+    pairs_src = (f"`{shown_path(Path(reports_dir) / 'pairs.csv')}`" if reports_dir is not None
                  and (Path(reports_dir) / "pairs.csv").exists()
                  else f"dp.sample_pairs(config ids, {n_pairs}, dp.scope_seed({seed}, \"all\"))")
     md = slices_report_md(exp, man, dataset, dpt, mt, algs, folds, cutoff, primary, base,

@@ -12,7 +12,7 @@ import pandas as pd
 from dptune.config import Experiment
 from dptune.metrics import METRICS
 from dptune.report import Cell, display_algorithm, display_metric
-from dptune.studies._markdown import markdown_table
+from dptune.studies._markdown import markdown_table, shown_path
 from dptune.studies._slices_bins import KIND_NAMES, SLICE_KINDS
 from dptune.studies._slices_figure import users_text
 
@@ -126,7 +126,8 @@ def slices_report_md(exp: Experiment, man: dict[str, Any], dataset: str, dpt: pd
          "EvalRS 2022: log-scaled bins, no hand-picked thresholds). Method: "
          "`docs/seeds-and-slices.md`.", "", "## Settings", "",
          markdown_table(["Setting", "Value"], [
-             ("Results", f"`{results_dir}` (experiment `{exp.source}`, {len(folds)} validation folds)"),
+             ("Results", f"`{shown_path(results_dir)}` (experiment `{shown_path(exp.source)}`, "
+                         f"{len(folds)} validation folds)"),
              ("Bins", f"log{base}: [{base}^e, {base}^(e+1)), plus [0, 1); per (fold, user)"),
              ("History slices", f"{KIND_NAMES['history']}, recomputed with sweep.prepare(experiment)"),
              ("Popularity slices", f"{KIND_NAMES['popularity']} (item popularity = training users "

@@ -235,7 +235,11 @@ def experiment_from_manifest(store: ResultStore) -> Experiment:
                                 "analysis", "sweep") if k in cfg}
     data["algorithms"] = [{"name": a["name"], "type": a["type"], "grid": a.get("grid_path") or a["grid"]}
                           for a in cfg.get("algorithms", [])]
-    exp = parse_experiment(data, source=str(store.root / "manifest.json"))
+    # a relative data file is read from the recorded experiment file's folder, as in the sweep;
+    # the data is not needed to read the store, so it need not exist any more
+    exp = parse_experiment(data, source=str(store.root / "manifest.json"),
+                           config_path=path if path.is_absolute() else None,
+                           check_data=False)
     if exp.fingerprint() != fingerprint:
         raise input_error(store.root / "manifest.json", "fingerprint",
                           "the experiment's grid files changed since the sweep; pass --config")

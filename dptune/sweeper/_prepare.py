@@ -7,7 +7,7 @@ matrices from here; :func:`prepare` caches them per process, keyed by the experi
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -15,6 +15,7 @@ import scipy.sparse as sp
 
 from dptune.config import Experiment
 from dptune.data._dataset import Dataset, load_dataset
+from dptune.data._fetch import KNOWN_DATASETS
 from dptune.data._split import HoldOut, check_users_kept, cv_fold_labels, split_holdout
 from dptune.errors import input_error
 from dptune.metrics import novelty_vectors
@@ -59,8 +60,11 @@ class Prepared:
     def __init__(self, exp: Experiment):
         self.exp = exp
         d = exp.data
-        self.dataset: Dataset = load_dataset(d.source, fmt=d.format, min_rating=d.min_rating,
-                                             kcore=d.kcore, **d.reader_options())
+        ds = load_dataset(exp.data_file, fmt=d.format, min_rating=d.min_rating, kcore=d.kcore,
+                          **d.reader_options())
+        # a file is named as the experiment writes it (manifest, reports), not by this machine's
+        # absolute path; a named data set keeps its own label
+        self.dataset: Dataset = ds if d.source in KNOWN_DATASETS else replace(ds, source=d.source)
         s = exp.split
         self.holdout: HoldOut = split_holdout(
             self.dataset.ratings, s.method, s.train_ratio, exp.split_seed, s.min_user_interactions,

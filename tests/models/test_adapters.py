@@ -165,7 +165,9 @@ def test_python_family_required_parameter():
         ("cornac:EASE", {"lamb": "abc"}, ["lamb", "'abc'"]),
         ("cornac:EASE", {"lamb": float("nan")}, ["lamb", "nan"]),
         ("cornac:EASE", {"posB": 1}, ["posB: must be true or false", "got 1"]),
-        ("cornac:BPR", {"k": "ten"}, ["k: must be a finite number", "'ten'"]),
+        ("cornac:BPR", {"k": "ten"}, ["k: must be an integer", "'ten'"]),
+        ("cornac:BPR", {"k": 10.5}, ["g.toml: k: must be an integer for cornac:BPR, got 10.5"]),
+        ("cornac:BPR", {"max_iter": 2.5}, ["max_iter", "2.5"]),
         ("python:dptune.models.examples:PureSVD", {"factors": "x"},
          ["g.toml: factors: must be an integer for python:", "'x'"]),
         ("python:dptune.models.examples:PureSVD", {"factors": 2.5}, ["factors", "2.5"]),
@@ -186,10 +188,49 @@ def test_grid_values_are_type_checked_against_the_constructor(algorithm_type, cf
 @pytest.mark.parametrize(("algorithm_type", "cfg"), [
     ("cornac:EASE", {"lamb": 10}), ("cornac:EASE", {"lamb": 0.5, "posB": False}),
     ("cornac:BPR", {"k": 8, "learning_rate": 0.01}), ("cornac:MostPop", {}),
-    ("python:dptune.models.examples:PureSVD", {"factors": 8.0}),
+    ("python:dptune.models.examples:PureSVD", {"factors": 8.0}), ("cornac:BPR", {"k": 10.0}),
+    ("cornac:WMF", {"a": 0.5, "k": 4}),
 ])
 def test_good_grid_values_pass_the_check(algorithm_type, cfg):
+    """An integral float (``10.0``) is an integer; a parameter written with an integer default
+    but documented as a float (cornac's ``lamb = 500``, ``a = 1``) takes any number."""
     get_family(algorithm_type).check([cfg], source="g.toml")
+
+
+def test_integer_parameters_are_told_by_annotation_docstring_then_default():
+    """An integer default makes an integer parameter, unless the annotation or the class's
+    docstring (NumPy style) says it is a float; a fraction for it is refused before any work."""
+    from dptune.models import PythonFamily
+
+    class Model:
+        """A model.
+
+        Parameters
+        ----------
+        alpha : float, optional
+            Documented as a float although its default is written 1.
+        size : int or None
+            Documented.
+        """
+
+        def __init__(self, n=10, alpha=1, beta: float = 2, size=None, on=True):
+            pass
+
+        def fit(self, X):
+            return self
+
+        def score(self, users):
+            return np.zeros((len(users), 3))
+
+    fam = PythonFamily(Model, type_name="m")
+    fam.check([{"alpha": 0.5, "beta": 0.25, "n": 3.0, "size": 4}, {"size": None}], source="g.toml")
+    for cfg, needle in [({"n": 10.5}, "g.toml: n: must be an integer for m, got 10.5"),
+                        ({"n": True}, "n: must be an integer for m, got True"),
+                        ({"size": 2.5}, "size: must be an integer for m, got 2.5"),
+                        ({"on": 1}, "on: must be true or false")]:
+        with pytest.raises(DptuneError) as err:
+            fam.check([cfg], source="g.toml")
+        assert needle in str(err.value) and "\n" not in str(err.value)
 
 
 def test_a_constructor_that_refuses_a_value_is_reported_before_the_sweep():

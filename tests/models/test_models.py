@@ -457,6 +457,26 @@ def test_get_family_errors() -> None:
     assert "lambda_reg" in get_family("cornac:BPR").hyperparameters
 
 
+_BPR = {"factors": 2, "iterations": 1, "learning_rate": 0.1, "user_reg": 0.1, "item_reg": 0.1}
+
+
+@pytest.mark.parametrize(("algorithm_type", "cfg", "needle"), [
+    ("itemknn", {"k": 10.5}, "g.toml: k: must be an integer >= 1, got 10.5"),
+    ("userknn", {"k": True}, "g.toml: k: must be an integer >= 1, got True"),
+    ("bpr-mf", {**_BPR, "factors": 10.5}, "g.toml: factors: must be an integer >= 1, got 10.5"),
+    ("bpr-mf", {**_BPR, "iterations": 0.5}, "g.toml: iterations: must be an integer >= 0, got 0.5"),
+])
+def test_builtin_integer_hyperparameters_refuse_fractions(algorithm_type, cfg, needle) -> None:
+    """The built-in models' integer hyperparameters take integral values only (``10.0`` is
+    ``10``), checked with the grid file's name before any work."""
+    fam = get_family(algorithm_type)
+    with pytest.raises(DptuneError) as err:
+        fam.check([cfg], source="g.toml")
+    assert str(err.value).endswith(needle) and "\n" not in str(err.value)
+    key = needle.split(": ")[1]
+    assert type(fam.validate([{**cfg, key: 10.0}])[0][key]) is int
+
+
 @pytest.mark.parametrize("kind, cls", [("userknn", UserKNN), ("itemknn", ItemKNN)])
 def test_knn_family_matches_independent_fits(kind, cls) -> None:
     X = movielens_matrix()[:150]

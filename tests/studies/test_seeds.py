@@ -234,6 +234,7 @@ def test_end_to_end_writes_every_file(tiny_study) -> None:
     assert len(kt) == 4  # one seed pair x (3 cutoffs + all)
     report = (d / "out" / "seeds_report.md").read_text()
     assert "Mann-Whitney" in report and "seeds_figure.png" in report
+    assert str(d) not in report  # the experiment is named without this machine's absolute path
 
 
 def test_rerun_resumes_from_the_cache(tiny_study) -> None:

@@ -253,3 +253,29 @@ def test_cli_main_and_errors(tiny_run, capsys) -> None:
     assert cli_main(["slices", str(d / "nowhere"), "--out", str(d / "cli")]) == 2
     assert cli_main(["slices", str(d / "results"), "--out", str(d / "cli"), "--base", "1"]) == 2
     assert "dptune:" in capsys.readouterr().err
+
+
+def test_report_names_the_experiment_and_results_without_absolute_paths(tiny_run, monkeypatch) -> None:
+    """The manifest records the experiment file's absolute path; the report shows it (and the
+    results directory) relative to the working directory, never this machine's layout."""
+    d, _ = tiny_run
+    monkeypatch.chdir(d)
+    assert cli_main(["slices", str(d / "results"), "--out", str(d / "rel"),
+                     "--reports", str(d / "reports")]) == 0
+    text = (d / "rel" / "slices_report.md").read_text()
+    assert "| Results | `results` (experiment `tiny.toml`, 2 validation folds) |" in text
+    assert "`reports/pairs.csv`" in text
+    assert str(d) not in text
+
+
+def test_shown_path(tmp_path, monkeypatch) -> None:
+    from dptune.studies._markdown import shown_path
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert shown_path("experiments/x.toml") == "experiments/x.toml"  # as given
+    assert shown_path(tmp_path / "experiments" / "x.toml") == "experiments/x.toml"
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path / "work")
+    assert shown_path(tmp_path / "home" / "e" / "x.toml") == "~/e/x.toml"
+    assert shown_path(tmp_path / "elsewhere" / "x.toml") == "x.toml"
