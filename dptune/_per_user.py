@@ -22,6 +22,7 @@ from dptune.analysis._analyze import analyze
 from dptune.analysis._options import AnalysisOptions
 from dptune.analysis._result import AnalysisResult
 from dptune.errors import input_error
+from dptune.report._settings import PAIRS_SETTING, VALUE_PAIRS_SETTING
 from dptune.store._per_user_file import check_configs, check_per_user, read_configs, read_per_user
 from dptune.store._per_user_store import PerUserStore
 
@@ -104,7 +105,8 @@ def per_user_settings(store: PerUserStore, options: AnalysisOptions,
         "Algorithms": ", ".join(f"{a} ({len(store.configs(a))} configurations)"
                                 for a in store.algorithms()),
         "Folds": f"{len(folds)} ({', '.join(folds)})",
-        "Pairs per scope (P)": options.pairs,
+        PAIRS_SETTING: options.pairs,
+        VALUE_PAIRS_SETTING: options.scope_value_pairs,
         "Pair-sampling seed": options.seed,
         "Statistical test": options.test,
         "Alpha": options.alpha,

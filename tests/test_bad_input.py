@@ -371,6 +371,7 @@ def _nothing_computed(tmp_path: Path) -> None:
         pytest.param("--jobs", "-3", ["--jobs", ">= 1"], id="jobs-negative"),
         pytest.param("--jobs", "two", ["--jobs", "'two'"], id="jobs-text"),
         pytest.param("--pairs", "0", ["--pairs", ">= 1"], id="pairs-0"),
+        pytest.param("--value-pairs", "0", ["--value-pairs", ">= 1"], id="value-pairs-0"),
         pytest.param("--alpha", "1.5", ["--alpha", "between 0 and 1"], id="alpha"),
         pytest.param("--noise-seeds", "1", ["--noise-seeds", "at least 2"], id="noise-seeds-1"),
         pytest.param("--noise-configs", "0", ["--noise-configs", ">= 1"], id="noise-configs-0"),

@@ -43,7 +43,7 @@ from dptune.analysis._dp_tables import (
     _frame,
     _pvalue_frame,
 )
-from dptune.analysis._options import PAIRS, validate_options
+from dptune.analysis._options import PAIRS, validate_options, value_pairs_of
 from dptune.analysis._pairs import format_value, sample_pairs, scope_pairs, scope_seed
 from dptune.errors import input_error
 from dptune.store._fold import slice_of
@@ -134,6 +134,7 @@ def analyze(
     correction: str | None = None,
     n_resamples: int = 1000,
     *,
+    value_pairs: int | None = None,
     algorithms: Iterable[str] | None = None,
     progress: bool = False,
     fold_hooks: Mapping[str, Any] | None = None,
@@ -141,7 +142,9 @@ def analyze(
     """DP of every metric@N for every algorithm and scope of a result store.
 
     For each algorithm, scope (:func:`scope_pairs`: every pair when the scope has at most
-    ``pairs``, else a seeded sample of ``pairs``), metric@N and validation fold, the slice of
+    ``pairs``, else a seeded sample of ``pairs``; for the hyperparameter-value and
+    one-at-a-time scopes the cap is ``value_pairs``, by default ``min(pairs,``
+    :data:`dptune.analysis._options.VALUE_PAIRS` ``)``), metric@N and validation fold, the slice of
     the scope's configurations is read (``store.read_matrix``: users present for all of them,
     an inner join), the P pairs are tested (:func:`dptune.analysis._stats.paired_pvalues`, ``test``; the
     resampling tests use the seed :func:`scope_seed` ``(seed, "<scope>|fold=<fold>")``, the same
@@ -166,7 +169,8 @@ def analyze(
     added to the fold read) and ``add_fold(fold_index, read)``, called with each validation
     fold's reader (another estimate fed from the same single read of every fold).
     """
-    opts = validate_options({"pairs": pairs, "seed": seed, "test": test, "alpha": alpha,
+    opts = validate_options({"pairs": pairs, "value_pairs": value_pairs, "seed": seed,
+                             "test": test, "alpha": alpha,
                              "correction": "none" if correction is None else correction,
                              "n_resamples": n_resamples})
     pairs, seed, alpha, n_resamples = opts["pairs"], opts["seed"], opts["alpha"], opts["n_resamples"]
@@ -177,7 +181,8 @@ def analyze(
     with threadpool_limits(limits=1, user_api="blas"), tqdm(
         total=n_folds, desc="analysis", unit="fold", disable=not progress, dynamic_ncols=True
     ) as bar:
-        run = _Run(pairs, seed, test, alpha, correction, n_resamples)
+        run = _Run(pairs, value_pairs_of(pairs, opts.get("value_pairs")), seed, test, alpha,
+                   correction, n_resamples)
         tables = _Tables()
         buffer = FoldBuffer()  # one fold's values, reused by every (algorithm, fold) read
         for alg in algs:
@@ -197,6 +202,7 @@ class _Run:
     """The validated arguments of :func:`analyze`."""
 
     pairs: int
+    value_pairs: int
     seed: int
     test: str
     alpha: float
@@ -204,7 +210,8 @@ class _Run:
     n_resamples: int
 
     def settings(self) -> dict[str, Any]:
-        return {"pairs": self.pairs, "seed": self.seed, "test": self.test,
+        return {"pairs": self.pairs, "value_pairs": self.value_pairs, "seed": self.seed,
+                "test": self.test,
                 "alpha": self.alpha, "correction": self.correction or "none",
                 "n_resamples": self.n_resamples}
 
@@ -261,7 +268,8 @@ def _analyze_algorithm(store: ResultStoreLike, alg: str, run: _Run, tables: _Tab
         raise input_error("store", f"{alg}: folds", "no validation folds")
     mcs = sorted({(str(m), int(c)) for m, c in store.metric_cutoffs(alg)}, key=_metric_key)
     scopes = [_Scope.start(name, pairs, len(folds), mcs, run)
-              for name, pairs in scope_pairs(configs, hps, run.pairs, run.seed).items()]
+              for name, pairs in scope_pairs(configs, hps, run.pairs, run.seed,
+                                                  run.value_pairs).items()]
     for sc in scopes:
         s_seed = scope_seed(run.seed, sc.name)
         tables.pairs.extend((alg, sc.name, i, int(sc.pairs[i, 0]), int(sc.pairs[i, 1]), s_seed)

@@ -18,11 +18,16 @@ from typing import Any
 from dptune.errors import check_int, input_error
 from dptune.vocab import CORRECTIONS, METRICS, TESTS
 
-__all__ = ["AnalysisOptions", "TESTS", "CORRECTIONS", "PAIRS", "RENAMED", "DEFAULT_FAMILIES",
-           "MIN_PAIRS", "validate_options"]
+__all__ = ["AnalysisOptions", "TESTS", "CORRECTIONS", "PAIRS", "VALUE_PAIRS", "RENAMED",
+           "DEFAULT_FAMILIES", "MIN_PAIRS", "validate_options", "value_pairs_of"]
 
 #: Default ``pairs``: every pair of a scope up to this many, else a seeded sample of this many.
 PAIRS = 1000
+#: Default cap of ``value_pairs`` (the hyperparameter-value and one-at-a-time scopes), when
+#: ``pairs`` is larger: a grid of several hyperparameters has dozens of such scopes, each
+#: with thousands of possible pairs (the paper's BPR-MF grid: 47 scopes of about 22,000), and
+#: their DP per value needs far fewer pairs than the verdict's ranking of metrics.
+VALUE_PAIRS = 200
 #: Option names of earlier versions -> their name now (an error in a config, mapped in a
 #: manifest written by an earlier version).
 RENAMED = {"n_pairs": "pairs", "max_pairs": "pairs"}
@@ -45,10 +50,13 @@ MIN_PAIRS = 10
 class AnalysisOptions:
     """Settings of the discriminative-power analysis.
 
-    - ``pairs``: configuration pairs per scope (``all`` and every hyperparameter-value scope):
-      every pair when the scope has at most ``pairs`` of them, else a seeded uniform sample of
-      ``pairs``. Every table, figure and the verdict read these same pairs. ``pairs = 25`` is
-      the paper's sampling (P = 25) and reproduces its numbers.
+    - ``pairs``: configuration pairs of the ``all`` scope of each algorithm (every pair when it
+      has at most ``pairs`` of them, else a seeded uniform sample of ``pairs``): the pairs of
+      the verdict, Tables 3 and 4, Figure 1 and their intervals. ``pairs = 25`` is the
+      paper's sampling (P = 25) and, with ``value_pairs`` left out, reproduces its numbers.
+    - ``value_pairs``: the same cap for each hyperparameter-value scope (Table 5) and
+      one-at-a-time scope; ``None`` (default) = ``min(pairs, VALUE_PAIRS)``. Every table,
+      figure and the verdict read one pair set per scope.
     - ``seed``: pair-sampling seed; ``None`` = the experiment's analysis seed
       (:meth:`resolve` fills it from the store's manifest).
     - ``test``: paired test, one of :data:`TESTS`; ``alpha``: significance level of Sakai's DP
@@ -79,6 +87,7 @@ class AnalysisOptions:
     """
 
     pairs: int = PAIRS
+    value_pairs: int | None = None
     seed: int | None = None
     test: str = "t"
     alpha: float = 0.05
@@ -132,6 +141,12 @@ class AnalysisOptions:
             values["seed"] = (manifest.get("seeds") or {}).get("analysis")
         return cls.from_mapping(values)
 
+    @property
+    def scope_value_pairs(self) -> int:
+        """The cap of the hyperparameter-value and one-at-a-time scopes: ``value_pairs``, or
+        ``min(pairs, VALUE_PAIRS)`` when it is left out."""
+        return value_pairs_of(self.pairs, self.value_pairs)
+
     def replace(self, **changes: Any) -> AnalysisOptions:
         """A copy with ``changes`` applied (validated again)."""
         return dataclasses.replace(self, **changes)
@@ -141,12 +156,19 @@ class AnalysisOptions:
         return dataclasses.asdict(self)
 
 
+def value_pairs_of(pairs: int, value_pairs: int | None) -> int:
+    """The pair cap of a hyperparameter-value or one-at-a-time scope: ``value_pairs`` when
+    given, else ``min(pairs, VALUE_PAIRS)``."""
+    return int(value_pairs) if value_pairs is not None else min(int(pairs), VALUE_PAIRS)
+
+
 def validate_options(values: Mapping[str, Any], source: object = "analysis",
                      prefix: str = "") -> dict[str, Any]:
     """Check every analysis option; return them coerced (numpy integers -> ``int``, integral
     ``alpha`` -> ``float``). The one place where analysis options are validated.
 
-    Rules: ``pairs, n_resamples, noise_configs, primary_cutoff >= 1``; ``bootstrap, stability,
+    Rules: ``pairs, n_resamples, noise_configs, primary_cutoff >= 1``; ``value_pairs``
+    ``None`` or ``>= 1``; ``bootstrap, stability,
     min_fold_users >= 0``; ``noise_seeds`` 0 or >= 2; ``seed`` ``None`` or >= 0;
     ``0 < alpha < 1``; ``test`` in :data:`TESTS`, ``correction`` in :data:`CORRECTIONS`,
     ``primary_metric`` in :data:`dptune.vocab.METRICS`; ``importance`` a boolean;
@@ -167,10 +189,10 @@ def validate_options(values: Mapping[str, Any], source: object = "analysis",
     def bad(key: str, problem: str) -> Exception:
         return input_error(source, f"{prefix}{key}", problem)
 
-    for key, lo in (("pairs", 1), ("n_resamples", 1), ("noise_configs", 1),
+    for key, lo in (("pairs", 1), ("value_pairs", 1), ("n_resamples", 1), ("noise_configs", 1),
                     ("primary_cutoff", 1), ("bootstrap", 0), ("stability", 0),
                     ("min_fold_users", 0), ("noise_seeds", 0), ("seed", 0), ("min_pairs", 1)):
-        if key not in out or (key == "seed" and out[key] is None):
+        if key not in out or (key in ("seed", "value_pairs") and out[key] is None):
             continue
         out[key] = check_int(out[key], source, f"{prefix}{key}", lo)
     if out.get("noise_seeds") == 1:

@@ -169,9 +169,13 @@ def _sample_only_pairs(
 
 
 def scope_pairs(
-    configs: pd.DataFrame, hyperparameters: Sequence[str], n_pairs: int = 25, seed: int = 0
+    configs: pd.DataFrame, hyperparameters: Sequence[str], n_pairs: int = 25, seed: int = 0,
+    value_pairs: int | None = None,
 ) -> dict[str, np.ndarray]:
     """Sampled pairs ``(P, 2)`` for every scope of one algorithm, in generation order.
+
+    ``"all"`` takes every pair up to ``n_pairs``, else a sample of ``n_pairs``; every other
+    scope the same with ``value_pairs`` (``None`` = ``n_pairs``).
 
     Order: ``"all"``; then, if there is more than one free hyperparameter, for each ``h`` in
     ``hyperparameters`` with more than one distinct value, ``"<h>=<v>"`` for its values in
@@ -181,6 +185,8 @@ def scope_pairs(
     out of ``h``'s scopes. Scopes with no pair are omitted.
     """
     n_pairs = check_int(n_pairs, "dp", "n_pairs", 1)
+    n_value = n_pairs if value_pairs is None else check_int(value_pairs, "dp", "value_pairs", 1)
+    n_value = n_pairs if value_pairs is None else check_int(value_pairs, "dp", "value_pairs", 1)
     seed = check_int(seed, "dp", "seed", 0)
     hps = list(hyperparameters)
     for col in ["config_id", *hps]:
@@ -217,7 +223,7 @@ def scope_pairs(
         for v in values:
             name = f"{h}={format_value(v)}"
             put(
-                name, sample_pairs(ids_all[col == format_value(v)], n_pairs, scope_seed(seed, name))
+                name, sample_pairs(ids_all[col == format_value(v)], n_value, scope_seed(seed, name))
             )
     for h, values in varied:
         name = f"only:{h}"
@@ -226,5 +232,5 @@ def scope_pairs(
         others = [o for o in hps if o != h]
         group = [tuple(str(text[o][x]) for o in others) for x in keep]
         rank = np.array([rank_of[text[h][x]] for x in keep], dtype=np.int64)
-        put(name, _sample_only_pairs(ids_all[keep], group, rank, n_pairs, scope_seed(seed, name)))
+        put(name, _sample_only_pairs(ids_all[keep], group, rank, n_value, scope_seed(seed, name)))
     return out

@@ -113,7 +113,7 @@ def analyze_with_robust(store: Any, options: Any, manifest: Any,
     analysis = dpmod.analyze(
         store, pairs=options.pairs, seed=options.seed, test=options.test,
         alpha=options.alpha, correction=options.correction, n_resamples=options.n_resamples,
-        progress=progress, fold_hooks=passes)
+        value_pairs=options.value_pairs, progress=progress, fold_hooks=passes)
     robust = finish_robust(passes, analysis.pvalues, options)
     analysis.dp = add_intervals(annotate_dp(analysis.dp, analysis.pvalues),
                                 None if robust is None else robust.table)

@@ -147,8 +147,12 @@ class Flag:
 #: Every analysis flag of ``dptune run`` and ``dptune analyze``, mapped onto the analysis
 #: options (the experiment's ``[analysis]`` table). Absent flags leave the experiment's value.
 ANALYSIS_FLAGS: tuple[Flag, ...] = (
-    Flag("--pairs", "pairs", "configuration pairs per scope: every pair when a scope has at most "
-         "P, else a seeded sample of P (25 = the paper's sampling)",
+    Flag("--pairs", "pairs", "configuration pairs of each algorithm's whole grid (scope all: "
+         "the verdict, Tables 3-4, Figure 1): every pair when there are at most P, else a "
+         "seeded sample of P (25 = the paper's sampling)",
+         {"type": int_at_least(1), "metavar": "P"}),
+    Flag("--value-pairs", "value_pairs", "the same cap for each hyperparameter-value and "
+         "one-at-a-time scope (Table 5; default: the smaller of --pairs and 200)",
          {"type": int_at_least(1), "metavar": "P"}),
     Flag("--seed", "seed", "pair-sampling seed (default: the experiment's analysis seed)",
          {"type": int_at_least(0), "metavar": "SEED"}),

@@ -15,7 +15,13 @@ import pandas as pd
 
 from dptune.report._format import fmt_setting, ordered_algorithms
 from dptune.report._selection import best_table_md, sakai_table_md, selection_sentences
-from dptune.report._settings import find_setting, flatten, settings_rows
+from dptune.report._settings import (
+    PAIRS_SETTING,
+    VALUE_PAIRS_SETTING,
+    find_setting,
+    flatten,
+    settings_rows,
+)
 from dptune.report._table import Table, simple_block
 from dptune.vocab import display_algorithm, display_hyperparameter, display_metric
 
@@ -23,7 +29,6 @@ __all__ = ["Section", "ReportFigure", "core_sections", "gap_sentence", "files_se
            "pairs_text"]
 
 #: The settings-table key that holds the ``pairs`` option.
-PAIRS_SETTING = "Pairs per scope (P)"
 #: The paper's number of pairs per scope (a seeded sample when a scope has more).
 PAPER_PAIRS = 25
 
@@ -169,10 +174,11 @@ def _best_section(
     return "\n".join(lines)
 
 
-def pairs_text(dp: pd.DataFrame, cap: object = None) -> str:
+def pairs_text(dp: pd.DataFrame, cap: object = None, value_cap: object = None) -> str:
     """Which pairs the numbers rest on, per algorithm (scope ``all``): "all M pairs" or "a seeded
-    sample of P of M pairs"; then the rule for every scope (``cap``, the ``pairs`` option, when
-    known) and, for ``cap = 25``, that this is the paper's sampling."""
+    sample of P of M pairs"; then the rule (``cap``, the ``pairs`` option, and ``value_cap``,
+    the cap of the hyperparameter-value and one-at-a-time scopes, when known) and, when both
+    are 25, that this is the paper's sampling."""
     sub = dp[dp["scope"] == "all"]
     parts = []
     for alg in ordered_algorithms(sub["algorithm"].unique()):
@@ -185,19 +191,27 @@ def pairs_text(dp: pd.DataFrame, cap: object = None) -> str:
             parts.append(f"{display_algorithm(alg)}: all {p} pairs")
         else:
             parts.append(f"{display_algorithm(alg)}: a seeded sample of {p} of {int(m)} pairs")
-    text = ("Pairs of configurations behind every number (scope all): "
-            + ("; ".join(parts) if parts else "none") + ".")
-    try:
-        n = int(cap)  # type: ignore[call-overload]
-    except (TypeError, ValueError):
-        n = None
+    text = ("Pairs of configurations behind the verdict, Tables 3 and 4 and Figure 1 (scope "
+            "all): " + ("; ".join(parts) if parts else "none") + ".")
+    n, v = _count(cap), _count(value_cap)
     if n is not None:
-        text += (f" Every scope uses all its pairs when it has at most {n}, else a seeded "
-                 f"uniform sample of {n}; Tables 3-5, Figure 1 and the verdict read the same "
-                 "pairs.")
-        if n == PAPER_PAIRS:
+        text += (f" Scope all uses all its pairs when it has at most {n}, else a seeded "
+                 f"uniform sample of {n}")
+        if v is not None:
+            text += (f"; each hyperparameter-value scope (Table 5) and one-at-a-time scope the "
+                     f"same with {v}")
+        text += ". Every number of a scope, in every table, figure and the verdict, comes " \
+                "from that scope's one set of pairs."
+        if n == PAPER_PAIRS and v in (None, PAPER_PAIRS):
             text += " This is the paper's sampling (P = 25 per scope)."
     return text
+
+
+def _count(value: object) -> int | None:
+    try:
+        return int(value)  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        return None
 
 
 def core_sections(
@@ -219,7 +233,8 @@ def core_sections(
     no_dp = [f"- No DP for {display_algorithm(a)}: {why}." for a, why in (without_dp or {}).items()]
     settings_md = simple_block(["Setting", "Value"], settings_rows(settings), [False, False])
     out = [
-        Section("Pairs", pairs_text(dp, (settings or {}).get(PAIRS_SETTING))),
+        Section("Pairs", pairs_text(dp, (settings or {}).get(PAIRS_SETTING),
+                                    (settings or {}).get(VALUE_PAIRS_SETTING))),
         Section("Data sets", tables["table1"].to_markdown()),
         Section("Experiment settings", settings_md.to_markdown()),
         Section(

@@ -12,8 +12,10 @@ from typing import Any
 
 import pandas as pd
 
+from dptune.analysis._options import value_pairs_of
 from dptune.data._fetch import portable_path
 from dptune.report._format import display_value, ordered_metrics
+from dptune.report._settings import PAIRS_SETTING, VALUE_PAIRS_SETTING
 from dptune.report._table import Block, Cell
 from dptune.vocab import display_algorithm, display_metric
 
@@ -42,6 +44,12 @@ def option(options: Any, name: str, default: Any = None) -> Any:
     if isinstance(options, Mapping):
         return options.get(name, default)
     return getattr(options, name, default)
+
+
+def _value_pairs(options: Any) -> int | None:
+    """The pair cap of the hyperparameter-value scopes of ``options`` (None when unknown)."""
+    pairs = option(options, "pairs")
+    return None if pairs is None else value_pairs_of(pairs, option(options, "value_pairs"))
 
 
 def params_text(row: pd.Series, names: list[str]) -> str:
@@ -99,7 +107,8 @@ def experiment_settings(manifest: Mapping[str, Any], options: Any) -> dict[str, 
         "Metric variant": f"novelty metrics {ev['novelty_variant']}; binary-gain nDCG",
         "Protocol": ev["protocol"],
         "Cutoffs": ", ".join(str(c) for c in ev["cutoffs"]),
-        "Pairs per scope (P)": option(options, "pairs"),
+        PAIRS_SETTING: option(options, "pairs"),
+        VALUE_PAIRS_SETTING: _value_pairs(options),
         "Pair-sampling seed": seed,
         "Statistical test": _test_text(options),
         "Alpha": alpha,

@@ -298,7 +298,8 @@ def grid_rows(p: SeedPlan, index: int, dataset: str) -> pd.DataFrame:
     store = ResultStore(grid_root(p, index))
     store.refresh()
     an = dpmod.analyze(store, pairs=exp.analysis.pairs, seed=exp.analysis_seed,
-                       test=exp.analysis.test, algorithms=list(p.grid_algorithms))
+                       test=exp.analysis.test, value_pairs=exp.analysis.value_pairs,
+                       algorithms=list(p.grid_algorithms))
     dpa = an.dp[an.dp["scope"] == "all"][["algorithm", "metric", "cutoff", "dp", "n_pairs"]]
     best = store.best_configs().rename(columns={"config_id": "best_config_id",
                                                 "validation_mean": "best_value"})

@@ -211,6 +211,37 @@ def test_scope_value_pairs_contain_only_that_value() -> None:
         assert len(pairs) == 5 and np.all(pairs[:, 0] < pairs[:, 1])
 
 
+def test_value_pairs_cap_every_scope_but_all() -> None:
+    """``value_pairs`` caps the hyperparameter-value and one-at-a-time scopes; ``all`` keeps
+    ``pairs``; the ``all`` pairs do not depend on ``value_pairs``."""
+    cfg = _bpr_configs()
+    hps = ["factors", "learning_rate", "iterations"]
+    wide = dp.scope_pairs(cfg, hps, 1000, 3)
+    capped = dp.scope_pairs(cfg, hps, 1000, 3, value_pairs=2)
+    assert np.array_equal(wide["all"], capped["all"]) and len(capped["all"]) > 2
+    assert set(wide) == set(capped)
+    for name in capped:
+        if name != "all":
+            assert len(capped[name]) == min(2, len(wide[name])), name
+            assert {tuple(p) for p in capped[name].tolist()} <= \
+                {tuple(p) for p in wide[name].tolist()}, name
+    same = dp.scope_pairs(cfg, hps, 4, 3, value_pairs=4)  # value_pairs = pairs: no change
+    for name, pairs in dp.scope_pairs(cfg, hps, 4, 3).items():
+        assert np.array_equal(same[name], pairs), name
+    with pytest.raises(DptuneError, match="value_pairs"):
+        dp.scope_pairs(cfg, hps, 4, 3, value_pairs=0)
+
+
+def test_analyze_value_pairs_and_its_default() -> None:
+    store = FakeStore(seed=3)
+    res = dp.analyze(store, pairs=30, seed=0, value_pairs=2)
+    n = res.dp.groupby(["algorithm", "scope"])["n_pairs"].first()
+    assert n[("bpr", "all")] == 30
+    assert (n.drop(("bpr", "all")).drop(("knn", "all")) <= 2).all()
+    assert res.settings["value_pairs"] == 2
+    assert dp.analyze(store, pairs=30, seed=0).settings["value_pairs"] == 30  # min(30, 200)
+
+
 def test_only_scope_pairs_differ_in_that_hyperparameter_only() -> None:
     cfg = _bpr_configs()
     hps = ["factors", "learning_rate", "iterations"]

@@ -24,7 +24,7 @@ BAD = [
     ("primary_metric", "map"), ("primary_cutoff", 0),
     ("noise_seeds", 1), ("noise_seeds", -2), ("noise_configs", 0), ("importance", 1),
     ("importance", "yes"), ("stability", -1), ("min_fold_users", -5),
-    ("min_fold_users", 1.5),
+    ("min_fold_users", 1.5), ("value_pairs", 0), ("value_pairs", 2.5), ("value_pairs", "all"),
 ]
 
 
@@ -36,6 +36,14 @@ def test_defaults():
         "ndcg", 10, 5, 1, True)
     # bootstrap intervals, 5 pair seeds (when sampled) and the fold-size guard by default
     assert (o.bootstrap, o.stability, o.min_fold_users) == (1000, 5, 20)
+
+
+def test_value_pairs_default_to_the_smaller_of_pairs_and_200():
+    assert AnalysisOptions().value_pairs is None
+    assert AnalysisOptions().scope_value_pairs == 200
+    assert AnalysisOptions(pairs=25).scope_value_pairs == 25  # the paper: 25 in every scope
+    assert AnalysisOptions(pairs=25, value_pairs=500).scope_value_pairs == 500
+    assert AnalysisOptions(value_pairs=5000).scope_value_pairs == 5000
 
 
 @pytest.mark.parametrize("field, value", BAD)
