@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 import pyarrow.parquet as pq
 
-from dptune.store._integrity import check_lost, damaged_error, lost_parts, problem
+from dptune.store._integrity import check_lost, damaged_error, lost_parts, problem, verify
 from dptune.store._schema import PARTS, TRIAL_COLUMNS
 
 __all__ = ["Index", "part_paths", "part_meta", "build_index", "trials_frame", "summary_frame",
@@ -57,7 +57,9 @@ def build_index(root: Path, damaged: list[tuple[Path, str]] | None = None) -> In
     else:
         damaged.extend((p, "missing") for p in lost_parts(root, PARTS))
     index: Index = {}
-    for p in part_paths(root):
+    parts = part_paths(root)
+    verify(parts)  # every checksum at once, on a few threads; problem() below is cached
+    for p in parts:
         why = problem(p)
         if why is None:
             try:

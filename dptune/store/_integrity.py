@@ -7,7 +7,8 @@ name>.json`` holding ``{"file", "size", "crc32", "fingerprint"}`` (CRC-32 of the
 the experiment set-up it belongs to). A part is *verified* when its entry is readable and its
 size and CRC-32 equal the entry's; verification reads the file once per process (cached by
 size and modification time), at about the speed the disk or page cache delivers the bytes
-(CRC-32 through ``zlib``).
+(CRC-32 through ``zlib`` of the memory-mapped file; many parts on a few threads,
+:func:`verify`).
 
 A part that fails (truncated, garbled, emptied, its entry missing or damaged) is *damaged*:
 readers refuse it with one line naming the file (:func:`damaged_error`), the sweep counts its
@@ -20,21 +21,23 @@ its metadata) and ``dptune run`` records the entries (:func:`heal`).
 from __future__ import annotations
 
 import json
+import mmap
 import os
 import time
 import zlib
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from dptune._atomic import write_text
 from dptune.errors import DptuneError, input_error
 
-__all__ = ["INDEX_DIR", "entry_path", "checksum", "record", "problem", "verified",
+__all__ = ["INDEX_DIR", "entry_path", "checksum", "verify", "record", "problem", "verified",
            "damaged_error", "heal", "lost_parts", "check_lost", "entry_fingerprints", "store_fingerprint"]
 
 #: Directory of the index entries inside a results directory.
 INDEX_DIR = "index"
-_CHUNK = 1 << 22
 #: ``(path, size, mtime_ns, entry mtime_ns) -> problem or None`` of this process.
 _CACHE: dict[tuple[str, int, int, int], str | None] = {}
 
@@ -46,14 +49,32 @@ def entry_path(part: Path) -> Path:
 
 
 def checksum(path: Path) -> tuple[int, str]:
-    """Size and CRC-32 (8 hex digits) of a file's bytes."""
-    crc = 0
-    size = 0
+    """Size and CRC-32 (8 hex digits) of a file's bytes.
+
+    The file is memory-mapped and handed to ``zlib.crc32`` whole: no copy into Python
+    buffers, about twice as fast as reading it in chunks (the full ML-1M store, 14.8 GB,
+    is checked in seconds rather than 20 s; ``docs/performance.md``)."""
     with open(path, "rb") as fh:
-        while chunk := fh.read(_CHUNK):
-            crc = zlib.crc32(chunk, crc)
-            size += len(chunk)
+        size = os.fstat(fh.fileno()).st_size
+        if size == 0:  # an empty file cannot be mapped
+            return 0, f"{zlib.crc32(b''):08x}"
+        with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as view:
+            crc = zlib.crc32(view)
     return size, f"{crc & 0xFFFFFFFF:08x}"
+
+
+def verify(parts: Iterable[Path], threads: int | None = None) -> None:
+    """Verify many parts at once (:func:`problem` of each, cached for this process), on a few
+    threads: ``zlib.crc32`` releases the interpreter lock, so the checksums of a large store
+    run in parallel. The answers are those of :func:`problem` part by part."""
+    parts = list(parts)
+    n = max(1, min(threads or min(os.cpu_count() or 1, 4), len(parts)))
+    if n == 1:
+        for p in parts:
+            problem(p)
+        return
+    with ThreadPoolExecutor(max_workers=n) as pool:
+        list(pool.map(problem, parts))
 
 
 def record(part: Path, fingerprint: str | None = None, source: Path | None = None) -> Path:

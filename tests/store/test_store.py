@@ -186,3 +186,36 @@ def test_read_fold_value_only_path_equals_generic_path_and_read_matrix(store):
     assert np.shares_memory(first.values, second.values)
     _, ref = store.read_matrix("a", "ndcg", 5, "1", [0, 1, 2])
     np.testing.assert_array_equal(second.matrix("ndcg", 5, [0, 1, 2])[1], ref)
+
+
+def test_checksum_is_the_crc32_of_the_bytes_and_verify_equals_problem(tmp_path):
+    """The memory-mapped checksum equals zlib's CRC-32 of the file's bytes (and an empty file
+    has the CRC of no bytes); verifying many parts on threads gives each part's own answer."""
+    import zlib
+
+    from dptune.store import _integrity as integ
+
+    data = np.random.default_rng(1).bytes(3_000_001)
+    (tmp_path / "a.bin").write_bytes(data)
+    (tmp_path / "empty.bin").write_bytes(b"")
+    assert integ.checksum(tmp_path / "a.bin") == (len(data), f"{zlib.crc32(data):08x}")
+    assert integ.checksum(tmp_path / "empty.bin") == (0, "00000000")
+
+    root = tmp_path / "results"
+    parts = []
+    for k in range(5):
+        part = root / "per_user.parquet" / f"p{k}.parquet"
+        part.parent.mkdir(parents=True, exist_ok=True)
+        part.write_bytes(data[k:] if k else data)
+        record(part)
+        parts.append(part)
+    parts[1].write_bytes(b"x" + data[2:])  # same size, one byte garbled at the front
+    parts[3].write_bytes(data[:100])  # truncated
+    (root / "index" / "per_user.parquet" / "p4.parquet.json").unlink()  # entry lost
+    integ._CACHE.clear()
+    integ.verify(parts, threads=3)
+    threaded = [integ.problem(p) for p in parts]
+    integ._CACHE.clear()
+    sequential = [integ.problem(p) for p in parts]
+    assert threaded == sequential
+    assert [w is None for w in threaded] == [True, False, True, False, False]
