@@ -166,7 +166,7 @@ def analyze(
     ``docs/performance.md``); the Parquet reader threads are not affected. ``progress`` shows
     a bar ((algorithm, fold) pairs done / total, ETA) on stderr: the full ML-1M store takes
     half a minute. ``fold_hooks``: algorithm -> an object with ``ids`` (configurations it needs,
-    added to the fold read) and ``add_fold(fold_index, read)``, called with each validation
+    added to the fold read) and ``add_fold(fold_index, read, metric_cutoffs)``, called with each validation
     fold's reader (another estimate fed from the same single read of every fold).
     """
     opts = validate_options({"pairs": pairs, "value_pairs": value_pairs, "seed": seed,
@@ -260,7 +260,8 @@ class _Scope:
 def _analyze_algorithm(store: ResultStoreLike, alg: str, run: _Run, tables: _Tables,
                        buffer: FoldBuffer, bar: Any, hook: Any = None) -> None:
     """Every scope of one algorithm. Folds are the outer loop so that each fold is read once
-    for every scope (memory: one fold of the configurations any scope needs)."""
+    for every scope (memory: one fold of the configurations any scope needs, in groups of
+    metric@N when that is more than :data:`FOLD_BYTES`)."""
     configs = store.configs(alg)
     hps = list(store.hyperparameters(alg))
     folds = sorted((str(f) for f in store.folds(alg) if str(f) != "test"), key=fold_key)
@@ -278,18 +279,42 @@ def _analyze_algorithm(store: ResultStoreLike, alg: str, run: _Run, tables: _Tab
                else np.zeros(0, dtype=np.int64))
     if hook is not None:  # e.g. another estimate, fed from the same fold read
         all_ids = np.union1d(all_ids, hook.ids).astype(np.int64)
+    groups = _metric_groups(store, alg, len(all_ids), mcs)
     for f_i, fold in enumerate(_ticking(folds, bar)):
         if not scopes:
             break
-        read = None  # drop the previous fold's slice before reading the next one
-        read = _fold_reader(store, alg, fold, all_ids, mcs, buffer)
-        if hook is not None:
-            hook.add_fold(f_i, read)
-        for sc in scopes:
-            _add_fold(sc, read, alg, fold, f_i, mcs, run)
+        for group in groups:
+            read = None  # drop the previous slice before reading the next one
+            read = _fold_reader(store, alg, fold, all_ids, group, buffer)
+            if hook is not None:
+                hook.add_fold(f_i, read, group)
+            for sc in scopes:
+                _add_fold(sc, read, alg, fold, f_i, group, run)
     read = None
     for sc in scopes:
         _finish_scope(tables, alg, sc, mcs, len(folds), run)
+
+
+#: The most memory one fold read may hold: the float32 values of every configuration any
+#: scope needs, for every metric@N. Above it the metric@N are read in groups (each group one
+#: pass over the fold's parts): the full BPR-MF grid on ML-1M needs 1.25 GB for all 18
+#: metric@N of a fold, about 70 MB each.
+FOLD_BYTES = 512 * 2**20
+
+
+def _metric_groups(store: ResultStoreLike, alg: str, n_configs: int,
+                   mcs: list[tuple[str, int]]) -> list[list[tuple[str, int]]]:
+    """``mcs`` in consecutive groups whose fold slice fits :data:`FOLD_BYTES` (one group when
+    the store has no batched ``read_fold`` or no ``trials`` to size it). Every result is the
+    same for any grouping: each metric@N is tested on its own values."""
+    trials = getattr(store, "trials", None)
+    if not callable(getattr(store, "read_fold", None)) or not callable(trials) or not mcs:
+        return [list(mcs)]
+    t = trials()
+    users = t.loc[t["algorithm"] == alg, "n_users"]
+    per_mc = 4 * n_configs * (int(users.max()) if len(users) else 0)
+    size = max(1, FOLD_BYTES // per_mc) if per_mc else len(mcs)
+    return [list(mcs[i:i + size]) for i in range(0, len(mcs), size)]
 
 
 def _add_fold(sc: _Scope, read: Any, alg: str, fold: str, f_i: int,

@@ -104,8 +104,10 @@ class RobustPass:
                                       rb.bootstrap_seed(seed, k))
                       if self.bootstrap and len(p) else None for k, p in enumerate(self.pairs)]
 
-    def add_fold(self, fold_index: int, read: Reader) -> None:
-        """Test the pairs of every repeat on one fold and add its bootstrap part.
+    def add_fold(self, fold_index: int, read: Reader,
+                 metric_cutoffs: Sequence[tuple[str, int]] | None = None) -> None:
+        """Test the pairs of every repeat on one fold and add its bootstrap part, for every
+        metric@N or those of ``metric_cutoffs`` (a fold read in groups of metric@N).
 
         ``read`` is ``read_matrix``-like; when it is the ``matrix`` method of a
         :class:`dptune.store._fold.FoldSlice` the float32 fold array is read in place (no
@@ -116,7 +118,9 @@ class RobustPass:
         draws: dict[tuple[int, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         block = slice_of(read)
         rows = [np.searchsorted(self.ids, p) for p in self.pairs]
-        for mc in self.mcs:
+        wanted = self.mcs if metric_cutoffs is None else \
+            [mc for mc in self.mcs if mc in {(str(m), int(c)) for m, c in metric_cutoffs}]
+        for mc in wanted:
             columns = None
             if block is not None:
                 values, base, columns = block.in_place(mc[0], mc[1], self.ids)
