@@ -130,16 +130,15 @@ def pvalues_from_differences(
 
 
 def _ttest_pvalues(d: np.ndarray) -> np.ndarray:
-    """Vectorised paired t-test on ``d`` (P, n >= 2); see :func:`paired_pvalues`."""
-    n = d.shape[1]
-    mean = d.mean(axis=1)
-    sd = d.std(axis=1, ddof=1)
-    constant = np.all(d == d[:, :1], axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t = mean / (sd / np.sqrt(n))
-    p = 2.0 * _st.t.sf(np.abs(t), n - 1)
-    p = np.where(constant, np.where(d[:, 0] == 0.0, 1.0, 0.0), p)
-    return np.clip(p, 0.0, 1.0).astype(np.float64)
+    """Paired t-test on ``d`` (P, n >= 2); see :func:`paired_pvalues`. The one t-test of
+    the analysis (:func:`dptune.analysis._resample.ttest_pvalues`: compiled pair sums, exact
+    constant-difference rule), here on the pairs ``(d[j], 0)``, whose differences are ``d[j]``
+    exactly: the tables, the robust DP, the noise floor and the downstream check share it."""
+    from dptune.analysis._resample import ttest_pvalues
+
+    n_p = d.shape[0]
+    values = np.vstack([d, np.zeros((1, d.shape[1]))])
+    return ttest_pvalues(values, np.arange(n_p), np.full(n_p, n_p))
 
 
 def _wilcoxon_pvalues(d: np.ndarray) -> np.ndarray:
