@@ -146,6 +146,22 @@ def worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
+def worker_gone(worker: object) -> bool:
+    """Whether the worker ``host:pid`` (:func:`worker_id`) ran on this host and its process no
+    longer exists (Ctrl-C, ``kill``): a RUNNING trial of such a worker computes nothing, whatever
+    its heartbeat says. A worker on another host, or one that cannot be checked, is not gone."""
+    host, _, pid = str(worker or "").rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # e.g. another user's process: it exists
+        return False
+    return False
+
+
 def _claim(study: optuna.Study, trial: optuna.Trial, params: dict[str, Any]) -> bool:
     """Mark this trial ``computing``, then check that no other live trial on the point is
     computing too; if one is, step back (state ``waiting``) and return False.

@@ -9,7 +9,7 @@ from typing import Any
 from dptune.config import Experiment
 from dptune.store._integrity import verified
 from dptune.store._store import ResultStore
-from dptune.sweeper._claims import _fail_stale
+from dptune.sweeper._claims import _fail_stale, worker_gone
 from dptune.sweeper._manifest import experiment_from_manifest
 from dptune.sweeper._plan import _key, plan, test_tasks
 from dptune.sweeper._storage import _safe_url, open_storage, study_name
@@ -25,7 +25,8 @@ def status(exp: Experiment | None, results: str | Path, storage_url: str | None 
     sees the database) it counts grid points with a COMPLETE trial instead. ``running`` and
     ``failed`` are units not done whose latest trials are RUNNING (live: stale trials are
     failed first) or FAILED and not queued again (a trial interrupted by Ctrl-C or a stop signal
-    is not a failure: its unit is pending); ``remaining`` = total - done. The optuna
+    is not a failure, and a RUNNING trial whose worker process on this host is gone runs
+    nothing: their units are pending); ``remaining`` = total - done. The optuna
     side is read from ``storage_url``, else from ``RESULTS_DIR/optuna.db`` when it exists.
 
     The later stages (each a dict with a ``state`` and a one-line ``text``): ``test`` (units of
@@ -66,9 +67,10 @@ def status(exp: Experiment | None, results: str | Path, storage_url: str | None 
         states: dict[str, set[TrialState]] = {}
         for t in trials:
             key = _key(t.params) if t.params else point.get(t.system_attrs.get("grid_id"))
-            if key is not None and not (t.state == TrialState.FAIL
-                                        and t.user_attrs.get("state") == "interrupted"):
-                states.setdefault(key, set()).add(t.state)  # interrupted: pending, not failed
+            interrupted = (t.state == TrialState.FAIL and t.user_attrs.get("state") == "interrupted"
+                           or t.state == TrialState.RUNNING and worker_gone(t.user_attrs.get("worker")))
+            if key is not None and not interrupted:  # interrupted: pending, not failed or running
+                states.setdefault(key, set()).add(t.state)
         tasks = plan(exp, a.name, folds)
         done = running = failed = queued = 0
         for t in tasks:

@@ -54,4 +54,4 @@ def test_ctrl_c_is_one_line_and_leaves_no_failed_unit(tmp_path):
                         capture_output=True, text=True, env=env, timeout=120)
     assert st.returncode == 0, st.stderr
     rows = [line.split() for line in st.stdout.splitlines()[1:3]]
-    assert all(row[4] == "0" for row in rows), st.stdout  # failed
+    assert all(row[3] == row[4] == "0" for row in rows), st.stdout  # running, failed
