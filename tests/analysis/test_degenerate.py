@@ -1,10 +1,10 @@
-"""Degenerate inputs are refused or flagged (dptune.analysis._degenerate)."""
+"""Degenerate inputs are refused or flagged (dptune.analysis.dp.degenerate)."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from dptune.analysis import _degenerate as dg
+from dptune.analysis.dp import degenerate as dg
 from dptune.errors import DptuneError
 
 

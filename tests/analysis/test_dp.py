@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from dptune.analysis import _dp as dp
-from dptune.analysis import _pairs as pairs_mod
-from dptune.analysis import _stats as stats
+from dptune.analysis.dp import engine as dp
+from dptune.analysis.dp import paired_tests as stats
+from dptune.analysis.dp import pairs as pairs_mod
 from dptune.errors import DptuneError
 
 # ------------------------------------------------------------------ an in-memory result store
@@ -473,8 +473,8 @@ def test_a_fold_read_in_groups_of_metrics_gives_the_same_analysis(monkeypatch) -
     """With a tiny memory cap each metric@N is read on its own (more reads, less memory): the
     tables equal those of one read per fold, bit for bit, and so does the robust pass fed from
     the same reads."""
-    from dptune.analysis import _robust_run as rr
-    from dptune.analysis._options import AnalysisOptions
+    from dptune.analysis import route as rr
+    from dptune.analysis.options import AnalysisOptions
 
     store = SlicedStore(seed=5, drop=("bpr", "1", 4, 7))
     opts = AnalysisOptions(pairs=30, seed=0, bootstrap=50, stability=0)
@@ -581,7 +581,7 @@ def _fold_arrays(store: FakeStore, alg: str, metric: str, cutoff: int, pairs: np
 
 
 def test_prob_more_discriminative_counts_paired_replicates() -> None:
-    from dptune.analysis._resample import prob_more_discriminative
+    from dptune.analysis.dp.bootstrap import prob_more_discriminative
 
     assert prob_more_discriminative(np.array([1.0, 2, 3]), np.array([2.0, 2, 2])) == 1 / 3
 

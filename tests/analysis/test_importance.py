@@ -12,9 +12,9 @@ import pandas as pd
 import pytest
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 
-from dptune.analysis import _fanova as fanova
-from dptune.analysis import _importance as imp
-from dptune.analysis._options import AnalysisOptions
+from dptune.analysis.importance import fanova as fanova
+from dptune.analysis.importance import study as imp
+from dptune.analysis.options import AnalysisOptions
 from dptune.errors import DptuneError
 from dptune.report import _importance as rep_imp
 

@@ -1,4 +1,4 @@
-"""The DP interval and ranking read from the one bootstrap (dptune.analysis._resample):
+"""The DP interval and ranking read from the one bootstrap (dptune.analysis.dp.bootstrap):
 hand-computed cases, its range by construction (property test) and the pair weights."""
 
 import numpy as np
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as hs
 
-from dptune.analysis import _resample as rs
+from dptune.analysis.dp import bootstrap as rs
 from dptune.errors import DptuneError
 
 

@@ -19,9 +19,9 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from dptune.analysis import _dp as dp
-from dptune.analysis import _noise as noise
-from dptune.analysis import _stats as stats
+from dptune.analysis import noise as noise
+from dptune.analysis.dp import engine as dp
+from dptune.analysis.dp import paired_tests as stats
 from dptune.errors import DptuneError
 from dptune.store import _noise_parts as parts
 from dptune.store._store import ResultStore, UnitResult

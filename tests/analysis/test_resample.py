@@ -1,12 +1,12 @@
-"""Bootstrap of the robust DP (dptune.analysis._resample): exactness against the user bootstrap,
+"""Bootstrap of the robust DP (dptune.analysis.dp.bootstrap): exactness against the user bootstrap,
 the fast t tail, and a known answer (a metric that is a noisy copy of another)."""
 
 import numpy as np
 import pytest
 from scipy import stats as st
 
-from dptune.analysis import _resample as rs
-from dptune.analysis._stats import index_counts, resampled_ttest_pvalues
+from dptune.analysis.dp import bootstrap as rs
+from dptune.analysis.dp.paired_tests import index_counts, resampled_ttest_pvalues
 from dptune.errors import DptuneError
 
 

@@ -1,11 +1,11 @@
-"""Robust DP (dptune.analysis._robust): hand-made p-value sets, the normalised scale, pairs."""
+"""Robust DP (dptune.analysis.dp.scale): hand-made p-value sets, the normalised scale, pairs."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from dptune.analysis import _robust as rb
-from dptune.analysis._dp import sample_pairs, scope_pairs, scope_seed
+from dptune.analysis.dp import scale as rb
+from dptune.analysis.dp.engine import sample_pairs, scope_pairs, scope_seed
 from dptune.errors import DptuneError
 
 

@@ -1,13 +1,13 @@
-"""The robust DP over a store, fold by fold (dptune.analysis._robust_pass)."""
+"""The robust DP over a store, fold by fold (dptune.analysis.dp.estimator)."""
 
 import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats as st
 
-from dptune.analysis import _dp as dp
-from dptune.analysis import _robust_pass as rp
-from dptune.analysis import _stability as sb
+from dptune.analysis.dp import engine as dp
+from dptune.analysis.dp import estimator as rp
+from dptune.analysis.dp import stability as sb
 from dptune.errors import input_error
 
 
@@ -111,7 +111,7 @@ class TinyStoreWithTest(TinyStore):
 
 
 def test_verdict_for_store_end_to_end():
-    from dptune.analysis._verdict_build import verdict_for_store
+    from dptune.analysis.verdict.build import verdict_for_store
 
     store = TinyStoreWithTest()
     res, _ = rp.robust_analysis(store, bootstrap=300, stability=3, seed=1)
@@ -140,7 +140,7 @@ def _opts(**kw):
 
 
 def test_plan_finish_and_refusals():
-    from dptune.analysis import _robust_run as rr
+    from dptune.analysis import route as rr
     from dptune.errors import DptuneError
 
     store = TinyStore()
@@ -198,8 +198,8 @@ def _oracle_interval(store, metric, n_boot, seed, n_folds=3, n_configs=6):
     scipy's paired t-test per replicate; then the logit-scale basic interval."""
     from scipy import special
 
-    from dptune.analysis import _resample as rs
-    from dptune.analysis import _robust as rb
+    from dptune.analysis.dp import bootstrap as rs
+    from dptune.analysis.dp import scale as rb
 
     pa, pb = np.triu_indices(n_configs, k=1)
     point, raw = [], np.zeros(n_boot)

@@ -1,9 +1,9 @@
-"""Stability of bootstrap claims across pair seeds (dptune.analysis._stability)."""
+"""Stability of bootstrap claims across pair seeds (dptune.analysis.dp.stability)."""
 
 import pandas as pd
 import pytest
 
-from dptune.analysis import _stability as sb
+from dptune.analysis.dp import stability as sb
 from dptune.errors import DptuneError
 
 

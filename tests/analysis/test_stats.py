@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
-from dptune.analysis import _stats as stats
+from dptune.analysis.dp import paired_tests as stats
 from dptune.errors import DptuneError
 
 

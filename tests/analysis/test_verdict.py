@@ -1,15 +1,15 @@
-"""The verdict (dptune.analysis._verdict, _downstream) on synthetic data with a known answer."""
+"""The verdict (dptune.analysis.verdict.rules, .downstream) on synthetic data with a known answer."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from dptune.analysis import _downstream as ds
-from dptune.analysis import _resample as rs
-from dptune.analysis import _robust as rb
-from dptune.analysis import _stability as sb
-from dptune.analysis import _verdict as vd
-from dptune.analysis._stats import paired_pvalues
+from dptune.analysis.dp import bootstrap as rs
+from dptune.analysis.dp import scale as rb
+from dptune.analysis.dp import stability as sb
+from dptune.analysis.dp.paired_tests import paired_pvalues
+from dptune.analysis.verdict import downstream as ds
+from dptune.analysis.verdict import rules as vd
 from dptune.errors import DptuneError
 
 METRICS3 = ("ndcg", "precision", "recall")

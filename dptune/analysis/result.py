@@ -45,7 +45,7 @@ class AnalysisResult:
 
     - ``options``: the validated :class:`dptune.AnalysisOptions` used (``seed`` resolved).
     - ``manifest``: the store's manifest (data set, split, evaluation, seeds, versions).
-    - ``pairs``, ``pvalues``, ``dp``, ``curves``: as :class:`dptune.analysis.Analysis`
+    - ``pairs``, ``pvalues``, ``dp``, ``curves``: as :class:`dptune.analysis.dp.tables.Analysis`
       documents them (dp.csv is the paper's DP per algorithm, scope, metric and cutoff).
     - ``noise_floor`` (DP beside its A/A floor, :func:`compare_with_floor`), ``noise_curves``,
       ``noise_pvalues``: None without noise-floor runs. ``aa_floor``: the A/A floor per

@@ -1,10 +1,10 @@
 """Stability of "significantly more discriminative" claims under the pair-sampling seed.
 
 A claim "A is more discriminative than B" (``P(A better) >= level`` in the bootstrap of the robust
-estimate, see :mod:`dptune.analysis._resample`) rests on one draw of the pairs and of the
+estimate, see :mod:`dptune.analysis.dp.bootstrap`) rests on one draw of the pairs and of the
 bootstrap. The stability check repeats the robust estimate and its bootstrap with ``S`` seeds
-(repeat ``k`` samples its pairs with :func:`dptune.analysis._robust.robust_seed` ``(seed, k)``
-and bootstraps with :func:`dptune.analysis._robust.bootstrap_seed` ``(seed, k)``; when every pair
+(repeat ``k`` samples its pairs with :func:`dptune.analysis.dp.scale.robust_seed` ``(seed, k)``
+and bootstraps with :func:`dptune.analysis.dp.scale.bootstrap_seed` ``(seed, k)``; when every pair
 is used the pairs are the same and only the bootstrap draws change). The verdict states a claim
 only when it holds under **every** repeat; a claim that holds under repeat 0 but not under
 another is *dropped* and counted.
@@ -22,7 +22,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from dptune.analysis._resample import prob_more_discriminative
+from dptune.analysis.dp.bootstrap import prob_more_discriminative
 from dptune.errors import input_error
 
 __all__ = ["CLAIM_COLUMNS", "ranking_frame", "claims", "affordable_repeats", "estimated_seconds"]
@@ -42,9 +42,9 @@ def ranking_frame(replicates: Mapping[tuple[str, str, int], np.ndarray],
                   repeat: int = 0) -> pd.DataFrame:
     """``algorithm, cutoff, metric_a, metric_b, p_a_better, repeat`` for every ordered pair of
     metrics at the same (algorithm, cutoff): ``P(A better) = (1/B) #{r : pbar°_A,r < pbar°_B,r}``
-    (:func:`dptune.analysis._resample.prob_more_discriminative`) from the paired replicates
+    (:func:`dptune.analysis.dp.bootstrap.prob_more_discriminative`) from the paired replicates
     ``(algorithm, metric, cutoff) -> (B,)`` of one repeat
-    (:func:`dptune.analysis._resample.interval_replicates`)."""
+    (:func:`dptune.analysis.dp.bootstrap.interval_replicates`)."""
     rows = []
     groups: dict[tuple[str, int], list[str]] = {}
     for alg, metric, cutoff in replicates:

@@ -2,8 +2,8 @@
 and the same ``all`` pairs, the pass with the bootstrap behind the interval, the ranking of
 metrics and the verdict.
 
-The tables' DP (:func:`dptune.analysis._dp.analyze`) reads each validation fold once; the
-:class:`dptune.analysis._robust_pass.RobustPass` of each algorithm is fed from that same fold
+The tables' DP (:func:`dptune.analysis.dp.engine.analyze`) reads each validation fold once; the
+:class:`dptune.analysis.dp.estimator.RobustPass` of each algorithm is fed from that same fold
 read and tests the pairs of that algorithm's ``all`` scope, so the store is read once and every
 number comes from one set of pairs.
 """
@@ -15,10 +15,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dptune.analysis import _degenerate as dg
-from dptune.analysis import _robust as rb
-from dptune.analysis._resample import GROUPS
-from dptune.analysis._robust_pass import RobustPass, RobustResult, merge_results, plan_pass
+from dptune.analysis.dp import degenerate as dg
+from dptune.analysis.dp import scale as rb
+from dptune.analysis.dp.bootstrap import GROUPS
+from dptune.analysis.dp.estimator import RobustPass, RobustResult, merge_results, plan_pass
 from dptune.vocab import fold_key, metric_key
 
 __all__ = ["STABILITY_BUDGET_S", "plan_robust", "finish_robust", "annotate_dp", "add_intervals",
@@ -58,7 +58,7 @@ def plan_robust(store: Any, options: Any, manifest: Any) -> dict[str, RobustPass
 def annotate_dp(dp: pd.DataFrame, pvalues: pd.DataFrame) -> pd.DataFrame:
     """``dp`` with three columns appended (the others unchanged): ``dp_per_pair = dp / n_pairs``
     (the mean p-value, on which rows with different P compare), ``dp_per_25`` (DP per 25 pairs,
-    :func:`dptune.analysis._robust.per_reference`: the paper's DP when P = 25) and
+    :func:`dptune.analysis.dp.scale.per_reference`: the paper's DP when P = 25) and
     ``no_evidence`` (every p-value of the row is 1)."""
     if dp.empty:
         return dp.assign(dp_per_pair=pd.Series(dtype=float), dp_per_25=pd.Series(dtype=float),
@@ -90,8 +90,8 @@ def add_intervals(dp: pd.DataFrame, robust: pd.DataFrame | None) -> pd.DataFrame
 def finish_robust(passes: dict[str, RobustPass], pvalues: pd.DataFrame,
                   options: Any) -> RobustResult | None:
     """Check the fold sizes (``min_fold_users``), then the merged :class:`RobustResult`, or
-    None when off. Its claims (:func:`dptune.analysis._stability.claims`) are drawn by the
-    verdict (:func:`dptune.analysis._verdict_build.verdict_for_store`)."""
+    None when off. Its claims (:func:`dptune.analysis.dp.stability.claims`) are drawn by the
+    verdict (:func:`dptune.analysis.verdict.build.verdict_for_store`)."""
     counts = dg.fold_user_counts(pvalues)
     counts = dict(sorted(counts.items(), key=lambda kv: fold_key(kv[0][1])))
     dg.check_fold_users(counts, int(options.min_fold_users))
@@ -102,12 +102,12 @@ def finish_robust(passes: dict[str, RobustPass], pvalues: pd.DataFrame,
 
 def analyze_with_robust(store: Any, options: Any, manifest: Any,
                         progress: bool = False) -> tuple[Any, RobustResult | None]:
-    """The tables' DP (:func:`dptune.analysis._dp.analyze`) with the robust passes fed from its
+    """The tables' DP (:func:`dptune.analysis.dp.engine.analyze`) with the robust passes fed from its
     fold reads, on the same ``all`` pairs; ``(analysis, robust)`` with ``analysis.dp``
     annotated (:func:`annotate_dp`) and carrying the intervals (:func:`add_intervals`). Folds
     with too few users are refused after the pass (:func:`finish_robust`).
     """
-    from dptune.analysis import _dp as dpmod
+    from dptune.analysis.dp import engine as dpmod
 
     passes = plan_robust(store, options, manifest)
     analysis = dpmod.analyze(
@@ -123,7 +123,7 @@ def analyze_with_robust(store: Any, options: Any, manifest: Any,
 def add_verdict(store: Any, result: Any, robust: RobustResult | None) -> None:
     """Fill ``result.robust``, ``result.robust_ranking`` and ``result.verdict`` (after the noise
     floor and importance, which the verdict cites)."""
-    from dptune.analysis._verdict_build import verdict_for_store
+    from dptune.analysis.verdict.build import verdict_for_store
 
     if robust is None:
         return

@@ -2,16 +2,16 @@
 
 Method: for one algorithm, one metric@N and one validation fold, take the scope's P
 configuration pairs (every pair up to the ``pairs`` cap, else a seeded uniform sample; the same
-pairs for every metric and fold; :mod:`dptune.analysis._pairs`, which also defines the scopes
+pairs for every metric and fold; :mod:`dptune.analysis.dp.pairs`, which also defines the scopes
 ``all``, ``<h>=<v>`` and ``only:<h>``), compute one paired
 two-sided p-value per pair over the fold's users, sort the P p-values in decreasing order (the
 fold's p-value curve); average the curves position by position over the folds; DP is the sum of
-the averaged curve (lower = more discriminative; :mod:`dptune.analysis._curves`).
+the averaged curve (lower = more discriminative; :mod:`dptune.analysis.dp.curves`).
 
 Beyond the paper: Sakai-style DP (fraction of pairs with ``p < alpha``, optionally after Holm /
 Benjamini-Hochberg). The interval of DP and the ranking of metrics come from the robust pass
-(:mod:`dptune.analysis._robust_pass`), fed from the same fold reads and the same ``all`` pairs.
-All p-values come from :mod:`dptune.analysis._stats`.
+(:mod:`dptune.analysis.dp.estimator`), fed from the same fold reads and the same ``all`` pairs.
+All p-values come from :mod:`dptune.analysis.dp.paired_tests`.
 
 This module runs all of it over a result store (:func:`analyze`); the names of the modules
 above stay importable from here.
@@ -28,10 +28,11 @@ import pandas as pd
 from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
-from dptune.analysis import _resample as rs
-from dptune.analysis import _stats as stats
-from dptune.analysis._curves import DPResult, noise_floor, pvalue_curve, summarize_curves
-from dptune.analysis._dp_tables import (
+from dptune.analysis.dp import bootstrap as rs
+from dptune.analysis.dp import paired_tests as stats
+from dptune.analysis.dp.curves import DPResult, noise_floor, pvalue_curve, summarize_curves
+from dptune.analysis.dp.pairs import format_value, sample_pairs, scope_pairs, scope_seed
+from dptune.analysis.dp.tables import (
     CURVES_COLUMNS,
     DP_COLUMNS,
     METRIC_ORDER,
@@ -43,8 +44,7 @@ from dptune.analysis._dp_tables import (
     _frame,
     _pvalue_frame,
 )
-from dptune.analysis._options import PAIRS, validate_options, value_pairs_of
-from dptune.analysis._pairs import format_value, sample_pairs, scope_pairs, scope_seed
+from dptune.analysis.options import PAIRS, validate_options, value_pairs_of
 from dptune.errors import input_error
 from dptune.store._fold import slice_of
 from dptune.store._store import FoldBuffer
@@ -144,9 +144,9 @@ def analyze(
     For each algorithm, scope (:func:`scope_pairs`: every pair when the scope has at most
     ``pairs``, else a seeded sample of ``pairs``; for the hyperparameter-value and
     one-at-a-time scopes the cap is ``value_pairs``, by default ``min(pairs,``
-    :data:`dptune.analysis._options.VALUE_PAIRS` ``)``), metric@N and validation fold, the slice of
+    :data:`dptune.analysis.options.VALUE_PAIRS` ``)``), metric@N and validation fold, the slice of
     the scope's configurations is read (``store.read_matrix``: users present for all of them,
-    an inner join), the P pairs are tested (:func:`dptune.analysis._stats.paired_pvalues`, ``test``; the
+    an inner join), the P pairs are tested (:func:`dptune.analysis.dp.paired_tests.paired_pvalues`, ``test``; the
     resampling tests use the seed :func:`scope_seed` ``(seed, "<scope>|fold=<fold>")``, the same
     for every metric), the p-values sorted into the fold's curve; :func:`summarize_curves` over
     the folds gives DP, DP+-sd and the averaged curve. Sakai DP: per fold the fraction of pairs

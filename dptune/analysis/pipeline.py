@@ -1,9 +1,9 @@
 """The analysis of one result store: :func:`analyze` computes every table into an
 :class:`AnalysisResult` (data only; ``dptune.report`` renders it).
 
-Glue only: the DP lives in :mod:`dptune.analysis._dp`, the A/A noise floor in
-:mod:`dptune.analysis._noise`, importance in :mod:`dptune.analysis._importance`, the best
-configurations in :mod:`dptune.analysis._selection`. Everything here reads the store; nothing
+Glue only: the DP lives in :mod:`dptune.analysis.dp.engine`, the A/A noise floor in
+:mod:`dptune.analysis.noise`, importance in :mod:`dptune.analysis.importance.study`, the best
+configurations in :mod:`dptune.analysis.selection`. Everything here reads the store; nothing
 reaches back into the sweep, and nothing here writes a report.
 """
 
@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dptune.analysis import _importance as impmod
-from dptune.analysis import _noise as noisemod
-from dptune.analysis._options import AnalysisOptions
-from dptune.analysis._result import AnalysisResult
-from dptune.analysis._robust_run import add_verdict, analyze_with_robust
-from dptune.analysis._selection import best_table, datasets_table, no_dp_reason
-from dptune.analysis._subgrid import grid_from_store, write_subgrid
-from dptune.analysis._verdict import family_judges
+from dptune.analysis import noise as noisemod
+from dptune.analysis.importance import study as impmod
+from dptune.analysis.options import AnalysisOptions
+from dptune.analysis.result import AnalysisResult
+from dptune.analysis.route import add_verdict, analyze_with_robust
+from dptune.analysis.selection import best_table, datasets_table, no_dp_reason
+from dptune.analysis.subgrid import grid_from_store, write_subgrid
+from dptune.analysis.verdict.rules import family_judges
 from dptune.errors import input_error
 from dptune.store._store import ResultStore
 
@@ -35,17 +35,17 @@ def analyze(store: ResultStore | str | Path, options: AnalysisOptions | None = N
     (:meth:`AnalysisOptions.resolve`); given options are used as they are, a ``seed`` of
     ``None`` taking the manifest's analysis seed. Computes (see :class:`AnalysisResult`):
 
-    - ``pairs, pvalues, dp, curves`` by :func:`dptune.analysis.analyze_dp`, every scope on
+    - ``pairs, pvalues, dp, curves`` by :func:`dptune.analysis.dp.engine.analyze`, every scope on
       its pairs (every pair up to ``options.pairs``, else a seeded sample of that many); ``dp``
       also carries DP per 25 pairs and, for scope ``all``, its interval;
     - with ``noise_seeds > 0`` and noise-floor runs in the store, ``noise_floor`` (DP beside
-      its A/A floor), ``noise_curves``, ``noise_pvalues`` (:mod:`dptune.analysis._noise`);
+      its A/A floor), ``noise_curves``, ``noise_pvalues`` (:mod:`dptune.analysis.noise`);
     - with ``importance``, the fANOVA / PED-ANOVA ``importance`` table;
     - ``best`` (the configuration each metric@N picks), ``datasets`` (Table 1's row) and
       ``without_dp`` (algorithms with no pair of configurations, and why);
     - on the same ``all`` pairs, the DP table with its bootstrap interval (``robust``), the
       bootstrap ranking of every stability repeat (``robust_ranking``) and the ``verdict``
-      (:mod:`dptune.analysis._robust_run`).
+      (:mod:`dptune.analysis.route`).
 
     A pure function of the store and the options. ``progress`` shows a progress bar.
 

@@ -24,7 +24,7 @@ from collections.abc import Iterator
 import numpy as np
 from scipy import stats as _st
 
-from dptune.analysis._options import CORRECTIONS, TESTS
+from dptune.analysis.options import CORRECTIONS, TESTS
 from dptune.errors import input_error
 
 __all__ = [
@@ -45,7 +45,7 @@ __all__ = [
 
 # TESTS: paired two-sided tests understood by :func:`paired_pvalues`; CORRECTIONS: p-value
 # corrections understood by :func:`adjust` (``None``/``"none"`` = raw p-values). Defined with the
-# options that name them (:mod:`dptune.analysis._options`).
+# options that name them (:mod:`dptune.analysis.options`).
 
 # Relative tolerance when a resampled statistic is compared with the observed one: resampled means
 # of centred data that equal the observed mean up to floating rounding count as ">=".
@@ -131,10 +131,10 @@ def pvalues_from_differences(
 
 def _ttest_pvalues(d: np.ndarray) -> np.ndarray:
     """Paired t-test on ``d`` (P, n >= 2); see :func:`paired_pvalues`. The one t-test of
-    the analysis (:func:`dptune.analysis._resample.ttest_pvalues`: compiled pair sums, exact
+    the analysis (:func:`dptune.analysis.dp.bootstrap.ttest_pvalues`: compiled pair sums, exact
     constant-difference rule), here on the pairs ``(d[j], 0)``, whose differences are ``d[j]``
     exactly: the tables, the robust DP, the noise floor and the downstream check share it."""
-    from dptune.analysis._resample import ttest_pvalues
+    from dptune.analysis.dp.bootstrap import ttest_pvalues
 
     n_p = d.shape[0]
     values = np.vstack([d, np.zeros((1, d.shape[1]))])

@@ -11,7 +11,7 @@ with ``mu_k = effect * s_k / sqrt(n)``, ``s_k`` evenly spaced in [-1, 1] (``effe
 differences; the pair t statistics grow with ``effect`` whatever the number of users ``n``).
 A *sample* is what the tool sees: ``F`` folds of ``n`` users drawn afresh, the configuration
 pairs (every pair, or ``pairs`` of them sampled uniformly with a fresh seed), and the tool's own
-robust DP with its interval (:class:`dptune.analysis._robust_pass.RobustPass`: the same code
+robust DP with its interval (:class:`dptune.analysis.dp.estimator.RobustPass`: the same code
 that fills ``robust_dp.csv``).
 
 The target is **not** the DP of the whole population: p-values shrink as users are added, so
@@ -42,8 +42,8 @@ import pandas as pd
 from scipy import special
 from threadpoolctl import threadpool_limits
 
-from dptune.analysis import _robust as rb
-from dptune.analysis._robust_pass import RobustPass
+from dptune.analysis.dp import scale as rb
+from dptune.analysis.dp.estimator import RobustPass
 from dptune.errors import check_int, input_error
 
 __all__ = ["Case", "COVERAGE_COLUMNS", "FULL_CASES", "FEW_PAIR_CASES", "QUICK_CASES",

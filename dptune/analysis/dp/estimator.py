@@ -2,21 +2,21 @@
 
 :class:`RobustPass` is fed one validation fold at a time (the same fold slice the tables' DP
 reads, so the store is read once) and computes, for every metric@N and every stability repeat
-``k = 0 .. S-1`` (:mod:`dptune.analysis._stability`; repeat 0 uses the pairs of the ``all``
+``k = 0 .. S-1`` (:mod:`dptune.analysis.dp.stability`; repeat 0 uses the pairs of the ``all``
 scope of the tables, and only a sampled scope has further repeats):
 
-- the p-values of the repeat's pairs (:func:`dptune.analysis._robust.robust_pairs`; the paired
-  t-test from the same sums as the bootstrap, :func:`dptune.analysis._resample.point_pvalues`:
+- the p-values of the repeat's pairs (:func:`dptune.analysis.dp.scale.robust_pairs`; the paired
+  t-test from the same sums as the bootstrap, :func:`dptune.analysis.dp.bootstrap.point_pvalues`:
   scipy's ``ttest_rel`` to rounding), their fold mean ``pbar_f``;
 - with ``bootstrap = B > 0``, the fold's part of the B replicates
-  (:func:`dptune.analysis._resample.fold_replicate_means`; the pairs are resampled only when
-  they are a sample of the grid's pairs, :func:`dptune.analysis._resample.pair_weights`).
+  (:func:`dptune.analysis.dp.bootstrap.fold_replicate_means`; the pairs are resampled only when
+  they are a sample of the grid's pairs, :func:`dptune.analysis.dp.bootstrap.pair_weights`).
 
 The replicates are not read as they are: resampling users adds the sampling noise of each pair's
 mean difference a second time (the bootstrap world's differences are shrunk for that,
-:func:`dptune.analysis._resample.shrink_factor`), and their location is not the estimate's. :func:`dptune.analysis._resample.interval_replicates` turns them into the
+:func:`dptune.analysis.dp.bootstrap.shrink_factor`), and their location is not the estimate's. :func:`dptune.analysis.dp.bootstrap.interval_replicates` turns them into the
 bootstrap's error on the logit scale reflected around the estimate (``pbar°``), from which both
-the interval (:func:`dptune.analysis._resample.dp_interval`, inside [0, 1] by construction) and
+the interval (:func:`dptune.analysis.dp.bootstrap.dp_interval`, inside [0, 1] by construction) and
 ``P(A more discriminative than B)`` are read.
 
 :meth:`RobustPass.result` turns them into the robust table (``mean_p``, ``dp_at_25`` and its 95%
@@ -35,10 +35,10 @@ import numpy as np
 import pandas as pd
 from threadpoolctl import threadpool_limits
 
-from dptune.analysis import _resample as rs
-from dptune.analysis import _robust as rb
-from dptune.analysis import _stability as sb
-from dptune.analysis._robust import bootstrap_seed as rb_seed
+from dptune.analysis.dp import bootstrap as rs
+from dptune.analysis.dp import scale as rb
+from dptune.analysis.dp import stability as sb
+from dptune.analysis.dp.scale import bootstrap_seed as rb_seed
 from dptune.store._fold import slice_of
 from dptune.vocab import fold_key, metric_key
 
@@ -58,7 +58,7 @@ class RobustResult:
     """``table`` (:data:`ROBUST_TABLE_COLUMNS`, DP per 25 pairs interval NaN without bootstrap),
     ``ranking`` (``algorithm, cutoff, metric_a, metric_b, p_a_better, repeat``; None without
     bootstrap) and ``replicates`` ``(algorithm, metric, cutoff) -> (B,)`` the interval's
-    replicates ``pbar°`` of repeat 0 (:func:`dptune.analysis._resample.interval_replicates`)."""
+    replicates ``pbar°`` of repeat 0 (:func:`dptune.analysis.dp.bootstrap.interval_replicates`)."""
 
     table: pd.DataFrame
     ranking: pd.DataFrame | None
@@ -192,9 +192,11 @@ def robust_analysis(store: Any, *, algorithms: Sequence[str] | None = None,
     """The robust DP of every algorithm of a store, reading each validation fold once on its own
     (the analysis feeds :class:`RobustPass` from its own fold loop instead). Returns the merged
     result and the repeats run per algorithm (``stability`` lowered by
-    :func:`dptune.analysis._stability.affordable_repeats` when ``budget_s`` is given).
+    :func:`dptune.analysis.dp.stability.affordable_repeats` when ``budget_s`` is given).
     """
-    from dptune.analysis._dp import _fold_reader  # the analysis' reader (batched when possible)
+    from dptune.analysis.dp.engine import (
+        _fold_reader,  # the analysis' reader (batched when possible)
+    )
 
     algs = list(store.algorithms()) if algorithms is None else list(algorithms)
     parts, used = [], {}

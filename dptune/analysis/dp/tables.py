@@ -1,5 +1,5 @@
 """The tables of the DP analysis: their columns, the store protocol the analysis reads, and
-:class:`Analysis`, the result of :func:`dptune.analysis._dp.analyze`."""
+:class:`Analysis`, the result of :func:`dptune.analysis.dp.engine.analyze`."""
 
 from __future__ import annotations
 
@@ -89,7 +89,7 @@ class Analysis:
     def write(self, out_dir: str | Path) -> list[Path]:
         """Write pairs.csv, pvalues.parquet, dp.csv and curves.csv into ``out_dir``, as
         :meth:`dptune.AnalysisResult.write_data` writes them (a re-run writes the same bytes)."""
-        from dptune.analysis._result import DATA_FILES, write_table
+        from dptune.analysis.result import DATA_FILES, write_table
 
         out = Path(out_dir)
         return [write_table(t, out / DATA_FILES[name]) for name, t in self.tables().items()]

@@ -8,11 +8,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dptune.analysis import _downstream as ds
-from dptune.analysis import _stability as sb
-from dptune.analysis import _verdict as vd
-from dptune.analysis._options import DEFAULT_FAMILIES, MIN_PAIRS
-from dptune.analysis._robust_pass import RobustResult
+from dptune.analysis.dp import stability as sb
+from dptune.analysis.dp.estimator import RobustResult
+from dptune.analysis.options import DEFAULT_FAMILIES, MIN_PAIRS
+from dptune.analysis.verdict import downstream as ds
+from dptune.analysis.verdict import rules as vd
 
 __all__ = ["verdict_for_store"]
 
@@ -30,15 +30,15 @@ def verdict_for_store(store: Any, dp: pd.DataFrame, robust: RobustResult, *, alp
                       importance: pd.DataFrame | None = None,
                       families: vd.Families = DEFAULT_FAMILIES,
                       min_pairs: int = MIN_PAIRS) -> pd.DataFrame:
-    """The verdict frame (:data:`dptune.analysis._verdict.VERDICT_COLUMNS`) of a store, one row
+    """The verdict frame (:data:`dptune.analysis.verdict.rules.VERDICT_COLUMNS`) of a store, one row
     per (algorithm, cutoff, family of metrics).
 
     ``dp``: the paper's DP table (Table 5 / one-at-a-time scopes for the dominance);
-    ``robust``: :class:`dptune.analysis._robust_pass.RobustResult` with the ranking of every
+    ``robust``: :class:`dptune.analysis.dp.estimator.RobustResult` with the ranking of every
     stability repeat; ``best``: ``best_configs`` (the configuration each metric@N selects);
     ``noise_table``: DP beside its A/A floor (``mean_p`` column) or None; ``importance``: the
     optuna importances or None. Significance level ``1 - alpha``. Each family's choice is
-    judged on the test split by its judge (:func:`dptune.analysis._verdict.family_judge`).
+    judged on the test split by its judge (:func:`dptune.analysis.verdict.rules.family_judge`).
     """
     level = 1.0 - float(alpha)
     if robust.table.empty:

@@ -1,9 +1,9 @@
 """The verdict: which metric to tune with, per algorithm, cutoff and family of metrics, and
 what the evidence says.
 
-Inputs are the robust DP (:mod:`dptune.analysis._robust`) of every metric@N, the stability of
-the bootstrap claims (:func:`dptune.analysis._stability.claims`), optionally the A/A noise floor,
-the downstream check (:mod:`dptune.analysis._downstream`) and the dominant hyperparameter.
+Inputs are the robust DP (:mod:`dptune.analysis.dp.scale`) of every metric@N, the stability of
+the bootstrap claims (:func:`dptune.analysis.dp.stability.claims`), optionally the A/A noise floor,
+the downstream check (:mod:`dptune.analysis.verdict.downstream`) and the dominant hyperparameter.
 
 Metrics are ranked within a **family** only (``families`` option; by default accuracy = nDCG,
 Precision, Recall, MRR and novelty = EPC, EFD; metrics of no family form the family "other"):
@@ -38,7 +38,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from dptune.analysis._options import DEFAULT_FAMILIES, MIN_PAIRS
+from dptune.analysis.options import DEFAULT_FAMILIES, MIN_PAIRS
 from dptune.errors import input_error
 from dptune.vocab import display_algorithm, display_metric, metric_rank
 
@@ -120,7 +120,7 @@ def recommend(robust: pd.DataFrame, claims: pd.DataFrame | None,
     """Per (algorithm, cutoff, family): ``recommended, identical, too_few_pairs,
     less_discriminative, tied, no_evidence, claims_dropped, stability_repeats`` (lists as
     ``;``-joined metric names, see the module docstring). ``claims`` as returned by
-    :func:`dptune.analysis._stability.claims`, or None (no bootstrap)."""
+    :func:`dptune.analysis.dp.stability.claims`, or None (no bootstrap)."""
     missing = set(ROBUST_COLUMNS) - set(robust.columns)
     if missing:
         raise input_error("verdict", "robust", f"missing columns {sorted(missing)}")

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dptune.analysis._subgrid import _plain
+from dptune.analysis.subgrid import _plain
 from dptune.grids import grid_edges
 from dptune.store._store import ResultStore
 from dptune.vocab import METRICS

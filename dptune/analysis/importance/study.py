@@ -27,7 +27,7 @@ Evaluators (``optuna.importance``):
 Both are normalised here to sum to 1 over the hyperparameters (``I_h / sum_g I_g``); a study
 whose values are all equal has no importance (NaN). Deterministic for a fixed seed.
 
-DP-based dominance (:func:`dp_dominance`) reads the DP table of :func:`dptune.analysis._dp.analyze`:
+DP-based dominance (:func:`dp_dominance`) reads the DP table of :func:`dptune.analysis.dp.engine.analyze`:
 Table 5's ``h=v`` scopes (lowest *best* DP, ``min_v DP(h=v)``) and the one-at-a-time scopes
 ``only:h`` (lowest DP). When scopes have different numbers of pairs they are compared per pair
 (``DP / n_pairs``, the mean p-value).
@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dptune.analysis._fanova import (
+from dptune.analysis.importance.fanova import (
     fanova_importances,
     fanova_inputs,
     fanova_study,

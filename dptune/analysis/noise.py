@@ -12,7 +12,7 @@ analysis half:
 
 - :func:`noise_floor_table` (read by :func:`dptune.analyze`).
   Per part and metric@N, the ``S`` seeds' per-user values ``v[s, u]`` give the ``S (S - 1) / 2``
-  A/A p-values of :func:`dptune.analysis._dp.noise_floor`. Per fold the A/A p-values of all selected
+  A/A p-values of :func:`dptune.analysis.dp.curves.noise_floor`. Per fold the A/A p-values of all selected
   configurations are pooled and sorted decreasingly (``c_f``, length ``K``); the curve is
   resampled to the DP's ``P`` positions by quantile interpolation,
   ``r_f[j] = interp((j + 1/2) / P; (i + 1/2) / K -> c_f[i])``, then averaged over folds
@@ -36,8 +36,8 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
-from dptune.analysis import _dp as dpmod
-from dptune.analysis import _stats as stats
+from dptune.analysis.dp import engine as dpmod
+from dptune.analysis.dp import paired_tests as stats
 from dptune.errors import input_error
 from dptune.store._noise_parts import (
     NOISE_DIR,
@@ -83,8 +83,8 @@ def aa_pvalues(values_by_seed: np.ndarray, test: str = "t", n_resamples: int = 1
                seed: int = 0) -> np.ndarray:
     """A/A p-values of all seed pairs ``(s, t)``, ``s < t``, lexicographic order.
 
-    ``t`` and ``wilcoxon`` go through :func:`dptune.analysis._dp.noise_floor`; the resampling tests use
-    :func:`dptune.analysis._stats.paired_pvalues` with the same pair order, ``n_resamples`` and ``seed``.
+    ``t`` and ``wilcoxon`` go through :func:`dptune.analysis.dp.curves.noise_floor`; the resampling tests use
+    :func:`dptune.analysis.dp.paired_tests.paired_pvalues` with the same pair order, ``n_resamples`` and ``seed``.
     """
     v = np.asarray(values_by_seed, dtype=np.float64)
     if test in ("t", "wilcoxon"):
@@ -161,7 +161,7 @@ def noise_floor_table(
     the DP row the floor is compared with; keys missing from it are left out). ``max_seeds``
     keeps seed indices ``< max_seeds``; ``max_configs`` keeps, per algorithm, the best
     ``max_configs`` configurations present by ``primary`` (default: the manifest's primary
-    metric). The resampling tests are seeded by :func:`dptune.analysis._dp.scope_seed`
+    metric). The resampling tests are seeded by :func:`dptune.analysis.dp.pairs.scope_seed`
     ``(seed, "noise|<algorithm>|<config>|<fold>")``. See the module docstring for the formulas.
     """
     stats.check_test(test, "noise floor")

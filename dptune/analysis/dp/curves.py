@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dptune.analysis import _stats as stats
-from dptune.analysis._degenerate import capped_band
+from dptune.analysis.dp import paired_tests as stats
+from dptune.analysis.dp.degenerate import capped_band
 from dptune.errors import input_error
 
 __all__ = ["pvalue_curve", "DPResult", "summarize_curves", "noise_floor"]
@@ -74,7 +74,7 @@ def noise_floor(values_by_seed: np.ndarray, test: str = "t") -> np.ndarray:
     """p-values of all A/A pairs of one configuration trained with S seeds.
 
     ``values_by_seed`` is ``(S, n_users)``; pair ``(s, t)``, ``s < t``, in lexicographic order
-    ``(0,1), (0,2), ..., (S-2, S-1)``, is tested with :func:`dptune.analysis._stats.paired_pvalues`
+    ``(0,1), (0,2), ..., (S-2, S-1)``, is tested with :func:`dptune.analysis.dp.paired_tests.paired_pvalues`
     (default: paired t-test). Returns ``S (S - 1) / 2`` p-values, the "no real difference"
     sample from which the caller builds the noise-floor curve (:func:`pvalue_curve`).
     """

@@ -6,7 +6,7 @@ which hyperparameter dominates.
 verdict's families), on the test split, the configuration selected by the family's recommended
 metric and the one selected by every other metric of the same family are compared with a paired
 two-sided t-test over the test users on one yardstick of that family, its **judge** at the same
-cutoff N (:func:`dptune.analysis._verdict.family_judge`: the primary metric when it is in the
+cutoff N (:func:`dptune.analysis.verdict.rules.family_judge`: the primary metric when it is in the
 family, else the family's first metric; by default nDCG@N for accuracy, EPC@N for novelty), so
 that like is compared with like (``p < alpha``: the choice of metric changes the outcome
 significantly). Same configuration -> no test needed (no difference).
@@ -14,7 +14,7 @@ significantly). Same configuration -> no test needed (no difference).
 **Dominant hyperparameter** (:func:`dominance_evidence`): the top hyperparameter of each
 available analysis -- fANOVA and PED-ANOVA importances of the metric (when computed at this
 cutoff), Table 5's lowest best DP and the one-at-a-time lowest DP
-(:func:`dptune.analysis._importance.dp_dominance`, compared per pair when the scopes have
+(:func:`dptune.analysis.importance.study.dp_dominance`, compared per pair when the scopes have
 different numbers of pairs) -- and the hyperparameter most of them put first (ties: the first
 analysis in that order), with the agreement ``k of n``.
 """
@@ -26,10 +26,10 @@ from collections.abc import Callable, Mapping
 import numpy as np
 import pandas as pd
 
-from dptune.analysis._importance import EVALUATOR_NAMES, EVALUATORS, dp_dominance
-from dptune.analysis._options import DEFAULT_FAMILIES, MIN_PAIRS
-from dptune.analysis._stats import paired_pvalues
-from dptune.analysis._verdict import Families, family_groups
+from dptune.analysis.dp.paired_tests import paired_pvalues
+from dptune.analysis.importance.study import EVALUATOR_NAMES, EVALUATORS, dp_dominance
+from dptune.analysis.options import DEFAULT_FAMILIES, MIN_PAIRS
+from dptune.analysis.verdict.rules import Families, family_groups
 from dptune.errors import DptuneError
 from dptune.vocab import (
     display_hyperparameter,

@@ -1,6 +1,6 @@
 """The one bootstrap of the DP estimate: users (in random groups) and, when sampled, pairs.
 
-The estimate (:mod:`dptune.analysis._robust`) is the mean p-value ``pbar`` of P pairs over F
+The estimate (:mod:`dptune.analysis.dp.scale`) is the mean p-value ``pbar`` of P pairs over F
 folds. Its bootstrap replicate ``r`` draws
 
 1. pair weights ``v_r = (v_r1 .. v_rP)``, only when the P pairs are a uniform sample of the
@@ -40,7 +40,7 @@ total squared size matches the true one on average; with no differences ``k`` is
 the time (the bootstrap world then has none), with strong ones ``k`` is close to 1. A pair whose differences are all
 equal (``min d = max d``) has ``p = 1`` in every replicate when they are 0, else 0; a replicate
 whose variance is below ``1e-14 sum_u c_j(u)^2`` likewise (the conventions of
-:func:`dptune.analysis._stats.paired_pvalues`). ``p`` from ``|t|`` uses a table of the exact
+:func:`dptune.analysis.dp.paired_tests.paired_pvalues`). ``p`` from ``|t|`` uses a table of the exact
 two-sided tail on 4,097 points of ``x = |t| / (1 + |t|)`` in ``[0, 1]`` with linear
 interpolation (absolute error below 1e-6 for every ``t`` and ``df``).
 
@@ -66,7 +66,7 @@ is, mapping back lands in (0, 1):
 (the basic bootstrap interval on the logit scale; ``L`` of values within ``1e-12`` of 0 or 1 is
 taken at ``1e-12`` / ``1 - 1e-12``). ``P(A more discriminative than B) = (1/B) #{r : pbar°_A,r <
 pbar°_B,r}`` over the paired ``pbar°`` (ties count as "not better"). Its coverage is measured
-by :mod:`dptune.analysis._coverage` (``docs/statistics.md``).
+by :mod:`dptune.analysis.dp.coverage` (``docs/statistics.md``).
 """
 
 from __future__ import annotations
@@ -298,7 +298,7 @@ def ttest_pvalues(values: np.ndarray, rows_a: np.ndarray, rows_b: np.ndarray,
     in column order (the sums of :func:`pair_moments` with one group, bit for bit, a test
     checks; kept in registers, about 3x faster), then :func:`point_pvalues`; the per-user
     differences are never materialised. Equals
-    :func:`dptune.analysis._stats.paired_pvalues` with ``test="t"`` to rounding. ``n < 2``:
+    :func:`dptune.analysis.dp.paired_tests.paired_pvalues` with ``test="t"`` to rounding. ``n < 2``:
     every p-value 1."""
     v = values if values.flags.c_contiguous else np.ascontiguousarray(values)
     cols = None if columns is None else np.sort(np.asarray(columns, dtype=np.int64))

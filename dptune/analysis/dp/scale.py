@@ -6,7 +6,7 @@ p-value ``pbar = (1/F) sum_f (1/P) sum_i p_{f,i}``, which does not depend on P; 
 shows it as **DP per 25 pairs**, ``25 pbar = DP x 25 / P``, which reads like the paper's numbers
 and equals the paper's DP exactly when P = 25.
 
-The pairs are those of the analysis' ``all`` scope (:func:`dptune.analysis._pairs.scope_pairs`):
+The pairs are those of the analysis' ``all`` scope (:func:`dptune.analysis.dp.pairs.scope_pairs`):
 every pair when there are at most ``pairs`` (option, default 1,000; User-kNN / Item-kNN grids
 of 15 configurations have 105), else a seeded uniform sample of ``pairs``. Only a sampled scope
 has other pair sets to try: the stability repeats ``k >= 1`` draw theirs with
@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dptune.analysis._options import PAIRS
-from dptune.analysis._pairs import sample_pairs, scope_seed
+from dptune.analysis.dp.pairs import sample_pairs, scope_seed
+from dptune.analysis.options import PAIRS
 from dptune.errors import check_int, input_error
 
 __all__ = [
@@ -59,7 +59,7 @@ class RobustEstimate:
 
 def robust_seed(seed: int, repeat: int = 0) -> int:
     """Pair-sampling seed of repeat ``k`` of the stability check: for ``k = 0`` the seed of the
-    analysis' ``all`` scope, :func:`dptune.analysis._pairs.scope_seed` ``(seed, "all")`` (so
+    analysis' ``all`` scope, :func:`dptune.analysis.dp.pairs.scope_seed` ``(seed, "all")`` (so
     repeat 0 uses the very pairs of the tables), else ``scope_seed(seed, "all|robust|<k>")``."""
     return scope_seed(seed, "all" if int(repeat) == 0 else f"all|robust|{int(repeat)}")
 
