@@ -1,4 +1,4 @@
-"""Tests of dptune.noise: A/A p-values, curve resampling, DP_floor, the flag, the crash-safe
+"""Tests of dptune.analysis.noise: A/A p-values, curve resampling, DP_floor, the flag, the crash-safe
 parts of the noise floor, real training through run_noise_floor, and calibration.
 
 Calibration: the t-test A/A p-values must be U(0, 1) when the null is exactly true. The fast

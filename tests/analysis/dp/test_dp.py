@@ -1,4 +1,4 @@
-"""Tests of dptune.dp: pair sampling, scopes, curves, DP, bootstrap, noise floor, analyze()."""
+"""Tests of dptune.analysis.dp: pair sampling, scopes, curves, DP, bootstrap, noise floor, analyze()."""
 
 from __future__ import annotations
 

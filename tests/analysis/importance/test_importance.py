@@ -1,4 +1,4 @@
-"""Tests of dptune.importance: distributions from grids, the optuna study, fANOVA / PED-ANOVA
+"""Tests of dptune.analysis.importance: distributions from grids, the optuna study, fANOVA / PED-ANOVA
 importances, DP-based dominance and the computed comparison sentence."""
 
 from __future__ import annotations

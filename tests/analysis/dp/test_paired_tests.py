@@ -1,4 +1,4 @@
-"""Tests of dptune.stats: paired tests, corrections, Sakai DP, KS calibration check."""
+"""dptune.analysis.dp.paired_tests: paired tests, corrections, Sakai DP, KS calibration check."""
 
 from __future__ import annotations
 
