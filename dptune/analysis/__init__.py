@@ -14,9 +14,10 @@ defines it. Where each number comes from:
   same fold reads, the bootstrap pass, then the verdict.
 - ``analysis/dp/``: the DP estimator (pairs, paired tests, curves, DP per 25 pairs, its
   bootstrap interval, stability, degenerate cases, the fold loop over the store, the
-  interval's measured coverage): dp.csv, curves.csv, pvalues.csv, robust_dp.csv. See its
-  ``__init__``.
-- ``analysis/noise.py``: the A/A noise floor (noise_floor.csv).
+  interval's measured coverage): pairs.csv, pvalues.parquet, dp.csv, curves.csv,
+  robust_dp.csv, robust_ranking.csv. See its ``__init__``.
+- ``analysis/noise.py``: the A/A noise floor (noise_floor.csv, noise_curves.csv,
+  noise_pvalues.parquet).
 - ``analysis/importance/``: fANOVA / PED-ANOVA importance and the DP-based dominance
   (importance.csv).
 - ``analysis/verdict/``: the verdict (verdict.csv): its rules, the downstream check on the test

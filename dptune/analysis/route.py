@@ -24,7 +24,7 @@ from dptune.vocab import fold_key, metric_key
 __all__ = ["STABILITY_BUDGET_S", "plan_robust", "finish_robust", "annotate_dp", "add_intervals",
            "analyze_with_robust", "add_verdict"]
 
-#: Seconds of extra stability repeats allowed per algorithm (``_stability.affordable_repeats``).
+#: Seconds of extra stability repeats allowed per algorithm (``dp.stability.affordable_repeats``).
 STABILITY_BUDGET_S = 5.0
 
 

@@ -194,13 +194,12 @@ def robust_analysis(store: Any, *, algorithms: Sequence[str] | None = None,
     result and the repeats run per algorithm (``stability`` lowered by
     :func:`dptune.analysis.dp.stability.affordable_repeats` when ``budget_s`` is given).
     """
-    from dptune.analysis.dp.engine import (
-        _fold_reader,  # the analysis' reader (batched when possible)
-    )
+    # the analysis' reader (batched when possible)
+    from dptune.analysis.dp.engine import _fold_reader
 
     algs = list(store.algorithms()) if algorithms is None else list(algorithms)
     parts, used = [], {}
-    with threadpool_limits(limits=1, user_api="blas"):  # many small products (see _dp.analyze)
+    with threadpool_limits(limits=1, user_api="blas"):  # many small products (see engine.analyze)
         for alg in algs:
             _one_algorithm(store, alg, parts, used, pairs, bootstrap, stability, seed,
                            groups, budget_s, _fold_reader)
