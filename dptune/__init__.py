@@ -28,9 +28,9 @@ _EXPORTS: dict[str, str] = {
     "Experiment": "dptune.config",
     "sweep": "dptune.sweeper._run",
     "ResultStore": "dptune.store._store",
-    "AnalysisOptions": "dptune.analysis._options",
-    "analyze": "dptune.analysis._analyze",
-    "AnalysisResult": "dptune.analysis._result",
+    "AnalysisOptions": "dptune.analysis.options",
+    "analyze": "dptune.analysis.pipeline",
+    "AnalysisResult": "dptune.analysis.result",
     "discriminative_power": "dptune._api",
     "Report": "dptune.report._report",
 }
@@ -50,9 +50,9 @@ __all__ = [
 
 if TYPE_CHECKING:
     from dptune._api import discriminative_power, sweep
-    from dptune.analysis._analyze import analyze
-    from dptune.analysis._options import AnalysisOptions
-    from dptune.analysis._result import AnalysisResult
+    from dptune.analysis.options import AnalysisOptions
+    from dptune.analysis.pipeline import analyze
+    from dptune.analysis.result import AnalysisResult
     from dptune.config import Experiment, load_experiment
     from dptune.report._report import Report
     from dptune.store._store import ResultStore

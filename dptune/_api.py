@@ -13,9 +13,9 @@ from typing import Any
 
 import pandas as pd
 
-from dptune.analysis._analyze import analyze
-from dptune.analysis._options import AnalysisOptions
-from dptune.analysis._result import AnalysisResult
+from dptune.analysis.options import AnalysisOptions
+from dptune.analysis.pipeline import analyze
+from dptune.analysis.result import AnalysisResult
 from dptune.store._store import ResultStore
 from dptune.sweeper._run import sweep
 

@@ -18,9 +18,9 @@ from typing import Any
 
 import pandas as pd
 
-from dptune.analysis._analyze import analyze
-from dptune.analysis._options import AnalysisOptions
-from dptune.analysis._result import AnalysisResult
+from dptune.analysis.options import AnalysisOptions
+from dptune.analysis.pipeline import analyze
+from dptune.analysis.result import AnalysisResult
 from dptune.errors import input_error
 from dptune.report._settings import PAIRS_SETTING, VALUE_PAIRS_SETTING
 from dptune.store._per_user_file import check_configs, check_per_user, read_configs, read_per_user

@@ -24,7 +24,7 @@ from dptune.models._adapters import is_known_type
 from dptune.vocab import DEVICES, METRICS
 
 if TYPE_CHECKING:
-    from dptune.analysis._options import AnalysisOptions
+    from dptune.analysis.options import AnalysisOptions
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 METRIC_NAMES = METRICS
@@ -212,7 +212,7 @@ def _build(cls: type, table: Any, source: str, prefix: str) -> Any:
 def _options_class() -> type[AnalysisOptions]:
     """:class:`dptune.AnalysisOptions`, imported on first use (``import dptune.config`` stays
     light: the analysis package loads scipy)."""
-    from dptune.analysis._options import AnalysisOptions
+    from dptune.analysis.options import AnalysisOptions
 
     return AnalysisOptions
 

@@ -42,7 +42,7 @@ __all__ = [
 #: Ratings file formats the readers understand (:func:`dptune.data.read_ratings`); "auto" guesses.
 FORMATS: tuple[str, ...] = ("auto", "ml-dat", "ml-udata", "ml-csv", "recbole", "amazon", "csv",
                             "parquet")
-#: Paired significance tests (:func:`dptune.analysis.paired_pvalues`), as options and flags name them.
+#: Paired significance tests (:func:`dptune.analysis.dp.paired_tests.paired_pvalues`), as options and flags name them.
 TESTS: tuple[str, ...] = ("t", "wilcoxon", "bootstrap", "permutation")
 #: Multiple-comparison corrections of Sakai's DP.
 CORRECTIONS: tuple[str, ...] = ("none", "holm", "bh")

@@ -67,8 +67,8 @@ def test_sweep_is_a_plain_function_even_after_the_sweeper_is_imported():
     assert isinstance(dptune.sweep, types.FunctionType)
 
 
-@pytest.mark.parametrize("module", ["dptune._api", "dptune.analysis._options",
-                                    "dptune.analysis._analyze", "dptune.config"])
+@pytest.mark.parametrize("module", ["dptune._api", "dptune.analysis.options",
+                                    "dptune.analysis.pipeline", "dptune.config"])
 def test_docstring_examples_run(module, monkeypatch):
     monkeypatch.chdir(DOCS.parents[1])  # examples name files of the repository
     res = doctest.testmod(importlib.import_module(module))

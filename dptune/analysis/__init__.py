@@ -1,79 +1,35 @@
-"""Analysis: pairs, paired tests, discriminative power, noise floor, importance and selection.
+"""Analysis: a result store and :class:`AnalysisOptions` in, an :class:`AnalysisResult` out.
 
-:func:`analyze` (``dptune.analyze``) is the front function: a result store and
-:class:`AnalysisOptions` in, an :class:`AnalysisResult` (DataFrames only) out.
-:func:`analyze_dp` is the DP computation alone over any store of the
-:class:`ResultStoreLike` protocol.
+:func:`analyze` (``dptune.analyze``) is the front door; this package exports it, its options
+(:class:`AnalysisOptions`, :func:`validate_options`) and its result (:class:`AnalysisResult`,
+:data:`DATA_FILES`) and nothing else. Every other name is imported from the module that
+defines it. Where each number comes from:
+
+- ``analysis/pipeline.py``: :func:`analyze`, the glue that runs the pieces below in order.
+- ``analysis/options.py``: :class:`AnalysisOptions` and :func:`validate_options`, the one place
+  analysis options are checked.
+- ``analysis/result.py``: :class:`AnalysisResult` (every table as a DataFrame, the contract with
+  the report) and the data files it writes (dp.csv, curves.csv, ...).
+- ``analysis/route.py``: the one DP route of :func:`analyze`: the tables' DP and, fed from the
+  same fold reads, the bootstrap pass, then the verdict.
+- ``analysis/dp/``: the DP estimator (pairs, paired tests, curves, DP per 25 pairs, its
+  bootstrap interval, stability, degenerate cases, the fold loop over the store, the
+  interval's measured coverage): pairs.csv, pvalues.parquet, dp.csv, curves.csv,
+  robust_dp.csv, robust_ranking.csv. See its ``__init__``.
+- ``analysis/noise.py``: the A/A noise floor (noise_floor.csv, noise_curves.csv,
+  noise_pvalues.parquet).
+- ``analysis/importance/``: fANOVA / PED-ANOVA importance and the DP-based dominance
+  (importance.csv).
+- ``analysis/verdict/``: the verdict (verdict.csv): its rules, the downstream check on the test
+  split and the dominant hyperparameter, and the glue that feeds them.
+- ``analysis/selection.py``: the configuration each metric@N selects (best_configs.csv), Table
+  1's row, why an algorithm has no DP.
+- ``analysis/subgrid.py``: the paper's sub-grid around the best configuration.
 """
 
-from dptune.analysis._analyze import analyze
-from dptune.analysis._dp import (
-    METRIC_ORDER,
-    Analysis,
-    DPResult,
-    ResultStoreLike,
-    format_value,
-    noise_floor,
-    pvalue_curve,
-    sample_pairs,
-    scope_pairs,
-    scope_seed,
-    summarize_curves,
-)
-from dptune.analysis._dp import analyze as analyze_dp
-from dptune.analysis._importance import (
-    EVALUATORS,
-    IMPORTANCE_COLUMNS,
-    build_study,
-    distribution_for,
-    dp_dominance,
-    fanova_importances,
-    fanova_inputs,
-    fanova_study,
-    hyperparameter_importance,
-    importance_table,
-    param_importances,
-    ped_target_quantile,
-    search_space,
-    tree_marginal_variances,
-    validation_means,
-)
-from dptune.analysis._noise import (
-    NOISE_DIR,
-    NOISE_SCHEMA,
-    NoiseFloor,
-    aa_pvalues,
-    compare_with_floor,
-    deterministic_algorithms,
-    is_stochastic,
-    noise_floor_table,
-    noise_part_name,
-    noise_part_paths,
-    noise_trials,
-    rank_configs,
-    resample_curve,
-    write_noise_part,
-)
-from dptune.analysis._options import AnalysisOptions, validate_options
-from dptune.analysis._resample import prob_more_discriminative
-from dptune.analysis._result import DATA_FILES, AnalysisResult
-from dptune.analysis._selection import best_table, datasets_table, no_dp_reason
-from dptune.analysis._stats import (
-    CORRECTIONS,
-    TESTS,
-    adjust,
-    benjamini_hochberg,
-    check_test,
-    holm,
-    index_counts,
-    ks_uniform,
-    paired_pvalues,
-    pvalues_from_differences,
-    resample_index_chunks,
-    resampled_ttest_pvalues,
-    sakai_dp,
-)
-from dptune.analysis._subgrid import grid_from_store, write_subgrid
+from dptune.analysis.options import AnalysisOptions, validate_options
+from dptune.analysis.pipeline import analyze
+from dptune.analysis.result import DATA_FILES, AnalysisResult
 
 __all__ = [
     "analyze",
@@ -81,64 +37,4 @@ __all__ = [
     "validate_options",
     "AnalysisResult",
     "DATA_FILES",
-    "best_table",
-    "datasets_table",
-    "no_dp_reason",
-    "grid_from_store",
-    "write_subgrid",
-    "analyze_dp",
-    "METRIC_ORDER",
-    "DPResult",
-    "Analysis",
-    "ResultStoreLike",
-    "sample_pairs",
-    "pvalue_curve",
-    "summarize_curves",
-    "format_value",
-    "scope_seed",
-    "scope_pairs",
-    "prob_more_discriminative",
-    "noise_floor",
-    "EVALUATORS",
-    "IMPORTANCE_COLUMNS",
-    "distribution_for",
-    "search_space",
-    "build_study",
-    "ped_target_quantile",
-    "param_importances",
-    "fanova_inputs",
-    "fanova_study",
-    "fanova_importances",
-    "tree_marginal_variances",
-    "validation_means",
-    "importance_table",
-    "hyperparameter_importance",
-    "dp_dominance",
-    "NOISE_DIR",
-    "NOISE_SCHEMA",
-    "NoiseFloor",
-    "is_stochastic",
-    "noise_part_name",
-    "rank_configs",
-    "write_noise_part",
-    "noise_part_paths",
-    "deterministic_algorithms",
-    "noise_trials",
-    "aa_pvalues",
-    "resample_curve",
-    "noise_floor_table",
-    "compare_with_floor",
-    "TESTS",
-    "CORRECTIONS",
-    "paired_pvalues",
-    "pvalues_from_differences",
-    "holm",
-    "benjamini_hochberg",
-    "adjust",
-    "sakai_dp",
-    "ks_uniform",
-    "resample_index_chunks",
-    "index_counts",
-    "resampled_ttest_pvalues",
-    "check_test",
 ]

@@ -130,7 +130,7 @@ def command_child(root: str, reports: str) -> None:
 
 
 def analyze_child(root: str, compare: bool, full_users: int) -> None:
-    """Fresh process: time :func:`dptune.analysis._dp.analyze` on ``root``, report peak memory (JSON).
+    """Fresh process: time :func:`dptune.analysis.dp.engine.analyze` on ``root``, report peak memory (JSON).
 
     Times are CPU seconds with one reader thread (``read_fold(threads=1)``), i.e. the wall time
     on one idle core; by default ``read_fold`` reads with up to 4 threads, so this is an upper
@@ -141,7 +141,7 @@ def analyze_child(root: str, compare: bool, full_users: int) -> None:
     """
     import pandas as pd  # noqa: F401 - imported before the baseline is taken
 
-    from dptune.analysis import _dp as dp  # dp.analyze with its read-path switches
+    from dptune.analysis.dp import engine as dp  # dp.analyze with its read-path switches
     from dptune.store import FoldSlice, ResultStore
 
     class Timed(ResultStore):

@@ -175,7 +175,7 @@ def cmd_dp(args: argparse.Namespace) -> int:
 def cmd_subgrid(args: argparse.Namespace) -> int:
     """``dptune subgrid``: the paper's sub-grid around the best configuration; warns when that
     configuration sits on the edge of the grid."""
-    from dptune.analysis._subgrid import best_params, grid_from_store, write_subgrid
+    from dptune.analysis.subgrid import best_params, grid_from_store, write_subgrid
     from dptune.grids import edge_warning, grid_edges, load_grid
 
     store = _store(results_of(args))

@@ -17,8 +17,8 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from dptune._atomic import write_bytes
-from dptune.analysis._options import DEFAULT_FAMILIES
-from dptune.analysis._verdict import family_groups
+from dptune.analysis.options import DEFAULT_FAMILIES
+from dptune.analysis.verdict.rules import family_groups
 from dptune.report._format import ordered_algorithms, ordered_metrics
 from dptune.report._inputs import CURVE_INPUT, DP_INPUT, NOISE_INPUT, require, scope_all
 from dptune.vocab import display_algorithm, display_metric, metric_color

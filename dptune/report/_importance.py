@@ -2,8 +2,8 @@
 DP-based dominance of Table 5 and the one-at-a-time scopes, with one computed sentence per
 algorithm saying where the four analyses agree.
 
-The numbers come from :func:`dptune.analysis._importance.hyperparameter_importance` (importances
-normalised to sum to 1 per evaluator) and :func:`dptune.analysis._importance.dp_dominance`.
+The numbers come from :func:`dptune.analysis.importance.study.hyperparameter_importance` (importances
+normalised to sum to 1 per evaluator) and :func:`dptune.analysis.importance.study.dp_dominance`.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dptune.analysis._importance import EVALUATOR_NAMES, EVALUATORS, dp_dominance
-from dptune.analysis._options import MIN_PAIRS
+from dptune.analysis.importance.study import EVALUATOR_NAMES, EVALUATORS, dp_dominance
+from dptune.analysis.options import MIN_PAIRS
 from dptune.report._format import display_value, ordered_metrics
 from dptune.report._sections import option
 from dptune.report._table import Block, Cell

@@ -1,6 +1,6 @@
 """Input checks of the report: the columns each table needs, clean key dtypes, the DP scopes.
 
-The report reads DataFrames only (the analysis' output contract, :mod:`dptune.analysis._dp`);
+The report reads DataFrames only (the analysis' output contract, :mod:`dptune.analysis.dp.engine`);
 a missing column or a duplicated key is a one-line input error (:func:`dptune.errors.input_error`).
 """
 
@@ -10,8 +10,8 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from dptune.analysis._dp import CURVES_COLUMNS, DP_COLUMNS
-from dptune.analysis._robust import REFERENCE_P
+from dptune.analysis.dp.engine import CURVES_COLUMNS, DP_COLUMNS
+from dptune.analysis.dp.scale import REFERENCE_P
 from dptune.errors import input_error
 
 __all__ = [

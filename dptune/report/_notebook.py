@@ -12,7 +12,7 @@ import base64
 import html
 from typing import Any
 
-from dptune.analysis._options import DEFAULT_FAMILIES
+from dptune.analysis.options import DEFAULT_FAMILIES
 from dptune.report._figures import dp_figure, dp_figure_caption, palette_png
 from dptune.report._verdict import verdict_section
 from dptune.vocab import display_metric

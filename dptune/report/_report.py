@@ -26,7 +26,7 @@ from typing import Any
 import pandas as pd
 
 from dptune._atomic import write_bytes
-from dptune.analysis._options import DEFAULT_FAMILIES, MIN_PAIRS
+from dptune.analysis.options import DEFAULT_FAMILIES, MIN_PAIRS
 from dptune.errors import input_error
 from dptune.report._document import (
     INTRO,
@@ -151,8 +151,8 @@ class Report:
         noise = None
         if result.noise_floor is not None and not result.noise_floor.empty:
             noise = result.noise_curves[["algorithm", "cutoff", "metric", "position", "mean"]]
-        from dptune.analysis._result import DATA_FILES
-        from dptune.analysis._selection import no_dp_reason
+        from dptune.analysis.result import DATA_FILES
+        from dptune.analysis.selection import no_dp_reason
 
         without_dp = dict(result.without_dp)
         with_dp = set(result.dp["algorithm"])
@@ -222,7 +222,7 @@ class Report:
         analysis.
 
         Args:
-            dp: DP rows from :func:`dptune.analysis._dp.analyze` (scopes ``all``, ``<h>=<v>``,
+            dp: DP rows from :func:`dptune.analysis.dp.engine.analyze` (scopes ``all``, ``<h>=<v>``,
                 ``only:<h>``).
             curves: averaged p-value curves (``algorithm, scope, metric, cutoff, position, mean, sd``).
             datasets: Table 1 statistics (``dataset, users, items, ratings, sparsity`` as a fraction).

@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from dptune.analysis._options import value_pairs_of
+from dptune.analysis.options import value_pairs_of
 from dptune.data._fetch import portable_path
 from dptune.report._format import display_value, ordered_metrics
 from dptune.report._settings import PAIRS_SETTING, VALUE_PAIRS_SETTING
@@ -153,9 +153,9 @@ def noise_section(store: Any, result: Any) -> str:
     """The A/A noise-floor section: set-up, DP beside DP_floor per metric@N, flagged metrics.
 
     ``DP_floor = P x mean A/A p-value``; a metric is flagged when DP (or its whole bootstrap
-    interval) is not below its floor (:func:`dptune.analysis._noise.compare_with_floor`).
+    interval) is not below its floor (:func:`dptune.analysis.noise.compare_with_floor`).
     """
-    from dptune.analysis._noise import deterministic_algorithms, is_stochastic
+    from dptune.analysis.noise import deterministic_algorithms, is_stochastic
 
     man = result.manifest
     opts = result.options

@@ -8,7 +8,7 @@ import math
 
 import pandas as pd
 
-from dptune.analysis._verdict import Families, family_groups, family_judge
+from dptune.analysis.verdict.rules import Families, family_groups, family_judge
 from dptune.report._format import (
     MISSING,
     display_params,
@@ -84,7 +84,7 @@ def selection_sentences(
     validation) by the most discriminative metric -- the verdict's recommendation when
     ``verdict`` has the row, else the lowest DP by the verdict's tie rule -- with the one chosen
     by the least discriminative metric of the same family, by their test value of the family's
-    judge (:func:`dptune.analysis._verdict.family_judge`; the primary metric without families)
+    judge (:func:`dptune.analysis.verdict.rules.family_judge`; the primary metric without families)
     when known, else each one's own test value. States numbers only.
     """
     from dptune.report._tables import _table4_pick, _verdict_row

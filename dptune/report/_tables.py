@@ -22,8 +22,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from dptune.analysis._options import MIN_PAIRS
-from dptune.analysis._verdict import Families, family_groups, order_metrics
+from dptune.analysis.options import MIN_PAIRS
+from dptune.analysis.verdict.rules import Families, family_groups, order_metrics
 from dptune.report._format import (
     MISSING,
     display_value,
@@ -63,7 +63,7 @@ def _no_evidence(values: pd.DataFrame) -> pd.Series:
 
 def best_worst(values: pd.DataFrame) -> tuple[pd.Series, pd.Series] | None:
     """Best (lowest DP) and worst (highest DP) rows of one (algorithm, cutoff), by the verdict's
-    tie rule (:func:`dptune.analysis._verdict.order_metrics`: equal DP in
+    tie rule (:func:`dptune.analysis.verdict.rules.order_metrics`: equal DP in
     :data:`dptune.vocab.METRICS` order). The best is a metric with evidence (not every p-value
     1); None when no metric has evidence. The rows carry ``dp25``/``dp25_plus_sd``
     (:func:`per_25`)."""

@@ -1,7 +1,7 @@
 """The verdict section, first in report.md and alone in verdict.md: which metric to tune with.
 
 Renders the verdict frame of the analysis (one row per algorithm, cutoff and family of metrics,
-computed by :mod:`dptune.analysis._verdict`) generically: its ``text`` column as sentences a
+computed by :mod:`dptune.analysis.verdict.rules`) generically: its ``text`` column as sentences a
 researcher can paste, then a table of the columns it knows (family, recommended metric, robust
 DP per 25 pairs with its interval, the metrics less discriminative, tied or not below the noise floor, the
 dominant hyperparameter), then the DP figure of each cutoff when the report has one. Metric lists are ``;``-joined keys in the frame and display names here; columns

@@ -6,7 +6,7 @@ that configuration trained with several seeds (columns of ``per_user.parquet`` p
 atomically (temporary file, fsync, rename); its ``dptune`` key-value metadata records the seeds,
 timings and per-seed means. ``noise_trials.csv`` lists every run. The sweep writes the parts
 (:func:`dptune.sweeper.run_noise_floor`), the analysis reads them
-(:func:`dptune.analysis.noise_floor_table`). Which algorithms get a floor
+(:func:`dptune.analysis.noise.noise_floor_table`). Which algorithms get a floor
 (:func:`is_stochastic`) and which configurations (:func:`rank_configs`) are decided here, from
 the store, so that both stages agree.
 """

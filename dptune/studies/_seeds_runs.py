@@ -29,7 +29,7 @@ import pandas as pd
 
 from dptune._atomic import atomic_path
 from dptune._parallel import run_parallel
-from dptune.analysis import _dp as dpmod
+from dptune.analysis.dp import engine as dpmod
 from dptune.config import Experiment
 from dptune.data._dataset import load_dataset
 from dptune.data._split import kfold_labels, random_holdout
@@ -290,7 +290,7 @@ def grid_rows(p: SeedPlan, index: int, dataset: str) -> pd.DataFrame:
     """Best configuration and DP of every metric@N of one seed's grid store.
 
     Best = highest mean over the CV folds (``ResultStore.best_configs``); DP from
-    :func:`dptune.analysis._dp.analyze` with the experiment's pairs, analysis seed and test
+    :func:`dptune.analysis.dp.engine.analyze` with the experiment's pairs, analysis seed and test
     (scope ``all``); ``dp_rank`` = rank of the metric's DP among the metrics of its cutoff
     (1 = lowest DP = most discriminative, ties share the lower rank).
     """

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dptune.analysis import _stats as stats
+from dptune.analysis.dp import paired_tests as stats
 from dptune.config import Experiment, load_experiment
 from dptune.errors import input_error
 from dptune.report import save_figure

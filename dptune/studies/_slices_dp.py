@@ -2,7 +2,7 @@
 
 DP per slice uses the main analysis's pairs (``pairs.csv`` of the reports directory when given,
 else ``dp.sample_pairs(config ids, P, dp.scope_seed(analysis seed, "all"))``, exactly what
-:func:`dptune.analysis._dp.analyze` samples for scope ``all``); per fold the store's
+:func:`dptune.analysis.dp.engine.analyze` samples for scope ``all``); per fold the store's
 ``read_matrix`` slice is restricted to the slice's users, each pair tested, the fold's p-values
 sorted decreasingly and the folds' curves averaged; DP = the sum of the averaged curve. Metrics
 per slice are those of one configuration, pooled over (fold, user) observations, with the
@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dptune.analysis import _dp as dpmod
-from dptune.analysis import _stats as stats
+from dptune.analysis.dp import engine as dpmod
+from dptune.analysis.dp import paired_tests as stats
 from dptune.errors import input_error
 from dptune.vocab import fold_key
 
@@ -52,7 +52,7 @@ def slice_dp(store: Any, algorithm: str, pairs: np.ndarray,
     For fold ``f`` and slice ``s`` with users ``U_{s,f}``: ``(users, V) = store.read_matrix(
     algorithm, metric, N, f, ids)`` (``ids`` = the pairs' configurations), columns restricted to
     ``users in U_{s,f}``; ``p_k = paired test(V[a_k], V[b_k])`` for every pair ``k``; the fold's
-    curve is ``sort_desc(p)``; :func:`dptune.analysis._dp.summarize_curves` over the folds gives
+    curve is ``sort_desc(p)``; :func:`dptune.analysis.dp.curves.summarize_curves` over the folds gives
     ``DP = sum_i mean_f curve_f[i]`` and ``DP +- sd``. ``sakai`` = mean over folds of the fraction
     of pairs with ``p < alpha``. Folds are the union of the slices' fold keys; a slice with
     fewer than 2 users in a fold gets ``p = 1`` there (no test can reject).

@@ -16,7 +16,7 @@ import pytest
 from scipy import stats as sps
 
 from dptune._api import analyze_results
-from dptune.analysis._options import AnalysisOptions
+from dptune.analysis.options import AnalysisOptions
 from dptune.cli import main
 from dptune.config import parse_experiment
 from dptune.errors import DptuneError

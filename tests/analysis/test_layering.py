@@ -1,16 +1,29 @@
 """The analysis computes, the report writes: no module of dptune.analysis imports dptune.report
 (nor the sweep, which runs before it). The one exception: the notebook display hooks
-(``_repr_html_``, ``_repr_markdown_``) of the result, which hand it to the report to render."""
+(``_repr_html_``, ``_repr_markdown_``) of the result, which hand it to the report to render.
+
+Inside the analysis the concepts are layered one way: the DP estimator (``dp/``) reads only the
+options and the result's data files outside itself, importance (``importance/``) nothing of the
+analysis, the verdict (``verdict/``) the DP estimator, importance and the options; the
+top-level modules (pipeline, route, noise, selection, ...) glue them. Lazy imports count."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
-import dptune.analysis
+import dptune
 
 FORBIDDEN = ("dptune.report", "dptune.sweeper", "dptune.cli", "dptune._api")
 
+ROOT = Path(dptune.__file__).parent / "analysis"
+
+#: Per concept folder: the modules of dptune.analysis it may import outside itself.
+ALLOWED = {
+    "dp": ("dptune.analysis.options", "dptune.analysis.result"),
+    "importance": (),
+    "verdict": ("dptune.analysis.options", "dptune.analysis.dp", "dptune.analysis.importance"),
+}
 
 #: Methods that may import the report lazily: a result shown in a notebook is rendered by it.
 DISPLAY_HOOKS = ("_repr_html_", "_repr_markdown_")
@@ -26,13 +39,41 @@ def _imports(path: Path) -> list[str]:
             continue
         if isinstance(node, ast.Import):
             names += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module == "dptune.analysis":
+            # ``from dptune.analysis import noise``: the module imported is the name
+            names += [f"dptune.analysis.{a.name}" for a in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module:
             names.append(node.module)
     return names
 
 
+def _modules() -> list[Path]:
+    return sorted(ROOT.rglob("*.py"))
+
+
+def _within(name: str, prefix: str) -> bool:
+    return name == prefix or name.startswith(prefix + ".")
+
+
+def test_the_layout_is_by_concept():
+    folders = {p.parent.name for p in _modules() if p.parent != ROOT}
+    assert folders == set(ALLOWED)
+    assert len(_modules()) > 20
+
+
 def test_analysis_never_imports_the_report_or_the_sweep():
-    root = Path(dptune.analysis.__file__).parent
-    bad = {p.name: n for p in root.glob("*.py") for n in _imports(p)
+    bad = {str(p.relative_to(ROOT)): n for p in _modules() for n in _imports(p)
            if n.startswith(FORBIDDEN)}
+    assert not bad, bad
+
+
+def test_the_concepts_are_layered_one_way():
+    bad = []
+    for folder, allowed in ALLOWED.items():
+        own = f"dptune.analysis.{folder}"
+        for p in sorted((ROOT / folder).rglob("*.py")):
+            for n in _imports(p):
+                if _within(n, "dptune.analysis") and not (
+                        _within(n, own) or any(_within(n, a) for a in allowed)):
+                    bad.append(f"{folder}/{p.name} imports {n}")
     assert not bad, bad

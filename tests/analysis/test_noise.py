@@ -1,4 +1,4 @@
-"""Tests of dptune.noise: A/A p-values, curve resampling, DP_floor, the flag, the crash-safe
+"""Tests of dptune.analysis.noise: A/A p-values, curve resampling, DP_floor, the flag, the crash-safe
 parts of the noise floor, real training through run_noise_floor, and calibration.
 
 Calibration: the t-test A/A p-values must be U(0, 1) when the null is exactly true. The fast
@@ -19,9 +19,9 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from dptune.analysis import _dp as dp
-from dptune.analysis import _noise as noise
-from dptune.analysis import _stats as stats
+from dptune.analysis import noise as noise
+from dptune.analysis.dp import engine as dp
+from dptune.analysis.dp import paired_tests as stats
 from dptune.errors import DptuneError
 from dptune.store import _noise_parts as parts
 from dptune.store._store import ResultStore, UnitResult

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dptune.analysis import _options
-from dptune.analysis._options import AnalysisOptions, validate_options
+from dptune.analysis import options as options_module
+from dptune.analysis.options import AnalysisOptions, validate_options
 from dptune.config import parse_experiment
 from dptune.errors import DptuneError
 
@@ -110,7 +110,7 @@ def test_replace_validates_and_the_experiment_holds_options():
 
 
 def test_docstring_examples():
-    assert doctest.testmod(_options, raise_on_error=False).failed == 0
+    assert doctest.testmod(options_module, raise_on_error=False).failed == 0
 
 
 def test_families_and_min_pairs():

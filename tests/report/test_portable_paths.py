@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from dptune.analysis._options import AnalysisOptions
+from dptune.analysis.options import AnalysisOptions
 from dptune.data._fetch import portable_path
 from dptune.report._sections import experiment_settings
 

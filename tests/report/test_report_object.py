@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 from conftest import write_experiment
 
-from dptune.analysis._result import AnalysisResult
+from dptune.analysis.result import AnalysisResult
 from dptune.cli import main
 from dptune.report import Report
 from dptune.store._store import ResultStore
@@ -144,8 +144,8 @@ def test_analysis_result_shows_the_verdict_and_the_dp_figure_in_a_notebook():
     import numpy as np
     import pandas as pd
 
-    from dptune.analysis._result import AnalysisResult
-    from dptune.analysis._verdict import verdict_frame
+    from dptune.analysis.result import AnalysisResult
+    from dptune.analysis.verdict.rules import verdict_frame
 
     robust = pd.DataFrame([{"algorithm": "knn", "metric": m, "cutoff": 10, "mean_p": p,
                             "dp_at_25": 25 * p, "ci_low": 25 * p * 0.5, "ci_high": 25 * p * 1.5,

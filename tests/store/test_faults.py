@@ -240,8 +240,8 @@ def test_status_lists_damaged_parts(pristine, tmp_path, capsys):
 
 def _dp(root: Path) -> pd.DataFrame:
     """The rows of ``dp.csv`` of a store (the analysis without writing the report)."""
-    from dptune.analysis._analyze import analyze
-    from dptune.analysis._options import AnalysisOptions
+    from dptune.analysis.options import AnalysisOptions
+    from dptune.analysis.pipeline import analyze
     from dptune.store._store import ResultStore
 
     store = ResultStore(root)

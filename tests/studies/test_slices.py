@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dptune.studies as slices
-from dptune.analysis import _dp as dp
-from dptune.analysis import _stats as stats
+from dptune.analysis.dp import engine as dp
+from dptune.analysis.dp import paired_tests as stats
 from dptune.cli import main as _main
 from dptune.errors import DptuneError
 

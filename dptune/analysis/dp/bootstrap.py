@@ -1,0 +1,477 @@
+"""The one bootstrap of the DP estimate: users (in random groups) and, when sampled, pairs.
+
+The estimate (:mod:`dptune.analysis.dp.scale`) is the mean p-value ``pbar`` of P pairs over F
+folds. Its bootstrap replicate ``r`` draws
+
+1. pair weights ``v_r = (v_r1 .. v_rP)``, only when the P pairs are a uniform sample of the
+   ``N > P`` pairs of the grid: with ``c_r ~ Multinomial(P, 1/P)`` (the pairs resampled with
+   replacement; shared by every fold and every metric) ``v_rj = 1 + sqrt(1 - P/N) (c_rj - 1)``
+   (the rescaled bootstrap of a sample drawn without replacement: mean 1, the resampling
+   variance times the finite-population factor ``1 - P/N``, never negative). When every pair
+   is used (``P = N``) the pairs are the parameter's own, not a sample: ``v_rj = 1``;
+2. per fold, user weights: the fold's ``n`` users are put in a random order (a seeded
+   permutation) and cut into ``G = min(n, groups)`` consecutive groups (sizes differ by at most
+   one); the groups get weights ``w_r = (w_r1 .. w_rG) ~ Multinomial(G, 1/G)`` and a user's
+   weight is its group's. With ``G = n`` this is exactly the ordinary bootstrap of the users
+   (each user its own group); with ``G < n`` it resamples blocks of exchangeable users, which
+   keeps the bootstrap's expectation and estimates its spread from ``G`` block sums instead of
+   ``n`` users -- the price of a cost of ``O(P G B)`` instead of ``O(P n B)`` (see
+   ``docs/statistics.md``).
+
+For pair ``j = (a, b)`` with per-user differences ``d_j(u) = x_a(u) - x_b(u)``, ``dbar_j`` their
+mean and ``c_j(u) = d_j(u) - dbar_j``, the group sums ``C1[j, g] = sum_{u in g} c_j(u)`` and
+``C2[j, g] = sum_{u in g} c_j(u)^2`` (one compiled pass over the users, from the raw sums
+``S1 = sum d``, ``S2 = sum d^2``: ``C1 = S1 - |g| dbar``, ``C2 = S2 - 2 dbar S1 + |g| dbar^2``)
+give every replicate at once by two matrix products:
+
+    n*_r = sum_g w_rg |g|,   m_rj = (sum_g w_rg C1[j, g]) / n*_r,   mean*_rj = m_rj + k dbar_j,
+    var*_rj = (sum_g w_rg C2[j, g] - n*_r m_rj^2) / (n*_r - 1),
+    t_rj = mean*_rj / sqrt(var*_rj / n*_r),   p_rj = 2 T_{n-1}.sf(|t_rj|)
+
+(the paired t-test of the weighted users; ``df = n - 1``). ``k`` (:func:`shrink_factor`, one
+per fold and metric) sets the bootstrap world's differences: resampling the users around the
+observed ``dbar_j`` would test pairs whose true differences are the observed ones, which are
+the true ones plus sampling noise -- ``E[t_j^2] = lambda_j^2 + 1`` (``nu / (nu - 2)`` times
+that for Student's t) -- so every pair would look more different than it is, and the spread of
+a p-value depends on how different the pair is (pairs without a difference have uniform
+p-values, the widest spread). The positive-part James-Stein factor ``k^2 = max(0, 1 - P' /
+sum_j t_j^2)`` (with the ``nu`` correction) shrinks all differences together so that their
+total squared size matches the true one on average; with no differences ``k`` is 0 about half
+the time (the bootstrap world then has none), with strong ones ``k`` is close to 1. A pair whose differences are all
+equal (``min d = max d``) has ``p = 1`` in every replicate when they are 0, else 0; a replicate
+whose variance is below ``1e-14 sum_u c_j(u)^2`` likewise (the conventions of
+:func:`dptune.analysis.dp.paired_tests.paired_pvalues`). ``p`` from ``|t|`` uses a table of the exact
+two-sided tail on 4,097 points of ``x = |t| / (1 + |t|)`` in ``[0, 1]`` with linear
+interpolation (absolute error below 1e-6 for every ``t`` and ``df``).
+
+The fold's part of replicate ``r`` is ``(1/P) sum_j v_rj p_rj``; averaged over the folds it is
+``pbar*_r``. Every draw is seeded: pair weights from ``SeedSequence(seed, spawn_key=(0,))``,
+fold ``f``'s user order and group weights from ``SeedSequence(seed, spawn_key=(f + 1,))``;
+metrics with the same users share the draws, so replicates are paired across metrics.
+
+**Interval and ranking** (:func:`interval_replicates`, :func:`dp_interval`,
+:func:`prob_more_discriminative`). ``pbar`` is by definition unbiased for its target
+``theta = E[pbar]`` (the expected mean p-value at these users per fold and these pairs). In the
+bootstrap world the same estimator is ``pbar*`` and its target is ``E*[pbar*]``, estimated by
+the replicates' mean ``pbar-bar*`` -- not ``pbar``: resampling users adds each pair's sampling
+noise a second time, which moves the replicates' location (lower for pairs with a small
+difference). So the bootstrap is read as the law of the error ``pbar* - E*[pbar*]``, on the
+logit scale ``L(x) = log(x / (1 - x))`` where that error is close to symmetric and whatever it
+is, mapping back lands in (0, 1):
+
+    delta_r = L(pbar*_r) - L(pbar-bar*),     pbar°_r = L^{-1}(L(pbar) - delta_r),
+    95% interval = [Q_0.025(pbar°), Q_0.975(pbar°)]
+                 = [L^{-1}(L(pbar) - Q_0.975(delta)), L^{-1}(L(pbar) - Q_0.025(delta))]
+
+(the basic bootstrap interval on the logit scale; ``L`` of values within ``1e-12`` of 0 or 1 is
+taken at ``1e-12`` / ``1 - 1e-12``). ``P(A more discriminative than B) = (1/B) #{r : pbar°_A,r <
+pbar°_B,r}`` over the paired ``pbar°`` (ties count as "not better"). Its coverage is measured
+by :mod:`dptune.analysis.dp.coverage` (``docs/statistics.md``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache
+
+import numpy as np
+from numba import njit, prange
+from scipy import special
+
+from dptune.errors import input_error
+
+__all__ = [
+    "GROUPS",
+    "two_sided_t_pvalue",
+    "fold_draws",
+    "pair_moments",
+    "pair_multiplicities",
+    "pair_weights",
+    "point_pvalues",
+    "shrink_factor",
+    "fold_replicate_means",
+    "bootstrap_mean_p",
+    "interval_replicates",
+    "dp_interval",
+    "prob_more_discriminative",
+]
+
+#: Default number of user groups of the bootstrap (``G = min(n_users, GROUPS)``).
+GROUPS = 64
+
+_TABLE = 1 << 12
+
+
+@lru_cache(maxsize=64)
+def _tail_table(df: int) -> np.ndarray:
+    """Two-sided p ``2 T_df.sf(t)`` at ``t = x / (1 - x)``, ``x = k / 4096`` (x = 1: p = 0)."""
+    x = np.arange(_TABLE + 1) / _TABLE
+    with np.errstate(divide="ignore"):
+        t = x / (1.0 - x)
+    p = 2.0 * special.stdtr(df, -t)
+    p[-1] = 0.0
+    return p
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _table_p(t: float, table: np.ndarray) -> float:
+    a = abs(t)
+    x = a / (1.0 + a) * (table.shape[0] - 1)
+    i = int(x)
+    if i >= table.shape[0] - 1:
+        return table[table.shape[0] - 1]
+    f = x - i
+    return table[i] + f * (table[i + 1] - table[i])
+
+
+@njit(cache=True, nogil=True)
+def _table_p_array(t: np.ndarray, table: np.ndarray, out: np.ndarray) -> None:
+    for i in range(t.shape[0]):
+        out[i] = _table_p(t[i], table) if t[i] == t[i] else np.nan
+
+
+def two_sided_t_pvalue(t: np.ndarray, df: int) -> np.ndarray:
+    """``2 T_df.sf(|t|)`` (Student t, ``df >= 1``) by the interpolated table (error < 1e-6)."""
+    if int(df) < 1:
+        raise input_error("bootstrap", "df", f"must be >= 1, got {df}")
+    arr = np.ascontiguousarray(np.asarray(t, dtype=np.float64))
+    out = np.empty(arr.size)
+    _table_p_array(arr.ravel(), _tail_table(int(df)), out)
+    return out.reshape(arr.shape)
+
+
+def fold_draws(n: int, n_boot: int, seed: int, fold_index: int,
+               groups: int = GROUPS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(perm, starts, weights)`` of one fold: a random order of the ``n`` users, the group
+    boundaries ``starts`` (``G + 1`` positions in that order, ``starts[g] = floor(g n / G)``) and
+    the ``(B, G)`` group weights, ``Multinomial(G, 1/G)`` rows; seeded by
+    ``SeedSequence(seed, spawn_key=(fold_index + 1,))``."""
+    rng = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(int(fold_index) + 1,)))
+    n = int(n)
+    g = max(1, min(n, int(groups)))
+    perm = rng.permutation(n).astype(np.int64)
+    starts = (np.arange(g + 1, dtype=np.int64) * n) // g
+    w = rng.multinomial(g, np.full(g, 1.0 / g), size=int(n_boot)).astype(np.float64)
+    return perm, starts, w
+
+
+def pair_multiplicities(n_boot: int, n_pairs: int, seed: int) -> np.ndarray:
+    """``(B, P)`` multiplicities of the pairs in each replicate: ``Multinomial(P, 1/P)`` rows
+    (``SeedSequence(seed, spawn_key=(0,))``)."""
+    rng = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(0,)))
+    return rng.multinomial(int(n_pairs), np.full(int(n_pairs), 1.0 / n_pairs),
+                           size=int(n_boot)).astype(np.float64)
+
+
+def pair_weights(n_boot: int, n_pairs: int, n_possible: int | None, seed: int) -> np.ndarray:
+    """``(B, P)`` weights of the pairs in each replicate: all 1 when the P pairs are every pair
+    of the grid (``n_possible`` None or ``<= P``: the pairs are fixed), else the rescaled
+    multiplicities ``1 + sqrt(1 - P/N) (c - 1)`` of :func:`pair_multiplicities` (``N =
+    n_possible``; a uniform sample without replacement of P of N pairs)."""
+    n_boot, n_pairs = int(n_boot), int(n_pairs)
+    if n_possible is None or int(n_possible) <= n_pairs:
+        return np.ones((n_boot, n_pairs))
+    scale = np.sqrt(1.0 - n_pairs / int(n_possible))
+    return 1.0 + scale * (pair_multiplicities(n_boot, n_pairs, seed) - 1.0)
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _pair_sums(values, ra, rb, labels, s1, s2, dmin, dmax):  # pragma: no cover - numba
+    for j in prange(ra.shape[0]):  # pairs are independent: one thread per block of pairs
+        a = ra[j]
+        b = rb[j]
+        lo = np.inf
+        hi = -np.inf
+        for g in range(s1.shape[1]):
+            s1[j, g] = 0.0
+            s2[j, g] = 0.0
+        for u in range(values.shape[1]):
+            g = labels[u]
+            if g < 0:
+                continue
+            d = np.float64(values[a, u]) - np.float64(values[b, u])
+            s1[j, g] += d
+            s2[j, g] += d * d
+            if d < lo:
+                lo = d
+            if d > hi:
+                hi = d
+        dmin[j] = lo
+        dmax[j] = hi
+
+
+def pair_moments(values: np.ndarray, rows_a: np.ndarray, rows_b: np.ndarray, perm: np.ndarray,
+                 starts: np.ndarray, columns: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
+    """``(dbar, C1, C2, constant, size)`` of the pairs ``(values[rows_a[j]], values[rows_b[j]])``
+    over the users, grouped by ``perm``/``starts`` (:func:`fold_draws`); ``constant[j]``: every
+    difference equal (then ``C1 = C2 = 0`` exactly); ``size[j] = max_u |d_j(u)|``. ``values`` is
+    ``(configs, users)`` (float32 or float64, read in place); ``columns``: the users used (their
+    column indices, ``starts[-1]`` of them), None = every column."""
+    v = values if values.flags.c_contiguous else np.ascontiguousarray(values)
+    ra = np.ascontiguousarray(rows_a, dtype=np.int64)
+    rb = np.ascontiguousarray(rows_b, dtype=np.int64)
+    n_p, g = len(ra), len(starts) - 1
+    sizes = np.diff(starts).astype(np.float64)
+    cols = np.arange(v.shape[1]) if columns is None else np.asarray(columns)
+    labels = np.full(v.shape[1], -1, dtype=np.int64)
+    labels[cols[np.asarray(perm)]] = np.repeat(np.arange(g), np.diff(starts))
+    s1, s2 = np.empty((n_p, g)), np.empty((n_p, g))
+    dmin, dmax = np.empty(n_p), np.empty(n_p)
+    _pair_sums(v, ra, rb, labels, s1, s2, dmin, dmax)
+    n = float(sizes.sum())
+    dbar = s1.sum(axis=1) / n
+    c1 = s1 - dbar[:, None] * sizes
+    c2 = np.maximum(s2 - 2.0 * dbar[:, None] * s1 + (dbar * dbar)[:, None] * sizes, 0.0)
+    constant = dmin == dmax
+    c1[constant] = 0.0
+    c2[constant] = 0.0
+    dbar[constant] = dmin[constant]
+    return dbar, c1, c2, constant, np.maximum(np.abs(dmin), np.abs(dmax))
+
+
+def point_pvalues(dbar: np.ndarray, c2: np.ndarray, constant: np.ndarray, n: int) -> np.ndarray:
+    """The paired t-test p-value of each pair on all its users from :func:`pair_moments`:
+    ``t = dbar / sqrt(s^2 / n)``, ``s^2 = sum_g C2 / (n - 1)``, ``p = 2 T_{n-1}.sf(|t|)`` (exact,
+    scipy); constant differences: 1 when 0, else 0; ``n < 2``: 1."""
+    if n < 2:
+        return np.ones(len(dbar))
+    var = c2.sum(axis=1) / (n - 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = dbar / np.sqrt(var / n)
+    p = 2.0 * special.stdtr(n - 1, -np.abs(t))
+    p = np.where(constant | (var <= 0.0), np.where(dbar == 0.0, 1.0, 0.0), p)
+    return np.clip(p, 0.0, 1.0)
+
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _pair_sums_one(values, ra, rb, cols, s1, s2, dmin, dmax):  # pragma: no cover - numba
+    for j in prange(ra.shape[0]):  # one group: the sums stay in registers
+        a = ra[j]
+        b = rb[j]
+        t1 = 0.0
+        t2 = 0.0
+        lo = np.inf
+        hi = -np.inf
+        for k in range(cols.shape[0]):
+            u = cols[k]
+            d = np.float64(values[a, u]) - np.float64(values[b, u])
+            t1 += d
+            t2 += d * d
+            lo = min(lo, d)
+            hi = max(hi, d)
+        s1[j] = t1
+        s2[j] = t2
+        dmin[j] = lo
+        dmax[j] = hi
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _pair_sums_dense(values, ra, rb, s1, s2, dmin, dmax):  # pragma: no cover - numba
+    # every column, in order: the same sums as _pair_sums_one with cols = 0..n-1, bit for bit,
+    # without the index load per user
+    n = values.shape[1]
+    for j in prange(ra.shape[0]):
+        x = values[ra[j]]
+        y = values[rb[j]]
+        t1 = 0.0
+        t2 = 0.0
+        lo = np.inf
+        hi = -np.inf
+        for u in range(n):
+            d = np.float64(x[u]) - np.float64(y[u])
+            t1 += d
+            t2 += d * d
+            lo = min(lo, d)
+            hi = max(hi, d)
+        s1[j] = t1
+        s2[j] = t2
+        dmin[j] = lo
+        dmax[j] = hi
+
+
+def ttest_pvalues(values: np.ndarray, rows_a: np.ndarray, rows_b: np.ndarray,
+                  n: int | None = None, columns: np.ndarray | None = None) -> np.ndarray:
+    """The paired t-test p-value of each pair ``(values[rows_a[j]], values[rows_b[j]])`` on all
+    ``n`` users (``columns``: the users used, None = every column of ``values``): the one
+    t-test of the tables and of the robust DP. One pass of compiled pair sums over the users
+    in column order (the sums of :func:`pair_moments` with one group, bit for bit, a test
+    checks; kept in registers, about 3x faster), then :func:`point_pvalues`; the per-user
+    differences are never materialised. Equals
+    :func:`dptune.analysis.dp.paired_tests.paired_pvalues` with ``test="t"`` to rounding. ``n < 2``:
+    every p-value 1."""
+    v = values if values.flags.c_contiguous else np.ascontiguousarray(values)
+    cols = None if columns is None else np.sort(np.asarray(columns, dtype=np.int64))
+    n = (v.shape[1] if cols is None else len(cols)) if n is None else int(n)
+    if n < 2:
+        return np.ones(len(rows_a))
+    ra = np.ascontiguousarray(rows_a, dtype=np.int64)
+    rb = np.ascontiguousarray(rows_b, dtype=np.int64)
+    s1, s2, dmin, dmax = (np.empty(len(ra)) for _ in range(4))
+    if cols is None:
+        _pair_sums_dense(v, ra, rb, s1, s2, dmin, dmax)
+    else:
+        _pair_sums_one(v, ra, rb, cols, s1, s2, dmin, dmax)
+    dbar = s1 / float(n)
+    c2 = np.maximum(s2 - 2.0 * dbar * s1 + (dbar * dbar) * float(n), 0.0)
+    constant = dmin == dmax
+    c2[constant] = 0.0
+    dbar[constant] = dmin[constant]
+    return point_pvalues(dbar, c2[:, None], constant, n)
+
+@njit(cache=True, nogil=True, error_model="numpy", parallel=True)
+def _replicate_sums(s1w, s2w, nstar, dbar, c2tot, size, constant, mult, table,
+                    out):  # pragma: no cover - numba
+    n_boot, n_pairs = s1w.shape
+    for r in prange(n_boot):  # replicates are independent: each thread owns its out[r]
+        acc = 0.0
+        ns = nstar[r]
+        for j in range(n_pairs):
+            c = mult[r, j]
+            if c == 0.0:
+                continue
+            if constant[j]:
+                p = 1.0 if dbar[j] == 0.0 else 0.0
+            else:
+                m = s1w[r, j] / ns
+                var = (s2w[r, j] - ns * m * m) / (ns - 1.0)
+                mean = m + dbar[j]
+                if var <= 1e-14 * c2tot[j]:
+                    p = 1.0 if abs(mean) <= 1e-9 * size[j] else 0.0
+                else:
+                    p = _table_p(mean / np.sqrt(var / ns), table)
+            acc += c * p
+        out[r] = acc
+
+
+def shrink_factor(dbar: np.ndarray, c2: np.ndarray, constant: np.ndarray, n: int) -> float:
+    """The common factor ``k`` by which the bootstrap world's pair differences are shrunk:
+    ``k^2 = max(0, 1 - P' / (sum_j t_j^2 (nu - 2) / nu))`` over the ``P'`` pairs whose
+    differences are not constant (``t_j`` the paired t statistic, ``nu = n - 1``; ``k = 1``
+    when ``nu <= 2`` or no pair varies). ``sum_j t_j^2 (nu - 2) / nu`` estimates
+    ``sum_j lambda_j^2 + P'`` (``lambda_j`` the pair's standardised true difference), so
+    ``k^2 sum_j t_j^2`` matches ``sum_j lambda_j^2`` on average (module docstring)."""
+    free = ~np.asarray(constant, dtype=bool)
+    nu = n - 1
+    if nu <= 2 or not free.any():
+        return 1.0
+    var = c2[free].sum(axis=1) / nu
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t2 = dbar[free] ** 2 / (var / n)
+    t2 = t2[np.isfinite(t2)]
+    total = float(t2.sum()) * (nu - 2) / nu
+    if not total > 0.0:
+        return 0.0
+    return float(np.sqrt(max(0.0, 1.0 - free.sum() / total)))
+
+
+def fold_replicate_means(values: np.ndarray, rows_a: np.ndarray, rows_b: np.ndarray,
+                         weights_pairs: np.ndarray, perm: np.ndarray, starts: np.ndarray,
+                         weights: np.ndarray,
+                         columns: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """One fold and metric: ``(p, reps)`` with ``p`` the P point p-values
+    (:func:`point_pvalues`) and ``reps[r] = (1/P) sum_j v_rj p_rj`` the fold's part of every
+    replicate (``weights_pairs`` ``(B, P)``: :func:`pair_weights`; ``perm``/``starts``/``weights`` from
+    :func:`fold_draws` for this fold's ``n`` users: the columns of ``values``, or ``columns``).
+
+    The two products run in float32 (the sums are of centred values; relative error about 1e-7,
+    far below the table's 1e-6 on p)."""
+    n = int(starts[-1])
+    n_boot, n_pairs = weights_pairs.shape
+    if n < 2:  # no variance estimate: p = 1 for every pair (dptune's convention)
+        return np.ones(n_pairs), np.ones(n_boot)
+    dbar, c1, c2, constant, size = pair_moments(values, rows_a, rows_b, perm, starts, columns)
+    p = point_pvalues(dbar, c2, constant, n)
+    w = np.asarray(weights, dtype=np.float32)
+    nstar = np.asarray(weights, dtype=np.float64) @ np.diff(starts).astype(np.float64)
+    s1w = w @ c1.T.astype(np.float32)  # (B, P)
+    s2w = w @ c2.T.astype(np.float32)
+    out = np.zeros(n_boot)
+    centre = np.where(constant, dbar, dbar * shrink_factor(dbar, c2, constant, n))
+    _replicate_sums(s1w, s2w, nstar, centre, c2.sum(axis=1), size, constant,
+                    np.ascontiguousarray(weights_pairs, dtype=np.float64), _tail_table(n - 1),
+                    out)
+    return p, out / n_pairs
+
+
+def bootstrap_mean_p(diffs: Sequence[np.ndarray], n_boot: int = 1000, seed: int = 0,
+                     groups: int = GROUPS, n_possible: int | None = None) -> np.ndarray:
+    """Bootstrap replicates ``pbar*_r`` of the mean p-value over folds and pairs.
+
+    ``diffs[f]`` holds fold ``f``'s per-user differences of the P pairs, ``(P, n_f)`` or
+    ``(M, P, n_f)`` for M metrics on the same users (the draws are shared by the metrics).
+    ``pbar*_r = (1/F) sum_f (1/P) sum_j v_rj p_{r,f,j}`` (``v``: :func:`pair_weights`; the
+    pairs are resampled only when ``n_possible`` says they are a sample of more); returns
+    ``(B,)`` or ``(M, B)``.
+    """
+    if isinstance(n_boot, bool) or int(n_boot) < 1:
+        raise input_error("bootstrap", "n_boot", f"must be an integer >= 1, got {n_boot!r}")
+    if int(groups) < 1:
+        raise input_error("bootstrap", "groups", f"must be an integer >= 1, got {groups!r}")
+    if len(diffs) == 0:
+        raise input_error("bootstrap", "diffs", "need at least one fold")
+    arrs = [np.asarray(x, dtype=np.float64) for x in diffs]
+    squeeze = arrs[0].ndim == 2
+    arrs = [x[None] if x.ndim == 2 else x for x in arrs]
+    if len({x.shape[:2] for x in arrs}) != 1 or arrs[0].shape[1] == 0:
+        raise input_error("bootstrap", "diffs", "every fold needs the same, non-zero (metrics, pairs)")
+    n_metrics, n_pairs = arrs[0].shape[:2]
+    mult = pair_weights(n_boot, n_pairs, n_possible, seed)
+    total = np.zeros((n_metrics, int(n_boot)))
+    rows_a, rows_b = np.arange(n_pairs), np.full(n_pairs, n_pairs)  # d_j = d_j - 0
+    for f, d in enumerate(arrs):
+        perm, starts, w = fold_draws(d.shape[2], n_boot, seed, f, groups)
+        for m in range(n_metrics):
+            values = np.vstack([d[m], np.zeros((1, d.shape[2]))])
+            total[m] += fold_replicate_means(values, rows_a, rows_b, mult, perm, starts, w)[1]
+    total /= len(arrs)
+    return total[0] if squeeze else total
+
+
+#: Values within this distance of 0 or 1 are read as that distance on the logit scale.
+LOGIT_EPS = 1e-12
+
+
+def _logit(x: np.ndarray | float) -> np.ndarray:
+    x = np.clip(np.asarray(x, dtype=np.float64), LOGIT_EPS, 1.0 - LOGIT_EPS)
+    return np.log(x) - np.log1p(-x)
+
+
+def interval_replicates(estimate: float, replicates: np.ndarray) -> np.ndarray:
+    """The replicates ``pbar°_r`` from which the interval and the ranking are read:
+    ``L^{-1}(L(pbar) - (L(pbar*_r) - L(mean_r pbar*_r)))`` with ``L`` the logit (module
+    docstring): the bootstrap's error on the logit scale, reflected around the estimate. Every
+    value lies in [0, 1]; ``estimate`` is the point mean p-value, ``replicates`` ``(B,)`` the
+    raw ``pbar*``."""
+    reps = np.asarray(replicates, dtype=np.float64)
+    if reps.ndim != 1 or reps.size == 0 or not np.all(np.isfinite(reps)):
+        raise input_error("bootstrap", "replicates", "need a non-empty 1-D array of finite values")
+    if not 0.0 <= float(estimate) <= 1.0:
+        raise input_error("bootstrap", "estimate", f"must be a mean p-value in [0, 1], got {estimate}")
+    delta = _logit(reps) - _logit(reps.mean())
+    return special.expit(_logit(estimate) - delta)
+
+
+def dp_interval(estimate: float, replicates: np.ndarray,
+                level: float = 0.95) -> tuple[float, float]:
+    """The ``level`` bootstrap interval of the mean p-value: the ``(1 - level)/2`` and ``(1 +
+    level)/2`` quantiles (``numpy.quantile``, linear interpolation) of
+    :func:`interval_replicates` -- the basic bootstrap interval on the logit scale, inside
+    [0, 1] by construction."""
+    if not 0.0 < float(level) < 1.0:
+        raise input_error("bootstrap", "level", f"must be in (0, 1), got {level}")
+    lo, hi = np.quantile(interval_replicates(estimate, replicates),
+                         [(1.0 - level) / 2.0, (1.0 + level) / 2.0])
+    return float(lo), float(hi)
+
+
+def prob_more_discriminative(reps_a: np.ndarray, reps_b: np.ndarray) -> float:
+    """Bootstrap probability that metric A is more discriminative than B (lower mean p):
+    ``(1/B) #{r : a_r < b_r}`` over paired replicates (the same draws of users and pairs; pass
+    :func:`interval_replicates` of each). Ties count as "not better", so ``P(A better) + P(B
+    better) <= 1``."""
+    a = np.asarray(reps_a, dtype=np.float64).ravel()
+    b = np.asarray(reps_b, dtype=np.float64).ravel()
+    if a.shape != b.shape or a.size == 0:
+        raise input_error("bootstrap", "replicates", f"need paired replicates: {a.shape} vs {b.shape}")
+    return float(np.mean(a < b))

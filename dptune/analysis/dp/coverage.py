@@ -1,0 +1,232 @@
+"""Coverage of the DP interval, measured: a Monte Carlo study on synthetic per-user tables.
+
+A *case* is a known population of per-user metric values for ``m`` configurations: user ``u``
+of configuration ``k`` scores
+
+    normal:  x_k(u) = mu_k + b_u + e_ku,                 b_u, e_ku ~ N(0, 1)
+    ranking: x_k(u) = h_ku g_ku,  h_ku ~ Bernoulli(min(1, q_u (1 + mu_k))),
+             q_u ~ Beta(0.5, 2), g_ku ~ Beta(2, 3)        (many zeros, skewed: like nDCG@N)
+
+with ``mu_k = effect * s_k / sqrt(n)``, ``s_k`` evenly spaced in [-1, 1] (``effect = 0``: no
+differences; the pair t statistics grow with ``effect`` whatever the number of users ``n``).
+A *sample* is what the tool sees: ``F`` folds of ``n`` users drawn afresh, the configuration
+pairs (every pair, or ``pairs`` of them sampled uniformly with a fresh seed), and the tool's own
+robust DP with its interval (:class:`dptune.analysis.dp.estimator.RobustPass`: the same code
+that fills ``robust_dp.csv``).
+
+The target is **not** the DP of the whole population: p-values shrink as users are added, so
+the parameter is the expected mean p-value at ``n`` users per fold over the case's pairs,
+
+    theta = E[(1/P) sum_j p_j(n users)]       (every pair of the grid when pairs are sampled),
+
+estimated from ``truth_samples`` fresh single-fold samples (the folds of a sample are
+independent draws, so a fold's expectation is the F-fold one). Its Monte Carlo error,
+``sd(fold mean p) / sqrt(truth_samples)``, is reported beside it and is far below the interval
+widths. Coverage is the share of samples whose interval ``[ci_low, ci_high] / 25`` contains
+``theta``; its Monte Carlo sd is ``sqrt(c (1 - c) / samples)`` (1.5 points at 95% and 200
+samples). Every draw is seeded from ``(seed, case index, sample index)``.
+
+The many tiny bootstraps of a study run on one numba and one BLAS thread
+(:func:`coverage_study`): a parallel kernel's start-up costs more than a fold of a few hundred
+users.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+import pandas as pd
+from scipy import special
+from threadpoolctl import threadpool_limits
+
+from dptune.analysis.dp import scale as rb
+from dptune.analysis.dp.estimator import RobustPass
+from dptune.errors import check_int, input_error
+
+__all__ = ["Case", "COVERAGE_COLUMNS", "FULL_CASES", "FEW_PAIR_CASES", "QUICK_CASES",
+           "true_mean_p", "sample_interval", "coverage", "coverage_study", "documented_study"]
+
+COVERAGE_COLUMNS = ["case", "configs", "pairs", "possible_pairs", "users", "folds", "effect",
+                    "kind", "samples", "truth", "truth_se", "coverage", "coverage_se",
+                    "mean_width", "below", "above", "mean_estimate"]
+
+_KINDS = ("normal", "ranking")
+
+
+@dataclass(frozen=True)
+class Case:
+    """One population and design: ``configs`` configurations, ``users`` users per fold,
+    ``folds`` folds, ``effect`` (spread of the configuration means, module docstring),
+    ``kind`` (``normal`` or ``ranking``) and ``pairs`` (None: every pair; else that many
+    sampled uniformly from the grid's pairs in every sample)."""
+
+    name: str
+    configs: int
+    users: int
+    folds: int
+    effect: float
+    kind: str = "normal"
+    pairs: int | None = None
+
+    def __post_init__(self) -> None:
+        check_int(self.configs, "coverage", "configs", 2)
+        check_int(self.users, "coverage", "users", 3)
+        check_int(self.folds, "coverage", "folds", 1)
+        if self.kind not in _KINDS:
+            raise input_error("coverage", "kind", f"must be one of {_KINDS}, got {self.kind!r}")
+        if not np.isfinite(self.effect) or self.effect < 0:
+            raise input_error("coverage", "effect", f"must be a number >= 0, got {self.effect}")
+        if self.pairs is not None:
+            check_int(self.pairs, "coverage", "pairs", 1)
+
+    @property
+    def possible_pairs(self) -> int:
+        return rb.n_possible_pairs(self.configs)
+
+    @property
+    def n_pairs(self) -> int:
+        return self.possible_pairs if self.pairs is None else min(self.pairs, self.possible_pairs)
+
+    def means(self) -> np.ndarray:
+        """``mu_k`` of the configurations."""
+        return self.effect * np.linspace(-1.0, 1.0, self.configs) / np.sqrt(self.users)
+
+    def draw(self, rng: np.random.Generator, n_tables: int = 1) -> np.ndarray:
+        """``(n_tables, configs, users)`` per-user values of fresh users."""
+        m, n, mu = self.configs, self.users, self.means()
+        if self.kind == "normal":
+            return (mu[None, :, None] + rng.standard_normal((n_tables, 1, n))
+                    + rng.standard_normal((n_tables, m, n)))
+        q = rng.beta(0.5, 2.0, (n_tables, 1, n))
+        hit = rng.random((n_tables, m, n)) < np.minimum(1.0, q * (1.0 + mu[None, :, None]))
+        return hit * rng.beta(2.0, 3.0, (n_tables, m, n))
+
+
+#: The full study: a few-configuration case and a many-pair case (every one of 105 pairs), each
+#: with no, moderate and strong differences, plus a skewed ranking-like metric.
+FULL_CASES = (
+    Case("5 configs, none", 5, 300, 3, 0.0),
+    Case("5 configs, moderate", 5, 300, 3, 2.0),
+    Case("5 configs, strong", 5, 300, 3, 6.0),
+    Case("5 configs, ranking-like, moderate", 5, 300, 3, 2.0, "ranking"),
+    Case("15 configs, none", 15, 500, 5, 0.0),
+    Case("15 configs, moderate", 15, 500, 5, 2.0),
+    Case("15 configs, strong", 15, 500, 5, 6.0),
+    Case("15 configs, 30 of 105 pairs sampled, moderate", 15, 500, 5, 2.0, pairs=30),
+)
+
+#: Where coverage breaks down: very few pairs (every pair of 2, 3 and 4 configurations), and
+#: 10 pairs.
+FEW_PAIR_CASES = tuple(
+    Case(f"{m} configs ({rb.n_possible_pairs(m)} pairs), {label}", m, 300, 3, eff)
+    for m in (2, 3, 4, 5) for label, eff in (("none", 0.0), ("moderate", 2.0), ("strong", 6.0))
+)
+
+#: The default test run's quick variant (one few-configuration and one many-pair case).
+QUICK_CASES = (
+    Case("4 configs, moderate", 4, 150, 3, 2.0),
+    Case("12 configs, moderate", 12, 150, 3, 2.0),
+)
+
+
+def _fold_pvalues(x: np.ndarray, rows_a: np.ndarray, rows_b: np.ndarray) -> np.ndarray:
+    """Paired t-test p-values ``(tables, P)`` of the pairs on every table of ``x``."""
+    d = x[:, rows_a] - x[:, rows_b]
+    n = d.shape[-1]
+    mean = d.mean(axis=-1)
+    sd = d.std(axis=-1, ddof=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = mean / (sd / np.sqrt(n))
+    p = 2.0 * special.stdtr(n - 1, -np.abs(t))
+    return np.where(sd > 0, p, np.where(mean == 0, 1.0, 0.0))
+
+
+def true_mean_p(case: Case, n_samples: int = 4000, seed: int = 0) -> tuple[float, float]:
+    """``(theta, se)``: the expected mean p-value over every pair of the grid at ``case.users``
+    users, from ``n_samples`` fresh folds, and its Monte Carlo standard error."""
+    n_samples = check_int(n_samples, "coverage", "truth_samples", 2)
+    rng = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(10**6,)))
+    ra, rbb = np.triu_indices(case.configs, k=1)
+    chunk = max(1, 2_000_000 // (case.configs * case.users))
+    means = []
+    for start in range(0, n_samples, chunk):
+        x = case.draw(rng, min(chunk, n_samples - start))
+        means.append(_fold_pvalues(x, ra, rbb).mean(axis=1))
+    m = np.concatenate(means)
+    return float(m.mean()), float(m.std(ddof=1) / np.sqrt(len(m)))
+
+
+def sample_interval(case: Case, seed: int, n_boot: int = 1000,
+                    level: float = 0.95) -> tuple[float, float, float]:
+    """One sample of ``case``: ``(mean_p, low, high)`` of the tool's robust DP and its interval
+    on the mean-p scale (``RobustPass``; ``level`` other than 0.95 is not supported by it)."""
+    if level != 0.95:
+        raise input_error("coverage", "level", "the robust table's interval is the 95% one")
+    rng = np.random.default_rng(np.random.SeedSequence(int(seed)))
+    ids = np.arange(case.configs)
+    n_pairs = case.n_pairs
+    rp = RobustPass("sim", ids, case.folds, [("m", 1)], pairs=n_pairs,
+                    bootstrap=int(n_boot), repeats=1, seed=int(rng.integers(2**31)))
+    for f in range(case.folds):
+        x = case.draw(rng)[0]
+
+        def read(metric: str, cutoff: int, config_ids: np.ndarray, x=x):
+            return np.arange(x.shape[1]), x[np.asarray(config_ids)]
+
+        rp.add_fold(f, read)
+    row = rp.result().table.iloc[0]
+    scale = rb.REFERENCE_P
+    return float(row["mean_p"]), float(row["ci_low"]) / scale, float(row["ci_high"]) / scale
+
+
+def coverage(case: Case, samples: int = 200, n_boot: int = 1000, truth_samples: int = 4000,
+             seed: int = 0, case_index: int = 0) -> dict:
+    """One row of :data:`COVERAGE_COLUMNS` for ``case``: ``samples`` intervals against
+    :func:`true_mean_p`; ``below`` / ``above``: shares of intervals wholly below / above the
+    truth."""
+    samples = check_int(samples, "coverage", "samples", 1)
+    theta, se = true_mean_p(case, truth_samples, seed=seed * 1000 + case_index)
+    res = np.array([sample_interval(case, _sample_seed(seed, case_index, s), n_boot)
+                    for s in range(samples)])
+    est, lo, hi = res.T
+    hit = (lo <= theta) & (theta <= hi)
+    c = float(hit.mean())
+    return {"case": case.name, "configs": case.configs, "pairs": case.n_pairs,
+            "possible_pairs": case.possible_pairs, "users": case.users, "folds": case.folds,
+            "effect": case.effect, "kind": case.kind, "samples": samples, "truth": theta,
+            "truth_se": se, "coverage": c, "coverage_se": float(np.sqrt(c * (1 - c) / samples)),
+            "mean_width": float((hi - lo).mean()), "below": float((hi < theta).mean()),
+            "above": float((lo > theta).mean()), "mean_estimate": float(est.mean())}
+
+
+def _sample_seed(seed: int, case_index: int, sample: int) -> int:
+    """A seed per (study seed, case, sample), independent streams."""
+    ss = np.random.SeedSequence(int(seed), spawn_key=(int(case_index), int(sample)))
+    return int(ss.generate_state(1, dtype=np.uint64)[0] >> 1)
+
+
+def coverage_study(cases: Sequence[Case] = FULL_CASES, samples: int = 200, n_boot: int = 1000,
+                   truth_samples: int = 4000, seed: int = 0) -> pd.DataFrame:
+    """:func:`coverage` of every case (one numba thread meanwhile; module docstring)."""
+    threads = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        with threadpool_limits(limits=1, user_api="blas"):
+            rows = [coverage(c, samples, n_boot, truth_samples, seed, i)
+                    for i, c in enumerate(cases)]
+    finally:
+        numba.set_num_threads(threads)
+    return pd.DataFrame(rows, columns=COVERAGE_COLUMNS)
+
+
+def documented_study(cases: Sequence[Case] = FULL_CASES, samples: int = 300,
+                     n_boot: int = 1000, truth_samples: int = 4000,
+                     first_seed: int = 100) -> pd.DataFrame:
+    """The tables of ``docs/statistics.md``: case ``i`` run on its own with seed
+    ``first_seed + i`` (100 for :data:`FULL_CASES` with 300 samples, 200 for
+    :data:`FEW_PAIR_CASES` with 200), so that any case can be rerun alone."""
+    return pd.concat([coverage_study([c], samples, n_boot, truth_samples, first_seed + i)
+                      for i, c in enumerate(cases)], ignore_index=True)

@@ -1,0 +1,102 @@
+"""The analysis of one result store: :func:`analyze` computes every table into an
+:class:`AnalysisResult` (data only; ``dptune.report`` renders it).
+
+Glue only: the DP lives in :mod:`dptune.analysis.dp.engine`, the A/A noise floor in
+:mod:`dptune.analysis.noise`, importance in :mod:`dptune.analysis.importance.study`, the best
+configurations in :mod:`dptune.analysis.selection`. Everything here reads the store; nothing
+reaches back into the sweep, and nothing here writes a report.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dptune.analysis import noise as noisemod
+from dptune.analysis.importance import study as impmod
+from dptune.analysis.options import AnalysisOptions
+from dptune.analysis.result import AnalysisResult
+from dptune.analysis.route import add_verdict, analyze_with_robust
+from dptune.analysis.selection import best_table, datasets_table, no_dp_reason
+from dptune.analysis.subgrid import grid_from_store, write_subgrid
+from dptune.analysis.verdict.rules import family_judges
+from dptune.errors import input_error
+from dptune.store._store import ResultStore
+
+__all__ = ["analyze", "best_table", "grid_from_store",
+           "write_subgrid"]
+
+
+def analyze(store: ResultStore | str | Path, options: AnalysisOptions | None = None,
+            progress: bool = False) -> AnalysisResult:
+    """Analyse a result store: DP of every metric@N, the A/A noise floor, importance, selection.
+
+    ``store`` is a :class:`dptune.ResultStore` or its directory. ``options`` default to the
+    experiment's own ``[analysis]`` settings recorded in the store's manifest
+    (:meth:`AnalysisOptions.resolve`); given options are used as they are, a ``seed`` of
+    ``None`` taking the manifest's analysis seed. Computes (see :class:`AnalysisResult`):
+
+    - ``pairs, pvalues, dp, curves`` by :func:`dptune.analysis.dp.engine.analyze`, every scope on
+      its pairs (every pair up to ``options.pairs``, else a seeded sample of that many); ``dp``
+      also carries DP per 25 pairs and, for scope ``all``, its interval;
+    - with ``noise_seeds > 0`` and noise-floor runs in the store, ``noise_floor`` (DP beside
+      its A/A floor), ``noise_curves``, ``noise_pvalues`` (:mod:`dptune.analysis.noise`);
+    - with ``importance``, the fANOVA / PED-ANOVA ``importance`` table;
+    - ``best`` (the configuration each metric@N picks), ``datasets`` (Table 1's row) and
+      ``without_dp`` (algorithms with no pair of configurations, and why);
+    - on the same ``all`` pairs, the DP table with its bootstrap interval (``robust``), the
+      bootstrap ranking of every stability repeat (``robust_ranking``) and the ``verdict``
+      (:mod:`dptune.analysis.route`).
+
+    A pure function of the store and the options. ``progress`` shows a progress bar.
+
+    Example (``store`` from :func:`dptune.sweep`)::
+
+        res = dptune.analyze(store, dptune.AnalysisOptions(pairs=25, bootstrap=1000))
+        res.dp[res.dp["scope"] == "all"]        # DP per algorithm, metric, cutoff
+    """
+    if isinstance(store, (str, Path)):
+        store = ResultStore(store)
+    if not callable(getattr(store, "manifest", None)):
+        raise input_error("analyze", "store", f"needs a result store or its directory, got "
+                          f"{type(store).__name__} (a per-user table: dptune.discriminative_power)")
+    man = store.manifest()
+    opts = AnalysisOptions.resolve(man) if options is None else options
+    if opts.seed is None:
+        opts = opts.replace(seed=man["seeds"]["analysis"])
+    # the DP of every scope and, on the same `all` pairs and fold reads, its bootstrap
+    analysis, robust = analyze_with_robust(store, opts, man, progress)
+    primary = (opts.primary_metric, opts.primary_cutoff)
+    with_dp = set(analysis.dp["algorithm"])
+    result = AnalysisResult(
+        options=opts, manifest=man, primary=primary, pairs=analysis.pairs,
+        pvalues=analysis.pvalues, dp=analysis.dp, curves=analysis.curves,
+        best=best_table(store, primary, family_judges(opts.families, primary[0])),
+        datasets=datasets_table(man),
+        without_dp={a: no_dp_reason(store, a) for a in store.algorithms() if a not in with_dp},
+    )
+    if opts.noise_seeds > 0:
+        _add_noise_floor(store, result)
+    if opts.importance:
+        result.importance = impmod.hyperparameter_importance(store, cutoff=primary[1],
+                                                             seed=opts.seed)
+    add_verdict(store, result, robust)  # the interval table, its ranking and the verdict
+    return result
+
+
+def _add_noise_floor(store: ResultStore, result: AnalysisResult) -> None:
+    """Fill the noise-floor fields of ``result`` from the store's A/A runs (if any)."""
+    opts = result.options
+    all_dp = result.dp[result.dp["scope"] == "all"]
+    n_pairs = {(a, m, int(c)): int(n) for a, m, c, n in zip(
+        all_dp["algorithm"], all_dp["metric"], all_dp["cutoff"], all_dp["n_pairs"], strict=True)}
+    nf = noisemod.noise_floor_table(
+        store, n_pairs, test=opts.test, max_seeds=opts.noise_seeds,
+        max_configs=opts.noise_configs, primary=result.primary,
+        n_resamples=opts.n_resamples, seed=opts.seed)
+    result.aa_floor = nf.floor
+    result.noise_configs = dict(nf.configs)
+    result.noise_seed_counts = dict(nf.seeds)
+    if not nf.empty:
+        result.noise_floor = noisemod.compare_with_floor(result.dp, nf.floor)
+        result.noise_curves = nf.curves
+        result.noise_pvalues = nf.pvalues

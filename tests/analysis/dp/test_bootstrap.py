@@ -1,0 +1,142 @@
+"""Bootstrap of the robust DP (dptune.analysis.dp.bootstrap): exactness against the user bootstrap,
+the fast t tail, and a known answer (a metric that is a noisy copy of another)."""
+
+import numpy as np
+import pytest
+from scipy import stats as st
+
+from dptune.analysis.dp import bootstrap as rs
+from dptune.analysis.dp.paired_tests import index_counts, resampled_ttest_pvalues
+from dptune.errors import DptuneError
+
+
+@pytest.mark.parametrize("df", [1, 3, 29, 5499])
+def test_two_sided_t_pvalue_matches_scipy(df):
+    t = np.concatenate([np.linspace(-70, 70, 20001), [0.0, 1e-9, 63.99, 64.0, 500.0]])
+    exact = 2.0 * st.t.sf(np.abs(t), df)
+    assert np.max(np.abs(rs.two_sided_t_pvalue(t, df) - exact)) < 1e-6
+    assert np.isnan(rs.two_sided_t_pvalue(np.array([np.nan]), df)[0])
+    with pytest.raises(DptuneError, match="df"):
+        rs.two_sided_t_pvalue(t, 0)
+
+
+def test_fold_draws_balanced_and_seeded():
+    perm, starts, w = rs.fold_draws(1000, 30, seed=4, fold_index=2, groups=128)
+    assert sorted(perm) == list(range(1000)) and starts[0] == 0 and starts[-1] == 1000
+    sizes = np.diff(starts)
+    assert len(sizes) == 128 and sizes.max() - sizes.min() <= 1
+    assert w.shape == (30, 128) and np.all(w.sum(axis=1) == 128)
+    again = rs.fold_draws(1000, 30, seed=4, fold_index=2, groups=128)
+    assert all(np.array_equal(x, y) for x, y in zip((perm, starts, w), again, strict=True))
+    assert not np.array_equal(perm, rs.fold_draws(1000, 30, seed=4, fold_index=3)[0])
+    assert len(rs.fold_draws(50, 3, 0, 0, groups=128)[1]) == 51
+
+
+def test_one_user_per_group_is_the_exact_user_bootstrap():
+    rng = np.random.default_rng(3)
+    n, P, B = 40, 7, 50
+    d = rng.normal(0.05, 0.3, size=(P, n))
+    d[0] = 0.0  # all-zero pair: p = 1 in every replicate
+    d[1] = 0.2  # constant non-zero pair: p = 0
+    values = np.vstack([d, np.zeros((1, n))])
+    ra, rb = np.arange(P), np.full(P, P)
+    perm, starts, w = rs.fold_draws(n, B, seed=9, fold_index=0, groups=n)
+    counts = np.zeros((B, n))
+    counts[:, perm] = w  # group g is the user perm[g]
+    mult = rs.pair_multiplicities(B, P, seed=9)
+    p, reps = rs.fold_replicate_means(values, ra, rb, mult, perm, starts, w)
+    # the bootstrap world: every varying pair's differences moved to k * mean, with the
+    # James-Stein factor k^2 = 1 - P' / (sum t^2 (nu - 2) / nu) computed here with scipy
+    t = st.ttest_1samp(d[2:], 0.0, axis=1).statistic
+    nu = n - 1
+    k = np.sqrt(max(0.0, 1.0 - (P - 2) / (np.sum(t**2) * (nu - 2) / nu)))
+    assert 0.0 < k < 1.0
+    shifted = d.copy()
+    shifted[2:] += (k - 1.0) * d[2:].mean(axis=1, keepdims=True)
+    want = resampled_ttest_pvalues(shifted, counts)  # (P, B): the exact user bootstrap
+    assert np.allclose(reps, (mult * want.T).sum(axis=1) / P, atol=2e-6)
+    assert np.allclose(p[2:], st.ttest_rel(d[2:], np.zeros_like(d[2:]), axis=1).pvalue,
+                       atol=1e-12)
+    assert p[0] == 1.0 and p[1] == 0.0
+    idx = np.repeat(np.arange(n), counts[0].astype(int))
+    assert np.array_equal(index_counts(idx[None, :], n)[0], counts[0])
+
+
+def _configs(rng, n_configs, n_users, effect):
+    """Per-user values of configurations that really differ (config c adds c * effect)."""
+    base = rng.uniform(0.2, 0.6, size=n_users)
+    return base[None, :] + effect * np.arange(n_configs)[:, None] + \
+        rng.normal(0, 0.15, size=(n_configs, n_users))
+
+
+def test_known_answer_noisy_copy_is_less_discriminative():
+    rng = np.random.default_rng(11)
+    n_configs, n_users, folds = 8, 300, 3
+    pa, pb = np.triu_indices(n_configs, k=1)
+    diffs = []
+    for _ in range(folds):
+        a = _configs(rng, n_configs, n_users, 0.01)
+        b = a + rng.normal(0, 0.4, size=a.shape)  # metric B: a copy of A plus noise
+        diffs.append(np.stack([a[pa] - a[pb], b[pa] - b[pb]]))
+    reps = rs.bootstrap_mean_p(diffs, n_boot=400, seed=5)
+    assert reps.shape == (2, 400)
+    est = [np.mean([st.ttest_1samp(d[m], 0.0, axis=1).pvalue.mean() for d in diffs])
+           for m in (0, 1)]
+    a, b = (rs.interval_replicates(est[m], reps[m]) for m in (0, 1))
+    assert rs.prob_more_discriminative(a, b) >= 0.95
+    assert rs.prob_more_discriminative(b, a) <= 0.05
+    # a metric compared with an exact copy of itself: identical replicates, never "better"
+    same = rs.bootstrap_mean_p([np.stack([d[0], d[0]]) for d in diffs], n_boot=200, seed=5)
+    assert np.array_equal(same[0], same[1])
+    assert rs.prob_more_discriminative(same[0], same[1]) == 0.0
+    # reproducible, and the point estimate inside its interval
+    assert np.array_equal(reps, rs.bootstrap_mean_p(diffs, n_boot=400, seed=5))
+    point = np.mean([st.ttest_rel(d[0], np.zeros_like(d[0]), axis=1).pvalue.mean()
+                     for d in diffs])
+    lo, hi = rs.dp_interval(point, reps[0])
+    assert 0.0 <= lo <= point <= hi <= 1.0
+
+
+def test_groups_keep_the_spread_of_the_user_bootstrap():
+    rng = np.random.default_rng(2)
+    n = 2000
+    d = [rng.normal(0.01, 0.3, size=(30, n))]
+    exact = rs.bootstrap_mean_p(d, n_boot=600, seed=1, groups=n)
+    grouped = rs.bootstrap_mean_p(d, n_boot=600, seed=1, groups=128)
+    assert 0.7 < grouped.std() / exact.std() < 1.4
+    assert abs(grouped.mean() - exact.mean()) < 0.3 * exact.std()
+
+
+def test_few_users_and_bad_input():
+    one_user = [np.ones((4, 1))]
+    assert np.all(rs.bootstrap_mean_p(one_user, n_boot=10, seed=0) == 1.0)
+    with pytest.raises(DptuneError, match="n_boot"):
+        rs.bootstrap_mean_p(one_user, n_boot=0)
+    with pytest.raises(DptuneError, match="groups"):
+        rs.bootstrap_mean_p(one_user, n_boot=3, groups=0)
+    with pytest.raises(DptuneError, match="folds?"):
+        rs.bootstrap_mean_p([], n_boot=3)
+    with pytest.raises(DptuneError, match="same"):
+        rs.bootstrap_mean_p([np.ones((4, 5)), np.ones((3, 5))], n_boot=3)
+
+
+def test_ttest_pvalues_is_the_one_group_pair_moments_bit_for_bit():
+    """The register-kept sums of ``ttest_pvalues`` equal :func:`pair_moments` with one group
+    exactly (same users, same order), with and without a subset of columns, and the p-values
+    equal scipy's paired t-test to rounding."""
+    rng = np.random.default_rng(5)
+    v = rng.random((7, 90)).astype(np.float32)
+    v[3] = v[2]  # identical rows: constant difference 0, p = 1
+    ra, rb = np.array([0, 2, 4, 6, 1]), np.array([1, 3, 5, 0, 6])
+    for columns in (None, np.array([80, 3, 17, 5, 60, 41, 9, 88])):
+        n = v.shape[1] if columns is None else len(columns)
+        dbar, _c1, c2, constant, _ = rs.pair_moments(v, ra, rb, np.arange(n, dtype=np.int64),
+                                                     np.array([0, n]), columns)
+        want = rs.point_pvalues(dbar, c2, constant, n)
+        got = rs.ttest_pvalues(v, ra, rb, columns=columns)
+        assert np.array_equal(got, want)
+        cols = np.arange(v.shape[1]) if columns is None else np.sort(columns)
+        x = v[:, cols].astype(np.float64)
+        ref = st.ttest_rel(x[ra], x[rb], axis=1).pvalue
+        ref[1] = 1.0  # scipy gives nan for identical rows
+        np.testing.assert_allclose(got, ref, rtol=1e-9, atol=1e-12)

@@ -1,0 +1,83 @@
+"""The DP interval and ranking read from the one bootstrap (dptune.analysis.dp.bootstrap):
+hand-computed cases, its range by construction (property test) and the pair weights."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hs
+
+from dptune.analysis.dp import bootstrap as rs
+from dptune.errors import DptuneError
+
+
+def test_interval_replicates_by_hand():
+    # estimate 0.5, replicates 0.2, 0.5, 0.8: mean 0.5, logit errors -log 4, 0, log 4, reflected
+    got = rs.interval_replicates(0.5, np.array([0.2, 0.5, 0.8]))
+    assert got == pytest.approx([0.8, 0.5, 0.2], abs=1e-12)
+    # estimate 0.1 (logit log 1/9), replicates 0.1, 0.3 (mean 0.2, logit log 1/4):
+    # errors log(4/9) and log(12/7) -> logit log(1/4) and log(7/108) -> 1/5 and 7/115
+    got = rs.interval_replicates(0.1, np.array([0.1, 0.3]))
+    assert got == pytest.approx([1 / 5, 7 / 115], abs=1e-12)
+    lo, hi = rs.dp_interval(0.1, np.array([0.1, 0.3]), level=0.5)
+    q = np.quantile([1 / 5, 7 / 115], [0.25, 0.75])
+    assert (lo, hi) == pytest.approx(tuple(q), abs=1e-12)
+
+
+def test_interval_at_the_ends_of_the_range():
+    # no evidence: every p-value 1 in the estimate and the replicates -> the interval is {1}
+    lo, hi = rs.dp_interval(1.0, np.ones(50))
+    assert lo == pytest.approx(1.0) and hi == pytest.approx(1.0) and hi <= 1.0
+    lo, hi = rs.dp_interval(0.0, np.zeros(50))
+    assert 0.0 <= lo <= hi <= 1e-11
+    # replicates spread although the estimate is at an end: still inside [0, 1]
+    lo, hi = rs.dp_interval(0.0, np.linspace(0.0, 0.3, 40))
+    assert 0.0 <= lo <= hi <= 1.0
+
+
+def test_interval_bad_input():
+    with pytest.raises(DptuneError, match="replicates"):
+        rs.dp_interval(0.5, np.array([]))
+    with pytest.raises(DptuneError, match="replicates"):
+        rs.dp_interval(0.5, np.array([0.5, np.nan]))
+    with pytest.raises(DptuneError, match="estimate"):
+        rs.dp_interval(1.5, np.array([0.5]))
+    with pytest.raises(DptuneError, match="level"):
+        rs.dp_interval(0.5, np.array([0.5]), level=1.0)
+    with pytest.raises(DptuneError, match="paired"):
+        rs.prob_more_discriminative(np.ones(3), np.ones(4))
+
+
+unit = hs.floats(0.0, 1.0, allow_nan=False)
+
+
+@settings(max_examples=300, deadline=None)
+@given(unit, hs.lists(unit, min_size=1, max_size=40), hs.floats(0.5, 0.99))
+def test_interval_always_inside_the_range(estimate, reps, level):
+    lo, hi = rs.dp_interval(estimate, np.array(reps), level)
+    assert 0.0 <= lo <= hi <= 1.0
+    assert 0.0 <= 25 * lo <= 25 * hi <= 25.0
+    mapped = rs.interval_replicates(estimate, np.array(reps))
+    assert np.all((mapped >= 0.0) & (mapped <= 1.0))
+
+
+def test_prob_more_discriminative_by_hand():
+    assert rs.prob_more_discriminative(np.array([1.0, 2, 3]), np.array([2.0, 2, 2])) == 1 / 3
+    same = np.array([0.1, 0.2])
+    assert rs.prob_more_discriminative(same, same) == 0.0  # ties are not "better"
+
+
+def test_pair_weights_fixed_when_every_pair_is_used():
+    assert np.array_equal(rs.pair_weights(7, 10, 10, seed=3), np.ones((7, 10)))
+    assert np.array_equal(rs.pair_weights(7, 10, None, seed=3), np.ones((7, 10)))
+
+
+def test_pair_weights_rescaled_for_a_sample():
+    n_boot, p, n = 4000, 30, 120
+    w = rs.pair_weights(n_boot, p, n, seed=5)
+    c = rs.pair_multiplicities(n_boot, p, seed=5)
+    f = np.sqrt(1.0 - p / n)
+    assert np.allclose(w, 1.0 + f * (c - 1.0))  # by hand from the multiplicities
+    assert np.all(w >= 0.0) and np.allclose(w.sum(axis=1), p)
+    # variance of a weighted mean: (1 - P/N) times the with-replacement one
+    x = np.random.default_rng(0).random(p)
+    assert (w @ x / p).var() == pytest.approx((1 - p / n) * (c @ x / p).var(), rel=1e-9)

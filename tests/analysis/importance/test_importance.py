@@ -1,0 +1,288 @@
+"""Tests of dptune.analysis.importance: distributions from grids, the optuna study, fANOVA / PED-ANOVA
+importances, DP-based dominance and the computed comparison sentence."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+
+from dptune.analysis.importance import fanova as fanova
+from dptune.analysis.importance import study as imp
+from dptune.analysis.options import AnalysisOptions
+from dptune.errors import DptuneError
+from dptune.report import _importance as rep_imp
+
+
+def test_distribution_for_grid_values():
+    d = imp.distribution_for([10, 40, 160])
+    assert isinstance(d, IntDistribution) and (d.low, d.high, d.log) == (10, 160, True)
+    d = imp.distribution_for([10.0, 20.0, 30.0, 40.0])  # integral floats from configs.csv
+    assert isinstance(d, IntDistribution) and not d.log
+    d = imp.distribution_for([0.1000019, 0.05000097, 0.02500049])
+    assert isinstance(d, FloatDistribution) and d.log and d.low == 0.02500049
+    d = imp.distribution_for([0.1, 0.2, 0.3])
+    assert isinstance(d, FloatDistribution) and not d.log
+    d = imp.distribution_for(np.array([4, 16], dtype=np.int64))  # two values: ratio >= 4 -> log
+    assert isinstance(d, IntDistribution) and d.log
+    assert not imp.distribution_for([4, 8]).log
+    d = imp.distribution_for(["cosine", "pearson"])
+    assert isinstance(d, CategoricalDistribution) and d.choices == ("cosine", "pearson")
+    assert isinstance(imp.distribution_for([True, False]), CategoricalDistribution)
+    assert isinstance(imp.distribution_for([0, 5, 10]), IntDistribution)  # 0: never log
+    with pytest.raises(DptuneError):
+        imp.distribution_for([])
+
+
+def _grid(n_noise: float = 0.0, seed: int = 0) -> tuple[pd.DataFrame, dict[int, float]]:
+    """3 x 4 x 3 BPR-like grid; the objective depends mostly on iterations, a little on factors."""
+    rng = np.random.default_rng(seed)
+    rows = list(itertools.product([10, 40, 160], [4, 8, 16, 32], [0.1, 0.05, 0.025]))
+    cfg = pd.DataFrame(rows, columns=["factors", "iterations", "learning_rate"])
+    cfg.insert(0, "config_id", range(len(cfg)))
+    cfg = cfg.astype({"factors": float, "iterations": float})  # as read from configs.csv
+    y = np.log(cfg["iterations"]) + 0.1 * np.log(cfg["factors"]) + rng.normal(0, n_noise, len(cfg))
+    return cfg, dict(zip(cfg["config_id"], y, strict=True))
+
+
+def test_build_study_one_trial_per_configuration():
+    cfg, y = _grid()
+    y[5] = float("nan")  # no value: left out
+    study = imp.build_study(cfg, ["factors", "iterations", "learning_rate"], y)
+    assert len(study.trials) == len(cfg) - 1
+    t = study.trials[0]
+    assert t.params == {"factors": 10, "iterations": 4, "learning_rate": 0.1}
+    assert isinstance(t.params["factors"], int) and t.user_attrs["config_id"] == 0
+    assert t.value == pytest.approx(y[0])
+    assert study.direction.name == "MAXIMIZE"
+
+
+def test_importances_find_the_dominant_hyperparameter_and_are_seeded():
+    cfg, y = _grid(0.02)
+    t = imp.importance_table(cfg, ["factors", "iterations", "learning_rate"], y, seed=3)
+    assert list(t.columns) == ["evaluator", "hyperparameter", "importance"]
+    assert t["hyperparameter"].tolist()[:3] == ["factors", "iterations", "learning_rate"]
+    for ev in imp.EVALUATORS:
+        e = t[t["evaluator"] == ev].set_index("hyperparameter")["importance"]
+        assert e.sum() == pytest.approx(1.0)
+        assert e.idxmax() == "iterations"
+    again = imp.importance_table(cfg, ["factors", "iterations", "learning_rate"], y, seed=3)
+    pd.testing.assert_frame_equal(t, again)
+
+
+def test_constant_objective_has_no_importance_and_single_values_are_dropped():
+    cfg, y = _grid()
+    const = dict.fromkeys(y, 0.5)
+    t = imp.importance_table(cfg, ["factors", "iterations", "learning_rate"], const)
+    assert t["importance"].isna().all()
+    one = cfg[cfg["factors"] == 10]
+    t = imp.importance_table(one, ["factors", "iterations", "learning_rate"], y)
+    assert set(t["hyperparameter"]) == {"iterations", "learning_rate"}
+    assert imp.importance_table(one[one["iterations"] == 4], ["factors", "iterations",
+                                                              "learning_rate"], y).empty
+
+
+def _three_leaf_tree() -> tuple[np.ndarray, ...]:
+    """Root: x0 <= 0.5 -> leaf (1); else x1 <= 0.5 -> leaf (2) | leaf (4); box [0, 1]^2."""
+    return (np.array([1, -1, 3, -1, -1]), np.array([2, -1, 4, -1, -1]),
+            np.array([0, -2, 1, -2, -2]), np.array([0.5, -2, 0.5, -2, -2]),
+            np.array([0.0, 1.0, 0.0, 2.0, 4.0]))
+
+
+def test_tree_marginal_variances_by_hand():
+    # leaves: volumes 1/2, 1/4, 1/4, values 1, 2, 4 -> mean 2, V = (1/2)1 + (1/4)0 + (1/4)4 = 1.5.
+    # along x0: cells [0, .5] -> 1 and [.5, 1] -> (2 + 4)/2 = 3, equal weights -> V(x0) = 1.
+    # along x1: [0, .5] -> leaves 1 (w = .5/1) and 2 (w = .25/.5) -> 1.5; [.5, 1] -> 1 and 4
+    # -> 2.5; V(x1) = 0.25. The pair (x0, x1) is the whole tree: V = 1.5.
+    bounds = np.array([[0.0, 1.0], [0.0, 1.0]])
+    total, marginal = imp.tree_marginal_variances(*_three_leaf_tree(), bounds,
+                                                  [np.array([0]), np.array([1]), np.array([0, 1])])
+    assert total == pytest.approx(1.5)
+    np.testing.assert_allclose(marginal, [1.0, 0.25, 1.5])
+    # a wider box along x1: the right leaf (4) covers [.5, 3] of [0, 3] -> x1's cells weigh 1:5
+    total, marginal = imp.tree_marginal_variances(*_three_leaf_tree(),
+                                                  np.array([[0.0, 1.0], [0.0, 3.0]]),
+                                                  [np.array([0]), np.array([1])])
+    # leaves: vol 1.5 (1), 0.25 (2), 1.25 (4); mean (1.5 + 0.5 + 5)/3 = 7/3
+    v, w = np.array([1.0, 2.0, 4.0]), np.array([1.5, 0.25, 1.25])
+    assert total == pytest.approx(np.average((v - 7 / 3) ** 2, weights=w))
+    a0 = np.array([1.0, (0.25 * 2 + 1.25 * 4) / 1.5])  # x0 cells, each of weight 1.5
+    a1, w1 = np.array([1.5, 2.5]), np.array([0.5, 2.5])  # x1 cells: sizes .5 and 2.5, mass 1 each
+    np.testing.assert_allclose(marginal, [np.var(a0),
+                                          np.average((a1 - np.average(a1, weights=w1)) ** 2,
+                                                     weights=w1)])
+
+
+def _optuna_study(kind: str, seed: int) -> tuple[pd.DataFrame, dict[int, float], list[str]]:
+    rng = np.random.default_rng(seed)
+    if kind == "categorical":  # a categorical of 3 choices, an arithmetic integer, a log float
+        rows = list(itertools.product(["cosine", "pearson", "jaccard"], [0, 5, 10, 15],
+                                      [0.001, 0.01, 0.1]))
+        cols = ["similarity", "shrink", "alpha"]
+        cfg = pd.DataFrame(rows, columns=cols)
+        y = (cfg["similarity"].map({"cosine": 0.3, "pearson": 0.1, "jaccard": 0.2})
+             + 0.01 * cfg["shrink"] + rng.normal(0, 0.05, len(cfg)))
+    else:
+        cfg, yd = _grid(0.05, seed)
+        cols = ["factors", "iterations", "learning_rate"]
+        y = pd.Series([yd[c] for c in cfg["config_id"]])
+        if kind == "ties":
+            y = y.round(1)
+    if "config_id" not in cfg.columns:
+        cfg.insert(0, "config_id", range(len(cfg)))
+    return cfg, dict(zip(cfg["config_id"], y, strict=True)), cols
+
+
+@pytest.mark.parametrize("kind", ["numeric", "ties", "categorical"])
+@pytest.mark.parametrize("seed", [0, 1, 7])
+def test_vectorised_fanova_equals_optuna(kind, seed):
+    from optuna._transform import _SearchSpaceTransform  # optuna's own encoding, as its evaluator
+
+    cfg, y, cols = _optuna_study(kind, seed)
+    study = imp.build_study(cfg, cols, y)
+    params = sorted(study.trials[0].distributions)
+    X, yy, bounds, groups = imp.fanova_inputs(study, params)
+    trans = _SearchSpaceTransform({h: study.trials[0].distributions[h] for h in params},
+                                  transform_log=False, transform_step=False)
+    np.testing.assert_array_equal(X, np.array([trans.transform(t.params) for t in study.trials]))
+    np.testing.assert_array_equal(bounds, trans.bounds)
+    assert [g.tolist() for g in groups] == [g.tolist() for g in trans.column_to_encoded_columns]
+    fast = imp.param_importances(study, "fanova", seed=seed)
+    oracle = imp.param_importances(study, "fanova-optuna", seed=seed)
+    assert list(fast) == list(oracle)
+    np.testing.assert_allclose(list(fast.values()), list(oracle.values()), rtol=0, atol=1e-9)
+
+
+def test_vectorised_fanova_cell_blocks_do_not_change_the_result(monkeypatch):
+    cfg, y, cols = _optuna_study("categorical", 3)
+    study = imp.build_study(cfg, cols, y)
+    whole = imp.param_importances(study, "fanova", seed=3)
+    monkeypatch.setattr(fanova, "_CELL_BLOCK", 1)  # one cell per block
+    np.testing.assert_allclose(list(imp.param_importances(study, "fanova", seed=3).values()),
+                               list(whole.values()), rtol=0, atol=1e-12)
+
+
+def test_vectorised_fanova_edge_cases():
+    cfg, y = _grid()
+    study = imp.build_study(cfg, ["factors", "iterations", "learning_rate"], dict.fromkeys(y, 0.5))
+    assert np.isnan(imp.fanova_study(study, ["factors", "iterations"])).all()  # no variance
+    one = imp.build_study(cfg.iloc[:1], ["factors", "iterations"], y)
+    assert imp.fanova_study(one, []).size == 0
+    # a parameter whose distribution has a single value gets 0, as from optuna's evaluator
+    import optuna
+    from optuna.importance import FanovaImportanceEvaluator
+
+    dists = {"a": FloatDistribution(0.0, 1.0), "b": IntDistribution(3, 3)}
+    s = optuna.create_study()
+    s.add_trials([optuna.trial.create_trial(params={"a": a, "b": 3}, distributions=dists,
+                                            value=a * a) for a in np.linspace(0, 1, 9)])
+    oracle = FanovaImportanceEvaluator(seed=0).evaluate(s, params=["a", "b"])
+    np.testing.assert_allclose(imp.fanova_study(s, ["a", "b"]), [oracle["a"], oracle["b"]])
+    assert imp.fanova_study(s, ["b"]).tolist() == [0.0]
+    with pytest.raises(DptuneError, match="evaluator"):
+        imp.param_importances(study, "fanova-typo")
+
+
+def test_ped_target_quantile():
+    assert imp.ped_target_quantile(100) == 0.1
+    assert imp.ped_target_quantile(36) == pytest.approx(5 / 36)
+    assert imp.ped_target_quantile(4) == 0.5
+
+
+class FakeStore:
+    """The few ResultStore methods hyperparameter_importance reads."""
+
+    def __init__(self) -> None:
+        self.cfg, y = _grid(0.02)
+        rows = []
+        for cid, v in y.items():
+            for fold, shift in (("0", 0.01), ("1", -0.01), ("test", 5.0)):
+                rows.append(("bpr", cid, fold, "ndcg", 10, v + shift))
+                rows.append(("bpr", cid, fold, "recall", 10, -v + shift))
+                rows.append(("bpr", cid, fold, "ndcg", 5, v))
+        for cid in range(3):
+            rows.append(("knn", cid, "0", "ndcg", 10, float(cid)))
+        self._summary = pd.DataFrame(rows, columns=["algorithm", "config_id", "fold", "metric",
+                                                    "cutoff", "mean"])
+
+    def algorithms(self) -> list[str]:
+        return ["knn", "bpr"]
+
+    def hyperparameters(self, algorithm: str) -> list[str]:
+        return ["k"] if algorithm == "knn" else ["factors", "iterations", "learning_rate"]
+
+    def configs(self, algorithm: str) -> pd.DataFrame:
+        if algorithm == "knn":
+            return pd.DataFrame({"config_id": [0, 1, 2], "k": [5, 10, 20]})
+        return self.cfg
+
+    def metric_cutoffs(self, algorithm: str) -> list[tuple[str, int]]:
+        return [("ndcg", 5), ("ndcg", 10), ("recall", 10)]
+
+    def summary(self) -> pd.DataFrame:
+        return self._summary
+
+
+def test_hyperparameter_importance_over_a_store():
+    t = imp.hyperparameter_importance(FakeStore(), cutoff=10, seed=1)
+    assert list(t.columns) == imp.IMPORTANCE_COLUMNS
+    assert set(t["algorithm"]) == {"bpr"}  # one hyperparameter: nothing to attribute
+    assert t[["metric", "cutoff"]].drop_duplicates().values.tolist() == [["ndcg", 10],
+                                                                        ["recall", 10]]
+    assert len(t) == 2 * 2 * 3
+    # the objective is the mean over validation folds (the test fold's +5 is ignored)
+    vm = imp.validation_means(FakeStore().summary(), "bpr", "ndcg", 10)
+    _, y = _grid(0.02)
+    np.testing.assert_allclose(vm.to_numpy(), [y[c] for c in vm.index])
+
+
+def _dp(rows: list[tuple[str, float]], n_pairs: int = 25) -> pd.DataFrame:
+    return pd.DataFrame([{"algorithm": "bpr", "scope": s, "metric": "ndcg", "cutoff": 10,
+                          "dp": d, "n_pairs": n_pairs} for s, d in rows])
+
+
+def test_dp_dominance_and_sentences():
+    dpt = _dp([("all", 5.0), ("factors=10", 7.0), ("factors=160", 4.0), ("iterations=4", 9.0),
+               ("iterations=32", 4.5), ("only:factors", 6.0), ("only:iterations", 3.0)])
+    dom = imp.dp_dominance(dpt, "bpr", "ndcg", 10)
+    assert dom["table5"][0][:3] == ("factors", "160", 4.0) and not dom["per_pair"]
+    assert [h for h, *_ in dom["only"]] == ["iterations", "factors"]
+    importance = pd.DataFrame({"algorithm": "bpr", "metric": "ndcg", "cutoff": 10,
+                               "evaluator": ["fanova"] * 2 + ["ped-anova"] * 2,
+                               "hyperparameter": ["factors", "iterations"] * 2,
+                               "importance": [0.2, 0.8, 0.3, 0.7]})
+    (s,) = rep_imp.comparison_sentences(importance, dpt, ("ndcg", 10), {"bpr": "BPR-MF"})
+    assert s.startswith("BPR-MF, nDCG@10: fANOVA ranks iterations (0.80) > factors (0.20)")
+    assert "they differ: iterations first for fANOVA, PED-ANOVA, one at a time" in s
+    assert "factors first for Table 5" in s
+    agree = dpt.assign(dp=[5.0, 7.0, 6.0, 9.0, 1.0, 6.0, 3.0])
+    (s,) = rep_imp.comparison_sentences(importance, agree, ("ndcg", 10))
+    assert s.endswith("Top choice: all 4 analyses put iterations first.")
+    # scopes with different numbers of pairs are compared per pair
+    uneven = pd.concat([_dp([("only:factors", 3.0)], 10), _dp([("only:iterations", 5.0)], 25)])
+    dom = imp.dp_dominance(uneven, "bpr", "ndcg", 10)
+    assert dom["per_pair"] and dom["only"][0][0] == "iterations"
+    # the report's section renders the same analysis (the report computes nothing)
+    store = SimpleNamespace(algorithms=lambda: ["bpr"], configs=lambda a: pd.DataFrame(range(4)))
+    result = SimpleNamespace(importance=importance, dp=dpt, primary=("ndcg", 10),
+                             options=AnalysisOptions(seed=1))
+    body = rep_imp.importance_section(store, result)
+    assert "| Metric | Evaluator | factors | iterations |" in body
+    assert "4.000 (at 160)" in body and "- bpr, nDCG@10:" in body
+    result.importance = importance.iloc[0:0]
+    assert "nothing to attribute" in rep_imp.importance_section(store, result)
+    assert not math.isnan(importance["importance"].sum())
+    # claims need evidence: a grid of fewer pairs than min_pairs names no hyperparameter, and
+    # DP scopes with too few pairs are left out of the comparison
+    (s,) = rep_imp.comparison_sentences(importance, dpt.assign(n_pairs=3), ("ndcg", 10))
+    assert "too few pairs (3) to name a dominant hyperparameter" in s and "first" not in s
+    few = dpt.assign(n_pairs=[25, 25, 2, 25, 25, 25, 25])  # factors=160 has 2 pairs
+    dom = imp.dp_dominance(few, "bpr", "ndcg", 10, min_pairs=10)
+    assert dom["few"] == 1 and dom["table5"][0][:2] == ("iterations", "32")
+    (s,) = rep_imp.comparison_sentences(importance, few, ("ndcg", 10))
+    assert "1 DP scope(s) with fewer than 10 pairs left out" in s
