@@ -18,10 +18,17 @@ import pandas as pd
 from dptune.analysis.dp import degenerate as dg
 from dptune.analysis.dp import scale as rb
 from dptune.analysis.dp.bootstrap import GROUPS
-from dptune.analysis.dp.estimator import RobustPass, RobustResult, merge_results, plan_pass
+from dptune.analysis.dp.estimator import (
+    ROBUST_TABLE_COLUMNS,
+    RobustPass,
+    RobustResult,
+    merge_results,
+    plan_pass,
+)
 from dptune.vocab import fold_key, metric_key
 
-__all__ = ["STABILITY_BUDGET_S", "plan_robust", "finish_robust", "annotate_dp", "add_intervals",
+__all__ = ["STABILITY_BUDGET_S", "plan_robust", "finish_robust", "estimate_from_tables",
+           "annotate_dp", "add_intervals",
            "analyze_with_robust", "add_verdict"]
 
 #: Seconds of extra stability repeats allowed per algorithm (``dp.stability.affordable_repeats``).
@@ -97,7 +104,40 @@ def finish_robust(passes: dict[str, RobustPass], pvalues: pd.DataFrame,
     dg.check_fold_users(counts, int(options.min_fold_users))
     if not passes:
         return None
+    if options.test != "t":
+        return merge_results([estimate_from_tables(p, pvalues) for p in passes.values()])
     return merge_results([p.result() for p in passes.values()])
+
+
+def estimate_from_tables(plan: RobustPass, pvalues: pd.DataFrame) -> RobustResult:
+    """The estimate of one algorithm from the tables' own p-values of scope ``all`` (the same
+    pairs: the pass' repeat 0), for a test other than the t-test; no interval and no ranking.
+
+    The bootstrap's replicates are t-tests computed from per-pair sums
+    (:mod:`dptune.analysis.dp.bootstrap`); a Wilcoxon, bootstrap or permutation p-value has no
+    such sums, so under those tests the verdict, Table 4 and the tables all read the one set of
+    p-values the chosen test gave, and nothing is called significantly more discriminative.
+    ``mean_p = (1/F) sum_f (1/P) sum_i p_{f,i}`` (= DP / P of the tables), ``mean_p_sd`` the
+    sd of the fold means (ddof = 1), ``no_evidence`` when every p-value is 1.
+    """
+    pv = pvalues[(pvalues["algorithm"] == plan.algorithm) & (pvalues["scope"] == "all")]
+    by = {key: g for key, g in pv.groupby(["metric", "cutoff"], sort=False)}
+    rows = []
+    for metric, cutoff in plan.mcs:
+        g = by.get((metric, cutoff))
+        if g is None:
+            continue
+        folds = sorted(g["fold"].astype(str).unique(), key=fold_key)
+        fold_means = np.array([g.loc[g["fold"].astype(str) == f, "p"].mean() for f in folds])
+        mean = float(fold_means.mean())
+        rows.append({
+            "algorithm": plan.algorithm, "metric": metric, "cutoff": cutoff, "mean_p": mean,
+            "mean_p_sd": float(fold_means.std(ddof=1)) if len(folds) > 1 else 0.0,
+            "dp_at_25": rb.REFERENCE_P * mean, "ci_low": np.nan, "ci_high": np.nan,
+            "n_pairs": len(plan.pairs[0]), "n_possible_pairs": plan.n_possible,
+            "n_folds": len(folds), "no_evidence": bool((g["p"] == 1.0).all()), "repeats": 1,
+        })
+    return RobustResult(pd.DataFrame(rows, columns=ROBUST_TABLE_COLUMNS), None, {})
 
 
 def analyze_with_robust(store: Any, options: Any, manifest: Any,
@@ -109,11 +149,14 @@ def analyze_with_robust(store: Any, options: Any, manifest: Any,
     """
     from dptune.analysis.dp import engine as dpmod
 
-    passes = plan_robust(store, options, manifest)
+    t_test = options.test == "t"  # the bootstrap is of t-tests: other tests get no pass
+    passes = plan_robust(store, options if t_test else options.replace(bootstrap=0, stability=1),
+                         manifest)
     analysis = dpmod.analyze(
         store, pairs=options.pairs, seed=options.seed, test=options.test,
         alpha=options.alpha, correction=options.correction, n_resamples=options.n_resamples,
-        value_pairs=options.value_pairs, progress=progress, fold_hooks=passes)
+        value_pairs=options.value_pairs, progress=progress,
+        fold_hooks=passes if t_test else None)
     robust = finish_robust(passes, analysis.pvalues, options)
     analysis.dp = add_intervals(annotate_dp(analysis.dp, analysis.pvalues),
                                 None if robust is None else robust.table)

@@ -12,6 +12,7 @@ from typing import Any
 
 import pandas as pd
 
+from dptune.analysis.dp.bootstrap import GROUPS
 from dptune.analysis.options import value_pairs_of
 from dptune.data._fetch import portable_path
 from dptune.report._format import display_value, ordered_metrics
@@ -37,6 +38,9 @@ _TEST_TEXT = {
     "bootstrap": "paired bootstrap test of the mean difference (two-sided)",
     "permutation": "randomisation (sign-flip) test (two-sided)",
 }
+
+_TEST_NAME = {"t": "t-test", "wilcoxon": "Wilcoxon signed-rank test",
+              "bootstrap": "paired bootstrap test", "permutation": "randomisation test"}
 
 
 def option(options: Any, name: str, default: Any = None) -> Any:
@@ -67,12 +71,20 @@ def _test_text(options: Any) -> str:
 
 
 def _bootstrap_text(options: Any) -> str:
+    """The settings row of the DP bootstrap, as :mod:`dptune.analysis.dp.bootstrap` runs it."""
     b = int(option(options, "bootstrap", 0))
     if b <= 0:
-        return "off (no confidence intervals)"
+        return "off (no confidence intervals, no claim that a metric is more discriminative)"
+    test = option(options, "test", "t")
+    if test != "t":
+        return (f"not run: its replicates are t-tests, and the p-values here are of the "
+                f"{_TEST_NAME[test]}; DP has no interval and no metric is called more "
+                "discriminative than another")
     return (
-        f"{b} replicates resampling the users of every fold and the pairs (with replacement); "
-        "95% percentile intervals for DP; metric ranking by paired replicates"
+        f"{b} replicates of scope all: the users of every fold resampled in {GROUPS} random "
+        "groups, the pairs too when they are a sample of the grid's; 95% basic interval on the "
+        "logit scale of the mean p-value (inside [0, 1]; [0, 25] per 25 pairs); metric ranking "
+        "from paired replicates"
     )
 
 

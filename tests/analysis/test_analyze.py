@@ -322,3 +322,37 @@ def test_pairs_25_reproduces_the_paper_sampling_table3(tiny):
     # the verdict's point estimates read the same 25 pairs
     rb = res.robust.merge(d, on=["algorithm", "metric", "cutoff"])
     assert np.allclose(rb["dp_at_25"], rb["dp_per_25"], rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("test", ["wilcoxon", "permutation"])
+def test_a_test_other_than_t_gives_one_answer_and_no_claim(tiny, test):
+    """The bootstrap is of t-tests: under another test the verdict's estimate is the tables'
+    own DP (the same p-values), with no interval and no significance claim."""
+    from dptune.analysis import analyze
+    from dptune.report._sections import _bootstrap_text
+    from dptune.store._store import ResultStore
+
+    store = ResultStore(tiny / "results")
+    opts = AnalysisOptions.resolve(store.manifest(), test=test, n_resamples=200,
+                                   noise_seeds=0, importance=False)
+    assert opts.bootstrap > 0  # asked for, and still not run
+    res = analyze(store, opts)
+    d = res.dp[res.dp["scope"] == "all"]
+    rb = res.robust.merge(d, on=["algorithm", "metric", "cutoff"], suffixes=("", "_dp"))
+    assert len(rb) == len(res.robust) == len(d) > 0
+    assert (rb["n_pairs"] == rb["n_pairs_dp"]).all()
+    assert np.allclose(rb["mean_p"] * rb["n_pairs"], rb["dp"], rtol=0, atol=1e-12)
+    assert np.allclose(rb["dp_at_25"], rb["dp_per_25"], rtol=0, atol=1e-12)
+    assert rb["ci_low"].isna().all() and rb["ci_high"].isna().all()
+    assert res.robust_ranking is None
+    assert (res.verdict["less_discriminative"].fillna("") == "").all()
+    # the verdict's metric is the smallest DP of its family, as Table 4's best
+    for r in res.verdict.itertuples(index=False):
+        if not r.recommended:
+            continue
+        fam = dict(opts.families)[r.family]
+        rows = rb[(rb["algorithm"] == r.algorithm) & (rb["cutoff"] == r.cutoff)
+                  & rb["metric"].isin(fam)]
+        assert rows["dp"].min() == pytest.approx(
+            rows.loc[rows["metric"] == r.recommended, "dp"].iloc[0], abs=1e-12)
+    assert _bootstrap_text(opts).startswith("not run: its replicates are t-tests")
