@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
+
 from dptune.analysis import noise as noisemod
 from dptune.analysis.importance import study as impmod
 from dptune.analysis.options import AnalysisOptions
 from dptune.analysis.result import AnalysisResult
-from dptune.analysis.route import add_verdict, analyze_with_robust
+from dptune.analysis.route import analyze_with_robust, verdict_of
 from dptune.analysis.selection import best_table, datasets_table, no_dp_reason
 from dptune.analysis.subgrid import grid_from_store, write_subgrid
 from dptune.analysis.verdict.rules import family_judges
@@ -67,36 +69,41 @@ def analyze(store: ResultStore | str | Path, options: AnalysisOptions | None = N
     analysis, robust = analyze_with_robust(store, opts, man, progress)
     primary = (opts.primary_metric, opts.primary_cutoff)
     with_dp = set(analysis.dp["algorithm"])
-    result = AnalysisResult(
+    best = best_table(store, primary, family_judges(opts.families, primary[0]))
+    nf = _noise_floor(store, opts, analysis.dp, primary) if opts.noise_seeds > 0 else None
+    noise_table = None if nf is None or nf.empty else noisemod.compare_with_floor(analysis.dp,
+                                                                                   nf.floor)
+    importance = (impmod.hyperparameter_importance(store, cutoff=primary[1], seed=opts.seed)
+                  if opts.importance else None)
+    # the verdict cites the noise floor and importance, so it comes last
+    verdict = verdict_of(store, robust, dp=analysis.dp, best=best, primary=primary,
+                         noise_table=noise_table, importance=importance, options=opts)
+    return AnalysisResult(
         options=opts, manifest=man, primary=primary, pairs=analysis.pairs,
-        pvalues=analysis.pvalues, dp=analysis.dp, curves=analysis.curves,
-        best=best_table(store, primary, family_judges(opts.families, primary[0])),
+        pvalues=analysis.pvalues, dp=analysis.dp, curves=analysis.curves, best=best,
         datasets=datasets_table(man),
+        noise_floor=noise_table,
+        noise_curves=None if noise_table is None else nf.curves,
+        noise_pvalues=None if noise_table is None else nf.pvalues,
+        importance=importance,
         without_dp={a: no_dp_reason(store, a) for a in store.algorithms() if a not in with_dp},
+        verdict=verdict,
+        robust=None if robust is None else robust.table,
+        robust_ranking=None if robust is None else robust.ranking,
+        aa_floor=None if nf is None else nf.floor,
+        noise_configs={} if nf is None else dict(nf.configs),
+        noise_seed_counts={} if nf is None else dict(nf.seeds),
     )
-    if opts.noise_seeds > 0:
-        _add_noise_floor(store, result)
-    if opts.importance:
-        result.importance = impmod.hyperparameter_importance(store, cutoff=primary[1],
-                                                             seed=opts.seed)
-    add_verdict(store, result, robust)  # the interval table, its ranking and the verdict
-    return result
 
 
-def _add_noise_floor(store: ResultStore, result: AnalysisResult) -> None:
-    """Fill the noise-floor fields of ``result`` from the store's A/A runs (if any)."""
-    opts = result.options
-    all_dp = result.dp[result.dp["scope"] == "all"]
+def _noise_floor(store: ResultStore, opts: AnalysisOptions, dp: pd.DataFrame,
+                 primary: tuple[str, int]) -> noisemod.NoiseFloor:
+    """The A/A noise floor of the store's noise-floor runs (if any), on the P of each
+    (algorithm, metric@N)'s ``all`` scope."""
+    all_dp = dp[dp["scope"] == "all"]
     n_pairs = {(a, m, int(c)): int(n) for a, m, c, n in zip(
         all_dp["algorithm"], all_dp["metric"], all_dp["cutoff"], all_dp["n_pairs"], strict=True)}
-    nf = noisemod.noise_floor_table(
+    return noisemod.noise_floor_table(
         store, n_pairs, test=opts.test, max_seeds=opts.noise_seeds,
-        max_configs=opts.noise_configs, primary=result.primary,
+        max_configs=opts.noise_configs, primary=primary,
         n_resamples=opts.n_resamples, seed=opts.seed)
-    result.aa_floor = nf.floor
-    result.noise_configs = dict(nf.configs)
-    result.noise_seed_counts = dict(nf.seeds)
-    if not nf.empty:
-        result.noise_floor = noisemod.compare_with_floor(result.dp, nf.floor)
-        result.noise_curves = nf.curves
-        result.noise_pvalues = nf.pvalues

@@ -39,9 +39,13 @@ DATA_FILES: dict[str, str] = {
 }
 
 
-@dataclass
+@dataclass(frozen=True)
 class AnalysisResult:
     """Everything computed by the analysis of one store (long DataFrames, sorted, reproducible).
+
+    Frozen: :func:`dptune.analyze` builds it once, from parts computed in order (DP and its
+    bootstrap, selection, noise floor, importance, then the verdict that cites them);
+    ``dataclasses.replace(result, ...)`` gives a changed copy.
 
     - ``options``: the validated :class:`dptune.AnalysisOptions` used (``seed`` resolved).
     - ``manifest``: the store's manifest (data set, split, evaluation, seeds, versions).

@@ -29,7 +29,7 @@ from dptune.vocab import fold_key, metric_key
 
 __all__ = ["STABILITY_BUDGET_S", "plan_robust", "finish_robust", "estimate_from_tables",
            "annotate_dp", "add_intervals",
-           "analyze_with_robust", "add_verdict"]
+           "analyze_with_robust", "verdict_of"]
 
 #: Seconds of extra stability repeats allowed per algorithm (``dp.stability.affordable_repeats``).
 STABILITY_BUDGET_S = 5.0
@@ -163,16 +163,17 @@ def analyze_with_robust(store: Any, options: Any, manifest: Any,
     return analysis, robust
 
 
-def add_verdict(store: Any, result: Any, robust: RobustResult | None) -> None:
-    """Fill ``result.robust``, ``result.robust_ranking`` and ``result.verdict`` (after the noise
-    floor and importance, which the verdict cites)."""
+def verdict_of(store: Any, robust: RobustResult | None, *, dp: pd.DataFrame,
+               best: pd.DataFrame | None, primary: tuple[str, int],
+               noise_table: pd.DataFrame | None, importance: pd.DataFrame | None,
+               options: Any) -> pd.DataFrame | None:
+    """The verdict (:func:`dptune.analysis.verdict.build.verdict_for_store`) on the robust
+    result, or None without one; it cites the noise floor and importance, so it comes last."""
     from dptune.analysis.verdict.build import verdict_for_store
 
     if robust is None:
-        return
-    result.robust = robust.table
-    result.robust_ranking = robust.ranking
-    result.verdict = verdict_for_store(
-        store, result.dp, robust, alpha=float(result.options.alpha), best=result.best,
-        primary=result.primary, noise_table=result.noise_floor, importance=result.importance,
-        families=result.options.families, min_pairs=result.options.min_pairs)
+        return None
+    return verdict_for_store(
+        store, dp, robust, alpha=float(options.alpha), best=best, primary=primary,
+        noise_table=noise_table, importance=importance, families=options.families,
+        min_pairs=options.min_pairs)

@@ -356,3 +356,18 @@ def test_a_test_other_than_t_gives_one_answer_and_no_claim(tiny, test):
         assert rows["dp"].min() == pytest.approx(
             rows.loc[rows["metric"] == r.recommended, "dp"].iloc[0], abs=1e-12)
     assert _bootstrap_text(opts).startswith("not run: its replicates are t-tests")
+
+
+def test_the_result_is_frozen_and_replace_gives_a_copy(tiny):
+    import dataclasses
+
+    from dptune.analysis import analyze
+    from dptune.store._store import ResultStore
+
+    store = ResultStore(tiny / "results")
+    res = analyze(store, AnalysisOptions.resolve(store.manifest(), bootstrap=0, noise_seeds=0,
+                                                 importance=False))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        res.verdict = None  # type: ignore[misc]
+    other = dataclasses.replace(res, verdict=None)
+    assert other.verdict is None and res.verdict is not None and other.dp is res.dp

@@ -7,6 +7,7 @@ on a tiny swept store with noise-floor runs, a test split and a bootstrap.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
@@ -90,7 +91,7 @@ def test_report_lists_every_file_and_explains_the_test_gap(swept):
 
 def test_verdict_comes_first_in_report_md_and_alone_in_verdict_md(swept):
     result = assemble_result(swept / "results", bootstrap=BOOTSTRAP)
-    result.verdict = pd.DataFrame([{
+    result = dataclasses.replace(result, verdict=pd.DataFrame([{
         "algorithm": "bpr-mf", "cutoff": 10, "recommended": "precision", "dp_at_25": 4.5,
         "ci_low": 3.25, "ci_high": 6.0, "less_discriminative": "recall;mrr", "tied": "ndcg",
         "not_below_floor": "", "dominant_hyperparameter": "factors",
@@ -100,7 +101,7 @@ def test_verdict_comes_first_in_report_md_and_alone_in_verdict_md(swept):
         "ci_low": float("nan"), "ci_high": float("nan"), "less_discriminative": "", "tied": "",
         "not_below_floor": "", "dominant_hyperparameter": "",
         "text": "User-kNN, N = 10: no evidence.",
-    }])
+    }]))
     out = swept / "verdict"
     written = Report.build(ResultStore(swept / "results"), result).write(out)
     names = [p.name for p in written]
