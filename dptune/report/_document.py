@@ -26,7 +26,7 @@ from dptune.report._table import Table, simple_block
 from dptune.vocab import display_algorithm, display_hyperparameter, display_metric
 
 __all__ = ["Section", "ReportFigure", "core_sections", "gap_sentence", "files_section", "INTRO",
-           "pairs_text"]
+           "pairs_text", "sampling_lead"]
 
 #: The settings-table key that holds the ``pairs`` option.
 #: The paper's number of pairs per scope (a seeded sample when a scope has more).
@@ -205,6 +205,18 @@ def pairs_text(dp: pd.DataFrame, cap: object = None, value_cap: object = None) -
         if n == PAPER_PAIRS and v in (None, PAPER_PAIRS):
             text += " This is the paper's sampling (P = 25 per scope)."
     return text
+
+
+def sampling_lead(cap: object, value_cap: object) -> str | None:
+    """The line under report.md's title when the pairs are the paper's sampling (``cap`` and
+    ``value_cap`` 25, or ``value_cap`` unknown), so that a reader knows before any number that
+    every number rests on 25 sampled pairs per scope; None otherwise."""
+    n, v = _count(cap), _count(value_cap)
+    if n != PAPER_PAIRS or v not in (None, PAPER_PAIRS):
+        return None
+    return ("Pairs: the paper's sampling. Every number below rests on a seeded sample of "
+            f"{PAPER_PAIRS} configuration pairs per scope (every pair where a scope has fewer); "
+            "the Pairs section says which.")
 
 
 def _count(value: object) -> int | None:

@@ -36,6 +36,7 @@ from dptune.report._document import (
     files_section,
     gap_sentence,
     primary_line,
+    sampling_lead,
 )
 from dptune.report._figures import (
     FIG_DPI,
@@ -57,7 +58,7 @@ from dptune.report._inputs import (
     scope_all,
 )
 from dptune.report._selection import selection_sentences
-from dptune.report._settings import settings_rows
+from dptune.report._settings import PAIRS_SETTING, VALUE_PAIRS_SETTING, settings_rows
 from dptune.report._table import Block, Cell, Table
 from dptune.report._tables import one_at_a_time_table, table1, table3, table4, table5
 from dptune.report._verdict import verdict_document, verdict_section
@@ -118,6 +119,8 @@ class Report:
     tables: dict[str, Table]
     figures: dict[str, ReportFigure]
     sections: list[Section]
+    #: A line under the title (the paper's sampling, :func:`sampling_lead`), or None.
+    lead: str | None = None
     result: Any = None
     verdict: pd.DataFrame | None = None
     data_files: list[str] = field(default_factory=list)
@@ -297,7 +300,10 @@ class Report:
         )
         sections += [Section(t, str(b)) for t, b in extra_sections or []]
         name = title or (str(settings["name"]) if settings and "name" in settings else None)
-        return cls(name, primary, tables, figures, sections, data_files=list(data_files))
+        lead = sampling_lead((settings or {}).get(PAIRS_SETTING),
+                             (settings or {}).get(VALUE_PAIRS_SETTING))
+        return cls(name, primary, tables, figures, sections, lead=lead,
+                   data_files=list(data_files))
 
     def _file_groups(self) -> tuple[list[str], list[str], list[str], list[str]]:
         """The files of the report folder as (data, tables, figures, documents)."""
@@ -318,6 +324,8 @@ class Report:
         verdict = (verdict_section(self.verdict, self.verdict_figures) if verdict is None
                    else verdict)
         parts = [f"# dptune report{': ' + self.title if self.title else ''}"]
+        if self.lead:
+            parts.append(self.lead)
         if verdict is not None:
             parts.append(Section("Verdict", verdict).to_markdown())
         parts += [INTRO, primary_line(self.primary)]

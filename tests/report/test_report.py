@@ -811,3 +811,21 @@ def test_pairs_section_names_both_caps_and_the_papers_sampling() -> None:
     assert "paper's sampling" not in text
     assert "This is the paper's sampling" in pairs_text(dp, 25, 25)
     assert "paper's sampling" not in pairs_text(dp, 25, 200)
+
+
+def test_the_papers_sampling_is_said_under_the_title(tmp_path: Path) -> None:
+    """With 25 pairs per scope every number of the report rests on the paper's sampling: the
+    first line under the title says so (and nothing is said at other caps)."""
+    from dptune.report._document import sampling_lead
+    from dptune.report._settings import PAIRS_SETTING, VALUE_PAIRS_SETTING
+
+    assert sampling_lead(25, 25) and sampling_lead("25", None)
+    assert sampling_lead(25, 200) is None and sampling_lead(1000, 200) is None
+    assert sampling_lead(None, None) is None
+    for caps, said in (((25, 25), True), ((1000, 200), False)):
+        settings = {**SETTINGS, PAIRS_SETTING: caps[0], VALUE_PAIRS_SETTING: caps[1]}
+        out = tmp_path / str(caps[0])
+        _write(out, settings=settings)
+        lines = (out / "report.md").read_text().splitlines()
+        assert lines[0].startswith("# dptune report")
+        assert (lines[2].startswith("Pairs: the paper's sampling.")) is said, lines[:4]
