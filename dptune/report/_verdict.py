@@ -90,8 +90,8 @@ def _table(verdict: pd.DataFrame) -> Block:
             text = (display_hyperparameter(str(h), str(r["algorithm"]))
                     if h and not is_missing(h) else "–")
             agree = r.get("dominance_agreement")
-            if text != "–" and agree and not is_missing(agree):
-                text += f" ({agree})"
+            if agree and not is_missing(agree):
+                text = f"{text} ({agree})" if text != "–" else f"none, analyses disagree ({agree})"
             row.append(Cell(text))
         rows.append(row)
     return Block([Cell(h) for h in header], rows)

@@ -829,3 +829,20 @@ def test_the_papers_sampling_is_said_under_the_title(tmp_path: Path) -> None:
         lines = (out / "report.md").read_text().splitlines()
         assert lines[0].startswith("# dptune report")
         assert (lines[2].startswith("Pairs: the paper's sampling.")) is said, lines[:4]
+
+
+def test_verdict_table_names_no_hyperparameter_without_a_majority() -> None:
+    """The verdict table's last column: the dominant hyperparameter with its agreement, or, when
+    the analyses disagree, that none dominates (never a name from a minority)."""
+    from dptune.report._verdict import verdict_section
+
+    base = {"algorithm": "bpr-mf", "cutoff": 10, "family": "accuracy", "recommended": "ndcg",
+            "dp_at_25": 4.5, "ci_low": 3.2, "ci_high": 6.0, "less_discriminative": "",
+            "tied": "", "not_below_floor": "", "no_evidence": "", "downstream_differ": "",
+            "text": "t."}
+    v = pd.DataFrame([{**base, "dominant_hyperparameter": "factors", "dominance_agreement": "3 of 4"},
+                      {**base, "cutoff": 5, "dominant_hyperparameter": "",
+                       "dominance_agreement": "1 of 2"}])
+    md = verdict_section(v, [])
+    assert "| Latent factors (3 of 4) |" in md
+    assert "| none, analyses disagree (1 of 2) |" in md

@@ -135,7 +135,9 @@ def dominance_evidence(dp: pd.DataFrame, importance: pd.DataFrame | None, algori
                        metric: str, cutoff: int, min_pairs: int = MIN_PAIRS
                        ) -> tuple[str, str, str] | None:
     """``(dominant hyperparameter, "k of n", sentence)`` for one algorithm and metric@N, or None
-    when no analysis applies (fewer than two free hyperparameters, or fewer than ``min_pairs``
+    when no analysis applies. A hyperparameter is named only when a strict majority of the
+    analyses put it first (``k > n / 2``); otherwise the first element is ``""`` and the
+    sentence says that the analyses disagree. None also (fewer than two free hyperparameters, or fewer than ``min_pairs``
     pairs of configurations in the whole grid: no hyperparameter is named from so little).
     Table 5 groups and one-at-a-time scopes with fewer than ``min_pairs`` pairs are left out
     of the comparison."""
@@ -175,6 +177,11 @@ def dominance_evidence(dp: pd.DataFrame, importance: pd.DataFrame | None, algori
     agree = f"{count[top]} of {len(picks)}"
     few = (f" {dom['few']} Table 5 / one-at-a-time scope(s) with fewer than {int(min_pairs)} "
            "pairs left out." if dom["few"] else "")
+    if 2 * count[top] <= len(picks):  # no majority: naming one would be a claim without evidence
+        text = (f"No dominant hyperparameter for {display_metric(metric, cutoff)}: the "
+                f"{len(picks)} analyses disagree, at most {agree} put the same one first ("
+                + "; ".join(parts) + ")." + few)
+        return "", agree, text
     text = (f"Dominant hyperparameter for {display_metric(metric, cutoff)}: "
             f"{display_hyperparameter(top, algorithm)} ({agree} analyses agree: " + "; ".join(parts) + ")."
             + few)

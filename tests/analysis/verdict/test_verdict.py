@@ -158,6 +158,14 @@ def test_downstream_check_and_dominance():
     assert "fANOVA" in text and "Table 5" in text and "one at a time" in text
     assert "at lr=0.0250005," in text  # the report's one format for hyperparameter values
     assert ds.dominance_evidence(dp[dp["scope"] == "all"], None, "bpr", "ndcg", 10) is None
+    # no majority, no name: fANOVA and PED-ANOVA say k, Table 5 and one at a time say lr
+    flipped = imp.assign(importance=[0.2, 0.8, 0.4, 0.6])
+    h, agree, text = ds.dominance_evidence(dp, flipped, "bpr", "ndcg", 10)
+    assert (h, agree) == ("", "2 of 4")
+    assert text.startswith("No dominant hyperparameter for nDCG@10: the 4 analyses disagree")
+    # Table 5 says lr, one at a time says k: 1 of 2 names nothing
+    split = dp.assign(dp=[10.0, 2.0, 5.0, 8.0, 9.0, 12.0, 3.0])
+    assert ds.dominance_evidence(split, None, "bpr", "ndcg", 10)[:2] == ("", "1 of 2")
 
 
 def _robust_rows(values, n_pairs=45, cutoff=10):
