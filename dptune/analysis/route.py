@@ -24,6 +24,7 @@ from dptune.analysis.dp.estimator import (
     RobustResult,
     merge_results,
     plan_pass,
+    store_user_keys,
 )
 from dptune.vocab import fold_key, metric_key
 
@@ -48,6 +49,7 @@ def plan_robust(store: Any, options: Any, manifest: Any) -> dict[str, RobustPass
     used, else ``options.stability`` lowered to what :data:`STABILITY_BUDGET_S` affords (users
     estimated from the manifest)."""
     out = {}
+    user_keys = store_user_keys(store)
     for alg in store.algorithms():
         ids = store.configs(alg)["config_id"].to_numpy()
         if rb.n_possible_pairs(len(np.unique(ids))) == 0:
@@ -58,7 +60,7 @@ def plan_robust(store: Any, options: Any, manifest: Any) -> dict[str, RobustPass
         out[alg] = plan_pass(alg, ids, len(folds), mcs, n_users=_users_hint(manifest),
                              pairs=int(options.pairs), bootstrap=int(options.bootstrap),
                              stability=max(1, int(options.stability)), seed=int(options.seed),
-                             groups=GROUPS, budget_s=STABILITY_BUDGET_S)
+                             groups=GROUPS, budget_s=STABILITY_BUDGET_S, user_keys=user_keys)
     return out
 
 

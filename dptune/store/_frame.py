@@ -84,6 +84,7 @@ class FrameStore:
             raise input_error(source, "user", "duplicated row for " + ", ".join(
                 f"{k}={row[k]}" for k in _KEY))
         self.source = source
+        self._users = np.sort(df["user"].unique())  # every user, sorted: user_keys
         self._algorithms = list(dict.fromkeys(df["algorithm"]))
         self._hps = hps
         cfg_cols = ["config_id"] + (["system"] if "system" in df.columns else []) + hps
@@ -115,6 +116,16 @@ class FrameStore:
 
     def metric_cutoffs(self, algorithm: str) -> list[tuple[str, int]]:
         return list(self._mcs[algorithm])
+
+    def user_keys(self, users: np.ndarray) -> np.ndarray:
+        """The users' keys for the bootstrap, as a result store would hold them: integer users
+        as they are (a store's ``per_user.parquet`` holds its user codes), other ids as their
+        positions among every user of the table, sorted (the codes a sweep gives a data set's
+        users). So a table and the store it came from draw the same user groups."""
+        users = np.asarray(users)
+        if self._users.dtype.kind in "iu":
+            return users
+        return np.searchsorted(self._users, users)
 
     def read_matrix(self, algorithm: str, metric: str, cutoff: int, fold: str,
                     config_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

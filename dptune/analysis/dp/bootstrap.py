@@ -9,14 +9,16 @@ folds. Its bootstrap replicate ``r`` draws
    (the rescaled bootstrap of a sample drawn without replacement: mean 1, the resampling
    variance times the finite-population factor ``1 - P/N``, never negative). When every pair
    is used (``P = N``) the pairs are the parameter's own, not a sample: ``v_rj = 1``;
-2. per fold, user weights: the fold's ``n`` users are put in a random order (a seeded
-   permutation) and cut into ``G = min(n, groups)`` consecutive groups (sizes differ by at most
-   one); the groups get weights ``w_r = (w_r1 .. w_rG) ~ Multinomial(G, 1/G)`` and a user's
-   weight is its group's. With ``G = n`` this is exactly the ordinary bootstrap of the users
-   (each user its own group); with ``G < n`` it resamples blocks of exchangeable users, which
-   keeps the bootstrap's expectation and estimates its spread from ``G`` block sums instead of
-   ``n`` users -- the price of a cost of ``O(P G B)`` instead of ``O(P n B)`` (see
-   ``docs/statistics.md``).
+2. user weights that follow the user: the fold's ``n`` users are ordered by a seeded hash of
+   their id and cut into ``G = min(n, groups)`` consecutive groups (sizes differ by at most
+   one); the groups get weights ``w_r = (w_r1 .. w_rG) ~ Multinomial(G, 1/G)``, the same in
+   every fold, and a user's weight is its group's (:func:`user_draws`). User-stratified folds
+   hold the same users in every validation fold, and a user's taste for one configuration over
+   another goes with them, so the folds' p-values are dependent: a replicate resamples users,
+   not user-fold cells. With ``G = n`` this is the ordinary bootstrap of the users; with
+   ``G < n`` it resamples blocks of exchangeable users, which keeps the bootstrap's
+   expectation and estimates its spread from ``G`` block sums instead of ``n`` users -- the
+   price of a cost of ``O(P G B)`` instead of ``O(P n B)`` (see ``docs/statistics.md``).
 
 For pair ``j = (a, b)`` with per-user differences ``d_j(u) = x_a(u) - x_b(u)``, ``dbar_j`` their
 mean and ``c_j(u) = d_j(u) - dbar_j``, the group sums ``C1[j, g] = sum_{u in g} c_j(u)`` and
@@ -46,8 +48,10 @@ interpolation (absolute error below 1e-6 for every ``t`` and ``df``).
 
 The fold's part of replicate ``r`` is ``(1/P) sum_j v_rj p_rj``; averaged over the folds it is
 ``pbar*_r``. Every draw is seeded: pair weights from ``SeedSequence(seed, spawn_key=(0,))``,
-fold ``f``'s user order and group weights from ``SeedSequence(seed, spawn_key=(f + 1,))``;
-metrics with the same users share the draws, so replicates are paired across metrics.
+the group weights from ``SeedSequence(seed, spawn_key=(1, G))`` and the user hash from ``seed``;
+every metric shares the draws, so replicates are paired across metrics. (:func:`fold_draws`,
+independent draws per fold over the fold's own positions, serves :func:`bootstrap_mean_p`, the
+bootstrap of bare difference arrays without user ids.)
 
 **Interval and ranking** (:func:`interval_replicates`, :func:`dp_interval`,
 :func:`prob_more_discriminative`). ``pbar`` is by definition unbiased for its target
@@ -84,6 +88,7 @@ __all__ = [
     "GROUPS",
     "two_sided_t_pvalue",
     "fold_draws",
+    "user_draws",
     "pair_moments",
     "pair_multiplicities",
     "pair_weights",
@@ -151,6 +156,45 @@ def fold_draws(n: int, n_boot: int, seed: int, fold_index: int,
     g = max(1, min(n, int(groups)))
     perm = rng.permutation(n).astype(np.int64)
     starts = (np.arange(g + 1, dtype=np.int64) * n) // g
+    w = rng.multinomial(g, np.full(g, 1.0 / g), size=int(n_boot)).astype(np.float64)
+    return perm, starts, w
+
+
+def user_draws(users: np.ndarray, n_boot: int, seed: int,
+               groups: int = GROUPS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(perm, starts, weights)`` of one fold whose users, in column order, are ``users`` (their
+    keys: a result store's user codes, compared as text), drawn so that a replicate resamples **users, not user-fold
+    cells**: the fold's ``n`` users are ordered by a seeded 64-bit hash of their id (``perm``)
+    and cut into ``G = min(n, groups)`` consecutive groups (``starts[g] = floor(g n / G)``: sizes
+    differ by at most one), and the ``(B, G)`` group weights ``Multinomial(G, 1/G)`` are the same
+    for every fold with ``G`` groups (``SeedSequence(seed, spawn_key=(1, G))``). A user is
+    therefore at the same place in the order in every fold that holds the same users, and gets
+    the same weight there.
+
+    Why: user-stratified folds hold the same users in every validation fold, and a user's taste
+    for one configuration over another stays with them from fold to fold, so the folds' p-values
+    are not independent. Drawing each fold's users on their own (independent weights per fold)
+    treats them as independent and gives intervals that are too narrow (simulations with a
+    per-user taste as large as the per-fold noise: 78-86% coverage at nominal 95%); weights that
+    follow the user carry that dependence into every replicate. A user missing from one fold
+    moves the group boundaries of that fold by one place (about ``G`` users change group). When
+    the folds hold different users, the shared weights only add noise of order ``1 / sqrt(G)``
+    to the replicates' spread (the groups are random blocks of independent users)."""
+    import pandas as pd
+
+    ids = np.asarray(users).astype(str).astype(object)  # 7 and "7" are the same user
+    n = len(ids)
+    g = max(1, min(n, int(groups)))
+    h = pd.util.hash_array(ids, hash_key="dptune.bootstrap", categorize=False).astype(np.uint64)
+    mix = np.uint64(np.random.SeedSequence(int(seed)).generate_state(1, dtype=np.uint64)[0])
+    with np.errstate(over="ignore"):  # splitmix64 finaliser of the seeded hash
+        z = h ^ mix
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        z = z ^ (z >> np.uint64(31))
+    perm = np.lexsort((ids, z)).astype(np.int64)  # by hash; a tie (never seen) by the id
+    starts = (np.arange(g + 1, dtype=np.int64) * n) // g
+    rng = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(1, g)))
     w = rng.multinomial(g, np.full(g, 1.0 / g), size=int(n_boot)).astype(np.float64)
     return perm, starts, w
 

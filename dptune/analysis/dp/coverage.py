@@ -9,7 +9,11 @@ of configuration ``k`` scores
 
 with ``mu_k = effect * s_k / sqrt(n)``, ``s_k`` evenly spaced in [-1, 1] (``effect = 0``: no
 differences; the pair t statistics grow with ``effect`` whatever the number of users ``n``).
-A *sample* is what the tool sees: ``F`` folds of ``n`` users drawn afresh, the configuration
+With ``shared = s > 0`` (normal kind) the same ``n`` users are in every fold, each with a
+taste of their own for each configuration that goes with them from fold to fold:
+``x_k(u, f) = mu_k + b_u + c_ku + e_kuf``, ``c_ku ~ N(0, s^2)`` (as in user-stratified folds,
+whose validation folds hold the same users); ``b_u, c_ku`` drawn once per sample.
+A *sample* is what the tool sees: ``F`` folds of ``n`` users drawn afresh (or shared), the configuration
 pairs (every pair, or ``pairs`` of them sampled uniformly with a fresh seed), and the tool's own
 robust DP with its interval (:class:`dptune.analysis.dp.estimator.RobustPass`: the same code
 that fills ``robust_dp.csv``).
@@ -70,6 +74,7 @@ class Case:
     effect: float
     kind: str = "normal"
     pairs: int | None = None
+    shared: float = 0.0
 
     def __post_init__(self) -> None:
         check_int(self.configs, "coverage", "configs", 2)
@@ -81,6 +86,9 @@ class Case:
             raise input_error("coverage", "effect", f"must be a number >= 0, got {self.effect}")
         if self.pairs is not None:
             check_int(self.pairs, "coverage", "pairs", 1)
+        if not np.isfinite(self.shared) or self.shared < 0 or (self.shared and self.kind != "normal"):
+            raise input_error("coverage", "shared", f"must be a number >= 0 (normal kind only), "
+                              f"got {self.shared}")
 
     @property
     def possible_pairs(self) -> int:
@@ -94,19 +102,32 @@ class Case:
         """``mu_k`` of the configurations."""
         return self.effect * np.linspace(-1.0, 1.0, self.configs) / np.sqrt(self.users)
 
-    def draw(self, rng: np.random.Generator, n_tables: int = 1) -> np.ndarray:
-        """``(n_tables, configs, users)`` per-user values of fresh users."""
+    def users_of(self, rng: np.random.Generator, n_tables: int = 1) -> np.ndarray:
+        """``(n_tables, configs, users)``: what fresh users carry into every fold, ``b_u +
+        c_ku`` (``c_ku ~ N(0, shared^2)``: the user's own taste for configuration ``k``)."""
+        m, n = self.configs, self.users
+        u = rng.standard_normal((n_tables, 1, n))
+        if self.shared:
+            u = u + self.shared * rng.standard_normal((n_tables, m, n))
+        return u
+
+    def draw(self, rng: np.random.Generator, n_tables: int = 1,
+             users: np.ndarray | None = None) -> np.ndarray:
+        """``(n_tables, configs, users)`` per-user values: of fresh users, or of the given
+        ``users`` (:meth:`users_of`, one fold's fresh noise ``e_ku`` added)."""
         m, n, mu = self.configs, self.users, self.means()
         if self.kind == "normal":
-            return (mu[None, :, None] + rng.standard_normal((n_tables, 1, n))
-                    + rng.standard_normal((n_tables, m, n)))
+            u = self.users_of(rng, n_tables) if users is None else users
+            return mu[None, :, None] + u + rng.standard_normal((n_tables, m, n))
         q = rng.beta(0.5, 2.0, (n_tables, 1, n))
         hit = rng.random((n_tables, m, n)) < np.minimum(1.0, q * (1.0 + mu[None, :, None]))
         return hit * rng.beta(2.0, 3.0, (n_tables, m, n))
 
 
 #: The full study: a few-configuration case and a many-pair case (every one of 105 pairs), each
-#: with no, moderate and strong differences, plus a skewed ranking-like metric.
+#: with no, moderate and strong differences, plus a skewed ranking-like metric, and the same
+#: users in every fold with a taste of their own for each configuration (``shared``), as
+#: user-stratified folds have them.
 FULL_CASES = (
     Case("5 configs, none", 5, 300, 3, 0.0),
     Case("5 configs, moderate", 5, 300, 3, 2.0),
@@ -116,19 +137,23 @@ FULL_CASES = (
     Case("15 configs, moderate", 15, 500, 5, 2.0),
     Case("15 configs, strong", 15, 500, 5, 6.0),
     Case("15 configs, 30 of 105 pairs sampled, moderate", 15, 500, 5, 2.0, pairs=30),
+    Case("15 configs, shared users, none", 15, 500, 5, 0.0, shared=1.0),
+    Case("15 configs, shared users, moderate", 15, 500, 5, 2.0, shared=1.0),
 )
 
 #: Where coverage breaks down: very few pairs (every pair of 2, 3 and 4 configurations), and
-#: 10 pairs.
+#: 10 pairs, also with the same users in every fold.
 FEW_PAIR_CASES = tuple(
     Case(f"{m} configs ({rb.n_possible_pairs(m)} pairs), {label}", m, 300, 3, eff)
     for m in (2, 3, 4, 5) for label, eff in (("none", 0.0), ("moderate", 2.0), ("strong", 6.0))
-)
+) + (Case("5 configs (10 pairs), shared users, moderate", 5, 300, 3, 2.0, shared=1.0),)
 
-#: The default test run's quick variant (one few-configuration and one many-pair case).
+#: The default test run's quick variant (a few-configuration, a many-pair and a shared-users
+#: case).
 QUICK_CASES = (
     Case("4 configs, moderate", 4, 150, 3, 2.0),
     Case("12 configs, moderate", 12, 150, 3, 2.0),
+    Case("8 configs, shared users, moderate", 8, 150, 3, 2.0, shared=1.0),
 )
 
 
@@ -170,11 +195,16 @@ def sample_interval(case: Case, seed: int, n_boot: int = 1000,
     n_pairs = case.n_pairs
     rp = RobustPass("sim", ids, case.folds, [("m", 1)], pairs=n_pairs,
                     bootstrap=int(n_boot), repeats=1, seed=int(rng.integers(2**31)))
+    # with a shared taste the same users are in every fold (as user-stratified folds have them)
+    users = case.users_of(rng) if case.shared else None
     for f in range(case.folds):
-        x = case.draw(rng)[0]
+        x = case.draw(rng, users=users)[0]
 
-        def read(metric: str, cutoff: int, config_ids: np.ndarray, x=x):
-            return np.arange(x.shape[1]), x[np.asarray(config_ids)]
+        # user ids: the same in every fold when the users are shared, else fresh ones
+        ids_f = np.arange(case.users) + (0 if case.shared else f * case.users)
+
+        def read(metric: str, cutoff: int, config_ids: np.ndarray, x=x, ids_f=ids_f):
+            return ids_f, x[np.asarray(config_ids)]
 
         rp.add_fold(f, read)
     row = rp.result().table.iloc[0]

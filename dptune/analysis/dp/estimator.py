@@ -43,7 +43,7 @@ from dptune.store._fold import slice_of
 from dptune.vocab import fold_key, metric_key
 
 __all__ = ["ROBUST_TABLE_COLUMNS", "RobustResult", "RobustPass", "robust_analysis", "plan_pass",
-           "merge_results"]
+           "merge_results", "store_user_keys"]
 
 ROBUST_TABLE_COLUMNS = ["algorithm", "metric", "cutoff", "mean_p", "mean_p_sd", "dp_at_25",
                         "ci_low", "ci_high", "n_pairs", "n_possible_pairs", "n_folds",
@@ -77,8 +77,10 @@ class RobustPass:
     def __init__(self, algorithm: str, config_ids: np.ndarray, n_folds: int,
                  metric_cutoffs: Sequence[tuple[str, int]], *, pairs: int = rb.PAIRS,
                  bootstrap: int = 1000, repeats: int = 1, seed: int = 0,
-                 groups: int = rs.GROUPS) -> None:
+                 groups: int = rs.GROUPS,
+                 user_keys: Callable[[np.ndarray], np.ndarray] | None = None) -> None:
         self.algorithm = algorithm
+        self.user_keys = user_keys  # users as read -> the bootstrap's user key (None: as read)
         self.mcs = [(str(m), int(c)) for m, c in metric_cutoffs]
         self.n_folds = int(n_folds)
         self.bootstrap = int(bootstrap)
@@ -115,7 +117,7 @@ class RobustPass:
         """
         if not self.n_possible:
             return
-        draws: dict[tuple[int, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        draws: dict[tuple[int, int, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         block = slice_of(read)
         rows = [np.searchsorted(self.ids, p) for p in self.pairs]
         wanted = self.mcs if metric_cutoffs is None else \
@@ -124,7 +126,8 @@ class RobustPass:
             columns = None
             if block is not None:
                 values, base, columns = block.in_place(mc[0], mc[1], self.ids)
-                n = values.shape[1] if columns is None else len(columns)
+                users = block.users if columns is None else block.users[columns]
+                n = len(users)
                 mapped = [base[r] for r in rows]
             else:
                 users, values = read(mc[0], mc[1], self.ids)
@@ -134,11 +137,12 @@ class RobustPass:
             # the repeats beyond the first feed only the bootstrap's claims (result())
             for k in range(self.repeats if self.bootstrap else 1):
                 ra, rb = mapped[k][:, 0], mapped[k][:, 1]
-                if self.bootstrap:
-                    key = (k, n)
+                if self.bootstrap:  # the same user, the same weight, in every fold
+                    key = (k, n, hash(np.asarray(users).tobytes()))
                     if key not in draws:
-                        draws[key] = rs.fold_draws(n, self.bootstrap, rb_seed(self.seed, k),
-                                                   fold_index, self.groups)
+                        ids = users if self.user_keys is None else self.user_keys(users)
+                        draws[key] = rs.user_draws(ids, self.bootstrap, rb_seed(self.seed, k),
+                                                   self.groups)
                     perm, starts, w = draws[key]
                     p, reps = rs.fold_replicate_means(values, ra, rb, self._mult[k], perm,
                                                       starts, w, columns)
@@ -216,7 +220,8 @@ def _one_algorithm(store: Any, alg: str, parts: list, used: dict, pairs: int,
     ids = store.configs(alg)["config_id"].to_numpy()
     rp = plan_pass(alg, ids, len(folds), mcs, n_users=None, pairs=pairs,
                    bootstrap=bootstrap, stability=stability, seed=seed, groups=groups,
-                   budget_s=budget_s, store=store, first_fold=folds[0] if folds else None)
+                   budget_s=budget_s, store=store, first_fold=folds[0] if folds else None,
+                   user_keys=store_user_keys(store))
     for f_i, fold in enumerate(folds):
         rp.add_fold(f_i, fold_reader(store, alg, fold, rp.ids, mcs))
     used[alg] = rp.repeats
@@ -227,7 +232,8 @@ def plan_pass(algorithm: str, config_ids: np.ndarray, n_folds: int,
               mcs: Sequence[tuple[str, int]], *, n_users: int | None, pairs: int,
               bootstrap: int, stability: int, seed: int, groups: int = rs.GROUPS,
               budget_s: float | None = None, store: Any = None,
-              first_fold: str | None = None) -> RobustPass:
+              first_fold: str | None = None,
+              user_keys: Callable[[np.ndarray], np.ndarray] | None = None) -> RobustPass:
     """A :class:`RobustPass` with ``stability`` lowered to what ``budget_s`` affords (estimated
     from the pairs, users, metrics, folds and replicates; ``n_users`` None: the users of the
     first fold's first metric, read from ``store``). One repeat when every pair is used: a
@@ -242,7 +248,16 @@ def plan_pass(algorithm: str, config_ids: np.ndarray, n_folds: int,
         per = sb.estimated_seconds(n_p, int(n_users or 0), len(mcs), n_folds, bootstrap, groups)
         repeats = sb.affordable_repeats(repeats, per, budget_s)
     return RobustPass(algorithm, config_ids, n_folds, mcs, pairs=pairs,
-                      bootstrap=bootstrap, repeats=repeats, seed=seed, groups=groups)
+                      bootstrap=bootstrap, repeats=repeats, seed=seed, groups=groups,
+                      user_keys=user_keys)
+
+
+def store_user_keys(store: Any) -> Callable[[np.ndarray], np.ndarray] | None:
+    """The store's map from users as read to the bootstrap's user keys (its ``user_keys``:
+    a per-user table's users -> their codes, as in the result store it came from), or None
+    when the users as read are the keys (a result store's codes)."""
+    get = getattr(store, "user_keys", None)
+    return get if callable(get) else None
 
 
 def merge_results(parts: Sequence[RobustResult]) -> RobustResult:

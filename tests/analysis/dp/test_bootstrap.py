@@ -140,3 +140,30 @@ def test_ttest_pvalues_is_the_one_group_pair_moments_bit_for_bit():
         ref = st.ttest_rel(x[ra], x[rb], axis=1).pvalue
         ref[1] = 1.0  # scipy gives nan for identical rows
         np.testing.assert_allclose(got, ref, rtol=1e-9, atol=1e-12)
+
+
+def test_user_draws_follow_the_user_across_folds():
+    """The same users in two folds (in any column order) get the same group and the same
+    weights; a fold missing one user moves only users at group boundaries; weights do not
+    depend on the fold; integer and text ids of the same user are one user."""
+    users = np.arange(1000, 3000)
+    perm, starts, w = rs.user_draws(users, 40, seed=5, groups=64)
+    assert len(starts) == 65 and np.all(np.diff(starts) >= 31) and np.all(np.diff(starts) <= 32)
+    assert np.all(w.sum(axis=1) == 64)
+
+    def groups_of(ids, perm, starts):
+        g = np.empty(len(ids), dtype=int)
+        for k in range(len(starts) - 1):
+            g[perm[starts[k]:starts[k + 1]]] = k
+        return dict(zip(ids.tolist(), g.tolist(), strict=True))
+
+    mine = groups_of(users, perm, starts)
+    shuffled = np.random.default_rng(0).permutation(users)
+    p2, s2, w2 = rs.user_draws(shuffled, 40, seed=5, groups=64)
+    assert groups_of(shuffled, p2, s2) == mine and np.array_equal(w2, w)
+    assert np.array_equal(rs.user_draws(users.astype(str), 40, seed=5, groups=64)[0], perm)
+    fewer = np.delete(users, 700)
+    p3, s3, w3 = rs.user_draws(fewer, 40, seed=5, groups=64)
+    moved = sum(groups_of(fewer, p3, s3)[u] != mine[u] for u in fewer.tolist())
+    assert moved <= 64 and np.array_equal(w3, w)
+    assert not np.array_equal(rs.user_draws(users, 40, seed=6, groups=64)[0], perm)

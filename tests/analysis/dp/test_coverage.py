@@ -46,6 +46,24 @@ def test_bad_cases():
         cv.Case("x", 1, 50, 2, 1.0)
     with pytest.raises(DptuneError, match="pairs"):
         cv.Case("x", 3, 50, 2, 1.0, pairs=0)
+    with pytest.raises(DptuneError, match="shared"):
+        cv.Case("x", 3, 50, 2, 1.0, shared=-1.0)
+    with pytest.raises(DptuneError, match="shared"):
+        cv.Case("x", 3, 50, 2, 1.0, "ranking", shared=1.0)
+
+
+def test_shared_users_are_the_same_users_in_every_fold():
+    """With a shared taste a sample's folds hold the same users (their b_u + c_ku drawn once),
+    so two folds' values correlate; without it they are fresh users."""
+    case = cv.Case("s", 3, 2000, 2, 0.0, shared=1.0)
+    rng = np.random.default_rng(0)
+    u = case.users_of(rng)
+    a, b = case.draw(rng, users=u)[0], case.draw(rng, users=u)[0]
+    d_a, d_b = a[0] - a[1], b[0] - b[1]  # a pair's per-user differences in two folds
+    assert np.corrcoef(d_a, d_b)[0, 1] > 0.4  # the taste c_k carries over (1 / (1 + 1) = 0.5)
+    fresh = cv.Case("f", 3, 2000, 2, 0.0)
+    x, y = fresh.draw(rng)[0], fresh.draw(rng)[0]
+    assert abs(np.corrcoef(x[0] - x[1], y[0] - y[1])[0, 1]) < 0.1
 
 
 def test_quick_coverage():

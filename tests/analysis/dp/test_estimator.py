@@ -192,8 +192,9 @@ def test_fold_array_read_in_place_equals_read_matrix():
 
 
 def _oracle_interval(store, metric, n_boot, seed, n_folds=3, n_configs=6):
-    """The robust DP's replicates and 95% interval by a plain scipy bootstrap of the users
-    (one user per group): per fold, the users drawn with the pass's own multinomial counts, the
+    """The robust DP's replicates and 95% interval by a plain scipy bootstrap of the users:
+    per fold, each user repeated as often as its group's weight (the pass's own draws, the same
+    user with the same weight in every fold), the
     varying pairs' differences moved to k * mean (James-Stein k from scipy's t statistics),
     scipy's paired t-test per replicate; then the logit-scale basic interval."""
     from scipy import special
@@ -211,10 +212,17 @@ def _oracle_interval(store, metric, n_boot, seed, n_folds=3, n_configs=6):
         t = st.ttest_1samp(d, 0.0, axis=1).statistic
         k = np.sqrt(max(0.0, 1.0 - len(pa) / (np.sum(t**2) * (n - 3) / (n - 1))))
         shifted = d + (k - 1.0) * d.mean(axis=1, keepdims=True)
-        perm, starts, w = rs.fold_draws(n, n_boot, rb.bootstrap_seed(seed, 0), f, groups=n)
-        for r in range(n_boot):
-            users = np.repeat(perm, w[r].astype(int))  # group g is the user perm[g]
-            raw[r] += st.ttest_1samp(shifted[:, users], 0.0, axis=1).pvalue.mean() / n_folds
+        ids, _ = store.read_matrix("knn", metric, 10, str(f), np.arange(n_configs))
+        perm, starts, w = rs.user_draws(ids, n_boot, rb.bootstrap_seed(seed, 0), groups=n)
+        group = np.empty(n, dtype=int)  # the group of each user (column)
+        for g in range(len(starts) - 1):
+            group[perm[starts[g]:starts[g + 1]]] = g
+        for r in range(n_boot):  # each user as many times as its group's weight
+            users = np.repeat(np.arange(n), w[r, group].astype(int))
+            # the pass's t statistic of the weighted users, on the fold's n - 1 degrees of
+            # freedom (the replicate's size sum_g w_g |g| varies when the groups differ in size)
+            t_r = st.ttest_1samp(shifted[:, users], 0.0, axis=1).statistic
+            raw[r] += (2.0 * special.stdtr(n - 1, -np.abs(t_r))).mean() / n_folds
     est = float(np.mean(point))
     logit = lambda v: special.logit(np.clip(v, 1e-12, 1 - 1e-12))  # noqa: E731
     mapped = special.expit(logit(est) - (logit(raw) - logit(raw.mean())))
