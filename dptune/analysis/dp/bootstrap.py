@@ -49,9 +49,7 @@ interpolation (absolute error below 1e-6 for every ``t`` and ``df``).
 The fold's part of replicate ``r`` is ``(1/P) sum_j v_rj p_rj``; averaged over the folds it is
 ``pbar*_r``. Every draw is seeded: pair weights from ``SeedSequence(seed, spawn_key=(0,))``,
 the group weights from ``SeedSequence(seed, spawn_key=(1, G))`` and the user hash from ``seed``;
-every metric shares the draws, so replicates are paired across metrics. (:func:`fold_draws`,
-independent draws per fold over the fold's own positions, serves :func:`bootstrap_mean_p`, the
-bootstrap of bare difference arrays without user ids.)
+every metric shares the draws, so replicates are paired across metrics.
 
 **Interval and ranking** (:func:`interval_replicates`, :func:`dp_interval`,
 :func:`prob_more_discriminative`). ``pbar`` is by definition unbiased for its target
@@ -87,7 +85,6 @@ from dptune.errors import input_error
 __all__ = [
     "GROUPS",
     "two_sided_t_pvalue",
-    "fold_draws",
     "user_draws",
     "pair_moments",
     "pair_multiplicities",
@@ -143,21 +140,6 @@ def two_sided_t_pvalue(t: np.ndarray, df: int) -> np.ndarray:
     out = np.empty(arr.size)
     _table_p_array(arr.ravel(), _tail_table(int(df)), out)
     return out.reshape(arr.shape)
-
-
-def fold_draws(n: int, n_boot: int, seed: int, fold_index: int,
-               groups: int = GROUPS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(perm, starts, weights)`` of one fold: a random order of the ``n`` users, the group
-    boundaries ``starts`` (``G + 1`` positions in that order, ``starts[g] = floor(g n / G)``) and
-    the ``(B, G)`` group weights, ``Multinomial(G, 1/G)`` rows; seeded by
-    ``SeedSequence(seed, spawn_key=(fold_index + 1,))``."""
-    rng = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(int(fold_index) + 1,)))
-    n = int(n)
-    g = max(1, min(n, int(groups)))
-    perm = rng.permutation(n).astype(np.int64)
-    starts = (np.arange(g + 1, dtype=np.int64) * n) // g
-    w = rng.multinomial(g, np.full(g, 1.0 / g), size=int(n_boot)).astype(np.float64)
-    return perm, starts, w
 
 
 def user_draws(users: np.ndarray, n_boot: int, seed: int,
@@ -247,7 +229,7 @@ def _pair_sums(values, ra, rb, labels, s1, s2, dmin, dmax):  # pragma: no cover 
 def pair_moments(values: np.ndarray, rows_a: np.ndarray, rows_b: np.ndarray, perm: np.ndarray,
                  starts: np.ndarray, columns: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
     """``(dbar, C1, C2, constant, size)`` of the pairs ``(values[rows_a[j]], values[rows_b[j]])``
-    over the users, grouped by ``perm``/``starts`` (:func:`fold_draws`); ``constant[j]``: every
+    over the users, grouped by ``perm``/``starts`` (:func:`user_draws`); ``constant[j]``: every
     difference equal (then ``C1 = C2 = 0`` exactly); ``size[j] = max_u |d_j(u)|``. ``values`` is
     ``(configs, users)`` (float32 or float64, read in place); ``columns``: the users used (their
     column indices, ``starts[-1]`` of them), None = every column."""
@@ -416,7 +398,7 @@ def fold_replicate_means(values: np.ndarray, rows_a: np.ndarray, rows_b: np.ndar
     """One fold and metric: ``(p, reps)`` with ``p`` the P point p-values
     (:func:`point_pvalues`) and ``reps[r] = (1/P) sum_j v_rj p_rj`` the fold's part of every
     replicate (``weights_pairs`` ``(B, P)``: :func:`pair_weights`; ``perm``/``starts``/``weights`` from
-    :func:`fold_draws` for this fold's ``n`` users: the columns of ``values``, or ``columns``).
+    :func:`user_draws` for this fold's ``n`` users: the columns of ``values``, or ``columns``).
 
     The two products run in float32 (the sums are of centred values; relative error about 1e-7,
     far below the table's 1e-6 on p)."""
@@ -443,7 +425,9 @@ def bootstrap_mean_p(diffs: Sequence[np.ndarray], n_boot: int = 1000, seed: int 
     """Bootstrap replicates ``pbar*_r`` of the mean p-value over folds and pairs.
 
     ``diffs[f]`` holds fold ``f``'s per-user differences of the P pairs, ``(P, n_f)`` or
-    ``(M, P, n_f)`` for M metrics on the same users (the draws are shared by the metrics).
+    ``(M, P, n_f)`` for M metrics on the same users (the draws are shared by the metrics);
+    column ``u`` is the same user in every fold (:func:`user_draws` with the column positions
+    as the users).
     ``pbar*_r = (1/F) sum_f (1/P) sum_j v_rj p_{r,f,j}`` (``v``: :func:`pair_weights`; the
     pairs are resampled only when ``n_possible`` says they are a sample of more); returns
     ``(B,)`` or ``(M, B)``.
@@ -463,8 +447,8 @@ def bootstrap_mean_p(diffs: Sequence[np.ndarray], n_boot: int = 1000, seed: int 
     mult = pair_weights(n_boot, n_pairs, n_possible, seed)
     total = np.zeros((n_metrics, int(n_boot)))
     rows_a, rows_b = np.arange(n_pairs), np.full(n_pairs, n_pairs)  # d_j = d_j - 0
-    for f, d in enumerate(arrs):
-        perm, starts, w = fold_draws(d.shape[2], n_boot, seed, f, groups)
+    for d in arrs:
+        perm, starts, w = user_draws(np.arange(d.shape[2]), n_boot, seed, groups)
         for m in range(n_metrics):
             values = np.vstack([d[m], np.zeros((1, d.shape[2]))])
             total[m] += fold_replicate_means(values, rows_a, rows_b, mult, perm, starts, w)[1]

@@ -20,16 +20,17 @@ def test_two_sided_t_pvalue_matches_scipy(df):
         rs.two_sided_t_pvalue(t, 0)
 
 
-def test_fold_draws_balanced_and_seeded():
-    perm, starts, w = rs.fold_draws(1000, 30, seed=4, fold_index=2, groups=128)
+def test_user_draws_balanced_and_seeded():
+    users = np.arange(1000)
+    perm, starts, w = rs.user_draws(users, 30, seed=4, groups=128)
     assert sorted(perm) == list(range(1000)) and starts[0] == 0 and starts[-1] == 1000
     sizes = np.diff(starts)
     assert len(sizes) == 128 and sizes.max() - sizes.min() <= 1
     assert w.shape == (30, 128) and np.all(w.sum(axis=1) == 128)
-    again = rs.fold_draws(1000, 30, seed=4, fold_index=2, groups=128)
+    again = rs.user_draws(users, 30, seed=4, groups=128)
     assert all(np.array_equal(x, y) for x, y in zip((perm, starts, w), again, strict=True))
-    assert not np.array_equal(perm, rs.fold_draws(1000, 30, seed=4, fold_index=3)[0])
-    assert len(rs.fold_draws(50, 3, 0, 0, groups=128)[1]) == 51
+    assert not np.array_equal(perm, rs.user_draws(users, 30, seed=5)[0])
+    assert len(rs.user_draws(np.arange(50), 3, 0, groups=128)[1]) == 51  # G = min(n, groups)
 
 
 def test_one_user_per_group_is_the_exact_user_bootstrap():
@@ -40,7 +41,7 @@ def test_one_user_per_group_is_the_exact_user_bootstrap():
     d[1] = 0.2  # constant non-zero pair: p = 0
     values = np.vstack([d, np.zeros((1, n))])
     ra, rb = np.arange(P), np.full(P, P)
-    perm, starts, w = rs.fold_draws(n, B, seed=9, fold_index=0, groups=n)
+    perm, starts, w = rs.user_draws(np.arange(n), B, seed=9, groups=n)
     counts = np.zeros((B, n))
     counts[:, perm] = w  # group g is the user perm[g]
     mult = rs.pair_multiplicities(B, P, seed=9)
