@@ -27,6 +27,7 @@ from contextlib import contextmanager
 from typing import Any
 
 WATCH_SECONDS = 0.5  # how often a worker checks that its parent is alive
+_PARENT: int | None = None  # in a worker of run_parallel: the pid of the process that started it
 
 
 def threads_per_job(jobs: int) -> int:
@@ -41,6 +42,8 @@ def _die_with_parent(parent: int, interval: float = WATCH_SECONDS) -> None:
     another parent (the original died, the worker was re-parented to init or a sub-reaper) exits
     with status 1 without running anything more.
     """
+    global _PARENT
+    _PARENT = parent
     if os.getppid() != parent:
         os._exit(1)
 
@@ -51,6 +54,16 @@ def _die_with_parent(parent: int, interval: float = WATCH_SECONDS) -> None:
                 os._exit(1)
 
     threading.Thread(target=watch, name="dptune-parent-watch", daemon=True).start()
+
+
+def exit_if_orphaned() -> None:
+    """In a worker of :func:`run_parallel`: end this process at once when the process that
+    started it is gone. Called before each unit of work, so that an orphan starts nothing more
+    (the watch thread of :func:`_die_with_parent` ends it within :data:`WATCH_SECONDS` anyway,
+    but a worker that runs an optimisation loop of short units could finish several in that
+    time). Does nothing outside a worker."""
+    if _PARENT is not None and os.getppid() != _PARENT:
+        os._exit(1)
 
 
 @contextmanager

@@ -8,7 +8,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from dptune._parallel import run_parallel, terminate_workers
+from dptune._parallel import exit_if_orphaned, run_parallel, terminate_workers
 from dptune.config import Experiment
 from dptune.errors import input_error
 from dptune.store._store import ResultStore
@@ -78,6 +78,7 @@ def _run_tasks(exp: Experiment, store: ResultStore, tasks: list[Task], jobs: int
 
 
 def _run_one(exp: Experiment, root: str, task: Task) -> None:
+    exit_if_orphaned()  # a worker whose parent was killed starts no unit
     store = ResultStore(root)
     if not store.has_part(task.algorithm, task.fold, task.unit):
         run_unit(exp, task, store)

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dptune._parallel import exit_if_orphaned
 from dptune.config import Experiment
 from dptune.store._store import ResultStore
 from dptune.sweeper._claims import (
@@ -104,6 +105,7 @@ def worker(exp: Experiment, results: str | Path, storage_url: str | None = None,
                        patient: bool) -> Callable[[optuna.Trial], float]:
         """The optuna objective: a heartbeat first, then :func:`evaluate_point`."""
         def objective(trial: optuna.Trial) -> float:
+            exit_if_orphaned()  # a worker whose parent was killed starts no unit
             # A heartbeat before the parameters are visible: a trial that others see on their
             # grid point can always be found stale if its worker dies.
             try:
