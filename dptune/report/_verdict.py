@@ -66,7 +66,8 @@ def _table(verdict: pd.DataFrame) -> Block:
     family = "family" in cols
     header = ["Algorithm", "N"] + (["Family"] if family else []) + ["Tune with"]
     if "dp_at_25" in cols:
-        header.append("DP per 25 pairs [95% CI]")
+        with_ci = "ci_low" in cols and pd.to_numeric(verdict["ci_low"], errors="coerce").notna().any()
+        header.append("DP per 25 pairs [95% CI]" if with_ci else "DP per 25 pairs")
     lists = [(c, h) for c, h in _LISTS if c in cols]
     header += [h for _, h in lists]
     if "dominant_hyperparameter" in cols:

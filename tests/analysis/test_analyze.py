@@ -333,8 +333,9 @@ def test_a_test_other_than_t_gives_one_answer_and_no_claim(tiny, test):
     from dptune.store._store import ResultStore
 
     store = ResultStore(tiny / "results")
+    # min_pairs = 1: this tiny grid has 6 pairs per algorithm, and the verdict must recommend
     opts = AnalysisOptions.resolve(store.manifest(), test=test, n_resamples=200,
-                                   noise_seeds=0, importance=False)
+                                   noise_seeds=0, importance=False, min_pairs=1)
     assert opts.bootstrap > 0  # asked for, and still not run
     res = analyze(store, opts)
     d = res.dp[res.dp["scope"] == "all"]
@@ -346,16 +347,21 @@ def test_a_test_other_than_t_gives_one_answer_and_no_claim(tiny, test):
     assert rb["ci_low"].isna().all() and rb["ci_high"].isna().all()
     assert res.robust_ranking is None
     assert (res.verdict["less_discriminative"].fillna("") == "").all()
+    said = res.verdict["text"][res.verdict["text"].str.contains("no claim of significance")]
+    assert len(said) and said.str.contains("a test other than the t-test").all()
     # the verdict's metric is the smallest DP of its family, as Table 4's best
+    assert res.verdict["recommended"].astype(bool).all()
     for r in res.verdict.itertuples(index=False):
-        if not r.recommended:
-            continue
         fam = dict(opts.families)[r.family]
         rows = rb[(rb["algorithm"] == r.algorithm) & (rb["cutoff"] == r.cutoff)
                   & rb["metric"].isin(fam)]
         assert rows["dp"].min() == pytest.approx(
             rows.loc[rows["metric"] == r.recommended, "dp"].iloc[0], abs=1e-12)
     assert _bootstrap_text(opts).startswith("not run: its replicates are t-tests")
+    # without an interval no number is labelled with one
+    few = analyze(store, opts.replace(min_pairs=10))
+    assert few.verdict["text"].str.contains("too few pairs").all()
+    assert not few.verdict["text"].str.contains("CI").any()
 
 
 def test_the_result_is_frozen_and_replace_gives_a_copy(tiny):

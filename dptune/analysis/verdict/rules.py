@@ -204,6 +204,11 @@ def _tie_evidence(metric: str, best: str, g: pd.DataFrame, prob: Mapping[str, fl
     return f", P = {_pct(prob[metric])}"
 
 
+def _ci_label(g: pd.DataFrame) -> str:
+    """`` [95% CI]`` when the numbers carry their interval, else nothing."""
+    return " [95% CI]" if np.isfinite(g["ci_low"].to_numpy(dtype=float)).any() else ""
+
+
 def _numbers(g: pd.DataFrame, cutoff: int) -> str:
     """``nDCG@10 2.31 [1.20, 3.40], ...``: each metric's DP per 25 pairs with its interval."""
     out = []
@@ -226,7 +231,7 @@ def verdict_text(row: Mapping, robust: pd.DataFrame, claims: pd.DataFrame | None
     if bool(row.get("too_few_pairs")):
         return (head + f"too few pairs ({int(g['n_pairs'].max())}) to rank metrics (the "
                 f"minimum is min_pairs = {int(min_pairs)}), so no metric is recommended and no "
-                f"difference is claimed; DP per 25 pairs [95% CI]: {_numbers(g, cutoff)}.")
+                f"difference is claimed; DP per 25 pairs{_ci_label(g)}: {_numbers(g, cutoff)}.")
     if not row["recommended"]:
         return (head + "no evidence: every p-value is 1 for every metric (identical "
                 "configurations or too few users), so no metric can be recommended.")
@@ -247,8 +252,8 @@ def verdict_text(row: Mapping, robust: pd.DataFrame, claims: pd.DataFrame | None
     others = [m for m in g.index if m != best]
     if claims is None:
         if others:
-            s.append("No bootstrap, so no claim of significance; the other metrics are not "
-                     "ranked.")
+            s.append("No bootstrap (off, or a test other than the t-test: see Bootstrap in the "
+                     "settings), so no claim of significance; the other metrics are not ranked.")
     else:
         less = [m for m in row["less_discriminative"].split(";") if m]
         if less:
