@@ -129,8 +129,9 @@ def estimate_from_tables(plan: RobustPass, pvalues: pd.DataFrame) -> RobustResul
         g = by.get((metric, cutoff))
         if g is None:
             continue
-        folds = sorted(g["fold"].astype(str).unique(), key=fold_key)
-        fold_means = np.array([g.loc[g["fold"].astype(str) == f, "p"].mean() for f in folds])
+        by_fold = g.groupby(g["fold"].astype(str))["p"].mean()
+        folds = sorted(by_fold.index, key=fold_key)
+        fold_means = by_fold.loc[folds].to_numpy()
         mean = float(fold_means.mean())
         rows.append({
             "algorithm": plan.algorithm, "metric": metric, "cutoff": cutoff, "mean_p": mean,

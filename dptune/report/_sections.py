@@ -39,10 +39,6 @@ _TEST_TEXT = {
     "permutation": "randomisation (sign-flip) test (two-sided)",
 }
 
-_TEST_NAME = {"t": "t-test", "wilcoxon": "Wilcoxon signed-rank test",
-              "bootstrap": "paired bootstrap test", "permutation": "randomisation test"}
-
-
 def option(options: Any, name: str, default: Any = None) -> Any:
     """One analysis option by name, from an ``AnalysisOptions`` object or a plain mapping."""
     if isinstance(options, Mapping):
@@ -77,8 +73,8 @@ def _bootstrap_text(options: Any) -> str:
         return "off (no confidence intervals, no claim that a metric is more discriminative)"
     test = option(options, "test", "t")
     if test != "t":
-        return (f"not run: its replicates are t-tests, and the p-values here are of the "
-                f"{_TEST_NAME[test]}; DP has no interval and no metric is called more "
+        return (f"not run: its replicates are t-tests, and the test here is "
+                f"{_TEST_TEXT[test]}; DP has no interval and no metric is called more "
                 "discriminative than another")
     return (
         f"{b} replicates of scope all: the users of every fold resampled in {GROUPS} random "

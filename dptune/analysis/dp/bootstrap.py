@@ -145,10 +145,10 @@ def two_sided_t_pvalue(t: np.ndarray, df: int) -> np.ndarray:
 def user_draws(users: np.ndarray, n_boot: int, seed: int,
                groups: int = GROUPS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(perm, starts, weights)`` of one fold whose users, in column order, are ``users`` (their
-    keys: a result store's user codes, compared as text), drawn so that a replicate resamples **users, not user-fold
-    cells**: the fold's ``n`` users are ordered by a seeded 64-bit hash of their id (``perm``)
-    and cut into ``G = min(n, groups)`` consecutive groups (``starts[g] = floor(g n / G)``: sizes
-    differ by at most one), and the ``(B, G)`` group weights ``Multinomial(G, 1/G)`` are the same
+    keys: a result store's user codes, compared as text), drawn so that a replicate resamples
+    **users, not user-fold cells**: the fold's ``n`` users are ordered by a seeded 64-bit hash
+    of their key (``perm``) and cut into ``G = min(n, groups)`` consecutive groups (``starts[g]
+    = floor(g n / G)``: sizes differ by at most one), and the ``(B, G)`` group weights ``Multinomial(G, 1/G)`` are the same
     for every fold with ``G`` groups (``SeedSequence(seed, spawn_key=(1, G))``). A user is
     therefore at the same place in the order in every fold that holds the same users, and gets
     the same weight there.
