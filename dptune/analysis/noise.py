@@ -112,17 +112,24 @@ def resample_curve(curve: np.ndarray, n_positions: int) -> np.ndarray:
     return np.interp(u, x, c)
 
 
-@dataclass
+@dataclass(frozen=True)
 class NoiseFloor:
-    """Result of :func:`noise_floor_table`.
+    """Result of :func:`noise_floor_table`, and the noise part of an analysis result.
+
+    Frozen: :func:`noise_floor_table` computes the floor, and :func:`dptune.analyze` adds the
+    comparison with DP by ``dataclasses.replace`` (it needs the DP table, which this module
+    does not compute).
 
     - ``pvalues``: ``algorithm, config_id, metric, cutoff, fold, seed_a, seed_b, p, n_users``:
-      every A/A p-value (seed indices ``seed_a < seed_b``).
+      every A/A p-value (seed indices ``seed_a < seed_b``; noise_pvalues.parquet).
     - ``curves``: ``algorithm, cutoff, metric, position, mean, sd``: the A/A curve resampled to the
-      DP's ``P`` positions and averaged over folds (Figure 1's dashed line).
+      DP's ``P`` positions and averaged over folds (Figure 1's dashed line; noise_curves.csv).
     - ``floor``: ``algorithm, metric, cutoff, n_configs, n_seeds, n_folds, n_aa_pairs,
-      n_positions, mean_p, dp_floor, dp_floor_sd, test``.
+      n_positions, mean_p, dp_floor, dp_floor_sd, test``: the floor per metric@N before it is
+      joined to DP.
     - ``configs``: ``algorithm -> config ids`` used; ``seeds``: ``algorithm -> seeds used``.
+    - ``versus_dp``: DP beside its floor with the flag (:func:`compare_with_floor`;
+      noise_floor.csv), or None before it is compared.
     """
 
     pvalues: pd.DataFrame
@@ -130,6 +137,7 @@ class NoiseFloor:
     floor: pd.DataFrame
     configs: dict[str, list[int]] = field(default_factory=dict)
     seeds: dict[str, int] = field(default_factory=dict)
+    versus_dp: pd.DataFrame | None = None
 
     @property
     def empty(self) -> bool:
