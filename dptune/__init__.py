@@ -7,7 +7,7 @@ report. The Python API, one front function per task (``docs/api.md``)::
     exp = dptune.load_experiment("experiments/quickstart.toml")
     store = dptune.sweep(exp, results="results/quickstart", jobs=2)   # resumable
     res = dptune.analyze(store)                                       # an AnalysisResult
-    res.dp                                                            # dp.csv as a DataFrame
+    res.dp.table                                                      # dp.csv as a DataFrame
     dptune.Report.build(store, res).write("reports/quickstart")      # tables, figures, report.md
     dptune.discriminative_power(per_user_df, pairs=25, test="t")      # any per-user table
 

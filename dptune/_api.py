@@ -82,4 +82,4 @@ def discriminative_power(per_user: pd.DataFrame, *, hyperparameters: Sequence[st
     from dptune._per_user import analyze_outside, per_user_store
 
     store = per_user_store(per_user, configs=configs, hyperparameters=hyperparameters)
-    return analyze_outside(store, progress=progress, **options).dp
+    return analyze_outside(store, progress=progress, **options).dp.table

@@ -2,7 +2,8 @@
 
 ``tiny_experiment`` writes an experiment TOML (ml-latest-small, 2 folds, UserKNN k in
 [10, 20, 40] and a 2 x 2 BPR-MF grid: 6 units, 14 configuration x fold results) into a
-directory; ``pg_url`` is the URL in ``DPTUNE_TEST_PG_URL`` (``bash .ci/run`` starts a server and
+directory; :func:`frames_result` is an analysis result built by hand from DataFrames (for
+``Report.from_result`` without a store); ``pg_url`` is the URL in ``DPTUNE_TEST_PG_URL`` (``bash .ci/run`` starts a server and
 sets it), and the test is skipped, with the reason, when it is unset or the server does not answer.
 """
 
@@ -76,6 +77,30 @@ def write_experiment(directory: Path, name: str = "tiny", source: str = "ml-late
 def tiny_experiment(tmp_path: Path) -> Path:
     """The tiny experiment's TOML in a fresh directory."""
     return write_experiment(tmp_path / "exp")
+
+
+def frames_result(dp, curves, *, datasets=None, best=None, noise_curves=None, verdict=None,
+                  primary=("ndcg", 10), split=None):
+    """An :class:`~dptune.analysis.AnalysisResult` of the given DP table and curves, as a caller
+    without a store builds it: no pairs or p-values (empty frames), ``noise_curves`` as the A/A
+    curves of a noise floor, ``primary`` as the options' metric@N, ``split`` as the manifest's."""
+    import pandas as pd
+
+    from dptune.analysis.dp.tables import PAIRS_COLUMNS, PVALUES_COLUMNS
+    from dptune.analysis.noise import FLOOR_COLUMNS, PVALUE_COLUMNS, NoiseFloor
+    from dptune.analysis.options import AnalysisOptions
+    from dptune.analysis.result import AnalysisResult, DPResult
+
+    noise = None
+    if noise_curves is not None:
+        noise = NoiseFloor(pvalues=pd.DataFrame(columns=PVALUE_COLUMNS), curves=noise_curves,
+                           floor=pd.DataFrame(columns=FLOOR_COLUMNS))
+    return AnalysisResult(
+        dp=DPResult(pairs=pd.DataFrame(columns=PAIRS_COLUMNS),
+                    pvalues=pd.DataFrame(columns=PVALUES_COLUMNS), table=dp, curves=curves),
+        datasets=datasets, best=best, noise=noise, verdict=verdict,
+        options=AnalysisOptions(primary_metric=primary[0], primary_cutoff=primary[1]),
+        manifest={} if split is None else {"split": split})
 
 
 def _pg_problem(url: str) -> str | None:

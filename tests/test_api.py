@@ -82,8 +82,8 @@ def test_discriminative_power_equals_scipy_by_hand():
     dp = _dp(df, 6, seed=3)
     assert list(dp["metric"]) == ["ndcg", "mrr"] and set(dp["scope"]) == {"all"}
     res = analyze_outside(per_user_store(df), pairs=6, seed=3, bootstrap=0, stability=0)
-    pd.testing.assert_frame_equal(res.dp, dp)
-    pairs = res.pairs[["config_a", "config_b"]].to_numpy()
+    pd.testing.assert_frame_equal(res.dp.table, dp)
+    pairs = res.dp.pairs[["config_a", "config_b"]].to_numpy()
     names = sorted(df["system"].unique())
     for metric in ("ndcg", "mrr"):
         total = []
@@ -203,7 +203,7 @@ def test_docs_examples_write_the_dp_csv_of_dptune_run(docs_run):
     assert isinstance(res, dptune.AnalysisResult) and isinstance(env["store"], dptune.ResultStore)
     assert res.options.pairs == 5 and not res.best.empty and "rep" in env
     assert (d / "reports" / "report.md").read_bytes() == (d / "cli-reports" / "report.md").read_bytes()
-    assert {"dp_per_25", "ci_low", "ci_high"} <= set(env["res25"].dp.columns)
+    assert {"dp_per_25", "ci_low", "ci_high"} <= set(env["res25"].dp.table.columns)
     assert env["res25"].options.pairs == 25 and len(env["dp"]) == 1
 
 
@@ -222,7 +222,8 @@ def test_frame_store_over_the_parquet_store_gives_the_same_dp(docs_run):
                 if k not in ("primary_metric", "primary_cutoff", "noise_seeds", "noise_configs",
                              "importance")}
         got = dptune.discriminative_power(frame, hyperparameters=hps, **same)
-        want = env["res"].dp[env["res"].dp["algorithm"] == alg].reset_index(drop=True)
+        table = env["res"].dp.table
+        want = table[table["algorithm"] == alg].reset_index(drop=True)
         # the analysis adds the interval of scope all (ci_low, ci_high, n_possible_pairs)
         pd.testing.assert_frame_equal(got, want[list(got.columns)], check_dtype=False)
 
@@ -356,15 +357,15 @@ def test_every_input_takes_one_route_to_the_same_dp(tmp_path, monkeypatch):
     assert len(_rows(frame_dp, exact)) == 6 and len(frame_dp) == 18
     for name, res in results.items():
         metrics = exact if name == "store" else None
-        pd.testing.assert_frame_equal(_rows(res.dp, metrics), _rows(frame_dp, metrics),
+        pd.testing.assert_frame_equal(_rows(res.dp.table, metrics), _rows(frame_dp, metrics),
                                       check_exact=False, rtol=0, atol=1e-12, obj=name)
-        if res.robust is not None:
-            pd.testing.assert_frame_equal(_rows(res.robust, metrics),
-                                          _rows(results["runs"].robust, metrics),
+        if res.dp.interval is not None:
+            pd.testing.assert_frame_equal(_rows(res.dp.interval, metrics),
+                                          _rows(results["runs"].dp.interval, metrics),
                                           check_exact=False, rtol=0, atol=1e-12, obj=name)
         assert res.options.pairs == results["runs"].options.pairs
         assert (res.options.seed, res.options.bootstrap) == (42, 50)
-    assert results["runs"].robust is not None
+    assert results["runs"].dp.interval is not None
     assert (tmp_path / "r1" / "dp.csv").read_bytes() == (tmp_path / "r2" / "dp.csv").read_bytes()
     # the options of outside data are dptune analyze's defaults (but what outside data lacks)
     opts, default = results["per_user"].options, dptune.AnalysisOptions()

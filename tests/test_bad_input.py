@@ -192,13 +192,15 @@ def test_nothing_to_compare_is_refused_before_the_sweep(tmp_path, capsys):
 
 
 def test_report_of_an_empty_dp_says_nothing_to_compare():
+    from conftest import frames_result
+
     from dptune.errors import DptuneError
     from dptune.report import Report
     from dptune.report._inputs import CURVE_INPUT, DP_INPUT
 
     dp, curves = pd.DataFrame(columns=list(DP_INPUT)), pd.DataFrame(columns=list(CURVE_INPUT))
     with pytest.raises(DptuneError, match="nothing to compare"):
-        Report.from_frames(dp, curves, None, None, None)
+        Report.from_result(frames_result(dp, curves))
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,7 @@ reaches back into the sweep, and nothing here writes a report.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pandas as pd
@@ -16,7 +17,7 @@ import pandas as pd
 from dptune.analysis import noise as noisemod
 from dptune.analysis.importance import study as impmod
 from dptune.analysis.options import AnalysisOptions
-from dptune.analysis.result import AnalysisResult
+from dptune.analysis.result import AnalysisResult, DPResult
 from dptune.analysis.route import analyze_with_robust, verdict_of
 from dptune.analysis.selection import best_table, datasets_table, no_dp_reason
 from dptune.analysis.subgrid import grid_from_store, write_subgrid
@@ -37,24 +38,26 @@ def analyze(store: ResultStore | str | Path, options: AnalysisOptions | None = N
     (:meth:`AnalysisOptions.resolve`); given options are used as they are, a ``seed`` of
     ``None`` taking the manifest's analysis seed. Computes (see :class:`AnalysisResult`):
 
-    - ``pairs, pvalues, dp, curves`` by :func:`dptune.analysis.dp.engine.analyze`, every scope on
-      its pairs (every pair up to ``options.pairs``, else a seeded sample of that many); ``dp``
-      also carries DP per 25 pairs and, for scope ``all``, its interval;
-    - with ``noise_seeds > 0`` and noise-floor runs in the store, ``noise_floor`` (DP beside
-      its A/A floor), ``noise_curves``, ``noise_pvalues`` (:mod:`dptune.analysis.noise`);
+    - ``dp`` (:class:`DPResult`): ``pairs, pvalues, table, curves`` by
+      :func:`dptune.analysis.dp.engine.analyze`, every scope on its pairs (every pair up to
+      ``options.pairs``, else a seeded sample of that many); ``table`` (dp.csv) also carries
+      DP per 25 pairs and, for scope ``all``, its interval; on the same ``all`` pairs, the DP
+      table with its bootstrap interval (``interval``) and the bootstrap ranking of every
+      stability repeat (``ranking``) (:mod:`dptune.analysis.route`); ``without`` (algorithms
+      with no pair of configurations, and why);
+    - with ``noise_seeds > 0`` and noise-floor runs in the store, ``noise``: the A/A floor, its
+      curves and p-values, and DP beside it (``noise.versus_dp``, :mod:`dptune.analysis.noise`);
     - with ``importance``, the fANOVA / PED-ANOVA ``importance`` table;
-    - ``best`` (the configuration each metric@N picks), ``datasets`` (Table 1's row) and
-      ``without_dp`` (algorithms with no pair of configurations, and why);
-    - on the same ``all`` pairs, the DP table with its bootstrap interval (``robust``), the
-      bootstrap ranking of every stability repeat (``robust_ranking``) and the ``verdict``
-      (:mod:`dptune.analysis.route`).
+    - ``best`` (the configuration each metric@N picks), ``datasets`` (Table 1's row);
+    - the ``verdict``, which cites all of the above (:mod:`dptune.analysis.route`).
 
     A pure function of the store and the options. ``progress`` shows a progress bar.
 
     Example (``store`` from :func:`dptune.sweep`)::
 
         res = dptune.analyze(store, dptune.AnalysisOptions(pairs=25, bootstrap=1000))
-        res.dp[res.dp["scope"] == "all"]        # DP per algorithm, metric, cutoff
+        dp = res.dp.table
+        dp[dp["scope"] == "all"]                # DP per algorithm, metric, cutoff
     """
     if isinstance(store, (str, Path)):
         store = ResultStore(store)
@@ -71,29 +74,23 @@ def analyze(store: ResultStore | str | Path, options: AnalysisOptions | None = N
     with_dp = set(analysis.dp["algorithm"])
     best = best_table(store, primary, family_judges(opts.families, primary[0]))
     nf = _noise_floor(store, opts, analysis.dp, primary) if opts.noise_seeds > 0 else None
-    noise_table = None if nf is None or nf.empty else noisemod.compare_with_floor(analysis.dp,
-                                                                                   nf.floor)
+    noise = (None if nf is None or nf.empty else
+             dataclasses.replace(nf, versus_dp=noisemod.compare_with_floor(analysis.dp, nf.floor)))
     importance = (impmod.hyperparameter_importance(store, cutoff=primary[1], seed=opts.seed)
                   if opts.importance else None)
     # the verdict cites the noise floor and importance, so it comes last
     verdict = verdict_of(store, robust, dp=analysis.dp, best=best, primary=primary,
-                         noise_table=noise_table, importance=importance, options=opts)
-    return AnalysisResult(
-        options=opts, manifest=man, primary=primary, pairs=analysis.pairs,
-        pvalues=analysis.pvalues, dp=analysis.dp, curves=analysis.curves, best=best,
-        datasets=datasets_table(man),
-        noise_floor=noise_table,
-        noise_curves=None if noise_table is None else nf.curves,
-        noise_pvalues=None if noise_table is None else nf.pvalues,
-        importance=importance,
-        without_dp={a: no_dp_reason(store, a) for a in store.algorithms() if a not in with_dp},
-        verdict=verdict,
-        robust=None if robust is None else robust.table,
-        robust_ranking=None if robust is None else robust.ranking,
-        aa_floor=None if nf is None else nf.floor,
-        noise_configs={} if nf is None else dict(nf.configs),
-        noise_seed_counts={} if nf is None else dict(nf.seeds),
+                         noise_table=None if noise is None else noise.versus_dp,
+                         importance=importance, options=opts)
+    dp = DPResult(
+        pairs=analysis.pairs, pvalues=analysis.pvalues, table=analysis.dp,
+        curves=analysis.curves,
+        interval=None if robust is None else robust.table,
+        ranking=None if robust is None else robust.ranking,
+        without={a: no_dp_reason(store, a) for a in store.algorithms() if a not in with_dp},
     )
+    return AnalysisResult(dp=dp, best=best, datasets=datasets_table(man), noise=noise,
+                          importance=importance, verdict=verdict, options=opts, manifest=man)
 
 
 def _noise_floor(store: ResultStore, opts: AnalysisOptions, dp: pd.DataFrame,

@@ -131,7 +131,7 @@ def importance_section(store: Any, result: Any) -> str:
     """Markdown body of the importance section: set-up, a table per algorithm (importance of each
     hyperparameter for every metric at the primary cutoff, beside the DP dominance of the
     primary metric) and :func:`comparison_sentences`."""
-    importance, dp = result.importance, result.dp
+    importance, dp = result.importance, result.dp.table
     metric, cutoff = result.primary[0], int(result.primary[1])
     seed = option(result.options, "seed")
     min_pairs = int(option(result.options, "min_pairs", MIN_PAIRS))

@@ -12,7 +12,6 @@ import base64
 import html
 from typing import Any
 
-from dptune.analysis.options import DEFAULT_FAMILIES
 from dptune.report._figures import dp_figure, dp_figure_caption, palette_png
 from dptune.report._verdict import verdict_section
 from dptune.vocab import display_metric
@@ -21,7 +20,7 @@ __all__ = ["result_markdown", "result_html"]
 
 
 def _summary(result: Any) -> str:
-    dp = result.dp
+    dp = result.dp.table
     algs = len(set(dp["algorithm"])) if dp is not None and len(dp) else 0
     primary = display_metric(str(result.primary[0]), int(result.primary[1]))
     return (f"dptune analysis: {algs} algorithm{'s' if algs != 1 else ''} with a DP, primary "
@@ -30,14 +29,13 @@ def _summary(result: Any) -> str:
 
 def _figure_png(result: Any) -> tuple[bytes, str] | None:
     """The DP figure of the primary cutoff as PNG bytes and its caption, or None."""
-    robust, verdict = result.robust, result.verdict
+    robust, verdict = result.dp.interval, result.verdict
     if robust is None or robust.empty or verdict is None or verdict.empty:
         return None
     cutoff = int(result.primary[1])
     if cutoff not in set(robust["cutoff"].astype(int)):
         cutoff = int(robust["cutoff"].min())
-    families = getattr(result.options, "families", DEFAULT_FAMILIES)
-    fig = dp_figure(robust, verdict, cutoff, families)
+    fig = dp_figure(robust, verdict, cutoff, result.options.families)
     return palette_png(fig), dp_figure_caption(robust, cutoff)
 
 
@@ -46,7 +44,7 @@ def result_markdown(result: Any) -> str:
     body = verdict_section(result.verdict)
     if body is None:
         body = ("No verdict: no algorithm has two configurations to compare. The DP table is "
-                "`result.dp`.")
+                "`result.dp.table`.")
     return f"**{_summary(result)}**\n\n{body}\n"
 
 

@@ -8,7 +8,8 @@ the analysis' data files (``result.write_data``: dp.csv, curves.csv, ..., verdic
 Tables 3-5, Figure 1, the best configuration per metric, the analysis' sections and the list of
 every file) and ``report.html`` (report.md as one self-contained page). Everything written is a
 pure function of the inputs: a rerun gives byte-identical files (figures included).
-``Report.from_frames(...).write(out)`` is the same from the analysis' frames, without a store.
+``Report.from_result(result).write(out)`` is the same from the result alone, without a store
+(for a result built by hand from the analysis' frames).
 
 Conventions: lower DP = more discriminative = better. CSV files are machine-readable (raw
 algorithm/metric keys, full-precision numbers, no markup); Markdown and LaTeX use display names,
@@ -18,6 +19,7 @@ tables need ``\\usepackage{booktabs}``.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +28,7 @@ from typing import Any
 import pandas as pd
 
 from dptune._atomic import write_bytes
-from dptune.analysis.options import DEFAULT_FAMILIES, MIN_PAIRS
+from dptune.analysis.result import DATA_FILES, AnalysisResult
 from dptune.errors import input_error
 from dptune.report._document import (
     INTRO,
@@ -53,6 +55,7 @@ from dptune.report._inputs import (
     BEST_INPUT,
     CURVE_INPUT,
     DP_INPUT,
+    NOISE_INPUT,
     check_unique,
     require,
     scope_all,
@@ -121,27 +124,29 @@ class Report:
     sections: list[Section]
     #: A line under the title (the paper's sampling, :func:`sampling_lead`), or None.
     lead: str | None = None
-    result: Any = None
+    result: AnalysisResult | None = None
     verdict: pd.DataFrame | None = None
     data_files: list[str] = field(default_factory=list)
     #: ``(file stem, cutoff, caption)`` of the DP figures shown in the verdict section.
     verdict_figures: list[tuple[str, int, str]] = field(default_factory=list)
 
     @classmethod
-    def build(cls, store: Any, result: Any,
+    def build(cls, store: Any, result: AnalysisResult,
               settings: Mapping[str, object] | None = None) -> Report:
         """The report of ``result`` (a :class:`dptune.analysis.AnalysisResult`) of ``store``.
 
         ``settings`` replaces the settings table built from the store's manifest (a store
         without an experiment, such as a per-user table from outside, gives its own).
 
-        Adds to the tables and figures the analysis' sections: the A/A noise floor and hyperparameter importance
-        (when ``result.importance`` is set).
+        Adds what only the store knows, then renders with :meth:`from_result`: the A/A noise
+        floor section and hyperparameter importance (when ``result.importance`` is set), which
+        name configurations by their hyperparameters, and why each algorithm of the store that
+        the result has no DP for has none.
         """
+        from dptune.analysis.selection import no_dp_reason
         from dptune.report._importance import importance_section
-        from dptune.report._sections import experiment_settings, noise_section, option
+        from dptune.report._sections import noise_section
 
-        primary = (str(result.primary[0]), int(result.primary[1]))
         sections: list[tuple[str, str]] = []
         sections.append(("Noise floor (A/A pairs)", noise_section(store, result)))
         if result.importance is not None:
@@ -151,39 +156,13 @@ class Report:
                     importance_section(store, result),
                 )
             )
-        noise = None
-        if result.noise_floor is not None and not result.noise_floor.empty:
-            noise = result.noise_curves[["algorithm", "cutoff", "metric", "position", "mean"]]
-        from dptune.analysis.result import DATA_FILES
-        from dptune.analysis.selection import no_dp_reason
-
-        without_dp = dict(result.without_dp)
-        with_dp = set(result.dp["algorithm"])
+        without = dict(result.dp.without)
+        with_dp = set(result.dp.table["algorithm"])
         for alg in store.algorithms():
-            if alg not in with_dp and alg not in without_dp:
-                without_dp[alg] = no_dp_reason(store, alg)
-
-        rep = cls.from_frames(
-            result.dp,
-            result.curves,
-            result.datasets,
-            result.best,
-            settings if settings is not None
-            else experiment_settings(result.manifest, result.options),
-            primary=primary,
-            noise_floor=noise,
-            extra_sections=sections,
-            without_dp=without_dp,
-            split=result.manifest.get("split"),
-            verdict=result.verdict,
-            families=option(result.options, "families", DEFAULT_FAMILIES),
-            min_pairs=option(result.options, "min_pairs", MIN_PAIRS),
-        )
-        rep.result = result
-        rep.verdict = result.verdict
-        rep.data_files = [DATA_FILES[name] for name in result.tables()]
-        rep._add_dp_figures(result.robust, option(result.options, "families", DEFAULT_FAMILIES))
-        return rep
+            if alg not in with_dp and alg not in without:
+                without[alg] = no_dp_reason(store, alg)
+        result = dataclasses.replace(result, dp=dataclasses.replace(result.dp, without=without))
+        return cls.from_result(result, settings=settings, extra_sections=sections)
 
     def _add_dp_figures(self, robust: pd.DataFrame | None,
                         families: Sequence[tuple[str, Sequence[str]]]) -> None:
@@ -201,68 +180,54 @@ class Report:
             self.verdict_figures.append((stem, n, dp_figure_caption(robust, n, title)))
 
     @classmethod
-    def from_frames(
+    def from_result(
         cls,
-        dp: pd.DataFrame,
-        curves: pd.DataFrame,
-        datasets: pd.DataFrame | None,
-        best: pd.DataFrame | None,
-        settings: Mapping[str, object] | None,
-        primary: tuple[str, int] = ("ndcg", 10),
-        noise_floor: pd.DataFrame | None = None,
-        extra_sections: Sequence[tuple[str, str]] | None = None,
-        hyperparameter_order: Mapping[str, Sequence[object]] | None = None,
+        result: AnalysisResult,
+        *,
+        settings: Mapping[str, object] | None = None,
         title: str | None = None,
-        without_dp: Mapping[str, str] | None = None,
-        split: Mapping[str, object] | None = None,
-        data_files: Sequence[str] = (),
-        verdict: pd.DataFrame | None = None,
-        families: Sequence[tuple[str, Sequence[str]]] | None = None,
-        min_pairs: int = MIN_PAIRS,
+        hyperparameter_order: Mapping[str, Sequence[object]] | None = None,
+        extra_sections: Sequence[tuple[str, str]] = (),
     ) -> Report:
-        """A report from the analysis' frames, for callers without a result store
-        (``Report.from_frames(...).write(out)``); :meth:`build` is the one for a store's
-        analysis.
+        """The report of an analysis result, from its tables alone (no store):
+        ``Report.from_result(result).write(out)``. :meth:`build` adds what a store knows.
+
+        Reads from ``result``: ``dp.table`` (Tables 3-5, the one-at-a-time table), ``dp.curves``
+        (Figure 1), ``datasets`` (Table 1), ``best`` (the best configuration per metric; its
+        optional ``test_<metric>`` columns give the "does it choose well" sentences),
+        ``noise.curves`` (Figure 1's dashed A/A lines, when there is a noise floor),
+        ``verdict`` (the verdict section, Table 4's best metric per family of
+        ``options.families``) and ``dp.interval`` (the DP figures), ``dp.without`` (algorithms
+        named under Table 3 as having no DP, and why), ``options`` (``primary``: Table 5, the
+        one-at-a-time table's cutoff, Figure 1's main cutoff and the selection check;
+        ``min_pairs``: Table 5 groups with fewer pairs are shown but not ranked),
+        ``manifest["split"]`` (explains the validation/test gap of the best configurations)
+        and ``tables()`` (the data files written beside the report and listed in its "Files"
+        section).
 
         Args:
-            dp: DP rows from :func:`dptune.analysis.dp.engine.analyze` (scopes ``all``, ``<h>=<v>``,
-                ``only:<h>``).
-            curves: averaged p-value curves (``algorithm, scope, metric, cutoff, position, mean, sd``).
-            datasets: Table 1 statistics (``dataset, users, items, ratings, sparsity`` as a fraction).
-            best: best configuration per metric@cutoff on validation and its test value (may be
-                ``None``); optional ``test_<metric>`` columns hold that configuration's test value of
-                another metric at the primary cutoff (used for the "does it choose well" sentences).
-            settings: experiment settings for the settings table (relevance threshold and metric
-                variant are always listed, "not recorded" when absent).
-            primary: metric and cutoff of Table 5, the one-at-a-time table's cutoff, Figure 1's main
-                cutoff and the selection check.
-            noise_floor: optional A/A curves (``algorithm, cutoff, metric, position, mean``), dashed.
-            extra_sections: ``(title, markdown)`` pairs appended to ``report.md``.
-            hyperparameter_order: value order per hyperparameter (its key order also orders rows).
+            result: the :class:`dptune.analysis.AnalysisResult` to render.
+            settings: experiment settings for the settings table (relevance threshold and
+                metric variant are always listed, "not recorded" when absent); default: those
+                of ``result.manifest`` and ``result.options``, none without a manifest.
             title: report title (default from ``settings["name"]`` when present).
-            without_dp: algorithms of the study that have no DP row, with the reason (e.g. a
-                single configuration: no pair to compare); named under Table 3 so that the
-                report is not silent about them.
-            data_files: names of the data files the caller writes beside the report (dp.csv, ...),
-                listed in report.md's "Files" section.
-            split: the manifest's split description; explains the validation/test gap of the
-                best-configuration table.
-            verdict: the verdict table; names Table 4's best metrics, per family of ``families``.
-            families: the verdict's families of metrics (Table 4 compares within a family).
-            min_pairs: Table 5 groups with fewer pairs are shown but not ranked.
+            hyperparameter_order: value order per hyperparameter (its key order also orders
+                rows).
+            extra_sections: ``(title, markdown)`` pairs appended to ``report.md``.
 
         Raises:
-            DptuneError: a required column is missing, keys are duplicated, or the primary
-                metric@cutoff has no DP in scope ``all``.
+            DptuneError: a required column is missing, keys are duplicated, nothing was
+                compared, or the primary metric@cutoff has no DP in scope ``all``.
         """
-        dp = require(dp, DP_INPUT, "dp")
-        curves = require(curves, CURVE_INPUT, "curves")
+        from dptune.report._sections import experiment_settings
+
+        dp = require(result.dp.table, DP_INPUT, "dp")
+        curves = require(result.dp.curves, CURVE_INPUT, "curves")
         check_unique(dp, ["algorithm", "scope", "metric", "cutoff"], "dp")
         check_unique(curves, ["algorithm", "scope", "metric", "cutoff", "position"], "curves")
-        if best is not None:
-            best = require(best, BEST_INPUT, "best")
-        metric, cutoff = str(primary[0]), int(primary[1])
-        primary = (metric, cutoff)
+        best = None if result.best is None else require(result.best, BEST_INPUT, "best")
+        primary = result.primary
+        metric, cutoff = primary
         all_scope = scope_all(dp)
         if all_scope.empty:
             raise input_error("dp", None, "nothing to compare: no algorithm has two "
@@ -275,13 +240,19 @@ class Report:
                 f"{metric}@{cutoff}",
                 f"no DP in scope 'all' for it (available: {', '.join(available) or 'none'})",
             )
+        if settings is None and result.manifest:
+            settings = experiment_settings(result.manifest, result.options)
+        verdict, families = result.verdict, result.options.families
+        noise = None
+        if result.noise is not None and not result.noise.curves.empty:
+            noise = result.noise.curves[list(NOISE_INPUT)]
         tables = {
             t.name: t
             for t in (
-                table1(datasets),
+                table1(result.datasets),
                 table3(dp),
                 table4(dp, verdict, families if verdict is not None else None),
-                table5(dp, primary, hyperparameter_order, min_pairs),
+                table5(dp, primary, hyperparameter_order, result.options.min_pairs),
                 one_at_a_time_table(dp, primary, hyperparameter_order),
             )
         }
@@ -291,19 +262,21 @@ class Report:
             if n not in fig_cutoffs:
                 continue
             stem = "figure1" if n == cutoff else f"figure1_at{int(n)}"
-            fig = figure1(curves, dp, int(n), noise_floor)
+            fig = figure1(curves, dp, int(n), noise)
             figures[stem] = ReportFigure(stem, int(n), fig)
-        gap = gap_sentence(split, best, primary)
+        gap = gap_sentence(result.manifest.get("split"), best, primary)
         sections = core_sections(
-            tables, figures, dp, best, settings, primary, noise_floor is not None, without_dp, gap,
-            verdict, families if verdict is not None else None,
+            tables, figures, dp, best, settings, primary, noise is not None,
+            dict(result.dp.without), gap, verdict, families if verdict is not None else None,
         )
-        sections += [Section(t, str(b)) for t, b in extra_sections or []]
+        sections += [Section(t, str(b)) for t, b in extra_sections]
         name = title or (str(settings["name"]) if settings and "name" in settings else None)
         lead = sampling_lead((settings or {}).get(PAIRS_SETTING),
                              (settings or {}).get(VALUE_PAIRS_SETTING))
-        return cls(name, primary, tables, figures, sections, lead=lead,
-                   data_files=list(data_files))
+        rep = cls(name, primary, tables, figures, sections, lead=lead, result=result,
+                  verdict=verdict, data_files=[DATA_FILES[key] for key in result.tables()])
+        rep._add_dp_figures(result.dp.interval, families)
+        return rep
 
     def _file_groups(self) -> tuple[list[str], list[str], list[str], list[str]]:
         """The files of the report folder as (data, tables, figures, documents)."""

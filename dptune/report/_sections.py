@@ -178,7 +178,7 @@ def noise_section(store: Any, result: Any) -> str:
         )
     if int(option(opts, "noise_seeds")) <= 0:
         return "Off (`noise_seeds = 0`)."
-    table = result.noise_floor
+    table = None if result.noise is None else result.noise.versus_dp
     if table is None or table.empty:
         stoch = [a["name"] for a in man["algorithms"] if is_stochastic(a["type"])]
         if not stoch:
@@ -189,7 +189,7 @@ def noise_section(store: Any, result: Any) -> str:
         ).strip()
     primary = display_metric(option(opts, "primary_metric"), int(option(opts, "primary_cutoff")))
     used = []
-    for alg, (ids, seeds) in _noise_runs(result.noise_pvalues).items():
+    for alg, (ids, seeds) in _noise_runs(result.noise.pvalues).items():
         cfgs = ", ".join(_config_text(store, alg, c) for c in ids)
         used.append(f"{display_algorithm(alg)}: {cfgs}, {seeds} seeds")
     has_ci = "dp_ci_high" in table.columns

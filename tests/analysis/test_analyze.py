@@ -307,7 +307,7 @@ def test_pairs_25_reproduces_the_paper_sampling_table3(tiny):
     opts = AnalysisOptions.resolve(store.manifest(), pairs=25, bootstrap=0, noise_seeds=0,
                                    importance=False)
     res = analyze(store, opts)
-    d = res.dp[res.dp["scope"] == "all"]
+    d = res.dp.table[res.dp.table["scope"] == "all"]
     got = {(r.algorithm, r.metric, int(r.cutoff)): r.dp for r in d.itertuples(index=False)}
     assert set(got) == set(PAPER_TABLE3)
     for key, want in PAPER_TABLE3.items():
@@ -316,11 +316,11 @@ def test_pairs_25_reproduces_the_paper_sampling_table3(tiny):
     bpr = d[d["algorithm"] == "bpr-mf"]
     assert set(bpr["n_pairs"]) == {25} and (bpr["dp_per_25"] == bpr["dp"]).all()
     # Table 3 prints those very values (P = 25: DP per 25 pairs = DP)
-    t3 = table3(res.dp).to_dataframe().set_index(["algorithm", "cutoff"])
+    t3 = table3(res.dp.table).to_dataframe().set_index(["algorithm", "cutoff"])
     assert t3.at[("bpr-mf", 10), "ndcg"] == pytest.approx(PAPER_TABLE3[("bpr-mf", "ndcg", 10)], rel=1e-12)
     assert t3.at[("bpr-mf", 10), "n_pairs"] == 25 and t3.at[("userknn", 10), "n_pairs"] == 6
     # the verdict's point estimates read the same 25 pairs
-    rb = res.robust.merge(d, on=["algorithm", "metric", "cutoff"])
+    rb = res.dp.interval.merge(d, on=["algorithm", "metric", "cutoff"])
     assert np.allclose(rb["dp_at_25"], rb["dp_per_25"], rtol=0, atol=1e-12)
 
 
@@ -338,14 +338,14 @@ def test_a_test_other_than_t_gives_one_answer_and_no_claim(tiny, test):
                                    noise_seeds=0, importance=False, min_pairs=1)
     assert opts.bootstrap > 0  # asked for, and still not run
     res = analyze(store, opts)
-    d = res.dp[res.dp["scope"] == "all"]
-    rb = res.robust.merge(d, on=["algorithm", "metric", "cutoff"], suffixes=("", "_dp"))
-    assert len(rb) == len(res.robust) == len(d) > 0
+    d = res.dp.table[res.dp.table["scope"] == "all"]
+    rb = res.dp.interval.merge(d, on=["algorithm", "metric", "cutoff"], suffixes=("", "_dp"))
+    assert len(rb) == len(res.dp.interval) == len(d) > 0
     assert (rb["n_pairs"] == rb["n_pairs_dp"]).all()
     assert np.allclose(rb["mean_p"] * rb["n_pairs"], rb["dp"], rtol=0, atol=1e-12)
     assert np.allclose(rb["dp_at_25"], rb["dp_per_25"], rtol=0, atol=1e-12)
     assert rb["ci_low"].isna().all() and rb["ci_high"].isna().all()
-    assert res.robust_ranking is None
+    assert res.dp.ranking is None
     assert (res.verdict["less_discriminative"].fillna("") == "").all()
     said = res.verdict["text"][res.verdict["text"].str.contains("no claim of significance")]
     assert len(said) and said.str.contains("a test other than the t-test").all()
@@ -375,5 +375,8 @@ def test_the_result_is_frozen_and_replace_gives_a_copy(tiny):
                                                  importance=False))
     with pytest.raises(dataclasses.FrozenInstanceError):
         res.verdict = None  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        res.dp.table = None  # type: ignore[misc]
     other = dataclasses.replace(res, verdict=None)
     assert other.verdict is None and res.verdict is not None and other.dp is res.dp
+    assert res.primary == (res.options.primary_metric, res.options.primary_cutoff)

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import frames_result
 
 from dptune.report import Report
 
@@ -179,9 +180,9 @@ def _report_dir(tmp_path: Path) -> Path:
                              "dp_at_25": 3.2, "ci_low": 2.1, "ci_high": 4.4,
                              "less_discriminative": "recall;mrr", "tied": "precision",
                              "text": "BPR-MF, N = 10: tune with nDCG@10."}])
-    rep = Report.from_frames(pd.DataFrame(rows), pd.DataFrame(curves), datasets, None,
-                             {"alpha": 0.05}, primary=("ndcg", 10),
-                             noise_floor=pd.DataFrame(noise))
+    result = frames_result(pd.DataFrame(rows), pd.DataFrame(curves), datasets=datasets,
+                           noise_curves=pd.DataFrame(noise))
+    rep = Report.from_result(result, settings={"alpha": 0.05})
     rep.verdict = verdict
     out = tmp_path / "report"
     rep.write(out)

@@ -18,6 +18,7 @@ import matplotlib.image as mpimg  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
+from conftest import frames_result  # noqa: E402
 
 from dptune.errors import DptuneError  # noqa: E402
 from dptune.report import _report as report
@@ -189,18 +190,17 @@ SETTINGS = {
 }
 
 
-def _write(out: Path, **kw: object) -> list[Path]:
-    args = {
-        "dp": make_dp(),
-        "curves": make_curves(),
-        "datasets": make_datasets(),
-        "best": make_best(),
-        "settings": SETTINGS,
-        "primary": ("ndcg", 10),
-        "extra_sections": [("Extra analysis", "Some *markdown* here.")],
-    }
-    args.update(kw)
-    return report.Report.from_frames(**args).write(out)
+def _write(out: Path, *, settings: dict | None = SETTINGS,
+           extra_sections: tuple = (("Extra analysis", "Some *markdown* here."),),
+           **frames: object) -> list[Path]:
+    """Write the report of a result built from the frames above (``frames`` replace them, as
+    :func:`conftest.frames_result` takes them)."""
+    args = {"dp": make_dp(), "curves": make_curves(), "datasets": make_datasets(),
+            "best": make_best()}
+    args.update(frames)
+    result = frames_result(**args)
+    return report.Report.from_result(result, settings=settings,
+                                     extra_sections=extra_sections).write(out)
 
 
 @pytest.fixture(scope="module")
@@ -500,7 +500,10 @@ def test_markdown_escapes_pipes() -> None:
 # ------------------------------------------------------------------------------- files
 
 
+#: The data files of a result built from the frames above, written first.
+DATA_FILES = ("pairs.csv", "pvalues.parquet", "dp.csv", "curves.csv", "best_configs.csv")
 EXPECTED_FILES = {
+    *DATA_FILES,
     *(
         f"{t}.{ext}"
         for t in ("table1", "table3", "table4", "table5", "one_at_a_time")
@@ -639,11 +642,12 @@ def test_figure_grid_wraps_and_hides_unused_panels() -> None:
     assert fig.dpi == report.FIG_DPI == 200
 
 
-def test_report_from_frames_with_noise_floor(tmp_path: Path) -> None:
-    paths = _write(tmp_path, noise_floor=make_noise())
+def test_report_from_result_with_noise_floor(tmp_path: Path) -> None:
+    paths = _write(tmp_path, noise_curves=make_noise())
     md = (tmp_path / "report.md").read_text()
     assert "grey band and dashed line: the A/A noise floor" in md
-    assert {p.name for p in paths} == EXPECTED_FILES
+    assert {p.name for p in paths} == EXPECTED_FILES | {"noise_curves.csv",
+                                                         "noise_pvalues.parquet"}
 
 
 # ------------------------------------------------------------------------------- report.md
@@ -706,7 +710,7 @@ def test_settings_rows_always_name_threshold_and_variant() -> None:
 
 
 def test_report_without_best_or_settings(tmp_path: Path) -> None:
-    _write(tmp_path, best=None, settings=None, extra_sections=None)
+    _write(tmp_path, best=None, settings=None, extra_sections=())
     md = (tmp_path / "report.md").read_text()
     assert "| Relevance threshold | not recorded |" in md
     assert "No best-configuration table was given." in md
@@ -738,19 +742,21 @@ def test_duplicated_dp_rows_are_an_error(tmp_path: Path) -> None:
         _write(tmp_path, dp=pd.concat([dp, dp.iloc[:1]]))
 
 
-def test_files_section_lists_the_callers_data_files(tmp_path: Path) -> None:
-    paths = _write(tmp_path, data_files=["dp.csv", "curves.csv"])
+def test_files_section_lists_the_results_data_files(tmp_path: Path) -> None:
+    paths = _write(tmp_path)
     md = (tmp_path / "report.md").read_text()
     files = md[md.index("## Files") :]
     assert "`dp.csv`: DP per algorithm, scope and metric@N" in files
     assert "`curves.csv`: the fold-averaged p-value curves" in files
     for p in paths:  # and every file the report itself wrote
         assert f"`{p.name}`" in files, p.name
-    assert not (tmp_path / "dp.csv").exists()  # the caller writes its data files
+    # the result's data files are written first, in their order
+    assert [p.name for p in paths[: len(DATA_FILES)]] == list(DATA_FILES)
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "dp.csv"), make_dp())
 
 
-def test_report_from_frames_explains_the_validation_test_gap_given_the_split(tmp_path: Path) -> None:
-    """The frame-level entry point takes the manifest's split like Report.from_frames."""
+def test_report_from_result_explains_the_validation_test_gap_given_the_split(tmp_path: Path) -> None:
+    """A result without a store explains the gap from its manifest's split."""
     split = {"method": "temporal", "train_ratio": 0.8, "folds": 10}
     _write(tmp_path / "with", split=split)
     _write(tmp_path / "without")

@@ -145,7 +145,7 @@ def test_analysis_result_shows_the_verdict_and_the_dp_figure_in_a_notebook():
     import numpy as np
     import pandas as pd
 
-    from dptune.analysis.result import AnalysisResult
+    from dptune.analysis.result import AnalysisResult, DPResult
     from dptune.analysis.verdict.rules import verdict_frame
 
     robust = pd.DataFrame([{"algorithm": "knn", "metric": m, "cutoff": 10, "mean_p": p,
@@ -156,9 +156,9 @@ def test_analysis_result_shows_the_verdict_and_the_dp_figure_in_a_notebook():
                                         ("efd", 0.25))])
     empty = pd.DataFrame()
     dp = pd.DataFrame({"algorithm": ["knn"], "scope": ["all"]})
-    res = AnalysisResult(options=None, manifest={}, primary=("ndcg", 10), pairs=empty,
-                         pvalues=empty, dp=dp, curves=empty, best=empty, datasets=empty,
-                         robust=robust, verdict=verdict_frame(robust, None, 0.95))
+    res = AnalysisResult(dp=DPResult(pairs=empty, pvalues=empty, table=dp, curves=empty,
+                                     interval=robust),
+                         verdict=verdict_frame(robust, None, 0.95))
     md = res._repr_markdown_()
     assert "accuracy: tune with nDCG@10" in md and "novelty: tune with EPC@10" in md
     assert "| Algorithm | N | Family | Tune with |" in md
@@ -166,6 +166,5 @@ def test_analysis_result_shows_the_verdict_and_the_dp_figure_in_a_notebook():
     assert "<table>" in page and "data:image/png;base64," in page
     assert "P = 15" in page and np.isfinite(robust["dp_at_25"]).all()
     # without a verdict: says why, no figure
-    bare = AnalysisResult(options=None, manifest={}, primary=("ndcg", 10), pairs=empty,
-                          pvalues=empty, dp=dp, curves=empty, best=empty, datasets=empty)
+    bare = AnalysisResult(dp=DPResult(pairs=empty, pvalues=empty, table=dp, curves=empty))
     assert "No verdict" in bare._repr_markdown_() and "base64" not in bare._repr_html_()

@@ -245,7 +245,7 @@ def _dp(root: Path) -> pd.DataFrame:
     from dptune.store._store import ResultStore
 
     store = ResultStore(root)
-    return analyze(store, AnalysisOptions.resolve(store.manifest())).dp
+    return analyze(store, AnalysisOptions.resolve(store.manifest())).dp.table
 
 
 def test_damaged_then_healed_store_gives_the_same_dp(pristine, tmp_path):

@@ -92,7 +92,10 @@ class Analysis:
         from dptune.analysis.result import DATA_FILES, write_table
 
         out = Path(out_dir)
-        return [write_table(t, out / DATA_FILES[name]) for name, t in self.tables().items()]
+        # an analysis result holds these four tables in its DP part, ``dp`` as ``dp.table``
+        keys = {"pairs": "dp.pairs", "pvalues": "dp.pvalues", "dp": "dp.table",
+                "curves": "dp.curves"}
+        return [write_table(t, out / DATA_FILES[keys[name]]) for name, t in self.tables().items()]
 
 
 def _pvalue_frame(

@@ -3,6 +3,7 @@ importances, DP-based dominance and the computed comparison sentence."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from types import SimpleNamespace
@@ -15,6 +16,7 @@ from optuna.distributions import CategoricalDistribution, FloatDistribution, Int
 from dptune.analysis.importance import fanova as fanova
 from dptune.analysis.importance import study as imp
 from dptune.analysis.options import AnalysisOptions
+from dptune.analysis.result import AnalysisResult, DPResult
 from dptune.errors import DptuneError
 from dptune.report import _importance as rep_imp
 
@@ -269,12 +271,13 @@ def test_dp_dominance_and_sentences():
     assert dom["per_pair"] and dom["only"][0][0] == "iterations"
     # the report's section renders the same analysis (the report computes nothing)
     store = SimpleNamespace(algorithms=lambda: ["bpr"], configs=lambda a: pd.DataFrame(range(4)))
-    result = SimpleNamespace(importance=importance, dp=dpt, primary=("ndcg", 10),
-                             options=AnalysisOptions(seed=1))
+    empty = pd.DataFrame()
+    result = AnalysisResult(dp=DPResult(pairs=empty, pvalues=empty, table=dpt, curves=empty),
+                            importance=importance, options=AnalysisOptions(seed=1))
     body = rep_imp.importance_section(store, result)
     assert "| Metric | Evaluator | factors | iterations |" in body
     assert "4.000 (at 160)" in body and "- bpr, nDCG@10:" in body
-    result.importance = importance.iloc[0:0]
+    result = dataclasses.replace(result, importance=importance.iloc[0:0])
     assert "nothing to attribute" in rep_imp.importance_section(store, result)
     assert not math.isnan(importance["importance"].sum())
     # claims need evidence: a grid of fewer pairs than min_pairs names no hyperparameter, and

@@ -27,13 +27,13 @@ def test_defaults_give_robust_dp_cis_and_a_verdict(run):
     res = dptune.analyze(run / "results")
     o = res.options
     assert (o.pairs, o.bootstrap, o.stability, o.min_fold_users) == (5, 1000, 5, 20)
-    rb = res.robust
+    rb = res.dp.interval
     # pairs = 5: all 3 pairs of UserKNN (3 configurations), 5 of the 6 of BPR-MF (4)
     assert set(zip(rb["algorithm"], rb["n_pairs"], rb["n_possible_pairs"], strict=True)) == {
         ("userknn", 3, 3), ("bpr-mf", 5, 6)}
     assert (rb["ci_low"] <= rb["ci_high"]).all() and rb["ci_low"].notna().all()
     assert np.allclose(rb["dp_at_25"], 25 * rb["mean_p"])
-    reps = res.robust_ranking.groupby("algorithm")["repeat"].nunique()
+    reps = res.dp.ranking.groupby("algorithm")["repeat"].nunique()
     assert reps["userknn"] == 1 and reps["bpr-mf"] > 1  # other pair seeds only when sampled
     v = res.verdict
     # one row per algorithm, cutoff and family (accuracy, novelty); 3 and 5 pairs are fewer
@@ -53,7 +53,7 @@ def test_defaults_give_robust_dp_cis_and_a_verdict(run):
     merged = t4.merge(v, on=["algorithm", "cutoff", "family"])
     assert len(merged) == len(v) and (merged["best_metric"] == merged["recommended"]).all()
     # the tables' DP: on the same pairs, with the normalised scale and the capped band
-    dp = res.dp
+    dp = res.dp.table
     assert np.allclose(dp["dp_per_pair"], dp["dp"] / dp["n_pairs"])
     assert (dp["dp_plus_sd"] <= dp["n_pairs"] + 1e-12).all() and not dp["no_evidence"].any()
     all_dp = dp[dp["scope"] == "all"].merge(rb, on=["algorithm", "metric", "cutoff"])
@@ -77,13 +77,13 @@ def test_defaults_give_robust_dp_cis_and_a_verdict(run):
 def test_a_sampled_scope_feeds_the_tables_and_the_interval_with_the_same_pairs(run):
     res = dptune.analyze(run / "results", dptune.AnalysisOptions(pairs=2, bootstrap=20, seed=3,
                                                                  stability=3))
-    rb = res.robust
+    rb = res.dp.interval
     assert set(rb["n_pairs"]) == {2} and set(rb["n_possible_pairs"]) == {3, 6}
-    all_dp = res.dp[res.dp["scope"] == "all"].merge(rb, on=["algorithm", "metric", "cutoff"])
+    all_dp = res.dp.table[res.dp.table["scope"] == "all"].merge(rb, on=["algorithm", "metric", "cutoff"])
     assert set(all_dp["n_pairs_x"]) == {2}
     # the same two pairs: the tables' DP per 25 pairs is the interval table's point estimate
     assert np.allclose(all_dp["dp_per_25"], all_dp["dp_at_25"], rtol=0, atol=1e-12)
-    assert set(res.robust_ranking["repeat"]) == {0, 1, 2}  # sampled: other pair seeds tried
+    assert set(res.dp.ranking["repeat"]) == {0, 1, 2}  # sampled: other pair seeds tried
 
 
 def test_too_few_users_per_fold_is_refused(run, capsys):
