@@ -9,7 +9,9 @@ defines it. Where each number comes from:
 - ``analysis/options.py``: :class:`AnalysisOptions` and :func:`validate_options`, the one place
   analysis options are checked.
 - ``analysis/result.py``: :class:`AnalysisResult` (every table as a DataFrame, the contract with
-  the report) and the data files it writes (dp.csv, curves.csv, ...).
+  the report; its DP part is a :class:`~dptune.analysis.result.DPResult`, its noise part a
+  :class:`~dptune.analysis.noise.NoiseFloor`) and the data files it writes (dp.csv,
+  curves.csv, ...).
 - ``analysis/route.py``: the one DP route of :func:`analyze`: the tables' DP and, fed from the
   same fold reads, the bootstrap pass, then the verdict.
 - ``analysis/dp/``: the DP estimator (pairs, paired tests, curves, DP per 25 pairs, its
