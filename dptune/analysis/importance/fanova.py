@@ -10,7 +10,7 @@ them against optuna's evaluator (``evaluator="fanova-optuna"``) to 1e-9.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -18,18 +18,27 @@ import numpy as np
 __all__ = ["fanova_inputs", "fanova_study", "fanova_importances", "tree_marginal_variances"]
 
 
-def fanova_inputs(study: Any, params: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray,
-                                                               list[np.ndarray]]:
+def _objective(target: Callable[[Any], float] | None) -> Callable[[Any], float]:
+    """What is explained: ``target(trial)`` when given (optuna's ``target`` convention), else
+    the trial's value."""
+    return (lambda t: float(t.value)) if target is None else (lambda t: float(target(t)))
+
+
+def fanova_inputs(study: Any, params: Sequence[str],
+                  target: Callable[[Any], float] | None = None
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[np.ndarray]]:
     """``X, y, bounds, groups`` of the fANOVA of ``study`` over ``params``, as optuna encodes them
     for importance (no log or step transform): a number is one column bounded by its
     distribution's ``[low, high]``; a categorical with ``k`` choices is ``k`` one-hot columns
-    bounded by ``[0, 1]``; ``groups[j]`` are the columns of ``params[j]``. Complete trials with a
-    finite value only, in trial order."""
+    bounded by ``[0, 1]``; ``groups[j]`` are the columns of ``params[j]``. ``y`` is the trial's
+    value, or ``target(trial)`` when given. Complete trials with a finite ``y`` only, in trial
+    order."""
     from optuna.distributions import CategoricalDistribution
     from optuna.trial import TrialState
 
+    objective = _objective(target)
     trials = [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-              if set(params) <= set(t.params) and math.isfinite(float(t.value))]
+              if set(params) <= set(t.params) and math.isfinite(objective(t))]
     dists = {h: trials[0].distributions[h] for h in params} if trials else {}
     bounds: list[tuple[float, float]] = []
     groups: list[np.ndarray] = []
@@ -46,15 +55,16 @@ def fanova_inputs(study: Any, params: Sequence[str]) -> tuple[np.ndarray, np.nda
                 X[i, cols[0] + int(d.to_internal_repr(t.params[h]))] = 1.0
             else:
                 X[i, cols[0]] = float(t.params[h])
-    y = np.array([float(t.value) for t in trials], dtype=np.float64)
+    y = np.array([objective(t) for t in trials], dtype=np.float64)
     return X, y, np.array(bounds, dtype=np.float64).reshape(-1, 2), groups
 
 
 def fanova_study(study: Any, params: Sequence[str], seed: int = 0, n_trees: int = 64,
-                 max_depth: int = 64) -> np.ndarray:
+                 max_depth: int = 64, target: Callable[[Any], float] | None = None) -> np.ndarray:
     """Unnormalised fANOVA importance of each of ``params`` in ``study`` (optuna's
-    ``FanovaImportanceEvaluator(n_trees, max_depth, seed)``); a parameter with a single value
-    gets 0; NaN for all when no tree has variance or fewer than two trials."""
+    ``FanovaImportanceEvaluator(n_trees, max_depth, seed)``) for the trials' values, or for
+    ``target(trial)`` when given; a parameter with a single value gets 0; NaN for all when no
+    tree has variance or fewer than two trials."""
     params = list(params)
     if not params:
         return np.zeros(0)
@@ -64,7 +74,7 @@ def fanova_study(study: Any, params: Sequence[str], seed: int = 0, n_trees: int 
     out = np.zeros(len(params))
     if not free:
         return out
-    X, y, bounds, groups = fanova_inputs(study, free)
+    X, y, bounds, groups = fanova_inputs(study, free, target)
     if len(y) <= 1:
         return out
     imp = fanova_importances(X, y, bounds, groups, seed=seed, n_trees=n_trees,

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -58,6 +58,7 @@ __all__ = [
     "distribution_for",
     "search_space",
     "build_study",
+    "config_target",
     "ped_target_quantile",
     "param_importances",
     "fanova_inputs",
@@ -148,11 +149,15 @@ def _param_value(dist: Any, v: Any) -> Any:
 
 
 def build_study(configs: pd.DataFrame, hyperparameters: Sequence[str],
-                values: Mapping[int, float]) -> Any:
-    """In-memory optuna study (maximise), one completed trial per configuration with a value.
+                values: Mapping[int, float] | None = None) -> Any:
+    """In-memory optuna study (maximise), one completed trial per configuration with a value;
+    each trial's ``user_attrs["config_id"]`` names its configuration.
 
     ``configs`` has ``config_id`` and hyperparameter columns; ``values[config_id]`` is the
-    objective. Configurations without a finite value are left out.
+    objective. Configurations without a finite value are left out. ``values=None``: every
+    configuration, each with the value 0, for a study whose objectives are given to
+    :func:`param_importances` as a ``target`` (:func:`config_target`): one study then serves
+    every metric (optuna copies each trial it adds, the bulk of the cost of a study).
     """
     import optuna
 
@@ -162,7 +167,7 @@ def build_study(configs: pd.DataFrame, hyperparameters: Sequence[str],
     trials = []
     for row in configs.sort_values("config_id", kind="stable").itertuples(index=False):
         cid = int(row.config_id)
-        y = values.get(cid)
+        y = 0.0 if values is None else values.get(cid)
         if y is None or not math.isfinite(float(y)):
             continue
         params = {h: _param_value(d, getattr(row, h)) for h, d in space.items()}
@@ -177,18 +182,35 @@ def ped_target_quantile(n_trials: int) -> float:
     return min(0.5, max(0.1, 5.0 / max(int(n_trials), 1)))
 
 
-def param_importances(study: Any, evaluator: str, seed: int = 0) -> dict[str, float]:
+def config_target(values: Mapping[int, float]) -> Callable[[Any], float]:
+    """``target(trial) = values[config_id]`` (NaN when absent) for a study of
+    :func:`build_study`: the objective one metric gives each configuration."""
+    return lambda t: float(values.get(int(t.user_attrs["config_id"]), math.nan))
+
+
+def _finite_trials(study: Any, target: Callable[[Any], float] | None) -> list[Any]:
+    """The trials that take part: every trial, or those with a finite ``target``."""
+    trials = study.get_trials(deepcopy=False)  # `study.trials` deep-copies every trial
+    return trials if target is None else [t for t in trials if math.isfinite(target(t))]
+
+
+def param_importances(study: Any, evaluator: str, seed: int = 0,
+                      target: Callable[[Any], float] | None = None) -> dict[str, float]:
     """Normalised importances (sum 1) of every parameter of ``study`` for one evaluator; NaN for
-    all when the evaluator finds no variance to attribute."""
+    all when the evaluator finds no variance to attribute.
+
+    The objective (maximised) is each trial's value, or ``target(trial)`` when given (trials
+    where it is not finite are left out); both give the same numbers for the same objective."""
     import optuna
     from optuna.importance import FanovaImportanceEvaluator, PedAnovaImportanceEvaluator
 
-    trials = study.get_trials(deepcopy=False)  # `study.trials` deep-copies every trial
+    trials = _finite_trials(study, target)
     params = sorted(trials[0].distributions) if trials else []
     if not params:
         return {}
     if evaluator == "fanova":
-        return _normalised(dict(zip(params, fanova_study(study, params, seed=seed), strict=True)))
+        return _normalised(dict(zip(params, fanova_study(study, params, seed=seed, target=target),
+                                    strict=True)))
     if evaluator == "fanova-optuna":  # optuna's own, pure-Python implementation: the test oracle
         ev = FanovaImportanceEvaluator(seed=int(seed))
     elif evaluator == "ped-anova":
@@ -199,8 +221,11 @@ def param_importances(study: Any, evaluator: str, seed: int = 0) -> dict[str, fl
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            raw = optuna.importance.get_param_importances(study, evaluator=ev, params=params,
-                                                          normalize=False)
+            # optuna's PED-ANOVA minimises a given target: the objective is negated for it
+            ped_target = None if target is None else (lambda t: -target(t))
+            raw = optuna.importance.get_param_importances(
+                study, evaluator=ev, params=params, normalize=False,
+                target=ped_target if evaluator == "ped-anova" else target)
         except RuntimeError:  # fANOVA: zero variance in every tree (constant objective)
             return {h: float("nan") for h in params}
         except ImportError as err:  # pragma: no cover - scikit-learn is a dependency
@@ -225,17 +250,24 @@ def validation_means(summary: pd.DataFrame, algorithm: str, metric: str, cutoff:
 
 def importance_table(configs: pd.DataFrame, hyperparameters: Sequence[str],
                      values: Mapping[int, float], seed: int = 0,
-                     evaluators: Sequence[str] = EVALUATORS) -> pd.DataFrame:
+                     evaluators: Sequence[str] = EVALUATORS,
+                     study: Any = None) -> pd.DataFrame:
     """``evaluator, hyperparameter, importance`` for one (algorithm, metric@N); hyperparameters in
-    the given order. Empty when fewer than two hyperparameters vary or fewer than two trials."""
-    study = build_study(configs, hyperparameters, values)
-    trials = study.get_trials(deepcopy=False)
+    the given order. Empty when fewer than two hyperparameters vary or fewer than two trials.
+
+    ``study``: ``build_study(configs, hyperparameters)`` built once for every metric of the
+    algorithm (the values then come in as a target); the numbers are the same as with a study
+    built from ``values``."""
+    target = None if study is None else config_target(values)
+    if study is None:
+        study = build_study(configs, hyperparameters, values)
+    trials = _finite_trials(study, target)
     space = trials[0].distributions if trials else {}
     hps = [h for h in hyperparameters if h in space]
     rows = []
     if len(hps) >= 2 and len(trials) >= 2:
         for ev in evaluators:
-            imp = param_importances(study, ev, seed)
+            imp = param_importances(study, ev, seed, target)
             rows += [(ev, h, imp[h]) for h in hps]
     return pd.DataFrame(rows, columns=["evaluator", "hyperparameter", "importance"])
 
@@ -262,9 +294,10 @@ def hyperparameter_importance(store: Any, cutoff: int, metrics: Sequence[str] | 
         ms = [m for m in (metrics or have) if m in have]
         ms = sorted(dict.fromkeys(ms), key=lambda m: (_METRIC_ORDER.index(m)
                                                       if m in _METRIC_ORDER else 99, m))
+        study = build_study(configs, hps) if ms else None  # one study for every metric
         for m in ms:
             vals = validation_means(summary, alg, m, cutoff)
-            jobs.append((alg, m, (configs, hps, vals.to_dict(), seed, evaluators)))
+            jobs.append((alg, m, (configs, hps, vals.to_dict(), seed, evaluators, study)))
     tables = [importance_table(*args) for _, _, args in jobs]
     out = []
     for (alg, m, _), t in zip(jobs, tables, strict=True):

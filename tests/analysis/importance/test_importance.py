@@ -89,6 +89,25 @@ def test_constant_objective_has_no_importance_and_single_values_are_dropped():
                                                               "learning_rate"], y).empty
 
 
+@pytest.mark.parametrize("noise", [0.0, 0.02])
+def test_one_study_for_every_metric_gives_the_numbers_of_a_study_per_metric(noise):
+    """The shared study (objective as a target, some configurations without a value) gives
+    exactly the importances of a study built from the values, for every evaluator, the optuna
+    oracle included."""
+    cfg, y = _grid(noise, seed=1)
+    hps = ["factors", "iterations", "learning_rate"]
+    y[5] = float("nan")
+    del y[7]
+    shared = imp.build_study(cfg, hps)
+    assert len(shared.get_trials(deepcopy=False)) == len(cfg)
+    evaluators = (*imp.EVALUATORS, "fanova-optuna")
+    own = imp.importance_table(cfg, hps, y, seed=3, evaluators=evaluators)
+    via_target = imp.importance_table(cfg, hps, y, seed=3, evaluators=evaluators, study=shared)
+    pd.testing.assert_frame_equal(own, via_target, check_exact=True)
+    minus = {c: -v for c, v in y.items()}  # the direction matters to PED-ANOVA
+    assert not imp.importance_table(cfg, hps, minus, seed=3, study=shared).equals(via_target)
+
+
 def _three_leaf_tree() -> tuple[np.ndarray, ...]:
     """Root: x0 <= 0.5 -> leaf (1); else x1 <= 0.5 -> leaf (2) | leaf (4); box [0, 1]^2."""
     return (np.array([1, -1, 3, -1, -1]), np.array([2, -1, 4, -1, -1]),
