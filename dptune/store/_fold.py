@@ -381,7 +381,11 @@ def read_fold(root: Path, slot: Slot, algorithm: str, fold: str, config_ids: Seq
     col_of[users] = np.arange(len(users))
     shape = (len(mcs), len(ids), len(users))
     values = buffer.array(shape) if buffer is not None else np.empty(shape, dtype=np.float32)
-    values.fill(np.nan)
+    # NaN marks a (configuration, user) without a row; when every part is config-major and
+    # holds every user of the fold, pass 2 writes every cell and the fill (a whole pass over
+    # the fold's memory) is not needed
+    if not all(job.run_users is not None and len(job.run_users) == len(users) for job in jobs):
+        values.fill(np.nan)
     n_slots = max(slot) + 1
     done = _each(lambda job: _scatter_part(job, values, ids, col_of, n_slots), jobs, n_threads)
     if not all(done):

@@ -188,6 +188,29 @@ def test_read_fold_value_only_path_equals_generic_path_and_read_matrix(store):
     np.testing.assert_array_equal(second.matrix("ndcg", 5, [0, 1, 2])[1], ref)
 
 
+def test_read_fold_in_a_reused_buffer_marks_missing_cells_and_leaves_no_stale_value(store):
+    """A fold whose config-major parts hold every user is written cell by cell without a NaN
+    fill first; a fold where a part lacks a user gets NaN there, whatever the buffer held."""
+    from dptune.store._store import FoldBuffer
+
+    store.write_unit(_unit("a", "0", "u00000", [0, 1], [1, 4, 9], seed=3))
+    store.write_unit(_unit("a", "0", "u00001", [2], [1, 4, 9], seed=4))
+    store.write_unit(_unit("a", "1", "u00000", [0, 1], [1, 4, 9], seed=5))
+    store.write_unit(_unit("a", "1", "u00001", [2], [4, 9], seed=6))  # user 1 missing
+    mcs = store.metric_cutoffs("a")
+    buf = FoldBuffer()
+    for fold, missing in (("0", False), ("1", True), ("0", False), ("1", True)):
+        got = store.read_fold("a", fold, [0, 1, 2], mcs, buffer=buf)
+        assert got.users.tolist() == [1, 4, 9]
+        for k, (m, c) in enumerate(mcs):
+            for row, cid in enumerate([0, 1, 2]):
+                users, ref = store.read_matrix("a", m, c, fold, [cid])
+                expect = np.full(3, np.nan, dtype=np.float32)
+                expect[np.searchsorted([1, 4, 9], users)] = ref[0]
+                np.testing.assert_array_equal(got.values[k, row], expect)
+        assert np.isnan(got.values).any() == missing
+
+
 def test_checksum_is_the_crc32_of_the_bytes_and_verify_equals_problem(tmp_path):
     """The memory-mapped checksum equals zlib's CRC-32 of the file's bytes (and an empty file
     has the CRC of no bytes); verifying many parts on threads gives each part's own answer."""
