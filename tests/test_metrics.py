@@ -14,7 +14,7 @@ from dptune import metrics as m
 from dptune.metrics import METRICS, evaluate, metrics_from_topn, novelty_vectors, top_n
 
 # --------------------------------------------------------------------------------------------
-# naive oracle: Python loops, straight from the definitions in SPEC 5
+# naive oracle: Python loops, straight from the metric definitions in each metric's docstring
 # --------------------------------------------------------------------------------------------
 
 

@@ -113,7 +113,7 @@ def test_run_writes_noise_floor_and_importance(tiny):
     assert "User-kNN is deterministic" in text
     assert "## Hyperparameter importance (optuna) beside DP dominance" in text
     assert "| Correction | none (raw p-values) |" in text
-    assert "| Bootstrap | 1000 replicates" in text  # on by default (issue 13)
+    assert "| Bootstrap | 1000 replicates" in text  # on by default
 
 
 def _all_files(d: Path) -> dict[str, bytes]:

@@ -1,5 +1,5 @@
 """reports/<name>/ written by the README's commands stay out of git; the committed examples do
-not (issue 14: `reports/quickstart/` showed up as untracked after the first command)."""
+not (`reports/quickstart/` once showed up as untracked after the first command)."""
 
 from __future__ import annotations
 

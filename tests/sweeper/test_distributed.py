@@ -1,4 +1,4 @@
-"""Distributed and crash-safe sweeps (issue 5), with real worker processes.
+"""Distributed and crash-safe sweeps, with real worker processes.
 
 Each scenario shares one sweep between three ``dptune worker`` processes on one optuna storage
 (SQLite, journal file, PostgreSQL): worker K starts alone and is killed with SIGKILL once it
