@@ -188,6 +188,22 @@ def test_read_fold_value_only_path_equals_generic_path_and_read_matrix(store):
     np.testing.assert_array_equal(second.matrix("ndcg", 5, [0, 1, 2])[1], ref)
 
 
+def test_parts_compress_the_values_with_lz4_and_the_rest_with_zstd(store):
+    """The values (what an analysis decodes) are LZ4, faster to decode; the other columns zstd."""
+    import pyarrow.parquet as pq
+
+    from dptune.store._parts import COMPRESSION
+
+    part = store.write_unit(_unit("a", "0", "u00000", [0, 1], [1, 4, 9], seed=3))
+    md = pq.read_metadata(part)
+    names = md.schema.to_arrow_schema().names
+    for g in range(md.num_row_groups):
+        codecs = {names[c]: md.row_group(g).column(c).compression for c in range(len(names))}
+        assert codecs.pop("value") in ("LZ4", "LZ4_RAW")
+        assert set(codecs.values()) == {"ZSTD"}
+    assert COMPRESSION["value"] == "lz4" and set(COMPRESSION) == set(names)
+
+
 def test_read_fold_in_a_reused_buffer_marks_missing_cells_and_leaves_no_stale_value(store):
     """A fold whose config-major parts hold every user is written cell by cell without a NaN
     fill first; a fold where a part lacks a user gets NaN there, whatever the buffer held."""
