@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from dptune.analysis.dp import paired_tests as stats
+from dptune.analysis.dp.scale import per_reference
 from dptune.config import Experiment, load_experiment
 from dptune.errors import input_error
 from dptune.report import save_figure
@@ -56,7 +57,7 @@ __all__ = ["run_slices_study"]
 
 _DP_COLUMNS = ["dataset", "algorithm", "slice_kind", "slice", "bin", "lo", "hi", "n_users_mean",
                "n_users_min", "metric", "cutoff", "dp", "dp_plus_sd", "dp_minus_sd", "n_pairs",
-               "n_folds", "sakai", "dp_rank"]
+               "dp25", "n_folds", "sakai", "dp_rank"]
 _METRIC_COLUMNS = ["dataset", "algorithm", "config_id", "slice_kind", "slice", "bin", "lo", "hi",
                    "n_obs", "metric", "cutoff", "mean", "miss_rate"]
 
@@ -128,6 +129,8 @@ def _slice_tables(store: ResultStore, algs: Sequence[str], kinds: dict[str, pd.D
             dp_parts.append(d)
             metric_parts.append(m)
     dpt = pd.concat(dp_parts, ignore_index=True)
+    # the report's scale: DP per 25 pairs = 25 x the mean p-value (the paper's DP when P = 25)
+    dpt["dp25"] = per_reference(dpt["dp"].to_numpy(float), dpt["n_pairs"].to_numpy(float))
     dpt["dp_rank"] = dpt.groupby(["algorithm", "slice_kind", "slice", "cutoff"])["dp"].rank(
         method="min").astype(int)
     return dpt[_DP_COLUMNS], pd.concat(metric_parts, ignore_index=True)[_METRIC_COLUMNS]

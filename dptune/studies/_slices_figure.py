@@ -16,7 +16,8 @@ __all__ = ["slices_figure", "users_text"]
 
 def slices_figure(dp_table: pd.DataFrame, cutoff: int) -> Any:
     """DP per slice per metric at ``cutoff``: rows = slice kinds, one panel per algorithm; x = the
-    log-scaled bins (with mean users per fold), y = DP (lower = more discriminative)."""
+    log-scaled bins (with mean users per fold), y = DP per 25 pairs (25 x the mean p-value, so
+    that panels with different P share a scale; lower = more discriminative)."""
     from matplotlib.figure import Figure
 
     d = dp_table[(dp_table["cutoff"] == cutoff) & dp_table["slice_kind"].isin(SLICE_KINDS)]
@@ -33,19 +34,19 @@ def slices_figure(dp_table: pd.DataFrame, cutoff: int) -> Any:
             x = np.arange(len(bins))
             for m in [m for m in METRICS if m in set(g["metric"])]:
                 gm = g[g["metric"] == m].set_index("slice").reindex(bins)
-                ax.plot(x, gm["dp"].to_numpy(float), marker="o", markersize=3, linewidth=1.4,
+                ax.plot(x, gm["dp25"].to_numpy(float), marker="o", markersize=3, linewidth=1.4,
                         color=METRIC_COLORS.get(m, "0.3"), label=display_metric(m, cutoff))
             n_users = g.drop_duplicates("slice").set_index("slice").reindex(bins)["n_users_mean"]
             ax.set_xticks(x, [f"{b} n={users_text(v)}" for b, v in zip(bins, n_users, strict=True)],
                           fontsize=6.5, rotation=40, ha="right", rotation_mode="anchor")
             n_pairs = int(g["n_pairs"].max()) if len(g) else 0
-            ax.set_ylim(0, max(1, n_pairs) * 1.02)
-            ax.set_ylabel(f"DP (sum of {n_pairs} p-values)", fontsize=8)
+            ax.set_ylim(0, 25 * 1.02)  # 25 x a mean p-value: at most 25
+            ax.set_ylabel(f"DP per 25 pairs (P = {n_pairs})", fontsize=8)
             ax.set_title(f"{display_algorithm(alg)}: {kind}", fontsize=9)
             ax.grid(True, alpha=0.3, linewidth=0.5)
             if r == 0 and c == 0:
                 ax.legend(fontsize=7, ncol=2)
-    fig.suptitle(f"DP per slice at N = {cutoff} (log-scaled bins; lower = more discriminative; "
+    fig.suptitle(f"DP per 25 pairs per slice at N = {cutoff} (log-scaled bins; lower = more discriminative; "
                  f"n = mean users per fold)", fontsize=10)
     return fig
 

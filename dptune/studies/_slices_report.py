@@ -41,7 +41,7 @@ def _dp_section(dpt: pd.DataFrame, alg: str, cutoff: int) -> str:
         dk = d[d["slice_kind"] == kind].sort_values("bin")
         for s in dict.fromkeys(dk["slice"]):
             ds = dk[dk["slice"] == s].set_index("metric")
-            vals = [float(ds.loc[m, "dp"]) for m in metrics]
+            vals = [float(ds.loc[m, "dp25"]) for m in metrics]
             lo = min(vals)
             cells = [Cell(_f(v), bold=v == lo) for v in vals]
             best = [display_metric(m) for m, v in zip(metrics, vals, strict=True) if v == lo]
@@ -151,13 +151,15 @@ def slices_report_md(exp: Experiment, man: dict[str, Any], dataset: str, dpt: pd
           "`slices_dp.csv` is that ranking (1 = most discriminative).", ""]
     for alg in algs:
         L += [f"## {display_algorithm(alg)}", "",
-              f"DP per slice at N = {cutoff} (lower = more discriminative; bold = lowest of the "
-              f"row; P = {int(dpt.loc[dpt['algorithm'] == alg, 'n_pairs'].max())} pairs):", "",
+              f"DP per 25 pairs (25 x the mean p-value) per slice at N = {cutoff} (lower = more "
+              f"discriminative; bold = lowest of the row; every row on the same "
+              f"P = {int(dpt.loc[dpt['algorithm'] == alg, 'n_pairs'].max())} pairs):", "",
               _dp_section(dpt, alg, cutoff), "",
               f"Metrics and miss rate per slice at N = {cutoff} (config_id "
               f"{int(mt.loc[mt['algorithm'] == alg, 'config_id'].iloc[0])}):", "",
               _metrics_section(mt, alg, cutoff), ""]
-    L += ["## Files", "", "`slices_dp.csv` (every metric@N, slice and algorithm; DP, DP +- sd, "
+    L += ["## Files", "", "`slices_dp.csv` (every metric@N, slice and algorithm; DP (the sum "
+          "over P pairs), DP +- sd, DP per 25 pairs (`dp25`), "
           "Sakai fraction, rank), `slices_metrics.csv` (mean and miss rate), `slices_bins.csv` "
           "(users per bin and fold), `slices_figure.png/.svg`.", ""]
     return "\n".join(L)

@@ -217,6 +217,11 @@ def test_end_to_end_writes_every_file(tiny_run) -> None:
     main = main[main.scope == "all"].set_index(["metric", "cutoff"])["dp"]
     ref = dpt[dpt.slice_kind == "all"].set_index(["metric", "cutoff"])["dp"]
     assert np.allclose(ref.loc[main.index], main)
+    # shown on the main report's scale: DP per 25 pairs, which is at most 25
+    np.testing.assert_allclose(dpt["dp25"], dpt["dp"] * 25 / dpt["n_pairs"], rtol=1e-9)
+    assert dpt["dp25"].between(0, 25).all()
+    report = (d / "out" / "slices_report.md").read_text()
+    assert "DP per 25 pairs (25 x the mean p-value) per slice" in report
     # history bins partition the users of every fold
     bins = pd.read_csv(d / "out" / "slices_bins.csv")
     per_kind = bins.groupby(["slice_kind", "fold"])["n_users"].sum().unstack("slice_kind")
