@@ -255,12 +255,12 @@ def importance_table(configs: pd.DataFrame, hyperparameters: Sequence[str],
     """``evaluator, hyperparameter, importance`` for one (algorithm, metric@N); hyperparameters in
     the given order. Empty when fewer than two hyperparameters vary or fewer than two trials.
 
-    ``study``: ``build_study(configs, hyperparameters)`` built once for every metric of the
-    algorithm (the values then come in as a target); the numbers are the same as with a study
-    built from ``values``."""
-    target = None if study is None else config_target(values)
-    if study is None:
-        study = build_study(configs, hyperparameters, values)
+    The study holds every configuration and the values come in as optuna's ``target``
+    (:func:`config_target`), so that one study, ``build_study(configs, hyperparameters)``,
+    serves every metric of the algorithm (``study``; built here when not given). The numbers are
+    those of a study built from ``values`` (a test checks them against it)."""
+    study = build_study(configs, hyperparameters) if study is None else study
+    target = config_target(values)
     trials = _finite_trials(study, target)
     space = trials[0].distributions if trials else {}
     hps = [h for h in hyperparameters if h in space]
