@@ -26,7 +26,7 @@ mean and ``c_j(u) = d_j(u) - dbar_j``, the group sums ``C1[j, g] = sum_{u in g} 
 ``S1 = sum d``, ``S2 = sum d^2``: ``C1 = S1 - |g| dbar``, ``C2 = S2 - 2 dbar S1 + |g| dbar^2``)
 give every replicate at once by two matrix products:
 
-    n*_r = sum_g w_rg |g|,   m_rj = (sum_g w_rg C1[j, g]) / n*_r,   mean*_rj = m_rj + k dbar_j,
+    n*_r = sum_g w_rg |g|,   m_rj = (sum_g w_rg C1[j, g]) / n*_r,   mean*_rj = m_rj + delta_j,
     var*_rj = (sum_g w_rg C2[j, g] - n*_r m_rj^2) / (n*_r - 1),
     t_rj = mean*_rj / sqrt(var*_rj / n*_r),   p_rj = 2 T_{n-1}.sf(|t_rj|)
 
@@ -39,7 +39,13 @@ a p-value depends on how different the pair is (pairs without a difference have 
 p-values, the widest spread). The positive-part James-Stein factor ``k^2 = max(0, 1 - P' /
 sum_j t_j^2)`` (with the ``nu`` correction) shrinks all differences together so that their
 total squared size matches the true one on average; with no differences ``k`` is 0 about half
-the time (the bootstrap world then has none), with strong ones ``k`` is close to 1. A pair whose differences are all
+the time (the bootstrap world then has none), with strong ones ``k`` is close to 1. A pair's
+true difference is the same in every fold; when the folds hold the same users part of their
+sampling noise is the same noise too, and the bootstrap-world difference is then one number
+for every fold, ``delta_j = (1/F) sum_f k_f dbar_{j,f}``, blended with each fold's own
+``k_f dbar_{j,f}`` by the share of users the folds have in common (:func:`bootstrap_centres`).
+The replicates are therefore computed once every fold's group sums are in
+(:class:`FoldMoments`). A pair whose differences are all
 equal (``min d = max d``) has ``p = 1`` in every replicate when they are 0, else 0; a replicate
 whose variance is below ``1e-14 sum_u c_j(u)^2`` likewise (the conventions of
 :func:`dptune.analysis.dp.paired_tests.paired_pvalues`). ``p`` from ``|t|`` uses a table of the exact
@@ -74,6 +80,7 @@ by :mod:`dptune.analysis.dp.coverage` (``docs/statistics.md``).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
@@ -91,6 +98,10 @@ __all__ = [
     "pair_weights",
     "point_pvalues",
     "shrink_factor",
+    "FoldMoments",
+    "fold_moments",
+    "shared_share",
+    "bootstrap_centres",
     "fold_replicate_means",
     "bootstrap_mean_p",
     "interval_replicates",
@@ -391,33 +402,110 @@ def shrink_factor(dbar: np.ndarray, c2: np.ndarray, constant: np.ndarray, n: int
     return float(np.sqrt(max(0.0, 1.0 - free.sum() / total)))
 
 
-def fold_replicate_means(values: np.ndarray, rows_a: np.ndarray, rows_b: np.ndarray,
-                         weights_pairs: np.ndarray, perm: np.ndarray, starts: np.ndarray,
-                         weights: np.ndarray,
-                         columns: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """One fold and metric: ``(p, reps)`` with ``p`` the P point p-values
-    (:func:`point_pvalues`) and ``reps[r] = (1/P) sum_j v_rj p_rj`` the fold's part of every
-    replicate (``weights_pairs`` ``(B, P)``: :func:`pair_weights`; ``perm``/``starts``/``weights`` from
-    :func:`user_draws` for this fold's ``n`` users: the columns of ``values``, or ``columns``).
+@dataclass(frozen=True)
+class FoldMoments:
+    """One fold and metric, everything its replicates need (:func:`fold_moments`).
+
+    ``p``: the P point p-values; ``dbar``, ``constant``, ``size``, ``c2tot`` (``sum_u
+    c_j(u)^2``) and the group sums ``c1t``, ``c2t`` (``(G, P)``, float32, transposed for the
+    products) of :func:`pair_moments`; ``shrunk``: the fold's bootstrap-world differences
+    ``k dbar_j`` (``dbar_j`` for a constant pair, :func:`shrink_factor`); ``n`` users and their
+    keys ``users`` (as :func:`user_draws` hashes them); ``starts``/``weights`` of
+    :func:`user_draws`. ``n < 2``: no test, ``p = 1`` everywhere."""
+
+    p: np.ndarray
+    dbar: np.ndarray
+    constant: np.ndarray
+    size: np.ndarray
+    c2tot: np.ndarray
+    c1t: np.ndarray
+    c2t: np.ndarray
+    shrunk: np.ndarray
+    n: int
+    users: np.ndarray
+    starts: np.ndarray
+    weights: np.ndarray
+
+
+def fold_moments(values: np.ndarray, rows_a: np.ndarray, rows_b: np.ndarray, perm: np.ndarray,
+                 starts: np.ndarray, weights: np.ndarray, users: np.ndarray,
+                 columns: np.ndarray | None = None) -> FoldMoments:
+    """The point p-values and the group sums of one fold and metric (``perm``/``starts``/
+    ``weights`` from :func:`user_draws` for this fold's ``n`` users, whose keys are ``users``:
+    the columns of ``values``, or ``columns``); :func:`fold_replicate_means` turns them into the
+    fold's part of every replicate once the pairs' bootstrap-world differences are known
+    (:func:`bootstrap_centres`)."""
+    n = int(starts[-1])
+    n_pairs = len(rows_a)
+    if n < 2:  # no variance estimate: p = 1 for every pair (dptune's convention)
+        empty = np.zeros(n_pairs)
+        return FoldMoments(np.ones(n_pairs), empty, np.ones(n_pairs, dtype=bool), empty, empty,
+                           np.zeros((0, n_pairs), np.float32), np.zeros((0, n_pairs), np.float32),
+                           empty, n, np.asarray(users), np.asarray(starts), np.asarray(weights))
+    dbar, c1, c2, constant, size = pair_moments(values, rows_a, rows_b, perm, starts, columns)
+    shrunk = np.where(constant, dbar, dbar * shrink_factor(dbar, c2, constant, n))
+    return FoldMoments(point_pvalues(dbar, c2, constant, n), dbar, constant, size,
+                       c2.sum(axis=1), np.ascontiguousarray(c1.T, dtype=np.float32),
+                       np.ascontiguousarray(c2.T, dtype=np.float32), shrunk, n,
+                       np.asarray(users), np.asarray(starts), np.asarray(weights))
+
+
+def shared_share(folds: Sequence[FoldMoments]) -> float:
+    """``omega``: the share of the folds' users that every tested fold holds, ``|intersection
+    of the folds' users| / mean_f n_f`` over the folds with a test (1 for one fold, 0 when no
+    user is in every fold)."""
+    tested = [f for f in folds if f.n >= 2]
+    if len(tested) <= 1:
+        return 1.0
+    common = tested[0].users
+    for f in tested[1:]:
+        common = np.intersect1d(common, f.users)
+    return float(len(common) / np.mean([f.n for f in tested]))
+
+
+def bootstrap_centres(folds: Sequence[FoldMoments]) -> list[np.ndarray]:
+    """Each fold's bootstrap-world differences of the pairs:
+    ``delta_{j,f} = omega delta_j + (1 - omega) k_f dbar_{j,f}`` with ``delta_j = mean_f k_f
+    dbar_{j,f}`` over the folds with a test and ``omega`` the share of users that every fold
+    holds (:func:`shared_share`).
+
+    When the folds hold the same users (user-stratified folds), a user's taste for one
+    configuration over another is in every fold: part of each fold's sampling noise is the
+    same noise, and a pair's bootstrap-world difference is one number for every fold. A centre
+    per fold then put each fold's own noise into the bootstrap world on top of the
+    resampling, and the replicates' spread fell 10% short of the estimate's (coverage 90-93%
+    instead of 95%). When the folds hold different users their noises are independent and each
+    fold's own shrunk difference is the calibrated centre (a common one over-covers: 99%).
+    ``docs/statistics.md`` section 10a has both measurements."""
+    tested = [f.shrunk for f in folds if f.n >= 2]
+    if not tested:
+        return [f.shrunk for f in folds]
+    omega = shared_share(folds)
+    common = np.mean(tested, axis=0)
+    return [omega * common + (1.0 - omega) * f.shrunk for f in folds]
+
+
+def fold_replicate_means(moments: FoldMoments, weights_pairs: np.ndarray,
+                         centre: np.ndarray) -> np.ndarray:
+    """``reps[r] = (1/P) sum_j v_rj p_rj``: one fold's part of every replicate
+    (``weights_pairs`` ``(B, P)``: :func:`pair_weights`), the bootstrap world's difference of a
+    varying pair being ``centre`` (:func:`bootstrap_centres`) and a constant pair's its own.
 
     The two products run in float32 (the sums are of centred values; relative error about 1e-7,
     far below the table's 1e-6 on p)."""
-    n = int(starts[-1])
     n_boot, n_pairs = weights_pairs.shape
-    if n < 2:  # no variance estimate: p = 1 for every pair (dptune's convention)
-        return np.ones(n_pairs), np.ones(n_boot)
-    dbar, c1, c2, constant, size = pair_moments(values, rows_a, rows_b, perm, starts, columns)
-    p = point_pvalues(dbar, c2, constant, n)
-    w = np.asarray(weights, dtype=np.float32)
-    nstar = np.asarray(weights, dtype=np.float64) @ np.diff(starts).astype(np.float64)
-    s1w = w @ c1.T.astype(np.float32)  # (B, P)
-    s2w = w @ c2.T.astype(np.float32)
+    m = moments
+    if m.n < 2:
+        return np.ones(n_boot)
+    w = np.asarray(m.weights, dtype=np.float32)
+    nstar = np.asarray(m.weights, dtype=np.float64) @ np.diff(m.starts).astype(np.float64)
+    s1w = w @ m.c1t  # (B, P)
+    s2w = w @ m.c2t
     out = np.zeros(n_boot)
-    centre = np.where(constant, dbar, dbar * shrink_factor(dbar, c2, constant, n))
-    _replicate_sums(s1w, s2w, nstar, centre, c2.sum(axis=1), size, constant,
-                    np.ascontiguousarray(weights_pairs, dtype=np.float64), _tail_table(n - 1),
-                    out)
-    return p, out / n_pairs
+    _replicate_sums(s1w, s2w, nstar, np.where(m.constant, m.dbar, centre), m.c2tot, m.size,
+                    m.constant, np.ascontiguousarray(weights_pairs, dtype=np.float64),
+                    _tail_table(m.n - 1), out)
+    return out / n_pairs
 
 
 def bootstrap_mean_p(diffs: Sequence[np.ndarray], n_boot: int = 1000, seed: int = 0,
@@ -447,11 +535,16 @@ def bootstrap_mean_p(diffs: Sequence[np.ndarray], n_boot: int = 1000, seed: int 
     mult = pair_weights(n_boot, n_pairs, n_possible, seed)
     total = np.zeros((n_metrics, int(n_boot)))
     rows_a, rows_b = np.arange(n_pairs), np.full(n_pairs, n_pairs)  # d_j = d_j - 0
+    moments: list[list[FoldMoments]] = [[] for _ in range(n_metrics)]
     for d in arrs:
         perm, starts, w = user_draws(np.arange(d.shape[2]), n_boot, seed, groups)
         for m in range(n_metrics):
             values = np.vstack([d[m], np.zeros((1, d.shape[2]))])
-            total[m] += fold_replicate_means(values, rows_a, rows_b, mult, perm, starts, w)[1]
+            moments[m].append(fold_moments(values, rows_a, rows_b, perm, starts, w,
+                                           np.arange(d.shape[2])))
+    for m in range(n_metrics):
+        for fm, centre in zip(moments[m], bootstrap_centres(moments[m]), strict=True):
+            total[m] += fold_replicate_means(fm, mult, centre)
     total /= len(arrs)
     return total[0] if squeeze else total
 

@@ -8,8 +8,11 @@ scope of the tables, and only a sampled scope has further repeats):
 - the p-values of the repeat's pairs (:func:`dptune.analysis.dp.scale.robust_pairs`; the paired
   t-test from the same sums as the bootstrap, :func:`dptune.analysis.dp.bootstrap.point_pvalues`:
   scipy's ``ttest_rel`` to rounding), their fold mean ``pbar_f``;
-- with ``bootstrap = B > 0``, the fold's part of the B replicates
-  (:func:`dptune.analysis.dp.bootstrap.fold_replicate_means`; the pairs are resampled only when
+- with ``bootstrap = B > 0``, the fold's group sums (:func:`dptune.analysis.dp.bootstrap.fold_moments`),
+  kept until the last fold; then the B replicates, around the pairs' bootstrap-world
+  differences, one for every fold when the folds hold the same users
+  (:func:`dptune.analysis.dp.bootstrap.bootstrap_centres`,
+  :func:`dptune.analysis.dp.bootstrap.fold_replicate_means`; the pairs are resampled only when
   they are a sample of the grid's pairs, :func:`dptune.analysis.dp.bootstrap.pair_weights`).
 
 The replicates are not read as they are: resampling users adds the sampling noise of each pair's
@@ -100,8 +103,10 @@ class RobustPass:
         self._fold_means = {(k, mc): np.zeros(self.n_folds) for k in range(self.repeats)
                             for mc in self.mcs}
         self._all_one = dict.fromkeys(self.mcs, True)
-        self._reps = {(k, mc): np.zeros(self.bootstrap) for k in range(self.repeats)
-                      for mc in self.mcs}
+        # every fold's group sums, kept until the last fold: the replicates need each pair's
+        # bootstrap-world differences, a mean over the folds (rs.bootstrap_centres)
+        self._moments: dict[tuple[int, tuple[str, int]], list[rs.FoldMoments]] = {
+            (k, mc): [] for k in range(self.repeats) for mc in self.mcs}
         self._mult = [rs.pair_weights(self.bootstrap, len(p), self.n_possible,
                                       rb.bootstrap_seed(seed, k))
                       if self.bootstrap and len(p) else None for k, p in enumerate(self.pairs)]
@@ -117,7 +122,7 @@ class RobustPass:
         """
         if not self.n_possible:
             return
-        draws: dict[tuple[int, int, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        draws: dict[tuple[int, int, int], tuple[np.ndarray, ...]] = {}
         block = slice_of(read)
         rows = [np.searchsorted(self.ids, p) for p in self.pairs]
         wanted = self.mcs if metric_cutoffs is None else \
@@ -141,17 +146,32 @@ class RobustPass:
                     key = (k, n, hash(np.asarray(users).tobytes()))
                     if key not in draws:
                         ids = users if self.user_keys is None else self.user_keys(users)
-                        draws[key] = rs.user_draws(ids, self.bootstrap, rb_seed(self.seed, k),
-                                                   self.groups)
-                    perm, starts, w = draws[key]
-                    p, reps = rs.fold_replicate_means(values, ra, rb, self._mult[k], perm,
-                                                      starts, w, columns)
-                    self._reps[(k, mc)] += reps
+                        draws[key] = (*rs.user_draws(ids, self.bootstrap, rb_seed(self.seed, k),
+                                                     self.groups), np.asarray(ids))
+                    perm, starts, w, keys = draws[key]
+                    moments = rs.fold_moments(values, ra, rb, perm, starts, w, keys, columns)
+                    self._moments[(k, mc)].append(moments)
+                    p = moments.p
                 else:
                     p = rs.ttest_pvalues(values, ra, rb, n, columns)
                 self._fold_means[(k, mc)][fold_index] = p.mean()
                 if k == 0 and not np.all(p == 1.0):
                     self._all_one[mc] = False
+
+    def _replicates(self, k: int, mc: tuple[str, int]) -> np.ndarray | None:
+        """The raw replicates ``pbar*_r`` of repeat ``k`` and one metric@N: the folds' parts
+        (:func:`dptune.analysis.dp.bootstrap.fold_replicate_means`) around the pairs'
+        bootstrap-world differences, averaged over the folds; None without bootstrap."""
+        if not self.bootstrap:
+            return None
+        folds = self._moments[(k, mc)]
+        total = np.zeros(self.bootstrap)
+        # one BLAS thread, as in the fold loop: idle BLAS threads spin and slow the compiled
+        # replicate loop that runs on every core right after each product (5x, measured)
+        with threadpool_limits(limits=1, user_api="blas"):
+            for moments, centre in zip(folds, rs.bootstrap_centres(folds), strict=True):
+                total += rs.fold_replicate_means(moments, self._mult[k], centre)
+        return total / self.n_folds
 
     def result(self) -> RobustResult:
         """The robust table, the ranking of every repeat and repeat 0's replicates."""
@@ -163,7 +183,7 @@ class RobustPass:
                 fm = self._fold_means[(k, mc)]
                 key = (self.algorithm, mc[0], mc[1])
                 mean = float(fm.mean())
-                raw = self._reps[(k, mc)] / self.n_folds
+                raw = self._replicates(k, mc)
                 if self.bootstrap:  # the bootstrap's error, reflected around the estimate
                     reps_k[key] = rs.interval_replicates(mean, raw)
                 if k:

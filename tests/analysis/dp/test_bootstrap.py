@@ -1,6 +1,8 @@
 """Bootstrap of the robust DP (dptune.analysis.dp.bootstrap): exactness against the user bootstrap,
 the fast t tail, and a known answer (a metric that is a noisy copy of another)."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 from scipy import stats as st
@@ -45,7 +47,9 @@ def test_one_user_per_group_is_the_exact_user_bootstrap():
     counts = np.zeros((B, n))
     counts[:, perm] = w  # group g is the user perm[g]
     mult = rs.pair_multiplicities(B, P, seed=9)
-    p, reps = rs.fold_replicate_means(values, ra, rb, mult, perm, starts, w)
+    moments = rs.fold_moments(values, ra, rb, perm, starts, w, np.arange(n))
+    p = moments.p
+    reps = rs.fold_replicate_means(moments, mult, rs.bootstrap_centres([moments])[0])
     # the bootstrap world: every varying pair's differences moved to k * mean, with the
     # James-Stein factor k^2 = 1 - P' / (sum t^2 (nu - 2) / nu) computed here with scipy
     t = st.ttest_1samp(d[2:], 0.0, axis=1).statistic
@@ -61,6 +65,51 @@ def test_one_user_per_group_is_the_exact_user_bootstrap():
     assert p[0] == 1.0 and p[1] == 0.0
     idx = np.repeat(np.arange(n), counts[0].astype(int))
     assert np.array_equal(index_counts(idx[None, :], n)[0], counts[0])
+
+
+def test_folds_of_the_same_users_share_each_pairs_bootstrap_world_difference():
+    """Two folds of the same users: each replicate is the exact user bootstrap of every fold's
+    differences moved to one common centre per pair, the mean over the folds of the shrunk
+    fold means (k_f dbar_f), with the same user weights in both folds. Folds of other users
+    keep their own centres; partly shared users blend the two by the share in common."""
+    rng = np.random.default_rng(4)
+    n, P, B = 30, 5, 40
+    taste = rng.normal(0.0, 0.3, size=(P, n))  # goes with the user from fold to fold
+    folds = [taste + rng.normal(0.04, 0.3, size=(P, n)) for _ in range(2)]
+    ra, rb = np.arange(P), np.full(P, P)
+    perm, starts, w = rs.user_draws(np.arange(n), B, seed=2, groups=n)
+    counts = np.zeros((B, n))
+    counts[:, perm] = w
+    moments = [rs.fold_moments(np.vstack([d, np.zeros((1, n))]), ra, rb, perm, starts, w,
+                               np.arange(n)) for d in folds]
+    centres = rs.bootstrap_centres(moments)
+    assert rs.shared_share(moments) == 1.0 and np.array_equal(centres[0], centres[1])
+    centre = centres[0]
+    nu = n - 1
+    shrunk = []
+    for d in folds:
+        t = st.ttest_1samp(d, 0.0, axis=1).statistic
+        k = np.sqrt(max(0.0, 1.0 - P / (np.sum(t**2) * (nu - 2) / nu)))
+        shrunk.append(k * d.mean(axis=1))
+    np.testing.assert_allclose(centre, np.mean(shrunk, axis=0), rtol=1e-12, atol=1e-15)
+    assert not np.allclose(shrunk[0], shrunk[1])  # the folds' own centres differ
+    mult = np.ones((B, P))
+    got = np.mean([rs.fold_replicate_means(m, mult, centre) for m in moments], axis=0)
+    want = np.mean([resampled_ttest_pvalues(d - d.mean(axis=1, keepdims=True) + centre[:, None],
+                                            counts).mean(axis=0) for d in folds], axis=0)
+    np.testing.assert_allclose(got, want, atol=2e-6)
+    # other users in the second fold: each fold its own centre; half of them in common: halfway
+    other = dataclasses.replace(moments[1], users=np.arange(n) + n)
+    assert rs.shared_share([moments[0], other]) == 0.0
+    for got_c, own in zip(rs.bootstrap_centres([moments[0], other]), shrunk, strict=True):
+        np.testing.assert_allclose(got_c, own, rtol=1e-12, atol=1e-15)
+    half = dataclasses.replace(moments[1], users=np.arange(n) + n // 2)
+    assert rs.shared_share([moments[0], half]) == 0.5
+    np.testing.assert_allclose(rs.bootstrap_centres([moments[0], half])[1],
+                               0.5 * centre + 0.5 * shrunk[1], rtol=1e-12, atol=1e-15)
+    # the public bootstrap of per-user differences is the same computation
+    np.testing.assert_allclose(rs.bootstrap_mean_p(folds, n_boot=B, seed=2, groups=n), got,
+                               atol=1e-12)
 
 
 def _configs(rng, n_configs, n_users, effect):

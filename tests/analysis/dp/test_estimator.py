@@ -194,8 +194,8 @@ def test_fold_array_read_in_place_equals_read_matrix():
 def _oracle_interval(store, metric, n_boot, seed, n_folds=3, n_configs=6):
     """The robust DP's replicates and 95% interval by a plain scipy bootstrap of the users:
     per fold, each user repeated as often as its group's weight (the pass's own draws, the same
-    user with the same weight in every fold), the
-    varying pairs' differences moved to k * mean (James-Stein k from scipy's t statistics),
+    user with the same weight in every fold), every fold's differences moved to one centre per
+    pair, the mean over the folds of k_f * mean_f (James-Stein k_f from scipy's t statistics),
     scipy's paired t-test per replicate; then the logit-scale basic interval."""
     from scipy import special
 
@@ -203,7 +203,7 @@ def _oracle_interval(store, metric, n_boot, seed, n_folds=3, n_configs=6):
     from dptune.analysis.dp import scale as rb
 
     pa, pb = np.triu_indices(n_configs, k=1)
-    point, raw = [], np.zeros(n_boot)
+    point, raw, diffs, shrunk = [], np.zeros(n_boot), [], []
     for f in range(n_folds):
         x = store.v[(metric, str(f))]
         d = x[pa] - x[pb]
@@ -211,7 +211,12 @@ def _oracle_interval(store, metric, n_boot, seed, n_folds=3, n_configs=6):
         point.append(st.ttest_rel(x[pa], x[pb], axis=1).pvalue.mean())
         t = st.ttest_1samp(d, 0.0, axis=1).statistic
         k = np.sqrt(max(0.0, 1.0 - len(pa) / (np.sum(t**2) * (n - 3) / (n - 1))))
-        shifted = d + (k - 1.0) * d.mean(axis=1, keepdims=True)
+        diffs.append(d)
+        shrunk.append(k * d.mean(axis=1))
+    centre = np.mean(shrunk, axis=0)
+    for f, d in enumerate(diffs):
+        n = d.shape[1]
+        shifted = d - d.mean(axis=1, keepdims=True) + centre[:, None]
         ids, _ = store.read_matrix("knn", metric, 10, str(f), np.arange(n_configs))
         perm, starts, w = rs.user_draws(ids, n_boot, rb.bootstrap_seed(seed, 0), groups=n)
         group = np.empty(n, dtype=int)  # the group of each user (column)
