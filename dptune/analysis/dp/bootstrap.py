@@ -103,6 +103,7 @@ __all__ = [
     "shared_share",
     "bootstrap_centres",
     "fold_replicate_means",
+    "replicate_sum",
     "bootstrap_mean_p",
     "interval_replicates",
     "dp_interval",
@@ -508,6 +509,16 @@ def fold_replicate_means(moments: FoldMoments, weights_pairs: np.ndarray,
     return out / n_pairs
 
 
+def replicate_sum(folds: Sequence[FoldMoments], weights_pairs: np.ndarray) -> np.ndarray:
+    """``sum_f reps_f``: the folds' parts of every replicate (:func:`fold_replicate_means`),
+    each around its :func:`bootstrap_centres`; divided by the number of folds it is
+    ``pbar*``."""
+    total = np.zeros(weights_pairs.shape[0])
+    for moments, centre in zip(folds, bootstrap_centres(folds), strict=True):
+        total += fold_replicate_means(moments, weights_pairs, centre)
+    return total
+
+
 def bootstrap_mean_p(diffs: Sequence[np.ndarray], n_boot: int = 1000, seed: int = 0,
                      groups: int = GROUPS, n_possible: int | None = None) -> np.ndarray:
     """Bootstrap replicates ``pbar*_r`` of the mean p-value over folds and pairs.
@@ -543,8 +554,7 @@ def bootstrap_mean_p(diffs: Sequence[np.ndarray], n_boot: int = 1000, seed: int 
             moments[m].append(fold_moments(values, rows_a, rows_b, perm, starts, w,
                                            np.arange(d.shape[2])))
     for m in range(n_metrics):
-        for fm, centre in zip(moments[m], bootstrap_centres(moments[m]), strict=True):
-            total[m] += fold_replicate_means(fm, mult, centre)
+        total[m] = replicate_sum(moments[m], mult)
     total /= len(arrs)
     return total[0] if squeeze else total
 

@@ -160,18 +160,15 @@ class RobustPass:
 
     def _replicates(self, k: int, mc: tuple[str, int]) -> np.ndarray | None:
         """The raw replicates ``pbar*_r`` of repeat ``k`` and one metric@N: the folds' parts
-        (:func:`dptune.analysis.dp.bootstrap.fold_replicate_means`) around the pairs'
-        bootstrap-world differences, averaged over the folds; None without bootstrap."""
+        around the pairs' bootstrap-world differences
+        (:func:`dptune.analysis.dp.bootstrap.replicate_sum`), averaged over the folds; None
+        without bootstrap."""
         if not self.bootstrap:
             return None
-        folds = self._moments[(k, mc)]
-        total = np.zeros(self.bootstrap)
         # one BLAS thread, as in the fold loop: idle BLAS threads spin and slow the compiled
         # replicate loop that runs on every core right after each product (5x, measured)
         with threadpool_limits(limits=1, user_api="blas"):
-            for moments, centre in zip(folds, rs.bootstrap_centres(folds), strict=True):
-                total += rs.fold_replicate_means(moments, self._mult[k], centre)
-        return total / self.n_folds
+            return rs.replicate_sum(self._moments[(k, mc)], self._mult[k]) / self.n_folds
 
     def result(self) -> RobustResult:
         """The robust table, the ranking of every repeat and repeat 0's replicates."""
