@@ -32,12 +32,41 @@ COMPARED = ("dp.csv", "pvalues.parquet", "pairs.csv")
 # a killed worker is stale after 3 s here (10 / 30 s by default)
 FAST_HEARTBEAT = {"DPTUNE_HEARTBEAT_INTERVAL": "1", "DPTUNE_HEARTBEAT_GRACE": "3"}
 TIMEOUT = 240
+# Test instrumentation for the processes a test kills, imported by each of their Python
+# processes (the CLI and its loky workers) through PYTHONPATH: each unit waits before it writes
+# its part, so a unit lasts at least PART_DELAY seconds whatever the machine's speed and the
+# kill lands mid-sweep instead of racing a sweep of tiny units.
+PART_DELAY = 2.0
+SLOW_PARTS = f"""
+import os
+import time
+from pathlib import Path
+
+from dptune.store._store import ResultStore
+
+_write_unit = ResultStore.write_unit
 
 
-def _env() -> dict[str, str]:
+def _slow_write_unit(self, res):
+    (Path(__file__).parent / f"slowed-{{os.getpid()}}").touch()
+    time.sleep({PART_DELAY})
+    return _write_unit(self, res)
+
+
+ResultStore.write_unit = _slow_write_unit
+"""
+
+
+def _env(slow: Path | None = None) -> dict[str, str]:
+    """The processes' environment; with ``slow``, a directory, their units are slowed
+    (:data:`SLOW_PARTS` written there and put first on PYTHONPATH)."""
     env = dict(os.environ, **FAST_HEARTBEAT)
     env.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1",
                NUMBA_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+    if slow is not None:
+        slow.mkdir(parents=True, exist_ok=True)
+        (slow / "sitecustomize.py").write_text(SLOW_PARTS)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(slow), env.get("PYTHONPATH")]))
     return env
 
 
@@ -51,11 +80,12 @@ def reference(tmp_path_factory) -> tuple[Path, Path]:
     return cfg, d / "reports"
 
 
-def _worker(cfg: Path, storage: str, results: Path, log: Path) -> subprocess.Popen:
+def _worker(cfg: Path, storage: str, results: Path, log: Path,
+            slow: Path | None = None) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "dptune.cli", "worker", str(cfg), "--storage", storage,
            "--results", str(results)]
-    return subprocess.Popen(cmd, stdout=log.open("w"), stderr=subprocess.STDOUT, env=_env(),
-                            cwd=str(cfg.parent))
+    return subprocess.Popen(cmd, stdout=log.open("w"), stderr=subprocess.STDOUT,
+                            env=_env(slow), cwd=str(cfg.parent))
 
 
 def _parts(results: Path) -> dict[str, int]:
@@ -147,11 +177,13 @@ def _scenario(tmp_path: Path, reference: tuple[Path, Path], storage: str | None,
     url = storage or f"sqlite:///{results}/optuna.db"
     logs = {w: tmp_path / f"{w}.log" for w in "KAB"}
 
-    # K alone: kill -9 once it has written a part and is computing another one.
-    k = _worker(cfg, url, results, logs["K"])
+    # K alone: kill -9 once it has written a part and is computing another one (its units are
+    # slowed, so that it cannot finish the sweep before the kill lands).
+    k = _worker(cfg, url, results, logs["K"], slow=tmp_path / "slow")
     (results / "per_user.parquet").mkdir(parents=True, exist_ok=True)
     watch = _Watch(url, results)
     by_k = _kill_when_computing(k, watch, logs["K"])
+    assert list((tmp_path / "slow").glob("slowed-*")), "worker K's units were not slowed"
     st = status(None, results, storage)
     assert sum(a["done"] for a in st["algorithms"].values()) == len(by_k)
     assert sum(a["remaining"] for a in st["algorithms"].values()) == UNITS - len(by_k)
@@ -270,15 +302,18 @@ def test_run_killed_leaves_no_process_and_rerun_resumes_exactly(tmp_path, refere
     processes (loky workers, resource trackers) is left running; the same command then finishes
     the sweep without recomputing a finished unit (it waits out the dead trials' heartbeats and
     redoes their units), and its dp.csv, pvalues.parquet and pairs.csv are byte-identical to an
-    uninterrupted run's."""
+    uninterrupted run's. The killed run's units each wait ``PART_DELAY`` seconds before writing
+    their part (:data:`SLOW_PARTS`), which keeps the moment to kill open on a fast machine; the
+    rerun is not slowed."""
     cfg_ref, ref_reports = reference
     cfg = write_experiment(tmp_path / "exp", name=NAME)
     results = tmp_path / "results"
     log = tmp_path / "run.log"
     cmd = [sys.executable, "-m", "dptune.cli", "run", str(cfg), "--results", str(results),
            "--reports", str(tmp_path / "reports"), "--no-progress", "--jobs", "2"]
-    proc = subprocess.Popen(cmd, stdout=log.open("w"), stderr=subprocess.STDOUT, env=_env(),
-                            cwd=str(tmp_path))
+    slow = tmp_path / "slow"
+    proc = subprocess.Popen(cmd, stdout=log.open("w"), stderr=subprocess.STDOUT,
+                            env=_env(slow), cwd=str(tmp_path))
     (results / "per_user.parquet").mkdir(parents=True, exist_ok=True)
     watch = _Watch(f"sqlite:///{results}/optuna.db", results)
     deadline = time.monotonic() + TIMEOUT
@@ -304,6 +339,7 @@ def test_run_killed_leaves_no_process_and_rerun_resumes_exactly(tmp_path, refere
             break
         time.sleep(0.2)
     assert not left, f"processes of the killed run still running: {left}"
+    assert list(slow.glob("slowed-*")), "the killed run's units were not slowed"
     before = _parts(results)
     assert 1 <= len(before) < UNITS
 
