@@ -228,8 +228,9 @@ def test_read_fold_in_a_reused_buffer_marks_missing_cells_and_leaves_no_stale_va
 
 
 def test_checksum_is_the_crc32_of_the_bytes_and_verify_equals_problem(tmp_path):
-    """The memory-mapped checksum equals zlib's CRC-32 of the file's bytes (and an empty file
-    has the CRC of no bytes); verifying many parts on threads gives each part's own answer."""
+    """The memory-mapped checksum equals zlib's CRC-32 of the file's bytes (the oracle: entries
+    stay comparable whichever implementation wrote them) for any length, and an empty file has
+    the CRC of no bytes; verifying many parts on threads gives each part's own answer."""
     import zlib
 
     from dptune.store import _integrity as integ
@@ -239,6 +240,10 @@ def test_checksum_is_the_crc32_of_the_bytes_and_verify_equals_problem(tmp_path):
     (tmp_path / "empty.bin").write_bytes(b"")
     assert integ.checksum(tmp_path / "a.bin") == (len(data), f"{zlib.crc32(data):08x}")
     assert integ.checksum(tmp_path / "empty.bin") == (0, "00000000")
+    # lengths around the fast CRC's folding blocks (16, 64, 256 bytes) and a page
+    for n in (1, 15, 16, 17, 63, 64, 65, 255, 257, 4095, 4097):
+        (tmp_path / "n.bin").write_bytes(data[:n])
+        assert integ.checksum(tmp_path / "n.bin") == (n, f"{zlib.crc32(data[:n]):08x}"), n
 
     root = tmp_path / "results"
     parts = []
