@@ -31,16 +31,51 @@ __all__ = ["FoldBuffer", "FoldSlice", "read_matrix", "read_fold", "slice_of"]
 Slot = dict[int, tuple[Path, dict[str, Any]]]  # config_id -> (part, metadata) of one fold
 
 
+@dataclass
+class _PartFacts:
+    """What reading a part once teaches about it, kept while its fold is read: from its
+    Parquet footer the rows and largest user code of each row group (the footer object itself
+    is not kept: a few hundred kB each once parsed) and, for a config-major part, the run of
+    users every row group repeats."""
+
+    stamp: tuple[int, int]  # the file's size and modification time when they were read
+    rows: tuple[int, ...]
+    max_users: tuple[int, ...]
+    run_users: np.ndarray | None = None
+
+    @classmethod
+    def read(cls, path: Path, stamp: tuple[int, int]) -> _PartFacts:
+        md = pq.read_metadata(path)
+        groups = range(md.num_row_groups)
+        return cls(stamp, tuple(md.row_group(r).num_rows for r in groups),
+                   tuple(_max_user(path, md, [r]) for r in groups))
+
+
 class FoldBuffer:
-    """Reusable float32 memory for successive :func:`read_fold` calls.
+    """Reusable float32 memory for successive :func:`read_fold` calls, and what the reads of
+    one fold learn about its parts.
 
     The analysis holds one fold at a time; a fresh fold-sized array per fold (0.7 GB on
     ML-1M) pays its page faults every time (about 1.5 s here). An array handed out is valid
-    until the next call of :meth:`array`.
+    until the next call of :meth:`array`. A fold too large for memory is read in groups of
+    metric@N, one call per group; the parts' footers and config-major runs of users are read
+    by the first call and reused by the others of the same (store, algorithm, fold)
+    (:meth:`facts`), so that each group costs one pass over the values alone.
     """
 
     def __init__(self) -> None:
         self._memory: np.ndarray | None = None
+        self._fold: tuple[str, str, str] | None = None
+        self._facts: dict[Path, _PartFacts] = {}
+
+    def facts(self, root: Path, algorithm: str, fold: str) -> dict[Path, _PartFacts]:
+        """The part facts of (``root``, ``algorithm``, ``fold``); those of another fold are
+        dropped (one fold's at a time: a few kB per part). A part rewritten since (another size
+        or modification time) is read again."""
+        key = (str(root), str(algorithm), str(fold))
+        if key != self._fold:
+            self._fold, self._facts = key, {}
+        return self._facts
 
     def array(self, shape: tuple[int, ...]) -> np.ndarray:
         """A ``float32`` array of ``shape`` (uninitialised) in the buffer's memory."""
@@ -254,18 +289,20 @@ class _PartJob:
     row_groups: list[int]
     sizes: list[int]
     wanted: np.ndarray
+    facts: _PartFacts
     layout: tuple[np.ndarray, int] | None = None
     run_users: np.ndarray | None = None
 
 
-def _plan_parts(slot: Slot, ids: np.ndarray, mcs: tuple[tuple[str, int], ...]
-                ) -> tuple[list[_PartJob], int]:
+def _plan_parts(slot: Slot, ids: np.ndarray, mcs: tuple[tuple[str, int], ...],
+                facts: dict[Path, _PartFacts]) -> tuple[list[_PartJob], int]:
     """The parts to read and the largest user code in their requested row groups.
 
     A part whose metadata declares the layout ``write_part`` writes (``"layout":
     "config-major"``: each row group holds the part's ``config_ids`` in order, each followed by
     the same users) and whose row counts agree with it is read from its ``value`` column alone.
-    Parts are opened only while read: an open ``ParquetFile`` keeps its file buffered.
+    Parts are opened only while read: an open ``ParquetFile`` keeps its file buffered. A part's
+    footer is read once for ``facts`` (and its run of users, once pass 1 has read it).
     """
     jobs: list[_PartJob] = []
     max_user = -1
@@ -276,13 +313,17 @@ def _plan_parts(slot: Slot, ids: np.ndarray, mcs: tuple[tuple[str, int], ...]
             if metric not in meta["metrics"] or cutoff not in meta["cutoffs"]:
                 raise input_error(path, f"{metric}@{cutoff}", "not stored in this part")
             rgs.append(_row_group(meta, metric, cutoff))
-        md = pq.read_metadata(path)
-        max_user = max(max_user, _max_user(path, md, rgs))
-        sizes = [md.row_group(r).num_rows for r in rgs]
-        job = _PartJob(path, rgs, sizes, np.asarray(wanted, dtype=np.int64))
+        st = os.stat(path)
+        known = facts.get(path)
+        if known is None or known.stamp != (st.st_size, st.st_mtime_ns):  # new or rewritten
+            known = facts[path] = _PartFacts.read(path, (st.st_size, st.st_mtime_ns))
+        max_user = max(max_user, *(known.max_users[r] for r in rgs))
+        sizes = [known.rows[r] for r in rgs]
+        job = _PartJob(path, rgs, sizes, np.asarray(wanted, dtype=np.int64), known)
         if meta.get("layout") == LAYOUT and all(
                 n == len(meta["config_ids"]) * int(meta["n_users"]) for n in sizes):
             job.layout = (np.asarray(meta["config_ids"], dtype=np.int64), int(meta["n_users"]))
+            job.run_users = known.run_users
         jobs.append(job)
     return jobs, max_user
 
@@ -299,14 +340,18 @@ def _each(fn: Callable[[_PartJob], Any], jobs: list[_PartJob], n_threads: int) -
 
 def _mark_users(job: _PartJob, seen: np.ndarray, scan_all_users: bool) -> None:
     """Pass 1: set ``seen[u]`` for the users of the part (threads only ever set True: benign
-    races); keep a config-major part's run of users for pass 2."""
+    races); keep a config-major part's run of users for pass 2 and for the fold's next groups
+    of metric@N (every row group of such a part repeats it, by the layout's contract)."""
+    if job.run_users is not None and not scan_all_users:  # read by an earlier group
+        seen[job.run_users] = True
+        return
     rgs = job.row_groups
     with pq.ParquetFile(job.path) as pf:
         usr = pf.read_row_groups(rgs if scan_all_users else rgs[:1], columns=["user"],
                                  use_threads=False).column("user").to_numpy()
     seen[usr] = True
     if job.layout is not None:
-        job.run_users = usr[: job.layout[1]].copy()
+        job.run_users = job.facts.run_users = usr[: job.layout[1]].copy()
 
 
 def _scatter_part(job: _PartJob, values: np.ndarray, ids: np.ndarray, col_of: np.ndarray,
@@ -317,12 +362,12 @@ def _scatter_part(job: _PartJob, values: np.ndarray, ids: np.ndarray, col_of: np
     row_of = np.full(n_slots, -1, dtype=np.int64)  # row in ``values``; -1 = not here
     row_of[job.wanted] = np.searchsorted(ids, job.wanted)
     if job.run_users is not None:  # config-major part: the values alone
+        order, n_u = job.layout
+        rows, cols = row_of[order], col_of[job.run_users]
         with pq.ParquetFile(job.path) as pf:
             val = pf.read_row_groups(rgs, columns=["value"],
                                      use_threads=False).column("value").to_numpy()
-        order, n_u = job.layout
-        _copy_runs(values, val.reshape(len(rgs), len(order), n_u), row_of[order],
-                   col_of[job.run_users])
+        _copy_runs(values, val.reshape(len(rgs), len(order), n_u), rows, cols)
         return True
     with pq.ParquetFile(job.path) as pf:
         t = pf.read_row_groups(rgs, columns=["config_id", "user", "value"], use_threads=False)
@@ -372,7 +417,8 @@ def read_fold(root: Path, slot: Slot, algorithm: str, fold: str, config_ids: Seq
     if not len(ids) or not mcs:
         return FoldSlice(algorithm, str(fold), ids, mcs, np.zeros(0, dtype=np.int32),
                          np.empty((len(mcs), len(ids), 0), dtype=np.float32))
-    jobs, max_user = _plan_parts(slot, ids, mcs)
+    facts = buffer.facts(root, algorithm, fold) if buffer is not None else {}
+    jobs, max_user = _plan_parts(slot, ids, mcs, facts)
     n_threads = max(1, min(threads or min(os.cpu_count() or 1, 4), len(jobs)))
     seen = np.zeros(max_user + 1, dtype=bool)
     _each(lambda job: _mark_users(job, seen, scan_all_users), jobs, n_threads)

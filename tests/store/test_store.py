@@ -227,6 +227,63 @@ def test_read_fold_in_a_reused_buffer_marks_missing_cells_and_leaves_no_stale_va
         assert np.isnan(got.values).any() == missing
 
 
+def test_read_fold_in_groups_reuses_each_parts_footer_and_users_and_rereads_a_rewritten_part(
+        store, monkeypatch):
+    """A fold read in groups of metric@N through one buffer (what the analysis does when a
+    fold is too large) gives, group by group, exactly the slices of fresh reads; each part's
+    footer and run of users are read once for every group of the fold, and again when the
+    part was rewritten in between or another fold is read."""
+    import os
+    from pathlib import Path
+
+    import pyarrow.parquet as pq
+
+    from dptune.store import _fold
+    from dptune.store._store import FoldBuffer
+
+    store.write_unit(_unit("a", "0", "u00000", [0, 1], [1, 4, 9], seed=3))
+    store.write_unit(_unit("a", "0", "u00001", [2], [4, 9, 12], seed=4))  # other users
+    store.write_unit(_unit("a", "1", "u00000", [0, 1, 2], [2, 5], seed=5))
+    mcs = store.metric_cutoffs("a")
+    groups = [mcs[i:i + 1] for i in range(len(mcs))]
+    footers, user_reads = [], []
+    read_metadata, mark = pq.read_metadata, _fold._mark_users
+
+    def counted_metadata(path, *a, **k):
+        footers.append(Path(path).name)
+        return read_metadata(path, *a, **k)
+
+    def counted_mark(job, seen, scan_all_users):
+        if job.run_users is None or scan_all_users:
+            user_reads.append(job.path.name)
+        return mark(job, seen, scan_all_users)
+
+    monkeypatch.setattr(_fold.pq, "read_metadata", counted_metadata)
+    monkeypatch.setattr(_fold, "_mark_users", counted_mark)
+    buf = FoldBuffer()
+    for fold in ("0", "1", "0"):
+        footers.clear()
+        user_reads.clear()
+        for group in groups:
+            got = store.read_fold("a", fold, [0, 1, 2], group, buffer=buf)
+            fresh = ResultStore(store.root).read_fold("a", fold, [0, 1, 2], group)
+            assert got.users.tolist() == fresh.users.tolist()
+            np.testing.assert_array_equal(got.values, fresh.values)
+        parts = 2 if fold == "0" else 1
+        assert len(footers) == parts * (1 + len(groups))  # the buffer's once, fresh reads each
+        assert len(user_reads) == parts * (1 + len(groups))
+    # a part rewritten between two groups of the same fold: its footer and users read again
+    got = store.read_fold("a", "0", [0, 1, 2], groups[0], buffer=buf)
+    part = store.write_unit(_unit("a", "0", "u00001", [2], [1, 4, 9, 12], seed=7))
+    os.utime(part, ns=(1, 1))  # a distinct modification time whatever the clock's resolution
+    footers.clear()
+    got = store.read_fold("a", "0", [0, 1, 2], groups[1], buffer=buf)
+    assert footers == [part.name]
+    assert got.users.tolist() == [1, 4, 9, 12]
+    np.testing.assert_array_equal(
+        got.values, ResultStore(store.root).read_fold("a", "0", [0, 1, 2], groups[1]).values)
+
+
 def test_checksum_is_the_crc32_of_the_bytes_and_verify_equals_problem(tmp_path):
     """The memory-mapped checksum equals zlib's CRC-32 of the file's bytes (the oracle: entries
     stay comparable whichever implementation wrote them) for any length, and an empty file has
