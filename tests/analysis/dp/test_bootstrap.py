@@ -190,6 +190,16 @@ def test_ttest_pvalues_is_the_one_group_pair_moments_bit_for_bit():
         ref = st.ttest_rel(x[ra], x[rb], axis=1).pvalue
         ref[1] = 1.0  # scipy gives nan for identical rows
         np.testing.assert_allclose(got, ref, rtol=1e-9, atol=1e-12)
+    # the all-users kernel (four pairs at a time) and the indexed one (one pair at a time) give
+    # the same four sums to the bit for any number of pairs, a last incomplete four included
+    cols = np.arange(v.shape[1], dtype=np.int64)
+    for n_pairs in range(1, 10):
+        pa, pb = rng.integers(0, 7, n_pairs), rng.integers(0, 7, n_pairs)
+        dense, one = ([np.full(n_pairs, np.nan) for _ in range(4)] for _ in range(2))
+        rs._pair_sums_dense(v, pa, pb, *dense)
+        rs._pair_sums_one(v, pa, pb, cols, *one)
+        for got_sum, want_sum in zip(dense, one, strict=True):
+            assert np.array_equal(got_sum, want_sum), n_pairs
 
 
 def test_user_draws_follow_the_user_across_folds():
