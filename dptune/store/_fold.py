@@ -4,7 +4,7 @@ whole fold with :func:`read_fold` into a :class:`FoldSlice` (optionally in a reu
 
 :func:`read_fold` is the batched reader the analysis uses: each part holding a requested
 configuration is opened once and only the row groups of the requested (metric, cutoff) pairs
-are decoded. Pass 1 (:func:`_mark_users`) decodes the ``user`` column of one row group per part
+are decoded. Pass 1 (:func:`_part_users`) decodes the ``user`` column of one row group per part
 (every row group of a part written by ``write_part`` holds the same users; ``scan_all_users``
 reads them all, and is used automatically when pass 2 meets a user pass 1 did not see) to find
 the users present; pass 2 (:func:`_scatter_part`) decodes the values and scatters them into one
@@ -33,22 +33,18 @@ Slot = dict[int, tuple[Path, dict[str, Any]]]  # config_id -> (part, metadata) o
 
 @dataclass
 class _PartFacts:
-    """What reading a part once teaches about it, kept while its fold is read: from its
-    Parquet footer the rows and largest user code of each row group (the footer object itself
-    is not kept: a few hundred kB each once parsed) and, for a config-major part, the run of
-    users every row group repeats."""
+    """What reading a part once teaches about it, kept while its fold is read: the rows of
+    each row group (from its Parquet footer; the parsed footer itself is not kept, a few
+    hundred kB each) and, for a config-major part, the run of users every row group repeats."""
 
     stamp: tuple[int, int]  # the file's size and modification time when they were read
     rows: tuple[int, ...]
-    max_users: tuple[int, ...]
     run_users: np.ndarray | None = None
 
     @classmethod
     def read(cls, path: Path, stamp: tuple[int, int]) -> _PartFacts:
         md = pq.read_metadata(path)
-        groups = range(md.num_row_groups)
-        return cls(stamp, tuple(md.row_group(r).num_rows for r in groups),
-                   tuple(_max_user(path, md, [r]) for r in groups))
+        return cls(stamp, tuple(md.row_group(r).num_rows for r in range(md.num_row_groups)))
 
 
 class FoldBuffer:
@@ -262,23 +258,6 @@ def _copy_runs(values: np.ndarray, val3: np.ndarray, rows: np.ndarray, cols: np.
         values[:n_rg, target[:, None], cols[None, :]] = src
 
 
-def _max_user(path: Path, md: pq.FileMetaData, row_groups: Sequence[int]) -> int:
-    """Largest user code in some row groups of a part: from the column statistics when the
-    writer stored them (it does), else by reading the ``user`` column."""
-    col = md.schema.to_arrow_schema().get_field_index("user")
-    best = -1
-    for r in row_groups:
-        st = md.row_group(r).column(col).statistics
-        if st is None or not st.has_min_max:
-            with pq.ParquetFile(path) as pf:
-                users = pf.read_row_group(r, columns=["user"]).column("user").to_numpy()
-            best = max(best, int(users.max(initial=-1)))
-        else:
-            best = max(best, int(st.max))
-    return best
-
-
-
 @dataclass
 class _PartJob:
     """One part to read: its row groups (in request order) and their row counts, the
@@ -295,8 +274,8 @@ class _PartJob:
 
 
 def _plan_parts(slot: Slot, ids: np.ndarray, mcs: tuple[tuple[str, int], ...],
-                facts: dict[Path, _PartFacts]) -> tuple[list[_PartJob], int]:
-    """The parts to read and the largest user code in their requested row groups.
+                facts: dict[Path, _PartFacts]) -> list[_PartJob]:
+    """The parts to read, each with its requested row groups.
 
     A part whose metadata declares the layout ``write_part`` writes (``"layout":
     "config-major"``: each row group holds the part's ``config_ids`` in order, each followed by
@@ -305,7 +284,6 @@ def _plan_parts(slot: Slot, ids: np.ndarray, mcs: tuple[tuple[str, int], ...],
     footer is read once for ``facts`` (and its run of users, once pass 1 has read it).
     """
     jobs: list[_PartJob] = []
-    max_user = -1
     for path, wanted in _parts_of(slot, ids).items():
         meta = slot[wanted[0]][1]
         rgs = []
@@ -317,7 +295,6 @@ def _plan_parts(slot: Slot, ids: np.ndarray, mcs: tuple[tuple[str, int], ...],
         known = facts.get(path)
         if known is None or known.stamp != (st.st_size, st.st_mtime_ns):  # new or rewritten
             known = facts[path] = _PartFacts.read(path, (st.st_size, st.st_mtime_ns))
-        max_user = max(max_user, *(known.max_users[r] for r in rgs))
         sizes = [known.rows[r] for r in rgs]
         job = _PartJob(path, rgs, sizes, np.asarray(wanted, dtype=np.int64), known)
         if meta.get("layout") == LAYOUT and all(
@@ -325,7 +302,7 @@ def _plan_parts(slot: Slot, ids: np.ndarray, mcs: tuple[tuple[str, int], ...],
             job.layout = (np.asarray(meta["config_ids"], dtype=np.int64), int(meta["n_users"]))
             job.run_users = known.run_users
         jobs.append(job)
-    return jobs, max_user
+    return jobs
 
 
 def _each(fn: Callable[[_PartJob], Any], jobs: list[_PartJob], n_threads: int) -> list[Any]:
@@ -338,20 +315,20 @@ def _each(fn: Callable[[_PartJob], Any], jobs: list[_PartJob], n_threads: int) -
         return list(pool.map(fn, jobs))
 
 
-def _mark_users(job: _PartJob, seen: np.ndarray, scan_all_users: bool) -> None:
-    """Pass 1: set ``seen[u]`` for the users of the part (threads only ever set True: benign
-    races); keep a config-major part's run of users for pass 2 and for the fold's next groups
-    of metric@N (every row group of such a part repeats it, by the layout's contract)."""
+def _part_users(job: _PartJob, scan_all_users: bool) -> np.ndarray:
+    """Pass 1: the users of the part (of its first requested row group, or of all with
+    ``scan_all_users``); keep a config-major part's run of users for pass 2 and for the fold's
+    next groups of metric@N (every row group of such a part repeats it, by the layout's
+    contract)."""
     if job.run_users is not None and not scan_all_users:  # read by an earlier group
-        seen[job.run_users] = True
-        return
+        return job.run_users
     rgs = job.row_groups
     with pq.ParquetFile(job.path) as pf:
         usr = pf.read_row_groups(rgs if scan_all_users else rgs[:1], columns=["user"],
                                  use_threads=False).column("user").to_numpy()
-    seen[usr] = True
     if job.layout is not None:
         job.run_users = job.facts.run_users = usr[: job.layout[1]].copy()
+    return usr
 
 
 def _scatter_part(job: _PartJob, values: np.ndarray, ids: np.ndarray, col_of: np.ndarray,
@@ -374,6 +351,8 @@ def _scatter_part(job: _PartJob, values: np.ndarray, ids: np.ndarray, col_of: np
     cfg = t.column("config_id").to_numpy()
     usr = t.column("user").to_numpy()
     val = t.column("value").to_numpy()
+    if usr.size and int(usr.max()) >= len(col_of):  # a user beyond every user pass 1 saw
+        return False
     if cfg.min(initial=0) < 0 or cfg.max(initial=0) >= n_slots:
         raise input_error(job.path, "config_id", "holds a configuration its metadata does not list")
     if _block_copy(values, cfg, usr, val, sizes, row_of, col_of):
@@ -418,10 +397,13 @@ def read_fold(root: Path, slot: Slot, algorithm: str, fold: str, config_ids: Seq
         return FoldSlice(algorithm, str(fold), ids, mcs, np.zeros(0, dtype=np.int32),
                          np.empty((len(mcs), len(ids), 0), dtype=np.float32))
     facts = buffer.facts(root, algorithm, fold) if buffer is not None else {}
-    jobs, max_user = _plan_parts(slot, ids, mcs, facts)
+    jobs = _plan_parts(slot, ids, mcs, facts)
     n_threads = max(1, min(threads or min(os.cpu_count() or 1, 4), len(jobs)))
+    found = _each(lambda job: _part_users(job, scan_all_users), jobs, n_threads)
+    max_user = max((int(u.max()) for u in found if u.size), default=-1)
     seen = np.zeros(max_user + 1, dtype=bool)
-    _each(lambda job: _mark_users(job, seen, scan_all_users), jobs, n_threads)
+    for u in found:
+        seen[u] = True
     users = np.flatnonzero(seen).astype(np.int32)
     col_of = np.full(max_user + 1, -1, dtype=np.int64)
     col_of[users] = np.arange(len(users))

@@ -247,19 +247,19 @@ def test_read_fold_in_groups_reuses_each_parts_footer_and_users_and_rereads_a_re
     mcs = store.metric_cutoffs("a")
     groups = [mcs[i:i + 1] for i in range(len(mcs))]
     footers, user_reads = [], []
-    read_metadata, mark = pq.read_metadata, _fold._mark_users
+    read_metadata, part_users = pq.read_metadata, _fold._part_users
 
     def counted_metadata(path, *a, **k):
         footers.append(Path(path).name)
         return read_metadata(path, *a, **k)
 
-    def counted_mark(job, seen, scan_all_users):
+    def counted_users(job, scan_all_users):
         if job.run_users is None or scan_all_users:
             user_reads.append(job.path.name)
-        return mark(job, seen, scan_all_users)
+        return part_users(job, scan_all_users)
 
     monkeypatch.setattr(_fold.pq, "read_metadata", counted_metadata)
-    monkeypatch.setattr(_fold, "_mark_users", counted_mark)
+    monkeypatch.setattr(_fold, "_part_users", counted_users)
     buf = FoldBuffer()
     for fold in ("0", "1", "0"):
         footers.clear()
@@ -282,6 +282,44 @@ def test_read_fold_in_groups_reuses_each_parts_footer_and_users_and_rereads_a_re
     assert got.users.tolist() == [1, 4, 9, 12]
     np.testing.assert_array_equal(
         got.values, ResultStore(store.root).read_fold("a", "0", [0, 1, 2], groups[1]).values)
+
+
+def test_read_fold_finds_users_only_a_later_row_group_holds(store):
+    """A part without the config-major layout whose later row groups hold users its first one
+    does not (a larger user code, and a smaller one): pass 1 reads one row group per part, so
+    pass 2 meets users it did not see and the fold is read again with every row group's users;
+    the result equals read_matrix for every metric@N."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    part = store.write_unit(_unit("a", "0", "u00000", [0, 1], [2, 4], seed=3))
+    store.write_unit(_unit("a", "0", "u00001", [2], [2, 4], seed=4))
+    table = pq.read_table(part)
+    meta = json.loads(table.schema.metadata[b"dptune"])
+    del meta["layout"]
+    schema = table.schema.with_metadata({"dptune": json.dumps(meta, sort_keys=True)})
+    n_groups = pq.ParquetFile(part).num_row_groups
+    per = table.num_rows // n_groups
+    with pq.ParquetWriter(part, schema, compression="zstd") as w:
+        for g in range(n_groups):
+            rows = table.slice(g * per, per).to_pandas()
+            if g >= 1:  # later row groups: users 0 and 30 as well, for both configurations
+                extra = rows.groupby("config_id", as_index=False).first()
+                more = [extra.assign(user=u, value=np.float32(0.5 + u / 100)) for u in (0, 30)]
+                rows = pd.concat([rows, *more], ignore_index=True)
+            batch = pa.Table.from_pandas(rows, schema=schema, preserve_index=False)
+            w.write_table(batch, row_group_size=len(rows))
+    record(part)
+    mcs = store.metric_cutoffs("a")
+    got = ResultStore(store.root).read_fold("a", "0", [0, 1, 2], mcs)
+    assert got.users.tolist() == [0, 2, 4, 30]
+    for m, c in mcs:
+        for ids in ([0, 1], [0, 1, 2]):
+            users, ref = store.read_matrix("a", m, c, "0", ids)
+            got_users, mat = got.matrix(m, c, ids)
+            assert got_users.tolist() == users.tolist()
+            np.testing.assert_array_equal(mat, ref)
+    assert ResultStore(store.root).read_matrix("a", *mcs[1], "0", [0, 1])[0].tolist() == [0, 2, 4, 30]
 
 
 def test_checksum_is_the_crc32_of_the_bytes_and_verify_equals_problem(tmp_path):
