@@ -51,7 +51,7 @@ __all__ = [
 #: Directory of the noise-floor parts inside a results directory.
 NOISE_DIR = "noise_floor.parquet"
 #: Columns of a noise-floor part: those of ``per_user.parquet`` plus the seed's index.
-NOISE_SCHEMA = pa.schema([*STORE_SCHEMA, pa.field("seed_index", pa.int16())])
+NOISE_SCHEMA = pa.schema([*STORE_SCHEMA, pa.field("seed_index", pa.int16(), nullable=False)])
 #: Columns of ``noise_trials.csv``.
 NOISE_TRIAL_COLUMNS = ["algorithm", "config_id", "fold", "seed_index", "seed", "fit_seconds",
                        "eval_seconds", "n_users"]

@@ -188,14 +188,33 @@ def test_read_fold_value_only_path_equals_generic_path_and_read_matrix(store):
     np.testing.assert_array_equal(second.matrix("ndcg", 5, [0, 1, 2])[1], ref)
 
 
-def test_parts_compress_the_values_with_lz4_and_the_rest_with_zstd(store):
-    """The values (what an analysis decodes) are LZ4, faster to decode; the other columns zstd."""
+def test_parts_compress_the_values_with_lz4_and_the_rest_with_zstd_all_columns_required(store):
+    """The values (what an analysis decodes) are LZ4, faster to decode; the other columns zstd;
+    every column is required (no definition levels to decode). A part written with nullable
+    columns, as before, reads the same."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     from dptune.store._parts import COMPRESSION
 
     part = store.write_unit(_unit("a", "0", "u00000", [0, 1], [1, 4, 9], seed=3))
+    assert not any(f.nullable for f in pq.read_schema(part))
     md = pq.read_metadata(part)
+    assert all(md.schema.column(c).max_definition_level == 0 for c in range(md.num_columns))
+    mcs = store.metric_cutoffs("a")
+    required = store.read_fold("a", "0", [0, 1], mcs)
+    table = pq.read_table(part)
+    loose = pa.schema([pa.field(f.name, f.type, nullable=True) for f in table.schema],
+                      metadata=table.schema.metadata)
+    with pq.ParquetWriter(part, loose, compression="zstd") as w:
+        per = table.num_rows // md.num_row_groups
+        for g in range(md.num_row_groups):
+            w.write_table(table.slice(g * per, per).cast(loose), row_group_size=per)
+    record(part)
+    assert all(f.nullable for f in pq.read_schema(part))
+    nullable = ResultStore(store.root).read_fold("a", "0", [0, 1], mcs)
+    np.testing.assert_array_equal(nullable.values, required.values)
+    assert nullable.users.tolist() == required.users.tolist()
     names = md.schema.to_arrow_schema().names
     for g in range(md.num_row_groups):
         codecs = {names[c]: md.row_group(g).column(c).compression for c in range(len(names))}
