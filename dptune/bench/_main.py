@@ -43,9 +43,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="analyze: also run the per-scope read path and check identical output")
     ap.add_argument("--keep", action="store_true", help="analyze: keep the synthetic store")
     ap.add_argument("--full-users", type=int, default=FULL_USERS, help=argparse.SUPPRESS)
-    ap.add_argument("--workdir", default=None, help="where temporary stores go (default: TMPDIR)")
+    ap.add_argument("--workdir", default=None,
+                    help="where temporary stores go (default: TMPDIR; created when missing)")
     args = ap.parse_args(argv)
     workdir = Path(args.workdir) if args.workdir else None
+    if workdir is not None:
+        try:
+            workdir.mkdir(parents=True, exist_ok=True)
+        except OSError as err:  # checked before any work, as every argument
+            ap.error(f"--workdir {workdir}: cannot create it ({err.strerror})")
     if args.mode == "analyze-child":
         analyze_child(args.root, args.compare, args.full_users)
         return 0

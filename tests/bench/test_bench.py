@@ -200,3 +200,17 @@ def test_bench_amazon_command_tiny(tmp_path: Path) -> None:
     assert re.search(r"^projected_full_grid_hours ml-latest-small: \d+\.\d$", proc.stdout, re.M)
     md = report.read_text()
     assert "full plan figures" in md and "### Projected full grid" in md
+
+
+def test_bench_workdir_that_cannot_be_created_stops_before_any_work(tmp_path: Path, capsys) -> None:
+    """``--workdir`` is created when missing; one that cannot be (under a file) stops the
+    benchmark with exit 2 and a line naming the flag, before any store is built."""
+    from dptune.bench._main import main as bench_main
+
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(SystemExit) as exc:
+        bench_main(["analyze", "--scale", "0.001", "--workdir", str(blocker / "stores")])
+    assert exc.value.code == 2
+    assert "--workdir" in capsys.readouterr().err.splitlines()[-1]
+    assert list(tmp_path.iterdir()) == [blocker]
