@@ -122,7 +122,19 @@ def exponent_values(base: float, start: float, stop: float, step: float) -> list
     count = math.floor((stop - start) / step + 1e-9) + 1
     if count > MAX_VALUES:
         raise ValueError(f"{count:,} values; a grid hyperparameter takes at most {MAX_VALUES:,}")
-    return [base ** (start + j * step) for j in range(count)]
+    out = []
+    for j in range(count):
+        e = start + j * step
+        try:
+            v = base ** e
+        except (ZeroDivisionError, OverflowError):
+            v = math.inf
+        if isinstance(v, complex) or not math.isfinite(v):
+            raise ValueError(f"{base!r} ** {e!r} is not a finite real number (a zero base with a "
+                             "negative exponent, a negative base with a fractional one, or too "
+                             "large)")
+        out.append(v)
+    return out
 
 
 def _check_keys(source: str, prefix: str, table: dict, allowed: set[str]) -> None:
@@ -165,12 +177,15 @@ def _expand_param(source: str, name: str, spec: Any) -> list[Any]:
         if missing:
             raise input_error(source, f"{where}.exponent", f"missing {sorted(missing)}")
         try:
-            raw = exponent_values(
-                float(spec["base"]), float(exp["start"]), float(exp["stop"]), float(exp["step"])
-            )
+            numbers_ = (float(spec["base"]), float(exp["start"]), float(exp["stop"]),
+                        float(exp["step"]))
         except (TypeError, ValueError, OverflowError) as err:
             raise input_error(source, f"{where}.exponent",
                               "needs numbers: " + str(err).splitlines()[0]) from None
+        try:
+            raw = exponent_values(*numbers_)
+        except ValueError as err:
+            raise input_error(source, f"{where}.exponent", str(err).splitlines()[0]) from None
     digits = spec.get("digits")
     if digits is not None and (isinstance(digits, bool) or not isinstance(digits, int)
                                or not 0 <= digits <= 15):

@@ -131,3 +131,24 @@ def test_grid_size_is_product_and_configs_unique(ks, its):
     cfgs = g.configs()
     assert len(cfgs) == g.size == len(ks) * len(its)
     assert len({(c["k"], c["it"]) for c in cfgs}) == len(cfgs)
+
+
+@pytest.mark.parametrize("base, start, stop, step", [
+    (0, 0, -1, -1),  # 0 ** -1
+    (-2, 0.5, 1.5, 0.5),  # a negative base to a fractional power: complex
+    (10, 300, 400, 100),  # 10.0 ** 400 overflows
+])
+def test_exponent_grid_that_is_not_a_finite_real_number_is_one_line(tmp_path, base, start, stop,
+                                                                     step):
+    """A base ** exponent that is not a finite real number stops with one line naming the
+    grid file and ``params.<name>.exponent``, not a traceback."""
+    from dptune.errors import DptuneError
+
+    path = tmp_path / "g.toml"
+    path.write_text(f"[params.k]\nbase = {base}\n"
+                    f"exponent = {{ start = {start}, stop = {stop}, step = {step} }}\n")
+    with pytest.raises(DptuneError) as err:
+        load_grid(path)
+    msg = str(err.value)
+    assert len(msg.splitlines()) == 1
+    assert str(path) in msg and "params.k.exponent" in msg and "finite real number" in msg
