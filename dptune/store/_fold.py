@@ -262,8 +262,9 @@ def _copy_runs(values: np.ndarray, val3: np.ndarray, rows: np.ndarray, cols: np.
 @dataclass
 class _PartJob:
     """One part to read: its row groups (in request order) and their row counts, the
-    configurations wanted from it, and for a config-major part its configuration order and
-    users per run (``layout``) and, after pass 1, the users of each run (``run_users``)."""
+    configurations wanted from it, what is known of the part (``facts``), and for a
+    config-major part its configuration order and users per run (``layout``) and, once pass 1
+    of this fold has read them, the users of each run (``run_users``)."""
 
     path: Path
     row_groups: list[int]
@@ -271,7 +272,12 @@ class _PartJob:
     wanted: np.ndarray
     facts: _PartFacts
     layout: tuple[np.ndarray, int] | None = None
-    run_users: np.ndarray | None = None
+
+    @property
+    def run_users(self) -> np.ndarray | None:
+        """The run of users of a config-major part, None before pass 1 has read it (or when
+        the requested row groups do not have the layout)."""
+        return self.facts.run_users if self.layout is not None else None
 
 
 def _plan_parts(slot: Slot, ids: np.ndarray, mcs: tuple[tuple[str, int], ...],
@@ -301,7 +307,6 @@ def _plan_parts(slot: Slot, ids: np.ndarray, mcs: tuple[tuple[str, int], ...],
         if meta.get("layout") == LAYOUT and all(
                 n == len(meta["config_ids"]) * int(meta["n_users"]) for n in sizes):
             job.layout = (np.asarray(meta["config_ids"], dtype=np.int64), int(meta["n_users"]))
-            job.run_users = known.run_users
         jobs.append(job)
     return jobs
 
@@ -328,7 +333,7 @@ def _part_users(job: _PartJob, scan_all_users: bool) -> np.ndarray:
         usr = pf.read_row_groups(rgs if scan_all_users else rgs[:1], columns=["user"],
                                  use_threads=False).column("user").to_numpy()
     if job.layout is not None:
-        job.run_users = job.facts.run_users = usr[: job.layout[1]].copy()
+        job.facts.run_users = usr[: job.layout[1]].copy()
     return usr
 
 
