@@ -11,14 +11,14 @@ the host, which is how the tests check it against the host engine.
 from __future__ import annotations
 
 from dptune.engine._backend import DEVICES, Engine, engine_for, numpy_engine
-from dptune.engine._bpr import BATCH, EngineBPRFamily, EngineBPRMF, Interactions, sample_triples
+from dptune.engine._bpr import EngineBPRFamily, EngineBPRMF, Interactions, Layout
+from dptune.engine._cuda import LAUNCHES
 from dptune.engine._evaluate import evaluate_on, metrics_of_lists, top_n_on
 from dptune.models._base import Family
 
 __all__ = [
-    "BATCH", "DEVICES", "Engine", "EngineBPRFamily", "EngineBPRMF", "Interactions", "engine_for",
-    "evaluate_on", "family_on", "metrics_of_lists", "numpy_engine", "sample_triples",
-    "top_n_on",
+    "DEVICES", "LAUNCHES", "Engine", "EngineBPRFamily", "EngineBPRMF", "Interactions", "Layout",
+    "engine_for", "evaluate_on", "family_on", "metrics_of_lists", "numpy_engine", "top_n_on",
 ]
 
 
