@@ -4,7 +4,7 @@ The engine's kernels run on numba's CUDA simulator here (switched on before ``nu
 first imported) unless ``NUMBA_ENABLE_CUDASIM=0`` is set, as on a machine with a device where
 the same tests then run the kernels on it. The simulator runs each device thread as a Python
 thread, so the data given to kernels is small; :func:`simulator_speed` makes its barriers
-cheap (a short interpreter switch interval).
+cheap (a short interpreter switch interval) and its KNN blocks narrow.
 """
 
 from __future__ import annotations
@@ -24,10 +24,13 @@ _cuda.use_simulator()
 @pytest.fixture(autouse=True)
 def simulator_speed(monkeypatch):
     """On the simulator: a 50 us switch interval (a barrier waits for every thread of a block
-    to be scheduled)."""
+    to be scheduled) and 4 threads per KNN row block (instead of 128 Python threads)."""
     if not _cuda.simulated():
         yield
         return
+    from dptune.engine import _knn
+
+    monkeypatch.setattr(_knn, "THREADS", 4)
     old = sys.getswitchinterval()
     sys.setswitchinterval(5e-5)
     yield
