@@ -2,32 +2,32 @@
 
 Why one kernel: an epoch is ``nnz(X)`` tiny SGD steps. Written as array operations (a
 mini-batch of triples per round of gathers, products and scatter-adds) one epoch of ML-1M is
-tens of thousands of library calls, each a kernel launch plus Python dispatch on a device, so
-the launches, not the arithmetic, set the epoch's time. Here an epoch is one launch of
+thousands of library calls, each a kernel launch plus Python dispatch on a device, so the
+launches, not the arithmetic, set the epoch's time. Here an epoch is one launch of
 :func:`~dptune.engine._bpr_kernel.bpr_epoch`, as the host kernel
 (:class:`dptune.models.BPRMF`) is one compiled call: the kernel draws every step's triple
 itself (:mod:`dptune.engine._sampling`) and applies the steps in place.
 
-**Concurrency (Hogwild).** :class:`Layout` ``workers`` workers (groups of threads) run at once, each applying
-its own steps one after the other, with no lock between workers (Niu et al., NIPS 2011; the GPU
-BPR of the ``implicit`` library works the same way). Two workers may read a row of ``P``/``Q``
-(or a bias) that a third is writing, and two simultaneous updates of one row may lose one of
-them. This is acceptable for the same reason as for Hogwild SGD: a step touches 3 of the
-``n_users + n_items`` rows, so collisions are rare and an update computed from a row a few
-steps stale is still a descent step; the result is a model of the same quality, not the host
-kernel's bit sequence. The staleness is bounded by ``workers``: at most ``workers - 1`` other
-steps are in flight while a step runs, which is never more than the 4,096 triples of one
-mini-batch of the array route this kernel replaced (every step of such a batch read the
-factors as they were before the batch) and never more than one in 64 of an epoch's steps (a
-worker takes at least 64 steps per epoch). Quality is tested against the host kernel (P@10 and
-nDCG@10 within its seed noise floor).
+**Concurrency (Hogwild).** The :class:`Layout`'s ``workers`` (groups of threads) run at once,
+each applying its own steps one after the other, with no lock between workers (Niu et al., NIPS
+2011; the GPU BPR of the ``implicit`` library works the same way). Two workers may read a row
+of ``P``/``Q`` (or a bias) that a third is writing, and two simultaneous updates of one row may
+lose one of them. This is acceptable for the same reason as for Hogwild SGD: a step touches 3
+of the ``n_users + n_items`` rows, so collisions are rare and an update computed from a row a
+few steps stale is still a descent step; the result is a model of the same quality, not the
+host kernel's bit sequence. The staleness is bounded by ``workers``: at most ``workers - 1``
+other steps are in flight while a step runs, which is never more than the 4,096 triples of one
+mini-batch of the array route this kernel replaced (every step of such a batch read the factors
+as they were before the batch) and never more than one in 64 of an epoch's steps (a worker
+takes at least 64 steps per epoch). Quality is tested against the host kernel (P@10 and nDCG@10
+within its seed noise floor).
 
 **Determinism.** The triples of an epoch depend only on ``(seed, epoch)`` (a counter-based
 generator), so training can be paused along ``iterations`` without changing which steps are
 taken. With one worker (``Layout(lanes, workers=1, per_block=1)``) the kernel is sequential and
 exactly reproducible; with many, the order in which concurrent updates land depends on the
 device's scheduling, as for any Hogwild trainer (numba's CUDA simulator, used by the tests,
-runs blocks one after the other and is reproducible).
+runs blocks one after the other, so with one worker per block it is reproducible too).
 """
 
 from __future__ import annotations
@@ -45,7 +45,8 @@ from dptune.models._base import Recommender, _as_users, _binary_csr
 from dptune.models._bpr import BPRMF
 from dptune.models._families import BPRFamily
 
-__all__ = ["MAX_BLOCK", "MAX_PER_BLOCK", "MAX_WORKERS", "EngineBPRFamily", "EngineBPRMF", "Interactions", "Layout"]
+__all__ = ["MAX_BLOCK", "MAX_PER_BLOCK", "MAX_WORKERS", "EngineBPRFamily", "EngineBPRMF",
+           "Interactions", "Layout"]
 
 #: Concurrent workers at most (see the module docstring: the staleness bound).
 MAX_WORKERS = 4096

@@ -70,7 +70,7 @@ def cuda() -> Any:
 def device_problem() -> str | None:
     """Why the kernels cannot run on a real CUDA device here (``None``: they can): numba's
     simulator is on, numba sees no CUDA driver or device, or numba finds no libNVVM (the CUDA
-    compiler it needs, from a CUDA toolkit or the ``nvidia-cuda-nvcc`` wheels)."""
+    compiler it needs, from a CUDA toolkit in the system's CUDA directory or ``CUDA_HOME``)."""
     if simulated():
         return "numba's CUDA simulator is on (NUMBA_ENABLE_CUDASIM=1), not a device"
     mod = cuda()
@@ -79,7 +79,8 @@ def device_problem() -> str | None:
     from numba.cuda.cudadrv import nvvm
 
     if not nvvm.is_available():
-        return "numba.cuda finds no libNVVM (install a CUDA toolkit or nvidia-cuda-nvcc-cu12)"
+        return ("numba.cuda finds no libNVVM (install a CUDA toolkit, or set CUDA_HOME to one, "
+                "e.g. the nvidia/cuda_nvcc directory of the nvidia-cuda-nvcc-cu12 wheel)")
     return None
 
 
