@@ -67,6 +67,11 @@ of both data sets with its breakdown (training, scoring, top-N, metrics, writing
 and replaces its own section of ``reports/benchmarks.md`` (the full plan keeps that section when
 it rewrites the file).
 
+``python -m dptune.bench gpu`` measures the device engine on a CUDA device (epoch time per
+factor size, evaluation per configuration, kernel launches per epoch, projected grids; writes
+``reports/benchmarks-gpu.md``); without a device it stops with one line, and ``--simulate`` is a
+dry run on numba's CUDA simulator that reports no time (see ``_gpu``).
+
 Timings are CPU seconds of single-threaded work (BLAS limited to one thread, ``process_time``):
 a sweep on 2 cores runs 2 worker processes with one thread each, and CPU time is what the same
 work takes on an idle core, even when other processes compete for the machine (wall times under
@@ -76,7 +81,7 @@ The benchmark is its own subpackage, off the import path of the rest of dptune (
 imports it), in one-idea modules: ``_plans`` (what a run measures), ``_timing`` (clocks, machine),
 ``_fold`` (data), ``_axes`` (neighbours and iterations axes, unit costs), ``_projection`` (full
 grid), ``_minigrid``, ``_analyze`` (synthetic store, analysis stage), ``_run`` (a whole run),
-``_report`` (Markdown) and ``_main`` (command line).
+``_report`` (Markdown), ``_gpu`` (the device engine) and ``_main`` (command line).
 """
 
 from dptune.bench._analyze import bench_analyze, build_synthetic_store, project_analyze

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
 from dptune.bench._analyze import analyze_child, bench_analyze, command_child
+from dptune.bench._gpu import gpu_main
 from dptune.bench._plans import FULL_FOLDS, FULL_USERS, PLANS, REPO, SCALE_PLANS
 from dptune.bench._report import (
     merge_scale_section,
@@ -22,14 +24,19 @@ from dptune.bench._timing import log, machine_info
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line: ``python -m dptune.bench [analyze] [--small] [--out PATH] ...``."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["gpu"]:  # its own options: dptune/bench/_gpu.py
+        return gpu_main(argv[1:])
     ap = argparse.ArgumentParser(prog="python -m dptune.bench", description=(
         "Benchmark of dptune's performance engine against a naive loop, and a projection of the "
         "full grid."))
     ap.add_argument("mode", nargs="?", default="all",
-                    choices=["all", "analyze", "amazon", "analyze-child", "command-child"],
+                    choices=["all", "analyze", "amazon", "gpu", "analyze-child",
+                             "command-child"],
                     help="all (default): every measurement; analyze: the analysis stage only; "
                          "amazon: unit costs and the full-grid projection on ML-1M and on a "
-                         "synthetic data set of Amazon Movies' shape (with --tiny: small data)")
+                         "synthetic data set of Amazon Movies' shape (with --tiny: small data); "
+                         "gpu: the device engine on a CUDA device (gpu --help)")
     ap.add_argument("root", nargs="?", help=argparse.SUPPRESS)
     ap.add_argument("--small", action="store_true", help="ML-100K comparisons (about 2 minutes)")
     ap.add_argument("--tiny", action="store_true", help=argparse.SUPPRESS)  # tests: seconds

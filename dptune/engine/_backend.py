@@ -8,11 +8,11 @@ extra package), PyTorch or CuPy on a CUDA device (through ``array-api-compat``).
 
 The standard leaves out a few things the engine needs; each is one method here, written per
 library: copying a host array to the device (:meth:`Engine.put`) and back
-(:meth:`Engine.host`), the n-th largest value of every row (:meth:`Engine.kth_largest`, a
-partial selection), an unbuffered scatter-add (:meth:`Engine.scatter_add`) and seeded random
-integers (:meth:`Engine.generator`, :meth:`Engine.integers`). Everything
-else uses standard functions plus the integer-array indexing that NumPy, CuPy and PyTorch
-share (``a[rows, cols] = v``).
+(:meth:`Engine.host`) and the n-th largest value of every row (:meth:`Engine.kth_largest`, a
+partial selection). Everything else uses standard functions plus the integer-array indexing
+that NumPy, CuPy and PyTorch share (``a[rows, cols] = v``). The work that is a long chain of
+tiny steps (a BPR-MF epoch, the KNN score sums) is not array code but numba.cuda kernels that
+read and write the engine's arrays in place (:mod:`dptune.engine._cuda`).
 """
 
 from __future__ import annotations
@@ -50,6 +50,12 @@ class Engine:
             return self.xp.asarray(np.ascontiguousarray(a), dtype=dtype)
         return self.xp.asarray(np.ascontiguousarray(a), dtype=dtype, device=self.device)
 
+    def zeros(self, shape: tuple[int, ...], dtype: Any) -> Any:
+        """A zero-filled array of ``shape`` created on the device (no host copy)."""
+        if self.kind == "torch":
+            return self.xp.zeros(shape, dtype=dtype, device=self.device)
+        return self.xp.zeros(shape, dtype=dtype)
+
     def host(self, x: Any) -> np.ndarray:
         """``x`` as a NumPy array in host memory."""
         if self.kind == "torch":
@@ -73,43 +79,6 @@ class Engine:
             mod = np if self.kind == "numpy" else _cupy()
             return mod.partition(scores, cols - n, axis=1)[:, cols - n: cols - n + 1]
         return self.xp.sort(scores, axis=1)[:, cols - n: cols - n + 1]  # pragma: no cover
-
-    def generator(self, seed: int, epoch: int) -> Any:
-        """A random generator of this library seeded by ``(seed, epoch)`` only (through
-        ``SeedSequence(seed, spawn_key=(2, epoch))``): NumPy's PCG64, PyTorch's Philox/MT on
-        the engine's device, CuPy's generator."""
-        ss = np.random.SeedSequence(int(seed), spawn_key=(2, int(epoch)))
-        if self.kind == "numpy":
-            return np.random.default_rng(ss)
-        word = int(ss.generate_state(1, np.uint64)[0] & np.uint64(2**63 - 1))
-        if self.kind == "torch":
-            import torch
-
-            gen = torch.Generator(device=self.device)
-            gen.manual_seed(word)
-            return gen
-        return _cupy().random.default_rng(word)
-
-    def integers(self, gen: Any, high: int, size: int) -> Any:
-        """``size`` uniform int64 draws in ``[0, high)`` from ``gen``, on the device."""
-        if self.kind == "torch":
-            import torch
-
-            return torch.randint(0, int(high), (int(size),), generator=gen, device=self.device,
-                                 dtype=torch.int64)
-        out = gen.integers(0, int(high), size=int(size))
-        return out.astype(self.xp.int64) if self.kind == "cupy" else out.astype(np.int64)
-
-    def scatter_add(self, target: Any, index: Any, values: Any) -> None:
-        """``target[index[k]] += values[k]`` for every ``k``, repeated indices summed (in place)."""
-        if self.kind == "torch":
-            target.index_add_(0, index, values)
-        elif self.kind == "cupy":
-            import cupyx
-
-            cupyx.scatter_add(target, index, values)
-        else:
-            np.add.at(target, index, values)
 
 
 def _cupy() -> Any:
@@ -137,8 +106,10 @@ def engine_for(device: str, source: object = "experiment",
     engine), a PyTorch engine (else CuPy) on the first CUDA device for ``cuda``.
 
     Every failure is one :func:`~dptune.errors.input_error` naming ``source`` and ``field``
-    (the experiment file and ``sweep.device``, or ``--device`` alone; exit 2); callers check before any work: an unknown value, ``array-api-compat`` missing, neither PyTorch
-    nor CuPy importable, or no CUDA device visible to them.
+    (the experiment file and ``sweep.device``, or ``--device`` alone; exit 2); callers check
+    before any work: an unknown value, ``array-api-compat`` missing, neither PyTorch nor CuPy
+    importable, no CUDA device visible to them, or numba.cuda unable to run the kernels on it
+    (:func:`dptune.engine._cuda.device_problem`).
     """
     if device == "cpu":
         return None
@@ -158,7 +129,8 @@ def engine_for(device: str, source: object = "experiment",
         if torch.cuda.is_available():
             from array_api_compat import torch as xp
 
-            return Engine(xp=xp, device=torch.device("cuda"), kind="torch")
+            return _with_kernels(Engine(xp=xp, device=torch.device("cuda"), kind="torch"),
+                                 source, field)
         found.append("PyTorch sees no CUDA device")
     try:
         import cupy
@@ -172,7 +144,18 @@ def engine_for(device: str, source: object = "experiment",
         if n > 0:
             from array_api_compat import cupy as xp
 
-            return Engine(xp=xp, device=cupy.cuda.Device(0), kind="cupy")
+            return _with_kernels(Engine(xp=xp, device=cupy.cuda.Device(0), kind="cupy"),
+                                 source, field)
         found.append("CuPy sees no CUDA device")
     why = "; ".join(found) if found else f"neither PyTorch nor CuPy is installed; {hint}"
     raise input_error(source, field, f"cuda is not available: {why}")
+
+
+def _with_kernels(eng: Engine, source: object, field: str | None) -> Engine:
+    """``eng``, once numba.cuda is known to run the engine's kernels on the device."""
+    from dptune.engine._cuda import device_problem
+
+    why = device_problem()
+    if why is not None:
+        raise input_error(source, field, f"cuda is not available: {why}")
+    return eng

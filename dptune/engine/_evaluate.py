@@ -9,7 +9,7 @@ this route to it, value for value, on the host.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -127,6 +127,19 @@ def metrics_of_lists(eng: Engine, top: Any, relevant: sp.csr_array, cut: np.ndar
     return xp.stack([values[m] for m in METRICS], axis=0)
 
 
+def _device_scorer(eng: Engine, model: Scorer) -> Callable[[np.ndarray], Any] | None:
+    """A function from a block of user codes to the model's float32 score block on ``eng``,
+    or ``None`` when the model scores on the host only: ``model.score_on`` where the model
+    keeps its parameters on the engine (:class:`~dptune.engine.EngineBPRMF`), the device KNN
+    scorer for UserKNN / ItemKNN (:func:`dptune.engine._knn.knn_scorer`)."""
+    score_on = getattr(model, "score_on", None)
+    if score_on is not None:
+        return lambda users: score_on(eng, users)
+    from dptune.engine._knn import knn_scorer
+
+    return knn_scorer(eng, model)
+
+
 def _dev(eng: Engine, x: Any) -> Any:
     """The device of ``x`` in the form ``xp`` creation functions take."""
     if eng.kind == "numpy":
@@ -150,9 +163,10 @@ def evaluate_on(
 ) -> np.ndarray:
     """:func:`dptune.metrics.evaluate` on an engine (the host route itself when ``eng`` is None).
 
-    Per block ``B`` of ``users``: the scores come from ``model.score_on(eng, B)`` when the
-    model keeps its factors on the engine (device BPR-MF), else from ``model.score(B)`` copied
-    to the device; training items are set to ``-inf``; then :func:`top_n_on` and
+    Per block ``B`` of ``users``: the scores are computed on the device for the built-in
+    models (:func:`_device_scorer`: device BPR-MF's factors, the KNN models' neighbour lists);
+    any other model's ``model.score(B)`` (cornac, implicit, your own) is computed on the host
+    and copied to the device; training items are set to ``-inf``; then :func:`top_n_on` and
     :func:`metrics_of_lists`. Returns host float64 ``(6, len(cutoffs), len(users))``.
     """
     if eng is None:
@@ -166,11 +180,11 @@ def evaluate_on(
     efd_d = eng.put(np.asarray(efd, dtype=np.float64))
     epc_d = eng.put(np.asarray(epc, dtype=np.float64))
     out = np.empty((len(METRICS), cut.size, users.size), dtype=np.float64)
-    on_engine = getattr(model, "score_on", None)
+    on_engine = _device_scorer(eng, model)
     for start in range(0, users.size, block):
         ub = users[start: start + block]
         if on_engine is not None:
-            scores = on_engine(eng, ub)
+            scores = on_engine(ub)
         else:
             host = np.asarray(model.score(ub))
             scores = eng.put(host, dtype=xp.float32 if not np.issubdtype(host.dtype, np.floating)

@@ -71,13 +71,26 @@ def test_cli_refuses_a_cuda_config_before_any_work(tmp_path, monkeypatch, capsys
     assert not (tmp_path / "results").exists()
 
 
-def test_units_run_through_the_engine(tmp_path, monkeypatch, tiny_experiment):
+def _small_ratings(path: Path) -> Path:
+    """40 users x 30 items, 14 ratings each (3-5 stars, increasing timestamps): small enough
+    for the kernels on numba's CUDA simulator."""
+    rng = np.random.default_rng(0)
+    lines = ["userId,movieId,rating,timestamp"]
+    for u in range(40):
+        for t, i in enumerate(rng.choice(30, 14, replace=False)):
+            lines.append(f"{u + 1},{i + 1},{rng.integers(3, 6)},{1000 + 100 * u + t}")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_units_run_through_the_engine(tmp_path, monkeypatch):
     """With an engine, KNN is evaluated on it (same values as the host engine) and BPR-MF is
     trained on it (a different, valid model)."""
     from dptune.sweeper import _unit
     from dptune.sweeper._plan import plan
 
-    exp = load_experiment(tiny_experiment)
+    data = _small_ratings(tmp_path / "ratings.csv")
+    exp = load_experiment(write_experiment(tmp_path / "exp", source=str(data)))
     fold = "1"
     results = {}
     for device in ("cpu", "cuda"):
@@ -110,3 +123,27 @@ def test_the_device_is_part_of_the_set_up(tmp_path, tiny_experiment):
     assert "sweep.device: 'cpu' -> 'cuda'" in setup_changes({"config": cpu.to_dict()}, cuda)
     assert "sweep.device: 'cuda' -> 'cpu'" in setup_changes({"config": cuda.to_dict()}, cpu)
     assert not any("device" in c for c in setup_changes({"config": cpu.to_dict()}, written_cpu))
+
+
+def test_cuda_refused_while_the_kernels_would_run_on_the_simulator(monkeypatch):
+    """With PyTorch seeing a device but numba's CUDA target being its simulator, ``cuda`` is
+    refused in one line: the kernels would not run on the device."""
+    import types
+
+    from dptune.engine._cuda import device_problem, simulated
+
+    if not simulated():
+        pytest.skip("the kernels' target here is a device (NUMBA_ENABLE_CUDASIM=0)")
+    assert "simulator" in device_problem()
+    compat = types.ModuleType("array_api_compat")
+    compat.torch = types.ModuleType("array_api_compat.torch")
+    torch = types.ModuleType("torch")
+    torch.cuda = types.SimpleNamespace(is_available=lambda: True)
+    torch.device = lambda name: name
+    monkeypatch.setitem(sys.modules, "array_api_compat", compat)
+    monkeypatch.setitem(sys.modules, "array_api_compat.torch", compat.torch)
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    with pytest.raises(DptuneError, match=r"^cfg\.toml: sweep\.device: cuda is not available: "
+                       r"numba's CUDA simulator is on") as err:
+        engine_for("cuda", "cfg.toml")
+    assert "\n" not in str(err.value)

@@ -1,0 +1,99 @@
+"""The BPR-MF epoch as one numba.cuda kernel: every step of an epoch in one launch, applied in
+place by many concurrent workers without locks (Hogwild).
+
+See :class:`dptune.engine.EngineBPRMF` for the model and :mod:`dptune.engine._sampling` for
+the triples; :class:`dptune.engine.Layout` for how workers and lanes map onto the launch.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import cuda
+from numba import float32 as f32
+
+from dptune.engine._bpr import MAX_BLOCK, MAX_PER_BLOCK
+from dptune.engine._sampling import draw_triple
+
+__all__ = ["bpr_epoch"]
+
+_RED = 2 * MAX_BLOCK  # shared buffers (compile-time sizes): two steps' partial sums,
+_BIAS = 2 * MAX_PER_BLOCK  # and two steps' bias differences, of every worker of a block
+
+
+@cuda.jit
+def bpr_epoch(indptr, indices, rows, P, Q, B, lr, ureg, ireg, workers, k0, k1,
+              skipped):  # pragma: no cover - device code (run by the simulator in the tests)
+    """All ``nnz`` steps of one epoch; ``skipped[0]`` counts the skipped steps.
+
+    Launch: ``grid = ceil(workers / per_block)`` blocks of ``(lanes, per_block)`` threads.
+    Worker ``w = blockIdx.x * per_block + threadIdx.y`` (``w < workers``) takes the steps
+    ``s = w, w + workers, w + 2 workers, ...``; its ``lanes`` threads (``threadIdx.x``, a
+    power of two) share each step: lane ``l`` owns the factors ``f = l, l + lanes, ...``.
+    Per step: the triple of :func:`draw_triple` (every lane draws it; it is a pure function of
+    ``s``); each lane's part of ``p_u . (q_i - q_j)`` (float32, in factor order), summed over
+    the lanes by a tree in shared memory (``lanes = 1``: no sum, no barrier); ``x = (b_i -
+    b_j) + dot``; ``z = float32(1 / (1 + exp(x)))`` (in float64, as the host kernel); then
+    each lane updates its factors of ``p_u``, ``q_i``, ``q_j`` (old values, the host kernel's
+    formulas) and lane 0 the two biases. Lanes write disjoint factors, so within a worker
+    nothing races; between workers the reads and writes are unsynchronised (see
+    :class:`dptune.engine.EngineBPRMF`). The shared buffers are double-buffered by step
+    parity, so one barrier before and ``log2(lanes)`` inside the tree suffice; every worker of
+    a block runs the same number of iterations (idle ones add zeros), so all threads reach
+    every barrier.
+    """
+    red = cuda.shared.array(_RED, f32)
+    bias = cuda.shared.array(_BIAS, f32)
+    lane = cuda.threadIdx.x
+    lanes = cuda.blockDim.x
+    y = cuda.threadIdx.y
+    per_block = cuda.blockDim.y
+    w = cuda.blockIdx.x * per_block + y
+    n_items = Q.shape[0]
+    F = P.shape[1]
+    nnz = indices.shape[0]
+    rounds = (nnz + workers - 1) // workers
+    for t in range(rounds):
+        s = w + t * workers
+        active = w < workers and s < nnz
+        u = 0
+        i = 0
+        j = np.int64(-1)
+        if active:
+            u, i, j = draw_triple(indptr, indices, rows, n_items, s, k0, k1)
+            if j < 0:
+                active = False
+                if lane == 0:
+                    cuda.atomic.add(skipped, 0, 1)
+        part = np.float32(0.0)
+        if active:
+            for f in range(lane, F, lanes):
+                part += P[u, f] * (Q[i, f] - Q[j, f])
+        if lanes > 1:
+            slot = ((t & 1) * per_block + y) * lanes
+            red[slot + lane] = part
+            if lane == 0 and active:
+                bias[(t & 1) * per_block + y] = B[i] - B[j]
+            cuda.syncthreads()
+            stride = lanes >> 1
+            while stride > 0:
+                if lane < stride:
+                    red[slot + lane] += red[slot + lane + stride]
+                cuda.syncthreads()
+                stride >>= 1
+            x = bias[(t & 1) * per_block + y] + red[slot]
+        else:
+            x = (B[i] - B[j]) + part if active else np.float32(0.0)
+        if active:
+            z = np.float32(1.0 / (1.0 + math.exp(np.float64(x))))
+            for f in range(lane, F, lanes):
+                p = P[u, f]
+                a = Q[i, f]
+                c = Q[j, f]
+                P[u, f] = p + lr * (z * (a - c) - ureg * p)
+                Q[i, f] = a + lr * (z * p - ireg * a)
+                Q[j, f] = c + lr * (-z * p - ireg * c)
+            if lane == 0:
+                B[i] += lr * (z - ireg * B[i])
+                B[j] += lr * (-z - ireg * B[j])
