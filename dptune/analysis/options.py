@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
+from dptune.analysis.dp.paired_tests import paired_test
 from dptune.errors import check_int, input_error
 from dptune.vocab import CORRECTIONS, METRICS, TESTS
 
@@ -146,6 +147,23 @@ class AnalysisOptions:
         """The cap of the hyperparameter-value and one-at-a-time scopes: ``value_pairs``, or
         ``min(pairs, VALUE_PAIRS)`` when it is left out."""
         return value_pairs_of(self.pairs, self.value_pairs)
+
+    @property
+    def paired_test(self) -> Any:
+        """The paired test as a strategy object
+        (:func:`dptune.analysis.dp.paired_tests.paired_test`): its p-values and whether the DP
+        interval and claims are available under it."""
+        return paired_test(self.test, self.n_resamples)
+
+    @property
+    def correction_or_none(self) -> str | None:
+        """``correction`` with ``"none"`` as None (raw p-values)."""
+        return None if self.correction == "none" else self.correction
+
+    @property
+    def level(self) -> float:
+        """The confidence of every claim, ``1 - alpha``."""
+        return 1.0 - float(self.alpha)
 
     def replace(self, **changes: Any) -> AnalysisOptions:
         """A copy with ``changes`` applied (validated again)."""

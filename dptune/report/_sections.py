@@ -163,7 +163,7 @@ def noise_section(store: Any, result: Any) -> str:
     ``DP_floor = P x mean A/A p-value``; a metric is flagged when DP (or its whole bootstrap
     interval) is not below its floor (:func:`dptune.analysis.noise.compare_with_floor`).
     """
-    from dptune.analysis.noise import deterministic_algorithms, is_stochastic
+    from dptune.store._noise_parts import deterministic_algorithms, is_stochastic
 
     man = result.manifest
     opts = result.options

@@ -15,8 +15,8 @@ taste of their own for each configuration that goes with them from fold to fold:
 whose validation folds hold the same users); ``b_u, c_ku`` drawn once per sample.
 A *sample* is what the tool sees: ``F`` folds of ``n`` users drawn afresh (or shared), the configuration
 pairs (every pair, or ``pairs`` of them sampled uniformly with a fresh seed), and the tool's own
-robust DP with its interval (:class:`dptune.analysis.dp.estimator.RobustPass`: the same code
-that fills ``robust_dp.csv``).
+DP with its interval (:class:`dptune.analysis.dp.fold_loop.ScopeRun`: the same code that
+fills dp.csv's ``ci_low, ci_high``).
 
 The target is **not** the DP of the whole population: p-values shrink as users are added, so
 the parameter is the expected mean p-value at ``n`` users per fold over the case's pairs,
@@ -47,7 +47,9 @@ from scipy import special
 from threadpoolctl import threadpool_limits
 
 from dptune.analysis.dp import scale as rb
-from dptune.analysis.dp.estimator import RobustPass
+from dptune.analysis.dp.fold_loop import FoldView, ScopeRun
+from dptune.analysis.dp.paired_tests import paired_test
+from dptune.analysis.dp.pairs import sample_pairs, scope_seed
 from dptune.errors import check_int, input_error
 
 __all__ = ["Case", "COVERAGE_COLUMNS", "FULL_CASES", "FEW_PAIR_CASES", "QUICK_CASES",
@@ -186,15 +188,16 @@ def true_mean_p(case: Case, n_samples: int = 4000, seed: int = 0) -> tuple[float
 
 def sample_interval(case: Case, seed: int, n_boot: int = 1000,
                     level: float = 0.95) -> tuple[float, float, float]:
-    """One sample of ``case``: ``(mean_p, low, high)`` of the tool's robust DP and its interval
-    on the mean-p scale (``RobustPass``; ``level`` other than 0.95 is not supported by it)."""
+    """One sample of ``case``: ``(mean_p, low, high)`` of the tool's DP and its interval on the
+    mean-p scale (:class:`ScopeRun`; ``level`` other than 0.95 is not supported by it)."""
     if level != 0.95:
         raise input_error("coverage", "level", "the robust table's interval is the 95% one")
     rng = np.random.default_rng(np.random.SeedSequence(int(seed)))
     ids = np.arange(case.configs)
-    n_pairs = case.n_pairs
-    rp = RobustPass("sim", ids, case.folds, [("m", 1)], pairs=n_pairs,
-                    bootstrap=int(n_boot), repeats=1, seed=int(rng.integers(2**31)))
+    boot_seed = int(rng.integers(2**31))
+    run = ScopeRun("sim", "all", [sample_pairs(ids, case.n_pairs, scope_seed(boot_seed, "all"))],
+                   case.possible_pairs, case.folds, [("m", 1)], test=paired_test("t"),
+                   bootstrap=int(n_boot), seed=boot_seed)
     # with a shared taste the same users are in every fold (as user-stratified folds have them)
     users = case.users_of(rng) if case.shared else None
     for f in range(case.folds):
@@ -206,8 +209,8 @@ def sample_interval(case: Case, seed: int, n_boot: int = 1000,
         def read(metric: str, cutoff: int, config_ids: np.ndarray, x=x, ids_f=ids_f):
             return ids_f, x[np.asarray(config_ids)]
 
-        rp.add_fold(f, read)
-    row = rp.result().table.iloc[0]
+        run.add_fold(f, str(f), FoldView(read))
+    row = run.finish()[0][0]
     scale = rb.REFERENCE_P
     return float(row["mean_p"]), float(row["ci_low"]) / scale, float(row["ci_high"]) / scale
 

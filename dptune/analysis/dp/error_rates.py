@@ -1,0 +1,232 @@
+"""Error rates of the analysis' claims, measured: a Monte Carlo study on synthetic families.
+
+A *family case* is a known population of per-user values of ``K`` metrics for ``M``
+configurations. User ``u`` of configuration ``k`` scores, on metric ``m``,
+
+    x_mk(u) = lambda_m mu_k + b_u + sqrt(rho) z_ku + sqrt(1 - rho) e_mku,
+
+``b_u, z_ku, e_mku ~ N(0, 1)``, ``mu_k = effect s_k / sqrt(n)`` with ``s_k`` evenly spaced in
+[-1, 1] (as in :mod:`dptune.analysis.dp.coverage`). ``z_ku`` is the user's response to
+configuration ``k`` that every metric sees (``rho``: how much the metrics share; 0 = each
+metric an independent draw of the same model), ``e_mku`` the metric's own noise. A metric's
+*discriminative power* is set by ``lambda_m``: metrics with equal ``lambda`` are exactly as
+discriminative as each other (the same law of values), a metric with a smaller ``lambda`` is
+truly less discriminative (higher expected mean p-value). With ``shared`` folds the same users
+are in every fold and keep ``b_u, z_ku`` from fold to fold (user-stratified folds), else every
+fold draws fresh users. The pairs are every pair of the grid, or ``pairs`` of them sampled
+(then with ``stability`` pair seeds, as the analysis does it).
+
+A *run* draws one sample and passes it through the analysis' own code: the robust DP with its
+bootstrap (:class:`dptune.analysis.dp.fold_loop.ScopeRun`), the comparisons of the family
+(:func:`dptune.analysis.dp.comparisons.stepdown_maxt`, under every stability repeat) and the
+verdict's claim rule (:func:`dptune.analysis.dp.stability.family_claims`): the metric with the
+lowest DP is recommended, and a metric is named *significantly less discriminative* when its
+comparison with the recommended one is rejected under every repeat. A **false claim** names a
+metric whose ``lambda`` is at least the recommended metric's (in truth at least as
+discriminative); a row **with a false claim** has one or more. ``false_rows`` is the share of
+runs with a false claim (the family-wise error rate, to be at most ``alpha``; its Monte Carlo
+standard error ``sqrt(r (1 - r) / runs)``), ``power`` the share of truly less discriminative
+metrics that are named (when some are), both for the rule of this version and, for comparison,
+for the former rule ("less discriminative when the bootstrap puts the recommended metric ahead
+in at least ``1 - alpha`` of the replicates", with no correction for the selection of the
+recommended metric or for the size of the family).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+import pandas as pd
+from threadpoolctl import threadpool_limits
+
+from dptune.analysis.dp import scale as rb
+from dptune.analysis.dp import stability as sb
+from dptune.analysis.dp.fold_loop import FoldView, ScopeRun, UserDraws
+from dptune.analysis.dp.paired_tests import paired_test
+from dptune.analysis.dp.pairs import sample_pairs, scope_seed
+from dptune.errors import check_int, input_error
+
+__all__ = ["FamilyCase", "ERROR_COLUMNS", "NULL_CASES", "PARTIAL_CASES", "QUICK_CASES",
+           "run_family", "family_error_rates", "error_rate_study"]
+
+ERROR_COLUMNS = ["case", "metrics", "weaker", "rho", "folds_kind", "pairs", "possible_pairs",
+                 "runs", "false_rows", "false_rows_se", "power", "false_rows_former",
+                 "false_rows_former_se", "power_former"]
+
+
+@dataclass(frozen=True)
+class FamilyCase:
+    """One population and design of a family of ``metrics`` metrics (module docstring):
+    ``weaker`` of them (the last ones) have ``lambda = weak`` (truly less discriminative), the
+    others ``lambda = 1``."""
+
+    name: str
+    metrics: int
+    configs: int = 15
+    users: int = 300
+    folds: int = 3
+    effect: float = 2.0
+    rho: float = 0.7
+    shared: bool = False
+    pairs: int | None = None
+    weaker: int = 0
+    weak: float = 0.5
+
+    def __post_init__(self) -> None:
+        check_int(self.metrics, "error rates", "metrics", 2)
+        check_int(self.configs, "error rates", "configs", 2)
+        check_int(self.users, "error rates", "users", 3)
+        check_int(self.folds, "error rates", "folds", 1)
+        if not 0 <= int(self.weaker) < int(self.metrics):
+            raise input_error("error rates", "weaker", f"must be in [0, metrics), got {self.weaker}")
+        if not 0.0 <= self.rho <= 1.0:
+            raise input_error("error rates", "rho", f"must be in [0, 1], got {self.rho}")
+        if self.pairs is not None:
+            check_int(self.pairs, "error rates", "pairs", 1)
+
+    @property
+    def lambdas(self) -> np.ndarray:
+        lam = np.ones(self.metrics)
+        if self.weaker:
+            lam[self.metrics - self.weaker:] = self.weak
+        return lam
+
+    @property
+    def possible_pairs(self) -> int:
+        return rb.n_possible_pairs(self.configs)
+
+    @property
+    def n_pairs(self) -> int:
+        return self.possible_pairs if self.pairs is None else min(self.pairs, self.possible_pairs)
+
+    def users_of(self, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        """What a user carries into every fold: ``b_u`` ``(1, n)`` and ``z_ku`` ``(M, n)``."""
+        return (rng.standard_normal((1, self.users)),
+                rng.standard_normal((self.configs, self.users)))
+
+    def draw(self, rng: np.random.Generator,
+             users: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+        """``(metrics, configs, users)`` values of one fold (of the given users, or fresh)."""
+        b, z = self.users_of(rng) if users is None else users
+        mu = self.effect * np.linspace(-1.0, 1.0, self.configs) / np.sqrt(self.users)
+        e = rng.standard_normal((self.metrics, self.configs, self.users))
+        common = b + np.sqrt(self.rho) * z  # (M, n)
+        return (self.lambdas[:, None, None] * mu[None, :, None] + common[None]
+                + np.sqrt(1.0 - self.rho) * e)
+
+
+def _metric(i: int) -> str:
+    return f"m{i}"
+
+
+def run_family(case: FamilyCase, seed: int, n_boot: int = 1000, alpha: float = 0.05,
+               stability: int = 5) -> dict:
+    """One run of ``case``: ``recommended`` (metric index), the metrics named less
+    discriminative by this version's rule (``named``) and by the former rule
+    (``named_former``)."""
+    rng = np.random.default_rng(np.random.SeedSequence(int(seed)))
+    mcs = [(_metric(i), 10) for i in range(case.metrics)]
+    repeats = stability if case.n_pairs < case.possible_pairs else 1
+    ids, s0 = np.arange(case.configs), int(rng.integers(2**31))
+    pairs = [sample_pairs(ids, case.n_pairs, scope_seed(s0, "all" if k == 0 else
+                                                        f"all|robust|{k}"))
+             for k in range(repeats)]
+    run = ScopeRun("sim", "all", pairs, case.possible_pairs, case.folds, mcs,
+                   test=paired_test("t"), bootstrap=int(n_boot), seed=s0,
+                   draws=UserDraws(int(n_boot), s0))
+    users = case.users_of(rng) if case.shared else None
+    for f in range(case.folds):
+        x = case.draw(rng, users)
+        ids_f = np.arange(case.users) + (0 if case.shared else f * case.users)
+
+        def read(metric: str, cutoff: int, config_ids: np.ndarray, x=x, ids_f=ids_f):
+            return ids_f, x[int(metric[1:])][np.asarray(config_ids)]
+
+        run.add_fold(f, str(f), FoldView(read))
+    rows, _, draws = run.finish()
+    est = np.array([r["mean_p"] for r in rows])
+    rec = int(np.argmin(est))
+    n_rep = len(draws[("sim", "all", mcs[0][0], 10)])
+    claims = sb.family_claims({k: {m: draws[("sim", "all", m, 10)][k] for m, _ in mcs}
+                               for k in range(n_rep)}, alpha)
+    c = claims[claims["metric_a"] == _metric(rec)].set_index("metric_b")
+    named = [int(m[1:]) for m in c.index[c["held"]]]
+    named_former = [int(m[1:]) for m in c.index[c["prob_min"] >= 1.0 - alpha]]
+    return {"recommended": rec, "named": named, "named_former": named_former}
+
+
+def _rates(case: FamilyCase, runs: list[dict], key: str) -> tuple[float, float]:
+    lam = case.lambdas
+    false_rows = np.array([any(lam[j] >= lam[r["recommended"]] for j in r[key]) for r in runs])
+    weak = np.flatnonzero(lam < lam.max())
+    power = (float(np.mean([np.isin(weak, r[key]).mean() for r in runs])) if len(weak)
+             else float("nan"))
+    return float(false_rows.mean()), power
+
+
+def family_error_rates(case: FamilyCase, runs: int = 200, n_boot: int = 1000,
+                       alpha: float = 0.05, seed: int = 0, case_index: int = 0) -> dict:
+    """One row of :data:`ERROR_COLUMNS` for ``case`` from ``runs`` runs."""
+    runs = check_int(runs, "error rates", "runs", 1)
+    out = [run_family(case, _run_seed(seed, case_index, s), n_boot, alpha) for s in range(runs)]
+    fr, pw = _rates(case, out, "named")
+    fr0, pw0 = _rates(case, out, "named_former")
+
+    def se(r: float) -> float:
+        return float(np.sqrt(r * (1.0 - r) / runs))
+
+    return {"case": case.name, "metrics": case.metrics, "weaker": case.weaker, "rho": case.rho,
+            "folds_kind": "shared" if case.shared else "independent", "pairs": case.n_pairs,
+            "possible_pairs": case.possible_pairs, "runs": runs, "false_rows": fr,
+            "false_rows_se": se(fr), "power": pw, "false_rows_former": fr0,
+            "false_rows_former_se": se(fr0), "power_former": pw0}
+
+
+def _run_seed(seed: int, case_index: int, run: int) -> int:
+    ss = np.random.SeedSequence(int(seed), spawn_key=(int(case_index), int(run)))
+    return int(ss.generate_state(1, dtype=np.uint64)[0] >> 1)
+
+
+#: Families of equally discriminative metrics: 2, 4 and 6 metrics; shared users' effects
+#: (rho = 0.7) or independent draws (rho = 0); independent or shared folds; every pair or 30
+#: sampled pairs.
+NULL_CASES = tuple(
+    FamilyCase(f"{k} metrics, rho {rho}, {'shared' if sh else 'independent'} folds"
+               + (f", {p} of 105 pairs" if p else ", every pair"), k, rho=rho, shared=sh, pairs=p)
+    for k in (2, 4, 6) for rho in (0.7, 0.0) for sh in (False, True) for p in (None, 30)
+)
+
+#: Partially null families: some metrics truly less discriminative (lambda 0.5).
+PARTIAL_CASES = (
+    FamilyCase("4 metrics, 1 weaker, rho 0.7", 4, weaker=1, effect=3.0),
+    FamilyCase("4 metrics, 2 weaker, rho 0.7", 4, weaker=2, effect=3.0),
+    FamilyCase("6 metrics, 2 weaker, rho 0.7", 6, weaker=2, effect=3.0),
+    FamilyCase("4 metrics, 1 weaker, rho 0, shared folds", 4, weaker=1, effect=3.0, rho=0.0,
+               shared=True),
+    FamilyCase("2 metrics, 1 weaker, rho 0.7", 2, weaker=1, effect=3.0),
+)
+
+#: The default test run's quick variant.
+QUICK_CASES = (
+    FamilyCase("4 metrics, rho 0.7, independent folds, every pair", 4, configs=10, users=150),
+    FamilyCase("4 metrics, rho 0, shared folds, every pair", 4, configs=10, users=150, rho=0.0,
+               shared=True),
+)
+
+
+def error_rate_study(cases: Sequence[FamilyCase] = NULL_CASES + PARTIAL_CASES, runs: int = 200,
+                     n_boot: int = 1000, alpha: float = 0.05, seed: int = 0) -> pd.DataFrame:
+    """:func:`family_error_rates` of every case (one numba and one BLAS thread meanwhile: a
+    parallel kernel's start-up costs more than a fold of a few hundred users)."""
+    threads = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        with threadpool_limits(limits=1, user_api="blas"):
+            rows = [family_error_rates(c, runs, n_boot, alpha, seed, i)
+                    for i, c in enumerate(cases)]
+    finally:
+        numba.set_num_threads(threads)
+    return pd.DataFrame(rows, columns=ERROR_COLUMNS)
