@@ -80,25 +80,27 @@ def tiny_experiment(tmp_path: Path) -> Path:
 
 
 def frames_result(dp, curves, *, datasets=None, best=None, noise_curves=None, verdict=None,
-                  primary=("ndcg", 10), split=None):
+                  primary=("ndcg", 10), split=None, **parts):
     """An :class:`~dptune.analysis.AnalysisResult` of the given DP table and curves, as a caller
     without a store builds it: no pairs or p-values (empty frames), ``noise_curves`` as the A/A
-    curves of a noise floor, ``primary`` as the options' metric@N, ``split`` as the manifest's."""
+    curves of a noise floor, ``primary`` as the options' metric@N, ``split`` as the manifest's;
+    ``parts``: further fields (``comparisons``, ``dominance``, ``downstream``)."""
     import pandas as pd
 
     from dptune.analysis.dp.tables import PAIRS_COLUMNS, PVALUES_COLUMNS
     from dptune.analysis.noise import FLOOR_COLUMNS, PVALUE_COLUMNS, NoiseFloor
     from dptune.analysis.options import AnalysisOptions
-    from dptune.analysis.result import AnalysisResult, DPResult
+    from dptune.analysis.dp.tables import DPEstimate
+    from dptune.analysis.result import AnalysisResult
 
     noise = None
     if noise_curves is not None:
         noise = NoiseFloor(pvalues=pd.DataFrame(columns=PVALUE_COLUMNS), curves=noise_curves,
                            floor=pd.DataFrame(columns=FLOOR_COLUMNS))
     return AnalysisResult(
-        dp=DPResult(pairs=pd.DataFrame(columns=PAIRS_COLUMNS),
-                    pvalues=pd.DataFrame(columns=PVALUES_COLUMNS), table=dp, curves=curves),
-        datasets=datasets, best=best, noise=noise, verdict=verdict,
+        dp=DPEstimate(pairs=pd.DataFrame(columns=PAIRS_COLUMNS),
+                      pvalues=pd.DataFrame(columns=PVALUES_COLUMNS), table=dp, curves=curves),
+        datasets=datasets, best=best, noise=noise, verdict=verdict, **parts,
         options=AnalysisOptions(primary_metric=primary[0], primary_cutoff=primary[1]),
         manifest={} if split is None else {"split": split})
 

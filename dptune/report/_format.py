@@ -34,6 +34,10 @@ __all__ = [
     "ordered_algorithms",
     "ordered_metrics",
     "ordered_hyperparameters",
+    "dp_text",
+    "pairs_text",
+    "adjusted_p_text",
+    "pct",
 ]
 
 MISSING = "–"  # shown for a missing value in Markdown (LaTeX gets "--")
@@ -107,3 +111,37 @@ def fmt_setting(value: object) -> str:
     if value is None:
         return MISSING
     return str(value)
+
+
+def dp_text(value: object, low: object = None, high: object = None, decimals: int = 2) -> str:
+    """A DP per 25 pairs with its interval when there is one: ``5.21 [4.10, 6.30]``."""
+    text = fmt(value, decimals)
+    if not is_missing(low) and not is_missing(high) and low is not None and high is not None:
+        text += f" [{fmt(low, decimals)}, {fmt(high, decimals)}]"
+    return text
+
+
+def pairs_text(n_pairs: object, n_possible: object = None) -> str:
+    """``P = 105`` (every pair of the grid) or ``P = 25 of 990`` (a sample)."""
+    if is_missing(n_pairs):
+        return f"P = {MISSING}"
+    n = int(n_pairs)  # type: ignore[call-overload]
+    if n_possible is None or is_missing(n_possible) or int(n_possible) <= n:  # type: ignore[call-overload]
+        return f"P = {n}"
+    return f"P = {n} of {int(n_possible)}"  # type: ignore[call-overload]
+
+
+def adjusted_p_text(p: object, n_boot: int | None = None) -> str:
+    """``adjusted p = 0.013``; the smallest value a bootstrap of ``B`` replicates can give,
+    ``1 / (B + 1)``, as ``adjusted p <= 0.001``."""
+    if is_missing(p):
+        return f"adjusted p {MISSING}"
+    v = float(p)  # type: ignore[arg-type]
+    if n_boot and v <= 1.0 / (n_boot + 1) + 1e-15:
+        return f"adjusted p <= {1.0 / (n_boot + 1):.2g}"
+    return f"adjusted p = {v:.2g}" if v < 0.01 else f"adjusted p = {v:.3f}"
+
+
+def pct(x: object) -> str:
+    """A share as a whole percent: ``93%``."""
+    return MISSING if is_missing(x) else f"{100.0 * float(x):.0f}%"  # type: ignore[arg-type]

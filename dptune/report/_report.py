@@ -41,13 +41,9 @@ from dptune.report._document import (
     sampling_lead,
 )
 from dptune.report._figures import (
-    FIG_DPI,
-    MAX_PANEL_COLUMNS,
-    PANEL_SIZE,
     dp_figure,
     dp_figure_caption,
     figure1,
-    figure_pixel_size,
     palette_png,
     save_figure,
 )
@@ -60,45 +56,12 @@ from dptune.report._inputs import (
     require,
     scope_all,
 )
-from dptune.report._selection import selection_sentences
-from dptune.report._settings import PAIRS_SETTING, VALUE_PAIRS_SETTING, settings_rows
-from dptune.report._table import Block, Cell, Table
+from dptune.report._settings import PAIRS_SETTING, VALUE_PAIRS_SETTING
+from dptune.report._table import Table
 from dptune.report._tables import one_at_a_time_table, table1, table3, table4, table5
-from dptune.report._verdict import verdict_document, verdict_section
-from dptune.vocab import (
-    ALGORITHM_NAMES,
-    METRIC_NAMES,
-    TABLE_METRIC_ORDER,
-    display_algorithm,
-    display_metric,
-)
+from dptune.report._verdict import summary_section, verdict_document, verdict_section
 
-# The names below stay importable from this module (``from dptune.report import _report``) for
-# callers written before the split; new code imports them from ``dptune.report``.
-__all__ = [
-    "ALGORITHM_NAMES",
-    "METRIC_NAMES",
-    "TABLE_METRIC_ORDER",
-    "PANEL_SIZE",
-    "FIG_DPI",
-    "MAX_PANEL_COLUMNS",
-    "Cell",
-    "Block",
-    "Table",
-    "display_algorithm",
-    "display_metric",
-    "table1",
-    "table3",
-    "table4",
-    "table5",
-    "one_at_a_time_table",
-    "figure1",
-    "figure_pixel_size",
-    "save_figure",
-    "settings_rows",
-    "selection_sentences",
-    "Report",
-]
+__all__ = ["Report"]
 
 
 @dataclass
@@ -143,7 +106,7 @@ class Report:
         name configurations by their hyperparameters, and why each algorithm of the store that
         the result has no DP for has none.
         """
-        from dptune.analysis.selection import no_dp_reason
+        from dptune.analysis.selection import configuration_count
         from dptune.report._importance import importance_section
         from dptune.report._sections import noise_section
 
@@ -160,24 +123,24 @@ class Report:
         with_dp = set(result.dp.table["algorithm"])
         for alg in store.algorithms():
             if alg not in with_dp and alg not in without:
-                without[alg] = no_dp_reason(store, alg)
+                without[alg] = configuration_count(store, alg)
         result = dataclasses.replace(result, dp=dataclasses.replace(result.dp, without=without))
         return cls.from_result(result, settings=settings, extra_sections=sections)
 
-    def _add_dp_figures(self, robust: pd.DataFrame | None,
+    def _add_dp_figures(self, dp: pd.DataFrame,
                         families: Sequence[tuple[str, Sequence[str]]]) -> None:
         """One DP figure per cutoff (``figure_dp``, ``figure_dp_at{N}``), shown in the verdict
-        section: each metric's robust DP with its interval per algorithm."""
-        if robust is None or robust.empty or self.verdict is None or self.verdict.empty:
+        section: each metric's DP per 25 pairs with its interval per algorithm."""
+        whole = dp[dp["scope"] == "all"]
+        if whole.empty or self.verdict is None or self.verdict.empty:
             return
-        cutoffs = sorted(int(c) for c in robust["cutoff"].unique())
+        cutoffs = sorted(int(c) for c in whole["cutoff"].unique())
         main = self.primary[1]
         for n in [c for c in cutoffs if c == main] + [c for c in cutoffs if c != main]:
             stem = "figure_dp" if n == main else f"figure_dp_at{n}"
             title = "DP figure" + ("" if n == main else f" at N = {n}")
-            self.figures[stem] = ReportFigure(stem, n, dp_figure(robust, self.verdict, n,
-                                                                 families))
-            self.verdict_figures.append((stem, n, dp_figure_caption(robust, n, title)))
+            self.figures[stem] = ReportFigure(stem, n, dp_figure(dp, self.verdict, n, families))
+            self.verdict_figures.append((stem, n, dp_figure_caption(dp, n, title)))
 
     @classmethod
     def from_result(
@@ -196,11 +159,12 @@ class Report:
         (Figure 1), ``datasets`` (Table 1), ``best`` (the best configuration per metric; its
         optional ``test_<metric>`` columns give the "does it choose well" sentences),
         ``noise.curves`` (Figure 1's dashed A/A lines, when there is a noise floor),
-        ``verdict`` (the verdict section, Table 4's best metric per family of
-        ``options.families``) and ``dp.interval`` (the DP figures), ``dp.without`` (algorithms
-        named under Table 3 as having no DP, and why), ``options`` (``primary``: Table 5, the
+        ``verdict``, ``comparisons``, ``dominance`` and ``downstream`` (the summary and the
+        verdict section, Table 3's and Table 4's best metric per family of
+        ``options.families``, the DP figures' stars), ``dp.without`` (algorithms named under
+        Table 3 as having no DP, and why), ``options`` (``primary``: Table 5, the
         one-at-a-time table's cutoff, Figure 1's main cutoff and the selection check;
-        ``min_pairs``: Table 5 groups with fewer pairs are shown but not ranked),
+        ``min_pairs``: nothing with fewer pairs is marked best),
         ``manifest["split"]`` (explains the validation/test gap of the best configurations)
         and ``tables()`` (the data files written beside the report and listed in its "Files"
         section).
@@ -250,10 +214,11 @@ class Report:
             t.name: t
             for t in (
                 table1(result.datasets),
-                table3(dp),
-                table4(dp, verdict, families if verdict is not None else None),
+                table3(dp, verdict, families, result.options.min_pairs),
+                table4(dp, verdict, families),
                 table5(dp, primary, hyperparameter_order, result.options.min_pairs),
-                one_at_a_time_table(dp, primary, hyperparameter_order),
+                one_at_a_time_table(dp, primary, hyperparameter_order,
+                                    result.options.min_pairs),
             )
         }
         fig_cutoffs = sorted(curves.loc[curves["scope"] == "all", "cutoff"].unique().tolist())
@@ -267,7 +232,7 @@ class Report:
         gap = gap_sentence(result.manifest.get("split"), best, primary)
         sections = core_sections(
             tables, figures, dp, best, settings, primary, noise is not None,
-            dict(result.dp.without), gap, verdict, families if verdict is not None else None,
+            dict(result.dp.without), gap, verdict, families,
         )
         sections += [Section(t, str(b)) for t, b in extra_sections]
         name = title or (str(settings["name"]) if settings and "name" in settings else None)
@@ -275,8 +240,20 @@ class Report:
                              (settings or {}).get(VALUE_PAIRS_SETTING))
         rep = cls(name, primary, tables, figures, sections, lead=lead, result=result,
                   verdict=verdict, data_files=[DATA_FILES[key] for key in result.tables()])
-        rep._add_dp_figures(result.dp.interval, families)
+        rep._add_dp_figures(dp, families)
         return rep
+
+    def _repr_markdown_(self) -> str:
+        """In a notebook: the summary and the verdict (:mod:`dptune.report._notebook`)."""
+        from dptune.report._notebook import result_markdown
+
+        return result_markdown(self.result) if self.result is not None else self.to_markdown()
+
+    def _repr_html_(self) -> str:
+        """In a notebook: the summary, the verdict and the DP figure of the primary cutoff."""
+        from dptune.report._notebook import result_html
+
+        return result_html(self.result) if self.result is not None else self.to_html()
 
     def _file_groups(self) -> tuple[list[str], list[str], list[str], list[str]]:
         """The files of the report folder as (data, tables, figures, documents)."""
@@ -294,11 +271,14 @@ class Report:
         """report.md: title, verdict, introduction, every section, and the list of files.
 
         ``verdict``: the verdict section's body when already rendered (by :meth:`write`)."""
-        verdict = (verdict_section(self.verdict, self.verdict_figures) if verdict is None
-                   else verdict)
+        verdict = (verdict_section(self.result, self.verdict_figures)
+                   if verdict is None and self.result is not None else verdict)
+        summary = summary_section(self.result) if self.result is not None else None
         parts = [f"# dptune report{': ' + self.title if self.title else ''}"]
         if self.lead:
             parts.append(self.lead)
+        if summary is not None:
+            parts.append(Section("Summary", summary).to_markdown())
         if verdict is not None:
             parts.append(Section("Verdict", verdict).to_markdown())
         parts += [INTRO, primary_line(self.primary)]
@@ -340,8 +320,10 @@ class Report:
             png = palette_png(fig.figure)
             written += save_figure(fig.figure, out / fig.stem, png=png)
             pngs[f"{fig.stem}.png"] = png
-        body = verdict_section(self.verdict, self.verdict_figures)
-        verdict = verdict_document(body, self.title)
+        body = (verdict_section(self.result, self.verdict_figures)
+                if self.result is not None else None)
+        verdict = verdict_document(summary_section(self.result) if self.result is not None
+                                   else None, body, self.title)
         if verdict is not None:
             written.append(_write_text(out / "verdict.md", verdict))
         md = self.to_markdown(body)

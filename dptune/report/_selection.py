@@ -8,7 +8,7 @@ import math
 
 import pandas as pd
 
-from dptune.analysis.verdict.rules import Families, family_groups, family_judge
+from dptune.analysis.verdict.families import Families, family_groups, family_judge
 from dptune.report._format import (
     MISSING,
     display_params,
@@ -16,6 +16,7 @@ from dptune.report._format import (
     is_missing,
     ordered_algorithms,
     ordered_metrics,
+    pairs_text,
 )
 from dptune.report._inputs import BEST_INPUT, DP_INPUT, require, scope_all
 from dptune.report._table import simple_block
@@ -84,10 +85,11 @@ def selection_sentences(
     validation) by the most discriminative metric -- the verdict's recommendation when
     ``verdict`` has the row, else the lowest DP by the verdict's tie rule -- with the one chosen
     by the least discriminative metric of the same family, by their test value of the family's
-    judge (:func:`dptune.analysis.verdict.rules.family_judge`; the primary metric without families)
+    judge (:func:`dptune.analysis.verdict.families.family_judge`; the primary metric without
+    families)
     when known, else each one's own test value. States numbers only.
     """
-    from dptune.report._tables import _table4_pick, _verdict_row
+    from dptune.report._tables import _verdict_row, pick
     from dptune.report._verdict import recommendation_text
 
     dp = require(dp, DP_INPUT, "dp")
@@ -104,7 +106,7 @@ def selection_sentences(
         for family, members in groups:
             name = display_algorithm(alg) + (f", {family}" if family else "")
             vrow = _verdict_row(verdict, alg, cutoff, family)
-            text, hi, _tied, lo = _table4_pick(a[a["metric"].isin(members)], vrow, cutoff)
+            text, hi, _tied, lo = pick(a[a["metric"].isin(members)], vrow, cutoff)
             if hi is None:
                 why = recommendation_text(vrow, cutoff) if vrow is not None else text
                 out.append(f"{name}: {why} at N = {cutoff}; no metric is the most "
@@ -127,7 +129,8 @@ def _compare(name: str, hi: pd.Series, lo: pd.Series, best: pd.DataFrame | None,
     hname, lname = display_metric(hi["metric"], cutoff), display_metric(lo["metric"], cutoff)
     head = (
         f"{name}: the most discriminative metric at N = {cutoff} is {hname} "
-        f"(DP {fmt(hi['dp'])}), the least discriminative {lname} (DP {fmt(lo['dp'])})."
+        f"(DP per 25 pairs {fmt(hi['dp_per_25'], 2)}), the least discriminative {lname} "
+        f"(DP per 25 pairs {fmt(lo['dp_per_25'], 2)}; {pairs_text(hi['n_pairs'])})."
     )
     if best is None or not len(best):
         return head + " No best-configuration table was given."

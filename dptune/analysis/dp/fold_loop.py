@@ -244,10 +244,9 @@ class ScopeRun:
                 else:
                     p = self.test.pvalues(values, ra, rb, columns, seed=t_seed)
                 self.means[(k, mc)][fold_index] = float(p.mean())
-                if k == 0:
-                    p = p[self.order]  # the tables' pair order
+                if k == 0:  # the curve and Sakai's DP ignore the order; the table's is kept
                     self.curves[mc].add(fold_index, p)
-                    self.pvalues.append((mc[0], mc[1], fold, p, n))
+                    self.pvalues.append((mc[0], mc[1], fold, p[self.order], n))
 
     def finish(self) -> tuple[list[dict[str, Any]], list[pd.DataFrame],
                               dict[tuple[str, str, str, int], list[tuple[float, np.ndarray]]]]:

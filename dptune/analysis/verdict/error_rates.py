@@ -50,7 +50,9 @@ from dptune.analysis.dp.pairs import sample_pairs, scope_seed
 from dptune.errors import check_int, input_error
 
 __all__ = ["FamilyCase", "ERROR_COLUMNS", "NULL_CASES", "PARTIAL_CASES", "QUICK_CASES",
-           "run_family", "family_error_rates", "error_rate_study"]
+           "run_family", "family_error_rates", "error_rate_study", "GridCase",
+           "DOMINANCE_COLUMNS", "DOMINANCE_CASES", "QUICK_DOMINANCE_CASES", "true_only_mean_p",
+           "run_grid", "dominance_error_rates", "dominance_study"]
 
 ERROR_COLUMNS = ["case", "metrics", "weaker", "rho", "folds_kind", "pairs", "possible_pairs",
                  "runs", "false_rows", "false_rows_se", "power", "false_rows_former",
@@ -230,3 +232,175 @@ def error_rate_study(cases: Sequence[FamilyCase] = NULL_CASES + PARTIAL_CASES, r
     finally:
         numba.set_num_threads(threads)
     return pd.DataFrame(rows, columns=ERROR_COLUMNS)
+
+
+# --------------------------------------------------------------------------------------------
+# the dominant hyperparameter
+# --------------------------------------------------------------------------------------------
+
+DOMINANCE_COLUMNS = ["case", "hyperparameters", "values", "betas", "runs", "false_dominant",
+                     "false_dominant_se", "false_over", "power", "coverage", "coverage_se",
+                     "mean_width"]
+
+
+@dataclass(frozen=True)
+class GridCase:
+    """A full factorial grid of ``hyperparameters`` hyperparameters with ``values`` values each.
+    Configuration ``c`` with values ``v_h(c)`` has mean ``mu_c = sum_h beta_h g(v_h(c)) /
+    sqrt(n)``, ``g`` evenly spaced in [-1, 1]; user ``u`` scores ``x_c(u) = mu_c + b_u +
+    e_cu`` (``b_u, e_cu ~ N(0, 1)``), fresh users in every fold. The one-at-a-time scope of
+    ``h`` (pairs that differ in ``h`` only) has a true mean p-value ``theta_h`` that falls with
+    ``beta_h``: equal betas make every hyperparameter equally dominant (a null case), a larger
+    ``beta_h`` makes ``h`` truly dominant."""
+
+    name: str
+    betas: tuple[float, ...] = (2.0, 2.0, 2.0)
+    values: int = 3
+    users: int = 300
+    folds: int = 3
+
+    @property
+    def grid(self) -> np.ndarray:
+        """``(configs, hyperparameters)`` value indices of the full factorial grid."""
+        h = len(self.betas)
+        return np.stack(np.meshgrid(*[np.arange(self.values)] * h, indexing="ij"),
+                        axis=-1).reshape(-1, h)
+
+    def means(self) -> np.ndarray:
+        g = np.linspace(-1.0, 1.0, self.values)
+        return (g[self.grid] * np.asarray(self.betas)).sum(axis=1) / np.sqrt(self.users)
+
+    def only_pairs(self, h: int) -> np.ndarray:
+        """Every pair of configurations that differ in hyperparameter ``h`` only."""
+        grid = self.grid
+        others = np.delete(grid, h, axis=1)
+        a, b = np.triu_indices(len(grid), k=1)
+        keep = (grid[a, h] != grid[b, h]) & np.all(others[a] == others[b], axis=1)
+        return np.column_stack([a[keep], b[keep]]).astype(np.int64)
+
+    def draw(self, rng: np.random.Generator, n_tables: int = 1) -> np.ndarray:
+        mu = self.means()
+        return (mu[None, :, None] + rng.standard_normal((n_tables, 1, self.users))
+                + rng.standard_normal((n_tables, len(mu), self.users)))
+
+
+def true_only_mean_p(case: GridCase, n_samples: int = 2000, seed: int = 0) -> np.ndarray:
+    """``theta_h`` of every hyperparameter: the expected mean p-value of its one-at-a-time
+    pairs at ``case.users`` users per fold, from ``n_samples`` fresh folds (Monte Carlo error
+    well below the intervals' widths)."""
+    from dptune.analysis.dp.coverage import _fold_pvalues
+
+    rng = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(10**6,)))
+    sums = np.zeros(len(case.betas))
+    chunk = 200
+    for start in range(0, n_samples, chunk):
+        x = case.draw(rng, min(chunk, n_samples - start))
+        for h in range(len(case.betas)):
+            p = case.only_pairs(h)
+            sums[h] += _fold_pvalues(x, p[:, 0], p[:, 1]).mean(axis=1).sum()
+    return sums / n_samples
+
+
+def run_grid(case: GridCase, seed: int, n_boot: int = 1000, alpha: float = 0.05,
+             min_pairs: int = 10) -> dict:
+    """One run of ``case`` through the analysis' own code (:class:`ScopeRun` of every
+    ``only:h`` scope with shared user draws, :func:`dptune.analysis.verdict.claims.
+    hyperparameter_comparisons`, :func:`dptune.analysis.verdict.dominance.dominance_table`):
+    the dominance row and each scope's ``(mean p, ci_low, ci_high)`` on the mean-p scale."""
+    from dptune.analysis.verdict.claims import hyperparameter_comparisons
+    from dptune.analysis.verdict.dominance import dominance_table
+
+    rng = np.random.default_rng(np.random.SeedSequence(int(seed)))
+    s0 = int(rng.integers(2**31))
+    names = [f"h{i}" for i in range(len(case.betas))]
+    draws = UserDraws(int(n_boot), s0)
+    runs = [ScopeRun("sim", f"only:{h}", [case.only_pairs(i)], len(case.only_pairs(i)),
+                     case.folds, [("m", 10)], test=paired_test("t"), bootstrap=int(n_boot),
+                     seed=s0, draws=draws) for i, h in enumerate(names)]
+    for f in range(case.folds):
+        x = case.draw(rng)[0]
+        ids_f = np.arange(case.users) + f * case.users
+
+        def read(metric: str, cutoff: int, config_ids: np.ndarray, x=x, ids_f=ids_f):
+            return ids_f, x[np.asarray(config_ids)]
+
+        view = FoldView(read)
+        for r in runs:
+            r.add_fold(f, str(f), view)
+        draws.clear()
+    rows, all_draws = [], {}
+    for r in runs:
+        rr, _, dd = r.finish()
+        rows += rr
+        all_draws.update(dd)
+    dp = pd.DataFrame(rows)
+    comp = hyperparameter_comparisons(dp, all_draws, alpha, min_pairs)
+    dom = dominance_table(dp, comp, min_pairs).iloc[0].to_dict()
+    scale = rb.REFERENCE_P
+    intervals = {str(r["scope"])[len("only:"):]: (r["mean_p"], r["ci_low"] / scale,
+                                                  r["ci_high"] / scale) for r in rows}
+    return {"dominance": dom, "intervals": intervals}
+
+
+def dominance_error_rates(case: GridCase, runs: int = 200, n_boot: int = 1000,
+                          alpha: float = 0.05, seed: int = 0, case_index: int = 0,
+                          truth_samples: int = 2000) -> dict:
+    """One row of :data:`DOMINANCE_COLUMNS`: ``false_dominant`` = share of runs that name a
+    hyperparameter dominant although another is in truth at least as discriminating (lower or
+    equal ``theta``); ``false_over`` = share of runs with any false "significantly more than"
+    claim; ``power`` = share of runs naming the truly dominant one (when there is one);
+    ``coverage`` = share of the one-at-a-time intervals that hold their ``theta_h``."""
+    theta = true_only_mean_p(case, truth_samples, seed=seed * 1000 + case_index)
+    names = [f"h{i}" for i in range(len(case.betas))]
+    th = dict(zip(names, theta, strict=True))
+    out = [run_grid(case, _run_seed(seed, case_index, s), n_boot, alpha) for s in range(runs)]
+    false_dom, false_over, hits, cover, widths = [], [], [], [], []
+    best = names[int(np.argmin(theta))] if np.sum(theta == theta.min()) == 1 and \
+        np.ptp(theta) > 0.01 else None
+    for o in out:
+        d = o["dominance"]
+        h = str(d["hyperparameter"])
+        over = [x for x in str(d["over"]).split(";") if x]
+        false_over.append(any(th[x] <= th[h] for x in over))
+        dominant = d["answer"] == "dominant"
+        false_dom.append(dominant and any(th[x] <= th[h] for x in names if x != h))
+        hits.append(dominant and h == best)
+        for name, (_, lo, hi) in o["intervals"].items():
+            cover.append(lo <= th[name] <= hi)
+            widths.append(25.0 * (hi - lo))
+    fd, c = float(np.mean(false_dom)), float(np.mean(cover))
+    return {"case": case.name, "hyperparameters": len(case.betas), "values": case.values,
+            "betas": ", ".join(f"{b:g}" for b in case.betas), "runs": runs,
+            "false_dominant": fd, "false_dominant_se": float(np.sqrt(fd * (1 - fd) / runs)),
+            "false_over": float(np.mean(false_over)),
+            "power": float(np.mean(hits)) if best is not None else float("nan"),
+            "coverage": c, "coverage_se": float(np.sqrt(c * (1 - c) / len(cover))),
+            "mean_width": float(np.mean(widths))}
+
+
+#: The dominance study: equally dominant hyperparameters (null), and one truly dominant.
+DOMINANCE_CASES = (
+    GridCase("3 hyperparameters, equal effects", (2.0, 2.0, 2.0)),
+    GridCase("2 hyperparameters, equal effects", (2.0, 2.0), values=4),
+    GridCase("3 hyperparameters, no effects", (0.0, 0.0, 0.0)),
+    GridCase("3 hyperparameters, one dominant", (4.0, 1.5, 1.5)),
+    GridCase("3 hyperparameters, one slightly dominant", (3.0, 2.0, 2.0)),
+)
+
+#: The default test run's quick variant.
+QUICK_DOMINANCE_CASES = (GridCase("3 hyperparameters, equal effects", (2.0, 2.0, 2.0),
+                                  users=150),)
+
+
+def dominance_study(cases: Sequence[GridCase] = DOMINANCE_CASES, runs: int = 200,
+                    n_boot: int = 1000, alpha: float = 0.05, seed: int = 0) -> pd.DataFrame:
+    """:func:`dominance_error_rates` of every case (one numba and one BLAS thread)."""
+    threads = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        with threadpool_limits(limits=1, user_api="blas"):
+            rows = [dominance_error_rates(c, runs, n_boot, alpha, seed, i)
+                    for i, c in enumerate(cases)]
+    finally:
+        numba.set_num_threads(threads)
+    return pd.DataFrame(rows, columns=DOMINANCE_COLUMNS)
