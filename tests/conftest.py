@@ -87,10 +87,9 @@ def frames_result(dp, curves, *, datasets=None, best=None, noise_curves=None, ve
     ``parts``: further fields (``comparisons``, ``dominance``, ``downstream``)."""
     import pandas as pd
 
-    from dptune.analysis.dp.tables import PAIRS_COLUMNS, PVALUES_COLUMNS
+    from dptune.analysis.dp.tables import PAIRS_COLUMNS, PVALUES_COLUMNS, DPEstimate
     from dptune.analysis.noise import FLOOR_COLUMNS, PVALUE_COLUMNS, NoiseFloor
     from dptune.analysis.options import AnalysisOptions
-    from dptune.analysis.dp.tables import DPEstimate
     from dptune.analysis.result import AnalysisResult
 
     noise = None

@@ -20,8 +20,8 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 from conftest import frames_result  # noqa: E402
 
-from dptune.errors import DptuneError  # noqa: E402
 import dptune.report as report
+from dptune.errors import DptuneError  # noqa: E402
 from dptune.report._table import Cell, _md_cell
 
 METRICS = ("ndcg", "precision", "recall", "mrr", "efd", "epc")

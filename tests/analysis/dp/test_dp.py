@@ -13,8 +13,8 @@ from scipy import stats as sps
 from dptune.analysis.dp import curves
 from dptune.analysis.dp import fold_loop as fl
 from dptune.analysis.dp import paired_tests as stats
-from dptune.analysis.dp import pairs as pairs_mod
 from dptune.analysis.dp import pairs as dp
+from dptune.analysis.dp import pairs as pairs_mod
 from dptune.analysis.options import AnalysisOptions
 from dptune.analysis.result import AnalysisResult
 from dptune.errors import DptuneError
