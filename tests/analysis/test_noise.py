@@ -23,6 +23,10 @@ from dptune.analysis import noise as noise
 from dptune.analysis.dp import paired_tests as stats
 from dptune.analysis.dp.curves import pvalue_curve
 from dptune.analysis.options import AnalysisOptions
+from dptune.errors import DptuneError
+from dptune.store import _noise_parts as parts
+from dptune.store._store import ResultStore, UnitResult
+from dptune.sweeper import _noise as sweep_noise
 
 T = stats.paired_test("t")
 
@@ -31,10 +35,6 @@ def floor_table(root, n_pairs, **options):
     """The noise floor under the options (every seed and configuration unless limited)."""
     opts = AnalysisOptions(**{"seed": 0, "noise_seeds": 99, "noise_configs": 99, **options})
     return noise.noise_floor_table(root, opts, n_pairs)
-from dptune.errors import DptuneError
-from dptune.store import _noise_parts as parts
-from dptune.store._store import ResultStore, UnitResult
-from dptune.sweeper import _noise as sweep_noise
 
 # ------------------------------------------------------------------ pure functions
 
