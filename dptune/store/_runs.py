@@ -23,21 +23,44 @@ def run_files(runs: str | Path) -> tuple[dict[str, Path], list[str]]:
     """The folds of a runs directory (fold name -> directory) and its system names.
 
     ``runs/`` holds one run file per system (one fold, named ``"0"``), or one sub-directory per
-    fold with the same file names (file name = system; hidden files are ignored)."""
+    fold with the same file names (file name = system; hidden files and folders are ignored).
+    Anything else is refused in one line before a run is read, since a system left out would
+    change every number without a word: a directory with both run files and fold
+    sub-directories, a fold whose files differ from another fold's, fewer than two systems."""
     runs = Path(runs)
     if not runs.is_dir():
         raise input_error(runs, None, "--runs must be a directory of run files")
-    subdirs = sorted(p for p in runs.iterdir() if p.is_dir())
+    entries = sorted(p for p in runs.iterdir() if not p.name.startswith("."))
+    subdirs = [p for p in entries if p.is_dir()]
+    files = [p for p in entries if not p.is_dir()]
+    if subdirs and files:
+        raise input_error(runs, None, "mixes fold sub-folders (" + _names(subdirs) + ") and run "
+                          "files (" + _names(files) + "); use one layout: one run file per "
+                          "system, or one sub-folder per fold holding the same file names")
     fold_dirs = {p.name: p for p in subdirs} if subdirs else {"0": runs}
-    systems = sorted(p.name for p in next(iter(fold_dirs.values())).iterdir() if p.is_file()
-                     and not p.name.startswith("."))
+    held = {fold: sorted(p.name for p in d.iterdir() if not p.name.startswith("."))
+            for fold, d in fold_dirs.items()}
+    for fold, d in fold_dirs.items():
+        inner = [p for p in d.iterdir() if not p.name.startswith(".") and p.is_dir()]
+        if subdirs and inner:
+            raise input_error(inner[0], None, f"a folder inside fold {fold}; a fold holds one run "
+                              "file per system")
+    systems = sorted({name for names in held.values() for name in names})
     if len(systems) < 2:
         raise input_error(runs, None, "needs at least two run files (systems) to compare")
     for fold, d in fold_dirs.items():
         for name in systems:
-            if not (d / name).is_file():
-                raise input_error(d / name, None, f"run file missing in fold {fold}")
+            if name not in held[fold]:
+                raise input_error(d / name, None, f"run file missing in fold {fold} (every fold "
+                                  "holds the same systems)")
     return fold_dirs, systems
+
+
+def _names(paths: Sequence[Path], most: int = 3) -> str:
+    """``a, b, c and 2 more``: the first names of ``paths``."""
+    names = [p.name for p in paths]
+    shown = ", ".join(names[:most])
+    return shown + (f" and {len(names) - most} more" if len(names) > most else "")
 
 
 def read_runs(runs: str | Path, qrels: str | Path, train: str | Path,
