@@ -35,13 +35,15 @@ SEED = 42
 
 def per_user_store(per_user: pd.DataFrame, configs: pd.DataFrame | None = None,
                    hyperparameters: Sequence[str] = (),
-                   source: str | Path = "per_user") -> PerUserStore:
+                   source: str | Path = "per_user", kind: str = "per-user") -> PerUserStore:
     """The in-memory store of a per-user DataFrame (checked as a per-user file is:
     :func:`dptune.store._per_user_file.check_per_user`).
 
     The configurations' hyperparameters come either as a separate ``configs`` table
     (``algorithm, config_id | system`` and one column per hyperparameter) or as the columns
-    ``hyperparameters`` of ``per_user`` itself (one value per configuration).
+    ``hyperparameters`` of ``per_user`` itself (one value per configuration). ``kind``: what
+    the values are (``"per-user"``, or ``"runs"`` for evaluated TREC runs), recorded in the
+    store's manifest so that the report speaks of the data as it is.
     """
     if not isinstance(per_user, pd.DataFrame):
         raise input_error(source, None, f"expected a pandas DataFrame, got {type(per_user).__name__}")
@@ -64,7 +66,7 @@ def per_user_store(per_user: pd.DataFrame, configs: pd.DataFrame | None = None,
         configs = described
     if configs is not None:
         configs = check_configs(configs, table, f"{source} (configurations)")
-    return PerUserStore(table, configs, source=source)
+    return PerUserStore(table, configs, source=source, kind=kind)
 
 
 def _primary(store: PerUserStore) -> tuple[str, int]:
@@ -152,7 +154,7 @@ def analyze_runs(runs: str | Path, qrels: str | Path, train: str | Path,
 
     table = read_runs(runs, qrels, train, cutoffs=cutoffs, threshold=threshold,
                       relevance_aware=relevance_aware, order=order)
-    store = per_user_store(table, source=runs)
+    store = per_user_store(table, source=runs, kind="runs")
     sources = {"Runs": str(runs), "Qrels": str(qrels), "Train": str(train),
                "Relevance threshold": f"rating >= {threshold:g}",
                "Metric variant": "novelty metrics relevance-" +

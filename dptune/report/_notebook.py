@@ -14,6 +14,7 @@ from typing import Any
 
 from dptune.report._figures import dp_figure, dp_figure_caption, palette_png
 from dptune.report._verdict import verdict_section
+from dptune.store._per_user_store import has_test_split
 from dptune.vocab import display_metric
 
 __all__ = ["result_markdown", "result_html"]
@@ -41,7 +42,7 @@ def _figure_png(result: Any) -> tuple[bytes, str] | None:
 
 def result_markdown(result: Any) -> str:
     """Markdown: a one-line summary, then the verdict (or why there is none)."""
-    body = verdict_section(result.verdict)
+    body = verdict_section(result.verdict, test_split=has_test_split(result.manifest or {}))
     if body is None:
         body = ("No verdict: no algorithm has two configurations to compare. The DP table is "
                 "`result.dp.table`.")

@@ -60,9 +60,10 @@ def recommendation_text(row: dict, n: int) -> str:
     return text
 
 
-def _table(verdict: pd.DataFrame) -> Block:
-    """The verdict's known columns as one table block."""
-    cols = set(verdict.columns)
+def _table(verdict: pd.DataFrame, test_split: bool = True) -> Block:
+    """The verdict's known columns as one table block (without a test split, no column of
+    choices judged on it)."""
+    cols = set(verdict.columns) - (set() if test_split else {"downstream_differ"})
     family = "family" in cols
     header = ["Algorithm", "N"] + (["Family"] if family else []) + ["Tune with"]
     if "dp_at_25" in cols:
@@ -99,10 +100,12 @@ def _table(verdict: pd.DataFrame) -> Block:
 
 
 def verdict_section(verdict: pd.DataFrame | None,
-                    figures: Sequence[tuple[str, int, str]] = ()) -> str | None:
+                    figures: Sequence[tuple[str, int, str]] = (),
+                    test_split: bool = True) -> str | None:
     """Markdown body of the verdict section, or None when there is no verdict. ``figures``:
     ``(file stem, cutoff, caption)`` of the DP figure of each cutoff, embedded after the
-    table."""
+    table. ``test_split``: whether the data has a test split on which each family's choice
+    is judged (outside data may have none)."""
     if verdict is None or verdict.empty:
         return None
     v = _ordered(verdict)
@@ -110,13 +113,15 @@ def verdict_section(verdict: pd.DataFrame | None,
     if "text" in v.columns:
         lines += [f"- {t}" for t in v["text"].astype(str) if t]
         lines.append("")
-    lines += [_table(v).to_markdown(), ""]
+    lines += [_table(v, test_split).to_markdown(), ""]
     lines.append(
         "Lower DP = more discriminative. The robust DP uses every pair of configurations (or a "
         "seeded sample of them) and is reported as DP at P = 25 pairs, so rows compare; all "
         "columns are in `verdict.csv`. Metrics are ranked within their family only (accuracy "
-        "and novelty metrics measure different things); each family's choice is judged on the "
-        "test split by a metric of the same family."
+        "and novelty metrics measure different things)"
+        + ("; each family's choice is judged on the test split by a metric of the same family."
+           if test_split else "; the data has no held-out values, so no choice is judged "
+           "beyond these folds.")
     )
     for stem, n, caption in figures:
         lines += ["", f"![DP of each metric with its 95% interval, N = {n}]({stem}.png)", "",

@@ -13,11 +13,19 @@ from dptune.analysis.dp.estimator import RobustResult
 from dptune.analysis.options import DEFAULT_FAMILIES, MIN_PAIRS
 from dptune.analysis.verdict import downstream as ds
 from dptune.analysis.verdict import rules as vd
+from dptune.store._per_user_store import has_test_split
 
 __all__ = ["verdict_for_store"]
 
 
-def _test_reader(store: Any) -> ds.TestReader:
+def _test_reader(store: Any) -> ds.TestReader | None:
+    """The store's reader of test-split values, or None when its data has no test split
+    (outside data without a fold named ``test``:
+    :func:`dptune.store._per_user_store.has_test_split`)."""
+    manifest = getattr(store, "manifest", None)
+    if callable(manifest) and not has_test_split(manifest()):
+        return None
+
     def read(algorithm: str, metric: str, cutoff: int,
              ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return store.read_matrix(algorithm, metric, int(cutoff), "test", ids)

@@ -55,8 +55,8 @@ def downstream_check(best: pd.DataFrame, recommended: Mapping[tuple[str, int, st
 
     ``best`` has ``algorithm, metric, cutoff, config_id``; ``recommended`` maps (algorithm,
     cutoff, family) to the family's recommended metric; ``judges`` maps a family to its judge
-    metric; ``read_test`` reads per-user test values of a metric@N (None: no test split, the
-    sentence says so).
+    metric; ``read_test`` reads per-user test values of a metric@N (None: the data has no test
+    split, as outside data without a fold named ``test``; the sentence says so).
     """
     out: dict[tuple[str, int, str], tuple[int, str, str]] = {}
     for (alg, cutoff, family), rec in recommended.items():
@@ -77,9 +77,9 @@ def downstream_check(best: pd.DataFrame, recommended: Mapping[tuple[str, int, st
         if len(ids) == 1:
             out[key] = (1, "", head + ", so the choice among them does not matter here.")
             continue
-        if read_test is None:
-            out[key] = (len(ids), "", head + "; the test split was not evaluated, so whether "
-                        "they differ on it is unknown.")
+        if read_test is None:  # outside data without held-out values
+            out[key] = (len(ids), "", head + "; the data has no held-out values (no fold named "
+                        "test), so whether they differ beyond these folds is unknown.")
             continue
         try:
             users, values = read_test(alg, judge, int(cutoff), ids)

@@ -241,7 +241,8 @@ def verdict_text(row: Mapping, robust: pd.DataFrame, claims: pd.DataFrame | None
              else f"{int(r.n_pairs)} of {int(r.n_possible_pairs)} pairs")
     ci = (f", 95% CI [{r.ci_low:.2f}, {r.ci_high:.2f}]" if np.isfinite(r.ci_low) else "")
     s = [f"tune with {display_metric(best, cutoff)} (DP per 25 pairs {r.dp_at_25:.2f}{ci}; "
-         f"mean p {r.mean_p:.3f} over {pairs}, {int(r.n_folds)} folds)."]
+         f"mean p {r.mean_p:.3f} over {pairs}, {int(r.n_folds)} "
+         f"fold{'' if int(r.n_folds) == 1 else 's'})."]
     prob = {}
     if claims is not None and not claims.empty:
         c = claims[(claims["algorithm"] == alg) & (claims["cutoff"] == cutoff)

@@ -131,8 +131,8 @@ def test_downstream_check_and_dominance():
     assert n == 2 and differ == "recall"
     assert "paired t-test over 400 test users" in text and "significant" in text
     assert "judged on the test split by nDCG@10" in text and "3 accuracy metrics" in text
-    out = ds.downstream_check(best, {key: "ndcg"}, None, judges)
-    assert "not evaluated" in out[key][2]
+    out = ds.downstream_check(best, {key: "ndcg"}, None, judges)  # data without a test split
+    assert "no held-out values" in out[key][2] and "test split" not in out[key][2]
     one = ds.downstream_check(best.assign(config_id=3), {key: "ndcg"}, read, judges)
     assert one[key][:2] == (1, "")
     # a store without test users for these configurations: unknown, never a "nan" score
