@@ -155,8 +155,13 @@ def analyze_runs(runs: str | Path, qrels: str | Path, train: str | Path,
     table = read_runs(runs, qrels, train, cutoffs=cutoffs, threshold=threshold,
                       relevance_aware=relevance_aware, order=order)
     store = per_user_store(table, source=runs, kind="runs")
+    left, seen = table.attrs["not_evaluated"], table.attrs["users_seen"]
+    dropped = "; ".join(f"fold {f}: {len(u)} of {seen[f]} users ({', '.join(u[:5])}"
+                        + (f" and {len(u) - 5} more" if len(u) > 5 else "") + ")"
+                        for f, u in left.items() if u)
     sources = {"Runs": str(runs), "Qrels": str(qrels), "Train": str(train),
                "Relevance threshold": f"rating >= {threshold:g}",
+               "Users without a relevant item (not evaluated)": dropped or "none",
                "Metric variant": "novelty metrics relevance-" +
                ("aware" if relevance_aware else "unaware") + "; binary-gain nDCG",
                "Run order": "trec_eval (score, then item id descending)" if order == "trec"

@@ -245,6 +245,28 @@ def test_evaluate_removes_training_items_and_orders_as_trec_eval(tmp_path, capsy
     assert "--order" in capsys.readouterr().err
 
 
+def test_evaluate_says_which_users_it_leaves_out(tmp_path, capsys):
+    """Users without a relevant item cannot be scored: evaluate counts them on stdout and
+    names them on stderr instead of dropping them without a word."""
+    run, qrels, train = tmp_path / "run", tmp_path / "qrels", tmp_path / "train"
+    run.write_text("".join(f"{u} Q0 a 1 1.0 t\n" for u in ("u1", "u2", "u3", "0042", "r9")))
+    qrels.write_text("u1 0 a 5\nu2 0 b 4\nu3 0 a 2\n0042 0 a 3\n42 0 a 5\n")
+    train.write_text("u1 c\n")
+    out = tmp_path / "out.csv"
+    assert main(["evaluate", "--run", str(run), "--qrels", str(qrels), "--train", str(train),
+                 "--out", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert "3 users x 18 metric@cutoff; 3 users without a relevant item not evaluated" in captured.out
+    assert captured.err.strip() == (
+        f"dptune: note: 3 of 6 users of the run and qrels have no relevant item in {qrels} "
+        "(rating >= 4) and are not evaluated: 0042, r9, u3")
+    assert sorted(set(pd.read_csv(out, dtype={"user": str})["user"])) == ["42", "u1", "u2"]
+    assert main(["evaluate", "--run", str(run), "--qrels", str(qrels), "--train", str(train),
+                 "--out", str(out), "--threshold", "2"]) == 0
+    captured = capsys.readouterr()  # r9 (in the run only) is the one user left out
+    assert "; 1 user without" in captured.out and captured.err.strip().endswith("is not evaluated: r9")
+
+
 def test_dp_takes_the_flags_of_analyze_but_the_noise_floor(tmp_path, capsys):
     runs, q, t = _write_runs(tmp_path, n_users=3, folds=("0",))
     for flag in ("--noise-seeds", "--noise-configs"):

@@ -73,19 +73,28 @@ def read_runs(runs: str | Path, qrels: str | Path, train: str | Path,
     ``qrels`` and ``train`` are one file, or a directory with one file per fold (file stem =
     fold name). Each run is scored by :func:`~dptune.store.evaluate_run` against its fold's
     qrels and training pairs (``cutoffs``, ``threshold``, ``relevance_aware`` and ``order`` as
-    there). Every problem is one line naming the file.
+    there). Every problem is one line naming the file. ``attrs["not_evaluated"]`` maps each
+    fold to the users of its runs and qrels that have no relevant item and so no values
+    (sorted ids), ``attrs["users_seen"]`` to the number of those users.
     """
     fold_dirs, systems = run_files(runs)
     frames = []
+    left: dict[str, set[str]] = {}
+    seen: dict[str, set[str]] = {}
     for fold, d in fold_dirs.items():
         q = read_qrels(_per_fold(Path(qrels), fold))
         t = read_train(_per_fold(Path(train), fold))
         for name in systems:
             df = evaluate_run(read_run(d / name), q, t, cutoffs=cutoffs, threshold=threshold,
                               relevance_aware=relevance_aware, order=order)
+            left.setdefault(fold, set()).update(df.attrs["not_evaluated"])
+            seen.setdefault(fold, set()).update(df["user"].unique(), df.attrs["not_evaluated"])
             frames.append(df.assign(system=name, fold=fold))
-    table = pd.concat(frames, ignore_index=True)
-    return table[["system", "fold", "user", "metric", "cutoff", "value"]]
+    table = pd.concat(frames, ignore_index=True)[["system", "fold", "user", "metric", "cutoff",
+                                                 "value"]]
+    table.attrs["not_evaluated"] = {f: sorted(u) for f, u in left.items()}
+    table.attrs["users_seen"] = {f: len(u) for f, u in seen.items()}
+    return table
 
 
 def _per_fold(path: Path, fold: str) -> Path:

@@ -52,3 +52,15 @@ def test_systems_and_users_keep_their_names(tmp_path: Path) -> None:
     table = read_runs(runs, qrels, train, cutoffs=(5,))
     assert set(table["system"]) == {"001", "als.run", "bm25.run"}
     assert sorted(set(table["user"])) == sorted(RUN_USERS)
+
+
+def test_users_without_a_relevant_item_are_counted(tmp_path: Path) -> None:
+    """A user of the qrels with no rating above the threshold has no values; the table says
+    which users of each fold were left out (the report lists them in its settings)."""
+    runs, qrels, train = write_runs(tmp_path, ("a.run", "b.run"))
+    with qrels.open("a") as f:
+        f.write("low 0 i1 1\nlow 0 i2 2\n")
+    table = read_runs(runs, qrels, train, cutoffs=(5,))
+    assert "low" not in set(table["user"])
+    assert table.attrs["not_evaluated"] == {"0": ["low"]}
+    assert table.attrs["users_seen"] == {"0": len(RUN_USERS) + 1}
