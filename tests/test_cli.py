@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 import numpy as np
@@ -352,6 +353,51 @@ def test_every_option_of_every_command_has_help():
             assert action.help, (name, action.option_strings or action.dest)
             if action.choices and not hasattr(action.choices, "items"):
                 sub.format_help()  # choices are listed in the usage / metavar
+
+
+def _option_help(parser, action) -> str:
+    """An option's help as ``COMMAND --help`` prints it (argparse's own expansion)."""
+    return " ".join(parser._get_formatter()._expand_help(action).split())
+
+
+def test_every_option_says_its_default():
+    """Every option that takes a value and may be left out says in its help what it is when
+    left out ("every option, its default"), the analysis flags included; a switch (on when
+    given) and a required option have none to say."""
+    from dptune.cli import build_parser
+
+    missing = []
+    for name, sub in _subparsers(build_parser()):
+        for action in sub._actions:
+            switch = action.nargs == 0 and not isinstance(action, argparse.BooleanOptionalAction)
+            if (not action.option_strings or action.required or switch
+                    or isinstance(action, argparse._HelpAction)):
+                continue
+            if "default" not in _option_help(sub, action):
+                missing.append(f"{name} {action.option_strings[0]}")
+    assert not missing, missing
+
+
+@pytest.mark.parametrize(("command", "flag", "words"), [
+    ("run", "--bootstrap", "(default: the experiment's [analysis] value, else 1000)"),
+    ("analyze", "--alpha", "(default: the experiment's [analysis] value, else 0.05)"),
+    ("analyze", "--stability", "else 5)"),
+    ("analyze", "--min-fold-users", "else 20)"),
+    ("run", "--test", "else t)"),
+    ("dp", "--seed", "(default: 42)"),
+    ("dp", "--bootstrap", "(default: 1000)"),
+    ("dp", "--importance", "(default: on when --configs gives hyperparameters)"),
+])
+def test_analysis_flags_show_the_default_they_take(command, flag, words):
+    """The defaults of the analysis flags are the analysis options' own (an experiment's
+    [analysis] table overrides them for run and analyze; dp has no experiment)."""
+    from dptune._per_user import SEED
+    from dptune.cli import build_parser
+
+    sub = dict(_subparsers(build_parser()))[f"dptune {command}"]
+    action = next(a for a in sub._actions if flag in a.option_strings)
+    assert words in _option_help(sub, action)
+    assert SEED == 42
 
 
 def test_same_flags_for_the_same_things():
