@@ -100,12 +100,19 @@ def analyze_outside(store: PerUserStore, progress: bool = False,
 
 def per_user_settings(store: PerUserStore, options: AnalysisOptions,
                       sources: dict[str, object]) -> dict[str, object]:
-    """The report's settings table for outside data: ``sources`` (what was read) first."""
+    """The report's settings table for outside data: ``sources`` (what was read) first, and,
+    when configurations are named (``system``), which configuration id is which system (the
+    ids of ``pairs.csv`` and ``pvalues.parquet``)."""
     folds = sorted({f for a in store.algorithms() for f in store.folds(a)})
+    named = {a: store.configs(a) for a in store.algorithms()}
+    systems = "; ".join(f"{a}: " + ", ".join(f"{int(r.config_id)} = {r.system}"
+                                             for r in c.itertuples(index=False))
+                        for a, c in named.items() if "system" in c.columns)
     return {
         **sources,
         "Algorithms": ", ".join(f"{a} ({len(store.configs(a))} configurations)"
                                 for a in store.algorithms()),
+        **({"Configurations": systems} if systems else {}),
         "Folds": f"{len(folds)} ({', '.join(folds)})",
         PAIRS_SETTING: options.pairs,
         VALUE_PAIRS_SETTING: options.scope_value_pairs,

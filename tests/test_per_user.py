@@ -41,6 +41,8 @@ def test_runs_report_names_every_system(runs_report: Path) -> None:
     for c, params in named.items():
         assert f"| {c} | {params} |" in md
     assert not re.search(r"configuration \d+(?! \(system=)", md)
+    every = ", ".join(f"{i} = {name}" for i, name in enumerate(SYSTEMS))  # the ids of pairs.csv
+    assert f"| Configurations | runs: {every} |" in md
 
 
 def test_runs_report_speaks_of_its_own_data(runs_report: Path) -> None:
