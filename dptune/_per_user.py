@@ -35,13 +35,15 @@ SEED = 42
 
 def per_user_store(per_user: pd.DataFrame, configs: pd.DataFrame | None = None,
                    hyperparameters: Sequence[str] = (),
-                   source: str | Path = "per_user") -> PerUserStore:
+                   source: str | Path = "per_user", kind: str = "per-user") -> PerUserStore:
     """The in-memory store of a per-user DataFrame (checked as a per-user file is:
     :func:`dptune.store._per_user_file.check_per_user`).
 
     The configurations' hyperparameters come either as a separate ``configs`` table
     (``algorithm, config_id | system`` and one column per hyperparameter) or as the columns
-    ``hyperparameters`` of ``per_user`` itself (one value per configuration).
+    ``hyperparameters`` of ``per_user`` itself (one value per configuration). ``kind``: what
+    the values are (``"per-user"``, or ``"runs"`` for evaluated TREC runs), recorded in the
+    store's manifest so that the report speaks of the data as it is.
     """
     if not isinstance(per_user, pd.DataFrame):
         raise input_error(source, None, f"expected a pandas DataFrame, got {type(per_user).__name__}")
@@ -64,7 +66,7 @@ def per_user_store(per_user: pd.DataFrame, configs: pd.DataFrame | None = None,
         configs = described
     if configs is not None:
         configs = check_configs(configs, table, f"{source} (configurations)")
-    return PerUserStore(table, configs, source=source)
+    return PerUserStore(table, configs, source=source, kind=kind)
 
 
 def _primary(store: PerUserStore) -> tuple[str, int]:
@@ -98,12 +100,19 @@ def analyze_outside(store: PerUserStore, progress: bool = False,
 
 def per_user_settings(store: PerUserStore, options: AnalysisOptions,
                       sources: dict[str, object]) -> dict[str, object]:
-    """The report's settings table for outside data: ``sources`` (what was read) first."""
+    """The report's settings table for outside data: ``sources`` (what was read) first, and,
+    when configurations are named (``system``), which configuration id is which system (the
+    ids of ``pairs.csv`` and ``pvalues.parquet``)."""
     folds = sorted({f for a in store.algorithms() for f in store.folds(a)})
+    named = {a: store.configs(a) for a in store.algorithms()}
+    systems = "; ".join(f"{a}: " + ", ".join(f"{int(r.config_id)} = {r.system}"
+                                             for r in c.itertuples(index=False))
+                        for a, c in named.items() if "system" in c.columns)
     return {
         **sources,
         "Algorithms": ", ".join(f"{a} ({len(store.configs(a))} configurations)"
                                 for a in store.algorithms()),
+        **({"Configurations": systems} if systems else {}),
         "Folds": f"{len(folds)} ({', '.join(folds)})",
         PAIRS_SETTING: options.pairs,
         VALUE_PAIRS_SETTING: options.scope_value_pairs,
@@ -152,9 +161,14 @@ def analyze_runs(runs: str | Path, qrels: str | Path, train: str | Path,
 
     table = read_runs(runs, qrels, train, cutoffs=cutoffs, threshold=threshold,
                       relevance_aware=relevance_aware, order=order)
-    store = per_user_store(table, source=runs)
+    store = per_user_store(table, source=runs, kind="runs")
+    left, seen = table.attrs["not_evaluated"], table.attrs["users_seen"]
+    dropped = "; ".join(f"fold {f}: {len(u)} of {seen[f]} users ({', '.join(u[:5])}"
+                        + (f" and {len(u) - 5} more" if len(u) > 5 else "") + ")"
+                        for f, u in left.items() if u)
     sources = {"Runs": str(runs), "Qrels": str(qrels), "Train": str(train),
                "Relevance threshold": f"rating >= {threshold:g}",
+               "Users without a relevant item (not evaluated)": dropped or "none",
                "Metric variant": "novelty metrics relevance-" +
                ("aware" if relevance_aware else "unaware") + "; binary-gain nDCG",
                "Run order": "trec_eval (score, then item id descending)" if order == "trec"

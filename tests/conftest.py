@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 KNN_GRID = """
@@ -102,6 +103,31 @@ def frames_result(dp, curves, *, datasets=None, best=None, noise_curves=None, ve
         datasets=datasets, best=best, noise=noise, verdict=verdict, **parts,
         options=AnalysisOptions(primary_metric=primary[0], primary_cutoff=primary[1]),
         manifest={} if split is None else {"split": split})
+
+
+#: Users of :func:`write_runs`: ids that differ only in how they are written, and ``NA``.
+RUN_USERS = ("0042", "42", "u7", "NA")
+
+
+def write_runs(root: Path, systems: tuple[str, ...], folds: tuple[str, ...] | None = None,
+               users: tuple[str, ...] = RUN_USERS, seed: int = 0) -> tuple[Path, Path, Path]:
+    """``root/runs`` (one run file per system; with ``folds``, one sub-folder per fold),
+    ``root/qrels.txt`` and ``root/train.txt``: every user has relevant items."""
+    rng = np.random.default_rng(seed)
+    items = [f"i{k}" for k in range(30)]
+    qrels = [f"{u} 0 {i} {rng.integers(3, 6)}" for u in users
+             for i in rng.choice(items, 6, replace=False)]
+    train = [f"{u} {i}" for u in users for i in rng.choice(items, 3, replace=False)]
+    (root / "qrels.txt").write_text("\n".join(qrels) + "\n")
+    (root / "train.txt").write_text("\n".join(train) + "\n")
+    for fold in folds or ("",):
+        d = root / "runs" / fold
+        d.mkdir(parents=True, exist_ok=True)
+        for s in systems:
+            lines = [f"{u} Q0 {i} {r} {20 - r + rng.random():.6f} {s}" for u in users
+                     for r, i in enumerate(rng.permutation(items)[:10], 1)]
+            (d / s).write_text("\n".join(lines) + "\n")
+    return root / "runs", root / "qrels.txt", root / "train.txt"
 
 
 def _pg_problem(url: str) -> str | None:

@@ -19,8 +19,12 @@ __all__ = ["best_table", "params_text", "datasets_table", "configuration_count"]
 
 def params_text(row: pd.Series, names: list[str]) -> str:
     """``"k=10, shrink=0.5"``: a configuration's hyperparameters (integral floats as integers,
-    other floats to 8 significant digits)."""
-    parts = []
+    other floats to 8 significant digits). A configuration that outside data names (the
+    ``system`` column of its store's configurations: a run file of ``dptune dp --runs``, a
+    system of a per-user table) is named first, ``"system=bm25.run"``, so that every table and
+    sentence that shows a configuration says which system it is."""
+    named = "system" in row.index and "system" not in names and pd.notna(row["system"])
+    parts = [f"system={row['system']}"] if named else []
     for n in names:
         v = row[n]
         if isinstance(v, float) and v.is_integer() and abs(v) >= 1:

@@ -125,15 +125,29 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    """``dptune evaluate``: per-user metrics of one external TREC run."""
-    from dptune.store._trec import evaluate_run, read_qrels, read_run, read_train, write_per_user
+    """``dptune evaluate``: per-user metrics of one external TREC run; the users left out for
+    having no relevant item are counted on stdout and named on stderr."""
+    from dptune.store._trec import (
+        evaluate_run,
+        not_evaluated_line,
+        read_qrels,
+        read_run,
+        read_train,
+        write_per_user,
+    )
 
     check_writable_dir(Path(args.out).parent, "--out")
     df = evaluate_run(read_run(args.run), read_qrels(args.qrels), read_train(args.train),
                       cutoffs=args.cutoffs, threshold=args.threshold,
                       relevance_aware=args.novelty == "relevance-aware", order=args.order)
     write_per_user(df, args.out)
-    print(f"{args.out}: {df['user'].nunique()} users x {df.groupby(['metric', 'cutoff']).ngroups} metric@cutoff")
+    left = len(df.attrs.get("not_evaluated", []))
+    print(f"{args.out}: {df['user'].nunique()} users x {df.groupby(['metric', 'cutoff']).ngroups} "
+          f"metric@cutoff" + (f"; {left} user{'' if left == 1 else 's'} without a relevant item "
+                              "not evaluated" if left else ""))
+    line = not_evaluated_line(df, args.qrels, args.threshold)
+    if line:
+        print(f"dptune: note: {line}", file=sys.stderr)
     return 0
 
 

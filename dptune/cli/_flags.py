@@ -11,6 +11,8 @@ exit code 2 before anything is read or computed.
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -85,8 +87,9 @@ def results_argument(p: argparse.ArgumentParser, optional: bool = False) -> None
     """``RESULTS`` (positional) or ``--results DIR``: the results directory a command reads."""
     p.add_argument("results_pos", nargs="?", metavar="RESULTS",
                    help="results directory of a sweep (or give --results DIR)")
-    extra = "; default: results/<name of --config>" if optional else ""
-    p.add_argument("--results", metavar="DIR", help=f"the same as RESULTS{extra}")
+    extra = ("default: results/<name of --config>" if optional
+             else "no default: give RESULTS or --results")
+    p.add_argument("--results", metavar="DIR", help=f"the same as RESULTS ({extra})")
 
 
 def results_of(args: argparse.Namespace, default: Path | None = None) -> Path:
@@ -152,10 +155,8 @@ ANALYSIS_FLAGS: tuple[Flag, ...] = (
          "seeded sample of P (25 = the paper's sampling)",
          {"type": int_at_least(1), "metavar": "P"}),
     Flag("--value-pairs", "value_pairs", "the same cap for each hyperparameter-value and "
-         "one-at-a-time scope (Table 5; default: the smaller of --pairs and 200)",
-         {"type": int_at_least(1), "metavar": "P"}),
-    Flag("--seed", "seed", "pair-sampling seed (default: the experiment's analysis seed)",
-         {"type": int_at_least(0), "metavar": "SEED"}),
+         "one-at-a-time scope (Table 5)", {"type": int_at_least(1), "metavar": "P"}),
+    Flag("--seed", "seed", "pair-sampling seed", {"type": int_at_least(0), "metavar": "SEED"}),
     Flag("--test", "test", "paired significance test", {"choices": TESTS}),
     Flag("--alpha", "alpha", "significance level of Sakai's DP", {"type": probability, "metavar": "A"}),
     Flag("--correction", "correction", "multiple-comparison correction of Sakai's DP",
@@ -169,7 +170,7 @@ ANALYSIS_FLAGS: tuple[Flag, ...] = (
     Flag("--min-fold-users", "min_fold_users", "refuse validation folds with fewer users "
          "(0 = no minimum)", {"type": int_at_least(0), "metavar": "N"}),
     Flag("--min-pairs", "min_pairs", "fewest pairs of configurations on which metrics are "
-         "ranked or a claim is made (default 10)", {"type": int_at_least(1), "metavar": "K"}),
+         "ranked or a claim is made", {"type": int_at_least(1), "metavar": "K"}),
     Flag("--noise-seeds", "noise_seeds", "use at most S seeds of the stored noise floor (0 = none)",
          {"type": noise_seeds, "metavar": "S"},
          run_help="seeds per configuration of the A/A noise floor (0 = off, else at least 2)"),
@@ -183,13 +184,42 @@ ANALYSIS_FLAGS: tuple[Flag, ...] = (
 
 def analysis_flags(p: argparse.ArgumentParser, run: bool = False,
                    title: str = "analysis (default: the experiment's [analysis] settings)",
-                   skip: tuple[str, ...] = ()) -> None:
+                   skip: tuple[str, ...] = (), outside: bool = False) -> None:
     """Add every :data:`ANALYSIS_FLAGS` row (but the fields in ``skip``) to ``p`` in an
-    "analysis" group (default: the experiment's ``[analysis]`` value)."""
+    "analysis" group (default: the experiment's ``[analysis]`` value; with ``outside``, for
+    data from outside dptune, the defaults of :func:`dptune._per_user.outside_options`). Each
+    option's help ends with its default (:func:`analysis_default`, worked out when the help
+    is shown, so that building the parser loads no analysis code)."""
     g = p.add_argument_group(title)
     for f in (f for f in ANALYSIS_FLAGS if f.field not in skip):
-        g.add_argument(f.flag, dest=f"an_{f.field}", default=None,
-                       help=(f.run_help if run and f.run_help else f.help), **f.kwargs)
+        action = g.add_argument(f.flag, dest=f"an_{f.field}", default=None,
+                                help=(f.run_help if run and f.run_help else f.help), **f.kwargs)
+        action.default_text = functools.partial(analysis_default, f.field, outside)  # type: ignore[attr-defined]
+
+
+def analysis_default(field_name: str, outside: bool = False) -> str:
+    """What an analysis flag left out means, for its help: the experiment's ``[analysis]``
+    value, else the default of :class:`dptune.AnalysisOptions` (``run``, ``analyze``); for
+    outside data (``dp``) the options of :func:`dptune._per_user.outside_options`: those
+    defaults with the analysis seed :data:`dptune._per_user.SEED` and importance only when
+    hyperparameters are known."""
+    from dptune._per_user import SEED
+    from dptune.analysis.options import VALUE_PAIRS, AnalysisOptions
+
+    if outside and field_name == "seed":
+        return str(SEED)
+    if outside and field_name == "importance":
+        return "on when --configs gives hyperparameters"
+    if field_name == "seed":
+        return "the experiment's [analysis] seed, else its seed"
+    value = {f.name: f.default for f in dataclasses.fields(AnalysisOptions)}[field_name]
+    if field_name == "value_pairs" and value is None:
+        text = f"the smaller of --pairs and {VALUE_PAIRS}"
+    elif isinstance(value, bool):
+        text = "on" if value else "off"
+    else:
+        text = str(value)
+    return text if outside else f"the experiment's [analysis] value, else {text}"
 
 
 def analysis_overrides(args: argparse.Namespace) -> dict[str, Any]:

@@ -181,16 +181,19 @@ def _edge_sentences(best: pd.DataFrame, primary: tuple[str, int]) -> list[str]:
 
 def _best_section(
     dp: pd.DataFrame, best: pd.DataFrame | None, primary: tuple[str, int], gap: str | None,
-    verdict: pd.DataFrame | None = None, families: object = None,
+    verdict: pd.DataFrame | None = None, families: object = None, test_split: bool = True,
 ) -> str:
-    """Best configuration per metric and whether the most discriminative metric chooses well."""
+    """Best configuration per metric and whether the most discriminative metric chooses well
+    (``test_split``: whether the data has a test split to judge the choices on)."""
     lines = []
     if best is not None and len(best):
         lines += [
             "The configuration each metric@N selects by its mean over the validation folds, and "
-            "its value of the same metric on the test split.",
+            "its value of the same metric on the test split." if test_split else
+            "The configuration each metric@N selects by its mean over the folds (the data has "
+            "no held-out values).",
             "",
-            best_table_md(best, primary),
+            best_table_md(best, primary, test_split),
             "",
         ]
         if gap:
@@ -201,7 +204,8 @@ def _best_section(
     else:
         lines += ["No best-configuration table was given.", ""]
     lines += ["### Does the most discriminative metric also choose well?", ""]
-    sentences = selection_sentences(dp, best, primary, verdict, families)  # type: ignore[arg-type]
+    sentences = selection_sentences(dp, best, primary, verdict, families,  # type: ignore[arg-type]
+                                    test_split=test_split)
     lines += [f"- {s}" for s in sentences] or ["No algorithm to compare."]
     return "\n".join(lines)
 
@@ -279,8 +283,10 @@ def core_sections(
     gap: str | None = None,
     verdict: pd.DataFrame | None = None,
     families: object = None,
+    test_split: bool = True,
 ) -> list[Section]:
-    """The table, figure and selection sections of report.md, in reading order."""
+    """The table, figure and selection sections of report.md, in reading order
+    (``test_split``: whether the data has a test split, which the text then speaks of)."""
     cutoff = int(primary[1])
     t3 = tables["table3"]
     no_dp = [f"- No DP for {display_algorithm(a)}: {no_dp_reason(n)}."
@@ -316,7 +322,7 @@ def core_sections(
         out.append(Section("Sakai-style DP", body))
     out.append(Section("P-value curves (Figure 1)", _figure_section(figures, cutoff, noise)))
     out.append(Section("Best configuration per metric",
-                       _best_section(dp, best, primary, gap, verdict, families)))
+                       _best_section(dp, best, primary, gap, verdict, families, test_split)))
     out.append(Section("Glossary", GLOSSARY))
     return out
 

@@ -107,7 +107,8 @@ def pairs_note(dp: pd.DataFrame) -> str:
         lo, hi = int(vals.min()), int(vals.max())
         return f"{lo}" if lo == hi else f"{lo}-{hi}"
 
-    return f"P = {span('n_pairs')} pairs, {span('n_folds')} folds"
+    folds = span("n_folds")
+    return f"P = {span('n_pairs')} pairs, {folds} fold{'' if folds == '1' else 's'}"
 
 
 def interval_text(row: pd.Series | None) -> str:

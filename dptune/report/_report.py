@@ -60,6 +60,7 @@ from dptune.report._settings import PAIRS_SETTING, VALUE_PAIRS_SETTING
 from dptune.report._table import Table
 from dptune.report._tables import one_at_a_time_table, table1, table3, table4, table5
 from dptune.report._verdict import summary_section, verdict_document, verdict_section
+from dptune.store._per_user_store import has_test_split
 
 __all__ = ["Report"]
 
@@ -92,6 +93,9 @@ class Report:
     data_files: list[str] = field(default_factory=list)
     #: ``(file stem, cutoff, caption)`` of the DP figures shown in the verdict section.
     verdict_figures: list[tuple[str, int, str]] = field(default_factory=list)
+    #: Whether the data has a test split (outside data may not:
+    #: :func:`dptune.store._per_user_store.has_test_split`); the text speaks of one only then.
+    test_split: bool = True
 
     @classmethod
     def build(cls, store: Any, result: AnalysisResult,
@@ -230,16 +234,18 @@ class Report:
             fig = figure1(curves, dp, int(n), noise)
             figures[stem] = ReportFigure(stem, int(n), fig)
         gap = gap_sentence(result.manifest.get("split"), best, primary)
+        test_split = has_test_split(result.manifest)
         sections = core_sections(
             tables, figures, dp, best, settings, primary, noise is not None,
-            dict(result.dp.without), gap, verdict, families,
+            dict(result.dp.without), gap, verdict, families, test_split=test_split,
         )
         sections += [Section(t, str(b)) for t, b in extra_sections]
         name = title or (str(settings["name"]) if settings and "name" in settings else None)
         lead = sampling_lead((settings or {}).get(PAIRS_SETTING),
                              (settings or {}).get(VALUE_PAIRS_SETTING))
         rep = cls(name, primary, tables, figures, sections, lead=lead, result=result,
-                  verdict=verdict, data_files=[DATA_FILES[key] for key in result.tables()])
+                  verdict=verdict, data_files=[DATA_FILES[key] for key in result.tables()],
+                  test_split=test_split)
         rep._add_dp_figures(dp, families)
         return rep
 

@@ -28,6 +28,7 @@ from dptune.report._format import (
     pct,
 )
 from dptune.report._table import Block, Cell
+from dptune.store._per_user_store import has_test_split
 from dptune.vocab import display_algorithm, display_hyperparameter, display_metric
 
 __all__ = ["summary_section", "verdict_sentences", "verdict_section", "verdict_document",
@@ -105,6 +106,7 @@ class _Reader:
         floor = None if result.noise is None else result.noise.versus_dp
         self.floor_algs = set() if floor is None or floor.empty else set(floor["algorithm"])
         self.n_boot = int(result.options.bootstrap)
+        self.test_split = has_test_split(result.manifest or {})
 
     def metrics(self, alg: str, cutoff: int) -> list[str]:
         """The metrics of scope ``all`` at (algorithm, cutoff)."""
@@ -194,6 +196,9 @@ def downstream_sentence(rd: _Reader, r: dict) -> str:
             f"{'' if n_cfg == 1 else 's'}")
     if n_cfg == 1:
         return head + ", so the choice among them does not matter here."
+    if not rd.test_split:
+        return head + "; the data has no held-out values (no fold named test), so whether " \
+            "they differ beyond these folds is unknown."
     if (g["status"] == "no_test").any() or g["test_mean"].isna().all():
         return head + "; the test split was not evaluated for them, so whether they differ on " \
             "it is unknown."
@@ -272,9 +277,10 @@ def verdict_sentences(result: Any) -> list[str]:
                        "configurations or too few users), so no metric can be recommended.")
             continue
         best = str(r["recommended"])
+        folds = int(r["n_folds"])
         s = [f"tune with {display_metric(best, cutoff)} (DP per 25 pairs "
              f"{dp_text(r['dp_per_25'], r['ci_low'], r['ci_high'])}; {pairs}, "
-             f"{int(r['n_folds'])} folds)."]
+             f"{folds} fold{'' if folds == 1 else 's'})."]
         s += _claim_sentences(rd, r, members)
         if _lst(r["no_evidence"]):
             s.append(f"No evidence (every p-value 1): {_metrics(r['no_evidence'], cutoff)}.")
@@ -375,11 +381,13 @@ def verdict_section(result: Any, figures: Sequence[tuple[str, int, str]] = ()) -
     lines = [CLAIMS_LEGEND, ""]
     lines += [f"- {t}" for t in verdict_sentences(result)]
     lines += ["", _table(result).to_markdown(), ""]
+    judged = ("each family's choice is judged on the test split by a metric of the same family"
+              if has_test_split(result.manifest or {}) else
+              "the data has no held-out values, so no choice is judged beyond these folds")
     lines.append(
         "Metrics are ranked within their family only (accuracy and novelty metrics measure "
-        "different things); each family's choice is judged on the test split by a metric of the "
-        "same family. All columns are in `verdict.csv`; every claim's test is in "
-        "`comparisons.csv`, the dominant hyperparameter in `dominance.csv`.")
+        f"different things); {judged}. All columns are in `verdict.csv`; every claim's test is "
+        "in `comparisons.csv`, the dominant hyperparameter in `dominance.csv`.")
     for stem, n, caption in figures:
         lines += ["", f"![DP of each metric with its 95% interval, N = {n}]({stem}.png)", "",
                   f"{caption} ([SVG]({stem}.svg))"]

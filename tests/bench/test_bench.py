@@ -214,3 +214,24 @@ def test_bench_workdir_that_cannot_be_created_stops_before_any_work(tmp_path: Pa
     assert exc.value.code == 2
     assert "--workdir" in capsys.readouterr().err.splitlines()[-1]
     assert list(tmp_path.iterdir()) == [blocker]
+
+
+def test_help_names_real_options_and_describes_work_not_time(capsys) -> None:
+    """``--help`` names no option it does not list (the tests' hidden plan), gives what
+    ``--small`` measures instead of a duration that depends on the machine, and says the
+    default of every option that takes a value."""
+    import argparse
+
+    from dptune.bench._main import build_parser, main
+
+    with pytest.raises(SystemExit) as ex:
+        main(["--help"])
+    assert ex.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--tiny" not in text
+    assert not re.search(r"\bminutes?\b|\bseconds?\b|\bhours?\b", text)
+    assert "ML-100K" in text and "once instead of twice" in text
+    ap = build_parser()
+    for action in ap._actions:
+        if action.option_strings and action.nargs != 0 and action.help != argparse.SUPPRESS:
+            assert "default" in ap._get_formatter()._expand_help(action), action.option_strings

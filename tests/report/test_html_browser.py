@@ -30,6 +30,9 @@ from dptune.report import Report
 
 pytestmark = pytest.mark.browser
 
+#: How long to wait for the browser (to start, to answer, to load a page): a safety net for a
+#: browser that never does, long enough that a slow or loaded machine never reaches it.
+WAIT_S = 300.0
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 FLAGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -53,7 +56,7 @@ class DevTools:
     def __init__(self, url: str):
         m = re.match(r"ws://([^/:]+):(\d+)(/.*)", url)
         assert m, url
-        self.sock = socket.create_connection((m.group(1), int(m.group(2))), timeout=30)
+        self.sock = socket.create_connection((m.group(1), int(m.group(2))), timeout=WAIT_S)
         key = base64.b64encode(os.urandom(16)).decode()
         self.sock.sendall((f"GET {m.group(3)} HTTP/1.1\r\nHost: {m.group(1)}:{m.group(2)}\r\n"
                            "Upgrade: websocket\r\nConnection: Upgrade\r\n"
@@ -104,7 +107,7 @@ class DevTools:
                 return msg["result"]
             self.events.append(msg)
 
-    def wait(self, method: str, timeout: float = 30.0) -> dict:
+    def wait(self, method: str, timeout: float = WAIT_S) -> dict:
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             for e in self.events:
@@ -123,7 +126,7 @@ def chromium(tmp_path):
                             text=True)
     try:
         port = None
-        end = time.monotonic() + 60
+        end = time.monotonic() + WAIT_S
         while port is None and time.monotonic() < end:
             line = proc.stderr.readline()
             if not line and proc.poll() is not None:
@@ -133,7 +136,7 @@ def chromium(tmp_path):
                 port = int(m.group(1))
         if port is None:
             pytest.skip(f"chromium did not start its DevTools server (exit {proc.poll()})")
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10) as r:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=WAIT_S) as r:
             pages = [t for t in json.load(r) if t["type"] == "page"]
         dt = DevTools(pages[0]["webSocketDebuggerUrl"])
         yield dt

@@ -15,6 +15,7 @@ from dptune.analysis.verdict import downstream as ds
 from dptune.analysis.verdict import rules as vd
 from dptune.analysis.verdict.dominance import dominance_table
 from dptune.analysis.verdict.families import family_groups, family_judge
+from dptune.store._per_user_store import has_test_split
 
 __all__ = ["VerdictParts", "build_verdict"]
 
@@ -31,7 +32,13 @@ class VerdictParts:
 
 
 def _test_reader(store: Any) -> ds.TestReader | None:
+    """The store's reader of test-split values, or None when its data has no test split
+    (outside data without a fold named ``test``:
+    :func:`dptune.store._per_user_store.has_test_split`)."""
     if not callable(getattr(store, "read_matrix", None)):
+        return None
+    manifest = getattr(store, "manifest", None)
+    if callable(manifest) and not has_test_split(manifest()):
         return None
 
     def read(algorithm: str, metric: str, cutoff: int,

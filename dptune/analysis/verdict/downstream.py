@@ -35,7 +35,8 @@ TestReader = Callable[[str, str, int, np.ndarray], tuple[np.ndarray, np.ndarray]
 #: downstream.csv: one row per (algorithm, cutoff, family, metric of the family). ``status``:
 #: ``compared`` (tested against the recommended metric's choice), ``recommended`` (the
 #: recommended metric itself), ``same`` (it selects the recommended metric's configuration),
-#: ``no_test`` (the test split was not evaluated for these configurations).
+#: ``no_test`` (no test-split values for these configurations: not evaluated, or outside data
+#: without a fold named ``test``).
 DOWNSTREAM_COLUMNS = ["algorithm", "cutoff", "family", "judge", "metric", "config_id",
                       "params", "recommended_config", "status", "test_mean", "p",
                       "significant", "n_test_users"]
