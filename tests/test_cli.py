@@ -114,7 +114,8 @@ def test_dp_recomputable_with_scipy_alone(tiny_run):
             x, y = f[a].to_numpy(np.float64), f[b].to_numpy(np.float64)
             ps.append(1.0 if np.all(x == y) else ttest_rel(x, y).pvalue)
         curves.append(np.sort(ps)[::-1])
-    assert row["dp"] == pytest.approx(np.mean(curves, axis=0).sum(), abs=1e-8)
+    assert row["dp_sum"] == pytest.approx(np.mean(curves, axis=0).sum(), abs=1e-8)
+    assert row["dp_per_25"] == pytest.approx(25 * np.mean(curves), abs=1e-8)
 
 
 def test_rerun_skips_finished_units(tiny_run, capsys):
@@ -391,7 +392,7 @@ def test_every_option_says_its_default():
 def test_analysis_flags_show_the_default_they_take(command, flag, words):
     """The defaults of the analysis flags are the analysis options' own (an experiment's
     [analysis] table overrides them for run and analyze; dp has no experiment)."""
-    from dptune._per_user import SEED
+    from dptune.analysis.options import OUTSIDE_SEED as SEED
     from dptune.cli import build_parser
 
     sub = dict(_subparsers(build_parser()))[f"dptune {command}"]

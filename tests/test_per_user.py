@@ -60,16 +60,16 @@ def test_runs_report_speaks_of_its_own_data(runs_report: Path) -> None:
 def test_outside_store_records_what_it_is(tmp_path: Path) -> None:
     """The manifest (and so the analysis result) of outside data records its source and its
     folds, ``test`` among them only when the data has one."""
-    from dptune._per_user import per_user_store
-    from dptune.store._per_user_store import has_test_split
+    from dptune.store._per_user_store import PerUserStore, has_test_split
     from dptune.store._runs import read_runs
 
     runs, qrels, train = write_runs(tmp_path, SYSTEMS[:2])
-    man = per_user_store(read_runs(runs, qrels, train), source=runs, kind="runs").manifest()
+    man = PerUserStore.from_frame(read_runs(runs, qrels, train), source=runs,
+                                  kind="runs").manifest()
     assert (man["source"], man["folds"], has_test_split(man)) == ("runs", ["0"], False)
     df = pd.DataFrame({"system": ["a", "b", "a", "b"], "fold": ["0", "0", "test", "test"],
                        "user": ["1", "1", "1", "1"], "metric": "ndcg@10",
                        "value": [0.1, 0.2, 0.3, 0.4]})
-    man = per_user_store(df).manifest()
+    man = PerUserStore.from_frame(df).manifest()
     assert (man["source"], man["folds"], has_test_split(man)) == ("per-user", ["0", "test"], True)
     assert has_test_split({"split": {"folds": 5}})  # a sweep's store always has one

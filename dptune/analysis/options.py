@@ -20,7 +20,7 @@ from dptune.errors import check_int, input_error
 from dptune.vocab import CORRECTIONS, METRICS, TESTS
 
 __all__ = ["AnalysisOptions", "TESTS", "CORRECTIONS", "PAIRS", "VALUE_PAIRS", "RENAMED",
-           "DEFAULT_FAMILIES", "MIN_PAIRS", "validate_options", "value_pairs_of"]
+           "DEFAULT_FAMILIES", "MIN_PAIRS", "OUTSIDE_SEED", "validate_options", "value_pairs_of"]
 
 #: Default ``pairs``: every pair of a scope up to this many, else a seeded sample of this many.
 PAIRS = 1000
@@ -45,6 +45,10 @@ DEFAULT_FAMILIES: tuple[tuple[str, tuple[str, ...]], ...] = (
 #: Fewest pairs of configurations on which metrics are ranked, significance claimed or a
 #: hyperparameter named dominant; below it the numbers are shown without a claim.
 MIN_PAIRS = 10
+
+#: The analysis seed of outside data (a per-user table, TREC runs): the seed a sweep uses when
+#: its experiment names none.
+OUTSIDE_SEED = 42
 
 
 @dataclass(frozen=True)
@@ -141,6 +145,27 @@ class AnalysisOptions:
         if values.get("seed") is None:
             values["seed"] = (manifest.get("seeds") or {}).get("analysis")
         return cls.from_mapping(values)
+
+    @classmethod
+    def for_outside(cls, store: Any, **overrides: Any) -> AnalysisOptions:
+        """The options of outside data (a per-user table or evaluated runs, as an in-memory
+        store): the defaults of ``dptune analyze`` (pair cap, bootstrap, verdict) with the seed
+        :data:`OUTSIDE_SEED`, the primary metric nDCG@10 when present (else the first
+        metric@N), the noise floor off (it needs retraining, which outside data cannot do) and
+        importance on when hyperparameters are known; then ``overrides`` (``None`` = not
+        given)."""
+        given = {k: v for k, v in overrides.items() if v is not None}
+        if given.get("noise_seeds", 0) or "noise_configs" in given:
+            key = "noise_seeds" if "noise_seeds" in given else "noise_configs"
+            raise input_error("analysis", key,
+                              "no noise floor for outside data (it needs retraining)")
+        mcs = [mc for a in store.algorithms() for mc in store.metric_cutoffs(a)]
+        metric, cutoff = ("ndcg", 10) if ("ndcg", 10) in mcs else (mcs[0] if mcs else
+                                                                    ("ndcg", 10))
+        has_hps = any(store.hyperparameters(a) for a in store.algorithms())
+        defaults = {"primary_metric": metric, "primary_cutoff": int(cutoff), "noise_seeds": 0,
+                    "importance": has_hps}
+        return cls.resolve({"seeds": {"analysis": OUTSIDE_SEED}}, **{**defaults, **given})
 
     @property
     def scope_value_pairs(self) -> int:

@@ -13,7 +13,10 @@ Everything here reads the store; nothing reaches back into the sweep, and nothin
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from pathlib import Path
+
+import pandas as pd
 
 from dptune.analysis import noise as noisemod
 from dptune.analysis.dp import degenerate as dg
@@ -25,19 +28,28 @@ from dptune.analysis.selection import best_table, configuration_count, datasets_
 from dptune.analysis.verdict.build import build_verdict
 from dptune.analysis.verdict.families import family_judges
 from dptune.errors import input_error
+from dptune.store._per_user_store import PerUserStore
 from dptune.store._store import ResultStore
 
 __all__ = ["analyze"]
 
 
-def analyze(store: ResultStore | str | Path, options: AnalysisOptions | None = None,
-            progress: bool = False) -> AnalysisResult:
-    """Analyse a result store: DP of every metric@N, its interval, the claims and the verdict.
+def analyze(store: ResultStore | str | Path | pd.DataFrame,
+            options: AnalysisOptions | None = None, progress: bool = False, *,
+            configs: pd.DataFrame | None = None,
+            hyperparameters: Sequence[str] = ()) -> AnalysisResult:
+    """Analyse results: DP of every metric@N, its interval, the claims and the verdict.
 
-    ``store`` is a :class:`dptune.ResultStore` or its directory. ``options`` default to the
+    ``store`` is a :class:`dptune.ResultStore`, its directory, or a per-user DataFrame from
+    anywhere (one row per configuration, fold, user and metric@N: columns ``[algorithm],
+    config_id | system, [fold], user, metric, [cutoff], value``; its configurations'
+    hyperparameters as a ``configs`` table or as the columns named in ``hyperparameters``),
+    which takes the route of every outside input
+    (:meth:`dptune.store._per_user_store.PerUserStore.from_frame`). ``options`` default to the
     experiment's own ``[analysis]`` settings recorded in the store's manifest
-    (:meth:`AnalysisOptions.resolve`); given options are used as they are, a ``seed`` of
-    ``None`` taking the manifest's analysis seed. A pure function of the store and the options;
+    (:meth:`AnalysisOptions.resolve`), or for a per-user table the options of outside data
+    (:meth:`AnalysisOptions.for_outside`); given options are used as they are, a ``seed`` of
+    ``None`` taking the manifest's analysis seed. A pure function of the data and the options;
     ``progress`` shows a progress bar. See :class:`AnalysisResult` for what it holds.
 
     Example (``store`` from :func:`dptune.sweep`)::
@@ -46,13 +58,21 @@ def analyze(store: ResultStore | str | Path, options: AnalysisOptions | None = N
         dp = res.dp.table
         dp[dp["scope"] == "all"][["algorithm", "metric", "cutoff", "dp_per_25", "n_pairs"]]
     """
+    outside = isinstance(store, pd.DataFrame)
+    if outside:
+        store = PerUserStore.from_frame(store, configs=configs, hyperparameters=hyperparameters)
+    elif configs is not None or hyperparameters:
+        raise input_error("analyze", "configs" if configs is not None else "hyperparameters",
+                          "only a per-user table takes them (a store knows its own)")
     if isinstance(store, (str, Path)):
         store = ResultStore(store)
     if not callable(getattr(store, "manifest", None)):
-        raise input_error("analyze", "store", f"needs a result store or its directory, got "
-                          f"{type(store).__name__} (a per-user table: dptune.discriminative_power)")
+        raise input_error("analyze", "store", f"needs a result store, its directory or a "
+                          f"per-user DataFrame, got {type(store).__name__}")
     man = store.manifest()
-    opts = AnalysisOptions.resolve(man) if options is None else options
+    if options is None:
+        options = AnalysisOptions.for_outside(store) if outside else AnalysisOptions.resolve(man)
+    opts = options
     if opts.seed is None:
         opts = opts.replace(seed=man["seeds"]["analysis"])
     estimate = run_fold_loop(store, opts, progress)

@@ -187,7 +187,7 @@ def analysis_flags(p: argparse.ArgumentParser, run: bool = False,
                    skip: tuple[str, ...] = (), outside: bool = False) -> None:
     """Add every :data:`ANALYSIS_FLAGS` row (but the fields in ``skip``) to ``p`` in an
     "analysis" group (default: the experiment's ``[analysis]`` value; with ``outside``, for
-    data from outside dptune, the defaults of :func:`dptune._per_user.outside_options`). Each
+    data from outside dptune, the defaults of :meth:`dptune.AnalysisOptions.for_outside`). Each
     option's help ends with its default (:func:`analysis_default`, worked out when the help
     is shown, so that building the parser loads no analysis code)."""
     g = p.add_argument_group(title)
@@ -200,14 +200,13 @@ def analysis_flags(p: argparse.ArgumentParser, run: bool = False,
 def analysis_default(field_name: str, outside: bool = False) -> str:
     """What an analysis flag left out means, for its help: the experiment's ``[analysis]``
     value, else the default of :class:`dptune.AnalysisOptions` (``run``, ``analyze``); for
-    outside data (``dp``) the options of :func:`dptune._per_user.outside_options`: those
-    defaults with the analysis seed :data:`dptune._per_user.SEED` and importance only when
-    hyperparameters are known."""
-    from dptune._per_user import SEED
-    from dptune.analysis.options import VALUE_PAIRS, AnalysisOptions
+    outside data (``dp``) the options of :meth:`dptune.AnalysisOptions.for_outside`: those
+    defaults with the analysis seed :data:`dptune.analysis.options.OUTSIDE_SEED` and importance
+    only when hyperparameters are known."""
+    from dptune.analysis.options import OUTSIDE_SEED, VALUE_PAIRS, AnalysisOptions
 
     if outside and field_name == "seed":
-        return str(SEED)
+        return str(OUTSIDE_SEED)
     if outside and field_name == "importance":
         return "on when --configs gives hyperparameters"
     if field_name == "seed":

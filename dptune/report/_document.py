@@ -340,7 +340,8 @@ FILE_NOTES: dict[str, str] = {
     "pair seed",
     "dominance.csv": "the dominant hyperparameter per algorithm and metric@N, with its DP per 25 "
     "pairs and interval",
-    "downstream.csv": "the configurations a family's metrics select, compared on the test split",
+    "downstream.csv": "the configurations a family's metrics select, compared on the held-out "
+    "values when the data has them",
     "noise_curves.csv": "the A/A curves",
     "noise_pvalues.parquet": "every A/A p-value (Parquet)",
     "importance.csv": "fANOVA and PED-ANOVA importances",
@@ -375,10 +376,10 @@ def files_section(data: list[str], tables: list[str], figures: list[str],
     return "\n".join(lines)
 
 
-def primary_line(primary: tuple[str, int]) -> str:
+def primary_line(primary: tuple[str, int], test_split: bool = True) -> str:
     """What the primary metric is, and what it is used for."""
+    judge = "judges its own family's choices on the test split, " if test_split else ""
     return (f"Primary metric: {display_metric(primary[0], int(primary[1]))}. It picks the "
             "noise-floor configurations, is the metric of Table 5 and of the importance section, "
-            "judges its own family's choices on the test split and sets the main cutoff of the "
-            "figures and the summary; which metric to tune with is the verdict's answer, not "
-            "this one.")
+            f"{judge}and sets the main cutoff of the figures and the summary; which metric to "
+            "tune with is the verdict's answer, not this one.")

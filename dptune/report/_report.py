@@ -287,7 +287,7 @@ class Report:
             parts.append(Section("Summary", summary).to_markdown())
         if verdict is not None:
             parts.append(Section("Verdict", verdict).to_markdown())
-        parts += [INTRO, primary_line(self.primary)]
+        parts += [INTRO, primary_line(self.primary, self.test_split)]
         parts += [s.to_markdown() for s in self.sections]
         parts.append(Section("Files", files_section(*self._file_groups())).to_markdown())
         text = "\n\n".join(parts)

@@ -100,6 +100,48 @@ class PerUserStore(FrameStore):
         self._n_users = int(per_user["user"].nunique())
         self._all_folds = sorted(per_user["fold"].astype(str).unique(), key=lambda f: (len(f), f))
 
+    @classmethod
+    def from_frame(cls, per_user: pd.DataFrame, configs: pd.DataFrame | None = None,
+                   hyperparameters: Sequence[str] = (), source: str | Path = "per_user",
+                   kind: str = "per-user") -> PerUserStore:
+        """The in-memory store of a per-user DataFrame (checked as a per-user file is:
+        :func:`dptune.store._per_user_file.check_per_user`).
+
+        The configurations' hyperparameters come either as a separate ``configs`` table
+        (``algorithm, config_id | system`` and one column per hyperparameter) or as the columns
+        ``hyperparameters`` of ``per_user`` itself (one value per configuration). ``kind``:
+        what the values are (``"per-user"``, or ``"runs"`` for evaluated TREC runs), recorded
+        in the store's manifest so that the report speaks of the data as it is.
+        """
+        from dptune.errors import input_error
+        from dptune.store._per_user_file import check_configs, check_per_user
+
+        if not isinstance(per_user, pd.DataFrame):
+            raise input_error(source, None,
+                              f"expected a pandas DataFrame, got {type(per_user).__name__}")
+        hps = list(hyperparameters)
+        missing = [h for h in hps if h not in per_user.columns]
+        if missing:
+            raise input_error(source, missing[0], "missing column (named in hyperparameters)")
+        if hps and configs is not None:
+            raise input_error(source, "hyperparameters",
+                              "give configs or hyperparameters, not both")
+        table = check_per_user(per_user.drop(columns=hps), source)
+        if hps:
+            key = "config_id" if "config_id" in table.columns else "system"
+            described = pd.concat([table[["algorithm", key]],
+                                   per_user[hps].reset_index(drop=True)],
+                                  axis=1).drop_duplicates()
+            twice = described.duplicated(["algorithm", key])
+            if twice.any():
+                row = described[twice].iloc[0]
+                raise input_error(source, hps[0], f"configuration {row['algorithm']}/{row[key]} "
+                                  "has more than one value")
+            configs = described
+        if configs is not None:
+            configs = check_configs(configs, table, f"{source} (configurations)")
+        return cls(table, configs, source=source, kind=kind)
+
     def _config_frame(self, per_user: pd.DataFrame, key: str) -> pd.DataFrame:
         """``algorithm, <key>, config_id``: the store's configuration ids of each key."""
         rows = [c.assign(algorithm=a) for a, c in self._configs.items()]
