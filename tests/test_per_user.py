@@ -73,3 +73,20 @@ def test_outside_store_records_what_it_is(tmp_path: Path) -> None:
     man = PerUserStore.from_frame(df).manifest()
     assert (man["source"], man["folds"], has_test_split(man)) == ("per-user", ["0", "test"], True)
     assert has_test_split({"split": {"folds": 5}})  # a sweep's store always has one
+
+
+def test_outside_reports_pass_the_report_checker(runs_report: Path, tmp_path: Path) -> None:
+    """The report of ``dp --runs`` and of ``dp --per-user`` on the same values: one scale, P
+    beside every DP, one answer in every table."""
+    from report.report_checker import check_report
+
+    from dptune.store._runs import read_runs
+
+    assert check_report(runs_report) == []
+    table = tmp_path / "per_user.csv"
+    runs, qrels, train = write_runs(tmp_path, SYSTEMS,
+                                    users=RUN_USERS + tuple(f"v{k}" for k in range(26)))
+    read_runs(runs, qrels, train).to_csv(table, index=False)
+    assert main(["dp", "--per-user", str(table), "--reports", str(tmp_path / "rep"),
+                 "--bootstrap", "100", "--no-progress"]) == 0
+    assert check_report(tmp_path / "rep") == []

@@ -145,9 +145,9 @@ def _marks(c: pd.DataFrame, vrows: list[dict], families: Families | None,
     by_family = {str(r.get("family", "")): r for r in vrows}
     for family, members in groups:
         g = c[c["metric"].isin(members) & ~_no_evidence(c)].dropna(subset=["dp_per_25"])
-        if len(g) < 2 or int(g["n_pairs"].max()) < int(min_pairs):
-            continue  # one value is not "the best" of anything
         r = by_family.get(family)
+        if g.empty or int(g["n_pairs"].max()) < int(min_pairs) or (r is None and len(g) < 2):
+            continue  # without a verdict, one value is not "the best" of anything
         if r is not None:
             rec = str(r.get("recommended") or "")
             if not rec:

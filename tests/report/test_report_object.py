@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from conftest import write_experiment
+from report.report_checker import check_dp_figure, check_report
 
 from dptune import vocab
 from dptune.analysis.result import AnalysisResult
@@ -92,7 +93,10 @@ def test_report_lists_every_file_and_explains_the_test_gap(swept):
 def test_summary_and_verdict_come_first_in_report_md_and_alone_in_verdict_md(swept):
     result = assemble_result(swept / "results", bootstrap=BOOTSTRAP, min_pairs=1)
     out = swept / "verdict"
-    written = Report.build(ResultStore(swept / "results"), result).write(out)
+    rep = Report.build(ResultStore(swept / "results"), result)
+    written = rep.write(out)
+    # one scale, P beside every DP, one answer in every table and in the DP figure
+    assert check_report(out) == [] and check_dp_figure(rep) == []
     names = [p.name for p in written]
     assert "verdict.csv" in names and "verdict.md" in names
     md = (out / "report.md").read_text()

@@ -13,10 +13,13 @@ from hypothesis import strategies as st
 
 import dptune.studies as slices
 from dptune.analysis.dp import curves as dp
+from dptune.analysis.dp import paired_tests as stats
 from dptune.analysis.dp.fold_loop import run_fold_loop
 from dptune.analysis.dp.paired_tests import paired_test
 from dptune.analysis.options import AnalysisOptions
 from dptune.analysis.result import AnalysisResult
+from dptune.cli import main as _main
+from dptune.errors import DptuneError
 
 T = paired_test("t")
 
@@ -24,9 +27,7 @@ T = paired_test("t")
 def analyze(store, pairs, seed):
     """The main analysis' fold loop of ``store`` (no bootstrap)."""
     return run_fold_loop(store, AnalysisOptions(pairs=pairs, seed=seed, bootstrap=0))
-from dptune.analysis.dp import paired_tests as stats
-from dptune.cli import main as _main
-from dptune.errors import DptuneError
+
 
 ROOT = Path(__file__).resolve().parents[2]
 

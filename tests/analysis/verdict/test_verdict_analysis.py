@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import write_experiment
+from report.report_checker import check_report
 
 import dptune
 from dptune.cli import main
@@ -136,3 +137,5 @@ def test_min_pairs_flag(run, capsys):
                  "2", "--bootstrap", "50", "--stability", "0", "--no-progress"]) == 0
     v = pd.read_csv(run / "r4" / "verdict.csv", keep_default_na=False)
     assert v["recommended"].ne("").all() and not v["too_few_pairs"].any()
+    # with claims (min_pairs 2) and without (the run's own report: too few pairs), one answer
+    assert check_report(run / "r4") == [] and check_report(run / "reports") == []
