@@ -218,9 +218,9 @@ def scopes(
     ``"all"`` takes every pair up to ``n_pairs``, else a sample of ``n_pairs``; every other
     scope the same with ``value_pairs`` (``None`` = ``n_pairs``).
 
-    Order: ``"all"``; then, if there is more than one free hyperparameter, for each ``h`` in
-    ``hyperparameters`` with more than one distinct value, ``"<h>=<v>"`` for its values in
-    ascending order; then ``"only:<h>"`` for the same hyperparameters. Scope ``s`` samples with
+    Order: ``"all"``; then, if more than one hyperparameter of ``hyperparameters`` has more
+    than one distinct value, for each such ``h``, ``"<h>=<v>"`` for its values in ascending
+    order; then ``"only:<h>"`` for the same hyperparameters. Scope ``s`` samples with
     :func:`sample_pairs` (or, for ``only:``, the same uniform scheme over the valid pairs).
     Configurations whose ``h`` is missing (NaN) are left out of ``h``'s scopes. Scopes with no
     pair are omitted.
@@ -260,6 +260,8 @@ def scopes(
         values = _sorted_values(configs[h])
         if len(values) > 1:
             varied.append((h, values))
+    if len(varied) <= 1:  # one hyperparameter varies: its only scope is scope all
+        return out
     for h, values in varied:
         col = np.array([t if t is not None else "\0missing" for t in text[h]], dtype=object)
         for v in values:
