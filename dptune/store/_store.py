@@ -64,7 +64,7 @@ __all__ = ["ResultStore", "UnitResult", "FoldBuffer", "FoldSlice", "part_name", 
 class ResultStore:
     """Reader and writer of one results directory.
 
-    The reading side implements the protocol :func:`dptune.analysis.dp.engine.analyze` uses:
+    The reading side implements the protocol :func:`dptune.analysis.dp.fold_loop.run_fold_loop` uses:
     ``algorithms``, ``configs``, ``hyperparameters``, ``folds``, ``metric_cutoffs`` and
     ``read_matrix`` (plus ``read_fold`` for the batched path).
     """
@@ -260,7 +260,7 @@ class ResultStore:
                   buffer: FoldBuffer | None = None) -> FoldSlice:
         """Every requested (metric, cutoff) of ``config_ids`` on one fold, read in one pass
         (:func:`dptune.store._fold.read_fold`): the batched counterpart of :meth:`read_matrix`
-        that :func:`dptune.analysis.dp.engine.analyze` uses."""
+        that :func:`dptune.analysis.dp.fold_loop.run_fold_loop` uses."""
         slot = self._index.get((algorithm, str(fold)), {})
         return read_fold(self.root, slot, algorithm, str(fold), config_ids, metric_cutoffs,
                          threads, scan_all_users=scan_all_users, buffer=buffer)

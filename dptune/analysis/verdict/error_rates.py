@@ -201,14 +201,17 @@ NULL_CASES = tuple(
     for k in (2, 4, 6) for rho in (0.7, 0.0) for sh in (False, True) for p in (None, 30)
 )
 
-#: Partially null families: some metrics truly less discriminative (lambda 0.5).
+#: Partially null families: some metrics truly less discriminative (``lambda = weak``), from
+#: nearly as discriminative (0.75) to clearly less (0.5).
 PARTIAL_CASES = (
-    FamilyCase("4 metrics, 1 weaker, rho 0.7", 4, weaker=1, effect=3.0),
-    FamilyCase("4 metrics, 2 weaker, rho 0.7", 4, weaker=2, effect=3.0),
-    FamilyCase("6 metrics, 2 weaker, rho 0.7", 6, weaker=2, effect=3.0),
-    FamilyCase("4 metrics, 1 weaker, rho 0, shared folds", 4, weaker=1, effect=3.0, rho=0.0,
-               shared=True),
-    FamilyCase("2 metrics, 1 weaker, rho 0.7", 2, weaker=1, effect=3.0),
+    FamilyCase("2 metrics, 1 weaker (0.75)", 2, weaker=1, weak=0.75),
+    FamilyCase("4 metrics, 1 weaker (0.75)", 4, weaker=1, weak=0.75),
+    FamilyCase("4 metrics, 2 weaker (0.75)", 4, weaker=2, weak=0.75),
+    FamilyCase("6 metrics, 2 weaker (0.75)", 6, weaker=2, weak=0.75),
+    FamilyCase("4 metrics, 1 weaker (0.75), rho 0, shared folds", 4, weaker=1, weak=0.75,
+               rho=0.0, shared=True),
+    FamilyCase("4 metrics, 1 weaker (0.5)", 4, weaker=1, weak=0.5),
+    FamilyCase("4 metrics, 1 weaker (0.5), 30 of 105 pairs", 4, weaker=1, weak=0.5, pairs=30),
 )
 
 #: The default test run's quick variant.
