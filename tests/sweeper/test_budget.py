@@ -184,3 +184,19 @@ def test_a_time_budget_too_short_for_one_round_stops_before_any_work(tmp_path, c
     assert not (tmp_path / "results").exists()
     assert _run(cfg, tmp_path / "results", "--budget", "0.05s") == 2
     assert capsys.readouterr().err.startswith("dptune: --budget: 0.05s holds no whole round")
+
+
+def test_progress_shows_m_of_m_units_and_the_projection(budgeted, capsys):
+    from dptune.sweeper._local import _announce, _Progress
+
+    cfg, results = budgeted
+    design = read_design(results)
+    store = ResultStore(results)
+    bar = _Progress(store, design.tasks(), "x", False, design)
+    assert bar.units() == "userknn 1 of 1 units, bpr-mf 2 of 4 units (budget 2)"
+    _announce(load_experiment(cfg), store, design, 2)
+    line = capsys.readouterr().err.strip()
+    assert line.startswith("budget: userknn 1 of 1 units (1 round of 1), bpr-mf 2 of 4 units "
+                           "(1 round of 2); budget 2; projected (cost model, 2 cores): full "
+                           "grid "), line
+    assert ", this run " in line

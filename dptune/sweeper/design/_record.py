@@ -4,10 +4,11 @@ reading API the analysis uses to learn which units of the full grid a store hold
 ``design.json`` (written atomically beside ``manifest.json``; JSON, sorted keys)::
 
     {"format": 1, "fingerprint": <experiment set-up>, "seed": <experiment seed>,
-     "folds": ["0", ...], "budget": {"text": "20%", "given": "<file>: sweep.budget"} | null,
-     "algorithms": {<name>: {"type", "method", "seed", "dimensions", "sizes", "total_units",
-                             "total_configs", "round_ends", "budget_rounds", "budget_units",
-                             "units": [{"unit", "config_ids", "params"}, ... in design order]}}}
+     "folds": ["0", ...], "budget": "20%" | "45" | "2h" | null (as given, the latest run's),
+     "algorithms": [{"name", "type", "method", "seed", "dimensions", "sizes", "total_units",
+                     "total_configs", "round_ends", "budget_rounds", "budget_units",
+                     "units": [{"unit", "config_ids", "params"}, ... in design order]},
+                    ... in the experiment's order]}
 
 A sweep that resumes a store keeps the order recorded there (same set-up, same units), so a
 stopped store is always a prefix of one order; its budget is the one of the latest run.
@@ -36,23 +37,24 @@ FORMAT = 1
 
 
 def _to_json(design: Design) -> dict[str, Any]:
-    algs = {}
+    algs = []
     for name, d in design.algorithms.items():
-        algs[name] = {
-            "type": d.type, "method": d.method, "seed": d.seed, "dimensions": list(d.dimensions),
+        algs.append({
+            "name": name, "type": d.type, "method": d.method, "seed": d.seed, "dimensions": list(d.dimensions),
             "sizes": list(d.sizes), "total_units": d.total_units, "total_configs": d.total_configs,
             "round_ends": list(d.round_ends), "budget_rounds": d.budget_rounds,
             "budget_units": d.budget_units,
             "units": [{"unit": u.unit, "config_ids": list(u.config_ids), "params": u.params}
                       for u in d.units],
-        }
+        })
     return {"format": FORMAT, "fingerprint": design.fingerprint, "seed": design.seed,
             "folds": list(design.folds), "budget": design.budget, "algorithms": algs}
 
 
 def _from_json(data: dict[str, Any]) -> Design:
     algs = {}
-    for name, a in data["algorithms"].items():
+    for a in data["algorithms"]:
+        name = str(a["name"])
         ends = tuple(int(e) for e in a["round_ends"])
         units = []
         for pos, u in enumerate(a["units"]):
@@ -77,7 +79,7 @@ def recorded_design(root: str | Path) -> Design | None:
         if data.get("format") != FORMAT:
             return None
         return _from_json(data)
-    except (OSError, ValueError, KeyError, TypeError, StopIteration):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, StopIteration):
         return None
 
 
