@@ -16,6 +16,7 @@ stopped store is always a prefix of one order; its budget is the one of the late
 
 from __future__ import annotations
 
+import bisect
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -58,7 +59,7 @@ def _from_json(data: dict[str, Any]) -> Design:
         ends = tuple(int(e) for e in a["round_ends"])
         units = []
         for pos, u in enumerate(a["units"]):
-            rnd = next(r for r, e in enumerate(ends) if pos < e)
+            rnd = bisect.bisect_right(ends, pos)
             units.append(DesignUnit(pos, rnd, str(u["unit"]), tuple(int(c) for c in u["config_ids"]),
                                     dict(u["params"])))
         algs[name] = AlgorithmDesign(
@@ -79,7 +80,7 @@ def recorded_design(root: str | Path) -> Design | None:
         if data.get("format") != FORMAT:
             return None
         return _from_json(data)
-    except (OSError, ValueError, KeyError, TypeError, AttributeError, StopIteration):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
 
 
