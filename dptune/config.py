@@ -85,12 +85,72 @@ class EvaluationConfig:
 
 @dataclass(frozen=True)
 class SweepConfig:
-    """How the sweep runs: parallel jobs, the optuna storage (default: SQLite in results) and
-    the device that trains BPR-MF and evaluates every model (``cpu`` or ``cuda``)."""
+    """How the sweep runs: parallel jobs, the optuna storage (default: SQLite in results), the
+    device that trains BPR-MF and evaluates every model (``cpu`` or ``cuda``) and the
+    ``budget`` (:func:`parse_budget`; ``None``: every unit of every grid)."""
 
     jobs: int = 1
     storage: str | None = None
     device: str = "cpu"
+    budget: int | str | None = None
+
+
+#: The forms a budget takes, for messages.
+BUDGET_FORMS = ('a number of units per algorithm (45), a fraction of each grid ("20%") or a '
+                'wall-clock time ("2h", "90m", "1h30m")')
+_TIME_RE = re.compile(r"^(?:(\d+(?:\.\d*)?)h)?(?:(\d+(?:\.\d*)?)m(?:in)?)?(?:(\d+(?:\.\d*)?)s)?$")
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How much of each grid a sweep runs: ``kind`` ``"units"`` (``amount`` units per algorithm),
+    ``"fraction"`` (``amount`` in (0, 1] of each grid's units) or ``"time"`` (``amount``
+    seconds of projected wall-clock time for the whole run, from the sweep's cost model,
+    :mod:`dptune.sweeper._cost`); ``text`` is the budget as written, ``source`` and ``key``
+    where (the experiment file and ``sweep.budget``, or ``--budget``), for messages. The sweep
+    stops after whole rounds of the design order (:mod:`dptune.sweeper.design`)."""
+
+    kind: str
+    amount: float
+    text: str
+    source: str = field(default="", compare=False)
+    key: str | None = field(default=None, compare=False)
+
+
+def parse_budget(value: Any, source: str | Path, field_: str | None) -> Budget:
+    """A budget from the experiment file (``[sweep] budget``) or the ``--budget`` flag: an
+    integer >= 1 (units per algorithm, also written as a string of digits), ``"P%"`` with
+    0 < P <= 100 (a fraction of each grid) or a time ``"<h>h<m>m<s>s"`` (any of the three parts,
+    at least one, more than 0 seconds in all: ``"2h"``, ``"90m"``, ``"1h30m"``, ``"45s"``). Any
+    other value is one error naming ``source`` and ``field_``."""
+    def bad(why: str) -> Exception:
+        return input_error(source, field_, f"{why}; a budget is {BUDGET_FORMS}")
+
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise bad(f"{value!r} is not a budget")
+    if isinstance(value, int):
+        if value < 1:
+            raise bad(f"{value} units: needs at least 1")
+        return Budget("units", float(value), str(value), str(source), field_)
+    text = value.strip().lower().replace(" ", "")
+    if text.isdigit():
+        return parse_budget(int(text), source, field_)
+    if text.endswith("%"):
+        try:
+            pct = float(text[:-1])
+        except ValueError:
+            raise bad(f"{value!r} is not a percentage") from None
+        if not 0.0 < pct <= 100.0:
+            raise bad(f"{value!r}: a fraction must be more than 0% and at most 100%")
+        return Budget("fraction", pct / 100.0, value.strip(), str(source), field_)
+    m = _TIME_RE.match(text)
+    if not text or m is None or not any(m.groups()):
+        raise bad(f"{value!r} is not a budget")
+    seconds = sum(float(g) * unit for g, unit in zip(m.groups(), (3600.0, 60.0, 1.0),
+                                                      strict=True) if g)
+    if not seconds > 0:
+        raise bad(f"{value!r}: a time budget must be more than 0 seconds")
+    return Budget("time", seconds, value.strip(), str(source), field_)
 
 
 @dataclass(frozen=True)
@@ -297,6 +357,8 @@ def _validate(exp: Experiment, src: str) -> None:
         raise input_error(src, "analysis.primary_cutoff", f"{a.primary_cutoff} is not in evaluation.cutoffs")
     if exp.sweep.jobs < 1:
         raise input_error(src, "sweep.jobs", "must be positive")
+    if exp.sweep.budget is not None:
+        parse_budget(exp.sweep.budget, src, "sweep.budget")
     _choice(src, "sweep.device", exp.sweep.device, DEVICES)
     _validate_data(exp.data, src)
 

@@ -42,7 +42,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     progress = not args.no_progress
     store, nr = run_sweep(exp, results, jobs=args.jobs or exp.sweep.jobs, progress=progress,
                           storage=args.storage, noise_seeds=overrides.get("noise_seeds"),
-                          noise_configs=overrides.get("noise_configs"))
+                          noise_configs=overrides.get("noise_configs"), budget=args.budget)
     print(f"results: {store.root}")
     if nr is not None:
         print(f"noise floor: {len(nr.parts)} parts ({nr.computed} computed now), {nr.seeds} seeds"
@@ -78,14 +78,15 @@ def cmd_worker(args: argparse.Namespace) -> int:
     exp = _on_device(load_experiment(args.config), None)
     results = Path(args.results) if args.results else _default("results", exp.name)
     check_writable_dir(results, "--results")
-    init_results(exp, results, args.storage)
-    n = worker(exp, results, args.storage)
+    _, _, design = init_results(exp, results, args.storage, budget=args.budget)
+    n = worker(exp, results, args.storage, design=design)
     print(f"worker finished: {n} units computed here")
     return 0
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    """``dptune status``: validation units per algorithm, then test split, noise floor, analysis."""
+    """``dptune status``: validation units per algorithm (of the budget, and m of M units of the
+    full grid), the projected time, then test split, noise floor, analysis."""
     from dptune.config import load_experiment
     from dptune.sweeper._status import status
 
@@ -96,6 +97,12 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"{'algorithm':<16}{'total':>8}{'done':>8}{'running':>9}{'failed':>8}{'remaining':>11}")
     for name, s in st["algorithms"].items():
         print(f"{name:<16}{s['total']:>8}{s['done']:>8}{s['running']:>9}{s['failed']:>8}{s['remaining']:>11}")
+    print(f"{'units:':<13}" + "; ".join(f"{name} {s['units']['text']}"
+                                        for name, s in st["algorithms"].items()))
+    if st["budget"] is not None:
+        print(f"{'budget:':<13}{st['budget']} (whole rounds of the design order)")
+    if st["projection"] is not None:
+        print(f"{'projection:':<13}{st['projection']['text']}")
     for key, label in (("test", "test split"), ("noise", "noise floor"), ("analysis", "analysis")):
         print(f"{label + ':':<13}{st[key]['text']}")
     for path, why in st["damaged"]:

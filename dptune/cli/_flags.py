@@ -77,6 +77,18 @@ def cutoffs(text: str) -> tuple[int, ...]:
     return vals
 
 
+def budget(text: str) -> Any:
+    """An argparse type: a sweep budget (:func:`dptune.config.parse_budget`): a number of units
+    per algorithm, a fraction ``"20%"`` or a time ``"2h"``."""
+    from dptune.config import parse_budget
+    from dptune.errors import DptuneError
+
+    try:
+        return parse_budget(text, "--budget", None)
+    except DptuneError as err:
+        raise argparse.ArgumentTypeError(str(err).removeprefix("--budget: ")) from None
+
+
 # --------------------------------------------------------------------------- common flags
 def results_option(p: argparse.ArgumentParser, default: str = "results/<name>") -> None:
     """``--results DIR``: where the sweep's results go (an option: the command's subject is a config)."""
@@ -128,6 +140,15 @@ def storage_option(p: argparse.ArgumentParser, required: bool = False) -> None:
                         "optuna RDB URL, or a *.journal file" +
                         ("" if required else " (default: [sweep] storage of the experiment, "
                                              "else sqlite in the results directory)"))
+
+
+def budget_option(p: argparse.ArgumentParser) -> None:
+    """``--budget B``: how much of each grid the sweep runs, in whole rounds of its design order."""
+    p.add_argument("--budget", type=budget, default=None, metavar="B",
+                   help="stop each algorithm's validation units after the whole rounds of the "
+                        "design order that fit in B: a number of units per algorithm (45), a "
+                        "fraction of each grid (20%%) or a projected wall-clock time (2h, 90m) "
+                        "(default: [sweep] budget of the experiment, else every unit)")
 
 
 def progress_option(p: argparse.ArgumentParser) -> None:

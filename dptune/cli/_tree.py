@@ -14,6 +14,7 @@ from dptune import __version__
 from dptune.cli import _commands as c
 from dptune.cli._flags import (
     analysis_flags,
+    budget_option,
     cutoffs,
     int_at_least,
     jobs_option,
@@ -116,6 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
     reports_option(r)
     jobs_option(r)
     storage_option(r)
+    budget_option(r)
     progress_option(r)
     r.add_argument("--no-analyze", action="store_true", help="stop after the sweep and noise floor")
     r.add_argument("--device", choices=DEVICES, default=None,
@@ -128,6 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("config", metavar="CONFIG", help="experiment TOML file (the same on every machine)")
     storage_option(w, required=True)
     results_option(w)
+    budget_option(w)
     w.set_defaults(func=c.cmd_worker)
 
     s = _sub(sub, "status", "progress of a run: validation units (done / running / failed / "

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from dptune._version import __version__
-from dptune.config import NOT_FINGERPRINTED, Experiment
+from dptune.config import NOT_FINGERPRINTED, Budget, Experiment
 from dptune.data._dataset import dataset_stats
 from dptune.errors import DptuneError, input_error
 from dptune.models import get_family
@@ -18,6 +18,13 @@ from dptune.store._integrity import entry_fingerprints
 from dptune.store._store import ResultStore
 from dptune.sweeper._prepare import Prepared, prepare
 from dptune.sweeper._storage import open_storage
+from dptune.sweeper.design import (
+    Design,
+    experiment_budget,
+    recorded_design,
+    resolve_design,
+    write_design,
+)
 
 
 def _versions() -> dict[str, str]:
@@ -158,26 +165,36 @@ def setup_changes(manifest: dict[str, Any], exp: Experiment) -> list[str]:
     return out
 
 
-def init_results(exp: Experiment, results: str | Path,
-                 storage_url: str | None = None) -> tuple[ResultStore, Prepared]:
-    """Create (or reopen) the results directory; refuse one that holds a different experiment.
+def init_results(exp: Experiment, results: str | Path, storage_url: str | None = None,
+                 budget: Budget | None = None,
+                 jobs: int | None = None) -> tuple[ResultStore, Prepared, Design]:
+    """Create (or reopen) the results directory; refuse one that holds a different experiment;
+    return the store, the prepared data and the design the sweep follows.
 
     Everything that can be checked is checked before the first write: grids against their
-    models, the data and every fold (a fold without users is an error), the results directory
-    (writable, same experiment set-up) and the optuna storage (reachable).
+    models, the data and every fold (a fold without users is an error), the budget (``budget``,
+    else the experiment's ``[sweep] budget``, in whole rounds of the design order on ``jobs``
+    cores, default ``[sweep] jobs``: :func:`dptune.sweeper.design.resolve_design`), the results
+    directory (writable, same experiment set-up) and the optuna storage (reachable). The design
+    is written to ``design.json`` beside the manifest; a resumed sweep keeps the order recorded
+    there.
     """
     validate_experiment(exp)
     prep = prepare(exp)
     fold_users = prep.check_folds()
+    manifest = build_manifest(exp, prep, fold_users)
+    design = resolve_design(exp, manifest, budget if budget is not None else experiment_budget(exp),
+                            jobs, recorded_design(results))
     # the sweep treats a damaged part as not done (it is computed again), never as an error
     store = ResultStore(results, skip_damaged=True).create()
     _check_setup(store, exp)
     open_storage(storage_url, store.root)  # creates the schema once, before workers race on it
     store.write_configs([exp.grids[a.name].frame(a.name) for a in exp.algorithms])
     store.write_users(prep.dataset.user_ids)
-    store.write_manifest(build_manifest(exp, prep, fold_users))  # last: checksums of both
+    store.write_manifest(manifest)  # last: checksums of both
+    write_design(store.root, design)
     store.heal()
-    return store, prep
+    return store, prep, design
 
 
 def _check_setup(store: ResultStore, exp: Experiment) -> None:

@@ -1,4 +1,5 @@
-"""A sweep worker: take grid points from optuna until every validation unit has its part.
+"""A sweep worker: take grid points from optuna, in design order, until every validation unit
+of the budget has its part.
 
 Any number of workers (processes, machines) share one optuna storage and one results directory
 (docs/distributed.md). The result store is the ground truth: a unit whose Parquet part exists and
@@ -29,6 +30,7 @@ from dptune.sweeper._plan import Task, _key, plan
 from dptune.sweeper._prepare import prepare
 from dptune.sweeper._storage import heartbeat_settings, open_storage
 from dptune.sweeper._unit import _primary_mean, run_unit
+from dptune.sweeper.design import Design, sweep_design
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -48,13 +50,18 @@ def _mark_interrupted(trial: optuna.Trial) -> None:
 
 
 def worker(exp: Experiment, results: str | Path, storage_url: str | None = None,
-           algorithms: Sequence[str] | None = None, wait_seconds: float | None = None) -> int:
-    """Work on the experiment's validation units until none is left; returns units computed here.
+           algorithms: Sequence[str] | None = None, wait_seconds: float | None = None,
+           design: Design | None = None) -> int:
+    """Work on the experiment's validation units until none of the budget is left; returns
+    units computed here.
 
-    Any number of workers (processes, machines) may run this against one storage and one shared
-    results directory: each asks optuna's GridSampler for a grid point (= a unit), skips it when
-    its part exists, leaves it to a live worker that owns it (:func:`_must_wait`), and otherwise
-    computes and writes it. A first round over the algorithms never waits (an owned point is
+    ``design``: the design and budget to follow (:func:`dptune.sweeper.design.resolve_design`;
+    default: the one recorded in the results directory when the sweep started, else the
+    experiment's). Any number of workers (processes, machines) may run this against one
+    storage and one shared results directory: each asks the study's sampler for the grid point
+    (= a unit on a fold) the design order needs next (:mod:`dptune.sweeper._sampler`), skips it
+    when its part exists, leaves it to a live worker that owns it (:func:`_must_wait`), and
+    otherwise computes and writes it. A first round over the algorithms never waits (an owned point is
     marked PRUNED, "deferred", and the worker moves on, so idle workers start the next algorithm
     instead of watching the last units of this one); a second round waits for the units still
     owned by live workers and redoes those of dead ones. Units whose trials failed are queued
@@ -126,14 +133,18 @@ def worker(exp: Experiment, results: str | Path, storage_url: str | None = None,
                 study.stop()
         return stop_when_complete
 
+    if design is None:
+        design = sweep_design(exp, root)
     work = []
     for alg in exp.algorithms:
         if algorithms is not None and alg.name not in algorithms:
             continue
-        tasks = plan(exp, alg.name, folds)
+        ad = design.algorithms[alg.name]
+        tasks = ad.tasks(folds)
         if missing(tasks):
-            study, space = _study(exp, alg.name, storage, folds)
-            lookup = {_key({"fold": t.fold, **t.params}): t for t in tasks}
+            study, space = _study(exp, alg.name, storage, folds, ad)
+            # every grid point, the budget's or not: a queued trial may name any of them
+            lookup = {_key({"fold": t.fold, **t.params}): t for t in plan(exp, alg.name, folds)}
             work.append((tasks, study, space, lookup))
 
     for tasks, study, space, lookup in work:  # round 1: take free units, never wait
