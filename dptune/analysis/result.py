@@ -39,6 +39,7 @@ DATA_FILES: dict[str, str] = {
     "dp.pvalues": "pvalues.parquet",
     "dp.table": "dp.csv",
     "dp.curves": "curves.csv",
+    "dp.grid_sample": "grid_sample.csv",
     "comparisons": "comparisons.csv",
     "dominance": "dominance.csv",
     "downstream": "downstream.csv",

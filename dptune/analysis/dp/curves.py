@@ -15,13 +15,33 @@ import numpy as np
 from dptune.analysis.dp.degenerate import capped_band
 from dptune.errors import input_error
 
-__all__ = ["pvalue_curve", "CurveSummary", "summarize_curves"]
+__all__ = ["pvalue_curve", "weighted_curve", "CurveSummary", "summarize_curves"]
 
 
 def pvalue_curve(p: np.ndarray) -> np.ndarray:
     """The p-value curve of one fold: the p-values sorted in decreasing order, ``p_(1) >= ...``."""
     arr = np.asarray(p, dtype=np.float64).ravel()
     return np.sort(arr)[::-1].copy()
+
+
+def weighted_curve(p: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """The p-value curve of one fold whose pairs carry weights (a store holding a subset of
+    its grid's units, :mod:`dptune.analysis.dp.units`): the P p-values sorted decreasingly,
+    pair ``j`` taking a width ``w_j P / sum w`` of the positions instead of 1, and position
+    ``i`` the average of that step function over ``[i, i + 1)``. Its sum is ``sum_j w_j p_j``
+    scaled to P widths, ``P x`` the weighted mean p-value; with every weight equal it is
+    :func:`pvalue_curve`."""
+    arr = np.asarray(p, dtype=np.float64).ravel()
+    w = np.asarray(weights, dtype=np.float64).ravel()
+    n = len(arr)
+    if not n:
+        return arr.copy()
+    order = np.argsort(-arr, kind="stable")
+    width = w[order] * (n / w.sum())
+    edges = np.concatenate([[0.0], np.cumsum(width)])
+    area = np.concatenate([[0.0], np.cumsum(width * arr[order])])
+    edges[-1] = float(n)
+    return np.diff(np.interp(np.arange(n + 1, dtype=np.float64), edges, area))
 
 
 @dataclass(frozen=True)

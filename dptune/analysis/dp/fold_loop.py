@@ -44,7 +44,8 @@ from dptune.analysis.dp import bootstrap as rs
 from dptune.analysis.dp import paired_tests as stats
 from dptune.analysis.dp import scale as sc
 from dptune.analysis.dp import stability as sb
-from dptune.analysis.dp.curves import pvalue_curve, summarize_curves
+from dptune.analysis.dp import units as un
+from dptune.analysis.dp.curves import pvalue_curve, summarize_curves, weighted_curve
 from dptune.analysis.dp.pairs import Scope, scope_seed, scopes
 from dptune.analysis.dp.tables import (
     CURVES_COLUMNS,
@@ -154,10 +155,19 @@ class FoldCurves:
         self.sakai = np.zeros(self.n_folds)
         self.means = np.zeros(self.n_folds)
 
-    def add(self, fold_index: int, p: np.ndarray) -> None:
-        self.curves[fold_index] = pvalue_curve(p)
-        self.sakai[fold_index] = stats.sakai_dp(stats.adjust(p, self.correction), self.alpha)
-        self.means[fold_index] = float(np.mean(p)) if len(p) else 1.0
+    def add(self, fold_index: int, p: np.ndarray, weights: np.ndarray | None = None) -> None:
+        """One fold's p-values; ``weights`` (mean 1): the pairs' post-stratification weights of
+        a store holding a subset of its grid's units (:mod:`dptune.analysis.dp.units`), which
+        weigh the curve, Sakai's share and the mean alike."""
+        if weights is None:
+            self.curves[fold_index] = pvalue_curve(p)
+            self.sakai[fold_index] = stats.sakai_dp(stats.adjust(p, self.correction), self.alpha)
+            self.means[fold_index] = float(np.mean(p)) if len(p) else 1.0
+        else:
+            self.curves[fold_index] = weighted_curve(p, weights)
+            below = stats.adjust(p, self.correction) < self.alpha
+            self.sakai[fold_index] = float(np.dot(weights, below) / len(p))
+            self.means[fold_index] = float(np.dot(weights, p) / len(p))
         self.all_one = self.all_one and bool(np.all(p == 1.0))
 
     def summary(self) -> dict[str, Any]:
@@ -178,13 +188,20 @@ class ScopeRun:
 
     ``pairs``: the scope's pairs under each stability repeat (``pairs[0]``: the tables' pairs,
     in sampling order); ``bootstrap``: replicates of the interval (0 = none; only with a test
-    that has an interval); ``draws``: the algorithm's shared :class:`UserDraws`.
+    that has an interval); ``draws``: the algorithm's shared :class:`UserDraws`. A store that
+    holds a subset of its grid's units (:mod:`dptune.analysis.dp.units`) also gives
+    ``designer`` (pairs -> their :class:`dptune.analysis.dp.units.PairDesign`) and ``units``
+    (the algorithm's shared ``(B, m)`` unit multipliers): the pairs are weighted to stand for
+    the full grid's, the bootstrap resamples the units too, and a scope with an unsampled
+    stratum gets no interval.
     """
 
     def __init__(self, algorithm: str, scope: str, pairs: Sequence[np.ndarray], n_possible: int,
                  n_folds: int, metric_cutoffs: Sequence[tuple[str, int]], *,
                  test: stats.PairedTest, alpha: float = 0.05, correction: str | None = None,
-                 bootstrap: int = 0, seed: int = 0, draws: UserDraws | None = None) -> None:
+                 bootstrap: int = 0, seed: int = 0, draws: UserDraws | None = None,
+                 designer: Callable[[np.ndarray], un.PairDesign] | None = None,
+                 units: np.ndarray | None = None) -> None:
         self.algorithm, self.scope = algorithm, scope
         self.test, self.seed = test, int(seed)
         self.mcs = [(str(m), int(c)) for m, c in metric_cutoffs]
@@ -195,8 +212,12 @@ class ScopeRun:
         # tables keep the sampling order, ``order`` maps one to the other
         self.pairs = [np.asarray(p, dtype=np.int64).reshape(-1, 2) for p in pairs]
         self.pairs = [p[np.lexsort((p[:, 1], p[:, 0]))] for p in self.pairs]
+        self.designs = None if designer is None else [designer(p) for p in self.pairs]
+        if self.designs is not None and not self.designs[0].gets_interval:
+            self.bootstrap = 0  # an unsampled stratum: an estimate over the sampled ones only
         if not self.bootstrap:
             self.pairs = self.pairs[:1]
+            self.designs = None if self.designs is None else self.designs[:1]
         self.repeats = len(self.pairs)
         self.ids = np.unique(np.concatenate(self.pairs)) if len(self.table_pairs) else \
             np.zeros(0, np.int64)
@@ -218,6 +239,26 @@ class ScopeRun:
                                       scope_seed(self.seed, f"{scope}|robust|{k}|bootstrap"))
                       if self.bootstrap and len(p) else None
                       for k, p in enumerate(self.pairs)]
+        if self.designs is not None and self.bootstrap and units is not None:
+            self._mult = [None if m is None else un.design_replicate_weights(d, units, m)
+                          for d, m in zip(self.designs, self._mult, strict=True)]
+
+    def weights(self, repeat: int = 0) -> np.ndarray | None:
+        """The post-stratification weights of repeat ``repeat``'s pairs in canonical order
+        (None: a store holding every unit, every weight 1)."""
+        return None if self.designs is None else self.designs[repeat].weights
+
+    @property
+    def table_weights(self) -> np.ndarray:
+        """The weight of each of the tables' pairs, in sampling order (pairs.csv)."""
+        w = self.weights(0)
+        return np.ones(len(self.table_pairs)) if w is None else w[self.order]
+
+    @property
+    def unsampled(self) -> float:
+        """The full grid's share of the scope's pairs in strata with no pair here (0 when
+        every unit is present)."""
+        return 0.0 if self.designs is None else float(self.designs[0].unsampled)
 
     def add_fold(self, fold_index: int, fold: str, view: FoldView,
                  metric_cutoffs: Sequence[tuple[str, int]] | None = None) -> None:
@@ -243,9 +284,11 @@ class ScopeRun:
                                           "contain NaN or infinite values")
                 else:
                     p = self.test.pvalues(values, ra, rb, columns, seed=t_seed)
-                self.means[(k, mc)][fold_index] = float(p.mean())
+                w = self.weights(k)
+                self.means[(k, mc)][fold_index] = (float(p.mean()) if w is None
+                                                   else float(np.dot(w, p) / len(p)))
                 if k == 0:  # the curve and Sakai's DP ignore the order; the table's is kept
-                    self.curves[mc].add(fold_index, p)
+                    self.curves[mc].add(fold_index, p, w)
                     self.pvalues.append((mc[0], mc[1], fold, p[self.order], n))
 
     def finish(self) -> tuple[list[dict[str, Any]], list[pd.DataFrame],
@@ -283,6 +326,7 @@ class ScopeRun:
                 "ci_low": float(lo), "ci_high": float(hi), "dp_sum": s["dp_sum"],
                 "sakai": s["sakai"], "sakai_sd": s["sakai_sd"],
                 "no_evidence": self.curves[mc].all_one, "repeats": self.repeats,
+                "unsampled_share": self.unsampled,
             })
             curves.append(pd.DataFrame({
                 "algorithm": self.algorithm, "scope": self.scope, "metric": mc[0],
@@ -347,12 +391,23 @@ def _fold_reader(store: Any, algorithm: str, fold: str, ids: np.ndarray,
 
 
 def plan_runs(store: Any, alg: str, options: Any, folds: Sequence[str],
-              mcs: list[tuple[str, int]]) -> list[ScopeRun]:
-    """The :class:`ScopeRun` of every scope of ``alg`` (module docstring)."""
+              mcs: list[tuple[str, int]], sample: un.UnitSample | None = None
+              ) -> list[ScopeRun]:
+    """The :class:`ScopeRun` of every scope of ``alg`` (module docstring). ``sample``: the
+    units of the grid the store holds (:func:`dptune.analysis.dp.units.unit_sample`); when it
+    is not the whole grid the scopes are those of the configurations present, their pairs
+    weighted to stand for the full grid's, and the bootstrap resamples the units."""
     test = options.paired_test
-    found = scopes(store.configs(alg), list(store.hyperparameters(alg)), options.pairs,
+    configs = store.configs(alg)
+    subset = sample is not None and not sample.complete
+    if subset:
+        configs = configs[configs["config_id"].isin(sample.present_configs)]
+    found = scopes(configs, list(store.hyperparameters(alg)), options.pairs,
                    options.scope_value_pairs)
     boot = int(options.bootstrap) if test.interval else 0
+    units = (un.unit_multipliers(boot, len(sample.present), len(sample.units),
+                                 scope_seed(options.seed, f"{alg}|units"))
+             if subset and boot else None)
     boxed = [s for s in found if s.kind in INTERVAL_KINDS] if boot else []
     repeats = _repeats(boxed, options, _users_hint(store), len(mcs), len(folds))
     draws = UserDraws(boot, options.seed, rs.GROUPS, _user_keys(store))
@@ -363,7 +418,10 @@ def plan_runs(store: Any, alg: str, options: Any, folds: Sequence[str],
         runs.append(ScopeRun(alg, s.name, [s.pairs(k, options.seed) for k in range(n_rep)],
                              s.n_possible, len(folds), mcs, test=test, alpha=options.alpha,
                              correction=options.correction_or_none,
-                             bootstrap=boot if boxed_s else 0, seed=options.seed, draws=draws))
+                             bootstrap=boot if boxed_s else 0, seed=options.seed, draws=draws,
+                             designer=(lambda pairs, s=s: un.pair_design(
+                                 sample, pairs, s.kind, s.hyperparameter, s.value))
+                             if subset else None, units=units))
     return runs
 
 
@@ -401,11 +459,15 @@ def run_fold_loop(store: Any, options: Any, progress: bool = False,
                 raise input_error("store", f"{alg}: folds", "no validation folds")
             mcs = sorted({(str(m), int(c)) for m, c in store.metric_cutoffs(alg)},
                          key=lambda mc: metric_key(*mc))
-            runs = plan_runs(store, alg, options, folds, mcs)
+            sample = un.unit_sample(store, alg)
+            if sample is not None and not sample.complete:
+                out.grid_sample.append(sample.row())
+            runs = plan_runs(store, alg, options, folds, mcs, sample)
             for r in runs:
                 seed = scope_seed(options.seed, r.scope)
-                out.pairs.extend((alg, r.scope, i, int(a), int(b), seed)
-                                 for i, (a, b) in enumerate(r.table_pairs))
+                out.pairs.extend((alg, r.scope, i, int(a), int(b), seed, float(w))
+                                 for i, ((a, b), w) in enumerate(zip(
+                                     r.table_pairs, r.table_weights, strict=True)))
             ids = (np.unique(np.concatenate([r.ids for r in runs])) if runs
                    else np.zeros(0, dtype=np.int64))
             groups = _metric_groups(store, alg, len(ids), mcs)
@@ -434,6 +496,7 @@ class _Tables:
     curves: list[pd.DataFrame] = field(default_factory=list)
     draws: dict[tuple[str, str, str, int], list[tuple[float, np.ndarray]]] = field(
         default_factory=dict)
+    grid_sample: list[dict[str, Any]] = field(default_factory=list)
 
     def add(self, run: ScopeRun) -> None:
         rows, curves, draws = run.finish()
@@ -454,4 +517,6 @@ class _Tables:
             table=dp[DP_COLUMNS],
             curves=concat_frames(self.curves, CURVES_COLUMNS),
             draws=self.draws,
+            grid_sample=(pd.DataFrame(self.grid_sample, columns=un.GRID_SAMPLE_COLUMNS)
+                         if self.grid_sample else None),
         )

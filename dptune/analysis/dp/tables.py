@@ -17,7 +17,9 @@ __all__ = ["METRIC_ORDER", "PAIRS_COLUMNS", "PVALUES_COLUMNS", "DP_COLUMNS", "CU
 #: Order of metrics in every output table (:data:`dptune.vocab.METRICS`).
 METRIC_ORDER: tuple[str, ...] = METRICS
 
-PAIRS_COLUMNS = ["algorithm", "scope", "pair_index", "config_a", "config_b", "seed"]
+#: pairs.csv: ``weight`` is the pair's post-stratification weight (1 unless the store holds a
+#: subset of its grid's units; :mod:`dptune.analysis.dp.units`): ``mean p = (1/P) sum weight p``.
+PAIRS_COLUMNS = ["algorithm", "scope", "pair_index", "config_a", "config_b", "seed", "weight"]
 PVALUES_COLUMNS = [
     "algorithm",
     "scope",
@@ -31,12 +33,14 @@ PVALUES_COLUMNS = [
 #: dp.csv: one row per (algorithm, scope, metric@N). Every DP is on one scale, DP per 25 pairs
 #: (``dp_per_25 = 25 x mean p``, the paper's DP when P = 25; its fold sd band and, for the
 #: scopes that get one, its 95% bootstrap interval ``ci_low, ci_high``); ``dp_sum`` is the
-#: paper's sum of the fold-averaged curve, ``P x mean p``, kept for the record.
+#: paper's sum of the fold-averaged curve, ``P x mean p``, kept for the record;
+#: ``unsampled_share``: for a store holding a subset of its grid's units, the full grid's share
+#: of the scope's pairs that no pair here stands for (such a scope has no interval).
 DP_COLUMNS = [
     "algorithm", "scope", "metric", "cutoff", "n_pairs", "n_possible_pairs", "n_folds",
     "mean_p", "mean_p_sd", "dp_per_25", "dp_per_25_plus_sd", "dp_per_25_minus_sd", "ci_low",
-    "ci_high", "dp_sum", "sakai", "sakai_sd", "no_evidence", "repeats", "test", "correction",
-    "alpha",
+    "ci_high", "dp_sum", "sakai", "sakai_sd", "no_evidence", "repeats", "unsampled_share",
+    "test", "correction", "alpha",
 ]
 CURVES_COLUMNS = ["algorithm", "scope", "metric", "cutoff", "position", "mean", "sd"]
 
@@ -77,6 +81,9 @@ class DPEstimate:
       (:data:`Draws`), from which the comparisons are made; not written.
     - ``without``: algorithm -> its number of configurations, for the algorithms of the store
       without DP (fewer than two configurations, or none with validation results to pair).
+    - ``grid_sample`` (grid_sample.csv): one row per algorithm whose store holds a subset of
+      its grid's units (:data:`dptune.analysis.dp.units.GRID_SAMPLE_COLUMNS`); None when
+      every algorithm's grid is complete.
     """
 
     pairs: pd.DataFrame
@@ -85,6 +92,7 @@ class DPEstimate:
     curves: pd.DataFrame
     draws: Draws = field(default_factory=dict)
     without: dict[str, int] = field(default_factory=dict)
+    grid_sample: pd.DataFrame | None = None
 
 
 def pvalue_frame(
