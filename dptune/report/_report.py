@@ -37,6 +37,7 @@ from dptune.report._document import (
     core_sections,
     files_section,
     gap_sentence,
+    grid_sample_text,
     primary_line,
     sampling_lead,
 )
@@ -210,6 +211,9 @@ class Report:
             )
         if settings is None and result.manifest:
             settings = experiment_settings(result.manifest, result.options)
+        sample_text = grid_sample_text(result.dp.grid_sample)
+        if sample_text is not None:
+            settings = {**(settings or {}), "Grid sample": sample_text}
         verdict, families = result.verdict, result.options.families
         noise = None
         if result.noise is not None and not result.noise.curves.empty:
@@ -225,6 +229,10 @@ class Report:
                                     result.options.min_pairs),
             )
         }
+        if sample_text is not None:
+            for t in tables.values():
+                if t.name != "table1":
+                    t.notes.append(sample_text)
         fig_cutoffs = sorted(curves.loc[curves["scope"] == "all", "cutoff"].unique().tolist())
         figures: dict[str, ReportFigure] = {}
         for n in [cutoff] + [c for c in fig_cutoffs if c != cutoff]:
@@ -243,6 +251,8 @@ class Report:
         name = title or (str(settings["name"]) if settings and "name" in settings else None)
         lead = sampling_lead((settings or {}).get(PAIRS_SETTING),
                              (settings or {}).get(VALUE_PAIRS_SETTING))
+        if sample_text is not None:
+            lead = sample_text if lead is None else f"{lead}\n\n{sample_text}"
         rep = cls(name, primary, tables, figures, sections, lead=lead, result=result,
                   verdict=verdict, data_files=[DATA_FILES[key] for key in result.tables()],
                   test_split=test_split)

@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from dptune.analysis.verdict.families import family_groups
+from dptune.report._document import grid_sample_text
 from dptune.report._format import (
     MISSING,
     adjusted_p_text,
@@ -65,9 +66,17 @@ def _hps(items: Sequence[str], algorithm: str) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
+def _unsampled(row: dict) -> float:
+    """verdict.csv's ``unsampled_share`` of a row (0 when absent)."""
+    v = row.get("unsampled_share")
+    return 0.0 if v is None or is_missing(v) else float(v)
+
+
 def recommendation_text(row: dict, n: int) -> str:
     """What the verdict recommends for one row: the metric (with its exact ties), "too few
     pairs (P = k)" or "no evidence"; the one wording of the verdict table and Table 4."""
+    if _unsampled(row) > 0:
+        return f"too few units ({pct(_unsampled(row))} of the grid's pairs unsampled)"
     if bool(row.get("too_few_pairs")) and not is_missing(row.get("too_few_pairs")):
         return f"too few pairs (P = {int(row['n_pairs'])})"
     rec = row.get("recommended")
@@ -266,6 +275,15 @@ def verdict_sentences(result: Any) -> list[str]:
         members = dict(family_groups(rd.metrics(alg, cutoff),
                                      result.options.families)).get(family, [])
         pairs = pairs_text(r["n_pairs"], r["n_possible_pairs"])
+        if _unsampled(r) > 0:
+            out.append(head + f"too few units to rank metrics: {pct(_unsampled(r))} of the full "
+                       "grid's pairs (pairs of units that share a value of a unit "
+                       "hyperparameter) have no stand-in among the units run, so no DP here "
+                       "estimates the full grid's; no metric is recommended and no difference "
+                       "is claimed (a design order holds such pairs from its second round on); "
+                       "DP per 25 pairs over the pairs there are: "
+                       + _numbers(rd, alg, cutoff, members) + ".")
+            continue
         if bool(r["too_few_pairs"]):
             out.append(head + f"too few pairs ({pairs}, fewer than min_pairs = "
                        f"{int(result.options.min_pairs)}) to rank metrics: no metric is "
@@ -349,6 +367,9 @@ def summary_section(result: Any) -> str | None:
         at = v[v["cutoff"] == cutoff]
     rd = _Reader(result)
     lines = [f"At N = {cutoff} (every cutoff in the verdict below):", ""]
+    sample = grid_sample_text(result.dp.grid_sample)
+    if sample:
+        lines = [sample, "", *lines]
     for alg in ordered_algorithms(at["algorithm"].astype(str).unique()):
         rows = at[at["algorithm"] == alg].to_dict("records")
         picks = []
@@ -379,6 +400,9 @@ def verdict_section(result: Any, figures: Sequence[tuple[str, int, str]] = ()) -
     if v is None or v.empty:
         return None
     lines = [CLAIMS_LEGEND, ""]
+    sample = grid_sample_text(result.dp.grid_sample)
+    if sample:
+        lines += [sample, ""]
     lines += [f"- {t}" for t in verdict_sentences(result)]
     lines += ["", _table(result).to_markdown(), ""]
     judged = ("each family's choice is judged on the test split by a metric of the same family"

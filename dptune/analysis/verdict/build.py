@@ -47,6 +47,17 @@ def _test_reader(store: Any) -> ds.TestReader | None:
     return read
 
 
+def _varied(store: Any, dp: pd.DataFrame) -> dict[str, list[str]]:
+    """Algorithm -> the hyperparameters its full grid varies, for the algorithms with
+    one-at-a-time scopes (those whose grid varies two or more)."""
+    out = {}
+    for alg in dp.loc[dp["scope"].str.startswith("only:"), "algorithm"].unique():
+        configs = store.configs(alg)
+        out[str(alg)] = [h for h in store.hyperparameters(alg)
+                         if configs[h].astype(str).nunique() > 1]
+    return out
+
+
 def build_verdict(store: Any, estimate: DPEstimate, options: Any, *,
                   best: pd.DataFrame | None, floor: pd.DataFrame | None) -> VerdictParts:
     """The verdict of one store under ``options`` (a validated :class:`dptune.AnalysisOptions`).
@@ -58,7 +69,7 @@ def build_verdict(store: Any, estimate: DPEstimate, options: Any, *,
     dp = estimate.table
     comparisons = cl.comparisons_table(dp, estimate.draws, options.families, options.alpha,
                                        options.min_pairs)
-    dominance = dominance_table(dp, comparisons, options.min_pairs)
+    dominance = dominance_table(dp, comparisons, options.min_pairs, _varied(store, dp))
     rec = vd.recommend(dp, comparisons, options.families, options.min_pairs)
     if rec.empty:
         return VerdictParts(pd.DataFrame(columns=vd.VERDICT_COLUMNS), comparisons, dominance,

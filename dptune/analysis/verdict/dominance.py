@@ -47,9 +47,13 @@ def _h_rank(h: str) -> tuple[int, str]:
             else len(HYPERPARAMETER_ORDER), h)
 
 
-def dominance_table(dp: pd.DataFrame, comparisons: pd.DataFrame, min_pairs: int
-                    ) -> pd.DataFrame:
+def dominance_table(dp: pd.DataFrame, comparisons: pd.DataFrame, min_pairs: int,
+                    expected: dict[str, list[str]] | None = None) -> pd.DataFrame:
     """One row per (algorithm, metric, cutoff) with one-at-a-time scopes (module docstring).
+
+    ``expected``: algorithm -> the hyperparameters its full grid varies (a store holding a
+    subset of its grid's units may have no one-at-a-time pair of some of them: they count as
+    too few pairs, never as absent).
 
     ``dp``: dp.csv; ``comparisons``: comparisons.csv. ``hyperparameter``/``dp_per_25``/
     ``ci_*``/``n_pairs``: the lowest one-at-a-time DP with enough pairs; ``over``/``tied``/
@@ -62,7 +66,9 @@ def dominance_table(dp: pd.DataFrame, comparisons: pd.DataFrame, min_pairs: int
     rows = []
     for (alg, metric, cutoff), g in only.groupby(["algorithm", "metric", "cutoff"], sort=False):
         g = g.assign(h=g["scope"].str.slice(len("only:")))
-        few = sorted(g.loc[g["n_pairs"].astype(int) < int(min_pairs), "h"], key=_h_rank)
+        absent = [h for h in (expected or {}).get(str(alg), []) if h not in set(g["h"])]
+        few = sorted([*g.loc[g["n_pairs"].astype(int) < int(min_pairs), "h"], *absent],
+                     key=_h_rank)
         ok = g[(g["n_pairs"].astype(int) >= int(min_pairs)) & ~g["no_evidence"].astype(bool)]
         row = {"algorithm": alg, "metric": metric, "cutoff": int(cutoff), "answer": "",
                "hyperparameter": "", "dp_per_25": np.nan, "ci_low": np.nan, "ci_high": np.nan,

@@ -6,6 +6,10 @@ DP of scope ``all`` (dp.csv; every pair of the grid up to the cap, else a seeded
 
 - **too few pairs**: fewer than ``min_pairs`` pairs of configurations (default 10): no metric
   is recommended, nothing is called significant; the numbers are shown.
+- **too few units**: a store holding a subset of its grid's units, where some of the full
+  grid's pairs have no stand-in among the pairs tested (``unsampled_share > 0``,
+  :mod:`dptune.analysis.dp.units`: with one round of a design, pairs of units sharing a
+  value): the DP does not estimate the full grid's, so the row is treated as too few pairs.
 - **recommended**: the metric with the lowest DP (mean p-value) among the metrics with evidence
   (not every p-value 1); equal values are ordered as :data:`dptune.vocab.METRICS` (the tie rule
   shared with Tables 3 and 4, :func:`dptune.analysis.verdict.families.order_metrics`); the
@@ -41,7 +45,7 @@ __all__ = ["VERDICT_COLUMNS", "recommend", "verdict_table"]
 VERDICT_COLUMNS = [
     "algorithm", "cutoff", "family", "recommended", "identical", "mean_p", "dp_per_25",
     "ci_low", "ci_high", "n_pairs", "n_possible_pairs", "n_folds", "too_few_pairs",
-    "less_discriminative", "tied", "no_evidence", "not_below_floor", "stability_repeats",
+    "unsampled_share", "less_discriminative", "tied", "no_evidence", "not_below_floor", "stability_repeats",
     "claims_dropped", "judge", "selected_configs", "downstream_differ",
     "dominant_hyperparameter", "dominance",
 ]
@@ -79,8 +83,10 @@ def _recommend_one(alg: str, cutoff: int, family: str, g: pd.DataFrame, c: pd.Da
                    min_pairs: int) -> dict:
     none = g["no_evidence"].astype(bool)
     ev = g[~none]
+    unsampled = float(g["unsampled_share"].max()) if "unsampled_share" in g else 0.0
     row = {"algorithm": alg, "cutoff": cutoff, "family": family, "recommended": "",
-           "identical": "", "too_few_pairs": bool(int(g["n_pairs"].max()) < min_pairs),
+           "identical": "", "unsampled_share": unsampled,
+           "too_few_pairs": bool(int(g["n_pairs"].max()) < min_pairs or unsampled > 0),
            "less_discriminative": "", "tied": "",
            "no_evidence": _join([str(m) for m in g.loc[none, "metric"]]),
            "claims_dropped": 0, "stability_repeats": 0}
