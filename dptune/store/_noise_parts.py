@@ -17,7 +17,7 @@ import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -28,8 +28,11 @@ from dptune._atomic import temporary_path
 from dptune.errors import check_int, input_error
 from dptune.store._integrity import check_lost as check_lost_parts
 from dptune.store._integrity import damaged_error, problem, record, store_fingerprint, verified
+from dptune.store._schema import NOISE_DIR
 from dptune.store._schema import SCHEMA as STORE_SCHEMA
-from dptune.store._store import ResultStore
+
+if TYPE_CHECKING:  # only a type here: the store imports this module, not the other way round
+    from dptune.store._store import ResultStore
 
 __all__ = [
     "check_count",
@@ -48,8 +51,6 @@ __all__ = [
     "noise_trials",
 ]
 
-#: Directory of the noise-floor parts inside a results directory.
-NOISE_DIR = "noise_floor.parquet"
 #: Columns of a noise-floor part: those of ``per_user.parquet`` plus the seed's index.
 NOISE_SCHEMA = pa.schema([*STORE_SCHEMA, pa.field("seed_index", pa.int16(), nullable=False)])
 #: Columns of ``noise_trials.csv``.

@@ -24,10 +24,12 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["PARTS", "LAYOUT", "STALE_TEMPORARY_S", "SCHEMA", "TRIAL_COLUMNS", "UnitResult",
+__all__ = ["PARTS", "NOISE_DIR", "LAYOUT", "STALE_TEMPORARY_S", "SCHEMA", "TRIAL_COLUMNS", "UnitResult",
            "part_name"]
 
 PARTS = "per_user.parquet"
+#: Directory of the noise-floor parts (the A/A runs, :mod:`dptune.store._noise_parts`).
+NOISE_DIR = "noise_floor.parquet"
 LAYOUT = "config-major"  # see write_part; lets read_fold decode only the value column
 STALE_TEMPORARY_S = 3600.0  # a temporary file untouched this long belongs to a dead writer
 #: Every column is required (``not null``): a value that was never computed is absent, not

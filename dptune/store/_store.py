@@ -45,10 +45,19 @@ from dptune.store._index import (
     summary_frame,
     trials_frame,
 )
-from dptune.store._integrity import damaged_error, heal, problem, store_fingerprint, verified
+from dptune.store._integrity import (
+    damaged_error,
+    heal,
+    lost_parts,
+    problem,
+    store_fingerprint,
+    verified,
+)
+from dptune.store._noise_parts import noise_part_paths
 from dptune.store._parts import remove_stale_temporaries, write_part
 from dptune.store._schema import (
     LAYOUT,
+    NOISE_DIR,
     PARTS,
     SCHEMA,
     STALE_TEMPORARY_S,
@@ -115,16 +124,11 @@ class ResultStore:
 
     def all_parts(self) -> list[Path]:
         """Every part file of the store (units, then noise floor), damaged ones included."""
-        from dptune.store._noise_parts import noise_part_paths
-
         return self.part_paths() + noise_part_paths(self.root, check_lost=False)
 
     def damaged(self) -> list[tuple[Path, str]]:
         """``(part, reason)`` of every part that fails verification (size or checksum differ
         from its index entry, the entry is missing or damaged, the part does not decode)."""
-        from dptune.store._integrity import lost_parts
-        from dptune.store._noise_parts import NOISE_DIR
-
         lost = [(p, "missing") for d in (PARTS, NOISE_DIR) for p in lost_parts(self.root, d)]
         return lost + [(p, why) for p in self.all_parts() if (why := problem(p)) is not None]
 
@@ -181,8 +185,6 @@ class ResultStore:
     def _index(self) -> Index:
         index = build_index(self.root, self._damaged)
         if self._damaged is None:  # the noise floor's parts too, before any work on them
-            from dptune.store._noise_parts import noise_part_paths
-
             for p in noise_part_paths(self.root):
                 if (why := problem(p)) is not None:
                     raise damaged_error(p, why)
