@@ -87,6 +87,8 @@ def cmd_worker(args: argparse.Namespace) -> int:
 def cmd_status(args: argparse.Namespace) -> int:
     """``dptune status``: validation units per algorithm, then test split, noise floor, analysis."""
     from dptune.config import load_experiment
+    from dptune.store._identity import Foreign
+    from dptune.store._integrity import quarantine_dir
     from dptune.sweeper._status import status
 
     exp = load_experiment(args.config) if args.config else None
@@ -99,7 +101,11 @@ def cmd_status(args: argparse.Namespace) -> int:
     for key, label in (("test", "test split"), ("noise", "noise floor"), ("analysis", "analysis")):
         print(f"{label + ':':<13}{st[key]['text']}")
     for path, why in st["damaged"]:
-        print(f"damaged:     {path} ({why}); `dptune run` will recompute it")
+        if isinstance(why, Foreign):
+            print(f"foreign:     {path} (not from this experiment: {why}); `dptune run` sets it "
+                  f"aside in {quarantine_dir(Path(path))}/")
+        else:
+            print(f"damaged:     {path} ({why}); `dptune run` will recompute it")
     return 0
 
 

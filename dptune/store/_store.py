@@ -49,6 +49,7 @@ from dptune.store._integrity import (
     damaged_error,
     heal,
     lost_parts,
+    lost_problem,
     problem,
     store_fingerprint,
     verified,
@@ -128,14 +129,18 @@ class ResultStore:
 
     def damaged(self) -> list[tuple[Path, str]]:
         """``(part, reason)`` of every part that fails verification (size or checksum differ
-        from its index entry, the entry is missing or damaged, the part does not decode)."""
-        lost = [(p, "missing") for d in (PARTS, NOISE_DIR) for p in lost_parts(self.root, d)]
+        from its index entry, the entry is missing or damaged, the part does not decode) or is
+        not from this experiment (the reason is then a
+        :class:`~dptune.store._identity.Foreign`; for an index entry without its part, the
+        path is the part's)."""
+        lost = [(p, lost_problem(p)) for d in (PARTS, NOISE_DIR) for p in lost_parts(self.root, d)]
         return lost + [(p, why) for p in self.all_parts() if (why := problem(p)) is not None]
 
     def heal(self) -> list[tuple[Path, str]]:
-        """Remove the damaged parts (their units are then computed again by the sweep) and
-        record the index entries of a store written before they existed; return what was
-        removed (:func:`dptune.store._integrity.heal`)."""
+        """Remove the damaged parts (their units are then computed again by the sweep), set
+        aside the parts not from this experiment in ``quarantine/``, and record the index
+        entries of a store written before they existed; return what was removed or set aside
+        (:func:`dptune.store._integrity.heal`)."""
         removed = heal(self.root, self.all_parts(), self.fingerprint())
         self.refresh()
         return removed

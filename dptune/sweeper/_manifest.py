@@ -16,6 +16,7 @@ from dptune.errors import DptuneError, input_error
 from dptune.models import get_family
 from dptune.store._integrity import entry_fingerprints
 from dptune.store._store import ResultStore
+from dptune.sweeper._plan import plan_units
 from dptune.sweeper._prepare import Prepared, prepare
 from dptune.sweeper._storage import open_storage
 
@@ -65,7 +66,10 @@ def build_manifest(exp: Experiment, prep: Prepared, fold_users: dict[str, int]) 
         "algorithms": [
             {"name": a.name, "type": a.type, "grid": a.grid, "grid_fingerprint": exp.grids[a.name].fingerprint(),
              "free": exp.grids[a.name].free, "derived": {k: list(v) for k, v in exp.grids[a.name].derived.items()},
-             "n_configs": exp.grids[a.name].size}
+             "n_configs": exp.grids[a.name].size,
+             # unit u<k> holds units[k]: every part's name and configurations are checked
+             # against it (dptune/store/_identity.py)
+             "units": plan_units(exp, a.name)}
             for a in exp.algorithms
         ],
         "analysis": dict(exp.to_dict()["analysis"]),
@@ -176,8 +180,25 @@ def init_results(exp: Experiment, results: str | Path,
     store.write_configs([exp.grids[a.name].frame(a.name) for a in exp.algorithms])
     store.write_users(prep.dataset.user_ids)
     store.write_manifest(build_manifest(exp, prep, fold_users))  # last: checksums of both
-    store.heal()
+    _note_set_aside(store, store.heal())
     return store, prep
+
+
+def _note_set_aside(store: ResultStore, healed: list[tuple[Path, str]]) -> None:
+    """One line on stderr when parts not from this experiment were set aside (the sweep then
+    computes this experiment's units in their place); damaged parts are recomputed quietly."""
+    import sys
+
+    from dptune.store._identity import QUARANTINE, Foreign
+
+    foreign = [(p, why) for p, why in healed if isinstance(why, Foreign)]
+    if not foreign:
+        return
+    (first, why), n = foreign[0], len(foreign)
+    more = f" and {n - 1} more" if n > 1 else ""
+    print(f"dptune: note: set aside {n} file{'s' if n != 1 else ''} not from this experiment in "
+          f"{store.root / QUARANTINE}/ ({first.name}: {why}{more}); the missing units are "
+          "computed again", file=sys.stderr)
 
 
 def _check_setup(store: ResultStore, exp: Experiment) -> None:

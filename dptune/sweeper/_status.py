@@ -108,8 +108,12 @@ def _noise_parts(exp: Experiment, store: ResultStore) -> tuple[list[Path], dict[
 
 
 def _newest(store: ResultStore) -> float:
-    """Modification time of the newest result file (parts, noise parts, trials)."""
-    files = [p for p in store.root.rglob("*") if p.is_file() and p.suffix in (".parquet", ".csv", ".json")]
+    """Modification time of the newest result file (parts, noise parts, trials; not what was
+    set aside in ``quarantine/``)."""
+    from dptune.store._identity import QUARANTINE
+
+    files = [p for p in store.root.rglob("*") if p.is_file() and p.suffix in (".parquet", ".csv", ".json")
+             and QUARANTINE not in p.relative_to(store.root).parts[:1]]
     return max((p.stat().st_mtime for p in files), default=0.0)
 
 
