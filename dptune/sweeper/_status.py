@@ -7,12 +7,13 @@ from pathlib import Path
 from typing import Any
 
 from dptune.config import Experiment
+from dptune.errors import DptuneError
 from dptune.store._integrity import verified
 from dptune.store._store import ResultStore
 from dptune.sweeper._claims import _fail_stale, worker_gone
 from dptune.sweeper._manifest import experiment_from_manifest
 from dptune.sweeper._plan import _key, plan, test_tasks
-from dptune.sweeper._storage import _safe_url, open_storage, study_name
+from dptune.sweeper._storage import _safe_url, open_storage, storage_errors, study_name
 
 
 def status(exp: Experiment | None, results: str | Path, storage_url: str | None = None,
@@ -27,7 +28,9 @@ def status(exp: Experiment | None, results: str | Path, storage_url: str | None 
     failed first) or FAILED and not queued again (a trial interrupted by Ctrl-C or a stop signal
     is not a failure, and a RUNNING trial whose worker process on this host is gone runs
     nothing: their units are pending); ``remaining`` = total - done. The optuna
-    side is read from ``storage_url``, else from ``RESULTS_DIR/optuna.db`` when it exists.
+    side is read from ``storage_url``, else from ``RESULTS_DIR/optuna.db`` when it exists;
+    a damaged storage is not repaired here (``storage_problem`` says so, and the counts come
+    from the parts alone).
 
     The later stages (each a dict with a ``state`` and a one-line ``text``): ``test`` (units of
     the best configurations on the test split), ``noise`` (A/A noise-floor parts) and
@@ -44,23 +47,30 @@ def status(exp: Experiment | None, results: str | Path, storage_url: str | None 
     folds = [str(f) for f in range(exp.split.folds)]
     default_db = store.root / "optuna.db"
     storage = None
+    storage_problem = None
     if storage_url is not None or default_db.is_file():
-        storage = open_storage(storage_url, store.root)
+        try:
+            storage = open_storage(storage_url, store.root, repair=False)
+        except DptuneError as err:
+            if not have_parts:
+                raise  # the storage is all there is to report on
+            storage_problem = str(err)  # the parts still say what is done
     out: dict[str, Any] = {
         "results": str(store.root), "source": "parts" if have_parts else "optuna",
         "storage": _safe_url(storage_url) if storage_url else (str(default_db) if storage else None),
-        "algorithms": {},
+        "storage_problem": storage_problem, "algorithms": {},
     }
     for a in exp.algorithms:
         trials: list[Any] = []
         if storage is not None:
-            try:
-                st = optuna.load_study(study_name=study_name(exp, a.name), storage=storage)
-            except KeyError:
-                st = None
-            if st is not None:
-                _fail_stale(st)
-                trials = st.get_trials(deepcopy=False)
+            with storage_errors(storage_url, store.root):
+                try:
+                    st = optuna.load_study(study_name=study_name(exp, a.name), storage=storage)
+                except KeyError:
+                    st = None
+                if st is not None:
+                    _fail_stale(st)
+                    trials = st.get_trials(deepcopy=False)
         # Queued (WAITING) trials carry only a grid_id: name their point through other trials.
         point = {t.system_attrs["grid_id"]: _key(t.params) for t in trials
                  if t.params and "grid_id" in t.system_attrs}
