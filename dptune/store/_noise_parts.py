@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dptune._atomic import temporary_path
+from dptune._resources import on_full_disk
 from dptune.errors import check_int, input_error
 from dptune.store._integrity import check_lost as check_lost_parts
 from dptune.store._integrity import (
@@ -168,13 +169,14 @@ def write_noise_part(root: str | Path, algorithm: str, config_id: int, fold: str
     user_col = np.tile(users, len(order))
     tmp = temporary_path(final)
     try:
-        _write_rows(tmp, schema, algorithm, config_id, fold, metrics, cutoffs, arrays, order,
-                    user_col, seed_col, n)
-        with open(tmp, "rb") as fh:
-            os.fsync(fh.fileno())
-        set_aside_if_foreign(final)
-        record(final, fingerprint, source=tmp, meta=meta)
-        os.replace(tmp, final)
+        with on_full_disk(final.parent):  # one line naming the directory, the part not done
+            _write_rows(tmp, schema, algorithm, config_id, fold, metrics, cutoffs, arrays, order,
+                        user_col, seed_col, n)
+            with open(tmp, "rb") as fh:
+                os.fsync(fh.fileno())
+            set_aside_if_foreign(final)
+            record(final, fingerprint, source=tmp, meta=meta)
+            os.replace(tmp, final)
     finally:
         tmp.unlink(missing_ok=True)  # a write that failed (a full disk) leaves nothing behind
     return final

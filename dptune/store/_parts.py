@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dptune._atomic import publish_once, temporary_path
+from dptune._resources import on_full_disk
 from dptune.store._integrity import record, set_aside_if_foreign, verified
 from dptune.store._schema import LAYOUT, PARTS, SCHEMA, STALE_TEMPORARY_S, UnitResult, part_name
 
@@ -103,16 +104,17 @@ def write_part(root: Path, res: UnitResult, fingerprint: str | None = None) -> P
         meta["fingerprint"] = fingerprint
     schema = SCHEMA.with_metadata({"dptune": json.dumps(meta, sort_keys=True)})
     try:
-        _write_row_groups(tmp, res, schema)
-        with open(tmp, "rb") as fh:
-            os.fsync(fh.fileno())
-        set_aside_if_foreign(final)
-        if publish_once(tmp, final):
-            record(final, fingerprint, meta=meta)
-        elif not verified(final):
-            _write_row_groups(tmp, res, schema)  # the discarded copy, written again
-            record(final, fingerprint, source=tmp, meta=meta)
-            os.replace(tmp, final)
+        with on_full_disk(final.parent):  # one line naming the directory, the unit not done
+            _write_row_groups(tmp, res, schema)
+            with open(tmp, "rb") as fh:
+                os.fsync(fh.fileno())
+            set_aside_if_foreign(final)
+            if publish_once(tmp, final):
+                record(final, fingerprint, meta=meta)
+            elif not verified(final):
+                _write_row_groups(tmp, res, schema)  # the discarded copy, written again
+                record(final, fingerprint, source=tmp, meta=meta)
+                os.replace(tmp, final)
     finally:
         tmp.unlink(missing_ok=True)  # a write that failed (a full disk) leaves nothing behind
     return final

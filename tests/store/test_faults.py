@@ -398,3 +398,163 @@ def test_a_part_not_from_this_experiment_is_named_set_aside_and_recomputed(
     assert ResultStore(root).damaged() == []  # what the analysis checks before it reads
     if case == "other-seed":  # the case that once changed dp.csv without a word
         pd.testing.assert_frame_equal(_dp(root), _dp(results))
+
+
+# --------------------------------------------------------------------------- optuna storage
+def _without(root: Path, part: str) -> None:
+    """Remove a part and its entry (a unit not computed yet: the sweep needs its study)."""
+    (root / PARTS / part).unlink()
+    (root / INDEX_DIR / PARTS / f"{part}.json").unlink()
+
+
+def test_a_damaged_page_inside_optuna_db_is_set_aside(pristine, tmp_path, capsys):
+    import sqlite3
+
+    cfg, results, before = pristine
+    root = tmp_path / "results"
+    shutil.copytree(results, root)
+    _without(root, "bpr-mf__1__u00001.parquet")
+    db = root / "optuna.db"
+    con = sqlite3.connect(db)
+    size, pages = (con.execute(f"pragma {p}").fetchone()[0] for p in ("page_size", "page_count"))
+    con.close()
+    data = bytearray(db.read_bytes())
+    data[(pages // 2) * size:(pages // 2) * size + 8] = b"\xff" * 8  # a page header, mid-file
+    db.write_bytes(bytes(data))
+    con = sqlite3.connect(db)  # the file header is intact: it opens; quick_check finds the page
+    try:
+        assert con.execute("pragma quick_check").fetchone()[0] != "ok"
+    except sqlite3.DatabaseError:
+        pass
+    finally:
+        con.close()
+
+    assert main(["status", str(root), "--reports", str(tmp_path / "rep")]) == 0
+    out = capsys.readouterr().out
+    assert "storage:" in out and "damaged" in out and "optuna.db.damaged" in out, out
+
+    run_sweep(cfg, root, jobs=1, progress=False)
+    err = capsys.readouterr().err
+    assert "optuna.db was damaged" in err and len(err.strip().splitlines()) == 1, err
+    assert (root / "optuna.db.damaged").is_file()
+    after = _values(root)
+    for name, df in before.items():
+        pd.testing.assert_frame_equal(after[name], df, obj=name)
+
+
+def test_a_damaged_journal_is_set_aside(pristine, tmp_path, capsys):
+    cfg, results, before = pristine
+    root = tmp_path / "results"
+    shutil.copytree(results, root)
+    journal = tmp_path / "sweep.journal"
+    _without(root, "bpr-mf__1__u00001.parquet")
+    run_sweep(cfg, root, jobs=1, progress=False, storage=str(journal))
+    lines = journal.read_bytes().split(b"\n")
+    mid = len(lines) // 2
+    lines[mid] = b"{garbled" + lines[mid][8:]  # one record in the middle is no longer JSON
+    journal.write_bytes(b"\n".join(lines))
+    _without(root, "bpr-mf__0__u00001.parquet")
+    capsys.readouterr()
+
+    run_sweep(cfg, root, jobs=1, progress=False, storage=str(journal))
+    err = capsys.readouterr().err
+    assert f"{journal} was damaged" in err and len(err.strip().splitlines()) == 1, err
+    assert journal.with_name("sweep.journal.damaged").is_file()
+    after = _values(root)
+    for name, df in before.items():
+        pd.testing.assert_frame_equal(after[name], df, obj=name)
+
+
+# --------------------------------------------------------------------------- a full disk
+# Simulated by raising, at the write call, the error a full disk gives there (sqlite's
+# "database or disk is full", OSError ENOSPC): the test suite cannot fill a real file system.
+
+
+def test_a_full_disk_under_the_optuna_storage_is_one_line(pristine, tmp_path, capsys,
+                                                           monkeypatch):
+    import sqlite3
+
+    import optuna
+    import sqlalchemy.exc
+
+    cfg, results, before = pristine
+    root = tmp_path / "results"
+    shutil.copytree(results, root)
+    _without(root, "bpr-mf__1__u00001.parquet")
+
+    def full(*args, **kwargs):
+        try:
+            raise sqlalchemy.exc.OperationalError(
+                "INSERT INTO trials", {}, sqlite3.OperationalError("database or disk is full"))
+        except sqlalchemy.exc.OperationalError as err:
+            raise optuna.exceptions.StorageInternalError("An exception is raised during the "
+                                                         "commit.") from err
+
+    monkeypatch.setattr(optuna.storages.RDBStorage, "_create_new_trial", full)
+    rc = main(["run", str(cfg), "--results", str(root), "--no-analyze", "--no-progress",
+               "--jobs", "1"])
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    _one_line(err, root / "optuna.db")
+    assert "out of space" in err and "run the same command" in err, err
+    after = _values(root)  # every finished unit kept as it was
+    assert after.keys() == before.keys() - {f"{PARTS}/bpr-mf__1__u00001.parquet"}
+    for name, df in after.items():
+        pd.testing.assert_frame_equal(df, before[name], obj=name)
+
+
+def test_a_full_disk_while_writing_a_part_is_one_line(pristine, tmp_path, capsys, monkeypatch):
+    import errno
+
+    import dptune.store._parts as parts
+
+    cfg, results, before = pristine
+    root = tmp_path / "results"
+    shutil.copytree(results, root)
+    _without(root, "bpr-mf__1__u00001.parquet")
+    write = parts._write_row_groups
+
+    def full(tmp, res, schema):
+        write(tmp, res, schema)
+        tmp.write_bytes(tmp.read_bytes()[:100])  # what fit before the disk filled up
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(parts, "_write_row_groups", full)
+    rc = main(["run", str(cfg), "--results", str(root), "--no-analyze", "--no-progress",
+               "--jobs", "1"])
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    _one_line(err, root / PARTS)
+    assert "out of space" in err, err
+    assert not list((root / PARTS).glob(".*")), "a temporary file was left behind"
+    after = _values(root)
+    assert after.keys() == before.keys() - {f"{PARTS}/bpr-mf__1__u00001.parquet"}
+
+
+def test_a_full_disk_while_writing_the_reports_leaves_the_folder_as_it_was(
+        pristine, tmp_path, capsys, monkeypatch):
+    import errno
+
+    import dptune.report._report as report
+
+    _, results, _ = pristine
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    (reports / "report.md").write_text("the previous report\n")
+    (reports / "notes.txt").write_text("mine\n")
+    write = report._write_text
+
+    def full(path, text):
+        if path.name == "report.md":
+            raise OSError(errno.ENOSPC, "No space left on device", str(path))
+        return write(path, text)
+
+    monkeypatch.setattr(report, "_write_text", full)
+    rc = main(["analyze", str(results), "--reports", str(reports), "--no-progress"])
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    _one_line(err, reports)
+    assert "out of space" in err, err
+    assert sorted(p.name for p in reports.iterdir()) == ["notes.txt", "report.md"]
+    assert (reports / "report.md").read_text() == "the previous report\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["reports"]  # no staging folder left
