@@ -100,6 +100,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"{name:<16}{s['total']:>8}{s['done']:>8}{s['running']:>9}{s['failed']:>8}{s['remaining']:>11}")
     for key, label in (("test", "test split"), ("noise", "noise floor"), ("analysis", "analysis")):
         print(f"{label + ':':<13}{st[key]['text']}")
+    if st.get("storage_problem"):
+        print(f"{'storage:':<13}{st['storage_problem']}")
     for path, why in st["damaged"]:
         if isinstance(why, Foreign):
             print(f"foreign:     {path} (not from this experiment: {why}); `dptune run` sets it "
@@ -223,15 +225,10 @@ def cmd_seeds(args: argparse.Namespace) -> int:
         if path:
             check_writable_dir(Path(path), flag)
     grid = None if args.grid is None else [g for g in args.grid.split(",") if g.strip()]
-    try:
-        files = run_seeds_study(args.config, args.seeds, args.reports, configs or None,
-                                jobs=args.jobs, progress=not args.no_progress,
-                                cache_dir=args.results, grid_algorithms=grid,
-                                grid_seeds=args.grid_seeds)
-    except KeyboardInterrupt:
-        print("dptune: interrupted; finished seeds are cached, run the same command to resume",
-              file=sys.stderr)
-        return 130
+    files = run_seeds_study(args.config, args.seeds, args.reports, configs or None,
+                            jobs=args.jobs, progress=not args.no_progress,
+                            cache_dir=args.results, grid_algorithms=grid,
+                            grid_seeds=args.grid_seeds)
     print(f"seeds: {len(files)} files in {files[-1].parent} (see {files[-1]})")
     return 0
 
