@@ -19,7 +19,8 @@ from dptune.errors import check_int, input_error
 from dptune.vocab import CORRECTIONS, METRICS, TESTS
 
 __all__ = ["AnalysisOptions", "TESTS", "CORRECTIONS", "PAIRS", "VALUE_PAIRS", "RENAMED",
-           "DEFAULT_FAMILIES", "MIN_PAIRS", "validate_options", "value_pairs_of"]
+           "DEFAULT_FAMILIES", "MIN_PAIRS", "MIN_BOOTSTRAP", "MAX_BOOTSTRAP", "validate_options",
+           "value_pairs_of"]
 
 #: Default ``pairs``: every pair of a scope up to this many, else a seeded sample of this many.
 PAIRS = 1000
@@ -44,6 +45,12 @@ DEFAULT_FAMILIES: tuple[tuple[str, tuple[str, ...]], ...] = (
 #: Fewest pairs of configurations on which metrics are ranked, significance claimed or a
 #: hyperparameter named dominant; below it the numbers are shown without a claim.
 MIN_PAIRS = 10
+
+#: Range of ``bootstrap`` (0 = off): a 95% interval needs at least 40 replicates for each of
+#: its tails to hold one (40 x 0.025 = 1; one replicate gives every interval zero width);
+#: beyond 100,000 its arrays (replicates x pairs per fold and metric) outgrow a machine's
+#: memory for no gain in precision.
+MIN_BOOTSTRAP, MAX_BOOTSTRAP = 40, 100_000
 
 
 @dataclass(frozen=True)
@@ -168,8 +175,8 @@ def validate_options(values: Mapping[str, Any], source: object = "analysis",
     ``alpha`` -> ``float``). The one place where analysis options are validated.
 
     Rules: ``pairs, n_resamples, noise_configs, primary_cutoff >= 1``; ``value_pairs``
-    ``None`` or ``>= 1``; ``bootstrap, stability,
-    min_fold_users >= 0``; ``noise_seeds`` 0 or >= 2; ``seed`` ``None`` or >= 0;
+    ``None`` or ``>= 1``; ``bootstrap`` 0 (off) or :data:`MIN_BOOTSTRAP` to
+    :data:`MAX_BOOTSTRAP`; ``stability, min_fold_users >= 0``; ``noise_seeds`` 0 or >= 2; ``seed`` ``None`` or >= 0;
     ``0 < alpha < 1``; ``test`` in :data:`TESTS`, ``correction`` in :data:`CORRECTIONS`,
     ``primary_metric`` in :data:`dptune.vocab.METRICS`; ``importance`` a boolean;
     ``min_pairs >= 1``; ``families`` a non-empty table of non-empty metric lists, every metric
@@ -197,6 +204,9 @@ def validate_options(values: Mapping[str, Any], source: object = "analysis",
         out[key] = check_int(out[key], source, f"{prefix}{key}", lo)
     if out.get("noise_seeds") == 1:
         raise bad("noise_seeds", "needs 0 (off) or at least 2 seeds")
+    if out.get("bootstrap") and not MIN_BOOTSTRAP <= out["bootstrap"] <= MAX_BOOTSTRAP:
+        raise bad("bootstrap", f"must be 0 (off) or from {MIN_BOOTSTRAP} to {MAX_BOOTSTRAP:,} "
+                  f"replicates, got {out['bootstrap']:,}")
     if "alpha" in out:
         a = out["alpha"]
         if isinstance(a, bool) or not isinstance(a, numbers.Real):

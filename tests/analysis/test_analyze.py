@@ -122,11 +122,11 @@ def _all_files(d: Path) -> dict[str, bytes]:
 
 @pytest.fixture(scope="module")
 def reruns(tiny, tmp_path_factory):
-    """The same analysis (a bootstrap of 30, Holm) written twice into two folders."""
+    """The same analysis (a bootstrap of 40, Holm) written twice into two folders."""
     d = tmp_path_factory.mktemp("reruns")
     for name in ("a", "b"):
         assert main(["analyze", str(tiny / "results"), "--reports", str(d / name),
-                     "--bootstrap", "30", "--correction", "holm"]) == 0
+                     "--bootstrap", "40", "--correction", "holm"]) == 0
     return d / "a", d / "b"
 
 
