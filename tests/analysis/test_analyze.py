@@ -204,7 +204,7 @@ def test_noise_floor_numbers_recompute_with_scipy(tiny):
 def test_bootstrap_report_states_choices_and_intervals(reruns):
     out = reruns[0]
     text = (out / "report.md").read_text()
-    assert "| Bootstrap | 30 replicates" in text
+    assert "| Bootstrap | 40 replicates" in text
     assert "| Correction | Holm step-down (family-wise error) |" in text
     dp = pd.read_csv(out / "dp.csv")
     assert set(dp["correction"]) == {"holm"}
