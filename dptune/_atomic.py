@@ -187,6 +187,8 @@ def staged_folder(path: str | os.PathLike[str]) -> Iterator[Path]:
     if final.is_symlink():
         final = final.resolve()  # publish where the link points, keep the link
     final = final.absolute()
+    if final.exists() and not final.is_dir():
+        raise FileExistsError(errno.EEXIST, "a file, not a folder", str(shown))
     final.parent.mkdir(parents=True, exist_ok=True)
     stage = final.with_name(f".{final.name}.{uuid.uuid4().hex}.tmp")
     try:

@@ -11,7 +11,7 @@ training kept running that way). So while a command runs (:func:`handling`):
   fraction of a second (:func:`check`) and raise ``KeyboardInterrupt`` themselves, so an
   interrupt swallowed by a finalizer still stops the command;
 - an interrupt dropped by a finalizer prints nothing (the command's own line says it all);
-- a second Ctrl-C ends the process at once (exit code 130), whatever it is doing.
+- a second Ctrl-C, while the command still stops, ends the process at once (exit code 130).
 """
 
 from __future__ import annotations
@@ -62,8 +62,7 @@ def _quiet_unraisable(previous: Any) -> Any:
 def handling() -> Iterator[None]:
     """Install the Ctrl-C handling above for the duration of a command (main thread only, and
     only where SIGINT has Python's default handler: a command started with SIGINT ignored
-    stays so). After an interrupt the handler stays installed, so that a second Ctrl-C also
-    ends the interpreter's shutdown at once."""
+    stays so); Python's own handling is back when the command ends, however it ends."""
     if (threading.current_thread() is not threading.main_thread()
             or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
         yield
@@ -75,6 +74,6 @@ def handling() -> Iterator[None]:
     try:
         yield
     finally:
-        if not _FLAG.is_set():
-            signal.signal(signal.SIGINT, signal.default_int_handler)
-            sys.unraisablehook = old_hook
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        sys.unraisablehook = old_hook
+        _FLAG.clear()
