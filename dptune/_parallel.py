@@ -3,7 +3,11 @@ outliving the process that started them.
 
 Each of ``jobs`` worker processes gets ``max(1, cores // jobs)`` BLAS/OpenMP threads (joblib's
 ``inner_max_num_threads``), so processes x threads <= cores; the numba BPR kernel is
-single-threaded. With ``jobs == 1`` everything runs in the calling process.
+single-threaded. With ``jobs == 1`` everything runs in the calling process (beside its main
+thread, which only waits, so that Ctrl-C is answered at once: :mod:`dptune._interrupt`).
+
+Ctrl-C: the terminal sends SIGINT to the whole process group; workers ignore it and the
+process that started them stops and kills them (:func:`terminate_workers`).
 
 Orphans: a loky worker whose parent is killed (``kill -9 dptune run``, a lost terminal) would
 keep computing units for minutes while the user restarts the run. Every worker therefore runs
