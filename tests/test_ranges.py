@@ -78,6 +78,7 @@ def _refused(capsys, argv, *words):
     ({"jobs": 100000000000}, ("sweep.jobs", "from 1 to 1,024")),
     ({"analysis": "bootstrap = 1"}, ("analysis.bootstrap", "0 (off) or from 40")),
     ({"analysis": "bootstrap = 10000000000"}, ("analysis.bootstrap", "100,000")),
+    ({"analysis": "n_resamples = 10000000000"}, ("analysis.n_resamples", "100,000")),
 ])
 def test_an_out_of_range_config_value_is_refused_before_any_work(tmp_path, capsys, setting,
                                                                    words):
@@ -94,6 +95,7 @@ def test_an_out_of_range_config_value_is_refused_before_any_work(tmp_path, capsy
     (["run", "x.toml", "--bootstrap", "10000000000"], ("--bootstrap", "10,000,000,000")),
     (["analyze", "results", "--bootstrap", "10000000000"], ("--bootstrap", "10,000,000,000")),
     (["run", "x.toml", "--jobs", "100000000000"], ("--jobs", "from 1 to 1,024")),
+    (["analyze", "results", "--n-resamples", "10000000000"], ("--n-resamples", "100,000")),
 ])
 def test_an_out_of_range_flag_is_refused_while_parsing(capsys, argv, words):
     _refused(capsys, argv, *words)

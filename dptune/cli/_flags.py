@@ -56,6 +56,14 @@ def bootstrap_replicates(text: str) -> int:
     return value
 
 
+def resamples(text: str) -> int:
+    """An argparse type: resamples of the bootstrap / permutation tests, 1 to
+    :data:`dptune.analysis.options.MAX_RESAMPLES`."""
+    from dptune.analysis.options import MAX_RESAMPLES
+
+    return int_between(1, MAX_RESAMPLES)(text)
+
+
 def noise_seeds(text: str) -> int:
     """An argparse type: 0 (off) or an integer >= 2 (an A/A pair needs two seeds)."""
     value = int_at_least(0)(text)
@@ -184,8 +192,8 @@ ANALYSIS_FLAGS: tuple[Flag, ...] = (
     Flag("--alpha", "alpha", "significance level of Sakai's DP", {"type": probability, "metavar": "A"}),
     Flag("--correction", "correction", "multiple-comparison correction of Sakai's DP",
          {"choices": CORRECTIONS}),
-    Flag("--n-resamples", "n_resamples", "resamples of the bootstrap / permutation tests",
-         {"type": int_at_least(1), "metavar": "N"}),
+    Flag("--n-resamples", "n_resamples", "resamples of the bootstrap / permutation tests "
+         "(1 to 100,000)", {"type": resamples, "metavar": "N"}),
     Flag("--bootstrap", "bootstrap", "bootstrap replicates of the DP confidence intervals (0 = off, "
          "else 40 to 100,000)", {"type": bootstrap_replicates, "metavar": "B"}),
     Flag("--stability", "stability", "pair seeds a significance claim must survive (lowered when "
