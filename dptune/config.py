@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import math
 import os
 import re
 from dataclasses import asdict, dataclass, field, fields, replace
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from dptune.data._fetch import KNOWN_DATASETS
 from dptune.data._options import _check_columns, _check_sep
 from dptune.data._split import SPLIT_METHODS
-from dptune.errors import input_error, read_toml
+from dptune.errors import check_int, input_error, read_toml
 from dptune.grids import Grid, load_grid
 from dptune.models._adapters import is_known_type
 from dptune.vocab import DEVICES, METRICS
@@ -28,6 +29,16 @@ if TYPE_CHECKING:
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 METRIC_NAMES = METRICS
+
+#: Valid ranges of the experiment's numbers, checked when it is read (before any work):
+#: seeds are 32-bit (numpy's and optuna's generators take no larger seed);
+SEED_RANGE = (0, 2**32 - 1)
+#: a top-N list longer than the store's int16 ``cutoff`` column can hold is refused;
+MAX_CUTOFF = 2**15 - 1
+#: folds beyond a thousand leave every fold with a handful of ratings per user at most;
+MAX_FOLDS = 1000
+#: worker processes (``[sweep] jobs``, ``--jobs``): more than this only exhausts the machine.
+MAX_JOBS = 1024
 
 
 @dataclass(frozen=True)
@@ -337,12 +348,22 @@ def _validate(exp: Experiment, src: str) -> None:
     _choice(src, "split.fold_method", s.fold_method, ("user_stratified", "random", "user_temporal"))
     if s.folds < 2:
         raise input_error(src, "split.folds", "needs at least 2 folds")
+    if s.folds > MAX_FOLDS:
+        raise input_error(src, "split.folds", f"at most {MAX_FOLDS:,} folds, got {s.folds:,}")
+    if s.seed is not None:
+        check_int(s.seed, src, "split.seed", SEED_RANGE[0], SEED_RANGE[1])
     if not 0.0 < s.train_ratio < 1.0:
         raise input_error(src, "split.train_ratio", "must be between 0 and 1")
     if s.min_user_interactions < 1:
         raise input_error(src, "split.min_user_interactions", "must be at least 1")
     if not e.cutoffs or any(not isinstance(c, int) or c < 1 for c in e.cutoffs):
         raise input_error(src, "evaluation.cutoffs", "must be a non-empty list of positive integers")
+    if max(e.cutoffs) > MAX_CUTOFF:
+        raise input_error(src, "evaluation.cutoffs", f"at most {MAX_CUTOFF:,} (the longest "
+                          f"top-N list the store holds), got {max(e.cutoffs):,}")
+    if not math.isfinite(e.relevance_threshold):
+        raise input_error(src, "evaluation.relevance_threshold",
+                          f"must be a finite number, got {e.relevance_threshold}")
     if len(set(e.cutoffs)) != len(e.cutoffs):
         raise input_error(src, "evaluation.cutoffs", "has duplicates")
     for m in e.metrics:
@@ -355,8 +376,7 @@ def _validate(exp: Experiment, src: str) -> None:
     _choice(src, "analysis.primary_metric", a.primary_metric, tuple(e.metrics))
     if a.primary_cutoff not in e.cutoffs:
         raise input_error(src, "analysis.primary_cutoff", f"{a.primary_cutoff} is not in evaluation.cutoffs")
-    if exp.sweep.jobs < 1:
-        raise input_error(src, "sweep.jobs", "must be positive")
+    check_int(exp.sweep.jobs, src, "sweep.jobs", 1, MAX_JOBS)
     if exp.sweep.budget is not None:
         parse_budget(exp.sweep.budget, src, "sweep.budget")
     _choice(src, "sweep.device", exp.sweep.device, DEVICES)
@@ -396,9 +416,7 @@ def parse_experiment(data: dict, source: str = "<memory>", config_path: Path | N
     name = data["name"]
     if not isinstance(name, str) or not _NAME_RE.match(name):
         raise input_error(source, "name", "must be letters, digits, '.', '_' or '-'")
-    seed = data.get("seed", 42)
-    if not isinstance(seed, int) or isinstance(seed, bool):
-        raise input_error(source, "seed", "must be an integer")
+    seed = check_int(data.get("seed", 42), source, "seed", SEED_RANGE[0], SEED_RANGE[1])
     algos_raw = data.get("algorithms")
     if not isinstance(algos_raw, list) or not algos_raw:
         raise input_error(source, "algorithms", "needs at least one [[algorithms]] entry")

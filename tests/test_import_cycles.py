@@ -1,7 +1,8 @@
 """No import cycle anywhere in dptune: the graph of which module imports which (lazy imports
 inside functions included, since they are dependencies all the same) has no cycle, so that data
 flows one way (data -> split -> sweep -> store -> analysis -> report) and every module can be
-read without the ones that use it."""
+read without the ones that use it. Names imported under ``if TYPE_CHECKING:`` are annotations
+only (never imported when the program runs) and do not count."""
 
 from __future__ import annotations
 
@@ -27,7 +28,13 @@ def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
     (the package's ``__init__`` only when a name of the package itself is imported)."""
     found: set[str] = set()
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    typing_only = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
+                   and "TYPE_CHECKING" in ast.unparse(node.test)
+                   for stmt in node.body for n in ast.walk(stmt)}
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
         if isinstance(node, ast.Import):
             found.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom):

@@ -20,7 +20,8 @@ from dptune.errors import check_int, input_error
 from dptune.vocab import CORRECTIONS, METRICS, TESTS
 
 __all__ = ["AnalysisOptions", "TESTS", "CORRECTIONS", "PAIRS", "VALUE_PAIRS", "RENAMED",
-           "DEFAULT_FAMILIES", "MIN_PAIRS", "OUTSIDE_SEED", "validate_options", "value_pairs_of"]
+           "DEFAULT_FAMILIES", "MIN_PAIRS", "MIN_BOOTSTRAP", "MAX_BOOTSTRAP", "MAX_RESAMPLES",
+           "OUTSIDE_SEED", "validate_options", "value_pairs_of"]
 
 #: Default ``pairs``: every pair of a scope up to this many, else a seeded sample of this many.
 PAIRS = 1000
@@ -49,6 +50,15 @@ MIN_PAIRS = 10
 #: The analysis seed of outside data (a per-user table, TREC runs): the seed a sweep uses when
 #: its experiment names none.
 OUTSIDE_SEED = 42
+
+#: Range of ``bootstrap`` (0 = off): a 95% interval needs at least 40 replicates for each of
+#: its tails to hold one (40 x 0.025 = 1; one replicate gives every interval zero width);
+#: beyond 100,000 its arrays (replicates x pairs per fold and metric) outgrow a machine's
+#: memory for no gain in precision.
+MIN_BOOTSTRAP, MAX_BOOTSTRAP = 40, 100_000
+#: Most ``n_resamples`` of the bootstrap and permutation tests: a p-value to 1e-5 is finer than
+#: any claim needs, and each resample costs a pass over every pair's users.
+MAX_RESAMPLES = 100_000
 
 
 @dataclass(frozen=True)
@@ -210,9 +220,10 @@ def validate_options(values: Mapping[str, Any], source: object = "analysis",
     """Check every analysis option; return them coerced (numpy integers -> ``int``, integral
     ``alpha`` -> ``float``). The one place where analysis options are validated.
 
-    Rules: ``pairs, n_resamples, noise_configs, primary_cutoff >= 1``; ``value_pairs``
-    ``None`` or ``>= 1``; ``bootstrap, stability,
-    min_fold_users >= 0``; ``noise_seeds`` 0 or >= 2; ``seed`` ``None`` or >= 0;
+    Rules: ``pairs, noise_configs, primary_cutoff >= 1``; ``n_resamples`` 1 to
+    :data:`MAX_RESAMPLES`; ``value_pairs``
+    ``None`` or ``>= 1``; ``bootstrap`` 0 (off) or :data:`MIN_BOOTSTRAP` to
+    :data:`MAX_BOOTSTRAP`; ``stability, min_fold_users >= 0``; ``noise_seeds`` 0 or >= 2; ``seed`` ``None`` or >= 0;
     ``0 < alpha < 1``; ``test`` in :data:`TESTS`, ``correction`` in :data:`CORRECTIONS`,
     ``primary_metric`` in :data:`dptune.vocab.METRICS`; ``importance`` a boolean;
     ``min_pairs >= 1``; ``families`` a non-empty table of non-empty metric lists, every metric
@@ -240,6 +251,12 @@ def validate_options(values: Mapping[str, Any], source: object = "analysis",
         out[key] = check_int(out[key], source, f"{prefix}{key}", lo)
     if out.get("noise_seeds") == 1:
         raise bad("noise_seeds", "needs 0 (off) or at least 2 seeds")
+    if out.get("n_resamples", 0) > MAX_RESAMPLES:
+        raise bad("n_resamples", f"must be an integer from 1 to {MAX_RESAMPLES:,}, got "
+                  f"{out['n_resamples']:,}")
+    if out.get("bootstrap") and not MIN_BOOTSTRAP <= out["bootstrap"] <= MAX_BOOTSTRAP:
+        raise bad("bootstrap", f"must be 0 (off) or from {MIN_BOOTSTRAP} to {MAX_BOOTSTRAP:,} "
+                  f"replicates, got {out['bootstrap']:,}")
     if "alpha" in out:
         a = out["alpha"]
         if isinstance(a, bool) or not isinstance(a, numbers.Real):

@@ -88,6 +88,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     """``dptune status``: validation units per algorithm (of the budget, and m of M units of the
     full grid), the projected time, then test split, noise floor, analysis."""
     from dptune.config import load_experiment
+    from dptune.store._identity import Foreign
+    from dptune.store._integrity import quarantine_dir
     from dptune.sweeper._status import status
 
     exp = load_experiment(args.config) if args.config else None
@@ -105,8 +107,14 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"{'projection:':<13}{st['projection']['text']}")
     for key, label in (("test", "test split"), ("noise", "noise floor"), ("analysis", "analysis")):
         print(f"{label + ':':<13}{st[key]['text']}")
+    if st.get("storage_problem"):
+        print(f"{'storage:':<13}{st['storage_problem']}")
     for path, why in st["damaged"]:
-        print(f"damaged:     {path} ({why}); `dptune run` will recompute it")
+        if isinstance(why, Foreign):
+            print(f"foreign:     {path} (not from this experiment: {why}); `dptune run` sets it "
+                  f"aside in {quarantine_dir(Path(path))}/")
+        else:
+            print(f"damaged:     {path} ({why}); `dptune run` will recompute it")
     return 0
 
 
@@ -238,15 +246,10 @@ def cmd_seeds(args: argparse.Namespace) -> int:
         if path:
             check_writable_dir(Path(path), flag)
     grid = None if args.grid is None else [g for g in args.grid.split(",") if g.strip()]
-    try:
-        files = run_seeds_study(args.config, args.seeds, args.reports, configs or None,
-                                jobs=args.jobs, progress=not args.no_progress,
-                                cache_dir=args.results, grid_algorithms=grid,
-                                grid_seeds=args.grid_seeds)
-    except KeyboardInterrupt:
-        print("dptune: interrupted; finished seeds are cached, run the same command to resume",
-              file=sys.stderr)
-        return 130
+    files = run_seeds_study(args.config, args.seeds, args.reports, configs or None,
+                            jobs=args.jobs, progress=not args.no_progress,
+                            cache_dir=args.results, grid_algorithms=grid,
+                            grid_seeds=args.grid_seeds)
     print(f"seeds: {len(files)} files in {files[-1].parent} (see {files[-1]})")
     return 0
 

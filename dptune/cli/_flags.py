@@ -36,6 +36,36 @@ def int_at_least(lo: int) -> Callable[[str], int]:
     return parse
 
 
+def int_between(lo: int, hi: int) -> Callable[[str], int]:
+    """An argparse type: an integer from ``lo`` to ``hi``."""
+    def parse(text: str) -> int:
+        value = int_at_least(lo)(text)
+        if value > hi:
+            raise argparse.ArgumentTypeError(f"must be an integer from {lo} to {hi:,}, got {value:,}")
+        return value
+    return parse
+
+
+def bootstrap_replicates(text: str) -> int:
+    """An argparse type: 0 (off) or a number of bootstrap replicates in the documented range
+    (:data:`dptune.analysis.options.MIN_BOOTSTRAP` .. ``MAX_BOOTSTRAP``)."""
+    from dptune.analysis.options import MAX_BOOTSTRAP, MIN_BOOTSTRAP
+
+    value = int_at_least(0)(text)
+    if value and not MIN_BOOTSTRAP <= value <= MAX_BOOTSTRAP:
+        raise argparse.ArgumentTypeError(f"must be 0 (off) or from {MIN_BOOTSTRAP} to "
+                                         f"{MAX_BOOTSTRAP:,} replicates, got {value:,}")
+    return value
+
+
+def resamples(text: str) -> int:
+    """An argparse type: resamples of the bootstrap / permutation tests, 1 to
+    :data:`dptune.analysis.options.MAX_RESAMPLES`."""
+    from dptune.analysis.options import MAX_RESAMPLES
+
+    return int_between(1, MAX_RESAMPLES)(text)
+
+
 def noise_seeds(text: str) -> int:
     """An argparse type: 0 (off) or an integer >= 2 (an A/A pair needs two seeds)."""
     value = int_at_least(0)(text)
@@ -128,9 +158,11 @@ def reports_option(p: argparse.ArgumentParser, default: str | None = "reports/<n
 def jobs_option(p: argparse.ArgumentParser, default: int | None = None,
                 default_text: str = "[sweep] jobs of the experiment") -> None:
     """``--jobs N``: parallel worker processes (N >= 1)."""
-    p.add_argument("--jobs", type=int_at_least(1), default=default, metavar="N",
-                   help=f"parallel worker processes, at least 1 (default: {default_text})"
-                   if default is None else "parallel worker processes, at least 1")
+    from dptune.config import MAX_JOBS
+
+    p.add_argument("--jobs", type=int_between(1, MAX_JOBS), default=default, metavar="N",
+                   help=f"parallel worker processes, 1 to {MAX_JOBS} (default: {default_text})"
+                   if default is None else f"parallel worker processes, 1 to {MAX_JOBS}")
 
 
 def storage_option(p: argparse.ArgumentParser, required: bool = False) -> None:
@@ -182,10 +214,10 @@ ANALYSIS_FLAGS: tuple[Flag, ...] = (
     Flag("--alpha", "alpha", "significance level of Sakai's DP", {"type": probability, "metavar": "A"}),
     Flag("--correction", "correction", "multiple-comparison correction of Sakai's DP",
          {"choices": CORRECTIONS}),
-    Flag("--n-resamples", "n_resamples", "resamples of the bootstrap / permutation tests",
-         {"type": int_at_least(1), "metavar": "N"}),
-    Flag("--bootstrap", "bootstrap", "bootstrap replicates of the DP confidence intervals (0 = off)",
-         {"type": int_at_least(0), "metavar": "B"}),
+    Flag("--n-resamples", "n_resamples", "resamples of the bootstrap / permutation tests "
+         "(1 to 100,000)", {"type": resamples, "metavar": "N"}),
+    Flag("--bootstrap", "bootstrap", "bootstrap replicates of the DP confidence intervals (0 = off, "
+         "else 40 to 100,000)", {"type": bootstrap_replicates, "metavar": "B"}),
     Flag("--stability", "stability", "pair seeds a significance claim must survive (lowered when "
          "not affordable; 0 = one seed)", {"type": int_at_least(0), "metavar": "S"}),
     Flag("--min-fold-users", "min_fold_users", "refuse validation folds with fewer users "

@@ -252,29 +252,6 @@ def pairs_text(dp: pd.DataFrame, cap: object = None, value_cap: object = None) -
     return text
 
 
-def grid_sample_text(grid_sample: pd.DataFrame | None) -> str | None:
-    """What the analysis holds of each algorithm's grid when a store holds a subset of its
-    units (grid_sample.csv): "BPR-MF: 45 of 225 units per fold (20%; full grid: 3,150
-    configurations, 630 here)", and how the numbers stand for the full grid's; None when every
-    grid is complete. The one wording of the lead, the summary, the verdict, the tables'
-    notes and the settings."""
-    if grid_sample is None or grid_sample.empty:
-        return None
-    parts = []
-    for r in grid_sample.to_dict("records"):
-        share = 100.0 * int(r["units"]) / max(1, int(r["units_total"]))
-        text = (f"{display_algorithm(str(r['algorithm']))}: {int(r['units'])} of "
-                f"{int(r['units_total']):,} units per fold ({share:.0f}%; full grid: "
-                f"{int(r['configs_total']):,} configurations, {int(r['configs']):,} here)")
-        if int(r["units_partial"]):
-            text += (f", {int(r['units_partial'])} unit{'s' if int(r['units_partial']) != 1 else ''}"
-                     " with results in some folds only left out")
-        parts.append(text)
-    return ("Grid sample: " + "; ".join(parts) + ". Each DP of these algorithms estimates the "
-            "full grid's: its pairs are weighted by the share of the full grid's pairs they "
-            "stand for, and its interval also resamples the units.")
-
-
 def sampling_lead(cap: object, value_cap: object) -> str | None:
     """The line under report.md's title when the pairs are the paper's sampling (``cap`` and
     ``value_cap`` 25, or ``value_cap`` unknown), so that a reader knows before any number that

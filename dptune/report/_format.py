@@ -15,6 +15,7 @@ from dptune.vocab import (
     ALGORITHM_ORDER,
     HYPERPARAMETER_ORDER,
     TABLE_METRIC_ORDER,
+    display_algorithm,
     display_params,
     display_value,
     ordered,
@@ -22,6 +23,7 @@ from dptune.vocab import (
 )
 
 __all__ = [
+    "grid_sample_text",
     "MISSING",
     "FEWER_PAIRS",
     "is_missing",
@@ -145,3 +147,26 @@ def adjusted_p_text(p: object, n_boot: int | None = None) -> str:
 def pct(x: object) -> str:
     """A share as a whole percent: ``93%``."""
     return MISSING if is_missing(x) else f"{100.0 * float(x):.0f}%"  # type: ignore[arg-type]
+
+
+def grid_sample_text(grid_sample: pd.DataFrame | None) -> str | None:
+    """What the analysis holds of each algorithm's grid when a store holds a subset of its
+    units (grid_sample.csv): "BPR-MF: 45 of 225 units per fold (20%; full grid: 3,150
+    configurations, 630 here)", and how the numbers stand for the full grid's; None when every
+    grid is complete. The one wording of the lead, the summary, the verdict, the tables'
+    notes and the settings."""
+    if grid_sample is None or grid_sample.empty:
+        return None
+    parts = []
+    for r in grid_sample.to_dict("records"):
+        share = 100.0 * int(r["units"]) / max(1, int(r["units_total"]))
+        text = (f"{display_algorithm(str(r['algorithm']))}: {int(r['units'])} of "
+                f"{int(r['units_total']):,} units per fold ({share:.0f}%; full grid: "
+                f"{int(r['configs_total']):,} configurations, {int(r['configs']):,} here)")
+        if int(r["units_partial"]):
+            text += (f", {int(r['units_partial'])} unit{'s' if int(r['units_partial']) != 1 else ''}"
+                     " with results in some folds only left out")
+        parts.append(text)
+    return ("Grid sample: " + "; ".join(parts) + ". Each DP of these algorithms estimates the "
+            "full grid's: its pairs are weighted by the share of the full grid's pairs they "
+            "stand for, and its interval also resamples the units.")

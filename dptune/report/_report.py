@@ -27,7 +27,7 @@ from typing import Any
 
 import pandas as pd
 
-from dptune._atomic import write_bytes
+from dptune._atomic import staged_folder, write_bytes
 from dptune.analysis.result import DATA_FILES, AnalysisResult
 from dptune.errors import input_error
 from dptune.report._document import (
@@ -37,7 +37,6 @@ from dptune.report._document import (
     core_sections,
     files_section,
     gap_sentence,
-    grid_sample_text,
     primary_line,
     sampling_lead,
 )
@@ -48,6 +47,7 @@ from dptune.report._figures import (
     palette_png,
     save_figure,
 )
+from dptune.report._format import grid_sample_text
 from dptune.report._inputs import (
     BEST_INPUT,
     CURVE_INPUT,
@@ -323,9 +323,17 @@ class Report:
     def write(self, out_dir: str | Path) -> list[Path]:
         """Write the data files (when built from a result), every table as ``.md``/``.csv``/
         ``.tex``, every figure as PNG and SVG, verdict.md (when there is a verdict), report.md
-        and report.html into ``out_dir``; return the paths in :meth:`file_names` order."""
+        and report.html into ``out_dir``; return the paths in :meth:`file_names` order.
+
+        The folder is written beside ``out_dir`` and published by one rename
+        (:func:`dptune._atomic.staged_folder`): never half-written, a full disk is one line."""
         out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
+        with staged_folder(out) as stage:
+            written = self._write_files(stage)
+        return [out / p.relative_to(stage) for p in written]
+
+    def _write_files(self, out: Path) -> list[Path]:
+        """Write every file of :meth:`write` into the folder ``out``; return their paths."""
         written: list[Path] = []
         if self.result is not None:
             written += self.result.write_data(out)

@@ -16,13 +16,13 @@ from typing import Any
 import pandas as pd
 
 from dptune.analysis.verdict.families import family_groups
-from dptune.report._document import grid_sample_text
 from dptune.report._format import (
     MISSING,
     adjusted_p_text,
     display_params,
     dp_text,
     fmt,
+    grid_sample_text,
     is_missing,
     ordered_algorithms,
     pairs_text,

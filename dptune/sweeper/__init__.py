@@ -23,7 +23,6 @@ from dptune.sweeper._claims import worker_id
 from dptune.sweeper._local import run_experiment
 from dptune.sweeper._manifest import (
     build_manifest,
-    experiment_from_manifest,
     init_results,
     setup_changes,
     validate_experiment,
@@ -37,6 +36,7 @@ from dptune.sweeper._noise import (
 )
 from dptune.sweeper._plan import Task, derive_seed, plan, plan_units, test_tasks, unit_dimensions
 from dptune.sweeper._prepare import FoldData, Prepared, fold_data, prepare
+from dptune.sweeper._recorded import experiment_from_manifest
 from dptune.sweeper._run import run_sweep, sweep
 from dptune.sweeper._status import stages, status
 from dptune.sweeper._storage import heartbeat_settings, open_storage, study_name

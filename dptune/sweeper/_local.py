@@ -8,6 +8,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from dptune._interrupt import check as check_interrupt
 from dptune._parallel import exit_if_orphaned, run_parallel, terminate_workers
 from dptune.config import Budget, Experiment
 from dptune.errors import input_error
@@ -83,6 +84,7 @@ def _run_in_background(fn, poll, interval: float = 0.5):
     try:
         while th.is_alive():
             th.join(interval)
+            check_interrupt()  # also an interrupt that a finalizer swallowed (dptune._interrupt)
             poll()
     except KeyboardInterrupt:
         terminate_workers()  # shut the worker pool down cleanly before the process ends

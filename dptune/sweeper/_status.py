@@ -13,9 +13,9 @@ from dptune.store._integrity import verified
 from dptune.store._store import ResultStore
 from dptune.sweeper._claims import _fail_stale, worker_gone
 from dptune.sweeper._cost import shape_from_manifest
-from dptune.sweeper._manifest import experiment_from_manifest
 from dptune.sweeper._plan import Task, _key, test_tasks
-from dptune.sweeper._storage import _safe_url, open_storage, study_name
+from dptune.sweeper._recorded import experiment_from_manifest
+from dptune.sweeper._storage import _safe_url, open_storage, storage_errors, study_name
 from dptune.sweeper.design import (
     AlgorithmDesign,
     Design,
@@ -42,7 +42,9 @@ def status(exp: Experiment | None, results: str | Path, storage_url: str | None 
     failed first) or FAILED and not queued again (a trial interrupted by Ctrl-C or a stop signal
     is not a failure, and a RUNNING trial whose worker process on this host is gone runs
     nothing: their units are pending); ``remaining`` = total - done. The optuna
-    side is read from ``storage_url``, else from ``RESULTS_DIR/optuna.db`` when it exists.
+    side is read from ``storage_url``, else from ``RESULTS_DIR/optuna.db`` when it exists;
+    a damaged storage is not repaired here (``storage_problem`` says so, and the counts come
+    from the parts alone).
 
     ``units`` (per algorithm): ``done`` units whose every fold is done, of the full grid's
     ``total`` (``m of M units``), the ``budget`` units and ``rounds`` of ``round_size``, and a
@@ -69,23 +71,30 @@ def status(exp: Experiment | None, results: str | Path, storage_url: str | None 
         design = experiment_design(exp)
     default_db = store.root / "optuna.db"
     storage = None
+    storage_problem = None
     if storage_url is not None or default_db.is_file():
-        storage = open_storage(storage_url, store.root)
+        try:
+            storage = open_storage(storage_url, store.root, repair=False)
+        except DptuneError as err:
+            if not have_parts:
+                raise  # the storage is all there is to report on
+            storage_problem = str(err)  # the parts still say what is done
     out: dict[str, Any] = {
         "results": str(store.root), "source": "parts" if have_parts else "optuna",
         "storage": _safe_url(storage_url) if storage_url else (str(default_db) if storage else None),
-        "algorithms": {}, "budget": design.budget,
+        "storage_problem": storage_problem, "algorithms": {}, "budget": design.budget,
     }
     for a in exp.algorithms:
         trials: list[Any] = []
         if storage is not None:
-            try:
-                st = optuna.load_study(study_name=study_name(exp, a.name), storage=storage)
-            except KeyError:
-                st = None
-            if st is not None:
-                _fail_stale(st)
-                trials = st.get_trials(deepcopy=False)
+            with storage_errors(storage_url, store.root):
+                try:
+                    st = optuna.load_study(study_name=study_name(exp, a.name), storage=storage)
+                except KeyError:
+                    st = None
+                if st is not None:
+                    _fail_stale(st)
+                    trials = st.get_trials(deepcopy=False)
         # Queued (WAITING) trials carry only a grid_id: name their point through other trials.
         point = {t.system_attrs["grid_id"]: _key(t.params) for t in trials
                  if t.params and "grid_id" in t.system_attrs}
@@ -176,8 +185,12 @@ def _noise_parts(exp: Experiment, store: ResultStore) -> tuple[list[Path], dict[
 
 
 def _newest(store: ResultStore) -> float:
-    """Modification time of the newest result file (parts, noise parts, trials)."""
-    files = [p for p in store.root.rglob("*") if p.is_file() and p.suffix in (".parquet", ".csv", ".json")]
+    """Modification time of the newest result file (parts, noise parts, trials; not what was
+    set aside in ``quarantine/``)."""
+    from dptune.store._identity import QUARANTINE
+
+    files = [p for p in store.root.rglob("*") if p.is_file() and p.suffix in (".parquet", ".csv", ".json")
+             and QUARANTINE not in p.relative_to(store.root).parts[:1]]
     return max((p.stat().st_mtime for p in files), default=0.0)
 
 

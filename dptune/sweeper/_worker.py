@@ -28,7 +28,7 @@ from dptune.sweeper._claims import (
 )
 from dptune.sweeper._plan import Task, _key, plan
 from dptune.sweeper._prepare import prepare
-from dptune.sweeper._storage import heartbeat_settings, open_storage
+from dptune.sweeper._storage import heartbeat_settings, open_storage, storage_errors
 from dptune.sweeper._unit import _primary_mean, run_unit
 from dptune.sweeper.design import Design, sweep_design
 
@@ -67,9 +67,17 @@ def worker(exp: Experiment, results: str | Path, storage_url: str | None = None,
     owned by live workers and redoes those of dead ones. Units whose trials failed are queued
     again, for at most ``MAX_PASSES`` grid walks per algorithm.
     """
+    root = Path(results)
+    with storage_errors(storage_url, root):
+        return _work(exp, root, storage_url, algorithms, wait_seconds, design)
+
+
+def _work(exp: Experiment, root: Path, storage_url: str | None,
+          algorithms: Sequence[str] | None, wait_seconds: float | None,
+          design: Design | None) -> int:
+    """The body of :func:`worker` (its storage errors become one line)."""
     import optuna
 
-    root = Path(results)
     store = ResultStore(root)
     storage = open_storage(storage_url, root)
     interval, _ = heartbeat_settings()

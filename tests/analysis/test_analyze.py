@@ -122,11 +122,11 @@ def _all_files(d: Path) -> dict[str, bytes]:
 
 @pytest.fixture(scope="module")
 def reruns(tiny, tmp_path_factory):
-    """The same analysis (a bootstrap of 30, Holm) written twice into two folders."""
+    """The same analysis (a bootstrap of 40, Holm) written twice into two folders."""
     d = tmp_path_factory.mktemp("reruns")
     for name in ("a", "b"):
         assert main(["analyze", str(tiny / "results"), "--reports", str(d / name),
-                     "--bootstrap", "30", "--correction", "holm"]) == 0
+                     "--bootstrap", "40", "--correction", "holm"]) == 0
     return d / "a", d / "b"
 
 
@@ -208,7 +208,7 @@ def test_noise_floor_numbers_recompute_with_scipy(tiny):
 def test_bootstrap_report_states_choices_and_intervals(reruns):
     out = reruns[0]
     text = (out / "report.md").read_text()
-    assert "| Bootstrap | 30 replicates" in text
+    assert "| Bootstrap | 40 replicates" in text
     assert "| Correction (Sakai DP) | Holm step-down (family-wise error) |" in text
     dp = pd.read_csv(out / "dp.csv")
     assert set(dp["correction"]) == {"holm"}

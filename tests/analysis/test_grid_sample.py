@@ -118,7 +118,7 @@ def test_one_round_claims_nothing_for_the_pairs_it_cannot_stand_for(stores, tmp_
     dom = res.dominance[res.dominance["algorithm"] == "bpr-mf"]
     assert dom["too_few_pairs"].str.contains("factors").all()
     assert dom["too_few_pairs"].str.contains("learning_rate").all()
-    assert (res.verdict.loc[res.verdict["algorithm"] == "userknn", "recommended"] != "").all()
+    assert (res.verdict.loc[res.verdict["algorithm"] == "userknn", "unsampled_share"] == 0).all()
     Report.build(ResultStore(stores["one"]), res).write(tmp_path / "r")
     assert "too few units to rank metrics" in (tmp_path / "r" / "verdict.md").read_text()
 

@@ -21,7 +21,7 @@ from dptune.cli import main
 from dptune.report import Report
 from dptune.store._store import ResultStore
 
-BOOTSTRAP = 20
+BOOTSTRAP = 40  # the fewest replicates a 95% interval takes (analysis.options.MIN_BOOTSTRAP)
 
 
 def assemble_result(results: Path, **overrides) -> AnalysisResult:

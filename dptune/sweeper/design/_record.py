@@ -148,7 +148,7 @@ def read_design(results: str | Path) -> Design | None:
     store = ResultStore(root, skip_damaged=True)
     if design is None:
         try:
-            from dptune.sweeper._manifest import experiment_from_manifest
+            from dptune.sweeper._recorded import experiment_from_manifest
 
             design = experiment_design(experiment_from_manifest(store))
         except (DptuneError, OSError, KeyError, TypeError, ValueError):

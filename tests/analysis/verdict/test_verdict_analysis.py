@@ -75,7 +75,7 @@ def test_defaults_give_intervals_and_a_verdict(run):
 
 
 def test_a_sampled_scope_feeds_the_tables_and_the_interval_with_the_same_pairs(run):
-    res = dptune.analyze(run / "results", dptune.AnalysisOptions(pairs=2, bootstrap=20, seed=3,
+    res = dptune.analyze(run / "results", dptune.AnalysisOptions(pairs=2, bootstrap=40, seed=3,
                                                                  stability=3))
     rb = res.dp.table[res.dp.table["scope"] == "all"]
     assert set(rb["n_pairs"]) == {2} and set(rb["n_possible_pairs"]) == {3, 6}
