@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from dptune._parallel import exit_if_orphaned
 from dptune.config import Experiment
+from dptune.errors import DptuneError
 from dptune.store._store import ResultStore
 from dptune.sweeper._claims import (
     _claim,
@@ -39,6 +40,34 @@ if TYPE_CHECKING:
     from optuna.trial import FrozenTrial
 
 MAX_PASSES = 3  # grid walks per worker and algorithm before giving up on failed units
+
+#: How many times one grid walk may find its trial finished by another worker before the
+#: worker gives up (:func:`_optimize`).
+MAX_TOLD_ELSEWHERE = 1000
+
+
+def _told_elsewhere(err: ValueError) -> bool:
+    """Whether optuna refused to record a trial because another worker had already finished
+    it: with SQLite, which has no row locks, two workers can both take the same queued
+    (WAITING) trial; the second one's result is then refused with "Cannot tell a COMPLETE
+    trial." (or FAIL / PRUNED). The unit is the store's to judge, not the trial's."""
+    return str(err).startswith("Cannot tell a ")
+
+
+def _optimize(study: optuna.Study, objective: Callable[[optuna.Trial], float],
+              callbacks: list[Callable[[optuna.Study, FrozenTrial], None]]) -> None:
+    """``study.optimize`` that goes on when a trial was finished by another worker
+    (:func:`_told_elsewhere`): the part its unit needs is written by whichever worker computed
+    it, and the store, not optuna, says what is done. Any other error is raised."""
+    for _ in range(MAX_TOLD_ELSEWHERE):
+        try:
+            study.optimize(objective, callbacks=callbacks, gc_after_trial=False)
+            return
+        except ValueError as err:
+            if not _told_elsewhere(err):
+                raise
+    raise DptuneError(f"{MAX_TOLD_ELSEWHERE} trials of this worker were finished by other "
+                      "workers; is the storage shared with workers of another sweep?")
 
 
 def _mark_interrupted(trial: optuna.Trial) -> None:
@@ -157,13 +186,13 @@ def _work(exp: Experiment, root: Path, storage_url: str | None,
 
     for tasks, study, space, lookup in work:  # round 1: take free units, never wait
         if missing(tasks):
-            study.optimize(make_objective(study, space, lookup, patient=False),
-                           callbacks=[make_stop(tasks)], gc_after_trial=False)
+            _optimize(study, make_objective(study, space, lookup, patient=False),
+                      [make_stop(tasks)])
     for tasks, study, space, lookup in work:  # round 2: wait for owned units, redo dead ones
         passes = 0
         while missing(tasks) and passes < MAX_PASSES:
-            study.optimize(make_objective(study, space, lookup, patient=True),
-                           callbacks=[make_stop(tasks)], gc_after_trial=False)
+            _optimize(study, make_objective(study, space, lookup, patient=True),
+                      [make_stop(tasks)])
             # The grid walk ended with parts missing. Units that live workers are computing:
             # wait for their parts (or their death, which queues them again) without new trials.
             owned = False
