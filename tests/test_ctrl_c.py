@@ -191,7 +191,10 @@ def _interrupt(tmp_path: Path, stage: str, argv: list[str]) -> tuple[subprocess.
 
 
 def _one_line(err: str) -> str:
-    lines = [line for line in err.splitlines() if line.strip() and "%|" not in line]
+    """The one line of the interruption, beside the run's own progress lines (the bars and the
+    announcement of the design, prefixed with the experiment's name)."""
+    lines = [line for line in err.splitlines() if line.strip() and "%|" not in line
+             and not line.startswith("ctrl-c: ")]
     assert len(lines) == 1 and "Traceback" not in err, err
     return lines[0]
 

@@ -69,7 +69,10 @@ def _hps(items: Sequence[str], algorithm: str) -> str:
 def _unsampled(row: dict) -> float:
     """verdict.csv's ``unsampled_share`` of a row (0 when absent)."""
     v = row.get("unsampled_share")
-    return 0.0 if v is None or is_missing(v) else float(v)
+    try:
+        return 0.0 if v is None or is_missing(v) else float(v)
+    except (TypeError, ValueError):  # a hand-made verdict row: no share
+        return 0.0
 
 
 def recommendation_text(row: dict, n: int) -> str:

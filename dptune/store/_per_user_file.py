@@ -98,9 +98,11 @@ def _where(path: str | Path, i: int) -> str:
 
 
 def _integers(path: str | Path, df: pd.DataFrame, col: str, low: int) -> pd.Series:
-    """Column ``col`` as int64, every value an integer >= ``low``."""
+    """Column ``col`` as int64, every value a finite integer >= ``low`` (and below 2^62)."""
     v = pd.to_numeric(df[col], errors="coerce")
-    bad = v.isna() | (v != np.floor(v)) | (v < low)
+    with np.errstate(invalid="ignore"):
+        bad = v.isna() | ~np.isfinite(v.astype(float)) | (v != np.floor(v)) | (v < low) \
+            | (v.astype(float).abs() >= 2.0**62)
     if bad.any():
         i = int(np.argmax(bad.to_numpy()))
         raise input_error(path, col, f"must hold integers >= {low}; {_where(path, i)} "

@@ -52,7 +52,8 @@ from dptune.analysis.dp.paired_tests import paired_test
 from dptune.analysis.dp.pairs import sample_pairs, scope_seed
 from dptune.errors import check_int, input_error
 
-__all__ = ["Case", "COVERAGE_COLUMNS", "FULL_CASES", "FEW_PAIR_CASES", "QUICK_CASES",
+__all__ = ["Case", "COVERAGE_COLUMNS", "FULL_CASES", "FEW_PAIR_CASES", "MANY_CONFIG_CASES",
+           "QUICK_CASES",
            "true_mean_p", "sample_interval", "coverage", "coverage_study", "documented_study"]
 
 COVERAGE_COLUMNS = ["case", "configs", "pairs", "possible_pairs", "users", "folds", "effect",
@@ -149,6 +150,21 @@ FEW_PAIR_CASES = tuple(
     Case(f"{m} configs ({rb.n_possible_pairs(m)} pairs), {label}", m, 300, 3, eff)
     for m in (2, 3, 4, 5) for label, eff in (("none", 0.0), ("moderate", 2.0), ("strong", 6.0))
 ) + (Case("5 configs (10 pairs), shared users, moderate", 5, 300, 3, 2.0, shared=1.0),)
+
+#: Where the interval is too wide: many configurations (every pair of 15, 40 and 100, and 300
+#: or 1,000 sampled pairs of 100), moderate differences, 200 users x 3 folds. The bootstrap
+#: replicates of pairs that share no configuration are correlated through the users they
+#: resample (a sample covariance, zero in expectation but not in one sample); for the mean of
+#: many p-values that spurious correlation adds about ``1 / G`` to every pair of pairs' squared
+#: correlation, which outweighs the true one when most pairs share no configuration
+#: (``docs/statistics.md`` section 10a).
+MANY_CONFIG_CASES = (
+    Case("15 configs, moderate, 200 users", 15, 200, 3, 1.0),
+    Case("40 configs, moderate, 200 users", 40, 200, 3, 1.0),
+    Case("100 configs, moderate, 200 users", 100, 200, 3, 1.0),
+    Case("100 configs, 300 of 4,950 pairs sampled, moderate", 100, 200, 3, 1.0, pairs=300),
+    Case("100 configs, 1,000 of 4,950 pairs sampled, moderate", 100, 200, 3, 1.0, pairs=1000),
+)
 
 #: The default test run's quick variant (a few-configuration, a many-pair and a shared-users
 #: case).

@@ -29,10 +29,12 @@ pairs in ``s`` among the ``P`` pairs tested, each pair ``j`` of stratum ``s`` ge
     w_j = P (N_s / N') / n_s,      N' = sum of N_s over the strata with a pair tested,
 
 so that ``(1/P) sum_j w_j p_j = sum_s (N_s / N') pbar_s``: every stratum at its share of the
-full grid. The full grid's pairs in strata with no pair tested (``unsampled share`` =
-``1 - N' / N``; with one round of a two-hyperparameter design, the pairs of units that share a
-value) cannot be estimated; a scope with such a share gets no interval and no claim
-(:data:`UNSAMPLED_TOLERANCE`). With every unit present every weight is 1 and nothing changes.
+full grid. The full grid's pairs in strata with no pair tested (``unsampled share``: the
+full grid's share of the strata with no pair among the units present; with one round of a
+two-hyperparameter design, the pairs of units that share a value) cannot be estimated; a scope
+with such a share gets no interval and no claim (:data:`UNSAMPLED_TOLERANCE`). A stratum that
+the units present hold but the sample of pairs missed (it is then a small share of the pairs
+there) passes its share on to the others. With every unit present every weight is 1 and nothing changes.
 
 **The bootstrap over units.** The ``m`` units present are a sample of the ``M`` of the grid,
 drawn without replacement; each bootstrap replicate also resamples them: multiplicities
@@ -50,6 +52,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -102,6 +105,31 @@ class UnitSample:
     def unit_of(self) -> dict[int, int]:
         """Configuration id -> index of its unit."""
         return {int(c): k for k, u in enumerate(self.units) for c in u}
+
+    @cached_property
+    def codes(self) -> pd.DataFrame:
+        """Per configuration id (the index): an integer code of each unit hyperparameter's
+        value and, last, of its unit (columns ``0 .. d``); computed once."""
+        cfg = self.configs.set_index("config_id")
+        out = pd.DataFrame(index=cfg.index)
+        for i, h in enumerate(self.unit_hyperparameters):
+            out[i] = pd.factorize(cfg[h].astype(str))[0]
+        unit_of = self.unit_of()
+        out[len(self.unit_hyperparameters)] = [unit_of[int(c)] for c in cfg.index]
+        return out
+
+    @cached_property
+    def position(self) -> np.ndarray:
+        """Unit index -> its position among the units present (-1: absent)."""
+        pos = np.full(len(self.units), -1, dtype=np.int64)
+        pos[self.present] = np.arange(len(self.present))
+        return pos
+
+    @cached_property
+    def counts(self) -> dict[str, tuple[dict[int, int], dict[int, int]]]:
+        """Cache of the stratum counts of each scope's pairs, in the full grid and among the
+        units present (filled by :func:`pair_design`)."""
+        return {}
 
     def row(self) -> dict[str, Any]:
         """Its grid_sample.csv row (:data:`GRID_SAMPLE_COLUMNS`)."""
@@ -175,18 +203,6 @@ def unit_sample(store: Any, algorithm: str) -> UnitSample | None:
                       _unit_hyperparameters(configs, hps, units))
 
 
-def _codes(sample: UnitSample) -> pd.DataFrame:
-    """Per configuration id: an integer code of each unit hyperparameter's value and, last,
-    of its unit (columns ``0 .. d``)."""
-    cfg = sample.configs.set_index("config_id")
-    out = pd.DataFrame(index=cfg.index)
-    for i, h in enumerate(sample.unit_hyperparameters):
-        out[i] = pd.factorize(cfg[h].astype(str))[0]
-    unit_of = sample.unit_of()
-    out[len(sample.unit_hyperparameters)] = [unit_of[int(c)] for c in cfg.index]
-    return out
-
-
 def _stratum_counts(codes: np.ndarray) -> dict[int, int]:
     """Pairs of the configurations ``codes`` (one row each, ``d + 1`` columns) by the exact set
     of columns they agree on (a bit mask), by inclusion-exclusion over group counts."""
@@ -217,7 +233,8 @@ class PairDesign:
     ``weights`` ``(P,)``: the post-stratification weights (mean 1); ``strata`` ``(P,)``: each
     pair's stratum; ``share`` stratum -> its share of the sampled strata (``N_s / N'``);
     ``unit_a``, ``unit_b`` ``(P,)``: the positions of the pair's units among the units present;
-    ``unsampled``: the full grid's share of the scope's pairs in strata with no pair here."""
+    ``unsampled``: the full grid's share of the scope's pairs in strata with no pair among the
+    units present."""
 
     weights: np.ndarray
     strata: np.ndarray
@@ -241,31 +258,37 @@ def pair_design(sample: UnitSample, pairs: np.ndarray, kind: str, hyperparameter
     from dptune.analysis.dp.pairs import format_value
 
     pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
-    codes = _codes(sample)
-    unit_pos = {int(k): i for i, k in enumerate(sample.present)}
+    codes = sample.codes
     d = codes.shape[1]
     ca = codes.loc[pairs[:, 0]].to_numpy()
     cb = codes.loc[pairs[:, 1]].to_numpy()
     strata = ((ca == cb) * (1 << np.arange(d))).sum(axis=1).astype(np.int64)
-    unit_a = np.array([unit_pos[int(u)] for u in ca[:, -1]], dtype=np.int64)
-    unit_b = np.array([unit_pos[int(u)] for u in cb[:, -1]], dtype=np.int64)
+    unit_a, unit_b = sample.position[ca[:, -1]], sample.position[cb[:, -1]]
     n_p = len(pairs)
     if kind == "only" or not n_p:
         return PairDesign(np.ones(n_p), strata, {int(s): 1.0 for s in np.unique(strata)},
                           unit_a, unit_b, 0.0)
-    population = codes
-    if kind == "value":
-        text = sample.configs.set_index("config_id")[hyperparameter].map(format_value)
-        population = codes.loc[text.index[text == value]]
-    full = _stratum_counts(population.to_numpy())
+    key = f"{hyperparameter}={value}" if kind == "value" else "all"
+    if key not in sample.counts:
+        population = codes
+        if kind == "value":
+            text = sample.configs.set_index("config_id")[hyperparameter].map(format_value)
+            population = codes.loc[text.index[text == value]]
+        here = population.loc[population.index.isin(sample.present_configs)]
+        sample.counts[key] = (_stratum_counts(population.to_numpy()),
+                              _stratum_counts(here.to_numpy()))
+    full, present = sample.counts[key]
     total = sum(full.values())
     tested, n_s = np.unique(strata, return_counts=True)
     covered = sum(full.get(int(s), 0) for s in tested)
     share = {int(s): full.get(int(s), 0) / covered for s in tested}
     per = {int(s): share[int(s)] / int(c) for s, c in zip(tested, n_s, strict=True)}
     weights = n_p * np.array([per[int(s)] for s in strata])
+    # strata with no pair among the units present cannot be estimated; one that the units hold
+    # but the sample of pairs missed (a small share of the pairs there) passes its share on
+    unsampled = sum(n for s, n in full.items() if s not in present)
     return PairDesign(weights, strata, share, unit_a, unit_b,
-                      max(0.0, 1.0 - covered / total) if total else 0.0)
+                      max(0.0, unsampled / total) if total else 0.0)
 
 
 def unit_multipliers(n_boot: int, m: int, total: int, seed: int) -> np.ndarray:

@@ -39,7 +39,7 @@ def _sample(configs: pd.DataFrame, units: tuple, present) -> un.UnitSample:
 
 
 def _brute_strata(sample: un.UnitSample, ids) -> dict[int, int]:
-    codes = un._codes(sample)
+    codes = sample.codes
     out: dict[int, int] = {}
     for a, b in combinations(sorted(ids), 2):
         mask = int(((codes.loc[a].to_numpy() == codes.loc[b].to_numpy())
@@ -60,7 +60,7 @@ def test_unit_hyperparameters_are_those_constant_within_every_unit():
 def test_stratum_counts_equal_brute_force(f, r, i):
     configs, units = _grid(f, r, i)
     sample = _sample(configs, units, range(len(units)))
-    got = un._stratum_counts(un._codes(sample).to_numpy())
+    got = un._stratum_counts(sample.codes.to_numpy())
     assert got == _brute_strata(sample, configs["config_id"])
 
 
@@ -69,7 +69,7 @@ def test_stratum_counts_of_the_papers_grid_by_hand():
     # 15 C(15,2) 14^2; the same for the learning rate; the rest share nothing
     configs, units = _grid(15, 15, 14)
     sample = _sample(configs, units, range(225))
-    got = un._stratum_counts(un._codes(sample).to_numpy())
+    got = un._stratum_counts(sample.codes.to_numpy())
     within, one = 225 * 91, 15 * 105 * 196
     total = 3150 * 3149 // 2
     assert got == {0b111: within, 0b001: one, 0b010: one, 0: total - within - 2 * one}
@@ -83,7 +83,7 @@ def test_weights_put_every_stratum_at_its_share_of_the_full_grid():
     pairs = np.array(list(combinations(ids, 2)))
     design = un.pair_design(sample, pairs, "all")
     p = np.random.default_rng(1).random(len(pairs))
-    full = un._stratum_counts(un._codes(sample).to_numpy())
+    full = un._stratum_counts(sample.codes.to_numpy())
     total = sum(full.values())
     by_hand = sum(full[s] / total * p[design.strata == s].mean() for s in full)
     assert design.unsampled == 0.0
@@ -104,7 +104,7 @@ def test_one_round_of_a_latin_square_leaves_the_shared_strata_unsampled():
     sample = _sample(configs, units, diagonal)
     pairs = np.array(list(combinations(sample.present_configs, 2)))
     design = un.pair_design(sample, pairs, "all")
-    full = un._stratum_counts(un._codes(sample).to_numpy())
+    full = un._stratum_counts(sample.codes.to_numpy())
     assert design.unsampled == pytest.approx((full[0b001] + full[0b010]) / sum(full.values()))
     assert not design.gets_interval
 
