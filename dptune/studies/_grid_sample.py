@@ -25,8 +25,10 @@ fold_loop.ScopeRun`, scope ``all``, the t-test, a seeded sample of ``pairs`` pai
 The target is the full grid's expected value ``theta = E[full-grid mean p]`` (over users and
 the full grid's pair sample), estimated by the mean of the replications' full-grid DPs (its
 Monte Carlo error is reported). Per budget: the **bias** (mean grid-sample DP minus
-``theta``), the mean **half-width** of the interval, their ratio, and the **coverage** (share
-of intervals holding ``theta``), with its Monte Carlo sd ``sqrt(c (1 - c) / R)``. All on the
+``theta``), the sd of the grid-sample DP over the replications (its actual error beside the
+bias), the mean **half-width** of the interval, ``|bias|`` over the half-width, and the
+**coverage** (share of intervals holding ``theta``), with its Monte Carlo sd
+``sqrt(c (1 - c) / R)``. All on the
 scale of DP per 25 pairs. Every draw is seeded from ``(seed, case, replication)``.
 """
 
@@ -53,7 +55,7 @@ __all__ = ["GridCase", "GRID_SAMPLE_COLUMNS", "FULL_GRID_CASES", "QUICK_GRID_CAS
 
 GRID_SAMPLE_COLUMNS = ["case", "units_total", "configs_total", "rounds", "units", "budget",
                        "replications", "truth", "truth_se", "mean_estimate", "bias",
-                       "mean_half_width", "bias_over_half_width", "coverage", "coverage_se",
+                       "estimate_sd", "mean_half_width", "bias_over_half_width", "coverage", "coverage_se",
                        "below", "above"]
 
 
@@ -205,7 +207,7 @@ def grid_sample_study(cases: Sequence[GridCase] = FULL_GRID_CASES, replications:
                         "units": units, "budget": units / case.units_total,
                         "replications": replications, "truth": theta, "truth_se": theta_se,
                         "mean_estimate": float(est.mean()), "bias": float(est.mean() - theta),
-                        "mean_half_width": half,
+                        "estimate_sd": float(est.std(ddof=1)), "mean_half_width": half,
                         "bias_over_half_width": float(abs(est.mean() - theta) / half),
                         "coverage": c, "coverage_se": float(np.sqrt(c * (1 - c) / replications)),
                         "below": float((hi < theta).mean()), "above": float((lo > theta).mean()),
