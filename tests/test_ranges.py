@@ -109,6 +109,26 @@ def test_a_synthetic_data_set_too_large_for_memory_is_refused_up_front(tmp_path,
     assert not out.exists()
 
 
+def test_a_bootstrap_too_large_for_memory_is_refused_before_any_fold_is_read(
+        tmp_path, capsys, monkeypatch):
+    """The bootstrap's arrays are estimated from replicates x pairs before the fold loop reads
+    anything: one line naming the bootstrap and the estimate, exit 2, no report written."""
+    import dptune._resources as resources
+
+    rng = np.random.default_rng(0)
+    rows = [{"system": f"s{k}", "user": u, "metric": "ndcg@10", "value": float(rng.random())}
+            for k in range(6) for u in range(30)]
+    table = tmp_path / "per_user.csv"
+    pd.DataFrame(rows).to_csv(table, index=False)
+    monkeypatch.setattr(resources, "physical_memory", lambda: 10_000_000)  # 10 MB
+    out = tmp_path / "rep"
+    line = _refused(capsys, ["dp", "--per-user", str(table), "--bootstrap", "100000",
+                             "--reports", str(out)],
+                    "analysis: bootstrap:", "100,000 replicates", "of memory", "this machine has")
+    assert "15 pairs" in line, line
+    assert not out.exists()
+
+
 def test_a_number_in_a_message_is_shown_as_a_number(tmp_path, capsys):
     data = tmp_path / "r.csv"
     data.write_text("user,item,rating,timestamp\n1,2,inf,3\n1,3,4,5\n")

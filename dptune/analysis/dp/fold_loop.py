@@ -40,6 +40,7 @@ import pandas as pd
 from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
+from dptune._resources import check_fits
 from dptune.analysis.dp import bootstrap as rs
 from dptune.analysis.dp import paired_tests as stats
 from dptune.analysis.dp import scale as sc
@@ -410,6 +411,7 @@ def plan_runs(store: Any, alg: str, options: Any, folds: Sequence[str],
              if subset and boot else None)
     boxed = [s for s in found if s.kind in INTERVAL_KINDS] if boot else []
     repeats = _repeats(boxed, options, _users_hint(store), len(mcs), len(folds))
+    _check_bootstrap_fits(alg, boot, boxed, repeats, subset)
     draws = UserDraws(boot, options.seed, rs.GROUPS, _user_keys(store))
     runs = []
     for s in found:
@@ -423,6 +425,21 @@ def plan_runs(store: Any, alg: str, options: Any, folds: Sequence[str],
                                  sample, pairs, s.kind, s.hyperparameter, s.value))
                              if subset else None, units=units))
     return runs
+
+
+def _check_bootstrap_fits(alg: str, boot: int, boxed: Sequence[Scope], repeats: int,
+                          subset: bool) -> None:
+    """Refuse, before any fold is read, a bootstrap whose arrays cannot fit in this machine's
+    memory: the float64 replicate weights ``(B, P)`` of every pair set with an interval (two
+    of them for a store holding a subset of its units) and the two float32 ``(B, P)`` products
+    of the largest one, per fold and metric (:func:`dptune._resources.check_fits`)."""
+    if not boot or not boxed:
+        return
+    kept = sum(s.n_pairs * (repeats if s.sampled else 1) for s in boxed)
+    largest = max(s.n_pairs for s in boxed)
+    nbytes = 8.0 * boot * kept * (2 if subset else 1) + 8.0 * boot * largest
+    check_fits(nbytes, "analysis", "bootstrap", f"{alg}: the bootstrap of {boot:,} replicates "
+               f"over {kept:,} pairs")
 
 
 def _user_keys(store: Any) -> Callable[[np.ndarray], np.ndarray] | None:
@@ -448,21 +465,24 @@ def run_fold_loop(store: Any, options: Any, progress: bool = False,
     algs = list(store.algorithms()) if algorithms is None else list(algorithms)
     n_folds = sum(sum(str(f) != "test" for f in store.folds(a)) for a in algs)
     out = _Tables()
+    # every algorithm planned (scopes, pairs, weights; the bootstrap's memory checked) before
+    # any fold is read
+    plans = []
+    for alg in algs:
+        folds = sorted((str(f) for f in store.folds(alg) if str(f) != "test"), key=fold_key)
+        if not folds:
+            raise input_error("store", f"{alg}: folds", "no validation folds")
+        mcs = sorted({(str(m), int(c)) for m, c in store.metric_cutoffs(alg)},
+                     key=lambda mc: metric_key(*mc))
+        sample = un.unit_sample(store, alg)
+        if sample is not None and not sample.complete:
+            out.grid_sample.append(sample.row())
+        plans.append((alg, folds, mcs, plan_runs(store, alg, options, folds, mcs, sample)))
     with threadpool_limits(limits=1, user_api="blas"), tqdm(
             total=n_folds, desc="analysis", unit="fold", disable=not progress,
             dynamic_ncols=True) as bar:
         buffer = FoldBuffer()  # one fold's values, reused by every (algorithm, fold) read
-        for alg in algs:
-            folds = sorted((str(f) for f in store.folds(alg) if str(f) != "test"),
-                           key=fold_key)
-            if not folds:
-                raise input_error("store", f"{alg}: folds", "no validation folds")
-            mcs = sorted({(str(m), int(c)) for m, c in store.metric_cutoffs(alg)},
-                         key=lambda mc: metric_key(*mc))
-            sample = un.unit_sample(store, alg)
-            if sample is not None and not sample.complete:
-                out.grid_sample.append(sample.row())
-            runs = plan_runs(store, alg, options, folds, mcs, sample)
+        for alg, folds, mcs, runs in plans:
             for r in runs:
                 seed = scope_seed(options.seed, r.scope)
                 out.pairs.extend((alg, r.scope, i, int(a), int(b), seed, float(w))
