@@ -196,7 +196,7 @@ def run_slices_study(results_dir: str | Path, out_dir: str | Path,
     files += save_figure(slices_figure(dpt, cutoff), out / "slices_figure", creator="dptune")
     pairs_src = (f"`{shown_path(Path(reports_dir) / 'pairs.csv')}`" if reports_dir is not None
                  and (Path(reports_dir) / "pairs.csv").exists()
-                 else f"the pairs of scope all as the analysis samples them ({n_pairs} at most, "
+                 else f"sampled as the main analysis samples them ({n_pairs} at most, "
                  f"analysis seed {seed})")
     md = slices_report_md(exp, man, dataset, dpt, mt, algs, folds, cutoff, primary, base,
                           pairs_src, test.label, results_dir)

@@ -58,7 +58,7 @@ __all__ = ["Case", "COVERAGE_COLUMNS", "FULL_CASES", "FEW_PAIR_CASES", "MANY_CON
 
 COVERAGE_COLUMNS = ["case", "configs", "pairs", "possible_pairs", "users", "folds", "effect",
                     "kind", "samples", "truth", "truth_se", "coverage", "coverage_se",
-                    "mean_width", "below", "above", "mean_estimate"]
+                    "mean_width", "below", "above", "mean_estimate", "estimate_sd"]
 
 _KINDS = ("normal", "ranking")
 
@@ -248,7 +248,8 @@ def coverage(case: Case, samples: int = 200, n_boot: int = 1000, truth_samples: 
             "effect": case.effect, "kind": case.kind, "samples": samples, "truth": theta,
             "truth_se": se, "coverage": c, "coverage_se": float(np.sqrt(c * (1 - c) / samples)),
             "mean_width": float((hi - lo).mean()), "below": float((hi < theta).mean()),
-            "above": float((lo > theta).mean()), "mean_estimate": float(est.mean())}
+            "above": float((lo > theta).mean()), "mean_estimate": float(est.mean()),
+            "estimate_sd": float(est.std(ddof=1)) if samples > 1 else float("nan")}
 
 
 def _sample_seed(seed: int, case_index: int, sample: int) -> int:
