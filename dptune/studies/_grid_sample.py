@@ -38,11 +38,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numba
 import numpy as np
 import pandas as pd
-from threadpoolctl import threadpool_limits
 
+from dptune._threads import one_thread
 from dptune.analysis.dp.fold_loop import FoldView, ScopeRun, UserDraws
 from dptune.analysis.dp.paired_tests import paired_test
 from dptune.analysis.dp.pairs import scope_seed, scopes
@@ -186,32 +185,27 @@ def grid_sample_study(cases: Sequence[GridCase] = FULL_GRID_CASES, replications:
     """One row per (case, budget) of :data:`GRID_SAMPLE_COLUMNS` (module docstring); one
     numba and one BLAS thread meanwhile (many small bootstraps)."""
     replications = check_int(replications, "grid sample study", "replications", 2)
-    threads = numba.get_num_threads()
-    numba.set_num_threads(1)
     rows = []
-    try:
-        with threadpool_limits(limits=1, user_api="blas"):
-            for ci, case in enumerate(cases):
-                reps = [replicate(case, _seed(seed, ci, k)) for k in range(replications)]
-                full = np.array([r["full"] for r in reps])
-                theta, theta_se = full.mean(), full.std(ddof=1) / np.sqrt(len(full))
-                for rounds in case.rounds:
-                    est, lo, hi = np.array([r[rounds] for r in reps]).T
-                    hit = (lo <= theta) & (theta <= hi)
-                    c = float(hit.mean())
-                    half = float(((hi - lo) / 2).mean())
-                    units = min(case.units_total, rounds * case.round_size)
-                    rows.append({
-                        "case": case.name, "units_total": case.units_total,
-                        "configs_total": case.units_total * case.n_i, "rounds": rounds,
-                        "units": units, "budget": units / case.units_total,
-                        "replications": replications, "truth": theta, "truth_se": theta_se,
-                        "mean_estimate": float(est.mean()), "bias": float(est.mean() - theta),
-                        "estimate_sd": float(est.std(ddof=1)), "mean_half_width": half,
-                        "bias_over_half_width": float(abs(est.mean() - theta) / half),
-                        "coverage": c, "coverage_se": float(np.sqrt(c * (1 - c) / replications)),
-                        "below": float((hi < theta).mean()), "above": float((lo > theta).mean()),
-                    })
-    finally:
-        numba.set_num_threads(threads)
+    with one_thread():
+        for ci, case in enumerate(cases):
+            reps = [replicate(case, _seed(seed, ci, k)) for k in range(replications)]
+            full = np.array([r["full"] for r in reps])
+            theta, theta_se = full.mean(), full.std(ddof=1) / np.sqrt(len(full))
+            for rounds in case.rounds:
+                est, lo, hi = np.array([r[rounds] for r in reps]).T
+                hit = (lo <= theta) & (theta <= hi)
+                c = float(hit.mean())
+                half = float(((hi - lo) / 2).mean())
+                units = min(case.units_total, rounds * case.round_size)
+                rows.append({
+                    "case": case.name, "units_total": case.units_total,
+                    "configs_total": case.units_total * case.n_i, "rounds": rounds,
+                    "units": units, "budget": units / case.units_total,
+                    "replications": replications, "truth": theta, "truth_se": theta_se,
+                    "mean_estimate": float(est.mean()), "bias": float(est.mean() - theta),
+                    "estimate_sd": float(est.std(ddof=1)), "mean_half_width": half,
+                    "bias_over_half_width": float(abs(est.mean() - theta) / half),
+                    "coverage": c, "coverage_se": float(np.sqrt(c * (1 - c) / replications)),
+                    "below": float((hi < theta).mean()), "above": float((lo > theta).mean()),
+                })
     return pd.DataFrame(rows, columns=GRID_SAMPLE_COLUMNS)

@@ -40,12 +40,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 import pandas as pd
 from scipy import special
-from threadpoolctl import threadpool_limits
 
+from dptune._threads import one_thread
 from dptune.analysis.dp import scale as rb
 from dptune.analysis.dp.fold_loop import FoldView, ScopeRun
 from dptune.analysis.dp.paired_tests import paired_test
@@ -261,14 +260,9 @@ def _sample_seed(seed: int, case_index: int, sample: int) -> int:
 def coverage_study(cases: Sequence[Case] = FULL_CASES, samples: int = 200, n_boot: int = 1000,
                    truth_samples: int = 4000, seed: int = 0) -> pd.DataFrame:
     """:func:`coverage` of every case (one numba thread meanwhile; module docstring)."""
-    threads = numba.get_num_threads()
-    numba.set_num_threads(1)
-    try:
-        with threadpool_limits(limits=1, user_api="blas"):
-            rows = [coverage(c, samples, n_boot, truth_samples, seed, i)
-                    for i, c in enumerate(cases)]
-    finally:
-        numba.set_num_threads(threads)
+    with one_thread():
+        rows = [coverage(c, samples, n_boot, truth_samples, seed, i)
+                for i, c in enumerate(cases)]
     return pd.DataFrame(rows, columns=COVERAGE_COLUMNS)
 
 

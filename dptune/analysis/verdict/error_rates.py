@@ -37,11 +37,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 import pandas as pd
-from threadpoolctl import threadpool_limits
 
+from dptune._threads import one_thread
 from dptune.analysis.dp import scale as rb
 from dptune.analysis.dp import stability as sb
 from dptune.analysis.dp.fold_loop import FoldView, ScopeRun, UserDraws
@@ -226,14 +225,9 @@ def error_rate_study(cases: Sequence[FamilyCase] = NULL_CASES + PARTIAL_CASES, r
                      n_boot: int = 1000, alpha: float = 0.05, seed: int = 0) -> pd.DataFrame:
     """:func:`family_error_rates` of every case (one numba and one BLAS thread meanwhile: a
     parallel kernel's start-up costs more than a fold of a few hundred users)."""
-    threads = numba.get_num_threads()
-    numba.set_num_threads(1)
-    try:
-        with threadpool_limits(limits=1, user_api="blas"):
-            rows = [family_error_rates(c, runs, n_boot, alpha, seed, i)
-                    for i, c in enumerate(cases)]
-    finally:
-        numba.set_num_threads(threads)
+    with one_thread():
+        rows = [family_error_rates(c, runs, n_boot, alpha, seed, i)
+                for i, c in enumerate(cases)]
     return pd.DataFrame(rows, columns=ERROR_COLUMNS)
 
 
@@ -398,12 +392,7 @@ QUICK_DOMINANCE_CASES = (GridCase("3 hyperparameters, equal effects", (2.0, 2.0,
 def dominance_study(cases: Sequence[GridCase] = DOMINANCE_CASES, runs: int = 200,
                     n_boot: int = 1000, alpha: float = 0.05, seed: int = 0) -> pd.DataFrame:
     """:func:`dominance_error_rates` of every case (one numba and one BLAS thread)."""
-    threads = numba.get_num_threads()
-    numba.set_num_threads(1)
-    try:
-        with threadpool_limits(limits=1, user_api="blas"):
-            rows = [dominance_error_rates(c, runs, n_boot, alpha, seed, i)
-                    for i, c in enumerate(cases)]
-    finally:
-        numba.set_num_threads(threads)
+    with one_thread():
+        rows = [dominance_error_rates(c, runs, n_boot, alpha, seed, i)
+                for i, c in enumerate(cases)]
     return pd.DataFrame(rows, columns=DOMINANCE_COLUMNS)
