@@ -46,27 +46,26 @@ def analyze_results(results_dir: str | Path, reports_dir: str | Path, progress: 
 
 def discriminative_power(per_user: pd.DataFrame, *, hyperparameters: Sequence[str] = (),
                          configs: pd.DataFrame | None = None, progress: bool = False,
-                         **options: Any) -> pd.DataFrame:
-    """DP of every metric@N of any long per-user table (Anelli et al., RecSys 2019): the rows
-    of ``dp.csv`` that ``dptune dp --per-user`` writes for the same table.
+                         **options: Any) -> AnalysisResult:
+    """DP of every metric@N of any long per-user table (Anelli et al., RecSys 2019), with its
+    interval, claims and verdict: the :class:`AnalysisResult` that ``dptune.analyze`` gives a
+    sweep's store, and whose report ``dptune dp --per-user`` writes for the same table.
 
     ``per_user`` has one row per (configuration, fold, user, metric@N), columns ``[algorithm],
     config_id | system, [fold], user, metric, [cutoff], value`` (checked as a per-user file is;
-    rows of fold ``"test"`` are not used). The configurations' hyperparameters, for the ``h=v``
-    and ``only:h`` scopes and importance, are further columns named in ``hyperparameters``, or
-    a ``configs`` table (``algorithm, config_id | system`` and one column per hyperparameter).
-    ``options`` are :class:`AnalysisOptions` fields (pairs, ``seed``, ``test``, ``bootstrap``,
-    ...); left out, they are those of ``dptune analyze`` with the analysis seed 42 of a sweep
-    (:func:`dptune._per_user.outside_options`).
+    rows of fold ``"test"`` are not used for DP). The configurations' hyperparameters, for the
+    ``h=v`` and ``only:h`` scopes, the dominant hyperparameter and importance, are further
+    columns named in ``hyperparameters``, or a ``configs`` table (``algorithm, config_id |
+    system`` and one column per hyperparameter). ``options`` are :class:`AnalysisOptions`
+    fields (``pairs``, ``seed``, ``test``, ``bootstrap``, ...); left out, they are those of
+    ``dptune analyze`` with the analysis seed 42 of a sweep
+    (:meth:`AnalysisOptions.for_outside`).
 
-    The table goes the one route of every input: it becomes an in-memory store
-    (:func:`dptune._per_user.per_user_store`) analysed by :func:`dptune.analyze`; the whole
-    :class:`AnalysisResult` (verdict, intervals, curves) is
-    ``dptune.analyze(per_user_store(df), outside_options(store))``. Per algorithm and scope,
-    pairs of configurations are tested with the paired test over each validation fold's users
-    present in both; per fold the p-values sorted decreasingly form a curve, the curves are
-    averaged position by position over folds, and ``DP = sum_i mean_i`` (lower = more
-    discriminative).
+    One route for every input: this is ``dptune.analyze(per_user, AnalysisOptions.for_outside(
+    store, **options))`` of the table's in-memory store. Per algorithm and scope, pairs of
+    configurations are tested with the paired test over each validation fold's users present
+    in both; ``res.dp.table`` holds DP per 25 pairs (25 x the mean p-value; lower = more
+    discriminative) with P and its interval, ``res.verdict`` the metric to tune with.
 
     Example::
 
@@ -75,11 +74,11 @@ def discriminative_power(per_user: pd.DataFrame, *, hyperparameters: Sequence[st
         >>> per_user = pd.DataFrame([
         ...     {"system": f"s{s}", "user": u, "metric": "ndcg@10", "value": rng.random() + s / 10}
         ...     for s in range(4) for u in range(50)])
-        >>> dp = dptune.discriminative_power(per_user, bootstrap=0)
-        >>> dp[["algorithm", "scope", "metric", "cutoff", "n_pairs"]].to_dict("records")
+        >>> res = dptune.discriminative_power(per_user, bootstrap=0)
+        >>> res.dp.table[["algorithm", "scope", "metric", "cutoff", "n_pairs"]].to_dict("records")
         [{'algorithm': 'runs', 'scope': 'all', 'metric': 'ndcg', 'cutoff': 10, 'n_pairs': 6}]
     """
-    from dptune._per_user import analyze_outside, per_user_store
+    from dptune.store._per_user_store import PerUserStore
 
-    store = per_user_store(per_user, configs=configs, hyperparameters=hyperparameters)
-    return analyze_outside(store, progress=progress, **options).dp.table
+    store = PerUserStore.from_frame(per_user, configs=configs, hyperparameters=hyperparameters)
+    return analyze(store, AnalysisOptions.for_outside(store, **options), progress=progress)

@@ -4,18 +4,27 @@ A writer writes a hidden temporary file beside the target (``.<name>.<uuid>.tmp`
 listing the directory never sees it and :meth:`dptune.store.ResultStore.remove_stale_temporaries`
 can find the leftovers of a killed writer), flushes it to disk, then renames it over the target
 (``os.replace`` is atomic within a file system). :func:`publish_once` is the variant for result
-parts: the first writer wins and a part, once published, never changes.
+parts: the first writer wins and a part, once published, never changes. :func:`staged_folder`
+does the same for a whole folder (the reports): written beside it, published by one rename.
+
+A full disk while writing is one line naming the directory (:mod:`dptune._resources`); the
+temporary file or folder is removed and what was published before stays as it was.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import shutil
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["temporary_path", "atomic_path", "write_bytes", "write_text", "publish_once"]
+from dptune._resources import is_out_of_space, space_error
+
+__all__ = ["temporary_path", "atomic_path", "write_bytes", "write_text", "publish_once",
+           "staged_folder"]
 
 
 def temporary_path(path: Path) -> Path:
@@ -47,8 +56,10 @@ def atomic_path(path: str | os.PathLike[str], fsync: bool = True) -> Iterator[Pa
         if fsync:
             _fsync(tmp)
         os.replace(tmp, final)
-    except BaseException:
+    except BaseException as err:
         tmp.unlink(missing_ok=True)
+        if isinstance(err, Exception) and is_out_of_space(err):
+            raise space_error(final.parent) from None
         raise
 
 
@@ -87,3 +98,116 @@ def publish_once(tmp: Path, final: Path) -> bool:
         won = False
     tmp.unlink(missing_ok=True)
     return won
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap the names ``a`` and ``b`` in one atomic step (Linux ``renameat2`` with
+    ``RENAME_EXCHANGE``); False where the system or file system cannot."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    rc = renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange)
+    if rc == 0:
+        return True
+    if ctypes.get_errno() in (errno.EINVAL, errno.ENOSYS, errno.EPERM, errno.ENOTSUP):
+        return False
+    raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()), str(b))
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    """A hard link of ``src`` at ``dst`` (no bytes copied), or a copy where links fail."""
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
+def _carry_over(old: Path, new: Path) -> None:
+    """Bring what ``old`` holds and ``new`` lacks into ``new`` (hard links, no copies): files a
+    reader put beside the reports are published with them, not lost."""
+    if not old.is_dir():
+        return
+    for entry in os.scandir(old):
+        target = new / entry.name
+        if target.exists() or target.is_symlink():
+            continue
+        if entry.is_symlink():
+            os.symlink(os.readlink(entry.path), target)
+        elif entry.is_dir():
+            shutil.copytree(entry.path, target, symlinks=True, copy_function=_link_or_copy)
+        else:
+            _link_or_copy(entry.path, str(target))
+
+
+def _publish(stage: Path, final: Path) -> None:
+    """Give ``stage`` the name ``final`` by one rename; an existing ``final`` is swapped out in
+    the same step where the system can (:func:`_exchange`), else renamed aside just before;
+    the old folder is then deleted."""
+    for _ in range(20):  # another writer may publish the same folder meanwhile
+        try:
+            os.rename(stage, final)  # final absent: one rename
+            return
+        except OSError as err:
+            if err.errno not in (errno.EEXIST, errno.ENOTEMPTY, errno.EISDIR, errno.ENOTDIR):
+                raise
+        if _exchange(stage, final):
+            shutil.rmtree(stage, ignore_errors=True)  # the old folder, now under stage's name
+            return
+        old = final.with_name(f".{final.name}.{uuid.uuid4().hex}.old.tmp")
+        try:
+            os.rename(final, old)
+        except FileNotFoundError:
+            continue
+        try:
+            os.rename(stage, final)
+        finally:
+            shutil.rmtree(old, ignore_errors=True)
+        return
+    raise OSError(errno.EBUSY, "could not publish the folder", str(final))
+
+
+@contextmanager
+def staged_folder(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield a new, empty, hidden folder beside ``path`` (``.<name>.<uuid>.tmp``) to write a
+    whole folder into; on success it is published as ``path`` by one rename, so a reader
+    (or a full disk, or Ctrl-C halfway) never sees a half-written folder.
+
+    Files that an existing ``path`` holds and the new folder does not are carried over (hard
+    links), so only the files written are replaced. On any error the staged folder is removed
+    and ``path`` is untouched; a full disk is one line naming ``path``
+    (:func:`dptune._resources.space_error`). Where the folder beside ``path`` cannot be
+    created (its parent is not writable, ``path`` is), the files are written into ``path``
+    directly, each one still atomically."""
+    final = shown = Path(path)
+    if final.is_symlink():
+        final = final.resolve()  # publish where the link points, keep the link
+    final = final.absolute()
+    if final.exists() and not final.is_dir():
+        raise FileExistsError(errno.EEXIST, "a file, not a folder", str(shown))
+    final.parent.mkdir(parents=True, exist_ok=True)
+    stage = final.with_name(f".{final.name}.{uuid.uuid4().hex}.tmp")
+    try:
+        stage.mkdir()
+    except PermissionError:
+        final.mkdir(exist_ok=True)
+        try:
+            yield final
+        except Exception as err:
+            if is_out_of_space(err):
+                raise space_error(shown) from None
+            raise
+        return
+    try:
+        yield stage
+        _carry_over(final, stage)
+        _publish(stage, final)
+    except BaseException as err:
+        shutil.rmtree(stage, ignore_errors=True)
+        if isinstance(err, Exception) and is_out_of_space(err):
+            raise space_error(shown) from None
+        raise

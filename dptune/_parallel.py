@@ -3,7 +3,11 @@ outliving the process that started them.
 
 Each of ``jobs`` worker processes gets ``max(1, cores // jobs)`` BLAS/OpenMP threads (joblib's
 ``inner_max_num_threads``), so processes x threads <= cores; the numba BPR kernel is
-single-threaded. With ``jobs == 1`` everything runs in the calling process.
+single-threaded. With ``jobs == 1`` everything runs in the calling process (beside its main
+thread, which only waits, so that Ctrl-C is answered at once: :mod:`dptune._interrupt`).
+
+Ctrl-C: the terminal sends SIGINT to the whole process group; workers ignore it and the
+process that started them stops and kills them (:func:`terminate_workers`).
 
 Orphans: a loky worker whose parent is killed (``kill -9 dptune run``, a lost terminal) would
 keep computing units for minutes while the user restarts the run. Every worker therefore runs
@@ -22,9 +26,10 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from typing import Any
+
+from dptune._interrupt import check as check_interrupt
 
 WATCH_SECONDS = 0.5  # how often a worker checks that its parent is alive
 _PARENT: int | None = None  # in a worker of run_parallel: the pid of the process that started it
@@ -41,9 +46,16 @@ def _die_with_parent(parent: int, interval: float = WATCH_SECONDS) -> None:
     ``parent`` is the pid of the process that called :func:`run_parallel`; a worker that finds
     another parent (the original died, the worker was re-parented to init or a sub-reaper) exits
     with status 1 without running anything more.
+
+    The worker also ignores SIGINT: a Ctrl-C in the terminal reaches the whole process group,
+    and a worker that raised ``KeyboardInterrupt`` of its own would print its traceback, or
+    "Exception ignored" when the interrupt lands in a finalizer. The parent decides: it stops
+    and kills its workers (:func:`terminate_workers`). (Blocking SIGINT in the thread that
+    starts the workers is not enough: the process launcher unblocks every signal in the child.)
     """
     global _PARENT
     _PARENT = parent
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     if os.getppid() != parent:
         os._exit(1)
 
@@ -66,21 +78,6 @@ def exit_if_orphaned() -> None:
         os._exit(1)
 
 
-@contextmanager
-def _quiet_workers() -> Iterator[None]:
-    """Block SIGINT in the calling thread while it starts worker processes: they inherit the
-    blocked signal (kept across ``exec``), so a Ctrl-C in the terminal, which the kernel sends
-    to the whole process group, reaches only the parent. The parent stops and the workers end
-    with it (:func:`_die_with_parent`, or joblib terminating them) instead of each printing an
-    interrupted traceback or warning. Only a thread other than the main one blocks it (the main
-    thread must keep receiving Ctrl-C); :func:`run_parallel` moves the work there."""
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
-
-
 def _in_thread(work: Callable[[], Any]) -> Any:
     """Run ``work()`` in a helper thread while the main thread waits, so that a Ctrl-C raises
     :class:`KeyboardInterrupt` here at once; the workers are then terminated."""
@@ -97,6 +94,7 @@ def _in_thread(work: Callable[[], Any]) -> Any:
     try:
         while th.is_alive():
             th.join(0.2)
+            check_interrupt()  # also an interrupt that a finalizer swallowed (dptune._interrupt)
     except KeyboardInterrupt:
         terminate_workers()
         raise
@@ -106,13 +104,21 @@ def _in_thread(work: Callable[[], Any]) -> Any:
 
 
 def terminate_workers() -> None:
-    """Kill the worker processes of the current loky executor (after an interrupt)."""
+    """Kill the worker processes of the current loky executor (after an interrupt): SIGKILL
+    first, so that no worker finishes its unit or takes the next one while the executor shuts
+    down (a worker in a compiled kernel would otherwise keep the shutdown waiting)."""
     try:
         from joblib.externals.loky import reusable_executor
 
         executor = getattr(reusable_executor, "_executor", None)
-        if executor is not None:
-            executor.shutdown(wait=True, kill_workers=True)
+        if executor is None:
+            return
+        for proc in list((getattr(executor, "_processes", None) or {}).values()):
+            try:
+                proc.kill()
+            except Exception:  # noqa: BLE001 - already gone
+                pass
+        executor.shutdown(wait=False, kill_workers=True)
     except Exception:  # noqa: BLE001 - best effort: the workers also die with this process
         pass
 
@@ -123,20 +129,30 @@ def run_parallel(fn: Callable[..., Any], calls: Sequence[tuple], jobs: int,
     ``jobs <= 1`` or there is one call); ``on_done(result)`` runs in the caller as each finishes
     (e.g. to advance a progress bar). Results come back in completion order. The worker
     processes end with the calling process, however it ends (:func:`_die_with_parent`), and
-    never see the terminal's Ctrl-C (:func:`_quiet_workers`)."""
+    never act on the terminal's Ctrl-C (:func:`_die_with_parent`)."""
     out: list[Any] = []
     if jobs <= 1 or len(calls) <= 1:
-        results: Iterable[Any] = (fn(*args) for args in calls)
-        for r in results:
-            out.append(r)
-            if on_done is not None:
-                on_done(r)
-        return out
+        def serial() -> list[Any]:
+            for args in calls:
+                check_interrupt()
+                r = fn(*args)
+                out.append(r)
+                if on_done is not None:
+                    on_done(r)
+            return out
+
+        # in the main thread, the work runs beside it, so that Ctrl-C stops the command at
+        # once even while a compiled kernel holds this thread (:func:`_in_thread`)
+        if threading.current_thread() is threading.main_thread():
+            return _in_thread(serial)
+        return serial()
     from joblib import Parallel, delayed, parallel_config
 
     def work() -> list[Any]:
-        with _quiet_workers(), parallel_config(
-                backend="loky", inner_max_num_threads=threads_per_job(jobs),
+        # max_nbytes=None: arguments are small (experiments, tasks), so no memory-mapped
+        # temporary folder, which a killed worker would leave behind in /dev/shm
+        with parallel_config(
+                backend="loky", inner_max_num_threads=threads_per_job(jobs), max_nbytes=None,
                 initializer=_die_with_parent, initargs=(os.getpid(),)):
             for r in Parallel(n_jobs=jobs, return_as="generator_unordered")(
                     delayed(fn)(*args) for args in calls):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import math
 import os
 import re
 from dataclasses import asdict, dataclass, field, fields, replace
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from dptune.data._fetch import KNOWN_DATASETS
 from dptune.data._options import _check_columns, _check_sep
 from dptune.data._split import SPLIT_METHODS
-from dptune.errors import input_error, read_toml
+from dptune.errors import check_int, input_error, read_toml
 from dptune.grids import Grid, load_grid
 from dptune.models._adapters import is_known_type
 from dptune.vocab import DEVICES, METRICS
@@ -28,6 +29,16 @@ if TYPE_CHECKING:
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 METRIC_NAMES = METRICS
+
+#: Valid ranges of the experiment's numbers, checked when it is read (before any work):
+#: seeds are 32-bit (numpy's and optuna's generators take no larger seed);
+SEED_RANGE = (0, 2**32 - 1)
+#: a top-N list longer than the store's int16 ``cutoff`` column can hold is refused;
+MAX_CUTOFF = 2**15 - 1
+#: folds beyond a thousand leave every fold with a handful of ratings per user at most;
+MAX_FOLDS = 1000
+#: worker processes (``[sweep] jobs``, ``--jobs``): more than this only exhausts the machine.
+MAX_JOBS = 1024
 
 
 @dataclass(frozen=True)
@@ -85,12 +96,72 @@ class EvaluationConfig:
 
 @dataclass(frozen=True)
 class SweepConfig:
-    """How the sweep runs: parallel jobs, the optuna storage (default: SQLite in results) and
-    the device that trains BPR-MF and evaluates every model (``cpu`` or ``cuda``)."""
+    """How the sweep runs: parallel jobs, the optuna storage (default: SQLite in results), the
+    device that trains BPR-MF and evaluates every model (``cpu`` or ``cuda``) and the
+    ``budget`` (:func:`parse_budget`; ``None``: every unit of every grid)."""
 
     jobs: int = 1
     storage: str | None = None
     device: str = "cpu"
+    budget: int | str | None = None
+
+
+#: The forms a budget takes, for messages.
+BUDGET_FORMS = ('a number of units per algorithm (45), a fraction of each grid ("20%") or a '
+                'wall-clock time ("2h", "90m", "1h30m")')
+_TIME_RE = re.compile(r"^(?:(\d+(?:\.\d*)?)h)?(?:(\d+(?:\.\d*)?)m(?:in)?)?(?:(\d+(?:\.\d*)?)s)?$")
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How much of each grid a sweep runs: ``kind`` ``"units"`` (``amount`` units per algorithm),
+    ``"fraction"`` (``amount`` in (0, 1] of each grid's units) or ``"time"`` (``amount``
+    seconds of projected wall-clock time for the whole run, from the sweep's cost model,
+    :mod:`dptune.sweeper._cost`); ``text`` is the budget as written, ``source`` and ``key``
+    where (the experiment file and ``sweep.budget``, or ``--budget``), for messages. The sweep
+    stops after whole rounds of the design order (:mod:`dptune.sweeper.design`)."""
+
+    kind: str
+    amount: float
+    text: str
+    source: str = field(default="", compare=False)
+    key: str | None = field(default=None, compare=False)
+
+
+def parse_budget(value: Any, source: str | Path, field_: str | None) -> Budget:
+    """A budget from the experiment file (``[sweep] budget``) or the ``--budget`` flag: an
+    integer >= 1 (units per algorithm, also written as a string of digits), ``"P%"`` with
+    0 < P <= 100 (a fraction of each grid) or a time ``"<h>h<m>m<s>s"`` (any of the three parts,
+    at least one, more than 0 seconds in all: ``"2h"``, ``"90m"``, ``"1h30m"``, ``"45s"``). Any
+    other value is one error naming ``source`` and ``field_``."""
+    def bad(why: str) -> Exception:
+        return input_error(source, field_, f"{why}; a budget is {BUDGET_FORMS}")
+
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise bad(f"{value!r} is not a budget")
+    if isinstance(value, int):
+        if value < 1:
+            raise bad(f"{value} units: needs at least 1")
+        return Budget("units", float(value), str(value), str(source), field_)
+    text = value.strip().lower().replace(" ", "")
+    if text.isdigit():
+        return parse_budget(int(text), source, field_)
+    if text.endswith("%"):
+        try:
+            pct = float(text[:-1])
+        except ValueError:
+            raise bad(f"{value!r} is not a percentage") from None
+        if not 0.0 < pct <= 100.0:
+            raise bad(f"{value!r}: a fraction must be more than 0% and at most 100%")
+        return Budget("fraction", pct / 100.0, value.strip(), str(source), field_)
+    m = _TIME_RE.match(text)
+    if not text or m is None or not any(m.groups()):
+        raise bad(f"{value!r} is not a budget")
+    seconds = sum(float(g) * unit for g, unit in zip(m.groups(), (3600.0, 60.0, 1.0),
+                                                      strict=True) if g)
+    if not seconds > 0:
+        raise bad(f"{value!r}: a time budget must be more than 0 seconds")
+    return Budget("time", seconds, value.strip(), str(source), field_)
 
 
 @dataclass(frozen=True)
@@ -277,12 +348,22 @@ def _validate(exp: Experiment, src: str) -> None:
     _choice(src, "split.fold_method", s.fold_method, ("user_stratified", "random", "user_temporal"))
     if s.folds < 2:
         raise input_error(src, "split.folds", "needs at least 2 folds")
+    if s.folds > MAX_FOLDS:
+        raise input_error(src, "split.folds", f"at most {MAX_FOLDS:,} folds, got {s.folds:,}")
+    if s.seed is not None:
+        check_int(s.seed, src, "split.seed", SEED_RANGE[0], SEED_RANGE[1])
     if not 0.0 < s.train_ratio < 1.0:
         raise input_error(src, "split.train_ratio", "must be between 0 and 1")
     if s.min_user_interactions < 1:
         raise input_error(src, "split.min_user_interactions", "must be at least 1")
     if not e.cutoffs or any(not isinstance(c, int) or c < 1 for c in e.cutoffs):
         raise input_error(src, "evaluation.cutoffs", "must be a non-empty list of positive integers")
+    if max(e.cutoffs) > MAX_CUTOFF:
+        raise input_error(src, "evaluation.cutoffs", f"at most {MAX_CUTOFF:,} (the longest "
+                          f"top-N list the store holds), got {max(e.cutoffs):,}")
+    if not math.isfinite(e.relevance_threshold):
+        raise input_error(src, "evaluation.relevance_threshold",
+                          f"must be a finite number, got {e.relevance_threshold}")
     if len(set(e.cutoffs)) != len(e.cutoffs):
         raise input_error(src, "evaluation.cutoffs", "has duplicates")
     for m in e.metrics:
@@ -295,8 +376,9 @@ def _validate(exp: Experiment, src: str) -> None:
     _choice(src, "analysis.primary_metric", a.primary_metric, tuple(e.metrics))
     if a.primary_cutoff not in e.cutoffs:
         raise input_error(src, "analysis.primary_cutoff", f"{a.primary_cutoff} is not in evaluation.cutoffs")
-    if exp.sweep.jobs < 1:
-        raise input_error(src, "sweep.jobs", "must be positive")
+    check_int(exp.sweep.jobs, src, "sweep.jobs", 1, MAX_JOBS)
+    if exp.sweep.budget is not None:
+        parse_budget(exp.sweep.budget, src, "sweep.budget")
     _choice(src, "sweep.device", exp.sweep.device, DEVICES)
     _validate_data(exp.data, src)
 
@@ -334,9 +416,7 @@ def parse_experiment(data: dict, source: str = "<memory>", config_path: Path | N
     name = data["name"]
     if not isinstance(name, str) or not _NAME_RE.match(name):
         raise input_error(source, "name", "must be letters, digits, '.', '_' or '-'")
-    seed = data.get("seed", 42)
-    if not isinstance(seed, int) or isinstance(seed, bool):
-        raise input_error(source, "seed", "must be an integer")
+    seed = check_int(data.get("seed", 42), source, "seed", SEED_RANGE[0], SEED_RANGE[1])
     algos_raw = data.get("algorithms")
     if not isinstance(algos_raw, list) or not algos_raw:
         raise input_error(source, "algorithms", "needs at least one [[algorithms]] entry")

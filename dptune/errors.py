@@ -22,13 +22,29 @@ def input_error(source: object, field: str | None, problem: str) -> DptuneError:
     return DptuneError(f"{where}: {problem}")
 
 
-def check_int(value: object, source: object, field: str | None, minimum: int) -> int:
-    """``value`` as an ``int`` when it is an integer (Python or numpy, not a bool) ``>= minimum``;
-    else the one-line error ``<source>: <field>: must be an integer >= <minimum>, got <value>``."""
+def plain(value: object) -> str:
+    """``value`` as a message shows it: Python's ``repr`` of the value, numpy scalars first
+    turned into Python numbers (``inf``, ``3``, ``0.5``, not ``np.float64(inf)``), text
+    quoted (``'abc'``)."""
+    item = getattr(value, "item", None)
+    if item is not None and type(value).__module__ == "numpy" and getattr(value, "ndim", 1) == 0:
+        value = item()
+    return repr(value)
+
+
+def check_int(value: object, source: object, field: str | None, minimum: int,
+              maximum: int | None = None) -> int:
+    """``value`` as an ``int`` when it is an integer (Python or numpy, not a bool) ``>= minimum``
+    (and ``<= maximum`` when given); else the one-line error ``<source>: <field>: must be an
+    integer >= <minimum>, got <value>`` (``from <minimum> to <maximum>`` with a maximum)."""
     import numbers
 
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise input_error(source, field, f"must be an integer >= {minimum}, got {value!r}")
+    bad = isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum
+    if not bad and maximum is not None and value > maximum:
+        bad = True
+    if bad:
+        want = f">= {minimum}" if maximum is None else f"from {minimum} to {maximum:,}"
+        raise input_error(source, field, f"must be an integer {want}, got {plain(value)}")
     return int(value)
 
 

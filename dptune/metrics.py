@@ -72,7 +72,7 @@ def top_n(scores: np.ndarray, n: int) -> np.ndarray:
       ``np.partition`` of the keys and a sort of ``n`` columns give the exact order directly.
 
     If ``n >= n_items`` every item is returned (``n_items`` columns). NaN scores raise
-    ``ValueError`` (a model bug, not user input).
+    ``ValueError`` (a model bug, not user input; :func:`evaluate` says how many items).
     """
     scores = np.asarray(scores)
     if scores.ndim != 2:
@@ -363,6 +363,21 @@ def metrics_from_topn(
     return out
 
 
+class NaNScores(ValueError):
+    """A model scored some items NaN (a defect of the model, not of the data): how many items
+    (of ``n_items``) and users of one block of users. The sweep names the model,
+    configuration and fold (:func:`dptune.sweeper.run_unit`)."""
+
+    def __init__(self, items: int, users: int, n_items: int) -> None:
+        super().__init__(f"scores of {items} of {n_items} items are NaN for {users} users")
+        self.items, self.users, self.n_items = items, users, n_items
+
+
+def nan_scores(nan: np.ndarray) -> NaNScores:
+    """:class:`NaNScores` of a block's boolean NaN mask ``(users, items)``."""
+    return NaNScores(int(nan.any(axis=0).sum()), int(nan.any(axis=1).sum()), nan.shape[1])
+
+
 def evaluate(
     model: Scorer,
     users: np.ndarray,
@@ -408,7 +423,12 @@ def evaluate(
         nz = tr.data != 0
         rows = np.repeat(np.arange(ub.size), np.diff(tr.indptr))
         scores[rows[nz], tr.indices[nz]] = -np.inf
-        top = top_n(scores, k)
+        try:
+            top = top_n(scores, k)
+        except ValueError:
+            if np.isnan(scores).any():  # what top_n refuses: say which and how many
+                raise nan_scores(np.isnan(scores)) from None
+            raise
         out[:, :, start : start + ub.size] = metrics_from_topn(
             top, relevant[ub], cut, efd, epc, relevance_aware=relevance_aware
         )

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 KNN_GRID = """
@@ -80,27 +81,53 @@ def tiny_experiment(tmp_path: Path) -> Path:
 
 
 def frames_result(dp, curves, *, datasets=None, best=None, noise_curves=None, verdict=None,
-                  primary=("ndcg", 10), split=None):
+                  primary=("ndcg", 10), split=None, **parts):
     """An :class:`~dptune.analysis.AnalysisResult` of the given DP table and curves, as a caller
     without a store builds it: no pairs or p-values (empty frames), ``noise_curves`` as the A/A
-    curves of a noise floor, ``primary`` as the options' metric@N, ``split`` as the manifest's."""
+    curves of a noise floor, ``primary`` as the options' metric@N, ``split`` as the manifest's;
+    ``parts``: further fields (``comparisons``, ``dominance``, ``downstream``)."""
     import pandas as pd
 
-    from dptune.analysis.dp.tables import PAIRS_COLUMNS, PVALUES_COLUMNS
+    from dptune.analysis.dp.tables import PAIRS_COLUMNS, PVALUES_COLUMNS, DPEstimate
     from dptune.analysis.noise import FLOOR_COLUMNS, PVALUE_COLUMNS, NoiseFloor
     from dptune.analysis.options import AnalysisOptions
-    from dptune.analysis.result import AnalysisResult, DPResult
+    from dptune.analysis.result import AnalysisResult
 
     noise = None
     if noise_curves is not None:
         noise = NoiseFloor(pvalues=pd.DataFrame(columns=PVALUE_COLUMNS), curves=noise_curves,
                            floor=pd.DataFrame(columns=FLOOR_COLUMNS))
     return AnalysisResult(
-        dp=DPResult(pairs=pd.DataFrame(columns=PAIRS_COLUMNS),
-                    pvalues=pd.DataFrame(columns=PVALUES_COLUMNS), table=dp, curves=curves),
-        datasets=datasets, best=best, noise=noise, verdict=verdict,
+        dp=DPEstimate(pairs=pd.DataFrame(columns=PAIRS_COLUMNS),
+                      pvalues=pd.DataFrame(columns=PVALUES_COLUMNS), table=dp, curves=curves),
+        datasets=datasets, best=best, noise=noise, verdict=verdict, **parts,
         options=AnalysisOptions(primary_metric=primary[0], primary_cutoff=primary[1]),
         manifest={} if split is None else {"split": split})
+
+
+#: Users of :func:`write_runs`: ids that differ only in how they are written, and ``NA``.
+RUN_USERS = ("0042", "42", "u7", "NA")
+
+
+def write_runs(root: Path, systems: tuple[str, ...], folds: tuple[str, ...] | None = None,
+               users: tuple[str, ...] = RUN_USERS, seed: int = 0) -> tuple[Path, Path, Path]:
+    """``root/runs`` (one run file per system; with ``folds``, one sub-folder per fold),
+    ``root/qrels.txt`` and ``root/train.txt``: every user has relevant items."""
+    rng = np.random.default_rng(seed)
+    items = [f"i{k}" for k in range(30)]
+    qrels = [f"{u} 0 {i} {rng.integers(3, 6)}" for u in users
+             for i in rng.choice(items, 6, replace=False)]
+    train = [f"{u} {i}" for u in users for i in rng.choice(items, 3, replace=False)]
+    (root / "qrels.txt").write_text("\n".join(qrels) + "\n")
+    (root / "train.txt").write_text("\n".join(train) + "\n")
+    for fold in folds or ("",):
+        d = root / "runs" / fold
+        d.mkdir(parents=True, exist_ok=True)
+        for s in systems:
+            lines = [f"{u} Q0 {i} {r} {20 - r + rng.random():.6f} {s}" for u in users
+                     for r, i in enumerate(rng.permutation(items)[:10], 1)]
+            (d / s).write_text("\n".join(lines) + "\n")
+    return root / "runs", root / "qrels.txt", root / "train.txt"
 
 
 def _pg_problem(url: str) -> str | None:

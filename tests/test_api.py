@@ -14,17 +14,19 @@ import pytest
 from scipy import stats as sps
 
 import dptune
+from dptune.analysis.verdict.rules import VERDICT_COLUMNS
 from dptune.cli import main
 from dptune.errors import DptuneError
 from dptune.store._frame import FrameStore
+from dptune.store._per_user_store import PerUserStore
 
 #: The analysis option of the number of pairs (its name may change; the tests follow it).
 
 
 def _dp(per_user: pd.DataFrame, pairs: int, **options) -> pd.DataFrame:
-    """``discriminative_power`` with ``pairs`` pairs, without the (slow) intervals."""
+    """dp.csv of ``discriminative_power`` with ``pairs`` pairs, without the (slow) intervals."""
     return dptune.discriminative_power(per_user, pairs=pairs, bootstrap=0, stability=0,
-                                       **options)
+                                       **options).dp.table
 
 
 def _table(seed: int = 0, n_sys: int = 5, n_users: int = 40, folds=("0", "1", "2")) -> pd.DataFrame:
@@ -67,22 +69,32 @@ def test_sweep_is_a_plain_function_even_after_the_sweeper_is_imported():
     assert isinstance(dptune.sweep, types.FunctionType)
 
 
-@pytest.mark.parametrize("module", ["dptune._api", "dptune.analysis.options",
-                                    "dptune.analysis.pipeline", "dptune.config"])
+@pytest.mark.parametrize("module", ["dptune._api", "dptune.analysis.options", "dptune.config",
+                                    "dptune._atomic", "dptune.grids", "dptune.analysis.dp.scale",
+                                    "dptune.models._adapters"])
 def test_docstring_examples_run(module, monkeypatch):
+    """Every example of these modules' docstrings runs and prints what it shows; each module
+    has examples (a module without any would pass without testing anything)."""
+    from dptune.models import _adapters
+
     monkeypatch.chdir(DOCS.parents[1])  # examples name files of the repository
+    # register()'s example adds a model: keep it out of the registry of the other tests
+    monkeypatch.setattr(_adapters, "_REGISTRY", dict(_adapters._REGISTRY))
+    monkeypatch.setenv(_adapters.REGISTRY_ENV, "{}")
     res = doctest.testmod(importlib.import_module(module))
-    assert res.failed == 0
+    assert res.attempted > 0 and res.failed == 0, res
 
 
 def test_discriminative_power_equals_scipy_by_hand():
-    from dptune._per_user import analyze_outside, per_user_store
-
     df = _table()
     dp = _dp(df, 6, seed=3)
     assert list(dp["metric"]) == ["ndcg", "mrr"] and set(dp["scope"]) == {"all"}
-    res = analyze_outside(per_user_store(df), pairs=6, seed=3, bootstrap=0, stability=0)
+    # one route: dptune.analyze of the DataFrame with the same options gives the same result
+    store = PerUserStore.from_frame(df)
+    res = dptune.analyze(df, dptune.AnalysisOptions.for_outside(
+        store, pairs=6, seed=3, bootstrap=0, stability=0))
     pd.testing.assert_frame_equal(res.dp.table, dp)
+    assert list(res.verdict.columns) == VERDICT_COLUMNS and len(res.verdict) == 1
     pairs = res.dp.pairs[["config_a", "config_b"]].to_numpy()
     names = sorted(df["system"].unique())
     for metric in ("ndcg", "mrr"):
@@ -93,7 +105,8 @@ def test_discriminative_power_equals_scipy_by_hand():
             p = [sps.ttest_rel(w.iloc[a], w.iloc[b]).pvalue for a, b in pairs]
             total.append(np.sum(p))
         row = dp[dp.metric == metric].iloc[0]
-        assert row.dp == pytest.approx(np.mean(total), rel=1e-9)
+        assert row.dp_sum == pytest.approx(np.mean(total), rel=1e-9)
+        assert row.dp_per_25 == pytest.approx(25 * np.mean(total) / len(pairs), rel=1e-9)
         assert (row.n_pairs, row.n_folds) == (len(pairs), 3)
 
 
@@ -199,12 +212,14 @@ def test_docs_examples_write_the_dp_csv_of_dptune_run(docs_run):
     d, env = docs_run
     assert len(_code_blocks(DOCS.read_text())) == 3
     assert (d / "reports" / "dp.csv").read_bytes() == (d / "cli-reports" / "dp.csv").read_bytes()
-    res = env["res"]
+    res = env["results"]  # the first block's result: the tiny experiment's analysis
     assert isinstance(res, dptune.AnalysisResult) and isinstance(env["store"], dptune.ResultStore)
     assert res.options.pairs == 5 and not res.best.empty and "rep" in env
     assert (d / "reports" / "report.md").read_bytes() == (d / "cli-reports" / "report.md").read_bytes()
     assert {"dp_per_25", "ci_low", "ci_high"} <= set(env["res25"].dp.table.columns)
-    assert env["res25"].options.pairs == 25 and len(env["dp"]) == 1
+    assert env["res25"].options.pairs == 25 and len(env["res"].dp.table) == 1
+    # the per-user DataFrame's result is the same kind of object, verdict included
+    assert isinstance(env["res"], dptune.AnalysisResult) and len(env["res"].verdict) == 1
 
 
 def test_frame_store_over_the_parquet_store_gives_the_same_dp(docs_run):
@@ -218,14 +233,15 @@ def test_frame_store_over_the_parquet_store_gives_the_same_dp(docs_run):
         hps = store.hyperparameters(alg)
         cfg = store.configs(alg)[["config_id", *hps]]
         frame = rows.merge(cfg, on="config_id")
-        same = {k: v for k, v in env["res"].options.to_dict().items()
+        same = {k: v for k, v in env["results"].options.to_dict().items()
                 if k not in ("primary_metric", "primary_cutoff", "noise_seeds", "noise_configs",
                              "importance")}
-        got = dptune.discriminative_power(frame, hyperparameters=hps, **same)
-        table = env["res"].dp.table
+        got = dptune.discriminative_power(frame, hyperparameters=hps, **same).dp.table
+        table = env["results"].dp.table
         want = table[table["algorithm"] == alg].reset_index(drop=True)
-        # the analysis adds the interval of scope all (ci_low, ci_high, n_possible_pairs)
-        pd.testing.assert_frame_equal(got, want[list(got.columns)], check_dtype=False)
+        pd.testing.assert_frame_equal(got.drop(columns=["ci_low", "ci_high"]),
+                                      want[list(got.columns)].drop(columns=["ci_low", "ci_high"]),
+                                      check_dtype=False)
 
 
 def test_readme_example_is_the_docs_example_that_the_tests_run():
@@ -348,7 +364,8 @@ def test_every_input_takes_one_route_to_the_same_dp(tmp_path, monkeypatch):
     monkeypatch.setattr(outside, "analyze", capture("per_user", original))
     assert main(["dp", "--per-user", str(tmp_path / "per_user.csv"),
                  "--reports", str(tmp_path / "r2"), *flags]) == 0
-    frame_dp = dptune.discriminative_power(table, bootstrap=50, stability=0)
+    frame = dptune.discriminative_power(table, bootstrap=50, stability=0)
+    frame_dp = frame.dp.table
     store = _store_of(table, tmp_path / "results")
     monkeypatch.setattr(api, "analyze", capture("store", api.analyze))
     assert main(["analyze", str(store.root), "--reports", str(tmp_path / "r3"), *flags]) == 0
@@ -359,13 +376,14 @@ def test_every_input_takes_one_route_to_the_same_dp(tmp_path, monkeypatch):
         metrics = exact if name == "store" else None
         pd.testing.assert_frame_equal(_rows(res.dp.table, metrics), _rows(frame_dp, metrics),
                                       check_exact=False, rtol=0, atol=1e-12, obj=name)
-        if res.dp.interval is not None:
-            pd.testing.assert_frame_equal(_rows(res.dp.interval, metrics),
-                                          _rows(results["runs"].dp.interval, metrics),
+        if name != "store":  # the same values: the same claims and verdict
+            pd.testing.assert_frame_equal(_rows(res.verdict), _rows(frame.verdict),
+                                          check_exact=False, rtol=0, atol=1e-12, obj=name)
+            pd.testing.assert_frame_equal(_rows(res.comparisons), _rows(frame.comparisons),
                                           check_exact=False, rtol=0, atol=1e-12, obj=name)
         assert res.options.pairs == results["runs"].options.pairs
         assert (res.options.seed, res.options.bootstrap) == (42, 50)
-    assert results["runs"].dp.interval is not None
+    assert results["runs"].dp.table["ci_low"].notna().any()
     assert (tmp_path / "r1" / "dp.csv").read_bytes() == (tmp_path / "r2" / "dp.csv").read_bytes()
     # the options of outside data are dptune analyze's defaults (but what outside data lacks)
     opts, default = results["per_user"].options, dptune.AnalysisOptions()

@@ -8,7 +8,6 @@ into ``tmp_path`` and point an experiment's ``data.source`` at it.
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import numpy as np
@@ -271,8 +270,9 @@ def test_unwritable_results_directory(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("command", ["run", "worker"])
-def test_unreachable_storage_is_one_line_and_fast(tmp_path, capsys, command):
-    """PostgreSQL on a closed port: one line (password masked), exit 2, within seconds."""
+def test_unreachable_storage_is_one_line_before_any_work(tmp_path, capsys, command):
+    """PostgreSQL on a closed port: one line (password masked), exit 2, and nothing written
+    (no manifest, part, index entry or trial): the storage is opened before any work."""
     import socket
 
     s = socket.socket()
@@ -281,14 +281,12 @@ def test_unreachable_storage_is_one_line_and_fast(tmp_path, capsys, command):
     s.close()  # nothing listens there now
     cfg = _setup(tmp_path)
     url = f"postgresql+psycopg2://dptune:secret@127.0.0.1:{port}/nope"
-    t0 = time.monotonic()
     rc = main([command, str(cfg), "--results", str(tmp_path / "results"), "--storage", url,
                *(["--no-progress"] if command == "run" else [])])
     assert rc == 2
-    assert time.monotonic() - t0 < 20
     line = _one_line(capsys, "--storage", f"127.0.0.1:{port}")
     assert "secret" not in line
-    assert not list((tmp_path / "results").glob("per_user.parquet/*.parquet"))
+    assert not [p for p in (tmp_path / "results").rglob("*") if not p.is_dir()]
 
 
 @pytest.mark.parametrize(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 import numpy as np
@@ -113,7 +114,8 @@ def test_dp_recomputable_with_scipy_alone(tiny_run):
             x, y = f[a].to_numpy(np.float64), f[b].to_numpy(np.float64)
             ps.append(1.0 if np.all(x == y) else ttest_rel(x, y).pvalue)
         curves.append(np.sort(ps)[::-1])
-    assert row["dp"] == pytest.approx(np.mean(curves, axis=0).sum(), abs=1e-8)
+    assert row["dp_sum"] == pytest.approx(np.mean(curves, axis=0).sum(), abs=1e-8)
+    assert row["dp_per_25"] == pytest.approx(25 * np.mean(curves), abs=1e-8)
 
 
 def test_rerun_skips_finished_units(tiny_run, capsys):
@@ -245,6 +247,28 @@ def test_evaluate_removes_training_items_and_orders_as_trec_eval(tmp_path, capsy
     assert "--order" in capsys.readouterr().err
 
 
+def test_evaluate_says_which_users_it_leaves_out(tmp_path, capsys):
+    """Users without a relevant item cannot be scored: evaluate counts them on stdout and
+    names them on stderr instead of dropping them without a word."""
+    run, qrels, train = tmp_path / "run", tmp_path / "qrels", tmp_path / "train"
+    run.write_text("".join(f"{u} Q0 a 1 1.0 t\n" for u in ("u1", "u2", "u3", "0042", "r9")))
+    qrels.write_text("u1 0 a 5\nu2 0 b 4\nu3 0 a 2\n0042 0 a 3\n42 0 a 5\n")
+    train.write_text("u1 c\n")
+    out = tmp_path / "out.csv"
+    assert main(["evaluate", "--run", str(run), "--qrels", str(qrels), "--train", str(train),
+                 "--out", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert "3 users x 18 metric@cutoff; 3 users without a relevant item not evaluated" in captured.out
+    assert captured.err.strip() == (
+        f"dptune: note: 3 of 6 users of the run and qrels have no relevant item in {qrels} "
+        "(rating >= 4) and are not evaluated: 0042, r9, u3")
+    assert sorted(set(pd.read_csv(out, dtype={"user": str})["user"])) == ["42", "u1", "u2"]
+    assert main(["evaluate", "--run", str(run), "--qrels", str(qrels), "--train", str(train),
+                 "--out", str(out), "--threshold", "2"]) == 0
+    captured = capsys.readouterr()  # r9 (in the run only) is the one user left out
+    assert "; 1 user without" in captured.out and captured.err.strip().endswith("is not evaluated: r9")
+
+
 def test_dp_takes_the_flags_of_analyze_but_the_noise_floor(tmp_path, capsys):
     runs, q, t = _write_runs(tmp_path, n_users=3, folds=("0",))
     for flag in ("--noise-seeds", "--noise-configs"):
@@ -330,6 +354,51 @@ def test_every_option_of_every_command_has_help():
             assert action.help, (name, action.option_strings or action.dest)
             if action.choices and not hasattr(action.choices, "items"):
                 sub.format_help()  # choices are listed in the usage / metavar
+
+
+def _option_help(parser, action) -> str:
+    """An option's help as ``COMMAND --help`` prints it (argparse's own expansion)."""
+    return " ".join(parser._get_formatter()._expand_help(action).split())
+
+
+def test_every_option_says_its_default():
+    """Every option that takes a value and may be left out says in its help what it is when
+    left out ("every option, its default"), the analysis flags included; a switch (on when
+    given) and a required option have none to say."""
+    from dptune.cli import build_parser
+
+    missing = []
+    for name, sub in _subparsers(build_parser()):
+        for action in sub._actions:
+            switch = action.nargs == 0 and not isinstance(action, argparse.BooleanOptionalAction)
+            if (not action.option_strings or action.required or switch
+                    or isinstance(action, argparse._HelpAction)):
+                continue
+            if "default" not in _option_help(sub, action):
+                missing.append(f"{name} {action.option_strings[0]}")
+    assert not missing, missing
+
+
+@pytest.mark.parametrize(("command", "flag", "words"), [
+    ("run", "--bootstrap", "(default: the experiment's [analysis] value, else 1000)"),
+    ("analyze", "--alpha", "(default: the experiment's [analysis] value, else 0.05)"),
+    ("analyze", "--stability", "else 5)"),
+    ("analyze", "--min-fold-users", "else 20)"),
+    ("run", "--test", "else t)"),
+    ("dp", "--seed", "(default: 42)"),
+    ("dp", "--bootstrap", "(default: 1000)"),
+    ("dp", "--importance", "(default: on when --configs gives hyperparameters)"),
+])
+def test_analysis_flags_show_the_default_they_take(command, flag, words):
+    """The defaults of the analysis flags are the analysis options' own (an experiment's
+    [analysis] table overrides them for run and analyze; dp has no experiment)."""
+    from dptune.analysis.options import OUTSIDE_SEED as SEED
+    from dptune.cli import build_parser
+
+    sub = dict(_subparsers(build_parser()))[f"dptune {command}"]
+    action = next(a for a in sub._actions if flag in a.option_strings)
+    assert words in _option_help(sub, action)
+    assert SEED == 42
 
 
 def test_same_flags_for_the_same_things():

@@ -35,3 +35,48 @@ def test_a_worker_whose_parent_lives_goes_on() -> None:
              "p.exit_if_orphaned()\n"
              "print('started a unit')")
     assert r.returncode == 0 and "started a unit" in r.stdout, r.stderr
+
+
+def test_worker_processes_leave_ctrl_c_to_their_parent() -> None:
+    # Ctrl-C reaches the whole process group; a worker that acted on it would print its own
+    # traceback (or "Exception ignored", when it lands in a finalizer)
+    r = _run("import signal, dptune._parallel as p\n"
+             "def f(_):\n"
+             "    return signal.getsignal(signal.SIGINT) == signal.SIG_IGN\n"
+             "print(p.run_parallel(f, [(0,), (1,)], jobs=2))")
+    assert r.returncode == 0 and r.stdout.strip() == "[True, True]", (r.stdout, r.stderr)
+
+
+def test_an_interrupt_swallowed_by_a_finalizer_still_stops_the_command() -> None:
+    # Python drops a KeyboardInterrupt raised inside a __del__ ("Exception ignored in ..."):
+    # here Ctrl-C lands in one, on the main thread, while a stage that never ends by itself
+    # runs; the command must stop anyway, with its own line and nothing else on stderr
+    code = """
+import os, signal, sys, threading
+import dptune._parallel as p
+from dptune.cli import _tree, main
+
+class Finalizer:
+    def __del__(self):
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(100000):  # the handler runs here, inside the finalizer
+            pass
+
+def stage(args):  # run as dptune runs a stage's work
+    p.run_parallel(threading.Event().wait, [()], 1)
+
+_tree.c.cmd_analyze = stage
+_check = p.check_interrupt
+def check():  # the first time the main thread looks, Ctrl-C lands in a finalizer there
+    if not getattr(check, "fired", False):
+        check.fired = True
+        Finalizer()
+    _check()
+p.check_interrupt = check
+sys.exit(main(["analyze", "x"]))
+"""
+    r = _run(code)
+    assert r.returncode == 130, (r.returncode, r.stderr)
+    assert r.stderr.strip().splitlines() == [
+        "dptune: interrupted; nothing was written (a reports folder is published only when "
+        "complete); run the same command again"], r.stderr

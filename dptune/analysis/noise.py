@@ -12,17 +12,19 @@ analysis half:
 
 - :func:`noise_floor_table` (read by :func:`dptune.analyze`).
   Per part and metric@N, the ``S`` seeds' per-user values ``v[s, u]`` give the ``S (S - 1) / 2``
-  A/A p-values of :func:`dptune.analysis.dp.curves.noise_floor`. Per fold the A/A p-values of all selected
+  A/A p-values of :func:`aa_pvalues` (the analysis' paired test). Per fold the A/A p-values of
+  all selected
   configurations are pooled and sorted decreasingly (``c_f``, length ``K``); the curve is
   resampled to the DP's ``P`` positions by quantile interpolation,
   ``r_f[j] = interp((j + 1/2) / P; (i + 1/2) / K -> c_f[i])``, then averaged over folds
   position by position (mean, sd with ``ddof=1``) exactly like the DP curve. The floor is
 
-  ``DP_floor = P * mean_f(pbar_f)``, ``pbar_f`` = mean A/A p-value of fold ``f``,
+  ``floor_per_25 = 25 * mean_f(pbar_f)``, ``pbar_f`` = mean A/A p-value of fold ``f``,
 
-  with ``DP_floor_sd = P * sd_f(pbar_f)``. Under an exactly true null the A/A p-values are
-  uniform and ``DP_floor = P / 2``; seed-to-seed differences of the trained models push it
-  lower. :func:`compare_with_floor` flags a metric whose DP is not clearly below the floor.
+  on the scale of every DP of the report (DP per 25 pairs), with ``floor_per_25_sd = 25 *
+  sd_f(pbar_f)``. Under an exactly true null the A/A p-values are uniform and the floor is
+  12.5; seed-to-seed differences of the trained models push it lower. :func:`compare_with_floor`
+  flags a metric whose DP is not clearly below the floor.
 """
 
 from __future__ import annotations
@@ -36,61 +38,39 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
-from dptune.analysis.dp import engine as dpmod
-from dptune.analysis.dp import paired_tests as stats
+from dptune.analysis.dp.curves import pvalue_curve
+from dptune.analysis.dp.paired_tests import PairedTest
+from dptune.analysis.dp.pairs import scope_seed
+from dptune.analysis.dp.scale import REFERENCE_P
 from dptune.errors import input_error
-from dptune.store._noise_parts import (
-    NOISE_DIR,
-    NOISE_SCHEMA,
-    check_count,
-    deterministic_algorithms,
-    is_stochastic,
-    noise_part_name,
-    noise_part_paths,
-    noise_trials,
-    part_meta,
-    rank_configs,
-    write_noise_part,
-)
+from dptune.store._noise_parts import check_count, noise_part_paths, part_meta, rank_configs
 from dptune.store._store import ResultStore
 from dptune.vocab import fold_key, metric_key
 
-__all__ = [
-    "NOISE_DIR",
-    "NOISE_SCHEMA",
-    "NoiseFloor",
-    "is_stochastic",
-    "noise_part_name",
-    "rank_configs",
-    "write_noise_part",
-    "noise_part_paths",
-    "deterministic_algorithms",
-    "noise_trials",
-    "aa_pvalues",
-    "resample_curve",
-    "noise_floor_table",
-    "compare_with_floor",
-]
+__all__ = ["NoiseFloor", "aa_pvalues", "resample_curve", "noise_floor_table",
+           "compare_with_floor", "PVALUE_COLUMNS", "CURVE_COLUMNS", "FLOOR_COLUMNS",
+           "VERSUS_COLUMNS"]
 
 PVALUE_COLUMNS = ["algorithm", "config_id", "metric", "cutoff", "fold", "seed_a", "seed_b", "p",
                   "n_users"]
 CURVE_COLUMNS = ["algorithm", "cutoff", "metric", "position", "mean", "sd"]
 FLOOR_COLUMNS = ["algorithm", "metric", "cutoff", "n_configs", "n_seeds", "n_folds",
-                 "n_aa_pairs", "n_positions", "mean_p", "dp_floor", "dp_floor_sd", "test"]
+                 "n_aa_pairs", "n_positions", "mean_p", "floor_per_25", "floor_per_25_sd",
+                 "test"]
+VERSUS_COLUMNS = ["algorithm", "metric", "cutoff", "dp_per_25", "ci_low", "ci_high",
+                  "floor_per_25", "floor_per_25_sd", "mean_p", "ratio", "flagged", "rule"]
 
 
-def aa_pvalues(values_by_seed: np.ndarray, test: str = "t", n_resamples: int = 1000,
-               seed: int = 0) -> np.ndarray:
-    """A/A p-values of all seed pairs ``(s, t)``, ``s < t``, lexicographic order.
-
-    ``t`` and ``wilcoxon`` go through :func:`dptune.analysis.dp.curves.noise_floor`; the resampling tests use
-    :func:`dptune.analysis.dp.paired_tests.paired_pvalues` with the same pair order, ``n_resamples`` and ``seed``.
-    """
+def aa_pvalues(values_by_seed: np.ndarray, test: PairedTest, seed: int = 0) -> np.ndarray:
+    """A/A p-values of all seed pairs ``(s, t)``, ``s < t``, in lexicographic order ``(0,1),
+    (0,2), ..., (S-2, S-1)``: ``values_by_seed`` is ``(S, n_users)`` (one configuration trained
+    with S seeds), tested with the analysis' paired test (``seed`` seeds a resampling test)."""
     v = np.asarray(values_by_seed, dtype=np.float64)
-    if test in ("t", "wilcoxon"):
-        return dpmod.noise_floor(v, test=test)
+    if v.ndim != 2:
+        raise input_error("noise floor", "values_by_seed",
+                          f"expected (seeds, users), got shape {v.shape}")
     s_idx, t_idx = np.triu_indices(v.shape[0], k=1)
-    return stats.paired_pvalues(v[s_idx], v[t_idx], test=test, n_resamples=n_resamples, seed=seed)
+    return test.pvalues(v, s_idx, t_idx, None, seed=seed)
 
 
 def resample_curve(curve: np.ndarray, n_positions: int) -> np.ndarray:
@@ -125,7 +105,8 @@ class NoiseFloor:
     - ``curves``: ``algorithm, cutoff, metric, position, mean, sd``: the A/A curve resampled to the
       DP's ``P`` positions and averaged over folds (Figure 1's dashed line; noise_curves.csv).
     - ``floor``: ``algorithm, metric, cutoff, n_configs, n_seeds, n_folds, n_aa_pairs,
-      n_positions, mean_p, dp_floor, dp_floor_sd, test``: the floor per metric@N before it is
+      n_positions, mean_p, floor_per_25, floor_per_25_sd, test``: the floor per metric@N before
+      it is
       joined to DP.
     - ``configs``: ``algorithm -> config ids`` used; ``seeds``: ``algorithm -> seeds used``.
     - ``versus_dp``: DP beside its floor with the flag (:func:`compare_with_floor`;
@@ -153,26 +134,26 @@ def _positions(n_pairs: int | Mapping[tuple[str, str, int], int], key: tuple[str
 
 def noise_floor_table(
     results: str | Path | ResultStore,
+    options: Any,
     n_pairs: int | Mapping[tuple[str, str, int], int] = 25,
-    test: str = "t",
-    *,
-    max_seeds: int | None = None,
-    max_configs: int | None = None,
-    primary: tuple[str, int] | None = None,
-    n_resamples: int = 1000,
-    seed: int = 0,
 ) -> NoiseFloor:
-    """A/A p-values, fold-averaged A/A curves and ``DP_floor`` from the noise-floor parts of
-    ``results`` (a results directory, or its :class:`ResultStore` to reuse its part index).
+    """A/A p-values, fold-averaged A/A curves and the floor from the noise-floor parts of
+    ``results`` (a results directory, or its :class:`ResultStore` to reuse its part index),
+    under ``options`` (a validated :class:`dptune.AnalysisOptions`: its paired test, seed,
+    ``noise_seeds`` and ``noise_configs``, and the primary metric@N that ranks the
+    configurations).
 
-    ``n_pairs`` is ``P``, or a mapping ``(algorithm, metric, cutoff) -> P`` (the ``n_pairs`` of
-    the DP row the floor is compared with; keys missing from it are left out). ``max_seeds``
-    keeps seed indices ``< max_seeds``; ``max_configs`` keeps, per algorithm, the best
-    ``max_configs`` configurations present by ``primary`` (default: the manifest's primary
-    metric). The resampling tests are seeded by :func:`dptune.analysis.dp.pairs.scope_seed`
-    ``(seed, "noise|<algorithm>|<config>|<fold>")``. See the module docstring for the formulas.
+    ``n_pairs`` is the positions ``P`` of the curve, or a mapping ``(algorithm, metric, cutoff)
+    -> P`` (the ``n_pairs`` of the DP row the floor is compared with; keys missing from it are
+    left out). Seed indices ``< noise_seeds`` are kept, and per algorithm the best
+    ``noise_configs`` configurations present by the primary metric. The resampling tests are
+    seeded by :func:`dptune.analysis.dp.pairs.scope_seed` ``(seed,
+    "noise|<algorithm>|<config>|<fold>")``. See the module docstring for the formulas.
     """
-    stats.check_test(test, "noise floor")
+    test: PairedTest = options.paired_test
+    seed = int(options.seed)
+    max_seeds, max_configs = options.noise_seeds, options.noise_configs
+    primary = (options.primary_metric, options.primary_cutoff)
     store = results if isinstance(results, ResultStore) else ResultStore(results)
     root = store.root
     parts = noise_part_paths(root)
@@ -187,11 +168,8 @@ def noise_floor_table(
     chosen: dict[str, list[int]] = {}
     for alg in sorted({m["algorithm"] for _, m in metas}, key=order.__getitem__):
         present = sorted({int(m["config_id"]) for _, m in metas if m["algorithm"] == alg})
-        if max_configs is not None:
-            a = man.get("analysis", {})
-            pm, pc = primary or (a.get("primary_metric", "ndcg"), int(a.get("primary_cutoff", 10)))
-            ranked = [c for c in rank_configs(store, alg, pm, pc) if c in present]
-            present = sorted(ranked[: int(max_configs)])
+        ranked = [c for c in rank_configs(store, alg, *primary) if c in present]
+        present = sorted(ranked[: int(max_configs)])
         chosen[alg] = present
 
     pv_parts: list[pd.DataFrame] = []
@@ -204,13 +182,12 @@ def noise_floor_table(
         alg, cid, fold = meta["algorithm"], int(meta["config_id"]), str(meta["fold"])
         if cid not in chosen.get(alg, []):
             continue
-        keep = [int(s) for s in meta["seed_indices"]
-                if max_seeds is None or int(s) < int(max_seeds)]
+        keep = [int(s) for s in meta["seed_indices"] if int(s) < int(max_seeds)]
         if len(keep) < 2:
             continue
         seeds_used[alg] = max(seeds_used.get(alg, 0), len(keep))
         pf = pq.ParquetFile(path)
-        t_seed = dpmod.scope_seed(seed, f"noise|{alg}|{cid}|{fold}")
+        t_seed = scope_seed(seed, f"noise|{alg}|{cid}|{fold}")
         for i, metric in enumerate(meta["metrics"]):
             for j, cutoff in enumerate(meta["cutoffs"]):
                 rg = i * len(meta["cutoffs"]) + j
@@ -219,7 +196,7 @@ def noise_floor_table(
                 wide = t.pivot(index="seed_index", columns="user", values="value").sort_index()
                 wide = wide.dropna(axis=1)
                 v = wide.to_numpy(dtype=np.float64)
-                p = aa_pvalues(v, test=test, n_resamples=n_resamples, seed=t_seed)
+                p = aa_pvalues(v, test, seed=t_seed)
                 sa, sb = np.triu_indices(v.shape[0], k=1)
                 seeds_idx = wide.index.to_numpy()
                 pv_parts.append(pd.DataFrame({
@@ -240,7 +217,7 @@ def noise_floor_table(
             continue
         folds = sorted(pooled[key], key=fold_key)
         fold_p = [np.concatenate(pooled[key][f]) for f in folds]
-        curves = np.stack([resample_curve(dpmod.pvalue_curve(p), n_pos) for p in fold_p])
+        curves = np.stack([resample_curve(pvalue_curve(p), n_pos) for p in fold_p])
         mean = curves.mean(axis=0)
         sd = curves.std(axis=0, ddof=1) if len(folds) > 1 else np.zeros(n_pos)
         pbar = np.array([p.mean() for p in fold_p])
@@ -253,9 +230,9 @@ def noise_floor_table(
             "n_configs": len(chosen[alg]), "n_seeds": seeds_used[alg], "n_folds": len(folds),
             "n_aa_pairs": int(sum(len(p) for p in fold_p)), "n_positions": n_pos,
             "mean_p": float(pbar.mean()),
-            "dp_floor": float(n_pos * pbar.mean()),
-            "dp_floor_sd": float(n_pos * pbar.std(ddof=1)) if len(folds) > 1 else 0.0,
-            "test": test,
+            "floor_per_25": float(REFERENCE_P * pbar.mean()),
+            "floor_per_25_sd": float(REFERENCE_P * pbar.std(ddof=1)) if len(folds) > 1 else 0.0,
+            "test": test.name,
         })
     pvalues = (pd.concat(pv_parts, ignore_index=True)[PVALUE_COLUMNS] if pv_parts
                else empty.pvalues)
@@ -266,27 +243,21 @@ def noise_floor_table(
 
 
 def compare_with_floor(dp: pd.DataFrame, floor: pd.DataFrame) -> pd.DataFrame:
-    """DP (scope ``all``) beside its noise floor, with the flag (DP not clearly below the floor).
+    """DP (scope ``all``) beside its noise floor, both as DP per 25 pairs, with the flag.
 
-    A metric is *clearly below* its floor when ``DP < DP_floor``, or, when the DP has a bootstrap
-    interval (``dp_ci_high`` column), when the whole interval is below: ``dp_ci_high <
-    DP_floor``. ``flagged`` is the negation (DP not clearly below the floor: the metric does not
-    separate configurations better than re-training with another seed). ``ratio = DP /
-    DP_floor``. Columns ``algorithm, metric, cutoff, dp, [dp_ci_low, dp_ci_high,] dp_floor,
-    dp_floor_sd, mean_p, ratio, flagged, rule``.
+    A metric is *clearly below* its floor when its DP per 25 pairs is below the floor's,
+    ``25 x`` the mean A/A p-value, and, when the DP has a bootstrap interval, when the whole
+    interval is below it (``ci_high < floor_per_25``). ``flagged`` is the negation (the metric
+    does not separate configurations better than re-training with another seed would).
+    ``ratio = dp_per_25 / floor_per_25``. Columns :data:`VERSUS_COLUMNS`.
     """
     all_dp = dp[dp["scope"] == "all"]
-    has_ci = "dp_ci_high" in all_dp.columns
-    cols = ["algorithm", "metric", "cutoff", "dp"] + (["dp_ci_low", "dp_ci_high"] if has_ci else [])
+    cols = ["algorithm", "metric", "cutoff", "dp_per_25", "ci_low", "ci_high"]
     merged = floor.merge(all_dp[cols], on=["algorithm", "metric", "cutoff"], how="inner")
-    if has_ci:
-        below = merged["dp_ci_high"] < merged["dp_floor"]
-        rule = "95% CI of DP entirely below DP_floor"
-    else:
-        below = merged["dp"] < merged["dp_floor"]
-        rule = "DP < DP_floor"
-    merged["ratio"] = merged["dp"] / merged["dp_floor"]
-    merged["flagged"] = ~below
-    merged["rule"] = rule
-    out_cols = cols + ["dp_floor", "dp_floor_sd", "mean_p", "ratio", "flagged", "rule"]
-    return merged[out_cols].reset_index(drop=True)
+    has_ci = merged["ci_high"].notna()
+    high = merged["ci_high"].where(has_ci, merged["dp_per_25"])
+    merged["ratio"] = merged["dp_per_25"] / merged["floor_per_25"]
+    merged["flagged"] = ~(high < merged["floor_per_25"])
+    merged["rule"] = np.where(has_ci, "95% CI of DP entirely below the floor",
+                              "DP below the floor")
+    return merged[VERSUS_COLUMNS].reset_index(drop=True)

@@ -15,11 +15,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
+from dptune.analysis.dp.paired_tests import paired_test
 from dptune.errors import check_int, input_error
 from dptune.vocab import CORRECTIONS, METRICS, TESTS
 
 __all__ = ["AnalysisOptions", "TESTS", "CORRECTIONS", "PAIRS", "VALUE_PAIRS", "RENAMED",
-           "DEFAULT_FAMILIES", "MIN_PAIRS", "validate_options", "value_pairs_of"]
+           "DEFAULT_FAMILIES", "MIN_PAIRS", "MIN_BOOTSTRAP", "MAX_BOOTSTRAP", "MAX_RESAMPLES",
+           "OUTSIDE_SEED", "validate_options", "value_pairs_of"]
 
 #: Default ``pairs``: every pair of a scope up to this many, else a seeded sample of this many.
 PAIRS = 1000
@@ -44,6 +46,19 @@ DEFAULT_FAMILIES: tuple[tuple[str, tuple[str, ...]], ...] = (
 #: Fewest pairs of configurations on which metrics are ranked, significance claimed or a
 #: hyperparameter named dominant; below it the numbers are shown without a claim.
 MIN_PAIRS = 10
+
+#: The analysis seed of outside data (a per-user table, TREC runs): the seed a sweep uses when
+#: its experiment names none.
+OUTSIDE_SEED = 42
+
+#: Range of ``bootstrap`` (0 = off): a 95% interval needs at least 40 replicates for each of
+#: its tails to hold one (40 x 0.025 = 1; one replicate gives every interval zero width);
+#: beyond 100,000 its arrays (replicates x pairs per fold and metric) outgrow a machine's
+#: memory for no gain in precision.
+MIN_BOOTSTRAP, MAX_BOOTSTRAP = 40, 100_000
+#: Most ``n_resamples`` of the bootstrap and permutation tests: a p-value to 1e-5 is finer than
+#: any claim needs, and each resample costs a pass over every pair's users.
+MAX_RESAMPLES = 100_000
 
 
 @dataclass(frozen=True)
@@ -141,11 +156,49 @@ class AnalysisOptions:
             values["seed"] = (manifest.get("seeds") or {}).get("analysis")
         return cls.from_mapping(values)
 
+    @classmethod
+    def for_outside(cls, store: Any, **overrides: Any) -> AnalysisOptions:
+        """The options of outside data (a per-user table or evaluated runs, as an in-memory
+        store): the defaults of ``dptune analyze`` (pair cap, bootstrap, verdict) with the seed
+        :data:`OUTSIDE_SEED`, the primary metric nDCG@10 when present (else the first
+        metric@N), the noise floor off (it needs retraining, which outside data cannot do) and
+        importance on when hyperparameters are known; then ``overrides`` (``None`` = not
+        given)."""
+        given = {k: v for k, v in overrides.items() if v is not None}
+        if given.get("noise_seeds", 0) or "noise_configs" in given:
+            key = "noise_seeds" if "noise_seeds" in given else "noise_configs"
+            raise input_error("analysis", key,
+                              "no noise floor for outside data (it needs retraining)")
+        mcs = [mc for a in store.algorithms() for mc in store.metric_cutoffs(a)]
+        metric, cutoff = ("ndcg", 10) if ("ndcg", 10) in mcs else (mcs[0] if mcs else
+                                                                    ("ndcg", 10))
+        has_hps = any(store.hyperparameters(a) for a in store.algorithms())
+        defaults = {"primary_metric": metric, "primary_cutoff": int(cutoff), "noise_seeds": 0,
+                    "importance": has_hps}
+        return cls.resolve({"seeds": {"analysis": OUTSIDE_SEED}}, **{**defaults, **given})
+
     @property
     def scope_value_pairs(self) -> int:
         """The cap of the hyperparameter-value and one-at-a-time scopes: ``value_pairs``, or
         ``min(pairs, VALUE_PAIRS)`` when it is left out."""
         return value_pairs_of(self.pairs, self.value_pairs)
+
+    @property
+    def paired_test(self) -> Any:
+        """The paired test as a strategy object
+        (:func:`dptune.analysis.dp.paired_tests.paired_test`): its p-values and whether the DP
+        interval and claims are available under it."""
+        return paired_test(self.test, self.n_resamples)
+
+    @property
+    def correction_or_none(self) -> str | None:
+        """``correction`` with ``"none"`` as None (raw p-values)."""
+        return None if self.correction == "none" else self.correction
+
+    @property
+    def level(self) -> float:
+        """The confidence of every claim, ``1 - alpha``."""
+        return 1.0 - float(self.alpha)
 
     def replace(self, **changes: Any) -> AnalysisOptions:
         """A copy with ``changes`` applied (validated again)."""
@@ -167,9 +220,10 @@ def validate_options(values: Mapping[str, Any], source: object = "analysis",
     """Check every analysis option; return them coerced (numpy integers -> ``int``, integral
     ``alpha`` -> ``float``). The one place where analysis options are validated.
 
-    Rules: ``pairs, n_resamples, noise_configs, primary_cutoff >= 1``; ``value_pairs``
-    ``None`` or ``>= 1``; ``bootstrap, stability,
-    min_fold_users >= 0``; ``noise_seeds`` 0 or >= 2; ``seed`` ``None`` or >= 0;
+    Rules: ``pairs, noise_configs, primary_cutoff >= 1``; ``n_resamples`` 1 to
+    :data:`MAX_RESAMPLES`; ``value_pairs``
+    ``None`` or ``>= 1``; ``bootstrap`` 0 (off) or :data:`MIN_BOOTSTRAP` to
+    :data:`MAX_BOOTSTRAP`; ``stability, min_fold_users >= 0``; ``noise_seeds`` 0 or >= 2; ``seed`` ``None`` or >= 0;
     ``0 < alpha < 1``; ``test`` in :data:`TESTS`, ``correction`` in :data:`CORRECTIONS`,
     ``primary_metric`` in :data:`dptune.vocab.METRICS`; ``importance`` a boolean;
     ``min_pairs >= 1``; ``families`` a non-empty table of non-empty metric lists, every metric
@@ -197,6 +251,12 @@ def validate_options(values: Mapping[str, Any], source: object = "analysis",
         out[key] = check_int(out[key], source, f"{prefix}{key}", lo)
     if out.get("noise_seeds") == 1:
         raise bad("noise_seeds", "needs 0 (off) or at least 2 seeds")
+    if out.get("n_resamples", 0) > MAX_RESAMPLES:
+        raise bad("n_resamples", f"must be an integer from 1 to {MAX_RESAMPLES:,}, got "
+                  f"{out['n_resamples']:,}")
+    if out.get("bootstrap") and not MIN_BOOTSTRAP <= out["bootstrap"] <= MAX_BOOTSTRAP:
+        raise bad("bootstrap", f"must be 0 (off) or from {MIN_BOOTSTRAP} to {MAX_BOOTSTRAP:,} "
+                  f"replicates, got {out['bootstrap']:,}")
     if "alpha" in out:
         a = out["alpha"]
         if isinstance(a, bool) or not isinstance(a, numbers.Real):

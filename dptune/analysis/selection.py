@@ -1,5 +1,5 @@
 """Selection: the configuration each metric@N picks on validation, and the experiment's tables
-that come straight from the store (Table 1's row, the algorithms without DP)."""
+that come straight from the store (Table 1's row, the size of an algorithm's grid)."""
 
 from __future__ import annotations
 
@@ -14,13 +14,17 @@ from dptune.grids import grid_edges
 from dptune.store._store import ResultStore
 from dptune.vocab import METRICS
 
-__all__ = ["best_table", "params_text", "datasets_table", "no_dp_reason"]
+__all__ = ["best_table", "params_text", "datasets_table", "configuration_count"]
 
 
 def params_text(row: pd.Series, names: list[str]) -> str:
     """``"k=10, shrink=0.5"``: a configuration's hyperparameters (integral floats as integers,
-    other floats to 8 significant digits)."""
-    parts = []
+    other floats to 8 significant digits). A configuration that outside data names (the
+    ``system`` column of its store's configurations: a run file of ``dptune dp --runs``, a
+    system of a per-user table) is named first, ``"system=bm25.run"``, so that every table and
+    sentence that shows a configuration says which system it is."""
+    named = "system" in row.index and "system" not in names and pd.notna(row["system"])
+    parts = [f"system={row['system']}"] if named else []
     for n in names:
         v = row[n]
         if isinstance(v, float) and v.is_integer() and abs(v) >= 1:
@@ -78,10 +82,7 @@ def datasets_table(manifest: Mapping[str, Any]) -> pd.DataFrame:
                           "ratings": d["ratings"], "sparsity": d["sparsity"]}])
 
 
-def no_dp_reason(store: Any, algorithm: str) -> str:
-    """Why an algorithm of the store has no DP row (for the report's Table 3 section)."""
-    n = len(store.configs(algorithm))
-    if n < 2:
-        return (f"it has {n} configuration, so there is no pair of configurations to compare "
-                "(its results are in the best-configuration table)")
-    return f"none of its {n} configurations has validation results to pair"
+def configuration_count(store: Any, algorithm: str) -> int:
+    """How many configurations an algorithm of the store has (an algorithm with fewer than two
+    has no pair to compare, hence no DP; the report says so)."""
+    return len(store.configs(algorithm))

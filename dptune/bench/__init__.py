@@ -42,7 +42,7 @@ fold 0 of the paper's split, the same fold data :func:`dptune.sweeper.prepare` b
   epochs per ``(factors, learning_rate, fold)`` (reuse along the iterations axis); evaluation
   per configuration (interpolated the same way) x 3,150 x 10; KNN similarity and evaluation per
   fold; writing the parts; all divided by 2 cores.
-- ``analyze_*``: :func:`dptune.analysis.dp.engine.analyze` on a synthetic store with the real layout
+- ``analyze_*``: :func:`dptune.analysis.dp.fold_loop.run_fold_loop` on a synthetic store with the real layout
   (:meth:`dptune.store.ResultStore.write_unit`, random values, the real grids) holding a
   fraction ``F`` of the full ML-1M store (``round(10 F)`` folds of the full grid; below 0.1 also
   fewer users), timed in a fresh process (peak resident memory: ``VmHWM``) and projected to the

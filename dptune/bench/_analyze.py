@@ -1,5 +1,5 @@
 """The analysis stage on a synthetic result store with the real layout: build the store, time
-``dp.analyze`` and the whole ``dptune analyze`` command in fresh processes, project to the full
+the fold loop and the whole ``dptune analyze`` command in fresh processes, project to the full
 store."""
 
 from __future__ import annotations
@@ -121,8 +121,9 @@ def _peak_kib() -> int:
 
 def command_child(root: str, reports: str) -> None:
     """Fresh process: ``dptune analyze ROOT --reports REPORTS --no-progress`` with the default
-    options (the paper's and the robust DP, bootstrap CIs, stability, verdict, tables, figures,
-    importance), then its peak resident memory (JSON, last line)."""
+    options (DP of every scope, bootstrap intervals of scope all and the one-at-a-time scopes,
+    stability, the comparisons, dominance and verdict, tables, figures, importance), then its
+    peak resident memory (JSON, last line)."""
     from dptune.cli import main as cli_main
 
     rc = cli_main(["analyze", root, "--reports", reports, "--no-progress"])
@@ -130,7 +131,9 @@ def command_child(root: str, reports: str) -> None:
 
 
 def analyze_child(root: str, compare: bool, full_users: int) -> None:
-    """Fresh process: time :func:`dptune.analysis.dp.engine.analyze` on ``root``, report peak memory (JSON).
+    """Fresh process: time the DP part of the analysis, the fold loop
+    (:func:`dptune.analysis.dp.fold_loop.run_fold_loop` with the paper's 25 pairs per scope and
+    no bootstrap) on ``root``, report peak memory (JSON).
 
     Times are CPU seconds with one reader thread (``read_fold(threads=1)``), i.e. the wall time
     on one idle core; by default ``read_fold`` reads with up to 4 threads, so this is an upper
@@ -141,8 +144,15 @@ def analyze_child(root: str, compare: bool, full_users: int) -> None:
     """
     import pandas as pd  # noqa: F401 - imported before the baseline is taken
 
-    from dptune.analysis.dp import engine as dp  # dp.analyze with its read-path switches
+    from dptune.analysis.dp.fold_loop import run_fold_loop
+    from dptune.analysis.dp.pairs import scope_pairs
+    from dptune.analysis.options import AnalysisOptions
     from dptune.store import FoldSlice, ResultStore
+
+    opts = AnalysisOptions(pairs=25, seed=42, bootstrap=0)
+
+    def analyze(store: Any) -> Any:
+        return run_fold_loop(store, opts)
 
     class Timed(ResultStore):
         """The store, timing ``read_fold`` and optionally keeping every ``step``-th user."""
@@ -165,26 +175,26 @@ def analyze_child(root: str, compare: bool, full_users: int) -> None:
 
     base_kib = _peak_kib()
     # The fold array's memory costs its page faults once per analysis (about 1.5 s for ML-1M;
-    # dp.analyze reuses it for folds 2..10 through a FoldBuffer). Time that apart, so that the
+    # the fold loop reuses it for folds 2..10 through a FoldBuffer). Time that apart, so that the
     # projection can count it once and scale only the steady state of the reads.
     store = ResultStore(root)
     size = 0
     for alg in store.algorithms():
-        pairs = dp.scope_pairs(store.configs(alg), store.hyperparameters(alg), 25, 42)
+        pairs = scope_pairs(store.configs(alg), store.hyperparameters(alg), 25, 42)
         n_ids = len(np.unique(np.concatenate([x.ravel() for x in pairs.values()])))
         users = json.loads((Path(root) / "manifest.json").read_text())["synthetic"]["users"]
         size = max(size, len(store.metric_cutoffs(alg)) * n_ids * users)
     first_touch = timed(lambda: np.full(size, np.nan, dtype=np.float32).size)[0]
-    t, res = timed(lambda: dp.analyze(Timed(root), pairs=25, seed=42))
+    t, res = timed(lambda: analyze(Timed(root)))
     peak_kib = _peak_kib()
     out: dict[str, Any] = {"seconds": t, "first_touch_seconds": first_touch,
                            "read_seconds": Timed.read_seconds,
                            "slice_bytes": Timed.slice_bytes, "slice_users": Timed.slice_users,
                            "baseline_kib": base_kib, "peak_kib": peak_kib,
-                           "dp_rows": len(res.dp), "pvalue_rows": len(res.pvalues)}
+                           "dp_rows": len(res.table), "pvalue_rows": len(res.pvalues)}
     # speedup of read_fold's default reader threads over one thread (wall, back to back)
     alg = "bpr-mf" if "bpr-mf" in store.algorithms() else store.algorithms()[0]
-    pairs = dp.scope_pairs(store.configs(alg), store.hyperparameters(alg), 25, 42)
+    pairs = scope_pairs(store.configs(alg), store.hyperparameters(alg), 25, 42)
     ids = np.unique(np.concatenate([x.ravel() for x in pairs.values()]))
     fold0 = store.folds(alg)[0]
     walls = {}
@@ -194,16 +204,16 @@ def analyze_child(root: str, compare: bool, full_users: int) -> None:
         w = time.perf_counter() - t0
         walls[threads] = min(walls.get(threads, w), w)
     out["read_threads_speedup"] = walls[1] / walls[None]
-    # dp.analyze as `dptune analyze` calls it (default reader threads), wall clock; the
+    # the fold loop as `dptune analyze` calls it (default reader threads), wall clock; the
     # page cache is warm from the runs above, as it is after a sweep that just wrote the store
     t0 = time.perf_counter()
-    dp.analyze(ResultStore(root), pairs=25, seed=42)
+    analyze(ResultStore(root))
     out["wall_seconds_default_threads"] = time.perf_counter() - t0
     out["peak_kib_after_wall"] = _peak_kib()
     if Timed.slice_users < full_users:
         Timed.read_seconds = 0.0
         Timed.step = 2
-        t2, _ = timed(lambda: dp.analyze(Timed(root), pairs=25, seed=42))
+        t2, _ = timed(lambda: analyze(Timed(root)))
         out["half_users_seconds"] = t2
         out["half_users_read_seconds"] = Timed.read_seconds
     if compare:
@@ -218,9 +228,10 @@ def analyze_child(root: str, compare: bool, full_users: int) -> None:
                     raise AttributeError(name)
                 return getattr(self._s, name)
 
-        t_old, old = timed(lambda: dp.analyze(PerScope(ResultStore(root)), pairs=25, seed=42))
+        t_old, old = timed(lambda: analyze(PerScope(ResultStore(root))))
         out["seconds_per_scope_reads"] = t_old
-        out["identical"] = all(res.tables()[k].equals(old.tables()[k]) for k in res.tables())
+        out["identical"] = all(getattr(res, k).equals(getattr(old, k))
+                               for k in ("pairs", "pvalues", "table", "curves"))
     print(json.dumps(out))
 
 

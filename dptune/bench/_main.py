@@ -22,11 +22,8 @@ from dptune.bench._run import Results, run_benchmark, run_scale
 from dptune.bench._timing import log, machine_info
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Command line: ``python -m dptune.bench [analyze] [--small] [--out PATH] ...``."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["gpu"]:  # its own options: dptune/bench/_gpu.py
-        return gpu_main(argv[1:])
+def build_parser() -> argparse.ArgumentParser:
+    """The benchmark's argument parser (``--tiny``, the tests' plan, is hidden)."""
     ap = argparse.ArgumentParser(prog="python -m dptune.bench", description=(
         "Benchmark of dptune's performance engine against a naive loop, and a projection of the "
         "full grid."))
@@ -35,14 +32,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "command-child"],
                     help="all (default): every measurement; analyze: the analysis stage only; "
                          "amazon: unit costs and the full-grid projection on ML-1M and on a "
-                         "synthetic data set of Amazon Movies' shape (with --tiny: small data); "
-                         "gpu: the device engine on a CUDA device (gpu --help)")
+                         "synthetic data set of Amazon Movies' shape; gpu: the device engine "
+                         "on a CUDA device (gpu --help)")
     ap.add_argument("root", nargs="?", help=argparse.SUPPRESS)
-    ap.add_argument("--small", action="store_true", help="ML-100K comparisons (about 2 minutes)")
-    ap.add_argument("--tiny", action="store_true", help=argparse.SUPPRESS)  # tests: seconds
+    ap.add_argument("--small", action="store_true",
+                    help="the speed-up comparisons on ML-100K instead of ML-1M, each measured "
+                         "once instead of twice, and the analysis on a store 1%% of the full "
+                         "one's size instead of 10%% (the unit costs of the projection are still "
+                         "measured on ML-1M)")
+    ap.add_argument("--tiny", action="store_true", help=argparse.SUPPRESS)  # the tests' plan
     ap.add_argument("--out", default=None,
                     help="markdown report (default reports/benchmarks.md for the full run; "
-                         "none for --small/--tiny unless given)")
+                         "none for --small unless given)")
     ap.add_argument("--analyze-scale", "--scale", dest="scale", type=float, default=None,
                     help="fraction F of the full ML-1M store for the analysis measurement "
                          "(0 skips it; default 0.1 full, 0.01 --small)")
@@ -52,6 +53,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--full-users", type=int, default=FULL_USERS, help=argparse.SUPPRESS)
     ap.add_argument("--workdir", default=None,
                     help="where temporary stores go (default: TMPDIR; created when missing)")
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command line: ``python -m dptune.bench [analyze] [--small] [--out PATH] ...``."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["gpu"]:  # its own options: dptune/bench/_gpu.py
+        return gpu_main(argv[1:])
+    ap = build_parser()
     args = ap.parse_args(argv)
     workdir = Path(args.workdir) if args.workdir else None
     if workdir is not None:

@@ -17,6 +17,9 @@ FULL_FOLDS = 10
 CORES = 2
 #: Best configurations retrained on the test split (one per metric@cutoff: 6 x 3), upper bound.
 TEST_UNITS_BPR = 18
+#: Wall-clock hours on :data:`CORES` cores of the budget the scale plan sizes
+#: (:func:`dptune.bench._projection.budget_in`).
+BUDGET_HOURS = 3.0
 
 LINE_KEYS = (
     "speedup iterations",
@@ -30,7 +33,8 @@ LINE_KEYS = (
     "analyze_peak_gib_full_store",
     "analyze_command_seconds_full_store",  # `dptune analyze` itself, default options
     "analyze_command_peak_gib_full_store",
-)  # the scale plan prints ``projected_full_grid_hours <data set>`` and ``worker_peak_gib ...``
+)  # the scale plan prints ``projected_full_grid_hours <data set>``, ``worker_peak_gib ...`` and
+#   ``budget_3h_units <data set>`` (BPR-MF units of the budget that fits in BUDGET_HOURS)
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,12 @@ from typing import Any
 
 import numpy as np
 
-from dptune.bench._plans import CORES, FULL_FOLDS, TEST_UNITS_BPR
+from dptune.bench._plans import CORES, FULL_FOLDS, REPO, TEST_UNITS_BPR
 from dptune.bench._timing import grid_values
+
+#: The paper's experiment (Table 2 grids, 10 folds, cutoffs 1/5/10, every metric, the test split
+#: and the default noise floor), whose design and budgets the projection uses.
+PAPER_EXPERIMENT = REPO / "experiments" / "anelli2019-ml1m.toml"
 
 
 def project_full_grid(costs: dict[str, Any], scale_train: float = 1.0,
@@ -84,3 +88,46 @@ def project_full_grid(costs: dict[str, Any], scale_train: float = 1.0,
         "knn_per_fold_seconds": knn_detail,
         "breakdown_core_hours": breakdown,
     }
+
+
+def budget_in(costs: dict[str, Any], hours: float, jobs: int = CORES) -> dict[str, Any]:
+    """The largest budget of the paper's grid that fits in ``hours`` on ``jobs`` cores, from
+    single-core unit costs measured on one fold of a data set (its shape: ``nnz``, ``users``,
+    ``items`` of ``costs``).
+
+    The sweep's own conversion of a time budget (``[sweep] budget = "3h"``:
+    :func:`dptune.sweeper.design.budget_rounds` with :class:`dptune.sweeper._cost.CostModel`
+    built on these costs): whole rounds of the design order of the BPR-MF grid (15 units per
+    round, each factors value once, so every round costs the same), the full KNN grids, the test
+    split and the noise floor. Returns ``rounds`` and ``units`` (0 when not even one round
+    fits), ``total_units`` (225), ``round_hours`` (one round's validation units), ``run_hours``
+    (the whole run of that budget, or of one round when none fits) and ``fixed_hours`` (the run
+    without any BPR-MF unit beyond the first round's test split and noise floor: KNN, test split,
+    noise floor).
+    """
+    from dptune.config import Budget, load_experiment
+    from dptune.errors import DptuneError
+    from dptune.sweeper._cost import CostModel, FoldShape, SweepShape
+    from dptune.sweeper.design import budget_rounds, experiment_design, projection
+
+    exp = load_experiment(PAPER_EXPERIMENT)
+    design = experiment_design(exp)
+    model = CostModel(costs)
+    k = FULL_FOLDS
+    val = FoldShape(float(costs["nnz"]), float(costs["users"]), float(costs["items"]))
+    shape = SweepShape(val, FoldShape(val.nnz * k / (k - 1), val.users, val.items), k)
+    bpr = design.algorithms["bpr-mf"]
+    one = {n: 1 for n in design.algorithms}
+    p1 = projection(exp, design, shape, one, jobs, model)
+    p2 = projection(exp, design, shape, {**one, "bpr-mf": 2}, jobs, model)
+    round_s = p2.validation - p1.validation
+    try:
+        rounds = budget_rounds(Budget("time", hours * 3600.0, f"{hours:g}h"), exp, design, shape,
+                               jobs, model)["bpr-mf"]
+    except DptuneError:
+        rounds = 0
+    run = projection(exp, design, shape, {**one, "bpr-mf": max(rounds, 1)}, jobs, model)
+    return {"hours": hours, "jobs": jobs, "rounds": rounds, "units": bpr.units_for(rounds),
+            "total_units": bpr.total_units, "round_units": bpr.round_size,
+            "round_hours": round_s / 3600.0, "run_hours": run.hours,
+            "fixed_hours": (run.seconds - max(rounds, 1) * round_s) / 3600.0}

@@ -217,6 +217,25 @@ def render_scale_report(res: Results, command: str) -> str:
               ("peak resident memory of one worker (GiB)",
                *(f"{sc[n]['peak_gib']:.2f}" for n in names))]
     lines += [*_table(["core-hours", *names], table), ""]
+    budgets = {n: sc[n]["budget"] for n in names if "budget" in sc[n]}
+    if budgets:
+        b0 = next(iter(budgets.values()))
+        lines += [f"### Budget that fits in {b0['hours']:g} hours on {b0['jobs']} cores", "",
+                  "The sweep's own conversion of `[sweep] budget = \"" + f"{b0['hours']:g}h" + "\"` "
+                  "(`dptune.sweeper.design.budget_rounds`) with these unit costs as its cost "
+                  "model: whole rounds of the BPR-MF design order (15 units, each factors value "
+                  "once, so every round costs the same) plus the full KNN grids, the test split "
+                  "and the noise floor (5 seeds of the best configuration).", "",
+                  *_table(["", *budgets], [
+                      ("BPR-MF units in the budget (whole rounds)",
+                       *(f"{b['units']} of {b['total_units']} ({b['rounds']} rounds)"
+                         for b in budgets.values())),
+                      (f"one round ({b0['round_units']} units x 10 folds), hours",
+                       *(f"{b['round_hours']:.2f}" for b in budgets.values())),
+                      ("the rest of the run (KNN grids, test split, noise floor), hours",
+                       *(f"{b['fixed_hours']:.2f}" for b in budgets.values())),
+                      ("projected run of the budget (of one round when none fits), hours",
+                       *(f"{b['run_hours']:.2f}" for b in budgets.values()))]), ""]
     for n in names:
         c = sc[n]["costs"]
         lines += [f"### Unit costs on {n}", "",

@@ -18,8 +18,8 @@ from dptune.bench._axes import (
 )
 from dptune.bench._fold import bench_experiment, fold0, warm_up
 from dptune.bench._minigrid import bench_mini_grid
-from dptune.bench._plans import PLANS, TINY_SYNTH, Plan, ScalePlan
-from dptune.bench._projection import project_full_grid
+from dptune.bench._plans import BUDGET_HOURS, PLANS, TINY_SYNTH, Plan, ScalePlan
+from dptune.bench._projection import budget_in, project_full_grid
 from dptune.bench._timing import (
     grid_values,
     log,
@@ -157,13 +157,16 @@ def run_scale(plan: ScalePlan, workdir: Path | None = None) -> Results:
                 costs = measure_scale_costs(fd, plan)
             costs["prepare_peak_gib"] = fold_gib
             proj = project_full_grid(costs)
+            budget = budget_in(costs, BUDGET_HOURS)
             peak = max([fold_gib, costs["write_peak_gib"]]
                        + [r["peak_gib"] for r in costs["bpr"]]
                        + [c["peak_gib"] for c in costs["knn"].values()])
             res.detail["scale"][label] = {"costs": costs, "projection": proj, "peak_gib": peak,
-                                          "prepare_seconds": t_prep}
+                                          "prepare_seconds": t_prep, "budget": budget}
             res.lines[f"projected_full_grid_hours {label}"] = f"{proj['hours']:.1f}"
             res.lines[f"worker_peak_gib {label}"] = f"{peak:.2f}"
+            res.lines[f"budget_{BUDGET_HOURS:g}h_units {label}"] = (
+                f"{budget['units']} of {budget['total_units']}")
             log(f"  {label}: projected {proj['hours']:.1f} h on 2 cores, peak {peak:.2f} GiB")
             del fd, exp
     finally:

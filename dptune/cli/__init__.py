@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
+from dptune._interrupt import handling
+from dptune._resources import is_out_of_space, space_error
 from dptune.cli._tree import build_parser
 from dptune.errors import DptuneError
 
@@ -28,10 +31,32 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         return int(ex.code) if isinstance(ex.code, int) else 2
     try:
-        return int(args.func(args) or 0)
+        with handling():
+            return int(args.func(args) or 0)
     except DptuneError as err:
         print(f"dptune: {err}", file=sys.stderr)
         return err.exit_code
     except KeyboardInterrupt:
-        print("dptune: interrupted; finished units are kept, run the same command to resume", file=sys.stderr)
+        print(f"dptune: interrupted; {_KEPT.get(args.func.__name__, _KEPT_DEFAULT)}",
+              file=sys.stderr)
         return 130
+    except MemoryError:
+        print("dptune: out of memory: this command needed more memory than was free; finished "
+              "results are kept (lower --jobs, or run it where more memory is free)",
+              file=sys.stderr)
+        return 2
+    except OSError as err:
+        if not is_out_of_space(err):
+            raise
+        print(f"dptune: {space_error(err.filename or Path.cwd())}", file=sys.stderr)
+        return 2
+
+
+#: What Ctrl-C keeps, per command (``dptune: interrupted; <this>``).
+_KEPT = {
+    "cmd_run": "finished units are kept, run the same command to resume",
+    "cmd_worker": "finished units are kept, run the same command to resume",
+    "cmd_seeds": "finished seeds are cached, run the same command to resume",
+}
+_KEPT_DEFAULT = ("nothing was written (a reports folder is published only when complete); "
+                 "run the same command again")

@@ -42,7 +42,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     progress = not args.no_progress
     store, nr = run_sweep(exp, results, jobs=args.jobs or exp.sweep.jobs, progress=progress,
                           storage=args.storage, noise_seeds=overrides.get("noise_seeds"),
-                          noise_configs=overrides.get("noise_configs"))
+                          noise_configs=overrides.get("noise_configs"), budget=args.budget)
     print(f"results: {store.root}")
     if nr is not None:
         print(f"noise floor: {len(nr.parts)} parts ({nr.computed} computed now), {nr.seeds} seeds"
@@ -78,15 +78,18 @@ def cmd_worker(args: argparse.Namespace) -> int:
     exp = _on_device(load_experiment(args.config), None)
     results = Path(args.results) if args.results else _default("results", exp.name)
     check_writable_dir(results, "--results")
-    init_results(exp, results, args.storage)
-    n = worker(exp, results, args.storage)
+    _, _, design = init_results(exp, results, args.storage, budget=args.budget)
+    n = worker(exp, results, args.storage, design=design)
     print(f"worker finished: {n} units computed here")
     return 0
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    """``dptune status``: validation units per algorithm, then test split, noise floor, analysis."""
+    """``dptune status``: validation units per algorithm (of the budget, and m of M units of the
+    full grid), the projected time, then test split, noise floor, analysis."""
     from dptune.config import load_experiment
+    from dptune.store._identity import Foreign
+    from dptune.store._integrity import quarantine_dir
     from dptune.sweeper._status import status
 
     exp = load_experiment(args.config) if args.config else None
@@ -96,10 +99,22 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"{'algorithm':<16}{'total':>8}{'done':>8}{'running':>9}{'failed':>8}{'remaining':>11}")
     for name, s in st["algorithms"].items():
         print(f"{name:<16}{s['total']:>8}{s['done']:>8}{s['running']:>9}{s['failed']:>8}{s['remaining']:>11}")
+    print(f"{'units:':<13}" + "; ".join(f"{name} {s['units']['text']}"
+                                        for name, s in st["algorithms"].items()))
+    if st["budget"] is not None:
+        print(f"{'budget:':<13}{st['budget']} (whole rounds of the design order)")
+    if st["projection"] is not None:
+        print(f"{'projection:':<13}{st['projection']['text']}")
     for key, label in (("test", "test split"), ("noise", "noise floor"), ("analysis", "analysis")):
         print(f"{label + ':':<13}{st[key]['text']}")
+    if st.get("storage_problem"):
+        print(f"{'storage:':<13}{st['storage_problem']}")
     for path, why in st["damaged"]:
-        print(f"damaged:     {path} ({why}); `dptune run` will recompute it")
+        if isinstance(why, Foreign):
+            print(f"foreign:     {path} (not from this experiment: {why}); `dptune run` sets it "
+                  f"aside in {quarantine_dir(Path(path))}/")
+        else:
+            print(f"damaged:     {path} ({why}); `dptune run` will recompute it")
     return 0
 
 
@@ -125,15 +140,29 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    """``dptune evaluate``: per-user metrics of one external TREC run."""
-    from dptune.store._trec import evaluate_run, read_qrels, read_run, read_train, write_per_user
+    """``dptune evaluate``: per-user metrics of one external TREC run; the users left out for
+    having no relevant item are counted on stdout and named on stderr."""
+    from dptune.store._trec import (
+        evaluate_run,
+        not_evaluated_line,
+        read_qrels,
+        read_run,
+        read_train,
+        write_per_user,
+    )
 
     check_writable_dir(Path(args.out).parent, "--out")
     df = evaluate_run(read_run(args.run), read_qrels(args.qrels), read_train(args.train),
                       cutoffs=args.cutoffs, threshold=args.threshold,
                       relevance_aware=args.novelty == "relevance-aware", order=args.order)
     write_per_user(df, args.out)
-    print(f"{args.out}: {df['user'].nunique()} users x {df.groupby(['metric', 'cutoff']).ngroups} metric@cutoff")
+    left = len(df.attrs.get("not_evaluated", []))
+    print(f"{args.out}: {df['user'].nunique()} users x {df.groupby(['metric', 'cutoff']).ngroups} "
+          f"metric@cutoff" + (f"; {left} user{'' if left == 1 else 's'} without a relevant item "
+                              "not evaluated" if left else ""))
+    line = not_evaluated_line(df, args.qrels, args.threshold)
+    if line:
+        print(f"dptune: note: {line}", file=sys.stderr)
     return 0
 
 
@@ -217,15 +246,10 @@ def cmd_seeds(args: argparse.Namespace) -> int:
         if path:
             check_writable_dir(Path(path), flag)
     grid = None if args.grid is None else [g for g in args.grid.split(",") if g.strip()]
-    try:
-        files = run_seeds_study(args.config, args.seeds, args.reports, configs or None,
-                                jobs=args.jobs, progress=not args.no_progress,
-                                cache_dir=args.results, grid_algorithms=grid,
-                                grid_seeds=args.grid_seeds)
-    except KeyboardInterrupt:
-        print("dptune: interrupted; finished seeds are cached, run the same command to resume",
-              file=sys.stderr)
-        return 130
+    files = run_seeds_study(args.config, args.seeds, args.reports, configs or None,
+                            jobs=args.jobs, progress=not args.no_progress,
+                            cache_dir=args.results, grid_algorithms=grid,
+                            grid_seeds=args.grid_seeds)
     print(f"seeds: {len(files)} files in {files[-1].parent} (see {files[-1]})")
     return 0
 

@@ -11,6 +11,8 @@ exit code 2 before anything is read or computed.
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +34,36 @@ def int_at_least(lo: int) -> Callable[[str], int]:
             raise argparse.ArgumentTypeError(f"must be an integer >= {lo}, got {value}")
         return value
     return parse
+
+
+def int_between(lo: int, hi: int) -> Callable[[str], int]:
+    """An argparse type: an integer from ``lo`` to ``hi``."""
+    def parse(text: str) -> int:
+        value = int_at_least(lo)(text)
+        if value > hi:
+            raise argparse.ArgumentTypeError(f"must be an integer from {lo} to {hi:,}, got {value:,}")
+        return value
+    return parse
+
+
+def bootstrap_replicates(text: str) -> int:
+    """An argparse type: 0 (off) or a number of bootstrap replicates in the documented range
+    (:data:`dptune.analysis.options.MIN_BOOTSTRAP` .. ``MAX_BOOTSTRAP``)."""
+    from dptune.analysis.options import MAX_BOOTSTRAP, MIN_BOOTSTRAP
+
+    value = int_at_least(0)(text)
+    if value and not MIN_BOOTSTRAP <= value <= MAX_BOOTSTRAP:
+        raise argparse.ArgumentTypeError(f"must be 0 (off) or from {MIN_BOOTSTRAP} to "
+                                         f"{MAX_BOOTSTRAP:,} replicates, got {value:,}")
+    return value
+
+
+def resamples(text: str) -> int:
+    """An argparse type: resamples of the bootstrap / permutation tests, 1 to
+    :data:`dptune.analysis.options.MAX_RESAMPLES`."""
+    from dptune.analysis.options import MAX_RESAMPLES
+
+    return int_between(1, MAX_RESAMPLES)(text)
 
 
 def noise_seeds(text: str) -> int:
@@ -75,6 +107,18 @@ def cutoffs(text: str) -> tuple[int, ...]:
     return vals
 
 
+def budget(text: str) -> Any:
+    """An argparse type: a sweep budget (:func:`dptune.config.parse_budget`): a number of units
+    per algorithm, a fraction ``"20%"`` or a time ``"2h"``."""
+    from dptune.config import parse_budget
+    from dptune.errors import DptuneError
+
+    try:
+        return parse_budget(text, "--budget", None)
+    except DptuneError as err:
+        raise argparse.ArgumentTypeError(str(err).removeprefix("--budget: ")) from None
+
+
 # --------------------------------------------------------------------------- common flags
 def results_option(p: argparse.ArgumentParser, default: str = "results/<name>") -> None:
     """``--results DIR``: where the sweep's results go (an option: the command's subject is a config)."""
@@ -85,8 +129,9 @@ def results_argument(p: argparse.ArgumentParser, optional: bool = False) -> None
     """``RESULTS`` (positional) or ``--results DIR``: the results directory a command reads."""
     p.add_argument("results_pos", nargs="?", metavar="RESULTS",
                    help="results directory of a sweep (or give --results DIR)")
-    extra = "; default: results/<name of --config>" if optional else ""
-    p.add_argument("--results", metavar="DIR", help=f"the same as RESULTS{extra}")
+    extra = ("default: results/<name of --config>" if optional
+             else "no default: give RESULTS or --results")
+    p.add_argument("--results", metavar="DIR", help=f"the same as RESULTS ({extra})")
 
 
 def results_of(args: argparse.Namespace, default: Path | None = None) -> Path:
@@ -113,9 +158,11 @@ def reports_option(p: argparse.ArgumentParser, default: str | None = "reports/<n
 def jobs_option(p: argparse.ArgumentParser, default: int | None = None,
                 default_text: str = "[sweep] jobs of the experiment") -> None:
     """``--jobs N``: parallel worker processes (N >= 1)."""
-    p.add_argument("--jobs", type=int_at_least(1), default=default, metavar="N",
-                   help=f"parallel worker processes, at least 1 (default: {default_text})"
-                   if default is None else "parallel worker processes, at least 1")
+    from dptune.config import MAX_JOBS
+
+    p.add_argument("--jobs", type=int_between(1, MAX_JOBS), default=default, metavar="N",
+                   help=f"parallel worker processes, 1 to {MAX_JOBS} (default: {default_text})"
+                   if default is None else f"parallel worker processes, 1 to {MAX_JOBS}")
 
 
 def storage_option(p: argparse.ArgumentParser, required: bool = False) -> None:
@@ -125,6 +172,15 @@ def storage_option(p: argparse.ArgumentParser, required: bool = False) -> None:
                         "optuna RDB URL, or a *.journal file" +
                         ("" if required else " (default: [sweep] storage of the experiment, "
                                              "else sqlite in the results directory)"))
+
+
+def budget_option(p: argparse.ArgumentParser) -> None:
+    """``--budget B``: how much of each grid the sweep runs, in whole rounds of its design order."""
+    p.add_argument("--budget", type=budget, default=None, metavar="B",
+                   help="stop each algorithm's validation units after the whole rounds of the "
+                        "design order that fit in B: a number of units per algorithm (45), a "
+                        "fraction of each grid (20%%) or a projected wall-clock time (2h, 90m) "
+                        "(default: [sweep] budget of the experiment, else every unit)")
 
 
 def progress_option(p: argparse.ArgumentParser) -> None:
@@ -152,24 +208,22 @@ ANALYSIS_FLAGS: tuple[Flag, ...] = (
          "seeded sample of P (25 = the paper's sampling)",
          {"type": int_at_least(1), "metavar": "P"}),
     Flag("--value-pairs", "value_pairs", "the same cap for each hyperparameter-value and "
-         "one-at-a-time scope (Table 5; default: the smaller of --pairs and 200)",
-         {"type": int_at_least(1), "metavar": "P"}),
-    Flag("--seed", "seed", "pair-sampling seed (default: the experiment's analysis seed)",
-         {"type": int_at_least(0), "metavar": "SEED"}),
+         "one-at-a-time scope (Table 5)", {"type": int_at_least(1), "metavar": "P"}),
+    Flag("--seed", "seed", "pair-sampling seed", {"type": int_at_least(0), "metavar": "SEED"}),
     Flag("--test", "test", "paired significance test", {"choices": TESTS}),
     Flag("--alpha", "alpha", "significance level of Sakai's DP", {"type": probability, "metavar": "A"}),
     Flag("--correction", "correction", "multiple-comparison correction of Sakai's DP",
          {"choices": CORRECTIONS}),
-    Flag("--n-resamples", "n_resamples", "resamples of the bootstrap / permutation tests",
-         {"type": int_at_least(1), "metavar": "N"}),
-    Flag("--bootstrap", "bootstrap", "bootstrap replicates of the DP confidence intervals (0 = off)",
-         {"type": int_at_least(0), "metavar": "B"}),
+    Flag("--n-resamples", "n_resamples", "resamples of the bootstrap / permutation tests "
+         "(1 to 100,000)", {"type": resamples, "metavar": "N"}),
+    Flag("--bootstrap", "bootstrap", "bootstrap replicates of the DP confidence intervals (0 = off, "
+         "else 40 to 100,000)", {"type": bootstrap_replicates, "metavar": "B"}),
     Flag("--stability", "stability", "pair seeds a significance claim must survive (lowered when "
          "not affordable; 0 = one seed)", {"type": int_at_least(0), "metavar": "S"}),
     Flag("--min-fold-users", "min_fold_users", "refuse validation folds with fewer users "
          "(0 = no minimum)", {"type": int_at_least(0), "metavar": "N"}),
     Flag("--min-pairs", "min_pairs", "fewest pairs of configurations on which metrics are "
-         "ranked or a claim is made (default 10)", {"type": int_at_least(1), "metavar": "K"}),
+         "ranked or a claim is made", {"type": int_at_least(1), "metavar": "K"}),
     Flag("--noise-seeds", "noise_seeds", "use at most S seeds of the stored noise floor (0 = none)",
          {"type": noise_seeds, "metavar": "S"},
          run_help="seeds per configuration of the A/A noise floor (0 = off, else at least 2)"),
@@ -183,13 +237,41 @@ ANALYSIS_FLAGS: tuple[Flag, ...] = (
 
 def analysis_flags(p: argparse.ArgumentParser, run: bool = False,
                    title: str = "analysis (default: the experiment's [analysis] settings)",
-                   skip: tuple[str, ...] = ()) -> None:
+                   skip: tuple[str, ...] = (), outside: bool = False) -> None:
     """Add every :data:`ANALYSIS_FLAGS` row (but the fields in ``skip``) to ``p`` in an
-    "analysis" group (default: the experiment's ``[analysis]`` value)."""
+    "analysis" group (default: the experiment's ``[analysis]`` value; with ``outside``, for
+    data from outside dptune, the defaults of :meth:`dptune.AnalysisOptions.for_outside`). Each
+    option's help ends with its default (:func:`analysis_default`, worked out when the help
+    is shown, so that building the parser loads no analysis code)."""
     g = p.add_argument_group(title)
     for f in (f for f in ANALYSIS_FLAGS if f.field not in skip):
-        g.add_argument(f.flag, dest=f"an_{f.field}", default=None,
-                       help=(f.run_help if run and f.run_help else f.help), **f.kwargs)
+        action = g.add_argument(f.flag, dest=f"an_{f.field}", default=None,
+                                help=(f.run_help if run and f.run_help else f.help), **f.kwargs)
+        action.default_text = functools.partial(analysis_default, f.field, outside)  # type: ignore[attr-defined]
+
+
+def analysis_default(field_name: str, outside: bool = False) -> str:
+    """What an analysis flag left out means, for its help: the experiment's ``[analysis]``
+    value, else the default of :class:`dptune.AnalysisOptions` (``run``, ``analyze``); for
+    outside data (``dp``) the options of :meth:`dptune.AnalysisOptions.for_outside`: those
+    defaults with the analysis seed :data:`dptune.analysis.options.OUTSIDE_SEED` and importance
+    only when hyperparameters are known."""
+    from dptune.analysis.options import OUTSIDE_SEED, VALUE_PAIRS, AnalysisOptions
+
+    if outside and field_name == "seed":
+        return str(OUTSIDE_SEED)
+    if outside and field_name == "importance":
+        return "on when --configs gives hyperparameters"
+    if field_name == "seed":
+        return "the experiment's [analysis] seed, else its seed"
+    value = {f.name: f.default for f in dataclasses.fields(AnalysisOptions)}[field_name]
+    if field_name == "value_pairs" and value is None:
+        text = f"the smaller of --pairs and {VALUE_PAIRS}"
+    elif isinstance(value, bool):
+        text = "on" if value else "off"
+    else:
+        text = str(value)
+    return text if outside else f"the experiment's [analysis] value, else {text}"
 
 
 def analysis_overrides(args: argparse.Namespace) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from dptune import __version__
 from dptune.cli import _commands as c
 from dptune.cli._flags import (
     analysis_flags,
+    budget_option,
     cutoffs,
     int_at_least,
     jobs_option,
@@ -58,13 +59,19 @@ file per fold (file stem = fold name)."""
 
 class _Formatter(argparse.RawDescriptionHelpFormatter):
     """Keeps the layout of descriptions and epilogs; appends ``(default: X)`` to an option's help
-    when it has a meaningful default that the help does not already state."""
+    when the help does not already state it: the option's ``default_text()`` when it has one
+    (an analysis flag, whose default is the experiment's), else its default value when that
+    means something (not ``None``, not a switch's ``False``; ``0`` is a value)."""
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
         default = action.default
-        if ("default" in text or default in (None, False, argparse.SUPPRESS)
-                or not action.option_strings or isinstance(action, argparse._HelpAction)):
+        if "default" in text or not action.option_strings or isinstance(action, argparse._HelpAction):
+            return text
+        explain = getattr(action, "default_text", None)
+        if callable(explain):
+            return f"{text} (default: {explain()})"
+        if default is None or default is False or default is argparse.SUPPRESS:
             return text
         if isinstance(default, tuple):
             default = ",".join(map(str, default))
@@ -110,6 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
     reports_option(r)
     jobs_option(r)
     storage_option(r)
+    budget_option(r)
     progress_option(r)
     r.add_argument("--no-analyze", action="store_true", help="stop after the sweep and noise floor")
     r.add_argument("--device", choices=DEVICES, default=None,
@@ -122,6 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("config", metavar="CONFIG", help="experiment TOML file (the same on every machine)")
     storage_option(w, required=True)
     results_option(w)
+    budget_option(w)
     w.set_defaults(func=c.cmd_worker)
 
     s = _sub(sub, "status", "progress of a run: validation units (done / running / failed / "
@@ -154,15 +163,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     d = _sub(sub, "dp", "discriminative power of external TREC runs or of a per-user table",
              epilog=DP_LAYOUT)
+    none = " (no default: give --runs, --qrels and --train, or --per-user)"
     d.add_argument("--runs", metavar="DIR",
-                   help="directory of run files (one per system; sub-directories = folds)")
-    d.add_argument("--qrels", metavar="PATH", help="qrels file, or directory with one per fold")
-    d.add_argument("--train", metavar="PATH", help="train file, or directory with one per fold")
+                   help="directory of run files (one per system; sub-directories = folds)" + none)
+    d.add_argument("--qrels", metavar="PATH",
+                   help="qrels file, or directory with one per fold" + none)
+    d.add_argument("--train", metavar="PATH",
+                   help="train file, or directory with one per fold" + none)
     d.add_argument("--per-user", metavar="FILE",
                    help="instead of runs: long per-user table (CSV/Parquet: [algorithm], "
-                   "config_id|system, [fold], user, metric, [cutoff], value)")
+                   "config_id|system, [fold], user, metric, [cutoff], value)" + none)
     d.add_argument("--configs", metavar="FILE",
-                   help="with --per-user: algorithm, config_id and one column per hyperparameter")
+                   help="with --per-user: algorithm, config_id and one column per hyperparameter "
+                   "(default: none, so DP of scope all only)")
     reports_option(d, default="reports/runs")
     d.set_defaults(reports="reports/runs")
     d.add_argument("--cutoffs", type=cutoffs, default=(1, 5, 10), metavar="N,N,...",
@@ -172,7 +185,8 @@ def build_parser() -> argparse.ArgumentParser:
     _run_options(d, "with --runs: ")
     progress_option(d)
     analysis_flags(d, title="analysis (default: those of dptune analyze, analysis seed 42; no "
-                   "noise floor: it needs retraining)", skip=("noise_seeds", "noise_configs"))
+                   "noise floor: it needs retraining)", skip=("noise_seeds", "noise_configs"),
+                   outside=True)
     d.set_defaults(func=c.cmd_dp)
 
     g = _sub(sub, "subgrid", "the paper's sub-grid around the best value of each hyperparameter")
@@ -210,9 +224,10 @@ def build_parser() -> argparse.ArgumentParser:
               description="Metrics, miss rate and DP per user slice (history length, popularity of "
               "held-out items; log-scaled bins) of a results directory.")
     results_argument(sl)
-    sl.add_argument("--reports", metavar="DIR", help="directory for the slice report")
+    sl.add_argument("--reports", metavar="DIR", help="directory for the slice report (no "
+                    "default: required, or give --out)")
     sl.add_argument("--out", metavar="DIR", help="former name of --reports (with --out, --reports "
-                    "keeps its former meaning: the main reports directory)")
+                    "keeps its former meaning: the main reports directory; default: not used)")
     sl.add_argument("--main-reports", metavar="DIR", help="main reports directory whose pairs.csv gives "
                     "the pairs (default: the pairs are sampled here with --pairs and --seed)")
     sl.add_argument("--experiment", metavar="CONFIG", help="experiment TOML (default: the manifest's)")
@@ -236,9 +251,12 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--format", choices=FORMATS, default="auto", help="file format")
     i.add_argument("--columns", metavar="MAP", help="own file: which column holds what, e.g. "
                    "user=user_id,item=item_id[,rating=stars][,timestamp=ts] (names, or 0-based "
-                   "positions with --no-header); leave out rating for implicit feedback")
+                   "positions with --no-header); leave out rating for implicit feedback "
+                   "(default: found by their usual names: user/user_id/userId, item/item_id/"
+                   "movieId, rating, timestamp)")
     i.add_argument("--sep", help="own file: field separator (one character, or tab, comma, "
-                   "semicolon, space, pipe)")
+                   "semicolon, space, pipe; default: tab for a .tsv file or a first line with "
+                   "tabs and no comma, else comma)")
     i.add_argument("--header", action=argparse.BooleanOptionalAction, default=None,
                    help="own file: whether the first line names the columns (default: yes)")
     i.set_defaults(func=c.cmd_data_info)
@@ -248,7 +266,8 @@ def build_parser() -> argparse.ArgumentParser:
               "timestamps; a stand-in for a real data set's shape and skew, not its preferences.")
     sy.add_argument("--out", required=True, metavar="FILE", help="output file (.csv or .csv.gz)")
     sy.add_argument("--preset", choices=["amazon-movies"], help="a named shape (Amazon Movies: "
-                    "16,141 users, 111,537 items, 858,314 ratings); the flags below override it")
+                    "16,141 users, 111,537 items, 858,314 ratings); the flags below override it "
+                    "(default: none, the sizes below)")
     sy.add_argument("--seed", type=int_at_least(0), default=0, help="random seed")
     for flag, kind, what in (("users", int_at_least(1), "users"), ("items", int_at_least(1), "items"),
                              ("ratings", int_at_least(1), "distinct (user, item) ratings"),

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dptune.errors import input_error
+from dptune.errors import input_error, plain
 
 _NUMERIC_ID = r"0|[1-9][0-9]{0,17}"  # no sign, no leading zeros, fits int64
 _NEGATIVE_ID = r"-[0-9]+"
@@ -94,7 +94,7 @@ def _parse_number(values: pd.Series, source: str, field: str, where) -> np.ndarr
         value = values.iloc[i]
         if pd.isna(value) or (isinstance(value, str) and not value.strip()):
             raise input_error(source, field, f"{where(i)}: missing value (empty or NaN)")
-        raise input_error(source, field, f"{where(i)}: {value!r} is not a finite number")
+        raise input_error(source, field, f"{where(i)}: {plain(value)} is not a finite number")
     return nums
 
 
@@ -156,9 +156,10 @@ def _dates(values: pd.Series, text: pd.Series, numbers: np.ndarray, source: str,
         if numbers[i]:
             j = int(np.argmax(~bad))
             raise input_error(source, "timestamp",
-                              f"{where(i)}: {values.iloc[i]!r} is a number but {where(j)} holds "
-                              f"the date {values.iloc[j]!r}; use one kind for the whole column")
+                              f"{where(i)}: {plain(values.iloc[i])} is a number but {where(j)} "
+                              f"holds the date {plain(values.iloc[j])}; use one kind for the "
+                              "whole column")
         raise input_error(source, "timestamp",
-                          f"{where(i)}: {values.iloc[i]!r} is neither a number nor an ISO-8601 "
+                          f"{where(i)}: {plain(values.iloc[i])} is neither a number nor an ISO-8601 "
                           "date or date-time (2024-03-01, 2024-03-01T12:00:00Z)")
     return _microseconds(dates)

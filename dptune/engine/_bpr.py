@@ -41,6 +41,7 @@ import scipy.sparse as sp
 
 from dptune.engine import _cuda
 from dptune.engine._backend import Engine
+from dptune.engine._block import MAX_BLOCK, MAX_PER_BLOCK
 from dptune.models._base import Recommender, _as_users, _binary_csr
 from dptune.models._bpr import BPRMF
 from dptune.models._families import BPRFamily
@@ -52,10 +53,6 @@ __all__ = ["MAX_BLOCK", "MAX_PER_BLOCK", "MAX_WORKERS", "EngineBPRFamily", "Engi
 MAX_WORKERS = 4096
 #: A worker takes at least this many steps per epoch (fewer workers on small data).
 MIN_STEPS_PER_WORKER = 64
-#: Threads of one block at most (the kernel's shared reduction buffer holds two blocks' worth).
-MAX_BLOCK = 512
-#: Workers of one block at most (the kernel's shared bias buffer holds two blocks' worth).
-MAX_PER_BLOCK = 32
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ import numpy as np
 from numba import cuda
 from numba import float32 as f32
 
-from dptune.engine._bpr import MAX_BLOCK, MAX_PER_BLOCK
+from dptune.engine._block import MAX_BLOCK, MAX_PER_BLOCK
 from dptune.engine._sampling import draw_triple
 
 __all__ = ["bpr_epoch"]

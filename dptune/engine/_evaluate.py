@@ -16,7 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from dptune.engine._backend import Engine
-from dptune.metrics import Scorer, _check_cutoffs, _check_evaluation
+from dptune.metrics import Scorer, _check_cutoffs, _check_evaluation, nan_scores
 from dptune.metrics import evaluate as host_evaluate
 from dptune.vocab import METRICS
 
@@ -197,6 +197,8 @@ def evaluate_on(
         r = np.repeat(np.arange(ub.size), np.diff(tr.indptr))[nz]
         if r.size:
             scores[eng.put(r, dtype=xp.int64), eng.put(tr.indices[nz], dtype=xp.int64)] = -xp.inf
+        if bool(xp.any(xp.isnan(scores))):  # what top_n refuses: say which and how many
+            raise nan_scores(np.asarray(eng.host(xp.isnan(scores))))
         top = top_n_on(eng, scores, k)
         out[:, :, start: start + ub.size] = eng.host(
             metrics_of_lists(eng, top, relevant[ub], cut, efd_d, epc_d, relevance_aware))

@@ -29,7 +29,7 @@ from typing import Any
 
 import scipy.sparse as sp
 
-from dptune.errors import input_error
+from dptune.errors import input_error, plain
 from dptune.models._base import Family, Recommender, _binary_csr
 from dptune.models._cornac import DETERMINISTIC_CORNAC, CornacModel, cornac_class
 from dptune.models._implicit import ImplicitModel, implicit_class
@@ -107,7 +107,7 @@ class SignatureFamily(Family):
             try:
                 self.build(cfg)
             except Exception as err:  # noqa: BLE001 - any refusal is the user's value
-                shown = ", ".join(f"{k}={v!r}" for k, v in cfg.items()) or "no hyperparameter"
+                shown = ", ".join(f"{k}={plain(v)}" for k, v in cfg.items()) or "no hyperparameter"
                 msg = str(err).splitlines()[0] if str(err) else type(err).__name__
                 raise input_error(source, shown, f"{self.type} refuses this configuration: "
                                   f"{msg}") from None
@@ -297,7 +297,7 @@ def _check_kind(value: Any, kinds: tuple[type, ...] | None, source: str, key: st
     names = {bool: "true or false", int: "an integer", float: "a finite number",
              str: "a string", type(None): "none"}
     want = " or ".join(names[k] for k in kinds if k is not type(None))
-    raise input_error(source, key, f"must be {want} for {model}, got {value!r}")
+    raise input_error(source, key, f"must be {want} for {model}, got {plain(value)}")
 
 
 class ShapeChecked:

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import numpy as np
 import scipy.sparse as sp
 
-from dptune.errors import DptuneError, input_error
+from dptune.errors import DptuneError, input_error, plain
 from dptune.models._adapters import (
     CornacFamily,
     ImplicitFamily,
@@ -45,7 +45,7 @@ def _int_value(cfg: dict, key: str, source: str, lo: int) -> int:
     if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or (
         isinstance(v, (float, np.floating)) and not float(v).is_integer()
     ) or v < lo:
-        raise input_error(source, key, f"must be an integer >= {lo}, got {v!r}")
+        raise input_error(source, key, f"must be an integer >= {lo}, got {plain(v)}")
     return int(v)
 
 
@@ -54,7 +54,7 @@ def _float_value(cfg: dict, key: str, source: str) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not (
         math.isfinite(v) and v >= 0
     ):
-        raise input_error(source, key, f"must be a finite number >= 0, got {v!r}")
+        raise input_error(source, key, f"must be a finite number >= 0, got {plain(v)}")
     return float(v)
 
 

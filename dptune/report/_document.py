@@ -26,7 +26,7 @@ from dptune.report._table import Table, simple_block
 from dptune.vocab import display_algorithm, display_hyperparameter, display_metric
 
 __all__ = ["Section", "ReportFigure", "core_sections", "gap_sentence", "files_section", "INTRO",
-           "pairs_text", "sampling_lead"]
+           "GLOSSARY", "pairs_text", "sampling_lead"]
 
 #: The settings-table key that holds the ``pairs`` option.
 #: The paper's number of pairs per scope (a seeded sample when a scope has more).
@@ -36,10 +36,42 @@ PAPER_PAIRS = 25
 INTRO = (
     "Discriminative power (DP) of evaluation metrics over hyperparameter grids, after Anelli "
     "et al. (RecSys 2019): for pairs of configurations, paired p-values per fold, sorted "
-    "decreasingly and averaged over folds; DP is the sum of the averaged curve, P x the mean "
-    "p-value. Every table shows it as DP per 25 pairs (25 x the mean p-value: the paper's DP "
-    "when P = 25), so that rows with different P compare. Lower DP = more discriminative."
+    "decreasingly and averaged over folds; the paper's DP is the sum of the averaged curve, P x "
+    "the mean p-value. Every DP in this report is DP per 25 pairs (25 x the mean p-value: the "
+    "paper's DP when P = 25, between 0 and 25), so that rows with different P compare, with P, "
+    "the number of pairs of configurations, beside it. Lower DP = more discriminative."
 )
+
+#: What every term of the report means (the report's last section before the files).
+GLOSSARY = """\
+- **P**: the number of pairs of configurations a DP rests on (every pair of the scope, or a
+  seeded sample of them); "P = 25 of 990" is a sample of 25 of the 990 pairs.
+- **DP per 25 pairs**: 25 x the mean p-value of the P pairs over the folds; 0 = every pair told
+  apart with certainty, 25 = none (every p-value 1). The paper's DP is P x the mean p-value
+  (`dp_sum` in `dp.csv`).
+- **95% interval**: a bootstrap interval over users (and over pairs when they are a sample),
+  inside [0, 25]; its coverage is measured by simulation.
+- **Significantly less discriminative** / **dominant**: claims with a family-wise error rate of at
+  most alpha (bootstrap max-t test of all the family's comparisons, stepped down), holding under
+  every pair seed, on at least min_pairs pairs; **adjusted p**: the smallest error rate at which
+  the claim holds.
+- **Pr(more discriminative)**: the share of bootstrap replicates in which one metric has the
+  lower DP than another; a description of the bootstrap, not a test.
+- **Scopes**: *all* (pairs of the whole grid), *h=v* (pairs of configurations sharing the value v
+  of h: Table 5) and *only h* (pairs that differ in h alone: the one-at-a-time table and the
+  dominant hyperparameter).
+- **Metrics** (per user, over the top-N list; rel(u, i) = 1 for a relevant held-out item;
+  disc(r) = 1 / log2(r + 1)): **nDCG@N** = sum_r rel disc(r) / the ideal sum over min(N, |R_u|)
+  ranks, in [0, 1]; **Precision@N** = hits / N, in [0, 1]; **Recall@N** = hits / |R_u|, in
+  [0, 1]; **MRR@N** = 1 / rank of the first hit (0 without one), in [0, 1]; **EPC@N**
+  (expected popularity complement) = sum_r disc(r) rel(u, i_r) (1 - users(i_r) / U) / sum_r
+  disc(r), in [0, 1], where users(i) counts the fold's training users of item i and U the
+  training users: higher = relevant items that fewer users know; **EFD@N** (expected free
+  discovery) = the same with -log2(users(i_r) / S), S = sum_j users(j), in bits, between 0 and
+  log2(S): higher = relevant items from the long tail. An item unseen in training counts as
+  seen once.
+- **Families**: metrics are ranked against metrics of their own family only (accuracy: nDCG,
+  Precision, Recall, MRR; novelty: EPC, EFD, unless configured otherwise)."""
 
 
 @dataclass
@@ -149,16 +181,19 @@ def _edge_sentences(best: pd.DataFrame, primary: tuple[str, int]) -> list[str]:
 
 def _best_section(
     dp: pd.DataFrame, best: pd.DataFrame | None, primary: tuple[str, int], gap: str | None,
-    verdict: pd.DataFrame | None = None, families: object = None,
+    verdict: pd.DataFrame | None = None, families: object = None, test_split: bool = True,
 ) -> str:
-    """Best configuration per metric and whether the most discriminative metric chooses well."""
+    """Best configuration per metric and whether the most discriminative metric chooses well
+    (``test_split``: whether the data has a test split to judge the choices on)."""
     lines = []
     if best is not None and len(best):
         lines += [
             "The configuration each metric@N selects by its mean over the validation folds, and "
-            "its value of the same metric on the test split.",
+            "its value of the same metric on the test split." if test_split else
+            "The configuration each metric@N selects by its mean over the folds (the data has "
+            "no held-out values).",
             "",
-            best_table_md(best, primary),
+            best_table_md(best, primary, test_split),
             "",
         ]
         if gap:
@@ -169,9 +204,19 @@ def _best_section(
     else:
         lines += ["No best-configuration table was given.", ""]
     lines += ["### Does the most discriminative metric also choose well?", ""]
-    sentences = selection_sentences(dp, best, primary, verdict, families)  # type: ignore[arg-type]
+    sentences = selection_sentences(dp, best, primary, verdict, families,  # type: ignore[arg-type]
+                                    test_split=test_split)
     lines += [f"- {s}" for s in sentences] or ["No algorithm to compare."]
     return "\n".join(lines)
+
+
+def no_dp_reason(n_configs: int) -> str:
+    """Why an algorithm with ``n_configs`` configurations has no DP."""
+    n = int(n_configs)
+    if n < 2:
+        return (f"it has {n} configuration, so there is no pair of configurations to compare "
+                "(its results are in the best-configuration table)")
+    return f"none of its {n} configurations has validation results to pair"
 
 
 def pairs_text(dp: pd.DataFrame, cap: object = None, value_cap: object = None) -> str:
@@ -234,15 +279,18 @@ def core_sections(
     settings: Mapping[str, object] | None,
     primary: tuple[str, int],
     noise: bool,
-    without_dp: Mapping[str, str] | None,
+    without_dp: Mapping[str, int] | None,
     gap: str | None = None,
     verdict: pd.DataFrame | None = None,
     families: object = None,
+    test_split: bool = True,
 ) -> list[Section]:
-    """The table, figure and selection sections of report.md, in reading order."""
+    """The table, figure and selection sections of report.md, in reading order
+    (``test_split``: whether the data has a test split, which the text then speaks of)."""
     cutoff = int(primary[1])
     t3 = tables["table3"]
-    no_dp = [f"- No DP for {display_algorithm(a)}: {why}." for a, why in (without_dp or {}).items()]
+    no_dp = [f"- No DP for {display_algorithm(a)}: {no_dp_reason(n)}."
+             for a, n in (without_dp or {}).items()]
     settings_md = simple_block(["Setting", "Value"], settings_rows(settings), [False, False])
     out = [
         Section("Pairs", pairs_text(dp, (settings or {}).get(PAIRS_SETTING),
@@ -274,7 +322,8 @@ def core_sections(
         out.append(Section("Sakai-style DP", body))
     out.append(Section("P-value curves (Figure 1)", _figure_section(figures, cutoff, noise)))
     out.append(Section("Best configuration per metric",
-                       _best_section(dp, best, primary, gap, verdict, families)))
+                       _best_section(dp, best, primary, gap, verdict, families, test_split)))
+    out.append(Section("Glossary", GLOSSARY))
     return out
 
 
@@ -282,19 +331,23 @@ def core_sections(
 FILE_NOTES: dict[str, str] = {
     "pairs.csv": "the pairs of configurations per scope (all, or a seeded sample)",
     "pvalues.parquet": "every p-value by pair, metric@N and fold (Parquet)",
-    "dp.csv": "DP per algorithm, scope and metric@N",
+    "dp.csv": "DP per 25 pairs (with P, its interval where computed, and the paper's sum "
+    "`dp_sum`) per algorithm, scope and metric@N",
     "curves.csv": "the fold-averaged p-value curves",
-    "noise_floor.csv": "DP beside its A/A noise floor",
+    "noise_floor.csv": "DP per 25 pairs beside its A/A noise floor",
+    "comparisons.csv": "the test behind every significance claim (metrics within a family, "
+    "hyperparameters within a metric@N): adjusted p, Pr(more discriminative), held under every "
+    "pair seed",
+    "dominance.csv": "the dominant hyperparameter per algorithm and metric@N, with its DP per 25 "
+    "pairs and interval",
+    "downstream.csv": "the configurations a family's metrics select, compared on the held-out "
+    "values when the data has them",
     "noise_curves.csv": "the A/A curves",
     "noise_pvalues.parquet": "every A/A p-value (Parquet)",
     "importance.csv": "fANOVA and PED-ANOVA importances",
     "best_configs.csv": "the best configuration per metric@N with its test value",
-    "verdict.csv": "the verdict, one row per algorithm and cutoff",
-    "robust_dp.csv": "the robust DP: scope all per algorithm and metric@N on the same pairs "
-    "(mean p-value, DP per 25 pairs, 95% interval, P of the possible pairs)",
-    "robust_ranking.csv": "bootstrap P(metric A more discriminative than B) on those pairs, "
-    "per stability repeat",
-    "verdict.md": "the verdict section on its own",
+    "verdict.csv": "the verdict, one row per algorithm, cutoff and family of metrics",
+    "verdict.md": "the summary and the verdict on their own",
     "report.md": "this report",
     "report.html": "this report as one self-contained web page (tables and figures inlined)",
 }
@@ -323,6 +376,10 @@ def files_section(data: list[str], tables: list[str], figures: list[str],
     return "\n".join(lines)
 
 
-def primary_line(primary: tuple[str, int]) -> str:
-    """``Primary metric: nDCG@10.``"""
-    return f"Primary metric: {display_metric(primary[0], int(primary[1]))}."
+def primary_line(primary: tuple[str, int], test_split: bool = True) -> str:
+    """What the primary metric is, and what it is used for."""
+    judge = "judges its own family's choices on the test split, " if test_split else ""
+    return (f"Primary metric: {display_metric(primary[0], int(primary[1]))}. It picks the "
+            "noise-floor configurations, is the metric of Table 5 and of the importance section, "
+            f"{judge}and sets the main cutoff of the figures and the summary; which metric to "
+            "tune with is the verdict's answer, not this one.")

@@ -18,7 +18,7 @@ from matplotlib.ticker import MaxNLocator
 
 from dptune._atomic import write_bytes
 from dptune.analysis.options import DEFAULT_FAMILIES
-from dptune.analysis.verdict.rules import family_groups
+from dptune.analysis.verdict.families import family_groups
 from dptune.report._format import ordered_algorithms, ordered_metrics
 from dptune.report._inputs import CURVE_INPUT, DP_INPUT, NOISE_INPUT, require, scope_all
 from dptune.vocab import display_algorithm, display_metric, metric_color
@@ -70,8 +70,8 @@ def figure1(
     """Figure 1 for one cutoff: per algorithm, each metric's averaged p-value curve.
 
     x = pair rank 1..P (p-values sorted decreasing), y = mean p-value over folds with a shaded
-    band of +-1 fold-to-fold sd clipped to [0, 1]; the legend gives each metric's DP (from ``dp``,
-    scope ``all``; the curve's sum when missing). Every metric has its own colour and marker; a
+    band of +-1 fold-to-fold sd clipped to [0, 1]; the legend gives each metric's DP per 25
+    pairs (``dp_per_25`` of ``dp``, scope ``all``), the panel title P. Every metric has its own colour and marker; a
     curve identical to one drawn before (e.g. MRR, nDCG and Precision at N = 1) is dashed over
     it and its legend says "identical to ...". A given ``noise_floor`` (A/A curves, columns
     ``algorithm, cutoff, metric, position, mean``) is drawn as one grey band per panel.
@@ -104,11 +104,11 @@ def figure1(
             x = s["position"].to_numpy(dtype=float) + 1.0
             y = s["mean"].to_numpy(dtype=float)
             sd = np.nan_to_num(s["sd"].to_numpy(dtype=float), nan=0.0)
-            hit = dp_all[(dp_all["algorithm"] == alg) & (dp_all["metric"] == m)]["dp"]
-            dp_value = float(hit.iloc[0]) if len(hit) else float(np.nansum(y))
+            hit = dp_all[(dp_all["algorithm"] == alg) & (dp_all["metric"] == m)]["dp_per_25"]
             color = metric_color(m, extra_colors)
             same = next((name for name, other in drawn if np.array_equal(other, y)), None)
-            label = f"{display_metric(m, cutoff)}, DP {dp_value:.3f}"
+            label = (f"{display_metric(m, cutoff)}, DP per 25 pairs {float(hit.iloc[0]):.2f}"
+                     if len(hit) else display_metric(m, cutoff))
             if same is None:
                 ax.fill_between(
                     x,
@@ -143,7 +143,7 @@ def figure1(
         ax.set_ylim(0.0, 1.0)
         ax.set_xlabel("Pair rank (p-values sorted in decreasing order)")
         ax.set_ylabel("p-value (mean over folds)")
-        ax.set_title(f"{display_algorithm(alg)} (N = {cutoff})")
+        ax.set_title(f"{display_algorithm(alg)} (N = {cutoff}, P = {max_pos} pairs)")
         ax.grid(True, alpha=0.3, linewidth=0.5)
         # below the panel, so that no curve hides behind it
         ax.legend(
@@ -165,20 +165,20 @@ _DP_ROW_HEIGHT = 0.42
 _DP_MARGIN = 1.4
 
 
-def _dp_rows(robust: pd.DataFrame, cutoff: int) -> pd.DataFrame:
-    r = robust[robust["cutoff"] == int(cutoff)]
-    return r.dropna(subset=["dp_at_25"])
+def _dp_rows(dp: pd.DataFrame, cutoff: int) -> pd.DataFrame:
+    r = dp[(dp["scope"] == "all") & (dp["cutoff"] == int(cutoff))]
+    return r.dropna(subset=["dp_per_25"])
 
 
-def dp_figure(robust: pd.DataFrame, verdict: pd.DataFrame | None, cutoff: int,
+def dp_figure(dp: pd.DataFrame, verdict: pd.DataFrame | None, cutoff: int,
               families: Sequence[tuple[str, Sequence[str]]] = DEFAULT_FAMILIES) -> Figure:
     """The DP figure of one cutoff, beside the verdict: per algorithm (one panel), each metric's
     DP per 25 pairs (dot) with its 95% interval (whisker), metrics top to bottom in table order and
     grouped by the verdict's families (a line between families); the recommended metric of each
-    family is a star and its label bold; a metric without evidence (every p-value 1) is grey.
-    Lower = more discriminative. ``robust``: the robust DP table (``algorithm, metric, cutoff,
-    dp_at_25, ci_low, ci_high, n_pairs, no_evidence``)."""
-    rows = _dp_rows(robust, cutoff)
+    family is a star and its label bold (none where the verdict recommends none: too few pairs,
+    no evidence); a metric without evidence (every p-value 1) is grey. Lower = more
+    discriminative. ``dp``: dp.csv (scope ``all`` is drawn)."""
+    rows = _dp_rows(dp, cutoff)
     algorithms = ordered_algorithms(rows["algorithm"].unique())
     nrows, ncols = _panel_grid(len(algorithms))
     n_metrics = max(1, rows.groupby("algorithm")["metric"].nunique().max()) if len(rows) else 1
@@ -203,7 +203,7 @@ def dp_figure(robust: pd.DataFrame, verdict: pd.DataFrame | None, cutoff: int,
                 ax.plot([lo, lo, np.nan, hi, hi], [yi - 0.15, yi + 0.15, np.nan, yi - 0.15,
                                                    yi + 0.15], color=color, linewidth=1.2)
             star = m in rec
-            ax.plot([float(r["dp_at_25"])], [yi], marker="*" if star else "o",
+            ax.plot([float(r["dp_per_25"])], [yi], marker="*" if star else "o",
                     markersize=13 if star else 6, color=color, markeredgecolor="black",
                     markeredgewidth=0.6, linestyle="none")
         for b in breaks:
@@ -242,9 +242,9 @@ def _dp_order(metrics: list[str], verdict: pd.DataFrame,
     return order, breaks, rec
 
 
-def dp_figure_caption(robust: pd.DataFrame, cutoff: int, stem_title: str = "DP figure") -> str:
+def dp_figure_caption(dp: pd.DataFrame, cutoff: int, stem_title: str = "DP figure") -> str:
     """The caption of :func:`dp_figure`: what is drawn and P, the pairs of each algorithm."""
-    rows = _dp_rows(robust, cutoff)
+    rows = _dp_rows(dp, cutoff)
     pairs = []
     for alg in ordered_algorithms(rows["algorithm"].unique()):
         ra = rows[rows["algorithm"] == alg]

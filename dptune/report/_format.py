@@ -15,6 +15,7 @@ from dptune.vocab import (
     ALGORITHM_ORDER,
     HYPERPARAMETER_ORDER,
     TABLE_METRIC_ORDER,
+    display_algorithm,
     display_params,
     display_value,
     ordered,
@@ -22,6 +23,7 @@ from dptune.vocab import (
 )
 
 __all__ = [
+    "grid_sample_text",
     "MISSING",
     "FEWER_PAIRS",
     "is_missing",
@@ -34,6 +36,10 @@ __all__ = [
     "ordered_algorithms",
     "ordered_metrics",
     "ordered_hyperparameters",
+    "dp_text",
+    "pairs_text",
+    "adjusted_p_text",
+    "pct",
 ]
 
 MISSING = "–"  # shown for a missing value in Markdown (LaTeX gets "--")
@@ -107,3 +113,60 @@ def fmt_setting(value: object) -> str:
     if value is None:
         return MISSING
     return str(value)
+
+
+def dp_text(value: object, low: object = None, high: object = None, decimals: int = 2) -> str:
+    """A DP per 25 pairs with its interval when there is one: ``5.21 [4.10, 6.30]``."""
+    text = fmt(value, decimals)
+    if not is_missing(low) and not is_missing(high) and low is not None and high is not None:
+        text += f" [{fmt(low, decimals)}, {fmt(high, decimals)}]"
+    return text
+
+
+def pairs_text(n_pairs: object, n_possible: object = None) -> str:
+    """``P = 105`` (every pair of the grid) or ``P = 25 of 990`` (a sample)."""
+    if is_missing(n_pairs):
+        return f"P = {MISSING}"
+    n = int(n_pairs)  # type: ignore[call-overload]
+    if n_possible is None or is_missing(n_possible) or int(n_possible) <= n:  # type: ignore[call-overload]
+        return f"P = {n}"
+    return f"P = {n} of {int(n_possible)}"  # type: ignore[call-overload]
+
+
+def adjusted_p_text(p: object, n_boot: int | None = None) -> str:
+    """``adjusted p = 0.013``; the smallest value a bootstrap of ``B`` replicates can give,
+    ``1 / (B + 1)``, as ``adjusted p <= 0.001``."""
+    if is_missing(p):
+        return f"adjusted p {MISSING}"
+    v = float(p)  # type: ignore[arg-type]
+    if n_boot and v <= 1.0 / (n_boot + 1) + 1e-15:
+        return f"adjusted p <= {1.0 / (n_boot + 1):.2g}"
+    return f"adjusted p = {v:.2g}" if v < 0.01 else f"adjusted p = {v:.3f}"
+
+
+def pct(x: object) -> str:
+    """A share as a whole percent: ``93%``."""
+    return MISSING if is_missing(x) else f"{100.0 * float(x):.0f}%"  # type: ignore[arg-type]
+
+
+def grid_sample_text(grid_sample: pd.DataFrame | None) -> str | None:
+    """What the analysis holds of each algorithm's grid when a store holds a subset of its
+    units (grid_sample.csv): "BPR-MF: 45 of 225 units per fold (20%; full grid: 3,150
+    configurations, 630 here)", and how the numbers stand for the full grid's; None when every
+    grid is complete. The one wording of the lead, the summary, the verdict, the tables'
+    notes and the settings."""
+    if grid_sample is None or grid_sample.empty:
+        return None
+    parts = []
+    for r in grid_sample.to_dict("records"):
+        share = 100.0 * int(r["units"]) / max(1, int(r["units_total"]))
+        text = (f"{display_algorithm(str(r['algorithm']))}: {int(r['units'])} of "
+                f"{int(r['units_total']):,} units per fold ({share:.0f}%; full grid: "
+                f"{int(r['configs_total']):,} configurations, {int(r['configs']):,} here)")
+        if int(r["units_partial"]):
+            text += (f", {int(r['units_partial'])} unit{'s' if int(r['units_partial']) != 1 else ''}"
+                     " with results in some folds only left out")
+        parts.append(text)
+    return ("Grid sample: " + "; ".join(parts) + ". Each DP of these algorithms estimates the "
+            "full grid's: its pairs are weighted by the share of the full grid's pairs they "
+            "stand for, and its interval also resamples the units.")

@@ -26,7 +26,7 @@ __all__ = ["markdown_to_html", "CSS"]
 CSS = """
 :root { color-scheme: light; }
 * { box-sizing: border-box; }
-body { margin: 0 auto; max-width: 72rem; padding: 1rem; font: 16px/1.5 system-ui, -apple-system,
+body { margin: 0 auto; max-width: 80rem; padding: 1rem; font: 16px/1.5 system-ui, -apple-system,
   "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif; color: #1b1b1b; background: #fff; }
 h1 { font-size: 1.6rem; line-height: 1.25; margin: 0.5rem 0 1rem; }
 h2 { font-size: 1.25rem; margin: 2rem 0 0.75rem; padding-bottom: 0.25rem;
@@ -39,7 +39,8 @@ code { font: 0.9em ui-monospace, SFMono-Regular, Menlo, Consolas, monospace;
 table { border-collapse: collapse; font-size: 0.875rem; font-variant-numeric: tabular-nums; }
 th, td { border-bottom: 1px solid #e2e2e2; padding: 0.3rem 0.6rem; vertical-align: top;
   min-width: 4.5rem; }
-th[style*="right"], td[style*="right"] { white-space: nowrap; min-width: 0; }
+th[style*="right"], td[style*="right"] { min-width: 0; }
+.num { white-space: nowrap; }
 th { background: #f6f6f6; border-bottom: 2px solid #bbb; }
 tbody tr:nth-child(even) { background: #fbfbfb; }
 figure { margin: 1rem 0; }
@@ -62,6 +63,10 @@ figcaption { font-size: 0.875rem; color: #555; }
 """.strip()
 
 _IMG = re.compile(r'<img src="([^"]+)" alt="([^"]*)" ?/?>')
+#: A number of a table cell, or an interval ``[a, b]``: kept on one line each, so that a cell
+#: "DP [low, high]" may wrap between the DP and its interval, never inside either.
+_NUMBERS = re.compile(r"(\[-?[\d.]+, -?[\d.]+\]|(?<![\w.])-?\d[\d.]*(?:‡|†)?(?![\w.]))")
+_CELL = re.compile(r'(<td style="text-align: ?right">)(.*?)(</td>)', re.S)
 _LINK = re.compile(r'<a href="([^"#:]+\.(?:png|svg))">')
 _PARAGRAPH = re.compile(r"<p>(?:(?!</p>).)*</p>", re.S)
 
@@ -122,6 +127,8 @@ def markdown_to_html(
     md = MarkdownIt("commonmark", {"html": True}).enable("table")
     body = md.render(markdown)
     body = _inline_figures(body, images)
+    body = _CELL.sub(lambda m: m.group(1) + _NUMBERS.sub(r'<span class="num">\1</span>',
+                                                          m.group(2)) + m.group(3), body)
     body = body.replace("<table>", '<div class="table-wrap"><table>')
     body = body.replace("</table>", "</table></div>")
     page_title = html.escape(f"dptune report{': ' + title if title else ''}")

@@ -1,9 +1,11 @@
-"""The report section on hyperparameter importance (optuna's fANOVA and PED-ANOVA) beside the
-DP-based dominance of Table 5 and the one-at-a-time scopes, with one computed sentence per
-algorithm saying where the four analyses agree.
+"""The report section on hyperparameter importance: optuna's fANOVA and PED-ANOVA beside the
+DP of the one-at-a-time scopes, each on its own scale, and the verdict's one answer.
 
-The numbers come from :func:`dptune.analysis.importance.study.hyperparameter_importance` (importances
-normalised to sum to 1 per evaluator) and :func:`dptune.analysis.importance.study.dp_dominance`.
+Which hyperparameter *dominates* is answered once, on the DP scale, by the analysis
+(dominance.csv: the one-at-a-time DP per 25 pairs with its interval and a family-wise test);
+fANOVA and PED-ANOVA explain the variance of the mean metric over the grid (shares that sum to 1)
+and Table 5's per-value DP describes the grid at one value of a hyperparameter: they are shown
+as supporting evidence, labelled with their scale, and never vote.
 """
 
 from __future__ import annotations
@@ -15,9 +17,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dptune.analysis.importance.study import EVALUATOR_NAMES, EVALUATORS, dp_dominance
-from dptune.analysis.options import MIN_PAIRS
-from dptune.report._format import display_value, ordered_metrics
+from dptune.analysis.importance.study import EVALUATOR_NAMES, EVALUATORS
+from dptune.report._format import dp_text, ordered_metrics
 from dptune.report._sections import option
 from dptune.report._table import Block, Cell
 from dptune.vocab import display_algorithm, display_metric
@@ -32,78 +33,35 @@ def _ranked(imp: pd.DataFrame, evaluator: str) -> list[tuple[str, float]]:
     return sorted(((str(h), float(v)) for h, v in pairs), key=lambda t: (-t[1], t[0]))
 
 
-def _pairs_of_grid(dp: pd.DataFrame, algorithm: str, metric: str, cutoff: int) -> int | None:
-    """Pairs of configurations of the whole grid (scope ``all``), or None when unknown."""
-    whole = dp[(dp["algorithm"] == algorithm) & (dp["metric"] == metric)
-               & (dp["cutoff"] == cutoff) & (dp["scope"] == "all")]
-    return int(whole["n_pairs"].max()) if len(whole) else None
-
-
 def comparison_sentences(
     importance: pd.DataFrame,
-    dp: pd.DataFrame,
-    primary: tuple[str, int],
+    result: Any,
     display: Mapping[str, str] | None = None,
-    min_pairs: int = MIN_PAIRS,
 ) -> list[str]:
-    """One computed sentence per algorithm at the primary metric@N: the top hyperparameter of each
-    importance evaluator and of the two DP-based analyses, and where they agree or differ.
+    """One sentence per algorithm at the primary metric@N: the answer of the verdict's
+    dominance analysis (:func:`dptune.report._verdict.dominance_sentence`), then what each
+    importance evaluator puts first, each on its own scale."""
+    from dptune.report._verdict import _Reader, dominance_sentence
 
-    With fewer than ``min_pairs`` pairs of configurations in the grid no hyperparameter is named
-    first ("too few pairs (k) to name a dominant hyperparameter"); DP scopes with fewer pairs
-    are left out of the comparison."""
-    metric, cutoff = primary[0], int(primary[1])
+    metric, cutoff = result.primary[0], int(result.primary[1])
     names = display or {}
+    rd = _Reader(result)
     out = []
     imp = importance[(importance["metric"] == metric) & (importance["cutoff"] == cutoff)]
     for alg in dict.fromkeys(imp["algorithm"]):
-        k = _pairs_of_grid(dp, alg, metric, cutoff)
-        if k is not None and k < int(min_pairs):
-            out.append(f"{names.get(alg, alg)}, {display_metric(metric, cutoff)}: too few pairs "
-                       f"({k}) to name a dominant hyperparameter (the minimum is min_pairs = "
-                       f"{int(min_pairs)}); the importances above are shown without a claim.")
-            continue
         a = imp[imp["algorithm"] == alg]
-        picks: dict[str, str] = {}
         parts = []
         for ev in EVALUATORS:
             r = _ranked(a, ev)
-            if not r:
-                continue
-            picks[EVALUATOR_NAMES[ev]] = r[0][0]
-            order = " > ".join(f"{h} ({v:.2f})" for h, v in r)
-            parts.append(f"{EVALUATOR_NAMES[ev]} ranks {order}")
-        dom = dp_dominance(dp, alg, metric, cutoff, min_pairs)
-        unit = "DP per pair" if dom["per_pair"] else "DP"
-        if dom["table5"]:
-            h, v, d, n = dom["table5"][0]
-            picks["Table 5 (lowest best DP)"] = h
-            parts.append(
-                f"Table 5's lowest best DP is under {h}={display_value(v)} (DP {d:.3f}, {n} pairs)"
-            )
-        if dom["only"]:
-            h, d, n = dom["only"][0]
-            picks["one at a time (lowest DP)"] = h
-            parts.append(
-                f"one at a time, pairs differing in {h} only have the lowest DP "
-                f"({d:.3f}, {n} pairs)"
-            )
-        if not picks:
-            continue
-        groups: dict[str, list[str]] = {}
-        for who, h in picks.items():
-            groups.setdefault(h, []).append(who)
-        if len(groups) == 1:
-            verdict = f"all {len(picks)} analyses put {next(iter(groups))} first"
-        else:
-            verdict = "they differ: " + "; ".join(
-                f"{h} first for {', '.join(who)}" for h, who in groups.items()
-            )
+            if r:
+                order = " > ".join(f"{h} ({v:.2f})" for h, v in r)
+                parts.append(f"{EVALUATOR_NAMES[ev]} (share of the variance of the mean "
+                             f"metric) ranks {order}")
         head = f"{names.get(alg, alg)}, {display_metric(metric, cutoff)}: "
-        few = (f" {dom['few']} DP scope(s) with fewer than {int(min_pairs)} pairs left out."
-               if dom["few"] else "")
-        out.append(head + "; ".join(parts) + f" (comparisons by {unit}). Top choice: {verdict}."
-                   + few)
+        dom = dominance_sentence(rd, alg, cutoff, metric) or \
+            "no one-at-a-time DP to compare."
+        out.append(head + dom + (" Supporting evidence, not a vote: " + "; ".join(parts) + "."
+                                 if parts else ""))
     return out
 
 
@@ -128,13 +86,12 @@ def _importance_rows(a: pd.DataFrame, hps: list[str], metric: str, cutoff: int) 
 
 
 def importance_section(store: Any, result: Any) -> str:
-    """Markdown body of the importance section: set-up, a table per algorithm (importance of each
-    hyperparameter for every metric at the primary cutoff, beside the DP dominance of the
-    primary metric) and :func:`comparison_sentences`."""
+    """Markdown body of the importance section: set-up, a table per algorithm (importance of
+    each hyperparameter for every metric at the primary cutoff, and the one-at-a-time DP per 25
+    pairs of the primary metric) and :func:`comparison_sentences`."""
     importance, dp = result.importance, result.dp.table
     metric, cutoff = result.primary[0], int(result.primary[1])
     seed = option(result.options, "seed")
-    min_pairs = int(option(result.options, "min_pairs", MIN_PAIRS))
     names = {a: display_algorithm(a) for a in store.algorithms()}
     if importance.empty:
         return (
@@ -142,37 +99,36 @@ def importance_section(store: Any, result: Any) -> str:
             "nothing to attribute.\n\nData: `importance.csv`."
         )
     lines = [
-        "One in-memory optuna study per algorithm and metric, one completed trial per "
-        "configuration; objective = mean over the validation folds of the per-fold mean "
-        f"metric@{cutoff} (maximised). fANOVA: `FanovaImportanceEvaluator(seed={seed})`; "
-        "PED-ANOVA: `PedAnovaImportanceEvaluator(target_quantile=min(0.5, max(0.1, 5/n)))` for n "
-        "configurations. Importances normalised to sum to 1 per evaluator; higher = the "
-        "hyperparameter explains more of the variation of the mean metric. DP columns: "
-        f"{display_metric(metric, cutoff)}, lower = more discriminative (Table 5's best value "
-        "and the one-at-a-time scope).",
+        "One in-memory optuna study per algorithm, one completed trial per configuration; "
+        "objective = mean over the validation folds of the per-fold mean metric@"
+        f"{cutoff} (maximised). fANOVA: `FanovaImportanceEvaluator(seed={seed})`; PED-ANOVA: "
+        "`PedAnovaImportanceEvaluator(target_quantile=min(0.5, max(0.1, 5/n)))` for n "
+        "configurations. Their importances are shares of the variation of the mean metric "
+        "(normalised to sum to 1 per evaluator; higher = explains more). The last row is on "
+        f"the DP scale: the DP per 25 pairs of {display_metric(metric, cutoff)} over the pairs "
+        "that differ in that hyperparameter only (lower = varying it alone separates "
+        "configurations more often), with P; the verdict names a hyperparameter dominant only "
+        "when its DP is significantly lower than every other's.",
         "",
     ]
+    only = dp[dp["scope"].str.startswith("only:") & (dp["metric"] == metric)
+              & (dp["cutoff"] == cutoff)]
     for alg in dict.fromkeys(importance["algorithm"]):
         a = importance[importance["algorithm"] == alg]
         hps = list(dict.fromkeys(a["hyperparameter"]))
         n = len(store.configs(alg))
         lines += [f"*{names.get(alg, alg)}*" + (f" ({n} configurations)" if n else ""), ""]
         rows = _importance_rows(a, hps, metric, cutoff)
-        dom = dp_dominance(dp, alg, metric, cutoff, min_pairs)
-        t5 = {h: (v, d) for h, v, d, _n in dom["table5"]}
-        one = {h: d for h, d, _n in dom["only"]}
-        label = display_metric(metric, cutoff)
-        if t5:
-            texts = [f"{t5[h][1]:.3f} (at {display_value(t5[h][0])})" if h in t5 else "–"
-                     for h in hps]
-            rows.append([Cell(label), Cell("DP, best h=v (Table 5)")]
-                        + [Cell(t, numeric=True) for t in texts])
-        if one:
-            texts = [f"{one[h]:.3f}" if h in one else "–" for h in hps]
-            rows.append([Cell(label), Cell("DP, only h varies")]
+        o = only[only["algorithm"] == alg].set_index("scope")
+        if len(o):
+            texts = [f"{dp_text(o.at['only:' + h, 'dp_per_25'], o.at['only:' + h, 'ci_low'], o.at['only:' + h, 'ci_high'])} "
+                     f"(P = {int(o.at['only:' + h, 'n_pairs'])})" if f"only:{h}" in o.index
+                     else "–" for h in hps]
+            rows.append([Cell(display_metric(metric, cutoff)),
+                         Cell("DP per 25 pairs, only h varies")]
                         + [Cell(t, numeric=True) for t in texts])
         header = [Cell(h) for h in ["Metric", "Evaluator", *hps]]
         lines += [Block(header, rows).to_markdown(), ""]
-    sentences = comparison_sentences(importance, dp, result.primary, names, min_pairs)
+    sentences = comparison_sentences(importance, result, names)
     lines += [f"- {s}" for s in sentences] or ["No comparison at the primary metric."]
-    return "\n".join(lines) + "\n\nData: `importance.csv`."
+    return "\n".join(lines) + "\n\nData: `importance.csv`, `dominance.csv`."

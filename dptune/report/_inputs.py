@@ -1,6 +1,6 @@
 """Input checks of the report: the columns each table needs, clean key dtypes, the DP scopes.
 
-The report reads DataFrames only (the analysis' output contract, :mod:`dptune.analysis.dp.engine`);
+The report reads DataFrames only (the analysis' output contract, :mod:`dptune.analysis.dp.tables`);
 a missing column or a duplicated key is a one-line input error (:func:`dptune.errors.input_error`).
 """
 
@@ -10,8 +10,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from dptune.analysis.dp.engine import CURVES_COLUMNS, DP_COLUMNS
-from dptune.analysis.dp.scale import REFERENCE_P
+from dptune.analysis.dp.tables import CURVES_COLUMNS, DP_COLUMNS
 from dptune.errors import input_error
 
 __all__ = [
@@ -26,12 +25,12 @@ __all__ = [
     "value_scopes",
     "only_scopes",
     "pairs_note",
-    "per_25",
     "interval_text",
 ]
 
-# the input columns are dp.analyze's output contract
-DP_INPUT = tuple(DP_COLUMNS)
+# the input columns are the fold loop's output contract
+#: dp.csv columns a report needs (``unsampled_share`` is optional: 0 when absent).
+DP_INPUT = tuple(c for c in DP_COLUMNS if c != "unsampled_share")
 CURVE_INPUT = tuple(CURVES_COLUMNS)
 DATASET_INPUT = ("dataset", "users", "items", "ratings", "sparsity")
 BEST_INPUT = (
@@ -109,15 +108,8 @@ def pairs_note(dp: pd.DataFrame) -> str:
         lo, hi = int(vals.min()), int(vals.max())
         return f"{lo}" if lo == hi else f"{lo}-{hi}"
 
-    return f"P = {span('n_pairs')} pairs, {span('n_folds')} folds"
-
-
-def per_25(dp: pd.DataFrame) -> pd.DataFrame:
-    """``dp`` with ``dp25 = dp x 25 / P`` and ``dp25_plus_sd`` (the same for ``dp_plus_sd``):
-    DP per 25 pairs, 25 x the mean p-value, on which rows with different P compare; the paper's
-    DP itself when P = 25 (the ratio is taken first, so that is exact)."""
-    ratio = REFERENCE_P / pd.to_numeric(dp["n_pairs"], errors="coerce").astype(float)
-    return dp.assign(dp25=dp["dp"] * ratio, dp25_plus_sd=dp["dp_plus_sd"] * ratio)
+    folds = span("n_folds")
+    return f"P = {span('n_pairs')} pairs, {folds} fold{'' if folds == '1' else 's'}"
 
 
 def interval_text(row: pd.Series | None) -> str:

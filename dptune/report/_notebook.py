@@ -1,9 +1,8 @@
-"""How an :class:`~dptune.analysis.AnalysisResult` shows itself in a notebook: the verdict (its
-sentences and table, as in report.md) and the DP figure of the primary cutoff (each metric's DP
-with its interval per algorithm, the recommended metric of each family marked).
-
-The analysis computes, the report renders: the result's ``_repr_html_`` / ``_repr_markdown_``
-call these functions, so that no rendering code lives in the analysis.
+"""How a report shows itself in a notebook: the summary and the verdict (as in report.md) and the
+DP figure of the primary cutoff (each metric's DP per 25 pairs with its interval per algorithm,
+the recommended metric of each family starred). ``dptune.Report.from_result(result)`` in a
+notebook cell displays it (:meth:`dptune.Report._repr_html_`); the analysis result itself holds
+numbers only.
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ import html
 from typing import Any
 
 from dptune.report._figures import dp_figure, dp_figure_caption, palette_png
-from dptune.report._verdict import verdict_section
+from dptune.report._verdict import summary_section, verdict_section
 from dptune.vocab import display_metric
 
 __all__ = ["result_markdown", "result_html"]
@@ -29,23 +28,26 @@ def _summary(result: Any) -> str:
 
 def _figure_png(result: Any) -> tuple[bytes, str] | None:
     """The DP figure of the primary cutoff as PNG bytes and its caption, or None."""
-    robust, verdict = result.dp.interval, result.verdict
-    if robust is None or robust.empty or verdict is None or verdict.empty:
+    dp, verdict = result.dp.table, result.verdict
+    whole = dp[dp["scope"] == "all"]
+    if whole.empty or verdict is None or verdict.empty:
         return None
     cutoff = int(result.primary[1])
-    if cutoff not in set(robust["cutoff"].astype(int)):
-        cutoff = int(robust["cutoff"].min())
-    fig = dp_figure(robust, verdict, cutoff, result.options.families)
-    return palette_png(fig), dp_figure_caption(robust, cutoff)
+    if cutoff not in set(whole["cutoff"].astype(int)):
+        cutoff = int(whole["cutoff"].min())
+    fig = dp_figure(dp, verdict, cutoff, result.options.families)
+    return palette_png(fig), dp_figure_caption(dp, cutoff)
 
 
 def result_markdown(result: Any) -> str:
-    """Markdown: a one-line summary, then the verdict (or why there is none)."""
-    body = verdict_section(result.verdict)
+    """Markdown: a one-line summary, the summary per algorithm, then the verdict (or why there
+    is none)."""
+    body = verdict_section(result)
     if body is None:
         body = ("No verdict: no algorithm has two configurations to compare. The DP table is "
                 "`result.dp.table`.")
-    return f"**{_summary(result)}**\n\n{body}\n"
+    summary = summary_section(result)
+    return f"**{_summary(result)}**\n\n" + (f"{summary}\n\n" if summary else "") + f"{body}\n"
 
 
 def result_html(result: Any) -> str:

@@ -27,7 +27,7 @@ from typing import Any
 
 import pandas as pd
 
-from dptune._atomic import write_bytes
+from dptune._atomic import staged_folder, write_bytes
 from dptune.analysis.result import DATA_FILES, AnalysisResult
 from dptune.errors import input_error
 from dptune.report._document import (
@@ -41,16 +41,13 @@ from dptune.report._document import (
     sampling_lead,
 )
 from dptune.report._figures import (
-    FIG_DPI,
-    MAX_PANEL_COLUMNS,
-    PANEL_SIZE,
     dp_figure,
     dp_figure_caption,
     figure1,
-    figure_pixel_size,
     palette_png,
     save_figure,
 )
+from dptune.report._format import grid_sample_text
 from dptune.report._inputs import (
     BEST_INPUT,
     CURVE_INPUT,
@@ -60,45 +57,13 @@ from dptune.report._inputs import (
     require,
     scope_all,
 )
-from dptune.report._selection import selection_sentences
-from dptune.report._settings import PAIRS_SETTING, VALUE_PAIRS_SETTING, settings_rows
-from dptune.report._table import Block, Cell, Table
+from dptune.report._settings import PAIRS_SETTING, VALUE_PAIRS_SETTING
+from dptune.report._table import Table
 from dptune.report._tables import one_at_a_time_table, table1, table3, table4, table5
-from dptune.report._verdict import verdict_document, verdict_section
-from dptune.vocab import (
-    ALGORITHM_NAMES,
-    METRIC_NAMES,
-    TABLE_METRIC_ORDER,
-    display_algorithm,
-    display_metric,
-)
+from dptune.report._verdict import summary_section, verdict_document, verdict_section
+from dptune.store._per_user_store import has_test_split
 
-# The names below stay importable from this module (``from dptune.report import _report``) for
-# callers written before the split; new code imports them from ``dptune.report``.
-__all__ = [
-    "ALGORITHM_NAMES",
-    "METRIC_NAMES",
-    "TABLE_METRIC_ORDER",
-    "PANEL_SIZE",
-    "FIG_DPI",
-    "MAX_PANEL_COLUMNS",
-    "Cell",
-    "Block",
-    "Table",
-    "display_algorithm",
-    "display_metric",
-    "table1",
-    "table3",
-    "table4",
-    "table5",
-    "one_at_a_time_table",
-    "figure1",
-    "figure_pixel_size",
-    "save_figure",
-    "settings_rows",
-    "selection_sentences",
-    "Report",
-]
+__all__ = ["Report"]
 
 
 @dataclass
@@ -129,6 +94,9 @@ class Report:
     data_files: list[str] = field(default_factory=list)
     #: ``(file stem, cutoff, caption)`` of the DP figures shown in the verdict section.
     verdict_figures: list[tuple[str, int, str]] = field(default_factory=list)
+    #: Whether the data has a test split (outside data may not:
+    #: :func:`dptune.store._per_user_store.has_test_split`); the text speaks of one only then.
+    test_split: bool = True
 
     @classmethod
     def build(cls, store: Any, result: AnalysisResult,
@@ -143,7 +111,7 @@ class Report:
         name configurations by their hyperparameters, and why each algorithm of the store that
         the result has no DP for has none.
         """
-        from dptune.analysis.selection import no_dp_reason
+        from dptune.analysis.selection import configuration_count
         from dptune.report._importance import importance_section
         from dptune.report._sections import noise_section
 
@@ -160,24 +128,24 @@ class Report:
         with_dp = set(result.dp.table["algorithm"])
         for alg in store.algorithms():
             if alg not in with_dp and alg not in without:
-                without[alg] = no_dp_reason(store, alg)
+                without[alg] = configuration_count(store, alg)
         result = dataclasses.replace(result, dp=dataclasses.replace(result.dp, without=without))
         return cls.from_result(result, settings=settings, extra_sections=sections)
 
-    def _add_dp_figures(self, robust: pd.DataFrame | None,
+    def _add_dp_figures(self, dp: pd.DataFrame,
                         families: Sequence[tuple[str, Sequence[str]]]) -> None:
         """One DP figure per cutoff (``figure_dp``, ``figure_dp_at{N}``), shown in the verdict
-        section: each metric's robust DP with its interval per algorithm."""
-        if robust is None or robust.empty or self.verdict is None or self.verdict.empty:
+        section: each metric's DP per 25 pairs with its interval per algorithm."""
+        whole = dp[dp["scope"] == "all"]
+        if whole.empty or self.verdict is None or self.verdict.empty:
             return
-        cutoffs = sorted(int(c) for c in robust["cutoff"].unique())
+        cutoffs = sorted(int(c) for c in whole["cutoff"].unique())
         main = self.primary[1]
         for n in [c for c in cutoffs if c == main] + [c for c in cutoffs if c != main]:
             stem = "figure_dp" if n == main else f"figure_dp_at{n}"
             title = "DP figure" + ("" if n == main else f" at N = {n}")
-            self.figures[stem] = ReportFigure(stem, n, dp_figure(robust, self.verdict, n,
-                                                                 families))
-            self.verdict_figures.append((stem, n, dp_figure_caption(robust, n, title)))
+            self.figures[stem] = ReportFigure(stem, n, dp_figure(dp, self.verdict, n, families))
+            self.verdict_figures.append((stem, n, dp_figure_caption(dp, n, title)))
 
     @classmethod
     def from_result(
@@ -196,11 +164,12 @@ class Report:
         (Figure 1), ``datasets`` (Table 1), ``best`` (the best configuration per metric; its
         optional ``test_<metric>`` columns give the "does it choose well" sentences),
         ``noise.curves`` (Figure 1's dashed A/A lines, when there is a noise floor),
-        ``verdict`` (the verdict section, Table 4's best metric per family of
-        ``options.families``) and ``dp.interval`` (the DP figures), ``dp.without`` (algorithms
-        named under Table 3 as having no DP, and why), ``options`` (``primary``: Table 5, the
+        ``verdict``, ``comparisons``, ``dominance`` and ``downstream`` (the summary and the
+        verdict section, Table 3's and Table 4's best metric per family of
+        ``options.families``, the DP figures' stars), ``dp.without`` (algorithms named under
+        Table 3 as having no DP, and why), ``options`` (``primary``: Table 5, the
         one-at-a-time table's cutoff, Figure 1's main cutoff and the selection check;
-        ``min_pairs``: Table 5 groups with fewer pairs are shown but not ranked),
+        ``min_pairs``: nothing with fewer pairs is marked best),
         ``manifest["split"]`` (explains the validation/test gap of the best configurations)
         and ``tables()`` (the data files written beside the report and listed in its "Files"
         section).
@@ -242,6 +211,9 @@ class Report:
             )
         if settings is None and result.manifest:
             settings = experiment_settings(result.manifest, result.options)
+        sample_text = grid_sample_text(result.dp.grid_sample)
+        if sample_text is not None:
+            settings = {**(settings or {}), "Grid sample": sample_text}
         verdict, families = result.verdict, result.options.families
         noise = None
         if result.noise is not None and not result.noise.curves.empty:
@@ -250,12 +222,17 @@ class Report:
             t.name: t
             for t in (
                 table1(result.datasets),
-                table3(dp),
-                table4(dp, verdict, families if verdict is not None else None),
+                table3(dp, verdict, families, result.options.min_pairs),
+                table4(dp, verdict, families),
                 table5(dp, primary, hyperparameter_order, result.options.min_pairs),
-                one_at_a_time_table(dp, primary, hyperparameter_order),
+                one_at_a_time_table(dp, primary, hyperparameter_order,
+                                    result.options.min_pairs),
             )
         }
+        if sample_text is not None:
+            for t in tables.values():
+                if t.name != "table1":
+                    t.notes.append(sample_text)
         fig_cutoffs = sorted(curves.loc[curves["scope"] == "all", "cutoff"].unique().tolist())
         figures: dict[str, ReportFigure] = {}
         for n in [cutoff] + [c for c in fig_cutoffs if c != cutoff]:
@@ -265,18 +242,34 @@ class Report:
             fig = figure1(curves, dp, int(n), noise)
             figures[stem] = ReportFigure(stem, int(n), fig)
         gap = gap_sentence(result.manifest.get("split"), best, primary)
+        test_split = has_test_split(result.manifest)
         sections = core_sections(
             tables, figures, dp, best, settings, primary, noise is not None,
-            dict(result.dp.without), gap, verdict, families if verdict is not None else None,
+            dict(result.dp.without), gap, verdict, families, test_split=test_split,
         )
         sections += [Section(t, str(b)) for t, b in extra_sections]
         name = title or (str(settings["name"]) if settings and "name" in settings else None)
         lead = sampling_lead((settings or {}).get(PAIRS_SETTING),
                              (settings or {}).get(VALUE_PAIRS_SETTING))
+        if sample_text is not None:
+            lead = sample_text if lead is None else f"{lead}\n\n{sample_text}"
         rep = cls(name, primary, tables, figures, sections, lead=lead, result=result,
-                  verdict=verdict, data_files=[DATA_FILES[key] for key in result.tables()])
-        rep._add_dp_figures(result.dp.interval, families)
+                  verdict=verdict, data_files=[DATA_FILES[key] for key in result.tables()],
+                  test_split=test_split)
+        rep._add_dp_figures(dp, families)
         return rep
+
+    def _repr_markdown_(self) -> str:
+        """In a notebook: the summary and the verdict (:mod:`dptune.report._notebook`)."""
+        from dptune.report._notebook import result_markdown
+
+        return result_markdown(self.result) if self.result is not None else self.to_markdown()
+
+    def _repr_html_(self) -> str:
+        """In a notebook: the summary, the verdict and the DP figure of the primary cutoff."""
+        from dptune.report._notebook import result_html
+
+        return result_html(self.result) if self.result is not None else self.to_html()
 
     def _file_groups(self) -> tuple[list[str], list[str], list[str], list[str]]:
         """The files of the report folder as (data, tables, figures, documents)."""
@@ -294,14 +287,17 @@ class Report:
         """report.md: title, verdict, introduction, every section, and the list of files.
 
         ``verdict``: the verdict section's body when already rendered (by :meth:`write`)."""
-        verdict = (verdict_section(self.verdict, self.verdict_figures) if verdict is None
-                   else verdict)
+        verdict = (verdict_section(self.result, self.verdict_figures)
+                   if verdict is None and self.result is not None else verdict)
+        summary = summary_section(self.result) if self.result is not None else None
         parts = [f"# dptune report{': ' + self.title if self.title else ''}"]
         if self.lead:
             parts.append(self.lead)
+        if summary is not None:
+            parts.append(Section("Summary", summary).to_markdown())
         if verdict is not None:
             parts.append(Section("Verdict", verdict).to_markdown())
-        parts += [INTRO, primary_line(self.primary)]
+        parts += [INTRO, primary_line(self.primary, self.test_split)]
         parts += [s.to_markdown() for s in self.sections]
         parts.append(Section("Files", files_section(*self._file_groups())).to_markdown())
         text = "\n\n".join(parts)
@@ -327,9 +323,17 @@ class Report:
     def write(self, out_dir: str | Path) -> list[Path]:
         """Write the data files (when built from a result), every table as ``.md``/``.csv``/
         ``.tex``, every figure as PNG and SVG, verdict.md (when there is a verdict), report.md
-        and report.html into ``out_dir``; return the paths in :meth:`file_names` order."""
+        and report.html into ``out_dir``; return the paths in :meth:`file_names` order.
+
+        The folder is written beside ``out_dir`` and published by one rename
+        (:func:`dptune._atomic.staged_folder`): never half-written, a full disk is one line."""
         out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
+        with staged_folder(out) as stage:
+            written = self._write_files(stage)
+        return [out / p.relative_to(stage) for p in written]
+
+    def _write_files(self, out: Path) -> list[Path]:
+        """Write every file of :meth:`write` into the folder ``out``; return their paths."""
         written: list[Path] = []
         if self.result is not None:
             written += self.result.write_data(out)
@@ -340,8 +344,10 @@ class Report:
             png = palette_png(fig.figure)
             written += save_figure(fig.figure, out / fig.stem, png=png)
             pngs[f"{fig.stem}.png"] = png
-        body = verdict_section(self.verdict, self.verdict_figures)
-        verdict = verdict_document(body, self.title)
+        body = (verdict_section(self.result, self.verdict_figures)
+                if self.result is not None else None)
+        verdict = verdict_document(summary_section(self.result) if self.result is not None
+                                   else None, body, self.title)
         if verdict is not None:
             written.append(_write_text(out / "verdict.md", verdict))
         md = self.to_markdown(body)

@@ -15,7 +15,7 @@ import pandas as pd
 from dptune.analysis.dp.bootstrap import GROUPS
 from dptune.analysis.options import value_pairs_of
 from dptune.data._fetch import portable_path
-from dptune.report._format import display_value, ordered_metrics
+from dptune.report._format import display_value, dp_text, ordered_metrics
 from dptune.report._settings import PAIRS_SETTING, VALUE_PAIRS_SETTING
 from dptune.report._table import Block, Cell
 from dptune.vocab import display_algorithm, display_metric
@@ -31,12 +31,6 @@ _CORRECTION_TEXT = {
     "none": "none (raw p-values)",
     "holm": "Holm step-down (family-wise error)",
     "bh": "Benjamini-Hochberg (false discovery rate)",
-}
-_TEST_TEXT = {
-    "t": "paired two-sided Student t-test (scipy ttest_rel)",
-    "wilcoxon": "Wilcoxon signed-rank (two-sided)",
-    "bootstrap": "paired bootstrap test of the mean difference (two-sided)",
-    "permutation": "randomisation (sign-flip) test (two-sided)",
 }
 
 def option(options: Any, name: str, default: Any = None) -> Any:
@@ -59,29 +53,38 @@ def params_text(row: pd.Series, names: list[str]) -> str:
 
 
 def _test_text(options: Any) -> str:
-    test = option(options, "test")
-    base = _TEST_TEXT[test]
-    if test in ("bootstrap", "permutation"):
-        base += f", {int(option(options, 'n_resamples'))} resamples"
-    return base
+    test = options.paired_test
+    if test.name in ("bootstrap", "permutation"):
+        return f"{test.label}, {int(option(options, 'n_resamples'))} resamples"
+    return test.label
 
 
 def _bootstrap_text(options: Any) -> str:
     """The settings row of the DP bootstrap, as :mod:`dptune.analysis.dp.bootstrap` runs it."""
     b = int(option(options, "bootstrap", 0))
     if b <= 0:
-        return "off (no confidence intervals, no claim that a metric is more discriminative)"
-    test = option(options, "test", "t")
-    if test != "t":
-        return (f"not run: its replicates are t-tests, and the test here is "
-                f"{_TEST_TEXT[test]}; DP has no interval and no metric is called more "
-                "discriminative than another")
+        return "off (no confidence intervals, no claim that one DP is lower than another)"
+    test = options.paired_test
+    if not test.interval:
+        return (f"not run: its replicates are t-tests, and the test here is the {test.label}; "
+                "DP has no interval and no difference is claimed")
     return (
-        f"{b} replicates of scope all: the users of every fold resampled in {GROUPS} random "
-        "groups, the pairs too when they are a sample of the grid's; 95% basic interval on the "
-        "logit scale of the mean p-value (inside [0, 1]; [0, 25] per 25 pairs); metric ranking "
-        "from paired replicates"
+        f"{b} replicates of scope all and of every one-at-a-time scope: the users of every "
+        f"fold resampled in {GROUPS} random groups (the same draws for every scope and metric, "
+        "so their replicates are paired), the pairs too when they are a sample of the grid's; "
+        "95% basic interval on the logit scale of the mean p-value (inside [0, 1]; [0, 25] per "
+        "25 pairs)"
     )
+
+
+def _claims_text(options: Any) -> str:
+    """The settings row of the claims: their test and error rate."""
+    if int(option(options, "bootstrap", 0)) <= 0 or not options.paired_test.interval:
+        return "none (no bootstrap)"
+    return (f"family-wise error rate {option(options, 'alpha')} per family of metrics (and per "
+            "metric@N for the hyperparameters): every pair compared at once by a bootstrap "
+            "max-t test, stepped down (Romano-Wolf); a claim must hold under every pair seed "
+            f"and rest on at least min_pairs = {int(option(options, 'min_pairs'))} pairs")
 
 
 def _noise_text(options: Any, primary_text: str) -> str:
@@ -115,15 +118,20 @@ def experiment_settings(manifest: Mapping[str, Any], options: Any) -> dict[str, 
         "Metric variant": f"novelty metrics {ev['novelty_variant']}; binary-gain nDCG",
         "Protocol": ev["protocol"],
         "Cutoffs": ", ".join(str(c) for c in ev["cutoffs"]),
+        "Primary metric": f"{primary_text}: picks the noise-floor configurations, is the metric "
+        "of Table 5, judges its own family's choices on the test split and sets the main cutoff "
+        "of the figures and the summary; it is not a recommendation (the verdict is)",
         PAIRS_SETTING: option(options, "pairs"),
         VALUE_PAIRS_SETTING: _value_pairs(options),
         "Pair-sampling seed": seed,
         "Statistical test": _test_text(options),
         "Alpha": alpha,
-        "Correction": _CORRECTION_TEXT[correction],
-        "Sakai DP": f"fraction of pairs with p < {alpha} (correction: {correction})",
+        "Correction (Sakai DP)": _CORRECTION_TEXT[correction],
+        "Sakai DP": f"fraction of pairs with p < {alpha} (correction of that fraction: "
+        f"{correction})",
         "Fold sd": "sample standard deviation across folds (ddof=1)",
         "Bootstrap": _bootstrap_text(options),
+        "Significance claims": _claims_text(options),
         "Noise floor": _noise_text(options, primary_text),
         "Hyperparameter importance": (
             f"fANOVA and PED-ANOVA (optuna) of the mean validation metric@{cutoff}, seed {seed}"
@@ -158,12 +166,9 @@ def _noise_runs(pvalues: pd.DataFrame) -> dict[str, tuple[list[int], int]]:
 
 
 def noise_section(store: Any, result: Any) -> str:
-    """The A/A noise-floor section: set-up, DP beside DP_floor per metric@N, flagged metrics.
-
-    ``DP_floor = P x mean A/A p-value``; a metric is flagged when DP (or its whole bootstrap
-    interval) is not below its floor (:func:`dptune.analysis.noise.compare_with_floor`).
-    """
-    from dptune.analysis.noise import deterministic_algorithms, is_stochastic
+    """The A/A noise-floor section: set-up, DP per 25 pairs beside the floor per metric@N,
+    flagged metrics (:func:`dptune.analysis.noise.compare_with_floor` computes them)."""
+    from dptune.store._noise_parts import deterministic_algorithms, is_stochastic
 
     man = result.manifest
     opts = result.options
@@ -192,44 +197,44 @@ def noise_section(store: Any, result: Any) -> str:
     for alg, (ids, seeds) in _noise_runs(result.noise.pvalues).items():
         cfgs = ", ".join(_config_text(store, alg, c) for c in ids)
         used.append(f"{display_algorithm(alg)}: {cfgs}, {seeds} seeds")
-    has_ci = "dp_ci_high" in table.columns
+    has_ci = bool(table["ci_high"].notna().any())
     rule = (
-        "the 95% bootstrap interval of DP lies entirely below DP_floor"
+        "the 95% bootstrap interval of its DP lies entirely below the floor"
         if has_ci
-        else "DP < DP_floor"
+        else "its DP is below the floor"
     )
     lines = [
         "The best configuration(s) of each stochastic algorithm by validation "
         f"{primary} were re-trained with different seeds on every validation fold; every pair of "
         "seeds is an A/A pair (same configuration, no real difference), tested over the fold's "
         "users with the DP's test. Per fold the A/A p-values are sorted decreasingly and "
-        "resampled to the DP's P positions, then averaged over folds (dashed lines in Figure 1). "
-        "DP_floor = P x mean A/A p-value (± P x its sd over folds); an exactly true null gives "
-        f"P/2. A metric is clearly below its floor when {rule}; otherwise it is flagged: its "
-        "configuration differences are not clearly larger than re-training noise.",
+        "resampled to the DP's P positions, then averaged over folds (the grey band in Figure "
+        "1). The floor is on the scale of every DP here: 25 x the mean A/A p-value (± 25 x its "
+        "sd over folds); an exactly true null gives 12.5. A metric is clearly below its floor "
+        f"when {rule}; otherwise it is flagged: its configuration differences are not clearly "
+        "larger than re-training noise.",
         "",
         "Runs: " + "; ".join(used) + ".",
         "",
     ]
     if det_text:
         lines += [det_text, ""]
-    header = ["Algorithm", "Metric", "DP"] + (["95% CI"] if has_ci else [])
-    header += ["DP_floor ± sd", "DP / DP_floor", "Below floor?"]
+    header = ["Algorithm", "Metric", "DP per 25 pairs" + (" [95% CI]" if has_ci else ""), "P",
+              "Floor per 25 pairs ± sd", "DP / floor", "Below floor?"]
     rank = {m: i for i, m in enumerate(ordered_metrics(table["metric"].unique()))}
     t = table.assign(_m=table["metric"].map(rank))
     order = {a: i for i, a in enumerate(store.algorithms())}
     t = t.assign(_a=t["algorithm"].map(order)).sort_values(["_a", "cutoff", "_m"], kind="stable")
+    n_pairs = result.dp.table.set_index(["algorithm", "scope", "metric", "cutoff"])["n_pairs"]
     rows = []
     for r in t.itertuples(index=False):
         cells = [
             Cell(display_algorithm(r.algorithm)),
             Cell(display_metric(r.metric, r.cutoff)),
-            Cell(f"{r.dp:.3f}", numeric=True),
-        ]
-        if has_ci:
-            cells.append(Cell(f"[{r.dp_ci_low:.3f}, {r.dp_ci_high:.3f}]", numeric=True))
-        cells += [
-            Cell(f"{r.dp_floor:.3f} ± {r.dp_floor_sd:.3f}", numeric=True),
+            Cell(dp_text(r.dp_per_25, r.ci_low, r.ci_high), numeric=True),
+            Cell(str(int(n_pairs.get((r.algorithm, "all", r.metric, r.cutoff), 0))),
+                 numeric=True),
+            Cell(f"{r.floor_per_25:.2f} ± {r.floor_per_25_sd:.2f}", numeric=True),
             Cell(f"{r.ratio:.2f}", numeric=True),
             Cell("no: flagged", bold=True) if r.flagged else Cell("yes"),
         ]
@@ -255,7 +260,7 @@ def noise_section(store: Any, result: Any) -> str:
         if len(ta) and bool((ta["mean_p"] >= 1.0).all()):
             lines.append(
                 f"- {name}: every A/A pair had identical per-user values (the model "
-                "ignores its seed in practice), so the floor is P."
+                "ignores its seed in practice), so the floor is 25 (every p-value 1)."
             )
     lines += [
         "",

@@ -8,7 +8,7 @@ import math
 
 import pandas as pd
 
-from dptune.analysis.verdict.rules import Families, family_groups, family_judge
+from dptune.analysis.verdict.families import Families, family_groups, family_judge
 from dptune.report._format import (
     MISSING,
     display_params,
@@ -16,6 +16,7 @@ from dptune.report._format import (
     is_missing,
     ordered_algorithms,
     ordered_metrics,
+    pairs_text,
 )
 from dptune.report._inputs import BEST_INPUT, DP_INPUT, require, scope_all
 from dptune.report._table import simple_block
@@ -24,10 +25,15 @@ from dptune.vocab import display_algorithm, display_metric
 __all__ = ["best_table_md", "selection_sentences", "sakai_table_md"]
 
 
-def best_table_md(best: pd.DataFrame, primary: tuple[str, int]) -> str:
-    """Markdown table of the configuration each metric@N selects on validation, with test values."""
+def best_table_md(best: pd.DataFrame, primary: tuple[str, int], test_split: bool = True) -> str:
+    """Markdown table of the configuration each metric@N selects on validation, with test values
+    (without a test split, as outside data may have none: the mean over the folds alone)."""
     extra = [c for c in best.columns if c.startswith("test_") and c != "test_value"]
-    header = ["Algorithm", "Metric", "Config", "Parameters", "Validation mean", "Test value"]
+    if not test_split:
+        best, extra = best.drop(columns=extra), []
+    header = ["Algorithm", "Metric", "Config", "Parameters",
+              "Validation mean" if test_split else "Mean over the folds"]
+    header += ["Test value"] if test_split else []
     header += [f"Test {display_metric(c[len('test_') :], primary[1])}" for c in extra]
     rank_m = {m: i for i, m in enumerate(ordered_metrics(best["metric"].unique()))}
     rank_a = {a: i for i, a in enumerate(ordered_algorithms(best["algorithm"].unique()))}
@@ -42,11 +48,11 @@ def best_table_md(best: pd.DataFrame, primary: tuple[str, int]) -> str:
             str(int(r.config_id)),
             display_params(r.params),
             fmt(r.validation_mean, 4),
-            fmt(r.test_value, 4),
         ]
+        row += [fmt(r.test_value, 4)] if test_split else []
         row += [fmt(getattr(r, c), 4) for c in extra]
         rows.append(row)
-    numeric = [False, False, True, False, True, True] + [True] * len(extra)
+    numeric = [False, False, True, False, True] + [True] * (len(header) - 5)
     return simple_block(header, rows, numeric).to_markdown()
 
 
@@ -76,6 +82,7 @@ def selection_sentences(
     primary: tuple[str, int] = ("ndcg", 10),
     verdict: pd.DataFrame | None = None,
     families: Families | None = None,
+    test_split: bool = True,
 ) -> list[str]:
     """Computed sentences: does the most discriminative metric also choose well?
 
@@ -84,10 +91,12 @@ def selection_sentences(
     validation) by the most discriminative metric -- the verdict's recommendation when
     ``verdict`` has the row, else the lowest DP by the verdict's tie rule -- with the one chosen
     by the least discriminative metric of the same family, by their test value of the family's
-    judge (:func:`dptune.analysis.verdict.rules.family_judge`; the primary metric without families)
-    when known, else each one's own test value. States numbers only.
+    judge (:func:`dptune.analysis.verdict.families.family_judge`; the primary metric without
+    families)
+    when known, else each one's own test value (without a test split, as outside data may
+    have none, only which configuration each selects). States numbers only.
     """
-    from dptune.report._tables import _table4_pick, _verdict_row
+    from dptune.report._tables import _verdict_row, pick
     from dptune.report._verdict import recommendation_text
 
     dp = require(dp, DP_INPUT, "dp")
@@ -104,7 +113,7 @@ def selection_sentences(
         for family, members in groups:
             name = display_algorithm(alg) + (f", {family}" if family else "")
             vrow = _verdict_row(verdict, alg, cutoff, family)
-            text, hi, _tied, lo = _table4_pick(a[a["metric"].isin(members)], vrow, cutoff)
+            text, hi, _tied, lo = pick(a[a["metric"].isin(members)], vrow, cutoff)
             if hi is None:
                 why = recommendation_text(vrow, cutoff) if vrow is not None else text
                 out.append(f"{name}: {why} at N = {cutoff}; no metric is the most "
@@ -115,19 +124,20 @@ def selection_sentences(
                            f"({display_metric(hi['metric'], cutoff)}); nothing to compare.")
                 continue
             judge = family_judge(family, members, metric, families) if family else metric
-            out.append(_compare(name, hi, lo, best, alg, (judge, cutoff)))
+            out.append(_compare(name, hi, lo, best, alg, (judge, cutoff), test_split))
     return out
 
 
 def _compare(name: str, hi: pd.Series, lo: pd.Series, best: pd.DataFrame | None, alg: str,
-             judge: tuple[str, int]) -> str:
+             judge: tuple[str, int], test_split: bool = True) -> str:
     """One sentence: the choices of the most and the least discriminative metric on test."""
     cutoff = judge[1]
     pname = display_metric(*judge)
     hname, lname = display_metric(hi["metric"], cutoff), display_metric(lo["metric"], cutoff)
     head = (
         f"{name}: the most discriminative metric at N = {cutoff} is {hname} "
-        f"(DP {fmt(hi['dp'])}), the least discriminative {lname} (DP {fmt(lo['dp'])})."
+        f"(DP per 25 pairs {fmt(hi['dp_per_25'], 2)}), the least discriminative {lname} "
+        f"(DP per 25 pairs {fmt(lo['dp_per_25'], 2)}; {pairs_text(hi['n_pairs'])})."
     )
     if best is None or not len(best):
         return head + " No best-configuration table was given."
@@ -145,6 +155,12 @@ def _compare(name: str, hi: pd.Series, lo: pd.Series, best: pd.DataFrame | None,
     ph, pl = display_params(pick["hi"]["params"]), display_params(pick["lo"]["params"])
     th = _primary_test_value(best, alg, ch, judge)
     tl = _primary_test_value(best, alg, cl, judge)
+    if not test_split:
+        if ch == cl:
+            return head + f" Both select configuration {ch} ({ph})."
+        return head + (f" {hname} selects configuration {ch} ({ph}); {lname} selects "
+                       f"configuration {cl} ({pl}); the data has no held-out values to compare "
+                       "them on.")
     if ch == cl:
         tail = f" Both select configuration {ch} ({ph})"
         tail += f", test {pname} {fmt(th, 4)}." if not math.isnan(th) else "."

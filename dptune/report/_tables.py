@@ -1,18 +1,18 @@
 """The paper's tables as :class:`~dptune.report._table.Table` objects (Anelli et al., RecSys 2019).
 
 - :func:`table1`: data set statistics (paper Table 1).
-- :func:`table3`: DP of every metric, scope ``all``; lowest DP of a row bold, highest underlined.
-- :func:`table4`: best and worst metric, best DP, best DP + sd, worst DP (paper Table 4).
+- :func:`table3`: DP of every metric, scope ``all``; the verdict's recommended metric of each
+  family bold, the family's highest DP underlined.
+- :func:`table4`: per family, the verdict's recommended and the least discriminative metric,
+  best DP, best DP + sd, worst DP (paper Table 4).
 - :func:`table5`: DP among configurations sharing one hyperparameter value (paper Table 5).
 - :func:`one_at_a_time_table`: DP of pairs that differ in one hyperparameter only.
 
-DP (discriminative power) = sum over pair ranks of the fold-averaged, decreasingly sorted
-p-value curve = P x the mean p-value; lower = more discriminative. Every table shows it as
-**DP per 25 pairs** (``DP x 25 / P``, :func:`dptune.report._inputs.per_25`), which compares
-across rows with different P and is the paper's DP when P = 25, with P in every row; Tables 3
-and 4 add the 95% interval (``ci_low``/``ci_high`` of the ``dp`` frame, same scale) when the
-analysis computed one. CSV frames keep raw keys and full precision; Markdown/LaTeX use display
-names and 3 decimals.
+Every DP is **DP per 25 pairs** (``dp_per_25`` of dp.csv: 25 x the mean p-value of the row's P
+pairs, the paper's DP when P = 25), with P in every row and the 95% interval where the analysis
+computed one. A mark (bold, underline) needs at least ``min_pairs`` pairs: fewer are shown, never
+ranked. CSV frames keep raw keys and full precision; Markdown/LaTeX use display names and 3
+decimals.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from dptune.analysis.options import MIN_PAIRS
-from dptune.analysis.verdict.rules import Families, family_groups, order_metrics
+from dptune.analysis.verdict.families import Families, family_groups, order_metrics
 from dptune.report._format import (
     MISSING,
     display_value,
@@ -40,7 +40,6 @@ from dptune.report._inputs import (
     interval_text,
     only_scopes,
     pairs_note,
-    per_25,
     require,
     scope_all,
     value_scopes,
@@ -55,28 +54,23 @@ TOO_FEW = "‡"
 
 
 def _no_evidence(values: pd.DataFrame) -> pd.Series:
-    """True where every p-value of the row is 1: the ``no_evidence`` column when the DP table
-    has it, else DP = P (a mean p-value of 1)."""
-    if "no_evidence" in values.columns:
-        return values["no_evidence"].fillna(False).astype(bool)
-    return values["dp"] >= values["n_pairs"] - 1e-12
+    """True where every p-value of the row is 1 (dp.csv's ``no_evidence``)."""
+    return values["no_evidence"].fillna(False).astype(bool)
 
 def best_worst(values: pd.DataFrame) -> tuple[pd.Series, pd.Series] | None:
-    """Best (lowest DP) and worst (highest DP) rows of one (algorithm, cutoff), by the verdict's
-    tie rule (:func:`dptune.analysis.verdict.rules.order_metrics`: equal DP in
+    """Best (lowest DP) and worst (highest DP) rows of one group, by the verdict's tie rule
+    (:func:`dptune.analysis.verdict.families.order_metrics`: equal values in
     :data:`dptune.vocab.METRICS` order). The best is a metric with evidence (not every p-value
-    1); None when no metric has evidence. The rows carry ``dp25``/``dp25_plus_sd``
-    (:func:`per_25`)."""
-    v = values.dropna(subset=["dp"])
+    1); None when no metric has evidence."""
+    v = values.dropna(subset=["dp_per_25"])
     if v.empty:
         return None
-    v = per_25(v) if "dp25" not in v.columns else v
-    v = order_metrics(v.assign(_ne=_no_evidence(v)), "dp")
+    v = order_metrics(v.assign(_ne=_no_evidence(v)), "mean_p")
     ev = v[~v["_ne"]]
     if ev.empty:
         return None
     best = ev.iloc[0]
-    rest = v[v["dp"] > best["dp"]]
+    rest = v[v["mean_p"] > best["mean_p"]]
     worst = rest.iloc[-1] if len(rest) else best
     return best.drop("_ne"), worst.drop("_ne")
 
@@ -139,16 +133,52 @@ def table1(datasets: pd.DataFrame | None) -> Table:
     )
 
 
-def table3(dp: pd.DataFrame) -> Table:
+def _marks(c: pd.DataFrame, vrows: list[dict], families: Families | None,
+           min_pairs: int) -> tuple[set[str], set[str]]:
+    """``(bold, underlined)`` metrics of one (algorithm, cutoff) of Table 3: per family, the
+    verdict's recommended metric and its exact ties (bold) and the family's highest DP among the
+    metrics with evidence (underlined, when it is not the best); nothing below ``min_pairs``
+    pairs or without evidence."""
+    bold, under = set(), set()
+    groups = family_groups(c["metric"], families) if families is not None \
+        else [("", list(c["metric"]))]
+    by_family = {str(r.get("family", "")): r for r in vrows}
+    for family, members in groups:
+        g = c[c["metric"].isin(members) & ~_no_evidence(c)].dropna(subset=["dp_per_25"])
+        r = by_family.get(family)
+        if g.empty or int(g["n_pairs"].max()) < int(min_pairs) or (r is None and len(g) < 2):
+            continue  # without a verdict, one value is not "the best" of anything
+        if r is not None:
+            rec = str(r.get("recommended") or "")
+            if not rec:
+                continue
+            best = {rec, *[m for m in str(r.get("identical") or "").split(";") if m]}
+        else:
+            bw = best_worst(g)
+            if bw is None:
+                continue
+            best = {str(m) for m in g.loc[g["mean_p"] == bw[0]["mean_p"], "metric"]}
+        bold |= best
+        rest = g[~g["metric"].isin(best)]
+        if len(rest):
+            under |= {str(m) for m in rest.loc[rest["mean_p"] == rest["mean_p"].max(), "metric"]}
+    return bold, under
+
+
+def table3(dp: pd.DataFrame, verdict: pd.DataFrame | None = None,
+           families: Families | None = None, min_pairs: int = MIN_PAIRS) -> Table:
     """Table 3: DP per 25 pairs per (algorithm, cutoff) x metric over the whole grid (scope
     ``all``), P of the row beside it, and each value's 95% interval when ``dp`` has one.
 
-    Lowest DP of each row bold (most discriminative), highest underlined. CSV columns:
-    ``algorithm, cutoff, n_pairs`` and one column per metric key in the paper's order (DP per
-    25 pairs), then ``<metric>_ci_low, <metric>_ci_high`` when there is an interval.
+    Bold: the most discriminative metric of each family of ``families`` (the verdict's
+    recommended metric and its exact ties, when ``verdict`` is given; else the lowest DP by the
+    same tie rule); underlined: the family's highest DP. Nothing is marked in a row with fewer
+    than ``min_pairs`` pairs or without evidence. CSV columns: ``algorithm, cutoff, n_pairs``
+    and one column per metric key in the paper's order (DP per 25 pairs), then
+    ``<metric>_ci_low, <metric>_ci_high`` when there is an interval.
     """
     dp = require(dp, DP_INPUT, "dp")
-    sub = per_25(scope_all(dp))
+    sub = scope_all(dp)
     has_ci = _ci_columns(sub)
     metrics = ordered_metrics(sub["metric"].unique())
     header = [Cell("Algorithm"), Cell("N"), Cell("P")] + [
@@ -158,21 +188,26 @@ def table3(dp: pd.DataFrame) -> Table:
     rules: set[int] = set()
     records = []
     dead: list[str] = []
+    few: list[str] = []
     for alg in ordered_algorithms(sub["algorithm"].unique()):
         a = sub[sub["algorithm"] == alg]
         for cutoff in sorted(a["cutoff"].unique()):
-            rows_c = a[a["cutoff"] == cutoff].set_index("metric")
-            values = [rows_c["dp25"].get(m, np.nan) for m in metrics]
-            texts = [fmt(v) + (interval_text(rows_c.loc[m]) if m in rows_c.index else "")
+            c = a[a["cutoff"] == cutoff]
+            rows_c = c.set_index("metric")
+            values = [rows_c["dp_per_25"].get(m, np.nan) for m in metrics]
+            vrows = [] if verdict is None or verdict.empty else verdict[
+                (verdict["algorithm"] == alg) & (verdict["cutoff"] == cutoff)].to_dict("records")
+            bold, under = _marks(c, vrows, families, min_pairs)
+            cells = [Cell(fmt(v) + (interval_text(rows_c.loc[m]) if m in rows_c.index else ""),
+                          bold=m in bold, underline=m in under, numeric=True)
                      for m, v in zip(metrics, values, strict=True)]
-            n_text = _n_pairs_text(rows_c["n_pairs"])
-            cells = marked_cells(values, texts, underline_max=True)
-            if _no_evidence(a[a["cutoff"] == cutoff]).all():  # every p-value 1: no best
-                cells = [Cell(x.text, numeric=True) for x in cells]
+            if _no_evidence(c).all():
                 dead.append(f"{display_algorithm(alg)} at N = {int(cutoff)}")
+            elif int(c["n_pairs"].max()) < int(min_pairs):
+                few.append(f"{display_algorithm(alg)} at N = {int(cutoff)}")
             rows.append(
                 [Cell(display_algorithm(alg)), Cell(str(int(cutoff)), numeric=True),
-                 Cell(n_text, numeric=True)] + cells
+                 Cell(_n_pairs_text(rows_c["n_pairs"]), numeric=True)] + cells
             )
             rec = {"algorithm": alg, "cutoff": int(cutoff),
                    "n_pairs": int(rows_c["n_pairs"].max())} | {
@@ -189,15 +224,21 @@ def table3(dp: pd.DataFrame) -> Table:
     ci_cols = [f"{m}_{e}" for m in metrics for e in ("ci_low", "ci_high")] if has_ci else []
     csv = pd.DataFrame.from_records(records,
                                     columns=["algorithm", "cutoff", "n_pairs", *metrics, *ci_cols])
+    by_family = families is not None
     caption = (
         "Table 3: Discriminative power over the whole grid as DP per 25 pairs (25 x the mean "
         "p-value of the row's P pairs; the paper's DP when P = 25; lower is more "
         f"discriminative); {pairs_note(sub)}"
         + ("; in brackets its 95% bootstrap interval" if has_ci else "")
-        + ". Bold: lowest DP of the row; underlined: highest."
+        + (". Bold: the most discriminative metric of each family of metrics (the verdict's "
+           "recommendation); underlined: the least discriminative of each family."
+           if by_family else ". Bold: lowest DP of the row; underlined: highest.")
     )
     notes = ([f"No evidence ({'; '.join(dead)}): every p-value is 1, so no metric is the most "
               "or least discriminative and none is marked."] if dead else [])
+    if few:
+        notes.append(f"Too few pairs ({'; '.join(few)}): fewer than min_pairs = "
+                     f"{int(min_pairs)} pairs of configurations, so no metric is marked.")
     return Table("table3", caption, [Block(header, rows, rules_after=rules)] if rows else [], csv,
                  notes)
 
@@ -211,13 +252,15 @@ def _verdict_row(verdict: pd.DataFrame | None, alg: str, cutoff: int,
     return hit.iloc[0].to_dict() if len(hit) else None
 
 
-def _table4_pick(values: pd.DataFrame, vrow: dict | None, cutoff: int
-                 ) -> tuple[str, pd.Series | None, list[str], pd.Series | None]:
-    """``(best text, best row, metrics tied with it, worst row)`` of one group: the verdict's
-    recommendation when there is a verdict row, else the same tie rule on DP."""
+def pick(values: pd.DataFrame, vrow: dict | None, cutoff: int
+         ) -> tuple[str, pd.Series | None, list[str], pd.Series | None]:
+    """``(best text, best row, metrics tied with it, worst row)`` of one family: the verdict's
+    recommendation when there is a verdict row (Table 4, the choose-well section), else the
+    same tie rule on DP."""
     from dptune.report._verdict import recommendation_text
 
-    v = order_metrics(values.dropna(subset=["dp"]), "dp").set_index("metric", drop=False)
+    v = order_metrics(values.dropna(subset=["dp_per_25"]), "mean_p").set_index(
+        "metric", drop=False)
     if vrow is not None:
         rec = str(vrow.get("recommended") or "")
         if not rec or rec not in v.index:
@@ -230,11 +273,11 @@ def _table4_pick(values: pd.DataFrame, vrow: dict | None, cutoff: int
             return "no evidence", None, [], None
         best = bw[0]
         rec = str(best["metric"])
-        tied = [str(m) for m in v.loc[(v["dp"] == best["dp"]) & ~_no_evidence(v), "metric"]
-                if m != rec]
+        tied = [str(m) for m in v.loc[(v["mean_p"] == best["mean_p"]) & ~_no_evidence(v),
+                                      "metric"] if m != rec]
     rest = v[~v["metric"].isin([rec, *tied])]
     # the highest DP among the others (none when every other metric is tied with the best)
-    worst = rest.loc[order_metrics(rest, "dp").index[-1]] if len(rest) else None
+    worst = rest.loc[order_metrics(rest, "mean_p").index[-1]] if len(rest) else None
     text = display_metric(rec, cutoff)
     if tied:
         text += " (tied: " + ", ".join(display_metric(m, cutoff) for m in tied) + ")"
@@ -247,17 +290,16 @@ def table4(dp: pd.DataFrame, verdict: pd.DataFrame | None = None,
     DP + sd, worst DP, all per 25 pairs.
 
     The best metric is the verdict's recommended metric of the row when ``verdict`` is given
-    ("too few pairs (k)" or "no evidence" when it recommends none), else the lowest DP by the
-    verdict's tie rule; metrics with exactly the same value are stated as ties. With
+    ("too few pairs (P = k)" or "no evidence" when it recommends none), else the lowest DP by
+    the verdict's tie rule; metrics with exactly the same value are stated as ties. With
     ``families`` (the verdict's families of metrics), one row per family: metrics are compared
-    within their family only. With no evidence (every p-value 1) no metric is named best or
-    worst. "Best + Std Dev" is ``dp_plus_sd`` of the best metric: the sum of (mean + sd) of its
-    curve, the paper's worst-case check of whether the best metric stays ahead across folds.
-    When ``dp`` carries ``ci_low``/``ci_high``, the best and worst DP show their intervals (CSV
-    ``best_ci_low, best_ci_high, worst_ci_low, worst_ci_high``).
+    within their family only. "Best + Std Dev" is the DP per 25 pairs of the best metric's
+    mean + sd curve, the paper's worst-case check of whether the best metric stays ahead across
+    folds. When ``dp`` carries an interval, the best and worst DP show it (CSV ``best_ci_low,
+    best_ci_high, worst_ci_low, worst_ci_high``).
     """
     dp = require(dp, DP_INPUT, "dp")
-    sub = per_25(scope_all(dp))
+    sub = scope_all(dp)
     has_ci = _ci_columns(sub)
     by_family = families is not None
     header = [Cell("Algorithm"), Cell("N")] + ([Cell("Family")] if by_family else []) + [
@@ -273,8 +315,8 @@ def table4(dp: pd.DataFrame, verdict: pd.DataFrame | None = None,
     records = []
     nan = float("nan")
 
-    def dp_text(r: pd.Series | None) -> str:
-        return fmt(r["dp25"]) + interval_text(r) if r is not None else MISSING
+    def dp_cell(r: pd.Series | None) -> str:
+        return fmt(r["dp_per_25"]) + interval_text(r) if r is not None else MISSING
 
     def num(r: pd.Series | None, col: str) -> float:
         return float(r[col]) if r is not None and col in r.index else nan
@@ -288,7 +330,7 @@ def table4(dp: pd.DataFrame, verdict: pd.DataFrame | None = None,
             for family, members in groups:
                 g = c[c["metric"].isin(members)]
                 vrow = _verdict_row(verdict, alg, int(cutoff), family)
-                text, best, tied, worst = _table4_pick(g, vrow, int(cutoff))
+                text, best, tied, worst = pick(g, vrow, int(cutoff))
                 row = [Cell(display_algorithm(alg)), Cell(str(int(cutoff)), numeric=True)]
                 row += [Cell(family)] if by_family else []
                 row += [
@@ -296,10 +338,10 @@ def table4(dp: pd.DataFrame, verdict: pd.DataFrame | None = None,
                     Cell(text),
                     Cell(display_metric(worst["metric"], cutoff) if worst is not None
                          else MISSING),
-                    Cell(dp_text(best), numeric=True),
-                    Cell(fmt(best["dp25_plus_sd"]) if best is not None else MISSING,
+                    Cell(dp_cell(best), numeric=True),
+                    Cell(fmt(best["dp_per_25_plus_sd"]) if best is not None else MISSING,
                          numeric=True),
-                    Cell(dp_text(worst), numeric=True),
+                    Cell(dp_cell(worst), numeric=True),
                 ]
                 rec = {"algorithm": alg, "cutoff": int(cutoff)}
                 rec |= {"family": family} if by_family else {}
@@ -308,9 +350,9 @@ def table4(dp: pd.DataFrame, verdict: pd.DataFrame | None = None,
                     "best_metric": best["metric"] if best is not None else "",
                     "tied_with": ";".join(tied),
                     "worst_metric": worst["metric"] if worst is not None else "",
-                    "best_dp": num(best, "dp25"),
-                    "best_dp_plus_sd": num(best, "dp25_plus_sd"),
-                    "worst_dp": num(worst, "dp25"),
+                    "best_dp_per_25": num(best, "dp_per_25"),
+                    "best_dp_per_25_plus_sd": num(best, "dp_per_25_plus_sd"),
+                    "worst_dp_per_25": num(worst, "dp_per_25"),
                 }
                 if has_ci:
                     rec |= {"best_ci_low": num(best, "ci_low"), "best_ci_high": num(best, "ci_high"),
@@ -321,21 +363,16 @@ def table4(dp: pd.DataFrame, verdict: pd.DataFrame | None = None,
         if rows:
             rules.add(len(rows) - 1)
     columns = (["algorithm", "cutoff"] + (["family"] if by_family else []) + [
-        "n_pairs",
-        "best_metric",
-        "tied_with",
-        "worst_metric",
-        "best_dp",
-        "best_dp_plus_sd",
-        "worst_dp",
+        "n_pairs", "best_metric", "tied_with", "worst_metric", "best_dp_per_25",
+        "best_dp_per_25_plus_sd", "worst_dp_per_25",
     ] + (["best_ci_low", "best_ci_high", "worst_ci_low", "worst_ci_high"] if has_ci else []))
     csv = pd.DataFrame.from_records(records, columns=columns)
     caption = (
         "Table 4: Most and least discriminative metric per algorithm and cutoff"
         + (", within each family of metrics" if by_family else "")
         + ("; the best metric is the verdict's recommendation" if verdict is not None else "")
-        + "; DP per 25 pairs over the row's P pairs; Best + Std Dev is the DP of the best "
-        "metric's mean + sd curve (worst case across folds)"
+        + "; DP per 25 pairs over the row's P pairs; Best + Std Dev is the DP per 25 pairs of "
+        "the best metric's mean + sd curve (worst case across folds)"
         + ("; in brackets the 95% bootstrap interval." if has_ci else ".")
     )
     notes = []
@@ -345,8 +382,8 @@ def table4(dp: pd.DataFrame, verdict: pd.DataFrame | None = None,
     if any(c.text == "no evidence" for r in rows for c in r):
         notes.append("no evidence: every p-value is 1, so no metric is best or worst.")
     if any("too few pairs" in c.text for r in rows for c in r):
-        notes.append("too few pairs (k): fewer pairs of configurations than min_pairs, too few "
-                     "to rank metrics (their DP is in Table 3).")
+        notes.append("too few pairs (P = k): fewer pairs of configurations than min_pairs, too "
+                     "few to rank metrics (their DP is in Table 3).")
     return Table("table4", caption, [Block(header, rows, rules_after=rules)] if rows else [], csv,
                  notes)
 
@@ -362,11 +399,11 @@ def table5(
     Markdown/LaTeX: for the primary metric@cutoff, one block per algorithm; per hyperparameter a
     row of its values, a row of DP values (the lowest bold, as in the paper) and a row of the
     P behind each. A group with fewer than ``min_pairs`` pairs is shown, marked ``‡``, and not
-    ranked: too few pairs to call it the lowest DP of its row. CSV: every metric and cutoff in long form
-    ``algorithm, hyperparameter, value, metric, cutoff, dp, n_pairs, dp_per_25``.
+    ranked: too few pairs to call it the lowest DP of its row. CSV: every metric and cutoff in
+    long form ``algorithm, hyperparameter, value, metric, cutoff, n_pairs, dp_per_25``.
     """
     dp = require(dp, DP_INPUT, "dp")
-    sub = per_25(value_scopes(dp))
+    sub = value_scopes(dp)
     order = hyperparameter_order or {}
     metric, cutoff = primary[0], int(primary[1])
     blocks: list[Block] = []
@@ -391,16 +428,15 @@ def table5(
                         "value": r.value,
                         "metric": r.metric,
                         "cutoff": int(r.cutoff),
-                        "dp": float(r.dp),
                         "n_pairs": r.n_pairs,
-                        "dp_per_25": float(r.dp25),
+                        "dp_per_25": float(r.dp_per_25),
                     }
                 )
             prim = ah[(ah["metric"] == metric) & (ah["cutoff"] == cutoff)].set_index("value")
             if prim.empty:
                 continue
             shown = [v for v in values if v in prim.index]
-            dps = [prim.at[v, "dp25"] for v in shown]
+            dps = [prim.at[v, "dp_per_25"] for v in shown]
             npairs = [prim.at[v, "n_pairs"] for v in shown]
             # a group with too few pairs is shown but not ranked (never bold)
             few = [not is_missing(n) and int(n) < int(min_pairs) for n in npairs]
@@ -410,7 +446,7 @@ def table5(
                 [Cell(display_hyperparameter(h, alg))]
                 + [Cell(display_value(v), numeric=True) for v in shown]
             )
-            rows.append([Cell("DP")] + marked_cells(ranked, texts))
+            rows.append([Cell("DP per 25 pairs")] + marked_cells(ranked, texts))
             rows.append([Cell("P")] + [Cell(_n_pairs_text(pd.Series([prim.at[v, "n_pairs"]])),
                                             numeric=True) for v in shown])
             rules.add(len(rows) - 1)
@@ -420,7 +456,7 @@ def table5(
             blocks.append(Block(header, rows, title=display_algorithm(alg), rules_after=rules))
     csv = pd.DataFrame.from_records(
         records,
-        columns=["algorithm", "hyperparameter", "value", "metric", "cutoff", "dp", "n_pairs",
+        columns=["algorithm", "hyperparameter", "value", "metric", "cutoff", "n_pairs",
                  "dp_per_25"],
     )
     caption = (
@@ -441,17 +477,20 @@ def one_at_a_time_table(
     dp: pd.DataFrame,
     primary: tuple[str, int] = ("ndcg", 10),
     hyperparameter_order: Mapping[str, Sequence[object]] | None = None,
+    min_pairs: int = MIN_PAIRS,
 ) -> Table:
     """One-hyperparameter-at-a-time DP: pairs that differ in one hyperparameter only.
 
     Rows (algorithm, hyperparameter) with their P, columns DP per 25 pairs of each
     metric@primary cutoff. Bold marks, per algorithm and metric column, the hyperparameter with
-    the lowest DP: the one that by itself moves that metric most (marked only when an algorithm
-    has two or more hyperparameters). CSV long form with all cutoffs:
-    ``algorithm, hyperparameter, metric, cutoff, dp, n_pairs, dp_per_25``.
+    the lowest DP among those with at least ``min_pairs`` pairs (when two or more have): the
+    one that by itself separates configurations most often. Whether it *dominates* (is
+    significantly lower than every other) is the verdict's answer (dominance.csv). A scope with
+    fewer pairs is marked ``‡`` and not ranked. CSV long form with all cutoffs: ``algorithm,
+    hyperparameter, metric, cutoff, n_pairs, dp_per_25, ci_low, ci_high``.
     """
     dp = require(dp, DP_INPUT, "dp")
-    sub = per_25(only_scopes(dp))
+    sub = only_scopes(dp)
     cutoff = int(primary[1])
     metrics = ordered_metrics(sub["metric"].unique())
     header = [Cell("Algorithm"), Cell("Hyperparameter"), Cell("P")] + [
@@ -470,27 +509,23 @@ def one_at_a_time_table(
                 ["_m", "cutoff"], kind="stable"
             )
             for r in ah.itertuples(index=False):
-                records.append(
-                    {
-                        "algorithm": alg,
-                        "hyperparameter": h,
-                        "metric": r.metric,
-                        "cutoff": int(r.cutoff),
-                        "dp": float(r.dp),
-                        "n_pairs": r.n_pairs,
-                        "dp_per_25": float(r.dp25),
-                    }
-                )
+                records.append({"algorithm": alg, "hyperparameter": h, "metric": r.metric,
+                                "cutoff": int(r.cutoff), "n_pairs": r.n_pairs,
+                                "dp_per_25": float(r.dp_per_25), "ci_low": float(r.ci_low),
+                                "ci_high": float(r.ci_high)})
         prim = a[a["cutoff"] == cutoff]
         if prim.empty:
             continue
-        grid = {
-            (r.hyperparameter, r.metric): (r.dp25, r.n_pairs) for r in prim.itertuples(index=False)
-        }
+        grid = {(r.hyperparameter, r.metric): (r.dp_per_25, r.n_pairs)
+                for r in prim.itertuples(index=False)}
         columns: list[list[Cell]] = []
         for m in metrics:
             dps = [grid.get((h, m), (np.nan, np.nan))[0] for h in hyper]
-            cells = marked_cells(dps)
+            few = [not is_missing(grid.get((h, m), (np.nan, np.nan))[1])
+                   and int(grid[(h, m)][1]) < int(min_pairs) for h in hyper]
+            texts = [fmt(d) + (TOO_FEW if f else "") for d, f in zip(dps, few, strict=True)]
+            ranked = [np.nan if f else d for d, f in zip(dps, few, strict=True)]
+            cells = marked_cells(ranked, texts)
             if len(hyper) < 2:
                 cells = [Cell(c.text, numeric=True) for c in cells]
             columns.append(cells)
@@ -503,16 +538,19 @@ def one_at_a_time_table(
             )
         rules.add(len(rows) - 1)
     csv = pd.DataFrame.from_records(
-        records, columns=["algorithm", "hyperparameter", "metric", "cutoff", "dp", "n_pairs",
-                          "dp_per_25"]
+        records, columns=["algorithm", "hyperparameter", "metric", "cutoff", "n_pairs",
+                          "dp_per_25", "ci_low", "ci_high"]
     )
     caption = (
         f"One hyperparameter at a time (cutoff {cutoff}): DP per 25 pairs of the P pairs of "
         "configurations that differ in that hyperparameter only, all others fixed. Bold: per "
-        "algorithm and metric, the hyperparameter that by itself moves the metric most (lowest "
-        "DP)."
+        "algorithm and metric, the hyperparameter that by itself separates configurations most "
+        "often (lowest DP); whether it dominates significantly is in the verdict."
     )
     notes = _left_out_note(dp, set(sub["algorithm"]))
+    if any(TOO_FEW in c.text for r in rows for c in r):
+        notes.append(f"{TOO_FEW} too few pairs (fewer than min_pairs = {int(min_pairs)}) to "
+                     "rank this hyperparameter: its DP is shown but not compared.")
     return Table(
         "one_at_a_time",
         caption,

@@ -1,40 +1,94 @@
-"""The verdict section, first in report.md and alone in verdict.md: which metric to tune with.
+"""The summary and the verdict, first in report.md and alone in verdict.md: which metric to tune
+with, and which hyperparameter dominates.
 
-Renders the verdict frame of the analysis (one row per algorithm, cutoff and family of metrics,
-computed by :mod:`dptune.analysis.verdict.rules`) generically: its ``text`` column as sentences a
-researcher can paste, then a table of the columns it knows (family, recommended metric, robust
-DP per 25 pairs with its interval, the metrics less discriminative, tied or not below the noise floor, the
-dominant hyperparameter), then the DP figure of each cutoff when the report has one. Metric lists are ``;``-joined keys in the frame and display names here; columns
-the table does not know stay in verdict.csv.
+Renders the analysis' numeric tables (verdict.csv, comparisons.csv, dominance.csv,
+downstream.csv, dp.csv, the noise floor) as sentences a researcher can paste, a table of the
+verdict's key columns and the DP figure of each cutoff. Every DP is DP per 25 pairs with P
+beside it; "P" is only ever a number of pairs; the probability from the bootstrap is written
+``Pr(more discriminative)``. Nothing here computes a number: each one is read from the result.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import pandas as pd
 
-from dptune.report._format import fmt, is_missing, ordered_algorithms
+from dptune.analysis.verdict.families import family_groups
+from dptune.report._format import (
+    MISSING,
+    adjusted_p_text,
+    display_params,
+    dp_text,
+    fmt,
+    grid_sample_text,
+    is_missing,
+    ordered_algorithms,
+    pairs_text,
+    pct,
+)
 from dptune.report._table import Block, Cell
+from dptune.store._per_user_store import has_test_split
 from dptune.vocab import display_algorithm, display_hyperparameter, display_metric
 
-__all__ = ["verdict_section", "verdict_document", "recommendation_text"]
+__all__ = ["summary_section", "verdict_sentences", "verdict_section", "verdict_document",
+           "recommendation_text", "CLAIMS_LEGEND"]
 
-#: Metric-list columns of the verdict frame and their table headers, in table order.
-_LISTS = (
-    ("less_discriminative", "Significantly less discriminative"),
-    ("tied", "Tied with it"),
-    ("not_below_floor", "Not below the A/A floor"),
-    ("no_evidence", "No evidence"),
-    ("downstream_differ", "Its choice differs significantly on test"),
+#: What the verdict's words mean, said before the first of them is printed.
+CLAIMS_LEGEND = (
+    "How to read it: lower DP = more discriminative; every DP is DP per 25 pairs (25 x the "
+    "mean p-value of its P pairs of configurations; the paper's DP when P = 25), with its 95% "
+    "bootstrap interval in brackets. *Significantly less discriminative* is a claim with a "
+    "family-wise error rate of at most alpha: all the metrics of a family are compared at once "
+    "(a bootstrap max-t test, stepped down), so the chance that a row names any metric that is "
+    "in truth at least as discriminative as the recommended one is at most alpha, although the "
+    "recommended one was chosen as the lowest; its *adjusted p* is the smallest such rate at "
+    "which the claim holds. *Pr(more discriminative)* is the share of bootstrap replicates in "
+    "which the recommended metric has the lower DP: a description, not a test. A hyperparameter "
+    "*dominates* when the DP of the pairs of configurations that differ in it alone is "
+    "significantly lower than that of every other hyperparameter, with the same error control."
 )
+
+
+def _lst(text: object) -> list[str]:
+    return [] if is_missing(text) or not str(text) else [m for m in str(text).split(";") if m]
 
 
 def _metrics(text: object, cutoff: int) -> str:
     """``;``-joined metric keys -> display names at ``cutoff`` (an en dash when empty)."""
-    if is_missing(text) or not str(text):
-        return "–"
-    return ", ".join(display_metric(m, cutoff) for m in str(text).split(";") if m)
+    names = [display_metric(m, cutoff) for m in _lst(text)]
+    return ", ".join(names) if names else MISSING
+
+
+def _hps(items: Sequence[str], algorithm: str) -> str:
+    names = [display_hyperparameter(h, algorithm) for h in items]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def _unsampled(row: dict) -> float:
+    """verdict.csv's ``unsampled_share`` of a row (0 when absent)."""
+    v = row.get("unsampled_share")
+    try:
+        return 0.0 if v is None or is_missing(v) else float(v)
+    except (TypeError, ValueError):  # a hand-made verdict row: no share
+        return 0.0
+
+
+def recommendation_text(row: dict, n: int) -> str:
+    """What the verdict recommends for one row: the metric (with its exact ties), "too few
+    pairs (P = k)" or "no evidence"; the one wording of the verdict table and Table 4."""
+    if _unsampled(row) > 0:
+        return f"too few units ({pct(_unsampled(row))} of the grid's pairs unsampled)"
+    if bool(row.get("too_few_pairs")) and not is_missing(row.get("too_few_pairs")):
+        return f"too few pairs (P = {int(row['n_pairs'])})"
+    rec = row.get("recommended")
+    if not rec or is_missing(rec):
+        return "no evidence"
+    text = display_metric(str(rec), n)
+    if _lst(row.get("identical")):
+        text += f" (tied: {_metrics(row['identical'], n)})"
+    return text
 
 
 def _ordered(verdict: pd.DataFrame) -> pd.DataFrame:
@@ -45,89 +99,337 @@ def _ordered(verdict: pd.DataFrame) -> pd.DataFrame:
     return v.sort_values(["_a", "cutoff"], kind="stable").drop(columns="_a")
 
 
-def recommendation_text(row: dict, n: int) -> str:
-    """What the verdict recommends for one row: the metric (with its exact ties), "too few
-    pairs (k)" or "no evidence"; the one wording of the verdict table and Table 4."""
-    rec = row.get("recommended")
-    if bool(row.get("too_few_pairs")) and not is_missing(row.get("too_few_pairs")):
-        return f"too few pairs ({int(row['n_pairs'])})"
-    if not rec or is_missing(rec):
-        return "no evidence"
-    text = display_metric(str(rec), n)
-    same = row.get("identical")
-    if same and not is_missing(same):
-        text += f" (tied: {_metrics(same, n)})"
-    return text
+class _Reader:
+    """The result's tables, looked up by key."""
+
+    def __init__(self, result: Any) -> None:
+        self.result = result
+        dp = result.dp.table
+        whole = dp[dp["scope"] == "all"]
+        self._metrics = {key: list(g["metric"]) for key, g in whole.groupby(
+            ["algorithm", "cutoff"], sort=False)}
+        self.all = whole.set_index(["algorithm", "cutoff", "metric"]).sort_index()
+        self.comparisons = result.comparisons if result.comparisons is not None else \
+            pd.DataFrame(columns=["algorithm", "cutoff", "kind", "group", "a", "b"])
+        self.dominance = result.dominance if result.dominance is not None else pd.DataFrame()
+        self.downstream = result.downstream if result.downstream is not None else \
+            pd.DataFrame()
+        self.options = result.options
+        floor = None if result.noise is None else result.noise.versus_dp
+        self.floor_algs = set() if floor is None or floor.empty else set(floor["algorithm"])
+        self.n_boot = int(result.options.bootstrap)
+        self.test_split = has_test_split(result.manifest or {})
+
+    def metrics(self, alg: str, cutoff: int) -> list[str]:
+        """The metrics of scope ``all`` at (algorithm, cutoff)."""
+        return self._metrics.get((alg, cutoff), [])
+
+    def row(self, alg: str, cutoff: int, metric: str) -> pd.Series:
+        return self.all.loc[(alg, cutoff, metric)]
+
+    def claims(self, alg: str, cutoff: int, family: str, best: str) -> pd.DataFrame:
+        c = self.comparisons
+        if c.empty:
+            return c
+        return c[(c["kind"] == "metrics") & (c["algorithm"] == alg) & (c["cutoff"] == cutoff)
+                 & (c["group"] == family) & (c["a"] == best)].set_index("b")
+
+    def dom(self, alg: str, cutoff: int, metric: str) -> dict | None:
+        d = self.dominance
+        if d.empty:
+            return None
+        hit = d[(d["algorithm"] == alg) & (d["cutoff"] == cutoff) & (d["metric"] == metric)]
+        return hit.iloc[0].to_dict() if len(hit) else None
 
 
-def _table(verdict: pd.DataFrame) -> Block:
-    """The verdict's known columns as one table block."""
-    cols = set(verdict.columns)
-    family = "family" in cols
-    header = ["Algorithm", "N"] + (["Family"] if family else []) + ["Tune with"]
-    if "dp_at_25" in cols:
-        with_ci = "ci_low" in cols and pd.to_numeric(verdict["ci_low"], errors="coerce").notna().any()
-        header.append("DP per 25 pairs [95% CI]" if with_ci else "DP per 25 pairs")
-    lists = [(c, h) for c, h in _LISTS if c in cols]
-    header += [h for _, h in lists]
-    if "dominant_hyperparameter" in cols:
-        header.append("Dominant hyperparameter")
+def _numbers(rd: _Reader, alg: str, cutoff: int, metrics: Sequence[str]) -> str:
+    return ", ".join(f"{display_metric(m, cutoff)} {dp_text(r['dp_per_25'], r['ci_low'], r['ci_high'])}"
+                     for m in metrics for r in [rd.row(alg, cutoff, m)])
+
+
+def _claim_sentences(rd: _Reader, r: dict, members: list[str]) -> list[str]:
+    alg, cutoff, family, best = r["algorithm"], int(r["cutoff"]), r["family"], r["recommended"]
+    c = rd.claims(alg, cutoff, family, best)
+    others = [m for m in members if m != best and m not in _lst(r["no_evidence"])]
+    if not others:
+        return []
+    if c.empty:
+        return ["No difference is claimed (no bootstrap: it is off, or the test has no "
+                "interval; see Bootstrap in the settings); the others: "
+                + _numbers(rd, alg, cutoff, others) + "."]
+    out = []
+    reps = int(r["stability_repeats"])
+    seeds = f", under all {reps} pair seeds" if reps > 1 else ""
+    less = _lst(r["less_discriminative"])
+    alpha = float(rd.options.alpha)
+    if less:
+        items = ", ".join(
+            f"{display_metric(m, cutoff)} (DP per 25 pairs "
+            f"{fmt(rd.row(alg, cutoff, m)['dp_per_25'], 2)}, "
+            f"{adjusted_p_text(c.at[m, 'p_adjusted'], rd.n_boot)})" for m in less)
+        out.append(f"Significantly less discriminative (family-wise error rate "
+                   f"{pct(alpha)}{seeds}): {items}.")
+    tied = _lst(r["tied"])
+    if tied:
+        same = set(_lst(r["identical"]))
+        items = []
+        for m in tied:
+            v = rd.row(alg, cutoff, m)["dp_per_25"]
+            if m in same:
+                items.append(f"{display_metric(m, cutoff)} (identical to "
+                             f"{display_metric(best, cutoff)})")
+            else:
+                pr = c.at[m, "pr_more_discriminative"] if m in c.index else float("nan")
+                items.append(f"{display_metric(m, cutoff)} (DP per 25 pairs {fmt(v, 2)}, "
+                             f"Pr(more discriminative) = {pct(pr)})")
+        out.append("Not significantly less discriminative: " + ", ".join(items) + ".")
+    if int(r["claims_dropped"]):
+        out.append(f"{int(r['claims_dropped'])} claim(s) dropped: significant under the first "
+                   "pair seed but not under every seed.")
+    return out
+
+
+def _config(config_id: int, params: object) -> str:
+    text = "" if is_missing(params) else str(params)
+    return f"configuration {int(config_id)}" + (f" ({display_params(text)})" if text else "")
+
+
+def downstream_sentence(rd: _Reader, r: dict) -> str:
+    """How the family's choices compare on the test split (downstream.csv), or ``""``."""
+    d = rd.downstream
+    if d.empty:
+        return ""
+    alg, cutoff, family = r["algorithm"], int(r["cutoff"]), r["family"]
+    g = d[(d["algorithm"] == alg) & (d["cutoff"] == cutoff) & (d["family"] == family)]
+    if g.empty:
+        return ""
+    n_cfg = int(g["config_id"].nunique())
+    head = (f"Downstream: the {len(g)} {family} metrics select {n_cfg} configuration"
+            f"{'' if n_cfg == 1 else 's'}")
+    if n_cfg == 1:
+        return head + ", so the choice among them does not matter here."
+    if not rd.test_split:
+        return head + "; the data has no held-out values (no fold named test), so whether " \
+            "they differ beyond these folds is unknown."
+    if (g["status"] == "no_test").any() or g["test_mean"].isna().all():
+        return head + "; the test split was not evaluated for them, so whether they differ on " \
+            "it is unknown."
+    rec = g[g["status"] == "recommended"].iloc[0]
+    judge = display_metric(str(rec["judge"]), cutoff)
+    parts = []
+    for cid, cg in g[g["status"] == "compared"].groupby("config_id", sort=False):
+        x = cg.iloc[0]
+        who = ", ".join(display_metric(m, cutoff) for m in cg["metric"])
+        sig = ", significant" if bool(x["significant"]) else ""
+        parts.append(f"{who} select{'s' if len(cg) == 1 else ''} {_config(cid, x['params'])}: "
+                     f"{fmt(x['test_mean'], 4)} (p = {float(x['p']):.2g}{sig})")
+    return (head + f"; judged on the test split by {judge} (same family; paired t-test over "
+            f"{int(rec['n_test_users'])} test users) {display_metric(rec['metric'], cutoff)}'s "
+            f"choice, {_config(rec['config_id'], rec['params'])}, scores "
+            f"{fmt(rec['test_mean'], 4)}; "
+            + ("; ".join(parts) if parts else "no other metric selects another") + ".")
+
+
+def dominance_sentence(rd: _Reader, alg: str, cutoff: int, metric: str) -> str:
+    """The dominant hyperparameter of one metric@N (dominance.csv), or ``""``."""
+    d = rd.dom(alg, cutoff, metric)
+    if d is None:
+        return ""
+    name = display_metric(metric, cutoff)
+    answer = d["answer"]
+    few = _lst(d.get("too_few_pairs"))
+    few_text = (f" ({_hps(few, alg)}: fewer than min_pairs = {int(rd.options.min_pairs)} "
+                "one-at-a-time pairs, not compared)") if few else ""
+    if answer == "too_few_pairs":
+        return (f"No hyperparameter is named for {name}: no one-at-a-time scope has "
+                f"min_pairs = {int(rd.options.min_pairs)} pairs{few_text}.")
+    h = display_hyperparameter(str(d["hyperparameter"]), alg)
+    num = (f"DP per 25 pairs {dp_text(d['dp_per_25'], d['ci_low'], d['ci_high'])}, "
+           f"{pairs_text(d['n_pairs'])} pairs differing in it alone")
+    if answer == "single":
+        return (f"Only one hyperparameter could be compared for {name}: {h} ({num})"
+                f"{few_text}.")
+    if answer == "no_bootstrap":
+        return (f"No hyperparameter is named dominant for {name} (no bootstrap, so no "
+                f"difference is claimed); {h} has the lowest one-at-a-time DP ({num}){few_text}.")
+    over = _lst(d["over"])
+    if answer == "dominant":
+        return (f"Dominant hyperparameter for {name}: {h} ({num}), significantly lower than "
+                f"{_hps(over, alg)} (family-wise error rate {pct(rd.options.alpha)}, "
+                f"{adjusted_p_text(d['p_adjusted'], rd.n_boot)}){few_text}.")
+    tied = _lst(d["tied"])
+    text = (f"No hyperparameter dominates significantly for {name}: {h} separates "
+            f"configurations most often by itself ({num})")
+    if over:
+        text += f", significantly more than {_hps(over, alg)}"
+    return text + f", but not significantly more than {_hps(tied, alg)}{few_text}."
+
+
+def verdict_sentences(result: Any) -> list[str]:
+    """One paragraph per verdict row."""
+    v = result.verdict
+    if v is None or v.empty:
+        return []
+    rd = _Reader(result)
+    out = []
+    for r in _ordered(v).to_dict("records"):
+        alg, cutoff, family = str(r["algorithm"]), int(r["cutoff"]), str(r["family"])
+        head = f"{display_algorithm(alg)}, N = {cutoff}, {family}: "
+        members = dict(family_groups(rd.metrics(alg, cutoff),
+                                     result.options.families)).get(family, [])
+        pairs = pairs_text(r["n_pairs"], r["n_possible_pairs"])
+        if _unsampled(r) > 0:
+            out.append(head + f"too few units to rank metrics: {pct(_unsampled(r))} of the full "
+                       "grid's pairs (pairs of units that share a value of a unit "
+                       "hyperparameter) have no stand-in among the units run, so no DP here "
+                       "estimates the full grid's; no metric is recommended and no difference "
+                       "is claimed (a design order holds such pairs from its second round on); "
+                       "DP per 25 pairs over the pairs there are: "
+                       + _numbers(rd, alg, cutoff, members) + ".")
+            continue
+        if bool(r["too_few_pairs"]):
+            out.append(head + f"too few pairs ({pairs}, fewer than min_pairs = "
+                       f"{int(result.options.min_pairs)}) to rank metrics: no metric is "
+                       "recommended and no difference is claimed; DP per 25 pairs: "
+                       + _numbers(rd, alg, cutoff, members) + ".")
+            continue
+        if not r["recommended"]:
+            out.append(head + "no evidence: every p-value is 1 for every metric (identical "
+                       "configurations or too few users), so no metric can be recommended.")
+            continue
+        best = str(r["recommended"])
+        folds = int(r["n_folds"])
+        s = [f"tune with {display_metric(best, cutoff)} (DP per 25 pairs "
+             f"{dp_text(r['dp_per_25'], r['ci_low'], r['ci_high'])}; {pairs}, "
+             f"{folds} fold{'' if folds == 1 else 's'})."]
+        s += _claim_sentences(rd, r, members)
+        if _lst(r["no_evidence"]):
+            s.append(f"No evidence (every p-value 1): {_metrics(r['no_evidence'], cutoff)}.")
+        if alg in rd.floor_algs:
+            nb = _lst(r["not_below_floor"])
+            s.append("Not clearly below the A/A noise floor: " + _metrics(r["not_below_floor"],
+                                                                           cutoff) + "."
+                     if nb else "Every metric of the family is clearly below the A/A noise "
+                     "floor.")
+        ds = downstream_sentence(rd, r)
+        if ds:
+            s.append(ds)
+        dom = dominance_sentence(rd, alg, cutoff, best)
+        if dom:
+            s.append(dom)
+        out.append(head + " ".join(s))
+    return out
+
+
+def _dominant_cell(r: dict, rd: _Reader) -> str:
+    d = rd.dom(str(r["algorithm"]), int(r["cutoff"]), str(r["recommended"])) \
+        if r["recommended"] else None
+    if d is None:
+        return MISSING
+    alg = str(r["algorithm"])
+    if d["answer"] == "dominant":
+        return display_hyperparameter(str(d["hyperparameter"]), alg)
+    if d["answer"] in ("too_few_pairs", "single"):
+        return "too few pairs" if d["answer"] == "too_few_pairs" else MISSING
+    if d["answer"] == "no_bootstrap":
+        return "no claim (no bootstrap)"
+    return "none significantly"
+
+
+def _table(result: Any) -> Block:
+    """The verdict's key columns as one table (every column is in verdict.csv)."""
+    rd = _Reader(result)
+    header = ["Algorithm", "N", "Family", "Tune with", "DP per 25 pairs [95% CI]", "P",
+              "Significantly less discriminative", "Not significantly less", "Dominant hyperparameter"]
     rows = []
-    for r in verdict.to_dict("records"):
+    for r in _ordered(result.verdict).to_dict("records"):
         n = int(r["cutoff"])
         rec = r.get("recommended")
-        row = [Cell(display_algorithm(str(r["algorithm"]))), Cell(str(n), numeric=True)]
-        if family:
-            row.append(Cell(str(r["family"])))
-        row.append(Cell(recommendation_text(r, n), bold=bool(rec) and not is_missing(rec)))
-        if "dp_at_25" in cols:
-            text = fmt(r["dp_at_25"], 2)
-            if not is_missing(r.get("ci_low")) and not is_missing(r.get("ci_high")):
-                text += f" [{fmt(r['ci_low'], 2)}, {fmt(r['ci_high'], 2)}]"
-            row.append(Cell(text, numeric=True))
-        row += [Cell(_metrics(r[c], n)) for c, _ in lists]
-        if "dominant_hyperparameter" in cols:
-            h = r["dominant_hyperparameter"]
-            text = (display_hyperparameter(str(h), str(r["algorithm"]))
-                    if h and not is_missing(h) else "–")
-            agree = r.get("dominance_agreement")
-            if agree and not is_missing(agree):
-                text = f"{text} ({agree})" if text != "–" else f"none, analyses disagree ({agree})"
-            row.append(Cell(text))
-        rows.append(row)
+        rows.append([
+            Cell(display_algorithm(str(r["algorithm"]))), Cell(str(n), numeric=True),
+            Cell(str(r["family"])),
+            Cell(recommendation_text(r, n), bold=bool(rec) and not is_missing(rec)),
+            Cell(dp_text(r["dp_per_25"], r["ci_low"], r["ci_high"]), numeric=True),
+            Cell(pairs_text(r["n_pairs"], r["n_possible_pairs"])[len("P = "):], numeric=True),
+            Cell(_metrics(r["less_discriminative"], n)), Cell(_metrics(r["tied"], n)),
+            Cell(_dominant_cell(r, rd)),
+        ])
     return Block([Cell(h) for h in header], rows)
 
 
-def verdict_section(verdict: pd.DataFrame | None,
-                    figures: Sequence[tuple[str, int, str]] = ()) -> str | None:
+def summary_section(result: Any) -> str | None:
+    """The report's opening: per algorithm, at the primary cutoff, the metric to tune with in
+    each family and the dominant hyperparameter."""
+    v = result.verdict
+    if v is None or v.empty:
+        return None
+    cutoff = int(result.primary[1])
+    at = v[v["cutoff"] == cutoff]
+    if at.empty:
+        cutoff = int(v["cutoff"].max())
+        at = v[v["cutoff"] == cutoff]
+    rd = _Reader(result)
+    lines = [f"At N = {cutoff} (every cutoff in the verdict below):", ""]
+    sample = grid_sample_text(result.dp.grid_sample)
+    if sample:
+        lines = [sample, "", *lines]
+    for alg in ordered_algorithms(at["algorithm"].astype(str).unique()):
+        rows = at[at["algorithm"] == alg].to_dict("records")
+        picks = []
+        for r in rows:
+            text = recommendation_text(r, cutoff)
+            less = _lst(r["less_discriminative"])
+            extra = (f"; significantly less discriminative: "
+                     f"{_metrics(r['less_discriminative'], cutoff)}" if less else "")
+            picks.append(f"{r['family']}: tune with {text} (DP per 25 pairs "
+                         f"{fmt(r['dp_per_25'], 2)}, {pairs_text(r['n_pairs'])}{extra})"
+                         if r["recommended"] else f"{r['family']}: no recommendation ({text})")
+        dom = ""
+        primary = [r for r in rows if r["recommended"]]
+        if primary:
+            cell = _dominant_cell(primary[0], rd)
+            if cell != MISSING:
+                dom = (f"; dominant hyperparameter for "
+                       f"{display_metric(primary[0]['recommended'], cutoff)}: {cell}")
+        lines.append(f"- **{display_algorithm(alg)}**: " + "; ".join(picks) + dom + ".")
+    return "\n".join(lines)
+
+
+def verdict_section(result: Any, figures: Sequence[tuple[str, int, str]] = ()) -> str | None:
     """Markdown body of the verdict section, or None when there is no verdict. ``figures``:
     ``(file stem, cutoff, caption)`` of the DP figure of each cutoff, embedded after the
     table."""
-    if verdict is None or verdict.empty:
+    v = result.verdict
+    if v is None or v.empty:
         return None
-    v = _ordered(verdict)
-    lines = []
-    if "text" in v.columns:
-        lines += [f"- {t}" for t in v["text"].astype(str) if t]
-        lines.append("")
-    lines += [_table(v).to_markdown(), ""]
+    lines = [CLAIMS_LEGEND, ""]
+    sample = grid_sample_text(result.dp.grid_sample)
+    if sample:
+        lines += [sample, ""]
+    lines += [f"- {t}" for t in verdict_sentences(result)]
+    lines += ["", _table(result).to_markdown(), ""]
+    judged = ("each family's choice is judged on the test split by a metric of the same family"
+              if has_test_split(result.manifest or {}) else
+              "the data has no held-out values, so no choice is judged beyond these folds")
     lines.append(
-        "Lower DP = more discriminative. The robust DP uses every pair of configurations (or a "
-        "seeded sample of them) and is reported as DP at P = 25 pairs, so rows compare; all "
-        "columns are in `verdict.csv`. Metrics are ranked within their family only (accuracy "
-        "and novelty metrics measure different things); each family's choice is judged on the "
-        "test split by a metric of the same family."
-    )
+        "Metrics are ranked within their family only (accuracy and novelty metrics measure "
+        f"different things); {judged}. All columns are in `verdict.csv`; every claim's test is "
+        "in `comparisons.csv`, the dominant hyperparameter in `dominance.csv`.")
     for stem, n, caption in figures:
         lines += ["", f"![DP of each metric with its 95% interval, N = {n}]({stem}.png)", "",
                   f"{caption} ([SVG]({stem}.svg))"]
     return "\n".join(lines)
 
 
-def verdict_document(body: str | None, title: str | None = None) -> str | None:
-    """verdict.md: the verdict section's body (:func:`verdict_section`) as a document of its
-    own, or None without a verdict."""
+def verdict_document(summary: str | None, body: str | None, title: str | None = None
+                     ) -> str | None:
+    """verdict.md: the summary and the verdict section as a document of their own, or None
+    without a verdict."""
     if body is None:
         return None
     head = f"# dptune verdict{': ' + title if title else ''}"
-    return f"{head}\n\n{body.rstrip(chr(10))}\n"
+    parts = [head]
+    if summary:
+        parts += ["## Summary", summary.rstrip("\n")]
+    parts += ["## Verdict", body.rstrip("\n")]
+    return "\n\n".join(parts) + "\n"

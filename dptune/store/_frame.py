@@ -85,6 +85,11 @@ class FrameStore:
                 f"{k}={row[k]}" for k in _KEY))
         self.source = source
         self._users = np.sort(df["user"].unique())  # every user, sorted: user_keys
+        users = pd.Series(self._users, dtype=object)
+        #: every user id written as an integer (``17``, never ``017``): the bootstrap's keys
+        self._integer_ids = self._users.dtype.kind in "iu" or bool(
+            users.map(lambda u: isinstance(u, str)).all()
+            and users.str.fullmatch(r"-?(0|[1-9][0-9]*)").all())
         self._algorithms = list(dict.fromkeys(df["algorithm"]))
         self._hps = hps
         cfg_cols = ["config_id"] + (["system"] if "system" in df.columns else []) + hps
@@ -119,11 +124,13 @@ class FrameStore:
 
     def user_keys(self, users: np.ndarray) -> np.ndarray:
         """The users' keys for the bootstrap, as a result store would hold them: integer users
-        as they are (a store's ``per_user.parquet`` holds its user codes), other ids as their
-        positions among every user of the table, sorted (the codes a sweep gives a data set's
-        users). So a table and the store it came from draw the same user groups."""
+        as they are (a store's ``per_user.parquet`` holds its user codes; the bootstrap
+        compares keys as text, so ids written as integers, ``17`` but never ``017``, are the
+        same keys whether a Parquet file holds them as numbers or a CSV file as text), other
+        ids as their positions among every user of the table, sorted (the codes a sweep gives
+        a data set's users). So a table and the store it came from draw the same user groups."""
         users = np.asarray(users)
-        if self._users.dtype.kind in "iu":
+        if self._integer_ids:
             return users
         return np.searchsorted(self._users, users)
 

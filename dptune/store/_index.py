@@ -14,7 +14,15 @@ from typing import Any
 import pandas as pd
 import pyarrow.parquet as pq
 
-from dptune.store._integrity import check_lost, damaged_error, lost_parts, problem, verify
+from dptune.store._integrity import (
+    check_lost,
+    damaged_error,
+    footer_meta,
+    lost_parts,
+    lost_problem,
+    problem,
+    verify,
+)
 from dptune.store._schema import PARTS, TRIAL_COLUMNS
 
 __all__ = ["Index", "part_paths", "part_meta", "build_index", "trials_frame", "summary_frame",
@@ -50,12 +58,14 @@ def build_index(root: Path, damaged: list[tuple[Path, str]] | None = None) -> In
     """The index of every verified part under ``root`` (each part's size and checksum checked
     once per process, :mod:`dptune.store._integrity`, then its footer read).
 
-    A damaged part is a one-line error naming it; with a ``damaged`` list it is appended there
-    as ``(path, reason)`` and left out instead (the sweep and ``dptune status``)."""
+    A damaged part, or one not from this experiment (its identity checked against the
+    manifest, :mod:`dptune.store._identity`), is a one-line error naming it; with a ``damaged``
+    list it is appended there as ``(path, reason)`` and left out instead (the sweep and
+    ``dptune status``)."""
     if damaged is None:
         check_lost(root, PARTS)
     else:
-        damaged.extend((p, "missing") for p in lost_parts(root, PARTS))
+        damaged.extend((p, lost_problem(p)) for p in lost_parts(root, PARTS))
     index: Index = {}
     parts = part_paths(root)
     verify(parts)  # every checksum at once, on a few threads; problem() below is cached
@@ -63,7 +73,7 @@ def build_index(root: Path, damaged: list[tuple[Path, str]] | None = None) -> In
         why = problem(p)
         if why is None:
             try:
-                meta = part_meta(p)
+                meta = footer_meta(p)  # read once, while it was verified
             except Exception as err:  # noqa: BLE001 - a verified part written damaged
                 why = f"unreadable metadata ({type(err).__name__})"
         if why is not None:

@@ -16,6 +16,14 @@ unit as not done and :func:`heal` removes it (with its entry) so that ``dptune r
 exactly that unit again. A store written before entries existed (no ``index`` directory) is
 checked structurally instead (the part's footer and every column decode, row counts agree with
 its metadata) and ``dptune run`` records the entries (:func:`heal`).
+
+Verified bytes are not enough: the part must also be *from this experiment*. Its name, its
+entry and its footer metadata each say which experiment set-up, algorithm, fold, unit and
+configurations it holds, and :mod:`dptune.store._identity` checks them against the manifest.
+A part that disagrees (copied from a run with another seed, renamed, named outside the grid)
+is :class:`~dptune.store._identity.Foreign`: readers refuse it with one line, and
+:func:`heal` sets it aside in ``<results>/quarantine/`` (moved with its entry, never deleted)
+so that the sweep computes this experiment's unit in its place.
 """
 
 from __future__ import annotations
@@ -33,14 +41,27 @@ from isal.isal_zlib import crc32
 
 from dptune._atomic import write_text
 from dptune.errors import DptuneError, input_error
+from dptune.store._identity import (
+    QUARANTINE,
+    Foreign,
+    entry_problem,
+    expected,
+    identity,
+    meta_problem,
+    name_problem,
+)
 
 __all__ = ["INDEX_DIR", "entry_path", "checksum", "verify", "record", "problem", "verified",
-           "damaged_error", "heal", "lost_parts", "check_lost", "entry_fingerprints", "store_fingerprint"]
+           "damaged_error", "heal", "lost_parts", "lost_problem", "lost_error", "check_lost",
+           "quarantine_dir", "set_aside",
+           "set_aside_if_foreign", "footer_meta", "entry_fingerprints", "store_fingerprint"]
 
 #: Directory of the index entries inside a results directory.
 INDEX_DIR = "index"
-#: ``(path, size, mtime_ns, entry mtime_ns) -> problem or None`` of this process.
-_CACHE: dict[tuple[str, int, int, int], str | None] = {}
+#: ``(path, size, mtime_ns, entry mtime_ns, manifest stamp) -> problem or None`` of this process.
+_CACHE: dict[tuple[Any, ...], str | None] = {}
+#: ``(path, size, mtime_ns) -> the part's footer metadata`` read while verifying it.
+_META: dict[tuple[str, int, int], dict[str, Any]] = {}
 
 
 def entry_path(part: Path) -> Path:
@@ -81,12 +102,23 @@ def verify(parts: Iterable[Path], threads: int | None = None) -> None:
         list(pool.map(problem, parts))
 
 
-def record(part: Path, fingerprint: str | None = None, source: Path | None = None) -> Path:
+def record(part: Path, fingerprint: str | None = None, source: Path | None = None,
+           meta: dict[str, Any] | None = None) -> Path:
     """Write ``part``'s index entry atomically from the bytes of ``source`` (default the part
-    itself: pass the temporary file a part is published from to checksum what was written)."""
+    itself: pass the temporary file a part is published from to checksum what was written).
+
+    The entry holds the file's name, size and CRC-32, the experiment ``fingerprint`` and the
+    identity of what the part holds (algorithm, fold, unit or configuration, configuration
+    ids: :func:`dptune.store._identity.identity` of its footer metadata ``meta``, read from
+    the file when not given)."""
     size, crc = checksum(source or part)
-    entry = {"file": f"{Path(part).parent.name}/{Path(part).name}", "size": size, "crc32": crc,
-             "fingerprint": fingerprint}
+    if meta is None:
+        try:
+            meta = _read_meta(source or part)
+        except Exception:  # noqa: BLE001 - an unreadable footer: the entry says less
+            meta = {}
+    entry = {**identity(meta), "file": f"{Path(part).parent.name}/{Path(part).name}",
+             "size": size, "crc32": crc, "fingerprint": fingerprint}
     path = entry_path(part)
     path.parent.mkdir(parents=True, exist_ok=True)
     write_text(path, json.dumps(entry, sort_keys=True) + "\n")
@@ -107,9 +139,26 @@ def _read_entry(path: Path) -> dict[str, Any] | str:
     return entry
 
 
-def _structural(part: Path) -> str | None:
+def _read_meta(part: Path) -> dict[str, Any]:
+    """The ``dptune`` footer metadata of a part file."""
+    import pyarrow.parquet as pq
+
+    return json.loads((pq.read_schema(part).metadata or {})[b"dptune"])
+
+
+def footer_meta(part: Path) -> dict[str, Any]:
+    """The ``dptune`` footer metadata of ``part``: the copy read while it was verified
+    (:func:`problem`) when the file has not changed since, else read now."""
+    part = Path(part)
+    st = part.stat()
+    meta = _META.get((str(part), st.st_size, st.st_mtime_ns))
+    return meta if meta is not None else _read_meta(part)
+
+
+def _structural(part: Path) -> tuple[str | None, dict[str, Any] | None]:
     """Checks of a part without an entry (a store written before entries existed): the footer,
-    every column decodes, and the row count agrees with the ``dptune`` metadata."""
+    every column decodes, and the row count agrees with the ``dptune`` metadata. Returns the
+    problem and the metadata."""
     import pyarrow.parquet as pq
 
     try:
@@ -117,17 +166,24 @@ def _structural(part: Path) -> str | None:
         meta = json.loads((pf.schema_arrow.metadata or {})[b"dptune"])
         table = pf.read(use_threads=False)
     except Exception as err:  # noqa: BLE001 - any decoding failure means a damaged part
-        return f"unreadable ({type(err).__name__})"
+        return f"unreadable ({type(err).__name__})", None
     n_cfg = len(meta.get("config_ids", [0]))
     n_seed = len(meta.get("seed_indices", [0]))
     expected = n_cfg * n_seed * int(meta["n_users"]) * len(meta["metrics"]) * len(meta["cutoffs"])
     if table.num_rows != expected:
-        return f"holds {table.num_rows} rows, its metadata says {expected}"
-    return None
+        return f"holds {table.num_rows} rows, its metadata says {expected}", None
+    return None, meta
 
 
 def problem(part: Path) -> str | None:
-    """Why ``part`` cannot be trusted (``None``: verified). Missing files are a problem too."""
+    """Why ``part`` cannot be trusted (``None``: verified). Missing files are a problem too.
+
+    In order: its name must name a unit of the grid (:func:`~dptune.store._identity.
+    name_problem`); its index entry must be readable, written for this file and this
+    experiment; its size and CRC-32 must be the entry's; its footer metadata must say what
+    its name says. The first three read no byte of the part beyond the checksum; the answer
+    is cached for this process until the part, its entry or the manifest changes. A reason
+    of identity is a :class:`~dptune.store._identity.Foreign` (set aside, not removed)."""
     part = Path(part)
     entry_file = entry_path(part)
     try:
@@ -138,21 +194,36 @@ def problem(part: Path) -> str | None:
         est = entry_file.stat().st_mtime_ns
     except FileNotFoundError:
         est = -1
-    key = (str(part), st.st_size, st.st_mtime_ns, est)
+    exp = expected(part.parent.parent)
+    key = (str(part), st.st_size, st.st_mtime_ns, est, exp.stamp if exp is not None else None)
     if key in _CACHE:
         return _CACHE[key]
-    if est < 0 and not (part.parent.parent / INDEX_DIR).is_dir():
-        found = _structural(part)  # a store from before index entries
+    meta = None
+    found: str | None = name_problem(part, exp) if exp is not None else None
+    if found is not None:
+        pass
+    elif est < 0 and not (part.parent.parent / INDEX_DIR).is_dir():
+        found, meta = _structural(part)  # a store from before index entries
     else:
         entry = _read_entry(entry_file)
         if isinstance(entry, str):
             found = entry
+        elif exp is not None and (why := entry_problem(part, entry, exp)) is not None:
+            found = why
         elif entry["size"] != st.st_size:
             found = f"{st.st_size} bytes, {entry['size']} were written"
         elif checksum(part)[1] != entry["crc32"]:
             found = "its checksum differs from the one recorded when it was written"
-        else:
-            found = None
+        elif exp is not None:  # the footer says what the part holds: checked against the manifest
+            try:
+                meta = _read_meta(part)
+            except Exception as err:  # noqa: BLE001 - a verified part written damaged
+                found = f"unreadable metadata ({type(err).__name__})"
+    if found is None and meta is not None:
+        if exp is not None:
+            found = meta_problem(part, meta, exp)
+        if found is None:
+            _META[(str(part), st.st_size, st.st_mtime_ns)] = meta
     _CACHE[key] = found
     return found
 
@@ -162,8 +233,21 @@ def verified(part: Path) -> bool:
     return problem(part) is None
 
 
+def quarantine_dir(part: Path) -> Path:
+    """The folder ``dptune run`` sets ``part`` (or an index entry) aside in:
+    ``<results>/quarantine/<part directory>/`` (entries under ``quarantine/index/...``)."""
+    part = Path(part)
+    if part.parent.parent.name == INDEX_DIR:  # an entry: <results>/index/<dir>/<name>.json
+        return part.parents[2] / QUARANTINE / INDEX_DIR / part.parent.name
+    return part.parent.parent / QUARANTINE / part.parent.name
+
+
 def damaged_error(part: Path, why: str) -> DptuneError:
-    """The one-line error of a damaged part."""
+    """The one-line error of a damaged part, or of a part not from this experiment
+    (:class:`~dptune.store._identity.Foreign`) with where ``dptune run`` sets it aside."""
+    if isinstance(why, Foreign):
+        return input_error(part, None, f"not from this experiment ({why}); `dptune run` sets "
+                           f"it aside in {quarantine_dir(part)}/ and computes what is missing")
     return input_error(part, None, f"damaged ({why}); `dptune run` will recompute it")
 
 
@@ -201,12 +285,34 @@ def lost_parts(root: Path, directory: str) -> list[Path]:
             if not (Path(root) / directory / e.name[: -len(".json")]).exists()]
 
 
+def lost_problem(part: Path) -> str:
+    """Why the index entry of a lost part is there: ``"missing"`` (a part of this experiment
+    is gone), or a :class:`~dptune.store._identity.Foreign` reason when the entry names a
+    unit outside the grid or was written for another experiment set-up."""
+    exp = expected(Path(part).parent.parent)
+    if exp is None:
+        return "missing"
+    why = name_problem(part, exp)
+    if why is None:
+        entry = _read_entry(entry_path(part))
+        why = entry_problem(part, entry, exp) if isinstance(entry, dict) else None
+    return why if why is not None else "missing"
+
+
+def lost_error(part: Path, why: str) -> DptuneError:
+    """The one-line error of a lost part (:func:`lost_problem`); a foreign entry is named."""
+    if isinstance(why, Foreign):
+        return damaged_error(entry_path(part), Foreign(f"an index entry without its part: {why}"))
+    return damaged_error(part, why)
+
+
 def check_lost(root: Path, directory: str) -> None:
     """A written part that is gone is a one-line error (readers would otherwise compute on
-    fewer folds or configurations without saying so)."""
+    fewer folds or configurations without saying so); so is an entry not from this
+    experiment."""
     lost = lost_parts(root, directory)
     if lost:
-        raise damaged_error(lost[0], "missing")
+        raise lost_error(lost[0], lost_problem(lost[0]))
 
 
 def _young(path: Path, seconds: float = 60.0) -> bool:
@@ -217,11 +323,61 @@ def _young(path: Path, seconds: float = 60.0) -> bool:
         return False
 
 
+def _free_name(path: Path) -> Path:
+    """``path``, or ``<stem>~N<suffix>`` with the smallest N not taken (set-aside files are
+    never overwritten)."""
+    if not path.exists():
+        return path
+    name, n = path.name, 1
+    stem, dot, ext = name.partition(".")
+    while True:
+        candidate = path.with_name(f"{stem}~{n}{dot}{ext}")
+        if not candidate.exists():
+            return candidate
+        n += 1
+
+
+def set_aside(part: Path) -> Path | None:
+    """Move ``part`` and its index entry (or an entry alone) into the quarantine folder of its
+    results directory (:func:`quarantine_dir`); return where the file went (``None``: it was
+    gone already, set aside by another process)."""
+    part = Path(part)
+    moved = None
+    entry = entry_path(part)
+    target = _free_name(quarantine_dir(part) / part.name)
+    if part.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.rename(part, target)
+            moved = target
+        except FileNotFoundError:
+            pass
+    if entry.exists():
+        entry_target = quarantine_dir(entry) / f"{target.name}.json"
+        entry_target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.rename(entry, _free_name(entry_target))
+            moved = moved or entry_target
+        except FileNotFoundError:
+            pass
+    return moved
+
+
+def set_aside_if_foreign(part: Path) -> None:
+    """Before a writer publishes ``part`` over an existing file: set that file aside when it is
+    not from this experiment (a finished part of this experiment is never replaced, and a
+    foreign one is never overwritten)."""
+    if Path(part).exists() and isinstance(problem(part), Foreign):
+        set_aside(part)
+
+
 def heal(root: Path, parts: list[Path], fingerprint: str | None) -> list[tuple[Path, str]]:
     """Before a sweep writes: remove every damaged part of ``parts`` (and its entry) so that its
-    unit is computed again, and record the entries of verified parts of a store that predates
-    them. Returns the removed parts with the reason."""
-    removed = []
+    unit is computed again, set aside every part (and entry without a part) not from this
+    experiment (:func:`set_aside`), and record the entries of verified parts of a store that
+    predates them. Returns the parts removed or set aside with the reason (a set-aside one's
+    reason is a :class:`~dptune.store._identity.Foreign`)."""
+    removed: list[tuple[Path, str]] = []
     legacy = [p for p in parts if not entry_path(p).exists()
               and not (Path(root) / INDEX_DIR).is_dir()]
     for part in parts:
@@ -229,6 +385,9 @@ def heal(root: Path, parts: list[Path], fingerprint: str | None) -> list[tuple[P
         if why is None or (why == "its index entry is missing" and _young(part)):
             continue  # a writer on another machine publishes a part, then records its entry
         removed.append((part, why))
+        if isinstance(why, Foreign):
+            set_aside(part)
+            continue
         try:
             os.unlink(part)
         except FileNotFoundError:
@@ -239,6 +398,10 @@ def heal(root: Path, parts: list[Path], fingerprint: str | None) -> list[tuple[P
             record(part, fingerprint)
     for directory in {p.parent.name for p in parts} | {"per_user.parquet", "noise_floor.parquet"}:
         for part in lost_parts(root, directory):  # its unit is computed again: entry rewritten
-            if not _young(entry_path(part)):  # (a noise part's entry precedes its part)
+            why = lost_problem(part)
+            if isinstance(why, Foreign):
+                removed.append((entry_path(part), why))
+                set_aside(part)
+            elif not _young(entry_path(part)):  # (a noise part's entry precedes its part)
                 entry_path(part).unlink(missing_ok=True)
     return removed

@@ -17,7 +17,7 @@ import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -25,11 +25,23 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dptune._atomic import temporary_path
+from dptune._resources import on_full_disk
 from dptune.errors import check_int, input_error
 from dptune.store._integrity import check_lost as check_lost_parts
-from dptune.store._integrity import damaged_error, problem, record, store_fingerprint, verified
+from dptune.store._integrity import (
+    damaged_error,
+    footer_meta,
+    problem,
+    record,
+    set_aside_if_foreign,
+    store_fingerprint,
+    verified,
+)
+from dptune.store._schema import NOISE_DIR
 from dptune.store._schema import SCHEMA as STORE_SCHEMA
-from dptune.store._store import ResultStore
+
+if TYPE_CHECKING:  # only a type here: the store imports this module, not the other way round
+    from dptune.store._store import ResultStore
 
 __all__ = [
     "check_count",
@@ -48,8 +60,6 @@ __all__ = [
     "noise_trials",
 ]
 
-#: Directory of the noise-floor parts inside a results directory.
-NOISE_DIR = "noise_floor.parquet"
 #: Columns of a noise-floor part: those of ``per_user.parquet`` plus the seed's index.
 NOISE_SCHEMA = pa.schema([*STORE_SCHEMA, pa.field("seed_index", pa.int16(), nullable=False)])
 #: Columns of ``noise_trials.csv``.
@@ -150,11 +160,33 @@ def write_noise_part(root: str | Path, algorithm: str, config_id: int, fold: str
         "eval_seconds": [round(float(seconds[s][1]), 6) for s in order],
         "means": means,
     }
+    fingerprint = store_fingerprint(root)
+    if fingerprint:
+        meta["fingerprint"] = fingerprint
     schema = NOISE_SCHEMA.with_metadata({"dptune": json.dumps(meta, sort_keys=True)})
     n = n_users * len(order)
     seed_col = np.repeat(np.asarray(order, dtype=np.int16), n_users)
     user_col = np.tile(users, len(order))
     tmp = temporary_path(final)
+    try:
+        with on_full_disk(final.parent):  # one line naming the directory, the part not done
+            _write_rows(tmp, schema, algorithm, config_id, fold, metrics, cutoffs, arrays, order,
+                        user_col, seed_col, n)
+            with open(tmp, "rb") as fh:
+                os.fsync(fh.fileno())
+            set_aside_if_foreign(final)
+            record(final, fingerprint, source=tmp, meta=meta)
+            os.replace(tmp, final)
+    finally:
+        tmp.unlink(missing_ok=True)  # a write that failed (a full disk) leaves nothing behind
+    return final
+
+
+def _write_rows(tmp: Path, schema: pa.Schema, algorithm: str, config_id: int, fold: str,
+                metrics: Sequence[str], cutoffs: Sequence[int], arrays: Mapping[int, np.ndarray],
+                order: list[int], user_col: np.ndarray, seed_col: np.ndarray, n: int) -> None:
+    """The rows of a noise-floor part: one row group per (metric, cutoff), sorted by seed
+    index then user."""
     with pq.ParquetWriter(tmp, schema, compression="zstd") as writer:
         for i, metric in enumerate(metrics):
             for j, cutoff in enumerate(cutoffs):
@@ -174,11 +206,6 @@ def write_noise_part(root: str | Path, algorithm: str, config_id: int, fold: str
                     schema=schema,
                 )
                 writer.write_table(table, row_group_size=max(n, 1))
-    with open(tmp, "rb") as fh:
-        os.fsync(fh.fileno())
-    record(final, store_fingerprint(root), source=tmp)
-    os.replace(tmp, final)
-    return final
 
 
 def noise_part_paths(results_dir: str | Path, check_lost: bool = True) -> list[Path]:
@@ -199,7 +226,7 @@ def part_meta(path: Path) -> dict[str, Any]:
     why = problem(path)
     if why is not None:
         raise damaged_error(path, why)
-    return json.loads((pq.read_schema(path).metadata or {})[b"dptune"])
+    return footer_meta(path)
 
 
 def noise_trials(results_dir: str | Path) -> pd.DataFrame:

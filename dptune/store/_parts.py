@@ -20,7 +20,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dptune._atomic import publish_once, temporary_path
-from dptune.store._integrity import record, verified
+from dptune._resources import on_full_disk
+from dptune.store._integrity import record, set_aside_if_foreign, verified
 from dptune.store._schema import LAYOUT, PARTS, SCHEMA, STALE_TEMPORARY_S, UnitResult, part_name
 
 __all__ = ["COMPRESSION", "part_metadata", "write_part", "remove_stale_temporaries"]
@@ -89,22 +90,33 @@ def _write_row_groups(tmp: Path, res: UnitResult, schema: pa.Schema) -> None:
 
 def write_part(root: Path, res: UnitResult, fingerprint: str | None = None) -> Path:
     """Write one unit's part under ``root/per_user.parquet`` atomically (temporary file, fsync,
-    rename; the first verified part published is kept), record its index entry (size and
-    checksum, :mod:`dptune.store._integrity`) and return its final path.
+    rename; the first verified part published is kept), record its index entry (size,
+    checksum and identity, :mod:`dptune.store._integrity`) and return its final path.
 
-    A part already there that fails verification (damaged since) is replaced by this one."""
+    The part's metadata records the experiment ``fingerprint`` with the unit's identity, so
+    that a part copied into another results directory is recognised as not from there. A part
+    already there that fails verification (damaged since) is replaced by this one; one not
+    from this experiment is set aside first, never overwritten."""
     final = Path(root) / PARTS / part_name(res.algorithm, res.fold, res.unit)
     tmp = temporary_path(final)
-    schema = SCHEMA.with_metadata({"dptune": json.dumps(part_metadata(res), sort_keys=True)})
-    _write_row_groups(tmp, res, schema)
-    with open(tmp, "rb") as fh:
-        os.fsync(fh.fileno())
-    if publish_once(tmp, final):
-        record(final, fingerprint)
-    elif not verified(final):
-        _write_row_groups(tmp, res, schema)  # the discarded copy, written again
-        record(final, fingerprint, source=tmp)
-        os.replace(tmp, final)
+    meta = part_metadata(res)
+    if fingerprint:
+        meta["fingerprint"] = fingerprint
+    schema = SCHEMA.with_metadata({"dptune": json.dumps(meta, sort_keys=True)})
+    try:
+        with on_full_disk(final.parent):  # one line naming the directory, the unit not done
+            _write_row_groups(tmp, res, schema)
+            with open(tmp, "rb") as fh:
+                os.fsync(fh.fileno())
+            set_aside_if_foreign(final)
+            if publish_once(tmp, final):
+                record(final, fingerprint, meta=meta)
+            elif not verified(final):
+                _write_row_groups(tmp, res, schema)  # the discarded copy, written again
+                record(final, fingerprint, source=tmp, meta=meta)
+                os.replace(tmp, final)
+    finally:
+        tmp.unlink(missing_ok=True)  # a write that failed (a full disk) leaves nothing behind
     return final
 
 

@@ -32,12 +32,20 @@ import pandas as pd
 
 from dptune.errors import input_error
 
-__all__ = ["PER_USER_COLUMNS", "read_table", "read_per_user", "read_configs", "check_per_user",
+__all__ = ["PER_USER_COLUMNS", "ID_COLUMNS", "user_ids", "read_table", "read_per_user", "read_configs", "check_per_user",
            "check_configs"]
 
 #: Every column a per-user file may have.
 PER_USER_COLUMNS = ("algorithm", "system", "config_id", "fold", "user", "metric", "cutoff",
                     "value")
+#: The columns that name things: read from a text file as the text written there, so that
+#: ``0042`` and ``42`` stay two users (two systems, two folds) and a user called ``NA`` or
+#: ``null`` stays a user. Only an empty cell is missing.
+ID_COLUMNS = ("algorithm", "system", "fold", "user", "metric")
+#: What marks a missing number or hyperparameter value in a text file (pandas' default
+#: spellings: R's ``NA``, Excel's ``#N/A``, ``nan``, ...); an id column knows only the empty cell.
+_NA_TEXT = ("", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND",
+            "1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null")
 _PARQUET = {".parquet", ".pq"}
 _CSV = {".csv", ".tsv", ".txt"}
 
@@ -53,12 +61,24 @@ def read_table(path: str | Path, what: str) -> pd.DataFrame:
         if path.is_dir() or suffix in _PARQUET:
             return pd.read_parquet(path)
         if suffix in _CSV:
-            return pd.read_csv(path, sep="\t" if suffix != ".csv" else ",", dtype={"fold": str})
+            sep = "\t" if suffix != ".csv" else ","
+            header = pd.read_csv(path, sep=sep, nrows=0).columns
+            missing = {c: [""] if c in ID_COLUMNS else list(_NA_TEXT) for c in header}
+            return pd.read_csv(path, sep=sep, dtype={c: str for c in ID_COLUMNS if c in header},
+                               keep_default_na=False, na_values=missing)
     except (OSError, ValueError, ImportError) as err:
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise input_error(path, None, f"cannot read {what}: {first}") from None
     raise input_error(path, None, f"{what}: unknown format {suffix or '(no suffix)'!r} "
                       f"(expected .csv, .tsv, .parquet or a directory of Parquet parts)")
+
+
+def user_ids(values: pd.Series) -> pd.Series:
+    """User ids as their text (``str``), so that two ids are the same user only when they are
+    written the same: ``0042`` and ``42`` are two users, as in ``dptune data info`` and
+    ``dptune evaluate``. An integer column (a Parquet file's, a DataFrame's, a dptune store's
+    user codes) has no written form to lose and is kept as it is."""
+    return values if values.dtype.kind in "iu" else values.astype(str)
 
 
 def _shown(value: object) -> str:
@@ -78,9 +98,11 @@ def _where(path: str | Path, i: int) -> str:
 
 
 def _integers(path: str | Path, df: pd.DataFrame, col: str, low: int) -> pd.Series:
-    """Column ``col`` as int64, every value an integer >= ``low``."""
+    """Column ``col`` as int64, every value a finite integer >= ``low`` (and below 2^62)."""
     v = pd.to_numeric(df[col], errors="coerce")
-    bad = v.isna() | (v != np.floor(v)) | (v < low)
+    with np.errstate(invalid="ignore"):
+        bad = v.isna() | ~np.isfinite(v.astype(float)) | (v != np.floor(v)) | (v < low) \
+            | (v.astype(float).abs() >= 2.0**62)
     if bad.any():
         i = int(np.argmax(bad.to_numpy()))
         raise input_error(path, col, f"must hold integers >= {low}; {_where(path, i)} "
@@ -141,7 +163,7 @@ def check_per_user(table: pd.DataFrame, path: str | Path = "per_user") -> pd.Dat
                        index=df.index)
     out[key] = _integers(path, df, key, 0) if key == "config_id" else df[key].astype(str)
     out["fold"] = df["fold"].astype(str) if "fold" in cols else "0"
-    out["user"] = df["user"]
+    out["user"] = user_ids(df["user"])
     metric = df["metric"].astype(str)
     if "cutoff" in cols:
         out["metric"], out["cutoff"] = metric, _integers(path, df, "cutoff", 1)

@@ -17,7 +17,7 @@ the best configurations), so that a per-user table exported from a dptune store 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,22 @@ import pandas as pd
 from dptune.store._frame import FrameStore
 from dptune.store._index import best_configs_frame
 
-__all__ = ["PerUserStore", "free_hyperparameters"]
+__all__ = ["PerUserStore", "free_hyperparameters", "SOURCES", "has_test_split"]
+
+#: Where a store's values come from, as its manifest's ``source`` records it: ``"runs"`` (TREC
+#: runs evaluated by ``dptune dp --runs``) or ``"per-user"`` (a per-user file or DataFrame). A
+#: sweep's manifest has no ``source``: its values come from its own split and models.
+SOURCES = ("runs", "per-user")
+
+
+def has_test_split(manifest: Mapping[str, Any]) -> bool:
+    """Whether a store's values include a held-out test split, from its manifest: a sweep's
+    always does (its split holds one out); outside data only when it has a fold named
+    ``test`` (its manifest's ``folds``). Reports and the verdict speak of a test split only
+    when there is one."""
+    if manifest.get("source") not in SOURCES:
+        return True
+    return "test" in manifest.get("folds", ())
 
 
 def free_hyperparameters(configs: pd.DataFrame, columns: Sequence[str]) -> list[str]:
@@ -55,11 +70,15 @@ class PerUserStore(FrameStore):
 
     ``per_user`` comes from :func:`dptune.store._per_user_file.read_per_user`, ``configs`` (or
     ``None``) from :func:`~dptune.store._per_user_file.read_configs`; ``source`` names the file
-    in errors and in the report.
+    in errors and in the report; ``kind`` (one of :data:`SOURCES`) is what the values are,
+    recorded in the manifest.
     """
 
     def __init__(self, per_user: pd.DataFrame, configs: pd.DataFrame | None = None,
-                 source: str | Path = "per_user"):
+                 source: str | Path = "per_user", kind: str = "per-user"):
+        if kind not in SOURCES:
+            raise ValueError(f"kind must be one of {SOURCES}, got {kind!r}")
+        self.kind = kind
         key = "config_id" if "config_id" in per_user.columns else "system"
         hps: list[str] = []
         frame = per_user
@@ -79,6 +98,49 @@ class PerUserStore(FrameStore):
         cfg = self._config_frame(per_user, key)
         self._summary = self._means(per_user.merge(cfg, on=["algorithm", key], how="left"))
         self._n_users = int(per_user["user"].nunique())
+        self._all_folds = sorted(per_user["fold"].astype(str).unique(), key=lambda f: (len(f), f))
+
+    @classmethod
+    def from_frame(cls, per_user: pd.DataFrame, configs: pd.DataFrame | None = None,
+                   hyperparameters: Sequence[str] = (), source: str | Path = "per_user",
+                   kind: str = "per-user") -> PerUserStore:
+        """The in-memory store of a per-user DataFrame (checked as a per-user file is:
+        :func:`dptune.store._per_user_file.check_per_user`).
+
+        The configurations' hyperparameters come either as a separate ``configs`` table
+        (``algorithm, config_id | system`` and one column per hyperparameter) or as the columns
+        ``hyperparameters`` of ``per_user`` itself (one value per configuration). ``kind``:
+        what the values are (``"per-user"``, or ``"runs"`` for evaluated TREC runs), recorded
+        in the store's manifest so that the report speaks of the data as it is.
+        """
+        from dptune.errors import input_error
+        from dptune.store._per_user_file import check_configs, check_per_user
+
+        if not isinstance(per_user, pd.DataFrame):
+            raise input_error(source, None,
+                              f"expected a pandas DataFrame, got {type(per_user).__name__}")
+        hps = list(hyperparameters)
+        missing = [h for h in hps if h not in per_user.columns]
+        if missing:
+            raise input_error(source, missing[0], "missing column (named in hyperparameters)")
+        if hps and configs is not None:
+            raise input_error(source, "hyperparameters",
+                              "give configs or hyperparameters, not both")
+        table = check_per_user(per_user.drop(columns=hps), source)
+        if hps:
+            key = "config_id" if "config_id" in table.columns else "system"
+            described = pd.concat([table[["algorithm", key]],
+                                   per_user[hps].reset_index(drop=True)],
+                                  axis=1).drop_duplicates()
+            twice = described.duplicated(["algorithm", key])
+            if twice.any():
+                row = described[twice].iloc[0]
+                raise input_error(source, hps[0], f"configuration {row['algorithm']}/{row[key]} "
+                                  "has more than one value")
+            configs = described
+        if configs is not None:
+            configs = check_configs(configs, table, f"{source} (configurations)")
+        return cls(table, configs, source=source, kind=kind)
 
     def _config_frame(self, per_user: pd.DataFrame, key: str) -> pd.DataFrame:
         """``algorithm, <key>, config_id``: the store's configuration ids of each key."""
@@ -117,10 +179,14 @@ class PerUserStore(FrameStore):
 
     def manifest(self) -> dict[str, Any]:
         """What the analysis and report read from a store's manifest: Table 1's row (the
-        table's users; items and ratings unknown) and the algorithms (type ``external``: no
-        noise floor)."""
+        table's users; items and ratings unknown), the algorithms (type ``external``: no noise
+        floor), where the values come from (``source``, one of :data:`SOURCES`) and the folds
+        they hold (``folds``, ``test`` among them only when the data has a test split)."""
+        what = "runs" if self.kind == "runs" else "per-user table"
         return {
-            "experiment": f"per-user table {self.root.name}",
+            "experiment": f"{what} {self.root.name}",
+            "source": self.kind,
+            "folds": list(self._all_folds),
             "dataset": {"name": self.root.name, "source": str(self.root), "users": self._n_users,
                         "items": float("nan"), "ratings": float("nan"),
                         "sparsity": float("nan")},

@@ -23,21 +23,44 @@ def run_files(runs: str | Path) -> tuple[dict[str, Path], list[str]]:
     """The folds of a runs directory (fold name -> directory) and its system names.
 
     ``runs/`` holds one run file per system (one fold, named ``"0"``), or one sub-directory per
-    fold with the same file names (file name = system; hidden files are ignored)."""
+    fold with the same file names (file name = system; hidden files and folders are ignored).
+    Anything else is refused in one line before a run is read, since a system left out would
+    change every number without a word: a directory with both run files and fold
+    sub-directories, a fold whose files differ from another fold's, fewer than two systems."""
     runs = Path(runs)
     if not runs.is_dir():
         raise input_error(runs, None, "--runs must be a directory of run files")
-    subdirs = sorted(p for p in runs.iterdir() if p.is_dir())
+    entries = sorted(p for p in runs.iterdir() if not p.name.startswith("."))
+    subdirs = [p for p in entries if p.is_dir()]
+    files = [p for p in entries if not p.is_dir()]
+    if subdirs and files:
+        raise input_error(runs, None, "mixes fold sub-folders (" + _names(subdirs) + ") and run "
+                          "files (" + _names(files) + "); use one layout: one run file per "
+                          "system, or one sub-folder per fold holding the same file names")
     fold_dirs = {p.name: p for p in subdirs} if subdirs else {"0": runs}
-    systems = sorted(p.name for p in next(iter(fold_dirs.values())).iterdir() if p.is_file()
-                     and not p.name.startswith("."))
+    held = {fold: sorted(p.name for p in d.iterdir() if not p.name.startswith("."))
+            for fold, d in fold_dirs.items()}
+    for fold, d in fold_dirs.items():
+        inner = [p for p in d.iterdir() if not p.name.startswith(".") and p.is_dir()]
+        if subdirs and inner:
+            raise input_error(inner[0], None, f"a folder inside fold {fold}; a fold holds one run "
+                              "file per system")
+    systems = sorted({name for names in held.values() for name in names})
     if len(systems) < 2:
         raise input_error(runs, None, "needs at least two run files (systems) to compare")
     for fold, d in fold_dirs.items():
         for name in systems:
-            if not (d / name).is_file():
-                raise input_error(d / name, None, f"run file missing in fold {fold}")
+            if name not in held[fold]:
+                raise input_error(d / name, None, f"run file missing in fold {fold} (every fold "
+                                  "holds the same systems)")
     return fold_dirs, systems
+
+
+def _names(paths: Sequence[Path], most: int = 3) -> str:
+    """``a, b, c and 2 more``: the first names of ``paths``."""
+    names = [p.name for p in paths]
+    shown = ", ".join(names[:most])
+    return shown + (f" and {len(names) - most} more" if len(names) > most else "")
 
 
 def read_runs(runs: str | Path, qrels: str | Path, train: str | Path,
@@ -50,19 +73,28 @@ def read_runs(runs: str | Path, qrels: str | Path, train: str | Path,
     ``qrels`` and ``train`` are one file, or a directory with one file per fold (file stem =
     fold name). Each run is scored by :func:`~dptune.store.evaluate_run` against its fold's
     qrels and training pairs (``cutoffs``, ``threshold``, ``relevance_aware`` and ``order`` as
-    there). Every problem is one line naming the file.
+    there). Every problem is one line naming the file. ``attrs["not_evaluated"]`` maps each
+    fold to the users of its runs and qrels that have no relevant item and so no values
+    (sorted ids), ``attrs["users_seen"]`` to the number of those users.
     """
     fold_dirs, systems = run_files(runs)
     frames = []
+    left: dict[str, set[str]] = {}
+    seen: dict[str, set[str]] = {}
     for fold, d in fold_dirs.items():
         q = read_qrels(_per_fold(Path(qrels), fold))
         t = read_train(_per_fold(Path(train), fold))
         for name in systems:
             df = evaluate_run(read_run(d / name), q, t, cutoffs=cutoffs, threshold=threshold,
                               relevance_aware=relevance_aware, order=order)
+            left.setdefault(fold, set()).update(df.attrs["not_evaluated"])
+            seen.setdefault(fold, set()).update(df["user"].unique(), df.attrs["not_evaluated"])
             frames.append(df.assign(system=name, fold=fold))
-    table = pd.concat(frames, ignore_index=True)
-    return table[["system", "fold", "user", "metric", "cutoff", "value"]]
+    table = pd.concat(frames, ignore_index=True)[["system", "fold", "user", "metric", "cutoff",
+                                                 "value"]]
+    table.attrs["not_evaluated"] = {f: sorted(u) for f, u in left.items()}
+    table.attrs["users_seen"] = {f: len(u) for f, u in seen.items()}
+    return table
 
 
 def _per_fold(path: Path, fold: str) -> Path:

@@ -24,10 +24,12 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["PARTS", "LAYOUT", "STALE_TEMPORARY_S", "SCHEMA", "TRIAL_COLUMNS", "UnitResult",
-           "part_name"]
+__all__ = ["PARTS", "NOISE_DIR", "LAYOUT", "STALE_TEMPORARY_S", "SCHEMA", "TRIAL_COLUMNS", "UnitResult",
+           "part_name", "validation_unit"]
 
 PARTS = "per_user.parquet"
+#: Directory of the noise-floor parts (the A/A runs, :mod:`dptune.store._noise_parts`).
+NOISE_DIR = "noise_floor.parquet"
 LAYOUT = "config-major"  # see write_part; lets read_fold decode only the value column
 STALE_TEMPORARY_S = 3600.0  # a temporary file untouched this long belongs to a dead writer
 #: Every column is required (``not null``): a value that was never computed is absent, not
@@ -67,6 +69,12 @@ class UnitResult:
     values: tuple[np.ndarray, ...]
     fit_seconds: tuple[float, ...]
     eval_seconds: tuple[float, ...]
+
+
+def validation_unit(k: int) -> str:
+    """Name of the ``k``-th validation unit of an algorithm's grid (``u00000``, ``u00001``,
+    ...): the manifest lists the units in this order (``algorithms[].units``)."""
+    return f"u{int(k):05d}"
 
 
 def part_name(algorithm: str, fold: str, unit: str) -> str:

@@ -45,10 +45,20 @@ from dptune.store._index import (
     summary_frame,
     trials_frame,
 )
-from dptune.store._integrity import damaged_error, heal, problem, store_fingerprint, verified
+from dptune.store._integrity import (
+    damaged_error,
+    heal,
+    lost_parts,
+    lost_problem,
+    problem,
+    store_fingerprint,
+    verified,
+)
+from dptune.store._noise_parts import noise_part_paths
 from dptune.store._parts import remove_stale_temporaries, write_part
 from dptune.store._schema import (
     LAYOUT,
+    NOISE_DIR,
     PARTS,
     SCHEMA,
     STALE_TEMPORARY_S,
@@ -64,7 +74,7 @@ __all__ = ["ResultStore", "UnitResult", "FoldBuffer", "FoldSlice", "part_name", 
 class ResultStore:
     """Reader and writer of one results directory.
 
-    The reading side implements the protocol :func:`dptune.analysis.dp.engine.analyze` uses:
+    The reading side implements the protocol :func:`dptune.analysis.dp.fold_loop.run_fold_loop` uses:
     ``algorithms``, ``configs``, ``hyperparameters``, ``folds``, ``metric_cutoffs`` and
     ``read_matrix`` (plus ``read_fold`` for the batched path).
     """
@@ -115,23 +125,22 @@ class ResultStore:
 
     def all_parts(self) -> list[Path]:
         """Every part file of the store (units, then noise floor), damaged ones included."""
-        from dptune.store._noise_parts import noise_part_paths
-
         return self.part_paths() + noise_part_paths(self.root, check_lost=False)
 
     def damaged(self) -> list[tuple[Path, str]]:
         """``(part, reason)`` of every part that fails verification (size or checksum differ
-        from its index entry, the entry is missing or damaged, the part does not decode)."""
-        from dptune.store._integrity import lost_parts
-        from dptune.store._noise_parts import NOISE_DIR
-
-        lost = [(p, "missing") for d in (PARTS, NOISE_DIR) for p in lost_parts(self.root, d)]
+        from its index entry, the entry is missing or damaged, the part does not decode) or is
+        not from this experiment (the reason is then a
+        :class:`~dptune.store._identity.Foreign`; for an index entry without its part, the
+        path is the part's)."""
+        lost = [(p, lost_problem(p)) for d in (PARTS, NOISE_DIR) for p in lost_parts(self.root, d)]
         return lost + [(p, why) for p in self.all_parts() if (why := problem(p)) is not None]
 
     def heal(self) -> list[tuple[Path, str]]:
-        """Remove the damaged parts (their units are then computed again by the sweep) and
-        record the index entries of a store written before they existed; return what was
-        removed (:func:`dptune.store._integrity.heal`)."""
+        """Remove the damaged parts (their units are then computed again by the sweep), set
+        aside the parts not from this experiment in ``quarantine/``, and record the index
+        entries of a store written before they existed; return what was removed or set aside
+        (:func:`dptune.store._integrity.heal`)."""
         removed = heal(self.root, self.all_parts(), self.fingerprint())
         self.refresh()
         return removed
@@ -181,8 +190,6 @@ class ResultStore:
     def _index(self) -> Index:
         index = build_index(self.root, self._damaged)
         if self._damaged is None:  # the noise floor's parts too, before any work on them
-            from dptune.store._noise_parts import noise_part_paths
-
             for p in noise_part_paths(self.root):
                 if (why := problem(p)) is not None:
                     raise damaged_error(p, why)
@@ -260,7 +267,7 @@ class ResultStore:
                   buffer: FoldBuffer | None = None) -> FoldSlice:
         """Every requested (metric, cutoff) of ``config_ids`` on one fold, read in one pass
         (:func:`dptune.store._fold.read_fold`): the batched counterpart of :meth:`read_matrix`
-        that :func:`dptune.analysis.dp.engine.analyze` uses."""
+        that :func:`dptune.analysis.dp.fold_loop.run_fold_loop` uses."""
         slot = self._index.get((algorithm, str(fold)), {})
         return read_fold(self.root, slot, algorithm, str(fold), config_ids, metric_cutoffs,
                          threads, scan_all_users=scan_all_users, buffer=buffer)

@@ -221,7 +221,10 @@ def evaluate_run(
       the EPC/EFD denominator ``sum_{r<=N} disc(r)``.
     * Relevant items: qrels rows with ``rating >= threshold``.
     * Users evaluated: every user with at least one relevant item; such a user missing from the
-      run scores 0 on every metric. Run users without a relevant item are ignored.
+      run scores 0 on every metric. Users of the run or the qrels without a relevant item
+      cannot be scored (every metric divides by, or counts, relevant items) and are left out;
+      the result says which (``attrs["not_evaluated"]``: their ids, sorted;
+      ``attrs["users_seen"]``: the users of the run and the qrels), so that a caller can say so.
     * Novelty (EFD/EPC) from ``train`` (:func:`dptune.metrics.novelty_vectors`); items that
       appear only in the run or qrels are unseen in training and get the maximum novelty.
     * Ids: one shared encoding of users and items over run, qrels and train (all as strings).
@@ -298,7 +301,8 @@ def evaluate_run(
 
     values = metrics_from_topn(top, relevant, cut, efd, epc, relevance_aware=relevance_aware)
     n_eval, n_m, n_c = eval_users.size, len(METRICS), cut.size
-    return pd.DataFrame(
+    seen = np.union1d(run_u, qrels_u)
+    out = pd.DataFrame(
         {
             "user": pd.Series(np.repeat(np.asarray(user_ids[eval_users]), n_m * n_c), dtype="str"),
             "metric": pd.Series(np.tile(np.repeat(np.asarray(METRICS), n_c), n_eval), dtype="str"),
@@ -306,6 +310,26 @@ def evaluate_run(
             "value": values.transpose(2, 0, 1).reshape(-1) + 0.0,  # -0.0 -> 0.0
         }
     )
+    out.attrs["users_seen"] = int(seen.size)
+    out.attrs["not_evaluated"] = [str(u) for u in user_ids[np.setdiff1d(seen, eval_users)]]
+    return out
+
+
+def not_evaluated_line(per_user: pd.DataFrame, qrels: str | Path, threshold: float,
+                       most: int = 5) -> str | None:
+    """One line on the users :func:`evaluate_run` left out for having no relevant item,
+    ``"4 of 200 users of the run and qrels have no relevant item in QRELS (rating >= 4) and
+    are not evaluated: u1, u2, u3, u4"`` (the first ``most`` ids), or None when it left out
+    none."""
+    left = list(per_user.attrs.get("not_evaluated", []))
+    if not left:
+        return None
+    shown = ", ".join(left[:most]) + (f" and {len(left) - most} more" if len(left) > most else "")
+    seen = int(per_user.attrs.get("users_seen", len(left)))
+    one = len(left) == 1
+    return (f"{len(left)} of {seen} users of the run and qrels {'has' if one else 'have'} no "
+            f"relevant item in {qrels} (rating >= {float(threshold):g}) and "
+            f"{'is' if one else 'are'} not evaluated: {shown}")
 
 
 def write_per_user(df: pd.DataFrame, path: str | Path) -> None:

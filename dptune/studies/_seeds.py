@@ -21,7 +21,7 @@ Beyond the paper, for a grid (default: the experiment's KNN algorithms, whose wh
 one similarity per fold): on the CV folds of every seed, the whole grid is trained and evaluated
 (per-user values kept in one :class:`~dptune.store.ResultStore` per seed), the best
 configuration per metric@N is taken with ``ResultStore.best_configs`` and DP per metric@N with
-:func:`dptune.analysis.dp.engine.analyze` (same pairs for every seed).
+:func:`dptune.analysis.dp.fold_loop.run_fold_loop` (same pairs for every seed).
 
 The modules: settings (``_seeds_settings``), computation (``_seeds_runs``, ``_seeds_stats``),
 figure (``_seeds_figure``), report (``_seeds_report``); this one ties them together and writes.

@@ -197,7 +197,8 @@ def _grid_section(p: SeedPlan, grid: pd.DataFrame, kendall: pd.DataFrame,
     L = ["## Grid: best configuration and metric ranking vs seed", "",
          f"The whole grid of {', '.join(display_algorithm(a) for a in p.grid_algorithms)} "
          f"trained on the {st.folds} CV folds of each of the first {n} seeds; best "
-         f"configuration = highest mean over folds (ties: lowest config_id); DP with "
+         f"configuration = highest mean over folds (ties: lowest config_id); DP per 25 pairs (25 x the "
+         f"mean p-value) with "
          f"P = {_pairs_text(grid)} pairs (at most {exp.analysis.pairs}; analysis seed "
          f"{exp.analysis_seed}, the same pairs for every seed), {exp.analysis.test}-test, "
          f"p-value curves averaged over the folds.", ""]
@@ -208,7 +209,9 @@ def _grid_section(p: SeedPlan, grid: pd.DataFrame, kendall: pd.DataFrame,
         "modal best": stab["modal_best_params"],
         "seeds picking it": [f"{round(s * n)}/{n}" for s in stab["modal_share"]],
         "distinct best": stab["n_distinct_best"],
-        "DP mean ± sd": [f"{_f(a, 3)} ± {_f(b, 3)}" for a, b in zip(stab["dp_mean"], stab["dp_sd"], strict=True)],
+        "DP per 25 pairs, mean ± sd": [f"{_f(a, 3)} ± {_f(b, 3)}" for a, b in zip(
+            stab["dp_per_25_mean"], stab["dp_per_25_sd"], strict=True)],
+        "P": stab["n_pairs"],
         "lowest DP in": [f"{round(s * n)}/{n}" for s in stab["top_share"]],
     })), "", "Kendall's tau-b between the DP rankings of two seeds "
         "(all seed pairs; cutoff `all` ranks every metric@N):", ""]

@@ -29,7 +29,8 @@ import pandas as pd
 
 from dptune._atomic import atomic_path
 from dptune._parallel import run_parallel
-from dptune.analysis.dp import engine as dpmod
+from dptune.analysis.dp.fold_loop import run_fold_loop
+from dptune.analysis.dp.pairs import format_value
 from dptune.config import Experiment
 from dptune.data._dataset import load_dataset
 from dptune.data._split import kfold_labels, random_holdout
@@ -49,7 +50,8 @@ _CACHE_COLUMNS = ["algorithm", "config_id", "split", "seed_index", "seed", "fold
 _TRIAL_COLUMNS = ["algorithm", "config_id", "split", "seed_index", "seed", "fold", "model_seed",
                   "n_users", "fit_seconds", "eval_seconds"]
 _GRID_COLUMNS = ["dataset", "algorithm", "seed_index", "seed", "metric", "cutoff",
-                 "best_config_id", "best_params", "best_value", "dp", "dp_rank", "n_pairs"]
+                 "best_config_id", "best_params", "best_value", "dp_per_25", "dp_rank",
+                 "n_pairs"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -283,29 +285,31 @@ def read_defaults(p: SeedPlan, dataset: str) -> tuple[pd.DataFrame, pd.DataFrame
 
 def config_text(cfg: Mapping[str, Any], free: Sequence[str]) -> str:
     """``h1=v1, h2=v2`` over the free hyperparameters, values as in the DP tables."""
-    return ", ".join(f"{h}={dpmod.format_value(cfg[h])}" for h in free)
+    return ", ".join(f"{h}={format_value(cfg[h])}" for h in free)
 
 
 def grid_rows(p: SeedPlan, index: int, dataset: str) -> pd.DataFrame:
     """Best configuration and DP of every metric@N of one seed's grid store.
 
-    Best = highest mean over the CV folds (``ResultStore.best_configs``); DP from
-    :func:`dptune.analysis.dp.engine.analyze` with the experiment's pairs, analysis seed and test
-    (scope ``all``); ``dp_rank`` = rank of the metric's DP among the metrics of its cutoff
-    (1 = lowest DP = most discriminative, ties share the lower rank).
+    Best = highest mean over the CV folds (``ResultStore.best_configs``); DP per 25 pairs from
+    the analysis' fold loop (:func:`dptune.analysis.dp.fold_loop.run_fold_loop`) with the
+    experiment's analysis options and seed, without the bootstrap (scope ``all``); ``dp_rank``
+    = rank of the metric's DP among the metrics of its cutoff (1 = lowest DP = most
+    discriminative, ties share the lower rank).
     """
     exp = p.exp
     store = ResultStore(grid_root(p, index))
     store.refresh()
-    an = dpmod.analyze(store, pairs=exp.analysis.pairs, seed=exp.analysis_seed,
-                       test=exp.analysis.test, value_pairs=exp.analysis.value_pairs,
-                       algorithms=list(p.grid_algorithms))
-    dpa = an.dp[an.dp["scope"] == "all"][["algorithm", "metric", "cutoff", "dp", "n_pairs"]]
+    est = run_fold_loop(store, exp.analysis.replace(seed=exp.analysis_seed, bootstrap=0),
+                        algorithms=list(p.grid_algorithms))
+    dpa = est.table[est.table["scope"] == "all"][["algorithm", "metric", "cutoff", "dp_per_25",
+                                                  "n_pairs"]]
     best = store.best_configs().rename(columns={"config_id": "best_config_id",
                                                 "validation_mean": "best_value"})
     df = dpa.merge(best[["algorithm", "metric", "cutoff", "best_config_id", "best_value"]],
                    on=["algorithm", "metric", "cutoff"], how="left")
-    df["dp_rank"] = df.groupby(["algorithm", "cutoff"])["dp"].rank(method="min").astype(int)
+    df["dp_rank"] = df.groupby(["algorithm", "cutoff"])["dp_per_25"].rank(
+        method="min").astype(int)
     df["best_params"] = [config_text(exp.grids[a].configs()[int(cid)], exp.grids[a].free)
                          for a, cid in zip(df["algorithm"], df["best_config_id"], strict=True)]
     df.insert(0, "seed", p.seeds[index])

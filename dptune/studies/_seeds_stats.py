@@ -149,14 +149,15 @@ def pooled_tests(per_seed: pd.DataFrame, metrics: Sequence[str]) -> pd.DataFrame
 def kendall_table(grid: pd.DataFrame) -> pd.DataFrame:
     """Kendall's tau-b between the DP rankings of every two seeds.
 
-    ``grid`` has one row per (dataset, algorithm, seed_index, metric, cutoff) with ``dp``. For each
+    ``grid`` has one row per (dataset, algorithm, seed_index, metric, cutoff) with
+    ``dp_per_25``. For each
     cutoff, the vector of the metrics' DP values of seed a is compared with seed b's
     (``scipy.stats.kendalltau``; ties handled by tau-b); cutoff ``"all"`` compares the vectors
     over every metric@N. Columns ``dataset, algorithm, cutoff, seed_a, seed_b, tau, p_value``.
     """
     rows = []
     for (ds, alg), g in grid.groupby(["dataset", "algorithm"], sort=False):
-        piv = g.pivot_table(index=["cutoff", "metric"], columns="seed_index", values="dp")
+        piv = g.pivot_table(index=["cutoff", "metric"], columns="seed_index", values="dp_per_25")
         seeds_ = list(piv.columns)
         groups = [(str(c), piv.xs(c, level="cutoff")) for c in sorted(g["cutoff"].unique())]
         groups.append(("all", piv))
@@ -174,7 +175,8 @@ def grid_stability(grid: pd.DataFrame) -> pd.DataFrame:
     """How often the best configuration and the most discriminative metric change with the seed.
 
     Per (dataset, algorithm, metric, cutoff): the modal best configuration, the share of seeds
-    that pick it, the number of distinct best configurations; the mean DP and its sd over seeds;
+    that pick it, the number of distinct best configurations; the mean DP per 25 pairs and its sd
+    over seeds (with P);
     the share of seeds in which the metric has the lowest DP at its cutoff (``top_share``).
     """
     rows = []
@@ -186,7 +188,8 @@ def grid_stability(grid: pd.DataFrame) -> pd.DataFrame:
                      "modal_best_params": g.loc[g["best_config_id"] == top, "best_params"].iloc[0],
                      "modal_share": float(counts.max() / len(g)),
                      "n_distinct_best": int(counts.size),
-                     "dp_mean": float(g["dp"].mean()),
-                     "dp_sd": float(g["dp"].std(ddof=1)) if len(g) > 1 else 0.0,
+                     "dp_per_25_mean": float(g["dp_per_25"].mean()),
+                     "dp_per_25_sd": float(g["dp_per_25"].std(ddof=1)) if len(g) > 1 else 0.0,
+                     "n_pairs": int(g["n_pairs"].max()),
                      "top_share": float((g["dp_rank"] == 1).mean())})
     return pd.DataFrame(rows)

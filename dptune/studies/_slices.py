@@ -34,8 +34,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dptune.analysis.dp import paired_tests as stats
-from dptune.analysis.dp.scale import per_reference
+from dptune.analysis.dp.paired_tests import PairedTest, check_test, paired_test
 from dptune.config import Experiment, load_experiment
 from dptune.errors import input_error
 from dptune.report import save_figure
@@ -56,8 +55,8 @@ from dptune.vocab import CSV_FLOAT, fold_key
 __all__ = ["run_slices_study"]
 
 _DP_COLUMNS = ["dataset", "algorithm", "slice_kind", "slice", "bin", "lo", "hi", "n_users_mean",
-               "n_users_min", "metric", "cutoff", "dp", "dp_plus_sd", "dp_minus_sd", "n_pairs",
-               "dp25", "n_folds", "sakai", "dp_rank"]
+               "n_users_min", "metric", "cutoff", "dp_per_25", "dp_per_25_plus_sd",
+               "dp_per_25_minus_sd", "n_pairs", "dp_sum", "n_folds", "sakai", "dp_rank"]
 _METRIC_COLUMNS = ["dataset", "algorithm", "config_id", "slice_kind", "slice", "bin", "lo", "hi",
                    "n_obs", "metric", "cutoff", "mean", "miss_rate"]
 
@@ -103,7 +102,7 @@ def _primary_config(store: ResultStore, best: pd.DataFrame, alg: str,
 
 
 def _slice_tables(store: ResultStore, algs: Sequence[str], kinds: dict[str, pd.DataFrame],
-                  dataset: str, pairs_of: Any, primary: tuple[str, int], test: str,
+                  dataset: str, pairs_of: Any, primary: tuple[str, int], test: PairedTest,
                   alpha: float, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``(slices_dp, slices_metrics)`` of every algorithm and slice; ``pairs_of(alg)`` gives the
     algorithm's pairs. ``dp_rank`` ranks the metrics' DP within (algorithm, slice, cutoff)."""
@@ -129,9 +128,7 @@ def _slice_tables(store: ResultStore, algs: Sequence[str], kinds: dict[str, pd.D
             dp_parts.append(d)
             metric_parts.append(m)
     dpt = pd.concat(dp_parts, ignore_index=True)
-    # the report's scale: DP per 25 pairs = 25 x the mean p-value (the paper's DP when P = 25)
-    dpt["dp25"] = per_reference(dpt["dp"].to_numpy(float), dpt["n_pairs"].to_numpy(float))
-    dpt["dp_rank"] = dpt.groupby(["algorithm", "slice_kind", "slice", "cutoff"])["dp"].rank(
+    dpt["dp_rank"] = dpt.groupby(["algorithm", "slice_kind", "slice", "cutoff"])["dp_per_25"].rank(
         method="min").astype(int)
     return dpt[_DP_COLUMNS], pd.concat(metric_parts, ignore_index=True)[_METRIC_COLUMNS]
 
@@ -170,7 +167,8 @@ def run_slices_study(results_dir: str | Path, out_dir: str | Path,
     ana = man.get("analysis", {})
     n_pairs = int(n_pairs if n_pairs is not None else ana.get("pairs", ana.get("n_pairs", 25)))
     seed = int(seed if seed is not None else man.get("seeds", {}).get("analysis", exp.analysis_seed))
-    test = stats.check_test(test or ana.get("test", "t"), "slices")
+    test = paired_test(check_test(test or ana.get("test", "t"), "slices"),
+                       int(ana.get("n_resamples", 1000)))
     alpha = float(ana.get("alpha", 0.05))
     primary = (ana.get("primary_metric", "ndcg"), int(ana.get("primary_cutoff", 10)))
     cutoff = int(cutoff if cutoff is not None else primary[1])
@@ -198,9 +196,10 @@ def run_slices_study(results_dir: str | Path, out_dir: str | Path,
     files += save_figure(slices_figure(dpt, cutoff), out / "slices_figure", creator="dptune")
     pairs_src = (f"`{shown_path(Path(reports_dir) / 'pairs.csv')}`" if reports_dir is not None
                  and (Path(reports_dir) / "pairs.csv").exists()
-                 else f"dp.sample_pairs(config ids, {n_pairs}, dp.scope_seed({seed}, \"all\"))")
+                 else f"sampled as the main analysis samples them ({n_pairs} at most, "
+                 f"analysis seed {seed})")
     md = slices_report_md(exp, man, dataset, dpt, mt, algs, folds, cutoff, primary, base,
-                          pairs_src, test, results_dir)
+                          pairs_src, test.label, results_dir)
     with open(out / "slices_report.md", "w", encoding="utf-8", newline="\n") as fh:
         fh.write(md)
     files.append(out / "slices_report.md")

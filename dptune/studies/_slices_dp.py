@@ -1,10 +1,10 @@
 """DP and metrics per user slice (slice study).
 
 DP per slice uses the main analysis's pairs (``pairs.csv`` of the reports directory when given,
-else ``dp.sample_pairs(config ids, P, dp.scope_seed(analysis seed, "all"))``, exactly what
-:func:`dptune.analysis.dp.engine.analyze` samples for scope ``all``); per fold the store's
-``read_matrix`` slice is restricted to the slice's users, each pair tested, the fold's p-values
-sorted decreasingly and the folds' curves averaged; DP = the sum of the averaged curve. Metrics
+else the pairs of scope ``all`` exactly as the analysis' fold loop samples them); per fold the
+store's ``read_matrix`` slice is restricted to the slice's users, each pair tested with the
+analysis' paired test, and the folds accumulated as the fold loop accumulates them
+(:class:`dptune.analysis.dp.fold_loop.FoldCurves`): DP per 25 pairs = 25 x the mean p-value. Metrics
 per slice are those of one configuration, pooled over (fold, user) observations, with the
 EvalRS miss rate at N (``hits@N = 0``, read as ``precision@N = 0``).
 """
@@ -18,8 +18,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dptune.analysis.dp import engine as dpmod
-from dptune.analysis.dp import paired_tests as stats
+from dptune.analysis.dp.fold_loop import FoldCurves
+from dptune.analysis.dp.paired_tests import PairedTest
+from dptune.analysis.dp.pairs import sample_pairs, scope_seed
+from dptune.analysis.dp.scale import per_reference
 from dptune.errors import input_error
 from dptune.vocab import fold_key
 
@@ -28,7 +30,8 @@ __all__ = ["main_pairs", "slice_dp", "slice_metrics"]
 def main_pairs(store: Any, algorithm: str, n_pairs: int, seed: int,
                reports_dir: str | Path | None = None) -> np.ndarray:
     """The pairs of the main analysis for scope ``all``: from ``<reports_dir>/pairs.csv`` when it
-    holds them, else ``dp.sample_pairs(ids, n_pairs, dp.scope_seed(seed, "all"))``."""
+    holds them, else ``sample_pairs(ids, n_pairs, scope_seed(seed, "all"))`` (the fold loop's
+    pairs of scope ``all``)."""
     if reports_dir is not None:
         path = Path(reports_dir) / "pairs.csv"
         if path.exists():
@@ -40,55 +43,54 @@ def main_pairs(store: Any, algorithm: str, n_pairs: int, seed: int,
             if len(sel):
                 return sel[["config_a", "config_b"]].to_numpy(dtype=np.int64)
     ids = store.configs(algorithm)["config_id"].to_numpy()
-    return dpmod.sample_pairs(ids, n_pairs, dpmod.scope_seed(seed, "all"))
+    return sample_pairs(ids, n_pairs, scope_seed(seed, "all"))
 
 
 def slice_dp(store: Any, algorithm: str, pairs: np.ndarray,
              members: Mapping[str, Mapping[str, np.ndarray]],
-             metric_cutoffs: Sequence[tuple[str, int]], test: str = "t", alpha: float = 0.05,
-             seed: int = 0, n_resamples: int = 1000) -> pd.DataFrame:
+             metric_cutoffs: Sequence[tuple[str, int]], test: PairedTest, alpha: float = 0.05,
+             seed: int = 0) -> pd.DataFrame:
     """DP of every metric@N on the users of each slice.
 
     For fold ``f`` and slice ``s`` with users ``U_{s,f}``: ``(users, V) = store.read_matrix(
-    algorithm, metric, N, f, ids)`` (``ids`` = the pairs' configurations), columns restricted to
-    ``users in U_{s,f}``; ``p_k = paired test(V[a_k], V[b_k])`` for every pair ``k``; the fold's
-    curve is ``sort_desc(p)``; :func:`dptune.analysis.dp.curves.summarize_curves` over the folds gives
-    ``DP = sum_i mean_f curve_f[i]`` and ``DP +- sd``. ``sakai`` = mean over folds of the fraction
-    of pairs with ``p < alpha``. Folds are the union of the slices' fold keys; a slice with
-    fewer than 2 users in a fold gets ``p = 1`` there (no test can reject).
+    algorithm, metric, N, f, ids)`` (``ids`` = the pairs' configurations), the columns of the
+    users in ``U_{s,f}``; ``p_k = test(V[a_k], V[b_k])`` for every pair ``k`` (the resampling
+    tests seeded as the analysis seeds scope ``all``); the folds accumulate in a
+    :class:`dptune.analysis.dp.fold_loop.FoldCurves`: ``dp_per_25 = 25 x mean p`` with its fold
+    sd band, ``sakai`` = mean over folds of the share of pairs with ``p < alpha``. Folds are the
+    union of the slices' fold keys; a slice with fewer than 2 users in a fold gets ``p = 1``
+    there (no test can reject).
 
-    Columns ``slice, metric, cutoff, dp, dp_plus_sd, dp_minus_sd, n_pairs, n_folds, sakai,
-    n_users_mean, n_users_min``.
+    Columns ``slice, metric, cutoff, dp_per_25, dp_per_25_plus_sd, dp_per_25_minus_sd, dp_sum,
+    n_pairs, n_folds, sakai, n_users_mean, n_users_min``.
     """
     pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
     ids = np.unique(pairs)
     rows_idx = np.searchsorted(ids, pairs)
     folds = sorted({str(f) for m in members.values() for f in m}, key=fold_key)
     labels = list(members)
+    n_p = len(pairs)
     out = []
     for metric, cutoff in metric_cutoffs:
-        curves = {s: np.zeros((len(folds), len(pairs))) for s in labels}
-        sakai = {s: np.zeros(len(folds)) for s in labels}
+        acc = {s: FoldCurves(len(folds), n_p, alpha) for s in labels}
         sizes = {s: np.zeros(len(folds), dtype=np.int64) for s in labels}
         for fi, fold in enumerate(folds):
             users, values = store.read_matrix(algorithm, metric, int(cutoff), fold, ids)
             values = np.asarray(values, dtype=np.float64)
-            a_all, b_all = values[rows_idx[:, 0]], values[rows_idx[:, 1]]
-            t_seed = dpmod.scope_seed(seed, f"all|fold={fold}")
+            t_seed = scope_seed(seed, f"all|fold={fold}")
             for s in labels:
-                mask = np.isin(users, members[s].get(fold, np.empty(0, np.int32)))
-                sizes[s][fi] = int(mask.sum())
-                p = stats.paired_pvalues(a_all[:, mask], b_all[:, mask], test=test,
-                                         n_resamples=n_resamples, seed=t_seed)
-                curves[s][fi] = dpmod.pvalue_curve(p)
-                sakai[s][fi] = stats.sakai_dp(p, alpha)
+                cols = np.flatnonzero(np.isin(users, members[s].get(fold, np.empty(0, np.int32))))
+                sizes[s][fi] = len(cols)
+                acc[s].add(fi, test.pvalues(values, rows_idx[:, 0], rows_idx[:, 1], cols,
+                                            seed=t_seed))
         for s in labels:
-            res = dpmod.summarize_curves(curves[s])
-            out.append({"slice": s, "metric": metric, "cutoff": int(cutoff), "dp": res.dp,
-                        "dp_plus_sd": res.dp_plus_sd, "dp_minus_sd": res.dp_minus_sd,
-                        "n_pairs": res.n_pairs, "n_folds": res.n_folds,
-                        "sakai": float(sakai[s].mean()),
-                        "n_users_mean": float(sizes[s].mean()),
+            r = acc[s].summary()
+            out.append({"slice": s, "metric": metric, "cutoff": int(cutoff),
+                        "dp_per_25": per_reference(r["dp_sum"], n_p),
+                        "dp_per_25_plus_sd": per_reference(r["dp_sum_plus_sd"], n_p),
+                        "dp_per_25_minus_sd": per_reference(r["dp_sum_minus_sd"], n_p),
+                        "dp_sum": r["dp_sum"], "n_pairs": n_p, "n_folds": len(folds),
+                        "sakai": r["sakai"], "n_users_mean": float(sizes[s].mean()),
                         "n_users_min": int(sizes[s].min())})
     return pd.DataFrame(out)
 

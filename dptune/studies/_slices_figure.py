@@ -34,7 +34,7 @@ def slices_figure(dp_table: pd.DataFrame, cutoff: int) -> Any:
             x = np.arange(len(bins))
             for m in [m for m in METRICS if m in set(g["metric"])]:
                 gm = g[g["metric"] == m].set_index("slice").reindex(bins)
-                ax.plot(x, gm["dp25"].to_numpy(float), marker="o", markersize=3, linewidth=1.4,
+                ax.plot(x, gm["dp_per_25"].to_numpy(float), marker="o", markersize=3, linewidth=1.4,
                         color=METRIC_COLORS.get(m, "0.3"), label=display_metric(m, cutoff))
             n_users = g.drop_duplicates("slice").set_index("slice").reindex(bins)["n_users_mean"]
             ax.set_xticks(x, [f"{b} n={users_text(v)}" for b, v in zip(bins, n_users, strict=True)],

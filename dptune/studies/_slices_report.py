@@ -41,7 +41,7 @@ def _dp_section(dpt: pd.DataFrame, alg: str, cutoff: int) -> str:
         dk = d[d["slice_kind"] == kind].sort_values("bin")
         for s in dict.fromkeys(dk["slice"]):
             ds = dk[dk["slice"] == s].set_index("metric")
-            vals = [float(ds.loc[m, "dp25"]) for m in metrics]
+            vals = [float(ds.loc[m, "dp_per_25"]) for m in metrics]
             lo = min(vals)
             cells = [Cell(_f(v), bold=v == lo) for v in vals]
             best = [display_metric(m) for m, v in zip(metrics, vals, strict=True) if v == lo]
@@ -70,7 +70,7 @@ def _mean_rank_table(dpt: pd.DataFrame, cutoff: int) -> str:
     """Markdown: per algorithm, each metric's ``dp_rank`` averaged over the informative slices."""
     d = dpt[(dpt["cutoff"] == cutoff) & dpt["slice_kind"].isin(SLICE_KINDS)]
     keys = ["algorithm", "slice_kind", "slice"]
-    informative = d.groupby(keys)["dp"].transform("nunique") > 1
+    informative = d.groupby(keys)["dp_per_25"].transform("nunique") > 1
     d = d[informative]
     metrics = [m for m in METRICS if m in set(d["metric"])]
     rows = []
@@ -91,7 +91,7 @@ def _findings(dpt: pd.DataFrame, cutoff: int) -> list[str]:
     d = dpt[dpt["cutoff"] == cutoff]
     for alg in dict.fromkeys(d["algorithm"]):
         ref = d[(d["algorithm"] == alg) & (d["slice_kind"] == "all")]
-        ref_best = ref.loc[ref["dp"] == ref["dp"].min(), "metric"].tolist()
+        ref_best = ref.loc[ref["dp_per_25"] == ref["dp_per_25"].min(), "metric"].tolist()
         for kind in SLICE_KINDS:
             dk = d[(d["algorithm"] == alg) & (d["slice_kind"] == kind)]
             if dk.empty:
@@ -99,11 +99,11 @@ def _findings(dpt: pd.DataFrame, cutoff: int) -> list[str]:
             wins: dict[str, int] = {}
             n_slices, n_tied = 0, 0
             for _, g in dk.groupby("slice"):
-                if g["dp"].nunique() == 1:  # every metric ties (e.g. too few users to test)
+                if g["dp_per_25"].nunique() == 1:  # every metric ties (e.g. too few users to test)
                     n_tied += 1
                     continue
                 n_slices += 1
-                for m in g.loc[g["dp"] == g["dp"].min(), "metric"]:
+                for m in g.loc[g["dp_per_25"] == g["dp_per_25"].min(), "metric"]:
                     wins[m] = wins.get(m, 0) + 1
             ranked = sorted(wins.items(), key=lambda kv: (-kv[1], METRICS.index(kv[0]) if kv[0] in METRICS else 99))
             text = ", ".join(f"{display_metric(m, cutoff)} in {k}/{n_slices}" for m, k in ranked)
@@ -135,7 +135,8 @@ def slices_report_md(exp: Experiment, man: dict[str, Any], dataset: str, dpt: pd
               f"metrics restricted to the relevant items of a popularity bin would need every "
               f"model retrained; users are sliced by what they hold out instead"),
              ("Pairs", f"{pairs_src} (scope all, the main analysis's pairs)"),
-             ("Test", f"{test} (paired, two-sided), p-value curves averaged over folds, DP = sum"),
+             ("Test", f"{test}; p-value curves averaged over folds; DP per 25 pairs = 25 x the "
+              "mean p-value (the paper's DP when P = 25)"),
              ("Metrics per slice", f"configuration chosen by {display_metric(*primary)} on "
               f"validation; pooled over (fold, user)"),
              ("Miss rate", "fraction of users with no relevant item in the top N (precision@N = 0)"),
@@ -158,8 +159,8 @@ def slices_report_md(exp: Experiment, man: dict[str, Any], dataset: str, dpt: pd
               f"Metrics and miss rate per slice at N = {cutoff} (config_id "
               f"{int(mt.loc[mt['algorithm'] == alg, 'config_id'].iloc[0])}):", "",
               _metrics_section(mt, alg, cutoff), ""]
-    L += ["## Files", "", "`slices_dp.csv` (every metric@N, slice and algorithm; DP (the sum "
-          "over P pairs), DP +- sd, DP per 25 pairs (`dp25`), "
+    L += ["## Files", "", "`slices_dp.csv` (every metric@N, slice and algorithm; DP per 25 pairs "
+          "(`dp_per_25`) with its fold sd band, the paper's sum over P pairs (`dp_sum`), "
           "Sakai fraction, rank), `slices_metrics.csv` (mean and miss rate), `slices_bins.csv` "
           "(users per bin and fold), `slices_figure.png/.svg`.", ""]
     return "\n".join(L)

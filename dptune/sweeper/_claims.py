@@ -1,6 +1,7 @@
 """Claims on grid points: which live trial computes a unit, which waits, which dead one is redone.
 
-Each algorithm's study is a ``GridSampler`` over the fold and the unit hyperparameters. A live
+Each algorithm's study is a grid over the fold and the unit hyperparameters, whose points are
+handed out in the design's order (:mod:`dptune.sweeper._sampler`). A live
 worker's grid point is waited for, not duplicated; a dead worker's trial is found by its stale
 heartbeat, failed and queued again; a duplicate that still slips through (two workers deciding at
 the same instant) has the same values (seeds derive from the unit) and is discarded by the store,
@@ -24,21 +25,28 @@ if TYPE_CHECKING:
     from optuna.storages import BaseStorage
     from optuna.trial import FrozenTrial
 
+    from dptune.sweeper.design import AlgorithmDesign
 
-def _study(exp: Experiment, algorithm: str, storage: BaseStorage,
-           folds: list[str]) -> tuple[optuna.Study, dict[str, list[Any]]]:
-    """Create or load the algorithm's study and its GridSampler space (fold + unit parameters)."""
+
+def _study(exp: Experiment, algorithm: str, storage: BaseStorage, folds: list[str],
+           design: AlgorithmDesign) -> tuple[optuna.Study, dict[str, list[Any]]]:
+    """Create or load the algorithm's study and its grid space (fold + unit parameters), whose
+    sampler hands out the units of ``design`` within its budget in design order
+    (:class:`dptune.sweeper._sampler.DesignSampler`)."""
     import optuna
+
+    from dptune.sweeper._sampler import DesignSampler
 
     dims = unit_dimensions(exp, algorithm)
     space: dict[str, list[Any]] = {"fold": list(folds)}
     grid = exp.grids[algorithm]
     for h in dims:
         space[h] = list(grid.values[h])
-    # The seed fixes the shuffled grid order, which must be the same in every worker (a trial's
-    # grid_id indexes it); the random choice among unvisited points is then reseeded per process
-    # so that workers resuming a sweep do not all pick the same point.
-    sampler = optuna.samplers.GridSampler(space, seed=exp.seed)
+    # The seed fixes the shuffled grid ids, which must be the same in every worker (a trial's
+    # grid_id indexes them); the random choice among a unit's folds is then reseeded per process
+    # so that workers starting together take different folds.
+    units = [[{"fold": f, **u.params} for f in folds] for u in design.in_budget()]
+    sampler = DesignSampler(space, seed=exp.seed, units=units)
     sampler.reseed_rng()
     study = optuna.create_study(study_name=study_name(exp, algorithm), storage=storage,
                                 sampler=sampler, direction="maximize", load_if_exists=True)

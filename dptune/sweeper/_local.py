@@ -1,5 +1,5 @@
-"""The local runner: ``jobs`` worker processes on this machine, then the test split, with a
-progress bar fed by the parts in the store.
+"""The local runner: ``jobs`` worker processes on this machine, in design order within the
+budget, then the test split, with a progress bar fed by the parts in the store.
 """
 
 from __future__ import annotations
@@ -8,34 +8,59 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from dptune._interrupt import check as check_interrupt
 from dptune._parallel import exit_if_orphaned, run_parallel, terminate_workers
-from dptune.config import Experiment
+from dptune.config import Budget, Experiment
 from dptune.errors import input_error
 from dptune.store._store import ResultStore
 from dptune.sweeper._manifest import init_results
-from dptune.sweeper._plan import Task, plan, test_tasks
+from dptune.sweeper._plan import Task, test_tasks
 from dptune.sweeper._unit import run_unit
 from dptune.sweeper._worker import worker
+from dptune.sweeper.design import Design, hours_text, projection
 
 
 class _Progress:
-    """A tqdm bar (done/total and ETA) fed by counting finished parts in the store."""
+    """A tqdm bar (done/total tasks and ETA) fed by counting finished parts in the store, with
+    ``m of M units`` per algorithm in its postfix (units whose every fold is done, of the full
+    grid's) when ``design`` is given."""
 
-    def __init__(self, store: ResultStore, tasks: list[Task], desc: str, enabled: bool):
-        self.store, self.tasks, self.enabled = store, tasks, enabled
+    def __init__(self, store: ResultStore, tasks: list[Task], desc: str, enabled: bool,
+                 design: Design | None = None):
+        self.store, self.tasks, self.enabled, self.design = store, tasks, enabled, design
         self.bar = None
         if enabled:
             from tqdm import tqdm
 
             self.bar = tqdm(total=len(tasks), desc=desc, unit="unit", dynamic_ncols=True,
                             smoothing=0.1, initial=self.count())
+            self.update()
 
     def count(self) -> int:
         return sum(self.store.has_part(t.algorithm, t.fold, t.unit) for t in self.tasks)
 
+    def units(self) -> str:
+        """``bpr-mf 3 of 225 units (budget 15), userknn 1 of 1``: complete units per algorithm."""
+        if self.design is None:
+            return ""
+        done: dict[tuple[str, str], int] = {}
+        for t in self.tasks:
+            if self.store.has_part(t.algorithm, t.fold, t.unit):
+                done[t.algorithm, t.unit] = done.get((t.algorithm, t.unit), 0) + 1
+        k = len(self.design.folds)
+        out = []
+        for name, d in self.design.algorithms.items():
+            m = sum(1 for (a, _), n in done.items() if a == name and n == k)
+            budget = f" (budget {d.budget_units})" if d.budget_units < d.total_units else ""
+            out.append(f"{name} {m} of {d.total_units} units{budget}")
+        return ", ".join(out)
+
     def update(self) -> None:
         if self.bar is not None:
             self.bar.n = self.count()
+            units = self.units()
+            if units:
+                self.bar.set_postfix_str(units, refresh=False)
             self.bar.refresh()
 
     def close(self) -> None:
@@ -59,6 +84,7 @@ def _run_in_background(fn, poll, interval: float = 0.5):
     try:
         while th.is_alive():
             th.join(interval)
+            check_interrupt()  # also an interrupt that a finalizer swallowed (dptune._interrupt)
             poll()
     except KeyboardInterrupt:
         terminate_workers()  # shut the worker pool down cleanly before the process ends
@@ -68,8 +94,9 @@ def _run_in_background(fn, poll, interval: float = 0.5):
     return box.get("result")
 
 
-def _parallel_workers(exp: Experiment, results: Path, storage_url: str | None, jobs: int) -> None:
-    run_parallel(worker, [(exp, results, storage_url)] * jobs, jobs)
+def _parallel_workers(exp: Experiment, results: Path, storage_url: str | None, jobs: int,
+                      design: Design) -> None:
+    run_parallel(worker, [(exp, results, storage_url, None, None, design)] * jobs, jobs)
 
 
 def _run_tasks(exp: Experiment, store: ResultStore, tasks: list[Task], jobs: int) -> None:
@@ -85,20 +112,25 @@ def _run_one(exp: Experiment, root: str, task: Task) -> None:
 
 
 def run_experiment(exp: Experiment, results: str | Path, storage_url: str | None = None,
-                   jobs: int | None = None, progress: bool = True) -> ResultStore:
-    """Run (or resume) the whole sweep: validation units through optuna workers, then the
-    chosen configurations on the test split; returns the store."""
+                   jobs: int | None = None, progress: bool = True,
+                   budget: Budget | None = None) -> ResultStore:
+    """Run (or resume) the whole sweep: validation units through optuna workers in design order
+    (the rounds of ``budget``, else of the experiment's ``[sweep] budget``, else every unit),
+    then the chosen configurations on the test split; returns the store."""
     jobs = exp.sweep.jobs if jobs is None else jobs
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise input_error("jobs", None, f"must be a positive integer, got {jobs!r}")
     storage_url = storage_url or exp.sweep.storage
     root = Path(results)
-    store, prep = init_results(exp, root, storage_url)
-    tasks = [t for a in exp.algorithms for t in plan(exp, a.name, prep.fold_names)]
-    bar = _Progress(store, tasks, f"{exp.name}: validation", progress)
+    store, prep, design = init_results(exp, root, storage_url, budget, jobs)
+    tasks = design.tasks()
+    if progress:
+        _announce(exp, store, design, jobs)
+    bar = _Progress(store, tasks, f"{exp.name}: validation", progress, design)
     try:
         for _attempt in range(3):
-            _run_in_background(lambda: _parallel_workers(exp, root, storage_url, jobs), bar.update)
+            _run_in_background(lambda: _parallel_workers(exp, root, storage_url, jobs, design),
+                               bar.update)
             missing = [t for t in tasks if not store.has_part(t.algorithm, t.fold, t.unit)]
             if not missing:
                 break
@@ -118,3 +150,27 @@ def run_experiment(exp: Experiment, results: str | Path, storage_url: str | None
     store.write_trials()
     store.remove_stale_temporaries()
     return store
+
+
+def _announce(exp: Experiment, store: ResultStore, design: Design, jobs: int) -> None:
+    """One line on stderr before the bar: each algorithm's budget in units and rounds of its
+    full grid, and the projected time of the full grid and of this run (cost model)."""
+    import sys
+
+    from dptune.sweeper._cost import shape_from_manifest
+
+    parts = []
+    for name, d in design.algorithms.items():
+        rounds = f"{d.budget_rounds} round{'s' if d.budget_rounds != 1 else ''} of {d.round_size}"
+        parts.append(f"{name} {d.budget_units} of {d.total_units} units ({rounds})")
+    line = f"{exp.name}: " + ", ".join(parts)
+    if design.budget is not None:
+        line += f"; budget {design.budget}"
+    shape = shape_from_manifest(store.manifest())
+    full = projection(exp, design, shape, {n: d.rounds for n, d in design.algorithms.items()},
+                      jobs)
+    run = projection(exp, design, shape, None, jobs)
+    if full is not None and run is not None:
+        line += (f"; projected (cost model, {jobs} core{'s' if jobs != 1 else ''}): full grid "
+                 f"{hours_text(full.seconds)}, this run {hours_text(run.seconds)}")
+    print(line, file=sys.stderr, flush=True)

@@ -10,14 +10,22 @@ from pathlib import Path
 from typing import Any
 
 from dptune._version import __version__
-from dptune.config import NOT_FINGERPRINTED, Experiment
+from dptune.config import NOT_FINGERPRINTED, Budget, Experiment
 from dptune.data._dataset import dataset_stats
 from dptune.errors import DptuneError, input_error
 from dptune.models import get_family
 from dptune.store._integrity import entry_fingerprints
 from dptune.store._store import ResultStore
+from dptune.sweeper._plan import plan_units
 from dptune.sweeper._prepare import Prepared, prepare
 from dptune.sweeper._storage import open_storage
+from dptune.sweeper.design import (
+    Design,
+    experiment_budget,
+    recorded_design,
+    resolve_design,
+    write_design,
+)
 
 
 def _versions() -> dict[str, str]:
@@ -65,7 +73,10 @@ def build_manifest(exp: Experiment, prep: Prepared, fold_users: dict[str, int]) 
         "algorithms": [
             {"name": a.name, "type": a.type, "grid": a.grid, "grid_fingerprint": exp.grids[a.name].fingerprint(),
              "free": exp.grids[a.name].free, "derived": {k: list(v) for k, v in exp.grids[a.name].derived.items()},
-             "n_configs": exp.grids[a.name].size}
+             "n_configs": exp.grids[a.name].size,
+             # unit u<k> holds units[k]: every part's name and configurations are checked
+             # against it (dptune/store/_identity.py)
+             "units": plan_units(exp, a.name)}
             for a in exp.algorithms
         ],
         "analysis": dict(exp.to_dict()["analysis"]),
@@ -158,26 +169,53 @@ def setup_changes(manifest: dict[str, Any], exp: Experiment) -> list[str]:
     return out
 
 
-def init_results(exp: Experiment, results: str | Path,
-                 storage_url: str | None = None) -> tuple[ResultStore, Prepared]:
-    """Create (or reopen) the results directory; refuse one that holds a different experiment.
+def init_results(exp: Experiment, results: str | Path, storage_url: str | None = None,
+                 budget: Budget | None = None,
+                 jobs: int | None = None) -> tuple[ResultStore, Prepared, Design]:
+    """Create (or reopen) the results directory; refuse one that holds a different experiment;
+    return the store, the prepared data and the design the sweep follows.
 
     Everything that can be checked is checked before the first write: grids against their
-    models, the data and every fold (a fold without users is an error), the results directory
-    (writable, same experiment set-up) and the optuna storage (reachable).
+    models, the data and every fold (a fold without users is an error), the budget (``budget``,
+    else the experiment's ``[sweep] budget``, in whole rounds of the design order on ``jobs``
+    cores, default ``[sweep] jobs``: :func:`dptune.sweeper.design.resolve_design`), the results
+    directory (writable, same experiment set-up) and the optuna storage (reachable). The design
+    is written to ``design.json`` beside the manifest; a resumed sweep keeps the order recorded
+    there.
     """
     validate_experiment(exp)
     prep = prepare(exp)
     fold_users = prep.check_folds()
+    manifest = build_manifest(exp, prep, fold_users)
+    design = resolve_design(exp, manifest, budget if budget is not None else experiment_budget(exp),
+                            jobs, recorded_design(results))
     # the sweep treats a damaged part as not done (it is computed again), never as an error
     store = ResultStore(results, skip_damaged=True).create()
     _check_setup(store, exp)
     open_storage(storage_url, store.root)  # creates the schema once, before workers race on it
     store.write_configs([exp.grids[a.name].frame(a.name) for a in exp.algorithms])
     store.write_users(prep.dataset.user_ids)
-    store.write_manifest(build_manifest(exp, prep, fold_users))  # last: checksums of both
-    store.heal()
-    return store, prep
+    store.write_manifest(manifest)  # last: checksums of both
+    write_design(store.root, design)
+    _note_set_aside(store, store.heal())
+    return store, prep, design
+
+
+def _note_set_aside(store: ResultStore, healed: list[tuple[Path, str]]) -> None:
+    """One line on stderr when parts not from this experiment were set aside (the sweep then
+    computes this experiment's units in their place); damaged parts are recomputed quietly."""
+    import sys
+
+    from dptune.store._identity import QUARANTINE, Foreign
+
+    foreign = [(p, why) for p, why in healed if isinstance(why, Foreign)]
+    if not foreign:
+        return
+    (first, why), n = foreign[0], len(foreign)
+    more = f" and {n - 1} more" if n > 1 else ""
+    print(f"dptune: note: set aside {n} file{'s' if n != 1 else ''} not from this experiment in "
+          f"{store.root / QUARANTINE}/ ({first.name}: {why}{more}); the missing units are "
+          "computed again", file=sys.stderr)
 
 
 def _check_setup(store: ResultStore, exp: Experiment) -> None:
@@ -212,35 +250,3 @@ def _check_setup(store: ResultStore, exp: Experiment) -> None:
                           "another --results directory or restore these settings")
     if not recorded and store.exists():
         store.manifest()  # a store from before index entries: its damaged manifest is one line
-
-
-def experiment_from_manifest(store: ResultStore) -> Experiment:
-    """The experiment a results directory was made with: its experiment file when it still
-    describes the same set-up, else the set-up recorded in ``manifest.json`` (grid files must
-    still exist). Lets ``dptune status RESULTS_DIR`` work from any directory."""
-    from dptune.config import load_experiment, parse_experiment
-
-    man = store.manifest()
-    fingerprint = man.get("fingerprint")
-    path = Path(str(man.get("experiment_file", "")))
-    if path.is_file():
-        try:
-            exp = load_experiment(path)
-        except DptuneError:
-            exp = None
-        if exp is not None and exp.fingerprint() == fingerprint:
-            return exp
-    cfg = man.get("config") or {}
-    data = {k: cfg[k] for k in ("name", "seed", "description", "data", "split", "evaluation",
-                                "analysis", "sweep") if k in cfg}
-    data["algorithms"] = [{"name": a["name"], "type": a["type"], "grid": a.get("grid_path") or a["grid"]}
-                          for a in cfg.get("algorithms", [])]
-    # a relative data file is read from the recorded experiment file's folder, as in the sweep;
-    # the data is not needed to read the store, so it need not exist any more
-    exp = parse_experiment(data, source=str(store.root / "manifest.json"),
-                           config_path=path if path.is_absolute() else None,
-                           check_data=False)
-    if exp.fingerprint() != fingerprint:
-        raise input_error(store.root / "manifest.json", "fingerprint",
-                          "the experiment's grid files changed since the sweep; pass --config")
-    return exp

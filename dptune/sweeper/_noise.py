@@ -99,6 +99,7 @@ def run_noise_task(exp: Experiment, task: NoiseTask, root: str | Path, seeds: in
     from dptune.models import get_family
     from dptune.sweeper._plan import derive_seed
     from dptune.sweeper._prepare import prepare
+    from dptune.sweeper._unit import named_model
 
     seeds = check_count(seeds, "noise_seeds", 2)
     final = noise_part_path(root, task.algorithm, task.config_id, task.fold)
@@ -141,8 +142,10 @@ def run_noise_task(exp: Experiment, task: NoiseTask, root: str | Path, seeds: in
         fit_s = ev_s = 0.0
         for _, model in family.fit_unit(fd.train, [dict(task.config)], seed):
             t1 = time.perf_counter()
-            vals = evaluate_on(eng, model, fd.users, fd.train, fd.relevant, cutoffs, fd.efd,
-                               fd.epc, block=ev.user_block, relevance_aware=ev.novelty == "relevance-aware")
+            with named_model(exp, task.algorithm, task.config_id, task.fold):
+                vals = evaluate_on(eng, model, fd.users, fd.train, fd.relevant, cutoffs, fd.efd,
+                                   fd.epc, block=ev.user_block,
+                                   relevance_aware=ev.novelty == "relevance-aware")
             fit_s, ev_s = t1 - t0, time.perf_counter() - t1
         if vals is None:  # pragma: no cover - every family yields one model per configuration
             raise input_error("noise floor", task.algorithm, "the model family yielded no model")

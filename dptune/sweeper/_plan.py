@@ -19,6 +19,7 @@ import numpy as np
 from dptune.config import Experiment
 from dptune.errors import input_error
 from dptune.models import get_family
+from dptune.store._schema import validation_unit
 
 if TYPE_CHECKING:
     from dptune.store._store import ResultStore
@@ -73,7 +74,7 @@ def plan(exp: Experiment, algorithm: str, folds: Iterable[str]) -> list[Task]:
     for fold in folds:
         for k, unit in enumerate(plan_units(exp, algorithm)):
             params = {h: configs[unit[0]][h] for h in dims}
-            tasks.append(Task(algorithm, fold, f"u{k:05d}", tuple(unit), params))
+            tasks.append(Task(algorithm, fold, validation_unit(k), tuple(unit), params))
     return tasks
 
 

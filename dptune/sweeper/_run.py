@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dptune.config import Experiment, load_experiment
+from dptune.config import Budget, Experiment, load_experiment, parse_budget
 from dptune.store._store import ResultStore
 from dptune.sweeper._local import run_experiment
 from dptune.sweeper._noise import NoiseRun, run_noise_floor
@@ -18,17 +18,21 @@ __all__ = ["sweep", "run_sweep"]
 
 def run_sweep(exp: Experiment | str | Path, results: str | Path | None = None,
               jobs: int | None = None, progress: bool = True, storage: str | None = None,
-              noise_seeds: int | None = None,
-              noise_configs: int | None = None) -> tuple[ResultStore, NoiseRun | None]:
+              noise_seeds: int | None = None, noise_configs: int | None = None,
+              budget: Budget | str | int | None = None) -> tuple[ResultStore, NoiseRun | None]:
     """:func:`sweep`, also returning what the noise floor did (``None`` when it is off).
 
     ``noise_seeds`` / ``noise_configs`` replace the experiment's ``[analysis]`` values (the
-    command line's ``--noise-seeds`` / ``--noise-configs``).
+    command line's ``--noise-seeds`` / ``--noise-configs``); ``budget`` its ``[sweep] budget``
+    (``--budget``).
     """
     if not isinstance(exp, Experiment):
         exp = load_experiment(exp)
     root = Path(results) if results is not None else Path("results") / exp.name
-    store = run_experiment(exp, root, storage_url=storage, jobs=jobs, progress=progress)
+    if budget is not None and not isinstance(budget, Budget):
+        budget = parse_budget(budget, "budget", None)
+    store = run_experiment(exp, root, storage_url=storage, jobs=jobs, progress=progress,
+                           budget=budget)
     seeds = int(exp.analysis.noise_seeds if noise_seeds is None else noise_seeds)
     if seeds <= 0:
         return store, None
@@ -40,7 +44,7 @@ def run_sweep(exp: Experiment | str | Path, results: str | Path | None = None,
 
 def sweep(exp: Experiment | str | Path, results: str | Path | None = None,
           jobs: int | None = None, progress: bool = True,
-          storage: str | None = None) -> ResultStore:
+          storage: str | None = None, budget: str | int | None = None) -> ResultStore:
     """Run (or resume) an experiment's sweep exactly as ``dptune run`` does, without the report.
 
     Validation units of every algorithm's grid (optuna workers, ``jobs`` processes; default
@@ -48,8 +52,11 @@ def sweep(exp: Experiment | str | Path, results: str | Path | None = None,
     split, then the A/A noise-floor runs when ``[analysis] noise_seeds > 0``. ``exp`` is an
     :class:`dptune.Experiment` or the path of its TOML file; ``results`` defaults to
     ``results/<experiment name>``; ``storage`` is an optuna storage URL (default: SQLite in the
-    results directory). Resumable: finished units are kept, damaged or missing parts are
-    computed again. Returns the :class:`dptune.ResultStore`.
+    results directory). ``budget`` (default: the experiment's ``[sweep] budget``; a number of
+    units per algorithm, ``"20%"`` of each grid or a time ``"2h"``) stops the validation units
+    after whole rounds of the design order (:mod:`dptune.sweeper.design`); run again with a
+    larger budget (or none) to extend the same order. Resumable: finished units are kept,
+    damaged or missing parts are computed again. Returns the :class:`dptune.ResultStore`.
 
     Example::
 
@@ -57,4 +64,5 @@ def sweep(exp: Experiment | str | Path, results: str | Path | None = None,
         store = dptune.sweep(exp, results="results/quickstart", jobs=2)
         store.best_configs()
     """
-    return run_sweep(exp, results, jobs=jobs, progress=progress, storage=storage)[0]
+    return run_sweep(exp, results, jobs=jobs, progress=progress, storage=storage,
+                     budget=budget)[0]

@@ -1,5 +1,6 @@
 """Status of a run: validation units per algorithm (done / running / failed / queued /
-remaining), then the test split, the noise floor and the analysis (report written, up to date)."""
+remaining, and m of M units of the full grid with the budget), the projected time of the full
+grid, then the test split, the noise floor and the analysis (report written, up to date)."""
 
 from __future__ import annotations
 
@@ -7,18 +8,32 @@ from pathlib import Path
 from typing import Any
 
 from dptune.config import Experiment
+from dptune.errors import DptuneError
 from dptune.store._integrity import verified
 from dptune.store._store import ResultStore
 from dptune.sweeper._claims import _fail_stale, worker_gone
-from dptune.sweeper._manifest import experiment_from_manifest
-from dptune.sweeper._plan import _key, plan, test_tasks
-from dptune.sweeper._storage import _safe_url, open_storage, study_name
+from dptune.sweeper._cost import shape_from_manifest
+from dptune.sweeper._plan import Task, _key, test_tasks
+from dptune.sweeper._recorded import experiment_from_manifest
+from dptune.sweeper._storage import _safe_url, open_storage, storage_errors, study_name
+from dptune.sweeper.design import (
+    AlgorithmDesign,
+    Design,
+    DesignUnit,
+    experiment_design,
+    hours_text,
+    projection,
+    read_design,
+)
 
 
 def status(exp: Experiment | None, results: str | Path, storage_url: str | None = None,
            reports: str | Path | None = None) -> dict[str, Any]:
-    """Done / running / failed / remaining units of a sweep, per algorithm.
+    """Done / running / failed / remaining units of a sweep, per algorithm, and how much of
+    each full grid is done.
 
+    The counts are of (unit, fold) tasks of the budget the sweep runs (the rounds of the design
+    recorded in ``design.json``: :mod:`dptune.sweeper.design`; every unit without a budget).
     ``done`` counts the verified parts in the results directory (the ground truth; a damaged
     part, listed in ``damaged`` with the reason, counts as not done); when there is no
     results directory here (``dptune status --config X --storage URL`` on a machine that only
@@ -27,7 +42,16 @@ def status(exp: Experiment | None, results: str | Path, storage_url: str | None 
     failed first) or FAILED and not queued again (a trial interrupted by Ctrl-C or a stop signal
     is not a failure, and a RUNNING trial whose worker process on this host is gone runs
     nothing: their units are pending); ``remaining`` = total - done. The optuna
-    side is read from ``storage_url``, else from ``RESULTS_DIR/optuna.db`` when it exists.
+    side is read from ``storage_url``, else from ``RESULTS_DIR/optuna.db`` when it exists;
+    a damaged storage is not repaired here (``storage_problem`` says so, and the counts come
+    from the parts alone).
+
+    ``units`` (per algorithm): ``done`` units whose every fold is done, of the full grid's
+    ``total`` (``m of M units``), the ``budget`` units and ``rounds`` of ``round_size``, and a
+    one-line ``text``; ``budget`` the budget as given (``None``: the full grid);
+    ``projection`` the projected wall-clock hours of the full grid and of the budget on the
+    experiment's ``[sweep] jobs`` cores from the cost model (:mod:`dptune.sweeper._cost`;
+    ``None`` without a manifest or for a model type without a cost model).
 
     The later stages (each a dict with a ``state`` and a one-line ``text``): ``test`` (units of
     the best configurations on the test split), ``noise`` (A/A noise-floor parts) and
@@ -42,25 +66,35 @@ def status(exp: Experiment | None, results: str | Path, storage_url: str | None 
     if exp is None:
         exp = experiment_from_manifest(store)
     folds = [str(f) for f in range(exp.split.folds)]
+    design = read_design(store.root) if have_parts else None
+    if design is None or design.fingerprint != exp.fingerprint():
+        design = experiment_design(exp)
     default_db = store.root / "optuna.db"
     storage = None
+    storage_problem = None
     if storage_url is not None or default_db.is_file():
-        storage = open_storage(storage_url, store.root)
+        try:
+            storage = open_storage(storage_url, store.root, repair=False)
+        except DptuneError as err:
+            if not have_parts:
+                raise  # the storage is all there is to report on
+            storage_problem = str(err)  # the parts still say what is done
     out: dict[str, Any] = {
         "results": str(store.root), "source": "parts" if have_parts else "optuna",
         "storage": _safe_url(storage_url) if storage_url else (str(default_db) if storage else None),
-        "algorithms": {},
+        "storage_problem": storage_problem, "algorithms": {}, "budget": design.budget,
     }
     for a in exp.algorithms:
         trials: list[Any] = []
         if storage is not None:
-            try:
-                st = optuna.load_study(study_name=study_name(exp, a.name), storage=storage)
-            except KeyError:
-                st = None
-            if st is not None:
-                _fail_stale(st)
-                trials = st.get_trials(deepcopy=False)
+            with storage_errors(storage_url, store.root):
+                try:
+                    st = optuna.load_study(study_name=study_name(exp, a.name), storage=storage)
+                except KeyError:
+                    st = None
+                if st is not None:
+                    _fail_stale(st)
+                    trials = st.get_trials(deepcopy=False)
         # Queued (WAITING) trials carry only a grid_id: name their point through other trials.
         point = {t.system_attrs["grid_id"]: _key(t.params) for t in trials
                  if t.params and "grid_id" in t.system_attrs}
@@ -71,26 +105,69 @@ def status(exp: Experiment | None, results: str | Path, storage_url: str | None 
                            or t.state == TrialState.RUNNING and worker_gone(t.user_attrs.get("worker")))
             if key is not None and not interrupted:  # interrupted: pending, not failed or running
                 states.setdefault(key, set()).add(t.state)
-        tasks = plan(exp, a.name, folds)
-        done = running = failed = queued = 0
+
+        def done(t: Task, states: dict[str, set[TrialState]] = states) -> bool:
+            if have_parts:
+                return store.has_part(t.algorithm, t.fold, t.unit)
+            return TrialState.COMPLETE in states.get(_key({"fold": t.fold, **t.params}), set())
+
+        d = design.algorithms[a.name]
+        tasks = d.tasks(folds)
+        n_done = running = failed = queued = 0
         for t in tasks:
             seen = states.get(_key({"fold": t.fold, **t.params}), set())
-            if store.has_part(t.algorithm, t.fold, t.unit) if have_parts else TrialState.COMPLETE in seen:
-                done += 1
+            if done(t):
+                n_done += 1
             elif TrialState.RUNNING in seen:
                 running += 1
             elif TrialState.WAITING in seen:
                 queued += 1
             elif TrialState.FAIL in seen:
                 failed += 1
+        units_done = sum(all(done(t) for t in _unit_tasks(a.name, u, folds)) for u in d.units)
         out["algorithms"][a.name] = {
-            "total": len(tasks), "done": done, "remaining": len(tasks) - done,
+            "total": len(tasks), "done": n_done, "remaining": len(tasks) - n_done,
             "running": running, "failed": failed, "queued": queued,
+            "units": _units(d, units_done),
         }
+    out["projection"] = _projection(exp, store, design) if have_parts else None
     out["damaged"] = [(str(p), why) for p, why in store.damaged()] if have_parts else []
     validation_done = all(a["remaining"] == 0 for a in out["algorithms"].values())
     out.update(stages(exp, store, validation_done and have_parts, reports))
     return out
+
+
+def _unit_tasks(algorithm: str, unit: DesignUnit, folds: list[str]) -> list[Task]:
+    """The tasks of one unit of a design, one per fold."""
+    return [Task(algorithm, f, unit.unit, unit.config_ids, dict(unit.params)) for f in folds]
+
+
+def _units(d: AlgorithmDesign, done: int) -> dict[str, Any]:
+    """``m of M units`` of one algorithm, with its budget in units and rounds."""
+    text = f"{done} of {d.total_units} units"
+    if d.budget_units < d.total_units:
+        rounds = f"{d.budget_rounds} round{'s' if d.budget_rounds != 1 else ''} of {d.round_size}"
+        text += f" (budget {d.budget_units} units = {rounds})"
+    return {"done": done, "total": d.total_units, "budget": d.budget_units,
+            "rounds": d.budget_rounds, "round_size": d.round_size, "text": text}
+
+
+def _projection(exp: Experiment, store: ResultStore, design: Design) -> dict[str, Any] | None:
+    """Projected hours of the full grid and of the budget (cost model), or ``None``."""
+    try:
+        shape = shape_from_manifest(store.manifest())
+    except (DptuneError, KeyError, TypeError, ValueError):
+        return None
+    full = projection(exp, design, shape, {n: d.rounds for n, d in design.algorithms.items()})
+    run = projection(exp, design, shape)
+    if full is None or run is None:
+        return None
+    jobs = full.jobs
+    text = (f"full grid {hours_text(full.seconds)}"
+            + (f", this budget {hours_text(run.seconds)}" if run.seconds < full.seconds else "")
+            + f" on {jobs} core{'s' if jobs != 1 else ''} (projected by the cost model, "
+            "validation + test split + noise floor; not a measurement)")
+    return {"full_hours": full.hours, "budget_hours": run.hours, "jobs": jobs, "text": text}
 
 
 def _count(done: int, total: int, what: str) -> dict[str, Any]:
@@ -108,8 +185,12 @@ def _noise_parts(exp: Experiment, store: ResultStore) -> tuple[list[Path], dict[
 
 
 def _newest(store: ResultStore) -> float:
-    """Modification time of the newest result file (parts, noise parts, trials)."""
-    files = [p for p in store.root.rglob("*") if p.is_file() and p.suffix in (".parquet", ".csv", ".json")]
+    """Modification time of the newest result file (parts, noise parts, trials; not what was
+    set aside in ``quarantine/``)."""
+    from dptune.store._identity import QUARANTINE
+
+    files = [p for p in store.root.rglob("*") if p.is_file() and p.suffix in (".parquet", ".csv", ".json")
+             and QUARANTINE not in p.relative_to(store.root).parts[:1]]
     return max((p.stat().st_mtime for p in files), default=0.0)
 
 

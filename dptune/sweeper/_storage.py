@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -113,23 +115,116 @@ def _is_race(err: BaseException) -> bool:
                                    "unique constraint", "deadlock"))
 
 
-def open_storage(url: str | None, root: Path) -> BaseStorage:
-    """:func:`_open_storage`; the default SQLite file of a results directory, when damaged, is
-    kept aside as ``optuna.db.damaged`` and started afresh: it only coordinates the workers,
-    the parts hold every result, so the sweep resumes from them (a note says so on stderr)."""
+#: Words of SQLite's errors that mean a damaged file (not a busy or missing one).
+_DAMAGE = ("malformed", "not a database", "corrupt", "disk image")
+
+
+def sqlite_problem(path: Path) -> str | None:
+    """Why the SQLite file ``path`` is damaged (``None``: intact, or not there yet).
+
+    ``PRAGMA quick_check`` reads every page of the file once (milliseconds for an optuna.db
+    of thousands of trials) and finds what opening it does not: a damaged page in the middle
+    of a file whose header is intact, which optuna would otherwise meet at some later commit
+    (``StorageInternalError`` with a traceback). Read-only; a file locked by a writer is
+    waited for, and one that stays locked counts as intact (the writer is alive)."""
+    import sqlite3
+
+    if not Path(path).is_file():
+        return None
+    try:
+        con = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True, timeout=120)
+        try:
+            rows = con.execute("PRAGMA quick_check").fetchall()
+        finally:
+            con.close()
+    except sqlite3.DatabaseError as err:
+        text = str(err)
+        return text if any(w in text.lower() for w in _DAMAGE) else None
+    if rows and rows[0][0] != "ok":
+        first = " ".join(str(rows[0][0]).split())  # one line, whatever SQLite reports
+        return f"quick_check: {first}" + (f" and {len(rows) - 1} more" if len(rows) > 1 else "")
+    return None
+
+
+def journal_problem(path: Path) -> str | None:
+    """Why the optuna journal file ``path`` is damaged (``None``: intact, or not there yet):
+    every record but the last must be one line of JSON (the last may be a record still being
+    written by a live worker, which optuna itself skips)."""
+    import json
+
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        return f"unreadable ({err.strerror})"
+    lines = data.split(b"\n")[:-1]  # complete records; the unfinished last one is left out
+    for n, line in enumerate(lines, 1):
+        try:
+            json.loads(line)
+        except ValueError:
+            return f"record {n} of {len(lines)} is not valid JSON"
+    return None
+
+
+def _set_aside(path: Path, why: str, what: str) -> None:
+    """Keep a damaged storage file as ``<name>.damaged`` (replacing an older one) and say so."""
     import sys
 
+    aside = path.with_name(f"{path.name}.damaged")
+    try:
+        os.replace(path, aside)
+    except FileNotFoundError:  # another process of this sweep set it aside first
+        return
+    print(f"dptune: note: {path} was damaged ({why}); kept as {aside.name}, a new {what} "
+          "started (finished units are in the parts and are not computed again)",
+          file=sys.stderr)
+
+
+def check_storage(url: str | None, root: Path, repair: bool = True) -> None:
+    """Check the optuna storage before it is used (``dptune run``, ``worker``, ``status``).
+
+    The default SQLite file of a results directory (``optuna.db``) and a journal file only
+    coordinate the workers: the parts hold every result. So, damaged (:func:`sqlite_problem`,
+    :func:`journal_problem`), it is kept aside as ``<name>.damaged`` and a new one is
+    started, with one line on stderr (``repair``; ``dptune status`` reads only, so there it
+    is a one-line error saying that ``dptune run`` sets it aside). A SQLite file named by
+    ``--storage`` is yours: damaged, it is a one-line error naming it. A server's storage
+    (PostgreSQL) is checked by opening it (:func:`open_storage`)."""
+    if url is None or url.startswith("journal:") or url.endswith(".journal"):
+        if url is None:
+            path, what, check = Path(root) / "optuna.db", "optuna.db", sqlite_problem
+        else:
+            path = Path(url[len("journal:"):] if url.startswith("journal:") else url)
+            what, check = "journal", journal_problem
+        why = check(path)
+        if why is None:
+            return
+        if repair:
+            _set_aside(path, why, what)
+            return
+        raise input_error(path, None, f"damaged ({why}); `dptune run` keeps it aside as "
+                          f"{path.name}.damaged and starts a new one (finished units are in "
+                          "the parts)")
+    if url.startswith("sqlite:///"):
+        path = Path(url[len("sqlite:///"):])
+        why = sqlite_problem(path)
+        if why is not None:
+            raise input_error("--storage", None, f"optuna storage {url!r} is damaged ({why}); "
+                              "move the file aside and run again (finished units are in the "
+                              "parts and are not computed again)")
+
+
+def open_storage(url: str | None, root: Path, repair: bool = True) -> BaseStorage:
+    """:func:`check_storage`, then :func:`_open_storage`."""
+    check_storage(url, root, repair)
     try:
         return _open_storage(url, root)
     except DptuneError as err:
         why = str(err).rsplit(") ", 1)[-1]
-        if url is not None or not ("malformed" in why or "not a database" in why):
+        if url is not None or not repair or not any(w in why.lower() for w in _DAMAGE):
             raise
-    db = Path(root) / "optuna.db"
-    os.replace(db, db.with_name("optuna.db.damaged"))
-    print(f"dptune: note: {db} was damaged ({why}); kept as "
-          f"{db.name}.damaged, a new one started (finished units are in the parts)",
-          file=sys.stderr)
+    _set_aside(Path(root) / "optuna.db", why, "optuna.db")  # damage that shows at open
     return _open_storage(url, root)
 
 
@@ -186,6 +281,66 @@ def _open_storage(url: str | None, root: Path) -> BaseStorage:
             raise input_error("--storage", None,
                               f"cannot open optuna storage {_safe_url(url)!r}: {msg}") from None
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _chain(err: BaseException) -> list[BaseException]:
+    """``err`` and the exceptions it was raised from (optuna wraps SQLAlchemy, which wraps the
+    driver's error)."""
+    out: list[BaseException] = []
+    while err is not None and err not in out and len(out) < 8:
+        out.append(err)
+        err = err.__cause__ or err.__context__
+    return out
+
+
+def _is_storage_error(err: BaseException) -> bool:
+    """Whether ``err`` comes from the optuna storage (optuna's wrapper, SQLAlchemy, a DB-API
+    driver such as sqlite3 or psycopg2, a damaged journal record)."""
+    import json
+    import sqlite3
+
+    import optuna
+
+    for e in _chain(err):
+        if isinstance(e, (optuna.exceptions.StorageInternalError, sqlite3.Error,
+                          json.JSONDecodeError)):
+            return True
+        if type(e).__module__.split(".")[0] in ("sqlalchemy", "psycopg2", "psycopg"):
+            return True
+        if isinstance(e, ValueError) and str(e) == "Invalid log format.":  # a journal's
+            return True
+    return False
+
+
+def storage_name(url: str | None, root: Path) -> str:
+    """The optuna storage as messages name it: its URL without the password, or the path of
+    the default ``optuna.db``."""
+    return _safe_url(url) if url else str(Path(root) / "optuna.db")
+
+
+@contextmanager
+def storage_errors(url: str | None, root: Path) -> Iterator[None]:
+    """Errors of the optuna storage while a sweep uses it become one line naming the storage
+    (exit code 2) instead of a traceback: a full disk ("database or disk is full") says to
+    free space and run the same command; a lost server or a damaged file names the driver's
+    first line. Finished units are in the parts either way, so the same command resumes."""
+    try:
+        yield
+    except DptuneError:
+        raise
+    except Exception as err:
+        if not _is_storage_error(err):
+            raise
+        texts = [_first_line(e) for e in _chain(err)]
+        joined = " ".join(texts).lower()
+        name = storage_name(url, root)
+        if "disk is full" in joined or "no space left" in joined:
+            raise input_error(name, None, "out of space (database or disk is full): free space "
+                              "on its device and run the same command (finished units are "
+                              "kept)") from None
+        detail = next((t for t in reversed(texts) if t), texts[0])
+        raise input_error(name, None, f"the optuna storage failed ({detail}); finished units "
+                          "are kept: run the same command once it works again") from None
 
 
 class _OptunaNoise:

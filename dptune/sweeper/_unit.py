@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import numpy as np
 
 from dptune.config import Experiment
 from dptune.engine import engine_for, evaluate_on, family_on
-from dptune.metrics import METRICS
+from dptune.errors import input_error, plain
+from dptune.metrics import METRICS, NaNScores
 from dptune.models import get_family
 from dptune.store._store import PARTS, ResultStore, UnitResult, part_name
 from dptune.sweeper._plan import Task, _algorithm, derive_seed
@@ -31,10 +34,13 @@ def run_unit(exp: Experiment, task: Task, store: ResultStore) -> UnitResult:
     t0 = time.perf_counter()
     for local, model in family_on(get_family(alg.type), eng).fit_unit(fd.train, unit_cfgs, seed):
         t1 = time.perf_counter()
-        vals = evaluate_on(eng, model, fd.users, fd.train, fd.relevant, cutoffs, fd.efd, fd.epc,
-                        block=ev.user_block, relevance_aware=ev.novelty == "relevance-aware")
+        cid = task.config_ids[local]
+        with named_model(exp, task.algorithm, cid, task.fold):
+            vals = evaluate_on(eng, model, fd.users, fd.train, fd.relevant, cutoffs, fd.efd,
+                               fd.epc, block=ev.user_block,
+                               relevance_aware=ev.novelty == "relevance-aware")
         t2 = time.perf_counter()
-        out[task.config_ids[local]] = (np.asarray(vals)[rows], t1 - t0, t2 - t1)
+        out[cid] = (np.asarray(vals)[rows], t1 - t0, t2 - t1)
         t0 = time.perf_counter()
     ids = tuple(sorted(out))
     res = UnitResult(
@@ -45,6 +51,26 @@ def run_unit(exp: Experiment, task: Task, store: ResultStore) -> UnitResult:
     )
     store.write_unit(res)
     return res
+
+
+@contextmanager
+def named_model(exp: Experiment, algorithm: str, config_id: int, fold: str) -> Iterator[None]:
+    """A model's NaN scores (:class:`dptune.metrics.NaNScores`) as one line naming the
+    experiment's algorithm, its model type, the configuration and the fold, and how many
+    items (exit code 2): the run stops, as for any unit that fails."""
+    try:
+        yield
+    except NaNScores as err:
+        alg = _algorithm(exp, algorithm)
+        i = [a.name for a in exp.algorithms].index(algorithm)
+        cfg = exp.grids[algorithm].configs()[config_id]
+        shown = ", ".join(f"{k}={plain(v)}" for k, v in cfg.items()) or "no hyperparameter"
+        where = "the test split" if fold == "test" else f"fold {fold}"
+        raise input_error(exp.source, f"algorithms[{i}]",
+                          f"model {alg.type} ({algorithm}), configuration {config_id} ({shown}), "
+                          f"on {where}: score() returned NaN for {err.items} of {err.n_items} "
+                          f"items ({err.users} users); a model must score every item with a "
+                          "number (-inf to rank an item last)") from None
 
 
 def _primary_mean(exp: Experiment, store: ResultStore, task: Task) -> float:

@@ -1,4 +1,5 @@
-"""A sweep worker: take grid points from optuna until every validation unit has its part.
+"""A sweep worker: take grid points from optuna, in design order, until every validation unit
+of the budget has its part.
 
 Any number of workers (processes, machines) share one optuna storage and one results directory
 (docs/distributed.md). The result store is the ground truth: a unit whose Parquet part exists and
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from dptune._parallel import exit_if_orphaned
 from dptune.config import Experiment
+from dptune.errors import DptuneError
 from dptune.store._store import ResultStore
 from dptune.sweeper._claims import (
     _claim,
@@ -27,8 +29,9 @@ from dptune.sweeper._claims import (
 )
 from dptune.sweeper._plan import Task, _key, plan
 from dptune.sweeper._prepare import prepare
-from dptune.sweeper._storage import heartbeat_settings, open_storage
+from dptune.sweeper._storage import heartbeat_settings, open_storage, storage_errors
 from dptune.sweeper._unit import _primary_mean, run_unit
+from dptune.sweeper.design import Design, sweep_design
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -37,6 +40,34 @@ if TYPE_CHECKING:
     from optuna.trial import FrozenTrial
 
 MAX_PASSES = 3  # grid walks per worker and algorithm before giving up on failed units
+
+#: How many times one grid walk may find its trial finished by another worker before the
+#: worker gives up (:func:`_optimize`).
+MAX_TOLD_ELSEWHERE = 1000
+
+
+def _told_elsewhere(err: ValueError) -> bool:
+    """Whether optuna refused to record a trial because another worker had already finished
+    it: with SQLite, which has no row locks, two workers can both take the same queued
+    (WAITING) trial; the second one's result is then refused with "Cannot tell a COMPLETE
+    trial." (or FAIL / PRUNED). The unit is the store's to judge, not the trial's."""
+    return str(err).startswith("Cannot tell a ")
+
+
+def _optimize(study: optuna.Study, objective: Callable[[optuna.Trial], float],
+              callbacks: list[Callable[[optuna.Study, FrozenTrial], None]]) -> None:
+    """``study.optimize`` that goes on when a trial was finished by another worker
+    (:func:`_told_elsewhere`): the part its unit needs is written by whichever worker computed
+    it, and the store, not optuna, says what is done. Any other error is raised."""
+    for _ in range(MAX_TOLD_ELSEWHERE):
+        try:
+            study.optimize(objective, callbacks=callbacks, gc_after_trial=False)
+            return
+        except ValueError as err:
+            if not _told_elsewhere(err):
+                raise
+    raise DptuneError(f"{MAX_TOLD_ELSEWHERE} trials of this worker were finished by other "
+                      "workers; is the storage shared with workers of another sweep?")
 
 
 def _mark_interrupted(trial: optuna.Trial) -> None:
@@ -48,21 +79,34 @@ def _mark_interrupted(trial: optuna.Trial) -> None:
 
 
 def worker(exp: Experiment, results: str | Path, storage_url: str | None = None,
-           algorithms: Sequence[str] | None = None, wait_seconds: float | None = None) -> int:
-    """Work on the experiment's validation units until none is left; returns units computed here.
+           algorithms: Sequence[str] | None = None, wait_seconds: float | None = None,
+           design: Design | None = None) -> int:
+    """Work on the experiment's validation units until none of the budget is left; returns
+    units computed here.
 
-    Any number of workers (processes, machines) may run this against one storage and one shared
-    results directory: each asks optuna's GridSampler for a grid point (= a unit), skips it when
-    its part exists, leaves it to a live worker that owns it (:func:`_must_wait`), and otherwise
-    computes and writes it. A first round over the algorithms never waits (an owned point is
+    ``design``: the design and budget to follow (:func:`dptune.sweeper.design.resolve_design`;
+    default: the one recorded in the results directory when the sweep started, else the
+    experiment's). Any number of workers (processes, machines) may run this against one
+    storage and one shared results directory: each asks the study's sampler for the grid point
+    (= a unit on a fold) the design order needs next (:mod:`dptune.sweeper._sampler`), skips it
+    when its part exists, leaves it to a live worker that owns it (:func:`_must_wait`), and
+    otherwise computes and writes it. A first round over the algorithms never waits (an owned point is
     marked PRUNED, "deferred", and the worker moves on, so idle workers start the next algorithm
     instead of watching the last units of this one); a second round waits for the units still
     owned by live workers and redoes those of dead ones. Units whose trials failed are queued
     again, for at most ``MAX_PASSES`` grid walks per algorithm.
     """
+    root = Path(results)
+    with storage_errors(storage_url, root):
+        return _work(exp, root, storage_url, algorithms, wait_seconds, design)
+
+
+def _work(exp: Experiment, root: Path, storage_url: str | None,
+          algorithms: Sequence[str] | None, wait_seconds: float | None,
+          design: Design | None) -> int:
+    """The body of :func:`worker` (its storage errors become one line)."""
     import optuna
 
-    root = Path(results)
     store = ResultStore(root)
     storage = open_storage(storage_url, root)
     interval, _ = heartbeat_settings()
@@ -126,25 +170,29 @@ def worker(exp: Experiment, results: str | Path, storage_url: str | None = None,
                 study.stop()
         return stop_when_complete
 
+    if design is None:
+        design = sweep_design(exp, root)
     work = []
     for alg in exp.algorithms:
         if algorithms is not None and alg.name not in algorithms:
             continue
-        tasks = plan(exp, alg.name, folds)
+        ad = design.algorithms[alg.name]
+        tasks = ad.tasks(folds)
         if missing(tasks):
-            study, space = _study(exp, alg.name, storage, folds)
-            lookup = {_key({"fold": t.fold, **t.params}): t for t in tasks}
+            study, space = _study(exp, alg.name, storage, folds, ad)
+            # every grid point, the budget's or not: a queued trial may name any of them
+            lookup = {_key({"fold": t.fold, **t.params}): t for t in plan(exp, alg.name, folds)}
             work.append((tasks, study, space, lookup))
 
     for tasks, study, space, lookup in work:  # round 1: take free units, never wait
         if missing(tasks):
-            study.optimize(make_objective(study, space, lookup, patient=False),
-                           callbacks=[make_stop(tasks)], gc_after_trial=False)
+            _optimize(study, make_objective(study, space, lookup, patient=False),
+                      [make_stop(tasks)])
     for tasks, study, space, lookup in work:  # round 2: wait for owned units, redo dead ones
         passes = 0
         while missing(tasks) and passes < MAX_PASSES:
-            study.optimize(make_objective(study, space, lookup, patient=True),
-                           callbacks=[make_stop(tasks)], gc_after_trial=False)
+            _optimize(study, make_objective(study, space, lookup, patient=True),
+                      [make_stop(tasks)])
             # The grid walk ended with parts missing. Units that live workers are computing:
             # wait for their parts (or their death, which queues them again) without new trials.
             owned = False

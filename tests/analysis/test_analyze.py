@@ -112,7 +112,7 @@ def test_run_writes_noise_floor_and_importance(tiny):
     assert "## Noise floor (A/A pairs)" in text
     assert "User-kNN is deterministic" in text
     assert "## Hyperparameter importance (optuna) beside DP dominance" in text
-    assert "| Correction | none (raw p-values) |" in text
+    assert "| Correction (Sakai DP) | none (raw p-values) |" in text
     assert "| Bootstrap | 1000 replicates" in text  # on by default
 
 
@@ -122,19 +122,19 @@ def _all_files(d: Path) -> dict[str, bytes]:
 
 @pytest.fixture(scope="module")
 def reruns(tiny, tmp_path_factory):
-    """The same analysis (a bootstrap of 30, Holm) written twice into two folders."""
+    """The same analysis (a bootstrap of 40, Holm) written twice into two folders."""
     d = tmp_path_factory.mktemp("reruns")
     for name in ("a", "b"):
         assert main(["analyze", str(tiny / "results"), "--reports", str(d / name),
-                     "--bootstrap", "30", "--correction", "holm"]) == 0
+                     "--bootstrap", "40", "--correction", "holm"]) == 0
     return d / "a", d / "b"
 
 
 def test_analyze_is_byte_identical_on_rerun(reruns):
     a, b = _all_files(reruns[0]), _all_files(reruns[1])
     assert sorted(a) == sorted(b)
-    assert {"report.md", "dp.csv", "noise_floor.csv", "importance.csv", "robust_ranking.csv",
-            "figure1.png", "figure1.svg"} <= set(a)
+    assert {"report.md", "dp.csv", "noise_floor.csv", "importance.csv", "comparisons.csv",
+            "dominance.csv", "downstream.csv", "figure1.png", "figure1.svg"} <= set(a)
     for name in a:
         assert a[name] == b[name], name
 
@@ -173,10 +173,12 @@ def test_every_dp_number_recomputes_from_the_store_with_scipy(tiny):
         c = np.array(curves)
         mean, sd = c.mean(axis=0), c.std(axis=0, ddof=1)
         assert r.n_pairs == len(pr) and r.n_folds == len(curves)
+        k = 25.0 / len(pr)
         np.testing.assert_allclose(
-            [r.dp, r.dp_plus_sd, r.dp_minus_sd, r.sakai, r.sakai_sd],
-            [mean.sum(), np.minimum(mean + sd, 1).sum(), np.maximum(mean - sd, 0).sum(),
-             np.mean(sakai),
+            [r.dp_sum, r.dp_per_25, r.dp_per_25_plus_sd, r.dp_per_25_minus_sd, r.sakai,
+             r.sakai_sd],
+            [mean.sum(), k * mean.sum(), k * np.minimum(mean + sd, 1).sum(),
+             k * np.maximum(mean - sd, 0).sum(), np.mean(sakai),
              np.std(sakai, ddof=1)], rtol=1e-8, atol=1e-9)
 
 
@@ -194,24 +196,28 @@ def test_noise_floor_numbers_recompute_with_scipy(tiny):
             v = w.to_numpy(np.float64)
             fold_means.append(np.mean([_ttest_p(v[s], v[t]) for s in range(3)
                                        for t in range(s + 1, 3)]))
-        n_pairs = int(dp[(dp["algorithm"] == r.algorithm) & (dp["scope"] == "all")
-                         & (dp["metric"] == r.metric) & (dp["cutoff"] == r.cutoff)]["n_pairs"].iloc[0])
-        np.testing.assert_allclose(r.dp_floor, n_pairs * np.mean(fold_means), rtol=1e-8)
-        np.testing.assert_allclose(r.dp_floor_sd, n_pairs * np.std(fold_means, ddof=1), rtol=1e-8)
-        assert bool(r.flagged) == (not r.dp < r.dp_floor)
+        row = dp[(dp["algorithm"] == r.algorithm) & (dp["scope"] == "all")
+                 & (dp["metric"] == r.metric) & (dp["cutoff"] == r.cutoff)].iloc[0]
+        np.testing.assert_allclose(r.floor_per_25, 25 * np.mean(fold_means), rtol=1e-8)
+        np.testing.assert_allclose(r.floor_per_25_sd, 25 * np.std(fold_means, ddof=1),
+                                   rtol=1e-8)
+        assert r.dp_per_25 == row["dp_per_25"] and r.ci_high == row["ci_high"]
+        assert bool(r.flagged) == (not r.ci_high < r.floor_per_25)
 
 
 def test_bootstrap_report_states_choices_and_intervals(reruns):
     out = reruns[0]
     text = (out / "report.md").read_text()
-    assert "| Bootstrap | 30 replicates" in text
-    assert "| Correction | Holm step-down (family-wise error) |" in text
+    assert "| Bootstrap | 40 replicates" in text
+    assert "| Correction (Sakai DP) | Holm step-down (family-wise error) |" in text
     dp = pd.read_csv(out / "dp.csv")
     assert set(dp["correction"]) == {"holm"}
-    # the interval of DP per 25 pairs sits on the rows of scope all (the pairs it resamples)
-    assert dp.loc[dp["scope"] == "all", ["ci_low", "ci_high"]].notna().all().all()
-    assert dp.loc[dp["scope"] != "all", ["ci_low", "ci_high"]].isna().all().all()
-    assert np.allclose(dp["dp_per_25"], 25 * dp["dp"] / dp["n_pairs"])
+    # the interval of DP per 25 pairs sits on the rows of scope all and of the one-at-a-time
+    # scopes (the pairs the verdict and the dominance compare)
+    boxed = (dp["scope"] == "all") | dp["scope"].str.startswith("only:")
+    assert dp.loc[boxed, ["ci_low", "ci_high"]].notna().all().all()
+    assert dp.loc[~boxed, ["ci_low", "ci_high"]].isna().all().all()
+    assert np.allclose(dp["dp_per_25"], 25 * dp["dp_sum"] / dp["n_pairs"])
 
 
 def test_noise_floor_and_importance_can_be_switched_off(tiny, tmp_path):
@@ -308,26 +314,28 @@ def test_pairs_25_reproduces_the_paper_sampling_table3(tiny):
                                    importance=False)
     res = analyze(store, opts)
     d = res.dp.table[res.dp.table["scope"] == "all"]
-    got = {(r.algorithm, r.metric, int(r.cutoff)): r.dp for r in d.itertuples(index=False)}
+    got = {(r.algorithm, r.metric, int(r.cutoff)): r.dp_sum for r in d.itertuples(index=False)}
     assert set(got) == set(PAPER_TABLE3)
     for key, want in PAPER_TABLE3.items():
         assert got[key] == pytest.approx(want, rel=1e-12, abs=1e-12), key
     # on P = 25 the table's DP per 25 pairs is the paper's DP itself, bit for bit
     bpr = d[d["algorithm"] == "bpr-mf"]
-    assert set(bpr["n_pairs"]) == {25} and (bpr["dp_per_25"] == bpr["dp"]).all()
+    assert set(bpr["n_pairs"]) == {25} and (bpr["dp_per_25"] == bpr["dp_sum"]).all()
     # Table 3 prints those very values (P = 25: DP per 25 pairs = DP)
-    t3 = table3(res.dp.table).to_dataframe().set_index(["algorithm", "cutoff"])
+    t3 = table3(res.dp.table, res.verdict, opts.families).to_dataframe().set_index(
+        ["algorithm", "cutoff"])
     assert t3.at[("bpr-mf", 10), "ndcg"] == pytest.approx(PAPER_TABLE3[("bpr-mf", "ndcg", 10)], rel=1e-12)
     assert t3.at[("bpr-mf", 10), "n_pairs"] == 25 and t3.at[("userknn", 10), "n_pairs"] == 6
     # the verdict's point estimates read the same 25 pairs
-    rb = res.dp.interval.merge(d, on=["algorithm", "metric", "cutoff"])
-    assert np.allclose(rb["dp_at_25"], rb["dp_per_25"], rtol=0, atol=1e-12)
+    v = res.verdict.merge(d, left_on=["algorithm", "cutoff", "recommended"],
+                          right_on=["algorithm", "cutoff", "metric"], suffixes=("", "_dp"))
+    assert len(v) and (v["dp_per_25"] == v["dp_per_25_dp"]).all()
 
 
 @pytest.mark.parametrize("test", ["wilcoxon", "permutation"])
 def test_a_test_other_than_t_gives_one_answer_and_no_claim(tiny, test):
-    """The bootstrap is of t-tests: under another test the verdict's estimate is the tables'
-    own DP (the same p-values), with no interval and no significance claim."""
+    """The bootstrap is of t-tests: under another test the verdict reads the tables' own DP
+    (the same p-values), with no interval and no significance claim."""
     from dptune.analysis import analyze
     from dptune.report._sections import _bootstrap_text
     from dptune.store._store import ResultStore
@@ -339,44 +347,16 @@ def test_a_test_other_than_t_gives_one_answer_and_no_claim(tiny, test):
     assert opts.bootstrap > 0  # asked for, and still not run
     res = analyze(store, opts)
     d = res.dp.table[res.dp.table["scope"] == "all"]
-    rb = res.dp.interval.merge(d, on=["algorithm", "metric", "cutoff"], suffixes=("", "_dp"))
-    assert len(rb) == len(res.dp.interval) == len(d) > 0
-    assert (rb["n_pairs"] == rb["n_pairs_dp"]).all()
-    assert np.allclose(rb["mean_p"] * rb["n_pairs"], rb["dp"], rtol=0, atol=1e-12)
-    assert np.allclose(rb["dp_at_25"], rb["dp_per_25"], rtol=0, atol=1e-12)
-    assert rb["ci_low"].isna().all() and rb["ci_high"].isna().all()
-    assert res.dp.ranking is None
+    assert np.allclose(d["mean_p"] * d["n_pairs"], d["dp_sum"], rtol=0, atol=1e-12)
+    assert d["ci_low"].isna().all() and d["ci_high"].isna().all()
+    assert res.dp.draws == {} and res.comparisons.empty
     assert (res.verdict["less_discriminative"].fillna("") == "").all()
-    said = res.verdict["text"][res.verdict["text"].str.contains("no claim of significance")]
-    assert len(said) and said.str.contains("a test other than the t-test").all()
     # the verdict's metric is the smallest DP of its family, as Table 4's best
     assert res.verdict["recommended"].astype(bool).all()
     for r in res.verdict.itertuples(index=False):
         fam = dict(opts.families)[r.family]
-        rows = rb[(rb["algorithm"] == r.algorithm) & (rb["cutoff"] == r.cutoff)
-                  & rb["metric"].isin(fam)]
-        assert rows["dp"].min() == pytest.approx(
-            rows.loc[rows["metric"] == r.recommended, "dp"].iloc[0], abs=1e-12)
+        rows = d[(d["algorithm"] == r.algorithm) & (d["cutoff"] == r.cutoff)
+                 & d["metric"].isin(fam)]
+        assert rows["dp_per_25"].min() == pytest.approx(
+            rows.loc[rows["metric"] == r.recommended, "dp_per_25"].iloc[0], abs=1e-12)
     assert _bootstrap_text(opts).startswith("not run: its replicates are t-tests")
-    # without an interval no number is labelled with one
-    few = analyze(store, opts.replace(min_pairs=10))
-    assert few.verdict["text"].str.contains("too few pairs").all()
-    assert not few.verdict["text"].str.contains("CI").any()
-
-
-def test_the_result_is_frozen_and_replace_gives_a_copy(tiny):
-    import dataclasses
-
-    from dptune.analysis import analyze
-    from dptune.store._store import ResultStore
-
-    store = ResultStore(tiny / "results")
-    res = analyze(store, AnalysisOptions.resolve(store.manifest(), bootstrap=0, noise_seeds=0,
-                                                 importance=False))
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        res.verdict = None  # type: ignore[misc]
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        res.dp.table = None  # type: ignore[misc]
-    other = dataclasses.replace(res, verdict=None)
-    assert other.verdict is None and res.verdict is not None and other.dp is res.dp
-    assert res.primary == (res.options.primary_metric, res.options.primary_cutoff)

@@ -1,11 +1,11 @@
 """The analysis computes, the report writes: no module of dptune.analysis imports dptune.report
-(nor the sweep, which runs before it). The one exception: the notebook display hooks
-(``_repr_html_``, ``_repr_markdown_``) of the result, which hand it to the report to render.
+(nor the sweep, which runs before it). A result shown in a notebook is rendered by the report's
+``Report`` (which has the display hooks), never by the analysis.
 
 Inside the analysis the concepts are layered one way: the DP estimator (``dp/``) reads only the
 options and the result's data files outside itself, importance (``importance/``) nothing of the
 analysis, the verdict (``verdict/``) the DP estimator, importance and the options; the
-top-level modules (pipeline, route, noise, selection, ...) glue them. Lazy imports count."""
+top-level modules (pipeline, noise, selection, ...) glue them. Lazy imports count."""
 
 from __future__ import annotations
 
@@ -25,18 +25,11 @@ ALLOWED = {
     "verdict": ("dptune.analysis.options", "dptune.analysis.dp", "dptune.analysis.importance"),
 }
 
-#: Methods that may import the report lazily: a result shown in a notebook is rendered by it.
-DISPLAY_HOOKS = ("_repr_html_", "_repr_markdown_")
-
 
 def _imports(path: Path) -> list[str]:
     names = []
     tree = ast.parse(path.read_text())
-    hooks = {id(n) for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)
-             and f.name in DISPLAY_HOOKS for n in ast.walk(f)}
     for node in ast.walk(tree):
-        if id(node) in hooks:
-            continue
         if isinstance(node, ast.Import):
             names += [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module == "dptune.analysis":

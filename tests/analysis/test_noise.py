@@ -20,12 +20,21 @@ import pytest
 from scipy import stats as sps
 
 from dptune.analysis import noise as noise
-from dptune.analysis.dp import engine as dp
 from dptune.analysis.dp import paired_tests as stats
+from dptune.analysis.dp.curves import pvalue_curve
+from dptune.analysis.options import AnalysisOptions
 from dptune.errors import DptuneError
 from dptune.store import _noise_parts as parts
 from dptune.store._store import ResultStore, UnitResult
 from dptune.sweeper import _noise as sweep_noise
+
+T = stats.paired_test("t")
+
+
+def floor_table(root, n_pairs, **options):
+    """The noise floor under the options (every seed and configuration unless limited)."""
+    opts = AnalysisOptions(**{"seed": 0, "noise_seeds": 99, "noise_configs": 99, **options})
+    return noise.noise_floor_table(root, opts, n_pairs)
 
 # ------------------------------------------------------------------ pure functions
 
@@ -42,7 +51,7 @@ def test_resample_curve():
     np.testing.assert_allclose(noise.resample_curve(c, 4), [0.8, 0.65, 0.35, 0.2])
     np.testing.assert_array_equal(noise.resample_curve(c, 2), c)
     rng = np.random.default_rng(0)
-    curve = dp.pvalue_curve(rng.random(10))
+    curve = pvalue_curve(rng.random(10))
     r = noise.resample_curve(curve, 25)
     assert r.shape == (25,) and np.all(np.diff(r) <= 0)
     assert r[0] == curve[0] and r[-1] == curve[-1]
@@ -54,12 +63,11 @@ def test_resample_curve():
 def test_aa_pvalues_are_scipy_ttest_rel_in_lexicographic_pair_order():
     rng = np.random.default_rng(1)
     v = rng.random((4, 50))
-    p = noise.aa_pvalues(v)
+    p = noise.aa_pvalues(v, T)
     want = [sps.ttest_rel(v[s], v[t]).pvalue for s in range(4) for t in range(s + 1, 4)]
     np.testing.assert_allclose(p, want, rtol=1e-12)
-    np.testing.assert_array_equal(p, dp.noise_floor(v))
-    b1 = noise.aa_pvalues(v, test="bootstrap", n_resamples=200, seed=3)
-    b2 = noise.aa_pvalues(v, test="bootstrap", n_resamples=200, seed=3)
+    b1 = noise.aa_pvalues(v, stats.paired_test("bootstrap", 200), seed=3)
+    b2 = noise.aa_pvalues(v, stats.paired_test("bootstrap", 200), seed=3)
     assert b1.shape == (6,) and np.array_equal(b1, b2)
 
 
@@ -71,7 +79,7 @@ def test_synthetic_aa_pvalues_are_uniform():
         n = int(rng.integers(80, 400))
         quality = rng.beta(1.2, 4.0, n)  # per-user level, shared by both seeds
         seeds = np.clip(quality[None, :] + rng.normal(0.0, 0.15, (2, n)), 0.0, 1.0)
-        pvals.append(noise.aa_pvalues(seeds)[0])
+        pvals.append(noise.aa_pvalues(seeds, T)[0])
     p = np.array(pvals)
     d, ks_p = stats.ks_uniform(p)
     assert ks_p > 0.01, (d, ks_p)
@@ -79,19 +87,23 @@ def test_synthetic_aa_pvalues_are_uniform():
     assert 0.02 < np.mean(p < 0.05) < 0.09
 
 
-def test_compare_with_floor_flags():
+def test_compare_with_floor_flags_on_the_one_scale():
     dpt = pd.DataFrame({"algorithm": "b", "scope": ["all", "all", "all", "k=1"],
                         "metric": ["ndcg", "recall", "mrr", "ndcg"], "cutoff": 10,
-                        "dp": [3.0, 9.0, 10.0, 1.0], "n_pairs": 20})
+                        "dp_per_25": [3.0, 9.0, 10.0, 1.0], "ci_low": np.nan,
+                        "ci_high": np.nan})
     floor = pd.DataFrame({"algorithm": "b", "metric": ["ndcg", "recall", "mrr"], "cutoff": 10,
-                          "dp_floor": [10.0, 8.0, 10.0], "dp_floor_sd": 1.0, "mean_p": 0.5})
+                          "floor_per_25": [10.0, 8.0, 10.0], "floor_per_25_sd": 1.0,
+                          "mean_p": [0.4, 0.32, 0.4]})
     t = noise.compare_with_floor(dpt, floor)
-    assert t["flagged"].tolist() == [False, True, True]  # DP >= DP_floor is flagged
+    assert list(t.columns) == noise.VERSUS_COLUMNS
+    assert t["flagged"].tolist() == [False, True, True]  # DP >= the floor is flagged
     np.testing.assert_allclose(t["ratio"], [0.3, 9 / 8, 1.0])
-    ci = dpt.assign(dp_ci_low=[2.0, 5.0, 6.0, 0.5], dp_ci_high=[4.0, 7.9, 10.5, 1.5])
+    assert set(t["rule"]) == {"DP below the floor"}
+    ci = dpt.assign(ci_low=[2.0, 5.0, 6.0, 0.5], ci_high=[4.0, 7.9, 10.5, 1.5])
     t = noise.compare_with_floor(ci, floor)
     assert t["flagged"].tolist() == [False, False, True]  # CI overlapping the floor is flagged
-    assert set(t["rule"]) == {"95% CI of DP entirely below DP_floor"}
+    assert set(t["rule"]) == {"95% CI of DP entirely below the floor"}
 
 
 # ------------------------------------------------------------------ parts and the floor table
@@ -152,28 +164,29 @@ def test_write_noise_part_schema_metadata_atomic(tmp_path):
 def test_noise_floor_table_formulas(tmp_path):
     _fake_results(tmp_path)
     vals = _write_synthetic_parts(tmp_path)
-    nf = noise.noise_floor_table(tmp_path, n_pairs=5)
+    nf = floor_table(tmp_path, 5)
     assert nf.configs == {"bpr": [0, 1]} and nf.seeds == {"bpr": 4}
     assert len(nf.pvalues) == 2 * 2 * 6
-    pooled = {f: np.concatenate([dp.noise_floor(vals[(c, f)]) for c in (0, 1)]) for f in ("0", "1")}
+    pooled = {f: np.concatenate([noise.aa_pvalues(vals[(c, f)], T) for c in (0, 1)])
+              for f in ("0", "1")}
     row = nf.floor.iloc[0]
     fold_means = np.array([pooled[f].mean() for f in ("0", "1")])
     assert (row["n_aa_pairs"], row["n_positions"], row["n_folds"]) == (24, 5, 2)
-    np.testing.assert_allclose(row["dp_floor"], 5 * fold_means.mean())
-    np.testing.assert_allclose(row["dp_floor_sd"], 5 * fold_means.std(ddof=1))
-    curves = np.stack([noise.resample_curve(dp.pvalue_curve(pooled[f]), 5) for f in ("0", "1")])
+    np.testing.assert_allclose(row["floor_per_25"], 25 * fold_means.mean())
+    np.testing.assert_allclose(row["floor_per_25_sd"], 25 * fold_means.std(ddof=1))
+    curves = np.stack([noise.resample_curve(pvalue_curve(pooled[f]), 5) for f in ("0", "1")])
     np.testing.assert_allclose(nf.curves["mean"], curves.mean(axis=0))
     np.testing.assert_allclose(nf.curves["sd"], curves.std(axis=0, ddof=1))
     assert nf.curves["position"].tolist() == [0, 1, 2, 3, 4]
     # the best configuration only, and two seeds: one A/A pair per fold
-    best = noise.noise_floor_table(tmp_path, n_pairs=5, max_configs=1, max_seeds=2)
+    best = floor_table(tmp_path, 5, noise_configs=1, noise_seeds=2)
     assert best.configs == {"bpr": [1]} and len(best.pvalues) == 2
-    np.testing.assert_allclose(best.pvalues["p"], [dp.noise_floor(vals[(1, f)][:2])[0]
+    np.testing.assert_allclose(best.pvalues["p"], [noise.aa_pvalues(vals[(1, f)][:2], T)[0]
                                                    for f in ("0", "1")])
     # P per (algorithm, metric, cutoff): keys absent from the mapping are left out
-    assert noise.noise_floor_table(tmp_path, n_pairs={("bpr", "ndcg", 10): 3}).curves.shape[0] == 3
-    assert noise.noise_floor_table(tmp_path, n_pairs={}).empty
-    assert noise.noise_floor_table(tmp_path / "nowhere", n_pairs=5).empty
+    assert floor_table(tmp_path, {("bpr", "ndcg", 10): 3}).curves.shape[0] == 3
+    assert floor_table(tmp_path, {}).empty
+    assert floor_table(tmp_path / "nowhere", 5).empty
 
 
 def test_rank_configs(tmp_path):
@@ -286,7 +299,7 @@ def test_run_noise_floor_trains_seeds_resumes_and_records(swept):
     kept = after[after["seed_index"] < 2].sort_values(
         ["config_id", "fold", "seed_index", "metric", "cutoff", "user"])
     np.testing.assert_array_equal(kept["value"].to_numpy(), before["value"].to_numpy())
-    nf = noise.noise_floor_table(root, n_pairs=3)
+    nf = floor_table(root, 3)
     assert set(nf.floor["n_seeds"]) == {3} and set(nf.floor["n_configs"]) == {2}
 
 
@@ -334,7 +347,7 @@ def test_real_bpr_randomised_aa_pvalues_are_uniform(tmp_path):
                 a, b = v[s, g], v[s + 1, g]
                 swap = rng.random(len(g)) < 0.5
                 aa = np.stack([np.where(swap, b, a), np.where(swap, a, b)])
-                pvals.append(noise.aa_pvalues(aa)[0])
+                pvals.append(noise.aa_pvalues(aa, T)[0])
     p = np.array(pvals)
     assert p.size >= 200
     d, ks_p = stats.ks_uniform(p)

@@ -89,10 +89,10 @@ def test_values_are_coerced():
 
 
 def test_resolve_merges_defaults_manifest_and_overrides():
-    man = {"analysis": {"pairs": 15, "seed": None, "bootstrap": 10, "from_the_future": 1},
+    man = {"analysis": {"pairs": 15, "seed": None, "bootstrap": 40, "from_the_future": 1},
            "seeds": {"analysis": 42}}
     o = AnalysisOptions.resolve(man, bootstrap=None, test="wilcoxon")
-    assert (o.pairs, o.seed, o.bootstrap, o.test, o.alpha) == (15, 42, 10, "wilcoxon", 0.05)
+    assert (o.pairs, o.seed, o.bootstrap, o.test, o.alpha) == (15, 42, 40, "wilcoxon", 0.05)
     assert AnalysisOptions.resolve(man, seed=5).seed == 5
     assert AnalysisOptions.resolve({}).seed is None
     with pytest.raises(DptuneError, match="analysis: bootstrap: must be an integer >= 0"):

@@ -137,16 +137,36 @@ def test_scale_projection_breakdown_adds_up() -> None:
     # KNN: 10 folds x 2 families x (30 s similarity + 15 x 1 s evaluation)
     assert p["knn_core_hours"] == pytest.approx(10 * 2 * 45 / 3600)
     from dptune.bench._plans import SCALE_PLANS
+    from dptune.bench._projection import budget_in
 
     res = bench.Results(plan=SCALE_PLANS["amazon-tiny"], machine={"cpu": "x"})
     res.lines = {"projected_full_grid_hours a": "1.0"}
     res.detail["scale"] = {n: {"costs": costs, "projection": p, "peak_gib": 2.0,
-                               "prepare_seconds": 1.0} for n in ("ml-1m", "amazon-movies")}
+                               "prepare_seconds": 1.0, "budget": budget_in(costs, 3.0)}
+                           for n in ("ml-1m", "amazon-movies")}
     md = bench.render_scale_report(res, "python -m dptune.bench amazon")
     for text in ("| core-hours | ml-1m | amazon-movies |", "scoring", "top-N", "metrics",
                  "writing the parts", "### Unit costs on amazon-movies", "| cpu | x |",
-                 "python -m dptune.bench amazon"):
+                 "python -m dptune.bench amazon", "### Budget that fits in 3 hours on 2 cores",
+                 "BPR-MF units in the budget (whole rounds)"):
         assert text in md, text
+
+
+def test_the_budget_in_three_hours_is_the_sweeps_own_conversion() -> None:
+    """On the committed ML-1M unit costs (the sweep's reference), one round of 15 BPR-MF units
+    takes 1.0 h on 2 cores and 3 hours hold two whole rounds; made-up costs 10 times slower
+    hold none, and the answer says how long one round would take."""
+    from dptune.bench._projection import budget_in
+    from dptune.sweeper._cost import REFERENCE_COSTS
+
+    b = budget_in(REFERENCE_COSTS, 3.0)
+    assert (b["rounds"], b["units"], b["total_units"], b["round_units"]) == (2, 30, 225, 15)
+    assert b["round_hours"] == pytest.approx(1.02, abs=0.02)
+    assert b["run_hours"] <= 3.0 < b["run_hours"] + b["round_hours"]
+    slow = {**REFERENCE_COSTS, "bpr": [{**r, "epoch_seconds": 10 * r["epoch_seconds"]}
+                                       for r in REFERENCE_COSTS["bpr"]]}
+    s = budget_in(slow, 3.0)
+    assert (s["rounds"], s["units"]) == (0, 0) and s["round_hours"] > 3.0
 
 
 def test_scale_section_is_merged_into_the_report_without_erasing_it() -> None:
@@ -214,3 +234,24 @@ def test_bench_workdir_that_cannot_be_created_stops_before_any_work(tmp_path: Pa
     assert exc.value.code == 2
     assert "--workdir" in capsys.readouterr().err.splitlines()[-1]
     assert list(tmp_path.iterdir()) == [blocker]
+
+
+def test_help_names_real_options_and_describes_work_not_time(capsys) -> None:
+    """``--help`` names no option it does not list (the tests' hidden plan), gives what
+    ``--small`` measures instead of a duration that depends on the machine, and says the
+    default of every option that takes a value."""
+    import argparse
+
+    from dptune.bench._main import build_parser, main
+
+    with pytest.raises(SystemExit) as ex:
+        main(["--help"])
+    assert ex.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--tiny" not in text
+    assert not re.search(r"\bminutes?\b|\bseconds?\b|\bhours?\b", text)
+    assert "ML-100K" in text and "once instead of twice" in text
+    ap = build_parser()
+    for action in ap._actions:
+        if action.option_strings and action.nargs != 0 and action.help != argparse.SUPPRESS:
+            assert "default" in ap._get_formatter()._expand_help(action), action.option_strings

@@ -24,12 +24,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import frames_result
 
 from dptune.report import Report
 
 pytestmark = pytest.mark.browser
 
+#: How long to wait for the browser (to start, to answer, to load a page): a safety net for a
+#: browser that never does, long enough that a slow or loaded machine never reaches it.
+WAIT_S = 300.0
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 FLAGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -53,7 +55,7 @@ class DevTools:
     def __init__(self, url: str):
         m = re.match(r"ws://([^/:]+):(\d+)(/.*)", url)
         assert m, url
-        self.sock = socket.create_connection((m.group(1), int(m.group(2))), timeout=30)
+        self.sock = socket.create_connection((m.group(1), int(m.group(2))), timeout=WAIT_S)
         key = base64.b64encode(os.urandom(16)).decode()
         self.sock.sendall((f"GET {m.group(3)} HTTP/1.1\r\nHost: {m.group(1)}:{m.group(2)}\r\n"
                            "Upgrade: websocket\r\nConnection: Upgrade\r\n"
@@ -104,7 +106,7 @@ class DevTools:
                 return msg["result"]
             self.events.append(msg)
 
-    def wait(self, method: str, timeout: float = 30.0) -> dict:
+    def wait(self, method: str, timeout: float = WAIT_S) -> dict:
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             for e in self.events:
@@ -123,7 +125,7 @@ def chromium(tmp_path):
                             text=True)
     try:
         port = None
-        end = time.monotonic() + 60
+        end = time.monotonic() + WAIT_S
         while port is None and time.monotonic() < end:
             line = proc.stderr.readline()
             if not line and proc.poll() is not None:
@@ -133,7 +135,7 @@ def chromium(tmp_path):
                 port = int(m.group(1))
         if port is None:
             pytest.skip(f"chromium did not start its DevTools server (exit {proc.poll()})")
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10) as r:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=WAIT_S) as r:
             pages = [t for t in json.load(r) if t["type"] == "page"]
         dt = DevTools(pages[0]["webSocketDebuggerUrl"])
         yield dt
@@ -148,45 +150,63 @@ def chromium(tmp_path):
 
 
 def _report_dir(tmp_path: Path) -> Path:
-    """A report of synthetic frames: 3 algorithms, 2 cutoffs, noise floor, a verdict."""
-    metrics = ("ndcg", "precision", "recall", "mrr", "efd", "epc")
-    rows, curves, noise = [], [], []
+    """The report of a real analysis of a per-user table: 2 algorithms (one with two
+    hyperparameters: Table 5, one at a time, the dominant hyperparameter), 6 metrics at 2
+    cutoffs, 3 folds, with intervals and a verdict."""
+    import dptune
+
     rng = np.random.default_rng(3)
-    for alg in ("itemknn", "userknn", "bpr-mf"):
-        for m in metrics:
-            for c in (5, 10):
-                dp = float(rng.uniform(1, 10))
-                rows.append({"algorithm": alg, "scope": "all", "metric": m, "cutoff": c,
-                             "dp": dp, "dp_plus_sd": dp * 1.3, "dp_minus_sd": dp * 0.7,
-                             "n_pairs": 25, "n_folds": 3, "sakai": 0.4, "sakai_sd": 0.1})
-                mean = np.sort(rng.uniform(0, 1, 25))[::-1]
-                curves += [{"algorithm": alg, "scope": "all", "metric": m, "cutoff": c,
-                            "position": i, "mean": float(v), "sd": 0.1}
-                           for i, v in enumerate(mean)]
-                if alg == "bpr-mf":
-                    noise += [{"algorithm": alg, "cutoff": c, "metric": m, "position": i,
-                               "mean": float(v)} for i, v in enumerate(np.linspace(0.9, 0.3, 25))]
-    for h, vals in (("factors", ("10", "40")), ("iterations", ("4", "8"))):
-        for v in vals:
-            for m in metrics:
-                for c in (5, 10):
-                    rows.append({"algorithm": "bpr-mf", "scope": f"{h}={v}", "metric": m,
-                                 "cutoff": c, "dp": float(rng.uniform(1, 10)), "dp_plus_sd": 1,
-                                 "dp_minus_sd": 1, "n_pairs": 25, "n_folds": 3, "sakai": 0.5,
-                                 "sakai_sd": 0.1})
-    datasets = pd.DataFrame([{"dataset": "toy", "users": 10, "items": 20, "ratings": 50,
-                              "sparsity": 0.75}])
-    verdict = pd.DataFrame([{"algorithm": "bpr-mf", "cutoff": 10, "recommended": "ndcg",
-                             "dp_at_25": 3.2, "ci_low": 2.1, "ci_high": 4.4,
-                             "less_discriminative": "recall;mrr", "tied": "precision",
-                             "text": "BPR-MF, N = 10: tune with nDCG@10."}])
-    result = frames_result(pd.DataFrame(rows), pd.DataFrame(curves), datasets=datasets,
-                           noise_curves=pd.DataFrame(noise))
-    rep = Report.from_result(result, settings={"alpha": 0.05})
-    rep.verdict = verdict
+    metrics = ("ndcg", "precision", "recall", "mrr", "efd", "epc")
+    rows = []
+    for alg, grid in (("bpr-mf", [(f, lr) for f in (10, 40, 160) for lr in (0.1, 0.01)]),
+                      ("userknn", [(k, 0) for k in (10, 20, 40, 80, 160)])):
+        for cid, (a, b) in enumerate(grid):
+            for fold in ("0", "1", "2"):
+                user = rng.uniform(0.1, 0.5, 60)
+                for m in metrics:
+                    for c in (5, 10):
+                        v = user + 0.02 * cid + rng.normal(0, 0.1 + 0.02 * metrics.index(m), 60)
+                        rows += [{"algorithm": alg, "config_id": cid, "fold": fold,
+                                  "user": f"u{u}", "metric": m, "cutoff": c, "value": x,
+                                  "factors" if alg == "bpr-mf" else "k": a,
+                                  "learning_rate": b} for u, x in enumerate(v)]
+    df = pd.DataFrame(rows)
+    res = dptune.analyze(df, hyperparameters=["factors", "k", "learning_rate"])
+    rep = Report.from_result(res, settings={"alpha": 0.05})
     out = tmp_path / "report"
     rep.write(out)
     return out
+
+
+def _load(dt, out: Path, width: int, height: int, mobile: bool) -> None:
+    for domain in ("Page", "Runtime", "Log", "Network"):
+        dt.send(f"{domain}.enable")
+    dt.send("Emulation.setDeviceMetricsOverride", width=width, height=height,
+            deviceScaleFactor=1, mobile=mobile)
+    dt.send("Page.navigate", url=(out / "report.html").resolve().as_uri())
+    dt.wait("Page.loadEventFired")
+
+
+def test_every_table_fits_a_laptop_screen(chromium, tmp_path):
+    """At 1280 px every table shows all its columns: none needs to scroll sideways (the
+    verdict's and Table 3's included, intervals and all)."""
+    out = _report_dir(tmp_path)
+    dt = chromium
+    _load(dt, out, 1280, 800, False)
+    check = dt.send("Runtime.evaluate", returnByValue=True, expression="""JSON.stringify(
+        Array.from(document.querySelectorAll('.table-wrap')).map(w => [
+            w.querySelector('tr').textContent.trim().slice(0, 60),
+            w.scrollWidth - w.clientWidth]))""")
+    tables = json.loads(check["result"]["value"])
+    assert len(tables) >= 8
+    wide = [(head, extra) for head, extra in tables if extra > 1]
+    assert not wide, wide
+    shot = base64.b64decode(dt.send("Page.captureScreenshot", format="png")["data"])
+    (tmp_path / "report-1280.png").write_bytes(shot)
+    keep = os.environ.get("DPTUNE_SCREENSHOT_DIR")
+    if keep:
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        shutil.copy(tmp_path / "report-1280.png", Path(keep) / "report-1280.png")
 
 
 def test_report_html_renders_in_headless_chromium(chromium, tmp_path):
@@ -198,12 +218,7 @@ def test_report_html_renders_in_headless_chromium(chromium, tmp_path):
     assert md.index("## Verdict") < md.index("## Data sets")
 
     dt = chromium
-    for domain in ("Page", "Runtime", "Log", "Network"):
-        dt.send(f"{domain}.enable")
-    dt.send("Emulation.setDeviceMetricsOverride", width=412, height=915, deviceScaleFactor=1,
-            mobile=True)
-    dt.send("Page.navigate", url=(out / "report.html").resolve().as_uri())
-    dt.wait("Page.loadEventFired")
+    _load(dt, out, 412, 915, True)
     check = dt.send("Runtime.evaluate", returnByValue=True, expression="""JSON.stringify({
         tables: document.querySelectorAll('table').length,
         wrapped: document.querySelectorAll('.table-wrap > table').length,
@@ -216,9 +231,9 @@ def test_report_html_renders_in_headless_chromium(chromium, tmp_path):
             u => /^(https?:)?\\/\\//.test(u)).length})""")
     page = json.loads(check["result"]["value"])
     assert page["tables"] == n_tables and page["wrapped"] == n_tables
-    assert len(page["images"]) == len(figures)
+    assert len(page["images"]) == len(figures) + len(list(out.glob("figure_dp*.png")))
     assert all(ok and width > 0 for _, ok, width in page["images"]), page["images"]
-    assert page["h2"][0] == "Verdict" and "Files" in page["h2"]
+    assert page["h2"][:2] == ["Summary", "Verdict"] and "Files" in page["h2"]
     assert page["overflow"] <= 0, "the page scrolls sideways on a phone"
     assert page["external"] == 0
 

@@ -20,8 +20,8 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 from conftest import frames_result  # noqa: E402
 
+import dptune.report as report
 from dptune.errors import DptuneError  # noqa: E402
-from dptune.report import _report as report
 from dptune.report._table import Cell, _md_cell
 
 METRICS = ("ndcg", "precision", "recall", "mrr", "efd", "epc")
@@ -36,18 +36,15 @@ P = 25
 
 
 def _dp_row(alg: str, scope: str, metric: str, cutoff: int, dp: float, n_pairs: int = P) -> dict:
+    """A dp.csv row whose paper DP (the sum over P pairs) is ``dp``."""
+    per_25 = dp * 25 / n_pairs
     return {
-        "algorithm": alg,
-        "scope": scope,
-        "metric": metric,
-        "cutoff": cutoff,
-        "dp": dp,
-        "dp_plus_sd": dp * 1.7,
-        "dp_minus_sd": dp * 0.3,
-        "n_pairs": n_pairs,
-        "n_folds": 10,
-        "sakai": 0.5,
-        "sakai_sd": 0.1,
+        "algorithm": alg, "scope": scope, "metric": metric, "cutoff": cutoff,
+        "n_pairs": n_pairs, "n_possible_pairs": n_pairs, "n_folds": 10, "mean_p": dp / n_pairs,
+        "mean_p_sd": 0.01, "dp_per_25": per_25, "dp_per_25_plus_sd": per_25 * 1.7,
+        "dp_per_25_minus_sd": per_25 * 0.3, "ci_low": np.nan, "ci_high": np.nan,
+        "dp_sum": dp, "sakai": 0.5, "sakai_sd": 0.1, "no_evidence": False, "repeats": 1,
+        "test": "t", "correction": "none", "alpha": 0.05,
     }
 
 
@@ -288,7 +285,7 @@ def test_table3_compares_rows_with_different_p_per_25_pairs_with_intervals() -> 
                        _dp_row("a", "all", "mrr", 10, 1.5, 15),
                        _dp_row("b", "all", "ndcg", 10, 40.0, 1000),
                        _dp_row("b", "all", "mrr", 10, 80.0, 1000)])
-    per25 = dp["dp"] * 25 / dp["n_pairs"]
+    per25 = dp["dp_per_25"]
     dp["ci_low"], dp["ci_high"] = per25 - 0.5, per25 + 0.5
     t = report.table3(dp)
     rows = _md_rows(t.to_markdown())
@@ -312,15 +309,15 @@ def test_table4_best_worst() -> None:
         "best_metric",
         "tied_with",
         "worst_metric",
-        "best_dp",
-        "best_dp_plus_sd",
-        "worst_dp",
+        "best_dp_per_25",
+        "best_dp_per_25_plus_sd",
+        "worst_dp_per_25",
     ]
     r = t.csv[(t.csv["algorithm"] == "bpr-mf") & (t.csv["cutoff"] == 10)].iloc[0]
     assert (r["best_metric"], r["worst_metric"]) == ("precision", "recall")
-    assert r["best_dp"] == pytest.approx(0.585)
-    assert r["best_dp_plus_sd"] == pytest.approx(0.585 * 1.7)
-    assert r["worst_dp"] == pytest.approx(1.314)
+    assert r["best_dp_per_25"] == pytest.approx(0.585)
+    assert r["best_dp_per_25_plus_sd"] == pytest.approx(0.585 * 1.7)
+    assert r["worst_dp_per_25"] == pytest.approx(1.314)
     rows = _md_rows(t.to_markdown())
     assert rows[0] == [
         "Algorithm",
@@ -366,7 +363,7 @@ def test_table4_best_is_the_verdicts_recommendation_per_family() -> None:
     row = _find_row(rows, "BPR-MF", "10")
     assert [row[2], row[4]] == ["accuracy", "nDCG@10"]
     nov = [r for r in rows if r[:3] == ["BPR-MF", "10", "novelty"]][0]
-    assert nov[4:6] == ["too few pairs (3)", "–"]
+    assert nov[4:6] == ["too few pairs (P = 3)", "–"]
     # without a verdict row, the same tie rule on DP inside each family
     acc = t.csv[(t.csv["algorithm"] == "userknn") & (t.csv["cutoff"] == 10)]
     assert set(acc["best_metric"]) <= {"ndcg", "precision", "recall", "mrr", "epc", "efd"}
@@ -377,12 +374,13 @@ def test_table4_best_is_the_verdicts_recommendation_per_family() -> None:
 
 def test_table3_and_table4_with_no_evidence_and_ties() -> None:
     # every p-value 1: DP = P for every metric; Table 4 names neither best nor worst
-    dead = pd.DataFrame([_dp_row("a", "all", m, 10, float(P)) for m in ("ndcg", "recall")])
+    dead = pd.DataFrame([_dp_row("a", "all", m, 10, float(P)) for m in ("ndcg", "recall")]
+                        ).assign(no_evidence=True)
     t4 = report.table4(dead)
     r = _find_row(_md_rows(t4.to_markdown()), "a", "10")
     assert r[3:5] == ["no evidence", "–"]
     assert "no evidence: every p-value is 1" in t4.to_markdown()
-    t3 = report.table3(dead.assign(no_evidence=True)).to_markdown()
+    t3 = report.table3(dead).to_markdown()
     assert _find_row(_md_rows(t3), "a", "10")[3:] == [f"{P:.3f}", f"{P:.3f}"]  # no marks
     assert "No evidence (a at N = 10)" in t3
     # exact ties: named by the verdict's metric order, stated as ties
@@ -394,7 +392,8 @@ def test_table3_and_table4_with_no_evidence_and_ties() -> None:
 
 
 def test_table4_with_confidence_interval() -> None:
-    dp = make_dp().assign(ci_low=lambda d: d["dp"] - 0.1, ci_high=lambda d: d["dp"] + 0.1)
+    dp = make_dp().assign(ci_low=lambda d: d["dp_per_25"] - 0.1,
+                          ci_high=lambda d: d["dp_per_25"] + 0.1)
     t = report.table4(dp)
     assert list(t.csv.columns)[-4:] == ["best_ci_low", "best_ci_high", "worst_ci_low",
                                         "worst_ci_high"]
@@ -410,20 +409,21 @@ def test_table5_layout_bold_and_order() -> None:
     assert _find_row(rows, "Latent factors") == ["Latent factors", "9", "10", "20", "160"]
     fac = rows[rows.index(_find_row(rows, "Latent factors")) + 1]
     # 160 used 10 pairs: 0.5 over 10 pairs is 1.25 per 25 pairs, and P says so
-    assert fac == ["DP", "0.700", "0.600", "**0.290**", "1.250"]
+    assert fac == ["DP per 25 pairs", "0.700", "0.600", "**0.290**", "1.250"]
     assert rows[rows.index(fac) + 1] == ["P", "25", "25", "25", "10"]
     it = rows[rows.index(_find_row(rows, "Iterations")) + 1]
-    assert it == ["DP", "1.633", "0.796", "**0.707**", ""]
+    assert it == ["DP per 25 pairs", "1.633", "0.796", "**0.707**", ""]
     lr_vals = _find_row(rows, "Learning rate")
     assert lr_vals[1:4] == ["0.05", "0.1", "0.2"]  # numeric order
     assert rows[rows.index(lr_vals) + 1][1:4] == ["1.918", "**0.702**", "0.765"]
     # Paper row order: latent factors, iterations, learning rate.
-    names = [r[0] for r in rows if r[0] not in ("DP", "P", "Hyperparameter", ":---")]
+    names = [r[0] for r in rows if r[0] not in ("DP per 25 pairs", "P", "Hyperparameter",
+                                                 ":---")]
     assert names == ["Latent factors", "Iterations", "Learning rate"]
     # the algorithms without per-hyperparameter scopes are named, with the reason
     assert "Item-kNN, User-kNN are not in this table: fewer than two free hyperparameters" in md
     tex = t.to_latex()
-    assert "DP & 0.700 & 0.600 & \\textbf{0.290} & 1.250 \\\\" in tex
+    assert "DP per 25 pairs & 0.700 & 0.600 & \\textbf{0.290} & 1.250 \\\\" in tex
     # CSV: long form, every metric and cutoff.
     assert list(t.csv.columns) == [
         "algorithm",
@@ -431,7 +431,6 @@ def test_table5_layout_bold_and_order() -> None:
         "value",
         "metric",
         "cutoff",
-        "dp",
         "n_pairs",
         "dp_per_25",
     ]
@@ -442,7 +441,8 @@ def test_table5_layout_bold_and_order() -> None:
 def test_table5_hyperparameter_order() -> None:
     order = {"learning_rate": [0.2, 0.1, 0.05], "factors": ["160", 20, 10, 9]}
     rows = _md_rows(report.table5(make_dp(), ("ndcg", 10), order).to_markdown())
-    names = [r[0] for r in rows if r[0] not in ("DP", "P", "Hyperparameter", ":---")]
+    names = [r[0] for r in rows if r[0] not in ("DP per 25 pairs", "P", "Hyperparameter",
+                                                 ":---")]
     assert names == ["Learning rate", "Latent factors", "Iterations"]
     assert _find_row(rows, "Learning rate")[1:] == ["0.2", "0.1", "0.05", ""]
     assert _find_row(rows, "Latent factors")[1:] == ["160", "20", "10", "9"]
@@ -475,9 +475,10 @@ def test_one_at_a_time_bold_per_metric_column() -> None:
         "hyperparameter",
         "metric",
         "cutoff",
-        "dp",
         "n_pairs",
         "dp_per_25",
+        "ci_low",
+        "ci_high",
     ]
     assert set(t.csv["cutoff"]) == {5, 10}
     assert len(t.csv) == 4 * len(METRICS) * 2
@@ -533,18 +534,19 @@ def test_csv_columns_exact(written: tuple[Path, list[Path]]) -> None:
         "table4.csv": [
             "algorithm",
             "cutoff",
+            "family",
             "n_pairs",
             "best_metric",
             "tied_with",
             "worst_metric",
-            "best_dp",
-            "best_dp_plus_sd",
-            "worst_dp",
+            "best_dp_per_25",
+            "best_dp_per_25_plus_sd",
+            "worst_dp_per_25",
         ],
-        "table5.csv": ["algorithm", "hyperparameter", "value", "metric", "cutoff", "dp", "n_pairs",
+        "table5.csv": ["algorithm", "hyperparameter", "value", "metric", "cutoff", "n_pairs",
                        "dp_per_25"],
-        "one_at_a_time.csv": ["algorithm", "hyperparameter", "metric", "cutoff", "dp", "n_pairs",
-                              "dp_per_25"],
+        "one_at_a_time.csv": ["algorithm", "hyperparameter", "metric", "cutoff", "n_pairs",
+                              "dp_per_25", "ci_low", "ci_high"],
     }
     for name, cols in expected.items():
         df = pd.read_csv(out / name)
@@ -611,15 +613,15 @@ def test_figure_panels_and_noise_floor() -> None:
     fig = report.figure1(make_curves(), make_dp(), 10, make_noise())
     axes = [ax for ax in fig.axes if ax.get_visible()]
     assert [ax.get_title() for ax in axes] == [
-        "Item-kNN (N = 10)",
-        "User-kNN (N = 10)",
-        "BPR-MF (N = 10)",
+        "Item-kNN (N = 10, P = 25 pairs)",
+        "User-kNN (N = 10, P = 25 pairs)",
+        "BPR-MF (N = 10, P = 25 pairs)",
     ]
     ax = axes[2]
     assert ax.get_ylim() == (0.0, 1.0) and ax.get_xlim() == (1.0, float(P))
     assert ax.get_xlabel() and ax.get_ylabel()
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert "Precision@10, DP 0.585" in labels
+    assert "Precision@10, DP per 25 pairs 0.58" in labels
     assert "A/A noise floor (range over metrics, mean dashed)" in labels
     dashed = [ln for ln in ax.get_lines() if ln.get_linestyle() == "--" and len(ln.get_xdata())]
     assert len(dashed) == 1  # one noise-floor line per panel, not one per metric
@@ -674,7 +676,8 @@ def test_report_md_content(written: tuple[Path, list[Path]]) -> None:
         "## Best configuration per metric",
     ):
         assert heading in md, heading
-    assert "**0.585**" in md and "<u>1.314</u>" in md
+    # Table 3 marks per family: Precision and EPC are the most discriminative of their family
+    assert "**0.585**" in md and "<u>1.314</u>" in md and "**0.776**" in md
     # Best-configuration table: params with a pipe are escaped, values to 4 decimals.
     assert "| BPR-MF | Precision@10 | 7 | factors=20\\|lr=0.1 | 0.1100 | 0.2100 | 0.1234 |" in md
     # Extra sections come after the generated ones, before the file list.
@@ -689,9 +692,9 @@ def test_selection_sentences_state_numbers() -> None:
     assert len(s) == 3
     item, user, bpr = s
     assert bpr.startswith(
-        "BPR-MF: the most discriminative metric at N = 10 is Precision@10 (DP 0.585)"
-    )
-    assert "Recall@10 (DP 1.314)" in bpr
+        "BPR-MF: the most discriminative metric at N = 10 is Precision@10 (DP per 25 pairs "
+        "0.58)")
+    assert "Recall@10 (DP per 25 pairs 1.31; P = 25)" in bpr
     assert "configuration 7" in bpr and "0.1234" in bpr and "configuration 3" in bpr
     assert "0.1000" in bpr and "+0.0234" in bpr and "higher" in bpr
     assert "Both select configuration 55" in user and "0.0777" in user
@@ -727,8 +730,8 @@ def test_accepts_categorical_and_small_int_dtypes(tmp_path: Path) -> None:
 
 
 def test_missing_column_is_a_one_line_error(tmp_path: Path) -> None:
-    with pytest.raises(DptuneError, match=r"^dp: dp_plus_sd: missing column"):
-        _write(tmp_path, dp=make_dp().drop(columns="dp_plus_sd"))
+    with pytest.raises(DptuneError, match=r"^dp: dp_per_25_plus_sd: missing column"):
+        _write(tmp_path, dp=make_dp().drop(columns="dp_per_25_plus_sd"))
 
 
 def test_primary_not_available_is_an_error(tmp_path: Path) -> None:
@@ -746,7 +749,8 @@ def test_files_section_lists_the_results_data_files(tmp_path: Path) -> None:
     paths = _write(tmp_path)
     md = (tmp_path / "report.md").read_text()
     files = md[md.index("## Files") :]
-    assert "`dp.csv`: DP per algorithm, scope and metric@N" in files
+    assert "`dp.csv`: DP per 25 pairs (with P, its interval where computed, and the paper's " \
+        "sum `dp_sum`) per algorithm, scope and metric@N" in files
     assert "`curves.csv`: the fold-averaged p-value curves" in files
     for p in paths:  # and every file the report itself wrote
         assert f"`{p.name}`" in files, p.name
@@ -772,7 +776,7 @@ def test_table5_groups_with_too_few_pairs_are_not_ranked() -> None:
                       + [_dp_row("bpr-mf", f"lr={v}", "ndcg", 10, 1.0, 12) for v in ("1", "2")])
     t = report.table5(dp, ("ndcg", 10), min_pairs=10)
     md = t.to_markdown()
-    dp_row = [r for r in _md_rows(md) if r[0] == "DP"][0]
+    dp_row = [r for r in _md_rows(md) if r[0] == "DP per 25 pairs"][0]
     assert dp_row[1:4] == ["1.667‡", "**1.250**", "1.875"]  # 3 pairs: shown, never bold
     assert "too few pairs (fewer than min_pairs = 10)" in md
     ranked = report.table5(dp, ("ndcg", 10), min_pairs=1).to_markdown()
@@ -837,18 +841,36 @@ def test_the_papers_sampling_is_said_under_the_title(tmp_path: Path) -> None:
         assert (lines[2].startswith("Pairs: the paper's sampling.")) is said, lines[:4]
 
 
-def test_verdict_table_names_no_hyperparameter_without_a_majority() -> None:
-    """The verdict table's last column: the dominant hyperparameter with its agreement, or, when
-    the analyses disagree, that none dominates (never a name from a minority)."""
+def test_verdict_table_names_a_hyperparameter_only_when_it_dominates() -> None:
+    """The verdict table's last column: the dominant hyperparameter when the analysis found one
+    significantly below every other, else that none dominates significantly."""
+    from dptune.analysis.dp.tables import DPEstimate
+    from dptune.analysis.result import AnalysisResult
+    from dptune.analysis.verdict.dominance import DOMINANCE_COLUMNS
+    from dptune.analysis.verdict.rules import VERDICT_COLUMNS
     from dptune.report._verdict import verdict_section
 
-    base = {"algorithm": "bpr-mf", "cutoff": 10, "family": "accuracy", "recommended": "ndcg",
-            "dp_at_25": 4.5, "ci_low": 3.2, "ci_high": 6.0, "less_discriminative": "",
-            "tied": "", "not_below_floor": "", "no_evidence": "", "downstream_differ": "",
-            "text": "t."}
-    v = pd.DataFrame([{**base, "dominant_hyperparameter": "factors", "dominance_agreement": "3 of 4"},
-                      {**base, "cutoff": 5, "dominant_hyperparameter": "",
-                       "dominance_agreement": "1 of 2"}])
-    md = verdict_section(v, [])
-    assert "| Latent factors (3 of 4) |" in md
-    assert "| none, analyses disagree (1 of 2) |" in md
+    dp = make_dp()
+    base = {c: "" for c in VERDICT_COLUMNS} | {
+        "algorithm": "bpr-mf", "cutoff": 10, "family": "accuracy", "recommended": "ndcg",
+        "dp_per_25": 4.5, "ci_low": 3.2, "ci_high": 6.0, "mean_p": 0.18, "n_pairs": 25,
+        "n_possible_pairs": 990, "n_folds": 10, "too_few_pairs": False,
+        "stability_repeats": 1, "claims_dropped": 0, "selected_configs": 1}
+    v = pd.DataFrame([base, {**base, "cutoff": 5}])
+    dom = {c: "" for c in DOMINANCE_COLUMNS} | {
+        "algorithm": "bpr-mf", "metric": "ndcg", "hyperparameter": "factors",
+        "dp_per_25": 1.2, "ci_low": 0.9, "ci_high": 1.6, "n_pairs": 200, "p_adjusted": 0.01,
+        "repeats": 1, "compared": 3}
+    dominance = pd.DataFrame([{**dom, "cutoff": 10, "answer": "dominant",
+                               "over": "learning_rate;iterations"},
+                              {**dom, "cutoff": 5, "answer": "none", "over": "iterations",
+                               "tied": "learning_rate"}])
+    empty = pd.DataFrame()
+    result = AnalysisResult(dp=DPEstimate(empty, empty, dp, empty), verdict=v,
+                            dominance=dominance)
+    md = verdict_section(result, [])
+    assert "| Latent factors |" in md and "| none significantly |" in md
+    assert ("Dominant hyperparameter for nDCG@10: Latent factors (DP per 25 pairs 1.20 "
+            "[0.90, 1.60], P = 200 pairs differing in it alone), significantly lower than "
+            "Learning rate and Iterations") in md
+    assert "No hyperparameter dominates significantly for nDCG@5" in md

@@ -7,20 +7,21 @@ on a tiny swept store with noise-floor runs, a test split and a bootstrap.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from pathlib import Path
 
 import pandas as pd
 import pytest
 from conftest import write_experiment
+from report.report_checker import check_dp_figure, check_report
 
+from dptune import vocab
 from dptune.analysis.result import AnalysisResult
 from dptune.cli import main
 from dptune.report import Report
 from dptune.store._store import ResultStore
 
-BOOTSTRAP = 20
+BOOTSTRAP = 40  # the fewest replicates a 95% interval takes (analysis.options.MIN_BOOTSTRAP)
 
 
 def assemble_result(results: Path, **overrides) -> AnalysisResult:
@@ -53,7 +54,7 @@ def test_build_write_reproduces_the_analysis_files_byte_for_byte(swept):
     written = Report.build(store, result).write(swept / "object")
     expected, got = _files(swept / "cli"), _files(swept / "object")
     assert sorted(p.name for p in written) == sorted(got)
-    assert "noise_floor.csv" in got and "robust_ranking.csv" in got and "importance.csv" in got
+    assert {"noise_floor.csv", "comparisons.csv", "dominance.csv", "importance.csv"} <= set(got)
     assert set(expected) <= set(got)
     # every data file, table and figure is the analysis command's; report.md and report.html
     # say more when built from a result (the data files, the validation/test gap)
@@ -89,34 +90,32 @@ def test_report_lists_every_file_and_explains_the_test_gap(swept):
     assert "User-kNN is not in this table: fewer than two free hyperparameters" in md
 
 
-def test_verdict_comes_first_in_report_md_and_alone_in_verdict_md(swept):
-    result = assemble_result(swept / "results", bootstrap=BOOTSTRAP)
-    result = dataclasses.replace(result, verdict=pd.DataFrame([{
-        "algorithm": "bpr-mf", "cutoff": 10, "recommended": "precision", "dp_at_25": 4.5,
-        "ci_low": 3.25, "ci_high": 6.0, "less_discriminative": "recall;mrr", "tied": "ndcg",
-        "not_below_floor": "", "dominant_hyperparameter": "factors",
-        "text": "BPR-MF, N = 10: tune with Precision@10 (DP per 25 pairs 4.50).",
-    }, {
-        "algorithm": "userknn", "cutoff": 10, "recommended": "", "dp_at_25": float("nan"),
-        "ci_low": float("nan"), "ci_high": float("nan"), "less_discriminative": "", "tied": "",
-        "not_below_floor": "", "dominant_hyperparameter": "",
-        "text": "User-kNN, N = 10: no evidence.",
-    }]))
+def test_summary_and_verdict_come_first_in_report_md_and_alone_in_verdict_md(swept):
+    result = assemble_result(swept / "results", bootstrap=BOOTSTRAP, min_pairs=1)
     out = swept / "verdict"
-    written = Report.build(ResultStore(swept / "results"), result).write(out)
+    rep = Report.build(ResultStore(swept / "results"), result)
+    written = rep.write(out)
+    # one scale, P beside every DP, one answer in every table and in the DP figure
+    assert check_report(out) == [] and check_dp_figure(rep) == []
     names = [p.name for p in written]
     assert "verdict.csv" in names and "verdict.md" in names
     md = (out / "report.md").read_text()
     sections = re.findall(r"^## (.+)$", md, flags=re.M)
-    assert sections[0] == "Verdict" and sections[-1] == "Files"
+    assert sections[:2] == ["Summary", "Verdict"] and sections[-1] == "Files"
+    summary = md[md.index("## Summary"):md.index("## Verdict")]
+    # one line per algorithm, the report's algorithm order, the primary cutoff
+    assert summary.index("**User-kNN**") < summary.index("**BPR-MF**")
+    assert "accuracy: tune with" in summary and "novelty: tune with" in summary
     verdict = md[md.index("## Verdict"):md.index("Discriminative power (DP)")]
-    assert "- BPR-MF, N = 10: tune with Precision@10 (DP per 25 pairs 4.50)." in verdict
-    # rows in the report's algorithm order, metric keys shown by their display names
-    assert verdict.index("User-kNN") < verdict.index("| BPR-MF")
-    assert "| BPR-MF | 10 | **Precision@10** | 4.50 [3.25, 6.00] | Recall@10, MRR@10 | nDCG@10 |" in verdict
-    assert "| User-kNN | 10 | no evidence | – |" in verdict
+    assert verdict.index("How to read it") < verdict.index("- User-kNN, N = 1, accuracy: tune")
+    v = result.verdict
+    for r in v.itertuples(index=False):
+        name = vocab.display_metric(r.recommended, r.cutoff)
+        assert f"N = {r.cutoff}, {r.family}: tune with {name} (DP per 25 pairs" in verdict
+    assert "| Algorithm | N | Family | Tune with | DP per 25 pairs [95% CI] | P |" in verdict
     alone = (out / "verdict.md").read_text()
-    assert alone.startswith("# dptune verdict") and verdict.strip().split("\n", 2)[2] in alone
+    assert alone.startswith("# dptune verdict") and "## Summary" in alone
+    assert verdict.strip().split("\n", 2)[2] in alone
 
 
 def test_tables_render_in_every_format(swept):
@@ -139,32 +138,38 @@ def test_tables_render_in_every_format(swept):
     assert t3.to_dataframe().loc[0, "algorithm"] != "changed"
 
 
-def test_analysis_result_shows_the_verdict_and_the_dp_figure_in_a_notebook():
-    """``AnalysisResult._repr_html_`` / ``_repr_markdown_``: the verdict table and sentences,
-    and (HTML) the DP figure of the primary cutoff inlined as a PNG."""
+def test_a_report_shows_the_verdict_and_the_dp_figure_in_a_notebook():
+    """``Report._repr_html_`` / ``_repr_markdown_``: the summary, the verdict's sentences and
+    table, and (HTML) the DP figure of the primary cutoff inlined as a PNG; the result itself
+    holds numbers only."""
     import numpy as np
-    import pandas as pd
+    from conftest import frames_result
 
-    from dptune.analysis.result import AnalysisResult, DPResult
-    from dptune.analysis.verdict.rules import verdict_frame
+    from dptune.analysis.verdict.claims import COMPARISON_COLUMNS
+    from dptune.analysis.verdict.rules import verdict_table
 
-    robust = pd.DataFrame([{"algorithm": "knn", "metric": m, "cutoff": 10, "mean_p": p,
-                            "dp_at_25": 25 * p, "ci_low": 25 * p * 0.5, "ci_high": 25 * p * 1.5,
-                            "n_pairs": 15, "n_possible_pairs": 15, "n_folds": 3,
-                            "no_evidence": False}
-                           for m, p in (("ndcg", 0.1), ("recall", 0.3), ("epc", 0.2),
-                                        ("efd", 0.25))])
-    empty = pd.DataFrame()
-    dp = pd.DataFrame({"algorithm": ["knn"], "scope": ["all"]})
-    res = AnalysisResult(dp=DPResult(pairs=empty, pvalues=empty, table=dp, curves=empty,
-                                     interval=robust),
-                         verdict=verdict_frame(robust, None, 0.95))
-    md = res._repr_markdown_()
+    dp = pd.DataFrame([{"algorithm": "knn", "scope": "all", "metric": m, "cutoff": 10,
+                        "n_pairs": 15, "n_possible_pairs": 15, "n_folds": 3, "mean_p": p,
+                        "mean_p_sd": 0.01, "dp_per_25": 25 * p, "dp_per_25_plus_sd": 30 * p,
+                        "dp_per_25_minus_sd": 20 * p, "ci_low": 25 * p * 0.5,
+                        "ci_high": 25 * p * 1.5, "dp_sum": 15 * p, "sakai": 0.5,
+                        "sakai_sd": 0.1, "no_evidence": False, "repeats": 1, "test": "t",
+                        "correction": "none", "alpha": 0.05}
+                       for m, p in (("ndcg", 0.1), ("recall", 0.3), ("epc", 0.2),
+                                    ("efd", 0.25))])
+    curves = pd.DataFrame([{"algorithm": "knn", "scope": "all", "metric": m, "cutoff": 10,
+                            "position": i, "mean": 0.5, "sd": 0.1}
+                           for m in ("ndcg", "recall", "epc", "efd") for i in range(15)])
+    none = pd.DataFrame(columns=COMPARISON_COLUMNS)
+    res = frames_result(dp, curves, verdict=verdict_table(dp, none), comparisons=none)
+    assert "AnalysisResult(algorithms=['knn']" in repr(res)
+    rep = Report.from_result(res)
+    md = rep._repr_markdown_()
     assert "accuracy: tune with nDCG@10" in md and "novelty: tune with EPC@10" in md
     assert "| Algorithm | N | Family | Tune with |" in md
-    page = res._repr_html_()
+    page = rep._repr_html_()
     assert "<table>" in page and "data:image/png;base64," in page
-    assert "P = 15" in page and np.isfinite(robust["dp_at_25"]).all()
+    assert "P = 15" in page and np.isfinite(dp["dp_per_25"]).all()
     # without a verdict: says why, no figure
-    bare = AnalysisResult(dp=DPResult(pairs=empty, pvalues=empty, table=dp, curves=empty))
+    bare = Report.from_result(frames_result(dp, curves))
     assert "No verdict" in bare._repr_markdown_() and "base64" not in bare._repr_html_()

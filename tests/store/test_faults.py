@@ -10,6 +10,7 @@ case damages a copy of it.
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -20,7 +21,7 @@ import pytest
 
 from dptune.cli import main
 from dptune.errors import DptuneError
-from dptune.store._integrity import INDEX_DIR
+from dptune.store._integrity import INDEX_DIR, quarantine_dir
 from dptune.store._noise_parts import NOISE_DIR
 from dptune.store._schema import PARTS
 from dptune.sweeper._run import run_sweep
@@ -257,3 +258,303 @@ def test_damaged_then_healed_store_gives_the_same_dp(pristine, tmp_path):
         _damage(sorted(root.glob(KINDS[kind]))[0], how)
     run_sweep(cfg, root, jobs=1, progress=False)
     pd.testing.assert_frame_equal(_dp(root), _dp(results))
+
+
+# --------------------------------------------------------------------------- identity
+# A part whose bytes are intact but that is not from this experiment: copied from a run of the
+# same experiment with another seed, renamed to another fold or configuration, or named outside
+# the grid. analyze refuses it in one line saying so; run sets it aside in quarantine/ (moved,
+# not deleted), computes this experiment's unit in its place, and the results equal the
+# undamaged store's.
+
+
+@pytest.fixture(scope="module")
+def other_seed(pristine, tmp_path_factory):
+    """The results directory of the same experiment run with seed 8 (one UserKNN unit on fold
+    0 only: the part the foreign cases copy)."""
+    from dptune.config import load_experiment
+    from dptune.sweeper._manifest import init_results
+    from dptune.sweeper._plan import plan
+    from dptune.sweeper._unit import run_unit
+
+    cfg, _, _ = pristine
+    d = tmp_path_factory.mktemp("seed8")
+    other = d / "faults.toml"
+    other.write_text(cfg.read_text().replace("seed = 7", "seed = 8"))
+    exp = load_experiment(other)
+    store, _, _ = init_results(exp, d / "results")
+    run_unit(exp, plan(exp, "userknn", ["0"])[0], store)
+    return d / "results"
+
+
+def _copy(src: Path, dst: Path, entry: bool = True) -> None:
+    """Copy a part (and its index entry, as a user copying files would) to ``dst``."""
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(src, dst)
+    if entry:
+        e = src.parents[1] / INDEX_DIR / src.parent.name / f"{src.name}.json"
+        de = dst.parents[1] / INDEX_DIR / dst.parent.name / f"{dst.name}.json"
+        de.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(e, de)
+
+
+def _foreign_seed(root: Path, other: Path) -> Path:
+    name = "userknn__0__u00000.parquet"
+    _copy(other / PARTS / name, root / PARTS / name)
+    return root / PARTS / name
+
+
+def _outside_grid(root: Path, other: Path) -> Path:
+    target = root / PARTS / "userknn__0__u00007.parquet"  # the grid has one unit, u00000
+    _copy(other / PARTS / "userknn__0__u00000.parquet", target, entry=False)
+    return target
+
+
+def _misplaced_fold(root: Path, other: Path) -> Path:
+    """Fold 0's part (and entry) copied over fold 1's."""
+    src, dst = root / PARTS / "bpr-mf__0__u00000.parquet", root / PARTS / "bpr-mf__1__u00000.parquet"
+    _copy(src, dst)
+    return dst
+
+
+def _misplaced_fold_entry_rewritten(root: Path, other: Path) -> Path:
+    """The same, with an index entry recorded for the copy itself (its checksum matches)."""
+    from dptune.store._integrity import checksum
+
+    dst = _misplaced_fold(root, other)
+    e = root / INDEX_DIR / PARTS / f"{dst.name}.json"
+    size, crc = checksum(dst)
+    e.write_text(json.dumps({"crc32": crc, "file": f"{PARTS}/{dst.name}", "size": size,
+                             "fingerprint": json.loads(e.read_text())["fingerprint"]}))
+    return dst
+
+
+def _misplaced_noise(root: Path, other: Path) -> Path:
+    """Configuration 0's noise-floor part renamed to configuration 1's."""
+    src = sorted((root / NOISE_DIR).glob("bpr-mf__0__c*.parquet"))[0]
+    dst = src.with_name("bpr-mf__0__c000003.parquet")
+    _copy(src, dst)
+    return dst
+
+
+def _noise_of_deterministic(root: Path, other: Path) -> Path:
+    """A noise-floor part for UserKNN, which trains without a seed and has none."""
+    src = sorted((root / NOISE_DIR).glob("bpr-mf__0__c*.parquet"))[0]
+    dst = src.with_name("userknn__0__c000000.parquet")
+    _copy(src, dst)
+    return dst
+
+
+def _entry_outside_grid(root: Path, other: Path) -> Path:
+    """An index entry alone, for a unit outside the grid."""
+    e = root / INDEX_DIR / PARTS / "userknn__0__u00000.parquet.json"
+    dst = root / INDEX_DIR / PARTS / "userknn__1__u00009.parquet.json"
+    shutil.copy(e, dst)
+    return dst
+
+
+FOREIGN = {
+    "other-seed": _foreign_seed,
+    "outside-grid": _outside_grid,
+    "misplaced-fold": _misplaced_fold,
+    "misplaced-rewritten-entry": _misplaced_fold_entry_rewritten,
+    "misplaced-noise": _misplaced_noise,
+    "noise-of-deterministic": _noise_of_deterministic,
+    "entry-outside-grid": _entry_outside_grid,
+}
+
+
+@pytest.mark.parametrize("case", sorted(FOREIGN))
+def test_a_part_not_from_this_experiment_is_named_set_aside_and_recomputed(
+        pristine, other_seed, tmp_path, capsys, case):
+    cfg, results, before = pristine
+    root = tmp_path / "results"
+    shutil.copytree(results, root)
+    target = FOREIGN[case](root, other_seed)
+
+    rc = main(["analyze", str(root), "--reports", str(tmp_path / "rep"), "--no-progress"])
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    _one_line(err, target)
+    assert "not from this experiment" in err and f"{root / 'quarantine'}" in err, err
+    assert not (tmp_path / "rep" / "dp.csv").exists()
+
+    rc = main(["status", str(root), "--reports", str(tmp_path / "rep")])
+    out = capsys.readouterr().out
+    assert rc == 0 and "foreign:" in out and "not from this experiment" in out, out
+
+    run_sweep(cfg, root, jobs=1, progress=False)  # the advice of the line above
+    err = capsys.readouterr().err
+    assert "set aside 1 file not from this experiment" in err, err
+    assert (quarantine_dir(target) / target.name).is_file()
+    # a name of this experiment's grid holds its own unit again; any other name is gone
+    assert target.exists() == (f"{target.parent.name}/{target.name}" in before)
+    after = _values(root)
+    assert after.keys() == before.keys()
+    for name, df in before.items():
+        pd.testing.assert_frame_equal(after[name], df, obj=name)
+    from dptune.store._store import ResultStore
+
+    assert ResultStore(root).damaged() == []  # what the analysis checks before it reads
+    if case == "other-seed":  # the case that once changed dp.csv without a word
+        pd.testing.assert_frame_equal(_dp(root), _dp(results))
+
+
+# --------------------------------------------------------------------------- optuna storage
+def _without(root: Path, part: str) -> None:
+    """Remove a part and its entry (a unit not computed yet: the sweep needs its study)."""
+    (root / PARTS / part).unlink()
+    (root / INDEX_DIR / PARTS / f"{part}.json").unlink()
+
+
+def test_a_damaged_page_inside_optuna_db_is_set_aside(pristine, tmp_path, capsys):
+    import sqlite3
+
+    cfg, results, before = pristine
+    root = tmp_path / "results"
+    shutil.copytree(results, root)
+    _without(root, "bpr-mf__1__u00001.parquet")
+    db = root / "optuna.db"
+    con = sqlite3.connect(db)
+    size, pages = (con.execute(f"pragma {p}").fetchone()[0] for p in ("page_size", "page_count"))
+    con.close()
+    data = bytearray(db.read_bytes())
+    data[(pages // 2) * size:(pages // 2) * size + 8] = b"\xff" * 8  # a page header, mid-file
+    db.write_bytes(bytes(data))
+    con = sqlite3.connect(db)  # the file header is intact: it opens; quick_check finds the page
+    try:
+        assert con.execute("pragma quick_check").fetchone()[0] != "ok"
+    except sqlite3.DatabaseError:
+        pass
+    finally:
+        con.close()
+
+    assert main(["status", str(root), "--reports", str(tmp_path / "rep")]) == 0
+    out = capsys.readouterr().out
+    assert "storage:" in out and "damaged" in out and "optuna.db.damaged" in out, out
+
+    run_sweep(cfg, root, jobs=1, progress=False)
+    err = capsys.readouterr().err
+    assert "optuna.db was damaged" in err and len(err.strip().splitlines()) == 1, err
+    assert (root / "optuna.db.damaged").is_file()
+    after = _values(root)
+    for name, df in before.items():
+        pd.testing.assert_frame_equal(after[name], df, obj=name)
+
+
+def test_a_damaged_journal_is_set_aside(pristine, tmp_path, capsys):
+    cfg, results, before = pristine
+    root = tmp_path / "results"
+    shutil.copytree(results, root)
+    journal = tmp_path / "sweep.journal"
+    _without(root, "bpr-mf__1__u00001.parquet")
+    run_sweep(cfg, root, jobs=1, progress=False, storage=str(journal))
+    lines = journal.read_bytes().split(b"\n")
+    mid = len(lines) // 2
+    lines[mid] = b"{garbled" + lines[mid][8:]  # one record in the middle is no longer JSON
+    journal.write_bytes(b"\n".join(lines))
+    _without(root, "bpr-mf__0__u00001.parquet")
+    capsys.readouterr()
+
+    run_sweep(cfg, root, jobs=1, progress=False, storage=str(journal))
+    err = capsys.readouterr().err
+    assert f"{journal} was damaged" in err and len(err.strip().splitlines()) == 1, err
+    assert journal.with_name("sweep.journal.damaged").is_file()
+    after = _values(root)
+    for name, df in before.items():
+        pd.testing.assert_frame_equal(after[name], df, obj=name)
+
+
+# --------------------------------------------------------------------------- a full disk
+# Simulated by raising, at the write call, the error a full disk gives there (sqlite's
+# "database or disk is full", OSError ENOSPC): the test suite cannot fill a real file system.
+
+
+def test_a_full_disk_under_the_optuna_storage_is_one_line(pristine, tmp_path, capsys,
+                                                           monkeypatch):
+    import sqlite3
+
+    import optuna
+    import sqlalchemy.exc
+
+    cfg, results, before = pristine
+    root = tmp_path / "results"
+    shutil.copytree(results, root)
+    _without(root, "bpr-mf__1__u00001.parquet")
+
+    def full(*args, **kwargs):
+        try:
+            raise sqlalchemy.exc.OperationalError(
+                "INSERT INTO trials", {}, sqlite3.OperationalError("database or disk is full"))
+        except sqlalchemy.exc.OperationalError as err:
+            raise optuna.exceptions.StorageInternalError("An exception is raised during the "
+                                                         "commit.") from err
+
+    monkeypatch.setattr(optuna.storages.RDBStorage, "_create_new_trial", full)
+    rc = main(["run", str(cfg), "--results", str(root), "--no-analyze", "--no-progress",
+               "--jobs", "1"])
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    _one_line(err, root / "optuna.db")
+    assert "out of space" in err and "run the same command" in err, err
+    after = _values(root)  # every finished unit kept as it was
+    assert after.keys() == before.keys() - {f"{PARTS}/bpr-mf__1__u00001.parquet"}
+    for name, df in after.items():
+        pd.testing.assert_frame_equal(df, before[name], obj=name)
+
+
+def test_a_full_disk_while_writing_a_part_is_one_line(pristine, tmp_path, capsys, monkeypatch):
+    import errno
+
+    import dptune.store._parts as parts
+
+    cfg, results, before = pristine
+    root = tmp_path / "results"
+    shutil.copytree(results, root)
+    _without(root, "bpr-mf__1__u00001.parquet")
+    write = parts._write_row_groups
+
+    def full(tmp, res, schema):
+        write(tmp, res, schema)
+        tmp.write_bytes(tmp.read_bytes()[:100])  # what fit before the disk filled up
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(parts, "_write_row_groups", full)
+    rc = main(["run", str(cfg), "--results", str(root), "--no-analyze", "--no-progress",
+               "--jobs", "1"])
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    _one_line(err, root / PARTS)
+    assert "out of space" in err, err
+    assert not list((root / PARTS).glob(".*")), "a temporary file was left behind"
+    after = _values(root)
+    assert after.keys() == before.keys() - {f"{PARTS}/bpr-mf__1__u00001.parquet"}
+
+
+def test_a_full_disk_while_writing_the_reports_leaves_the_folder_as_it_was(
+        pristine, tmp_path, capsys, monkeypatch):
+    import errno
+
+    import dptune.report._report as report
+
+    _, results, _ = pristine
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    (reports / "report.md").write_text("the previous report\n")
+    (reports / "notes.txt").write_text("mine\n")
+    write = report._write_text
+
+    def full(path, text):
+        if path.name == "report.md":
+            raise OSError(errno.ENOSPC, "No space left on device", str(path))
+        return write(path, text)
+
+    monkeypatch.setattr(report, "_write_text", full)
+    rc = main(["analyze", str(results), "--reports", str(reports), "--no-progress"])
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    _one_line(err, reports)
+    assert "out of space" in err, err
+    assert sorted(p.name for p in reports.iterdir()) == ["notes.txt", "report.md"]
+    assert (reports / "report.md").read_text() == "the previous report\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["reports"]  # no staging folder left

@@ -31,10 +31,13 @@ def _write(tmp_path: Path, text: str, name: str = "per_user.csv") -> Path:
 
 
 def test_reads_csv_and_parquet_alike(tmp_path: Path) -> None:
+    """The same table from CSV and Parquet; a CSV's users are its text, a Parquet integer
+    column stays numbers (it has no written form to lose)."""
     a = read_per_user(_write(tmp_path, GOOD))
     pd.read_csv(tmp_path / "per_user.csv").to_parquet(tmp_path / "per_user.parquet")
     b = read_per_user(tmp_path / "per_user.parquet")
-    pd.testing.assert_frame_equal(a, b, check_dtype=False)
+    assert a["user"].tolist() == ["17", "17", "23", "23"] and b["user"].dtype.kind == "i"
+    pd.testing.assert_frame_equal(a, b.assign(user=b["user"].astype(str)), check_dtype=False)
     assert list(a.columns) == ["algorithm", "config_id", "fold", "user", "metric", "cutoff", "value"]
     assert a["fold"].tolist() == ["0"] * 4 and a["cutoff"].tolist() == [10] * 4
     assert np.allclose(a["value"], [0.3562, 0.2891, 0.0, 0.1934])
@@ -46,6 +49,38 @@ def test_defaults_and_metric_at_cutoff(tmp_path: Path) -> None:
     assert set(df["algorithm"]) == {"runs"} and set(df["fold"]) == {"0"}
     assert df[["metric", "cutoff"]].drop_duplicates().values.tolist() == [["ndcg", 5], ["recall", 10]]
     assert list(df.columns)[:2] == ["algorithm", "system"]
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".tsv", ".parquet"])
+def test_ids_are_kept_as_written(tmp_path: Path, suffix: str) -> None:
+    """``0042`` and ``42`` are two users (and ``01``/``1`` two systems, ``00``/``0`` two folds),
+    as in ``dptune data info`` and ``dptune evaluate``; a user called ``NA`` is a user. A CSV
+    read as numbers would merge them into one ("duplicated row")."""
+    rows = [("01", "00", "0042", 0.5), ("1", "00", "0042", 0.25), ("01", "00", "42", 0.75),
+            ("1", "00", "42", 0.0), ("01", "0", "NA", 1.0), ("1", "0", "NA", 0.5)]
+    df = pd.DataFrame(rows, columns=["system", "fold", "user", "value"]).assign(metric="ndcg@10")
+    path = tmp_path / f"per_user{suffix}"
+    if suffix == ".parquet":
+        df.to_parquet(path)
+    else:
+        df.to_csv(path, index=False, sep="," if suffix == ".csv" else "\t")
+    got = read_per_user(path)
+    assert sorted(set(got["user"])) == ["0042", "42", "NA"]
+    assert sorted(set(got["system"])) == ["01", "1"] and sorted(set(got["fold"])) == ["0", "00"]
+    assert len(got) == 6
+
+
+def test_integer_user_ids_key_the_bootstrap_as_a_store_does(tmp_path: Path) -> None:
+    """Users written as integers are the same bootstrap keys whether a Parquet file holds
+    them as numbers or a CSV file as text (so a store exported to CSV draws the same users);
+    other ids are keyed by their sorted position."""
+    from dptune.store._per_user_store import PerUserStore
+
+    a = PerUserStore(read_per_user(_write(tmp_path, GOOD)))
+    users = np.array(["17", "23"], dtype=object)
+    assert a.user_keys(users).tolist() == ["17", "23"]
+    padded = read_per_user(_write(tmp_path, GOOD.replace(",17,", ",017,"), "padded.csv"))
+    assert PerUserStore(padded).user_keys(np.array(["017", "23"], dtype=object)).tolist() == [0, 1]
 
 
 def test_tab_separated(tmp_path: Path) -> None:

@@ -134,7 +134,7 @@ def test_kendall_tau_on_a_hand_made_case() -> None:
     metrics = ["ndcg", "precision", "recall", "mrr"]
     dps = {0: [1.0, 2.0, 3.0, 4.0], 1: [1.0, 2.0, 4.0, 3.0], 2: [4.0, 3.0, 2.0, 1.0]}
     rows = [("d", "a", s, m, 10, v) for s, vals in dps.items() for m, v in zip(metrics, vals, strict=True)]
-    grid = pd.DataFrame(rows, columns=["dataset", "algorithm", "seed_index", "metric", "cutoff", "dp"])
+    grid = pd.DataFrame(rows, columns=["dataset", "algorithm", "seed_index", "metric", "cutoff", "dp_per_25"])
     kt = seeds.kendall_table(grid)
     at10 = kt[kt.cutoff == "10"].set_index(["seed_a", "seed_b"])["tau"]
     assert at10[(0, 1)] == pytest.approx(4 / 6)  # one discordant pair of six
@@ -149,7 +149,7 @@ def test_grid_stability_counts_best_configs() -> None:
         "dataset": "d", "algorithm": "a", "seed_index": [0, 1, 2, 0, 1, 2],
         "metric": ["ndcg"] * 3 + ["recall"] * 3, "cutoff": 10,
         "best_config_id": [3, 3, 5, 1, 2, 3], "best_params": ["k=3", "k=3", "k=5", "k=1", "k=2", "k=3"],
-        "dp": [1.0, 2.0, 1.0, 2.0, 1.0, 3.0], "dp_rank": [1, 2, 1, 2, 1, 2]})
+        "dp_per_25": [1.0, 2.0, 1.0, 2.0, 1.0, 3.0], "dp_rank": [1, 2, 1, 2, 1, 2], "n_pairs": 6})
     st = seeds.grid_stability(grid).set_index("metric")
     assert st.loc["ndcg", "modal_best_config"] == 3
     assert st.loc["ndcg", "modal_share"] == pytest.approx(2 / 3)

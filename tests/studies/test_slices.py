@@ -12,10 +12,22 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dptune.studies as slices
-from dptune.analysis.dp import engine as dp
+from dptune.analysis.dp import curves as dp
 from dptune.analysis.dp import paired_tests as stats
+from dptune.analysis.dp.fold_loop import run_fold_loop
+from dptune.analysis.dp.paired_tests import paired_test
+from dptune.analysis.options import AnalysisOptions
+from dptune.analysis.result import AnalysisResult
 from dptune.cli import main as _main
 from dptune.errors import DptuneError
+
+T = paired_test("t")
+
+
+def analyze(store, pairs, seed):
+    """The main analysis' fold loop of ``store`` (no bootstrap)."""
+    return run_fold_loop(store, AnalysisOptions(pairs=pairs, seed=seed, bootstrap=0))
+
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -114,7 +126,7 @@ def test_slice_dp_equals_dp_on_the_subset_of_users() -> None:
     pairs = slices.main_pairs(store, "alg", 6, seed=11)
     subset = {"0": np.arange(10, 40), "1": np.arange(30, 70, 2)}
     other = {"0": np.arange(0, 10), "1": np.arange(5, 30)}
-    got = slices.slice_dp(store, "alg", pairs, {"a": subset, "b": other}, store.mcs)
+    got = slices.slice_dp(store, "alg", pairs, {"a": subset, "b": other}, store.mcs, T)
     # 1) by hand: paired tests on the slice's columns, curves averaged over folds
     for m, c in store.mcs:
         curves = []
@@ -126,22 +138,23 @@ def test_slice_dp_equals_dp_on_the_subset_of_users() -> None:
             curves.append(dp.pvalue_curve(p))
         want = dp.summarize_curves(np.array(curves))
         row = got[(got.slice == "a") & (got.metric == m)].iloc[0]
-        assert row.dp == pytest.approx(want.dp)
-        assert row.dp_plus_sd == pytest.approx(want.dp_plus_sd)
+        assert row.dp_sum == pytest.approx(want.dp)
+        assert row.dp_per_25 == pytest.approx(want.dp * 25 / len(pairs))
+        assert row.dp_per_25_plus_sd == pytest.approx(want.dp_plus_sd * 25 / len(pairs))
         assert row.n_users_mean == pytest.approx((30 + 20) / 2) and row.n_users_min == 20
     # 2) the main analysis run on a store that holds only the slice's users
-    ref = dp.analyze(ToyStore(subset=subset), pairs=6, seed=11)
-    ref = ref.dp[ref.dp.scope == "all"].set_index("metric")["dp"]
-    a = got[got.slice == "a"].set_index("metric")["dp"]
+    ref = analyze(ToyStore(subset=subset), pairs=6, seed=11)
+    ref = ref.table[ref.table.scope == "all"].set_index("metric")["dp_per_25"]
+    a = got[got.slice == "a"].set_index("metric")["dp_per_25"]
     assert np.allclose(a.loc[ref.index], ref)
 
 
 def test_main_pairs_match_the_main_analysis_and_pairs_csv(tmp_path: Path) -> None:
     store = ToyStore(n_configs=9)
-    an = dp.analyze(store, pairs=7, seed=5)
+    an = analyze(store, pairs=7, seed=5)
     want = an.pairs[an.pairs.scope == "all"].sort_values("pair_index")[["config_a", "config_b"]].to_numpy()
     assert np.array_equal(slices.main_pairs(store, "alg", 7, 5), want)
-    an.write(tmp_path)
+    AnalysisResult(dp=an).write_data(tmp_path)
     # pairs.csv wins over sampling (different n_pairs/seed would sample something else)
     assert np.array_equal(slices.main_pairs(store, "alg", 3, 99, tmp_path), want)
 
@@ -164,8 +177,8 @@ def test_empty_or_tiny_slices_get_p_one() -> None:
     store = ToyStore()
     pairs = slices.main_pairs(store, "alg", 4, seed=1)
     got = slices.slice_dp(store, "alg", pairs, {"one": {"0": np.array([3])}, "none": {"1": np.array([999])}},
-                          store.mcs[:1])
-    assert np.allclose(got["dp"], len(pairs))
+                          store.mcs[:1], T)
+    assert np.allclose(got["dp_sum"], len(pairs)) and np.allclose(got["dp_per_25"], 25.0)
 
 
 # ------------------------------------------------------------------ end to end
@@ -214,12 +227,12 @@ def test_end_to_end_writes_every_file(tiny_run) -> None:
     assert set(dpt.slice_kind) == {"all", "history", "popularity"}
     # the reference slice "all" reproduces the main analysis exactly
     main = pd.read_csv(d / "reports" / "dp.csv")
-    main = main[main.scope == "all"].set_index(["metric", "cutoff"])["dp"]
-    ref = dpt[dpt.slice_kind == "all"].set_index(["metric", "cutoff"])["dp"]
+    main = main[main.scope == "all"].set_index(["metric", "cutoff"])["dp_per_25"]
+    ref = dpt[dpt.slice_kind == "all"].set_index(["metric", "cutoff"])["dp_per_25"]
     assert np.allclose(ref.loc[main.index], main)
-    # shown on the main report's scale: DP per 25 pairs, which is at most 25
-    np.testing.assert_allclose(dpt["dp25"], dpt["dp"] * 25 / dpt["n_pairs"], rtol=1e-9)
-    assert dpt["dp25"].between(0, 25).all()
+    # on the main report's scale: DP per 25 pairs, which is at most 25
+    np.testing.assert_allclose(dpt["dp_per_25"], dpt["dp_sum"] * 25 / dpt["n_pairs"], rtol=1e-9)
+    assert dpt["dp_per_25"].between(0, 25).all()
     report = (d / "out" / "slices_report.md").read_text()
     assert "DP per 25 pairs (25 x the mean p-value) per slice" in report
     # history bins partition the users of every fold

@@ -7,6 +7,13 @@ must detect K's dead trial by its stale heartbeat (optuna's, or dptune's for the
 its unit, and leave exactly one part per unit; ``dptune analyze`` of that store (dp.csv,
 pvalues.parquet, pairs.csv) is byte-identical to a single-process run. A last test kills
 ``dptune run`` itself and runs it again.
+
+Nothing here races the clock: the processes to be killed are held at a state (their first part
+written, every later unit held before it writes, :data:`GATED_PARTS`), and the tests wait on
+states (marker files, trial states, parts, process exit) with a safety timeout that only ends
+a test whose state never comes. The one duration the result rests on is the heartbeat's grace
+(:data:`HEARTBEAT`): a live worker is taken for dead only if its heartbeat thread misses
+:data:`GRACE_BEATS` beats in a row.
 """
 
 from __future__ import annotations
@@ -29,15 +36,20 @@ from dptune.sweeper import status
 
 NAME = "dist"
 COMPARED = ("dp.csv", "pvalues.parquet", "pairs.csv")
-# a killed worker is stale after 3 s here (10 / 30 s by default)
-FAST_HEARTBEAT = {"DPTUNE_HEARTBEAT_INTERVAL": "1", "DPTUNE_HEARTBEAT_GRACE": "3"}
-TIMEOUT = 240
+# A killed worker's trial is taken for dead once its heartbeat is GRACE_BEATS beats old (one
+# beat a second; 10 s and 30 s by default). Generous on purpose: a live worker would have to
+# miss that many beats in a row to be taken for dead; the price is that the killed worker's
+# unit is redone that many seconds after the kill.
+GRACE_BEATS = 15
+HEARTBEAT = {"DPTUNE_HEARTBEAT_INTERVAL": "1", "DPTUNE_HEARTBEAT_GRACE": str(GRACE_BEATS)}
+# Only ends a test whose awaited state never comes (a hung worker); it never decides a result.
+TIMEOUT = 600
 # Test instrumentation for the processes a test kills, imported by each of their Python
-# processes (the CLI and its loky workers) through PYTHONPATH: each unit waits before it writes
-# its part, so a unit lasts at least PART_DELAY seconds whatever the machine's speed and the
-# kill lands mid-sweep instead of racing a sweep of tiny units.
-PART_DELAY = 2.0
-SLOW_PARTS = f"""
+# processes (the CLI and its loky workers) through PYTHONPATH: the first unit to finish writes
+# its part; every later one marks itself held (``held-<pid>``) and waits, computed but not
+# written, for a ``release`` file that no test writes, so the process is killed mid-unit with
+# exactly one part written, however fast or slow the machine.
+GATED_PARTS = """
 import os
 import time
 from pathlib import Path
@@ -45,29 +57,39 @@ from pathlib import Path
 from dptune.store._store import ResultStore
 
 _write_unit = ResultStore.write_unit
+_HERE = Path(__file__).parent
 
 
-def _slow_write_unit(self, res):
-    (Path(__file__).parent / f"slowed-{{os.getpid()}}").touch()
-    time.sleep({PART_DELAY})
+def _gated_write_unit(self, res):
+    try:
+        os.close(os.open(_HERE / "first-written", os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        (_HERE / f"held-{os.getpid()}").touch()
+        while not (_HERE / "release").exists():
+            time.sleep(0.05)
     return _write_unit(self, res)
 
 
-ResultStore.write_unit = _slow_write_unit
+ResultStore.write_unit = _gated_write_unit
 """
 
 
-def _env(slow: Path | None = None) -> dict[str, str]:
-    """The processes' environment; with ``slow``, a directory, their units are slowed
-    (:data:`SLOW_PARTS` written there and put first on PYTHONPATH)."""
-    env = dict(os.environ, **FAST_HEARTBEAT)
+def _env(gate: Path | None = None) -> dict[str, str]:
+    """The processes' environment; with ``gate``, a directory, their units are held after the
+    first part (:data:`GATED_PARTS` written there and put first on PYTHONPATH)."""
+    env = dict(os.environ, **HEARTBEAT)
     env.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1",
                NUMBA_NUM_THREADS="1", PYTHONUNBUFFERED="1")
-    if slow is not None:
-        slow.mkdir(parents=True, exist_ok=True)
-        (slow / "sitecustomize.py").write_text(SLOW_PARTS)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(slow), env.get("PYTHONPATH")]))
+    if gate is not None:
+        gate.mkdir(parents=True, exist_ok=True)
+        (gate / "sitecustomize.py").write_text(GATED_PARTS)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(gate), env.get("PYTHONPATH")]))
     return env
+
+
+def _held(gate: Path) -> int:
+    """How many processes hold a computed unit at the gate (:data:`GATED_PARTS`)."""
+    return len(list(gate.glob("held-*")))
 
 
 @pytest.fixture(scope="module")
@@ -81,11 +103,11 @@ def reference(tmp_path_factory) -> tuple[Path, Path]:
 
 
 def _worker(cfg: Path, storage: str, results: Path, log: Path,
-            slow: Path | None = None) -> subprocess.Popen:
+            gate: Path | None = None) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "dptune.cli", "worker", str(cfg), "--storage", storage,
            "--results", str(results)]
     return subprocess.Popen(cmd, stdout=log.open("w"), stderr=subprocess.STDOUT,
-                            env=_env(slow), cwd=str(cfg.parent))
+                            env=_env(gate), cwd=str(cfg.parent))
 
 
 def _parts(results: Path) -> dict[str, int]:
@@ -97,7 +119,7 @@ def _parts(results: Path) -> dict[str, int]:
 
 
 class _Watch:
-    """Reads the sweep's optuna studies through one storage connection (polled every 20 ms)."""
+    """Reads the sweep's optuna studies through one storage connection."""
 
     def __init__(self, url: str, results: Path) -> None:
         from dptune.sweeper import open_storage
@@ -127,17 +149,26 @@ class _Watch:
             for t in self.trials())
 
 
-def _kill_when_computing(proc: subprocess.Popen, watch: _Watch, log: Path) -> dict[str, int]:
-    """SIGKILL ``proc`` once it has written a part and is computing another; the parts then."""
+def _await(state, proc: subprocess.Popen, log: Path, what: str) -> None:
+    """Wait until ``state()`` holds; fail if ``proc`` ends first or the state never comes
+    (:data:`TIMEOUT`, a safety net, never reached by a working sweep however slow)."""
     deadline = time.monotonic() + TIMEOUT
-    while not watch.computing():
-        assert proc.poll() is None, f"the worker ended before it could be killed:\n{log.read_text()}"
-        assert time.monotonic() < deadline, log.read_text()
-        time.sleep(0.02)
+    while not state():
+        assert proc.poll() is None, f"ended before {what}:\n{log.read_text()[-3000:]}"
+        assert time.monotonic() < deadline, f"never {what}:\n{log.read_text()[-3000:]}"
+        time.sleep(0.05)
+
+
+def _kill_when_held(proc: subprocess.Popen, watch: _Watch, gate: Path,
+                    log: Path) -> dict[str, int]:
+    """SIGKILL ``proc`` once it has written its one part and holds a computed unit at the
+    gate (its trial computing); the parts then."""
+    _await(lambda: _held(gate) >= 1 and watch.computing(), proc, log,
+           "the worker held a unit after its first part")
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     parts = _parts(watch.results)
-    assert 1 <= len(parts) < UNITS
+    assert len(parts) == 1  # the gate let exactly one part through
     return parts
 
 
@@ -177,18 +208,18 @@ def _scenario(tmp_path: Path, reference: tuple[Path, Path], storage: str | None,
     url = storage or f"sqlite:///{results}/optuna.db"
     logs = {w: tmp_path / f"{w}.log" for w in "KAB"}
 
-    # K alone: kill -9 once it has written a part and is computing another one (its units are
-    # slowed, so that it cannot finish the sweep before the kill lands).
-    k = _worker(cfg, url, results, logs["K"], slow=tmp_path / "slow")
+    # K alone: kill -9 once it has written a part and is computing another one (its later units
+    # are held at the gate, so that the kill lands mid-sweep whatever the machine's speed).
+    gate = tmp_path / "gate"
+    k = _worker(cfg, url, results, logs["K"], gate=gate)
     (results / "per_user.parquet").mkdir(parents=True, exist_ok=True)
     watch = _Watch(url, results)
-    by_k = _kill_when_computing(k, watch, logs["K"])
-    assert list((tmp_path / "slow").glob("slowed-*")), "worker K's units were not slowed"
+    by_k = _kill_when_held(k, watch, gate, logs["K"])
     st = status(None, results, storage)
     assert sum(a["done"] for a in st["algorithms"].values()) == len(by_k)
     assert sum(a["remaining"] for a in st["algorithms"].values()) == UNITS - len(by_k)
-    # K's unit is "running" until its heartbeat is stale (30 s here), then failed and queued
-    # again; not at all if K died after writing its part
+    # K's unit is "running" until its heartbeat is stale (GRACE_BEATS s), then failed and
+    # queued again
     assert sum(a["running"] + a["queued"] for a in st["algorithms"].values()) <= 1
     assert sum(a["failed"] for a in st["algorithms"].values()) == 0
 
@@ -207,13 +238,10 @@ def _scenario(tmp_path: Path, reference: tuple[Path, Path], storage: str | None,
 
     dead = [t for t in watch.trials() if t.user_attrs.get("worker", "").endswith(f":{k.pid}")
             and t.state != TrialState.COMPLETE]
-    assert len(dead) == 1  # the trial K was computing when it died
+    assert len(dead) == 1  # the trial K was computing when it died (held before its part)
     t = dead[0]
-    if f"{t.algorithm}__{t.params['fold']}__{t.user_attrs['unit']}.parquet" in by_k:
-        # K died between writing the part and closing its trial: nobody needs that point
-        assert t.state in (TrialState.RUNNING, TrialState.FAIL)
-    else:
-        assert t.state == TrialState.FAIL  # found stale, failed, its unit redone by A or B
+    assert f"{t.algorithm}__{t.params['fold']}__{t.user_attrs['unit']}.parquet" not in by_k
+    assert t.state == TrialState.FAIL  # found stale, failed, its unit redone by A or B
 
     # dptune status, from the results directory, and from the storage alone (a machine that
     # does not see the results directory: done = grid points with a COMPLETE trial)
@@ -298,52 +326,51 @@ def _running(pid: int) -> str | None:
 
 @pytest.mark.skipif(not Path("/proc/self/stat").is_file(), reason="reads the process tree from /proc")
 def test_run_killed_leaves_no_process_and_rerun_resumes_exactly(tmp_path, reference, monkeypatch):
-    """``dptune run --jobs 2`` killed with SIGKILL mid-sweep: within a few seconds none of its
-    processes (loky workers, resource trackers) is left running; the same command then finishes
-    the sweep without recomputing a finished unit (it waits out the dead trials' heartbeats and
-    redoes their units), and its dp.csv, pvalues.parquet and pairs.csv are byte-identical to an
-    uninterrupted run's. The killed run's units each wait ``PART_DELAY`` seconds before writing
-    their part (:data:`SLOW_PARTS`), which keeps the moment to kill open on a fast machine; the
-    rerun is not slowed."""
+    """``dptune run --jobs 2`` killed with SIGKILL mid-sweep: none of its processes (loky
+    workers, resource trackers) is left running (they end on their own: the test waits for
+    them to be gone); the same command then finishes the sweep without recomputing a finished
+    unit (it waits out the dead trials' heartbeats and redoes their units), and its dp.csv,
+    pvalues.parquet and pairs.csv are byte-identical to an uninterrupted run's. The killed
+    run's units after the first are held at the gate (:data:`GATED_PARTS`), so it is killed
+    with both workers mid-unit and one part written; the rerun is not held."""
     cfg_ref, ref_reports = reference
     cfg = write_experiment(tmp_path / "exp", name=NAME)
     results = tmp_path / "results"
     log = tmp_path / "run.log"
     cmd = [sys.executable, "-m", "dptune.cli", "run", str(cfg), "--results", str(results),
            "--reports", str(tmp_path / "reports"), "--no-progress", "--jobs", "2"]
-    slow = tmp_path / "slow"
+    gate = tmp_path / "gate"
     proc = subprocess.Popen(cmd, stdout=log.open("w"), stderr=subprocess.STDOUT,
-                            env=_env(slow), cwd=str(tmp_path))
+                            env=_env(gate), cwd=str(tmp_path))
     (results / "per_user.parquet").mkdir(parents=True, exist_ok=True)
     watch = _Watch(f"sqlite:///{results}/optuna.db", results)
-    deadline = time.monotonic() + TIMEOUT
     seen: dict[int, str] = {}
-    while True:
+
+    def both_held() -> bool:  # both workers hold a computed unit: every process is started
         for pid in _descendants(proc.pid):
             seen.setdefault(pid, _running(pid) or "")
         workers = [c for c in seen.values() if "loky" in c and "popen" in c]
-        # at most 2 units run at once: with 3 or more unfinished, one is still unfinished when
-        # the kill lands even if both running units write their parts meanwhile
-        if len(workers) >= 2 and watch.computing() and len(_parts(results)) <= UNITS - 3:
-            break
-        assert proc.poll() is None, f"the run ended before it could be killed:\n{log.read_text()}"
-        assert time.monotonic() < deadline, log.read_text()
-        time.sleep(0.02)
+        return len(workers) >= 2 and _held(gate) >= 2 and watch.computing()
+
+    _await(both_held, proc, log, "both workers held a unit")
     seen.update({pid: _running(pid) or "" for pid in _descendants(proc.pid)})
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     left: dict[int, str] = {}
-    for _ in range(50):  # 10 s
-        left = {pid: c for pid in seen if (c := _running(pid)) is not None and c == seen[pid]}
-        if not left:
-            break
-        time.sleep(0.2)
-    assert not left, f"processes of the killed run still running: {left}"
-    assert list(slow.glob("slowed-*")), "the killed run's units were not slowed"
-    before = _parts(results)
-    assert 1 <= len(before) < UNITS
 
-    for key, value in FAST_HEARTBEAT.items():
+    def all_gone() -> bool:
+        left.clear()
+        left.update({pid: c for pid in seen if (c := _running(pid)) is not None and c == seen[pid]})
+        return not left
+
+    deadline = time.monotonic() + TIMEOUT  # a safety net: they end on their own or never
+    while not all_gone():
+        assert time.monotonic() < deadline, f"processes of the killed run still running: {left}"
+        time.sleep(0.1)
+    before = _parts(results)
+    assert len(before) == 1  # the gate let exactly one part through
+
+    for key, value in HEARTBEAT.items():
         monkeypatch.setenv(key, value)
     assert main(["run", str(cfg), "--results", str(results), "--reports",
                  str(tmp_path / "reports"), "--no-progress", "--jobs", "2"]) == 0

@@ -15,8 +15,8 @@ taste of their own for each configuration that goes with them from fold to fold:
 whose validation folds hold the same users); ``b_u, c_ku`` drawn once per sample.
 A *sample* is what the tool sees: ``F`` folds of ``n`` users drawn afresh (or shared), the configuration
 pairs (every pair, or ``pairs`` of them sampled uniformly with a fresh seed), and the tool's own
-robust DP with its interval (:class:`dptune.analysis.dp.estimator.RobustPass`: the same code
-that fills ``robust_dp.csv``).
+DP with its interval (:class:`dptune.analysis.dp.fold_loop.ScopeRun`: the same code that
+fills dp.csv's ``ci_low, ci_high``).
 
 The target is **not** the DP of the whole population: p-values shrink as users are added, so
 the parameter is the expected mean p-value at ``n`` users per fold over the case's pairs,
@@ -40,22 +40,24 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 import pandas as pd
 from scipy import special
-from threadpoolctl import threadpool_limits
 
+from dptune._threads import one_thread
 from dptune.analysis.dp import scale as rb
-from dptune.analysis.dp.estimator import RobustPass
+from dptune.analysis.dp.fold_loop import FoldView, ScopeRun
+from dptune.analysis.dp.paired_tests import paired_test
+from dptune.analysis.dp.pairs import sample_pairs, scope_seed
 from dptune.errors import check_int, input_error
 
-__all__ = ["Case", "COVERAGE_COLUMNS", "FULL_CASES", "FEW_PAIR_CASES", "QUICK_CASES",
+__all__ = ["Case", "COVERAGE_COLUMNS", "FULL_CASES", "FEW_PAIR_CASES", "MANY_CONFIG_CASES",
+           "QUICK_CASES",
            "true_mean_p", "sample_interval", "coverage", "coverage_study", "documented_study"]
 
 COVERAGE_COLUMNS = ["case", "configs", "pairs", "possible_pairs", "users", "folds", "effect",
                     "kind", "samples", "truth", "truth_se", "coverage", "coverage_se",
-                    "mean_width", "below", "above", "mean_estimate"]
+                    "mean_width", "below", "above", "mean_estimate", "estimate_sd"]
 
 _KINDS = ("normal", "ranking")
 
@@ -148,6 +150,21 @@ FEW_PAIR_CASES = tuple(
     for m in (2, 3, 4, 5) for label, eff in (("none", 0.0), ("moderate", 2.0), ("strong", 6.0))
 ) + (Case("5 configs (10 pairs), shared users, moderate", 5, 300, 3, 2.0, shared=1.0),)
 
+#: Where the interval is too wide: many configurations (every pair of 15, 40 and 100, and 300
+#: or 1,000 sampled pairs of 100), moderate differences, 200 users x 3 folds. The bootstrap
+#: replicates of pairs that share no configuration are correlated through the users they
+#: resample (a sample covariance, zero in expectation but not in one sample); for the mean of
+#: many p-values that spurious correlation adds about ``1 / G`` to every pair of pairs' squared
+#: correlation, which outweighs the true one when most pairs share no configuration
+#: (``docs/statistics.md`` section 10a).
+MANY_CONFIG_CASES = (
+    Case("15 configs, moderate, 200 users", 15, 200, 3, 1.0),
+    Case("40 configs, moderate, 200 users", 40, 200, 3, 1.0),
+    Case("100 configs, moderate, 200 users", 100, 200, 3, 1.0),
+    Case("100 configs, 300 of 4,950 pairs sampled, moderate", 100, 200, 3, 1.0, pairs=300),
+    Case("100 configs, 1,000 of 4,950 pairs sampled, moderate", 100, 200, 3, 1.0, pairs=1000),
+)
+
 #: The default test run's quick variant (a few-configuration, a many-pair and a shared-users
 #: case).
 QUICK_CASES = (
@@ -186,15 +203,16 @@ def true_mean_p(case: Case, n_samples: int = 4000, seed: int = 0) -> tuple[float
 
 def sample_interval(case: Case, seed: int, n_boot: int = 1000,
                     level: float = 0.95) -> tuple[float, float, float]:
-    """One sample of ``case``: ``(mean_p, low, high)`` of the tool's robust DP and its interval
-    on the mean-p scale (``RobustPass``; ``level`` other than 0.95 is not supported by it)."""
+    """One sample of ``case``: ``(mean_p, low, high)`` of the tool's DP and its interval on the
+    mean-p scale (:class:`ScopeRun`; ``level`` other than 0.95 is not supported by it)."""
     if level != 0.95:
         raise input_error("coverage", "level", "the robust table's interval is the 95% one")
     rng = np.random.default_rng(np.random.SeedSequence(int(seed)))
     ids = np.arange(case.configs)
-    n_pairs = case.n_pairs
-    rp = RobustPass("sim", ids, case.folds, [("m", 1)], pairs=n_pairs,
-                    bootstrap=int(n_boot), repeats=1, seed=int(rng.integers(2**31)))
+    boot_seed = int(rng.integers(2**31))
+    run = ScopeRun("sim", "all", [sample_pairs(ids, case.n_pairs, scope_seed(boot_seed, "all"))],
+                   case.possible_pairs, case.folds, [("m", 1)], test=paired_test("t"),
+                   bootstrap=int(n_boot), seed=boot_seed)
     # with a shared taste the same users are in every fold (as user-stratified folds have them)
     users = case.users_of(rng) if case.shared else None
     for f in range(case.folds):
@@ -206,8 +224,8 @@ def sample_interval(case: Case, seed: int, n_boot: int = 1000,
         def read(metric: str, cutoff: int, config_ids: np.ndarray, x=x, ids_f=ids_f):
             return ids_f, x[np.asarray(config_ids)]
 
-        rp.add_fold(f, read)
-    row = rp.result().table.iloc[0]
+        run.add_fold(f, str(f), FoldView(read))
+    row = run.finish()[0][0]
     scale = rb.REFERENCE_P
     return float(row["mean_p"]), float(row["ci_low"]) / scale, float(row["ci_high"]) / scale
 
@@ -229,7 +247,8 @@ def coverage(case: Case, samples: int = 200, n_boot: int = 1000, truth_samples: 
             "effect": case.effect, "kind": case.kind, "samples": samples, "truth": theta,
             "truth_se": se, "coverage": c, "coverage_se": float(np.sqrt(c * (1 - c) / samples)),
             "mean_width": float((hi - lo).mean()), "below": float((hi < theta).mean()),
-            "above": float((lo > theta).mean()), "mean_estimate": float(est.mean())}
+            "above": float((lo > theta).mean()), "mean_estimate": float(est.mean()),
+            "estimate_sd": float(est.std(ddof=1)) if samples > 1 else float("nan")}
 
 
 def _sample_seed(seed: int, case_index: int, sample: int) -> int:
@@ -241,14 +260,9 @@ def _sample_seed(seed: int, case_index: int, sample: int) -> int:
 def coverage_study(cases: Sequence[Case] = FULL_CASES, samples: int = 200, n_boot: int = 1000,
                    truth_samples: int = 4000, seed: int = 0) -> pd.DataFrame:
     """:func:`coverage` of every case (one numba thread meanwhile; module docstring)."""
-    threads = numba.get_num_threads()
-    numba.set_num_threads(1)
-    try:
-        with threadpool_limits(limits=1, user_api="blas"):
-            rows = [coverage(c, samples, n_boot, truth_samples, seed, i)
-                    for i, c in enumerate(cases)]
-    finally:
-        numba.set_num_threads(threads)
+    with one_thread():
+        rows = [coverage(c, samples, n_boot, truth_samples, seed, i)
+                for i, c in enumerate(cases)]
     return pd.DataFrame(rows, columns=COVERAGE_COLUMNS)
 
 

@@ -3,8 +3,7 @@
 Per validation fold the P pairs' p-values sorted decreasingly form the fold's curve; the curves
 are averaged position by position over the folds; DP is the sum of the averaged curve (lower =
 more discriminative); the position-wise sd across folds (``ddof=1``) gives the bands and
-``DP +- sd``. :func:`noise_floor` gives the p-values of A/A pairs (one configuration, several
-seeds), the "no real difference" sample of the noise floor.
+``DP +- sd``.
 """
 
 from __future__ import annotations
@@ -13,11 +12,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dptune.analysis.dp import paired_tests as stats
 from dptune.analysis.dp.degenerate import capped_band
 from dptune.errors import input_error
 
-__all__ = ["pvalue_curve", "DPResult", "summarize_curves", "noise_floor"]
+__all__ = ["pvalue_curve", "weighted_curve", "CurveSummary", "summarize_curves"]
 
 
 def pvalue_curve(p: np.ndarray) -> np.ndarray:
@@ -26,8 +24,28 @@ def pvalue_curve(p: np.ndarray) -> np.ndarray:
     return np.sort(arr)[::-1].copy()
 
 
+def weighted_curve(p: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """The p-value curve of one fold whose pairs carry weights (a store holding a subset of
+    its grid's units, :mod:`dptune.analysis.dp.units`): the P p-values sorted decreasingly,
+    pair ``j`` taking a width ``w_j P / sum w`` of the positions instead of 1, and position
+    ``i`` the average of that step function over ``[i, i + 1)``. Its sum is ``sum_j w_j p_j``
+    scaled to P widths, ``P x`` the weighted mean p-value; with every weight equal it is
+    :func:`pvalue_curve`."""
+    arr = np.asarray(p, dtype=np.float64).ravel()
+    w = np.asarray(weights, dtype=np.float64).ravel()
+    n = len(arr)
+    if not n:
+        return arr.copy()
+    order = np.argsort(-arr, kind="stable")
+    width = w[order] * (n / w.sum())
+    edges = np.concatenate([[0.0], np.cumsum(width)])
+    area = np.concatenate([[0.0], np.cumsum(width * arr[order])])
+    edges[-1] = float(n)
+    return np.diff(np.interp(np.arange(n + 1, dtype=np.float64), edges, area))
+
+
 @dataclass(frozen=True)
-class DPResult:
+class CurveSummary:
     """Averaged p-value curve of one (algorithm, scope, metric@N) and its DP values."""
 
     mean_curve: np.ndarray
@@ -39,7 +57,7 @@ class DPResult:
     n_folds: int
 
 
-def summarize_curves(curves: np.ndarray) -> DPResult:
+def summarize_curves(curves: np.ndarray) -> CurveSummary:
     """Average per-fold p-value curves position by position (Anelli et al. sections 3-4).
 
     ``curves`` is ``(n_folds, P)`` (a 1-D array is one fold); each row is sorted decreasingly
@@ -59,7 +77,7 @@ def summarize_curves(curves: np.ndarray) -> DPResult:
     mean = arr.mean(axis=0)
     sd = arr.std(axis=0, ddof=1) if n_folds > 1 else np.zeros(n_pairs)
     hi, lo = capped_band(mean, sd)  # p-values: the band stays in [0, 1]
-    return DPResult(
+    return CurveSummary(
         mean_curve=mean,
         sd_curve=sd,
         dp=float(mean.sum()),
@@ -68,18 +86,3 @@ def summarize_curves(curves: np.ndarray) -> DPResult:
         n_pairs=int(n_pairs),
         n_folds=int(n_folds),
     )
-
-
-def noise_floor(values_by_seed: np.ndarray, test: str = "t") -> np.ndarray:
-    """p-values of all A/A pairs of one configuration trained with S seeds.
-
-    ``values_by_seed`` is ``(S, n_users)``; pair ``(s, t)``, ``s < t``, in lexicographic order
-    ``(0,1), (0,2), ..., (S-2, S-1)``, is tested with :func:`dptune.analysis.dp.paired_tests.paired_pvalues`
-    (default: paired t-test). Returns ``S (S - 1) / 2`` p-values, the "no real difference"
-    sample from which the caller builds the noise-floor curve (:func:`pvalue_curve`).
-    """
-    v = np.asarray(values_by_seed, dtype=np.float64)
-    if v.ndim != 2:
-        raise input_error("dp", "values_by_seed", f"expected (seeds, users), got shape {v.shape}")
-    s_idx, t_idx = np.triu_indices(v.shape[0], k=1)
-    return stats.paired_pvalues(v[s_idx], v[t_idx], test=test)

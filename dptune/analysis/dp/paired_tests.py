@@ -24,8 +24,8 @@ from collections.abc import Iterator
 import numpy as np
 from scipy import stats as _st
 
-from dptune.analysis.options import CORRECTIONS, TESTS
 from dptune.errors import input_error
+from dptune.vocab import CORRECTIONS, TESTS
 
 __all__ = [
     "TESTS",
@@ -41,11 +41,13 @@ __all__ = [
     "index_counts",
     "resampled_ttest_pvalues",
     "check_test",
+    "PairedTest",
+    "paired_test",
 ]
 
 # TESTS: paired two-sided tests understood by :func:`paired_pvalues`; CORRECTIONS: p-value
-# corrections understood by :func:`adjust` (``None``/``"none"`` = raw p-values). Defined with the
-# options that name them (:mod:`dptune.analysis.options`).
+# corrections understood by :func:`adjust` (``None``/``"none"`` = raw p-values). Defined in the
+# vocabulary (:mod:`dptune.vocab`) with every other name.
 
 # Relative tolerance when a resampled statistic is compared with the observed one: resampled means
 # of centred data that equal the observed mean up to floating rounding count as ">=".
@@ -334,3 +336,83 @@ def ks_uniform(p: np.ndarray) -> tuple[float, float]:
         raise input_error("stats", "p", "no p-values to test")
     res = _st.kstest(arr, "uniform")
     return float(res.statistic), float(res.pvalue)
+
+
+class PairedTest:
+    """A paired two-sided test as a strategy object: what the analysis needs from a test,
+    so that no code branches on the test's name.
+
+    - ``name``: its key (:data:`TESTS`), ``label``: how a report names it;
+    - :meth:`pvalues`: one p-value per pair of rows of a ``(configurations, users)`` array;
+    - ``interval``: whether the DP interval and the claims built on it are available under this
+      test. Only the t-test has them: the bootstrap of the DP recomputes each pair's t statistic
+      from per-user moment sums (:mod:`dptune.analysis.dp.bootstrap`); a Wilcoxon or
+      resampling p-value has no such sums, so under those tests the analysis reports DP
+      without an interval and claims nothing as significant.
+    """
+
+    name: str = ""
+    label: str = ""
+    interval: bool = False
+
+    def __init__(self, n_resamples: int = 1000) -> None:
+        self.n_resamples = int(n_resamples)
+
+    def pvalues(self, values: np.ndarray, rows_a: np.ndarray, rows_b: np.ndarray,
+                columns: np.ndarray | None = None, seed: int = 0) -> np.ndarray:
+        """p-values of the pairs ``(values[rows_a[j]], values[rows_b[j]])`` over the users
+        (``columns``: the user columns used, None = every column); ``seed`` seeds a resampling
+        test (the same for every metric of a scope and fold)."""
+        v = np.asarray(values, dtype=np.float64)
+        if columns is not None:
+            v = v[:, np.asarray(columns)]
+        return paired_pvalues(v[np.asarray(rows_a)], v[np.asarray(rows_b)], test=self.name,
+                              n_resamples=self.n_resamples, seed=seed)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+class TTest(PairedTest):
+    """The paired Student t-test (the paper's), by compiled pair sums in place
+    (:func:`dptune.analysis.dp.bootstrap.ttest_pvalues`): no difference matrix is built."""
+
+    name = "t"
+    label = "paired two-sided Student t-test (scipy ttest_rel)"
+    interval = True
+
+    def pvalues(self, values: np.ndarray, rows_a: np.ndarray, rows_b: np.ndarray,
+                columns: np.ndarray | None = None, seed: int = 0) -> np.ndarray:
+        from dptune.analysis.dp.bootstrap import ttest_pvalues
+
+        v = values if values.dtype in (np.float32, np.float64) else \
+            np.asarray(values, dtype=np.float64)
+        n = v.shape[1] if columns is None else len(columns)
+        p = ttest_pvalues(v, rows_a, rows_b, n, columns)
+        if np.isnan(p).any():  # a NaN or infinite value reached the sums
+            raise input_error("stats", "per-user values", "contain NaN or infinite values")
+        return p
+
+
+class WilcoxonTest(PairedTest):
+    name = "wilcoxon"
+    label = "paired two-sided Wilcoxon signed-rank test (scipy wilcoxon, zero_method wilcox)"
+
+
+class BootstrapTest(PairedTest):
+    name = "bootstrap"
+    label = "paired bootstrap test of the mean difference"
+
+
+class PermutationTest(PairedTest):
+    name = "permutation"
+    label = "paired randomisation (sign-flip) test"
+
+
+_STRATEGIES: dict[str, type[PairedTest]] = {
+    c.name: c for c in (TTest, WilcoxonTest, BootstrapTest, PermutationTest)}
+
+
+def paired_test(name: str, n_resamples: int = 1000) -> PairedTest:
+    """The strategy object of the test named ``name`` (:data:`TESTS`)."""
+    return _STRATEGIES[check_test(name)](n_resamples)

@@ -14,7 +14,8 @@ left out. Every scope samples with its own seed, :func:`scope_seed` ``(seed, sco
 from __future__ import annotations
 
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -22,7 +23,7 @@ import pandas as pd
 
 from dptune.errors import check_int, input_error
 
-__all__ = ["sample_pairs", "format_value", "scope_seed", "scope_pairs"]
+__all__ = ["sample_pairs", "format_value", "scope_seed", "Scope", "scopes", "scope_pairs"]
 
 
 def _unrank_colex(k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -124,17 +125,15 @@ def _sorted_values(column: pd.Series) -> list[Any]:
     return sorted(seen.values(), key=_value_sort_key)
 
 
-def _sample_only_pairs(
-    ids: np.ndarray, group: list[tuple[str, ...]], rank: np.ndarray, n_pairs: int, seed: int
-) -> np.ndarray:
-    """Sample pairs of configurations in the same group whose values of ``h`` differ.
+def _only_layout(
+    ids: np.ndarray, group: list[tuple[str, ...]], rank: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The valid pairs of a one-at-a-time scope, counted without listing them.
 
-    Configurations are ordered by (group, rank of h's value, id). For position ``i`` in a group
-    of size ``s`` and ``end(i)`` = first position after ``i``'s value class, the valid partners
-    of ``i`` are positions ``end(i) .. s - 1``; ``cnt(i) = s - end(i)``. Pair ranks ``0 .. T - 1``
-    (``T = sum cnt``) are drawn without replacement and unranked through the cumulative counts,
-    so no candidate list is built.
-    """
+    Configurations are ordered by (group, rank of h's value, id) (``ids_o``). For position ``i``
+    in a group of size ``s`` and ``end(i)`` = first position after ``i``'s value class, the
+    valid partners of ``i`` are positions ``end(i) .. s - 1``; ``cnt(i) = s - end(i)``. Returns
+    ``(ids_o, end, cnt)``; the scope has ``sum cnt`` pairs."""
     order = sorted(range(len(ids)), key=lambda x: (group[x], int(rank[x]), int(ids[x])))
     ids_o = ids[order]
     grp_o = [group[x] for x in order]
@@ -156,8 +155,16 @@ def _sample_only_pairs(
             cnt[pos:cls_end] = stop - cls_end
             pos = cls_end
         start = stop
+    return ids_o, end, cnt
+
+
+def _sample_only_pairs(ids_o: np.ndarray, end: np.ndarray, cnt: np.ndarray, n_pairs: int,
+                       seed: int) -> np.ndarray:
+    """Sample pairs of a one-at-a-time scope (:func:`_only_layout`): pair ranks ``0 .. T - 1``
+    (``T = sum cnt``) are drawn without replacement and unranked through the cumulative
+    counts, so no candidate list is built."""
     cum = np.cumsum(cnt)
-    total = int(cum[-1]) if n else 0
+    total = int(cum[-1]) if len(cnt) else 0
     if total == 0:
         return np.zeros((0, 2), dtype=np.int64)
     rng = np.random.default_rng(seed)
@@ -168,26 +175,58 @@ def _sample_only_pairs(
     return np.column_stack([np.minimum(a, b), np.maximum(a, b)]).astype(np.int64)
 
 
-def scope_pairs(
-    configs: pd.DataFrame, hyperparameters: Sequence[str], n_pairs: int = 25, seed: int = 0,
+@dataclass(frozen=True)
+class Scope:
+    """One scope of an algorithm: its ``name`` (``all``, ``<h>=<v>``, ``only:<h>``), ``kind``
+    (``"all"``, ``"value"``, ``"only"``), ``hyperparameter`` and ``value`` (text; empty for
+    ``all``), ``cap`` (the most pairs it takes: ``pairs`` for ``all``, ``value_pairs`` for the
+    others), ``n_possible`` (how many pairs the grid has in it) and a sampler of its pairs."""
+
+    name: str
+    kind: str
+    hyperparameter: str
+    value: str
+    cap: int
+    n_possible: int
+    _sample: Callable[[int], np.ndarray] = field(repr=False, compare=False)
+
+    @property
+    def sampled(self) -> bool:
+        """Whether its pairs are a sample of the grid's (more pairs than the cap)."""
+        return self.n_possible > self.cap
+
+    @property
+    def n_pairs(self) -> int:
+        """How many pairs it takes: ``min(cap, n_possible)``."""
+        return min(self.cap, self.n_possible)
+
+    def pairs(self, repeat: int = 0, seed: int = 0) -> np.ndarray:
+        """The scope's pairs ``(P, 2)`` for pair seed ``repeat`` (0: the tables' pairs, seed
+        :func:`scope_seed` ``(seed, name)``; ``k >= 1``: the stability repeats, seed
+        ``scope_seed(seed, "<name>|robust|<k>")``; a scope that takes every pair gives the same
+        pairs under every seed)."""
+        label = self.name if int(repeat) == 0 else f"{self.name}|robust|{int(repeat)}"
+        return self._sample(scope_seed(seed, label))
+
+
+def scopes(
+    configs: pd.DataFrame, hyperparameters: Sequence[str], n_pairs: int = 25,
     value_pairs: int | None = None,
-) -> dict[str, np.ndarray]:
-    """Sampled pairs ``(P, 2)`` for every scope of one algorithm, in generation order.
+) -> list[Scope]:
+    """Every scope of one algorithm with pairs, in generation order.
 
     ``"all"`` takes every pair up to ``n_pairs``, else a sample of ``n_pairs``; every other
     scope the same with ``value_pairs`` (``None`` = ``n_pairs``).
 
-    Order: ``"all"``; then, if there is more than one free hyperparameter, for each ``h`` in
-    ``hyperparameters`` with more than one distinct value, ``"<h>=<v>"`` for its values in
-    ascending order; then ``"only:<h>"`` for the same hyperparameters. Scope ``s`` samples with
-    :func:`sample_pairs` (or, for ``only:``, the same uniform scheme over the valid pairs) and the
-    seed :func:`scope_seed` ``(seed, s)``. Configurations whose ``h`` is missing (NaN) are left
-    out of ``h``'s scopes. Scopes with no pair are omitted.
+    Order: ``"all"``; then, if more than one hyperparameter of ``hyperparameters`` has more
+    than one distinct value, for each such ``h``, ``"<h>=<v>"`` for its values in ascending
+    order; then ``"only:<h>"`` for the same hyperparameters. Scope ``s`` samples with
+    :func:`sample_pairs` (or, for ``only:``, the same uniform scheme over the valid pairs).
+    Configurations whose ``h`` is missing (NaN) are left out of ``h``'s scopes. Scopes with no
+    pair are omitted.
     """
     n_pairs = check_int(n_pairs, "dp", "n_pairs", 1)
     n_value = n_pairs if value_pairs is None else check_int(value_pairs, "dp", "value_pairs", 1)
-    n_value = n_pairs if value_pairs is None else check_int(value_pairs, "dp", "value_pairs", 1)
-    seed = check_int(seed, "dp", "seed", 0)
     hps = list(hyperparameters)
     for col in ["config_id", *hps]:
         if col not in configs.columns:
@@ -199,13 +238,16 @@ def scope_pairs(
         raise input_error("configs", "config_id", "contains duplicated ids")
     ids_all = ids_all.astype(np.int64)
 
-    out: dict[str, np.ndarray] = {}
+    out: list[Scope] = []
 
-    def put(name: str, pairs: np.ndarray) -> None:
-        if len(pairs):
-            out[name] = pairs
+    def put(name: str, kind: str, h: str, v: str, cap: int, possible: int,
+            sample: Callable[[int], np.ndarray]) -> None:
+        if possible:
+            out.append(Scope(name, kind, h, v, cap, int(possible), sample))
 
-    put("all", sample_pairs(ids_all, n_pairs, scope_seed(seed, "all")))
+    m = len(np.unique(ids_all))
+    put("all", "all", "", "", n_pairs, m * (m - 1) // 2,
+        lambda seed: sample_pairs(ids_all, n_pairs, seed))
     if len(hps) <= 1:
         return out
 
@@ -218,19 +260,34 @@ def scope_pairs(
         values = _sorted_values(configs[h])
         if len(values) > 1:
             varied.append((h, values))
+    if len(varied) <= 1:  # one hyperparameter varies: its only scope is scope all
+        return out
     for h, values in varied:
         col = np.array([t if t is not None else "\0missing" for t in text[h]], dtype=object)
         for v in values:
-            name = f"{h}={format_value(v)}"
-            put(
-                name, sample_pairs(ids_all[col == format_value(v)], n_value, scope_seed(seed, name))
-            )
+            sub = ids_all[col == format_value(v)]
+            put(f"{h}={format_value(v)}", "value", h, format_value(v), n_value,
+                len(sub) * (len(sub) - 1) // 2,
+                lambda seed, sub=sub: sample_pairs(sub, n_value, seed))
     for h, values in varied:
-        name = f"only:{h}"
         rank_of = {format_value(v): r for r, v in enumerate(values)}
         keep = [x for x, t in enumerate(text[h]) if t is not None]
         others = [o for o in hps if o != h]
         group = [tuple(str(text[o][x]) for o in others) for x in keep]
         rank = np.array([rank_of[text[h][x]] for x in keep], dtype=np.int64)
-        put(name, _sample_only_pairs(ids_all[keep], group, rank, n_value, scope_seed(seed, name)))
+        ids_o, end, cnt = _only_layout(ids_all[keep], group, rank)
+        put(f"only:{h}", "only", h, "", n_value, int(cnt.sum()),
+            lambda seed, ids_o=ids_o, end=end, cnt=cnt: _sample_only_pairs(
+                ids_o, end, cnt, n_value, seed))
     return out
+
+
+def scope_pairs(
+    configs: pd.DataFrame, hyperparameters: Sequence[str], n_pairs: int = 25, seed: int = 0,
+    value_pairs: int | None = None,
+) -> dict[str, np.ndarray]:
+    """The pairs ``(P, 2)`` of every scope of :func:`scopes`, by name in generation order, each
+    drawn with the seed :func:`scope_seed` ``(seed, scope name)``."""
+    seed = check_int(seed, "dp", "seed", 0)
+    return {s.name: s.pairs(0, seed) for s in scopes(configs, hyperparameters, n_pairs,
+                                                     value_pairs)}

@@ -27,10 +27,9 @@ Evaluators (``optuna.importance``):
 Both are normalised here to sum to 1 over the hyperparameters (``I_h / sum_g I_g``); a study
 whose values are all equal has no importance (NaN). Deterministic for a fixed seed.
 
-DP-based dominance (:func:`dp_dominance`) reads the DP table of :func:`dptune.analysis.dp.engine.analyze`:
-Table 5's ``h=v`` scopes (lowest *best* DP, ``min_v DP(h=v)``) and the one-at-a-time scopes
-``only:h`` (lowest DP). When scopes have different numbers of pairs they are compared per pair
-(``DP / n_pairs``, the mean p-value).
+These importances explain the variance of the *mean* metric over the grid; which hyperparameter
+separates configurations most reliably is answered on the DP scale by
+:mod:`dptune.analysis.verdict.dominance`, and the report shows both, each on its own scale.
 """
 
 from __future__ import annotations
@@ -68,7 +67,6 @@ __all__ = [
     "validation_means",
     "importance_table",
     "hyperparameter_importance",
-    "dp_dominance",
 ]
 
 #: Evaluators computed, in output order.
@@ -314,40 +312,3 @@ def hyperparameter_importance(store: Any, cutoff: int, metrics: Sequence[str] | 
 
 # --------------------------------------------------------------------------------------------
 # DP-based dominance and the comparison
-
-
-def dp_dominance(dp: pd.DataFrame, algorithm: str, metric: str, cutoff: int,
-                 min_pairs: int = 1) -> dict[str, Any]:
-    """The DP-based dominant hyperparameter of one algorithm and metric@N.
-
-    Returns ``{"table5": [(h, best value, DP, n_pairs), ...] sorted by per-pair best DP,
-    "only": [(h, DP, n_pairs), ...] sorted by per-pair DP, "per_pair": bool, "few": int}``
-    where Table 5's best DP of ``h`` is ``min_v DP(h=v)`` and ``per_pair`` tells whether the
-    scopes had different numbers of pairs (then the sort key is ``DP / n_pairs``; otherwise
-    ``DP``). Scopes with fewer than ``min_pairs`` pairs are left out (too few pairs to rank
-    them); ``few`` counts them.
-    """
-    sub = dp[(dp["algorithm"] == algorithm) & (dp["metric"] == metric)
-             & (dp["cutoff"] == int(cutoff))]
-    scoped = sub[sub["scope"] != "all"]
-    enough = scoped["n_pairs"].astype(int) >= int(min_pairs)
-    few = int((~enough).sum())
-    sub = scoped[enough]
-    vals = sub[sub["scope"].str.contains("=", regex=False) & ~sub["scope"].str.startswith("only:")]
-    only = sub[sub["scope"].str.startswith("only:")]
-    npairs = set(vals["n_pairs"].astype(int)) | set(only["n_pairs"].astype(int))
-    per_pair = len(npairs) > 1
-
-    def key(dp_value: float, n: int) -> float:
-        return dp_value / n if per_pair else dp_value
-
-    best: dict[str, tuple[str, float, int]] = {}
-    for r in vals.itertuples(index=False):
-        h, v = str(r.scope).split("=", 1)
-        cand = (v, float(r.dp), int(r.n_pairs))
-        if h not in best or key(cand[1], cand[2]) < key(best[h][1], best[h][2]):
-            best[h] = cand
-    table5 = sorted(((h, *c) for h, c in best.items()), key=lambda t: (key(t[2], t[3]), t[0]))
-    ones = sorted(((str(r.scope)[len("only:"):], float(r.dp), int(r.n_pairs))
-                   for r in only.itertuples(index=False)), key=lambda t: (key(t[1], t[2]), t[0]))
-    return {"table5": table5, "only": ones, "per_pair": per_pair, "few": few}

@@ -10,10 +10,25 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from dptune.analysis.dp import engine as dp
+from dptune.analysis.dp import curves
+from dptune.analysis.dp import fold_loop as fl
 from dptune.analysis.dp import paired_tests as stats
+from dptune.analysis.dp import pairs as dp
 from dptune.analysis.dp import pairs as pairs_mod
+from dptune.analysis.options import AnalysisOptions
+from dptune.analysis.result import AnalysisResult
 from dptune.errors import DptuneError
+
+
+def analyze(store, progress: bool = False, **options):
+    """The fold loop of ``store`` under ``options`` (no bootstrap unless asked for)."""
+    return fl.run_fold_loop(store, AnalysisOptions(**{"bootstrap": 0, "seed": 0, **options}),
+                            progress=progress)
+
+
+def write(estimate, out):
+    """pairs.csv, pvalues.parquet, dp.csv and curves.csv of an estimate."""
+    return AnalysisResult(dp=estimate).write_data(out)
 
 # ------------------------------------------------------------------ an in-memory result store
 
@@ -142,8 +157,8 @@ def test_sample_pairs_uniform() -> None:
 
 
 def test_pvalue_curve_and_summary_by_hand() -> None:
-    np.testing.assert_array_equal(dp.pvalue_curve([0.1, 0.5, 0.2]), [0.5, 0.2, 0.1])
-    res = dp.summarize_curves(np.array([[0.5, 0.1, 0.2], [0.3, 0.3, 0.0]]))
+    np.testing.assert_array_equal(curves.pvalue_curve([0.1, 0.5, 0.2]), [0.5, 0.2, 0.1])
+    res = curves.summarize_curves(np.array([[0.5, 0.1, 0.2], [0.3, 0.3, 0.0]]))
     # sorted: [0.5, 0.2, 0.1] and [0.3, 0.3, 0.0]; mean [0.4, 0.25, 0.05] -> DP 0.7
     np.testing.assert_allclose(res.mean_curve, [0.4, 0.25, 0.05])
     s = np.sqrt(0.02)  # sd of (0.5, 0.3) with ddof=1 = sqrt(2 * 0.1**2 / 1)
@@ -152,10 +167,10 @@ def test_pvalue_curve_and_summary_by_hand() -> None:
     assert res.dp_plus_sd == pytest.approx(0.7 + 2 * s)
     # the band is kept in [0, 1]: position 3's mean - sd = 0.05 - 0.0707 counts as 0
     assert res.dp_minus_sd == pytest.approx(0.4 - s + 0.25 - s / 2)
-    top = dp.summarize_curves(np.array([[1.0, 0.5], [0.8, 0.1]]))  # mean 0.9 + sd 0.14 > 1
+    top = curves.summarize_curves(np.array([[1.0, 0.5], [0.8, 0.1]]))  # mean 0.9 + sd 0.14 > 1
     assert top.dp_plus_sd == pytest.approx(1.0 + 0.3 + np.sqrt(0.08)) and top.dp_plus_sd <= 2
     assert (res.n_pairs, res.n_folds) == (3, 2)
-    one = dp.summarize_curves(np.array([0.2, 0.9]))
+    one = curves.summarize_curves(np.array([0.2, 0.9]))
     assert one.dp == pytest.approx(1.1) and one.dp_plus_sd == one.dp == one.dp_minus_sd
     np.testing.assert_array_equal(one.sd_curve, [0.0, 0.0])
 
@@ -234,12 +249,13 @@ def test_value_pairs_cap_every_scope_but_all() -> None:
 
 def test_analyze_value_pairs_and_its_default() -> None:
     store = FakeStore(seed=3)
-    res = dp.analyze(store, pairs=30, seed=0, value_pairs=2)
-    n = res.dp.groupby(["algorithm", "scope"])["n_pairs"].first()
+    res = analyze(store, pairs=30, seed=0, value_pairs=2)
+    n = res.table.groupby(["algorithm", "scope"])["n_pairs"].first()
     assert n[("bpr", "all")] == 30
     assert (n.drop(("bpr", "all")).drop(("knn", "all")) <= 2).all()
-    assert res.settings["value_pairs"] == 2
-    assert dp.analyze(store, pairs=30, seed=0).settings["value_pairs"] == 30  # min(30, 200)
+    default = analyze(store, pairs=30, seed=0).table.groupby(["algorithm", "scope"])["n_pairs"]
+    assert (default.first() <= 30).all()  # min(30, 200)
+    assert default.first().max() == 30
 
 
 def test_only_scope_pairs_differ_in_that_hyperparameter_only() -> None:
@@ -275,9 +291,9 @@ def test_scope_seeds_are_distinct_and_reproducible() -> None:
 
 
 @pytest.fixture(scope="module")
-def analysis_and_store() -> tuple[dp.Analysis, FakeStore]:
+def analysis_and_store() -> tuple[fl.DPEstimate, FakeStore]:
     store = FakeStore(seed=1)
-    return dp.analyze(store, pairs=6, seed=3), store
+    return analyze(store, pairs=6, seed=3), store
 
 
 def test_analysis_columns_and_order(analysis_and_store) -> None:
@@ -298,18 +314,11 @@ def test_analysis_columns_and_order(analysis_and_store) -> None:
         "pair_index",
         "p",
     ]
-    assert list(res.dp.columns[:11]) == [
-        "algorithm",
-        "scope",
-        "metric",
-        "cutoff",
-        "dp",
-        "dp_plus_sd",
-        "dp_minus_sd",
-        "n_pairs",
-        "n_folds",
-        "sakai",
-        "sakai_sd",
+    assert list(res.table.columns) == [
+        "algorithm", "scope", "metric", "cutoff", "n_pairs", "n_possible_pairs", "n_folds",
+        "mean_p", "mean_p_sd", "dp_per_25", "dp_per_25_plus_sd", "dp_per_25_minus_sd",
+        "ci_low", "ci_high", "dp_sum", "sakai", "sakai_sd", "no_evidence", "repeats",
+        "unsampled_share", "test", "correction", "alpha",
     ]
     assert list(res.curves.columns[:7]) == [
         "algorithm",
@@ -320,16 +329,17 @@ def test_analysis_columns_and_order(analysis_and_store) -> None:
         "mean",
         "sd",
     ]
-    assert not hasattr(res, "metric_ranking")  # the interval and ranking: the robust pass
-    bpr = res.dp[(res.dp.algorithm == "bpr") & (res.dp.scope == "all")]
+    assert res.draws == {}  # no bootstrap asked for: no replicates, no interval
+    assert res.table["ci_low"].isna().all()
+    bpr = res.table[(res.table.algorithm == "bpr") & (res.table.scope == "all")]
     assert list(zip(bpr.metric, bpr.cutoff, strict=True)) == [
         ("ndcg", 5),
         ("ndcg", 10),
         ("precision", 5),
         ("recall", 5),
     ]
-    assert res.dp.algorithm.iloc[0] == "knn"
-    assert set(res.dp[res.dp.algorithm == "knn"].scope) == {"all"}
+    assert res.table.algorithm.iloc[0] == "knn"
+    assert set(res.table[res.table.algorithm == "knn"].scope) == {"all"}
     assert set(res.pvalues.fold) == {"0", "1", "2"}
 
 
@@ -383,9 +393,9 @@ def _recompute_dp_from_csv(out: Path, store: FakeStore) -> pd.DataFrame:
             "scope",
             "metric",
             "cutoff",
-            "dp",
-            "dp_plus_sd",
-            "dp_minus_sd",
+            "dp_sum",
+            "dp_sum_plus_sd",
+            "dp_sum_minus_sd",
             "n_pairs",
             "n_folds",
         ],
@@ -394,26 +404,33 @@ def _recompute_dp_from_csv(out: Path, store: FakeStore) -> pd.DataFrame:
 
 def test_dp_csv_recomputable_with_scipy(tmp_path: Path) -> None:
     store = FakeStore(seed=2, drop=("bpr", "1", 4, 7))
-    dp.analyze(store, pairs=5, seed=0).write(tmp_path)
+    write(analyze(store, pairs=5, seed=0), tmp_path)
     got = pd.read_csv(tmp_path / "dp.csv")
     want = _recompute_dp_from_csv(tmp_path, store)
     key = ["algorithm", "scope", "metric", "cutoff"]
     merged = got.merge(want, on=key, suffixes=("", "_ref"), validate="one_to_one")
     assert len(merged) == len(got) == len(want)
-    for col in ["dp", "dp_plus_sd", "dp_minus_sd"]:
-        np.testing.assert_allclose(merged[col], merged[f"{col}_ref"], rtol=1e-8)
+    np.testing.assert_allclose(merged["dp_sum"], merged["dp_sum_ref"], rtol=1e-8)
+    # one scale: DP per 25 pairs = DP x 25 / P, the mean p-value x 25, the band likewise
+    ratio = 25.0 / merged["n_pairs"]
+    np.testing.assert_allclose(merged["dp_per_25"], merged["dp_sum_ref"] * ratio, rtol=1e-8)
+    np.testing.assert_allclose(merged["dp_per_25"], 25.0 * merged["mean_p"], rtol=1e-8)
+    np.testing.assert_allclose(merged["dp_per_25_plus_sd"], merged["dp_sum_plus_sd"] * ratio,
+                               rtol=1e-8)
+    np.testing.assert_allclose(merged["dp_per_25_minus_sd"],
+                               merged["dp_sum_minus_sd"] * ratio, rtol=1e-8)
     for col in ["n_pairs", "n_folds"]:
         np.testing.assert_array_equal(merged[col], merged[f"{col}_ref"])
     # curves.csv sums to dp.csv
     curves = pd.read_csv(tmp_path / "curves.csv")
     sums = curves.groupby(key, sort=False)["mean"].sum().reset_index()
     m2 = sums.merge(got, on=key)
-    np.testing.assert_allclose(m2["mean"], m2["dp"], rtol=1e-8)
+    np.testing.assert_allclose(m2["mean"], m2["dp_sum"], rtol=1e-8)
 
 
 def test_missing_user_is_inner_joined() -> None:
     store = FakeStore(seed=4, drop=("bpr", "1", 4, 7))
-    res = dp.analyze(store, pairs=200, seed=0)  # every pair of every scope
+    res = analyze(store, pairs=200, seed=0)  # every pair of every scope
     pv = res.pvalues[(res.pvalues.algorithm == "bpr") & (res.pvalues.scope == "all")]
     pairs = res.pairs[(res.pairs.algorithm == "bpr") & (res.pairs.scope == "all")]
     assert set(pv[pv.fold == "1"].n_users) == {39}
@@ -459,11 +476,11 @@ def test_in_place_fold_reads_equal_the_copying_reads_bit_for_bit(drop) -> None:
     sliced = SlicedStore(seed=4, drop=drop)
     plain = SlicedStore(seed=4, drop=drop)
     plain.read_fold = None  # not callable: the per-scope read_matrix route
-    got = dp.analyze(sliced, pairs=200, seed=0)
-    want = dp.analyze(plain, pairs=200, seed=0)
+    got = analyze(sliced, pairs=200, seed=0)
+    want = analyze(plain, pairs=200, seed=0)
     assert not sliced.reads and plain.reads  # each took its own route
     pd.testing.assert_frame_equal(got.pvalues, want.pvalues, check_exact=True)
-    pd.testing.assert_frame_equal(got.dp, want.dp, check_exact=True)
+    pd.testing.assert_frame_equal(got.table, want.table, check_exact=True)
     if drop is not None:
         pv = got.pvalues[(got.pvalues.scope == "all") & (got.pvalues.algorithm == "bpr")]
         assert set(pv[pv.fold == "1"].n_users) == {39}
@@ -471,26 +488,27 @@ def test_in_place_fold_reads_equal_the_copying_reads_bit_for_bit(drop) -> None:
 
 def test_a_fold_read_in_groups_of_metrics_gives_the_same_analysis(monkeypatch) -> None:
     """With a tiny memory cap each metric@N is read on its own (more reads, less memory): the
-    tables equal those of one read per fold, bit for bit, and so does the robust pass fed from
-    the same reads."""
-    from dptune.analysis import route as rr
-    from dptune.analysis.options import AnalysisOptions
-
+    tables equal those of one read per fold, bit for bit, the intervals and the bootstrap's
+    replicates included."""
     store = SlicedStore(seed=5, drop=("bpr", "1", 4, 7))
-    opts = AnalysisOptions(pairs=30, seed=0, bootstrap=50, stability=0)
-    whole, whole_robust = rr.analyze_with_robust(store, opts, {})
-    assert len(dp._metric_groups(store, "bpr", 18, store.metric_cutoffs("bpr"))) == 1
-    monkeypatch.setattr(dp, "FOLD_BYTES", 1)
-    assert dp._metric_groups(store, "bpr", 18, store.metric_cutoffs("bpr")) == \
+    opts = dict(pairs=30, seed=0, bootstrap=50, stability=0)
+    whole = analyze(store, **opts)
+    assert len(fl._metric_groups(store, "bpr", 18, store.metric_cutoffs("bpr"))) == 1
+    monkeypatch.setattr(fl, "FOLD_BYTES", 1)
+    assert fl._metric_groups(store, "bpr", 18, store.metric_cutoffs("bpr")) == \
         [[mc] for mc in store.metric_cutoffs("bpr")]
-    grouped, grouped_robust = rr.analyze_with_robust(store, opts, {})
+    grouped = analyze(store, **opts)
     pd.testing.assert_frame_equal(grouped.pvalues, whole.pvalues, check_exact=True)
-    pd.testing.assert_frame_equal(grouped.dp, whole.dp, check_exact=True)
-    pd.testing.assert_frame_equal(grouped_robust.table, whole_robust.table, check_exact=True)
+    pd.testing.assert_frame_equal(grouped.table, whole.table, check_exact=True)
+    assert whole.table["ci_low"].notna().any()
+    assert whole.draws.keys() == grouped.draws.keys()
+    for key, reps in whole.draws.items():
+        for (m1, r1), (m2, r2) in zip(reps, grouped.draws[key], strict=True):
+            assert m1 == m2 and np.array_equal(r1, r2)
 
 
 def test_zero_variance_pair_gets_p_one() -> None:
-    res = dp.analyze(FakeStore(seed=5, twins=True), pairs=200, seed=0)
+    res = analyze(FakeStore(seed=5, twins=True), pairs=200, seed=0)
     pairs = res.pairs[(res.pairs.config_a == 0) & (res.pairs.config_b == 1)]
     assert len(pairs) > 0
     pv = res.pvalues.merge(pairs, on=["algorithm", "scope", "pair_index"])
@@ -501,9 +519,9 @@ def test_zero_variance_pair_gets_p_one() -> None:
 
 def test_write_byte_identical_and_pvalues_exact(tmp_path: Path) -> None:
     a, b = tmp_path / "a", tmp_path / "b"
-    res = dp.analyze(FakeStore(seed=6), pairs=4, seed=9)
-    res.write(a)
-    dp.analyze(FakeStore(seed=6), pairs=4, seed=9).write(b)
+    res = analyze(FakeStore(seed=6), pairs=4, seed=9)
+    write(res, a)
+    write(analyze(FakeStore(seed=6), pairs=4, seed=9), b)
     names = sorted(p.name for p in a.iterdir())
     assert names == ["curves.csv", "dp.csv", "pairs.csv", "pvalues.parquet"]
     for n in names:
@@ -518,9 +536,9 @@ def test_write_byte_identical_and_pvalues_exact(tmp_path: Path) -> None:
 def test_sakai_and_corrections(analysis_and_store) -> None:
     store = analysis_and_store[1]
     for corr in [None, "holm", "bh"]:
-        res = dp.analyze(store, pairs=6, seed=3, correction=corr, alpha=0.1)
+        res = analyze(store, pairs=6, seed=3, correction=corr or "none", alpha=0.1)
         groups = dict(list(res.pvalues.groupby(["algorithm", "scope", "metric", "cutoff"])))
-        for row in res.dp.itertuples():
+        for row in res.table.itertuples():
             g = groups[(row.algorithm, row.scope, row.metric, row.cutoff)]
             per_fold = [
                 stats.sakai_dp(stats.adjust(f.sort_values("pair_index").p.to_numpy(), corr), 0.1)
@@ -528,16 +546,17 @@ def test_sakai_and_corrections(analysis_and_store) -> None:
             ]
             assert row.sakai == pytest.approx(np.mean(per_fold))
             assert row.sakai_sd == pytest.approx(np.std(per_fold, ddof=1))
-    raw = dp.analyze(store, pairs=6, seed=3, alpha=0.1).dp.sakai.to_numpy()
-    holm = dp.analyze(store, pairs=6, seed=3, alpha=0.1, correction="holm").dp.sakai.to_numpy()
+    raw = analyze(store, pairs=6, seed=3, alpha=0.1).table.sakai.to_numpy()
+    holm = analyze(store, pairs=6, seed=3, alpha=0.1, correction="holm").table.sakai.to_numpy()
     assert np.all(holm <= raw) and raw.max() > 0
 
 
 @pytest.mark.parametrize("test", ["wilcoxon", "permutation", "bootstrap"])
 def test_analyze_other_tests(test: str) -> None:
-    res = dp.analyze(FakeStore(seed=7), pairs=3, seed=0, test=test, n_resamples=99)
+    res = analyze(FakeStore(seed=7), pairs=3, seed=0, test=test, n_resamples=99)
     assert res.pvalues.p.between(0, 1).all()
-    assert (res.dp.test == test).all()
+    assert (res.table.test == test).all()
+    assert res.table["ci_low"].isna().all() and res.draws == {}  # no interval under this test
 
 
 def test_analyze_progress_bar_counts_algorithm_folds_and_changes_nothing(capsys) -> None:
@@ -545,13 +564,13 @@ def test_analyze_progress_bar_counts_algorithm_folds_and_changes_nothing(capsys)
 
     store = FakeStore(seed=7)
     blas_before = [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]
-    quiet = dp.analyze(store, pairs=3, seed=0)
+    quiet = analyze(store, pairs=3, seed=0)
     assert capsys.readouterr().err == ""
-    shown = dp.analyze(store, pairs=3, seed=0, progress=True)
+    shown = analyze(store, pairs=3, seed=0, progress=True)
     err = capsys.readouterr().err
     n = sum(len([f for f in store.folds(a) if f != "test"]) for a in store.algorithms())
     assert "analysis" in err and f"{n}/{n}" in err
-    pd.testing.assert_frame_equal(quiet.dp, shown.dp)
+    pd.testing.assert_frame_equal(quiet.table, shown.table)
     # the BLAS limit is lifted again afterwards
     assert [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"] == blas_before
 
@@ -559,13 +578,13 @@ def test_analyze_progress_bar_counts_algorithm_folds_and_changes_nothing(capsys)
 def test_analyze_bad_input() -> None:
     store = FakeStore()
     with pytest.raises(DptuneError, match="analysis: test"):
-        dp.analyze(store, test="anova")
+        analyze(store, test="anova")
     with pytest.raises(DptuneError, match="correction"):
-        dp.analyze(store, correction="bonf")
+        analyze(store, correction="bonf")
     with pytest.raises(DptuneError, match="alpha"):
-        dp.analyze(store, alpha=0)
+        analyze(store, alpha=0)
     with pytest.raises(DptuneError, match="analysis: pairs"):
-        dp.analyze(store, pairs=-1)
+        analyze(store, pairs=-1)
 
 
 # ------------------------------------------------------------------ bootstrap
@@ -592,7 +611,9 @@ def test_prob_more_discriminative_counts_paired_replicates() -> None:
 def test_noise_floor_pairs_and_calibration() -> None:
     rng = np.random.default_rng(11)
     v = rng.normal(0.3, 0.1, (21, 80))  # 21 seeds -> 210 A/A pairs
-    p = dp.noise_floor(v)
+    from dptune.analysis.noise import aa_pvalues
+
+    p = aa_pvalues(v, stats.paired_test("t"))
     assert p.shape == (210,)
     s, t = np.triu_indices(21, k=1)
     assert p[0] == pytest.approx(sps.ttest_rel(v[0], v[1]).pvalue)

@@ -1,46 +1,43 @@
-"""Stability of bootstrap claims across pair seeds (dptune.analysis.dp.stability)."""
+"""Stability of claims across pair seeds (dptune.analysis.dp.stability)."""
 
-import pandas as pd
+import numpy as np
 import pytest
 
 from dptune.analysis.dp import stability as sb
 from dptune.errors import DptuneError
 
 
-def _ranking(p_by_repeat):
-    rows = []
-    for k, probs in enumerate(p_by_repeat):
-        for (a, b), p in probs.items():
-            rows.append(("itemknn", 10, a, b, p, k))
-    return pd.DataFrame(rows, columns=["algorithm", "cutoff", "metric_a", "metric_b",
-                                       "p_a_better", "repeat"])
+def _draws(shift_by_repeat, n_boot=1000, seed=0):
+    """repeat -> {ndcg, mrr, recall} -> (estimate, replicates): recall always far above ndcg,
+    mrr above ndcg by ``shift`` of each repeat (sd 0.01 each, independent replicates)."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for k, shift in enumerate(shift_by_repeat):
+        est = {"ndcg": 0.10, "mrr": 0.10 + shift, "recall": 0.20}
+        out[k] = {m: (v, v + 0.01 * rng.standard_normal(n_boot)) for m, v in est.items()}
+    return out
 
 
 def test_claim_that_flips_with_the_seed_is_dropped():
-    r = _ranking([
-        {("ndcg", "recall"): 1.0, ("ndcg", "mrr"): 0.97, ("ndcg", "precision"): 0.6},
-        {("ndcg", "recall"): 0.99, ("ndcg", "mrr"): 0.90, ("ndcg", "precision"): 0.7},
-        {("ndcg", "recall"): 0.98, ("ndcg", "mrr"): 0.96, ("ndcg", "precision"): 0.96},
-    ])
-    c = sb.claims(r, 0.95).set_index("metric_b")
-    assert list(c.index) == ["recall", "mrr", "precision"]
-    assert c.at["recall", "held"] and not c.at["recall", "dropped"]
-    assert c.at["recall", "p_min"] == 0.98 and c.at["recall", "repeats"] == 3
-    assert not c.at["mrr", "held"] and c.at["mrr", "dropped"]  # significant first, then flips
-    assert not c.at["precision", "held"] and not c.at["precision", "dropped"]
-    assert c.at["mrr", "p_first"] == 0.97
+    c = sb.family_claims(_draws([0.06, 0.0, 0.06]), 0.05).set_index(["metric_a", "metric_b"])
+    assert bool(c.at[("ndcg", "recall"), "held"]) and not c.at[("ndcg", "recall"), "dropped"]
+    assert c.at[("ndcg", "recall"), "repeats"] == 3
+    # significant under repeat 0, not under repeat 1: dropped
+    assert bool(c.at[("ndcg", "mrr"), "significant_first"])
+    assert not c.at[("ndcg", "mrr"), "held"] and c.at[("ndcg", "mrr"), "dropped"]
+    assert c.at[("ndcg", "mrr"), "p_adjusted"] >= c.at[("ndcg", "mrr"), "p_adjusted_first"]
+    # the other direction is never significant
+    assert not c.at[("recall", "ndcg"), "held"]
+    assert c.at[("recall", "ndcg"), "prob_first"] < 0.01 < c.at[("ndcg", "recall"), "prob_first"]
 
 
 def test_single_repeat_and_bad_input():
-    c = sb.claims(_ranking([{("ndcg", "recall"): 0.95}]), 0.95)
-    assert bool(c["held"].iloc[0]) and int(c["repeats"].iloc[0]) == 1
-    assert sb.claims(_ranking([]), 0.95).empty
-    with pytest.raises(DptuneError, match="level"):
-        sb.claims(_ranking([]), 1.0)
-    with pytest.raises(DptuneError, match="missing"):
-        sb.claims(pd.DataFrame({"x": [1]}), 0.95)
+    c = sb.family_claims(_draws([0.06]), 0.05)
+    assert set(c["repeats"]) == {1} and len(c) == 6  # every ordered pair of 3 metrics
+    with pytest.raises(DptuneError, match="alpha"):
+        sb.family_claims(_draws([0.0]), 1.0)
     with pytest.raises(DptuneError, match="repeat 0"):
-        sb.claims(_ranking([{}, {("a", "b"): 1.0}]).assign(repeat=1), 0.95)
+        sb.family_claims({1: _draws([0.0])[0]}, 0.05)
 
 
 def test_affordable_repeats():

@@ -1,5 +1,5 @@
 """Tests of dptune.analysis.importance: distributions from grids, the optuna study, fANOVA / PED-ANOVA
-importances, DP-based dominance and the computed comparison sentence."""
+importances, and how the report shows them beside the one dominance answer."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from optuna.distributions import CategoricalDistribution, FloatDistribution, Int
 from dptune.analysis.importance import fanova as fanova
 from dptune.analysis.importance import study as imp
 from dptune.analysis.options import AnalysisOptions
-from dptune.analysis.result import AnalysisResult, DPResult
+from dptune.analysis.result import AnalysisResult
 from dptune.errors import DptuneError
 from dptune.report import _importance as rep_imp
 
@@ -271,47 +271,48 @@ def test_hyperparameter_importance_over_a_store():
 
 def _dp(rows: list[tuple[str, float]], n_pairs: int = 25) -> pd.DataFrame:
     return pd.DataFrame([{"algorithm": "bpr", "scope": s, "metric": "ndcg", "cutoff": 10,
-                          "dp": d, "n_pairs": n_pairs} for s, d in rows])
+                          "mean_p": d / 25, "dp_per_25": d, "ci_low": d - 1, "ci_high": d + 1,
+                          "n_pairs": n_pairs, "n_possible_pairs": 99, "n_folds": 3,
+                          "no_evidence": False} for s, d in rows])
 
 
-def test_dp_dominance_and_sentences():
+def test_the_importance_section_shows_every_scale_and_one_answer():
+    """The report's importance section renders the analysis' numbers: fANOVA and PED-ANOVA as
+    shares of variance, the one-at-a-time DP per 25 pairs with P, and the dominance answer of
+    the analysis -- no vote between them."""
+    from dptune.analysis.dp.tables import DPEstimate
+    from dptune.analysis.verdict.dominance import DOMINANCE_COLUMNS
+
     dpt = _dp([("all", 5.0), ("factors=10", 7.0), ("factors=160", 4.0), ("iterations=4", 9.0),
                ("iterations=32", 4.5), ("only:factors", 6.0), ("only:iterations", 3.0)])
-    dom = imp.dp_dominance(dpt, "bpr", "ndcg", 10)
-    assert dom["table5"][0][:3] == ("factors", "160", 4.0) and not dom["per_pair"]
-    assert [h for h, *_ in dom["only"]] == ["iterations", "factors"]
     importance = pd.DataFrame({"algorithm": "bpr", "metric": "ndcg", "cutoff": 10,
                                "evaluator": ["fanova"] * 2 + ["ped-anova"] * 2,
                                "hyperparameter": ["factors", "iterations"] * 2,
                                "importance": [0.2, 0.8, 0.3, 0.7]})
-    (s,) = rep_imp.comparison_sentences(importance, dpt, ("ndcg", 10), {"bpr": "BPR-MF"})
-    assert s.startswith("BPR-MF, nDCG@10: fANOVA ranks iterations (0.80) > factors (0.20)")
-    assert "they differ: iterations first for fANOVA, PED-ANOVA, one at a time" in s
-    assert "factors first for Table 5" in s
-    agree = dpt.assign(dp=[5.0, 7.0, 6.0, 9.0, 1.0, 6.0, 3.0])
-    (s,) = rep_imp.comparison_sentences(importance, agree, ("ndcg", 10))
-    assert s.endswith("Top choice: all 4 analyses put iterations first.")
-    # scopes with different numbers of pairs are compared per pair
-    uneven = pd.concat([_dp([("only:factors", 3.0)], 10), _dp([("only:iterations", 5.0)], 25)])
-    dom = imp.dp_dominance(uneven, "bpr", "ndcg", 10)
-    assert dom["per_pair"] and dom["only"][0][0] == "iterations"
-    # the report's section renders the same analysis (the report computes nothing)
+    dominance = pd.DataFrame([{
+        "algorithm": "bpr", "metric": "ndcg", "cutoff": 10, "answer": "dominant",
+        "hyperparameter": "iterations", "dp_per_25": 3.0, "ci_low": 2.0, "ci_high": 4.0,
+        "n_pairs": 25, "over": "factors", "tied": "", "too_few_pairs": "",
+        "p_adjusted": 0.004, "repeats": 1, "compared": 2}], columns=DOMINANCE_COLUMNS)
     store = SimpleNamespace(algorithms=lambda: ["bpr"], configs=lambda a: pd.DataFrame(range(4)))
     empty = pd.DataFrame()
-    result = AnalysisResult(dp=DPResult(pairs=empty, pvalues=empty, table=dpt, curves=empty),
-                            importance=importance, options=AnalysisOptions(seed=1))
+    result = AnalysisResult(dp=DPEstimate(pairs=empty, pvalues=empty, table=dpt, curves=empty),
+                            importance=importance, dominance=dominance,
+                            options=AnalysisOptions(seed=1))
+    (s,) = rep_imp.comparison_sentences(importance, result, {"bpr": "BPR-MF"})
+    assert s.startswith("BPR-MF, nDCG@10: Dominant hyperparameter for nDCG@10: Iterations "
+                        "(DP per 25 pairs 3.00 [2.00, 4.00], P = 25 pairs differing in it alone)")
+    assert "significantly lower than Latent factors" in s
+    assert "Supporting evidence, not a vote: fANOVA (share of the variance of the mean metric) "\
+        "ranks iterations (0.80) > factors (0.20)" in s
+    assert "Table 5" not in s and "analyses agree" not in s
     body = rep_imp.importance_section(store, result)
     assert "| Metric | Evaluator | factors | iterations |" in body
-    assert "4.000 (at 160)" in body and "- bpr, nDCG@10:" in body
+    assert "DP per 25 pairs, only h varies" in body and "6.00 [5.00, 7.00] (P = 25)" in body
     result = dataclasses.replace(result, importance=importance.iloc[0:0])
     assert "nothing to attribute" in rep_imp.importance_section(store, result)
     assert not math.isnan(importance["importance"].sum())
-    # claims need evidence: a grid of fewer pairs than min_pairs names no hyperparameter, and
-    # DP scopes with too few pairs are left out of the comparison
-    (s,) = rep_imp.comparison_sentences(importance, dpt.assign(n_pairs=3), ("ndcg", 10))
-    assert "too few pairs (3) to name a dominant hyperparameter" in s and "first" not in s
-    few = dpt.assign(n_pairs=[25, 25, 2, 25, 25, 25, 25])  # factors=160 has 2 pairs
-    dom = imp.dp_dominance(few, "bpr", "ndcg", 10, min_pairs=10)
-    assert dom["few"] == 1 and dom["table5"][0][:2] == ("iterations", "32")
-    (s,) = rep_imp.comparison_sentences(importance, few, ("ndcg", 10))
-    assert "1 DP scope(s) with fewer than 10 pairs left out" in s
+    # without an answer of the analysis, the sentence says so instead of voting
+    result = dataclasses.replace(result, importance=importance, dominance=dominance.iloc[0:0])
+    (s,) = rep_imp.comparison_sentences(importance, result)
+    assert "no one-at-a-time DP to compare" in s

@@ -1,5 +1,6 @@
-"""Issue 13 end to end: dptune.analyze computes the robust DP, its CIs and the verdict by default;
-degenerate data ends in an error or a flagged result, never in a confident report."""
+"""End to end: dptune.analyze computes DP per 25 pairs, its intervals, the claims and the
+verdict by default; degenerate data ends in an error or a flagged result, never in a confident
+report."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import write_experiment
+from report.report_checker import check_report
 
 import dptune
 from dptune.cli import main
@@ -23,67 +25,63 @@ def run(tmp_path_factory):
     return d
 
 
-def test_defaults_give_robust_dp_cis_and_a_verdict(run):
+def test_defaults_give_intervals_and_a_verdict(run):
     res = dptune.analyze(run / "results")
     o = res.options
     assert (o.pairs, o.bootstrap, o.stability, o.min_fold_users) == (5, 1000, 5, 20)
-    rb = res.dp.interval
+    dp = res.dp.table
+    rb = dp[dp["scope"] == "all"]
     # pairs = 5: all 3 pairs of UserKNN (3 configurations), 5 of the 6 of BPR-MF (4)
     assert set(zip(rb["algorithm"], rb["n_pairs"], rb["n_possible_pairs"], strict=True)) == {
         ("userknn", 3, 3), ("bpr-mf", 5, 6)}
     assert (rb["ci_low"] <= rb["ci_high"]).all() and rb["ci_low"].notna().all()
-    assert np.allclose(rb["dp_at_25"], 25 * rb["mean_p"])
-    reps = res.dp.ranking.groupby("algorithm")["repeat"].nunique()
+    assert np.allclose(rb["dp_per_25"], 25 * rb["mean_p"])
+    reps = rb.groupby("algorithm")["repeats"].max()
     assert reps["userknn"] == 1 and reps["bpr-mf"] > 1  # other pair seeds only when sampled
     v = res.verdict
     # one row per algorithm, cutoff and family (accuracy, novelty); 3 and 5 pairs are fewer
     # than min_pairs = 10: the numbers, but no recommendation and no claim
     assert len(v) == 2 * 3 * 2 and list(v["family"][:2]) == ["accuracy", "novelty"]
     assert v["too_few_pairs"].all() and v["recommended"].eq("").all()
-    assert v["text"].str.contains(r"too few pairs \([35]\) to rank metrics").all()
-    assert not v["text"].str.contains("ignificantly|P = |tune with|Dominant").any()
+    assert res.comparisons.empty and v["less_discriminative"].eq("").all()
     low = dptune.analyze(run / "results", dptune.AnalysisOptions(min_pairs=3, bootstrap=200))
     v = low.verdict
     assert v["recommended"].ne("").all() and not v["too_few_pairs"].any()
-    assert v["text"].str.contains("tune with").all() and (v["stability_repeats"] == 1).all()  # every pair used
+    assert (v[v["algorithm"] == "userknn"]["stability_repeats"] == 1).all()  # every pair used
+    assert not low.comparisons.empty
     nov = v[v["family"] == "novelty"]
     assert nov["recommended"].isin(["efd", "epc"]).all() and (nov["judge"] == "epc").all()
     # Table 4's best metric is the verdict's recommendation in every row
     t4 = dptune.Report.build(dptune.ResultStore(run / "results"), low).tables["table4"].csv
     merged = t4.merge(v, on=["algorithm", "cutoff", "family"])
     assert len(merged) == len(v) and (merged["best_metric"] == merged["recommended"]).all()
-    # the tables' DP: on the same pairs, with the normalised scale and the capped band
-    dp = res.dp.table
-    assert np.allclose(dp["dp_per_pair"], dp["dp"] / dp["n_pairs"])
-    assert (dp["dp_plus_sd"] <= dp["n_pairs"] + 1e-12).all() and not dp["no_evidence"].any()
-    all_dp = dp[dp["scope"] == "all"].merge(rb, on=["algorithm", "metric", "cutoff"])
-    assert np.allclose(all_dp["dp_per_25"], all_dp["dp_at_25"], rtol=0, atol=1e-12)
+    # the tables' DP: on the same pairs, one scale and the capped band
+    assert (dp["dp_per_25_plus_sd"] <= 25 + 1e-12).all() and not dp["no_evidence"].any()
     files = {p.name for p in (run / "reports").iterdir()}
-    assert {"verdict.csv", "robust_dp.csv", "robust_ranking.csv"} <= files
+    assert {"verdict.csv", "comparisons.csv", "dominance.csv", "downstream.csv"} <= files
+    assert not {"robust_dp.csv", "robust_ranking.csv"} & files
     # the DP figure of every cutoff beside the verdict, P in its caption; Table 4 agrees
     assert {"figure_dp.png", "figure_dp.svg", "figure_dp_at1.png", "figure_dp_at5.svg"} <= files
     verdict_md = (run / "reports" / "verdict.md").read_text()
     assert "![DP of each metric" in verdict_md and "User-kNN P = 3" in verdict_md
+    assert "## Summary" in verdict_md and "## Verdict" in verdict_md
     t4 = pd.read_csv(run / "reports" / "table4.csv", keep_default_na=False)
     assert list(t4["family"][:2]) == ["accuracy", "novelty"] and t4["best_metric"].eq("").all()
-    assert "too few pairs (3)" in (run / "reports" / "table4.md").read_text()
+    assert "too few pairs (P = 3)" in (run / "reports" / "table4.md").read_text()
     # listed as data files in report.md, with what they hold
     data_line = next(line for line in (run / "reports" / "report.md").read_text().splitlines()
                      if line.startswith("- Data (CSV): "))
-    assert "`robust_dp.csv`: the robust DP" in data_line
-    assert "`robust_ranking.csv`: bootstrap P(metric A" in data_line
+    assert "`comparisons.csv`: the test behind every significance claim" in data_line
 
 
 def test_a_sampled_scope_feeds_the_tables_and_the_interval_with_the_same_pairs(run):
-    res = dptune.analyze(run / "results", dptune.AnalysisOptions(pairs=2, bootstrap=20, seed=3,
+    res = dptune.analyze(run / "results", dptune.AnalysisOptions(pairs=2, bootstrap=40, seed=3,
                                                                  stability=3))
-    rb = res.dp.interval
+    rb = res.dp.table[res.dp.table["scope"] == "all"]
     assert set(rb["n_pairs"]) == {2} and set(rb["n_possible_pairs"]) == {3, 6}
-    all_dp = res.dp.table[res.dp.table["scope"] == "all"].merge(rb, on=["algorithm", "metric", "cutoff"])
-    assert set(all_dp["n_pairs_x"]) == {2}
-    # the same two pairs: the tables' DP per 25 pairs is the interval table's point estimate
-    assert np.allclose(all_dp["dp_per_25"], all_dp["dp_at_25"], rtol=0, atol=1e-12)
-    assert set(res.dp.ranking["repeat"]) == {0, 1, 2}  # sampled: other pair seeds tried
+    assert (rb["ci_low"] <= rb["dp_per_25"]).all() and (rb["dp_per_25"] <= rb["ci_high"]).all()
+    assert set(rb["repeats"]) == {3}  # sampled: other pair seeds tried
+    assert len(res.dp.draws[("bpr-mf", "all", "ndcg", 10)]) == 3
 
 
 def test_too_few_users_per_fold_is_refused(run, capsys):
@@ -139,3 +137,5 @@ def test_min_pairs_flag(run, capsys):
                  "2", "--bootstrap", "50", "--stability", "0", "--no-progress"]) == 0
     v = pd.read_csv(run / "r4" / "verdict.csv", keep_default_na=False)
     assert v["recommended"].ne("").all() and not v["too_few_pairs"].any()
+    # with claims (min_pairs 2) and without (the run's own report: too few pairs), one answer
+    assert check_report(run / "r4") == [] and check_report(run / "reports") == []

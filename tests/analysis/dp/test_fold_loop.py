@@ -1,14 +1,34 @@
-"""The robust DP over a store, fold by fold (dptune.analysis.dp.estimator)."""
+"""The one fold loop over a store: DP, its interval, the stability repeats and the paired
+replicates (dptune.analysis.dp.fold_loop)."""
 
 import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats as st
 
-from dptune.analysis.dp import engine as dp
-from dptune.analysis.dp import estimator as rp
+from dptune.analysis.dp import fold_loop as fl
 from dptune.analysis.dp import stability as sb
+from dptune.analysis.dp.paired_tests import paired_test
+from dptune.analysis.options import AnalysisOptions
 from dptune.errors import input_error
+
+
+def run(store, **options):
+    """The fold loop under ``options`` (seed 1, no stability repeats unless asked for)."""
+    return fl.run_fold_loop(store, AnalysisOptions(**{"seed": 1, "stability": 0, **options}))
+
+
+def scope_run(store, metric_cutoffs, *, pairs=None, n_boot=50, seed=1, repeats=1,
+              n_configs=6):
+    """A standalone :class:`ScopeRun` of scope all over ``store``'s folds."""
+    from dptune.analysis.dp.pairs import sample_pairs, scope_seed
+
+    ids = np.arange(n_configs)
+    n = pairs or n_configs * (n_configs - 1) // 2
+    p = [sample_pairs(ids, n, scope_seed(seed, "all" if k == 0 else f"all|robust|{k}"))
+         for k in range(repeats)]
+    return fl.ScopeRun("knn", "all", p, n_configs * (n_configs - 1) // 2, 3, metric_cutoffs,
+                       test=paired_test("t"), bootstrap=n_boot, seed=seed)
 
 
 class TinyStore:
@@ -50,52 +70,72 @@ class TinyStore:
 
 def test_all_pairs_mean_p_equals_paper_dp_per_pair_and_scipy():
     store = TinyStore()
-    res, used = rp.robust_analysis(store, bootstrap=200, stability=3, seed=1)
-    assert used == {"knn": 1}  # every pair used: another pair seed would give the same pairs
-    t = res.table.set_index("metric")
+    est = run(store, bootstrap=200, stability=3)
+    t = est.table[est.table["scope"] == "all"].set_index("metric")
     assert list(t.index) == ["ndcg", "recall"]  # vocabulary order
+    assert (t["repeats"] == 1).all()  # every pair used: another pair seed gives the same pairs
     assert int(t.at["ndcg", "n_pairs"]) == 15 == int(t.at["ndcg", "n_possible_pairs"])
     pa, pb = np.triu_indices(6, k=1)
     want = np.mean([st.ttest_rel(store.v[("ndcg", str(f))][pa], store.v[("ndcg", str(f))][pb],
                                  axis=1).pvalue.mean() for f in range(3)])
     assert t.at["ndcg", "mean_p"] == pytest.approx(want, abs=1e-12)
-    assert t.at["ndcg", "dp_at_25"] == pytest.approx(25 * want)
-    paper = dp.analyze(store, pairs=15, seed=1).dp.set_index(["scope", "metric"])
-    assert paper.at[("all", "ndcg"), "dp"] / 15 == pytest.approx(t.at["ndcg", "mean_p"])
-    assert t.at["ndcg", "ci_low"] <= t.at["ndcg", "dp_at_25"] <= t.at["ndcg", "ci_high"]
-    # the interval is read from the replicates the ranking compares, all inside [0, 1]
-    reps = res.replicates[("knn", "ndcg", 10)]
+    assert t.at["ndcg", "dp_per_25"] == pytest.approx(25 * want)
+    assert t.at["ndcg", "dp_sum"] / 15 == pytest.approx(t.at["ndcg", "mean_p"])
+    assert t.at["ndcg", "ci_low"] <= t.at["ndcg", "dp_per_25"] <= t.at["ndcg", "ci_high"]
+    # the interval is read from the replicates the comparisons use, all inside [0, 1]
+    (mean0, reps), = est.draws[("knn", "all", "ndcg", 10)]
+    assert mean0 == t.at["ndcg", "mean_p"]
     assert np.all((reps > 0.0) & (reps < 1.0))
     assert (t.at["ndcg", "ci_low"], t.at["ndcg", "ci_high"]) == pytest.approx(
         tuple(25 * np.quantile(reps, [0.025, 0.975])), abs=1e-12)
-    assert set(res.ranking["repeat"]) == {0}
-    c = sb.claims(res.ranking, 0.95).set_index(["metric_a", "metric_b"])
+    c = sb.family_claims({0: {m: est.draws[("knn", "all", m, 10)][0]
+                              for m in ("ndcg", "recall")}}, 0.05).set_index(
+        ["metric_a", "metric_b"])
     assert bool(c.at[("ndcg", "recall"), "held"])
     assert c.at[("ndcg", "recall"), "repeats"] == 1
-    again, _ = rp.robust_analysis(store, bootstrap=200, stability=3, seed=1)
-    pd.testing.assert_frame_equal(res.table, again.table)
-    pd.testing.assert_frame_equal(res.ranking, again.ranking)
+    again = run(store, bootstrap=200, stability=3)
+    pd.testing.assert_frame_equal(est.table, again.table)
+    for key, r in est.draws.items():
+        assert np.array_equal(r[0][1], again.draws[key][0][1])
 
 
 def test_sampled_pairs_no_bootstrap_and_no_evidence():
-    res, used = rp.robust_analysis(TinyStore(), pairs=10, bootstrap=0, stability=3, seed=1)
-    assert used == {"knn": 3}  # a sampled scope: the claims must survive two more pair seeds
-    t = res.table.set_index("metric")
+    est = run(TinyStore(), pairs=10, bootstrap=0, stability=3)
+    t = est.table.set_index("metric")
     assert int(t.at["ndcg", "n_pairs"]) == 10 and int(t.at["ndcg", "n_possible_pairs"]) == 15
-    assert res.ranking is None and np.isnan(t.at["ndcg", "ci_low"])
-    dead, _ = rp.robust_analysis(TinyStore(identical=True), bootstrap=50, seed=1)
-    assert dead.table["no_evidence"].all() and (dead.table["dp_at_25"] == 25.0).all()
-    assert (dead.ranking["p_a_better"] == 0.0).all()
+    assert est.draws == {} and np.isnan(t.at["ndcg", "ci_low"])
+    assert (t["repeats"] == 1).all()  # no bootstrap: no claim for the repeats to check
+    dead = run(TinyStore(identical=True), bootstrap=50)
+    assert dead.table["no_evidence"].all() and (dead.table["dp_per_25"] == 25.0).all()
 
 
-def test_stability_lowered_to_the_budget():
-    run = dict(pairs=10, bootstrap=100, stability=5, seed=1)
-    _, used = rp.robust_analysis(TinyStore(), **run, budget_s=0.0)
-    assert used == {"knn": 1}
-    _, used = rp.robust_analysis(TinyStore(), **run, budget_s=1e6)
-    assert used == {"knn": 5}
-    _, used = rp.robust_analysis(TinyStore(), **{**run, "pairs": 15}, budget_s=1e6)
-    assert used == {"knn": 1}  # every pair: nothing else to draw
+def test_stability_repeats_of_a_sampled_scope_lowered_to_the_budget(monkeypatch):
+    est = run(TinyStore(), pairs=10, bootstrap=100, stability=5)
+    assert set(est.table["repeats"]) == {5}  # a sampled scope: claims must survive 4 more seeds
+    assert len(est.draws[("knn", "all", "ndcg", 10)]) == 5
+    monkeypatch.setattr(fl, "STABILITY_BUDGET_S", 0.0)
+    assert set(run(TinyStore(), pairs=10, bootstrap=100, stability=5).table["repeats"]) == {1}
+    monkeypatch.setattr(fl, "STABILITY_BUDGET_S", 1e6)
+    assert set(run(TinyStore(), pairs=15, bootstrap=100, stability=5).table["repeats"]) == {1}
+
+
+def test_every_scope_and_metric_shares_the_user_draws():
+    """The replicates of scope all and of the one-at-a-time scopes come from the same user
+    draws, so that they compare pair by pair; each scope's interval holds its estimate."""
+    store = TinyStore()
+    store.configs = lambda algorithm: pd.DataFrame({  # two hyperparameters: only:k, only:w
+        "config_id": np.arange(6), "k": [10, 20, 40, 10, 20, 40], "w": [0, 0, 0, 1, 1, 1]})
+    store.hyperparameters = lambda algorithm: ["k", "w"]
+    est = run(store, bootstrap=100)
+    boxed = est.table[est.table["ci_low"].notna()]
+    assert set(boxed["scope"]) == {"all", "only:k", "only:w"}  # not the h=v scopes
+    assert (boxed["ci_low"] <= boxed["dp_per_25"]).all()
+    assert (boxed["dp_per_25"] <= boxed["ci_high"]).all()
+    draws = fl.UserDraws(100, 1)
+    users = np.arange(200)
+    assert all(np.array_equal(a, b) for a, b in zip(draws.get(0, users), draws.get(0, users),
+                                                     strict=True))
+    assert not np.array_equal(draws.get(0, users)[2], draws.get(1, users)[2])
 
 
 class TinyStoreWithTest(TinyStore):
@@ -110,61 +150,25 @@ class TinyStoreWithTest(TinyStore):
         return [*super().folds(algorithm), "test"]  # the test split is never used for DP
 
 
-def test_verdict_for_store_end_to_end():
-    from dptune.analysis.verdict.build import verdict_for_store
+def test_the_verdict_end_to_end():
+    from dptune.analysis.verdict.build import build_verdict
 
     store = TinyStoreWithTest()
-    res, _ = rp.robust_analysis(store, bootstrap=300, stability=3, seed=1)
-    paper = dp.analyze(store, pairs=15, seed=1).dp
+    opts = AnalysisOptions(seed=1, bootstrap=300, stability=3)
+    est = fl.run_fold_loop(store, opts)
     best = pd.DataFrame({"algorithm": "knn", "metric": ["ndcg", "recall"], "cutoff": 10,
                          "config_id": [5, 1]})
-    v = verdict_for_store(store, paper, res, alpha=0.05, best=best, primary=("ndcg", 10))
-    r = v.iloc[0]
+    parts = build_verdict(store, est, opts, best=best, floor=None)
+    r = parts.verdict.iloc[0]
     assert r["recommended"] == "ndcg" and r["less_discriminative"] == "recall"
     assert r["stability_repeats"] == 1 and r["selected_configs"] == 2
     assert r["downstream_differ"] == "recall"  # config 1 is much worse than 5 on the test split
-    assert "paired t-test over 300 test users" in r["text"]
+    ds = parts.downstream.set_index("metric")
+    assert ds.at["recall", "n_test_users"] == 300 and bool(ds.at["recall", "significant"])
     assert r["dominant_hyperparameter"] == ""  # one hyperparameter: no dominance analysis
-    no_test = verdict_for_store(TinyStore(), paper, res, alpha=0.05, best=best,
-                                primary=("ndcg", 10)).iloc[0]
-    assert "not evaluated" in no_test["text"]
-
-
-def _opts(**kw):
-    from types import SimpleNamespace
-
-    base = dict(bootstrap=100, stability=3, seed=1, alpha=0.05, test="t",
-                pairs=1000, n_resamples=1000, min_fold_users=20)
-    base.update(kw)
-    return SimpleNamespace(**base)
-
-
-def test_plan_finish_and_refusals():
-    from dptune.analysis import route as rr
-    from dptune.errors import DptuneError
-
-    store = TinyStore()
-    man = {"dataset": {"users": 200}}
-    assert rr.plan_robust(store, _opts(pairs=10), man)["knn"].repeats == 3  # sampled
-    passes = rr.plan_robust(store, _opts(), man)
-    assert list(passes) == ["knn"] and passes["knn"].repeats == 1  # every pair
-    paper = dp.analyze(store, pairs=15, seed=1)
-    for f_i, fold in enumerate(store.folds("knn")):
-        passes["knn"].add_fold(f_i, lambda m, c, ids, fold=fold: store.read_matrix("knn", m, c,
-                                                                                    fold, ids))
-    res = rr.finish_robust(passes, paper.pvalues, _opts())
-    claims = sb.claims(res.ranking, 1.0 - _opts().alpha)
-    assert len(res.table) == 2 and bool(claims.set_index("metric_b").at["recall", "held"])
-    with pytest.raises(DptuneError, match="knn/fold 0: only 200 users"):
-        rr.finish_robust(passes, paper.pvalues, _opts(min_fold_users=201))
-    ann = rr.annotate_dp(paper.dp, paper.pvalues)
-    assert list(ann.columns[: len(paper.dp.columns)]) == list(paper.dp.columns)
-    pd.testing.assert_frame_equal(ann[paper.dp.columns], paper.dp)  # paper's columns unchanged
-    assert np.allclose(ann["dp_per_pair"], paper.dp["dp"] / paper.dp["n_pairs"])
-    assert np.allclose(ann["dp_per_25"], 25 * paper.dp["dp"] / paper.dp["n_pairs"])
-    assert not ann["no_evidence"].any()
-    dead = dp.analyze(TinyStore(identical=True), pairs=15, seed=1)
-    assert rr.annotate_dp(dead.dp, dead.pvalues)["no_evidence"].all()
+    assert parts.dominance.empty
+    no_test = build_verdict(TinyStore(), est, opts, best=best, floor=None)
+    assert set(no_test.downstream["status"]) == {"recommended", "no_test"}
 
 
 def test_fold_array_read_in_place_equals_read_matrix():
@@ -176,19 +180,23 @@ def test_fold_array_read_in_place_equals_read_matrix():
     ids = np.arange(8)  # two configurations more than the algorithm's: rows are looked up
     res = {}
     for mode in ("fast", "slow"):
-        rpass = rp.RobustPass("knn", np.arange(6), 3, mcs, bootstrap=50, repeats=2, seed=3)
+        srun = scope_run(store, mcs, pairs=10, repeats=2, seed=3)
         for f in range(3):
             vals = np.stack([np.vstack([store.v[(m, str(f))], np.ones((2, 200))])
                              for m, _ in mcs]).astype(np.float32)
             vals[0, 2, 5] = np.nan  # user 5 has no nDCG for configuration 2: left out of nDCG
             block = FoldSlice("knn", str(f), ids, mcs, np.arange(200), vals)
-            if mode == "fast":
-                rpass.add_fold(f, block.matrix)
-            else:
-                rpass.add_fold(f, lambda m, c, i, b=block: b.matrix(m, c, i))
-        res[mode] = rpass.result()
-    pd.testing.assert_frame_equal(res["fast"].table, res["slow"].table, rtol=1e-9)
-    pd.testing.assert_frame_equal(res["fast"].ranking, res["slow"].ranking)
+            read = block.matrix if mode == "fast" else \
+                (lambda m, c, i, b=block: b.matrix(m, c, i))
+            view = fl.FoldView(read)
+            assert (view.block is not None) == (mode == "fast")
+            srun.add_fold(f, str(f), view)
+        res[mode] = srun.finish()
+    pd.testing.assert_frame_equal(pd.DataFrame(res["fast"][0]), pd.DataFrame(res["slow"][0]),
+                                  rtol=1e-9)
+    for key, reps in res["fast"][2].items():
+        for (m1, r1), (m2, r2) in zip(reps, res["slow"][2][key], strict=True):
+            assert m1 == pytest.approx(m2, rel=1e-9) and np.allclose(r1, r2, rtol=1e-7)
 
 
 def _oracle_interval(store, metric, n_boot, seed, n_folds=3, n_configs=6):
@@ -234,34 +242,38 @@ def _oracle_interval(store, metric, n_boot, seed, n_folds=3, n_configs=6):
     return est, mapped, tuple(25 * np.quantile(mapped, [0.025, 0.975]))
 
 
-def test_interval_and_ranking_equal_a_plain_scipy_bootstrap():
+def test_interval_and_replicates_equal_a_plain_scipy_bootstrap():
     store = TinyStore(n_users=60)
-    res, _ = rp.robust_analysis(store, bootstrap=40, stability=1, seed=2, groups=60)
-    t = res.table.set_index("metric")
+    srun = fl.ScopeRun("knn", "all", [np.column_stack(np.triu_indices(6, k=1))], 15, 3,
+                       [("ndcg", 10), ("recall", 10)], test=paired_test("t"), bootstrap=40,
+                       seed=2, draws=fl.UserDraws(40, 2, groups=60))
+    for f in range(3):
+        srun.add_fold(f, str(f), fl.FoldView(
+            lambda m, c, i, f=f: store.read_matrix("knn", m, c, str(f), i)))
+    rows, _, draws = srun.finish()
+    t = pd.DataFrame(rows).set_index("metric")
     mapped = {}
     for m in ("ndcg", "recall"):
         est, mapped[m], (lo, hi) = _oracle_interval(store, m, 40, 2)
         assert t.at[m, "mean_p"] == pytest.approx(est, abs=1e-12)
         # the pass reads p from its t tail table (error < 1e-6): equal to that precision
-        assert np.allclose(res.replicates[("knn", m, 10)], mapped[m], atol=2e-5)
+        assert np.allclose(draws[("knn", "all", m, 10)][0][1], mapped[m], atol=2e-5)
         assert (t.at[m, "ci_low"], t.at[m, "ci_high"]) == pytest.approx((lo, hi), abs=5e-4)
         assert 0.0 <= t.at[m, "ci_low"] <= t.at[m, "ci_high"] <= 25.0
-    r = res.ranking.set_index(["metric_a", "metric_b"])
-    assert r.at[("ndcg", "recall"), "p_a_better"] == np.mean(mapped["ndcg"] < mapped["recall"])
 
 
 def test_pairs_resampled_only_when_sampled():
     """Every pair used: the pairs are fixed (only users are resampled); a sample of the pairs:
     the rescaled pair weights widen the interval."""
     store = TinyStore()
-    full = rp.RobustPass("knn", np.arange(6), 3, [("ndcg", 10)], bootstrap=50, seed=1)
+    full = scope_run(store, [("ndcg", 10)])
     assert np.array_equal(full._mult[0], np.ones((50, 15)))
-    part = rp.RobustPass("knn", np.arange(6), 3, [("ndcg", 10)], pairs=5, bootstrap=50,
-                         seed=1)
+    part = scope_run(store, [("ndcg", 10)], pairs=5)
     assert part._mult[0].shape == (50, 5) and not np.all(part._mult[0] == 1.0)
     for f in range(3):
-        for rpass in (full, part):
-            rpass.add_fold(f, lambda m, c, i, f=f: store.read_matrix("knn", m, c, str(f), i))
-    for rpass in (full, part):
-        row = rpass.result().table.iloc[0]
-        assert 0.0 <= row["ci_low"] <= row["dp_at_25"] <= row["ci_high"] <= 25.0
+        for srun in (full, part):
+            srun.add_fold(f, str(f), fl.FoldView(
+                lambda m, c, i, f=f: store.read_matrix("knn", m, c, str(f), i)))
+    for srun in (full, part):
+        row = srun.finish()[0][0]
+        assert 0.0 <= row["ci_low"] <= row["dp_per_25"] <= row["ci_high"] <= 25.0

@@ -1,0 +1,164 @@
+"""Claims with a stated error rate: simultaneous comparisons of DP estimates by a bootstrap of
+the maximum statistic, stepped down.
+
+Every claim the analysis makes that one estimate is *significantly* lower than another -- a
+metric more discriminative than another metric of its family, a hyperparameter that separates
+configurations more often than another -- is a rejection of this module's test. The test is
+made for the way the claims are used: the verdict first *selects* the lowest estimate of a
+family (the recommended metric) and only then compares it with the others, so a test of each
+comparison on its own would be a one-sided test after selection, whose false-claim rate grows
+with the size of the family (with four equally discriminative metrics the previous rule named
+at least one "less discriminative" in a quarter to a third of the rows). Instead, every pair of
+estimates of the family is tested at once and the whole set of tests holds a **family-wise
+error rate** of ``alpha``: the chance that *any* claim of the family is false is at most
+``alpha``, whichever estimate turned out lowest. The claims about the selected one are a subset
+of those tests, so their error rate is at most ``alpha`` too.
+
+**The test** (the bootstrap max-t of Romano & Wolf, 2005, with their step-down; for pairwise
+comparisons it is the resampling form of Tukey's studentized range). The ``K`` estimates
+``theta^_k`` (mean p-values: DP per 25 pairs / 25) have ``B`` paired bootstrap replicates
+``theta*_{k,r}`` -- the same draws of users and pairs for every ``k``, so that their differences
+carry the estimates' correlation (metrics measured on the same users and pairs move together).
+For each pair ``h = (i, j)``, ``i < j``:
+
+    D_h = theta^_i - theta^_j,      D*_{h,r} = theta*_{i,r} - theta*_{j,r},
+    se_h = sd_r(D*_{h,r}),          t_h = D_h / se_h,
+    T*_{h,r} = |D*_{h,r} - mean_r D*_{h,r}| / se_h
+
+(``T*`` is the bootstrap's law of ``|t_h|`` when ``D_h`` is in truth 0). With the hypotheses
+ordered by ``|t|`` decreasing, ``h_(1), ..., h_(H)``, the step-down adjusted p-values are
+
+    p_(s) = (1 + #{r : max_{m >= s} T*_{h_(m),r} >= |t_(s)|}) / (B + 1),
+    p~_(s) = max(p~_(s-1), p_(s)),
+
+and ``h`` is rejected at level ``alpha`` when ``p~_h <= alpha``: ``theta_i != theta_j``, with the
+sign of ``D_h``. The first step is the single-step max-t (a simultaneous interval for every
+difference); each later step drops the hypotheses already rejected from the maximum, which gains
+power and keeps the family-wise error rate (Romano & Wolf, 2005, Theorem 3). A pair whose
+replicates never differ (``se_h = 0``: two metrics that give the same p-value on every pair,
+such as Precision@1 and nDCG@1 with binary relevance) is not tested: ``p~ = 1``, never a claim.
+
+The error rate is measured, not assumed: :mod:`dptune.analysis.verdict.error_rates` simulates
+families whose metrics are equally discriminative and counts the rows with a false claim
+(``docs/statistics.md``, section 11).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from dptune.errors import input_error
+
+__all__ = ["COMPARISON_COLUMNS", "Comparisons", "stepdown_maxt", "compare_estimates"]
+
+#: Columns of a comparison table: one row per unordered pair of estimates ``(a, b)``.
+COMPARISON_COLUMNS = ["a", "b", "difference", "se", "t", "p_adjusted", "prob_a_lower"]
+
+
+@dataclass(frozen=True)
+class Comparisons:
+    """Every pairwise comparison of ``K`` estimates (:func:`stepdown_maxt`).
+
+    ``difference[h] = theta^_a - theta^_b``, ``se[h]`` its bootstrap standard error, ``t[h]``
+    the studentized difference, ``p_adjusted[h]`` the step-down adjusted p-value (the smallest
+    family-wise level at which ``h`` is rejected; 1 for an untestable pair) and
+    ``prob_a_lower[h] = (1/B) #{r : theta*_{a,r} < theta*_{b,r}}``, the share of replicates in
+    which ``a`` is the lower one (descriptive; ties count for neither), ``prob_b_lower[h]`` the
+    same for ``b``. ``a[h] < b[h]`` are positions in the estimates given."""
+
+    a: np.ndarray
+    b: np.ndarray
+    difference: np.ndarray
+    se: np.ndarray
+    t: np.ndarray
+    p_adjusted: np.ndarray
+    prob_a_lower: np.ndarray
+    prob_b_lower: np.ndarray
+
+    def lower(self, i: int, j: int, alpha: float) -> bool:
+        """Whether estimate ``i`` is significantly lower than ``j`` at family-wise level
+        ``alpha``."""
+        h, sign = self._index(i, j)
+        return bool(self.p_adjusted[h] <= alpha and sign * self.difference[h] < 0)
+
+    def p_of(self, i: int, j: int) -> float:
+        """The adjusted p-value of the comparison of ``i`` and ``j``."""
+        return float(self.p_adjusted[self._index(i, j)[0]])
+
+    def prob_lower(self, i: int, j: int) -> float:
+        """Share of the replicates in which ``i`` is lower than ``j``."""
+        h, sign = self._index(i, j)
+        if sign > 0:
+            return float(self.prob_a_lower[h])
+        return float(self.prob_b_lower[h])
+
+    def _index(self, i: int, j: int) -> tuple[int, int]:
+        a, b = (i, j) if i < j else (j, i)
+        hits = np.flatnonzero((self.a == a) & (self.b == b))
+        if len(hits) != 1 or i == j:
+            raise input_error("comparisons", "pair", f"no comparison of {i} and {j}")
+        return int(hits[0]), (1 if i < j else -1)
+
+    def frame(self, labels: Sequence[str]) -> pd.DataFrame:
+        """The comparisons as a table (:data:`COMPARISON_COLUMNS`), ``a``/``b`` as ``labels``."""
+        lab = np.asarray(list(labels), dtype=object)
+        return pd.DataFrame({"a": lab[self.a], "b": lab[self.b], "difference": self.difference,
+                             "se": self.se, "t": self.t, "p_adjusted": self.p_adjusted,
+                             "prob_a_lower": self.prob_a_lower}, columns=COMPARISON_COLUMNS)
+
+
+def stepdown_maxt(estimates: np.ndarray, replicates: np.ndarray) -> Comparisons:
+    """Every pairwise comparison of ``K`` estimates with step-down max-t adjusted p-values.
+
+    ``estimates`` ``(K,)``, ``replicates`` ``(K, B)`` paired bootstrap replicates (the same
+    draws for every estimate). Formulas in the module docstring. ``K < 2``: no comparison.
+    """
+    est = np.asarray(estimates, dtype=np.float64).ravel()
+    reps = np.asarray(replicates, dtype=np.float64)
+    if reps.ndim != 2 or reps.shape[0] != est.size:
+        raise input_error("comparisons", "replicates",
+                          f"need ({est.size}, B) paired replicates, got shape {reps.shape}")
+    if not (np.all(np.isfinite(est)) and np.all(np.isfinite(reps))):
+        raise input_error("comparisons", "estimates", "need finite estimates and replicates")
+    k, n_boot = reps.shape
+    a, b = np.triu_indices(k, k=1)
+    diff = est[a] - est[b]
+    d_star = reps[a] - reps[b]  # (H, B)
+    se = d_star.std(axis=1, ddof=1) if n_boot > 1 else np.zeros(len(a))
+    scale = np.maximum(np.abs(reps[a]).max(axis=1, initial=0.0),
+                       np.abs(reps[b]).max(axis=1, initial=0.0))
+    testable = se > 1e-12 * np.maximum(scale, 1e-300)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where(testable, diff / np.where(testable, se, 1.0), 0.0)
+        null = np.abs(d_star - d_star.mean(axis=1, keepdims=True)) / np.where(
+            testable, se, 1.0)[:, None]
+    null[~testable] = 0.0
+    p_adj = np.ones(len(a))
+    order = [h for h in np.argsort(-np.abs(t), kind="stable") if testable[h]]
+    running = 0.0
+    for s, h in enumerate(order):
+        rest = null[order[s:]].max(axis=0)  # max over the hypotheses not yet rejected
+        p = (1.0 + float(np.sum(rest >= abs(t[h]) * (1.0 - 1e-12)))) / (n_boot + 1.0)
+        running = max(running, p)
+        p_adj[h] = running
+    return Comparisons(a=a, b=b, difference=diff, se=se, t=t, p_adjusted=p_adj,
+                       prob_a_lower=(reps[a] < reps[b]).mean(axis=1),
+                       prob_b_lower=(reps[b] < reps[a]).mean(axis=1))
+
+
+def compare_estimates(estimates: Mapping[str, float],
+                      replicates: Mapping[str, np.ndarray]) -> tuple[list[str], Comparisons]:
+    """:func:`stepdown_maxt` of named estimates: ``(labels, comparisons)`` with labels in the
+    order of ``estimates``; every label needs replicates of one common length."""
+    labels = [str(x) for x in estimates]
+    missing = [x for x in labels if x not in replicates]
+    if missing:
+        raise input_error("comparisons", "replicates", f"missing for {missing}")
+    est = np.array([float(estimates[x]) for x in labels])
+    reps = np.vstack([np.asarray(replicates[x], dtype=np.float64).ravel() for x in labels]) \
+        if labels else np.zeros((0, 1))
+    return labels, stepdown_maxt(est, reps)

@@ -1,0 +1,116 @@
+"""Every significance claim of the analysis, as one table (comparisons.csv).
+
+Two kinds of comparison, one test (:mod:`dptune.analysis.dp.comparisons`: the bootstrap
+max-t, stepped down, family-wise error rate ``alpha``) and one stability rule (a claim holds only
+when it is significant under every pair seed, :func:`dptune.analysis.dp.stability.family_claims`):
+
+- ``kind = "metrics"``: within one (algorithm, cutoff N, family of metrics), every pair of the
+  family's metrics that have evidence, compared on the DP of scope ``all`` (the pairs of the
+  whole grid). The verdict's "significantly less discriminative" reads these.
+- ``kind = "hyperparameters"``: within one (algorithm, metric@N), every pair of hyperparameters
+  compared on the DP of their one-at-a-time scopes ``only:<h>`` (pairs that differ in ``h``
+  only). The dominant hyperparameter reads these (:mod:`dptune.analysis.verdict.dominance`).
+
+A comparison needs the bootstrap's replicates (a test with an interval and ``bootstrap > 0``)
+and at least ``min_pairs`` pairs in each scope compared; without them there is no row, so no
+claim.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import pandas as pd
+
+from dptune.analysis.dp import stability as sb
+from dptune.analysis.dp.tables import Draws
+from dptune.analysis.verdict.families import Families, family_groups
+
+__all__ = ["COMPARISON_COLUMNS", "metric_comparisons", "hyperparameter_comparisons",
+           "comparisons_table"]
+
+#: comparisons.csv: one row per ordered pair ``(a, b)`` of a group: the claim "``a`` is
+#: significantly more discriminative than ``b``" (lower DP per 25 pairs). ``p_adjusted``: the
+#: step-down adjusted p-value (the largest over the stability repeats; ``_first``: the main
+#: estimate's); ``pr_more_discriminative``: the share of bootstrap replicates in which ``a`` has
+#: the lower DP (the smallest over the repeats; descriptive, not the test); ``held``: the claim
+#: is significant at family-wise level alpha under every repeat; ``dropped``: significant under
+#: the main estimate only.
+COMPARISON_COLUMNS = ["algorithm", "cutoff", "kind", "group", "a", "b", "p_adjusted",
+                      "p_adjusted_first", "pr_more_discriminative",
+                      "pr_more_discriminative_first", "repeats", "significant_first", "held",
+                      "dropped"]
+
+_RENAME = {"metric_a": "a", "metric_b": "b", "prob_min": "pr_more_discriminative",
+           "prob_first": "pr_more_discriminative_first"}
+
+
+def _claims(by_repeat: Mapping[int, Mapping[str, tuple[float, object]]], alpha: float,
+            head: dict) -> pd.DataFrame:
+    c = sb.family_claims(by_repeat, alpha).rename(columns=_RENAME)
+    for k, v in head.items():
+        c.insert(len(c.columns), k, v)
+    return c
+
+
+def _by_repeat(draws: Draws, keys: Mapping[str, tuple[str, str, str, int]]
+               ) -> dict[int, dict[str, tuple[float, object]]]:
+    """label -> draw key as repeat -> label -> (estimate, replicates), over the repeats every
+    label has."""
+    lists = {label: draws.get(key, []) for label, key in keys.items()}
+    n = min((len(v) for v in lists.values()), default=0)
+    return {k: {label: v[k] for label, v in lists.items()} for k in range(n)}
+
+
+def metric_comparisons(dp: pd.DataFrame, draws: Draws, families: Families, alpha: float,
+                       min_pairs: int) -> pd.DataFrame:
+    """The ``metrics`` rows of comparisons.csv (module docstring). ``dp``: dp.csv."""
+    whole = dp[dp["scope"] == "all"]
+    parts = []
+    for (alg, cutoff), g in whole.groupby(["algorithm", "cutoff"], sort=False):
+        if int(g["n_pairs"].max()) < int(min_pairs):
+            continue
+        for family, members in family_groups(g["metric"], families):
+            ev = [m for m in members
+                  if not bool(g.loc[g["metric"] == m, "no_evidence"].iloc[0])]
+            keys = {m: (str(alg), "all", m, int(cutoff)) for m in ev}
+            by_rep = _by_repeat(draws, keys)
+            if len(ev) < 2 or not by_rep:
+                continue
+            parts.append(_claims(by_rep, alpha, {"algorithm": str(alg), "cutoff": int(cutoff),
+                                                 "kind": "metrics", "group": family}))
+    return _frame(parts)
+
+
+def hyperparameter_comparisons(dp: pd.DataFrame, draws: Draws, alpha: float,
+                               min_pairs: int) -> pd.DataFrame:
+    """The ``hyperparameters`` rows of comparisons.csv (module docstring)."""
+    only = dp[dp["scope"].str.startswith("only:")]
+    parts = []
+    for (alg, metric, cutoff), g in only.groupby(["algorithm", "metric", "cutoff"], sort=False):
+        ok = g[(g["n_pairs"].astype(int) >= int(min_pairs)) & ~g["no_evidence"].astype(bool)]
+        keys = {str(s)[len("only:"):]: (str(alg), str(s), str(metric), int(cutoff))
+                for s in ok["scope"]}
+        by_rep = _by_repeat(draws, keys)
+        if len(keys) < 2 or not by_rep:
+            continue
+        parts.append(_claims(by_rep, alpha, {"algorithm": str(alg), "cutoff": int(cutoff),
+                                             "kind": "hyperparameters", "group": str(metric)}))
+    return _frame(parts)
+
+
+def comparisons_table(dp: pd.DataFrame, draws: Draws, families: Families, alpha: float,
+                      min_pairs: int) -> pd.DataFrame:
+    """comparisons.csv: the metrics' comparisons, then the hyperparameters'."""
+    return _frame([metric_comparisons(dp, draws, families, alpha, min_pairs),
+                   hyperparameter_comparisons(dp, draws, alpha, min_pairs)])
+
+
+def _frame(parts: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    parts = [p for p in parts if not p.empty]
+    if not parts:
+        return pd.DataFrame(columns=COMPARISON_COLUMNS)
+    out = pd.concat(parts, ignore_index=True)[COMPARISON_COLUMNS]
+    return out.astype({"cutoff": "int64", "repeats": "int64", "significant_first": bool,
+                       "held": bool, "dropped": bool})
+

@@ -1,0 +1,398 @@
+"""Error rates of the analysis' claims, measured: a Monte Carlo study on synthetic families.
+
+A *family case* is a known population of per-user values of ``K`` metrics for ``M``
+configurations. User ``u`` of configuration ``k`` scores, on metric ``m``,
+
+    x_mk(u) = lambda_m mu_k + b_u + sqrt(rho) z_ku + sqrt(1 - rho) e_mku,
+
+``b_u, z_ku, e_mku ~ N(0, 1)``, ``mu_k = effect s_k / sqrt(n)`` with ``s_k`` evenly spaced in
+[-1, 1] (as in :mod:`dptune.analysis.dp.coverage`). ``z_ku`` is the user's response to
+configuration ``k`` that every metric sees (``rho``: how much the metrics share; 0 = each
+metric an independent draw of the same model), ``e_mku`` the metric's own noise. A metric's
+*discriminative power* is set by ``lambda_m``: metrics with equal ``lambda`` are exactly as
+discriminative as each other (the same law of values), a metric with a smaller ``lambda`` is
+truly less discriminative (higher expected mean p-value). With ``shared`` folds the same users
+are in every fold and keep ``b_u, z_ku`` from fold to fold (user-stratified folds), else every
+fold draws fresh users. The pairs are every pair of the grid, or ``pairs`` of them sampled
+(then with ``stability`` pair seeds, as the analysis does it).
+
+A *run* draws one sample and passes it through the analysis' own code: the robust DP with its
+bootstrap (:class:`dptune.analysis.dp.fold_loop.ScopeRun`), the comparisons of the family
+(:func:`dptune.analysis.dp.comparisons.stepdown_maxt`, under every stability repeat) and the
+verdict's claim rule (:func:`dptune.analysis.dp.stability.family_claims`): the metric with the
+lowest DP is recommended, and a metric is named *significantly less discriminative* when its
+comparison with the recommended one is rejected under every repeat. A **false claim** names a
+metric whose ``lambda`` is at least the recommended metric's (in truth at least as
+discriminative); a row **with a false claim** has one or more. ``false_rows`` is the share of
+runs with a false claim (the family-wise error rate, to be at most ``alpha``; its Monte Carlo
+standard error ``sqrt(r (1 - r) / runs)``), ``power`` the share of truly less discriminative
+metrics that are named (when some are), both for the rule of this version and, for comparison,
+for the former rule ("less discriminative when the bootstrap puts the recommended metric ahead
+in at least ``1 - alpha`` of the replicates", with no correction for the selection of the
+recommended metric or for the size of the family).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from dptune._threads import one_thread
+from dptune.analysis.dp import scale as rb
+from dptune.analysis.dp import stability as sb
+from dptune.analysis.dp.fold_loop import FoldView, ScopeRun, UserDraws
+from dptune.analysis.dp.paired_tests import paired_test
+from dptune.analysis.dp.pairs import sample_pairs, scope_seed
+from dptune.errors import check_int, input_error
+
+__all__ = ["FamilyCase", "ERROR_COLUMNS", "NULL_CASES", "PARTIAL_CASES", "QUICK_CASES",
+           "run_family", "family_error_rates", "error_rate_study", "GridCase",
+           "DOMINANCE_COLUMNS", "DOMINANCE_CASES", "QUICK_DOMINANCE_CASES", "true_only_mean_p",
+           "run_grid", "dominance_error_rates", "dominance_study"]
+
+ERROR_COLUMNS = ["case", "metrics", "weaker", "rho", "folds_kind", "pairs", "possible_pairs",
+                 "runs", "false_rows", "false_rows_se", "power", "false_rows_former",
+                 "false_rows_former_se", "power_former"]
+
+
+@dataclass(frozen=True)
+class FamilyCase:
+    """One population and design of a family of ``metrics`` metrics (module docstring):
+    ``weaker`` of them (the last ones) have ``lambda = weak`` (truly less discriminative), the
+    others ``lambda = 1``."""
+
+    name: str
+    metrics: int
+    configs: int = 15
+    users: int = 300
+    folds: int = 3
+    effect: float = 2.0
+    rho: float = 0.7
+    shared: bool = False
+    pairs: int | None = None
+    weaker: int = 0
+    weak: float = 0.5
+
+    def __post_init__(self) -> None:
+        check_int(self.metrics, "error rates", "metrics", 2)
+        check_int(self.configs, "error rates", "configs", 2)
+        check_int(self.users, "error rates", "users", 3)
+        check_int(self.folds, "error rates", "folds", 1)
+        if not 0 <= int(self.weaker) < int(self.metrics):
+            raise input_error("error rates", "weaker", f"must be in [0, metrics), got {self.weaker}")
+        if not 0.0 <= self.rho <= 1.0:
+            raise input_error("error rates", "rho", f"must be in [0, 1], got {self.rho}")
+        if self.pairs is not None:
+            check_int(self.pairs, "error rates", "pairs", 1)
+
+    @property
+    def lambdas(self) -> np.ndarray:
+        lam = np.ones(self.metrics)
+        if self.weaker:
+            lam[self.metrics - self.weaker:] = self.weak
+        return lam
+
+    @property
+    def possible_pairs(self) -> int:
+        return rb.n_possible_pairs(self.configs)
+
+    @property
+    def n_pairs(self) -> int:
+        return self.possible_pairs if self.pairs is None else min(self.pairs, self.possible_pairs)
+
+    def users_of(self, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        """What a user carries into every fold: ``b_u`` ``(1, n)`` and ``z_ku`` ``(M, n)``."""
+        return (rng.standard_normal((1, self.users)),
+                rng.standard_normal((self.configs, self.users)))
+
+    def draw(self, rng: np.random.Generator,
+             users: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+        """``(metrics, configs, users)`` values of one fold (of the given users, or fresh)."""
+        b, z = self.users_of(rng) if users is None else users
+        mu = self.effect * np.linspace(-1.0, 1.0, self.configs) / np.sqrt(self.users)
+        e = rng.standard_normal((self.metrics, self.configs, self.users))
+        common = b + np.sqrt(self.rho) * z  # (M, n)
+        return (self.lambdas[:, None, None] * mu[None, :, None] + common[None]
+                + np.sqrt(1.0 - self.rho) * e)
+
+
+def _metric(i: int) -> str:
+    return f"m{i}"
+
+
+def run_family(case: FamilyCase, seed: int, n_boot: int = 1000, alpha: float = 0.05,
+               stability: int = 5) -> dict:
+    """One run of ``case``: ``recommended`` (metric index), the metrics named less
+    discriminative by this version's rule (``named``) and by the former rule
+    (``named_former``)."""
+    rng = np.random.default_rng(np.random.SeedSequence(int(seed)))
+    mcs = [(_metric(i), 10) for i in range(case.metrics)]
+    repeats = stability if case.n_pairs < case.possible_pairs else 1
+    ids, s0 = np.arange(case.configs), int(rng.integers(2**31))
+    pairs = [sample_pairs(ids, case.n_pairs, scope_seed(s0, "all" if k == 0 else
+                                                        f"all|robust|{k}"))
+             for k in range(repeats)]
+    run = ScopeRun("sim", "all", pairs, case.possible_pairs, case.folds, mcs,
+                   test=paired_test("t"), bootstrap=int(n_boot), seed=s0,
+                   draws=UserDraws(int(n_boot), s0))
+    users = case.users_of(rng) if case.shared else None
+    for f in range(case.folds):
+        x = case.draw(rng, users)
+        ids_f = np.arange(case.users) + (0 if case.shared else f * case.users)
+
+        def read(metric: str, cutoff: int, config_ids: np.ndarray, x=x, ids_f=ids_f):
+            return ids_f, x[int(metric[1:])][np.asarray(config_ids)]
+
+        run.add_fold(f, str(f), FoldView(read))
+    rows, _, draws = run.finish()
+    est = np.array([r["mean_p"] for r in rows])
+    rec = int(np.argmin(est))
+    n_rep = len(draws[("sim", "all", mcs[0][0], 10)])
+    claims = sb.family_claims({k: {m: draws[("sim", "all", m, 10)][k] for m, _ in mcs}
+                               for k in range(n_rep)}, alpha)
+    c = claims[claims["metric_a"] == _metric(rec)].set_index("metric_b")
+    named = [int(m[1:]) for m in c.index[c["held"]]]
+    named_former = [int(m[1:]) for m in c.index[c["prob_min"] >= 1.0 - alpha]]
+    return {"recommended": rec, "named": named, "named_former": named_former}
+
+
+def _rates(case: FamilyCase, runs: list[dict], key: str) -> tuple[float, float]:
+    lam = case.lambdas
+    false_rows = np.array([any(lam[j] >= lam[r["recommended"]] for j in r[key]) for r in runs])
+    weak = np.flatnonzero(lam < lam.max())
+    power = (float(np.mean([np.isin(weak, r[key]).mean() for r in runs])) if len(weak)
+             else float("nan"))
+    return float(false_rows.mean()), power
+
+
+def family_error_rates(case: FamilyCase, runs: int = 200, n_boot: int = 1000,
+                       alpha: float = 0.05, seed: int = 0, case_index: int = 0) -> dict:
+    """One row of :data:`ERROR_COLUMNS` for ``case`` from ``runs`` runs."""
+    runs = check_int(runs, "error rates", "runs", 1)
+    out = [run_family(case, _run_seed(seed, case_index, s), n_boot, alpha) for s in range(runs)]
+    fr, pw = _rates(case, out, "named")
+    fr0, pw0 = _rates(case, out, "named_former")
+
+    def se(r: float) -> float:
+        return float(np.sqrt(r * (1.0 - r) / runs))
+
+    return {"case": case.name, "metrics": case.metrics, "weaker": case.weaker, "rho": case.rho,
+            "folds_kind": "shared" if case.shared else "independent", "pairs": case.n_pairs,
+            "possible_pairs": case.possible_pairs, "runs": runs, "false_rows": fr,
+            "false_rows_se": se(fr), "power": pw, "false_rows_former": fr0,
+            "false_rows_former_se": se(fr0), "power_former": pw0}
+
+
+def _run_seed(seed: int, case_index: int, run: int) -> int:
+    ss = np.random.SeedSequence(int(seed), spawn_key=(int(case_index), int(run)))
+    return int(ss.generate_state(1, dtype=np.uint64)[0] >> 1)
+
+
+#: Families of equally discriminative metrics: 2, 4 and 6 metrics; shared users' effects
+#: (rho = 0.7) or independent draws (rho = 0); independent or shared folds; every pair or 30
+#: sampled pairs.
+NULL_CASES = tuple(
+    FamilyCase(f"{k} metrics, rho {rho}, {'shared' if sh else 'independent'} folds"
+               + (f", {p} of 105 pairs" if p else ", every pair"), k, rho=rho, shared=sh, pairs=p)
+    for k in (2, 4, 6) for rho in (0.7, 0.0) for sh in (False, True) for p in (None, 30)
+)
+
+#: Partially null families: some metrics truly less discriminative (``lambda = weak``), from
+#: nearly as discriminative (0.75) to clearly less (0.5).
+PARTIAL_CASES = (
+    FamilyCase("2 metrics, 1 weaker (0.75)", 2, weaker=1, weak=0.75),
+    FamilyCase("4 metrics, 1 weaker (0.75)", 4, weaker=1, weak=0.75),
+    FamilyCase("4 metrics, 2 weaker (0.75)", 4, weaker=2, weak=0.75),
+    FamilyCase("6 metrics, 2 weaker (0.75)", 6, weaker=2, weak=0.75),
+    FamilyCase("4 metrics, 1 weaker (0.75), rho 0, shared folds", 4, weaker=1, weak=0.75,
+               rho=0.0, shared=True),
+    FamilyCase("4 metrics, 1 weaker (0.5)", 4, weaker=1, weak=0.5),
+    FamilyCase("4 metrics, 1 weaker (0.5), 30 of 105 pairs", 4, weaker=1, weak=0.5, pairs=30),
+)
+
+#: The default test run's quick variant.
+QUICK_CASES = (
+    FamilyCase("4 metrics, rho 0.7, independent folds, every pair", 4, configs=10, users=150),
+    FamilyCase("4 metrics, rho 0, shared folds, every pair", 4, configs=10, users=150, rho=0.0,
+               shared=True),
+)
+
+
+def error_rate_study(cases: Sequence[FamilyCase] = NULL_CASES + PARTIAL_CASES, runs: int = 200,
+                     n_boot: int = 1000, alpha: float = 0.05, seed: int = 0) -> pd.DataFrame:
+    """:func:`family_error_rates` of every case (one numba and one BLAS thread meanwhile: a
+    parallel kernel's start-up costs more than a fold of a few hundred users)."""
+    with one_thread():
+        rows = [family_error_rates(c, runs, n_boot, alpha, seed, i)
+                for i, c in enumerate(cases)]
+    return pd.DataFrame(rows, columns=ERROR_COLUMNS)
+
+
+# --------------------------------------------------------------------------------------------
+# the dominant hyperparameter
+# --------------------------------------------------------------------------------------------
+
+DOMINANCE_COLUMNS = ["case", "hyperparameters", "values", "betas", "runs", "false_dominant",
+                     "false_dominant_se", "false_over", "power", "coverage", "coverage_se",
+                     "mean_width"]
+
+
+@dataclass(frozen=True)
+class GridCase:
+    """A full factorial grid of ``hyperparameters`` hyperparameters with ``values`` values each.
+    Configuration ``c`` with values ``v_h(c)`` has mean ``mu_c = sum_h beta_h g(v_h(c)) /
+    sqrt(n)``, ``g`` evenly spaced in [-1, 1]; user ``u`` scores ``x_c(u) = mu_c + b_u +
+    e_cu`` (``b_u, e_cu ~ N(0, 1)``), fresh users in every fold. The one-at-a-time scope of
+    ``h`` (pairs that differ in ``h`` only) has a true mean p-value ``theta_h`` that falls with
+    ``beta_h``: equal betas make every hyperparameter equally dominant (a null case), a larger
+    ``beta_h`` makes ``h`` truly dominant."""
+
+    name: str
+    betas: tuple[float, ...] = (2.0, 2.0, 2.0)
+    values: int = 3
+    users: int = 300
+    folds: int = 3
+
+    @property
+    def grid(self) -> np.ndarray:
+        """``(configs, hyperparameters)`` value indices of the full factorial grid."""
+        h = len(self.betas)
+        return np.stack(np.meshgrid(*[np.arange(self.values)] * h, indexing="ij"),
+                        axis=-1).reshape(-1, h)
+
+    def means(self) -> np.ndarray:
+        g = np.linspace(-1.0, 1.0, self.values)
+        return (g[self.grid] * np.asarray(self.betas)).sum(axis=1) / np.sqrt(self.users)
+
+    def only_pairs(self, h: int) -> np.ndarray:
+        """Every pair of configurations that differ in hyperparameter ``h`` only."""
+        grid = self.grid
+        others = np.delete(grid, h, axis=1)
+        a, b = np.triu_indices(len(grid), k=1)
+        keep = (grid[a, h] != grid[b, h]) & np.all(others[a] == others[b], axis=1)
+        return np.column_stack([a[keep], b[keep]]).astype(np.int64)
+
+    def draw(self, rng: np.random.Generator, n_tables: int = 1) -> np.ndarray:
+        mu = self.means()
+        return (mu[None, :, None] + rng.standard_normal((n_tables, 1, self.users))
+                + rng.standard_normal((n_tables, len(mu), self.users)))
+
+
+def true_only_mean_p(case: GridCase, n_samples: int = 2000, seed: int = 0) -> np.ndarray:
+    """``theta_h`` of every hyperparameter: the expected mean p-value of its one-at-a-time
+    pairs at ``case.users`` users per fold, from ``n_samples`` fresh folds (Monte Carlo error
+    well below the intervals' widths)."""
+    from dptune.analysis.dp.coverage import _fold_pvalues
+
+    rng = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(10**6,)))
+    sums = np.zeros(len(case.betas))
+    chunk = 200
+    for start in range(0, n_samples, chunk):
+        x = case.draw(rng, min(chunk, n_samples - start))
+        for h in range(len(case.betas)):
+            p = case.only_pairs(h)
+            sums[h] += _fold_pvalues(x, p[:, 0], p[:, 1]).mean(axis=1).sum()
+    return sums / n_samples
+
+
+def run_grid(case: GridCase, seed: int, n_boot: int = 1000, alpha: float = 0.05,
+             min_pairs: int = 10) -> dict:
+    """One run of ``case`` through the analysis' own code (:class:`ScopeRun` of every
+    ``only:h`` scope with shared user draws, :func:`dptune.analysis.verdict.claims.
+    hyperparameter_comparisons`, :func:`dptune.analysis.verdict.dominance.dominance_table`):
+    the dominance row and each scope's ``(mean p, ci_low, ci_high)`` on the mean-p scale."""
+    from dptune.analysis.verdict.claims import hyperparameter_comparisons
+    from dptune.analysis.verdict.dominance import dominance_table
+
+    rng = np.random.default_rng(np.random.SeedSequence(int(seed)))
+    s0 = int(rng.integers(2**31))
+    names = [f"h{i}" for i in range(len(case.betas))]
+    draws = UserDraws(int(n_boot), s0)
+    runs = [ScopeRun("sim", f"only:{h}", [case.only_pairs(i)], len(case.only_pairs(i)),
+                     case.folds, [("m", 10)], test=paired_test("t"), bootstrap=int(n_boot),
+                     seed=s0, draws=draws) for i, h in enumerate(names)]
+    for f in range(case.folds):
+        x = case.draw(rng)[0]
+        ids_f = np.arange(case.users) + f * case.users
+
+        def read(metric: str, cutoff: int, config_ids: np.ndarray, x=x, ids_f=ids_f):
+            return ids_f, x[np.asarray(config_ids)]
+
+        view = FoldView(read)
+        for r in runs:
+            r.add_fold(f, str(f), view)
+        draws.clear()
+    rows, all_draws = [], {}
+    for r in runs:
+        rr, _, dd = r.finish()
+        rows += rr
+        all_draws.update(dd)
+    dp = pd.DataFrame(rows)
+    comp = hyperparameter_comparisons(dp, all_draws, alpha, min_pairs)
+    dom = dominance_table(dp, comp, min_pairs).iloc[0].to_dict()
+    scale = rb.REFERENCE_P
+    intervals = {str(r["scope"])[len("only:"):]: (r["mean_p"], r["ci_low"] / scale,
+                                                  r["ci_high"] / scale) for r in rows}
+    return {"dominance": dom, "intervals": intervals}
+
+
+def dominance_error_rates(case: GridCase, runs: int = 200, n_boot: int = 1000,
+                          alpha: float = 0.05, seed: int = 0, case_index: int = 0,
+                          truth_samples: int = 2000) -> dict:
+    """One row of :data:`DOMINANCE_COLUMNS`: ``false_dominant`` = share of runs that name a
+    hyperparameter dominant although another is in truth at least as discriminating (lower or
+    equal ``theta``); ``false_over`` = share of runs with any false "significantly more than"
+    claim; ``power`` = share of runs naming the truly dominant one (when there is one);
+    ``coverage`` = share of the one-at-a-time intervals that hold their ``theta_h``."""
+    theta = true_only_mean_p(case, truth_samples, seed=seed * 1000 + case_index)
+    names = [f"h{i}" for i in range(len(case.betas))]
+    th = dict(zip(names, theta, strict=True))
+    out = [run_grid(case, _run_seed(seed, case_index, s), n_boot, alpha) for s in range(runs)]
+    false_dom, false_over, hits, cover, widths = [], [], [], [], []
+    best = names[int(np.argmin(theta))] if np.sum(theta == theta.min()) == 1 and \
+        np.ptp(theta) > 0.01 else None
+    for o in out:
+        d = o["dominance"]
+        h = str(d["hyperparameter"])
+        over = [x for x in str(d["over"]).split(";") if x]
+        false_over.append(any(th[x] <= th[h] for x in over))
+        dominant = d["answer"] == "dominant"
+        false_dom.append(dominant and any(th[x] <= th[h] for x in names if x != h))
+        hits.append(dominant and h == best)
+        for name, (_, lo, hi) in o["intervals"].items():
+            cover.append(lo <= th[name] <= hi)
+            widths.append(25.0 * (hi - lo))
+    fd, c = float(np.mean(false_dom)), float(np.mean(cover))
+    return {"case": case.name, "hyperparameters": len(case.betas), "values": case.values,
+            "betas": ", ".join(f"{b:g}" for b in case.betas), "runs": runs,
+            "false_dominant": fd, "false_dominant_se": float(np.sqrt(fd * (1 - fd) / runs)),
+            "false_over": float(np.mean(false_over)),
+            "power": float(np.mean(hits)) if best is not None else float("nan"),
+            "coverage": c, "coverage_se": float(np.sqrt(c * (1 - c) / len(cover))),
+            "mean_width": float(np.mean(widths))}
+
+
+#: The dominance study: equally dominant hyperparameters (null), and one truly dominant.
+DOMINANCE_CASES = (
+    GridCase("3 hyperparameters, equal effects", (2.0, 2.0, 2.0)),
+    GridCase("2 hyperparameters, equal effects", (2.0, 2.0), values=4),
+    GridCase("3 hyperparameters, no effects", (0.0, 0.0, 0.0)),
+    GridCase("3 hyperparameters, one dominant", (4.0, 1.5, 1.5)),
+    GridCase("3 hyperparameters, one slightly dominant", (3.0, 2.0, 2.0)),
+)
+
+#: The default test run's quick variant.
+QUICK_DOMINANCE_CASES = (GridCase("3 hyperparameters, equal effects", (2.0, 2.0, 2.0),
+                                  users=150),)
+
+
+def dominance_study(cases: Sequence[GridCase] = DOMINANCE_CASES, runs: int = 200,
+                    n_boot: int = 1000, alpha: float = 0.05, seed: int = 0) -> pd.DataFrame:
+    """:func:`dominance_error_rates` of every case (one numba and one BLAS thread)."""
+    with one_thread():
+        rows = [dominance_error_rates(c, runs, n_boot, alpha, seed, i)
+                for i, c in enumerate(cases)]
+    return pd.DataFrame(rows, columns=DOMINANCE_COLUMNS)

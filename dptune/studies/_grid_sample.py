@@ -1,0 +1,211 @@
+"""The grid sample, measured: bias and coverage of the DP of a subset of a grid's units, against
+the value of the full grid.
+
+A *case* is a synthetic grid shaped like BPR-MF's: two unit hyperparameters ``a`` and ``b``
+(``n_a x n_b`` units, the unit's training run) and an inner one ``i`` (``n_i`` configurations
+per unit, its iteration snapshots). User ``u`` of configuration ``(a, b, i)`` in a fold scores
+
+    x(u) = mu(a, b, i) + b_u + e(u),      b_u, e ~ N(0, 1),
+    mu(a, b, i) = (effect / sqrt(n)) (s_a + s_b + s_i),
+
+with ``s`` evenly spaced in [-1, 1] over each hyperparameter's values, so that two
+configurations that share a value of ``a`` or ``b`` differ less (higher p-values) and two of one
+unit least: the strata of pairs that the grid sample weights (:mod:`dptune.analysis.dp.units`)
+really differ, and an estimator that ignored them would be biased.
+
+A *replication* draws fresh users for every fold and a fresh design order
+(:func:`dptune.sweeper.design.design_order`, seeded: a random relabelling of the values and
+order of the rows), then computes with the tool's own code (:class:`dptune.analysis.dp.
+fold_loop.ScopeRun`, scope ``all``, the t-test, a seeded sample of ``pairs`` pairs):
+
+- the **full grid's** DP (every unit; no interval needed);
+- for every budget of whole rounds, the **grid sample's** DP on the first units of the design
+  order, with its 95% interval (users and units resampled).
+
+The target is the full grid's expected value ``theta = E[full-grid mean p]`` (over users and
+the full grid's pair sample), estimated by the mean of the replications' full-grid DPs (its
+Monte Carlo error is reported). Per budget: the **bias** (mean grid-sample DP minus
+``theta``), the sd of the grid-sample DP over the replications (its actual error beside the
+bias), the mean **half-width** of the interval, ``|bias|`` over the half-width, and the
+**coverage** (share of intervals holding ``theta``), with its Monte Carlo sd
+``sqrt(c (1 - c) / R)``. All on the
+scale of DP per 25 pairs. Every draw is seeded from ``(seed, case, replication)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dptune._threads import one_thread
+from dptune.analysis.dp.fold_loop import FoldView, ScopeRun, UserDraws
+from dptune.analysis.dp.paired_tests import paired_test
+from dptune.analysis.dp.pairs import scope_seed, scopes
+from dptune.analysis.dp.units import UnitSample, pair_design, unit_multipliers
+from dptune.errors import check_int
+from dptune.sweeper.design import design_order
+
+__all__ = ["GridCase", "GRID_SAMPLE_COLUMNS", "FULL_GRID_CASES", "QUICK_GRID_CASES",
+           "replicate", "grid_sample_study"]
+
+GRID_SAMPLE_COLUMNS = ["case", "units_total", "configs_total", "rounds", "units", "budget",
+                       "replications", "truth", "truth_se", "mean_estimate", "bias",
+                       "estimate_sd", "mean_half_width", "bias_over_half_width", "coverage", "coverage_se",
+                       "below", "above"]
+
+
+@dataclass(frozen=True)
+class GridCase:
+    """One synthetic grid (module docstring): ``n_a x n_b`` units of ``n_i`` configurations,
+    ``users`` per fold, ``folds``, ``effect``; ``rounds``: the budgets studied, in whole rounds
+    of the design order (a round holds ``max(n_a, n_b)`` units); ``pairs``: the cap of scope
+    ``all``; ``bootstrap``: replicates of each interval."""
+
+    name: str
+    n_a: int
+    n_b: int
+    n_i: int
+    users: int
+    folds: int
+    effect: float
+    rounds: tuple[int, ...]
+    pairs: int = 1000
+    bootstrap: int = 400
+
+    @property
+    def units_total(self) -> int:
+        return self.n_a * self.n_b
+
+    @property
+    def round_size(self) -> int:
+        return max(self.n_a, self.n_b)
+
+    def configs(self) -> pd.DataFrame:
+        """The grid: ``config_id, a, b, i``, unit ``k = a n_b + b`` holding ids ``k n_i ..``."""
+        a, b, i = np.meshgrid(np.arange(self.n_a), np.arange(self.n_b), np.arange(self.n_i),
+                              indexing="ij")
+        return pd.DataFrame({"config_id": np.arange(a.size), "a": a.ravel(), "b": b.ravel(),
+                             "i": i.ravel()})
+
+    def means(self) -> np.ndarray:
+        """``mu`` of every configuration, in config_id order."""
+        def spread(n: int) -> np.ndarray:
+            return np.linspace(-1.0, 1.0, n) if n > 1 else np.zeros(1)
+        c = self.configs()
+        s = spread(self.n_a)[c["a"]] + spread(self.n_b)[c["b"]] + spread(self.n_i)[c["i"]]
+        return self.effect * s / np.sqrt(self.users)
+
+
+#: The documented study: a 40 x 40 grid of 3-configuration units (4,800 configurations, rounds
+#: of 40 units = 2.5%) at budgets of 5%, 10%, 25% and 50% of the units, with moderate and
+#: strong differences.
+FULL_GRID_CASES = (
+    GridCase("40 x 40 units x 3, moderate", 40, 40, 3, 200, 3, 1.0, (2, 4, 10, 20)),
+    GridCase("40 x 40 units x 3, strong", 40, 40, 3, 200, 3, 2.0, (2, 4, 10, 20)),
+)
+
+#: The default test run's quick variant: a 10 x 10 grid at 20% and 50% of its units.
+QUICK_GRID_CASES = (
+    GridCase("10 x 10 units x 3, moderate", 10, 10, 3, 120, 3, 1.0, (2, 5), pairs=300,
+             bootstrap=200),
+)
+
+
+class _Sample:
+    """The first ``m`` units of a design order of ``case`` as the fold loop sees them."""
+
+    def __init__(self, case: GridCase, configs: pd.DataFrame, order: np.ndarray, m: int):
+        n_i = case.n_i
+        units = tuple(tuple(range(k * n_i, (k + 1) * n_i)) for k in range(case.units_total))
+        self.present = np.sort(order[:m])
+        self.sample = UnitSample("grid", units, self.present, 0, configs, ("a", "b"))
+        self.ids = self.sample.present_configs
+        self.configs = configs[configs["config_id"].isin(self.ids)]
+
+
+def _fold_values(case: GridCase, mu: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """``(configs, users)`` values of one fold's fresh users."""
+    return mu[:, None] + rng.standard_normal((1, case.users)) \
+        + rng.standard_normal((len(mu), case.users))
+
+
+def _estimate(case: GridCase, s: _Sample | None, configs: pd.DataFrame,
+              folds: list[np.ndarray], seed: int, bootstrap: int) -> tuple[float, float, float]:
+    """``(DP per 25, ci_low, ci_high)`` of scope ``all`` of the full grid (``s`` None) or of
+    a grid sample, by the tool's :class:`ScopeRun`."""
+    cfg = configs if s is None else s.configs
+    scope = scopes(cfg, ["a", "b", "i"], case.pairs)[0]
+    designer = units = None
+    if s is not None and not s.sample.complete:  # every unit: the full grid's own route
+        designer = lambda pairs: pair_design(s.sample, pairs, "all")  # noqa: E731
+        units = unit_multipliers(bootstrap, len(s.present), case.units_total,
+                                 scope_seed(seed, "grid|units"))
+    run = ScopeRun("grid", "all", [scope.pairs(0, seed)], scope.n_possible, case.folds,
+                   [("m", 1)], test=paired_test("t"), bootstrap=bootstrap, seed=seed,
+                   draws=UserDraws(bootstrap, seed), designer=designer, units=units)
+    for f, x in enumerate(folds):
+        ids_f = np.arange(case.users) + f * case.users
+
+        def read(metric: str, cutoff: int, config_ids: np.ndarray, x=x, ids_f=ids_f):
+            return ids_f, x[np.asarray(config_ids)]
+
+        run.add_fold(f, str(f), FoldView(read))
+    row = run.finish()[0][0]
+    return float(row["dp_per_25"]), float(row["ci_low"]), float(row["ci_high"])
+
+
+def replicate(case: GridCase, seed: int) -> dict[str, Any]:
+    """One replication: the full grid's DP per 25 pairs and, per budget in ``case.rounds``,
+    the grid sample's ``(estimate, low, high)``."""
+    rng = np.random.default_rng(np.random.SeedSequence(int(seed)))
+    configs = case.configs()
+    mu = case.means()
+    folds = [_fold_values(case, mu, rng) for _ in range(case.folds)]
+    order = design_order((case.n_a, case.n_b), int(rng.integers(2**31)))
+    positions = np.array([a * case.n_b + b for a, b in order.points])
+    out: dict[str, Any] = {"full": _estimate(case, None, configs, folds, seed, 0)[0]}
+    for r in case.rounds:
+        m = min(case.units_total, r * case.round_size)
+        out[r] = _estimate(case, _Sample(case, configs, positions, m), configs, folds, seed,
+                           case.bootstrap)
+    return out
+
+
+def _seed(seed: int, case_index: int, rep: int) -> int:
+    ss = np.random.SeedSequence(int(seed), spawn_key=(int(case_index), int(rep)))
+    return int(ss.generate_state(1, dtype=np.uint64)[0] >> 1)
+
+
+def grid_sample_study(cases: Sequence[GridCase] = FULL_GRID_CASES, replications: int = 200,
+                      seed: int = 0) -> pd.DataFrame:
+    """One row per (case, budget) of :data:`GRID_SAMPLE_COLUMNS` (module docstring); one
+    numba and one BLAS thread meanwhile (many small bootstraps)."""
+    replications = check_int(replications, "grid sample study", "replications", 2)
+    rows = []
+    with one_thread():
+        for ci, case in enumerate(cases):
+            reps = [replicate(case, _seed(seed, ci, k)) for k in range(replications)]
+            full = np.array([r["full"] for r in reps])
+            theta, theta_se = full.mean(), full.std(ddof=1) / np.sqrt(len(full))
+            for rounds in case.rounds:
+                est, lo, hi = np.array([r[rounds] for r in reps]).T
+                hit = (lo <= theta) & (theta <= hi)
+                c = float(hit.mean())
+                half = float(((hi - lo) / 2).mean())
+                units = min(case.units_total, rounds * case.round_size)
+                rows.append({
+                    "case": case.name, "units_total": case.units_total,
+                    "configs_total": case.units_total * case.n_i, "rounds": rounds,
+                    "units": units, "budget": units / case.units_total,
+                    "replications": replications, "truth": theta, "truth_se": theta_se,
+                    "mean_estimate": float(est.mean()), "bias": float(est.mean() - theta),
+                    "estimate_sd": float(est.std(ddof=1)), "mean_half_width": half,
+                    "bias_over_half_width": float(abs(est.mean() - theta) / half),
+                    "coverage": c, "coverage_se": float(np.sqrt(c * (1 - c) / replications)),
+                    "below": float((hi < theta).mean()), "above": float((lo > theta).mean()),
+                })
+    return pd.DataFrame(rows, columns=GRID_SAMPLE_COLUMNS)

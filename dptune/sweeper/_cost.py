@@ -1,0 +1,162 @@
+"""The sweep's cost model: projected seconds of a unit, a configuration and a whole run, from
+single-core unit costs measured by the benchmark (``python -m dptune.bench``).
+
+The costs (:data:`REFERENCE_COSTS`) are CPU seconds of single-threaded work on one validation
+fold of a reference data set, in the form :func:`dptune.bench.measure_unit_costs` returns them:
+BPR-MF epoch and evaluation times at a few factor sizes, the KNN similarities and their
+evaluation per ``k``, and writing one part. They are carried to another fold shape (training
+interactions ``nnz``, evaluated users ``U``, items ``I``) by the work each step does:
+
+- BPR-MF epoch: ``epoch(f) * nnz / nnz_ref`` (one SGD update per training interaction),
+  ``epoch(f)`` interpolated linearly between the measured factor sizes (held flat beyond them);
+- evaluating one configuration (score every item for every user, top-N, metrics):
+  ``eval(f) * (U * I) / (U_ref * I_ref)``;
+- a BPR-MF unit of configurations ``(f, lr, it_1 < ... < it_n)`` on one fold:
+  ``it_n * epoch(f) + n * eval(f) + write * n / 14`` (one training run with a snapshot at each
+  iteration value; the part of 14 configurations measured took ``write``, scaled by ``U``);
+- a KNN unit (every ``k``): the similarity at the largest ``k`` scaled by
+  ``nnz * U / (nnz_ref * U_ref)`` (UserKNN) or ``nnz * I / (nnz_ref * I_ref)`` (ItemKNN), plus
+  the evaluation of each ``k`` (interpolated over the measured ``k``), scaled by ``U * I``;
+- one configuration trained alone (a noise-floor seed): ``it * epoch(f) + eval(f)`` for
+  BPR-MF; the deterministic KNN have none.
+
+Other model types (cornac, implicit, Python models) have no cost model: their projection is
+``None`` and a time budget cannot be converted for them. A projection assumes the work spreads
+evenly over the ``jobs`` worker processes (one core each) and idle cores; on a machine shared
+with other work it is optimistic (the benchmark measured the same work 2.1 times slower under a
+load of 15 on two cores).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = ["REFERENCE_COSTS", "FoldShape", "SweepShape", "CostModel", "shape_from_manifest"]
+
+#: Single-core unit costs on validation fold 0 of ML-1M (the paper's split: 717,995 training
+#: interactions, 5,815 users evaluated, 3,706 items), measured by ``python -m dptune.bench``
+#: on the 2-core machine of ``reports/benchmarks.md`` (AMD EPYC, 2026-11-22, load 0.4).
+REFERENCE_COSTS: dict[str, Any] = {
+    "bpr": [
+        {"factors": 10, "epoch_seconds": 0.152, "eval_seconds": 0.057},
+        {"factors": 113, "epoch_seconds": 0.239, "eval_seconds": 0.098},
+        {"factors": 905, "epoch_seconds": 0.733, "eval_seconds": 0.433},
+        {"factors": 1809, "epoch_seconds": 1.265, "eval_seconds": 0.804},
+    ],
+    "knn": {
+        "userknn": {"fit_seconds": 3.18,
+                    "eval_seconds": {10: 0.14, 14: 0.06, 20: 0.07, 28: 0.08, 40: 0.09, 57: 0.09,
+                                     80: 0.09, 113: 0.10, 160: 0.13, 226: 0.14, 320: 0.16,
+                                     452: 0.21, 640: 0.25, 905: 0.32, 1809: 0.87}},
+        "itemknn": {"fit_seconds": 1.29, "eval_seconds": {10: 0.12, 113: 0.30, 1809: 3.00}},
+    },
+    "write_part_seconds": 0.27,
+    "nnz": 717995,
+    "users": 5815,
+    "items": 3706,
+}
+
+#: Configurations of the part whose writing time ``write_part_seconds`` is.
+_WRITE_CONFIGS = 14
+
+
+@dataclass(frozen=True)
+class FoldShape:
+    """What a fold's cost depends on: training interactions, users evaluated, items."""
+
+    nnz: float
+    users: float
+    items: float
+
+
+@dataclass(frozen=True)
+class SweepShape:
+    """A validation fold's shape, the test split's (training on the whole training part) and
+    the number of validation folds."""
+
+    validation: FoldShape
+    test: FoldShape
+    folds: int
+
+
+def shape_from_manifest(manifest: Mapping[str, Any]) -> SweepShape:
+    """The shape of a sweep from its manifest (:func:`dptune.sweeper.build_manifest`): a
+    validation fold trains on ``(k - 1) / k`` of the training part and evaluates the mean of
+    the folds' users; the test split trains on all of it."""
+    split, data = manifest["split"], manifest["dataset"]
+    k = int(split["folds"])
+    users = {str(f): float(n) for f, n in (split.get("users_evaluated") or {}).items()}
+    val = [users[f] for f in users if f != "test"]
+    mean_users = float(np.mean(val)) if val else 0.0
+    train = float(split["train_interactions"])
+    items = float(data["items"])
+    return SweepShape(validation=FoldShape(train * (k - 1) / k, mean_users, items),
+                      test=FoldShape(train, users.get("test", mean_users), items), folds=k)
+
+
+class CostModel:
+    """Projected single-core seconds of units and configurations on any fold shape, from unit
+    costs measured on a reference fold (default :data:`REFERENCE_COSTS`; the module docstring
+    gives the scaling)."""
+
+    def __init__(self, costs: Mapping[str, Any] = REFERENCE_COSTS) -> None:
+        self.costs = costs
+        bpr = sorted(costs["bpr"], key=lambda r: r["factors"])
+        self._fx = np.array([r["factors"] for r in bpr], dtype=np.float64)
+        self._epoch = np.array([r["epoch_seconds"] for r in bpr], dtype=np.float64)
+        self._eval = np.array([r["eval_seconds"] for r in bpr], dtype=np.float64)
+        self._ref = FoldShape(float(costs["nnz"]), float(costs["users"]), float(costs["items"]))
+
+    def _scales(self, fold: FoldShape) -> tuple[float, float]:
+        """(training scale nnz / nnz_ref, evaluation scale U * I / (U_ref * I_ref))."""
+        r = self._ref
+        return fold.nnz / r.nnz, (fold.users * fold.items) / (r.users * r.items)
+
+    def _bpr(self, factors: float, fold: FoldShape) -> tuple[float, float]:
+        """(epoch seconds, evaluation seconds of one configuration) at ``factors``."""
+        s_train, s_eval = self._scales(fold)
+        f = float(factors)
+        return (float(np.interp(f, self._fx, self._epoch)) * s_train,
+                float(np.interp(f, self._fx, self._eval)) * s_eval)
+
+    def _write(self, n_configs: int, fold: FoldShape) -> float:
+        return (float(self.costs["write_part_seconds"]) * n_configs / _WRITE_CONFIGS
+                * fold.users / self._ref.users)
+
+    def unit_seconds(self, algorithm_type: str, configs: Sequence[Mapping[str, Any]],
+                     fold: FoldShape) -> float | None:
+        """Projected single-core seconds of one unit (``configs``: its configurations) on a fold
+        of shape ``fold``; ``None`` for a model type without a cost model."""
+        if not configs:
+            return 0.0
+        if algorithm_type == "bpr-mf":
+            epoch, ev = self._bpr(configs[0]["factors"], fold)
+            its = max(int(c["iterations"]) for c in configs)
+            return its * epoch + len(configs) * ev + self._write(len(configs), fold)
+        if algorithm_type in ("userknn", "itemknn"):
+            c = self.costs["knn"][algorithm_type]
+            r = self._ref
+            s_fit = fold.nnz / r.nnz * ((fold.users / r.users) if algorithm_type == "userknn"
+                                         else (fold.items / r.items))
+            _, s_eval = self._scales(fold)
+            kx = np.array(sorted(c["eval_seconds"]), dtype=np.float64)
+            ky = np.array([c["eval_seconds"][k] for k in sorted(c["eval_seconds"])])
+            ks = np.array([float(cfg["k"]) for cfg in configs])
+            evals = float(np.interp(ks, kx, ky).sum())
+            return c["fit_seconds"] * s_fit + evals * s_eval + self._write(len(configs), fold)
+        return None
+
+    def config_seconds(self, algorithm_type: str, config: Mapping[str, Any],
+                       fold: FoldShape) -> float | None:
+        """Projected single-core seconds of one configuration trained and evaluated alone (a
+        noise-floor seed); ``None`` without a cost model."""
+        if algorithm_type == "bpr-mf":
+            epoch, ev = self._bpr(config["factors"], fold)
+            return int(config["iterations"]) * epoch + ev
+        if algorithm_type in ("userknn", "itemknn"):
+            return self.unit_seconds(algorithm_type, [config], fold)
+        return None

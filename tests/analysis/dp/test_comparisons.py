@@ -1,0 +1,93 @@
+"""Simultaneous comparisons of DP estimates (dptune.analysis.dp.comparisons): the step-down
+bootstrap max-t by hand, against a naive implementation, and its edge cases."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dptune.analysis.dp.comparisons import compare_estimates, stepdown_maxt
+from dptune.errors import DptuneError
+
+
+def naive_stepdown(est, reps):
+    """Romano-Wolf step-down max-t written out loop by loop (the oracle)."""
+    k, b = reps.shape
+    hyps = [(i, j) for i in range(k) for j in range(i + 1, k)]
+    t, null = {}, {}
+    for i, j in hyps:
+        d = reps[i] - reps[j]
+        se = np.std(d, ddof=1)
+        if se <= 0:
+            continue
+        t[(i, j)] = (est[i] - est[j]) / se
+        null[(i, j)] = np.abs(d - d.mean()) / se
+    order = sorted(t, key=lambda h: -abs(t[h]))
+    out, running = dict.fromkeys(hyps, 1.0), 0.0
+    for s, h in enumerate(order):
+        rest = order[s:]
+        exceed = sum(1 for r in range(b) if max(null[g][r] for g in rest) >= abs(t[h]))
+        running = max(running, (1 + exceed) / (b + 1))
+        out[h] = running
+    return out
+
+
+def test_two_estimates_by_hand():
+    """One comparison: the two-sided studentized bootstrap test."""
+    reps = np.array([[1.0, 2.0, 3.0, 4.0, 5.0], [1.0, 1.0, 1.0, 1.0, 1.0]])
+    c = stepdown_maxt(np.array([3.5, 1.0]), reps)
+    d = reps[0] - reps[1]  # 0, 1, 2, 3, 4: mean 2, sd sqrt(2.5)
+    se = np.sqrt(2.5)
+    assert c.se[0] == pytest.approx(se) and c.t[0] == pytest.approx(2.5 / se)
+    exceed = np.sum(np.abs(d - 2.0) / se >= 2.5 / se)  # |d - 2| >= 2.5: none
+    assert c.p_adjusted[0] == pytest.approx((1 + exceed) / 6)
+    assert c.prob_a_lower[0] == 0.0 and c.prob_b_lower[0] == pytest.approx(0.8)
+    assert c.prob_lower(1, 0) == pytest.approx(0.8)
+    assert c.lower(1, 0, 0.2) and not c.lower(0, 1, 0.2) and not c.lower(1, 0, 0.1)
+
+
+@settings(max_examples=40, deadline=None)
+@given(k=st.integers(2, 5), b=st.integers(5, 60), seed=st.integers(0, 2**31 - 1),
+       spread=st.floats(0.0, 3.0))
+def test_equals_the_naive_step_down(k, b, seed, spread):
+    rng = np.random.default_rng(seed)
+    est = rng.normal(0.3, 0.02, k) + spread * 0.01 * np.arange(k)
+    reps = est[:, None] + rng.normal(0, 0.01, (k, b)) + rng.normal(0, 0.01, (1, b))
+    c = stepdown_maxt(est, reps)
+    want = naive_stepdown(est, reps)
+    got = {(int(a), int(bb)): p for a, bb, p in zip(c.a, c.b, c.p_adjusted, strict=True)}
+    assert got.keys() == want.keys()
+    for h in want:
+        assert got[h] == pytest.approx(want[h], abs=1e-12)
+    # adjusted p-values are never below the single comparison's own bootstrap p-value
+    for h, (i, j) in enumerate(zip(c.a, c.b, strict=True)):
+        d = reps[i] - reps[j]
+        if c.se[h] > 0:
+            own = (1 + np.sum(np.abs(d - d.mean()) / c.se[h] >= abs(c.t[h]) * (1 - 1e-12))) \
+                / (b + 1)
+            assert c.p_adjusted[h] >= own - 1e-12
+
+
+def test_identical_metrics_are_never_a_claim():
+    rng = np.random.default_rng(0)
+    r = rng.normal(0.3, 0.01, 500)
+    c = stepdown_maxt(np.array([0.3, 0.3, 0.5]), np.vstack([r, r, r + 0.2]))
+    assert c.p_adjusted[0] == 1.0 and c.t[0] == 0.0  # the twins: untestable
+    assert not c.lower(0, 1, 0.05) and not c.lower(1, 0, 0.05)
+
+
+def test_named_comparisons_and_bad_input():
+    rng = np.random.default_rng(1)
+    labels, c = compare_estimates({"ndcg": 0.1, "recall": 0.3},
+                                  {"ndcg": 0.1 + 0.01 * rng.standard_normal(200),
+                                   "recall": 0.3 + 0.01 * rng.standard_normal(200)})
+    assert labels == ["ndcg", "recall"] and c.lower(0, 1, 0.05)
+    assert list(c.frame(labels)["a"]) == ["ndcg"]
+    with pytest.raises(DptuneError, match="missing"):
+        compare_estimates({"a": 0.1}, {})
+    with pytest.raises(DptuneError, match="replicates"):
+        stepdown_maxt(np.array([0.1, 0.2]), np.zeros((3, 10)))
+    with pytest.raises(DptuneError, match="finite"):
+        stepdown_maxt(np.array([0.1, np.nan]), np.zeros((2, 10)))
+    with pytest.raises(DptuneError, match="no comparison"):
+        c.lower(0, 0, 0.05)

@@ -1,0 +1,176 @@
+"""A store holding a subset of its grid's units: the strata of pairs counted without listing
+them (against brute force), the post-stratified weights (against the stratum means computed by
+hand), the bootstrap over units (finite-population factor, normalisation), and the estimator's
+unbiasedness over the design's equal-probability samples of units."""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dptune.analysis.dp import units as un
+
+
+def _grid(factors: int, rates: int, iterations: int) -> tuple[pd.DataFrame, tuple]:
+    """A BPR-MF-shaped grid: units are (factors, learning_rate), iterations inside a unit."""
+    rows, units = [], []
+    cid = 0
+    for f in range(factors):
+        for r in range(rates):
+            unit = []
+            for it in range(iterations):
+                rows.append({"config_id": cid, "factors": 8 * (f + 1),
+                             "learning_rate": 0.1 / (r + 1), "iterations": it + 1})
+                unit.append(cid)
+                cid += 1
+            units.append(tuple(unit))
+    return pd.DataFrame(rows), tuple(units)
+
+
+def _sample(configs: pd.DataFrame, units: tuple, present) -> un.UnitSample:
+    hps = ("factors", "learning_rate", "iterations")
+    return un.UnitSample("bpr-mf", units, np.asarray(sorted(present), dtype=np.int64), 0,
+                         configs, un._unit_hyperparameters(configs, hps, units))
+
+
+def _brute_strata(sample: un.UnitSample, ids) -> dict[int, int]:
+    codes = sample.codes
+    out: dict[int, int] = {}
+    for a, b in combinations(sorted(ids), 2):
+        mask = int(((codes.loc[a].to_numpy() == codes.loc[b].to_numpy())
+                    * (1 << np.arange(codes.shape[1]))).sum())
+        out[mask] = out.get(mask, 0) + 1
+    return out
+
+
+def test_unit_hyperparameters_are_those_constant_within_every_unit():
+    configs, units = _grid(3, 2, 4)
+    sample = _sample(configs, units, range(6))
+    assert sample.unit_hyperparameters == ("factors", "learning_rate")
+    assert sample.complete and len(sample.present_configs) == 24
+
+
+@settings(max_examples=25, deadline=None)
+@given(f=st.integers(1, 4), r=st.integers(1, 4), i=st.integers(1, 3))
+def test_stratum_counts_equal_brute_force(f, r, i):
+    configs, units = _grid(f, r, i)
+    sample = _sample(configs, units, range(len(units)))
+    got = un._stratum_counts(sample.codes.to_numpy())
+    assert got == _brute_strata(sample, configs["config_id"])
+
+
+def test_stratum_counts_of_the_papers_grid_by_hand():
+    # 15 x 15 units of 14 iterations: within-unit 225 C(14,2); sharing factors only
+    # 15 C(15,2) 14^2; the same for the learning rate; the rest share nothing
+    configs, units = _grid(15, 15, 14)
+    sample = _sample(configs, units, range(225))
+    got = un._stratum_counts(sample.codes.to_numpy())
+    within, one = 225 * 91, 15 * 105 * 196
+    total = 3150 * 3149 // 2
+    assert got == {0b111: within, 0b001: one, 0b010: one, 0: total - within - 2 * one}
+
+
+def test_weights_put_every_stratum_at_its_share_of_the_full_grid():
+    configs, units = _grid(4, 4, 3)
+    present = [0, 5, 10, 15, 1, 6]  # a diagonal and two more: within, shared and unshared pairs
+    sample = _sample(configs, units, present)
+    ids = sample.present_configs
+    pairs = np.array(list(combinations(ids, 2)))
+    design = un.pair_design(sample, pairs, "all")
+    p = np.random.default_rng(1).random(len(pairs))
+    full = un._stratum_counts(sample.codes.to_numpy())
+    total = sum(full.values())
+    by_hand = sum(full[s] / total * p[design.strata == s].mean() for s in full)
+    assert design.unsampled == 0.0
+    assert np.dot(design.weights, p) / len(p) == pytest.approx(by_hand, rel=1e-12)
+    assert design.weights.mean() == pytest.approx(1.0)
+
+
+def test_every_unit_present_gives_weights_one():
+    configs, units = _grid(3, 3, 2)
+    sample = _sample(configs, units, range(9))
+    pairs = np.array(list(combinations(sample.present_configs, 2)))
+    np.testing.assert_allclose(un.pair_design(sample, pairs, "all").weights, 1.0)
+
+
+def test_one_round_of_a_latin_square_leaves_the_shared_strata_unsampled():
+    configs, units = _grid(3, 3, 2)
+    diagonal = [0, 4, 8]  # (f, r) = (0,0), (1,1), (2,2): no two share a value
+    sample = _sample(configs, units, diagonal)
+    pairs = np.array(list(combinations(sample.present_configs, 2)))
+    design = un.pair_design(sample, pairs, "all")
+    full = un._stratum_counts(sample.codes.to_numpy())
+    assert design.unsampled == pytest.approx((full[0b001] + full[0b010]) / sum(full.values()))
+    assert not design.gets_interval
+
+
+def test_a_value_scope_counts_its_own_population():
+    configs, units = _grid(3, 3, 2)
+    sample = _sample(configs, units, [0, 1, 3, 4])
+    sub = configs[configs["factors"] == 8]["config_id"]
+    ids = [c for c in sub if c in set(sample.present_configs)]
+    pairs = np.array(list(combinations(ids, 2)))
+    design = un.pair_design(sample, pairs, "value", "factors", "8")
+    # factors = 8: 3 units of 2 iterations; within-unit 3 pairs, between 12 (all share factors)
+    assert design.share == {0b111: pytest.approx(3 / 15), 0b001: pytest.approx(12 / 15)}
+
+
+def test_unit_multipliers_have_the_finite_population_factor():
+    assert np.all(un.unit_multipliers(50, 9, 9, 3) == 1.0)
+    u = un.unit_multipliers(20000, 10, 40, 3)
+    assert u.min() >= 0 and u.mean() == pytest.approx(1.0, abs=0.01)
+    # Multinomial(m, 1/m) has variance 1 - 1/m per unit; times the factor 1 - m / M
+    assert u.var() == pytest.approx((1 - 1 / 10) * (1 - 10 / 40), rel=0.05)
+
+
+def test_replicate_weights_with_unit_and_pair_weights_one_are_the_design_weights():
+    configs, units = _grid(3, 3, 2)
+    sample = _sample(configs, units, [0, 1, 3, 4, 8])
+    pairs = np.array(list(combinations(sample.present_configs, 2)))
+    design = un.pair_design(sample, pairs, "all")
+    ones = np.ones((4, len(pairs)))
+    got = un.design_replicate_weights(design, np.ones((4, 5)), ones)
+    np.testing.assert_allclose(got, np.tile(design.weights, (4, 1)))
+    # any multipliers: every stratum keeps its share in every replicate
+    u = un.unit_multipliers(30, 5, 9, 7)
+    got = un.design_replicate_weights(design, u, np.ones((30, len(pairs))))
+    for s, share in design.share.items():
+        np.testing.assert_allclose(got[:, design.strata == s].sum(axis=1) / len(pairs), share)
+
+
+def test_the_estimator_is_unbiased_over_equal_probability_unit_samples():
+    """Every pair of configurations has a fixed 'p-value' that depends on how much the two
+    differ (within a unit, sharing a value, sharing none); samples of m of M units drawn with
+    the design's symmetry (each unit equally likely, pairs of units by what they share) give a
+    weighted mean whose average is the full grid's mean."""
+    configs, units = _grid(4, 4, 3)
+    cfg = configs.set_index("config_id")
+    full_sample = _sample(configs, units, range(16))
+
+    def p_of(a: int, b: int) -> float:
+        x, y = cfg.loc[a], cfg.loc[b]
+        return float(0.9 * (x.factors == y.factors) * (x.learning_rate == y.learning_rate)
+                     + 0.3 * (x.factors == y.factors) + 0.2 * (x.learning_rate == y.learning_rate)
+                     + 0.05 * abs(x.iterations - y.iterations) / 3 + 0.02)
+
+    all_pairs = list(combinations(configs["config_id"], 2))
+    truth = np.mean([p_of(a, b) for a, b in all_pairs])
+    rng = np.random.default_rng(0)
+    estimates = []
+    for _ in range(150):
+        # two rows of a random Latin square: a relabelled cyclic square, rows 0 and 1
+        pf, pr = rng.permutation(4), rng.permutation(4)
+        present = sorted({int(pf[i] * 4 + pr[(i + row) % 4]) for i in range(4) for row in (0, 1)})
+        sample = _sample(configs, units, present)
+        pairs = np.array(list(combinations(sample.present_configs, 2)))
+        design = un.pair_design(sample, pairs, "all")
+        assert design.unsampled == 0.0
+        p = np.array([p_of(a, b) for a, b in pairs])
+        estimates.append(np.dot(design.weights, p) / len(p))
+    assert full_sample.complete
+    assert np.mean(estimates) == pytest.approx(truth, abs=0.004)

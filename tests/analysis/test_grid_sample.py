@@ -1,0 +1,161 @@
+"""The analysis of a store that holds a subset of its grid's units, end to end: a budgeted
+sweep (whole rounds of the design order) and a killed one are analysed, the report states the
+design, a scope whose full-grid pairs are not all represented claims nothing, and a store
+completed afterwards gives exactly the numbers of a sweep never stopped."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import EXPERIMENT, KNN_GRID
+
+from dptune.analysis.pipeline import analyze
+from dptune.cli import main
+from dptune.report import Report
+from dptune.store._store import ResultStore
+
+BPR_3x3 = """
+family = "bpr-mf"
+[params.factors]
+values = [8, 16, 32]
+[params.iterations]
+values = [1, 2]
+[params.learning_rate]
+values = [0.05, 0.1, 0.2]
+[derived]
+user_reg = { from = "learning_rate", scale = 0.05 }
+item_reg = { from = "learning_rate", scale = 0.005 }
+"""
+
+
+def _experiment(d: Path, name: str = "sample") -> Path:
+    """The conftest experiment with a 3 x 3 BPR-MF grid (9 units of 2 iterations, rounds of
+    3 units) and a bootstrap, so that the claims are tested."""
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "knn.toml").write_text(KNN_GRID)
+    (d / "bpr.toml").write_text(BPR_3x3)
+    text = EXPERIMENT.format(name=name, source="ml-latest-small", knn=d / "knn.toml",
+                             bpr=d / "bpr.toml").replace("pairs = 5", "pairs = 200\nbootstrap = 200")
+    cfg = d / f"{name}.toml"
+    cfg.write_text(text)
+    return cfg
+
+
+def _run(cfg: Path, results: Path, *flags: str) -> int:
+    return main(["run", str(cfg), "--results", str(results), "--no-analyze", "--no-progress",
+                 *flags])
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory) -> dict[str, Path]:
+    """One round, two rounds, and the full grid never stopped."""
+    d = tmp_path_factory.mktemp("grid_sample")
+    cfg = _experiment(d / "exp")
+    out = {"cfg": cfg}
+    for name, flags in (("one", ("--budget", "3")), ("two", ("--budget", "6")), ("full", ())):
+        assert _run(cfg, d / name, *flags) == 0
+        out[name] = d / name
+    return out
+
+
+def test_two_rounds_estimate_the_full_grid_with_weighted_pairs(stores):
+    res = analyze(ResultStore(stores["two"]))
+    gs = res.dp.grid_sample
+    row = gs.set_index("algorithm").loc["bpr-mf"]
+    assert (row["units"], row["units_total"], row["configs"], row["configs_total"]) == (6, 9, 12, 18)
+    assert row["unit_hyperparameters"] == "factors,learning_rate"
+    assert "userknn" not in set(gs["algorithm"])  # its one unit is there: nothing sampled
+    dp = res.dp.table
+    whole = dp[(dp["algorithm"] == "bpr-mf") & (dp["scope"] == "all")]
+    assert (whole["unsampled_share"] == 0).all() and whole["ci_low"].notna().all()
+    pairs = res.dp.pairs
+    w = pairs.loc[(pairs["algorithm"] == "bpr-mf") & (pairs["scope"] == "all"), "weight"]
+    assert w.mean() == pytest.approx(1.0) and w.nunique() > 1
+    assert (pairs.loc[pairs["algorithm"] == "userknn", "weight"] == 1.0).all()
+    # the weighted mean p of the p-values as written is the table's mean p
+    pv = res.dp.pvalues
+    one = pv[(pv["algorithm"] == "bpr-mf") & (pv["scope"] == "all") & (pv["metric"] == "ndcg")
+             & (pv["cutoff"] == 10)].merge(pairs[(pairs["algorithm"] == "bpr-mf")
+                                                 & (pairs["scope"] == "all")],
+                                           on=["algorithm", "scope", "pair_index"])
+    by_fold = one.groupby("fold").apply(lambda g: (g["weight"] * g["p"]).mean(),
+                                        include_groups=False)
+    got = whole.loc[whole["metric"] == "ndcg"].query("cutoff == 10")["mean_p"].iloc[0]
+    assert got == pytest.approx(by_fold.mean(), rel=1e-12)
+
+
+def test_the_report_states_the_design_everywhere(stores, tmp_path):
+    res = analyze(ResultStore(stores["two"]))
+    Report.build(ResultStore(stores["two"]), res).write(tmp_path / "r")
+    want = "BPR-MF: 6 of 9 units per fold (67%; full grid: 18 configurations, 12 here)"
+    md = (tmp_path / "r" / "report.md").read_text()
+    verdict = (tmp_path / "r" / "verdict.md").read_text()
+    assert md.count(want) >= 5  # lead, summary, verdict, Tables 3-5 and the settings
+    assert verdict.count(want) == 2  # summary and verdict
+    for t in ("table3", "table4", "table5"):
+        assert want in (tmp_path / "r" / f"{t}.md").read_text()
+    assert (tmp_path / "r" / "grid_sample.csv").exists()
+
+
+def test_one_round_claims_nothing_for_the_pairs_it_cannot_stand_for(stores, tmp_path):
+    res = analyze(ResultStore(stores["one"]))
+    dp = res.dp.table
+    whole = dp[(dp["algorithm"] == "bpr-mf") & (dp["scope"] == "all")]
+    # one round of a 3 x 3 Latin square: no two units share a value
+    assert (whole["unsampled_share"] > 0).all() and whole["ci_low"].isna().all()
+    v = res.verdict[res.verdict["algorithm"] == "bpr-mf"]
+    assert v["too_few_pairs"].all() and (v["recommended"] == "").all()
+    assert not len(res.comparisons[(res.comparisons["algorithm"] == "bpr-mf")
+                                   & (res.comparisons["kind"] == "metrics")])
+    dom = res.dominance[res.dominance["algorithm"] == "bpr-mf"]
+    assert dom["too_few_pairs"].str.contains("factors").all()
+    assert dom["too_few_pairs"].str.contains("learning_rate").all()
+    assert (res.verdict.loc[res.verdict["algorithm"] == "userknn", "unsampled_share"] == 0).all()
+    Report.build(ResultStore(stores["one"]), res).write(tmp_path / "r")
+    assert "too few units to rank metrics" in (tmp_path / "r" / "verdict.md").read_text()
+
+
+def test_a_completed_store_gives_the_numbers_of_a_sweep_never_stopped(stores, tmp_path):
+    copy = tmp_path / "resumed"
+    shutil.copytree(stores["two"], copy)
+    assert _run(stores["cfg"], copy) == 0
+    got, want = analyze(ResultStore(copy)), analyze(ResultStore(stores["full"]))
+    assert got.dp.grid_sample is None and want.dp.grid_sample is None
+    pd.testing.assert_frame_equal(got.dp.table, want.dp.table)
+    pd.testing.assert_frame_equal(got.verdict, want.verdict)
+    assert (got.dp.pairs["weight"] == 1.0).all()
+
+
+def test_a_killed_sweep_is_analysed_then_resumed_to_the_full_grids_numbers(stores, tmp_path):
+    """Kill a sweep once BPR-MF parts exist (a state, not a time), analyse what it left,
+    resume it, analyse again: the numbers of the sweep never stopped."""
+    results = tmp_path / "killed"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dptune.cli", "run", str(stores["cfg"]), "--results",
+         str(results), "--no-analyze", "--no-progress"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    parts = results / "per_user.parquet"
+    try:
+        while len(list(parts.glob("bpr-mf__*.parquet"))) < 5:
+            assert proc.poll() is None, "the sweep ended before it could be killed"
+            time.sleep(0.05)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    store = ResultStore(results)
+    res = analyze(store)
+    if res.dp.grid_sample is not None:  # the kill may land after the last unit
+        row = res.dp.grid_sample.set_index("algorithm").loc["bpr-mf"]
+        assert 0 < row["units"] < 9
+    assert _run(stores["cfg"], results) == 0
+    got, want = analyze(ResultStore(results)), analyze(ResultStore(stores["full"]))
+    pd.testing.assert_frame_equal(got.dp.table, want.dp.table)

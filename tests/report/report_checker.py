@@ -1,0 +1,198 @@
+"""A report checker: reads a report folder as a reader would and lists every place where it
+contradicts itself or prints a number on the wrong scale.
+
+Rules (each problem is one line naming the file and what is wrong):
+
+1. one scale: every DP the report prints is DP per 25 pairs; no "DP <number>" without "per 25
+   pairs", no "DP_floor", "DP per pair" or "DP at P" anywhere;
+2. "P" is only ever a number of pairs: no "P = 93%" or "P >= 95%" (a probability is
+   "Pr(more discriminative)");
+3. every Markdown table that shows a DP has a P column or a P in its caption;
+4. nothing is marked best below ``min_pairs`` pairs: no bold in a Table 3 row, no recommended
+   metric in a verdict row, no bold in a Table 5 group or one-at-a-time row and no dominant
+   hyperparameter on fewer pairs;
+5. one answer: per (algorithm, cutoff, family) the verdict's recommended metric is Table 3's
+   bold metric of the family, Table 4's best metric, and, at the primary cutoff, the choose-well
+   section's "most discriminative" metric; the DP figure stars the verdict's metric (checked on
+   the figure itself by :func:`check_dp_figure` when a report object is at hand).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pandas as pd
+
+from dptune.vocab import METRIC_NAMES, display_algorithm, display_metric
+
+_NAMES = {v: k for k, v in METRIC_NAMES.items()}
+
+
+def _tables(md: str) -> list[tuple[str, list[str], list[list[str]]]]:
+    """``(preceding paragraph, header, rows)`` of every Markdown table of ``md``."""
+    out, lines = [], md.splitlines()
+    i = 0
+    while i < len(lines):
+        if lines[i].startswith("| ") and i + 1 < len(lines) and lines[i + 1].startswith("| :"):
+            cap = next((lines[j] for j in range(i - 1, -1, -1) if lines[j].strip()), "")
+            header = _cells(lines[i])
+            rows, i = [], i + 2
+            while i < len(lines) and lines[i].startswith("| "):
+                rows.append(_cells(lines[i]))
+                i += 1
+            out.append((cap, header, rows))
+        else:
+            i += 1
+    return out
+
+
+def _cells(line: str) -> list[str]:
+    return [c.strip() for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
+
+
+def _metric(text: str) -> str:
+    """``Precision@10`` -> ``precision`` (bold marks and ties dropped)."""
+    name = re.sub(r"[*<>/u]+", "", text.split(" (")[0]).split("@")[0].strip()
+    return _NAMES.get(name, name)
+
+
+def check_report(folder: Path) -> list[str]:
+    """Every problem of the report in ``folder`` (empty: the report is consistent)."""
+    folder = Path(folder)
+    md = (folder / "report.md").read_text(encoding="utf-8")
+    problems: list[str] = []
+    for name in ("report.md", "verdict.md"):
+        text = (folder / name).read_text(encoding="utf-8") if (folder / name).exists() else ""
+        for bad, why in ((r"\bDP (?!per 25 pairs)[-+]?\d", "a DP not per 25 pairs"),
+                         (r"DP_floor|DP per pair\b|DP at P\b|dp_at_25|dp25",
+                          "another DP scale"),
+                         (r"\bP (?:=|>=|<=) ?\d+(?:\.\d+)? ?%", "P used for a probability")):
+            for m in re.finditer(bad, text):
+                problems.append(f"{name}: {why}: {text[max(0, m.start() - 40):m.end() + 20]!r}")
+    for cap, header, _rows in _tables(md):
+        shows_dp = any("DP" in h for h in header) or ("DP per 25 pairs" in cap
+                                                    and "Table" in cap)
+        if shows_dp and "P" not in header and "P = " not in cap and "P pairs" not in cap:
+            problems.append(f"report.md: a table of DP without P: {header}")
+    m = re.search(r"min_pairs = (\d+)", md)
+    min_pairs = int(m.group(1)) if m else 10
+    verdict = pd.read_csv(folder / "verdict.csv", keep_default_na=False)
+    problems += _check_verdict(verdict, min_pairs)
+    problems += _check_table3(folder, verdict, min_pairs)
+    problems += _check_table4(folder, verdict)
+    problems += _check_choose_well(md, verdict)
+    problems += _check_value_tables(folder, md, min_pairs)
+    return problems
+
+
+def _check_verdict(v: pd.DataFrame, min_pairs: int) -> list[str]:
+    out = []
+    for r in v.itertuples(index=False):
+        if int(r.n_pairs) < min_pairs and (r.recommended or r.less_discriminative
+                                           or r.dominant_hyperparameter):
+            out.append(f"verdict.csv: {r.algorithm} N={r.cutoff} {r.family}: a claim on "
+                       f"{r.n_pairs} < min_pairs pairs")
+        if str(r.ci_low) not in ("", "nan") and not 0.0 <= float(r.ci_low) <= float(
+                r.ci_high) <= 25.0:
+            out.append(f"verdict.csv: {r.algorithm} N={r.cutoff}: an interval outside [0, 25]")
+    return out
+
+
+def _check_table3(folder: Path, v: pd.DataFrame, min_pairs: int) -> list[str]:
+    md = (folder / "table3.md").read_text(encoding="utf-8")
+    (_cap, header, rows), = [t for t in _tables(md)]
+    metrics = [_NAMES.get(h.split("@")[0], h) for h in header[3:]]
+    out = []
+    for row in rows:
+        alg = next((a for a in set(v["algorithm"]) if display_algorithm(a) == row[0]), row[0])
+        cutoff, n_pairs = int(row[1]), int(row[2].split("-")[-1])
+        bold = {m for m, c in zip(metrics, row[3:], strict=True) if c.startswith("**")}
+        if n_pairs < min_pairs and bold:
+            out.append(f"table3.md: {row[0]} N={cutoff}: bold on {n_pairs} < min_pairs pairs")
+        vr = v[(v["algorithm"] == alg) & (v["cutoff"] == cutoff)]
+        want = {m for r in vr.itertuples() if r.recommended
+                for m in [r.recommended, *[x for x in r.identical.split(";") if x]]}
+        if bold != want:
+            out.append(f"table3.md: {row[0]} N={cutoff}: bold {sorted(bold)} but the verdict "
+                       f"recommends {sorted(want)}")
+    return out
+
+
+def _check_table4(folder: Path, v: pd.DataFrame) -> list[str]:
+    t4 = pd.read_csv(folder / "table4.csv", keep_default_na=False)
+    merged = t4.merge(v, on=["algorithm", "cutoff", "family"], how="outer", indicator="where")
+    out = [f"table4.csv: {r.algorithm} N={r.cutoff} {r.family}: not in both table 4 and the "
+           "verdict" for r in merged.itertuples() if r.where != "both"]
+    for r in merged[merged["where"] == "both"].itertuples():
+        if r.best_metric != r.recommended:
+            out.append(f"table4.csv: {r.algorithm} N={r.cutoff} {r.family}: best "
+                       f"{r.best_metric!r}, verdict {r.recommended!r}")
+    return out
+
+
+def _check_choose_well(md: str, v: pd.DataFrame) -> list[str]:
+    out = []
+    for m in re.finditer(r"^- (.+?)(?:, (\w+))?: the most discriminative metric at N = (\d+) "
+                         r"is (\S+)", md, flags=re.M):
+        alg_name, family, cutoff, metric = m.group(1), m.group(2), int(m.group(3)), m.group(4)
+        rows = v[(v["algorithm"].map(display_algorithm) == alg_name) & (v["cutoff"] == cutoff)]
+        if family:
+            rows = rows[rows["family"] == family]
+        if len(rows) != 1 or display_metric(rows.iloc[0]["recommended"], cutoff) != metric:
+            out.append(f"report.md: choose-well names {metric} for {alg_name} {family} N="
+                       f"{cutoff}, the verdict {list(rows['recommended'])}")
+    return out
+
+
+def _check_value_tables(folder: Path, md: str, min_pairs: int) -> list[str]:
+    """Table 5 and the one-at-a-time table: no bold on fewer than ``min_pairs`` pairs; the
+    dominant hyperparameter (dominance.csv) only on enough pairs."""
+    out = []
+    t5 = folder / "table5.md"
+    if t5.exists():
+        for _cap, _header, rows in _tables(t5.read_text(encoding="utf-8")):
+            for i, row in enumerate(rows):
+                if row[0] == "P" and i > 0:
+                    for c, p in zip(rows[i - 1][1:], row[1:], strict=False):
+                        if p and p != "–" and int(p) < min_pairs and c.startswith("**"):
+                            out.append(f"table5.md: bold on {p} < min_pairs pairs")
+    oat = folder / "one_at_a_time.md"
+    if oat.exists():
+        for _cap, _header, rows in _tables(oat.read_text(encoding="utf-8")):
+            for row in rows:
+                if row[2].isdigit() and int(row[2]) < min_pairs and any(
+                        c.startswith("**") for c in row[3:]):
+                    out.append(f"one_at_a_time.md: {row[:2]}: bold on {row[2]} pairs")
+    dom = folder / "dominance.csv"
+    if dom.exists():
+        d = pd.read_csv(dom, keep_default_na=False)
+        for r in d[d["answer"] == "dominant"].itertuples():
+            if int(r.n_pairs) < min_pairs:
+                out.append(f"dominance.csv: {r.algorithm} {r.metric}@{r.cutoff}: dominant on "
+                           f"{r.n_pairs} pairs")
+    return out
+
+
+def check_dp_figure(report: object) -> list[str]:
+    """The DP figures of a :class:`dptune.Report`: the bold (starred) labels of each panel are
+    the verdict's recommended metrics of that algorithm and cutoff."""
+    out = []
+    v = report.verdict  # type: ignore[attr-defined]
+    for stem, fig in report.figures.items():  # type: ignore[attr-defined]
+        if not stem.startswith("figure_dp"):
+            continue
+        for ax in fig.figure.axes:
+            if not ax.get_visible():
+                continue
+            title = ax.get_title()
+            alg_name = title.split(" (N = ")[0]
+            bold = {_metric(t.get_text()) for t in ax.get_yticklabels()
+                    if t.get_fontweight() == "bold"}
+            rows = v[(v["algorithm"].map(display_algorithm) == alg_name)
+                     & (v["cutoff"] == fig.cutoff)]
+            want = {m for m in rows["recommended"] if m}
+            if bold != want:
+                out.append(f"{stem}: {alg_name}: starred {sorted(bold)}, the verdict "
+                           f"{sorted(want)}")
+    return out

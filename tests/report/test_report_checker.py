@@ -1,0 +1,37 @@
+"""The report checker (tests/report/report_checker.py) on the committed example reports, and
+on planted contradictions that it must catch. The reports written by the other tests (a sweep's,
+``dp --runs``, ``dp --per-user``) are checked where they are written."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from report.report_checker import check_report
+
+REPORTS = Path(__file__).parents[2] / "reports"
+COMMITTED = ("anelli2019-ml1m-knn", "anelli2019-ml100k-subgrid")
+
+
+@pytest.mark.parametrize("name", COMMITTED)
+def test_committed_reports_are_consistent(name):
+    assert check_report(REPORTS / name) == []
+
+
+def test_the_checker_catches_what_it_claims(tmp_path):
+    src = REPORTS / "anelli2019-ml1m-knn"
+    bad = tmp_path / "bad"
+    shutil.copytree(src, bad, ignore=shutil.ignore_patterns("*.png", "*.svg", "*.parquet"))
+    md = (bad / "report.md").read_text()
+    md += "\nnDCG@10, DP 3.124; Recall@10 (P = 96%); DP_floor 12.1.\n"
+    (bad / "report.md").write_text(md)
+    v = pd.read_csv(bad / "verdict.csv", keep_default_na=False)
+    first = v.index[v["recommended"] != ""][0]
+    v.loc[first, "recommended"] = "mrr" if v.loc[first, "recommended"] != "mrr" else "ndcg"
+    v.to_csv(bad / "verdict.csv", index=False)
+    problems = "\n".join(check_report(bad))
+    assert "a DP not per 25 pairs" in problems
+    assert "P used for a probability" in problems and "another DP scale" in problems
+    assert "table3.md" in problems and "table4.csv" in problems

@@ -1,0 +1,64 @@
+"""A folder written as a whole (the reports) is published by one rename: a reader never sees
+it half-written, files beside it that it does not write are kept, and a failure leaves the
+folder exactly as it was."""
+
+from __future__ import annotations
+
+import errno
+
+import pytest
+
+from dptune._atomic import staged_folder
+from dptune.errors import DptuneError
+
+
+def test_a_new_folder_appears_whole(tmp_path):
+    out = tmp_path / "reports"
+    with staged_folder(out) as stage:
+        assert stage.parent == tmp_path and stage.name.startswith(".reports.")
+        (stage / "report.md").write_text("new")
+        assert not out.exists()  # not before it is complete
+    assert (out / "report.md").read_text() == "new"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["reports"]
+
+
+def test_an_existing_folder_is_replaced_and_keeps_what_it_alone_holds(tmp_path):
+    out = tmp_path / "reports"
+    (out / "sub").mkdir(parents=True)
+    (out / "report.md").write_text("old")
+    (out / "notes.txt").write_text("mine")
+    (out / "sub" / "x.txt").write_text("mine too")
+    with staged_folder(out) as stage:
+        (stage / "report.md").write_text("new")
+    assert (out / "report.md").read_text() == "new"
+    assert (out / "notes.txt").read_text() == "mine"
+    assert (out / "sub" / "x.txt").read_text() == "mine too"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["reports"]
+
+
+def test_a_failure_leaves_the_folder_as_it_was(tmp_path):
+    out = tmp_path / "reports"
+    out.mkdir()
+    (out / "report.md").write_text("old")
+    with pytest.raises(RuntimeError), staged_folder(out) as stage:
+        (stage / "report.md").write_text("half")
+        raise RuntimeError("interrupted")
+    assert (out / "report.md").read_text() == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["reports"]
+
+
+def test_a_full_disk_is_one_line_naming_the_folder(tmp_path):
+    out = tmp_path / "reports"
+    with pytest.raises(DptuneError) as caught, staged_folder(out) as stage:
+        (stage / "a.csv").write_text("x")
+        raise OSError(errno.ENOSPC, "No space left on device")
+    assert str(caught.value).startswith(f"{out}: out of space")
+    assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_a_file_in_the_folders_place_is_left_alone(tmp_path):
+    out = tmp_path / "reports"
+    out.write_text("not a folder")
+    with pytest.raises(FileExistsError), staged_folder(out) as stage:
+        (stage / "a.csv").write_text("x")
+    assert out.read_text() == "not a folder" and list(tmp_path.iterdir()) == [out]

@@ -1,0 +1,236 @@
+"""Ctrl-C stops every stage of ``dptune run`` (validation sweep, test split, noise floor,
+analysis) and ``dptune analyze``: one line on stderr saying what is kept and how to resume,
+exit code 130, the finished parts intact, no worker process left computing.
+
+Each test starts the command in its own process group (as a terminal does), waits for a
+*state*, never for a time: a ``sitecustomize`` hook put on the processes' PYTHONPATH patches
+the stage's work so that, once the stage has started, it writes a marker file (its process
+id) and then keeps doing that stage's real work over and over; the test waits for the marker,
+sends SIGINT to the whole group (what Ctrl-C does), and waits for the command to end (a
+generous guard, not a measured time). One small finished store is built once; each test
+copies it and removes what the stage under test computes, so the command resumes right there.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dptune.sweeper._run import run_sweep
+
+ROOT = Path(__file__).resolve().parents[1]
+GUARD = 180  # seconds: only a safety net against a hung command; no assertion on time
+
+#: The stage hooks: each patches the function that does one stage's work (in the process that
+#: runs it: the CLI or its worker processes) to write the marker, then repeat the real work.
+HOOK = r'''
+import os
+from pathlib import Path
+
+_stage = os.environ.get("DPTUNE_TEST_STAGE")
+_marker = Path(os.environ.get("DPTUNE_TEST_MARKER", "marker"))
+
+
+def _mark():
+    tmp = _marker.with_name(_marker.name + f".{os.getpid()}.tmp")
+    tmp.write_text(str(os.getpid()))
+    os.replace(tmp, _marker)
+
+
+def _forever(work):
+    def again(*args, **kwargs):
+        _mark()
+        while True:
+            work(*args, **kwargs)
+    return again
+
+
+if _stage == "sweep":
+    import dptune.sweeper._worker as _m
+    _m.run_unit = _forever(_m.run_unit)
+elif _stage == "test":
+    import dptune.sweeper._local as _m
+    _orig = _m.run_unit
+    _m.run_unit = lambda exp, task, store: (_forever(_orig)(exp, task, store)
+                                            if task.fold == "test" else _orig(exp, task, store))
+elif _stage == "noise":
+    import dptune.sweeper._noise as _m
+    _orig_noise = _m.run_noise_task
+
+    def _noise(exp, task, root, seeds):
+        _mark()
+        while True:  # the part is trained again and again (each time from scratch)
+            part = Path(_orig_noise(exp, task, root, seeds))
+            part.unlink(missing_ok=True)
+            (part.parents[1] / "index" / part.parent.name / (part.name + ".json")).unlink(
+                missing_ok=True)
+    _m.run_noise_task = _noise
+elif _stage == "analysis":
+    import dptune._api as _m
+    _m.analyze = _forever(_m.analyze)
+'''
+
+
+EXPERIMENT = """
+name = "ctrl-c"
+seed = 7
+[data]
+source = "{data}"
+[split]
+folds = 2
+[evaluation]
+cutoffs = [5, 10]
+[analysis]
+pairs = 3
+noise_seeds = 2
+bootstrap = 0
+stability = 0
+importance = false
+[[algorithms]]
+name = "userknn"
+type = "userknn"
+grid = "{knn}"
+[[algorithms]]
+name = "bpr-mf"
+type = "bpr-mf"
+grid = "{bpr}"
+"""
+KNN = "[params.k]\nvalues = [5, 10]\n"
+BPR = """family = "bpr-mf"
+[params.factors]
+values = [4, 8]
+[params.iterations]
+values = [1, 2]
+[params.learning_rate]
+values = [0.05]
+[derived]
+user_reg = { from = "learning_rate", scale = 0.05 }
+item_reg = { from = "learning_rate", scale = 0.005 }
+"""
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory) -> tuple[Path, Path]:
+    """A finished tiny store (120 synthetic users; validation, test split, 2-seed noise
+    floor): (config, results)."""
+    d = tmp_path_factory.mktemp("ctrl-c")
+    rng = np.random.default_rng(0)
+    rows = []
+    for u in range(120):
+        items = rng.choice(80, size=int(rng.integers(12, 30)), replace=False)
+        rows += [(u, int(i), float(rng.integers(1, 6)), 1000 + 10 * k + u)
+                 for k, i in enumerate(items)]
+    pd.DataFrame(rows, columns=["user", "item", "rating", "timestamp"]).to_csv(
+        d / "ratings.csv", index=False)
+    (d / "knn.toml").write_text(KNN)
+    (d / "bpr.toml").write_text(BPR)
+    cfg = d / "ctrl-c.toml"
+    cfg.write_text(EXPERIMENT.format(data=d / "ratings.csv", knn=d / "knn.toml", bpr=d / "bpr.toml"))
+    run_sweep(cfg, d / "results", jobs=1, progress=False)
+    return cfg, d / "results"
+
+
+def _parts(root: Path) -> dict[str, int]:
+    return {f"{p.parent.name}/{p.name}": p.stat().st_mtime_ns
+            for d in ("per_user.parquet", "noise_floor.parquet") if (root / d).is_dir()
+            for p in (root / d).glob("*.parquet")}
+
+
+def _gone(pid: int) -> bool:
+    """Whether process ``pid`` has ended (a zombie waiting for its reaper counts as ended)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return True
+    return state in ("Z", "X")
+
+
+def _interrupt(tmp_path: Path, stage: str, argv: list[str]) -> tuple[subprocess.CompletedProcess, int]:
+    """Run ``dptune ARGV`` with the ``stage`` hook, SIGINT its process group once the stage
+    has started, and return its result and the pid that was doing the stage's work."""
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(HOOK)
+    marker = tmp_path / "marker"
+    env = dict(os.environ, DPTUNE_TEST_STAGE=stage, DPTUNE_TEST_MARKER=str(marker),
+               PYTHONPATH=os.pathsep.join([str(hook), str(ROOT)]), OMP_NUM_THREADS="1",
+               PYTHONUNBUFFERED="1")
+
+    def as_a_terminal() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)  # background jobs start with it ignored
+        os.setpgrp()
+
+    p = subprocess.Popen([sys.executable, "-m", "dptune.cli", *argv], env=env,
+                         preexec_fn=as_a_terminal, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + GUARD
+    while not marker.exists() and p.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)  # waiting for the state: the stage has started
+    assert marker.exists(), f"the {stage} stage never started: {p.poll()} {p.stderr.read() if p.poll() is not None else ''}"
+    os.killpg(p.pid, signal.SIGINT)
+    try:
+        out, err = p.communicate(timeout=GUARD)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        out, err = p.communicate()
+        pytest.fail(f"Ctrl-C did not stop the {stage} stage: {err[-2000:]}")
+    pid = int(marker.read_text())
+    deadline = time.monotonic() + GUARD
+    while not _gone(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)  # a worker ends once it sees its parent gone
+    return subprocess.CompletedProcess(argv, p.returncode, out, err), pid
+
+
+def _one_line(err: str) -> str:
+    """The one line of the interruption, beside the run's own progress lines (the bars and the
+    announcement of the design, prefixed with the experiment's name)."""
+    lines = [line for line in err.splitlines() if line.strip() and "%|" not in line
+             and not line.startswith("ctrl-c: ")]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+@pytest.mark.parametrize("stage, removed", [
+    ("sweep", "per_user.parquet/bpr-mf__1__u00001.parquet"),
+    ("test", "per_user.parquet/bpr-mf__test__*.parquet"),
+    ("noise", "noise_floor.parquet/*.parquet"),
+])
+def test_ctrl_c_stops_each_stage_of_run(finished, tmp_path, stage, removed):
+    cfg, results = finished
+    root = tmp_path / "results"
+    shutil.copytree(results, root)
+    for p in root.glob(removed):  # not computed yet: no part, no index entry
+        p.unlink()
+        (root / "index" / p.parent.name / f"{p.name}.json").unlink()
+    kept = _parts(root)
+    res, pid = _interrupt(tmp_path, stage, ["run", str(cfg), "--results", str(root),
+                                            "--reports", str(tmp_path / "rep"), "--jobs", "2"])
+    assert res.returncode == 130, res.stderr
+    line = _one_line(res.stderr)
+    assert line.startswith("dptune: interrupted") and "run the same command" in line, line
+    assert _gone(pid), f"process {pid} still computes the {stage} stage"
+    now = _parts(root)
+    assert {k: now.get(k) for k in kept} == kept  # every finished part kept, untouched
+    from dptune.store._store import ResultStore
+
+    assert [why for _, why in ResultStore(root).damaged()] == []
+    assert not (tmp_path / "rep").exists()
+
+
+def test_ctrl_c_stops_the_analysis(finished, tmp_path):
+    cfg, results = finished
+    reports = tmp_path / "rep"
+    res, _ = _interrupt(tmp_path, "analysis", ["analyze", str(results), "--reports", str(reports)])
+    assert res.returncode == 130, res.stderr
+    line = _one_line(res.stderr)
+    assert line.startswith("dptune: interrupted") and "run the same command" in line, line
+    assert not reports.exists()  # nothing half-written

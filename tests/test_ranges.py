@@ -1,0 +1,171 @@
+"""Values that must never reach the work: every number has its valid range checked before
+anything is computed (one line naming the flag or field, exit code 2), a request that cannot
+fit in memory is refused from its estimate, messages show numbers as numbers, and a model that
+scores items NaN is named with its configuration and fold."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dptune.cli import main
+
+EXPERIMENT = """
+name = "ranges"
+seed = {seed}
+[data]
+source = "{data}"
+[split]
+{split}
+[evaluation]
+{evaluation}
+[analysis]
+pairs = 3
+noise_seeds = 0
+stability = 0
+importance = false
+{analysis}
+[sweep]
+jobs = {jobs}
+[[algorithms]]
+name = "{name}"
+type = "{type}"
+grid = "{grid}"
+"""
+
+
+def _experiment(d, *, seed=7, split="folds = 2", evaluation="cutoffs = [5, 10]", analysis="",
+                jobs=1, name="userknn",
+                type="userknn", grid="[params.k]\nvalues = [5, 10]\n"):
+    rng = np.random.default_rng(0)
+    rows = []
+    for u in range(60):
+        items = rng.choice(40, size=int(rng.integers(12, 25)), replace=False)
+        rows += [(u, int(i), float(rng.integers(1, 6)), 1000 + 10 * k + u)
+                 for k, i in enumerate(items)]
+    pd.DataFrame(rows, columns=["user", "item", "rating", "timestamp"]).to_csv(
+        d / "ratings.csv", index=False)
+    (d / "grid.toml").write_text(grid)
+    cfg = d / "ranges.toml"
+    cfg.write_text(EXPERIMENT.format(seed=seed, data=d / "ratings.csv", split=split,
+                                     evaluation=evaluation, analysis=analysis, jobs=jobs,
+                                     name=name, type=type, grid=d / "grid.toml"))
+    return cfg
+
+
+def _refused(capsys, argv, *words):
+    """``dptune ARGV`` stops with one line holding every word, exit code 2."""
+    rc = main(argv)
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err, err
+    for w in words:
+        assert w in lines[0], lines[0]
+    assert "np.float64" not in lines[0] and "np.int64" not in lines[0], lines[0]
+    return lines[0]
+
+
+@pytest.mark.parametrize("setting, words", [
+    ({"seed": 4294967296}, ("seed", "from 0 to 4,294,967,295", "4294967296")),
+    ({"seed": -1}, ("seed", "-1")),
+    ({"split": "folds = 2\nseed = 4294967296"}, ("split.seed", "4294967296")),
+    ({"split": "folds = 100000000000"}, ("split.folds", "at most 1,000")),
+    ({"evaluation": "cutoffs = [10, 100000]"}, ("evaluation.cutoffs", "at most 32,767")),
+    ({"evaluation": "cutoffs = [5, 10]\nrelevance_threshold = nan"},
+     ("evaluation.relevance_threshold", "finite")),
+    ({"jobs": 100000000000}, ("sweep.jobs", "from 1 to 1,024")),
+    ({"analysis": "bootstrap = 1"}, ("analysis.bootstrap", "0 (off) or from 40")),
+    ({"analysis": "bootstrap = 10000000000"}, ("analysis.bootstrap", "100,000")),
+    ({"analysis": "n_resamples = 10000000000"}, ("analysis.n_resamples", "100,000")),
+])
+def test_an_out_of_range_config_value_is_refused_before_any_work(tmp_path, capsys, setting,
+                                                                   words):
+    cfg = _experiment(tmp_path, **setting)
+    results = tmp_path / "results"
+    _refused(capsys, ["run", str(cfg), "--results", str(results), "--no-progress"],
+             "ranges.toml", *words)
+    assert not results.exists()  # nothing was started
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["run", "x.toml", "--bootstrap", "1"], ("--bootstrap", "0 (off) or from 40 to 100,000")),
+    (["analyze", "results", "--bootstrap", "1"], ("--bootstrap", "0 (off) or from 40")),
+    (["run", "x.toml", "--bootstrap", "10000000000"], ("--bootstrap", "10,000,000,000")),
+    (["analyze", "results", "--bootstrap", "10000000000"], ("--bootstrap", "10,000,000,000")),
+    (["run", "x.toml", "--jobs", "100000000000"], ("--jobs", "from 1 to 1,024")),
+    (["analyze", "results", "--n-resamples", "10000000000"], ("--n-resamples", "100,000")),
+])
+def test_an_out_of_range_flag_is_refused_while_parsing(capsys, argv, words):
+    _refused(capsys, argv, *words)
+
+
+def test_a_synthetic_data_set_too_large_for_memory_is_refused_up_front(tmp_path, capsys):
+    out = tmp_path / "big.csv"
+    _refused(capsys, ["data", "synth", "--users", "100000000", "--items", "100000000",
+                      "--ratings", "10000000000000", "--out", str(out)],
+             "data synth", "--ratings", "of memory", "this machine has")
+    assert not out.exists()
+
+
+def test_a_bootstrap_too_large_for_memory_is_refused_before_any_fold_is_read(
+        tmp_path, capsys, monkeypatch):
+    """The bootstrap's arrays are estimated from replicates x pairs before the fold loop reads
+    anything: one line naming the bootstrap and the estimate, exit 2, no report written."""
+    import dptune._resources as resources
+
+    rng = np.random.default_rng(0)
+    rows = [{"system": f"s{k}", "user": u, "metric": "ndcg@10", "value": float(rng.random())}
+            for k in range(6) for u in range(30)]
+    table = tmp_path / "per_user.csv"
+    pd.DataFrame(rows).to_csv(table, index=False)
+    monkeypatch.setattr(resources, "physical_memory", lambda: 10_000_000)  # 10 MB
+    out = tmp_path / "rep"
+    line = _refused(capsys, ["dp", "--per-user", str(table), "--bootstrap", "100000",
+                             "--reports", str(out)],
+                    "analysis: bootstrap:", "100,000 replicates", "of memory", "this machine has")
+    assert "15 pairs" in line, line
+    assert not out.exists()
+
+
+def test_a_number_in_a_message_is_shown_as_a_number(tmp_path, capsys):
+    data = tmp_path / "r.csv"
+    data.write_text("user,item,rating,timestamp\n1,2,inf,3\n1,3,4,5\n")
+    line = _refused(capsys, ["data", "info", str(data)], "rating", "line 2")
+    assert ": inf is not a finite number" in line, line
+
+
+NAN_MODEL = '''
+import numpy as np
+
+
+class HalfNaN:
+    """Scores ``nan_items`` items NaN for every user (a model with a bug)."""
+
+    def __init__(self, nan_items=0):
+        self.nan_items = nan_items
+
+    def fit(self, X):
+        self.n_items = X.shape[1]
+        return self
+
+    def score(self, users):
+        s = np.ones((len(users), self.n_items), dtype=np.float32)
+        s[:, self.n_items - self.nan_items:] = np.nan
+        return s
+'''
+
+
+def test_nan_scores_name_the_model_configuration_fold_and_items(tmp_path, capsys, monkeypatch):
+    (tmp_path / "nanmodel.py").write_text(NAN_MODEL)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    cfg = _experiment(tmp_path, name="buggy", type="python:nanmodel:HalfNaN",
+                      grid="[params.nan_items]\nvalues = [0, 3]\n")
+    line = _refused(capsys, ["run", str(cfg), "--results", str(tmp_path / "results"),
+                             "--no-progress"],
+                    "ranges.toml", "python:nanmodel:HalfNaN", "buggy", "configuration 1",
+                    "nan_items=3", "on fold ", "NaN for 3 of 40 items")
+    # the fold the design order reached first: either of the two
+    assert "on fold 0:" in line or "on fold 1:" in line
+    assert "top_n" not in line
