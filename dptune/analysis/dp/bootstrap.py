@@ -101,6 +101,7 @@ __all__ = [
     "two_sided_t_pvalue",
     "user_draws",
     "COARSENING",
+    "coarse_replicates",
     "coarse_weights",
     "pair_moments",
     "pair_multiplicities",
@@ -217,8 +218,18 @@ def user_draws(users: np.ndarray, n_boot: int, seed: int,
     return perm, starts, w
 
 
+def coarse_replicates(n_boot: int) -> int:
+    """Replicates of each coarse grouping: ``max(min(B, 200), B // 2)``. Half of ``B`` (the
+    coarse replicates cost as much each as the fine ones, in the compiled loop over replicates
+    and pairs) moves the sd of :func:`ungrouped_scale` from about 6% to 8% of its value; fewer
+    than 200 would move it more."""
+    n_boot = int(n_boot)
+    return max(min(n_boot, 200), n_boot // 2)
+
+
 def coarse_weights(n_boot: int, seed: int, groups: int) -> tuple[np.ndarray, ...]:
-    """The ``(B, G / c)`` group weights ``Multinomial(G / c, 1 / (G / c))`` of each coarser
+    """The ``(coarse_replicates(B), G / c)`` group weights ``Multinomial(G / c, 1 / (G / c))``
+    of each coarser
     grouping ``c`` of :data:`COARSENING` of a fold cut into ``G = groups`` groups
     (:func:`user_draws`) that keeps at least :data:`MIN_COARSE_GROUPS` groups
     (``SeedSequence(seed, spawn_key=(2, G / c))``, the same in every fold, so that they follow
@@ -232,7 +243,8 @@ def coarse_weights(n_boot: int, seed: int, groups: int) -> tuple[np.ndarray, ...
         if gc < MIN_COARSE_GROUPS:
             continue
         rng = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(2, gc)))
-        out.append(rng.multinomial(gc, np.full(gc, 1.0 / gc), size=int(n_boot)).astype(np.float64))
+        out.append(rng.multinomial(gc, np.full(gc, 1.0 / gc),
+                                   size=coarse_replicates(n_boot)).astype(np.float64))
     return tuple(out)
 
 
@@ -567,17 +579,19 @@ def fold_replicate_means(moments: FoldMoments, weights_pairs: np.ndarray,
     (``weights_pairs`` ``(B, P)``: :func:`pair_weights`), the bootstrap world's difference of a
     varying pair being ``centre`` (:func:`bootstrap_centres`) and a constant pair's its own.
     ``level``: None for the fold's ``G`` groups, ``i`` for its ``i``-th coarser grouping
-    (``moments.coarse[i]``; the group sums of the fine groups it unites are added).
+    (``moments.coarse[i]``; the group sums of the fine groups it unites are added; its
+    replicates are the first :func:`coarse_replicates` rows of ``weights_pairs``).
 
     The two products run in float32 (the sums are of centred values; relative error about 1e-7,
     far below the table's 1e-6 on p)."""
-    n_boot, n_pairs = weights_pairs.shape
     m = moments
+    weights = m.weights if level is None else m.coarse[level]
+    weights_pairs = weights_pairs[:weights.shape[0]]
+    n_boot, n_pairs = weights_pairs.shape
     if m.n < 2:
         return np.ones(n_boot)
-    weights, c1t, c2t, sizes = m.weights, m.c1t, m.c2t, np.diff(m.starts).astype(np.float64)
+    c1t, c2t, sizes = m.c1t, m.c2t, np.diff(m.starts).astype(np.float64)
     if level is not None:
-        weights = m.coarse[level]
         labels = _coarse_labels(c1t.shape[0], weights.shape[1])
         c1t = np.add.reduceat(c1t, np.searchsorted(labels, np.arange(weights.shape[1])), axis=0)
         c2t = np.add.reduceat(c2t, np.searchsorted(labels, np.arange(weights.shape[1])), axis=0)
@@ -594,34 +608,45 @@ def fold_replicate_means(moments: FoldMoments, weights_pairs: np.ndarray,
 
 
 def replicate_sum(folds: Sequence[FoldMoments], weights_pairs: np.ndarray,
-                  level: int | None = None) -> np.ndarray:
+                  level: int | None = None,
+                  centres: Sequence[np.ndarray] | None = None) -> np.ndarray:
     """``sum_f reps_f``: the folds' parts of every replicate (:func:`fold_replicate_means`,
     at the fine groups or at coarse grouping ``level``), each around its
-    :func:`bootstrap_centres`; divided by the number of folds it is ``pbar*``."""
-    total = np.zeros(weights_pairs.shape[0])
-    for moments, centre in zip(folds, bootstrap_centres(folds), strict=True):
+    :func:`bootstrap_centres` (``centres``: those, when already computed); divided by the
+    number of folds it is ``pbar*``."""
+    tested = [f for f in folds if f.n >= 2] or list(folds)
+    rows = weights_pairs.shape[0] if level is None else \
+        min(weights_pairs.shape[0], tested[0].coarse[level].shape[0])
+    total = np.zeros(rows)
+    if centres is None:
+        centres = bootstrap_centres(folds)
+    for moments, centre in zip(folds, centres, strict=True):
         total += fold_replicate_means(moments, weights_pairs, centre, level)
     return total
 
 
-def extrapolated_variance(groups: Sequence[int], variances: Sequence[float]) -> float:
+def extrapolated_variance(groups: Sequence[int], variances: Sequence[float],
+                          replicates: Sequence[int] | None = None) -> float:
     """``V`` of the fit ``V(G) = V + c / G`` to the replicates' variances at several group
-    counts: weighted least squares with weights ``1 / V(G)^2`` (a variance from ``B``
-    replicates has a relative error of about ``sqrt(2 / B)`` whatever its size). Needs two
-    distinct group counts."""
+    counts: weighted least squares with weights ``B_G / V(G)^2`` (a variance from ``B_G``
+    replicates has a relative error of about ``sqrt(2 / B_G)`` whatever its size;
+    ``replicates``: the ``B_G``, None = equal). Needs two distinct group counts."""
     g = np.asarray(groups, dtype=np.float64)
     v = np.asarray(variances, dtype=np.float64)
-    if g.shape != v.shape or len(np.unique(g)) < 2 or not np.all(np.isfinite(v)) \
-            or np.any(v <= 0.0) or np.any(g < 1):
+    b = np.ones_like(v) if replicates is None else np.asarray(replicates, dtype=np.float64)
+    if g.shape != v.shape or b.shape != v.shape or len(np.unique(g)) < 2 \
+            or not np.all(np.isfinite(v)) or np.any(v <= 0.0) or np.any(g < 1) or np.any(b <= 0):
         raise input_error("bootstrap", "variances", "need positive variances at two or more "
                           "distinct group counts")
-    design = np.column_stack([np.ones_like(g), 1.0 / g]) / v[:, None]
-    coef = np.linalg.lstsq(design, np.ones_like(v), rcond=None)[0]
+    root = np.sqrt(b) / v
+    design = np.column_stack([np.ones_like(g), 1.0 / g]) * root[:, None]
+    coef = np.linalg.lstsq(design, v * root, rcond=None)[0]
     return float(coef[0])
 
 
 def ungrouped_scale(folds: Sequence[FoldMoments], weights_pairs: np.ndarray,
-                    replicates: np.ndarray) -> float:
+                    replicates: np.ndarray,
+                    centres: Sequence[np.ndarray] | None = None) -> float:
     """``s = sqrt(V / V(G))``: by how much the grouped bootstrap's errors (on the logit scale,
     where the interval is read: :func:`interval_replicates`) must shrink to have the variance
     of a bootstrap without the spurious correlation that shared users give pairs of pairs.
@@ -639,7 +664,8 @@ def ungrouped_scale(folds: Sequence[FoldMoments], weights_pairs: np.ndarray,
     :func:`extrapolated_variance` extrapolates the three to ``G -> infinity``.
 
     ``replicates``: the fine replicates' ``pbar*`` (:func:`replicate_sum` divided by the number
-    of folds). 1 when no fold has a coarse grouping (fewer than ``2`` x
+    of folds; ``centres``: the folds' :func:`bootstrap_centres`, when already computed). 1
+    when no fold has a coarse grouping (fewer than ``2`` x
     :data:`MIN_COARSE_GROUPS` users) or the replicates do not vary; the ratio ``V / V(G)`` is
     kept in ``[MIN_VARIANCE_RATIO, 1]`` (the extrapolation only ever removes the spurious
     part; its own noise, from ``B`` replicates per grouping, is a few percent of the width)."""
@@ -653,14 +679,18 @@ def ungrouped_scale(folds: Sequence[FoldMoments], weights_pairs: np.ndarray,
         return 1.0
     groups = [max(f.c1t.shape[0] for f in tested)]
     variances = [fine]
+    counts = [len(replicates)]
+    if centres is None:
+        centres = bootstrap_centres(folds)
     for level, weights in enumerate(tested[0].coarse):
-        raw = replicate_sum(folds, weights_pairs, level) / n_folds
+        raw = replicate_sum(folds, weights_pairs, level, centres) / n_folds
         v = float(np.var(_logit(raw), ddof=1))
         if not v > 0.0:
             return 1.0
         groups.append(weights.shape[1])
         variances.append(v)
-    ratio = extrapolated_variance(groups, variances) / fine
+        counts.append(weights.shape[0])
+    ratio = extrapolated_variance(groups, variances, counts) / fine
     return float(np.sqrt(np.clip(ratio, MIN_VARIANCE_RATIO, 1.0)))
 
 

@@ -22,7 +22,11 @@ gives the fold's p-values (the test is a strategy object,
   bootstrap's user weights, so their replicates are paired. When a bootstrapped scope's pairs
   are a sample, the stability repeats (``stability``, lowered to what
   :data:`STABILITY_BUDGET_S` affords) test other pair samples of that scope on the same fold
-  read.
+  read. The interval's extrapolation to ungrouped users
+  (:func:`dptune.analysis.dp.bootstrap.ungrouped_scale`) is computed on the main pair sample
+  and reused by its repeats: other pairs of the same grid and metric, whose spurious share of
+  the replicates' variance is the same, and computing it again per repeat would double their
+  cost.
 
 The noise floor (:mod:`dptune.analysis.noise`) and the slice study
 (:mod:`dptune.studies`) compute their folds' p-values and curves with the same
@@ -311,11 +315,16 @@ class ScopeRun:
                 # one BLAS thread, as in the fold loop: idle BLAS threads spin and slow the
                 # compiled replicate loop that runs on every core right after each product
                 with threadpool_limits(limits=1, user_api="blas"):
+                    shrink = 1.0
                     for k in range(self.repeats):
                         mean_k = float(self.means[(k, mc)].mean())
                         folds = self.moments[(k, mc)]
-                        raw = rs.replicate_sum(folds, self._mult[k]) / self.n_folds
-                        shrink = rs.ungrouped_scale(folds, self._mult[k], raw)
+                        centres = rs.bootstrap_centres(folds)
+                        raw = rs.replicate_sum(folds, self._mult[k], centres=centres) \
+                            / self.n_folds
+                        if k == 0:  # the stability repeats, other pairs of the same grid and
+                            # metric, reuse the main estimate's extrapolation (module docstring)
+                            shrink = rs.ungrouped_scale(folds, self._mult[k], raw, centres)
                         reps.append((mean_k, rs.interval_replicates(mean_k, raw, shrink)))
                         if k == 0:
                             lo, hi = (sc.REFERENCE_P * x

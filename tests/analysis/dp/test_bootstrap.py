@@ -250,6 +250,9 @@ def test_a_coarse_grouping_is_the_bootstrap_of_the_united_groups():
         centre = rs.bootstrap_centres([fine])[0]
         np.testing.assert_allclose(rs.fold_replicate_means(fine, mult, centre, level),
                                    rs.fold_replicate_means(direct, mult, centre), atol=2e-6)
+    # half the replicates, at least 200 (all of them below that)
+    assert [rs.coarse_replicates(b) for b in (40, 200, 300, 400, 1000)] == [40, 200, 200, 200, 500]
+    assert [c.shape[0] for c in rs.coarse_weights(1000, 3, 64)] == [500, 500]
     # fewer than 2 x 8 users' groups: no coarse grouping, no extrapolation
     assert rs.coarse_weights(B, 3, 15) == ()
     assert [c.shape[1] for c in rs.coarse_weights(B, 3, 20)] == [10]
@@ -260,6 +263,15 @@ def test_extrapolated_variance_recovers_the_ungrouped_variance():
     assert rs.extrapolated_variance(groups, [0.3 + 2.0 / g for g in groups]) == \
         pytest.approx(0.3, rel=1e-12)
     assert rs.extrapolated_variance([64, 32], [0.5, 0.5]) == pytest.approx(0.5, rel=1e-12)
+    # exact points are fitted exactly whatever their weights (replicate counts)
+    assert rs.extrapolated_variance(groups, [0.3 + 2.0 / g for g in groups], [1000, 500, 500]) \
+        == pytest.approx(0.3, rel=1e-12)
+    # a noisy point with few replicates weighs less: the fit moves less towards it
+    noisy = [0.3 + 2.0 / 64, 0.3 + 2.0 / 32 + 0.02, 0.3 + 2.0 / 16]
+    assert abs(rs.extrapolated_variance(groups, noisy, [1000, 50, 1000]) - 0.3) < \
+        abs(rs.extrapolated_variance(groups, noisy, [1000, 1000, 1000]) - 0.3)
+    with pytest.raises(DptuneError, match="variances"):
+        rs.extrapolated_variance(groups, [0.1] * 3, [1000, 0, 500])
     for bad in ([64, 64], [64]):
         with pytest.raises(DptuneError, match="variances"):
             rs.extrapolated_variance(bad, [0.1] * len(bad))
