@@ -56,6 +56,10 @@ import os, signal, sys, threading
 import dptune._parallel as p
 from dptune.cli import _tree, main
 
+# as started from a terminal: a shell's background job starts with SIGINT ignored, and a
+# command started so keeps ignoring it (dptune._interrupt.handling)
+signal.signal(signal.SIGINT, signal.default_int_handler)
+
 class Finalizer:
     def __del__(self):
         os.kill(os.getpid(), signal.SIGINT)

@@ -7,9 +7,10 @@ replications. Full (``-m slow``): the table of ``docs/statistics.md``, a 40 x 40
 10%, 25% and 50% of its units, 200 replications per case.
 
 What the claim is: |bias| below a quarter of the interval's half-width at every budget, and
-coverage at least 95% less two Monte Carlo sds. The interval is conservative (wider than
-needed) on grids of many configurations, as the DP interval of a complete grid is
-(``docs/statistics.md``), so no upper bound on coverage is claimed."""
+coverage at least 95% less two Monte Carlo sds. The interval is conservative (about twice as
+wide as needed: resampling the users, the units and the pairs of a crossed design counts each
+pair's own noise more than once, ``docs/statistics.md`` section 16), so no upper bound on
+coverage is claimed."""
 
 from __future__ import annotations
 

@@ -22,7 +22,11 @@ gives the fold's p-values (the test is a strategy object,
   bootstrap's user weights, so their replicates are paired. When a bootstrapped scope's pairs
   are a sample, the stability repeats (``stability``, lowered to what
   :data:`STABILITY_BUDGET_S` affords) test other pair samples of that scope on the same fold
-  read.
+  read. The interval's extrapolation to ungrouped users
+  (:func:`dptune.analysis.dp.bootstrap.ungrouped_scale`) is computed on the main pair sample
+  and reused by its repeats: other pairs of the same grid and metric, whose spurious share of
+  the replicates' variance is the same, and computing it again per repeat would double their
+  cost.
 
 The noise floor (:mod:`dptune.analysis.noise`) and the slice study
 (:mod:`dptune.studies`) compute their folds' p-values and curves with the same
@@ -111,10 +115,11 @@ class FoldView:
 
 class UserDraws:
     """The bootstrap's user draws of one algorithm, shared by every scope and metric so that
-    their replicates are paired: ``get(repeat, users)`` -> ``(perm, starts, weights, keys)`` of
-    :func:`dptune.analysis.dp.bootstrap.user_draws` for a fold's users (seed
+    their replicates are paired: ``get(repeat, users)`` -> ``(perm, starts, weights, keys,
+    coarse)``: :func:`dptune.analysis.dp.bootstrap.user_draws` for a fold's users (seed
     :func:`dptune.analysis.dp.scale.bootstrap_seed` ``(seed, repeat)``; cached per set of
-    users)."""
+    users), the users' keys, and the weights of the coarser groupings
+    (:func:`dptune.analysis.dp.bootstrap.coarse_weights`, same seed)."""
 
     def __init__(self, bootstrap: int, seed: int, groups: int = rs.GROUPS,
                  user_keys: Callable[[np.ndarray], np.ndarray] | None = None) -> None:
@@ -126,9 +131,10 @@ class UserDraws:
         key = (int(repeat), len(users), hash(np.asarray(users).tobytes()))
         if key not in self._cache:
             keys = users if self.user_keys is None else self.user_keys(users)
-            self._cache[key] = (*rs.user_draws(keys, self.bootstrap,
-                                               sc.bootstrap_seed(self.seed, repeat),
-                                               self.groups), np.asarray(keys))
+            seed = sc.bootstrap_seed(self.seed, repeat)
+            perm, starts, weights = rs.user_draws(keys, self.bootstrap, seed, self.groups)
+            self._cache[key] = (perm, starts, weights, np.asarray(keys),
+                                rs.coarse_weights(self.bootstrap, seed, weights.shape[1]))
         return self._cache[key]
 
     def clear(self) -> None:
@@ -276,8 +282,9 @@ class ScopeRun:
             for k in range(self.repeats):
                 ra, rb = base[self.rows[k][:, 0]], base[self.rows[k][:, 1]]
                 if self.bootstrap:
-                    perm, starts, w, keys = self.draws.get(k, users)
-                    moments = rs.fold_moments(values, ra, rb, perm, starts, w, keys, columns)
+                    perm, starts, w, keys, coarse = self.draws.get(k, users)
+                    moments = rs.fold_moments(values, ra, rb, perm, starts, w, keys, columns,
+                                              coarse)
                     self.moments[(k, mc)].append(moments)
                     p = moments.p
                     if np.isnan(p).any():
@@ -308,13 +315,20 @@ class ScopeRun:
                 # one BLAS thread, as in the fold loop: idle BLAS threads spin and slow the
                 # compiled replicate loop that runs on every core right after each product
                 with threadpool_limits(limits=1, user_api="blas"):
+                    shrink = 1.0
                     for k in range(self.repeats):
                         mean_k = float(self.means[(k, mc)].mean())
-                        raw = rs.replicate_sum(self.moments[(k, mc)], self._mult[k]) \
+                        folds = self.moments[(k, mc)]
+                        centres = rs.bootstrap_centres(folds)
+                        raw = rs.replicate_sum(folds, self._mult[k], centres=centres) \
                             / self.n_folds
-                        reps.append((mean_k, rs.interval_replicates(mean_k, raw)))
+                        if k == 0:  # the stability repeats, other pairs of the same grid and
+                            # metric, reuse the main estimate's extrapolation (module docstring)
+                            shrink = rs.ungrouped_scale(folds, self._mult[k], raw, centres)
+                        reps.append((mean_k, rs.interval_replicates(mean_k, raw, shrink)))
                         if k == 0:
-                            lo, hi = (sc.REFERENCE_P * x for x in rs.dp_interval(mean_k, raw))
+                            lo, hi = (sc.REFERENCE_P * x
+                                      for x in rs.dp_interval(mean_k, raw, scale=shrink))
                     self.moments = {key: v for key, v in self.moments.items() if key[1] != mc}
                 draws[(self.algorithm, self.scope, mc[0], mc[1])] = reps
             rows.append({

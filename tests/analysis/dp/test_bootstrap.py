@@ -227,3 +227,97 @@ def test_user_draws_follow_the_user_across_folds():
     moved = sum(groups_of(fewer, p3, s3)[u] != mine[u] for u in fewer.tolist())
     assert moved <= 64 and np.array_equal(w3, w)
     assert not np.array_equal(rs.user_draws(users, 40, seed=6, groups=64)[0], perm)
+
+
+def test_a_coarse_grouping_is_the_bootstrap_of_the_united_groups():
+    """Replicates at a coarse grouping (the fine group sums added, coarse weights) equal the
+    bootstrap with that many groups computed from scratch: same users in each coarse group
+    (``G`` divisible by the coarsening), same weights, same replicates."""
+    rng = np.random.default_rng(11)
+    n, P, B = 256, 6, 60
+    d = rng.normal(0.03, 0.4, size=(P, n))
+    values = np.vstack([d, np.zeros((1, n))])
+    ra, rb = np.arange(P), np.full(P, P)
+    perm, starts, w = rs.user_draws(np.arange(n), B, seed=3, groups=64)
+    coarse = rs.coarse_weights(B, 3, 64)
+    assert [c.shape for c in coarse] == [(B, 32), (B, 16)]
+    fine = rs.fold_moments(values, ra, rb, perm, starts, w, np.arange(n), coarse=coarse)
+    mult = rs.pair_multiplicities(B, P, seed=1)
+    for level, gc in enumerate((32, 16)):
+        perm_c, starts_c, _ = rs.user_draws(np.arange(n), B, seed=3, groups=gc)
+        assert np.array_equal(perm_c, perm) and np.array_equal(starts_c, starts[::64 // gc])
+        direct = rs.fold_moments(values, ra, rb, perm_c, starts_c, coarse[level], np.arange(n))
+        centre = rs.bootstrap_centres([fine])[0]
+        np.testing.assert_allclose(rs.fold_replicate_means(fine, mult, centre, level),
+                                   rs.fold_replicate_means(direct, mult, centre), atol=2e-6)
+    # half the replicates, at least 200 (all of them below that)
+    assert [rs.coarse_replicates(b) for b in (40, 200, 300, 400, 1000)] == [40, 200, 200, 200, 500]
+    assert [c.shape[0] for c in rs.coarse_weights(1000, 3, 64)] == [500, 500]
+    # fewer than 2 x 8 users' groups: no coarse grouping, no extrapolation
+    assert rs.coarse_weights(B, 3, 15) == ()
+    assert [c.shape[1] for c in rs.coarse_weights(B, 3, 20)] == [10]
+
+
+def test_extrapolated_variance_recovers_the_ungrouped_variance():
+    groups = [64, 32, 16]
+    assert rs.extrapolated_variance(groups, [0.3 + 2.0 / g for g in groups]) == \
+        pytest.approx(0.3, rel=1e-12)
+    assert rs.extrapolated_variance([64, 32], [0.5, 0.5]) == pytest.approx(0.5, rel=1e-12)
+    # exact points are fitted exactly whatever their weights (replicate counts)
+    assert rs.extrapolated_variance(groups, [0.3 + 2.0 / g for g in groups], [1000, 500, 500]) \
+        == pytest.approx(0.3, rel=1e-12)
+    # a noisy point with few replicates weighs less: the fit moves less towards it
+    noisy = [0.3 + 2.0 / 64, 0.3 + 2.0 / 32 + 0.02, 0.3 + 2.0 / 16]
+    assert abs(rs.extrapolated_variance(groups, noisy, [1000, 50, 1000]) - 0.3) < \
+        abs(rs.extrapolated_variance(groups, noisy, [1000, 1000, 1000]) - 0.3)
+    with pytest.raises(DptuneError, match="variances"):
+        rs.extrapolated_variance(groups, [0.1] * 3, [1000, 0, 500])
+    for bad in ([64, 64], [64]):
+        with pytest.raises(DptuneError, match="variances"):
+            rs.extrapolated_variance(bad, [0.1] * len(bad))
+    with pytest.raises(DptuneError, match="variances"):
+        rs.extrapolated_variance([64, 32], [0.1, 0.0])
+
+
+def test_ungrouped_scale_shrinks_the_interval_of_many_independent_pairs_only():
+    """Many pairs of distinct configurations: the grouped replicates' spread holds the
+    spurious ``1 / G`` term and the scale is well below 1; one pair: nothing to remove (the
+    scale stays near 1, never above). Folds without coarse groupings are left alone."""
+    rng = np.random.default_rng(5)
+    n, B = 400, 400
+
+    def scale(n_configs):
+        ra, rb = np.triu_indices(n_configs, k=1)
+        perm, starts, w = rs.user_draws(np.arange(n), B, seed=8)
+        coarse = rs.coarse_weights(B, 8, w.shape[1])
+        folds = []
+        for _ in range(2):
+            x = rng.normal(size=(n_configs, n)) \
+                + np.linspace(-1.0, 1.0, n_configs)[:, None] / np.sqrt(n)  # moderate
+            folds.append(rs.fold_moments(x, ra, rb, perm, starts, w, np.arange(n),
+                                         coarse=coarse))
+        mult = np.ones((B, len(ra)))
+        raw = rs.replicate_sum(folds, mult) / 2
+        return rs.ungrouped_scale(folds, mult, raw)
+
+    many, few = scale(60), scale(2)
+    assert 0.3 < many < 0.9, many  # 0.75-0.80 over seeds
+    assert 0.9 < few <= 1.0, few
+    perm, starts, w = rs.user_draws(np.arange(12), B, seed=8)
+    x = rng.normal(size=(4, 12))
+    ra, rb = np.triu_indices(4, k=1)
+    lone = [rs.fold_moments(x, ra, rb, perm, starts, w, np.arange(12),
+                            coarse=rs.coarse_weights(B, 8, w.shape[1]))]
+    raw = rs.replicate_sum(lone, np.ones((B, 6)))
+    assert rs.ungrouped_scale(lone, np.ones((B, 6)), raw) == 1.0
+
+
+def test_interval_scale_is_checked_and_one_is_the_plain_interval():
+    reps = np.random.default_rng(2).uniform(0.3, 0.5, 200)
+    assert np.array_equal(rs.interval_replicates(0.4, reps, 1.0), rs.interval_replicates(0.4, reps))
+    lo, hi = rs.dp_interval(0.4, reps)
+    lo_s, hi_s = rs.dp_interval(0.4, reps, scale=0.5)
+    assert lo < lo_s < 0.4 < hi_s < hi
+    for bad in (0.0, 1.5, -0.1):
+        with pytest.raises(DptuneError, match="scale"):
+            rs.interval_replicates(0.4, reps, bad)

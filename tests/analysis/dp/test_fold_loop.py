@@ -133,9 +133,12 @@ def test_every_scope_and_metric_shares_the_user_draws():
     assert (boxed["dp_per_25"] <= boxed["ci_high"]).all()
     draws = fl.UserDraws(100, 1)
     users = np.arange(200)
-    assert all(np.array_equal(a, b) for a, b in zip(draws.get(0, users), draws.get(0, users),
-                                                     strict=True))
+    first, again = draws.get(0, users), draws.get(0, users)
+    assert all(np.array_equal(a, b) for a, b in zip(first[:4], again[:4], strict=True))
+    assert [w.shape for w in first[4]] == [(100, 32), (100, 16)]  # G / 2 and G / 4 groups
+    assert all(np.array_equal(a, b) for a, b in zip(first[4], again[4], strict=True))
     assert not np.array_equal(draws.get(0, users)[2], draws.get(1, users)[2])
+    assert not np.array_equal(draws.get(0, users)[4][0], draws.get(1, users)[4][0])
 
 
 class TinyStoreWithTest(TinyStore):
