@@ -66,8 +66,15 @@ def stores(tmp_path_factory) -> dict[str, Path]:
     return out
 
 
-def test_two_rounds_estimate_the_full_grid_with_weighted_pairs(stores):
-    res = analyze(ResultStore(stores["two"]))
+@pytest.fixture(scope="module")
+def analysed(stores) -> dict[str, object]:
+    """The analyses of the two-round and the never-stopped stores, each computed once for the
+    tests that read them (none changes them)."""
+    return {name: analyze(ResultStore(stores[name])) for name in ("two", "full")}
+
+
+def test_two_rounds_estimate_the_full_grid_with_weighted_pairs(stores, analysed):
+    res = analysed["two"]
     gs = res.dp.grid_sample
     row = gs.set_index("algorithm").loc["bpr-mf"]
     assert (row["units"], row["units_total"], row["configs"], row["configs_total"]) == (6, 9, 12, 18)
@@ -92,8 +99,8 @@ def test_two_rounds_estimate_the_full_grid_with_weighted_pairs(stores):
     assert got == pytest.approx(by_fold.mean(), rel=1e-12)
 
 
-def test_the_report_states_the_design_everywhere(stores, tmp_path):
-    res = analyze(ResultStore(stores["two"]))
+def test_the_report_states_the_design_everywhere(stores, analysed, tmp_path):
+    res = analysed["two"]
     Report.build(ResultStore(stores["two"]), res).write(tmp_path / "r")
     want = "BPR-MF: 6 of 9 units per fold (67%; full grid: 18 configurations, 12 here)"
     md = (tmp_path / "r" / "report.md").read_text()
@@ -123,18 +130,20 @@ def test_one_round_claims_nothing_for_the_pairs_it_cannot_stand_for(stores, tmp_
     assert "too few units to rank metrics" in (tmp_path / "r" / "verdict.md").read_text()
 
 
-def test_a_completed_store_gives_the_numbers_of_a_sweep_never_stopped(stores, tmp_path):
+def test_a_completed_store_gives_the_numbers_of_a_sweep_never_stopped(stores, analysed,
+                                                                        tmp_path):
     copy = tmp_path / "resumed"
     shutil.copytree(stores["two"], copy)
     assert _run(stores["cfg"], copy) == 0
-    got, want = analyze(ResultStore(copy)), analyze(ResultStore(stores["full"]))
+    got, want = analyze(ResultStore(copy)), analysed["full"]
     assert got.dp.grid_sample is None and want.dp.grid_sample is None
     pd.testing.assert_frame_equal(got.dp.table, want.dp.table)
     pd.testing.assert_frame_equal(got.verdict, want.verdict)
     assert (got.dp.pairs["weight"] == 1.0).all()
 
 
-def test_a_killed_sweep_is_analysed_then_resumed_to_the_full_grids_numbers(stores, tmp_path):
+def test_a_killed_sweep_is_analysed_then_resumed_to_the_full_grids_numbers(stores, analysed,
+                                                                           tmp_path):
     """Kill a sweep once BPR-MF parts exist (a state, not a time), analyse what it left,
     resume it, analyse again: the numbers of the sweep never stopped."""
     results = tmp_path / "killed"
@@ -157,5 +166,5 @@ def test_a_killed_sweep_is_analysed_then_resumed_to_the_full_grids_numbers(store
         row = res.dp.grid_sample.set_index("algorithm").loc["bpr-mf"]
         assert 0 < row["units"] < 9
     assert _run(stores["cfg"], results) == 0
-    got, want = analyze(ResultStore(results)), analyze(ResultStore(stores["full"]))
+    got, want = analyze(ResultStore(results)), analysed["full"]
     pd.testing.assert_frame_equal(got.dp.table, want.dp.table)
