@@ -33,6 +33,20 @@ user_reg = { from = "learning_rate", scale = 0.05 }
 item_reg = { from = "learning_rate", scale = 0.005 }
 """
 
+# A 3 x 3 BPR-MF grid (9 units of 2 iterations): a design order of rounds of 3 units.
+BPR_3x3 = """
+family = "bpr-mf"
+[params.factors]
+values = [8, 16, 32]
+[params.iterations]
+values = [1, 2]
+[params.learning_rate]
+values = [0.05, 0.1, 0.2]
+[derived]
+user_reg = { from = "learning_rate", scale = 0.05 }
+item_reg = { from = "learning_rate", scale = 0.005 }
+"""
+
 EXPERIMENT = """
 name = "{name}"
 seed = 7

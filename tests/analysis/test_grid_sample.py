@@ -15,25 +15,12 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import EXPERIMENT, KNN_GRID
+from conftest import EXPERIMENT, KNN_GRID, BPR_3x3
 
 from dptune.analysis.pipeline import analyze
 from dptune.cli import main
 from dptune.report import Report
 from dptune.store._store import ResultStore
-
-BPR_3x3 = """
-family = "bpr-mf"
-[params.factors]
-values = [8, 16, 32]
-[params.iterations]
-values = [1, 2]
-[params.learning_rate]
-values = [0.05, 0.1, 0.2]
-[derived]
-user_reg = { from = "learning_rate", scale = 0.05 }
-item_reg = { from = "learning_rate", scale = 0.005 }
-"""
 
 
 def _experiment(d: Path, name: str = "sample") -> Path:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import write_experiment
+from conftest import BPR_3x3, write_experiment
 
 from dptune.config import Budget, load_experiment, parse_budget
 from dptune.errors import DptuneError
@@ -19,19 +19,6 @@ from dptune.sweeper.design import (
 
 ROOT = Path(__file__).resolve().parents[3]
 ML1M = SweepShape(FoldShape(717_995, 5815, 3706), FoldShape(797_772, 5975, 3706), 10)
-
-BPR_3x3 = """
-family = "bpr-mf"
-[params.factors]
-values = [8, 16, 32]
-[params.iterations]
-values = [1, 2]
-[params.learning_rate]
-values = [0.05, 0.1, 0.2]
-[derived]
-user_reg = { from = "learning_rate", scale = 0.05 }
-item_reg = { from = "learning_rate", scale = 0.005 }
-"""
 
 
 @pytest.fixture(scope="module")
