@@ -585,11 +585,12 @@ def fold_replicate_means(moments: FoldMoments, weights_pairs: np.ndarray,
     The two products run in float32 (the sums are of centred values; relative error about 1e-7,
     far below the table's 1e-6 on p)."""
     m = moments
-    weights = m.weights if level is None else m.coarse[level]
-    weights_pairs = weights_pairs[:weights.shape[0]]
-    n_boot, n_pairs = weights_pairs.shape
-    if m.n < 2:
+    n_boot = weights_pairs.shape[0] if level is None else coarse_replicates(weights_pairs.shape[0])
+    if m.n < 2:  # no test: p = 1 in every replicate (such a fold has no coarse grouping)
         return np.ones(n_boot)
+    weights = m.weights if level is None else m.coarse[level]
+    weights_pairs = weights_pairs[:n_boot]
+    n_pairs = weights_pairs.shape[1]
     c1t, c2t, sizes = m.c1t, m.c2t, np.diff(m.starts).astype(np.float64)
     if level is not None:
         labels = _coarse_labels(c1t.shape[0], weights.shape[1])
@@ -614,15 +615,10 @@ def replicate_sum(folds: Sequence[FoldMoments], weights_pairs: np.ndarray,
     at the fine groups or at coarse grouping ``level``), each around its
     :func:`bootstrap_centres` (``centres``: those, when already computed); divided by the
     number of folds it is ``pbar*``."""
-    tested = [f for f in folds if f.n >= 2] or list(folds)
-    rows = weights_pairs.shape[0] if level is None else \
-        min(weights_pairs.shape[0], tested[0].coarse[level].shape[0])
-    total = np.zeros(rows)
     if centres is None:
         centres = bootstrap_centres(folds)
-    for moments, centre in zip(folds, centres, strict=True):
-        total += fold_replicate_means(moments, weights_pairs, centre, level)
-    return total
+    return np.sum([fold_replicate_means(moments, weights_pairs, centre, level)
+                   for moments, centre in zip(folds, centres, strict=True)], axis=0)
 
 
 def extrapolated_variance(groups: Sequence[int], variances: Sequence[float],

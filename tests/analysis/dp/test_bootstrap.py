@@ -310,6 +310,20 @@ def test_ungrouped_scale_shrinks_the_interval_of_many_independent_pairs_only():
                             coarse=rs.coarse_weights(B, 8, w.shape[1]))]
     raw = rs.replicate_sum(lone, np.ones((B, 6)))
     assert rs.ungrouped_scale(lone, np.ones((B, 6)), raw) == 1.0
+    # a fold without a test (one user: no coarse grouping) beside one with them counts p = 1
+    # at every grouping, as it does at the fine one
+    big = rs.user_draws(np.arange(n), B, seed=8)
+    one = rs.user_draws(np.arange(1), B, seed=8)
+    mixed = [rs.fold_moments(rng.normal(size=(4, k)), ra, rb, *draws, np.arange(k),
+                             coarse=rs.coarse_weights(B, 8, draws[2].shape[1]))
+             for k, draws in ((n, big), (1, one))]
+    assert mixed[1].coarse == ()
+    mult = np.ones((B, 6))
+    for level in (0, 1):
+        part = rs.fold_replicate_means(mixed[1], mult, mixed[1].shrunk, level)
+        assert part.shape == (rs.coarse_replicates(B),) and np.all(part == 1.0)
+        assert rs.replicate_sum(mixed, mult, level).shape == (rs.coarse_replicates(B),)
+    assert 0.0 < rs.ungrouped_scale(mixed, mult, rs.replicate_sum(mixed, mult) / 2) <= 1.0
 
 
 def test_interval_scale_is_checked_and_one_is_the_plain_interval():
