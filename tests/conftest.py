@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 KNN_GRID = """
@@ -75,6 +76,65 @@ grid = "{bpr}"
 UNITS = 6
 RESULTS = (3 + 4) * 2  # configurations x folds
 
+
+#: The synthetic experiment of the fault-injection and Ctrl-C tests (``{sweep}``: a ``[sweep]``
+#: section or nothing): 2 folds, cutoffs 5 and 10, the test split, a 2-seed noise floor, no
+#: bootstrap; UserKNN with 2 configurations and a 2 x 2 BPR-MF grid.
+SYNTH_EXPERIMENT = """
+name = "{name}"
+seed = 7
+[data]
+source = "{data}"
+[split]
+folds = 2
+[evaluation]
+cutoffs = [5, 10]
+[analysis]
+pairs = 3
+noise_seeds = 2
+bootstrap = 0
+stability = 0
+importance = false
+{sweep}[[algorithms]]
+name = "userknn"
+type = "userknn"
+grid = "{knn}"
+[[algorithms]]
+name = "bpr-mf"
+type = "bpr-mf"
+grid = "{bpr}"
+"""
+SYNTH_KNN = "[params.k]\nvalues = [5, 10]\n"
+SYNTH_BPR = """family = "bpr-mf"
+[params.factors]
+values = [4, 8]
+[params.iterations]
+values = [1, 2]
+[params.learning_rate]
+values = [0.05]
+[derived]
+user_reg = { from = "learning_rate", scale = 0.05 }
+item_reg = { from = "learning_rate", scale = 0.005 }
+"""
+
+
+def write_synthetic_experiment(directory: Path, name: str, sweep: str = "") -> Path:
+    """Write the synthetic data set (120 users with 12-29 ratings each over 80 items, seeded),
+    the grids and :data:`SYNTH_EXPERIMENT` into ``directory``; return the TOML's path."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for u in range(120):
+        items = rng.choice(80, size=int(rng.integers(12, 30)), replace=False)
+        rows += [(u, int(i), float(rng.integers(1, 6)), 1000 + 10 * k + u)
+                 for k, i in enumerate(items)]
+    data = directory / "ratings.csv"
+    pd.DataFrame(rows, columns=["user", "item", "rating", "timestamp"]).to_csv(data, index=False)
+    (directory / "knn.toml").write_text(SYNTH_KNN)
+    (directory / "bpr.toml").write_text(SYNTH_BPR)
+    cfg = directory / f"{name}.toml"
+    cfg.write_text(SYNTH_EXPERIMENT.format(name=name, data=data, knn=directory / "knn.toml",
+                                           bpr=directory / "bpr.toml", sweep=sweep))
+    return cfg
 
 def write_experiment(directory: Path, name: str = "tiny", source: str = "ml-latest-small",
                      knn: str = KNN_GRID, bpr: str = BPR_GRID, extra: str = "") -> Path:

@@ -21,9 +21,8 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
 import pytest
+from conftest import write_synthetic_experiment
 
 from dptune.sweeper._run import run_sweep
 
@@ -80,61 +79,12 @@ elif _stage == "analysis":
 '''
 
 
-EXPERIMENT = """
-name = "ctrl-c"
-seed = 7
-[data]
-source = "{data}"
-[split]
-folds = 2
-[evaluation]
-cutoffs = [5, 10]
-[analysis]
-pairs = 3
-noise_seeds = 2
-bootstrap = 0
-stability = 0
-importance = false
-[[algorithms]]
-name = "userknn"
-type = "userknn"
-grid = "{knn}"
-[[algorithms]]
-name = "bpr-mf"
-type = "bpr-mf"
-grid = "{bpr}"
-"""
-KNN = "[params.k]\nvalues = [5, 10]\n"
-BPR = """family = "bpr-mf"
-[params.factors]
-values = [4, 8]
-[params.iterations]
-values = [1, 2]
-[params.learning_rate]
-values = [0.05]
-[derived]
-user_reg = { from = "learning_rate", scale = 0.05 }
-item_reg = { from = "learning_rate", scale = 0.005 }
-"""
-
-
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory) -> tuple[Path, Path]:
     """A finished tiny store (120 synthetic users; validation, test split, 2-seed noise
     floor): (config, results)."""
     d = tmp_path_factory.mktemp("ctrl-c")
-    rng = np.random.default_rng(0)
-    rows = []
-    for u in range(120):
-        items = rng.choice(80, size=int(rng.integers(12, 30)), replace=False)
-        rows += [(u, int(i), float(rng.integers(1, 6)), 1000 + 10 * k + u)
-                 for k, i in enumerate(items)]
-    pd.DataFrame(rows, columns=["user", "item", "rating", "timestamp"]).to_csv(
-        d / "ratings.csv", index=False)
-    (d / "knn.toml").write_text(KNN)
-    (d / "bpr.toml").write_text(BPR)
-    cfg = d / "ctrl-c.toml"
-    cfg.write_text(EXPERIMENT.format(data=d / "ratings.csv", knn=d / "knn.toml", bpr=d / "bpr.toml"))
+    cfg = write_synthetic_experiment(d, "ctrl-c")
     run_sweep(cfg, d / "results", jobs=1, progress=False)
     return cfg, d / "results"
 

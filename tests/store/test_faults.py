@@ -14,10 +14,10 @@ import json
 import shutil
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
+from conftest import write_synthetic_experiment
 
 from dptune.cli import main
 from dptune.errors import DptuneError
@@ -25,46 +25,6 @@ from dptune.store._integrity import INDEX_DIR, quarantine_dir
 from dptune.store._noise_parts import NOISE_DIR
 from dptune.store._schema import PARTS
 from dptune.sweeper._run import run_sweep
-
-KNN = "[params.k]\nvalues = [5, 10]\n"
-BPR = """
-family = "bpr-mf"
-[params.factors]
-values = [4, 8]
-[params.iterations]
-values = [1, 2]
-[params.learning_rate]
-values = [0.05]
-[derived]
-user_reg = { from = "learning_rate", scale = 0.05 }
-item_reg = { from = "learning_rate", scale = 0.005 }
-"""
-EXPERIMENT = """
-name = "faults"
-seed = 7
-[data]
-source = "{data}"
-[split]
-folds = 2
-[evaluation]
-cutoffs = [5, 10]
-[analysis]
-pairs = 3
-noise_seeds = 2
-bootstrap = 0
-stability = 0
-importance = false
-[sweep]
-jobs = 1
-[[algorithms]]
-name = "userknn"
-type = "userknn"
-grid = "{knn}"
-[[algorithms]]
-name = "bpr-mf"
-type = "bpr-mf"
-grid = "{bpr}"
-"""
 
 #: Files of each kind in the tiny store (a glob under the results directory).
 KINDS = {
@@ -86,21 +46,6 @@ DAMAGES = ("truncate", "delete", "garble", "empty")
 NOT_READ_BY_ANALYZE = {"users", "trials", "noise-trials", "optuna"}
 
 
-def _experiment(directory: Path) -> Path:
-    rng = np.random.default_rng(0)
-    rows = []
-    for u in range(120):
-        items = rng.choice(80, size=int(rng.integers(12, 30)), replace=False)
-        rows += [(u, int(i), float(rng.integers(1, 6)), 1000 + 10 * k + u) for k, i in enumerate(items)]
-    data = directory / "ratings.csv"
-    pd.DataFrame(rows, columns=["user", "item", "rating", "timestamp"]).to_csv(data, index=False)
-    (directory / "knn.toml").write_text(KNN)
-    (directory / "bpr.toml").write_text(BPR)
-    cfg = directory / "faults.toml"
-    cfg.write_text(EXPERIMENT.format(data=data, knn=directory / "knn.toml", bpr=directory / "bpr.toml"))
-    return cfg
-
-
 def _values(root: Path) -> dict[str, pd.DataFrame]:
     """Every part's per-user values, sorted (timings and other metadata left out)."""
     out = {}
@@ -120,7 +65,7 @@ def _mtimes(root: Path) -> dict[str, int]:
 def pristine(tmp_path_factory):
     """The tiny store, built once: ``(experiment file, results directory, values)``."""
     d = tmp_path_factory.mktemp("faults")
-    cfg = _experiment(d)
+    cfg = write_synthetic_experiment(d, "faults", sweep="[sweep]\njobs = 1\n")
     results = d / "results"
     run_sweep(cfg, results, jobs=1, progress=False)
     return cfg, results, _values(results)
