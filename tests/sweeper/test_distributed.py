@@ -38,11 +38,10 @@ NAME = "dist"
 COMPARED = ("dp.csv", "pvalues.parquet", "pairs.csv")
 # A killed worker's trial is taken for dead once its heartbeat is GRACE_BEATS beats old (one
 # beat a second; 10 s and 30 s by default). Generous on purpose: a live worker would have to
-# miss that many beats in a row (its heartbeat thread not run for 10 s, while the tiny
-# experiment's units take well under a second each) to be taken for dead; the price is that the
-# killed worker's unit is redone that many seconds after the kill, in each of the four
-# scenarios.
-GRACE_BEATS = 10
+# miss that many beats in a row to be taken for dead; the price is that the killed worker's
+# unit is redone that many seconds after the kill. (10 beats let a live worker be taken for
+# dead once in a fresh clone's CI run: a unit computed twice.)
+GRACE_BEATS = 15
 HEARTBEAT = {"DPTUNE_HEARTBEAT_INTERVAL": "1", "DPTUNE_HEARTBEAT_GRACE": str(GRACE_BEATS)}
 # Only ends a test whose awaited state never comes (a hung worker); it never decides a result.
 TIMEOUT = 600
