@@ -26,8 +26,8 @@ import sys
 from collections import Counter
 from typing import Any
 
-__all__ = ["LAUNCHES", "cuda", "device_name", "device_problem", "launch", "simulated",
-           "use_simulator", "view"]
+__all__ = ["LAUNCHES", "compile_problem", "cuda", "device_name", "device_problem", "launch",
+           "simulated", "use_simulator", "view"]
 
 #: Kernel launches since the last ``LAUNCHES.clear()``, by kernel name.
 LAUNCHES: Counter[str] = Counter()
@@ -69,8 +69,9 @@ def cuda() -> Any:
 
 def device_problem() -> str | None:
     """Why the kernels cannot run on a real CUDA device here (``None``: they can): numba's
-    simulator is on, numba sees no CUDA driver or device, or numba finds no libNVVM (the CUDA
-    compiler it needs, from a CUDA toolkit in the system's CUDA directory or ``CUDA_HOME``)."""
+    simulator is on, numba sees no CUDA driver or device, numba finds no libNVVM (the CUDA
+    compiler it needs, from a CUDA toolkit in the system's CUDA directory or ``CUDA_HOME``),
+    or a one-line kernel does not compile and run (:func:`compile_problem`)."""
     if simulated():
         return "numba's CUDA simulator is on (NUMBA_ENABLE_CUDASIM=1), not a device"
     mod = cuda()
@@ -81,6 +82,29 @@ def device_problem() -> str | None:
     if not nvvm.is_available():
         return ("numba.cuda finds no libNVVM (install a CUDA toolkit, or set CUDA_HOME to one, "
                 "e.g. the nvidia/cuda_nvcc directory of the nvidia-cuda-nvcc-cu12 wheel)")
+    return compile_problem(mod)
+
+
+def compile_problem(mod: Any) -> str | None:
+    """Whether numba module ``mod`` compiles and runs a one-line kernel (``None``: it does),
+    checked before any work because a broken tool chain otherwise fails only at the first
+    kernel, deep in a sweep. Seen on a lent H100 machine: numba-cuda 0.30.4 beside NumPy 2.5
+    fails while typing any kernel (``np.row_stack`` is gone from NumPy 2.5); NumPy 2.4 works."""
+    import numpy as np
+
+    try:
+        @mod.jit
+        def one(out):  # pragma: no cover - device code
+            out[0] = 1
+
+        out = np.zeros(1, dtype=np.int64)
+        one[1, 1](out)
+        if out[0] != 1:
+            return "numba.cuda compiled a one-line kernel but it did not run"
+    except Exception as err:  # noqa: BLE001 - any failure of the tool chain, said in one line
+        first = str(err).strip().splitlines()[-1] if str(err).strip() else ""
+        return (f"numba.cuda cannot compile a kernel here ({type(err).__name__}: {first}); "
+                "numba-cuda and NumPy may not match (numba-cuda 0.30 needs NumPy < 2.5)")
     return None
 
 

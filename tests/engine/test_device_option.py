@@ -147,3 +147,21 @@ def test_cuda_refused_while_the_kernels_would_run_on_the_simulator(monkeypatch):
                        r"numba's CUDA simulator is on") as err:
         engine_for("cuda", "cfg.toml")
     assert "\n" not in str(err.value)
+
+
+def test_a_tool_chain_that_cannot_compile_a_kernel_is_named_before_any_work():
+    """:func:`compile_problem` runs a one-line kernel (here on the simulator: it runs) and turns
+    a tool chain's failure into one line (as numba-cuda 0.30.4 failed beside NumPy 2.5)."""
+    import types
+
+    from dptune.engine._cuda import compile_problem, cuda
+
+    assert compile_problem(cuda()) is None
+
+    def broken_jit(fn):
+        raise AttributeError("module 'numpy' has no attribute 'row_stack'")
+
+    why = compile_problem(types.SimpleNamespace(jit=broken_jit))
+    assert why.startswith("numba.cuda cannot compile a kernel here (AttributeError: module "
+                          "'numpy' has no attribute 'row_stack')")
+    assert "\n" not in why
