@@ -8,7 +8,8 @@ launches per epoch (:data:`dptune.engine.LAUNCHES`, dptune's dispatch counter); 
 evaluating one configuration (every user of the fold: device scores, top-N and metrics,
 :func:`dptune.engine.evaluate_on`); for UserKNN and ItemKNN, the host similarity at the largest
 ``k`` and the device evaluation of every ``k`` of the grid as the sweep runs it (scores grown
-along ``k``), and whether the device values equal the host engine's on a block of users. The
+along ``k``), and whether the device values equal the host engine's on a block of users; the
+quality of the device's BPR-MF against the host kernel over 5 seeds (:func:`quality_check`). The
 full-grid projection (:func:`dptune.bench.project_full_grid`) adds them up for the paper's
 grid on *one* device working through the units one after the other (its ``core_hours``: the
 host work of a unit, the KNN similarities and writing the parts, is part of the sum).
@@ -22,18 +23,22 @@ Without a CUDA device the command stops with one line (exit 2). ``--simulate`` r
 code on numba's CUDA simulator with a tiny synthetic data set: it counts the launches per epoch
 and checks the device values against the host engine, and reports no time (the simulator runs
 device threads as Python threads: its times say nothing about a device). Only a run on a
-device writes ``reports/benchmarks-gpu.md``.
+device writes ``reports/benchmarks-gpu.md``, with the measured figures as JSON beside it
+(``benchmarks-gpu.json``); both are rewritten after each data set, so a run cut short keeps
+what it measured and says which data sets are missing.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -42,13 +47,16 @@ import numpy as np
 from dptune.bench._plans import PLANS, REPO
 from dptune.bench._timing import grid_values, log, machine_info
 
-__all__ = ["GPU_PLANS", "GpuPlan", "gpu_main", "measure_device", "render_gpu_report"]
+__all__ = ["GPU_PLANS", "GpuPlan", "gpu_main", "measure_device", "quality_check",
+           "render_gpu_report"]
 
 #: What the command measures, in the one line it prints where there is no device.
 MEASURES = ("the BPR-MF epoch time per factor size, the evaluation time per configuration, the "
             "kernel launches per epoch and the projected full ML-1M and Amazon-shape grids")
 #: Users per evaluated block (the sweep's default ``[evaluation] user_block``).
 BLOCK = 1024
+#: Libraries of the device route whose versions the report lists beside the host's.
+DEVICE_PACKAGES = ("torch", "cupy-cuda12x", "cupy-cuda13x", "numba-cuda", "array-api-compat")
 #: Targets of the projected grids on one device, hours.
 TARGET_HOURS = {"ml-1m": 1.0, "ml-1m-shape": 1.0, "amazon-movies": 4.0}
 
@@ -64,10 +72,15 @@ class GpuPlan:
     ks: tuple[int, ...] | None
     repeats: int
     learning_rate: float = 2.0 ** -5.3219  # the grid's fourth learning rate (0.025)
+    #: Seeds of the quality check (0: none): the device's BPR-MF against the host kernel.
+    quality_seeds: int = 0
+    #: (factors, learning rate, epochs) of the quality check.
+    quality_model: tuple[int, float, int] = (64, 0.05, 16)
 
 
 GPU_PLANS: dict[str, GpuPlan] = {
-    "device": GpuPlan("device", ("ml-1m", "synth:amazon-movies"), None, None, repeats=3),
+    "device": GpuPlan("device", ("ml-1m", "synth:amazon-movies"), None, None, repeats=3,
+                      quality_seeds=5),
     "simulate": GpuPlan("simulate", ("synth:gpu-simulate",), (4, 12), (5, 20), repeats=1),
 }
 
@@ -190,7 +203,37 @@ def measure_device(eng: Any, fd: Any, plan: GpuPlan) -> dict[str, Any]:
             f"{sum(per_k.values()):.2f} s" if show else ""))
         del model, growing
     return {"bpr": bpr, "knn": knn, "write_part_seconds": write_part_cost(fd, 1),
-            "nnz": int(X.nnz), "users": int(len(fd.users)), "items": int(X.shape[1])}
+            "nnz": int(X.nnz), "users": int(len(fd.users)), "items": int(X.shape[1]),
+            "quality": quality_check(eng, fd, plan) if plan.quality_seeds else None}
+
+
+def quality_check(eng: Any, fd: Any, plan: GpuPlan) -> dict[str, Any]:
+    """The device's BPR-MF (default layout: thousands of concurrent workers) against the host
+    kernel on fold ``fd``: P@10 and nDCG@10 (means over the fold's users) per seed, each route
+    evaluated by its own engine. ``within``: the gap between the two routes' means over the
+    seeds is at most the host's seed noise floor (its largest minus its smallest value), the
+    rule of the engine's quality test."""
+    from dptune.engine import EngineBPRMF, evaluate_on
+    from dptune.models import BPRMF
+
+    f, lr, epochs = plan.quality_model
+    regs = (lr * 0.05, lr * 0.005)
+    per_seed: dict[str, list[list[float]]] = {"host": [], "device": []}
+    for seed in range(plan.quality_seeds):
+        for route in ("host", "device"):
+            model = (BPRMF(f, lr, *regs, epochs, seed=seed) if route == "host" else
+                     EngineBPRMF(eng, f, lr, *regs, epochs, seed=seed)).fit(fd.train)
+            v = evaluate_on(eng if route == "device" else None, model, fd.users, fd.train,
+                            fd.relevant, (10,), fd.efd, fd.epc)
+            per_seed[route].append([float(np.nanmean(v[1, 0])), float(np.nanmean(v[0, 0]))])
+    host, dev = np.array(per_seed["host"]), np.array(per_seed["device"])
+    floor = host.max(axis=0) - host.min(axis=0)
+    gap = np.abs(dev.mean(axis=0) - host.mean(axis=0))
+    log(f"  quality (P@10, nDCG@10): host {host.mean(axis=0).round(4)}, device "
+        f"{dev.mean(axis=0).round(4)}, floor {floor.round(4)}")
+    return {"factors": f, "learning_rate": lr, "epochs": epochs, "seeds": plan.quality_seeds,
+            "per_seed": per_seed, "floor": floor.tolist(), "gap": gap.tolist(),
+            "within": bool((gap <= floor).all())}
 
 
 def _parse(argv: Sequence[str]) -> argparse.Namespace:
@@ -247,28 +290,43 @@ def gpu_main(argv: Sequence[str]) -> int:
             return 2
         plan = GPU_PLANS["device"]
     datasets = tuple(args.dataset) if args.dataset else plan.datasets
-    plan = GpuPlan(plan.name, datasets, args.factors or plan.factors, plan.ks, plan.repeats)
-    result = run_gpu(eng, plan)
-    _print(result, args.simulate)
+    plan = GpuPlan(plan.name, datasets, args.factors or plan.factors, plan.ks, plan.repeats,
+                   quality_seeds=plan.quality_seeds)
+    write = None
     if not args.simulate:
         out = Path(args.out) if args.out else REPO / "reports" / "benchmarks-gpu.md"
         out.parent.mkdir(parents=True, exist_ok=True)
         command = "python -m dptune.bench gpu" + "".join(
             f" --dataset {d}" for d in (args.dataset or ())) + (
             f" --factors {','.join(map(str, args.factors))}" if args.factors else "")
-        out.write_text(render_gpu_report(result, command))
-        log(f"report: {out}")
+
+        def write(result: dict[str, Any]) -> None:
+            # after every data set: a run cut short (a lease's time limit) keeps what it measured
+            out.write_text(render_gpu_report(result, command))
+            out.with_suffix(".json").write_text(json.dumps(result, indent=1, default=str) + "\n")
+            log(f"report: {out} and its data {out.with_suffix('.json').name} "
+                f"({len(result['data'])} of {len(datasets)} data sets)")
+
+    result = run_gpu(eng, plan, write)
+    _print(result, args.simulate)
     return 0
 
 
-def run_gpu(eng: Any, plan: GpuPlan) -> dict[str, Any]:
-    """Every data set of ``plan``: fold 0, :func:`measure_device`, the projection."""
+def run_gpu(eng: Any, plan: GpuPlan,
+            done: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """Every data set of ``plan``: fold 0, :func:`measure_device`, the projection; ``done``
+    is called with the result so far after each data set (and its ``wall_seconds``)."""
     from dptune.bench._fold import bench_experiment, fold0
     from dptune.bench._projection import project_full_grid
     from dptune.engine import _cuda
 
     result: dict[str, Any] = {"plan": asdict(plan), "device": _cuda.device_name(),
                               "engine": eng.name, "machine": machine_info(), "data": {}}
+    for pkg in DEVICE_PACKAGES:  # the device route's own libraries, where installed
+        try:
+            result["machine"][pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            pass
     tmp = Path(tempfile.mkdtemp(prefix="dptune-bench-gpu-"))
     t_all = time.perf_counter()
     try:
@@ -282,6 +340,9 @@ def run_gpu(eng: Any, plan: GpuPlan) -> dict[str, Any]:
             result["data"][label] = {"note": note, "costs": costs,
                                      "projection": project_full_grid(costs)}
             del fd, exp
+            result["wall_seconds"] = time.perf_counter() - t_all
+            if done is not None:
+                done(result)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     result["wall_seconds"] = time.perf_counter() - t_all
@@ -319,6 +380,10 @@ def render_gpu_report(result: dict[str, Any], command: str) -> str:
         "parts) included.",
         "",
     ]
+    missing = len(result["plan"]["datasets"]) - len(result["data"])
+    if missing:
+        lines += [f"**Incomplete:** the run stopped after {len(result['data'])} of "
+                  f"{len(result['plan']['datasets'])} data sets; {missing} not measured.", ""]
     for label, d in result["data"].items():
         c, p = d["costs"], d["projection"]
         target = TARGET_HOURS.get(label)
@@ -345,5 +410,22 @@ def render_gpu_report(result: dict[str, Any], command: str) -> str:
                      k["launches"], "yes" if k["equal_to_host"] else "NO",
                      "yes" if k["exact"] else "no") for n, k in c["knn"].items()]), "",
         ]
+        q = c.get("quality")
+        if q:
+            host, dev = np.array(q["per_seed"]["host"]), np.array(q["per_seed"]["device"])
+            lines += [
+                f"Quality of the device's BPR-MF ({q['factors']} factors, learning rate "
+                f"{q['learning_rate']:g}, {q['epochs']} epochs, default layout; {q['seeds']} "
+                "seeds; means over the fold's users): "
+                f"{'within' if q['within'] else 'NOT within'} the host kernel's seed noise "
+                "floor (largest minus smallest host value).", "",
+                *table(["metric", "host kernel, mean (min-max)", "device, mean (min-max)",
+                        "gap", "host noise floor"],
+                       [(name, f"{host[:, m].mean():.4f} ({host[:, m].min():.4f}-"
+                               f"{host[:, m].max():.4f})",
+                         f"{dev[:, m].mean():.4f} ({dev[:, m].min():.4f}-{dev[:, m].max():.4f})",
+                         f"{q['gap'][m]:.4f}", f"{q['floor'][m]:.4f}")
+                        for m, name in enumerate(("P@10", "nDCG@10"))]), "",
+            ]
     lines += ["## Machine", "", *table(["item", "value"], list(result["machine"].items())), ""]
     return "\n".join(lines)

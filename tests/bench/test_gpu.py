@@ -68,7 +68,7 @@ def test_report_rendering():
     proj = {"core_hours": 0.5, "train_core_hours": 0.1, "eval_core_hours": 0.1,
             "knn_core_hours": 0.1, "write_core_hours": 0.1, "test_split_core_hours": 0.1}
     result = {"device": "Example device", "engine": "torch:cuda", "wall_seconds": 7.0,
-              "machine": {"cpu": "x"},
+              "machine": {"cpu": "x"}, "plan": {"datasets": ["ml-1m", "synth:amazon-movies"]},
               "data": {"ml-1m": {"note": "MovieLens 1M", "costs": costs, "projection": proj},
                        "amazon-movies": {"note": "synthetic", "costs": costs,
                                          "projection": dict(proj, core_hours=5.0)}}}
@@ -78,3 +78,7 @@ def test_report_rendering():
     assert "5.00 h on one device** (target < 4 h: NOT met)" in text
     assert "| 8 | 4 x 4096, 8 | 1.0000 | 1 | 2.000 |" in text
     assert "| userknn | 3.00 | 4.00 | 6 | yes | yes |" in text
+    assert "Incomplete" not in text
+    del result["data"]["amazon-movies"]  # a run stopped after its first data set says so
+    assert ("**Incomplete:** the run stopped after 1 of 2 data sets; 1 not measured."
+            in render_gpu_report(result, "python -m dptune.bench gpu"))
