@@ -202,7 +202,7 @@ def measure_device(eng: Any, fd: Any, plan: GpuPlan) -> dict[str, Any]:
             f", fit(k={max(ks)}) on the host {t_fit:.2f} s, every k on the device "
             f"{sum(per_k.values()):.2f} s" if show else ""))
         del model, growing
-    return {"bpr": bpr, "knn": knn, "write_part_seconds": write_part_cost(fd, 1),
+    return {"bpr": bpr, "knn": knn, "write_part_seconds": write_part_cost(fd, plan.repeats),
             "nnz": int(X.nnz), "users": int(len(fd.users)), "items": int(X.shape[1]),
             "quality": quality_check(eng, fd, plan) if plan.quality_seeds else None}
 
