@@ -35,3 +35,14 @@ def test_the_checker_catches_what_it_claims(tmp_path):
     assert "a DP not per 25 pairs" in problems
     assert "P used for a probability" in problems and "another DP scale" in problems
     assert "table3.md" in problems and "table4.csv" in problems
+
+
+def test_the_quickstart_report_is_consistent(tmp_path):
+    """The report of the README's first command (``dptune run experiments/quickstart.toml``,
+    as written, into a temporary folder) passes the checker: the report a new user reads first."""
+    from dptune.cli import main
+
+    exp = Path(__file__).parents[2] / "experiments" / "quickstart.toml"
+    assert main(["run", str(exp), "--results", str(tmp_path / "results"), "--reports",
+                 str(tmp_path / "reports"), "--no-progress"]) == 0
+    assert check_report(tmp_path / "reports") == []

@@ -79,8 +79,11 @@ grid of many configurations dominates the variance of a mean of many p-values. T
 variance follows ``V(G) = V + c / G``; the same group sums at ``G / 2`` and ``G / 4`` groups
 (coarser groupings with weights of their own, :func:`coarse_weights`) give ``V(G / 2)`` and
 ``V(G / 4)``, and ``s^2 = V / V(G)`` from the least-squares fit of the three
-(:func:`extrapolated_variance`), kept in ``[0.05, 1]``. ``P(A more discriminative than B) = (1/B) #{r : pbar°_A,r <
-pbar°_B,r}`` over the paired ``pbar°`` (ties count as "not better"). Its coverage is measured
+(:func:`extrapolated_variance`), kept in ``[0.05, 1]``. The interval uses ``s``; the
+comparisons between metrics or hyperparameters use the grouped replicates (``s = 1``), with
+which their claims hold the error rate in every case studied. ``P(A more discriminative than
+B) = (1/B) #{r : pbar°_A,r < pbar°_B,r}`` over the paired ``pbar°`` (ties count as "not
+better"). Its coverage is measured
 by :mod:`dptune.analysis.dp.coverage` (``docs/statistics.md``).
 """
 
