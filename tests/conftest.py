@@ -21,32 +21,23 @@ KNN_GRID = """
 values = [10, 20, 40]
 """
 
-BPR_GRID = """
-family = "bpr-mf"
-[params.factors]
-values = [8, 16]
-[params.iterations]
-values = [1, 2]
-[params.learning_rate]
-values = [0.05]
-[derived]
-user_reg = { from = "learning_rate", scale = 0.05 }
-item_reg = { from = "learning_rate", scale = 0.005 }
-"""
+
+def bpr_grid(factors, iterations, learning_rates) -> str:
+    """A BPR-MF grid file of these values, with the paper's regularisation derived from the
+    learning rate (user ``lr / 20``, item ``lr / 200``)."""
+    return ('family = "bpr-mf"\n'
+            f"[params.factors]\nvalues = {list(factors)}\n"
+            f"[params.iterations]\nvalues = {list(iterations)}\n"
+            f"[params.learning_rate]\nvalues = {list(learning_rates)}\n"
+            "[derived]\n"
+            'user_reg = { from = "learning_rate", scale = 0.05 }\n'
+            'item_reg = { from = "learning_rate", scale = 0.005 }\n')
+
+
+BPR_GRID = bpr_grid([8, 16], [1, 2], [0.05])
 
 # A 3 x 3 BPR-MF grid (9 units of 2 iterations): a design order of rounds of 3 units.
-BPR_3x3 = """
-family = "bpr-mf"
-[params.factors]
-values = [8, 16, 32]
-[params.iterations]
-values = [1, 2]
-[params.learning_rate]
-values = [0.05, 0.1, 0.2]
-[derived]
-user_reg = { from = "learning_rate", scale = 0.05 }
-item_reg = { from = "learning_rate", scale = 0.005 }
-"""
+BPR_3x3 = bpr_grid([8, 16, 32], [1, 2], [0.05, 0.1, 0.2])
 
 EXPERIMENT = """
 name = "{name}"
@@ -105,30 +96,27 @@ type = "bpr-mf"
 grid = "{bpr}"
 """
 SYNTH_KNN = "[params.k]\nvalues = [5, 10]\n"
-SYNTH_BPR = """family = "bpr-mf"
-[params.factors]
-values = [4, 8]
-[params.iterations]
-values = [1, 2]
-[params.learning_rate]
-values = [0.05]
-[derived]
-user_reg = { from = "learning_rate", scale = 0.05 }
-item_reg = { from = "learning_rate", scale = 0.005 }
-"""
+SYNTH_BPR = bpr_grid([4, 8], [1, 2], [0.05])
+
+
+def write_synthetic_ratings(path: Path, n_users: int, n_items: int, max_ratings: int) -> Path:
+    """A seeded synthetic ratings CSV (user, item, rating, timestamp): each of ``n_users``
+    users rates 12 to ``max_ratings - 1`` distinct items of ``n_items`` with ratings 1-5, at
+    increasing timestamps; returns ``path``."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for u in range(n_users):
+        items = rng.choice(n_items, size=int(rng.integers(12, max_ratings)), replace=False)
+        rows += [(u, int(i), float(rng.integers(1, 6)), 1000 + 10 * k + u)
+                 for k, i in enumerate(items)]
+    pd.DataFrame(rows, columns=["user", "item", "rating", "timestamp"]).to_csv(path, index=False)
+    return path
 
 
 def write_synthetic_experiment(directory: Path, name: str, sweep: str = "") -> Path:
     """Write the synthetic data set (120 users with 12-29 ratings each over 80 items, seeded),
     the grids and :data:`SYNTH_EXPERIMENT` into ``directory``; return the TOML's path."""
-    rng = np.random.default_rng(0)
-    rows = []
-    for u in range(120):
-        items = rng.choice(80, size=int(rng.integers(12, 30)), replace=False)
-        rows += [(u, int(i), float(rng.integers(1, 6)), 1000 + 10 * k + u)
-                 for k, i in enumerate(items)]
-    data = directory / "ratings.csv"
-    pd.DataFrame(rows, columns=["user", "item", "rating", "timestamp"]).to_csv(data, index=False)
+    data = write_synthetic_ratings(directory / "ratings.csv", 120, 80, 30)
     (directory / "knn.toml").write_text(SYNTH_KNN)
     (directory / "bpr.toml").write_text(SYNTH_BPR)
     cfg = directory / f"{name}.toml"

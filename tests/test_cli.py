@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import bpr_grid
 
 from dptune.cli import main
 
@@ -34,18 +35,7 @@ type = "bpr-mf"
 grid = "{bpr}"
 """
 
-BPR = """
-family = "bpr-mf"
-[params.factors]
-values = [8, 16]
-[params.iterations]
-values = [1, 3]
-[params.learning_rate]
-values = [0.05, 0.1]
-[derived]
-user_reg = { from = "learning_rate", scale = 0.05 }
-item_reg = { from = "learning_rate", scale = 0.005 }
-"""
+BPR = bpr_grid([8, 16], [1, 3], [0.05, 0.1])
 
 
 @pytest.fixture(scope="module")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import write_synthetic_ratings
 
 from dptune.cli import main
 
@@ -38,14 +39,7 @@ grid = "{grid}"
 def _experiment(d, *, seed=7, split="folds = 2", evaluation="cutoffs = [5, 10]", analysis="",
                 jobs=1, name="userknn",
                 type="userknn", grid="[params.k]\nvalues = [5, 10]\n"):
-    rng = np.random.default_rng(0)
-    rows = []
-    for u in range(60):
-        items = rng.choice(40, size=int(rng.integers(12, 25)), replace=False)
-        rows += [(u, int(i), float(rng.integers(1, 6)), 1000 + 10 * k + u)
-                 for k, i in enumerate(items)]
-    pd.DataFrame(rows, columns=["user", "item", "rating", "timestamp"]).to_csv(
-        d / "ratings.csv", index=False)
+    write_synthetic_ratings(d / "ratings.csv", 60, 40, 25)
     (d / "grid.toml").write_text(grid)
     cfg = d / "ranges.toml"
     cfg.write_text(EXPERIMENT.format(seed=seed, data=d / "ratings.csv", split=split,

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import bpr_grid
 from scipy import stats as sps
 
 from dptune._api import analyze_results
@@ -52,18 +53,7 @@ family = "userknn"
 values = [5, 10, 20, 40]
 """
 
-BPR = """
-family = "bpr-mf"
-[params.factors]
-values = [4, 16]
-[params.iterations]
-values = [1, 4]
-[params.learning_rate]
-values = [0.02, 0.1]
-[derived]
-user_reg = { from = "learning_rate", scale = 0.05 }
-item_reg = { from = "learning_rate", scale = 0.005 }
-"""
+BPR = bpr_grid([4, 16], [1, 4], [0.02, 0.1])
 
 
 def write_tiny_experiment(d: Path, n_users: int = 120) -> Path:

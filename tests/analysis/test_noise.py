@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import bpr_grid
 from scipy import stats as sps
 
 from dptune.analysis import noise as noise
@@ -220,18 +221,7 @@ type = "itemknn"
 grid = "{knn}"
 """
 
-BPR = """
-family = "bpr-mf"
-[params.factors]
-values = [4]
-[params.iterations]
-values = [1, 3]
-[params.learning_rate]
-values = [0.05]
-[derived]
-user_reg = { from = "learning_rate", scale = 0.05 }
-item_reg = { from = "learning_rate", scale = 0.005 }
-"""
+BPR = bpr_grid([4], [1, 3], [0.05])
 
 
 def _subset_csv(path: Path, n_users: int) -> None:
@@ -327,7 +317,7 @@ def test_real_bpr_randomised_aa_pvalues_are_uniform(tmp_path):
     from dptune.config import parse_experiment
 
     grid = tmp_path / "bpr.toml"
-    grid.write_text(BPR.replace("[1, 3]", "[5]"))
+    grid.write_text(bpr_grid([4], [5], [0.05]))
     exp = parse_experiment({"name": "calib", "seed": 9, "split": {"folds": 2},
                             "evaluation": {"cutoffs": [10]},
                             "algorithms": [{"name": "bpr-mf", "type": "bpr-mf",

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import EXPERIMENT, KNN_GRID
+from conftest import EXPERIMENT, KNN_GRID, bpr_grid
 
 from dptune.cli import main
 from dptune.config import load_experiment
@@ -17,18 +17,7 @@ from dptune.store._store import ResultStore
 from dptune.sweeper import plan, run_unit
 from dptune.sweeper.design import DESIGN_FILE, read_design
 
-BPR_2x2 = """
-family = "bpr-mf"
-[params.factors]
-values = [8, 16]
-[params.iterations]
-values = [1, 2]
-[params.learning_rate]
-values = [0.05, 0.1]
-[derived]
-user_reg = { from = "learning_rate", scale = 0.05 }
-item_reg = { from = "learning_rate", scale = 0.005 }
-"""
+BPR_2x2 = bpr_grid([8, 16], [1, 2], [0.05, 0.1])
 
 
 def _experiment(d: Path, name: str = "budget", sweep: str = "", stages: bool = False) -> Path:
