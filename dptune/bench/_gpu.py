@@ -37,7 +37,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -290,8 +290,7 @@ def gpu_main(argv: Sequence[str]) -> int:
             return 2
         plan = GPU_PLANS["device"]
     datasets = tuple(args.dataset) if args.dataset else plan.datasets
-    plan = GpuPlan(plan.name, datasets, args.factors or plan.factors, plan.ks, plan.repeats,
-                   quality_seeds=plan.quality_seeds)
+    plan = replace(plan, datasets=datasets, factors=args.factors or plan.factors)
     write = None
     if not args.simulate:
         out = Path(args.out) if args.out else REPO / "reports" / "benchmarks-gpu.md"
