@@ -116,6 +116,7 @@ __all__ = [
     "shared_share",
     "bootstrap_centres",
     "fold_replicate_means",
+    "fold_replicate_pvalues",
     "replicate_sum",
     "bootstrap_mean_p",
     "extrapolated_variance",
@@ -440,6 +441,20 @@ def ttest_pvalues(values: np.ndarray, rows_a: np.ndarray, rows_b: np.ndarray,
     dbar[constant] = dmin[constant]
     return point_pvalues(dbar, c2[:, None], constant, n)
 
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _replicate_p(s1w, s2w, ns, r, j, dbar, c2tot, size, constant,
+                 table):  # pragma: no cover - numba
+    """The p-value of pair ``j`` in replicate ``r`` (the module docstring's ``p_rj``)."""
+    if constant[j]:
+        return 1.0 if dbar[j] == 0.0 else 0.0
+    m = s1w[r, j] / ns
+    var = (s2w[r, j] - ns * m * m) / (ns - 1.0)
+    mean = m + dbar[j]
+    if var <= 1e-14 * c2tot[j]:
+        return 1.0 if abs(mean) <= 1e-9 * size[j] else 0.0
+    return _table_p(mean / np.sqrt(var / ns), table)
+
+
 @njit(cache=True, nogil=True, error_model="numpy", parallel=True)
 def _replicate_sums(s1w, s2w, nstar, dbar, c2tot, size, constant, mult, table,
                     out):  # pragma: no cover - numba
@@ -451,18 +466,18 @@ def _replicate_sums(s1w, s2w, nstar, dbar, c2tot, size, constant, mult, table,
             c = mult[r, j]
             if c == 0.0:
                 continue
-            if constant[j]:
-                p = 1.0 if dbar[j] == 0.0 else 0.0
-            else:
-                m = s1w[r, j] / ns
-                var = (s2w[r, j] - ns * m * m) / (ns - 1.0)
-                mean = m + dbar[j]
-                if var <= 1e-14 * c2tot[j]:
-                    p = 1.0 if abs(mean) <= 1e-9 * size[j] else 0.0
-                else:
-                    p = _table_p(mean / np.sqrt(var / ns), table)
-            acc += c * p
+            acc += c * _replicate_p(s1w, s2w, ns, r, j, dbar, c2tot, size, constant, table)
         out[r] = acc
+
+
+@njit(cache=True, nogil=True, error_model="numpy", parallel=True)
+def _replicate_pvalues(s1w, s2w, nstar, dbar, c2tot, size, constant, table,
+                       out):  # pragma: no cover - numba
+    n_boot, n_pairs = out.shape
+    for r in prange(n_boot):
+        for j in range(n_pairs):
+            out[r, j] = _replicate_p(s1w, s2w, nstar[r], r, j, dbar, c2tot, size, constant,
+                                     table)
 
 
 def shrink_factor(dbar: np.ndarray, c2: np.ndarray, constant: np.ndarray, n: int) -> float:
@@ -576,6 +591,26 @@ def bootstrap_centres(folds: Sequence[FoldMoments]) -> list[np.ndarray]:
     return [omega * common + (1.0 - omega) * f.shrunk for f in folds]
 
 
+def _group_products(moments: FoldMoments, n_boot: int, level: int | None
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(s1w, s2w, nstar)`` of the first ``n_boot`` replicates of a fold with a test: the
+    weighted group sums ``sum_g w_rg C1[j, g]``, ``sum_g w_rg C2[j, g]`` (``(n_boot, P)``, two
+    float32 products) and ``n*_r`` (module docstring), at the fine groups (``level`` None) or
+    at coarse grouping ``level``."""
+    m = moments
+    weights = m.weights if level is None else m.coarse[level]
+    c1t, c2t, sizes = m.c1t, m.c2t, np.diff(m.starts).astype(np.float64)
+    if level is not None:
+        labels = _coarse_labels(c1t.shape[0], weights.shape[1])
+        c1t = np.add.reduceat(c1t, np.searchsorted(labels, np.arange(weights.shape[1])), axis=0)
+        c2t = np.add.reduceat(c2t, np.searchsorted(labels, np.arange(weights.shape[1])), axis=0)
+        sizes = np.bincount(labels, weights=sizes, minlength=weights.shape[1])
+    weights = weights[:n_boot]
+    w = np.asarray(weights, dtype=np.float32)
+    nstar = np.asarray(weights, dtype=np.float64) @ sizes
+    return w @ c1t, w @ c2t, nstar
+
+
 def fold_replicate_means(moments: FoldMoments, weights_pairs: np.ndarray,
                          centre: np.ndarray, level: int | None = None) -> np.ndarray:
     """``reps[r] = (1/P) sum_j v_rj p_rj``: one fold's part of every replicate
@@ -591,24 +626,29 @@ def fold_replicate_means(moments: FoldMoments, weights_pairs: np.ndarray,
     n_boot = weights_pairs.shape[0] if level is None else coarse_replicates(weights_pairs.shape[0])
     if m.n < 2:  # no test: p = 1 in every replicate (such a fold has no coarse grouping)
         return np.ones(n_boot)
-    weights = m.weights if level is None else m.coarse[level]
     weights_pairs = weights_pairs[:n_boot]
     n_pairs = weights_pairs.shape[1]
-    c1t, c2t, sizes = m.c1t, m.c2t, np.diff(m.starts).astype(np.float64)
-    if level is not None:
-        labels = _coarse_labels(c1t.shape[0], weights.shape[1])
-        c1t = np.add.reduceat(c1t, np.searchsorted(labels, np.arange(weights.shape[1])), axis=0)
-        c2t = np.add.reduceat(c2t, np.searchsorted(labels, np.arange(weights.shape[1])), axis=0)
-        sizes = np.bincount(labels, weights=sizes, minlength=weights.shape[1])
-    w = np.asarray(weights, dtype=np.float32)
-    nstar = np.asarray(weights, dtype=np.float64) @ sizes
-    s1w = w @ c1t  # (B, P)
-    s2w = w @ c2t
+    s1w, s2w, nstar = _group_products(m, n_boot, level)
     out = np.zeros(n_boot)
     _replicate_sums(s1w, s2w, nstar, np.where(m.constant, m.dbar, centre), m.c2tot, m.size,
                     m.constant, np.ascontiguousarray(weights_pairs, dtype=np.float64),
                     _tail_table(m.n - 1), out)
     return out / n_pairs
+
+
+def fold_replicate_pvalues(moments: FoldMoments, centre: np.ndarray, rows: int) -> np.ndarray:
+    """``(rows, P)``: the p-value ``p_rj`` of every pair in each of the first ``rows``
+    replicates of one fold, at the fine groups (the terms that :func:`fold_replicate_means`
+    weighs and sums; all 1 for a fold without a test)."""
+    m = moments
+    rows = min(int(rows), m.weights.shape[0]) if m.n >= 2 else int(rows)
+    if m.n < 2:
+        return np.ones((rows, len(m.p)))
+    s1w, s2w, nstar = _group_products(m, rows, None)
+    out = np.empty((rows, len(m.p)))
+    _replicate_pvalues(s1w, s2w, nstar, np.where(m.constant, m.dbar, centre), m.c2tot,
+                       m.size, m.constant, _tail_table(m.n - 1), out)
+    return out
 
 
 def replicate_sum(folds: Sequence[FoldMoments], weights_pairs: np.ndarray,

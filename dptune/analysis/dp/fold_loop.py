@@ -200,7 +200,9 @@ class ScopeRun:
     holds a subset of its grid's units (:mod:`dptune.analysis.dp.units`) also gives
     ``designer`` (pairs -> their :class:`dptune.analysis.dp.units.PairDesign`) and ``units``
     (the algorithm's shared ``(B, m)`` unit multipliers): the pairs are weighted to stand for
-    the full grid's, the bootstrap resamples the units too, and a scope with an unsampled
+    the full grid's, the bootstrap resamples the units too, the interval's scale is put
+    together from the users', pairs' and units' parts of the variance, each counted once
+    (:func:`dptune.analysis.dp.units.grid_sample_scale`), and a scope with an unsampled
     stratum gets no interval.
     """
 
@@ -247,9 +249,14 @@ class ScopeRun:
                                       scope_seed(self.seed, f"{scope}|robust|{k}|bootstrap"))
                       if self.bootstrap and len(p) else None
                       for k, p in enumerate(self.pairs)]
+        # a store holding a subset of its grid's units: the pairs' own multipliers are kept
+        # for the interval's components of variance (units.grid_sample_scale)
+        self._pair_mult = self._mult[0]
         if self.designs is not None and self.bootstrap and units is not None:
             self._mult = [None if m is None else un.design_replicate_weights(d, units, m)
                           for d, m in zip(self.designs, self._mult, strict=True)]
+        else:
+            self._pair_mult = None
 
     def weights(self, repeat: int = 0) -> np.ndarray | None:
         """The post-stratification weights of repeat ``repeat``'s pairs in canonical order
@@ -327,7 +334,10 @@ class ScopeRun:
                         # (docs/statistics.md section 11); the interval is extrapolated
                         reps.append((mean_k, rs.interval_replicates(mean_k, raw)))
                         if k == 0:
-                            shrink = rs.ungrouped_scale(folds, self._mult[k], raw, centres)
+                            shrink = (rs.ungrouped_scale(folds, self._mult[k], raw, centres)
+                                      if self._pair_mult is None else
+                                      un.grid_sample_scale(folds, self.designs[0],
+                                                           self._pair_mult, raw, centres))
                             lo, hi = (sc.REFERENCE_P * x
                                       for x in rs.dp_interval(mean_k, raw, scale=shrink))
                     self.moments = {key: v for key, v in self.moments.items() if key[1] != mc}

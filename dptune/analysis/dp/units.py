@@ -44,8 +44,11 @@ so that the replicates stay paired. A within-unit pair of unit ``a`` weighs ``u_
 units ``a != b`` weighs ``u_ra u_rb`` (the bootstrap of a statistic over pairs of units), times
 the pair-sampling weight; within each stratum the weights are normalised back to the
 stratum's share, so each replicate is the same post-stratified estimator on resampled units
-and users. Its bias and coverage of the full grid's value are measured by simulation
-(``docs/statistics.md``).
+and users. The claims read these replicates as they are (conservative); the interval reads
+them with a spread put together from the users', pairs' and units' parts of the variance,
+each counted once (:func:`grid_sample_scale`, :func:`unit_variance`): resampling the three at
+once counts every pair's own part and noise several times. Its bias and coverage of the full
+grid's value are measured by simulation (``docs/statistics.md``).
 """
 
 from __future__ import annotations
@@ -61,7 +64,8 @@ import pandas as pd
 from dptune.errors import input_error
 
 __all__ = ["UNSAMPLED_TOLERANCE", "GRID_SAMPLE_COLUMNS", "UnitSample", "unit_sample",
-           "PairDesign", "pair_design", "unit_multipliers", "design_replicate_weights"]
+           "PairDesign", "pair_design", "unit_multipliers", "design_replicate_weights",
+           "NOISE_ROWS", "unit_variance", "grid_sample_scale"]
 
 #: A scope whose full-grid pairs in unsampled strata exceed this share gets no interval and no
 #: claim (its DP is the estimate over the strata sampled, flagged). Zero: any unsampled stratum.
@@ -234,7 +238,8 @@ class PairDesign:
     pair's stratum; ``share`` stratum -> its share of the sampled strata (``N_s / N'``);
     ``unit_a``, ``unit_b`` ``(P,)``: the positions of the pair's units among the units present;
     ``unsampled``: the full grid's share of the scope's pairs in strata with no pair among the
-    units present."""
+    units present; ``units``, ``units_total``: the units present and the full grid's (``m``,
+    ``M``)."""
 
     weights: np.ndarray
     strata: np.ndarray
@@ -242,6 +247,8 @@ class PairDesign:
     unit_a: np.ndarray
     unit_b: np.ndarray
     unsampled: float
+    units: int
+    units_total: int
 
     @property
     def gets_interval(self) -> bool:
@@ -265,9 +272,10 @@ def pair_design(sample: UnitSample, pairs: np.ndarray, kind: str, hyperparameter
     strata = ((ca == cb) * (1 << np.arange(d))).sum(axis=1).astype(np.int64)
     unit_a, unit_b = sample.position[ca[:, -1]], sample.position[cb[:, -1]]
     n_p = len(pairs)
+    m, m_total = len(sample.present), len(sample.units)
     if kind == "only" or not n_p:
         return PairDesign(np.ones(n_p), strata, {int(s): 1.0 for s in np.unique(strata)},
-                          unit_a, unit_b, 0.0)
+                          unit_a, unit_b, 0.0, m, m_total)
     key = f"{hyperparameter}={value}" if kind == "value" else "all"
     if key not in sample.counts:
         population = codes
@@ -288,7 +296,7 @@ def pair_design(sample: UnitSample, pairs: np.ndarray, kind: str, hyperparameter
     # but the sample of pairs missed (a small share of the pairs there) passes its share on
     unsampled = sum(n for s, n in full.items() if s not in present)
     return PairDesign(weights, strata, share, unit_a, unit_b,
-                      max(0.0, unsampled / total) if total else 0.0)
+                      max(0.0, unsampled / total) if total else 0.0, m, m_total)
 
 
 def unit_multipliers(n_boot: int, m: int, total: int, seed: int) -> np.ndarray:
@@ -322,3 +330,156 @@ def design_replicate_weights(design: PairDesign, units: np.ndarray,
                                                   * (share / tot[ok])[:, None])
         kept += np.where(ok, share, 0.0)
     return n_p * out / np.where(kept > 0, kept, 1.0)[:, None]
+
+
+#: Replicates whose per-pair p-values give the noise that :func:`grid_sample_scale` takes out
+#: of the units' part (an average over them; its own error is a few percent of that part).
+NOISE_ROWS = 200
+
+
+def unit_variance(design: PairDesign, p: np.ndarray) -> np.ndarray:
+    """The units' part of the variance of a scope's post-stratified mean p-value: what drawing
+    another sample of units would change, estimated without the pairs' own parts; ``p``
+    ``(P,)`` or ``(R, P)`` (each row one set of the scope's p-values, in the design's pair
+    order), one value per row.
+
+    With ``c_j = share_s / n_s`` the weight of pair ``j`` in the estimate ``sum_s share_s
+    pbar_s``, ``e_j = p_j - pbar_s`` its deviation from its stratum's mean and ``I_k = sum_{j
+    holds k} c_j e_j`` the first-order effect of unit ``k`` (a pair of two units counts in
+    both, a within-unit pair in its one unit), resampling the ``m`` units present out of ``M``
+    gives ``(1 - m/M) sum_k I_k^2`` (the multinomial bootstrap over units). Each ``I_k^2``
+    holds the squares ``(c_j e_j)^2`` of the unit's own pairs: the part of a pair's p-value
+    that is its own (how far *these two* configurations are apart beyond their units' effects,
+    and the users' noise on them), which the estimate holds once, through its sample of pairs,
+    not through its units. Without them what is left are products of two different pairs that
+    share unit ``k``, whose expectation is the unit's effect squared times ``(sum_j c_j)^2 -
+    sum_j c_j^2`` instead of ``(sum_j c_j)^2``; rescaled by the ratio of the two, and by
+    ``m (m - 1) / ((m - 2) (m - 4))`` for the deviations being taken from the sample's own
+    stratum means (exact when every pair of the units present is tested; within 0.97-1.15 of
+    the actual variance with sampled pairs, ``tests/analysis/dp/test_units.py``):
+
+        V_units = (1 - m/M) m (m - 1) / ((m - 2) (m - 4))
+                  sum_k (I_k^2 - sum_{j holds k} (c_j e_j)^2) C_k^2 / (C_k^2 - Q_k),
+        C_k = sum_{j holds k} c_j,   Q_k = sum_{j holds k} c_j^2
+
+    (for a scope of one stratum with every pair, ``(4/m) (1 - m/M) zeta_1``: the first-order
+    variance of a U-statistic of order two, ``zeta_1`` estimated without bias). A unit with a
+    single pair adds nothing (nothing to pair it with). With 4 units or fewer the factor does
+    not exist and the diagonal is kept: ``(1 - m/M) sum_k I_k^2``, which counts the pairs' own
+    parts too (wider, never narrower). It can be negative when the units' effects are small;
+    :func:`grid_sample_scale` keeps ``max(0, .)``.
+    """
+    p = np.atleast_2d(np.asarray(p, dtype=np.float64))
+    m = design.units
+    if not p.shape[1] or m >= design.units_total:
+        return np.zeros(p.shape[0])
+    finite = 1.0 - m / design.units_total
+    sums, effect = _unit_sums(design, p)
+    # the same sums for one unit's effect alone, unit by unit: their total is the expectation
+    # of the sums when every unit has an independent effect of variance 1
+    between = design.unit_a != design.unit_b
+    alone = np.zeros((m, len(between)))
+    alone[design.unit_a, np.arange(len(between))] = 1.0
+    alone[design.unit_b[between], np.flatnonzero(between)] += 1.0
+    expected = float(_unit_sums(design, alone)[0].sum())
+    target = float((_unit_weights(design) ** 2).sum())
+    if m <= 4 or not expected > 0.0:
+        return finite * (effect ** 2).sum(axis=0)
+    return finite * sums * (target / expected)
+
+
+def _unit_weights(design: PairDesign) -> np.ndarray:
+    """``C_k = sum_{j holds k} c_j``: each unit's weight in the estimate."""
+    c = np.zeros(len(design.strata))
+    for s, share in design.share.items():
+        cols = design.strata == s
+        c[cols] = share / cols.sum()
+    return _per_unit(design, c)
+
+
+def _per_unit(design: PairDesign, values: np.ndarray) -> np.ndarray:
+    """Sum of ``values`` (first axis: the pairs) over the pairs that hold each unit."""
+    between = np.flatnonzero(design.unit_a != design.unit_b)
+    out = np.zeros((design.units,) + values.shape[1:])
+    np.add.at(out, design.unit_a, values)
+    np.add.at(out, design.unit_b[between], values[between])
+    return out
+
+
+def _unit_sums(design: PairDesign, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(S, I)`` of :func:`unit_variance` for the rows of ``p`` ``(R, P)``: ``S_r = sum_k
+    (I_rk^2 - sum_{j holds k} (c_j e_rj)^2 + D_rk)`` and the effects ``I`` ``(m, R)``."""
+    n_rows = p.shape[0]
+    ce = np.zeros_like(p)
+    centring = np.zeros((design.units, n_rows))
+    for s, share in design.share.items():
+        cols = design.strata == s
+        n_s = int(cols.sum())
+        block = p[:, cols]
+        ce[:, cols] = (share / n_s) * (block - block.mean(axis=1, keepdims=True))
+        if n_s > 1:
+            held = _per_unit(design, cols.astype(np.float64))
+            centring += ((share / n_s) ** 2 * held * (held - 1.0) / n_s)[:, None] \
+                * block.var(axis=1, ddof=1)
+    effect = _per_unit(design, ce.T)
+    own = _per_unit(design, (ce ** 2).T)
+    return (effect ** 2 - own + centring).sum(axis=0), effect
+
+
+def grid_sample_scale(folds: Sequence[Any], design: PairDesign, pair_weights: np.ndarray,
+                      replicates: np.ndarray, centres: Sequence[np.ndarray]) -> float:
+    """``s = sqrt(V / V*)``: by how much the errors of the replicates that resample users,
+    units and pairs at once (``replicates``, their mean p-values ``pbar*``: variance ``V*``)
+    must shrink to have the variance ``V`` of the estimate of a store holding a subset of its
+    grid's units. The interval reads them as the full grid's are read, with this ``s`` in place
+    of :func:`dptune.analysis.dp.bootstrap.ungrouped_scale`.
+
+    Why: the three resamplings are crossed, and each counts what varies from pair to pair once
+    more. A pair's p-value is the sum of its units' effects, its own part (how far its two
+    configurations are apart beyond their units' effects) and the users' noise on it. A pair
+    of units weighs ``u_a u_b``, so the unit multipliers count the own part and the noise of
+    every pair through both its units, the pair multipliers count the noise once more, and the
+    users' resampling counts it as it should; on the synthetic grid of ``docs/statistics.md``
+    the interval was twice as wide as the estimate's error. The variance is therefore put
+    together from its components, each counted once:
+
+    - **users**: the replicates with the units and pairs fixed (every pair at its
+      post-stratification weight), extrapolated to ungrouped users as the full grid's are
+      (:func:`dptune.analysis.dp.bootstrap.ungrouped_scale`): the users' part, the noise on
+      every pair included;
+    - **pairs**: the pair multipliers alone (``pair_weights``, normalised within the strata) on
+      the point p-values, less their mean on the p-value deviations of each of the first
+      :data:`NOISE_ROWS` user replicates from the replicates' mean (the users' noise on every
+      pair, which the users' part holds already): the pair sample's part, kept at 0 or more;
+    - **units**: :func:`unit_variance` of the point p-values (pairs' own parts dropped) less its
+      mean over the same deviations (the users' noise on pairs that share a configuration),
+      kept at 0 or more.
+
+    ``V = users + pairs + units``; ``s^2 = V / V*`` kept in ``[MIN_VARIANCE_RATIO, 1]``. All
+    on the mean-p scale (a ratio of variances, the same on the logit scale where the interval
+    is read, to first order). 1 when the replicates do not vary."""
+    from dptune.analysis.dp import bootstrap as rs
+
+    reps = np.asarray(replicates, dtype=np.float64)
+    total = float(np.var(reps, ddof=1)) if len(reps) > 1 else 0.0
+    if not total > 0.0:
+        return 1.0
+    n_folds = len(folds)
+    n_boot, n_p = pair_weights.shape
+    fixed = np.broadcast_to(design.weights, (n_boot, n_p))
+    fixed_reps = rs.replicate_sum(folds, fixed, centres=centres) / n_folds
+    users = float(np.var(fixed_reps, ddof=1)) * rs.ungrouped_scale(
+        folds, fixed, fixed_reps, centres) ** 2
+    point = np.mean([f.p for f in folds], axis=0)
+    pairs_only = design_replicate_weights(design, np.ones((n_boot, design.units)),
+                                          pair_weights)
+    rows = [rs.fold_replicate_pvalues(f, c, NOISE_ROWS) for f, c in zip(folds, centres,
+                                                                       strict=True)]
+    p_reps = np.mean(rows, axis=0)
+    k = p_reps.shape[0]
+    noise = (p_reps - p_reps.mean(axis=0)) * np.sqrt(k / (k - 1.0)) if k > 1 else p_reps * 0
+    pairs = float(np.var(pairs_only @ point / n_p, ddof=1)) - float(
+        np.var(pairs_only[:NOISE_ROWS] @ noise.T / n_p, axis=0, ddof=1).mean())
+    units = float(unit_variance(design, point)[0] - unit_variance(design, noise).mean())
+    ratio = (users + max(pairs, 0.0) + max(units, 0.0)) / total
+    return float(np.sqrt(np.clip(ratio, rs.MIN_VARIANCE_RATIO, 1.0)))

@@ -60,6 +60,14 @@ def test_one_user_per_group_is_the_exact_user_bootstrap():
     shifted[2:] += (k - 1.0) * d[2:].mean(axis=1, keepdims=True)
     want = resampled_ttest_pvalues(shifted, counts)  # (P, B): the exact user bootstrap
     assert np.allclose(reps, (mult * want.T).sum(axis=1) / P, atol=2e-6)
+    # the per-pair p-values of the first replicates: the exact bootstrap's, and the terms
+    # that the replicates weigh and sum
+    each = rs.fold_replicate_pvalues(moments, rs.bootstrap_centres([moments])[0], 20)
+    assert each.shape == (20, P)
+    assert np.allclose(each, want.T[:20], atol=2e-6)
+    np.testing.assert_allclose((mult[:20] * each).sum(axis=1) / P, reps[:20], rtol=1e-12)
+    assert rs.fold_replicate_pvalues(moments, rs.bootstrap_centres([moments])[0], 10**6
+                                     ).shape == (B, P)
     assert np.allclose(p[2:], st.ttest_rel(d[2:], np.zeros_like(d[2:]), axis=1).pvalue,
                        atol=1e-12)
     assert p[0] == 1.0 and p[1] == 0.0

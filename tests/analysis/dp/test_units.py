@@ -174,3 +174,103 @@ def test_the_estimator_is_unbiased_over_equal_probability_unit_samples():
         estimates.append(np.dot(design.weights, p) / len(p))
     assert full_sample.complete
     assert np.mean(estimates) == pytest.approx(truth, abs=0.004)
+
+
+def _naive_unit_variance(design: un.PairDesign, p: np.ndarray) -> float:
+    """The estimator written as its definition, pair of pairs by pair of pairs: the products of
+    two different pairs that hold one unit (plus, for two of one stratum, that stratum's
+    variance over its number of pairs), summed over the units; scaled by the first-order
+    weights' total over the same sum for independent unit effects of variance 1."""
+    m, n_p = design.units, len(p)
+    between = design.unit_a != design.unit_b
+
+    def raw(x: np.ndarray) -> float:
+        c, e, v, n = np.zeros(n_p), np.zeros(n_p), {}, {}
+        for s, share in design.share.items():
+            cols = design.strata == s
+            c[cols] = share / cols.sum()
+            e[cols] = x[cols] - x[cols].mean()
+            n[s] = int(cols.sum())
+            v[s] = x[cols].var(ddof=1) if n[s] > 1 else 0.0
+        total = 0.0
+        for k in range(m):
+            held = [j for j in range(n_p) if k in (design.unit_a[j], design.unit_b[j])]
+            for j in held:
+                for i in held:
+                    if i != j:
+                        same = design.strata[i] == design.strata[j]
+                        total += c[j] * c[i] * (e[j] * e[i]
+                                                + (v[design.strata[j]] / n[design.strata[j]]
+                                                   if same else 0.0))
+        return total
+
+    weights = np.zeros(m)
+    for j in range(n_p):
+        for k in {int(design.unit_a[j]), int(design.unit_b[j])}:
+            weights[k] += design.share[int(design.strata[j])] / (design.strata ==
+                                                                 design.strata[j]).sum()
+    expected = 0.0
+    for k in range(m):
+        alone = (design.unit_a == k).astype(float) + ((design.unit_b == k) & between)
+        expected += raw(alone)
+    return (1 - m / design.units_total) * raw(p) * (weights ** 2).sum() / expected
+
+
+def test_unit_variance_equals_its_definition_and_a_hand_computed_case():
+    configs, units = _grid(3, 4, 2)
+    sample = _sample(configs, units, [0, 1, 3, 4, 8, 10, 11])
+    pairs = np.array(list(combinations(sample.present_configs, 2)))
+    pairs = pairs[np.random.default_rng(2).random(len(pairs)) < 0.6]
+    design = un.pair_design(sample, pairs, "all")
+    p = np.random.default_rng(3).random((4, len(pairs)))
+    got = un.unit_variance(design, p)
+    assert got.shape == (4,)
+    for r in range(4):
+        assert got[r] == pytest.approx(_naive_unit_variance(design, p[r]), rel=1e-10)
+    # by hand, 3 of 6 one-configuration units (4 or fewer: the diagonal is kept), one stratum,
+    # pairs (0,1) (0,2) (1,2) with p = 0.1, 0.4, 0.7: c = 1/3, e = -0.3, 0, 0.3; I_0 = (-0.3 +
+    # 0) / 3, I_1 = (-0.3 + 0.3) / 3, I_2 = (0 + 0.3) / 3; (1 - 3/6) (0.01 + 0 + 0.01)
+    one = pd.DataFrame({"config_id": range(6), "factors": range(6)})
+    small = un.UnitSample("m", tuple((k,) for k in range(6)), np.arange(3), 0, one,
+                          ("factors",))
+    d = un.pair_design(small, np.array([[0, 1], [0, 2], [1, 2]]), "all")
+    assert un.unit_variance(d, np.array([0.1, 0.4, 0.7]))[0] == pytest.approx(0.01)
+    # every unit present: no unit part
+    full = _sample(configs, units, range(12))
+    all_pairs = np.array(list(combinations(full.present_configs, 2)))
+    assert un.unit_variance(un.pair_design(full, all_pairs, "all"), np.ones(len(all_pairs)))[0] \
+        == 0.0
+
+
+def test_unit_variance_counts_the_units_and_not_the_pairs_own_parts():
+    """Pairs of one-configuration units whose value is the units' effects plus a large part of
+    their own (independent from pair to pair, sd four times the effects'): over simple random
+    samples of m of M units and samples of their pairs, the estimator's mean is the variance
+    that drawing the units gives the estimate (within the Monte Carlo error), where the units'
+    first-order spread with the diagonal kept (what the multinomial bootstrap over
+    units measures) also counts the pairs' own parts, several times over."""
+    big = 60
+    rng = np.random.default_rng(5)
+    effect = rng.normal(0.0, 0.05, big)
+    configs = pd.DataFrame({"config_id": range(big), "x": range(big)})
+    units = tuple((k,) for k in range(big))
+    for m, n_pairs in ((20, 190), (20, 60), (40, 200), (10, 45)):
+        estimated, with_diagonal = [], []
+        for _ in range(400):
+            present = np.sort(rng.choice(big, m, replace=False))
+            sample = un.UnitSample("m", units, present, 0, configs, ("x",))
+            every = np.array(list(combinations(present, 2)))
+            pairs = every[np.sort(rng.choice(len(every), n_pairs, replace=False))]
+            design = un.pair_design(sample, pairs, "all")
+            p = effect[pairs[:, 0]] + effect[pairs[:, 1]] + rng.normal(0.0, 0.2, len(pairs))  # each pair's own part
+            estimated.append(un.unit_variance(design, p)[0])
+            ce = (p - p.mean()) / len(p)
+            effects = np.zeros(m)
+            np.add.at(effects, design.unit_a, ce)
+            np.add.at(effects, design.unit_b, ce)
+            with_diagonal.append((1 - m / big) * np.sum(effects ** 2))
+        # the units' part: the variance, over the samples of units, of the mean over every
+        # pair of the sample (what a sample of pairs estimates), 2 x the units' mean effect
+        actual = 4 * (1 - m / big) * np.var(effect, ddof=1) / m
+        assert 0.8 < np.mean(estimated) / actual < 1.3, (m, n_pairs)
+        assert np.mean(with_diagonal) > 1.3 * actual, (m, n_pairs)
