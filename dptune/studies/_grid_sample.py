@@ -30,12 +30,19 @@ bias), the mean **half-width** of the interval, ``|bias|`` over the half-width, 
 **coverage** (share of intervals holding ``theta``), with its Monte Carlo sd
 ``sqrt(c (1 - c) / R)``. All on the
 scale of DP per 25 pairs. Every draw is seeded from ``(seed, case, replication)``.
+
+**On real data** (:func:`real_grid_sample_study`): a store that holds a grid in full is the
+truth, and prefixes of whole rounds of fresh design orders of its units are analysed as the
+stores a budget would leave (its users fixed: what varies is the sample of units and pairs).
+``experiments/grid-sample-check-ml100k.toml`` is such a store (BPR-MF 5 x 5 x 14 on
+MovieLens-100K, 10 folds); its numbers are in ``docs/statistics.md`` section 16.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -50,6 +57,7 @@ from dptune.errors import check_int
 from dptune.sweeper.design import design_order
 
 __all__ = ["GridCase", "GRID_SAMPLE_COLUMNS", "FULL_GRID_CASES", "QUICK_GRID_CASES",
+           "REAL_GRID_SAMPLE_COLUMNS", "real_grid_sample_study",
            "replicate", "grid_sample_study"]
 
 GRID_SAMPLE_COLUMNS = ["case", "units_total", "configs_total", "rounds", "units", "budget",
@@ -209,3 +217,112 @@ def grid_sample_study(cases: Sequence[GridCase] = FULL_GRID_CASES, replications:
                     "below": float((hi < theta).mean()), "above": float((lo > theta).mean()),
                 })
     return pd.DataFrame(rows, columns=GRID_SAMPLE_COLUMNS)
+
+
+#: real_grid_sample_study's summary: one row per budget.
+REAL_GRID_SAMPLE_COLUMNS = ["algorithm", "rounds", "units", "units_total", "budget", "designs",
+                            "metric_cutoffs", "mean_abs_bias", "max_abs_bias",
+                            "max_abs_bias_over_se", "design_sd", "full_half_width",
+                            "mean_half_width", "expected_half_width", "width_ratio",
+                            "coverage_of_full"]
+
+
+class _UnitsView:
+    """A result store seen as if it held only ``units`` of ``algorithm``'s grid (its trials
+    of other units dropped; every other read goes to the store)."""
+
+    def __init__(self, store: Any, algorithm: str, units: set[str]) -> None:
+        self._store, self._algorithm, self._units = store, algorithm, set(units)
+
+    def trials(self) -> pd.DataFrame:
+        t = self._store.trials()
+        keep = (t["algorithm"] != self._algorithm) | t["unit"].astype(str).isin(self._units)
+        return t[keep]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
+def _scope_all(estimate: Any, algorithm: str) -> pd.DataFrame:
+    t = estimate.table
+    t = t[(t["algorithm"] == algorithm) & (t["scope"] == "all")]
+    return t.set_index(["metric", "cutoff"])[["dp_per_25", "ci_low", "ci_high"]]
+
+
+def real_grid_sample_study(results: str | Path, algorithm: str = "bpr-mf",
+                           rounds: Sequence[int] = (2, 3, 4), designs: int = 20,
+                           seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The grid sample on real data: a store holding ``algorithm``'s *full* grid is the truth;
+    for ``designs`` fresh design orders of its units (seeded from ``seed``) and each budget of
+    whole ``rounds``, the analysis of the store seen as holding only that prefix is compared
+    with it, scope ``all`` of every metric@N, with the experiment's own analysis options
+    (stability repeats off: they do not change the interval).
+
+    The users are the store's own in every analysis, so what varies from design to design is
+    the sample of units and pairs; the interval also holds the users' part, which does not vary
+    here. The check is therefore: (1) **bias**: the mean over the designs of the budgeted DP
+    minus the full grid's DP over *every* pair of the scope (bootstrap off), per metric@N,
+    against its Monte Carlo se (``max_abs_bias_over_se``); (2) **width**: the budgeted
+    interval's mean half-width against ``sqrt(h_full^2 + (1.96 sd_design)^2)``, the full grid's
+    own half-width (users and pairs, its default analysis) combined with the spread the
+    designs actually show (``width_ratio``; 1 when the interval adds for the units what the
+    units actually add); (3) how often the budgeted interval holds the full grid's value
+    (``coverage_of_full``, above 95% here by construction: the users' part does not vary).
+
+    Returns ``(per design, summary)``: one row per design, budget and metric@N (estimate,
+    interval, truth), and one row per budget of :data:`REAL_GRID_SAMPLE_COLUMNS` (DP per 25
+    pairs; sd and bias averaged over the metric@Ns, the largest bias beside)."""
+    from dptune.analysis.dp.fold_loop import run_fold_loop
+    from dptune.analysis.options import AnalysisOptions
+    from dptune.store._store import ResultStore
+    from dptune.sweeper.design import read_design
+
+    store = ResultStore(results)
+    man = store.manifest()
+    base = AnalysisOptions.resolve(man)
+    base = base.replace(seed=man["seeds"]["analysis"] if base.seed is None else base.seed,
+                        stability=1)
+    n_configs = len(store.configs(algorithm))
+    every = n_configs * (n_configs - 1) // 2
+    truth = _scope_all(run_fold_loop(store, base.replace(pairs=every, bootstrap=0),
+                                     algorithms=[algorithm]), algorithm)["dp_per_25"]
+    full = _scope_all(run_fold_loop(store, base, algorithms=[algorithm]), algorithm)
+    full_half = float(((full["ci_high"] - full["ci_low"]) / 2).mean())
+    recorded = read_design(results).algorithms[algorithm]
+    positions = design_order(recorded.sizes, recorded.seed).points
+    unit_at = {positions[u.position]: u.unit for u in recorded.units}
+    rows = []
+    for d in range(check_int(designs, "grid sample study", "designs", 2)):
+        d_seed = _seed(seed, 0, d)
+        order = design_order(recorded.sizes, d_seed)
+        for r in rounds:
+            n_units = order.round_ends[min(r, order.rounds) - 1]
+            view = _UnitsView(store, algorithm, {unit_at[p] for p in order.points[:n_units]})
+            got = _scope_all(run_fold_loop(view, base.replace(seed=d_seed % 2**31),
+                                           algorithms=[algorithm]), algorithm)
+            for (metric, cutoff), row in got.iterrows():
+                rows.append({"design": d, "rounds": r, "units": n_units, "metric": metric,
+                             "cutoff": cutoff, "estimate": row["dp_per_25"],
+                             "ci_low": row["ci_low"], "ci_high": row["ci_high"],
+                             "truth": float(truth.loc[(metric, cutoff)])})
+    per = pd.DataFrame(rows)
+    summary = []
+    for r, g in per.groupby("rounds"):
+        by_mc = g.groupby(["metric", "cutoff"])
+        bias = by_mc["estimate"].mean() - by_mc["truth"].first()
+        sd = by_mc["estimate"].std(ddof=1)
+        half = float(((g["ci_high"] - g["ci_low"]) / 2).mean())
+        design_sd = float(np.sqrt((sd ** 2).mean()))
+        expected = float(np.sqrt(full_half ** 2 + (1.96 * design_sd) ** 2))
+        held = (g["ci_low"] <= g["truth"]) & (g["truth"] <= g["ci_high"])
+        n_units = int(g["units"].iloc[0])
+        summary.append({
+            "algorithm": algorithm, "rounds": int(r), "units": n_units,
+            "units_total": len(recorded.units), "budget": n_units / len(recorded.units),
+            "designs": int(g["design"].nunique()), "metric_cutoffs": len(by_mc),
+            "mean_abs_bias": float(bias.abs().mean()), "max_abs_bias": float(bias.abs().max()),
+            "max_abs_bias_over_se": float((bias.abs() / (sd / np.sqrt(by_mc.size()))).max()),
+            "design_sd": design_sd, "full_half_width": full_half, "mean_half_width": half,
+            "expected_half_width": expected, "width_ratio": half / expected,
+            "coverage_of_full": float(held.mean())})
+    return per, pd.DataFrame(summary, columns=REAL_GRID_SAMPLE_COLUMNS)
