@@ -327,8 +327,14 @@ class ScopeRun:
                         mean_k = float(self.means[(k, mc)].mean())
                         folds = self.moments[(k, mc)]
                         centres = rs.bootstrap_centres(folds)
-                        raw = rs.replicate_sum(folds, self._mult[k], centres=centres) \
-                            / self.n_folds
+                        if k == 0 and self._pair_mult is not None:
+                            # a subset of the grid's units: every replicate's p-value of
+                            # every pair, for the replicates and their parts of the variance
+                            p_reps = un.replicate_pvalues(folds, centres, self.bootstrap)
+                            raw = (self._mult[k] * p_reps).sum(axis=1) / p_reps.shape[1]
+                        else:
+                            raw = rs.replicate_sum(folds, self._mult[k], centres=centres) \
+                                / self.n_folds
                         # the claims (draws) compare the grouped replicates, unshrunk: with
                         # the extrapolated ones their error rate rose to 7.0% in one null case
                         # (docs/statistics.md section 11); the interval is extrapolated
@@ -337,7 +343,8 @@ class ScopeRun:
                             shrink = (rs.ungrouped_scale(folds, self._mult[k], raw, centres)
                                       if self._pair_mult is None else
                                       un.grid_sample_scale(folds, self.designs[0],
-                                                           self._pair_mult, raw, centres))
+                                                           self._pair_mult, raw, centres,
+                                                           p_reps))
                             lo, hi = (sc.REFERENCE_P * x
                                       for x in rs.dp_interval(mean_k, raw, scale=shrink))
                     self.moments = {key: v for key, v in self.moments.items() if key[1] != mc}
@@ -457,12 +464,14 @@ def _check_bootstrap_fits(alg: str, boot: int, boxed: Sequence[Scope], repeats: 
     """Refuse, before any fold is read, a bootstrap whose arrays cannot fit in this machine's
     memory: the float64 replicate weights ``(B, P)`` of every pair set with an interval (two
     of them for a store holding a subset of its units) and the two float32 ``(B, P)`` products
-    of the largest one, per fold and metric (:func:`dptune._resources.check_fits`)."""
+    of the largest one, per fold and metric, and for a subset two float64 ``(B, P)`` matrices of
+    every replicate's p-values (:func:`dptune._resources.check_fits`)."""
     if not boot or not boxed:
         return
     kept = sum(s.n_pairs * (repeats if s.sampled else 1) for s in boxed)
     largest = max(s.n_pairs for s in boxed)
-    nbytes = 8.0 * boot * kept * (2 if subset else 1) + 8.0 * boot * largest
+    nbytes = 8.0 * boot * kept * (2 if subset else 1) + 8.0 * boot * largest * (3 if subset
+                                                                                  else 1)
     check_fits(nbytes, "analysis", "bootstrap", f"{alg}: the bootstrap of {boot:,} replicates "
                f"over {kept:,} pairs")
 

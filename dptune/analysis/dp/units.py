@@ -65,7 +65,7 @@ from dptune.errors import input_error
 
 __all__ = ["UNSAMPLED_TOLERANCE", "GRID_SAMPLE_COLUMNS", "UnitSample", "unit_sample",
            "PairDesign", "pair_design", "unit_multipliers", "design_replicate_weights",
-           "NOISE_ROWS", "unit_variance", "grid_sample_scale"]
+           "NOISE_ROWS", "unit_variance", "replicate_pvalues", "grid_sample_scale"]
 
 #: A scope whose full-grid pairs in unsampled strata exceed this share gets no interval and no
 #: claim (its DP is the estimate over the strata sampled, flagged). Zero: any unsampled stratum.
@@ -426,8 +426,25 @@ def _unit_sums(design: PairDesign, p: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return (effect ** 2 - own + centring).sum(axis=0), effect
 
 
+def replicate_pvalues(folds: Sequence[Any], centres: Sequence[np.ndarray],
+                      n_boot: int) -> np.ndarray:
+    """``(B, P)``: every replicate's p-value of every pair, averaged over the folds
+    (:func:`dptune.analysis.dp.bootstrap.fold_replicate_pvalues`). The replicate of pair
+    weights ``v`` ``(B, P)`` is ``(v * this).sum(axis=1) / P``: the pair weights are the same in
+    every fold."""
+    from dptune.analysis.dp import bootstrap as rs
+
+    out: np.ndarray | None = None
+    for f, c in zip(folds, centres, strict=True):
+        each = rs.fold_replicate_pvalues(f, c, n_boot)
+        out = each if out is None else out + each
+    assert out is not None
+    return out / len(folds)
+
+
 def grid_sample_scale(folds: Sequence[Any], design: PairDesign, pair_weights: np.ndarray,
-                      replicates: np.ndarray, centres: Sequence[np.ndarray]) -> float:
+                      replicates: np.ndarray, centres: Sequence[np.ndarray],
+                      p_reps: np.ndarray) -> float:
     """``s = sqrt(V / V*)``: by how much the errors of the replicates that resample users,
     units and pairs at once (``replicates``, their mean p-values ``pbar*``: variance ``V*``)
     must shrink to have the variance ``V`` of the estimate of a store holding a subset of its
@@ -444,12 +461,13 @@ def grid_sample_scale(folds: Sequence[Any], design: PairDesign, pair_weights: np
     together from its components, each counted once:
 
     - **users**: the replicates with the units and pairs fixed (every pair at its
-      post-stratification weight), extrapolated to ungrouped users as the full grid's are
-      (:func:`dptune.analysis.dp.bootstrap.ungrouped_scale`): the users' part, the noise on
-      every pair included;
+      post-stratification weight; from every replicate's p-value of every pair,
+      :func:`dptune.analysis.dp.bootstrap.fold_replicate_pvalues`), extrapolated to ungrouped
+      users as the full grid's are (:func:`dptune.analysis.dp.bootstrap.ungrouped_scale`): the
+      users' part, the noise on every pair included;
     - **pairs**: the pair multipliers alone (``pair_weights``, normalised within the strata) on
       the point p-values, less their mean on the p-value deviations of each of the first
-      :data:`NOISE_ROWS` user replicates from the replicates' mean (the users' noise on every
+      :data:`NOISE_ROWS` user replicates from the mean of all (the users' noise on every
       pair, which the users' part holds already): the pair sample's part, kept at 0 or more;
     - **units**: :func:`unit_variance` of the point p-values (pairs' own parts dropped) less its
       mean over the same deviations (the users' noise on pairs that share a configuration),
@@ -457,27 +475,26 @@ def grid_sample_scale(folds: Sequence[Any], design: PairDesign, pair_weights: np
 
     ``V = users + pairs + units``; ``s^2 = V / V*`` kept in ``[MIN_VARIANCE_RATIO, 1]``. All
     on the mean-p scale (a ratio of variances, the same on the logit scale where the interval
-    is read, to first order). 1 when the replicates do not vary."""
+    is read, to first order). ``p_reps``: :func:`replicate_pvalues` of the folds (the users'
+    replicates with the pairs at their design weights, and the noise). 1 when the replicates
+    do not vary."""
     from dptune.analysis.dp import bootstrap as rs
 
     reps = np.asarray(replicates, dtype=np.float64)
     total = float(np.var(reps, ddof=1)) if len(reps) > 1 else 0.0
     if not total > 0.0:
         return 1.0
-    n_folds = len(folds)
     n_boot, n_p = pair_weights.shape
     fixed = np.broadcast_to(design.weights, (n_boot, n_p))
-    fixed_reps = rs.replicate_sum(folds, fixed, centres=centres) / n_folds
+    fixed_reps = p_reps @ design.weights / n_p
     users = float(np.var(fixed_reps, ddof=1)) * rs.ungrouped_scale(
         folds, fixed, fixed_reps, centres) ** 2
     point = np.mean([f.p for f in folds], axis=0)
     pairs_only = design_replicate_weights(design, np.ones((n_boot, design.units)),
                                           pair_weights)
-    rows = [rs.fold_replicate_pvalues(f, c, NOISE_ROWS) for f, c in zip(folds, centres,
-                                                                       strict=True)]
-    p_reps = np.mean(rows, axis=0)
-    k = p_reps.shape[0]
-    noise = (p_reps - p_reps.mean(axis=0)) * np.sqrt(k / (k - 1.0)) if k > 1 else p_reps * 0
+    k = min(NOISE_ROWS, n_boot)
+    noise = (p_reps[:k] - p_reps.mean(axis=0)) * np.sqrt(n_boot / (n_boot - 1.0)) \
+        if n_boot > 1 else p_reps * 0
     pairs = float(np.var(pairs_only @ point / n_p, ddof=1)) - float(
         np.var(pairs_only[:NOISE_ROWS] @ noise.T / n_p, axis=0, ddof=1).mean())
     units = float(unit_variance(design, point)[0] - unit_variance(design, noise).mean())
