@@ -10,6 +10,7 @@ sets it), and the test is skipped, with the reason, when it is unset or the serv
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -140,6 +141,35 @@ def write_experiment(directory: Path, name: str = "tiny", source: str = "ml-late
 def tiny_experiment(tmp_path: Path) -> Path:
     """The tiny experiment's TOML in a fresh directory."""
     return write_experiment(tmp_path / "exp")
+
+
+def _digest(root: Path) -> dict[str, bytes]:
+    """Every file under ``root`` (relative path -> bytes), folders included as empty entries."""
+    return {str(p.relative_to(root)): (p.read_bytes() if p.is_file() else b"")
+            for p in sorted(root.rglob("*"))}
+
+
+@pytest.fixture(scope="session")
+def tiny_swept(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The tiny experiment (:func:`write_experiment`'s defaults, name "tiny") swept and analysed
+    once per session by ``dptune run``, as each module that reads it used to run it for itself:
+    ``exp/tiny.toml``, ``results/`` (the store) and ``reports/`` (the analysis) in the returned
+    directory.
+
+    Shared and read-only: a test reads it and writes anything of its own elsewhere (its
+    ``tmp_path``, or a copy of the store). At the end of the session every file in it is checked
+    unchanged, so that a test that changed it fails instead of leaking into the next reader."""
+    from dptune.cli import main
+
+    d = tmp_path_factory.mktemp("tiny_swept")
+    cfg = write_experiment(d / "exp")
+    assert main(["run", str(cfg), "--results", str(d / "results"), "--reports",
+                 str(d / "reports"), "--no-progress"]) == 0
+    before = _digest(d)
+    yield d
+    after = _digest(d)
+    changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+    assert not changed, f"a test changed the shared tiny run (tiny_swept): {changed[:10]}"
 
 
 def frames_result(dp, curves, *, datasets=None, best=None, noise_curves=None, verdict=None,

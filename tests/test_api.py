@@ -191,7 +191,8 @@ def _code_blocks(text: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def docs_run(tmp_path_factory):
-    """docs/api.md's code blocks run on the tiny experiment, and ``dptune run`` beside them."""
+    """docs/api.md's code blocks run on the tiny experiment (its own copy of the TOML, its own
+    store and reports)."""
     from conftest import write_experiment
 
     d = tmp_path_factory.mktemp("docs")
@@ -203,19 +204,22 @@ def docs_run(tmp_path_factory):
         for old, new in paths.items():
             block = block.replace(old, new)
         exec(compile(block, str(DOCS), "exec"), env)  # noqa: S102 - the docs' own examples
-    assert main(["run", str(cfg), "--results", str(d / "cli-results"), "--reports",
-                 str(d / "cli-reports"), "--no-progress"]) == 0
     return d, env
 
 
-def test_docs_examples_write_the_dp_csv_of_dptune_run(docs_run):
+def test_docs_examples_write_the_dp_csv_of_dptune_run(docs_run, tiny_swept):
+    """``dptune run`` of the same experiment beside them: conftest's session-wide run of the
+    tiny experiment (same TOML, written by the same ``write_experiment`` in another folder)."""
     d, env = docs_run
+    cli = tiny_swept / "reports"
+    assert (tiny_swept / "exp" / "tiny.toml").read_text().replace(str(tiny_swept), "") == \
+        (d / "exp" / "tiny.toml").read_text().replace(str(d), "")  # the same experiment
     assert len(_code_blocks(DOCS.read_text())) == 3
-    assert (d / "reports" / "dp.csv").read_bytes() == (d / "cli-reports" / "dp.csv").read_bytes()
+    assert (d / "reports" / "dp.csv").read_bytes() == (cli / "dp.csv").read_bytes()
     res = env["results"]  # the first block's result: the tiny experiment's analysis
     assert isinstance(res, dptune.AnalysisResult) and isinstance(env["store"], dptune.ResultStore)
     assert res.options.pairs == 5 and not res.best.empty and "rep" in env
-    assert (d / "reports" / "report.md").read_bytes() == (d / "cli-reports" / "report.md").read_bytes()
+    assert (d / "reports" / "report.md").read_bytes() == (cli / "report.md").read_bytes()
     assert {"dp_per_25", "ci_low", "ci_high"} <= set(env["res25"].dp.table.columns)
     assert env["res25"].options.pairs == 25 and len(env["res"].dp.table) == 1
     # the per-user DataFrame's result is the same kind of object, verdict included

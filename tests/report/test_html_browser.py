@@ -149,6 +149,15 @@ def chromium(tmp_path):
             proc.wait()
 
 
+@pytest.fixture(scope="module")
+def report_dir(tmp_path_factory) -> Path:
+    """The report of :func:`_report_dir`, written once for the tests that load it in the
+    browser (they read it and write their screenshots elsewhere). Skipped first, as they are,
+    where there is no browser."""
+    _browser()
+    return _report_dir(tmp_path_factory.mktemp("html_report"))
+
+
 def _report_dir(tmp_path: Path) -> Path:
     """The report of a real analysis of a per-user table: 2 algorithms (one with two
     hyperparameters: Table 5, one at a time, the dominant hyperparameter), 6 metrics at 2
@@ -187,10 +196,10 @@ def _load(dt, out: Path, width: int, height: int, mobile: bool) -> None:
     dt.wait("Page.loadEventFired")
 
 
-def test_every_table_fits_a_laptop_screen(chromium, tmp_path):
+def test_every_table_fits_a_laptop_screen(chromium, report_dir, tmp_path):
     """At 1280 px every table shows all its columns: none needs to scroll sideways (the
     verdict's and Table 3's included, intervals and all)."""
-    out = _report_dir(tmp_path)
+    out = report_dir
     dt = chromium
     _load(dt, out, 1280, 800, False)
     check = dt.send("Runtime.evaluate", returnByValue=True, expression="""JSON.stringify(
@@ -209,8 +218,8 @@ def test_every_table_fits_a_laptop_screen(chromium, tmp_path):
         shutil.copy(tmp_path / "report-1280.png", Path(keep) / "report-1280.png")
 
 
-def test_report_html_renders_in_headless_chromium(chromium, tmp_path):
-    out = _report_dir(tmp_path)
+def test_report_html_renders_in_headless_chromium(chromium, report_dir, tmp_path):
+    out = report_dir
     md = (out / "report.md").read_text()
     n_tables = len(re.findall(r"^\| (?::?---:?)( \| :?---:?)* \|$", md, flags=re.M))
     figures = sorted(p.name for p in out.glob("figure1*.png"))

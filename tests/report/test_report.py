@@ -745,9 +745,9 @@ def test_duplicated_dp_rows_are_an_error(tmp_path: Path) -> None:
         _write(tmp_path, dp=pd.concat([dp, dp.iloc[:1]]))
 
 
-def test_files_section_lists_the_results_data_files(tmp_path: Path) -> None:
-    paths = _write(tmp_path)
-    md = (tmp_path / "report.md").read_text()
+def test_files_section_lists_the_results_data_files(written: tuple[Path, list[Path]]) -> None:
+    out, paths = written  # _write's defaults, written once per module
+    md = (out / "report.md").read_text()
     files = md[md.index("## Files") :]
     assert "`dp.csv`: DP per 25 pairs (with P, its interval where computed, and the paper's " \
         "sum `dp_sum`) per algorithm, scope and metric@N" in files
@@ -756,17 +756,18 @@ def test_files_section_lists_the_results_data_files(tmp_path: Path) -> None:
         assert f"`{p.name}`" in files, p.name
     # the result's data files are written first, in their order
     assert [p.name for p in paths[: len(DATA_FILES)]] == list(DATA_FILES)
-    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "dp.csv"), make_dp())
+    pd.testing.assert_frame_equal(pd.read_csv(out / "dp.csv"), make_dp())
 
 
-def test_report_from_result_explains_the_validation_test_gap_given_the_split(tmp_path: Path) -> None:
+def test_report_from_result_explains_the_validation_test_gap_given_the_split(
+        written: tuple[Path, list[Path]], tmp_path: Path) -> None:
     """A result without a store explains the gap from its manifest's split."""
     split = {"method": "temporal", "train_ratio": 0.8, "folds": 10}
     _write(tmp_path / "with", split=split)
-    _write(tmp_path / "without")
+    without, _ = written  # _write's defaults: no split
     gap = "Validation and test values are measured on different data"
     assert gap in (tmp_path / "with" / "report.md").read_text()
-    assert gap not in (tmp_path / "without" / "report.md").read_text()
+    assert gap not in (without / "report.md").read_text()
 
 
 def test_table5_groups_with_too_few_pairs_are_not_ranked() -> None:

@@ -7,6 +7,7 @@ on a tiny swept store with noise-floor runs, a test split and a bootstrap.
 
 from __future__ import annotations
 
+import copy
 import re
 from pathlib import Path
 
@@ -44,12 +45,26 @@ def swept(tmp_path_factory) -> Path:
     return d
 
 
+@pytest.fixture(scope="module")
+def analysed(swept) -> AnalysisResult:
+    """``assemble_result(bootstrap=BOOTSTRAP)`` of the swept store, computed once for the
+    tests that build reports from that same result; each test gets its own deep copy
+    (:func:`result`), so none sees what another did to it."""
+    return assemble_result(swept / "results", bootstrap=BOOTSTRAP)
+
+
+@pytest.fixture
+def result(analysed) -> AnalysisResult:
+    """A deep copy of :func:`analysed`: what the test's own ``assemble_result`` call with the
+    same options returned."""
+    return copy.deepcopy(analysed)
+
+
 def _files(d: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(d.iterdir()) if p.is_file()}
 
 
-def test_build_write_reproduces_the_analysis_files_byte_for_byte(swept):
-    result = assemble_result(swept / "results", bootstrap=BOOTSTRAP)
+def test_build_write_reproduces_the_analysis_files_byte_for_byte(swept, result):
     store = ResultStore(swept / "results")
     written = Report.build(store, result).write(swept / "object")
     expected, got = _files(swept / "cli"), _files(swept / "object")
@@ -64,8 +79,7 @@ def test_build_write_reproduces_the_analysis_files_byte_for_byte(swept):
     assert [p.read_bytes() for p in again] == [p.read_bytes() for p in written]
 
 
-def test_report_lists_every_file_and_explains_the_test_gap(swept):
-    result = assemble_result(swept / "results", bootstrap=BOOTSTRAP)
+def test_report_lists_every_file_and_explains_the_test_gap(swept, result):
     out = swept / "listed"
     written = Report.build(ResultStore(swept / "results"), result).write(out)
     md = (out / "report.md").read_text()
@@ -118,8 +132,7 @@ def test_summary_and_verdict_come_first_in_report_md_and_alone_in_verdict_md(swe
     assert verdict.strip().split("\n", 2)[2] in alone
 
 
-def test_tables_render_in_every_format(swept):
-    result = assemble_result(swept / "results", bootstrap=BOOTSTRAP)
+def test_tables_render_in_every_format(swept, result):
     rep = Report.build(ResultStore(swept / "results"), result)
     assert {"table1", "table3", "table4", "table5", "one_at_a_time"} <= set(rep.tables)
     t3 = rep.tables["table3"]

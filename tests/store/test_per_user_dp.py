@@ -12,23 +12,18 @@ from dptune.cli import main
 
 
 @pytest.fixture(scope="module")
-def swept(tmp_path_factory) -> Path:
-    """The tiny experiment swept and analysed by ``dptune run`` (no noise floor)."""
-    from conftest import write_experiment
-
-    d = tmp_path_factory.mktemp("per_user")
-    cfg = write_experiment(d / "exp")
-    assert main(["run", str(cfg), "--results", str(d / "results"), "--reports",
-                 str(d / "reports"), "--no-progress"]) == 0
-    return d
+def swept(tiny_swept) -> Path:
+    """The tiny experiment swept and analysed by ``dptune run`` (no noise floor): conftest's
+    session-wide run, read only (what a test writes goes to its own ``tmp_path``)."""
+    return tiny_swept
 
 
-def test_store_export_gives_the_sweeps_dp_csv(swept: Path) -> None:
+def test_store_export_gives_the_sweeps_dp_csv(swept: Path, tmp_path: Path) -> None:
     """per_user.parquet + configs.csv of a store, through ``dp --per-user``, give the same
     dp.csv (every scope, hyperparameter scopes included) as the sweep that produced them."""
     res = swept / "results"
     man = json.loads((res / "manifest.json").read_text())
-    out = swept / "per_user_reports"
+    out = tmp_path / "per_user_reports"
     rc = main(["dp", "--per-user", str(res / "per_user.parquet"), "--configs",
                str(res / "configs.csv"), "--reports", str(out), "--pairs",
                str(man["analysis"]["pairs"]), "--seed", str(man["seeds"]["analysis"])])

@@ -94,13 +94,12 @@ def _held(gate: Path) -> int:
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory) -> tuple[Path, Path]:
-    """The tiny experiment run in one process: (experiment TOML, reports directory)."""
-    d = tmp_path_factory.mktemp("reference")
-    cfg = write_experiment(d / "exp", name=NAME)
-    assert main(["run", str(cfg), "--results", str(d / "results"), "--reports",
-                 str(d / "reports"), "--no-progress", "--jobs", "1"]) == 0
-    return cfg, d / "reports"
+def reference(tiny_swept) -> tuple[Path, Path]:
+    """The tiny experiment run in one process (``dptune run``, its ``jobs = 1``): conftest's
+    session-wide run, read only: (experiment TOML, reports directory). It is named "tiny", the
+    scenarios' copies :data:`NAME`; the experiment's name is in none of the :data:`COMPARED`
+    files (report.md names it), so a difference there would fail the comparison, never pass it."""
+    return tiny_swept / "exp" / "tiny.toml", tiny_swept / "reports"
 
 
 def _worker(cfg: Path, storage: str, results: Path, log: Path,

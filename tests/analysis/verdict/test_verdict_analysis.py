@@ -17,12 +17,10 @@ from dptune.cli import main
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    d = tmp_path_factory.mktemp("verdict_run")
-    cfg = write_experiment(d / "exp")
-    assert main(["run", str(cfg), "--results", str(d / "results"), "--reports",
-                 str(d / "reports"), "--no-progress"]) == 0
-    return d
+def run(tiny_swept):
+    """The tiny experiment swept and analysed by ``dptune run``: conftest's session-wide run,
+    read only (what a test writes goes to its own ``tmp_path``)."""
+    return tiny_swept
 
 
 def test_defaults_give_intervals_and_a_verdict(run):
@@ -84,8 +82,8 @@ def test_a_sampled_scope_feeds_the_tables_and_the_interval_with_the_same_pairs(r
     assert len(res.dp.draws[("bpr-mf", "all", "ndcg", 10)]) == 3
 
 
-def test_too_few_users_per_fold_is_refused(run, capsys):
-    assert main(["analyze", str(run / "results"), "--reports", str(run / "r2"),
+def test_too_few_users_per_fold_is_refused(run, capsys, tmp_path):
+    assert main(["analyze", str(run / "results"), "--reports", str(tmp_path / "r2"),
                  "--min-fold-users", "100000", "--no-progress"]) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "userknn/fold 0: only" in err and "min_fold_users = 100000" in err
@@ -129,13 +127,13 @@ def test_tiny_folds_end_in_an_error_not_a_report(tmp_path, capsys):
     assert not (tmp_path / "rep" / "report.md").exists()
 
 
-def test_min_pairs_flag(run, capsys):
-    assert main(["analyze", str(run / "results"), "--reports", str(run / "r4"), "--min-pairs",
+def test_min_pairs_flag(run, capsys, tmp_path):
+    assert main(["analyze", str(run / "results"), "--reports", str(tmp_path / "r4"), "--min-pairs",
                  "0", "--no-progress"]) == 2
     assert "--min-pairs" in capsys.readouterr().err
-    assert main(["analyze", str(run / "results"), "--reports", str(run / "r4"), "--min-pairs",
+    assert main(["analyze", str(run / "results"), "--reports", str(tmp_path / "r4"), "--min-pairs",
                  "2", "--bootstrap", "50", "--stability", "0", "--no-progress"]) == 0
-    v = pd.read_csv(run / "r4" / "verdict.csv", keep_default_na=False)
+    v = pd.read_csv(tmp_path / "r4" / "verdict.csv", keep_default_na=False)
     assert v["recommended"].ne("").all() and not v["too_few_pairs"].any()
     # with claims (min_pairs 2) and without (the run's own report: too few pairs), one answer
-    assert check_report(run / "r4") == [] and check_report(run / "reports") == []
+    assert check_report(tmp_path / "r4") == [] and check_report(run / "reports") == []
