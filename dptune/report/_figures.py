@@ -19,7 +19,13 @@ from matplotlib.ticker import MaxNLocator
 from dptune._atomic import write_bytes
 from dptune.analysis.options import DEFAULT_FAMILIES
 from dptune.analysis.verdict.families import family_groups
-from dptune.report._format import ordered_algorithms, ordered_metrics
+from dptune.report._format import (
+    UNSAMPLED,
+    ordered_algorithms,
+    ordered_metrics,
+    pct,
+    unsampled_share,
+)
 from dptune.report._inputs import CURVE_INPUT, DP_INPUT, NOISE_INPUT, require, scope_all
 from dptune.vocab import display_algorithm, display_metric, metric_color
 
@@ -217,7 +223,10 @@ def dp_figure(dp: pd.DataFrame, verdict: pd.DataFrame | None, cutoff: int,
         ax.set_xlim(left=0.0)
         ax.set_xlabel("DP per 25 pairs, 95% interval (lower: more discriminative)", fontsize=8)
         pairs = int(ra["n_pairs"].max()) if len(ra) else 0
-        ax.set_title(f"{display_algorithm(alg)} (N = {cutoff}, P = {pairs} pairs)")
+        share = float(unsampled_share(ra).max()) if len(ra) else 0.0
+        ax.set_title(f"{display_algorithm(alg)} (N = {cutoff}, P = {pairs} pairs"
+                     + (f"; {UNSAMPLED} {pct(share)} of the grid's pairs uncovered)"
+                        if share > 0 else ")"))
         ax.grid(True, axis="x", alpha=0.3, linewidth=0.5)
     for ax in list(axes.flat)[len(algorithms):]:
         ax.set_visible(False)
@@ -246,6 +255,7 @@ def dp_figure_caption(dp: pd.DataFrame, cutoff: int, stem_title: str = "DP figur
     """The caption of :func:`dp_figure`: what is drawn and P, the pairs of each algorithm."""
     rows = _dp_rows(dp, cutoff)
     pairs = []
+    uncovered = bool(len(rows)) and bool((unsampled_share(rows) > 0).any())
     for alg in ordered_algorithms(rows["algorithm"].unique()):
         ra = rows[rows["algorithm"] == alg]
         n = int(ra["n_pairs"].max())
@@ -255,7 +265,11 @@ def dp_figure_caption(dp: pd.DataFrame, cutoff: int, stem_title: str = "DP figur
     return (f"{stem_title}: DP per 25 pairs of each metric with its 95% interval at N = {cutoff}, "
             "one panel per algorithm (lower = more discriminative); star and bold label: the "
             "verdict's recommended metric of each family; grey: no evidence; pairs of "
-            f"configurations: {', '.join(pairs)}.")
+            f"configurations: {', '.join(pairs)}."
+            + (f" {UNSAMPLED} in a panel's title: the share of the full grid's pairs (pairs of "
+               "units that share a value of a unit hyperparameter) for which the units of a grid "
+               "sample hold no stand-in; that panel's DPs are those of the pairs there are, "
+               "without interval or recommendation." if uncovered else ""))
 
 
 def _draw_noise(ax: object, noise: pd.DataFrame) -> None:

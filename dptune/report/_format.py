@@ -40,10 +40,15 @@ __all__ = [
     "pairs_text",
     "adjusted_p_text",
     "pct",
+    "UNSAMPLED",
+    "unsampled_share",
 ]
 
 MISSING = "–"  # shown for a missing value in Markdown (LaTeX gets "--")
 FEWER_PAIRS = "†"  # marks a DP computed on fewer pairs than the others it is compared with
+#: Marks a DP of a scope that the units of a grid sample do not cover (``unsampled_share`` > 0
+#: in dp.csv): the DP of the pairs there are, not an estimate of the full grid's; never ranked.
+UNSAMPLED = "§"
 
 
 def ordered_algorithms(keys: Iterable[str]) -> list[str]:
@@ -149,6 +154,14 @@ def pct(x: object) -> str:
     return MISSING if is_missing(x) else f"{100.0 * float(x):.0f}%"  # type: ignore[arg-type]
 
 
+def unsampled_share(rows: pd.DataFrame) -> pd.Series:
+    """dp.csv's ``unsampled_share`` of each row (0 where the column is absent or empty): the
+    share of the full grid's pairs of the row's scope that the units present cannot stand for."""
+    if "unsampled_share" not in rows.columns:
+        return pd.Series(0.0, index=rows.index)
+    return pd.to_numeric(rows["unsampled_share"], errors="coerce").fillna(0.0)
+
+
 def grid_sample_text(grid_sample: pd.DataFrame | None) -> str | None:
     """What the analysis holds of each algorithm's grid when a store holds a subset of its
     units (grid_sample.csv): "BPR-MF: 45 of 225 units per fold (20%; full grid: 3,150
@@ -169,4 +182,8 @@ def grid_sample_text(grid_sample: pd.DataFrame | None) -> str | None:
         parts.append(text)
     return ("Grid sample: " + "; ".join(parts) + ". Each DP of these algorithms estimates the "
             "full grid's: its pairs are weighted by the share of the full grid's pairs they "
-            "stand for, and its interval also resamples the units.")
+            "stand for, and its interval also resamples the units. A DP marked "
+            f"{UNSAMPLED} cannot: part of the full grid's pairs of its scope (pairs of units "
+            "that share a value of a unit hyperparameter) has no stand-in among the units run, "
+            "so it is the DP of the pairs there are, without interval or claim "
+            "(unsampled_share in dp.csv).")

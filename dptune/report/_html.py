@@ -65,7 +65,7 @@ figcaption { font-size: 0.875rem; color: #555; }
 _IMG = re.compile(r'<img src="([^"]+)" alt="([^"]*)" ?/?>')
 #: A number of a table cell, or an interval ``[a, b]``: kept on one line each, so that a cell
 #: "DP [low, high]" may wrap between the DP and its interval, never inside either.
-_NUMBERS = re.compile(r"(\[-?[\d.]+, -?[\d.]+\]|(?<![\w.])-?\d[\d.]*(?:‡|†)?(?![\w.]))")
+_NUMBERS = re.compile(r"(\[-?[\d.]+, -?[\d.]+\]|(?<![\w.])-?\d[\d.]*(?:‡|†|§)?(?![\w.]))")
 _CELL = re.compile(r'(<td style="text-align: ?right">)(.*?)(</td>)', re.S)
 _LINK = re.compile(r'<a href="([^"#:]+\.(?:png|svg))">')
 _PARAGRAPH = re.compile(r"<p>(?:(?!</p>).)*</p>", re.S)

@@ -11,7 +11,9 @@
 Every DP is **DP per 25 pairs** (``dp_per_25`` of dp.csv: 25 x the mean p-value of the row's P
 pairs, the paper's DP when P = 25), with P in every row and the 95% interval where the analysis
 computed one. A mark (bold, underline) needs at least ``min_pairs`` pairs: fewer are shown, never
-ranked. CSV frames keep raw keys and full precision; Markdown/LaTeX use display names and 3
+ranked. On a grid sample (a store holding some of its grid's units), a DP whose scope has pairs
+of a kind the units do not hold (``unsampled_share`` > 0) is marked ``§``, never ranked, and its
+table's CSV gains ``unsampled_share``. CSV frames keep raw keys and full precision; Markdown/LaTeX use display names and 3
 decimals.
 """
 
@@ -26,6 +28,7 @@ from dptune.analysis.options import MIN_PAIRS
 from dptune.analysis.verdict.families import Families, family_groups, order_metrics
 from dptune.report._format import (
     MISSING,
+    UNSAMPLED,
     display_value,
     fmt,
     is_missing,
@@ -33,6 +36,8 @@ from dptune.report._format import (
     ordered_hyperparameters,
     ordered_metrics,
     ordered_values,
+    pct,
+    unsampled_share,
 )
 from dptune.report._inputs import (
     DATASET_INPUT,
@@ -102,6 +107,20 @@ def _left_out_note(dp: pd.DataFrame, shown: set[str]) -> list[str]:
         "of configurations shares the value of one hyperparameter while differing in another "
         "(with a single hyperparameter every pair differs in it alone: that is Table 3)."
     ]
+
+
+def _unsampled_note(shares: Sequence[float]) -> list[str]:
+    """The note for DPs marked :data:`UNSAMPLED` (scopes a grid sample's units do not cover),
+    with the range of their uncovered shares; none when no DP is marked."""
+    marked = [float(x) for x in shares if float(x) > 0]
+    if not marked:
+        return []
+    lo, hi = min(marked), max(marked)
+    share = pct(lo) if pct(lo) == pct(hi) else f"{pct(lo)} to {pct(hi)}"
+    return [f"{UNSAMPLED} {share} of the full grid's pairs of this scope (pairs of units that "
+            "share a value of a unit hyperparameter) have no stand-in among the units run: the "
+            "DP of the pairs there are, not an estimate of the full grid's; shown, never ranked "
+            "(unsampled_share in the CSV and dp.csv)."]
 
 
 def table1(datasets: pd.DataFrame | None) -> Table:
@@ -189,6 +208,7 @@ def table3(dp: pd.DataFrame, verdict: pd.DataFrame | None = None,
     records = []
     dead: list[str] = []
     few: list[str] = []
+    shares: list[float] = []
     for alg in ordered_algorithms(sub["algorithm"].unique()):
         a = sub[sub["algorithm"] == alg]
         for cutoff in sorted(a["cutoff"].unique()):
@@ -197,10 +217,14 @@ def table3(dp: pd.DataFrame, verdict: pd.DataFrame | None = None,
             values = [rows_c["dp_per_25"].get(m, np.nan) for m in metrics]
             vrows = [] if verdict is None or verdict.empty else verdict[
                 (verdict["algorithm"] == alg) & (verdict["cutoff"] == cutoff)].to_dict("records")
-            bold, under = _marks(c, vrows, families, min_pairs)
-            cells = [Cell(fmt(v) + (interval_text(rows_c.loc[m]) if m in rows_c.index else ""),
+            share = float(unsampled_share(c).max())
+            bold, under = _marks(c, vrows, families, min_pairs) if share == 0 else (set(), set())
+            mark = UNSAMPLED if share > 0 else ""
+            cells = [Cell(fmt(v) + (interval_text(rows_c.loc[m]) if m in rows_c.index else "")
+                          + (mark if m in rows_c.index else ""),
                           bold=m in bold, underline=m in under, numeric=True)
                      for m, v in zip(metrics, values, strict=True)]
+            shares.append(share)
             if _no_evidence(c).all():
                 dead.append(f"{display_algorithm(alg)} at N = {int(cutoff)}")
             elif int(c["n_pairs"].max()) < int(min_pairs):
@@ -224,6 +248,8 @@ def table3(dp: pd.DataFrame, verdict: pd.DataFrame | None = None,
     ci_cols = [f"{m}_{e}" for m in metrics for e in ("ci_low", "ci_high")] if has_ci else []
     csv = pd.DataFrame.from_records(records,
                                     columns=["algorithm", "cutoff", "n_pairs", *metrics, *ci_cols])
+    if any(shares):  # a grid sample that does not cover the scope: the share it misses
+        csv["unsampled_share"] = shares
     by_family = families is not None
     caption = (
         "Table 3: Discriminative power over the whole grid as DP per 25 pairs (25 x the mean "
@@ -239,6 +265,7 @@ def table3(dp: pd.DataFrame, verdict: pd.DataFrame | None = None,
     if few:
         notes.append(f"Too few pairs ({'; '.join(few)}): fewer than min_pairs = "
                      f"{int(min_pairs)} pairs of configurations, so no metric is marked.")
+    notes += _unsampled_note(shares)
     return Table("table3", caption, [Block(header, rows, rules_after=rules)] if rows else [], csv,
                  notes)
 
@@ -408,6 +435,7 @@ def table5(
     metric, cutoff = primary[0], int(primary[1])
     blocks: list[Block] = []
     records = []
+    shares: list[float] = []
     for alg in ordered_algorithms(sub["algorithm"].unique()):
         a = sub[sub["algorithm"] == alg]
         rows: list[list[Cell]] = []
@@ -420,7 +448,8 @@ def table5(
             long = ah.assign(
                 _v=ah["value"].map(rank), _m=ah["metric"].map(metric_rank)
             ).sort_values(["_v", "_m", "cutoff"], kind="stable")
-            for r in long.itertuples(index=False):
+            long_share = unsampled_share(long)
+            for r, share in zip(long.itertuples(index=False), long_share, strict=True):
                 records.append(
                     {
                         "algorithm": alg,
@@ -430,6 +459,7 @@ def table5(
                         "cutoff": int(r.cutoff),
                         "n_pairs": r.n_pairs,
                         "dp_per_25": float(r.dp_per_25),
+                        "unsampled_share": float(share),
                     }
                 )
             prim = ah[(ah["metric"] == metric) & (ah["cutoff"] == cutoff)].set_index("value")
@@ -440,8 +470,12 @@ def table5(
             npairs = [prim.at[v, "n_pairs"] for v in shown]
             # a group with too few pairs is shown but not ranked (never bold)
             few = [not is_missing(n) and int(n) < int(min_pairs) for n in npairs]
-            texts = [fmt(d) + (TOO_FEW if f else "") for d, f in zip(dps, few, strict=True)]
-            ranked = [np.nan if f else d for d, f in zip(dps, few, strict=True)]
+            # a scope the units run do not cover: shown, marked, never ranked
+            cover = unsampled_share(prim).reindex(shown).tolist()
+            shares += cover
+            texts = [fmt(d) + (TOO_FEW if f else "") + (UNSAMPLED if u > 0 else "")
+                     for d, f, u in zip(dps, few, cover, strict=True)]
+            ranked = [np.nan if f or u > 0 else d for d, f, u in zip(dps, few, cover, strict=True)]
             rows.append(
                 [Cell(display_hyperparameter(h, alg))]
                 + [Cell(display_value(v), numeric=True) for v in shown]
@@ -457,8 +491,10 @@ def table5(
     csv = pd.DataFrame.from_records(
         records,
         columns=["algorithm", "hyperparameter", "value", "metric", "cutoff", "n_pairs",
-                 "dp_per_25"],
+                 "dp_per_25", "unsampled_share"],
     )
+    if not (csv["unsampled_share"] > 0).any():  # every scope covered: the columns as ever
+        csv = csv.drop(columns="unsampled_share")
     caption = (
         f"Table 5: DP per 25 pairs of {display_metric(metric, cutoff)} among configurations "
         "sharing one value of a hyperparameter (pairs differ in the other hyperparameters); "
@@ -470,6 +506,7 @@ def table5(
         notes.append(
             f"{TOO_FEW} too few pairs (fewer than min_pairs = {int(min_pairs)}) to rank this "
             "group: its DP is shown but not compared.")
+    notes += _unsampled_note(shares)
     return Table("table5", caption, blocks, csv, notes)
 
 
@@ -499,6 +536,7 @@ def one_at_a_time_table(
     rows: list[list[Cell]] = []
     rules: set[int] = set()
     records = []
+    shares: list[float] = []
     metric_rank = {m: i for i, m in enumerate(metrics)}
     for alg in ordered_algorithms(sub["algorithm"].unique()):
         a = sub[sub["algorithm"] == alg]
@@ -508,23 +546,28 @@ def one_at_a_time_table(
             ah = ah.assign(_m=ah["metric"].map(metric_rank)).sort_values(
                 ["_m", "cutoff"], kind="stable"
             )
-            for r in ah.itertuples(index=False):
+            for r, share in zip(ah.itertuples(index=False), unsampled_share(ah), strict=True):
                 records.append({"algorithm": alg, "hyperparameter": h, "metric": r.metric,
                                 "cutoff": int(r.cutoff), "n_pairs": r.n_pairs,
                                 "dp_per_25": float(r.dp_per_25), "ci_low": float(r.ci_low),
-                                "ci_high": float(r.ci_high)})
+                                "ci_high": float(r.ci_high), "unsampled_share": float(share)})
         prim = a[a["cutoff"] == cutoff]
         if prim.empty:
             continue
-        grid = {(r.hyperparameter, r.metric): (r.dp_per_25, r.n_pairs)
-                for r in prim.itertuples(index=False)}
+        grid = {(r.hyperparameter, r.metric): (r.dp_per_25, r.n_pairs, share)
+                for r, share in zip(prim.itertuples(index=False), unsampled_share(prim),
+                                    strict=True)}
         columns: list[list[Cell]] = []
         for m in metrics:
-            dps = [grid.get((h, m), (np.nan, np.nan))[0] for h in hyper]
-            few = [not is_missing(grid.get((h, m), (np.nan, np.nan))[1])
+            dps = [grid.get((h, m), (np.nan, np.nan, 0.0))[0] for h in hyper]
+            few = [not is_missing(grid.get((h, m), (np.nan, np.nan, 0.0))[1])
                    and int(grid[(h, m)][1]) < int(min_pairs) for h in hyper]
-            texts = [fmt(d) + (TOO_FEW if f else "") for d, f in zip(dps, few, strict=True)]
-            ranked = [np.nan if f else d for d, f in zip(dps, few, strict=True)]
+            # a scope the units run do not cover: shown, marked, never ranked
+            cover = [float(grid.get((h, m), (np.nan, np.nan, 0.0))[2]) for h in hyper]
+            shares.extend(cover)
+            texts = [fmt(d) + (TOO_FEW if f else "") + (UNSAMPLED if u > 0 else "")
+                     for d, f, u in zip(dps, few, cover, strict=True)]
+            ranked = [np.nan if f or u > 0 else d for d, f, u in zip(dps, few, cover, strict=True)]
             cells = marked_cells(ranked, texts)
             if len(hyper) < 2:
                 cells = [Cell(c.text, numeric=True) for c in cells]
@@ -539,8 +582,10 @@ def one_at_a_time_table(
         rules.add(len(rows) - 1)
     csv = pd.DataFrame.from_records(
         records, columns=["algorithm", "hyperparameter", "metric", "cutoff", "n_pairs",
-                          "dp_per_25", "ci_low", "ci_high"]
+                          "dp_per_25", "ci_low", "ci_high", "unsampled_share"]
     )
+    if not (csv["unsampled_share"] > 0).any():  # every scope covered: the columns as ever
+        csv = csv.drop(columns="unsampled_share")
     caption = (
         f"One hyperparameter at a time (cutoff {cutoff}): DP per 25 pairs of the P pairs of "
         "configurations that differ in that hyperparameter only, all others fixed. Bold: per "
@@ -551,6 +596,7 @@ def one_at_a_time_table(
     if any(TOO_FEW in c.text for r in rows for c in r):
         notes.append(f"{TOO_FEW} too few pairs (fewer than min_pairs = {int(min_pairs)}) to "
                      "rank this hyperparameter: its DP is shown but not compared.")
+    notes += _unsampled_note(shares)
     return Table(
         "one_at_a_time",
         caption,

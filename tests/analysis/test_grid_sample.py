@@ -115,6 +115,23 @@ def test_one_round_claims_nothing_for_the_pairs_it_cannot_stand_for(stores, tmp_
     assert (res.verdict.loc[res.verdict["algorithm"] == "userknn", "unsampled_share"] == 0).all()
     Report.build(ResultStore(stores["one"]), res).write(tmp_path / "r")
     assert "too few units to rank metrics" in (tmp_path / "r" / "verdict.md").read_text()
+    # every DP of a scope the units do not cover is marked in the tables, never bold, and the
+    # tables' CSVs carry the share they miss; a covered scope (User-kNN's) is not marked
+    want = dp[dp["algorithm"] == "bpr-mf"].groupby("scope")["unsampled_share"].first()
+    for name in ("table3", "table5"):
+        md = (tmp_path / "r" / f"{name}.md").read_text()
+        rows = [line for line in md.splitlines() if line.startswith("| DP per 25 pairs")
+                or line.startswith("| BPR-MF")]
+        assert rows and all("**" not in line and "§" in line for line in rows), name
+        assert "§" in md and "no stand-in among the units run" in md
+        assert "unsampled_share" in pd.read_csv(tmp_path / "r" / f"{name}.csv").columns
+    t3 = pd.read_csv(tmp_path / "r" / "table3.csv")
+    assert (t3.loc[t3["algorithm"] == "bpr-mf", "unsampled_share"] == want["all"]).all()
+    assert (t3.loc[t3["algorithm"] == "userknn", "unsampled_share"] == 0).all()
+    assert not any("§" in line for line in (tmp_path / "r" / "table3.md").read_text().splitlines()
+                   if line.startswith("| User-kNN"))
+    t5 = pd.read_csv(tmp_path / "r" / "table5.csv")
+    assert len(t5) and (t5["unsampled_share"] > 0).all()  # one round covers no Table 5 scope
 
 
 def test_a_completed_store_gives_the_numbers_of_a_sweep_never_stopped(stores, analysed,
