@@ -12,7 +12,7 @@ import pytest
 from report.report_checker import check_report
 
 REPORTS = Path(__file__).parents[2] / "reports"
-COMMITTED = ("anelli2019-ml1m-knn", "anelli2019-ml100k-subgrid")
+COMMITTED = ("anelli2019-ml1m-knn", "anelli2019-ml100k-subgrid", "anelli2019-ml1m-design")
 
 
 @pytest.mark.parametrize("name", COMMITTED)
