@@ -90,6 +90,7 @@ def importance_section(store: Any, result: Any) -> str:
     each hyperparameter for every metric at the primary cutoff, and the one-at-a-time DP per 25
     pairs of the primary metric) and :func:`comparison_sentences`."""
     importance, dp = result.importance, result.dp.table
+    gs = result.dp.grid_sample
     metric, cutoff = result.primary[0], int(result.primary[1])
     seed = option(result.options, "seed")
     names = {a: display_algorithm(a) for a in store.algorithms()}
@@ -117,7 +118,12 @@ def importance_section(store: Any, result: Any) -> str:
         a = importance[importance["algorithm"] == alg]
         hps = list(dict.fromkeys(a["hyperparameter"]))
         n = len(store.configs(alg))
-        lines += [f"*{names.get(alg, alg)}*" + (f" ({n} configurations)" if n else ""), ""]
+        count = f" ({n} configurations)" if n else ""
+        if gs is not None and alg in set(gs["algorithm"]):  # fitted on the configurations run
+            g = gs[gs["algorithm"] == alg].iloc[0]
+            count = (f" ({int(g['configs']):,} of {int(g['configs_total']):,} configurations: "
+                     "the grid sample's units; the importances are those of this sample)")
+        lines += [f"*{names.get(alg, alg)}*" + count, ""]
         rows = _importance_rows(a, hps, metric, cutoff)
         o = only[only["algorithm"] == alg].set_index("scope")
         if len(o):

@@ -115,6 +115,9 @@ def test_one_round_claims_nothing_for_the_pairs_it_cannot_stand_for(stores, tmp_
     assert (res.verdict.loc[res.verdict["algorithm"] == "userknn", "unsampled_share"] == 0).all()
     Report.build(ResultStore(stores["one"]), res).write(tmp_path / "r")
     assert "too few units to rank metrics" in (tmp_path / "r" / "verdict.md").read_text()
+    # the importance section counts the configurations it was fitted on, not the full grid's
+    assert "*BPR-MF* (6 of 18 configurations: the grid sample's units" in (
+        tmp_path / "r" / "report.md").read_text()
     # every DP of a scope the units do not cover is marked in the tables, never bold, and the
     # tables' CSVs carry the share they miss; a covered scope (User-kNN's) is not marked
     want = dp[dp["algorithm"] == "bpr-mf"].groupby("scope")["unsampled_share"].first()
