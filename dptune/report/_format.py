@@ -42,6 +42,7 @@ __all__ = [
     "pct",
     "UNSAMPLED",
     "unsampled_share",
+    "unsampled_note",
 ]
 
 MISSING = "–"  # shown for a missing value in Markdown (LaTeX gets "--")
@@ -160,6 +161,20 @@ def unsampled_share(rows: pd.DataFrame) -> pd.Series:
     if "unsampled_share" not in rows.columns:
         return pd.Series(0.0, index=rows.index)
     return pd.to_numeric(rows["unsampled_share"], errors="coerce").fillna(0.0)
+
+
+def unsampled_note(shares: Sequence[float]) -> list[str]:
+    """The note for DPs marked :data:`UNSAMPLED` (scopes a grid sample's units do not cover),
+    with the range of their uncovered shares; none when no DP is marked."""
+    marked = [float(x) for x in shares if float(x) > 0]
+    if not marked:
+        return []
+    lo, hi = min(marked), max(marked)
+    share = pct(lo) if pct(lo) == pct(hi) else f"{pct(lo)} to {pct(hi)}"
+    return [f"{UNSAMPLED} {share} of the full grid's pairs of this scope (pairs of units that "
+            "share a value of a unit hyperparameter) have no stand-in among the units run: the "
+            "DP of the pairs there are, not an estimate of the full grid's; shown, never ranked "
+            "(unsampled_share in dp.csv)."]
 
 
 def grid_sample_text(grid_sample: pd.DataFrame | None) -> str | None:

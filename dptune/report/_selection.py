@@ -11,12 +11,15 @@ import pandas as pd
 from dptune.analysis.verdict.families import Families, family_groups, family_judge
 from dptune.report._format import (
     MISSING,
+    UNSAMPLED,
     display_params,
     fmt,
     is_missing,
     ordered_algorithms,
     ordered_metrics,
     pairs_text,
+    unsampled_note,
+    unsampled_share,
 )
 from dptune.report._inputs import BEST_INPUT, DP_INPUT, require, scope_all
 from dptune.report._table import simple_block
@@ -196,15 +199,21 @@ def sakai_table_md(dp: pd.DataFrame, cutoff: int) -> str | None:
         return None
     metrics = ordered_metrics(sub["metric"].unique())
     rows = []
+    shares = []
     for alg in ordered_algorithms(sub["algorithm"].unique()):
         a = sub[sub["algorithm"] == alg].set_index("metric")
+        share = float(unsampled_share(a).max())  # a grid sample that does not cover scope all
+        shares.append(share)
+        mark = UNSAMPLED if share > 0 else ""
         row = [display_algorithm(alg)]
         for m in metrics:
             if m in a.index:
                 sd = a.at[m, "sakai_sd"]
-                row.append(fmt(a.at[m, "sakai"]) + ("" if is_missing(sd) else f" ± {fmt(sd)}"))
+                row.append(fmt(a.at[m, "sakai"]) + ("" if is_missing(sd) else f" ± {fmt(sd)}")
+                           + mark)
             else:
                 row.append(MISSING)
         rows.append(row)
     header = ["Algorithm"] + [display_metric(m, cutoff) for m in metrics]
-    return simple_block(header, rows, [False] + [True] * len(metrics)).to_markdown()
+    table = simple_block(header, rows, [False] + [True] * len(metrics)).to_markdown()
+    return "\n\n".join([table, *unsampled_note(shares)])

@@ -36,7 +36,7 @@ from dptune.report._format import (
     ordered_hyperparameters,
     ordered_metrics,
     ordered_values,
-    pct,
+    unsampled_note,
     unsampled_share,
 )
 from dptune.report._inputs import (
@@ -107,20 +107,6 @@ def _left_out_note(dp: pd.DataFrame, shown: set[str]) -> list[str]:
         "of configurations shares the value of one hyperparameter while differing in another "
         "(with a single hyperparameter every pair differs in it alone: that is Table 3)."
     ]
-
-
-def _unsampled_note(shares: Sequence[float]) -> list[str]:
-    """The note for DPs marked :data:`UNSAMPLED` (scopes a grid sample's units do not cover),
-    with the range of their uncovered shares; none when no DP is marked."""
-    marked = [float(x) for x in shares if float(x) > 0]
-    if not marked:
-        return []
-    lo, hi = min(marked), max(marked)
-    share = pct(lo) if pct(lo) == pct(hi) else f"{pct(lo)} to {pct(hi)}"
-    return [f"{UNSAMPLED} {share} of the full grid's pairs of this scope (pairs of units that "
-            "share a value of a unit hyperparameter) have no stand-in among the units run: the "
-            "DP of the pairs there are, not an estimate of the full grid's; shown, never ranked "
-            "(unsampled_share in the CSV and dp.csv)."]
 
 
 def table1(datasets: pd.DataFrame | None) -> Table:
@@ -265,7 +251,7 @@ def table3(dp: pd.DataFrame, verdict: pd.DataFrame | None = None,
     if few:
         notes.append(f"Too few pairs ({'; '.join(few)}): fewer than min_pairs = "
                      f"{int(min_pairs)} pairs of configurations, so no metric is marked.")
-    notes += _unsampled_note(shares)
+    notes += unsampled_note(shares)
     return Table("table3", caption, [Block(header, rows, rules_after=rules)] if rows else [], csv,
                  notes)
 
@@ -506,7 +492,7 @@ def table5(
         notes.append(
             f"{TOO_FEW} too few pairs (fewer than min_pairs = {int(min_pairs)}) to rank this "
             "group: its DP is shown but not compared.")
-    notes += _unsampled_note(shares)
+    notes += unsampled_note(shares)
     return Table("table5", caption, blocks, csv, notes)
 
 
@@ -596,7 +582,7 @@ def one_at_a_time_table(
     if any(TOO_FEW in c.text for r in rows for c in r):
         notes.append(f"{TOO_FEW} too few pairs (fewer than min_pairs = {int(min_pairs)}) to "
                      "rank this hyperparameter: its DP is shown but not compared.")
-    notes += _unsampled_note(shares)
+    notes += unsampled_note(shares)
     return Table(
         "one_at_a_time",
         caption,

@@ -115,6 +115,9 @@ def test_one_round_claims_nothing_for_the_pairs_it_cannot_stand_for(stores, tmp_
     assert (res.verdict.loc[res.verdict["algorithm"] == "userknn", "unsampled_share"] == 0).all()
     Report.build(ResultStore(stores["one"]), res).write(tmp_path / "r")
     assert "too few units to rank metrics" in (tmp_path / "r" / "verdict.md").read_text()
+    sakai = (tmp_path / "r" / "report.md").read_text().split("## Sakai-style DP")[1].split("##")[0]
+    assert all("§" in line for line in sakai.splitlines() if line.startswith("| BPR-MF"))
+    assert "no stand-in among the units run" in sakai
     # the importance section counts the configurations it was fitted on, not the full grid's
     assert "*BPR-MF* (6 of 18 configurations: the grid sample's units" in (
         tmp_path / "r" / "report.md").read_text()
