@@ -13,8 +13,9 @@ pairs, the paper's DP when P = 25), with P in every row and the 95% interval whe
 computed one. A mark (bold, underline) needs at least ``min_pairs`` pairs: fewer are shown, never
 ranked. On a grid sample (a store holding some of its grid's units), a DP whose scope has pairs
 of a kind the units do not hold (``unsampled_share`` > 0) is marked ``§``, never ranked, and its
-table's CSV gains ``unsampled_share``. CSV frames keep raw keys and full precision; Markdown/LaTeX use display names and 3
-decimals.
+table's CSV gains ``unsampled_share`` (Tables 3 and 5; a one-at-a-time scope holds one kind of
+pair only, so it is either covered or has no pair at all). CSV frames keep raw keys and full
+precision; Markdown/LaTeX use display names and 3 decimals.
 """
 
 from __future__ import annotations
@@ -522,7 +523,6 @@ def one_at_a_time_table(
     rows: list[list[Cell]] = []
     rules: set[int] = set()
     records = []
-    shares: list[float] = []
     metric_rank = {m: i for i, m in enumerate(metrics)}
     for alg in ordered_algorithms(sub["algorithm"].unique()):
         a = sub[sub["algorithm"] == alg]
@@ -532,28 +532,23 @@ def one_at_a_time_table(
             ah = ah.assign(_m=ah["metric"].map(metric_rank)).sort_values(
                 ["_m", "cutoff"], kind="stable"
             )
-            for r, share in zip(ah.itertuples(index=False), unsampled_share(ah), strict=True):
+            for r in ah.itertuples(index=False):
                 records.append({"algorithm": alg, "hyperparameter": h, "metric": r.metric,
                                 "cutoff": int(r.cutoff), "n_pairs": r.n_pairs,
                                 "dp_per_25": float(r.dp_per_25), "ci_low": float(r.ci_low),
-                                "ci_high": float(r.ci_high), "unsampled_share": float(share)})
+                                "ci_high": float(r.ci_high)})
         prim = a[a["cutoff"] == cutoff]
         if prim.empty:
             continue
-        grid = {(r.hyperparameter, r.metric): (r.dp_per_25, r.n_pairs, share)
-                for r, share in zip(prim.itertuples(index=False), unsampled_share(prim),
-                                    strict=True)}
+        grid = {(r.hyperparameter, r.metric): (r.dp_per_25, r.n_pairs)
+                for r in prim.itertuples(index=False)}
         columns: list[list[Cell]] = []
         for m in metrics:
-            dps = [grid.get((h, m), (np.nan, np.nan, 0.0))[0] for h in hyper]
-            few = [not is_missing(grid.get((h, m), (np.nan, np.nan, 0.0))[1])
+            dps = [grid.get((h, m), (np.nan, np.nan))[0] for h in hyper]
+            few = [not is_missing(grid.get((h, m), (np.nan, np.nan))[1])
                    and int(grid[(h, m)][1]) < int(min_pairs) for h in hyper]
-            # a scope the units run do not cover: shown, marked, never ranked
-            cover = [float(grid.get((h, m), (np.nan, np.nan, 0.0))[2]) for h in hyper]
-            shares.extend(cover)
-            texts = [fmt(d) + (TOO_FEW if f else "") + (UNSAMPLED if u > 0 else "")
-                     for d, f, u in zip(dps, few, cover, strict=True)]
-            ranked = [np.nan if f or u > 0 else d for d, f, u in zip(dps, few, cover, strict=True)]
+            texts = [fmt(d) + (TOO_FEW if f else "") for d, f in zip(dps, few, strict=True)]
+            ranked = [np.nan if f else d for d, f in zip(dps, few, strict=True)]
             cells = marked_cells(ranked, texts)
             if len(hyper) < 2:
                 cells = [Cell(c.text, numeric=True) for c in cells]
@@ -568,10 +563,8 @@ def one_at_a_time_table(
         rules.add(len(rows) - 1)
     csv = pd.DataFrame.from_records(
         records, columns=["algorithm", "hyperparameter", "metric", "cutoff", "n_pairs",
-                          "dp_per_25", "ci_low", "ci_high", "unsampled_share"]
+                          "dp_per_25", "ci_low", "ci_high"]
     )
-    if not (csv["unsampled_share"] > 0).any():  # every scope covered: the columns as ever
-        csv = csv.drop(columns="unsampled_share")
     caption = (
         f"One hyperparameter at a time (cutoff {cutoff}): DP per 25 pairs of the P pairs of "
         "configurations that differ in that hyperparameter only, all others fixed. Bold: per "
@@ -582,7 +575,6 @@ def one_at_a_time_table(
     if any(TOO_FEW in c.text for r in rows for c in r):
         notes.append(f"{TOO_FEW} too few pairs (fewer than min_pairs = {int(min_pairs)}) to "
                      "rank this hyperparameter: its DP is shown but not compared.")
-    notes += unsampled_note(shares)
     return Table(
         "one_at_a_time",
         caption,
