@@ -16,6 +16,8 @@ import pytest
 
 from dptune.cli import main
 from dptune.errors import input_error
+from dptune.grids import load_grid
+from dptune.models import get_family
 
 HEADER = "user,item,rating,timestamp"
 
@@ -161,6 +163,38 @@ def test_bad_model_value_fails_before_anything_is_written(tmp_path, capsys, algo
     assert _run(cfg, tmp_path) == 2
     _one_line(capsys, *needles)
     assert not (tmp_path / "results").exists()
+
+
+MISSING_REG = ('[params.factors]\nvalues = [4, 8]\n[params.iterations]\nvalues = [1]\n'
+               '[params.learning_rate]\nvalues = [0.05, 0.1]\n')
+
+
+@pytest.mark.parametrize(("grid", "missing"), [
+    pytest.param(MISSING_REG, "user_reg", id="both-regularisations"),
+    pytest.param(MISSING_REG + '[derived]\nuser_reg = { from = "learning_rate", scale = 0.05 }\n',
+                 "item_reg", id="item-regularisation"),
+])
+def test_a_missing_hyperparameter_says_how_to_give_it(tmp_path, capsys, grid, missing):
+    """A BPR-MF grid without its regularisation: one line naming the grid file and the
+    hyperparameter that says both ways to give it (a values list, or [derived] from the learning
+    rate with the paper's scale), before anything is written; the suggested line runs."""
+    cfg = _setup(tmp_path, grid2=grid)
+    cfg.write_text(cfg.read_text().replace('type = "itemknn"', 'type = "bpr-mf"'))
+    assert _run(cfg, tmp_path) == 2
+    scale = {"user_reg": "0.05", "item_reg": "0.005"}[missing]
+    suggestion = f'{missing} = {{ from = "learning_rate", scale = {scale} }}'
+    line = _one_line(capsys, "g2.toml", f"{missing}: missing hyperparameter for 'bpr-mf'",
+                     f"[params.{missing}] values = [...]", f"[derived] {suggestion}",
+                     "docs/grids.md")
+    assert not (tmp_path / "results").exists(), line
+    # the suggested [derived] line, pasted into the grid, is a grid the model accepts
+    fixed = grid + ("" if "[derived]" in grid else "[derived]\n") + suggestion + "\n"
+    if missing == "user_reg":
+        fixed += 'item_reg = { from = "learning_rate", scale = 0.005 }\n'
+    (tmp_path / "fixed.toml").write_text(fixed)
+    configs = load_grid(tmp_path / "fixed.toml").configs()
+    assert get_family("bpr-mf").validate(configs)[0][missing] == pytest.approx(
+        configs[0]["learning_rate"] * float(scale))
 
 
 def test_a_fraction_for_an_integer_hyperparameter_is_refused_and_the_fix_runs(tmp_path, capsys):

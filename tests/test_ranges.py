@@ -83,6 +83,33 @@ def test_an_out_of_range_config_value_is_refused_before_any_work(tmp_path, capsy
     assert not results.exists()  # nothing was started
 
 
+BPR_LR = ('[params.factors]\nvalues = [4]\n[params.iterations]\nvalues = [1]\n'
+          '[params.learning_rate]\nvalues = [0.05, {lr}]\n[derived]\n'
+          'user_reg = {{ from = "learning_rate", scale = 0.05 }}\n'
+          'item_reg = {{ from = "learning_rate", scale = 0.005 }}\n')
+
+
+@pytest.mark.parametrize("grid, words", [
+    (BPR_LR.format(lr="0.0"), ("learning_rate", "must be a finite number > 0", "got 0.0")),
+    (BPR_LR.format(lr="-0.01"), ("learning_rate", "> 0", "-0.01")),
+    (BPR_LR.format(lr="0.05").replace("values = [4]", "values = [0]"),
+     ("factors", "must be an integer >= 1", "got 0")),
+    (BPR_LR.format(lr="0.1").replace("scale = 0.05", "scale = -1"),
+     ("user_reg", "must be a finite number >= 0", "-0.05")),
+])
+def test_an_out_of_range_model_hyperparameter_is_refused_before_any_work(tmp_path, capsys,
+                                                                        grid, words):
+    """The built-in models' ranges (BPR-MF: factors >= 1, iterations >= 0, learning_rate > 0,
+    since a rate of 0 trains nothing, user_reg and item_reg >= 0; KNN: k >= 1) are checked for
+    every configuration of the grid before any work: one line naming the grid file and the
+    hyperparameter, exit 2, nothing written."""
+    cfg = _experiment(tmp_path, name="bpr", type="bpr-mf", grid=grid)
+    results = tmp_path / "results"
+    _refused(capsys, ["run", str(cfg), "--results", str(results), "--no-progress"],
+             "grid.toml", *words)
+    assert not results.exists()
+
+
 @pytest.mark.parametrize("argv, words", [
     (["run", "x.toml", "--bootstrap", "1"], ("--bootstrap", "0 (off) or from 40 to 100,000")),
     (["analyze", "results", "--bootstrap", "1"], ("--bootstrap", "0 (off) or from 40")),

@@ -103,9 +103,7 @@ class Family(ABC):
                 )
             missing = [k for k in self._required() if k not in cfg]
             if missing:
-                raise input_error(
-                    source, missing[0], f"missing hyperparameter for {self.type!r}"
-                )
+                raise input_error(source, missing[0], self._missing_hint(missing[0]))
             out.append(self._normalise(dict(cfg), source))
         return out
 
@@ -116,6 +114,20 @@ class Family(ABC):
 
     def _required(self) -> tuple[str, ...]:
         return self.hyperparameters
+
+    #: ``{hyperparameter: (source, scale)}``: how the family's reference grids derive a
+    #: hyperparameter from another one, shown when a grid leaves it out (BPR-MF: the paper's
+    #: regularisation tied to the learning rate).
+    derived_example: dict[str, tuple[str, float]] = {}
+
+    def _missing_hint(self, name: str) -> str:
+        """The message for a hyperparameter a grid leaves out: the two ways to give it."""
+        src, scale = self.derived_example.get(name, ("<another hyperparameter>", "<factor>"))
+        src_text = f'"{src}"' if name in self.derived_example else src
+        return (f"missing hyperparameter for {self.type!r}: give it a values list "
+                f"([params.{name}] values = [...]) or derive it from another one "
+                f"([derived] {name} = {{ from = {src_text}, scale = {scale} }}); "
+                "the grid format: docs/grids.md")
 
     def _normalise(self, cfg: dict, source: str) -> dict:
         return cfg

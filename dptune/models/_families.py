@@ -49,12 +49,15 @@ def _int_value(cfg: dict, key: str, source: str, lo: int) -> int:
     return int(v)
 
 
-def _float_value(cfg: dict, key: str, source: str) -> float:
+def _float_value(cfg: dict, key: str, source: str, positive: bool = False) -> float:
+    """``cfg[key]`` as a finite float >= 0 (> 0 with ``positive``: a learning rate of 0 trains
+    nothing); else one error naming ``source`` and ``key``."""
     v = cfg[key]
     if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not (
-        math.isfinite(v) and v >= 0
+        math.isfinite(v) and (v > 0 if positive else v >= 0)
     ):
-        raise input_error(source, key, f"must be a finite number >= 0, got {plain(v)}")
+        bound = "> 0" if positive else ">= 0"
+        raise input_error(source, key, f"must be a finite number {bound}, got {plain(v)}")
     return float(v)
 
 
@@ -106,11 +109,13 @@ class BPRFamily(Family):
 
     type = "bpr-mf"
     hyperparameters = ("factors", "iterations", "learning_rate", "user_reg", "item_reg")
+    derived_example = {"user_reg": ("learning_rate", 0.05), "item_reg": ("learning_rate", 0.005)}
 
     def _normalise(self, cfg: dict, source: str) -> dict:
         cfg["factors"] = _int_value(cfg, "factors", source, 1)
         cfg["iterations"] = _int_value(cfg, "iterations", source, 0)
-        for key in ("learning_rate", "user_reg", "item_reg"):
+        cfg["learning_rate"] = _float_value(cfg, "learning_rate", source, positive=True)
+        for key in ("user_reg", "item_reg"):
             cfg[key] = _float_value(cfg, key, source)
         return cfg
 
