@@ -98,12 +98,13 @@ def budget_in(costs: dict[str, Any], hours: float, jobs: int = CORES) -> dict[st
     The sweep's own conversion of a time budget (``[sweep] budget = "3h"``:
     :func:`dptune.sweeper.design.budget_rounds` with :class:`dptune.sweeper._cost.CostModel`
     built on these costs): whole rounds of the design order of the BPR-MF grid (15 units per
-    round, each factors value once, so every round costs the same), the full KNN grids, the test
+    round; the first two walk the staircase chain and their costs depend on which factors values
+    they hold, every later one holds each factors value once), the full KNN grids, the test
     split and the noise floor. Returns ``rounds`` and ``units`` (0 when not even one round
-    fits), ``total_units`` (225), ``round_hours`` (one round's validation units), ``run_hours``
-    (the whole run of that budget, or of one round when none fits) and ``fixed_hours`` (the run
-    without any BPR-MF unit beyond the first round's test split and noise floor: KNN, test split,
-    noise floor).
+    fits), ``total_units`` (225), ``round_hours`` (a round's validation units, the mean over the
+    grid's rounds), ``run_hours`` (the whole run of that budget, or of one round when none fits)
+    and ``fixed_hours`` (the run less its BPR-MF validation units: KNN, test split, noise
+    floor).
     """
     from dptune.config import Budget, load_experiment
     from dptune.errors import DptuneError
@@ -118,9 +119,9 @@ def budget_in(costs: dict[str, Any], hours: float, jobs: int = CORES) -> dict[st
     shape = SweepShape(val, FoldShape(val.nnz * k / (k - 1), val.users, val.items), k)
     bpr = design.algorithms["bpr-mf"]
     one = {n: 1 for n in design.algorithms}
-    p1 = projection(exp, design, shape, one, jobs, model)
-    p2 = projection(exp, design, shape, {**one, "bpr-mf": 2}, jobs, model)
-    round_s = p2.validation - p1.validation
+    p0 = projection(exp, design, shape, {**one, "bpr-mf": 0}, jobs, model)
+    p_all = projection(exp, design, shape, {**one, "bpr-mf": bpr.rounds}, jobs, model)
+    round_s = (p_all.validation - p0.validation) / bpr.rounds
     try:
         rounds = budget_rounds(Budget("time", hours * 3600.0, f"{hours:g}h"), exp, design, shape,
                                jobs, model)["bpr-mf"]
@@ -130,4 +131,4 @@ def budget_in(costs: dict[str, Any], hours: float, jobs: int = CORES) -> dict[st
     return {"hours": hours, "jobs": jobs, "rounds": rounds, "units": bpr.units_for(rounds),
             "total_units": bpr.total_units, "round_units": bpr.round_size,
             "round_hours": round_s / 3600.0, "run_hours": run.hours,
-            "fixed_hours": (run.seconds - max(rounds, 1) * round_s) / 3600.0}
+            "fixed_hours": (run.seconds - (run.validation - p0.validation)) / 3600.0}

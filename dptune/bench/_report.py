@@ -223,14 +223,14 @@ def render_scale_report(res: Results, command: str) -> str:
         lines += [f"### Budget that fits in {b0['hours']:g} hours on {b0['jobs']} cores", "",
                   "The sweep's own conversion of `[sweep] budget = \"" + f"{b0['hours']:g}h" + "\"` "
                   "(`dptune.sweeper.design.budget_rounds`) with these unit costs as its cost "
-                  "model: whole rounds of the BPR-MF design order (15 units, each factors value "
-                  "once, so every round costs the same) plus the full KNN grids, the test split "
+                  "model: whole rounds of the BPR-MF design order (15 units; a round's cost below is "
+                  "the mean over the grid's rounds) plus the full KNN grids, the test split "
                   "and the noise floor (5 seeds of the best configuration).", "",
                   *_table(["", *budgets], [
                       ("BPR-MF units in the budget (whole rounds)",
                        *(f"{b['units']} of {b['total_units']} ({b['rounds']} rounds)"
                          for b in budgets.values())),
-                      (f"one round ({b0['round_units']} units x 10 folds), hours",
+                      (f"a round ({b0['round_units']} units x 10 folds, mean), hours",
                        *(f"{b['round_hours']:.2f}" for b in budgets.values())),
                       ("the rest of the run (KNN grids, test split, noise floor), hours",
                        *(f"{b['fixed_hours']:.2f}" for b in budgets.values())),

@@ -21,6 +21,8 @@ from dptune.analysis.pipeline import analyze
 from dptune.cli import main
 from dptune.report import Report
 from dptune.store._store import ResultStore
+from dptune.studies._grid_sample import _UnitsView
+from dptune.sweeper.design import read_design
 
 
 def _experiment(d: Path, name: str = "sample") -> Path:
@@ -99,11 +101,35 @@ def test_the_report_states_the_design_everywhere(stores, analysed, tmp_path):
     assert (tmp_path / "r" / "grid_sample.csv").exists()
 
 
-def test_one_round_claims_nothing_for_the_pairs_it_cannot_stand_for(stores, tmp_path):
+def test_one_round_holds_every_stratum_of_the_whole_grid_and_gets_a_verdict(stores):
+    """The first round walks the staircase chain (0, 0), (0, 1), (1, 1): two units sharing
+    their factors, two sharing their learning rate, two sharing nothing, so the whole grid's
+    DP has an interval and the verdict ranks metrics; a per-value scope whose value has one unit
+    in the round is still not covered (Table 5)."""
     res = analyze(ResultStore(stores["one"]))
     dp = res.dp.table
     whole = dp[(dp["algorithm"] == "bpr-mf") & (dp["scope"] == "all")]
-    # one round of a 3 x 3 Latin square: no two units share a value
+    assert (whole["unsampled_share"] == 0).all() and whole["ci_low"].notna().all()
+    v = res.verdict[res.verdict["algorithm"] == "bpr-mf"]
+    assert not v["too_few_pairs"].any() and (v["recommended"] != "").all()
+    per_value = dp[(dp["algorithm"] == "bpr-mf") & dp["scope"].str.contains("=")]
+    assert (per_value["unsampled_share"] > 0).any() and (per_value["unsampled_share"] == 0).any()
+
+
+def _first_units(store: ResultStore, n: int) -> _UnitsView:
+    """The store seen as holding only the first ``n`` BPR-MF units of its design order (what a
+    sweep killed after ``n`` units leaves)."""
+    units = [u.unit for u in read_design(store.root).algorithms["bpr-mf"].units[:n]]
+    return _UnitsView(store, "bpr-mf", set(units))
+
+
+def test_a_store_without_pairs_of_some_stratum_claims_nothing_for_it(stores, tmp_path):
+    # the first two units of the chain share their factors: no pair of units sharing their
+    # learning rate or nothing, strata that 3/4 of the whole grid's pairs of units are in
+    store = _first_units(ResultStore(stores["one"]), 2)
+    res = analyze(store)
+    dp = res.dp.table
+    whole = dp[(dp["algorithm"] == "bpr-mf") & (dp["scope"] == "all")]
     assert (whole["unsampled_share"] > 0).all() and whole["ci_low"].isna().all()
     v = res.verdict[res.verdict["algorithm"] == "bpr-mf"]
     assert v["too_few_pairs"].all() and (v["recommended"] == "").all()
@@ -113,13 +139,13 @@ def test_one_round_claims_nothing_for_the_pairs_it_cannot_stand_for(stores, tmp_
     assert dom["too_few_pairs"].str.contains("factors").all()
     assert dom["too_few_pairs"].str.contains("learning_rate").all()
     assert (res.verdict.loc[res.verdict["algorithm"] == "userknn", "unsampled_share"] == 0).all()
-    Report.build(ResultStore(stores["one"]), res).write(tmp_path / "r")
+    Report.build(store, res).write(tmp_path / "r")
     assert "too few units to rank metrics" in (tmp_path / "r" / "verdict.md").read_text()
     sakai = (tmp_path / "r" / "report.md").read_text().split("## Sakai-style DP")[1].split("##")[0]
     assert all("§" in line for line in sakai.splitlines() if line.startswith("| BPR-MF"))
     assert "no stand-in among the units run" in sakai
     # the importance section counts the configurations it was fitted on, not the full grid's
-    assert "*BPR-MF* (6 of 18 configurations: the grid sample's units" in (
+    assert "*BPR-MF* (4 of 18 configurations: the grid sample's units" in (
         tmp_path / "r" / "report.md").read_text()
     # every DP of a scope the units do not cover is marked in the tables, never bold, and the
     # tables' CSVs carry the share they miss; a covered scope (User-kNN's) is not marked
@@ -137,7 +163,7 @@ def test_one_round_claims_nothing_for_the_pairs_it_cannot_stand_for(stores, tmp_
     assert not any("§" in line for line in (tmp_path / "r" / "table3.md").read_text().splitlines()
                    if line.startswith("| User-kNN"))
     t5 = pd.read_csv(tmp_path / "r" / "table5.csv")
-    assert len(t5) and (t5["unsampled_share"] > 0).all()  # one round covers no Table 5 scope
+    assert len(t5) and (t5["unsampled_share"] > 0).all()  # two units cover no Table 5 scope
 
 
 def test_a_completed_store_gives_the_numbers_of_a_sweep_never_stopped(stores, analysed,

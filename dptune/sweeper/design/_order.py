@@ -14,27 +14,38 @@ Construction, with k the number of hyperparameters that have two values or more,
   order walks one coset after another, each along the diagonal (``c, c + (1,...,1), ...``). On
   such a walk coordinate h runs ``c_h, c_h + 1, ...`` cyclically, so after m points of a coset
   every value of h has appeared ``floor(m / n_h)`` or ``ceil(m / n_h)`` times and a whole coset
-  holds each value exactly ``lcm / n_h`` times: **every prefix of the order is balanced within
+  holds each value exactly ``lcm / n_h`` times: a prefix of such walks is **balanced within
   +-1 in every hyperparameter**, and the order is a permutation of the grid (the cosets are
   disjoint and cover it). When every size divides the largest (15 x 15, 5 x 5, 6 x 3 x 2), a
   coset is one *row* of L points holding each value of each hyperparameter L / n_h times: a row
-  of a Latin square for two hyperparameters.
-- **Rounds** are ``ceil(k / 2)`` rows of L points (BPR-MF's 15 x 15 grid: 15 units, each
-  factors value and each learning rate once); 2 points when k = 1 (the smallest set with a
+  of a Latin square for two hyperparameters. (The first k cosets are walked differently, below.)
+- **Rounds** are ``ceil(k / 2)`` rows of L points (BPR-MF's 15 x 15 grid: 15 units; from the
+  third round on each factors value and each learning rate once); 2 points when k = 1 (the smallest set with a
   pair); the last round may be shorter.
-- **Pairs early: rows that share values in a controlled way.** A plain Latin row never holds
-  two units sharing a value, yet the per-value scopes (configurations with h = v; their pairs
-  differ in the other hyperparameters) and the one-at-a-time scopes (pairs differing in h only)
-  are built of such units. The first k cosets are a *staircase*: ``c^0 = 0``, ``c^j = c^(j-1) +
-  e_(j+1)`` (the j+1-th hyperparameter moved by one). Every unit x of coset ``c^(j-1)`` then has
-  its partner ``x + e_(j+1)`` in coset ``c^j``: a pair differing in hyperparameter j+1 alone, for
-  each j = 1..k-1; and ``c^(k-1) = (0, 1, ..., 1) = -e_1 + (1, ..., 1)`` lies in the coset of
-  ``-e_1``, so the first and the k-th coset hold pairs differing in the first hyperparameter
-  alone. With ``ceil(k / 2)`` rows per round the staircase fits in the first two rounds. For
-  two hyperparameters this is the cyclic Latin square: row r holds ``(i, i + r)``, and each unit
-  of row 1 shares its factors with one unit of row 0 and its learning rate with another.
-  Two rounds hold each value of every hyperparameter at least twice (``2L >= 2 n_h`` and the
-  +-1 balance), so every per-value scope has a pair there too.
+- **Pairs early: the staircase, walked as one chain.** A plain Latin row never holds two units
+  sharing a value, yet the per-value scopes (configurations with h = v; their pairs differ in
+  the other hyperparameters) and the one-at-a-time scopes (pairs differing in h only) are built
+  of such units. The first k cosets are a *staircase*: ``c^0 = 0``, ``c^j = c^(j-1) + e_(j+1)``
+  (the j+1-th hyperparameter moved by one). Every unit x of coset ``c^(j-1)`` then has its
+  partner ``x + e_(j+1)`` in coset ``c^j``: a pair differing in hyperparameter j+1 alone; and
+  ``c^(k-1) + (1, ..., 1) = c^0 + e_1``. The staircase cosets are not walked one after another
+  but together, as one **chain** ``x_0^0, x_0^1, ..., x_0^(k-1), x_1^0, ...`` with ``x_i^j = c^j
+  + i (1, ..., 1)``: consecutive units differ in one hyperparameter, each hyperparameter in
+  turn (``x_i^j`` to ``x_i^(j+1)`` in hyperparameter j+1, ``x_i^(k-1)`` to ``x_(i+1)^0`` in the
+  first). So the **first round already holds** units that share a value of every
+  hyperparameter and pairs of every one-at-a-time scope (from k + 1 units on): for two
+  hyperparameters the chain zig-zags through two rows of the cyclic Latin square, ``(i, i),
+  (i, i + 1), (i + 1, i + 1), ...``, and a round of 15 units of BPR-MF's grid holds 7 pairs of
+  units that share their factors and 7 that share their learning rate. Once the chain is
+  walked (k cosets: the first two rounds for two hyperparameters) the units are exactly the
+  staircase cosets, as whole cosets, and the walk goes on coset by coset. The price is balance
+  within the chain: a prefix of it holds each value of a hyperparameter between ``c - k`` and
+  ``c`` times for some ``c`` (for two hyperparameters, after one round of 15: 7 values twice,
+  one once and 7 not yet), so a first round covers fewer values (8 of 15 factors values)
+  and its cost varies with which values those are (docs/design.md); every prefix of whole
+  rounds after the chain is balanced within +-1 again. Two rounds hold each value of every
+  hyperparameter at least twice when sizes divide the largest, so every per-value scope has a
+  pair there.
 - **Seed.** Each hyperparameter's values are mapped to labels by a seeded random permutation,
   and the cosets after the staircase come in a seeded random order. The relabelling makes each
   unit equally likely to sit at any point of the label space, so after m units (at round
@@ -43,9 +54,10 @@ Construction, with k the number of hyperparameters that have two values or more,
   depend only on which hyperparameters they share, by the same symmetry).
 
 What is guaranteed (and tested, ``tests/sweeper/design/``): the order is a permutation of the
-grid; every prefix of whole rounds is balanced within +-1 in every hyperparameter; the first two
-rounds hold a pair of every per-value scope and of every one-at-a-time scope the grid has, for
-one or two hyperparameters of any sizes and for more hyperparameters when every size divides the
+grid; every prefix of whole rounds is balanced within +-k in every hyperparameter, and within
++-1 once it holds the staircase chain; the first round holds a pair of every one-at-a-time scope
+when it has more than k units, and the first two rounds a pair of every per-value scope, for one
+or two hyperparameters of any sizes and for more hyperparameters when every size divides the
 largest. With three or more hyperparameters whose sizes do not all divide the largest (3 x 4 x
 5), the cosets are longer than a row (lcm of the sizes) and a one-at-a-time scope may get its
 first pair only once the first coset is walked; balance and permutation hold as always.
@@ -63,7 +75,7 @@ __all__ = ["Order", "design_order", "round_size"]
 
 #: Name and version of the construction, recorded with every design (a future construction gets
 #: another name, and a store keeps the order it was started with).
-METHOD = "diagonal-cosets-1"
+METHOD = "diagonal-cosets-chain-2"
 
 
 @dataclass(frozen=True)
@@ -144,9 +156,17 @@ def design_order(sizes: Sequence[int], seed: int) -> Order:
         nxt[j] = 1
         staircase.append(nxt)
     rest = rng.permutation(n_points)
-    starts = [*staircase, *(_decode(int(f), dims, radix) for f in rest)]
+    # the staircase cosets, walked together as one chain: x_i^0, x_i^1, ..., x_i^(k-1), x_(i+1)^0
+    # with x_i^j = c^j + i (1, ..., 1); consecutive points differ in one hyperparameter, every
+    # hyperparameter in turn, so the first round already holds pairs of every one-at-a-time scope
+    chain = (np.stack(staircase)[None, :, :] + walk[:, None, None]) % dims  # (orbit, k, k)
     labels: list[np.ndarray] = []
-    for c in starts:
+    for point in chain.reshape(-1, k):
+        f = int(point @ radix)
+        if not seen[f]:
+            seen[f] = True
+            labels.append(point[None, :])
+    for c in (_decode(int(f), dims, radix) for f in rest):
         if seen[int(c @ radix)]:
             continue
         coset = (c[:, None] + walk[None, :]) % dims[:, None]  # (k, orbit): the diagonal from c
