@@ -126,6 +126,8 @@ def run_experiment(exp: Experiment, results: str | Path, storage_url: str | None
     tasks = design.tasks()
     if progress:
         _announce(exp, store, design, jobs)
+    if any(not store.has_part(t.algorithm, t.fold, t.unit) for t in tasks):
+        _compile_kernels(exp, progress)
     bar = _Progress(store, tasks, f"{exp.name}: validation", progress, design)
     try:
         for _attempt in range(3):
@@ -150,6 +152,44 @@ def run_experiment(exp: Experiment, results: str | Path, storage_url: str | None
     store.write_trials()
     store.remove_stale_temporaries()
     return store
+
+
+#: Seconds the kernels may take to load before the compiling line is shown (loading them from
+#: numba's cache takes well under a second; compiling them, the first time, tens of seconds).
+COMPILING_AFTER_S = 1.0
+COMPILING = "compiling kernels (first run only)"
+
+
+def _compile_kernels(exp: Experiment, progress: bool) -> None:
+    """Compile (first run) or load the experiment's numba kernels here, before the validation
+    bar starts its clock (:mod:`dptune.sweeper._warmup`), so that its ETA is that of the units
+    alone. With ``progress``, a line ``<name>: compiling kernels (first run only)`` with the
+    elapsed time is shown while it takes longer than :data:`COMPILING_AFTER_S`."""
+    import time
+
+    from dptune.sweeper._warmup import kernel_types, warm_kernels
+
+    if not kernel_types(exp):
+        return
+    start = time.monotonic()
+    line: list[Any] = []
+
+    def poll() -> None:
+        if not progress or time.monotonic() - start < COMPILING_AFTER_S:
+            return
+        if not line:
+            from tqdm import tqdm
+
+            line.append(tqdm(total=None, desc=f"{exp.name}: {COMPILING}", dynamic_ncols=True,
+                             bar_format="{desc} {elapsed}"))
+            line[0].start_t -= time.monotonic() - start  # the elapsed time since the start
+        line[0].refresh()
+
+    try:
+        _run_in_background(lambda: warm_kernels(exp), poll, interval=0.25)
+    finally:
+        if line:
+            line[0].close()
 
 
 def _announce(exp: Experiment, store: ResultStore, design: Design, jobs: int) -> None:
