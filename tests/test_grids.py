@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -152,3 +153,66 @@ def test_exponent_grid_that_is_not_a_finite_real_number_is_one_line(tmp_path, ba
     msg = str(err.value)
     assert len(msg.splitlines()) == 1
     assert str(path) in msg and "params.k.exponent" in msg and "finite real number" in msg
+
+
+# --------------------------------------------------------------------------- docs/grids.md
+GRIDS_DOC = ROOT / "docs" / "grids.md"
+
+
+def _doc_blocks(lang: str) -> list[str]:
+    """The fenced ``lang`` blocks of docs/grids.md, in order."""
+    return re.findall(rf"```{lang}\n(.*?)```", GRIDS_DOC.read_text(), flags=re.S)
+
+
+def _doc_table(header_start: str) -> list[list[str]]:
+    """The rows of the markdown table of docs/grids.md whose header starts with
+    ``header_start`` (header included, separator left out)."""
+    lines = GRIDS_DOC.read_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith(header_start))
+    rows = []
+    for line in lines[at:]:
+        if not line.startswith("|"):
+            break
+        rows.append([c.strip() for c in line.strip("|").split("|")])
+    return [rows[0], *rows[2:]]
+
+
+def test_the_worked_example_of_docs_grids_gives_the_configurations_it_lists(tmp_path):
+    """The BPR-MF grid of docs/grids.md loads, expands into exactly the configurations of the
+    table below it (in order), is accepted by the bpr-mf model, and trains as the 4 units of 3
+    snapshots the text says."""
+    from dptune.models import get_family
+
+    block = next(b for b in _doc_blocks("toml") if b.startswith("# file: my-bpr.toml"))
+    path = tmp_path / "my-bpr.toml"
+    path.write_text(block)
+    g = load_grid(path)
+    header, *rows = _doc_table("| config_id |")
+    configs = g.frame("bpr-mf")
+    assert header == list(configs.columns[1:])
+    assert len(rows) == len(configs) == g.size == 12
+    for row, (_, cfg) in zip(rows, configs.iterrows(), strict=True):
+        assert [float(v) for v in row] == pytest.approx([float(cfg[h]) for h in header]), row
+    assert g.free == ["factors", "iterations", "learning_rate"]
+    assert all(isinstance(v, int) for v in g.values["iterations"])
+    family = get_family("bpr-mf")
+    units = family.units(family.validate(g.configs(), str(path)))
+    assert [len(u) for u in units] == [3, 3, 3, 3]
+
+
+def test_the_snippet_and_the_error_line_of_docs_grids_are_real(tmp_path):
+    """The experiment snippet names a grid that exists, and the missing-hyperparameter line
+    shown in docs/grids.md is the one dptune prints for the example without its [derived]."""
+    from dptune.errors import DptuneError
+    from dptune.models import get_family
+
+    snippet = _doc_blocks("toml")[0]
+    grid = re.search(r'grid = "([^"]+)"', snippet).group(1)
+    assert load_grid(ROOT / "experiments" / grid).size >= 1
+    block = next(b for b in _doc_blocks("toml") if b.startswith("# file: my-bpr.toml"))
+    path = tmp_path / "my-bpr.toml"
+    path.write_text(block.split("[derived]")[0].rsplit("\n#", 1)[0] + "\n")
+    with pytest.raises(DptuneError) as err:
+        get_family("bpr-mf").check(load_grid(path).configs(), source="my-bpr.toml")
+    shown = next(b for b in _doc_blocks("text") if "missing hyperparameter" in b).strip()
+    assert shown == f"dptune: {err.value}"
