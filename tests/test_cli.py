@@ -391,6 +391,49 @@ def test_analysis_flags_show_the_default_they_take(command, flag, words):
     assert SEED == 42
 
 
+def _help_of(command: str, flag: str) -> str:
+    from dptune.cli import build_parser
+
+    sub = dict(_subparsers(build_parser()))[f"dptune {command}"]
+    return _option_help(sub, next(a for a in sub._actions if flag in a.option_strings))
+
+
+@pytest.mark.parametrize("command", ["run", "analyze", "dp"])
+def test_alpha_help_says_everything_alpha_sets(command):
+    """``--alpha`` is the family-wise error rate of the verdict's claims as well as the level of
+    Sakai's DP and of the test-split comparisons; its help says all three."""
+    text = _help_of(command, "--alpha")
+    for words in ("family-wise error rate of the verdict's claims", "dominant hyperparameter",
+                  "Sakai's DP", "test-split comparisons"):
+        assert words in text, text
+
+
+def test_jobs_help_gives_the_default_of_an_experiment_without_one():
+    from dptune.config import SweepConfig
+
+    assert SweepConfig().jobs == 1
+    assert "(default: [sweep] jobs of the experiment, else 1)" in _help_of("run", "--jobs")
+    assert "(default: 1)" in _help_of("seeds", "--jobs")
+
+
+def test_data_synth_flags_each_give_their_own_default():
+    """Each shape flag of ``data synth`` names its own default (the preset's, else the shape's
+    default of that field), not one string shared by all."""
+    from dptune.data._synth import SynthShape
+
+    expected = {"--users": "1,000", "--items": "2,000", "--ratings": "20,000",
+                "--min-user-ratings": "5", "--popularity-exponent": "0.65",
+                "--activity-exponent": "0.5", "--rating-probs": "0.07,0.06,0.11,0.21,0.55"}
+    shape = SynthShape()
+    for flag, value in expected.items():
+        field = getattr(shape, flag[2:].replace("-", "_"))
+        assert value.replace(",", "") == (",".join(map(str, field)).replace(",", "")
+                                          if isinstance(field, tuple) else str(field))
+        text = _help_of("data synth", flag)
+        assert text.endswith(f"(default: the --preset's, else {value})"), text
+        assert text.count("default") == 1, text
+
+
 def test_same_flags_for_the_same_things():
     from dptune.cli import build_parser
 

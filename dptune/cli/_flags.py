@@ -155,14 +155,33 @@ def reports_option(p: argparse.ArgumentParser, default: str | None = "reports/<n
                    required=default is None and not aliases, help=f"{what}{tail}")
 
 
-def jobs_option(p: argparse.ArgumentParser, default: int | None = None,
-                default_text: str = "[sweep] jobs of the experiment") -> None:
-    """``--jobs N``: parallel worker processes (N >= 1)."""
-    from dptune.config import MAX_JOBS
+def jobs_option(p: argparse.ArgumentParser, default: int | None = None) -> None:
+    """``--jobs N``: parallel worker processes (N >= 1); left out, the command's ``default``,
+    else (``None``) the experiment's ``[sweep] jobs``, whose own default is
+    :class:`dptune.config.SweepConfig`'s."""
+    from dptune.config import MAX_JOBS, SweepConfig
 
+    text = f"parallel worker processes, 1 to {MAX_JOBS}"
+    if default is None:
+        text += f" (default: [sweep] jobs of the experiment, else {SweepConfig().jobs})"
     p.add_argument("--jobs", type=int_between(1, MAX_JOBS), default=default, metavar="N",
-                   help=f"parallel worker processes, 1 to {MAX_JOBS} (default: {default_text})"
-                   if default is None else f"parallel worker processes, 1 to {MAX_JOBS}")
+                   help=text)
+
+
+def synth_default(field_name: str) -> str:
+    """What a ``data synth`` shape flag left out means, for its help: the ``--preset``'s value,
+    else :class:`dptune.data._synth.SynthShape`'s default of that field (worked out when the
+    help is shown)."""
+    from dptune.data._synth import SynthShape
+
+    value = {f.name: f.default for f in dataclasses.fields(SynthShape)}[field_name]
+    if isinstance(value, tuple):
+        text = ",".join(map(str, value))
+    elif isinstance(value, int):
+        text = f"{value:,}"
+    else:
+        text = str(value)
+    return f"the --preset's, else {text}"
 
 
 def storage_option(p: argparse.ArgumentParser, required: bool = False) -> None:
@@ -211,7 +230,10 @@ ANALYSIS_FLAGS: tuple[Flag, ...] = (
          "one-at-a-time scope (Table 5)", {"type": int_at_least(1), "metavar": "P"}),
     Flag("--seed", "seed", "pair-sampling seed", {"type": int_at_least(0), "metavar": "SEED"}),
     Flag("--test", "test", "paired significance test", {"choices": TESTS}),
-    Flag("--alpha", "alpha", "significance level of Sakai's DP", {"type": probability, "metavar": "A"}),
+    Flag("--alpha", "alpha", "significance level of the analysis: the family-wise error rate of "
+         "the verdict's claims (a metric significantly less discriminative, the dominant "
+         "hyperparameter), the level of Sakai's DP and of the test-split comparisons",
+         {"type": probability, "metavar": "A"}),
     Flag("--correction", "correction", "multiple-comparison correction of Sakai's DP",
          {"choices": CORRECTIONS}),
     Flag("--n-resamples", "n_resamples", "resamples of the bootstrap / permutation tests "

@@ -7,6 +7,7 @@ Help text on every option, with its default and choices; errors are one line
 from __future__ import annotations
 
 import argparse
+import functools
 import textwrap
 from typing import NoReturn
 
@@ -24,6 +25,7 @@ from dptune.cli._flags import (
     results_argument,
     results_option,
     storage_option,
+    synth_default,
 )
 from dptune.store._trec import ORDERS
 from dptune.vocab import DEVICES, FORMATS, METRICS, TESTS
@@ -269,15 +271,15 @@ def build_parser() -> argparse.ArgumentParser:
                     "16,141 users, 111,537 items, 858,314 ratings); the flags below override it "
                     "(default: none, the sizes below)")
     sy.add_argument("--seed", type=int_at_least(0), default=0, help="random seed")
-    for flag, kind, what in (("users", int_at_least(1), "users"), ("items", int_at_least(1), "items"),
-                             ("ratings", int_at_least(1), "distinct (user, item) ratings"),
-                             ("min-user-ratings", int_at_least(1), "ratings of every user at least"),
-                             ("popularity-exponent", number, "Zipf exponent of item popularity"),
-                             ("activity-exponent", number, "Zipf exponent of user activity")):
-        sy.add_argument(f"--{flag}", type=kind, help=f"{what} (default: the preset's, else 1000 "
-                        "users, 2000 items, 20000 ratings, 5, 0.65, 0.5)")
-    sy.add_argument("--rating-probs", metavar="P1,..,P5",
-                    help="probabilities of 1 .. 5 stars (default 0.07,0.06,0.11,0.21,0.55)")
+    for flag, kind, metavar, what in (
+            ("users", int_at_least(1), "N", "users"), ("items", int_at_least(1), "N", "items"),
+            ("ratings", int_at_least(1), "N", "distinct (user, item) ratings"),
+            ("min-user-ratings", int_at_least(1), "N", "ratings of every user at least"),
+            ("popularity-exponent", number, "X", "Zipf exponent of item popularity"),
+            ("activity-exponent", number, "X", "Zipf exponent of user activity"),
+            ("rating-probs", None, "P1,..,P5", "probabilities of 1 .. 5 stars")):
+        action = sy.add_argument(f"--{flag}", type=kind, metavar=metavar, help=what)
+        action.default_text = functools.partial(synth_default, flag.replace("-", "_"))  # type: ignore[attr-defined]
     sy.set_defaults(func=c.cmd_data_synth)
     return p
 
