@@ -2,7 +2,8 @@
 Python) and a directory of TREC runs become the same in-memory per-user store
 (:meth:`dptune.store._per_user_store.PerUserStore.from_frame`), which :func:`dptune.analyze`
 analyses with the options of a sweep (:meth:`dptune.AnalysisOptions.for_outside`) and
-:class:`dptune.Report` renders. This module writes the reports of ``dptune dp``.
+:class:`dptune.Report` renders from the result alone. This module writes the reports of
+``dptune dp``.
 
 So ``dptune.discriminative_power(df)``, ``dptune dp --per-user FILE``, ``dptune dp --runs DIR``
 and ``dptune analyze`` of a store holding the same per-user values give the same numbers:
@@ -19,37 +20,11 @@ from typing import Any
 
 from dptune.analysis.options import AnalysisOptions
 from dptune.analysis.pipeline import analyze
-from dptune.report._settings import PAIRS_SETTING, VALUE_PAIRS_SETTING
+from dptune.report._settings import outside_settings
 from dptune.store._per_user_file import read_configs, read_per_user
 from dptune.store._per_user_store import PerUserStore
 
-__all__ = ["analyze_per_user", "analyze_runs", "per_user_settings"]
-
-
-def per_user_settings(store: PerUserStore, options: AnalysisOptions,
-                      sources: dict[str, object]) -> dict[str, object]:
-    """The report's settings table for outside data: ``sources`` (what was read) first, and,
-    when configurations are named (``system``), which configuration id is which system (the
-    ids of ``pairs.csv`` and ``pvalues.parquet``)."""
-    folds = sorted({f for a in store.algorithms() for f in store.folds(a)})
-    named = {a: store.configs(a) for a in store.algorithms()}
-    systems = "; ".join(f"{a}: " + ", ".join(f"{int(r.config_id)} = {r.system}"
-                                             for r in c.itertuples(index=False))
-                        for a, c in named.items() if "system" in c.columns)
-    return {
-        **sources,
-        "Algorithms": ", ".join(f"{a} ({len(store.configs(a))} configurations)"
-                                for a in store.algorithms()),
-        **({"Configurations": systems} if systems else {}),
-        "Folds": f"{len(folds)} ({', '.join(folds)})",
-        PAIRS_SETTING: options.pairs,
-        VALUE_PAIRS_SETTING: options.scope_value_pairs,
-        "Pair-sampling seed": options.seed,
-        "Statistical test": options.test,
-        "Alpha": options.alpha,
-        "Bootstrap": options.bootstrap or "off",
-        "Noise floor": "off (needs retraining, which outside data cannot do)",
-    }
+__all__ = ["analyze_per_user", "analyze_runs"]
 
 
 def _report(store: PerUserStore, reports_dir: str | Path, progress: bool,
@@ -58,8 +33,8 @@ def _report(store: PerUserStore, reports_dir: str | Path, progress: bool,
 
     options = AnalysisOptions.for_outside(store, **overrides)
     result = analyze(store, options, progress=progress)
-    report = Report.build(store, result, settings=per_user_settings(store, options, sources))
-    return report.write(reports_dir)
+    settings = outside_settings(result.manifest, result.options, result.configurations, sources)
+    return Report.from_result(result, settings=settings).write(reports_dir)
 
 
 def analyze_per_user(per_user: str | Path, reports_dir: str | Path,

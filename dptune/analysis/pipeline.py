@@ -31,7 +31,7 @@ from dptune.errors import input_error
 from dptune.store._per_user_store import PerUserStore
 from dptune.store._store import ResultStore
 
-__all__ = ["analyze"]
+__all__ = ["analyze", "outside_options", "configurations_table"]
 
 
 def analyze(store: ResultStore | str | Path | pd.DataFrame,
@@ -48,9 +48,13 @@ def analyze(store: ResultStore | str | Path | pd.DataFrame,
     (:meth:`dptune.store._per_user_store.PerUserStore.from_frame`). ``options`` default to the
     experiment's own ``[analysis]`` settings recorded in the store's manifest
     (:meth:`AnalysisOptions.resolve`), or for a per-user table the options of outside data
-    (:meth:`AnalysisOptions.for_outside`); given options are used as they are, a ``seed`` of
-    ``None`` taking the manifest's analysis seed. A pure function of the data and the options;
-    ``progress`` shows a progress bar. See :class:`AnalysisResult` for what it holds.
+    (:meth:`AnalysisOptions.for_outside`). Given options are used as they are on a store, a
+    ``seed`` of ``None`` taking the manifest's analysis seed; on a per-user table they are
+    taken as ``dptune dp --per-user`` takes its flags (:func:`outside_options`: what needs a
+    sweep, the noise floor and importance without hyperparameters, stays off unless asked for).
+    A pure function of the data and the options; ``progress`` shows a progress bar. A wrong
+    argument is one :class:`dptune.errors.DptuneError` naming it. See :class:`AnalysisResult`
+    for what it holds.
 
     Example (``store`` from :func:`dptune.sweep`)::
 
@@ -58,8 +62,8 @@ def analyze(store: ResultStore | str | Path | pd.DataFrame,
         dp = res.dp.table
         dp[dp["scope"] == "all"][["algorithm", "metric", "cutoff", "dp_per_25", "n_pairs"]]
     """
-    outside = isinstance(store, pd.DataFrame)
-    if outside:
+    _check_arguments(store, options, progress, configs, hyperparameters)
+    if isinstance(store, pd.DataFrame):
         store = PerUserStore.from_frame(store, configs=configs, hyperparameters=hyperparameters)
     elif configs is not None or hyperparameters:
         raise input_error("analyze", "configs" if configs is not None else "hyperparameters",
@@ -70,11 +74,16 @@ def analyze(store: ResultStore | str | Path | pd.DataFrame,
         raise input_error("analyze", "store", f"needs a result store, its directory or a "
                           f"per-user DataFrame, got {type(store).__name__}")
     man = store.manifest()
-    if options is None:
-        options = AnalysisOptions.for_outside(store) if outside else AnalysisOptions.resolve(man)
-    opts = options
+    if isinstance(store, PerUserStore):
+        opts = outside_options(store, options)
+    else:
+        opts = AnalysisOptions.resolve(man) if options is None else options
     if opts.seed is None:
-        opts = opts.replace(seed=man["seeds"]["analysis"])
+        seed = (man.get("seeds") or {}).get("analysis")
+        if seed is None:
+            raise input_error("analyze", "options", "seed: the store records no analysis "
+                              "seed; give one (AnalysisOptions(seed=...))")
+        opts = opts.replace(seed=seed)
     estimate = run_fold_loop(store, opts, progress)
     dg.check_fold_users(dg.fold_user_counts(estimate.pvalues), opts.min_fold_users)
     with_dp = set(estimate.table["algorithm"])
@@ -90,7 +99,56 @@ def analyze(store: ResultStore | str | Path | pd.DataFrame,
     return AnalysisResult(dp=estimate, comparisons=parts.comparisons,
                           dominance=parts.dominance, downstream=parts.downstream,
                           verdict=parts.verdict, best=best, datasets=datasets_table(man),
-                          noise=noise, importance=importance, options=opts, manifest=man)
+                          noise=noise, importance=importance, options=opts, manifest=man,
+                          configurations=configurations_table(store))
+
+
+def outside_options(store: PerUserStore, options: AnalysisOptions | None) -> AnalysisOptions:
+    """The options of outside data given ``options``, as ``dptune dp --per-user`` takes its
+    flags: each field ``options`` sets to other than its default is given
+    (:meth:`AnalysisOptions.for_outside`), each field left at its default takes the default of
+    outside data. So ``AnalysisOptions(seed=1)`` is seed 1 with the noise floor off (it needs
+    retraining) and importance on only when the table names hyperparameters, while a noise
+    floor asked for (``noise_seeds=3``) is the one-line error of ``dptune dp --noise-seeds 3``.
+    Options already of outside data come back unchanged."""
+    if options is None:
+        return AnalysisOptions.for_outside(store)
+    default = AnalysisOptions()
+    given = {k: v for k, v in options.to_dict().items() if v != getattr(default, k)}
+    return AnalysisOptions.for_outside(store, **given)
+
+
+def configurations_table(store: ResultStore | PerUserStore) -> pd.DataFrame:
+    """Every configuration of the store, one row each: ``algorithm, config_id``, then the
+    hyperparameter columns (empty where an algorithm does not use one; a per-user table's
+    ``system`` names), in the store's algorithm order. The report names configurations by it
+    (the noise floor's, the importance section's counts) without reading the store."""
+    frames = [store.configs(a).assign(algorithm=a) for a in store.algorithms()]
+    frames = [f for f in frames if len(f)]
+    if not frames:
+        return pd.DataFrame({"algorithm": pd.Series(dtype=object),
+                             "config_id": pd.Series(dtype="int64")})
+    table = pd.concat(frames, ignore_index=True)
+    return table[["algorithm", "config_id",
+                  *[c for c in table.columns if c not in ("algorithm", "config_id")]]]
+
+
+def _check_arguments(store: object, options: object, progress: object, configs: object,
+                     hyperparameters: object) -> None:
+    """One error naming the argument of :func:`analyze` that has the wrong type, before any
+    work (``store`` is checked where it is read)."""
+    if options is not None and not isinstance(options, AnalysisOptions):
+        raise input_error("analyze", "options", "needs dptune.AnalysisOptions (or None for the "
+                          f"store's own), got {type(options).__name__}")
+    if not isinstance(progress, bool):
+        raise input_error("analyze", "progress", f"must be True or False, got {progress!r}")
+    if configs is not None and not isinstance(configs, pd.DataFrame):
+        raise input_error("analyze", "configs", "needs a pandas DataFrame of configurations, "
+                          f"got {type(configs).__name__}")
+    if isinstance(hyperparameters, (str, bytes)) or not isinstance(hyperparameters, Sequence) \
+            or not all(isinstance(h, str) for h in hyperparameters):
+        raise input_error("analyze", "hyperparameters", "needs a list of column names, got "
+                          f"{hyperparameters!r}")
 
 
 def _noise_floor(store: ResultStore, opts: AnalysisOptions,

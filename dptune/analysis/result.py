@@ -6,7 +6,7 @@ estimate (:class:`dptune.analysis.dp.tables.DPEstimate`: pairs, p-values, dp.csv
 on the one scale and its interval, curves), the comparisons behind every claim, the dominant
 hyperparameter, the downstream check, the verdict, the A/A noise floor
 (:class:`dptune.analysis.noise.NoiseFloor`), the best configurations, Table 1's data set row
-and importance, with the options and the manifest they were computed from.
+and importance, with the options, the manifest and the configurations they were computed from.
 ``dptune.Report.build`` / ``dptune.Report.from_result`` render it (tables, figures, report.md /
 report.html); :meth:`AnalysisResult.write_data` writes the data files a report lists.
 """
@@ -76,6 +76,10 @@ class AnalysisResult:
     - ``importance``: fANOVA / PED-ANOVA importances, or None when off.
     - ``options``: the validated :class:`dptune.AnalysisOptions` used (``seed`` resolved).
     - ``manifest``: the store's manifest (data set, split, evaluation, seeds, versions).
+    - ``configurations``: every configuration of the store (``algorithm, config_id`` and the
+      hyperparameter columns; a per-user table's ``system`` names), or None (a result built by
+      hand). The report names configurations by it, so that it renders a result without the
+      store; it is not a data file.
     """
 
     dp: DPEstimate
@@ -89,6 +93,7 @@ class AnalysisResult:
     importance: pd.DataFrame | None = None
     options: AnalysisOptions = field(default_factory=AnalysisOptions)
     manifest: Mapping[str, Any] = field(default_factory=dict)
+    configurations: pd.DataFrame | None = None
 
     @property
     def primary(self) -> tuple[str, int]:

@@ -57,11 +57,11 @@ from dptune.report._inputs import (
     require,
     scope_all,
 )
-from dptune.report._settings import PAIRS_SETTING, VALUE_PAIRS_SETTING
+from dptune.report._settings import PAIRS_SETTING, VALUE_PAIRS_SETTING, outside_settings
 from dptune.report._table import Table
 from dptune.report._tables import one_at_a_time_table, table1, table3, table4, table5
 from dptune.report._verdict import summary_section, verdict_document, verdict_section
-from dptune.store._per_user_store import has_test_split
+from dptune.store._per_user_store import SOURCES, has_test_split
 
 __all__ = ["Report"]
 
@@ -101,36 +101,40 @@ class Report:
     @classmethod
     def build(cls, store: Any, result: AnalysisResult,
               settings: Mapping[str, object] | None = None) -> Report:
-        """The report of ``result`` (a :class:`dptune.analysis.AnalysisResult`) of ``store``.
+        """The report of ``result`` (a :class:`dptune.analysis.AnalysisResult`) of ``store``:
+        :meth:`from_result`, which renders the result alone, once the result carries what only
+        the store knows.
 
-        ``settings`` replaces the settings table built from the store's manifest (a store
-        without an experiment, such as a per-user table from outside, gives its own).
+        A result of :func:`dptune.analyze` carries it already (its configurations and the
+        algorithms without DP), so ``store`` may be None. A result built by hand gets it here
+        from ``store``: every configuration (the noise-floor and importance sections name
+        configurations by their hyperparameters) and why each algorithm of the store that the
+        result has no DP for has none. ``settings`` replaces the settings table built from the
+        result's manifest.
 
-        Adds what only the store knows, then renders with :meth:`from_result`: the A/A noise
-        floor section and hyperparameter importance (when ``result.importance`` is set), which
-        name configurations by their hyperparameters, and why each algorithm of the store that
-        the result has no DP for has none.
+        Raises:
+            DptuneError: ``store`` is neither None nor a result store, ``result`` is not an
+                :class:`AnalysisResult`, or what :meth:`from_result` raises.
         """
+        from dptune.analysis.pipeline import configurations_table
         from dptune.analysis.selection import configuration_count
-        from dptune.report._importance import importance_section
-        from dptune.report._sections import noise_section
 
-        sections: list[tuple[str, str]] = []
-        sections.append(("Noise floor (A/A pairs)", noise_section(store, result)))
-        if result.importance is not None:
-            sections.append(
-                (
-                    "Hyperparameter importance (optuna) beside DP dominance",
-                    importance_section(store, result),
-                )
-            )
+        _check_result(result, "Report.build")
+        if store is None:
+            return cls.from_result(result, settings=settings)
+        if not all(callable(getattr(store, m, None)) for m in ("algorithms", "configs",
+                                                               "hyperparameters")):
+            raise input_error("Report.build", "store", "needs the result's store (a "
+                              f"dptune.ResultStore) or None, got {type(store).__name__}")
         without = dict(result.dp.without)
         with_dp = set(result.dp.table["algorithm"])
         for alg in store.algorithms():
             if alg not in with_dp and alg not in without:
                 without[alg] = configuration_count(store, alg)
         result = dataclasses.replace(result, dp=dataclasses.replace(result.dp, without=without))
-        return cls.from_result(result, settings=settings, extra_sections=sections)
+        if result.configurations is None:
+            result = dataclasses.replace(result, configurations=configurations_table(store))
+        return cls.from_result(result, settings=settings)
 
     def _add_dp_figures(self, dp: pd.DataFrame,
                         families: Sequence[tuple[str, Sequence[str]]]) -> None:
@@ -157,8 +161,9 @@ class Report:
         hyperparameter_order: Mapping[str, Sequence[object]] | None = None,
         extra_sections: Sequence[tuple[str, str]] = (),
     ) -> Report:
-        """The report of an analysis result, from its tables alone (no store):
-        ``Report.from_result(result).write(out)``. :meth:`build` adds what a store knows.
+        """The report of an analysis result, from the result alone (no store):
+        ``Report.from_result(result).write(out)``, for a sweep's result as for a per-user
+        table's. :meth:`build` adds what a store knows to a result built by hand.
 
         Reads from ``result``: ``dp.table`` (Tables 3-5, the one-at-a-time table), ``dp.curves``
         (Figure 1), ``datasets`` (Table 1), ``best`` (the best configuration per metric; its
@@ -170,25 +175,33 @@ class Report:
         Table 3 as having no DP, and why), ``options`` (``primary``: Table 5, the
         one-at-a-time table's cutoff, Figure 1's main cutoff and the selection check;
         ``min_pairs``: nothing with fewer pairs is marked best),
-        ``manifest["split"]`` (explains the validation/test gap of the best configurations)
-        and ``tables()`` (the data files written beside the report and listed in its "Files"
-        section).
+        ``manifest`` (the settings table: a sweep's experiment, or outside data's source and
+        folds; ``split`` explains the validation/test gap of the best configurations),
+        ``configurations`` (the noise-floor and hyperparameter-importance sections, which name
+        configurations by their hyperparameters; left out when it is None) and ``tables()``
+        (the data files written beside the report and listed in its "Files" section).
 
         Args:
             result: the :class:`dptune.analysis.AnalysisResult` to render.
             settings: experiment settings for the settings table (relevance threshold and
                 metric variant are always listed, "not recorded" when absent); default: those
-                of ``result.manifest`` and ``result.options``, none without a manifest.
+                of ``result.manifest`` and ``result.options`` (a sweep's experiment, or outside
+                data's source, folds and options), none without a manifest.
             title: report title (default from ``settings["name"]`` when present).
             hyperparameter_order: value order per hyperparameter (its key order also orders
                 rows).
             extra_sections: ``(title, markdown)`` pairs appended to ``report.md``.
 
         Raises:
-            DptuneError: a required column is missing, keys are duplicated, nothing was
-                compared, or the primary metric@cutoff has no DP in scope ``all``.
+            DptuneError: an argument has the wrong type, a required column is missing, keys
+                are duplicated, nothing was compared, or the primary metric@cutoff has no DP in
+                scope ``all``.
         """
-        from dptune.report._sections import experiment_settings
+        from dptune.report._importance import importance_section
+        from dptune.report._sections import experiment_settings, noise_section
+
+        _check_result(result, "Report.from_result")
+        _check_render_arguments(settings, title, hyperparameter_order, extra_sections)
 
         dp = require(result.dp.table, DP_INPUT, "dp")
         curves = require(result.dp.curves, CURVE_INPUT, "curves")
@@ -210,7 +223,9 @@ class Report:
                 f"no DP in scope 'all' for it (available: {', '.join(available) or 'none'})",
             )
         if settings is None and result.manifest:
-            settings = experiment_settings(result.manifest, result.options)
+            settings = (outside_settings(result.manifest, result.options, result.configurations)
+                        if result.manifest.get("source") in SOURCES
+                        else experiment_settings(result.manifest, result.options))
         sample_text = grid_sample_text(result.dp.grid_sample)
         if sample_text is not None:
             settings = {**(settings or {}), "Grid sample": sample_text}
@@ -247,11 +262,18 @@ class Report:
             tables, figures, dp, best, settings, primary, noise is not None,
             dict(result.dp.without), gap, verdict, families, test_split=test_split,
         )
+        if result.configurations is not None:
+            configs = _Configurations(result)
+            sections.append(Section("Noise floor (A/A pairs)", noise_section(configs, result)))
+            if result.importance is not None:
+                sections.append(Section("Hyperparameter importance (optuna) beside DP dominance",
+                                        importance_section(configs, result)))
         sections += [Section(t, str(b)) for t, b in extra_sections]
         name = title or (str(settings["name"]) if settings and "name" in settings else None)
         lead = sampling_lead((settings or {}).get(PAIRS_SETTING),
                              (settings or {}).get(VALUE_PAIRS_SETTING))
-        if sample_text is not None:
+        if sample_text is not None and (verdict is None or verdict.empty):
+            # with a verdict, the summary states the design (once, before any table)
             lead = sample_text if lead is None else f"{lead}\n\n{sample_text}"
         rep = cls(name, primary, tables, figures, sections, lead=lead, result=result,
                   verdict=verdict, data_files=[DATA_FILES[key] for key in result.tables()],
@@ -354,6 +376,59 @@ class Report:
         written.append(_write_text(out / "report.md", md))
         written.append(_write_text(out / "report.html", self.to_html(pngs, md)))
         return written
+
+
+class _Configurations:
+    """What the noise-floor and importance sections read of a store (the algorithms in order,
+    each one's configurations and free hyperparameters), from the result alone: its
+    ``configurations`` table and its manifest's algorithms."""
+
+    def __init__(self, result: AnalysisResult):
+        self._table = result.configurations
+        listed = [a for a in result.manifest.get("algorithms", ()) if "name" in a]
+        self._free = {a["name"]: list(a.get("free", ())) for a in listed}
+        self._order = list(self._free) + [a for a in dict.fromkeys(self._table["algorithm"])
+                                          if a not in self._free]
+
+    def algorithms(self) -> list[str]:
+        """Algorithm names in the store's order."""
+        return list(self._order)
+
+    def configs(self, algorithm: str) -> pd.DataFrame:
+        """``config_id`` and the hyperparameter columns the algorithm uses."""
+        rows = self._table[self._table["algorithm"] == algorithm].drop(columns="algorithm")
+        return rows.dropna(axis=1, how="all").reset_index(drop=True)
+
+    def hyperparameters(self, algorithm: str) -> list[str]:
+        """The algorithm's free hyperparameters (derived ones are shown, not swept)."""
+        return list(self._free.get(algorithm, []))
+
+
+def _check_result(result: object, where: str) -> None:
+    """One error naming ``result`` when it is not an :class:`AnalysisResult`."""
+    if not isinstance(result, AnalysisResult):
+        raise input_error(where, "result", "needs the dptune.AnalysisResult of dptune.analyze "
+                          f"or dptune.discriminative_power, got {type(result).__name__}")
+
+
+def _check_render_arguments(settings: object, title: object, order: object,
+                            extra_sections: object) -> None:
+    """One error naming the argument of :meth:`Report.from_result` of the wrong type."""
+    where = "Report.from_result"
+    if settings is not None and not isinstance(settings, Mapping):
+        raise input_error(where, "settings", "needs a mapping of setting -> value, got "
+                          f"{type(settings).__name__}")
+    if title is not None and not isinstance(title, str):
+        raise input_error(where, "title", f"needs a string, got {type(title).__name__}")
+    if order is not None and (not isinstance(order, Mapping) or any(
+            isinstance(v, str) or not isinstance(v, Sequence) for v in order.values())):
+        raise input_error(where, "hyperparameter_order", "needs a mapping of hyperparameter "
+                          f"-> list of values, got {order!r}")
+    if isinstance(extra_sections, (str, bytes)) or not isinstance(extra_sections, Sequence) or \
+            not all(isinstance(x, (tuple, list)) and len(x) == 2 and isinstance(x[0], str)
+                    for x in extra_sections):
+        raise input_error(where, "extra_sections", "needs a list of (title, markdown) pairs, "
+                          f"got {extra_sections!r}")
 
 
 def _write_text(path: Path, text: str) -> Path:

@@ -8,10 +8,14 @@ it (the paper's "above 4" is ambiguous), so
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
 
 from dptune.report._format import fmt_setting
 
-__all__ = ["PAIRS_SETTING", "VALUE_PAIRS_SETTING", "settings_rows", "flatten", "find_setting"]
+__all__ = ["PAIRS_SETTING", "VALUE_PAIRS_SETTING", "settings_rows", "flatten", "find_setting",
+           "outside_settings"]
 
 #: Settings-table rows of the two pair caps (the report's "Pairs" section reads them back).
 PAIRS_SETTING = "Pairs, scope all (P)"
@@ -83,3 +87,40 @@ def settings_rows(settings: Mapping[str, object] | None) -> list[tuple[str, str]
         if name not in used:
             rows.append((name.replace("_", " "), fmt_setting(value)))
     return rows
+
+
+def outside_settings(manifest: Mapping[str, Any], options: Any,
+                     configurations: pd.DataFrame | None,
+                     sources: Mapping[str, object] | None = None) -> dict[str, object]:
+    """The settings table of outside data (a per-user table, evaluated TREC runs), from what
+    its analysis result records: ``sources`` (what was read; default: the data's source as its
+    manifest records it) first, the algorithms and their number of configurations, which
+    configuration id is which system when configurations are named (the ids of ``pairs.csv``
+    and ``pvalues.parquet``), the folds and the analysis options. Outside data has no
+    experiment, so the settings of a sweep's report (split, evaluation) do not apply."""
+    if sources is None:
+        label = "Runs" if manifest.get("source") == "runs" else "Per-user table"
+        sources = {label: str((manifest.get("dataset") or {}).get("source", "not recorded"))}
+    algorithms = [a["name"] for a in manifest.get("algorithms", ())]
+    named: dict[str, pd.DataFrame] = {}
+    for alg in algorithms:
+        rows = (configurations[configurations["algorithm"] == alg]
+                if configurations is not None else pd.DataFrame())
+        named[alg] = rows.dropna(axis=1, how="all")
+    systems = "; ".join(f"{a}: " + ", ".join(f"{int(r.config_id)} = {r.system}"
+                                             for r in c.itertuples(index=False))
+                        for a, c in named.items() if "system" in c.columns)
+    folds = sorted(str(f) for f in manifest.get("folds", ()))
+    return {
+        **sources,
+        "Algorithms": ", ".join(f"{a} ({len(c)} configurations)" for a, c in named.items()),
+        **({"Configurations": systems} if systems else {}),
+        "Folds": f"{len(folds)} ({', '.join(folds)})",
+        PAIRS_SETTING: options.pairs,
+        VALUE_PAIRS_SETTING: options.scope_value_pairs,
+        "Pair-sampling seed": options.seed,
+        "Statistical test": options.test,
+        "Alpha": options.alpha,
+        "Bootstrap": options.bootstrap or "off",
+        "Noise floor": "off (needs retraining, which outside data cannot do)",
+    }
