@@ -59,7 +59,9 @@ def discriminative_power(per_user: pd.DataFrame, *, hyperparameters: Sequence[st
     system`` and one column per hyperparameter). ``options`` are :class:`AnalysisOptions`
     fields (``pairs``, ``seed``, ``test``, ``bootstrap``, ...); left out, they are those of
     ``dptune analyze`` with the analysis seed 42 of a sweep
-    (:meth:`AnalysisOptions.for_outside`).
+    (:meth:`AnalysisOptions.for_outside`). A wrong argument is one
+    :class:`dptune.errors.DptuneError` naming it (an unknown option, a bad value, a
+    noise floor, which outside data cannot have).
 
     One route for every input: this is ``dptune.analyze(per_user, AnalysisOptions.for_outside(
     store, **options))`` of the table's in-memory store. Per algorithm and scope, pairs of
@@ -78,7 +80,9 @@ def discriminative_power(per_user: pd.DataFrame, *, hyperparameters: Sequence[st
         >>> res.dp.table[["algorithm", "scope", "metric", "cutoff", "n_pairs"]].to_dict("records")
         [{'algorithm': 'runs', 'scope': 'all', 'metric': 'ndcg', 'cutoff': 10, 'n_pairs': 6}]
     """
+    from dptune.analysis.pipeline import check_arguments
     from dptune.store._per_user_store import PerUserStore
 
+    check_arguments("discriminative_power", None, progress, configs, hyperparameters)
     store = PerUserStore.from_frame(per_user, configs=configs, hyperparameters=hyperparameters)
     return analyze(store, AnalysisOptions.for_outside(store, **options), progress=progress)

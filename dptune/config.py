@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from dptune.data._fetch import KNOWN_DATASETS
 from dptune.data._options import _check_columns, _check_sep
 from dptune.data._split import SPLIT_METHODS
-from dptune.errors import check_int, input_error, read_toml
+from dptune.errors import check_int, check_path, input_error, read_toml
 from dptune.grids import Grid, load_grid
 from dptune.models._adapters import is_known_type
 from dptune.vocab import DEVICES, METRICS
@@ -467,6 +467,7 @@ def load_experiment(path: str | Path) -> Experiment:
         >>> exp.name, exp.split.folds, exp.analysis.pairs, [a.name for a in exp.algorithms]
         ('quickstart', 3, 1000, ['userknn', 'itemknn', 'bpr-mf'])
     """
+    check_path(path, "load_experiment", "path", "the experiment file's path")
     path = Path(path)
     data = read_toml(path, "experiment file")
     return parse_experiment(data, str(path), path)

@@ -48,6 +48,17 @@ def check_int(value: object, source: object, field: str | None, minimum: int,
     return int(value)
 
 
+def check_path(value: object, source: object, field: str, what: str = "a path") -> None:
+    """The one-line error ``<source>: <field>: needs <what> (a str or os.PathLike), got <type>``
+    unless ``value`` is a path, so that a wrong argument of a front function (``None``, a
+    number) is named instead of failing inside :mod:`pathlib`."""
+    import os
+
+    if not isinstance(value, (str, os.PathLike)):
+        raise input_error(source, field, f"needs {what} (a str or os.PathLike), got "
+                          f"{type(value).__name__}")
+
+
 def read_toml(path: object, what: str) -> dict:
     """Parse a TOML file; an unreadable file or invalid TOML is a one-line error naming the file.
 

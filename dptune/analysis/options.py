@@ -21,7 +21,7 @@ from dptune.vocab import CORRECTIONS, METRICS, TESTS
 
 __all__ = ["AnalysisOptions", "TESTS", "CORRECTIONS", "PAIRS", "VALUE_PAIRS", "RENAMED",
            "DEFAULT_FAMILIES", "MIN_PAIRS", "MIN_BOOTSTRAP", "MAX_BOOTSTRAP", "MAX_RESAMPLES",
-           "OUTSIDE_SEED", "validate_options", "value_pairs_of"]
+           "OUTSIDE_SEED", "validate_options", "check_names", "value_pairs_of"]
 
 #: Default ``pairs``: every pair of a scope up to this many, else a seeded sample of this many.
 PAIRS = 1000
@@ -119,6 +119,20 @@ class AnalysisOptions:
     families: tuple[tuple[str, tuple[str, ...]], ...] = DEFAULT_FAMILIES
     min_pairs: int = MIN_PAIRS
 
+    def __new__(cls, *args: Any, **kwargs: Any) -> AnalysisOptions:
+        """Check the names before the fields are set: an unknown or renamed keyword, too many
+        positional options or one given twice is one error line naming it, as a bad value is
+        (a mistyped keyword in a notebook is not a ``TypeError`` from inside)."""
+        names = [f.name for f in fields(cls)]
+        if len(args) > len(names):
+            raise input_error("analysis", None, f"takes at most {len(names)} options by "
+                              f"position, got {len(args)}; name them ({', '.join(names)})")
+        check_names(kwargs)
+        twice = [k for k in names[:len(args)] if k in kwargs]
+        if twice:
+            raise input_error("analysis", twice[0], "given twice (by position and by name)")
+        return super().__new__(cls)
+
     def __post_init__(self) -> None:
         for name, value in validate_options(dataclasses.asdict(self)).items():
             object.__setattr__(self, name, value)
@@ -145,6 +159,9 @@ class AnalysisOptions:
             >>> (o.pairs, o.seed, o.bootstrap, o.test)
             (15, 42, 100, 't')
         """
+        if manifest is not None and not isinstance(manifest, Mapping):
+            raise input_error("analysis", "manifest", "needs a store's manifest (a mapping, "
+                              f"store.manifest()) or None, got {type(manifest).__name__}")
         manifest = manifest or {}
         known = {f.name for f in fields(cls)}
         stored = dict(manifest.get("analysis") or {})
@@ -164,6 +181,10 @@ class AnalysisOptions:
         metric@N), the noise floor off (it needs retraining, which outside data cannot do) and
         importance on when hyperparameters are known; then ``overrides`` (``None`` = not
         given)."""
+        if not all(callable(getattr(store, m, None))
+                   for m in ("algorithms", "metric_cutoffs", "hyperparameters")):
+            raise input_error("analysis", "store", "needs the in-memory store of outside data "
+                              f"(PerUserStore), got {type(store).__name__}")
         given = {k: v for k, v in overrides.items() if v is not None}
         if given.get("noise_seeds", 0) or "noise_configs" in given:
             key = "noise_seeds" if "noise_seeds" in given else "noise_configs"
@@ -229,16 +250,11 @@ def validate_options(values: Mapping[str, Any], source: object = "analysis",
     ``min_pairs >= 1``; ``families`` a non-empty table of non-empty metric lists, every metric
     known and in one family only.
     """
-    known = [f.name for f in fields(AnalysisOptions)]
-    out: dict[str, Any] = {}
-    for key, v in values.items():
-        if key in RENAMED:
-            raise input_error(source, f"{prefix}{key}", f"renamed to '{RENAMED[key]}'")
-        if key not in known:
-            near = difflib.get_close_matches(key, known, n=1)
-            hint = f" (did you mean '{near[0]}'?)" if near else f" (allowed: {', '.join(known)})"
-            raise input_error(source, f"{prefix}{key}", "unknown field" + hint)
-        out[key] = v
+    if not isinstance(values, Mapping):
+        raise input_error(source, prefix.rstrip(".") or None, "needs a table of analysis "
+                          f"options, got {type(values).__name__}")
+    check_names(values, source, prefix)
+    out: dict[str, Any] = dict(values)
 
     def bad(key: str, problem: str) -> Exception:
         return input_error(source, f"{prefix}{key}", problem)
@@ -273,6 +289,20 @@ def validate_options(values: Mapping[str, Any], source: object = "analysis",
     if "families" in out:
         out["families"] = _families(out["families"], bad)
     return out
+
+
+def check_names(values: Mapping[str, Any], source: object = "analysis",
+                prefix: str = "") -> None:
+    """Every key of ``values`` is an option: a renamed one names its new name, an unknown one
+    the nearest option (or all of them); one error line naming the key."""
+    known = [f.name for f in fields(AnalysisOptions)]
+    for key in values:
+        if key in RENAMED:
+            raise input_error(source, f"{prefix}{key}", f"renamed to '{RENAMED[key]}'")
+        if key not in known:
+            near = difflib.get_close_matches(str(key), known, n=1)
+            hint = f" (did you mean '{near[0]}'?)" if near else f" (allowed: {', '.join(known)})"
+            raise input_error(source, f"{prefix}{key}", "unknown field" + hint)
 
 
 def _families(value: Any, bad: Any) -> tuple[tuple[str, tuple[str, ...]], ...]:

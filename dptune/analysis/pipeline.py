@@ -31,7 +31,7 @@ from dptune.errors import input_error
 from dptune.store._per_user_store import PerUserStore
 from dptune.store._store import ResultStore
 
-__all__ = ["analyze", "outside_options", "configurations_table"]
+__all__ = ["analyze", "outside_options", "configurations_table", "check_arguments"]
 
 
 def analyze(store: ResultStore | str | Path | pd.DataFrame,
@@ -62,7 +62,7 @@ def analyze(store: ResultStore | str | Path | pd.DataFrame,
         dp = res.dp.table
         dp[dp["scope"] == "all"][["algorithm", "metric", "cutoff", "dp_per_25", "n_pairs"]]
     """
-    _check_arguments(store, options, progress, configs, hyperparameters)
+    check_arguments("analyze", options, progress, configs, hyperparameters)
     if isinstance(store, pd.DataFrame):
         store = PerUserStore.from_frame(store, configs=configs, hyperparameters=hyperparameters)
     elif configs is not None or hyperparameters:
@@ -133,21 +133,21 @@ def configurations_table(store: ResultStore | PerUserStore) -> pd.DataFrame:
                   *[c for c in table.columns if c not in ("algorithm", "config_id")]]]
 
 
-def _check_arguments(store: object, options: object, progress: object, configs: object,
-                     hyperparameters: object) -> None:
-    """One error naming the argument of :func:`analyze` that has the wrong type, before any
-    work (``store`` is checked where it is read)."""
+def check_arguments(where: str, options: object, progress: object, configs: object,
+                    hyperparameters: object) -> None:
+    """One error naming the argument of :func:`analyze` (or of the front function ``where``)
+    that has the wrong type, before any work; the data itself is checked where it is read."""
     if options is not None and not isinstance(options, AnalysisOptions):
-        raise input_error("analyze", "options", "needs dptune.AnalysisOptions (or None for the "
+        raise input_error(where, "options", "needs dptune.AnalysisOptions (or None for the "
                           f"store's own), got {type(options).__name__}")
     if not isinstance(progress, bool):
-        raise input_error("analyze", "progress", f"must be True or False, got {progress!r}")
+        raise input_error(where, "progress", f"must be True or False, got {progress!r}")
     if configs is not None and not isinstance(configs, pd.DataFrame):
-        raise input_error("analyze", "configs", "needs a pandas DataFrame of configurations, "
+        raise input_error(where, "configs", "needs a pandas DataFrame of configurations, "
                           f"got {type(configs).__name__}")
     if isinstance(hyperparameters, (str, bytes)) or not isinstance(hyperparameters, Sequence) \
             or not all(isinstance(h, str) for h in hyperparameters):
-        raise input_error("analyze", "hyperparameters", "needs a list of column names, got "
+        raise input_error(where, "hyperparameters", "needs a list of column names, got "
                           f"{hyperparameters!r}")
 
 

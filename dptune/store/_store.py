@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dptune.errors import input_error
+from dptune.errors import check_path, input_error
 from dptune.store._files import (
     read_configs,
     read_manifest,
@@ -82,6 +82,7 @@ class ResultStore:
     def __init__(self, root: str | Path, skip_damaged: bool = False):
         """``skip_damaged``: leave damaged parts out of the index (listed by :meth:`damaged`)
         instead of refusing them with a one-line error (readers: the analysis)."""
+        check_path(root, "ResultStore", "root", "the results directory")
         self.root = Path(root)
         self._damaged: list[tuple[Path, str]] | None = [] if skip_damaged else None
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from dptune.config import Budget, Experiment, load_experiment, parse_budget
+from dptune.errors import check_path, input_error
 from dptune.store._store import ResultStore
 from dptune.sweeper._local import run_experiment
 from dptune.sweeper._noise import NoiseRun, run_noise_floor
@@ -27,7 +28,15 @@ def run_sweep(exp: Experiment | str | Path, results: str | Path | None = None,
     (``--budget``).
     """
     if not isinstance(exp, Experiment):
+        check_path(exp, "sweep", "exp", "a dptune.Experiment or its TOML file's path")
         exp = load_experiment(exp)
+    if results is not None:
+        check_path(results, "sweep", "results", "the results directory")
+    if not isinstance(progress, bool):
+        raise input_error("sweep", "progress", f"must be True or False, got {progress!r}")
+    if storage is not None and not isinstance(storage, str):
+        raise input_error("sweep", "storage", "needs an optuna storage URL (a str), got "
+                          f"{type(storage).__name__}")
     root = Path(results) if results is not None else Path("results") / exp.name
     if budget is not None and not isinstance(budget, Budget):
         budget = parse_budget(budget, "budget", None)
