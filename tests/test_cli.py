@@ -518,6 +518,49 @@ def test_status_covers_test_split_noise_floor_and_analysis(tiny_run, capsys):
     assert "not written yet" in capsys.readouterr().out
 
 
+def test_status_checks_the_reports_folder_the_run_wrote(tiny_run, tmp_path, capsys, monkeypatch):
+    """``dptune run --reports X`` records X in the results directory (reports.txt); ``dptune
+    status`` without --reports checks X/report.md, and when it is missing or stale the advice
+    names X. --reports still overrides the record; a record that cannot be read is ignored."""
+    import os
+    import shutil
+
+    from dptune.cli._commands import REPORTS_RECORD
+
+    results = tmp_path / "results"
+    shutil.copytree(tiny_run / "results", results)
+    reports = tmp_path / "elsewhere"
+    shutil.copytree(tiny_run / "reports", reports)
+    (results / REPORTS_RECORD).unlink()
+    monkeypatch.chdir(tmp_path)  # reports/tiny, the default, does not exist here
+    # the run records the folder before its analysis writes it
+    assert main(["run", str(tiny_run / "tiny.toml"), "--results", str(results), "--reports",
+                 "elsewhere", "--no-progress", "--bootstrap", "0"]) == 0
+    capsys.readouterr()
+    assert (results / REPORTS_RECORD).read_text() == f"{reports.resolve()}\n"
+    assert (results / REPORTS_RECORD).stat().st_mtime <= (reports / "report.md").stat().st_mtime
+
+    def analysis_line(*more: str) -> str:
+        assert main(["status", str(results), *more]) == 0
+        out = capsys.readouterr().out
+        return next(line for line in out.splitlines() if line.startswith("analysis:"))
+
+    line = analysis_line()
+    assert line.endswith(f"{Path('elsewhere') / 'report.md'} up to date"), line
+    os.utime(reports / "report.md", (0, 0))
+    line = analysis_line()
+    assert "elsewhere/report.md is older than the results" in line, line
+    assert line.endswith(f"(dptune analyze {results} --reports elsewhere)"), line
+    (reports / "report.md").unlink()
+    line = analysis_line()
+    assert "elsewhere/report.md not written yet" in line and "--reports elsewhere)" in line, line
+    # --reports overrides the record; the default folder needs no flag in the advice
+    line = analysis_line("--reports", str(Path("reports") / "tiny"))
+    assert line.endswith(f"reports/tiny/report.md not written yet (dptune analyze {results})"), line
+    (results / REPORTS_RECORD).write_bytes(b"\xff\xfe")
+    assert analysis_line().startswith(f"analysis:    {Path('reports') / 'tiny' / 'report.md'}")
+
+
 def test_subgrid_warns_when_the_best_configuration_is_on_the_grid_edge(tiny_run, tmp_path, capsys):
     """The tiny BPR grid has two values per hyperparameter: the best is on an edge of each;
     placed in a wider grid where it is inside, no warning."""

@@ -48,9 +48,51 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"noise floor: {len(nr.parts)} parts ({nr.computed} computed now), {nr.seeds} seeds"
               + (f"; none for {', '.join(nr.skipped)} (deterministic)" if nr.skipped else ""))
     if not args.no_analyze:
+        record_reports(store.root, reports)
         files = analyze_results(store.root, reports, progress=progress, **overrides)
         print(f"reports: {reports} ({len(files)} files; see {reports / 'report.md'})")
     return 0
+
+
+#: The file of a results directory in which ``dptune run`` records the reports folder its
+#: analysis writes (one line, the folder's absolute path), so that ``dptune status`` checks
+#: that folder's report.md. Plain text, not ``.json``: it is not a result, and ``status``
+#: takes any newer ``.parquet``, ``.csv`` or ``.json`` file for one (a stale report).
+REPORTS_RECORD = "reports.txt"
+
+
+def record_reports(results: Path, reports: Path) -> None:
+    """Record ``reports`` in ``results`` (:data:`REPORTS_RECORD`), before the analysis writes
+    it; the file is left untouched when it already says so. Only ``dptune run`` records: it
+    owns its results directory, while ``dptune analyze`` only reads one (and may write its
+    reports anywhere, any number of times)."""
+    from dptune._atomic import write_text
+
+    path = Path(results) / REPORTS_RECORD
+    text = f"{Path(reports).resolve()}\n"
+    if recorded_text(path) != text:
+        write_text(path, text)
+
+
+def recorded_text(path: Path) -> str | None:
+    """The text of a record file, or ``None`` when it cannot be read as text."""
+    try:
+        return path.read_text()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def recorded_reports(results: Path) -> Path | None:
+    """The reports folder that ``dptune run`` recorded in ``results`` (relative to the working
+    directory when it lies inside it), or ``None`` when none is recorded."""
+    text = (recorded_text(Path(results) / REPORTS_RECORD) or "").strip()
+    if not text or "\n" in text:
+        return None
+    path = Path(text)
+    try:
+        return path.relative_to(Path.cwd().resolve())
+    except ValueError:
+        return path
 
 
 def _on_device(exp: Experiment, device: str | None) -> Experiment:
@@ -95,7 +137,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     exp = load_experiment(args.config) if args.config else None
     results = results_of(args, _default("results", exp.name) if exp else None)
     storage = args.storage or (exp.sweep.storage if exp is not None else None)
-    st = status(exp, results, storage, reports=args.reports)
+    reports = args.reports or recorded_reports(results)
+    st = status(exp, results, storage, reports=reports)
     print(f"{'algorithm':<16}{'total':>8}{'done':>8}{'running':>9}{'failed':>8}{'remaining':>11}")
     for name, s in st["algorithms"].items():
         print(f"{name:<16}{s['total']:>8}{s['done']:>8}{s['running']:>9}{s['failed']:>8}{s['remaining']:>11}")

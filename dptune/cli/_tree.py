@@ -142,7 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="experiment TOML file (default: the one recorded in the results directory)")
     storage_option(s)
     s.add_argument("--reports", metavar="DIR", help="reports directory whose report.md is checked "
-                   "(default: reports/<name>)")
+                   "(default: the one the last dptune run of RESULTS wrote, else reports/<name>)")
     s.set_defaults(func=c.cmd_status)
 
     a = _sub(sub, "analyze", "discriminative power tables, figures and report.md of a results directory")

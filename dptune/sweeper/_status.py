@@ -225,13 +225,17 @@ def stages(exp: Experiment, store: ResultStore, validation_done: bool,
         else:
             out["noise"] = _count(sum(verified(p) for p in parts), len(parts),
                                   f"parts ({seeds} seeds)")
-    report = Path(reports if reports is not None else Path("reports") / exp.name) / "report.md"
+    default = Path("reports") / exp.name
+    report = Path(reports if reports is not None else default) / "report.md"
+    # the command that writes it: a folder other than the default is named
+    analyze = f"dptune analyze {store.root}" + (
+        f" --reports {report.parent}" if report.parent != default else "")
     if not report.is_file():
         out["analysis"] = {"state": "missing", "report": str(report),
-                           "text": f"{report} not written yet (dptune analyze {store.root})"}
+                           "text": f"{report} not written yet ({analyze})"}
     elif report.stat().st_mtime < _newest(store):
         out["analysis"] = {"state": "stale", "report": str(report),
-                           "text": f"{report} is older than the results (dptune analyze {store.root})"}
+                           "text": f"{report} is older than the results ({analyze})"}
     else:
         out["analysis"] = {"state": "done", "report": str(report), "text": f"{report} up to date"}
     return out
