@@ -20,6 +20,11 @@ DP of scope ``all`` (dp.csv; every pair of the grid up to the cap, else a seeded
   after the selection of the recommended metric, under every pair seed).
 - **tied**: the other metrics with evidence. Without a bootstrap there is no comparison, and
   every other metric is tied.
+- **choices**: the metrics the evidence does not separate, all equally good to tune with: the
+  recommended one first, then the tied ones in DP order. A metric leaves the choices only by a
+  claim that holds; the lowest DP alone never makes a metric the better choice. ``tested``
+  says whether the metrics were compared at all (a bootstrap with replicates): when they were,
+  two or more choices mean "no significant difference"; when not, "no difference tested".
 - **claims dropped**: comparisons significant under the main pair seed but not under every
   seed.
 - **not below the noise floor**: metrics whose DP per 25 pairs (the upper end of its interval
@@ -45,8 +50,8 @@ __all__ = ["VERDICT_COLUMNS", "recommend", "verdict_table"]
 VERDICT_COLUMNS = [
     "algorithm", "cutoff", "family", "recommended", "identical", "mean_p", "dp_per_25",
     "ci_low", "ci_high", "n_pairs", "n_possible_pairs", "n_folds", "too_few_pairs",
-    "unsampled_share", "less_discriminative", "tied", "no_evidence", "not_below_floor", "stability_repeats",
-    "claims_dropped", "judge", "selected_configs", "downstream_differ",
+    "unsampled_share", "less_discriminative", "tied", "choices", "tested", "no_evidence",
+    "not_below_floor", "stability_repeats", "claims_dropped", "judge", "selected_configs", "downstream_differ",
     "dominant_hyperparameter", "dominance",
 ]
 
@@ -61,9 +66,9 @@ def _join(items: list[str]) -> str:
 def recommend(dp: pd.DataFrame, comparisons: pd.DataFrame, families: Families = DEFAULT_FAMILIES,
               min_pairs: int = MIN_PAIRS) -> pd.DataFrame:
     """Per (algorithm, cutoff, family): ``recommended, identical, too_few_pairs,
-    less_discriminative, tied, no_evidence, claims_dropped, stability_repeats`` (lists as
-    ``;``-joined metric keys; module docstring). ``dp``: dp.csv; ``comparisons``:
-    comparisons.csv."""
+    less_discriminative, tied, choices, tested, no_evidence, claims_dropped,
+    stability_repeats`` (lists as ``;``-joined metric keys; module docstring). ``dp``: dp.csv;
+    ``comparisons``: comparisons.csv."""
     missing = set(_NEED) - set(dp.columns)
     if missing:
         raise input_error("verdict", "dp", f"missing columns {sorted(missing)}")
@@ -87,7 +92,7 @@ def _recommend_one(alg: str, cutoff: int, family: str, g: pd.DataFrame, c: pd.Da
     row = {"algorithm": alg, "cutoff": cutoff, "family": family, "recommended": "",
            "identical": "", "unsampled_share": unsampled,
            "too_few_pairs": bool(int(g["n_pairs"].max()) < min_pairs or unsampled > 0),
-           "less_discriminative": "", "tied": "",
+           "less_discriminative": "", "tied": "", "choices": "", "tested": False,
            "no_evidence": _join([str(m) for m in g.loc[none, "metric"]]),
            "claims_dropped": 0, "stability_repeats": 0}
     if ev.empty or row["too_few_pairs"]:
@@ -98,9 +103,10 @@ def _recommend_one(alg: str, cutoff: int, family: str, g: pd.DataFrame, c: pd.Da
     identical = [str(m) for m, s in zip(ev["metric"], same, strict=True) if s and m != best]
     mine = c[c["a"] == best].set_index("b") if len(c) else pd.DataFrame()
     less = [m for m in others if m in mine.index and bool(mine.at[m, "held"])]
+    tied = [m for m in others if m not in less]
     return row | {
         "recommended": best, "identical": _join(identical), "less_discriminative": _join(less),
-        "tied": _join([m for m in others if m not in less]),
+        "tied": _join(tied), "choices": _join([best, *tied]), "tested": bool(len(mine)),
         "claims_dropped": int(mine["dropped"].sum()) if len(mine) else 0,
         "stability_repeats": int(mine["repeats"].max()) if len(mine) else 0}
 

@@ -246,3 +246,53 @@ def test_dominance_needs_enough_pairs():
     assert r["answer"] == "too_few_pairs" and r["hyperparameter"] == ""
     # only scopes with enough pairs are compared at all
     assert cl.hyperparameter_comparisons(dp, {}, 0.05, 10).empty
+
+
+def _dp_rows(mean_p, n_pairs=45, no_evidence=()):
+    """dp.csv rows of scope ``all`` for one algorithm at N = 10 with the given mean p-values."""
+    return pd.DataFrame([{"algorithm": "knn", "scope": "all", "metric": m, "cutoff": 10,
+                          "mean_p": p, "dp_per_25": 25 * p, "ci_low": 25 * p - 1,
+                          "ci_high": 25 * p + 1, "n_pairs": n_pairs, "n_possible_pairs": 45,
+                          "n_folds": 3, "no_evidence": m in no_evidence}
+                         for m, p in mean_p.items()])
+
+
+def test_choices_are_the_metrics_the_evidence_does_not_separate():
+    """Ties said as ties: the recommended (lowest) metric and every metric whose claim of being
+    less discriminative does not hold are equal choices, in DP order; a dropped claim (held
+    under one pair seed only) does not separate; a held claim does."""
+    dp = _dp_rows({"ndcg": 0.20, "precision": 0.18, "recall": 0.40, "mrr": 0.22})
+    comparisons = pd.DataFrame([_claim("precision", "ndcg", False, p=0.3),
+                                _claim("precision", "recall", True),
+                                _claim("precision", "mrr", False, True)])
+    r = vd.verdict_table(dp, comparisons).iloc[0]
+    assert r["recommended"] == "precision" and r["less_discriminative"] == "recall"
+    assert r["choices"] == "precision;ndcg;mrr" and bool(r["tested"])
+    assert r["tied"] == "ndcg;mrr"  # the choices are the recommended metric and the tied ones
+    # every claim holds: a single choice, the evidence backs it
+    held = pd.DataFrame([_claim("precision", m, True) for m in ("ndcg", "recall", "mrr")])
+    r = vd.verdict_table(dp, held).iloc[0]
+    assert r["choices"] == "precision" and bool(r["tested"])
+
+
+def test_choices_without_a_test_without_evidence_and_on_too_few_pairs():
+    dp = _dp_rows({"ndcg": 0.20, "precision": 0.18, "recall": 0.40},
+                  no_evidence=("recall",))
+    empty = pd.DataFrame(columns=cl.COMPARISON_COLUMNS)
+    r = vd.verdict_table(dp, empty).iloc[0]  # no bootstrap: nothing separates, nothing tested
+    assert r["choices"] == "precision;ndcg" and not bool(r["tested"])
+    few = vd.verdict_table(_dp_rows({"ndcg": 0.2, "precision": 0.18}, n_pairs=5), empty)
+    assert few.iloc[0]["choices"] == "" and few.iloc[0]["recommended"] == ""
+
+
+def test_choices_of_a_real_bootstrap():
+    """Through the fold loop and the max-t test: identical metrics are all choices; a metric
+    with real extra noise is not one."""
+    rng = np.random.default_rng(0)
+    dp, draws = _estimate(rng, 0.01, 0.5)
+    r = _verdict(dp, draws)[0].iloc[0]
+    assert r["choices"] == "ndcg" and bool(r["tested"])
+    dp, draws = _estimate(rng, 0.0, 0.0, identical=True)
+    r = _verdict(dp, draws)[0].iloc[0]
+    assert set(r["choices"].split(";")) == set(METRICS3) and bool(r["tested"])
+    assert r["choices"].split(";")[0] == r["recommended"]
