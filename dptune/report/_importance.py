@@ -5,7 +5,10 @@ Which hyperparameter *dominates* is answered once, on the DP scale, by the analy
 (dominance.csv: the one-at-a-time DP per 25 pairs with its interval and a family-wise test);
 fANOVA and PED-ANOVA explain the variance of the mean metric over the grid (shares that sum to 1)
 and Table 5's per-value DP describes the grid at one value of a hyperparameter: they are shown
-as supporting evidence, labelled with their scale, and never vote.
+as supporting evidence, labelled with their scale, and never vote. PED-ANOVA sees a metric only
+through which configurations are in its top quantile, so metrics that put the same
+configurations there have identical PED-ANOVA rows; the section says so, from importance.csv's
+``same_top_as``.
 """
 
 from __future__ import annotations
@@ -24,6 +27,37 @@ from dptune.report._table import Block, Cell
 from dptune.vocab import display_algorithm, display_metric
 
 __all__ = ["comparison_sentences", "importance_section"]
+
+
+#: What each evaluator's importance is a share of.
+_SCALE = {"fanova": "share of the variance of the mean metric",
+          "ped-anova": "share of the divergence between the top-quantile configurations and "
+                       "all"}
+
+
+def _same_top_note(a: pd.DataFrame, cutoff: int) -> str | None:
+    """Why some PED-ANOVA rows of one algorithm are identical (importance.csv ``same_top_as``),
+    or None when none repeats another."""
+    if "same_top_as" not in a.columns:
+        return None
+    ped = a[(a["evaluator"] == "ped-anova") & a["same_top_as"].fillna("").astype(str).ne("")]
+    if ped.empty:
+        return None
+    groups: dict[str, list[str]] = {}
+    for m, first in dict(zip(ped["metric"], ped["same_top_as"], strict=True)).items():
+        groups.setdefault(str(first), []).append(str(m))
+    k = a.loc[a["evaluator"] == "ped-anova", "top_configs"].dropna()
+    size = f"its best {int(k.iloc[0])} configurations" if len(k) else "its best configurations"
+    said = []
+    for first, ms in groups.items():
+        names = [display_metric(m, cutoff) for m in ordered_metrics(ms)]
+        who = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+        said.append(f"{who} put the same configurations there as {display_metric(first, cutoff)}"
+                    f", so {'its' if len(names) == 1 else 'their'} PED-ANOVA row"
+                    f"{'' if len(names) == 1 else 's'} equal {display_metric(first, cutoff)}'s")
+    return ("Identical PED-ANOVA rows are not an error: PED-ANOVA sees a metric only through "
+            f"which configurations are in its top quantile ({size}), not through their values; "
+            + "; ".join(said) + ". fANOVA uses the values and tells them apart.")
 
 
 def _ranked(imp: pd.DataFrame, evaluator: str) -> list[tuple[str, float]]:
@@ -55,8 +89,7 @@ def comparison_sentences(
             r = _ranked(a, ev)
             if r:
                 order = " > ".join(f"{h} ({v:.2f})" for h, v in r)
-                parts.append(f"{EVALUATOR_NAMES[ev]} (share of the variance of the mean "
-                             f"metric) ranks {order}")
+                parts.append(f"{EVALUATOR_NAMES[ev]} ({_SCALE[ev]}) ranks {order}")
         head = f"{names.get(alg, alg)}, {display_metric(metric, cutoff)}: "
         dom = dominance_sentence(rd, alg, cutoff, metric) or \
             "no one-at-a-time DP to compare."
@@ -104,8 +137,10 @@ def importance_section(store: Any, result: Any) -> str:
         "objective = mean over the validation folds of the per-fold mean metric@"
         f"{cutoff} (maximised). fANOVA: `FanovaImportanceEvaluator(seed={seed})`; PED-ANOVA: "
         "`PedAnovaImportanceEvaluator(target_quantile=min(0.5, max(0.1, 5/n)))` for n "
-        "configurations. Their importances are shares of the variation of the mean metric "
-        "(normalised to sum to 1 per evaluator; higher = explains more). The last row is on "
+        "configurations. fANOVA's importances are shares of the variance of the mean metric; "
+        "PED-ANOVA's are shares of how differently each hyperparameter's values are spread "
+        "among the top-quantile configurations than among all (both normalised to sum to 1 "
+        "per evaluator; higher = explains more). The last row is on "
         f"the DP scale: the DP per 25 pairs of {display_metric(metric, cutoff)} over the pairs "
         "that differ in that hyperparameter only (lower = varying it alone separates "
         "configurations more often), with P; the verdict names a hyperparameter dominant only "
@@ -135,6 +170,9 @@ def importance_section(store: Any, result: Any) -> str:
                         + [Cell(t, numeric=True) for t in texts])
         header = [Cell(h) for h in ["Metric", "Evaluator", *hps]]
         lines += [Block(header, rows).to_markdown(), ""]
+        note = _same_top_note(a, cutoff)
+        if note:
+            lines += [note, ""]
     sentences = comparison_sentences(importance, result, names)
     lines += [f"- {s}" for s in sentences] or ["No comparison at the primary metric."]
     return "\n".join(lines) + "\n\nData: `importance.csv`, `dominance.csv`."

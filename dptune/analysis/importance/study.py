@@ -59,6 +59,7 @@ __all__ = [
     "build_study",
     "config_target",
     "ped_target_quantile",
+    "ped_top_set",
     "param_importances",
     "fanova_inputs",
     "fanova_study",
@@ -72,7 +73,12 @@ __all__ = [
 #: Evaluators computed, in output order.
 EVALUATORS: tuple[str, ...] = ("fanova", "ped-anova")
 EVALUATOR_NAMES: dict[str, str] = {"fanova": "fANOVA", "ped-anova": "PED-ANOVA"}
-IMPORTANCE_COLUMNS = ["algorithm", "metric", "cutoff", "evaluator", "hyperparameter", "importance"]
+#: importance.csv. ``top_configs`` (PED-ANOVA rows): how many configurations are in the top
+#: quantile; ``same_top_as`` (PED-ANOVA rows): the first metric of the algorithm (metric order)
+#: whose top quantile holds exactly the same configurations, when it is not this one: PED-ANOVA
+#: sees a metric only through that set, so the two rows are identical by construction.
+IMPORTANCE_COLUMNS = ["algorithm", "metric", "cutoff", "evaluator", "hyperparameter",
+                      "importance", "top_configs", "same_top_as"]
 _METRIC_ORDER = METRICS
 
 
@@ -180,6 +186,20 @@ def ped_target_quantile(n_trials: int) -> float:
     return min(0.5, max(0.1, 5.0 / max(int(n_trials), 1)))
 
 
+def ped_top_set(values: Mapping[int, float]) -> frozenset[int]:
+    """The configurations in PED-ANOVA's top quantile of ``values`` (config_id -> objective,
+    maximised; non-finite values left out): those at least as good as the ``ceil(q n)``-th
+    best, ``q`` = :func:`ped_target_quantile` of the ``n`` finite values (ties included), as
+    optuna's quantile filter selects them. PED-ANOVA's importances depend on the objective only
+    through this set: two metrics with the same set get the same importances."""
+    finite = {int(c): float(v) for c, v in values.items() if math.isfinite(float(v))}
+    if not finite:
+        return frozenset()
+    ranked = sorted(finite.values(), reverse=True)
+    k = int(math.ceil(ped_target_quantile(len(ranked)) * len(ranked)))
+    return frozenset(c for c, v in finite.items() if v >= ranked[k - 1])
+
+
 def config_target(values: Mapping[int, float]) -> Callable[[Any], float]:
     """``target(trial) = values[config_id]`` (NaN when absent) for a study of
     :func:`build_study`: the objective one metric gives each configuration."""
@@ -277,7 +297,8 @@ def hyperparameter_importance(store: Any, cutoff: int, metrics: Sequence[str] | 
     hyperparameter, for each metric at ``cutoff`` (default: the store's metrics).
 
     ``store`` is a :class:`dptune.store._store.ResultStore` (``algorithms``, ``configs``,
-    ``hyperparameters``, ``summary``, ``metric_cutoffs``). Columns :data:`IMPORTANCE_COLUMNS`,
+    ``hyperparameters``, ``summary``, ``metric_cutoffs``). Columns :data:`IMPORTANCE_COLUMNS`
+    (PED-ANOVA's top quantile and the metric whose top quantile it repeats, if any),
     rows in store algorithm order, metric order of ``dptune.metrics.METRICS``, evaluator order,
     grid order of the hyperparameters.
     """
@@ -298,9 +319,15 @@ def hyperparameter_importance(store: Any, cutoff: int, metrics: Sequence[str] | 
             jobs.append((alg, m, (configs, hps, vals.to_dict(), seed, evaluators, study)))
     tables = [importance_table(*args) for _, _, args in jobs]
     out = []
-    for (alg, m, _), t in zip(jobs, tables, strict=True):
+    first: dict[tuple[str, frozenset[int]], str] = {}  # (algorithm, top set) -> first metric
+    for (alg, m, args), t in zip(jobs, tables, strict=True):
         if t.empty:
             continue
+        top = ped_top_set(args[2])
+        same = first.setdefault((alg, top), m)
+        ped = t["evaluator"] == "ped-anova"
+        t["top_configs"] = np.where(ped, float(len(top)), np.nan)
+        t["same_top_as"] = np.where(ped & (same != m), same, "")
         t.insert(0, "cutoff", int(cutoff))
         t.insert(0, "metric", m)
         t.insert(0, "algorithm", alg)

@@ -316,3 +316,65 @@ def test_the_importance_section_shows_every_scale_and_one_answer():
     result = dataclasses.replace(result, importance=importance, dominance=dominance.iloc[0:0])
     (s,) = rep_imp.comparison_sentences(importance, result)
     assert "no one-at-a-time DP to compare" in s
+
+
+def test_ped_top_set_is_optunas_top_quantile():
+    """PED-ANOVA's top quantile: the ceil(q n) best configurations, ties at the edge included,
+    non-finite values left out."""
+    values = {c: float(c) for c in range(40)}  # q = 5/40 = 0.125: the best 5
+    assert imp.ped_top_set(values) == frozenset(range(35, 40))
+    values[34] = 35.0  # a tie with the fifth best joins it
+    assert imp.ped_top_set(values) == frozenset({34, *range(35, 40)})
+    values[39] = float("nan")
+    assert 39 not in imp.ped_top_set(values)
+    assert imp.ped_top_set({}) == frozenset()
+
+
+class _SameTopStore(FakeStore):
+    """FakeStore plus Precision@10, a monotone transform of nDCG@10 (same order of the
+    configurations, other values): the same top quantile."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        s = self._summary
+        prec = s[(s["metric"] == "ndcg") & (s["cutoff"] == 10)].assign(
+            metric="precision", mean=lambda d: np.exp(3 * d["mean"]))
+        self._summary = pd.concat([s, prec], ignore_index=True)
+
+    def metric_cutoffs(self, algorithm: str) -> list[tuple[str, int]]:
+        return [*super().metric_cutoffs(algorithm), ("precision", 10)]
+
+
+def test_identical_ped_anova_rows_are_explained_by_the_same_top_quantile():
+    """Two metrics that order the configurations alike have identical PED-ANOVA importances
+    (PED-ANOVA sees a metric only through its top quantile), and importance.csv says which
+    metric's top quantile a row repeats; fANOVA, which uses the values, tells them apart."""
+    t = imp.hyperparameter_importance(_SameTopStore(), cutoff=10, seed=1)
+    ped = t[t["evaluator"] == "ped-anova"].set_index(["metric", "hyperparameter"])
+    for h in ("factors", "iterations", "learning_rate"):
+        assert ped.at[("precision", h), "importance"] == ped.at[("ndcg", h), "importance"]
+    assert set(ped.loc["precision", "same_top_as"]) == {"ndcg"}
+    assert set(ped.loc["ndcg", "same_top_as"]) == {""}
+    assert set(ped.loc["recall", "same_top_as"]) == {""}  # the opposite order: its own set
+    assert set(t.loc[t["evaluator"] == "fanova", "same_top_as"]) == {""}
+    assert t.loc[t["evaluator"] == "fanova", "top_configs"].isna().all()
+    assert set(ped["top_configs"]) == {5.0}  # ceil(5/36 x 36): the best 5 of 36
+    fan = t[t["evaluator"] == "fanova"].set_index(["metric", "hyperparameter"])
+    assert any(fan.at[("precision", h), "importance"] != fan.at[("ndcg", h), "importance"]
+               for h in ("factors", "iterations", "learning_rate"))
+    # the report says why the rows are identical, where the table shows them
+    note = rep_imp._same_top_note(t[t["algorithm"] == "bpr"], 10)
+    assert note is not None and "Identical PED-ANOVA rows are not an error" in note
+    assert "Precision@10 put the same configurations there as nDCG@10" in note
+    assert "its best 5 configurations" in note
+    assert rep_imp._same_top_note(t[t["metric"] != "precision"], 10) is None
+    # ... and the section prints that note under the algorithm's table
+    from dptune.analysis.dp.tables import DPEstimate
+
+    empty = pd.DataFrame()
+    result = AnalysisResult(dp=DPEstimate(pairs=empty, pvalues=empty, curves=empty,
+                                          table=_dp([("all", 5.0), ("only:factors", 6.0)])),
+                            importance=t, options=AnalysisOptions(seed=1))
+    store = SimpleNamespace(algorithms=lambda: ["bpr"], configs=lambda a: pd.DataFrame(range(36)))
+    body = rep_imp.importance_section(store, result)
+    assert body.index(note) > body.index("| Precision@10 | PED-ANOVA |")
