@@ -1,5 +1,6 @@
 """The local runner: ``jobs`` worker processes on this machine, in design order within the
-budget, then the test split, with a progress bar fed by the parts in the store.
+budget, then the test split, with a progress bar fed by the parts in the store; the numba
+kernels are compiled (or loaded) once before the bar starts (:mod:`dptune.sweeper._warmup`).
 """
 
 from __future__ import annotations
