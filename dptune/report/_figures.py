@@ -25,6 +25,7 @@ from dptune.report._format import (
     ordered_metrics,
     pct,
     unsampled_share,
+    verdict_choices,
 )
 from dptune.report._inputs import CURVE_INPUT, DP_INPUT, NOISE_INPUT, require, scope_all
 from dptune.vocab import display_algorithm, display_metric, metric_color
@@ -180,10 +181,13 @@ def dp_figure(dp: pd.DataFrame, verdict: pd.DataFrame | None, cutoff: int,
               families: Sequence[tuple[str, Sequence[str]]] = DEFAULT_FAMILIES) -> Figure:
     """The DP figure of one cutoff, beside the verdict: per algorithm (one panel), each metric's
     DP per 25 pairs (dot) with its 95% interval (whisker), metrics top to bottom in table order and
-    grouped by the verdict's families (a line between families); the recommended metric of each
-    family is a star and its label bold (none where the verdict recommends none: too few pairs,
-    no evidence); a metric without evidence (every p-value 1) is grey. Lower = more
-    discriminative. ``dp``: dp.csv (scope ``all`` is drawn)."""
+    grouped by the verdict's families (a line between families); the verdict's choices of each
+    family (its recommended metric and the metrics not significantly less discriminative,
+    verdict.csv ``choices``) are stars with bold labels (none where the verdict recommends none:
+    too few pairs, no evidence); a metric without evidence (every p-value 1) is grey. Every
+    panel has the same x scale, from 0 to the largest interval end of the figure, so that
+    panels compare at a glance. Lower = more discriminative. ``dp``: dp.csv (scope ``all`` is
+    drawn)."""
     rows = _dp_rows(dp, cutoff)
     algorithms = ordered_algorithms(rows["algorithm"].unique())
     nrows, ncols = _panel_grid(len(algorithms))
@@ -194,6 +198,10 @@ def dp_figure(dp: pd.DataFrame, verdict: pd.DataFrame | None, cutoff: int,
     axes = fig.subplots(nrows, ncols, squeeze=False)
     v = verdict if verdict is not None else pd.DataFrame(columns=["algorithm", "cutoff"])
     v = v[v["cutoff"] == int(cutoff)] if len(v) else v
+    ends = pd.to_numeric(pd.concat([rows[c] for c in ("dp_per_25", "ci_low", "ci_high")]),
+                         errors="coerce") if len(rows) else pd.Series(dtype=float)
+    finite = ends[np.isfinite(ends)]
+    xmax = 1.05 * float(finite.max()) if len(finite) and float(finite.max()) > 0 else 1.0
     for ax, alg in zip(axes.flat, algorithms, strict=False):
         ra = rows[rows["algorithm"] == alg].set_index("metric")
         va = v[v["algorithm"] == alg] if len(v) else v
@@ -220,7 +228,7 @@ def dp_figure(dp: pd.DataFrame, verdict: pd.DataFrame | None, cutoff: int,
             if m in rec:
                 lab.set_fontweight("bold")
         ax.set_ylim(-0.7, len(order) - 0.3)
-        ax.set_xlim(left=0.0)
+        ax.set_xlim(0.0, xmax)
         ax.set_xlabel("DP per 25 pairs, 95% interval (lower: more discriminative)", fontsize=8)
         pairs = int(ra["n_pairs"].max()) if len(ra) else 0
         share = float(unsampled_share(ra).max()) if len(ra) else 0.0
@@ -231,7 +239,8 @@ def dp_figure(dp: pd.DataFrame, verdict: pd.DataFrame | None, cutoff: int,
     for ax in list(axes.flat)[len(algorithms):]:
         ax.set_visible(False)
     fig.suptitle(f"DP of each metric with its 95% interval (cutoff {cutoff}); star: "
-                 "recommended per family; dashed line: between families", fontsize=10)
+                 "recommended per family (several: no significant difference); dashed line: "
+                 "between families", fontsize=10)
     return fig
 
 
@@ -245,9 +254,10 @@ def _dp_order(metrics: list[str], verdict: pd.DataFrame,
         if order:
             breaks.append(len(order) - 1)
         order += ms
-    rec = set()
+    rec: set[str] = set()
     if verdict is not None and len(verdict) and "recommended" in verdict.columns:
-        rec = {str(m) for m in verdict["recommended"] if isinstance(m, str) and m}
+        for r in verdict.to_dict("records"):
+            rec |= set(verdict_choices(r))
     return order, breaks, rec
 
 
@@ -263,8 +273,10 @@ def dp_figure_caption(dp: pd.DataFrame, cutoff: int, stem_title: str = "DP figur
         pairs.append(f"{display_algorithm(alg)} P = {n}"
                      + ("" if n >= possible else f" of {possible}"))
     return (f"{stem_title}: DP per 25 pairs of each metric with its 95% interval at N = {cutoff}, "
-            "one panel per algorithm (lower = more discriminative); star and bold label: the "
-            "verdict's recommended metric of each family; grey: no evidence; pairs of "
+            "one panel per algorithm, all on one x scale (lower = more discriminative); star "
+            "and bold label: the verdict's recommended metric of each family and every metric "
+            "not significantly less discriminative than it (equal choices); grey: no evidence; "
+            "pairs of "
             f"configurations: {', '.join(pairs)}."
             + (f" {UNSAMPLED} in a panel's title: the share of the full grid's pairs (pairs of "
                "units that share a value of a unit hyperparameter) for which the units of a grid "

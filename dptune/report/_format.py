@@ -43,6 +43,7 @@ __all__ = [
     "UNSAMPLED",
     "unsampled_share",
     "unsampled_note",
+    "verdict_choices",
 ]
 
 MISSING = "–"  # shown for a missing value in Markdown (LaTeX gets "--")
@@ -202,3 +203,21 @@ def grid_sample_text(grid_sample: pd.DataFrame | None) -> str | None:
             "that share a value of a unit hyperparameter) has no stand-in among the units run, "
             "so it is the DP of the pairs there are, without interval or claim "
             "(unsampled_share in dp.csv).")
+
+
+def _keys(text: object) -> list[str]:
+    """``;``-joined keys of a verdict.csv cell as a list (none when empty or missing)."""
+    return [] if is_missing(text) or not str(text) else [k for k in str(text).split(";") if k]
+
+
+def verdict_choices(row: Mapping[str, object]) -> list[str]:
+    """The metrics one verdict row recommends as equal choices, the lowest DP first: its
+    ``choices`` (the recommended metric and every metric not significantly less discriminative
+    than it); none when it recommends none (too few pairs, no evidence). The one reading of the
+    verdict's choices for Table 3's bold, the DP figure's stars, the verdict table and the
+    summary. A row without ``choices`` (made by hand) offers its recommended metric and its
+    exact ties."""
+    rec = row.get("recommended")
+    if is_missing(rec) or not str(rec):
+        return []
+    return _keys(row.get("choices")) or [str(rec), *_keys(row.get("identical"))]

@@ -39,6 +39,7 @@ from dptune.report._format import (
     ordered_values,
     unsampled_note,
     unsampled_share,
+    verdict_choices,
 )
 from dptune.report._inputs import (
     DATASET_INPUT,
@@ -142,9 +143,10 @@ def table1(datasets: pd.DataFrame | None) -> Table:
 def _marks(c: pd.DataFrame, vrows: list[dict], families: Families | None,
            min_pairs: int) -> tuple[set[str], set[str]]:
     """``(bold, underlined)`` metrics of one (algorithm, cutoff) of Table 3: per family, the
-    verdict's recommended metric and its exact ties (bold) and the family's highest DP among the
-    metrics with evidence (underlined, when it is not the best); nothing below ``min_pairs``
-    pairs or without evidence."""
+    verdict's choices (bold: the recommended metric and every metric not significantly less
+    discriminative than it, :func:`~dptune.report._format.verdict_choices`) and the highest DP
+    among the family's other metrics with evidence (underlined: those are significantly less
+    discriminative); nothing below ``min_pairs`` pairs or without evidence."""
     bold, under = set(), set()
     groups = family_groups(c["metric"], families) if families is not None \
         else [("", list(c["metric"]))]
@@ -155,10 +157,9 @@ def _marks(c: pd.DataFrame, vrows: list[dict], families: Families | None,
         if g.empty or int(g["n_pairs"].max()) < int(min_pairs) or (r is None and len(g) < 2):
             continue  # without a verdict, one value is not "the best" of anything
         if r is not None:
-            rec = str(r.get("recommended") or "")
-            if not rec:
+            best = set(verdict_choices(r))
+            if not best:
                 continue
-            best = {rec, *[m for m in str(r.get("identical") or "").split(";") if m]}
         else:
             bw = best_worst(g)
             if bw is None:
@@ -176,9 +177,10 @@ def table3(dp: pd.DataFrame, verdict: pd.DataFrame | None = None,
     """Table 3: DP per 25 pairs per (algorithm, cutoff) x metric over the whole grid (scope
     ``all``), P of the row beside it, and each value's 95% interval when ``dp`` has one.
 
-    Bold: the most discriminative metric of each family of ``families`` (the verdict's
-    recommended metric and its exact ties, when ``verdict`` is given; else the lowest DP by the
-    same tie rule); underlined: the family's highest DP. Nothing is marked in a row with fewer
+    Bold: the most discriminative metrics of each family of ``families``: when ``verdict`` is
+    given, the verdict's choices (its recommended metric and every metric not significantly
+    less discriminative than it: equal choices, not losers); else the lowest DP by the same tie
+    rule. Underlined: the highest DP among the family's other metrics. Nothing is marked in a row with fewer
     than ``min_pairs`` pairs or without evidence. CSV columns: ``algorithm, cutoff, n_pairs``
     and one column per metric key in the paper's order (DP per 25 pairs), then
     ``<metric>_ci_low, <metric>_ci_high`` when there is an interval.
@@ -243,8 +245,10 @@ def table3(dp: pd.DataFrame, verdict: pd.DataFrame | None = None,
         "p-value of the row's P pairs; the paper's DP when P = 25; lower is more "
         f"discriminative); {pairs_note(sub)}"
         + ("; in brackets its 95% bootstrap interval" if has_ci else "")
-        + (". Bold: the most discriminative metric of each family of metrics (the verdict's "
-           "recommendation); underlined: the least discriminative of each family."
+        + (". Bold: the metrics of each family the verdict recommends: the lowest DP and every "
+           "metric not significantly less discriminative than it (equal choices; with no "
+           "bootstrap nothing is tested, and every metric with evidence is bold); underlined: "
+           "the highest DP among the family's significantly less discriminative metrics."
            if by_family else ". Bold: lowest DP of the row; underlined: highest.")
     )
     notes = ([f"No evidence ({'; '.join(dead)}): every p-value is 1, so no metric is the most "

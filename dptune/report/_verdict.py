@@ -27,28 +27,43 @@ from dptune.report._format import (
     ordered_algorithms,
     pairs_text,
     pct,
+    verdict_choices,
 )
 from dptune.report._table import Block, Cell
 from dptune.store._per_user_store import has_test_split
 from dptune.vocab import display_algorithm, display_hyperparameter, display_metric
 
 __all__ = ["summary_section", "verdict_sentences", "verdict_section", "verdict_document",
-           "recommendation_text", "CLAIMS_LEGEND"]
+           "recommendation_text", "choices_text", "claims_legend"]
 
-#: What the verdict's words mean, said before the first of them is printed.
-CLAIMS_LEGEND = (
-    "How to read it: lower DP = more discriminative; every DP is DP per 25 pairs (25 x the "
-    "mean p-value of its P pairs of configurations; the paper's DP when P = 25), with its 95% "
-    "bootstrap interval in brackets. *Significantly less discriminative* is a claim with a "
-    "family-wise error rate of at most alpha: all the metrics of a family are compared at once "
-    "(a bootstrap max-t test, stepped down), so the chance that a row names any metric that is "
-    "in truth at least as discriminative as the recommended one is at most alpha, although the "
-    "recommended one was chosen as the lowest; its *adjusted p* is the smallest such rate at "
-    "which the claim holds. *Pr(more discriminative)* is the share of bootstrap replicates in "
-    "which the recommended metric has the lower DP: a description, not a test. A hyperparameter "
-    "*dominates* when the DP of the pairs of configurations that differ in it alone is "
-    "significantly lower than that of every other hyperparameter, with the same error control."
-)
+def claims_legend(alpha: float) -> str:
+    """What the verdict's words mean, said before the first of them is printed, with the error
+    rate ``alpha`` as a number."""
+    a = pct(alpha)
+    return (
+        "How to read it: lower DP = more discriminative; every DP is DP per 25 pairs (25 x the "
+        "mean p-value of its P pairs of configurations; the paper's DP when P = 25), with its "
+        "95% bootstrap interval in brackets. *Significantly less discriminative* is a claim with "
+        f"a family-wise error rate of at most alpha = {a}: all the metrics of a family are "
+        "compared at once (a bootstrap max-t test, stepped down), so the chance that a row "
+        "names any metric that is in truth at least as discriminative as the recommended one "
+        f"is at most {a}, although the recommended one was chosen as the lowest; its *adjusted "
+        "p* is the smallest such rate at which the claim holds. *Tune with A or B, no "
+        "significant difference*: B is not significantly less discriminative than A, the "
+        "lowest DP, so either is an equal choice; the lowest DP alone does not make A the "
+        "better one. *Pr(more discriminative)* is the share of bootstrap replicates in which "
+        "the recommended metric has the lower DP: a description, not a test. The *A/A noise "
+        "floor* is the DP of pairs that are one configuration re-trained with different seeds "
+        "(no real difference; section Noise floor): a metric whose interval is not entirely "
+        "below it is not clearly better than re-training noise. *Downstream* asks whether the "
+        "choice of metric matters: which configuration each metric of the family selects on "
+        "the validation folds, and whether these configurations differ on the *test split*, "
+        "the held-out part of each user's interactions that no fold and no selection used "
+        f"(paired t-test over the test users, significant at p < {a}). A hyperparameter "
+        "*dominates* when the DP of the pairs of configurations that differ in it alone "
+        "(its one-at-a-time scope) is significantly lower than that of every other "
+        "hyperparameter, with the same error control."
+    )
 
 
 def _lst(text: object) -> list[str]:
@@ -91,6 +106,39 @@ def recommendation_text(row: dict, n: int) -> str:
     return text
 
 
+def _names(metrics: Sequence[str], n: int, joiner: str = "or") -> str:
+    names = [display_metric(m, n) for m in metrics]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + f" {joiner} " + names[-1]
+
+
+def choices_text(row: dict, n: int) -> str:
+    """What the verdict recommends for one row, as equal choices: "nDCG@10" when the evidence
+    backs one metric; "Precision@10 or nDCG@10, no significant difference (lowest DP:
+    Precision@10)" when others are not significantly less discriminative (verdict.csv
+    ``choices``); "too few pairs (P = k)" or "no evidence" when it recommends none. The one
+    wording of the summary, the verdict's sentences and the verdict table."""
+    choices = verdict_choices(row)
+    if len(choices) < 2 or _unsampled(row) > 0 or (
+            bool(row.get("too_few_pairs")) and not is_missing(row.get("too_few_pairs"))):
+        return recommendation_text(row, n)
+    same = _lst(row.get("identical"))
+    lowest = display_metric(choices[0], n) + (
+        f", identical: {_metrics(';'.join(same), n)}" if same else "")
+    return f"{_names(choices, n)}, {_why(row)} (lowest DP: {lowest})"
+
+
+def _why(row: dict) -> str:
+    """Why a row offers several choices: no significant difference, or no test at all."""
+    return ("no significant difference" if _tested(row)
+            else "no difference tested (no bootstrap)")
+
+
+def _tested(row: dict) -> bool:
+    """verdict.csv ``tested``: the family's metrics were compared (a bootstrap)."""
+    v = row.get("tested")
+    return False if v is None or is_missing(v) else str(v).strip().lower() in ("true", "1")
+
+
 def _ordered(verdict: pd.DataFrame) -> pd.DataFrame:
     """Rows in the report's algorithm order, cutoffs ascending, families as the verdict lists
     them."""
@@ -119,6 +167,10 @@ class _Reader:
         self.floor_algs = set() if floor is None or floor.empty else set(floor["algorithm"])
         self.n_boot = int(result.options.bootstrap)
         self.test_split = has_test_split(result.manifest or {})
+
+    def metrics_all(self) -> list[str]:
+        """Every metric of scope ``all``."""
+        return sorted({m for ms in self._metrics.values() for m in ms})
 
     def metrics(self, alg: str, cutoff: int) -> list[str]:
         """The metrics of scope ``all`` at (algorithm, cutoff)."""
@@ -299,9 +351,12 @@ def verdict_sentences(result: Any) -> list[str]:
             continue
         best = str(r["recommended"])
         folds = int(r["n_folds"])
-        s = [f"tune with {display_metric(best, cutoff)} (DP per 25 pairs "
-             f"{dp_text(r['dp_per_25'], r['ci_low'], r['ci_high'])}; {pairs}, "
-             f"{folds} fold{'' if folds == 1 else 's'})."]
+        choices = verdict_choices(r)
+        numbers = (f"DP per 25 pairs {dp_text(r['dp_per_25'], r['ci_low'], r['ci_high'])}; "
+                   f"{pairs}, {folds} fold{'' if folds == 1 else 's'}")
+        s = ([f"tune with {display_metric(best, cutoff)} ({numbers})."] if len(choices) < 2
+             else [f"tune with {_names(choices, cutoff)}, {_why(r)} (lowest DP: "
+                   f"{display_metric(best, cutoff)}, {numbers})."])
         s += _claim_sentences(rd, r, members)
         if _lst(r["no_evidence"]):
             s.append(f"No evidence (every p-value 1): {_metrics(r['no_evidence'], cutoff)}.")
@@ -348,7 +403,7 @@ def _table(result: Any) -> Block:
         rows.append([
             Cell(display_algorithm(str(r["algorithm"]))), Cell(str(n), numeric=True),
             Cell(str(r["family"])),
-            Cell(recommendation_text(r, n), bold=bool(rec) and not is_missing(rec)),
+            Cell(choices_text(r, n), bold=bool(rec) and not is_missing(rec)),
             Cell(dp_text(r["dp_per_25"], r["ci_low"], r["ci_high"]), numeric=True),
             Cell(pairs_text(r["n_pairs"], r["n_possible_pairs"])[len("P = "):], numeric=True),
             Cell(_metrics(r["less_discriminative"], n)), Cell(_metrics(r["tied"], n)),
@@ -369,7 +424,10 @@ def summary_section(result: Any) -> str | None:
         cutoff = int(v["cutoff"].max())
         at = v[v["cutoff"] == cutoff]
     rd = _Reader(result)
-    lines = [f"At N = {cutoff} (every cutoff in the verdict below):", ""]
+    lines = [f"At N = {cutoff} (every cutoff in the verdict below). "
+             + _families_text(rd.metrics_all(), result.options.families)
+             + " Lower DP = more discriminative; DP per 25 pairs, P, *significantly* and the "
+             "other terms are explained where the verdict starts, just below.", ""]
     sample = grid_sample_text(result.dp.grid_sample)
     if sample:
         lines = [sample, "", *lines]
@@ -377,13 +435,20 @@ def summary_section(result: Any) -> str | None:
         rows = at[at["algorithm"] == alg].to_dict("records")
         picks = []
         for r in rows:
-            text = recommendation_text(r, cutoff)
             less = _lst(r["less_discriminative"])
-            extra = (f"; significantly less discriminative: "
-                     f"{_metrics(r['less_discriminative'], cutoff)}" if less else "")
-            picks.append(f"{r['family']}: tune with {text} (DP per 25 pairs "
-                         f"{fmt(r['dp_per_25'], 2)}, {pairs_text(r['n_pairs'])}{extra})"
-                         if r["recommended"] else f"{r['family']}: no recommendation ({text})")
+            numbers = (f"DP per 25 pairs {fmt(r['dp_per_25'], 2)}, {pairs_text(r['n_pairs'])}"
+                       + (f"; significantly less discriminative: "
+                          f"{_metrics(r['less_discriminative'], cutoff)}" if less else ""))
+            choices = verdict_choices(r)
+            if not choices:
+                picks.append(f"{r['family']}: no recommendation "
+                             f"({recommendation_text(r, cutoff)})")
+            elif len(choices) < 2:
+                picks.append(f"{r['family']}: tune with {recommendation_text(r, cutoff)} "
+                             f"({numbers})")
+            else:
+                picks.append(f"{r['family']}: tune with {_names(choices, cutoff)}, {_why(r)} "
+                             f"(lowest DP: {display_metric(choices[0], cutoff)}, {numbers})")
         dom = ""
         primary = [r for r in rows if r["recommended"]]
         if primary:
@@ -395,6 +460,26 @@ def summary_section(result: Any) -> str | None:
     return "\n".join(lines)
 
 
+#: What the novelty metrics measure, said where their names are first printed.
+_METRIC_GLOSS = {"epc": "expected popularity complement", "efd": "expected free discovery"}
+
+
+def _families_text(metrics: Sequence[str], families: Any) -> str:
+    """The families of the metrics present, with what each novelty metric measures: the
+    summary is the report's first text, so the metrics' names are explained there."""
+    groups = family_groups(metrics, families)
+    parts = []
+    for family, ms in groups:
+        names = [display_metric(m) + (f" ({_METRIC_GLOSS[m]})" if m in _METRIC_GLOSS else "")
+                 for m in ms]
+        parts.append(f"{family}: {', '.join(names)}")
+    text = "Metrics are ranked within their family only (" + "; ".join(parts) + ")."
+    if any(m in _METRIC_GLOSS for _, ms in groups for m in ms):
+        text += (" EPC and EFD are novelty metrics: they reward relevant items that few "
+                 "training users know (EPC on [0, 1], EFD in bits; formulas in the Glossary of report.md).")
+    return text
+
+
 def verdict_section(result: Any, figures: Sequence[tuple[str, int, str]] = ()) -> str | None:
     """Markdown body of the verdict section, or None when there is no verdict. ``figures``:
     ``(file stem, cutoff, caption)`` of the DP figure of each cutoff, embedded after the
@@ -402,10 +487,7 @@ def verdict_section(result: Any, figures: Sequence[tuple[str, int, str]] = ()) -
     v = result.verdict
     if v is None or v.empty:
         return None
-    lines = [CLAIMS_LEGEND, ""]
-    sample = grid_sample_text(result.dp.grid_sample)
-    if sample:
-        lines += [sample, ""]
+    lines = [claims_legend(float(result.options.alpha)), ""]
     lines += [f"- {t}" for t in verdict_sentences(result)]
     lines += ["", _table(result).to_markdown(), ""]
     judged = ("each family's choice is judged on the test split by a metric of the same family"
@@ -413,8 +495,14 @@ def verdict_section(result: Any, figures: Sequence[tuple[str, int, str]] = ()) -
               "the data has no held-out values, so no choice is judged beyond these folds")
     lines.append(
         "Metrics are ranked within their family only (accuracy and novelty metrics measure "
-        f"different things); {judged}. All columns are in `verdict.csv`; every claim's test is "
-        "in `comparisons.csv`, the dominant hyperparameter in `dominance.csv`.")
+        f"different things); {judged}. {MISSING} in the table: none (an empty list of "
+        "metrics), or, under Dominant hyperparameter, no answer: the algorithm varies fewer "
+        "than two hyperparameters (every pair of configurations then differs in its one "
+        "hyperparameter; that is Table 3), only one of them has enough one-at-a-time pairs, "
+        "or no metric is recommended. *Too few pairs*: no one-at-a-time scope has min_pairs "
+        f"= {int(result.options.min_pairs)} pairs. All columns are in `verdict.csv`; every "
+        "claim's test is in `comparisons.csv`, the dominant hyperparameter in "
+        "`dominance.csv`.")
     for stem, n, caption in figures:
         lines += ["", f"![DP of each metric with its 95% interval, N = {n}]({stem}.png)", "",
                   f"{caption} ([SVG]({stem}.svg))"]

@@ -11,10 +11,17 @@ Rules (each problem is one line naming the file and what is wrong):
 4. nothing is marked best below ``min_pairs`` pairs: no bold in a Table 3 row, no recommended
    metric in a verdict row, no bold in a Table 5 group or one-at-a-time row and no dominant
    hyperparameter on fewer pairs;
-5. one answer: per (algorithm, cutoff, family) the verdict's recommended metric is Table 3's
-   bold metric of the family, Table 4's best metric, and, at the primary cutoff, the choose-well
-   section's "most discriminative" metric; the DP figure stars the verdict's metric (checked on
-   the figure itself by :func:`check_dp_figure` when a report object is at hand).
+5. one answer: per (algorithm, cutoff, family) the verdict's choices (``choices`` of
+   verdict.csv: the recommended metric and every metric not significantly less discriminative;
+   a verdict.csv from before that column: the recommended metric and its exact ties) are Table
+   3's bold metrics of the family, its recommended metric is Table 4's best metric and, at the
+   primary cutoff, the choose-well section's "most discriminative" metric; the DP figure stars
+   the verdict's choices (checked on the figure itself by :func:`check_dp_figure` when a report
+   object is at hand);
+6. ties said as ties: a verdict row with two or more choices is never shown as one metric to
+   tune with: the summary and the verdict's sentence name every choice with "no significant
+   difference" (or "no difference tested") and the verdict table's "Tune with" cell names
+   them all.
 """
 
 from __future__ import annotations
@@ -57,6 +64,16 @@ def _metric(text: str) -> str:
     return _NAMES.get(name, name)
 
 
+def _choices(r: object) -> list[str]:
+    """The choices of one verdict.csv row (a row from before ``choices``: the recommended metric
+    and its exact ties)."""
+    rec = str(getattr(r, "recommended", "") or "")
+    if not rec:
+        return []
+    got = [m for m in str(getattr(r, "choices", "") or "").split(";") if m]
+    return got or [rec, *[m for m in str(getattr(r, "identical", "") or "").split(";") if m]]
+
+
 def check_report(folder: Path) -> list[str]:
     """Every problem of the report in ``folder`` (empty: the report is consistent)."""
     folder = Path(folder)
@@ -82,6 +99,7 @@ def check_report(folder: Path) -> list[str]:
     problems += _check_table3(folder, verdict, min_pairs)
     problems += _check_table4(folder, verdict)
     problems += _check_choose_well(md, verdict)
+    problems += _check_ties(md, verdict)
     problems += _check_value_tables(folder, md, min_pairs)
     return problems
 
@@ -111,8 +129,7 @@ def _check_table3(folder: Path, v: pd.DataFrame, min_pairs: int) -> list[str]:
         if n_pairs < min_pairs and bold:
             out.append(f"table3.md: {row[0]} N={cutoff}: bold on {n_pairs} < min_pairs pairs")
         vr = v[(v["algorithm"] == alg) & (v["cutoff"] == cutoff)]
-        want = {m for r in vr.itertuples() if r.recommended
-                for m in [r.recommended, *[x for x in r.identical.split(";") if x]]}
+        want = {m for r in vr.itertuples() for m in _choices(r)}
         if bold != want:
             out.append(f"table3.md: {row[0]} N={cutoff}: bold {sorted(bold)} but the verdict "
                        f"recommends {sorted(want)}")
@@ -143,6 +160,49 @@ def _check_choose_well(md: str, v: pd.DataFrame) -> list[str]:
             out.append(f"report.md: choose-well names {metric} for {alg_name} {family} N="
                        f"{cutoff}, the verdict {list(rows['recommended'])}")
     return out
+
+
+def _check_ties(md: str, v: pd.DataFrame) -> list[str]:
+    """Rule 6 on report.md: each verdict row with several choices names them all, as equal
+    choices, in its sentence, its table row and (at the summary's cutoff) the summary."""
+    out = []
+    if "choices" not in v.columns:
+        return out
+    summary = md.split("## Verdict")[0]
+    m = re.search(r"^At N = (\d+)", summary, flags=re.M)
+    summary_n = int(m.group(1)) if m else None
+    for r in v.itertuples(index=False):
+        ch = _choices(r)
+        if len(ch) < 2:
+            continue
+        n = int(r.cutoff)
+        names = [display_metric(x, n) for x in ch]
+        alg = display_algorithm(r.algorithm)
+        head = f"- {alg}, N = {n}, {r.family}: "
+        line = next((ln for ln in md.splitlines() if ln.startswith(head)), "")
+        said = line[len(head):].split(" (")[0]
+        if not line or any(x not in said for x in names) or "difference" not in said:
+            out.append(f"report.md: {alg} N={n} {r.family}: the verdict's sentence does not "
+                       f"name the choices {names} as equal")
+        rows = [c for _cap, header, rows in _tables(md) if "Tune with" in header
+                for c in rows if c[0] == alg and c[1] == str(n) and c[2] == r.family]
+        cell = rows[0][header_index(md, "Tune with")] if rows else ""
+        if rows and any(x not in cell for x in names):
+            out.append(f"report.md: {alg} N={n} {r.family}: the verdict table's Tune with "
+                       f"names {cell!r}, not every choice {names}")
+        if n == summary_n:
+            s_line = next((ln for ln in summary.splitlines()
+                           if ln.startswith(f"- **{alg}**")), "")
+            part = s_line.split(f"{r.family}: ", 1)[-1].split(" (")[0] if s_line else ""
+            if not s_line or any(x not in part for x in names) or "difference" not in part:
+                out.append(f"report.md: {alg} {r.family}: the summary does not name the "
+                           f"choices {names} as equal")
+    return out
+
+
+def header_index(md: str, name: str) -> int:
+    """Column index of ``name`` in the first Markdown table of ``md`` that has it."""
+    return next(header.index(name) for _cap, header, _rows in _tables(md) if name in header)
 
 
 def _check_value_tables(folder: Path, md: str, min_pairs: int) -> list[str]:
@@ -176,12 +236,17 @@ def _check_value_tables(folder: Path, md: str, min_pairs: int) -> list[str]:
 
 def check_dp_figure(report: object) -> list[str]:
     """The DP figures of a :class:`dptune.Report`: the bold (starred) labels of each panel are
-    the verdict's recommended metrics of that algorithm and cutoff."""
+    the verdict's choices of that algorithm and cutoff, and every panel of a figure has the
+    same x range."""
     out = []
     v = report.verdict  # type: ignore[attr-defined]
     for stem, fig in report.figures.items():  # type: ignore[attr-defined]
         if not stem.startswith("figure_dp"):
             continue
+        ranges = {tuple(round(x, 9) for x in ax.get_xlim()) for ax in fig.figure.axes
+                  if ax.get_visible()}
+        if len(ranges) > 1:
+            out.append(f"{stem}: panels on different x ranges {sorted(ranges)}")
         for ax in fig.figure.axes:
             if not ax.get_visible():
                 continue
@@ -191,7 +256,7 @@ def check_dp_figure(report: object) -> list[str]:
                     if t.get_fontweight() == "bold"}
             rows = v[(v["algorithm"].map(display_algorithm) == alg_name)
                      & (v["cutoff"] == fig.cutoff)]
-            want = {m for m in rows["recommended"] if m}
+            want = {m for r in rows.itertuples() for m in _choices(r)}
             if bold != want:
                 out.append(f"{stem}: {alg_name}: starred {sorted(bold)}, the verdict "
                            f"{sorted(want)}")

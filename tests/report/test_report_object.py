@@ -125,7 +125,14 @@ def test_summary_and_verdict_come_first_in_report_md_and_alone_in_verdict_md(swe
     v = result.verdict
     for r in v.itertuples(index=False):
         name = vocab.display_metric(r.recommended, r.cutoff)
-        assert f"N = {r.cutoff}, {r.family}: tune with {name} (DP per 25 pairs" in verdict
+        names = [vocab.display_metric(m, r.cutoff) for m in r.choices.split(";")]
+        head = f"N = {r.cutoff}, {r.family}: tune with "
+        if len(names) == 1:  # the evidence backs one metric
+            assert f"{head}{name} (DP per 25 pairs" in verdict
+        else:  # a tie is said as a tie, every choice named, the lowest DP last
+            said = ", ".join(names[:-1]) + " or " + names[-1]
+            assert (f"{head}{said}, no significant difference (lowest DP: {name}"
+                    in verdict), (head, said)
     assert "| Algorithm | N | Family | Tune with | DP per 25 pairs [95% CI] | P |" in verdict
     alone = (out / "verdict.md").read_text()
     assert alone.startswith("# dptune verdict") and "## Summary" in alone

@@ -1,0 +1,185 @@
+"""Ties said as ties, and a report that reads top-down, on a result built by hand.
+
+The verdict's ``choices`` (the recommended metric and every metric not significantly less
+discriminative than it) are rendered as equal choices in the summary, the verdict's sentences,
+the verdict table, Table 3's bold and the DP figure's stars; the report checker
+(tests/report/report_checker.py) passes on what is written and catches a report that shows a
+tie as a loser.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import pandas as pd  # noqa: E402
+from conftest import frames_result  # noqa: E402
+from report.report_checker import check_dp_figure, check_report  # noqa: E402
+
+from dptune.analysis.verdict.claims import COMPARISON_COLUMNS  # noqa: E402
+from dptune.analysis.verdict.rules import verdict_table  # noqa: E402
+from dptune.report import Report  # noqa: E402
+from dptune.report._figures import dp_figure  # noqa: E402
+from dptune.report._tables import table3  # noqa: E402
+from dptune.report._verdict import summary_section, verdict_section  # noqa: E402
+
+#: mean p-value per metric: User-kNN's accuracy metrics are close, BPR-MF's DPs are far larger
+MEAN_P = {
+    "userknn": {"ndcg": 0.116, "precision": 0.122, "recall": 0.30, "mrr": 0.35, "epc": 0.20,
+            "efd": 0.21},
+    "bpr-mf": {"ndcg": 0.40, "precision": 0.41, "recall": 0.60, "mrr": 0.62, "epc": 0.45,
+               "efd": 0.70},
+}
+
+
+def _dp() -> pd.DataFrame:
+    return pd.DataFrame([
+        {"algorithm": alg, "scope": "all", "metric": m, "cutoff": 10, "n_pairs": 45,
+         "n_possible_pairs": 45, "n_folds": 3, "mean_p": p, "mean_p_sd": 0.01,
+         "dp_per_25": 25 * p, "dp_per_25_plus_sd": 30 * p, "dp_per_25_minus_sd": 20 * p,
+         "ci_low": 25 * p * 0.8, "ci_high": 25 * p * 1.2, "dp_sum": 45 * p, "sakai": 0.5,
+         "sakai_sd": 0.1, "no_evidence": False, "repeats": 1, "test": "t",
+         "correction": "none", "alpha": 0.05}
+        for alg, ps in MEAN_P.items() for m, p in ps.items()])
+
+
+def _curves() -> pd.DataFrame:
+    return pd.DataFrame([{"algorithm": alg, "scope": "all", "metric": m, "cutoff": 10,
+                          "position": i, "mean": 0.5, "sd": 0.1}
+                         for alg, ps in MEAN_P.items() for m in ps for i in range(45)])
+
+
+def _claim(alg: str, group: str, a: str, b: str, held: bool) -> dict:
+    p = 0.001 if held else 0.4
+    return {"algorithm": alg, "cutoff": 10, "kind": "metrics", "group": group, "a": a, "b": b,
+            "p_adjusted": p, "p_adjusted_first": p,
+            "pr_more_discriminative": 0.999 if held else 0.58,
+            "pr_more_discriminative_first": 0.999 if held else 0.58, "repeats": 1,
+            "significant_first": held, "held": held, "dropped": False}
+
+
+def _comparisons() -> pd.DataFrame:
+    """User-kNN: nDCG is not significantly below Precision (a tie), Recall and MRR are; EPC and EFD
+    tie. BPR-MF: every claim holds (one choice per family)."""
+    rows = [_claim("userknn", "accuracy", "ndcg", "precision", False),
+            _claim("userknn", "accuracy", "ndcg", "recall", True),
+            _claim("userknn", "accuracy", "ndcg", "mrr", True),
+            _claim("userknn", "novelty", "epc", "efd", False)]
+    rows += [_claim("bpr-mf", "accuracy", "ndcg", m, True) for m in ("precision", "recall", "mrr")]
+    rows += [_claim("bpr-mf", "novelty", "epc", "efd", True)]
+    return pd.DataFrame(rows, columns=COMPARISON_COLUMNS)
+
+
+def _result(comparisons: pd.DataFrame | None = None):
+    dp = _dp()
+    comparisons = _comparisons() if comparisons is None else comparisons
+    return frames_result(dp, _curves(), verdict=verdict_table(dp, comparisons),
+                         comparisons=comparisons)
+
+
+def test_the_summary_and_the_verdict_say_a_tie_is_a_tie():
+    res = _result()
+    v = res.verdict.set_index(["algorithm", "family"])
+    assert v.at[("userknn", "accuracy"), "choices"] == "ndcg;precision"
+    summary = summary_section(res)
+    assert ("**User-kNN**: accuracy: tune with nDCG@10 or Precision@10, no significant difference "
+            "(lowest DP: nDCG@10, DP per 25 pairs 2.90, P = 45; significantly less "
+            "discriminative: Recall@10, MRR@10); novelty: tune with EPC@10 or EFD@10, no "
+            "significant difference (lowest DP: EPC@10") in summary
+    # one choice where every claim holds: "tune with X", nothing more
+    assert re.search(r"BPR-MF\*\*: accuracy: tune with nDCG@10 \(DP per 25 pairs 10\.00",
+                     summary)
+    # the summary explains the novelty metrics' names, the first place they are printed
+    assert "EPC (expected popularity complement)" in summary
+    assert "EFD (expected free discovery)" in summary
+    body = verdict_section(res)
+    line = next(ln for ln in body.splitlines() if ln.startswith("- ") and ", accuracy: " in ln
+                and "N = 10" in ln and "BPR" not in ln)
+    assert ": tune with nDCG@10 or Precision@10, no significant difference (lowest DP: " \
+           "nDCG@10, DP per 25 pairs 2.90 [2.32, 3.48]; P = 45, 3 folds)." in line
+    assert "Not significantly less discriminative: Precision@10 (DP per 25 pairs 3.05, " \
+           "Pr(more discriminative) = 58%)" in line
+    row = next(ln for ln in body.splitlines() if ln.startswith("| ") and "| accuracy |" in ln
+               and "BPR" not in ln)
+    assert "**nDCG@10 or Precision@10, no significant difference (lowest DP: nDCG@10)**" in row
+    bpr = next(ln for ln in body.splitlines() if ln.startswith("| BPR-MF") and "accuracy" in ln)
+    assert "| **nDCG@10** |" in bpr
+
+
+def test_without_a_bootstrap_the_choices_say_no_difference_was_tested():
+    res = _result(pd.DataFrame(columns=COMPARISON_COLUMNS))
+    assert not res.verdict["tested"].any()
+    summary = summary_section(res)
+    assert ("accuracy: tune with nDCG@10, Precision@10, Recall@10 or MRR@10, no difference "
+            "tested (no bootstrap) (lowest DP: nDCG@10") in summary
+
+
+def test_table3_bolds_every_choice_and_underlines_only_a_significant_loser():
+    res = _result()
+    md = table3(res.dp.table, res.verdict, res.options.families, 10).to_markdown()
+    knn = next(ln for ln in md.splitlines() if ln.startswith("| User-kNN"))
+    cells = [c.strip() for c in knn.split("|")[1:-1]]
+    # EFD@N | EPC@N | MRR@N | nDCG@N | Precision@N | Recall@N
+    assert cells[3:] == ["**5.250 [4.200, 6.300]**", "**5.000 [4.000, 6.000]**",
+                         "<u>8.750 [7.000, 10.500]</u>", "**2.900 [2.320, 3.480]**",
+                         "**3.050 [2.440, 3.660]**", "7.500 [6.000, 9.000]"]
+    assert "not significantly less discriminative" in md
+
+
+def test_the_dp_figure_stars_every_choice_on_one_x_scale():
+    res = _result()
+    fig = dp_figure(res.dp.table, res.verdict, 10, res.options.families)
+    axes = [ax for ax in fig.axes if ax.get_visible()]
+    assert len(axes) == 2
+    assert len({ax.get_xlim() for ax in axes}) == 1  # one x scale for every panel
+    assert axes[0].get_xlim()[1] >= 25 * 0.70 * 1.2  # BPR-MF's widest interval fits
+    for ax in axes:
+        bold = {t.get_text() for t in ax.get_yticklabels() if t.get_fontweight() == "bold"}
+        if ax.get_title().startswith("BPR-MF"):
+            assert bold == {"nDCG@10", "EPC@10"}
+        else:
+            assert bold == {"nDCG@10", "Precision@10", "EPC@10", "EFD@10"}
+
+
+def test_the_written_report_reads_top_down_and_passes_the_checker(tmp_path: Path):
+    res = _result()
+    rep = Report.from_result(res)
+    out = tmp_path / "r"
+    rep.write(out)
+    assert check_report(out) == [] and check_dp_figure(rep) == []
+    md = (out / "report.md").read_text()
+    verdict = md[md.index("## Verdict"):md.index("## Pairs")] if "## Pairs" in md else md
+    # alpha's value where the error rate is stated; downstream, the test split and the A/A
+    # noise floor defined before the verdict's sentences use them
+    legend = verdict.split("\n- ")[0]
+    for term in ("alpha = 5%", "*Downstream*", "*test split*", "*A/A noise floor*",
+                 "no significant difference"):
+        assert term in legend, term
+    # the dash of the verdict table explained right under it
+    after = verdict[verdict.index("| Algorithm | N | Family | Tune with"):]
+    assert "– in the table: none" in after.split("\n\n")[1]
+    # the dominance section is titled for what decides it
+    assert "## Dominant hyperparameter (Table 5)" not in md
+
+
+def test_the_checker_catches_a_tie_shown_as_a_loser(tmp_path: Path):
+    out = tmp_path / "r"
+    Report.from_result(_result()).write(out)
+    bad = tmp_path / "bad"
+    shutil.copytree(out, bad)
+    md = (bad / "report.md").read_text()
+    md = md.replace("tune with nDCG@10 or Precision@10, no significant difference",
+                    "tune with nDCG@10")
+    (bad / "report.md").write_text(md)
+    t3 = (bad / "table3.md").read_text().replace("**3.050 [2.440, 3.660]**",
+                                                  "3.050 [2.440, 3.660]")
+    (bad / "table3.md").write_text(t3)
+    problems = "\n".join(check_report(bad))
+    assert "the summary does not name the choices" in problems
+    assert "the verdict's sentence does not name the choices" in problems
+    assert "table3.md" in problems
