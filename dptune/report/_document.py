@@ -8,6 +8,7 @@ Markdown body); :class:`~dptune.report._report.Report` adds the analysis' own se
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -57,6 +58,14 @@ GLOSSARY = """\
   the claim holds.
 - **Pr(more discriminative)**: the share of bootstrap replicates in which one metric has the
   lower DP than another; a description of the bootstrap, not a test.
+- **Equal choices** ("tune with A or B, no significant difference"): metrics of a family that
+  are not significantly less discriminative than the lowest DP; any of them is as good a
+  choice on this evidence.
+- **A/A noise floor**: the DP of pairs that are one configuration re-trained with different
+  seeds (no real difference); a metric whose interval is not entirely below it is flagged.
+- **Test split** / **downstream**: the held-out part of each user's interactions, used by no
+  fold and no selection; downstream, the configurations the family's metrics select on the
+  validation folds are compared on it (paired t-test over the test users).
 - **Scopes**: *all* (pairs of the whole grid), *h=v* (pairs of configurations sharing the value v
   of h: Table 5) and *only h* (pairs that differ in h alone: the one-at-a-time table and the
   dominant hyperparameter).
@@ -302,15 +311,9 @@ def core_sections(
         ),
         Section("Best and worst metric (Table 4)", tables["table4"].to_markdown()),
     ]
-    for name, title in (
-        ("table5", "Dominant hyperparameter (Table 5)"),
-        ("one_at_a_time", "One hyperparameter at a time"),
-    ):
-        table = tables[name]
-        if table.blocks:
-            out.append(Section(title, table.to_markdown()))
-        elif table.notes:  # say why the table is empty instead of leaving it out silently
-            out.append(Section(title, "\n\n".join(["No table.", *table.notes])))
+    dominance = _dominance_section(tables["one_at_a_time"], tables["table5"])
+    if dominance is not None:
+        out.append(dominance)
     sakai = sakai_table_md(dp, cutoff)
     if sakai:
         alpha = find_setting(flatten(settings or {}), ("alpha", "significance_level"))
@@ -325,6 +328,39 @@ def core_sections(
                        _best_section(dp, best, primary, gap, verdict, families, test_split)))
     out.append(Section("Glossary", GLOSSARY))
     return out
+
+
+#: How the dominance section reads its two tables, said before them.
+DOMINANCE_LEAD = (
+    "Which hyperparameter dominates is decided on the one-at-a-time scopes: the pairs of "
+    "configurations that differ in one hyperparameter only, every other one fixed (the table "
+    "just below). A hyperparameter is named dominant in the verdict only when the DP of its "
+    "one-at-a-time pairs is significantly lower than every other hyperparameter's. Table 5, "
+    "after it, is the paper's per-value view: pairs that share one value of a hyperparameter "
+    "and differ in the others; it shows how discriminative the grid is at each value and does "
+    "not decide dominance."
+)
+
+
+def _dominance_section(one_at_a_time: Table, table5: Table) -> Section | None:
+    """"Dominant hyperparameter (one-at-a-time scopes)": the one-at-a-time table that decides
+    dominance, then Table 5, the paper's per-value view; an empty table says why (its notes)
+    instead of being left out silently. None when neither has anything to show."""
+    parts: list[str] = []
+    said: list[str] = []  # a note both tables carry is said once
+    for table, head in ((one_at_a_time, None), (table5, "### Per-value view (Table 5)")):
+        notes = [n for n in table.notes if n not in said]
+        if not table.blocks and not table.notes:
+            continue
+        if head:
+            parts.append(head)
+        parts.append(dataclasses.replace(table, notes=notes).to_markdown() if table.blocks
+                     else "\n\n".join(["No table.", *notes]))
+        said += notes
+    if not parts:
+        return None
+    return Section("Dominant hyperparameter (one-at-a-time scopes)",
+                   "\n\n".join([DOMINANCE_LEAD, *parts]))
 
 
 #: What each file of a report folder holds, by file name (tables and figures are added by name).
