@@ -198,7 +198,8 @@ def docs_run(tmp_path_factory):
     d = tmp_path_factory.mktemp("docs")
     cfg = write_experiment(d / "exp")
     paths = {"experiments/quickstart.toml": str(cfg), "results/quickstart": str(d / "results"),
-             "reports/quickstart": str(d / "reports")}
+             "reports/quickstart": str(d / "reports"),
+             "reports/per_user": str(d / "per_user_reports")}
     env: dict = {}
     for block in _code_blocks(DOCS.read_text()):
         for old, new in paths.items():
@@ -224,6 +225,10 @@ def test_docs_examples_write_the_dp_csv_of_dptune_run(docs_run, tiny_swept):
     assert env["res25"].options.pairs == 25 and len(env["res"].dp.table) == 1
     # the per-user DataFrame's result is the same kind of object, verdict included
     assert isinstance(env["res"], dptune.AnalysisResult) and len(env["res"].verdict) == 1
+    # and its report renders from the result alone (no store)
+    assert isinstance(env["outside"], dptune.Report)
+    md = (d / "per_user_reports" / "report.md").read_text()
+    assert md == env["outside"].to_markdown() and "| Per-user table |" in md
 
 
 def test_frame_store_over_the_parquet_store_gives_the_same_dp(docs_run):
@@ -395,3 +400,120 @@ def test_every_input_takes_one_route_to_the_same_dp(tmp_path, monkeypatch):
         if name not in ("seed", "bootstrap", "stability", "noise_seeds", "importance",
                         "primary_metric", "primary_cutoff"):
             assert getattr(opts, name) == getattr(default, name), name
+
+
+# ------------------------------------------------ Report of a store result, without the store
+
+def test_report_from_result_of_a_store_result_is_the_report_of_build(docs_run, tmp_path):
+    """A sweep's result carries what its report needs: ``Report.from_result(res)`` and
+    ``Report.build(None, res)`` are ``Report.build(store, res)`` (noise-floor and importance
+    sections included), and write the report.md the docs wrote; a result built by hand without
+    its configurations gets them from the store in ``build``."""
+    import dataclasses
+
+    d, env = docs_run
+    store, res = env["store"], env["results"]
+    assert set(res.configurations["algorithm"]) == set(store.algorithms())
+    md = dptune.Report.build(store, res).to_markdown()
+    assert dptune.Report.from_result(res).to_markdown() == md
+    assert dptune.Report.build(None, res).to_markdown() == md
+    assert "## Noise floor (A/A pairs)" in md
+    assert "## Hyperparameter importance (optuna) beside DP dominance" in md
+    assert re.search(r"^\*BPR-MF\* \(\d+ configurations\)$", md, re.M)
+    # what those sections read of a store, the result gives the same
+    from dptune.report._report import _Configurations
+
+    view = _Configurations(res)
+    assert view.algorithms() == store.algorithms()
+    for alg in store.algorithms():
+        pd.testing.assert_frame_equal(view.configs(alg), store.configs(alg), check_dtype=False)
+        assert view.hyperparameters(alg) == store.hyperparameters(alg)
+    dptune.Report.from_result(res).write(tmp_path / "rep")
+    assert (tmp_path / "rep" / "report.md").read_bytes() == \
+        (d / "reports" / "report.md").read_bytes()
+    bare = dataclasses.replace(res, configurations=None)
+    assert dptune.Report.build(store, bare).to_markdown() == md
+    assert "## Noise floor (A/A pairs)" not in dptune.Report.from_result(bare).to_markdown()
+
+
+# ------------------------------------------------ a wrong argument: one line naming it
+
+@pytest.fixture(scope="module")
+def small_result():
+    return dptune.discriminative_power(_table(n_sys=3, n_users=25, folds=("0",)), bootstrap=0,
+                                       stability=0)
+
+
+QUICKSTART = str(Path(__file__).parents[1] / "experiments" / "quickstart.toml")
+
+BAD_ARGUMENTS = [
+    (lambda r, t: dptune.analyze(None), "analyze: store: needs a result store"),
+    (lambda r, t: dptune.analyze(_table(), options={"pairs": 5}), "analyze: options: needs "
+     "dptune.AnalysisOptions"),
+    (lambda r, t: dptune.analyze(_table(), progress="yes"), "analyze: progress: must be True"),
+    (lambda r, t: dptune.analyze(_table(), configs=[1]), "analyze: configs: needs a pandas"),
+    (lambda r, t: dptune.analyze(_table(), hyperparameters="k"), "analyze: hyperparameters: "
+     "needs a list of column names, got 'k'"),
+    (lambda r, t: dptune.analyze(t, hyperparameters=["k"]), "analyze: hyperparameters: only a "
+     "per-user table takes them"),
+    (lambda r, t: dptune.discriminative_power(None), "per_user: expected a pandas DataFrame"),
+    (lambda r, t: dptune.discriminative_power(_table(), hyperparameters="k"),
+     "discriminative_power: hyperparameters: needs a list"),
+    (lambda r, t: dptune.discriminative_power(_table(), progress=None),
+     "discriminative_power: progress: must be True or False"),
+    (lambda r, t: dptune.discriminative_power(_table(), paris=5),
+     "analysis: paris: unknown field (did you mean 'pairs'?)"),
+    (lambda r, t: dptune.Report.from_result(None), "Report.from_result: result: needs the "
+     "dptune.AnalysisResult"),
+    (lambda r, t: dptune.Report.from_result(r.dp), "Report.from_result: result: needs"),
+    (lambda r, t: dptune.Report.from_result(r, settings=[1]), "Report.from_result: settings:"),
+    (lambda r, t: dptune.Report.from_result(r, title=3), "Report.from_result: title: needs a "
+     "string"),
+    (lambda r, t: dptune.Report.from_result(r, hyperparameter_order={"k": 1}),
+     "Report.from_result: hyperparameter_order:"),
+    (lambda r, t: dptune.Report.from_result(r, extra_sections="x"),
+     "Report.from_result: extra_sections:"),
+    (lambda r, t: dptune.Report.build(None, None), "Report.build: result: needs"),
+    (lambda r, t: dptune.Report.build("results/x", r), "Report.build: store: needs the "
+     "result's store"),
+    (lambda r, t: dptune.sweep(None), "sweep: exp: needs a dptune.Experiment or its TOML"),
+    (lambda r, t: dptune.sweep(QUICKSTART, results=5), "sweep: results: needs the results"),
+    (lambda r, t: dptune.sweep(QUICKSTART, results=t, progress="no"),
+     "sweep: progress: must be True or False"),
+    (lambda r, t: dptune.sweep(QUICKSTART, results=t, storage=5), "sweep: storage: needs an "
+     "optuna storage URL"),
+    (lambda r, t: dptune.sweep(QUICKSTART, results=t, jobs=0), "jobs: must be a positive"),
+    (lambda r, t: dptune.sweep(QUICKSTART, results=t, budget=[3]), "budget: [3] is not a "
+     "budget"),
+    (lambda r, t: dptune.load_experiment(None), "load_experiment: path: needs the experiment "
+     "file's path"),
+    (lambda r, t: dptune.load_experiment(t / "none.toml"), "cannot read experiment file"),
+    (lambda r, t: dptune.ResultStore(3), "ResultStore: root: needs the results directory"),
+    (lambda r, t: dptune.AnalysisOptions(pairz=3), "analysis: pairz: unknown field (did you "
+     "mean 'pairs'?)"),
+    (lambda r, t: dptune.AnalysisOptions(n_pairs=3), "analysis: n_pairs: renamed to 'pairs'"),
+    (lambda r, t: dptune.AnalysisOptions(*range(18)), "analysis: takes at most 17 options"),
+    (lambda r, t: dptune.AnalysisOptions(5, pairs=5), "analysis: pairs: given twice"),
+    (lambda r, t: dptune.AnalysisOptions(pairs="5"), "analysis: pairs: must be an integer"),
+    (lambda r, t: dptune.AnalysisOptions().replace(alpah=0.1), "analysis: alpah: unknown"),
+    (lambda r, t: dptune.AnalysisOptions.resolve("manifest.json"), "analysis: manifest: "
+     "needs a store's manifest"),
+    (lambda r, t: dptune.AnalysisOptions.for_outside(None), "analysis: store: needs the "
+     "in-memory store"),
+    (lambda r, t: dptune.AnalysisOptions.from_mapping(3), "analysis: needs a table of analysis "
+     "options"),
+]
+
+
+@pytest.mark.parametrize("call, message", BAD_ARGUMENTS,
+                         ids=[m[:45] for _, m in BAD_ARGUMENTS])
+def test_a_wrong_argument_is_one_line_naming_it(call, message, small_result, tmp_path):
+    """Each public front function refuses a wrong argument (type or value) with one
+    DptuneError line naming it, before any work; never a traceback from inside. (The
+    ``results`` of sweep's calls is an empty folder that stays empty: nothing ran.)"""
+    with pytest.raises(DptuneError) as err:
+        call(small_result, tmp_path)
+    text = str(err.value)
+    assert text.startswith(message) or message in text, text
+    assert "\n" not in text
+    assert list(tmp_path.iterdir()) == []

@@ -90,3 +90,76 @@ def test_outside_reports_pass_the_report_checker(runs_report: Path, tmp_path: Pa
     assert main(["dp", "--per-user", str(table), "--reports", str(tmp_path / "rep"),
                  "--bootstrap", "100", "--no-progress"]) == 0
     assert check_report(tmp_path / "rep") == []
+
+
+# ------------------------------------------------ the Python API on a per-user DataFrame
+
+def _docs_frame() -> pd.DataFrame:
+    """docs/api.md's ``per_user_df`` (section "DP of any per-user table"): six runs, 100 users,
+    nDCG@10, one fold, no hyperparameters."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    return pd.DataFrame(
+        [{"system": f"run{s}", "user": u, "metric": "ndcg@10", "value": rng.random() + 0.05 * s}
+         for s in range(6) for u in range(100)])
+
+
+def test_every_documented_call_renders_a_per_user_result(tmp_path: Path) -> None:
+    """``Report.from_result(dptune.analyze(df))`` on the docs' own frame renders (the settings
+    of outside data, the configurations named, the noise floor off) and writes; ``Report.build
+    (None, res)`` is the same report; ``discriminative_power`` is the same result."""
+    import dptune
+
+    df = _docs_frame()
+    res = dptune.analyze(df)
+    assert res.noise is None and res.importance is None and res.options.seed == 42
+    assert list(res.configurations["system"]) == [f"run{s}" for s in range(6)]
+    pd.testing.assert_frame_equal(res.dp.table, dptune.discriminative_power(df).dp.table)
+    rep = dptune.Report.from_result(res)
+    md = rep.to_markdown()
+    assert "| Per-user table | per_user |" in md and "| Folds | 1 (0) |" in md
+    assert "| Algorithms | runs (6 configurations) |" in md
+    assert "| Configurations | runs: " + ", ".join(f"{s} = run{s}" for s in range(6)) + " |" in md
+    assert "## Noise floor (A/A pairs)\n\nOff (`noise_seeds = 0`)." in md
+    assert "| Test split |" not in md and "| Split seed |" not in md  # no experiment, no split
+    assert dptune.Report.build(None, res).to_markdown() == md
+    written = rep.write(tmp_path / "rep")
+    assert (tmp_path / "rep" / "report.md").read_text() == md
+    assert {"dp.csv", "verdict.csv", "report.html", "figure1.png"} <= {p.name for p in written}
+    assert len(rep.tables["table3"].to_dataframe()) == 1
+
+
+def test_analyze_takes_options_as_dp_per_user_takes_flags() -> None:
+    """``analyze(df, AnalysisOptions(...))`` reads its options as ``dptune dp --per-user`` reads
+    its flags: a field left at its default takes outside data's default (no noise floor,
+    importance only with hyperparameters), a field set is used, and a noise floor asked for is
+    the one-line error of ``discriminative_power`` (``dptune dp`` has no such flag)."""
+    import dptune
+    from dptune.errors import DptuneError
+
+    df = _docs_frame()
+    res = dptune.analyze(df, dptune.AnalysisOptions(seed=1, bootstrap=0))
+    assert (res.options.seed, res.options.noise_seeds, res.options.importance) == (1, 0, False)
+    assert res.noise is None and res.importance is None
+    pd.testing.assert_frame_equal(
+        res.dp.table, dptune.discriminative_power(df, seed=1, bootstrap=0).dp.table)
+    with pytest.raises(DptuneError) as err:
+        dptune.analyze(df, dptune.AnalysisOptions(noise_seeds=3))
+    with pytest.raises(DptuneError) as same:
+        dptune.discriminative_power(df, noise_seeds=3)
+    assert str(err.value) == str(same.value)
+    assert str(err.value) == "analysis: noise_seeds: no noise floor for outside data (it " \
+                             "needs retraining)"
+    # hyperparameters known: importance is on, and rendered from the result alone
+    hp = df.assign(k=df["system"].str[3:].astype(int) % 2,
+                   n=df["system"].str[3:].astype(int) // 2)
+    res = dptune.analyze(hp, dptune.AnalysisOptions(seed=1, bootstrap=0),
+                         hyperparameters=["k", "n"])
+    assert res.options.importance and res.importance is not None and len(res.importance)
+    md = dptune.Report.from_result(res).to_markdown()
+    assert "## Hyperparameter importance (optuna) beside DP dominance" in md
+    assert "*runs* (6 configurations)" in md
+    off = dptune.analyze(hp, dptune.AnalysisOptions(importance=False, bootstrap=0),
+                         hyperparameters=["k", "n"])
+    assert off.importance is None and off.options.seed == 42  # a field set is kept
