@@ -200,10 +200,12 @@ class BPRMF:
                 raise input_error("algorithm", name, f"must be an integer >= {lo}, got {v!r}")
         for name in ("learning_rate", "user_reg", "item_reg", "init_std"):
             v = getattr(self, name)
+            positive = name == "learning_rate"  # a rate of 0 trains nothing
             if isinstance(v, bool) or not isinstance(v, (int, float, np.number)) or not (
-                math.isfinite(v) and v >= 0
+                math.isfinite(v) and (v > 0 if positive else v >= 0)
             ):
-                raise input_error("algorithm", name, f"must be a finite number >= 0, got {v!r}")
+                raise input_error("algorithm", name, f"must be a finite number "
+                                  f"{'> 0' if positive else '>= 0'}, got {v!r}")
 
     def _init(self, X: sp.csr_matrix) -> None:
         n_users, n_items = X.shape

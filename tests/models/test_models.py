@@ -323,6 +323,9 @@ def test_bpr_bad_config() -> None:
         BPRMF(0, 0.1, 0.0, 0.0, 1).fit(TINY)
     with pytest.raises(DptuneError, match="learning_rate"):
         BPRMF(2, float("nan"), 0.0, 0.0, 1).fit(TINY)
+    with pytest.raises(DptuneError, match=r"learning_rate: must be a finite number > 0, got 0\.0"):
+        BPRMF(2, 0.0, 0.0, 0.0, 1).fit(TINY)  # a rate of 0 trains nothing
+    BPRMF(2, 0.1, 0.0, 0.0, 1).fit(TINY)  # regularisation 0 is fine
     m = BPRMF(2, 0.1, 0.0, 0.0, 1).fit(TINY)
     with pytest.raises(ValueError):
         m.partial_fit(TINY[:3], 1)
