@@ -43,6 +43,12 @@ INTRO = (
     "the number of pairs of configurations, beside it. Lower DP = more discriminative."
 )
 
+#: The glossary's entry for the test split, when the data has one.
+GLOSSARY_TEST_SPLIT = """
+- **Test split** / **downstream**: the held-out part of each user's interactions, used by no
+  fold and no selection; downstream, the configurations the family's metrics select on the
+  validation folds are compared on it (paired t-test over the test users)."""
+
 #: What every term of the report means (the report's last section before the files).
 GLOSSARY = """\
 - **P**: the number of pairs of configurations a DP rests on (every pair of the scope, or a
@@ -63,9 +69,6 @@ GLOSSARY = """\
   choice on this evidence.
 - **A/A noise floor**: the DP of pairs that are one configuration re-trained with different
   seeds (no real difference); a metric whose interval is not entirely below it is flagged.
-- **Test split** / **downstream**: the held-out part of each user's interactions, used by no
-  fold and no selection; downstream, the configurations the family's metrics select on the
-  validation folds are compared on it (paired t-test over the test users).
 - **Scopes**: *all* (pairs of the whole grid), *h=v* (pairs of configurations sharing the value v
   of h: Table 5) and *only h* (pairs that differ in h alone: the one-at-a-time table and the
   dominant hyperparameter).
@@ -326,7 +329,7 @@ def core_sections(
     out.append(Section("P-value curves (Figure 1)", _figure_section(figures, cutoff, noise)))
     out.append(Section("Best configuration per metric",
                        _best_section(dp, best, primary, gap, verdict, families, test_split)))
-    out.append(Section("Glossary", GLOSSARY))
+    out.append(Section("Glossary", GLOSSARY + (GLOSSARY_TEST_SPLIT if test_split else "")))
     return out
 
 

@@ -36,10 +36,21 @@ from dptune.vocab import display_algorithm, display_hyperparameter, display_metr
 __all__ = ["summary_section", "verdict_sentences", "verdict_section", "verdict_document",
            "recommendation_text", "choices_text", "claims_legend"]
 
-def claims_legend(alpha: float) -> str:
+
+def claims_legend(alpha: float, test_split: bool = True) -> str:
     """What the verdict's words mean, said before the first of them is printed, with the error
-    rate ``alpha`` as a number."""
+    rate ``alpha`` as a number; ``test_split``: whether the data has held-out values (outside
+    data may not: then no test split is spoken of)."""
     a = pct(alpha)
+    downstream = (
+        "*Downstream* asks whether the choice of metric matters: which configuration each "
+        "metric of the family selects on the validation folds, and whether these "
+        "configurations differ on the *test split*, the held-out part of each user's "
+        "interactions that no fold and no selection used (paired t-test over the test users, "
+        f"significant at p < {a})." if test_split else
+        "*Downstream* asks whether the choice of metric matters: which configuration each "
+        "metric of the family selects; the data has no held-out values, so whether these "
+        "differ beyond the data at hand is not judged.")
     return (
         "How to read it: lower DP = more discriminative; every DP is DP per 25 pairs (25 x the "
         "mean p-value of its P pairs of configurations; the paper's DP when P = 25), with its "
@@ -55,11 +66,7 @@ def claims_legend(alpha: float) -> str:
         "the recommended metric has the lower DP: a description, not a test. The *A/A noise "
         "floor* is the DP of pairs that are one configuration re-trained with different seeds "
         "(no real difference; section Noise floor): a metric whose interval is not entirely "
-        "below it is not clearly better than re-training noise. *Downstream* asks whether the "
-        "choice of metric matters: which configuration each metric of the family selects on "
-        "the validation folds, and whether these configurations differ on the *test split*, "
-        "the held-out part of each user's interactions that no fold and no selection used "
-        f"(paired t-test over the test users, significant at p < {a}). A hyperparameter "
+        f"below it is not clearly better than re-training noise. {downstream} A hyperparameter "
         "*dominates* when the DP of the pairs of configurations that differ in it alone "
         "(its one-at-a-time scope) is significantly lower than that of every other "
         "hyperparameter, with the same error control."
@@ -487,7 +494,8 @@ def verdict_section(result: Any, figures: Sequence[tuple[str, int, str]] = ()) -
     v = result.verdict
     if v is None or v.empty:
         return None
-    lines = [claims_legend(float(result.options.alpha)), ""]
+    lines = [claims_legend(float(result.options.alpha),
+                           has_test_split(result.manifest or {})), ""]
     lines += [f"- {t}" for t in verdict_sentences(result)]
     lines += ["", _table(result).to_markdown(), ""]
     judged = ("each family's choice is judged on the test split by a metric of the same family"
