@@ -388,7 +388,9 @@ def table4(dp: pd.DataFrame, verdict: pd.DataFrame | None = None,
     caption = (
         "Table 4: Most and least discriminative metric per algorithm and cutoff"
         + (", within each family of metrics" if by_family else "")
-        + ("; the best metric is the verdict's recommendation" if verdict is not None else "")
+        + ("; the best metric is the verdict's recommendation, the lowest DP (the paper's "
+           "best; the metrics not significantly less discriminative than it are equal "
+           "choices: the verdict and Table 3's bold name them)" if verdict is not None else "")
         + "; DP per 25 pairs over the row's P pairs; Best + Std Dev is the DP per 25 pairs of "
         "the best metric's mean + sd curve (worst case across folds)"
         + ("; in brackets the 95% bootstrap interval." if has_ci else ".")

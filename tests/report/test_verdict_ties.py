@@ -183,3 +183,11 @@ def test_the_checker_catches_a_tie_shown_as_a_loser(tmp_path: Path):
     assert "the summary does not name the choices" in problems
     assert "the verdict's sentence does not name the choices" in problems
     assert "table3.md" in problems
+
+
+def test_table4_says_its_best_metric_may_have_equal_choices():
+    from dptune.report._tables import table4
+
+    res = _result()
+    caption = table4(res.dp.table, res.verdict, res.options.families).caption
+    assert "the lowest DP" in caption and "equal choices" in caption
