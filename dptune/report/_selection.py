@@ -20,6 +20,7 @@ from dptune.report._format import (
     pairs_text,
     unsampled_note,
     unsampled_share,
+    verdict_choices,
 )
 from dptune.report._inputs import BEST_INPUT, DP_INPUT, require, scope_all
 from dptune.report._table import simple_block
@@ -127,13 +128,15 @@ def selection_sentences(
                            f"({display_metric(hi['metric'], cutoff)}); nothing to compare.")
                 continue
             judge = family_judge(family, members, metric, families) if family else metric
-            out.append(_compare(name, hi, lo, best, alg, (judge, cutoff), test_split))
+            tie = vrow is not None and str(lo["metric"]) in verdict_choices(vrow)
+            out.append(_compare(name, hi, lo, best, alg, (judge, cutoff), test_split, tie))
     return out
 
 
 def _compare(name: str, hi: pd.Series, lo: pd.Series, best: pd.DataFrame | None, alg: str,
-             judge: tuple[str, int], test_split: bool = True) -> str:
-    """One sentence: the choices of the most and the least discriminative metric on test."""
+             judge: tuple[str, int], test_split: bool = True, tie: bool = False) -> str:
+    """One sentence: the choices of the most and the least discriminative metric on test;
+    ``tie``: the verdict finds no significant difference between the two (equal choices)."""
     cutoff = judge[1]
     pname = display_metric(*judge)
     hname, lname = display_metric(hi["metric"], cutoff), display_metric(lo["metric"], cutoff)
@@ -141,6 +144,8 @@ def _compare(name: str, hi: pd.Series, lo: pd.Series, best: pd.DataFrame | None,
         f"{name}: the most discriminative metric at N = {cutoff} is {hname} "
         f"(DP per 25 pairs {fmt(hi['dp_per_25'], 2)}), the least discriminative {lname} "
         f"(DP per 25 pairs {fmt(lo['dp_per_25'], 2)}; {pairs_text(hi['n_pairs'])})."
+        + (" The verdict finds no significant difference between the two: they are equal "
+           "choices." if tie else "")
     )
     if best is None or not len(best):
         return head + " No best-configuration table was given."

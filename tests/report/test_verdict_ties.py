@@ -191,3 +191,20 @@ def test_table4_says_its_best_metric_may_have_equal_choices():
     res = _result()
     caption = table4(res.dp.table, res.verdict, res.options.families).caption
     assert "the lowest DP" in caption and "equal choices" in caption
+
+
+def test_the_choose_well_sentence_says_when_its_two_metrics_are_equal_choices():
+    from dptune.report._selection import selection_sentences
+
+    res = _result()
+    tie = _result(pd.DataFrame([_claim("userknn", "novelty", "epc", "efd", False)],
+                               columns=COMPARISON_COLUMNS))
+    def said(r):
+        return {s.split(":")[0]: s for s in selection_sentences(
+            r.dp.table, None, ("ndcg", 10), r.verdict, r.options.families)}
+    equal = "no significant difference between the two: they are equal choices"
+    # User-kNN novelty: EPC and EFD are equal choices; accuracy's MRR is significantly worse
+    assert equal in said(res)["User-kNN, novelty"]
+    assert equal not in said(res)["User-kNN, accuracy"]
+    assert equal not in said(res)["BPR-MF, novelty"]
+    assert equal in said(tie)["User-kNN, novelty"]
