@@ -163,3 +163,36 @@ def test_analyze_takes_options_as_dp_per_user_takes_flags() -> None:
     off = dptune.analyze(hp, dptune.AnalysisOptions(importance=False, bootstrap=0),
                          hyperparameters=["k", "n"])
     assert off.importance is None and off.options.seed == 42  # a field set is kept
+
+
+def test_the_docs_analysis_calls_work_on_a_per_user_result(tmp_path: Path) -> None:
+    """docs/api.md's calls after the sweep (sections "Sweep, analyse, write" and "Options"),
+    made on a per-user DataFrame instead of a store: each works and gives the same kind of
+    object as on a store (docs_run in test_api.py makes them on a store)."""
+    import dptune
+
+    df = _docs_frame()
+    results = dptune.analyze(df, dptune.AnalysisOptions(bootstrap=200))
+    dp = results.dp.table
+    assert len(dp[dp["scope"] == "all"]) == 1
+    rep = dptune.Report.build(None, results)
+    assert "\\begin{tabular}" in rep.tables["table3"].to_latex()
+    written = rep.write(tmp_path / "rep")
+    assert (tmp_path / "rep" / "report.md").read_text() == rep.to_markdown() and written
+    verdict = results.verdict[["algorithm", "cutoff", "family", "recommended",
+                               "less_discriminative"]]
+    assert list(verdict["recommended"]) == ["ndcg"]
+    assert isinstance(results.comparisons, pd.DataFrame)
+    shown = dptune.Report.from_result(results)
+    assert "dptune analysis: 1 algorithm" in shown._repr_markdown_()
+    assert "base64" in shown._repr_html_()
+    opts = dptune.AnalysisOptions.resolve(None, pairs=25, bootstrap=200)
+    res25 = dptune.analyze(df, opts)
+    assert res25.options.pairs == 25 and res25.options.seed == 42
+    assert len(res25.dp.table[["algorithm", "scope", "metric", "cutoff", "dp_per_25",
+                               "n_pairs", "ci_low", "ci_high", "dp_sum"]]) == 1
+    mine = dptune.AnalysisOptions(families={"accuracy": ["ndcg", "recall"],
+                                            "novelty": ["epc"]}, min_pairs=20)
+    assert dptune.analyze(df, mine).options.min_pairs == 20
+    names = {p.name for p in results.write_data(tmp_path / "data")}
+    assert {"dp.csv", "pairs.csv", "verdict.csv"} <= names and "noise_floor.csv" not in names
