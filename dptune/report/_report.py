@@ -8,8 +8,11 @@ the analysis' data files (``result.write_data``: dp.csv, curves.csv, ..., verdic
 Tables 3-5, Figure 1, the best configuration per metric, the analysis' sections and the list of
 every file) and ``report.html`` (report.md as one self-contained page). Everything written is a
 pure function of the inputs: a rerun gives byte-identical files (figures included).
-``Report.from_result(result).write(out)`` is the same from the result alone, without a store
-(for a result built by hand from the analysis' frames).
+``Report.from_result(result).write(out)`` is the same from the result alone, without a store:
+the result carries what the report reads (its configurations name the noise-floor and
+importance sections' configurations; its manifest gives the settings table, a sweep's
+experiment or outside data's source and folds), so a per-user table's result renders as a
+sweep's does. ``build`` only adds, for a result built by hand, what its store knows.
 
 Conventions: lower DP = more discriminative = better. CSV files are machine-readable (raw
 algorithm/metric keys, full-precision numbers, no markup); Markdown and LaTeX use display names,
