@@ -468,7 +468,8 @@ def summary_section(result: Any) -> str | None:
 
 
 #: What the novelty metrics measure, said where their names are first printed.
-_METRIC_GLOSS = {"epc": "expected popularity complement", "efd": "expected free discovery"}
+_METRIC_GLOSS = {"epc": ("expected popularity complement", "on [0, 1]"),
+                 "efd": ("expected free discovery", "in bits")}
 
 
 def _families_text(metrics: Sequence[str], families: Any) -> str:
@@ -477,13 +478,18 @@ def _families_text(metrics: Sequence[str], families: Any) -> str:
     groups = family_groups(metrics, families)
     parts = []
     for family, ms in groups:
-        names = [display_metric(m) + (f" ({_METRIC_GLOSS[m]})" if m in _METRIC_GLOSS else "")
-                 for m in ms]
+        names = [display_metric(m) + (f" ({_METRIC_GLOSS[m][0]})" if m in _METRIC_GLOSS
+                                      else "") for m in ms]
         parts.append(f"{family}: {', '.join(names)}")
     text = "Metrics are ranked within their family only (" + "; ".join(parts) + ")."
-    if any(m in _METRIC_GLOSS for _, ms in groups for m in ms):
-        text += (" EPC and EFD are novelty metrics: they reward relevant items that few "
-                 "training users know (EPC on [0, 1], EFD in bits; formulas in the Glossary of report.md).")
+    novel = [m for m in _METRIC_GLOSS if m in set(metrics)]
+    if novel:
+        who = " and ".join(display_metric(m) for m in novel)
+        scale = ", ".join(f"{display_metric(m)} {_METRIC_GLOSS[m][1]}" for m in novel)
+        verb = ("are novelty metrics: they reward" if len(novel) > 1
+                else "is a novelty metric: it rewards")
+        text += (f" {who} {verb} relevant items that few training users know ({scale}; "
+                 "formulas in the Glossary of report.md).")
     return text
 
 

@@ -208,3 +208,13 @@ def test_the_choose_well_sentence_says_when_its_two_metrics_are_equal_choices():
     assert equal not in said(res)["User-kNN, accuracy"]
     assert equal not in said(res)["BPR-MF, novelty"]
     assert equal in said(tie)["User-kNN, novelty"]
+
+
+def test_the_summary_explains_only_the_novelty_metrics_it_prints():
+    from dptune.analysis.options import DEFAULT_FAMILIES
+    from dptune.report._verdict import _families_text
+
+    one = _families_text(["ndcg", "efd"], DEFAULT_FAMILIES)
+    assert "EFD (expected free discovery)" in one and "EFD is a novelty metric" in one
+    assert "EPC" not in one
+    assert "novelty" not in _families_text(["ndcg", "recall"], DEFAULT_FAMILIES)
