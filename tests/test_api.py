@@ -476,6 +476,9 @@ BAD_ARGUMENTS = [
     (lambda r, t: dptune.Report.build(None, None), "Report.build: result: needs"),
     (lambda r, t: dptune.Report.build("results/x", r), "Report.build: store: needs the "
      "result's store"),
+    (lambda r, t: dptune.Report.from_result(r).write(None), "Report.write: out_dir: needs the "
+     "report folder"),
+    (lambda r, t: r.write_data(3), "write_data: out: needs the folder"),
     (lambda r, t: dptune.sweep(None), "sweep: exp: needs a dptune.Experiment or its TOML"),
     (lambda r, t: dptune.sweep(QUICKSTART, results=5), "sweep: results: needs the results"),
     (lambda r, t: dptune.sweep(QUICKSTART, results=t, progress="no"),

@@ -23,6 +23,7 @@ import pandas as pd
 from dptune._atomic import atomic_path
 from dptune.analysis.dp.tables import DPEstimate
 from dptune.analysis.options import AnalysisOptions
+from dptune.errors import check_path
 from dptune.vocab import CSV_FLOAT
 
 if TYPE_CHECKING:
@@ -125,6 +126,7 @@ class AnalysisResult:
     def write_data(self, out: str | Path) -> list[Path]:
         """Write every data table into ``out`` (atomically, :func:`write_table`); return the
         paths."""
+        check_path(out, "write_data", "out", "the folder to write into")
         out = Path(out)
         return [write_table(df, out / DATA_FILES[key]) for key, df in self.tables().items()]
 

@@ -32,7 +32,7 @@ import pandas as pd
 
 from dptune._atomic import staged_folder, write_bytes
 from dptune.analysis.result import DATA_FILES, AnalysisResult
-from dptune.errors import input_error
+from dptune.errors import check_path, input_error
 from dptune.report._document import (
     INTRO,
     ReportFigure,
@@ -352,6 +352,7 @@ class Report:
 
         The folder is written beside ``out_dir`` and published by one rename
         (:func:`dptune._atomic.staged_folder`): never half-written, a full disk is one line."""
+        check_path(out_dir, "Report.write", "out_dir", "the report folder")
         out = Path(out_dir)
         with staged_folder(out) as stage:
             written = self._write_files(stage)
