@@ -786,8 +786,10 @@ def interval_replicates(estimate: float, replicates: np.ndarray,
                         scale: float = 1.0) -> np.ndarray:
     """The replicates ``pbar°_r`` from which the interval and the ranking are read:
     ``L^{-1}(L(pbar) - s (L(pbar*_r) - L(mean_r pbar*_r)))`` with ``L`` the logit (module
-    docstring): the bootstrap's error on the logit scale, shrunk by ``s = scale``
-    (:func:`ungrouped_scale`, in (0, 1]) and reflected around the estimate. Every value lies in
+    docstring): the bootstrap's error on the logit scale, scaled by ``s = scale``
+    (:func:`ungrouped_scale`, in (0, 1]; for a store holding some of its grid's units
+    :func:`dptune.analysis.dp.units.grid_sample_scale`, which may exceed 1 with few units) and
+    reflected around the estimate. Every value lies in
     [0, 1]; ``estimate`` is the point mean p-value, ``replicates`` ``(B,)`` the raw
     ``pbar*``."""
     reps = np.asarray(replicates, dtype=np.float64)
@@ -795,8 +797,8 @@ def interval_replicates(estimate: float, replicates: np.ndarray,
         raise input_error("bootstrap", "replicates", "need a non-empty 1-D array of finite values")
     if not 0.0 <= float(estimate) <= 1.0:
         raise input_error("bootstrap", "estimate", f"must be a mean p-value in [0, 1], got {estimate}")
-    if not 0.0 < float(scale) <= 1.0:
-        raise input_error("bootstrap", "scale", f"must be in (0, 1], got {scale}")
+    if not (0.0 < float(scale) and np.isfinite(scale)):
+        raise input_error("bootstrap", "scale", f"must be a positive number, got {scale}")
     delta = float(scale) * (_logit(reps) - _logit(reps.mean()))
     return special.expit(_logit(estimate) - delta)
 
