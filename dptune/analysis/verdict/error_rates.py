@@ -248,13 +248,30 @@ class GridCase:
     e_cu`` (``b_u, e_cu ~ N(0, 1)``), fresh users in every fold. The one-at-a-time scope of
     ``h`` (pairs that differ in ``h`` only) has a true mean p-value ``theta_h`` that falls with
     ``beta_h``: equal betas make every hyperparameter equally dominant (a null case), a larger
-    ``beta_h`` makes ``h`` truly dominant."""
+    ``beta_h`` makes ``h`` truly dominant.
+
+    Population shapes beyond that one: ``shared`` keeps the same users in every fold (with their
+    ``b_u``, as user-stratified folds do); ``taste`` in [0, 1) splits ``e_cu`` into a per-user
+    taste for each configuration that the user keeps from fold to fold, ``sqrt(taste) t_cu``,
+    and fold noise ``sqrt(1 - taste) e_cu`` (it needs ``shared``); ``clip`` reads the value as a
+    metric bounded in [0, 1] with many zeros, ``min(1, max(0, 0.2 + 0.2 x))`` (about a quarter
+    of the values at 0)."""
 
     name: str
     betas: tuple[float, ...] = (2.0, 2.0, 2.0)
     values: int = 3
     users: int = 300
     folds: int = 3
+    shared: bool = False
+    taste: float = 0.0
+    clip: bool = False
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= float(self.taste) < 1.0:
+            raise input_error("error rates", "taste", f"must be in [0, 1), got {self.taste}")
+        if self.taste and not self.shared:
+            raise input_error("error rates", "taste", "a taste kept from fold to fold needs "
+                              "shared folds (shared=True)")
 
     @property
     def grid(self) -> np.ndarray:
@@ -275,10 +292,21 @@ class GridCase:
         keep = (grid[a, h] != grid[b, h]) & np.all(others[a] == others[b], axis=1)
         return np.column_stack([a[keep], b[keep]]).astype(np.int64)
 
-    def draw(self, rng: np.random.Generator, n_tables: int = 1) -> np.ndarray:
+    def users_of(self, rng: np.random.Generator, n_tables: int = 1) -> tuple[np.ndarray, ...]:
+        """What a user keeps from fold to fold: ``b_u`` ``(T, 1, n)`` and the taste ``t_cu``
+        ``(T, configs, n)``."""
+        return (rng.standard_normal((n_tables, 1, self.users)),
+                rng.standard_normal((n_tables, len(self.grid), self.users)))
+
+    def draw(self, rng: np.random.Generator, n_tables: int = 1,
+             users: tuple[np.ndarray, ...] | None = None) -> np.ndarray:
+        """``(n_tables, configs, users)`` values of one fold: of the given ``users``
+        (:meth:`users_of`; shared folds), else of fresh ones."""
         mu = self.means()
-        return (mu[None, :, None] + rng.standard_normal((n_tables, 1, self.users))
-                + rng.standard_normal((n_tables, len(mu), self.users)))
+        b, t = self.users_of(rng, n_tables) if users is None else users
+        e = rng.standard_normal((n_tables, len(mu), self.users))
+        x = mu[None, :, None] + b + np.sqrt(self.taste) * t + np.sqrt(1.0 - self.taste) * e
+        return np.clip(0.2 + 0.2 * x, 0.0, 1.0) if self.clip else x
 
 
 def true_only_mean_p(case: GridCase, n_samples: int = 2000, seed: int = 0) -> np.ndarray:
@@ -314,9 +342,10 @@ def run_grid(case: GridCase, seed: int, n_boot: int = 1000, alpha: float = 0.05,
     runs = [ScopeRun("sim", f"only:{h}", [case.only_pairs(i)], len(case.only_pairs(i)),
                      case.folds, [("m", 10)], test=paired_test("t"), bootstrap=int(n_boot),
                      seed=s0, draws=draws) for i, h in enumerate(names)]
+    kept = case.users_of(rng) if case.shared else None
     for f in range(case.folds):
-        x = case.draw(rng)[0]
-        ids_f = np.arange(case.users) + f * case.users
+        x = case.draw(rng, users=kept)[0]
+        ids_f = np.arange(case.users) + (0 if case.shared else f * case.users)
 
         def read(metric: str, cutoff: int, config_ids: np.ndarray, x=x, ids_f=ids_f):
             return ids_f, x[np.asarray(config_ids)]
