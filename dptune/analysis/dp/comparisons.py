@@ -53,7 +53,8 @@ import pandas as pd
 
 from dptune.errors import input_error
 
-__all__ = ["COMPARISON_COLUMNS", "Comparisons", "stepdown_maxt", "compare_estimates"]
+__all__ = ["COMPARISON_COLUMNS", "Comparisons", "stepdown_maxt", "compare_estimates",
+           "cluster_factor"]
 
 #: Columns of a comparison table: one row per unordered pair of estimates ``(a, b)``.
 COMPARISON_COLUMNS = ["a", "b", "difference", "se", "t", "p_adjusted", "prob_a_lower"]
@@ -111,12 +112,34 @@ class Comparisons:
                              "prob_a_lower": self.prob_a_lower}, columns=COMPARISON_COLUMNS)
 
 
-def stepdown_maxt(estimates: np.ndarray, replicates: np.ndarray) -> Comparisons:
+def cluster_factor(groups: int, alpha: float) -> float:
+    """``kappa = sqrt(G / (G - 1)) t_(G-1) / z`` at ``(1 - alpha/2)``: the small-sample
+    convention of inference from ``G`` resampled clusters (the bootstrap's user groups). A
+    bootstrap over ``G`` groups puts a mean's variance at ``(G - 1) / G`` of its unbiased
+    estimate, and a difference studentized by a spread read off ``G`` groups is Student's t
+    with ``G - 1`` degrees of freedom rather than normal; 1.028 for the default 64 groups at
+    ``alpha = 0.05``."""
+    from scipy import stats
+
+    g = int(groups)
+    if g < 2:
+        raise input_error("comparisons", "groups", f"must be at least 2, got {groups}")
+    q = 1.0 - float(alpha) / 2.0
+    return float(np.sqrt(g / (g - 1.0)) * stats.t.ppf(q, g - 1) / stats.norm.ppf(q))
+
+
+def stepdown_maxt(estimates: np.ndarray, replicates: np.ndarray,
+                  se_factor: float = 1.0) -> Comparisons:
     """Every pairwise comparison of ``K`` estimates with step-down max-t adjusted p-values.
 
     ``estimates`` ``(K,)``, ``replicates`` ``(K, B)`` paired bootstrap replicates (the same
     draws for every estimate). Formulas in the module docstring. ``K < 2``: no comparison.
+    ``se_factor`` (>= 1) widens every standard error before the statistics are formed,
+    ``t_h = D_h / (se_factor se_h)`` against the same bootstrap law (the dominance claims use
+    :func:`cluster_factor`; 1 is the metrics' claims).
     """
+    if not (np.isfinite(se_factor) and float(se_factor) >= 1.0):
+        raise input_error("comparisons", "se_factor", f"must be a number >= 1, got {se_factor}")
     est = np.asarray(estimates, dtype=np.float64).ravel()
     reps = np.asarray(replicates, dtype=np.float64)
     if reps.ndim != 2 or reps.shape[0] != est.size:
@@ -133,7 +156,7 @@ def stepdown_maxt(estimates: np.ndarray, replicates: np.ndarray) -> Comparisons:
                        np.abs(reps[b]).max(axis=1, initial=0.0))
     testable = se > 1e-12 * np.maximum(scale, 1e-300)
     with np.errstate(divide="ignore", invalid="ignore"):
-        t = np.where(testable, diff / np.where(testable, se, 1.0), 0.0)
+        t = np.where(testable, diff / np.where(testable, se * float(se_factor), 1.0), 0.0)
         null = np.abs(d_star - d_star.mean(axis=1, keepdims=True)) / np.where(
             testable, se, 1.0)[:, None]
     null[~testable] = 0.0
@@ -151,7 +174,8 @@ def stepdown_maxt(estimates: np.ndarray, replicates: np.ndarray) -> Comparisons:
 
 
 def compare_estimates(estimates: Mapping[str, float],
-                      replicates: Mapping[str, np.ndarray]) -> tuple[list[str], Comparisons]:
+                      replicates: Mapping[str, np.ndarray],
+                      se_factor: float = 1.0) -> tuple[list[str], Comparisons]:
     """:func:`stepdown_maxt` of named estimates: ``(labels, comparisons)`` with labels in the
     order of ``estimates``; every label needs replicates of one common length."""
     labels = [str(x) for x in estimates]
@@ -161,4 +185,4 @@ def compare_estimates(estimates: Mapping[str, float],
     est = np.array([float(estimates[x]) for x in labels])
     reps = np.vstack([np.asarray(replicates[x], dtype=np.float64).ravel() for x in labels]) \
         if labels else np.zeros((0, 1))
-    return labels, stepdown_maxt(est, reps)
+    return labels, stepdown_maxt(est, reps, se_factor)

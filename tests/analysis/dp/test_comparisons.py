@@ -91,3 +91,30 @@ def test_named_comparisons_and_bad_input():
         stepdown_maxt(np.array([0.1, np.nan]), np.zeros((2, 10)))
     with pytest.raises(DptuneError, match="no comparison"):
         c.lower(0, 0, 0.05)
+
+
+def test_cluster_factor_is_the_small_sample_convention_of_g_groups():
+    from scipy import stats
+
+    from dptune.analysis.dp.comparisons import cluster_factor
+
+    # 64 groups at 5%: sqrt(64/63) x t_63(0.975) / z(0.975) = 1.00791 x 1.99834 / 1.95996
+    assert cluster_factor(64, 0.05) == pytest.approx(1.0276, abs=1e-4)
+    assert cluster_factor(64, 0.05) == pytest.approx(
+        np.sqrt(64 / 63) * stats.t.ppf(0.975, 63) / stats.norm.ppf(0.975), rel=1e-12)
+    assert cluster_factor(10, 0.05) > cluster_factor(64, 0.05) > cluster_factor(10_000, 0.05) > 1
+    with pytest.raises(DptuneError, match="groups"):
+        cluster_factor(1, 0.05)
+
+
+def test_a_wider_standard_error_scales_t_and_never_adds_a_claim():
+    rng = np.random.default_rng(3)
+    reps = rng.normal(size=(3, 999)) * 0.01 + np.array([[0.30], [0.31], [0.33]])
+    est = reps.mean(axis=1)
+    plain = stepdown_maxt(est, reps)
+    wide = stepdown_maxt(est, reps, se_factor=1.2)
+    np.testing.assert_allclose(wide.t * 1.2, plain.t)
+    np.testing.assert_allclose(wide.se, plain.se)  # se reported as read off the replicates
+    assert (wide.p_adjusted >= plain.p_adjusted).all()
+    with pytest.raises(DptuneError, match="se_factor"):
+        stepdown_maxt(est, reps, se_factor=0.9)
