@@ -50,7 +50,8 @@ from dptune.errors import check_int, input_error
 
 __all__ = ["FamilyCase", "ERROR_COLUMNS", "NULL_CASES", "PARTIAL_CASES", "QUICK_CASES",
            "run_family", "family_error_rates", "error_rate_study", "GridCase",
-           "DOMINANCE_COLUMNS", "DOMINANCE_CASES", "QUICK_DOMINANCE_CASES", "true_only_mean_p",
+           "DOMINANCE_COLUMNS", "DOMINANCE_CASES", "DOMINANCE_SHAPE_CASES",
+           "QUICK_DOMINANCE_CASES", "true_only_mean_p",
            "run_grid", "dominance_error_rates", "dominance_study"]
 
 ERROR_COLUMNS = ["case", "metrics", "weaker", "rho", "folds_kind", "pairs", "possible_pairs",
@@ -413,9 +414,32 @@ DOMINANCE_CASES = (
     GridCase("3 hyperparameters, one slightly dominant", (3.0, 2.0, 2.0)),
 )
 
-#: The default test run's quick variant.
-QUICK_DOMINANCE_CASES = (GridCase("3 hyperparameters, equal effects", (2.0, 2.0, 2.0),
-                                  users=150),)
+#: Equal non-zero effects under other population shapes (two hyperparameters of 4 values, 24
+#: one-at-a-time pairs each, 300 users x 3 folds): values clipped to [0, 1], the same users in
+#: every fold with a per-user taste for each configuration kept from fold to fold, and weaker
+#: effects under a stronger taste (the hardest case measured).
+DOMINANCE_SHAPE_CASES = (
+    GridCase("2 x 4 values, betas 2, shared folds, taste 0.5, clipped", (2.0, 2.0), values=4,
+             shared=True, taste=0.5, clip=True),
+    GridCase("2 x 4 values, betas 2, independent folds, clipped", (2.0, 2.0), values=4,
+             clip=True),
+    GridCase("2 x 4 values, betas 1, shared folds, taste 0.8", (1.0, 1.0), values=4,
+             shared=True, taste=0.8),
+    GridCase("2 x 4 values, betas 1, shared folds, taste 0.8, clipped", (1.0, 1.0), values=4,
+             shared=True, taste=0.8, clip=True),
+    GridCase("2 x 4 values, betas 0.5, shared folds, taste 0.9", (0.5, 0.5), values=4,
+             shared=True, taste=0.9),
+    GridCase("2 x 4 values, betas 1, shared folds, taste 0.5", (1.0, 1.0), values=4,
+             shared=True, taste=0.5),
+)
+
+#: The default test run's quick variant: the standard null case and a clipped one over folds of
+#: the same users with a kept taste.
+QUICK_DOMINANCE_CASES = (
+    GridCase("3 hyperparameters, equal effects", (2.0, 2.0, 2.0), users=150),
+    GridCase("2 x 4 values, betas 2, shared folds, taste 0.5, clipped", (2.0, 2.0), values=4,
+             users=150, shared=True, taste=0.5, clip=True),
+)
 
 
 def dominance_study(cases: Sequence[GridCase] = DOMINANCE_CASES, runs: int = 200,
