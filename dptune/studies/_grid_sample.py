@@ -57,6 +57,7 @@ from dptune.errors import check_int
 from dptune.sweeper.design import design_order
 
 __all__ = ["GridCase", "GRID_SAMPLE_COLUMNS", "FULL_GRID_CASES", "QUICK_GRID_CASES",
+           "ONE_ROUND_CASES",
            "REAL_GRID_SAMPLE_COLUMNS", "real_grid_sample_study",
            "replicate", "grid_sample_study"]
 
@@ -116,9 +117,17 @@ FULL_GRID_CASES = (
     GridCase("40 x 40 units x 3, strong", 40, 40, 3, 200, 3, 2.0, (2, 4, 10, 20)),
 )
 
-#: The default test run's quick variant: a 10 x 10 grid at 20% and 50% of its units.
+#: The default test run's quick variant: a 10 x 10 grid at one round (10%), 20% and 50% of its
+#: units.
 QUICK_GRID_CASES = (
-    GridCase("10 x 10 units x 3, moderate", 10, 10, 3, 120, 3, 1.0, (2, 5), pairs=300,
+    GridCase("10 x 10 units x 3, moderate", 10, 10, 3, 120, 3, 1.0, (1, 2, 5), pairs=300,
+             bootstrap=200),
+)
+
+#: The smallest budget with a verdict on the paper's BPR-MF shape: one round (15 of 15 x 15
+#: units of 14 configurations), 120 users x 3 folds, 1,000 pairs per scope.
+ONE_ROUND_CASES = (
+    GridCase("15 x 15 units x 14, moderate", 15, 15, 14, 120, 3, 1.0, (1,), pairs=1000,
              bootstrap=200),
 )
 

@@ -35,12 +35,18 @@ def _check(df):
     mc = 2 * np.sqrt(0.95 * 0.05 / df["replications"])
     assert (df["coverage"] >= 0.95 - mc).all(), df
     assert (df["coverage"] <= 0.95 + mc).all(), df
+    # each tail (intervals entirely below, entirely above the truth) at most 3.5%
+    tail = 0.035 + 2 * np.sqrt(0.035 * 0.965 / df["replications"])
+    assert (df["below"] <= tail).all() and (df["above"] <= tail).all(), df
     assert (df["mean_half_width"] > 0).all()
     assert (df["mean_half_width"] <= 1.3 * 1.96 * df["estimate_sd"]).all(), df
 
 
 def test_quick_grid_sample_study():
-    _check(grid_sample_study(QUICK_GRID_CASES, replications=120, seed=11))
+    """One round (the smallest budget with a verdict), 20% and 50% of a 10 x 10 grid."""
+    df = grid_sample_study(QUICK_GRID_CASES, replications=120, seed=11)
+    assert list(df["rounds"]) == [1, 2, 5]
+    _check(df)
 
 
 @pytest.mark.slow
