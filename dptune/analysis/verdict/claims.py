@@ -13,7 +13,7 @@ when it is significant under every pair seed, :func:`dptune.analysis.dp.stabilit
   These comparisons widen every standard error by the small-sample factor of the bootstrap's
   ``GROUPS`` user groups (:func:`dptune.analysis.dp.comparisons.cluster_factor`, 1.028): with
   two hyperparameters of equal, weak effects and a per-user taste kept from fold to fold, the
-  unwidened test named one "dominant" in 5.0% +- 0.9 of 600 runs, at its bound
+  unwidened test named one "dominant" in 6.0-6.7% of 600 runs, the widened one in 5.3-5.7%
   (``docs/statistics.md`` section 12).
 
 A comparison needs the bootstrap's replicates (a test with an interval and ``bootstrap > 0``)
