@@ -340,6 +340,9 @@ def test_interval_scale_is_checked_and_one_is_the_plain_interval():
     lo, hi = rs.dp_interval(0.4, reps)
     lo_s, hi_s = rs.dp_interval(0.4, reps, scale=0.5)
     assert lo < lo_s < 0.4 < hi_s < hi
-    for bad in (0.0, 1.5, -0.1):
+    # a scale above 1 widens (a grid sample's small-sample factor); it stays inside [0, 1]
+    lo_w, hi_w = rs.dp_interval(0.4, reps, scale=1.5)
+    assert 0.0 < lo_w < lo < 0.4 < hi < hi_w < 1.0
+    for bad in (0.0, -0.1, float("nan"), float("inf")):
         with pytest.raises(DptuneError, match="scale"):
             rs.interval_replicates(0.4, reps, bad)

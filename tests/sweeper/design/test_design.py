@@ -102,7 +102,7 @@ def test_a_time_budget_takes_the_most_whole_rounds_that_fit(paper):
 def test_a_time_budget_shorter_than_one_round_is_one_error_naming_where_it_was_given(paper):
     d = experiment_design(paper)
     with pytest.raises(DptuneError, match=r"^exp\.toml: sweep\.budget: 30m holds no whole round: "
-                                          r"the first round .* projects to 50 min on 2 cores"):
+                                          r"the first round .* projects to 51 min on 2 cores"):
         budget_rounds(parse_budget("30m", "exp.toml", "sweep.budget"), paper, d, ML1M, jobs=2)
     with pytest.raises(DptuneError, match=r"^--budget: 30m holds no whole round"):
         budget_rounds(parse_budget("30m", "--budget", None), paper, d, ML1M, jobs=2)
