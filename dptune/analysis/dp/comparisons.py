@@ -119,13 +119,14 @@ def cluster_factor(groups: int, alpha: float) -> float:
     estimate, and a difference studentized by a spread read off ``G`` groups is Student's t
     with ``G - 1`` degrees of freedom rather than normal; 1.028 for the default 64 groups at
     ``alpha = 0.05``."""
-    from scipy import stats
+    from dptune.analysis.dp.units import small_sample_factor
 
     g = int(groups)
     if g < 2:
         raise input_error("comparisons", "groups", f"must be at least 2, got {groups}")
-    q = 1.0 - float(alpha) / 2.0
-    return float(np.sqrt(g / (g - 1.0)) * stats.t.ppf(q, g - 1) / stats.norm.ppf(q))
+    # Student's t over the normal quantile at G - 1 degrees of freedom: one estimated part
+    return float(np.sqrt(g / (g - 1.0))) * small_sample_factor(1.0, [(1.0, g - 1)],
+                                                               level=1.0 - float(alpha))
 
 
 def stepdown_maxt(estimates: np.ndarray, replicates: np.ndarray,
