@@ -7,18 +7,36 @@ BPR-MF epoch and evaluation times at a few factor sizes, the KNN similarities an
 evaluation per ``k``, and writing one part. They are carried to another fold shape (training
 interactions ``nnz``, evaluated users ``U``, items ``I``) by the work each step does:
 
-- BPR-MF epoch: ``epoch(f) * nnz / nnz_ref`` (one SGD update per training interaction),
-  ``epoch(f)`` interpolated linearly between the measured factor sizes (held flat beyond them);
+- BPR-MF epoch: ``epoch(f) * (nnz / nnz_ref) ** e`` (one SGD update per training interaction,
+  each dearer on a larger training set: ``e`` = ``epoch_nnz_exponent`` = 1.22, from units
+  measured on ML-100K (0.6 of the linear scaling's cost) and ML-1M), ``epoch(f)`` interpolated
+  linearly between the measured factor sizes (held flat beyond them);
 - evaluating one configuration (score every item for every user, top-N, metrics):
   ``eval(f) * (U * I) / (U_ref * I_ref)``;
 - a BPR-MF unit of configurations ``(f, lr, it_1 < ... < it_n)`` on one fold:
-  ``it_n * epoch(f) + n * eval(f) + write * n / 14`` (one training run with a snapshot at each
-  iteration value; the part of 14 configurations measured took ``write``, scaled by ``U``);
+  ``it_n * epoch(f) + n * eval(f) + write * n / 14 + task`` (one training run with a snapshot
+  at each iteration value; the part of 14 configurations measured took ``write``, scaled by
+  ``U``; ``task``: a unit's fixed cost, reading its fold, recording its trial and part);
 - a KNN unit (every ``k``): the similarity at the largest ``k`` scaled by
   ``nnz * U / (nnz_ref * U_ref)`` (UserKNN) or ``nnz * I / (nnz_ref * I_ref)`` (ItemKNN), plus
-  the evaluation of each ``k`` (interpolated over the measured ``k``), scaled by ``U * I``;
+  the evaluation of each ``k`` (interpolated over the measured ``k``), scaled by ``U * I``,
+  plus ``write`` and ``task`` as above;
 - one configuration trained alone (a noise-floor seed): ``it * epoch(f) + eval(f)`` for
   BPR-MF; the deterministic KNN have none.
+
+A run does more than its units (:data:`OVERHEAD_COSTS`, wall-clock seconds, measured stage by
+stage on the same 2-core machine, docs/performance.md "Projections"):
+
+- start-up: ``startup + load * R`` (interpreter and imports, then reading and splitting the
+  ``R`` ratings of the data set);
+- first-run compilation of the numba kernels (:meth:`CostModel.compile_seconds`): the
+  evaluation's, each built-in model's and the analysis's, each only while numba's on-disk
+  cache does not hold it yet (:func:`dptune.sweeper._warmup.cold_kernels`);
+- the analysis and the report: ``a + sum over algorithms of (c * F + b * C * U * F * M + t)``
+  with ``F`` validation folds, ``C`` configurations swept, ``U`` users evaluated and ``M``
+  metric@N, and ``t`` for an algorithm of more than one free hyperparameter (its importance
+  and dominance figures); the constants are a least-squares fit of ``dptune analyze`` on five
+  result stores of 48 to 350 configurations (each within 10 % of its measurement).
 
 Other model types (cornac, implicit, Python models) have no cost model: their projection is
 ``None`` and a time budget cannot be converted for them. A projection assumes the work spreads
@@ -35,7 +53,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["REFERENCE_COSTS", "FoldShape", "SweepShape", "CostModel", "shape_from_manifest"]
+__all__ = ["REFERENCE_COSTS", "OVERHEAD_COSTS", "FoldShape", "SweepShape", "CostModel",
+           "shape_from_manifest"]
 
 #: Single-core unit costs on validation fold 0 of ML-1M (the paper's split: 717,995 training
 #: interactions, 5,815 users evaluated, 3,706 items), measured by ``python -m dptune.bench``
@@ -55,9 +74,25 @@ REFERENCE_COSTS: dict[str, Any] = {
         "itemknn": {"fit_seconds": 1.29, "eval_seconds": {10: 0.12, 113: 0.30, 1809: 3.00}},
     },
     "write_part_seconds": 0.27,
+    "task_seconds": 0.2,
+    "epoch_nnz_exponent": 1.22,
     "nnz": 717995,
     "users": 5815,
     "items": 3706,
+}
+
+#: Wall-clock seconds of a run's work outside its units (module docstring), measured on the
+#: 2-core machine of ``REFERENCE_COSTS`` (idle, 2026-11-28): ``dptune run`` timed stage by stage
+#: on the quickstart, ML-100K and ML-1M (start-up, compilation with numba's cache emptied and
+#: full), ``dptune analyze`` on five result stores (analysis and report).
+OVERHEAD_COSTS: dict[str, Any] = {
+    "startup_seconds": 2.0,
+    "load_seconds_per_rating": 2.7e-6,
+    "compile_seconds": {"evaluation": 0.5, "knn": 6.5, "bpr": 0.6, "analysis": 4.5},
+    "analysis_seconds": 2.0,
+    "analysis_seconds_per_fold": 0.2,
+    "analysis_seconds_per_value": 5.4e-8,
+    "analysis_seconds_tuned": 7.4,
 }
 
 #: Configurations of the part whose writing time ``write_part_seconds`` is.
@@ -75,12 +110,13 @@ class FoldShape:
 
 @dataclass(frozen=True)
 class SweepShape:
-    """A validation fold's shape, the test split's (training on the whole training part) and
-    the number of validation folds."""
+    """A validation fold's shape, the test split's (training on the whole training part), the
+    number of validation folds and the ratings the data set is read from (its start-up)."""
 
     validation: FoldShape
     test: FoldShape
     folds: int
+    ratings: float = 0.0
 
 
 def shape_from_manifest(manifest: Mapping[str, Any]) -> SweepShape:
@@ -95,7 +131,8 @@ def shape_from_manifest(manifest: Mapping[str, Any]) -> SweepShape:
     train = float(split["train_interactions"])
     items = float(data["items"])
     return SweepShape(validation=FoldShape(train * (k - 1) / k, mean_users, items),
-                      test=FoldShape(train, users.get("test", mean_users), items), folds=k)
+                      test=FoldShape(train, users.get("test", mean_users), items), folds=k,
+                      ratings=float(data.get("ratings") or 0.0))
 
 
 class CostModel:
@@ -103,8 +140,10 @@ class CostModel:
     costs measured on a reference fold (default :data:`REFERENCE_COSTS`; the module docstring
     gives the scaling)."""
 
-    def __init__(self, costs: Mapping[str, Any] = REFERENCE_COSTS) -> None:
+    def __init__(self, costs: Mapping[str, Any] = REFERENCE_COSTS,
+                 overheads: Mapping[str, Any] = OVERHEAD_COSTS) -> None:
         self.costs = costs
+        self.overheads = overheads
         bpr = sorted(costs["bpr"], key=lambda r: r["factors"])
         self._fx = np.array([r["factors"] for r in bpr], dtype=np.float64)
         self._epoch = np.array([r["epoch_seconds"] for r in bpr], dtype=np.float64)
@@ -112,9 +151,10 @@ class CostModel:
         self._ref = FoldShape(float(costs["nnz"]), float(costs["users"]), float(costs["items"]))
 
     def _scales(self, fold: FoldShape) -> tuple[float, float]:
-        """(training scale nnz / nnz_ref, evaluation scale U * I / (U_ref * I_ref))."""
+        """(training scale (nnz / nnz_ref) ** e, evaluation scale U * I / (U_ref * I_ref))."""
         r = self._ref
-        return fold.nnz / r.nnz, (fold.users * fold.items) / (r.users * r.items)
+        e = float(self.costs.get("epoch_nnz_exponent", 1.0))
+        return (fold.nnz / r.nnz) ** e, (fold.users * fold.items) / (r.users * r.items)
 
     def _bpr(self, factors: float, fold: FoldShape) -> tuple[float, float]:
         """(epoch seconds, evaluation seconds of one configuration) at ``factors``."""
@@ -124,8 +164,9 @@ class CostModel:
                 float(np.interp(f, self._fx, self._eval)) * s_eval)
 
     def _write(self, n_configs: int, fold: FoldShape) -> float:
+        """Writing the part of ``n_configs`` configurations, and the unit's fixed cost."""
         return (float(self.costs["write_part_seconds"]) * n_configs / _WRITE_CONFIGS
-                * fold.users / self._ref.users)
+                * fold.users / self._ref.users + float(self.costs.get("task_seconds", 0.0)))
 
     def unit_seconds(self, algorithm_type: str, configs: Sequence[Mapping[str, Any]],
                      fold: FoldShape) -> float | None:
@@ -160,3 +201,31 @@ class CostModel:
         if algorithm_type in ("userknn", "itemknn"):
             return self.unit_seconds(algorithm_type, [config], fold)
         return None
+
+    def startup_seconds(self, ratings: float) -> float:
+        """Wall-clock seconds from the command to the first unit, without compilation: the
+        interpreter and imports, then reading and splitting ``ratings`` ratings."""
+        o = self.overheads
+        return float(o["startup_seconds"]) + float(o["load_seconds_per_rating"]) * ratings
+
+    def compile_seconds(self, kernels: Sequence[str]) -> float:
+        """Wall-clock seconds of compiling the numba kernels ``kernels`` on a first run: names
+        of ``OVERHEAD_COSTS["compile_seconds"]`` (``evaluation``, ``knn``, ``bpr``,
+        ``analysis``; :func:`dptune.sweeper._warmup.cold_kernels` says which are cold)."""
+        table = self.overheads["compile_seconds"]
+        return sum(float(table[k]) for k in set(kernels) if k in table)
+
+    def analysis_seconds(self, algorithms: Sequence[tuple[int, int]], fold: FoldShape,
+                         folds: int, metric_cutoffs: int) -> float:
+        """Wall-clock seconds of the analysis and the report of a run whose ``algorithms`` are
+        ``(configurations swept, free hyperparameters)`` pairs, ``folds`` validation folds of
+        shape ``fold`` and ``metric_cutoffs`` metric@N (module docstring)."""
+        o = self.overheads
+        out = float(o["analysis_seconds"])
+        for configs, free in algorithms:
+            out += float(o["analysis_seconds_per_fold"]) * folds
+            out += (float(o["analysis_seconds_per_value"]) * configs * fold.users * folds
+                    * metric_cutoffs)
+            if free > 1 and configs > 1:
+                out += float(o["analysis_seconds_tuned"])
+        return out

@@ -195,10 +195,12 @@ def _compile_kernels(exp: Experiment, progress: bool) -> None:
 
 def _announce(exp: Experiment, store: ResultStore, design: Design, jobs: int) -> None:
     """One line on stderr before the bar: each algorithm's budget in units and rounds of its
-    full grid, and the projected time of the full grid and of this run (cost model)."""
+    full grid, and the projected time of the full grid and of this run (cost model, every stage
+    counted, this run's stage by stage)."""
     import sys
 
     from dptune.sweeper._cost import shape_from_manifest
+    from dptune.sweeper._warmup import cold_kernels
 
     parts = []
     for name, d in design.algorithms.items():
@@ -208,10 +210,12 @@ def _announce(exp: Experiment, store: ResultStore, design: Design, jobs: int) ->
     if design.budget is not None:
         line += f"; budget {design.budget}"
     shape = shape_from_manifest(store.manifest())
+    cold = cold_kernels(exp)
     full = projection(exp, design, shape, {n: d.rounds for n, d in design.algorithms.items()},
-                      jobs)
-    run = projection(exp, design, shape, None, jobs)
+                      jobs, cold=cold)
+    run = projection(exp, design, shape, None, jobs, cold=cold)
     if full is not None and run is not None:
         line += (f"; projected (cost model, {jobs} core{'s' if jobs != 1 else ''}): full grid "
-                 f"{hours_text(full.seconds)}, this run {hours_text(run.seconds)}")
+                 f"{hours_text(full.seconds)}, this run {hours_text(run.seconds)} "
+                 f"({run.stages_text()})")
     print(line, file=sys.stderr, flush=True)

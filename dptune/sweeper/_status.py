@@ -130,9 +130,10 @@ def status(exp: Experiment | None, results: str | Path, storage_url: str | None 
             "running": running, "failed": failed, "queued": queued,
             "units": _units(d, units_done),
         }
-    out["projection"] = _projection(exp, store, design) if have_parts else None
-    out["damaged"] = [(str(p), why) for p, why in store.damaged()] if have_parts else []
     validation_done = all(a["remaining"] == 0 for a in out["algorithms"].values())
+    out["projection"] = (_projection(exp, store, design, validation_done) if have_parts
+                         else None)
+    out["damaged"] = [(str(p), why) for p, why in store.damaged()] if have_parts else []
     out.update(stages(exp, store, validation_done and have_parts, reports))
     return out
 
@@ -152,22 +153,35 @@ def _units(d: AlgorithmDesign, done: int) -> dict[str, Any]:
             "rounds": d.budget_rounds, "round_size": d.round_size, "text": text}
 
 
-def _projection(exp: Experiment, store: ResultStore, design: Design) -> dict[str, Any] | None:
-    """Projected hours of the full grid and of the budget (cost model), or ``None``."""
+def _projection(exp: Experiment, store: ResultStore, design: Design,
+                validation_done: bool = False) -> dict[str, Any] | None:
+    """Projected hours of the full grid and of the budget (cost model, every stage), or
+    ``None``. Once the validation is done, the noise floor is priced at the configurations it
+    trains (the best of each stochastic algorithm), not at a likely winner."""
     try:
         shape = shape_from_manifest(store.manifest())
     except (DptuneError, KeyError, TypeError, ValueError):
         return None
+    winners = None
+    if validation_done:
+        from dptune.models import is_stochastic
+        from dptune.store._noise_parts import rank_configs
+
+        metric, cutoff = exp.analysis.primary_metric, int(exp.analysis.primary_cutoff)
+        winners = {a.name: rank_configs(store, a.name, metric, cutoff)[:exp.analysis.noise_configs]
+                   for a in exp.algorithms if is_stochastic(a.type)}
     full = projection(exp, design, shape, {n: d.rounds for n, d in design.algorithms.items()})
-    run = projection(exp, design, shape)
+    run = projection(exp, design, shape, winners=winners)
     if full is None or run is None:
         return None
     jobs = full.jobs
     text = (f"full grid {hours_text(full.seconds)}"
             + (f", this budget {hours_text(run.seconds)}" if run.seconds < full.seconds else "")
             + f" on {jobs} core{'s' if jobs != 1 else ''} (projected by the cost model, "
-            "validation + test split + noise floor; not a measurement)")
-    return {"full_hours": full.hours, "budget_hours": run.hours, "jobs": jobs, "text": text}
+            f"every stage counted: {run.stages_text()}; not a measurement)")
+    return {"full_hours": full.hours, "budget_hours": run.hours, "jobs": jobs, "text": text,
+            "stages": {k: getattr(run, k) for k in ("startup", "compile", "validation", "test",
+                                                     "noise", "analysis")}}
 
 
 def _count(done: int, total: int, what: str) -> dict[str, Any]:

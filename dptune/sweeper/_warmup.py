@@ -15,12 +15,14 @@ starts its clock after this.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import scipy.sparse as sp
 
 from dptune.config import Experiment
 
-__all__ = ["warm_kernels", "KERNEL_CONFIGS"]
+__all__ = ["warm_kernels", "KERNEL_CONFIGS", "KERNEL_SOURCES", "cold_kernels"]
 
 #: The configurations each built-in model is warmed with: the smallest that reach every kernel
 #: (two ``k`` so that the KNN models also add a band of neighbours to the scores of a smaller
@@ -33,6 +35,18 @@ KERNEL_CONFIGS: dict[str, list[dict]] = {
 }
 
 _USERS, _ITEMS, _PER_USER = 24, 80, 12
+
+#: The source files of the cached numba kernels a run calls, by the names the cost model prices
+#: their first compilation under (:data:`dptune.sweeper._cost.OVERHEAD_COSTS`), relative to the
+#: package: the evaluation's, the KNN models' (both share them), BPR-MF's and the analysis's.
+KERNEL_SOURCES: dict[str, str] = {
+    "evaluation": "metrics.py",
+    "knn": "models/_knn.py",
+    "bpr": "models/_bpr.py",
+    "analysis": "analysis/dp/bootstrap.py",
+}
+
+_KERNEL_OF_TYPE = {"userknn": "knn", "itemknn": "knn", "bpr-mf": "bpr"}
 
 
 def _tiny_fold() -> tuple[sp.csr_matrix, sp.csr_matrix, np.ndarray]:
@@ -59,6 +73,36 @@ def kernel_types(exp: Experiment) -> list[str]:
         if a.type in KERNEL_CONFIGS and a.type not in types:
             types.append(a.type)
     return types
+
+
+def _cached(source: Path) -> bool:
+    """Whether numba's on-disk cache holds kernels of ``source``: an index file of that module
+    where numba looks for it (``NUMBA_CACHE_DIR``, the ``__pycache__`` beside the source, the
+    user-wide cache: numba's own locators, first that applies). Any failure to tell counts as
+    cached (nothing is added to a projection)."""
+    try:
+        from numba.core.caching import CacheImpl
+
+        for locator in CacheImpl._locator_classes:
+            found = locator.from_function(_cached, str(source))
+            if found is not None:
+                return any(Path(found.get_cache_path()).glob(f"{source.stem}.*.nbi"))
+    except Exception:  # noqa: BLE001 - numba internals differ between versions
+        return True
+    return True
+
+
+def cold_kernels(exp: Experiment) -> list[str]:
+    """Names of :data:`KERNEL_SOURCES` that a run of ``exp`` calls and that numba's cache does
+    not hold yet: their first compilation is part of this run's time (the cost model prices
+    it). The analysis's kernels always run; a model's only when it trains on this CPU."""
+    import dptune
+
+    root = Path(dptune.__file__).parent
+    types = kernel_types(exp)
+    names = (["evaluation"] if types else []) + sorted({_KERNEL_OF_TYPE[t] for t in types})
+    names.append("analysis")
+    return [n for n in names if not _cached(root / KERNEL_SOURCES[n])]
 
 
 def warm_kernels(exp: Experiment) -> list[str]:

@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 import threading
+from pathlib import Path
 
 import pytest
 import tqdm
@@ -117,3 +118,30 @@ def test_fast_kernels_or_a_finished_sweep_show_no_compiling_line(tmp_path, capsy
     local.run_experiment(exp, tmp_path / "results", jobs=1, progress=True)
     assert "compiling" not in capsys.readouterr().err
     assert calls == ([] if done_before else ["warm"])
+
+
+def test_cold_kernels_names_what_numbas_cache_does_not_hold(tmp_path, monkeypatch):
+    """With numba's cache pointed at an empty folder every kernel of the run is cold (the
+    projection adds their compilation); an index file of one module there makes it warm."""
+    from numba.core import config as numba_config
+    from numba.core.caching import CacheImpl
+
+    import dptune
+
+    exp = load_experiment(_experiment(tmp_path))
+    monkeypatch.setattr(numba_config, "CACHE_DIR", str(tmp_path / "numba"))
+    assert warmup.cold_kernels(exp) == ["evaluation", "bpr", "knn", "analysis"]
+    source = str(dptune.__file__).replace("__init__.py", warmup.KERNEL_SOURCES["bpr"])
+    for locator in CacheImpl._locator_classes:
+        found = locator.from_function(test_cold_kernels_names_what_numbas_cache_does_not_hold,
+                                      source)
+        if found is not None:
+            break
+    index = Path(found.get_cache_path())
+    assert index.is_relative_to(tmp_path / "numba")
+    index.mkdir(parents=True, exist_ok=True)
+    (index / "_bpr._bpr_epoch-85.py311.nbi").write_bytes(b"")
+    assert warmup.cold_kernels(exp) == ["evaluation", "knn", "analysis"]
+    # a sweep on a device compiles no CPU model kernel, only the analysis's
+    monkeypatch.setattr(warmup, "kernel_types", lambda exp: [])
+    assert warmup.cold_kernels(exp) == ["analysis"]

@@ -17,7 +17,13 @@ budget, and what a stopped store holds of the full grid.
       d.frame()                              # one row per unit of the full grid
 """
 
-from dptune.sweeper.design._budget import Projection, budget_rounds, hours_text, projection
+from dptune.sweeper.design._budget import (
+    TEST_UNITS,
+    Projection,
+    budget_rounds,
+    hours_text,
+    projection,
+)
 from dptune.sweeper.design._design import (
     AlgorithmDesign,
     Design,
@@ -48,6 +54,7 @@ __all__ = [
     "experiment_design",
     "Projection",
     "projection",
+    "TEST_UNITS",
     "budget_rounds",
     "hours_text",
     "DESIGN_FILE",

@@ -5,11 +5,14 @@ wall-clock time) becomes a number of *whole rounds* of each algorithm's design o
 rounds whose units fit in it, at least one. A time budget gives every algorithm the same share
 of its grid: the largest fraction ``q`` (taken among the rounds' boundaries) such that the run
 with, for each algorithm, the most whole rounds of at most ``q`` of its units projects to no
-more than the budget (:func:`projection`); less than one round of every algorithm is an error.
+more than the budget (:func:`projection`, every stage of the run counted: start-up, the first
+compilation of kernels, validation, test split, noise floor, analysis and report); less than one
+round of every algorithm is an error.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -17,36 +20,65 @@ import numpy as np
 
 from dptune.errors import input_error
 from dptune.sweeper._cost import CostModel, SweepShape
+from dptune.sweeper._warmup import cold_kernels
 
 if TYPE_CHECKING:
     from dptune.config import Budget, Experiment
     from dptune.sweeper.design._design import AlgorithmDesign, Design
 
-__all__ = ["Projection", "projection", "budget_rounds", "hours_text"]
+__all__ = ["Projection", "projection", "budget_rounds", "hours_text", "TEST_UNITS"]
 
 
 @dataclass(frozen=True)
 class Projection:
-    """Projected wall-clock seconds of a run on ``jobs`` worker processes (one core each):
-    the validation units, the test split (the units of the configurations each metric@N
-    selects: at most one per metric@N, each costing the mean unit of the sweep) and the
-    noise floor (seeds x configurations x folds trainings of one configuration, each costing
-    the mean configuration of the sweep). From the cost model (:mod:`dptune.sweeper._cost`)."""
+    """Projected wall-clock seconds of a run on ``jobs`` worker processes (one core each), stage
+    by stage, from the cost model (:mod:`dptune.sweeper._cost`):
+
+    - ``startup``: the interpreter, imports, reading and splitting the data;
+    - ``compile``: the first compilation of the numba kernels numba's cache does not hold yet;
+    - ``validation``: the units of the budget on every validation fold;
+    - ``test``: the test split, the units of the configurations the metric@N select: per
+      algorithm at most :data:`TEST_UNITS` of them (the stores measured selected 1 to 4 distinct
+      units over 18 metric@N), each costing the mean unit on the test fold;
+    - ``noise``: the noise floor, seeds x configurations x folds trainings of one configuration,
+      each costing the configuration that won once it is known (``winners``), else the mean of
+      the costlier half of each unit's configurations: tuned winners are long-trained ones (4
+      of the 5 stores measured chose the grid's most iterations; the winner cost 4 times the
+      mean configuration on ML-1M), so the mean configuration underprices them;
+    - ``analysis``: the analysis and the report.
+    """
 
     validation: float
     test: float
     noise: float
     jobs: int
+    startup: float = 0.0
+    compile: float = 0.0
+    analysis: float = 0.0
 
     @property
     def seconds(self) -> float:
         """The whole run."""
-        return self.validation + self.test + self.noise
+        return (self.startup + self.compile + self.validation + self.test + self.noise
+                + self.analysis)
 
     @property
     def hours(self) -> float:
         """The whole run, in hours."""
         return self.seconds / 3600.0
+
+    def stages_text(self) -> str:
+        """``"validation 40 min, test split 2 min, noise floor 14 min, start-up, compilation
+        and analysis 35 s"``: where the time goes."""
+        rest = self.startup + self.compile + self.analysis
+        what = "start-up, compilation and analysis" if self.compile else "start-up and analysis"
+        return (f"validation {hours_text(self.validation)}, test split {hours_text(self.test)}, "
+                f"noise floor {hours_text(self.noise)}, {what} {hours_text(rest)}")
+
+
+#: Distinct units of the test split per algorithm that a projection prices (module docstring of
+#: :class:`Projection`).
+TEST_UNITS = 3
 
 
 def hours_text(seconds: float) -> str:
@@ -73,16 +105,22 @@ def _unit_costs(exp: Experiment, d: AlgorithmDesign, n: int, shape: SweepShape,
 
 def projection(exp: Experiment, design: Design, shape: SweepShape,
                rounds: dict[str, int] | None = None, jobs: int | None = None,
-               model: CostModel | None = None) -> Projection | None:
+               model: CostModel | None = None,
+               winners: Mapping[str, Sequence[int]] | None = None,
+               cold: Sequence[str] | None = None) -> Projection | None:
     """Projected time of the run of ``rounds`` rounds per algorithm (default: the design's
     budget; pass each algorithm's ``rounds`` for the full grid) on ``jobs`` cores (default the
-    experiment's ``[sweep] jobs``); ``None`` when an algorithm's model type has no cost model."""
+    experiment's ``[sweep] jobs``), every stage counted (:class:`Projection`); ``None`` when an
+    algorithm's model type has no cost model. ``winners``: per algorithm, the configurations the
+    noise floor trains, once the validation has chosen them; ``cold``: the kernels still to
+    compile (default :func:`dptune.sweeper._warmup.cold_kernels`)."""
     from dptune.models import is_stochastic
 
     model = model or CostModel()
     jobs = int(jobs or exp.sweep.jobs)
     val = test = noise = 0.0
-    n_select = len(exp.evaluation.metrics) * len(exp.evaluation.cutoffs)
+    swept: list[tuple[int, int]] = []
+    n_metric = len(exp.evaluation.metrics) * len(exp.evaluation.cutoffs)
     for name, d in design.algorithms.items():
         r = d.budget_rounds if rounds is None else rounds.get(name, d.budget_rounds)
         n = d.units_for(r)
@@ -90,18 +128,45 @@ def projection(exp: Experiment, design: Design, shape: SweepShape,
         if costs is None:
             return None
         val += sum(costs) * shape.folds
+        grid = exp.grids[d.algorithm]
+        swept.append((sum(len(u.config_ids) for u in d.units[:n]), len(grid.free)))
         if exp.evaluation.test_split and n:
             tcosts = _unit_costs(exp, d, n, shape, model, test=True) or [0.0]
-            test += min(n_select, n) * float(np.mean(tcosts))
+            test += min(TEST_UNITS, n_metric, n) * float(np.mean(tcosts))
         seeds = int(exp.analysis.noise_seeds)
         if seeds and n and is_stochastic(d.type):
-            configs = exp.grids[d.algorithm].configs()
-            per = [model.config_seconds(d.type, configs[c], shape.validation)
-                   for u in d.units[:n] for c in u.config_ids]
-            if any(p is None for p in per):
+            per = _noise_config_seconds(exp, d, n, shape, model,
+                                        None if winners is None else winners.get(name))
+            if per is None:
                 return None
-            noise += seeds * int(exp.analysis.noise_configs) * shape.folds * float(np.mean(per))
-    return Projection(val / jobs, test / jobs, noise / jobs, jobs)
+            noise += seeds * int(exp.analysis.noise_configs) * shape.folds * per
+    if cold is None:
+        cold = cold_kernels(exp)
+    return Projection(
+        validation=val / jobs, test=test / jobs, noise=noise / jobs, jobs=jobs,
+        startup=model.startup_seconds(shape.ratings), compile=model.compile_seconds(cold),
+        analysis=model.analysis_seconds(swept, shape.validation, shape.folds, n_metric))
+
+
+def _noise_config_seconds(exp: Experiment, d: AlgorithmDesign, n: int, shape: SweepShape,
+                          model: CostModel, winners: Sequence[int] | None) -> float | None:
+    """Projected single-core seconds of one noise-floor training of algorithm ``d``: the mean of
+    ``winners`` when the validation has chosen them, else the mean of the costlier half of each
+    of the first ``n`` units' configurations (the longer-trained ones)."""
+    configs = exp.grids[d.algorithm].configs()
+    if winners:
+        per = [model.config_seconds(d.type, configs[c], shape.validation) for c in winners]
+    else:
+        per = []
+        for u in d.units[:n]:
+            each = [model.config_seconds(d.type, configs[c], shape.validation)
+                    for c in u.config_ids]
+            if any(e is None for e in each):
+                return None
+            per.extend(sorted(each)[len(each) // 2:])
+    if not per or any(p is None for p in per):
+        return None
+    return float(np.mean(per))
 
 
 def budget_rounds(budget: Budget | None, exp: Experiment, design: Design, shape: SweepShape,
@@ -130,7 +195,8 @@ def budget_rounds(budget: Budget | None, exp: Experiment, design: Design, shape:
         return {n: max(1, int(np.searchsorted(d.round_ends, q * d.total_units + 1e-9,
                                               side="right"))) for n, d in algs.items()}
 
-    first = projection(exp, design, shape, at(0.0), jobs, model)
+    cold = cold_kernels(exp)
+    first = projection(exp, design, shape, at(0.0), jobs, model, cold=cold)
     if first is None:
         missing = [f"{n} ({d.type})" for n, d in algs.items()
                    if _unit_costs(exp, d, 1, shape, model) is None]
@@ -141,11 +207,12 @@ def budget_rounds(budget: Budget | None, exp: Experiment, design: Design, shape:
         raise input_error(source, field, f"{budget.text} holds no whole round: the first round "
                           f"of every algorithm projects to {hours_text(first.seconds)} on "
                           f"{first.jobs} core{'s' if first.jobs != 1 else ''} (cost model, "
-                          "test split and noise floor included); give a longer time")
+                          "every stage included: start-up, compilation, test split, noise floor, "
+                          "analysis); give a longer time")
     best = at(0.0)
     for q in fractions:
         r = at(q)
-        p = projection(exp, design, shape, r, jobs, model)
+        p = projection(exp, design, shape, r, jobs, model, cold=cold)
         if p is None or p.seconds > budget.amount:
             break
         best = r

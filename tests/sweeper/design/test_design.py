@@ -22,6 +22,13 @@ ROOT = Path(__file__).resolve().parents[3]
 ML1M = SweepShape(FoldShape(717_995, 5815, 3706), FoldShape(797_772, 5975, 3706), 10)
 
 
+@pytest.fixture(autouse=True)
+def warm_cache(monkeypatch):
+    """Projections here as on a machine whose numba cache holds every kernel (a fresh clone's
+    first test run compiles them; the compilation's own cost is tested with ``cold``)."""
+    monkeypatch.setattr("dptune.sweeper.design._budget.cold_kernels", lambda exp: [])
+
+
 @pytest.fixture(scope="module")
 def paper():
     return load_experiment(ROOT / "experiments" / "anelli2019-ml1m-design.toml")
@@ -86,7 +93,10 @@ def test_the_cost_model_projects_the_papers_grid_as_the_benchmark_does(paper):
     one = projection(paper, d, ML1M, {"bpr-mf": 1}, jobs=2)
     two = projection(paper, d, ML1M, {"bpr-mf": 2}, jobs=2)
     assert one.hours < 1.0 and two.hours > 2.0
-    assert projection(paper, d, ML1M, {"bpr-mf": 1}, jobs=1).hours == pytest.approx(2 * one.hours)
+    # one core doubles the units' stages, not start-up, compilation and analysis
+    alone = projection(paper, d, ML1M, {"bpr-mf": 1}, jobs=1)
+    rest = one.startup + one.compile + one.analysis
+    assert alone.seconds - rest == pytest.approx(2 * (one.seconds - rest))
 
 
 def test_a_time_budget_takes_the_most_whole_rounds_that_fit(paper):
@@ -106,6 +116,70 @@ def test_a_time_budget_shorter_than_one_round_is_one_error_naming_where_it_was_g
         budget_rounds(parse_budget("30m", "exp.toml", "sweep.budget"), paper, d, ML1M, jobs=2)
     with pytest.raises(DptuneError, match=r"^--budget: 30m holds no whole round"):
         budget_rounds(parse_budget("30m", "--budget", None), paper, d, ML1M, jobs=2)
+
+
+def test_a_projection_counts_every_stage_of_the_run(paper):
+    """Start-up, first compilation, test split, noise floor and the analysis are priced as the
+    cost model's docstring says, on top of the validation units."""
+    from dptune.sweeper._cost import OVERHEAD_COSTS as O
+    from dptune.sweeper.design import TEST_UNITS
+
+    d = experiment_design(paper)
+    shape = SweepShape(ML1M.validation, ML1M.test, 10, ratings=1_000_209)
+    warm = projection(paper, d, shape, {"bpr-mf": 1}, jobs=2, cold=[])
+    cold = projection(paper, d, shape, {"bpr-mf": 1}, jobs=2,
+                      cold=["evaluation", "knn", "bpr", "analysis"])
+    assert warm.startup == pytest.approx(2.0 + 2.7e-6 * 1_000_209)
+    assert warm.compile == 0 and cold.compile == pytest.approx(0.5 + 6.5 + 0.6 + 4.5)
+    assert cold.seconds - warm.seconds == pytest.approx(cold.compile)
+    # analysis: 15 + 15 KNN configurations and 15 x 14 BPR-MF ones, 10 folds, 18 metric@N
+    values = (15 + 15 + 210) * 5815 * 10 * 18
+    assert warm.analysis == pytest.approx(O["analysis_seconds"] + 3 * 10 * 0.2 + values * 5.4e-8
+                                          + O["analysis_seconds_tuned"])
+    # the noise floor: 5 seeds x 1 configuration x 10 folds, each the mean of the longer-trained
+    # half of every unit's configurations (iterations 16 to 128 of 1 to 128), on 2 cores
+    m, bpr = CostModel(), d.algorithms["bpr-mf"]
+    configs = paper.grids["bpr-mf"].configs()
+    upper = [c for u in bpr.units[:15] for c in u.config_ids if configs[c]["iterations"] >= 16]
+    assert len(upper) == 15 * 7
+    mean = sum(m.config_seconds("bpr-mf", configs[c], ML1M.validation) for c in upper) / len(upper)
+    assert warm.noise == pytest.approx(5 * 10 * mean / 2)
+    # once the validation has chosen the winner, it is priced instead
+    cheap = min(configs, key=lambda c: m.config_seconds("bpr-mf", c, ML1M.validation))
+    known = projection(paper, d, shape, {"bpr-mf": 1}, jobs=2, cold=[],
+                       winners={"bpr-mf": [configs.index(cheap)]})
+    assert known.noise == pytest.approx(
+        5 * 10 * m.config_seconds("bpr-mf", cheap, ML1M.validation) / 2)
+    # the test split: at most TEST_UNITS units of BPR-MF, one of each KNN
+    assert TEST_UNITS == 3
+    test_units = [m.unit_seconds("bpr-mf", [configs[c] for c in u.config_ids], ML1M.test)
+                  for u in bpr.units[:15]]
+    knn = sum(m.unit_seconds(t, paper.grids[t].configs(), ML1M.test) for t in ("userknn", "itemknn"))
+    assert warm.test == pytest.approx((3 * sum(test_units) / 15 + knn) / 2)
+    assert "noise floor" in warm.stages_text() and "compilation" in cold.stages_text()
+
+
+def test_a_time_budget_converts_into_rounds_with_every_stage_counted(paper, monkeypatch):
+    """A budget that holds two rounds' units, test split and noise floor but not their start-up,
+    compilation and analysis runs one round; on a warm cache the same budget may hold more than
+    on a cold one."""
+    d = experiment_design(paper)
+    shape = SweepShape(ML1M.validation, ML1M.test, 10, ratings=1_000_209)
+    all_kernels = ["evaluation", "knn", "bpr", "analysis"]
+    two = projection(paper, d, shape, {"bpr-mf": 2}, jobs=2, cold=all_kernels)
+    units_only = two.validation + two.test + two.noise
+    rest = two.startup + two.compile + two.analysis
+    monkeypatch.setattr("dptune.sweeper.design._budget.cold_kernels", lambda exp: all_kernels)
+
+    def rounds(seconds: float) -> int:
+        b = Budget("time", seconds, f"{seconds}s", "exp.toml", "sweep.budget")
+        return budget_rounds(b, paper, d, shape, jobs=2)["bpr-mf"]
+
+    assert rounds(units_only + rest + 0.01) == 2
+    assert rounds(units_only + rest / 2) == 1
+    monkeypatch.setattr("dptune.sweeper.design._budget.cold_kernels", lambda exp: [])
+    assert rounds(units_only + rest - two.compile + 0.01) == 2
+    assert rounds(units_only + rest - two.compile - 1) == 1
 
 
 def test_a_time_budget_needs_a_cost_model(tmp_path):
@@ -129,13 +203,14 @@ def test_cost_model_scales_with_the_fold_shape():
     m = CostModel()
     cfgs = [{"factors": 113, "iterations": it} for it in (1, 2, 4)]
     base = m.unit_seconds("bpr-mf", cfgs, ML1M.validation)
-    # 4 epochs of 0.239 s, 3 evaluations of 0.098 s, 3/14 of a 0.27 s part
-    assert base == pytest.approx(4 * 0.239 + 3 * 0.098 + 0.27 * 3 / 14)
+    # 4 epochs of 0.239 s, 3 evaluations of 0.098 s, 3/14 of a 0.27 s part, 0.2 s per unit
+    assert base == pytest.approx(4 * 0.239 + 3 * 0.098 + 0.27 * 3 / 14 + 0.2)
+    # twice the training interactions: 2 ** 1.22 times the epochs' cost
     twice = FoldShape(2 * 717_995, 5815, 3706)
-    assert m.unit_seconds("bpr-mf", cfgs, twice) == pytest.approx(base + 4 * 0.239)
+    assert m.unit_seconds("bpr-mf", cfgs, twice) == pytest.approx(base + 4 * 0.239 * (2**1.22 - 1))
     assert m.config_seconds("bpr-mf", cfgs[2], ML1M.validation) == pytest.approx(4 * 0.239 + 0.098)
     knn = m.unit_seconds("userknn", [{"k": 10}, {"k": 1809}], ML1M.validation)
-    assert knn == pytest.approx(3.18 + 0.14 + 0.87 + 0.27 * 2 / 14)
+    assert knn == pytest.approx(3.18 + 0.14 + 0.87 + 0.27 * 2 / 14 + 0.2)
     assert m.unit_seconds("cornac:EASE", [{"lamb": 1.0}], ML1M.validation) is None
 
 
