@@ -345,8 +345,10 @@ class ScopeRun:
                                       un.grid_sample_scale(folds, self.designs[0],
                                                            self._pair_mult, raw, centres,
                                                            p_reps))
-                            lo, hi = (sc.REFERENCE_P * x
-                                      for x in rs.dp_interval(mean_k, raw, scale=shrink))
+                            ci = (rs.dp_interval(mean_k, raw, scale=shrink)
+                                  if self._pair_mult is None else
+                                  un.grid_sample_interval(mean_k, raw, shrink))
+                            lo, hi = (sc.REFERENCE_P * x for x in ci)
                     self.moments = {key: v for key, v in self.moments.items() if key[1] != mc}
                 draws[(self.algorithm, self.scope, mc[0], mc[1])] = reps
             rows.append({

@@ -66,7 +66,7 @@ from dptune.errors import input_error
 __all__ = ["UNSAMPLED_TOLERANCE", "GRID_SAMPLE_COLUMNS", "UnitSample", "unit_sample",
            "PairDesign", "pair_design", "unit_multipliers", "design_replicate_weights",
            "NOISE_ROWS", "unit_variance", "replicate_pvalues", "grid_sample_scale",
-           "small_sample_factor"]
+           "small_sample_factor", "grid_sample_interval"]
 
 #: A scope whose full-grid pairs in unsampled strata exceed this share gets no interval and no
 #: claim (its DP is the estimate over the strata sampled, flagged). Zero: any unsampled stratum.
@@ -512,6 +512,39 @@ def grid_sample_scale(folds: Sequence[Any], design: PairDesign, pair_weights: np
     variance = users + max(pairs, 0.0) + max(units, 0.0)
     factor = small_sample_factor(variance, [(variance, design.units - 1)])
     return float(np.sqrt(np.clip(variance / total, rs.MIN_VARIANCE_RATIO, 1.0))) * factor
+
+
+def grid_sample_interval(estimate: float, replicates: np.ndarray, scale: float,
+                         level: float = 0.95) -> tuple[float, float]:
+    """The ``level`` interval of a grid sample's mean p-value, read off the variance its
+    spread is put together from: ``pbar +- z_((1 + level) / 2) * scale * sd(pbar*_r)``,
+    clipped to [0, 1], with ``scale`` :func:`grid_sample_scale` (which holds the Student's t
+    factor of the units present, so the half-width is ``t_(m-1) * sqrt(users + pairs +
+    units)``).
+
+    Why not the full grid's basic bootstrap on the logit scale (:func:`dptune.analysis.dp.
+    bootstrap.dp_interval`): here the replicates' spread is rescaled to a variance assembled
+    from its components, so only their variance carries information, not their quantiles; and
+    with few units the estimate's standardised error is skewed upwards (a round whose units
+    happen to be alike gives a high estimate and a small variance at once) while the logit
+    interval is the longer above the estimate. At one round of a 15 x 15 grid of 14
+    configurations per unit (2,400 designs) the logit quantiles left 4.7% of the intervals
+    entirely above the truth, this reading 3.6%, with the same coverage on the 10 x 10 grid
+    (docs/statistics.md section 16)."""
+    from scipy import stats
+
+    reps = np.asarray(replicates, dtype=np.float64)
+    if reps.ndim != 1 or reps.size < 2 or not np.all(np.isfinite(reps)):
+        raise input_error("grid sample", "replicates",
+                          "need a 1-D array of at least 2 finite values")
+    if not 0.0 <= float(estimate) <= 1.0:
+        raise input_error("grid sample", "estimate",
+                          f"must be a mean p-value in [0, 1], got {estimate}")
+    if not (0.0 < float(scale) and np.isfinite(scale)) or not 0.0 < float(level) < 1.0:
+        raise input_error("grid sample", "scale",
+                          f"need a positive scale and a level in (0, 1), got {scale}, {level}")
+    half = float(stats.norm.ppf((1.0 + level) / 2.0)) * float(scale) * float(np.std(reps, ddof=1))
+    return float(np.clip(estimate - half, 0.0, 1.0)), float(np.clip(estimate + half, 0.0, 1.0))
 
 
 def small_sample_factor(variance: float, parts: Sequence[tuple[float, int]],

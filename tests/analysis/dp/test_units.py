@@ -293,3 +293,24 @@ def test_small_sample_factor_is_students_t_over_the_normal_at_satterthwaites_df(
     # more degrees of freedom, less widening, never narrower than the normal
     f = [un.small_sample_factor(1.0, [(1.0, df)]) for df in (2, 5, 14, 100, 10**6)]
     assert all(a > b for a, b in itertools.pairwise(f)) and f[-1] == pytest.approx(1.0, abs=1e-5)
+
+
+def test_grid_sample_interval_is_the_assembled_sd_times_z_inside_0_1():
+    """``pbar +- 1.96 * scale * sd(replicates)`` by hand, clipped to [0, 1]; bad inputs are one
+    error naming the field."""
+    reps = np.array([0.30, 0.32, 0.34, 0.36, 0.38])
+    sd = float(np.sqrt(np.sum((reps - 0.34) ** 2) / 4))  # 0.031623
+    lo, hi = un.grid_sample_interval(0.35, reps, 1.5)
+    assert lo == pytest.approx(0.35 - 1.959964 * 1.5 * sd) and lo == pytest.approx(0.25703, abs=1e-5)
+    assert hi == pytest.approx(0.35 + 1.959964 * 1.5 * sd)
+    assert un.grid_sample_interval(0.35, reps, 1.0, level=0.9)[1] == pytest.approx(
+        0.35 + 1.644854 * sd)
+    # near the edges the interval stays inside the range of a mean p-value
+    assert un.grid_sample_interval(0.01, reps, 3.0)[0] == 0.0
+    assert un.grid_sample_interval(0.99, reps, 3.0)[1] == 1.0
+    from dptune.errors import DptuneError
+
+    for bad in ((1.2, reps, 1.0), (0.3, reps[:1], 1.0), (0.3, np.array([0.1, np.nan]), 1.0),
+                (0.3, reps, 0.0), (0.3, reps, np.inf)):
+        with pytest.raises(DptuneError, match="grid sample"):
+            un.grid_sample_interval(*bad)
