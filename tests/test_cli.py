@@ -362,7 +362,7 @@ def test_every_option_says_its_default():
         for action in sub._actions:
             switch = action.nargs == 0 and not isinstance(action, argparse.BooleanOptionalAction)
             if (not action.option_strings or action.required or switch
-                    or isinstance(action, argparse._HelpAction)):
+                    or isinstance(action, argparse._HelpAction) or action.help == argparse.SUPPRESS):
                 continue
             if "default" not in _option_help(sub, action):
                 missing.append(f"{name} {action.option_strings[0]}")
@@ -449,22 +449,59 @@ def test_same_flags_for_the_same_things():
         assert "--no-progress" in flags[f"dptune {cmd}"], cmd
     for cmd in ("run", "worker", "status"):
         assert "--storage" in flags[f"dptune {cmd}"], cmd
-    # former names stay as aliases
-    assert {"--cache", "--out"} <= flags["dptune seeds"] and "--out" in flags["dptune slices"]
     run_an = {o for o in flags["dptune run"] if o not in flags["dptune worker"]}
     assert {"--pairs", "--test", "--alpha", "--bootstrap", "--noise-seeds"} <= run_an
     assert {"--pairs", "--test", "--alpha", "--bootstrap", "--noise-seeds"} <= flags["dptune analyze"]
 
 
-def test_old_study_flag_names_are_aliases():
+def test_out_is_a_file_to_write_in_every_command():
+    """``--out`` means one thing: the file a command writes (``evaluate``, ``subgrid``, ``data
+    synth``); a folder is ``--reports`` or ``--results``. No command shows a hidden former name
+    in its help."""
+    from dptune.cli import build_parser
+
+    shown = {}
+    for name, sub in _subparsers(build_parser()):
+        for action in sub._actions:
+            if "--out" in action.option_strings and action.help != argparse.SUPPRESS:
+                shown[name] = action.metavar
+        text = sub.format_help()
+        assert "--cache" not in text and "former" not in text, name
+    assert shown == {"dptune evaluate": "FILE", "dptune subgrid": "FILE",
+                     "dptune data synth": "FILE"}
+
+
+def test_a_deprecated_flag_works_and_warns_once(capsys):
+    """``seeds --cache`` (former name of ``--results``) still sets it, with exactly one warning
+    line on stderr naming the new flag, however often it is given."""
     from dptune.cli import build_parser
 
     p = build_parser()
-    a = p.parse_args(["seeds", "c.toml", "--cache", "C", "--out", "O"])
+    a = p.parse_args(["seeds", "c.toml", "--cache", "C", "--reports", "O"])
+    assert capsys.readouterr().err == "dptune: --cache is deprecated, use --results\n"
     b = p.parse_args(["seeds", "c.toml", "--results", "C", "--reports", "O"])
+    assert capsys.readouterr().err == ""
     assert (a.results, a.reports) == (b.results, b.reports) == ("C", "O")
-    s = p.parse_args(["slices", "R", "--out", "O", "--reports", "MAIN"])
-    assert (s.out, s.reports) == ("O", "MAIN")
+    assert vars(a).keys() == vars(b).keys()  # nothing left over from the former name
+    p.parse_args(["seeds", "c.toml", "--cache", "C", "--cache", "C", "--results", "C"])
+    assert capsys.readouterr().err == "dptune: --cache is deprecated, use --results\n"
+
+
+def test_a_deprecated_flag_and_its_new_name_must_agree(capsys):
+    assert main(["seeds", "c.toml", "--cache", "C", "--results", "D"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("dptune: seeds: --cache and --results"), err
+
+
+@pytest.mark.parametrize("command", [["seeds", "c.toml"], ["slices", "R"]])
+def test_a_removed_flag_names_its_replacement(capsys, command, tmp_path):
+    """``seeds --out DIR`` and ``slices --out DIR`` (a folder, while every other ``--out`` is a
+    file) are refused before any work, with one line naming ``--reports``."""
+    assert main([*command, "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert err.startswith(f"dptune: {command[0]}: --out was removed: use --reports DIR"), err
+    assert not (tmp_path / "o").exists()
 
 
 def test_help_documents_defaults_formats_and_version(capsys):

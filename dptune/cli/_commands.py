@@ -300,24 +300,16 @@ def cmd_seeds(args: argparse.Namespace) -> int:
 def cmd_slices(args: argparse.Namespace) -> int:
     """``dptune slices``: metrics, miss rate and DP per user slice.
 
-    The slice report goes to ``--reports`` (former name ``--out``); the main report whose pairs
-    it reuses is ``--main-reports``. The former spelling ``--out DIR --reports MAIN`` keeps its
-    meaning."""
+    The slice report goes to ``--reports``; the main report whose pairs it reuses is
+    ``--main-reports``."""
     from dptune.studies import run_slices_study
 
     store = _store(results_of(args))
-    out, main_reports = args.reports, args.main_reports
-    if args.out is not None:  # former spelling: --out is the slice report, --reports the main one
-        if main_reports is None:
-            main_reports = args.reports
-        out = args.out
-    if out is None:
-        raise input_error("--reports", None, "missing: the directory for the slice report")
-    check_writable_dir(Path(out), "--reports")
-    files = run_slices_study(store.root, out, main_reports, base=args.base, n_pairs=args.pairs,
-                             seed=args.seed, test=args.test, experiment=args.experiment,
-                             cutoff=args.cutoff)
-    print(f"slices: {len(files)} files in {out} (see {files[-1]})")
+    check_writable_dir(Path(args.reports), "--reports")
+    files = run_slices_study(store.root, args.reports, args.main_reports, base=args.base,
+                             n_pairs=args.pairs, seed=args.seed, test=args.test,
+                             experiment=args.experiment, cutoff=args.cutoff)
+    print(f"slices: {len(files)} files in {args.reports} (see {files[-1]})")
     return 0
 
 

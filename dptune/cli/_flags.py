@@ -1,8 +1,11 @@
 """The flags of the command line, defined once: their names, types, help and defaults.
 
 The same thing has the same flag in every command (``--results DIR``, ``--reports DIR``,
-``--jobs N``, ``--storage URL``, ``--no-progress``); former names stay as aliases
-(``seeds --cache/--out``, ``slices --out``). Every analysis flag is one row of
+``--jobs N``, ``--storage URL``, ``--no-progress``), and a flag means one thing everywhere
+(``--out FILE`` is always a file to write). A former name either still works and warns once
+(:func:`deprecated_flag`: ``seeds --cache``) or is refused with one line naming the new flag
+(:func:`removed_flag`: ``seeds --out`` and ``slices --out``, which named a folder while every
+other ``--out`` names a file). Every analysis flag is one row of
 :data:`ANALYSIS_FLAGS`, mapped onto the field of the analysis options it sets: adding a flag is
 adding a row. Values are checked while parsing (type and range), so a bad flag is one line and
 exit code 2 before anything is read or computed.
@@ -13,6 +16,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -148,11 +152,11 @@ def results_of(args: argparse.Namespace, default: Path | None = None) -> Path:
 
 
 def reports_option(p: argparse.ArgumentParser, default: str | None = "reports/<name>",
-                   aliases: tuple[str, ...] = (), what: str = "reports directory") -> None:
-    """``--reports DIR`` (plus former names as aliases): where tables, figures and reports go."""
+                   what: str = "reports directory") -> None:
+    """``--reports DIR``: where tables, figures and reports go (required when no ``default``)."""
     tail = f" (default: {default})" if default else ""
-    p.add_argument("--reports", *aliases, dest="reports", metavar="DIR",
-                   required=default is None and not aliases, help=f"{what}{tail}")
+    p.add_argument("--reports", dest="reports", metavar="DIR", required=default is None,
+                   help=f"{what}{tail}")
 
 
 def jobs_option(p: argparse.ArgumentParser, default: int | None = None) -> None:
@@ -205,6 +209,72 @@ def budget_option(p: argparse.ArgumentParser) -> None:
 def progress_option(p: argparse.ArgumentParser) -> None:
     """``--no-progress``: no progress bars."""
     p.add_argument("--no-progress", action="store_true", help="no progress bars (e.g. in logs)")
+
+
+# --------------------------------------------------------------------------- former names
+class _Deprecated(argparse.Action):
+    """A former flag name that still works: the value is kept aside (``deprecated_<dest>``) and
+    moved onto the new flag's ``dest`` once parsing is done (:func:`apply_deprecated`)."""
+
+    def __init__(self, option_strings: list[str], dest: str, new: str, new_default: Any = None,
+                 **kwargs: Any) -> None:
+        super().__init__(option_strings, dest=f"deprecated_{dest}", **kwargs)
+        self.new, self.target, self.new_default = new, dest, new_default
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        setattr(namespace, self.dest, (option_string or self.option_strings[0], values))
+
+
+class _Removed(argparse.Action):
+    """A former flag name that no longer works: one line naming the flag to give instead."""
+
+    def __init__(self, option_strings: list[str], dest: str, use: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest=argparse.SUPPRESS, **kwargs)
+        self.use = use
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        parser.error(f"{option_string} was removed: use {self.use}")
+
+
+def deprecated_flag(p: argparse.ArgumentParser, old: str, new: str) -> None:
+    """Accept the former flag name ``old`` of the option ``new`` (hidden from the help): it sets
+    what ``new`` sets and prints one line ``dptune: OLD is deprecated, use NEW`` on stderr
+    (:func:`apply_deprecated`, called by the parser once parsing is done)."""
+    action = next(a for a in p._actions if new in a.option_strings)
+    p.add_argument(old, action=_Deprecated, dest=action.dest, new=new, new_default=action.default,
+                   default=None, metavar=action.metavar, help=argparse.SUPPRESS)
+
+
+def removed_flag(p: argparse.ArgumentParser, old: str, use: str) -> None:
+    """Refuse the former flag name ``old`` with one line (exit code 2) saying what to give
+    instead (``use``), rather than argparse's bare "unrecognized arguments"."""
+    p.add_argument(old, action=_Removed, use=use, metavar="X", help=argparse.SUPPRESS)
+
+
+def apply_deprecated(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Move the value of each former flag name given (:func:`deprecated_flag`) onto its new
+    flag, with one warning line each (however often it was given); the old and the new name
+    given with different values is an error (one line, exit code 2). Commands (sub-parsers) of
+    ``p`` included."""
+    for action in p._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                apply_deprecated(sub, args)
+        if not isinstance(action, _Deprecated) or not hasattr(args, action.dest):
+            continue
+        given = getattr(args, action.dest)
+        delattr(args, action.dest)
+        if given is None:
+            continue
+        old, value = given
+        current = getattr(args, action.target, None)
+        if current is not None and current != action.new_default and current != value:
+            p.error(f"{old} and {action.new} give two different values ({value} and {current}); "
+                    f"give {action.new} only")
+        print(f"dptune: {old} is deprecated, use {action.new}", file=sys.stderr)
+        setattr(args, action.target, value)
 
 
 # --------------------------------------------------------------------------- analysis flags

@@ -15,12 +15,15 @@ from dptune import __version__
 from dptune.cli import _commands as c
 from dptune.cli._flags import (
     analysis_flags,
+    apply_deprecated,
     budget_option,
     cutoffs,
+    deprecated_flag,
     int_at_least,
     jobs_option,
     number,
     progress_option,
+    removed_flag,
     reports_option,
     results_argument,
     results_option,
@@ -81,7 +84,13 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
 
 
 class _Parser(argparse.ArgumentParser):
-    """An ArgumentParser whose errors are one line, exit code 2."""
+    """An ArgumentParser whose errors are one line, exit code 2, and whose former flag names
+    (:func:`dptune.cli._flags.deprecated_flag`) set their new flag with one warning line."""
+
+    def parse_known_args(self, args=None, namespace=None):  # type: ignore[no-untyped-def, override]
+        parsed, extra = super().parse_known_args(args, namespace)
+        apply_deprecated(self, parsed)
+        return parsed, extra
 
     def error(self, message: str) -> NoReturn:
         where = self.prog.removeprefix("dptune").strip()
@@ -209,9 +218,10 @@ def build_parser() -> argparse.ArgumentParser:
     sd.add_argument("config", metavar="CONFIG", help="experiment TOML, optionally with a [seeds] table")
     sd.add_argument("--seeds", type=int_at_least(2), metavar="S",
                     help="number of data-split seeds (default: [seeds] of the experiment, else 20)")
-    sd.add_argument("--results", "--cache", dest="results", metavar="DIR",
-                    help="per-seed results (default: results/seeds-<name>)")
-    reports_option(sd, default="reports/seeds-<name>", aliases=("--out",), what="report directory")
+    sd.add_argument("--results", metavar="DIR", help="per-seed results (default: results/seeds-<name>)")
+    deprecated_flag(sd, "--cache", "--results")
+    reports_option(sd, default="reports/seeds-<name>", what="report directory")
+    removed_flag(sd, "--out", "--reports DIR")
     jobs_option(sd, default=1)
     sd.add_argument("--config-id", action="append", default=[], metavar="ALG=ID",
                     help="run ALG with grid configuration ID instead of the default (repeatable)")
@@ -226,10 +236,9 @@ def build_parser() -> argparse.ArgumentParser:
               description="Metrics, miss rate and DP per user slice (history length, popularity of "
               "held-out items; log-scaled bins) of a results directory.")
     results_argument(sl)
-    sl.add_argument("--reports", metavar="DIR", help="directory for the slice report (no "
-                    "default: required, or give --out)")
-    sl.add_argument("--out", metavar="DIR", help="former name of --reports (with --out, --reports "
-                    "keeps its former meaning: the main reports directory; default: not used)")
+    reports_option(sl, default=None, what="directory for the slice report (no default: required)")
+    removed_flag(sl, "--out", "--reports DIR for the slice report (and --main-reports DIR for "
+                 "the main reports whose pairs it reuses)")
     sl.add_argument("--main-reports", metavar="DIR", help="main reports directory whose pairs.csv gives "
                     "the pairs (default: the pairs are sampled here with --pairs and --seed)")
     sl.add_argument("--experiment", metavar="CONFIG", help="experiment TOML (default: the manifest's)")

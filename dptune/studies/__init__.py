@@ -44,13 +44,8 @@ from dptune.studies._slices_dp import main_pairs, slice_dp, slice_metrics
 from dptune.studies._slices_figure import slices_figure
 from dptune.studies._slices_report import slices_report_md
 
-#: Former names, kept as aliases.
-run_seed_study = run_seeds_study
-slice_analysis = run_slices_study
-
 __all__ = [
     "run_seeds_study",
-    "run_seed_study",
     "study_name",
     "SPLITS",
     "SPLIT_NAMES",
@@ -75,7 +70,6 @@ __all__ = [
     "summary_table",
     "seeds_report_md",
     "run_slices_study",
-    "slice_analysis",
     "SLICE_KINDS",
     "KIND_NAMES",
     "log_bin",

@@ -205,8 +205,8 @@ def test_split_seeds_are_stable_prefixes(tmp_path: Path) -> None:
 def tiny_study(tmp_path_factory):
     d = tmp_path_factory.mktemp("seeds")
     cfg = _exp(d, "[seeds]\nn_seeds = 2\nfolds = 3\ngrid_algorithms = [\"userknn\"]\n")
-    files = seeds.run_seed_study(cfg, out_dir=d / "out", cache_dir=d / "cache", jobs=1,
-                                 progress=False)
+    files = seeds.run_seeds_study(cfg, out_dir=d / "out", cache_dir=d / "cache", jobs=1,
+                                  progress=False)
     return d, files
 
 
@@ -242,8 +242,8 @@ def test_rerun_resumes_from_the_cache(tiny_study) -> None:
     parts = sorted((d / "cache").rglob("*.parquet"))
     stamps = {p: p.stat().st_mtime_ns for p in parts}
     before = (d / "out" / "seeds_per_seed.csv").read_bytes()
-    seeds.run_seed_study(_exp(d, "[seeds]\nn_seeds = 2\nfolds = 3\ngrid_algorithms = [\"userknn\"]\n"),
-                         out_dir=d / "out", cache_dir=d / "cache", progress=False)
+    seeds.run_seeds_study(_exp(d, "[seeds]\nn_seeds = 2\nfolds = 3\ngrid_algorithms = [\"userknn\"]\n"),
+                          out_dir=d / "out", cache_dir=d / "cache", progress=False)
     assert {p: p.stat().st_mtime_ns for p in parts} == stamps
     assert (d / "out" / "seeds_per_seed.csv").read_bytes() == before
 
@@ -251,9 +251,10 @@ def test_rerun_resumes_from_the_cache(tiny_study) -> None:
 def test_cli_main(tiny_study, capsys) -> None:
     d, _ = tiny_study
     cfg = _exp(d, "[seeds]\nn_seeds = 2\nfolds = 3\ngrid_algorithms = [\"userknn\"]\n")
-    rc = cli_main(["seeds", str(cfg), "--out", str(d / "cli"), "--cache", str(d / "cache"), "--no-progress"])
+    rc = cli_main(["seeds", str(cfg), "--reports", str(d / "cli"), "--results", str(d / "cache"),
+                   "--no-progress"])
     assert rc == 0 and (d / "cli" / "seeds_report.md").exists()
-    assert cli_main(["seeds", str(cfg), "--seeds", "1", "--out", str(d / "cli")]) == 2
+    assert cli_main(["seeds", str(cfg), "--seeds", "1", "--reports", str(d / "cli")]) == 2
     assert cli_main(["seeds", str(d / "missing.toml")]) == 2
     assert "dptune:" in capsys.readouterr().err
     assert not os.path.exists(d / "cli" / "missing")

@@ -214,7 +214,7 @@ def tiny_run(tmp_path_factory):
     exp = load_experiment(cfg)
     run_experiment(exp, d / "results", jobs=1, progress=False)
     analyze_results(d / "results", d / "reports")
-    files = slices.slice_analysis(d / "results", d / "out", d / "reports")
+    files = slices.run_slices_study(d / "results", d / "out", d / "reports")
     return d, files
 
 
@@ -265,11 +265,11 @@ def test_history_is_recomputed_from_each_folds_training_data(tiny_run) -> None:
 
 def test_cli_main_and_errors(tiny_run, capsys) -> None:
     d, _ = tiny_run
-    assert cli_main(["slices", str(d / "results"), "--out", str(d / "cli"), "--base", "10"]) == 0
+    assert cli_main(["slices", str(d / "results"), "--reports", str(d / "cli"), "--base", "10"]) == 0
     dpt = pd.read_csv(d / "cli" / "slices_dp.csv")
     assert set(dpt.loc[dpt.slice_kind == "history", "lo"]) <= {1.0, 10.0, 100.0, 1000.0}
-    assert cli_main(["slices", str(d / "nowhere"), "--out", str(d / "cli")]) == 2
-    assert cli_main(["slices", str(d / "results"), "--out", str(d / "cli"), "--base", "1"]) == 2
+    assert cli_main(["slices", str(d / "nowhere"), "--reports", str(d / "cli")]) == 2
+    assert cli_main(["slices", str(d / "results"), "--reports", str(d / "cli"), "--base", "1"]) == 2
     assert "dptune:" in capsys.readouterr().err
 
 
@@ -278,8 +278,8 @@ def test_report_names_the_experiment_and_results_without_absolute_paths(tiny_run
     results directory) relative to the working directory, never this machine's layout."""
     d, _ = tiny_run
     monkeypatch.chdir(d)
-    assert cli_main(["slices", str(d / "results"), "--out", str(d / "rel"),
-                     "--reports", str(d / "reports")]) == 0
+    assert cli_main(["slices", str(d / "results"), "--reports", str(d / "rel"),
+                     "--main-reports", str(d / "reports")]) == 0
     text = (d / "rel" / "slices_report.md").read_text()
     assert "| Results | `results` (experiment `tiny.toml`, 2 validation folds) |" in text
     assert "`reports/pairs.csv`" in text
