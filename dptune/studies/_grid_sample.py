@@ -59,7 +59,9 @@ from dptune.sweeper.design import design_order
 __all__ = ["GridCase", "GRID_SAMPLE_COLUMNS", "FULL_GRID_CASES", "QUICK_GRID_CASES",
            "ONE_ROUND_CASES",
            "REAL_GRID_SAMPLE_COLUMNS", "real_grid_sample_study",
-           "replicate", "grid_sample_study"]
+           "replicate", "grid_sample_study", "GridClaimsCase", "GRID_CLAIMS_COLUMNS",
+           "GRID_CLAIMS_CASES", "QUICK_GRID_CLAIMS_CASES", "claims_replicate",
+           "grid_sample_claims_study"]
 
 GRID_SAMPLE_COLUMNS = ["case", "units_total", "configs_total", "rounds", "units", "budget",
                        "replications", "truth", "truth_se", "mean_estimate", "bias",
@@ -335,3 +337,154 @@ def real_grid_sample_study(results: str | Path, algorithm: str = "bpr-mf",
             "expected_half_width": expected, "width_ratio": half / expected,
             "coverage_of_full": float(held.mean())})
     return per, pd.DataFrame(summary, columns=REAL_GRID_SAMPLE_COLUMNS)
+
+
+# --------------------------------------------------------------------------------------------
+# the metrics' claims on a grid sample
+# --------------------------------------------------------------------------------------------
+
+#: :func:`grid_sample_claims_study`'s summary: one row per (case, budget).
+GRID_CLAIMS_COLUMNS = ["case", "metrics", "weaker", "rho", "folds_kind", "rounds", "units",
+                       "units_total", "replications", "false_rows", "false_rows_se", "power"]
+
+
+@dataclass(frozen=True)
+class GridClaimsCase:
+    """A family of ``metrics`` metrics on the synthetic grid ``grid``: user ``u`` of
+    configuration ``k`` scores on metric ``m``
+
+        x_mk(u) = lambda_m mu_k + b_u + sqrt(rho) z_ku + sqrt(1 - rho) e_mku,
+
+    ``mu_k`` the grid's structured means (:meth:`GridCase.means`), ``b_u, z_ku, e_mku ~ N(0,
+    1)``; the last ``weaker`` metrics have ``lambda = weak`` (truly less discriminative), the
+    others 1 (exactly as discriminative as each other). With ``shared`` the same users, keeping
+    ``b_u, z_ku``, are in every fold."""
+
+    name: str
+    grid: GridCase
+    metrics: int = 4
+    weaker: int = 0
+    weak: float = 0.5
+    rho: float = 0.7
+    shared: bool = False
+
+    @property
+    def lambdas(self) -> np.ndarray:
+        lam = np.ones(self.metrics)
+        if self.weaker:
+            lam[self.metrics - self.weaker:] = self.weak
+        return lam
+
+
+def claims_replicate(case: GridClaimsCase, seed: int, alpha: float = 0.05) -> dict[int, dict]:
+    """One replication: fresh users and a fresh design order; per budget in
+    ``case.grid.rounds``, the recommended metric (lowest DP of scope ``all``) and the metrics
+    the verdict's rule names significantly less discriminative than it
+    (:func:`dptune.analysis.dp.stability.family_claims` on the grid sample's paired replicates,
+    users and units resampled, one pair sample)."""
+    from dptune.analysis.dp.stability import family_claims
+
+    g = case.grid
+    rng = np.random.default_rng(np.random.SeedSequence(int(seed)))
+    configs, mu = g.configs(), g.means()
+    n_c = len(mu)
+    mcs = [(f"m{j}", 10) for j in range(case.metrics)]
+    lam = case.lambdas
+
+    def users() -> tuple[np.ndarray, np.ndarray]:
+        return rng.standard_normal((1, g.users)), rng.standard_normal((n_c, g.users))
+
+    kept = users() if case.shared else None
+    folds = []
+    for _ in range(g.folds):
+        b, z = kept if kept is not None else users()
+        e = rng.standard_normal((case.metrics, n_c, g.users))
+        folds.append(lam[:, None, None] * mu[None, :, None] + (b + np.sqrt(case.rho) * z)[None]
+                     + np.sqrt(1.0 - case.rho) * e)
+    order = design_order((g.n_a, g.n_b), int(rng.integers(2**31)))
+    positions = np.array([a * g.n_b + b for a, b in order.points])
+    out: dict[int, dict] = {}
+    for r in g.rounds:
+        s = _Sample(g, configs, positions, min(g.units_total, r * g.round_size))
+        scope = scopes(s.configs, ["a", "b", "i"], g.pairs)[0]
+        designer = units = None
+        if not s.sample.complete:
+            designer = lambda pairs, s=s: pair_design(s.sample, pairs, "all")  # noqa: E731
+            units = unit_multipliers(g.bootstrap, len(s.present), g.units_total,
+                                     scope_seed(seed, "grid|units"))
+        run = ScopeRun("grid", "all", [scope.pairs(0, seed)], scope.n_possible, g.folds, mcs,
+                       test=paired_test("t"), bootstrap=g.bootstrap, seed=seed,
+                       draws=UserDraws(g.bootstrap, seed), designer=designer, units=units)
+        for f, x in enumerate(folds):
+            ids_f = np.arange(g.users) + (0 if case.shared else f * g.users)
+
+            def read(metric: str, cutoff: int, config_ids: np.ndarray, x=x, ids_f=ids_f):
+                return ids_f, x[int(metric[1:])][np.asarray(config_ids)]
+
+            run.add_fold(f, str(f), FoldView(read))
+        rows, _, draws = run.finish()
+        rec = int(np.argmin([row["mean_p"] for row in rows]))
+        claims = family_claims({0: {m: draws[("grid", "all", m, c)][0] for m, c in mcs}}, alpha)
+        c = claims[claims["metric_a"] == f"m{rec}"].set_index("metric_b")
+        out[r] = {"recommended": rec, "named": [int(m[1:]) for m in c.index[c["held"]]]}
+    return out
+
+
+def grid_sample_claims_study(cases: Sequence[GridClaimsCase], replications: int = 200,
+                             seed: int = 0, alpha: float = 0.05) -> pd.DataFrame:
+    """One row per (case, budget) of :data:`GRID_CLAIMS_COLUMNS`: ``false_rows``, the share of
+    replications naming a metric whose ``lambda`` is at least the recommended one's (the
+    family-wise error rate of the claims, at most ``alpha``), with its Monte Carlo sd, and
+    ``power``, the share of the truly weaker metrics named (when there are some). One numba and
+    one BLAS thread meanwhile."""
+    replications = check_int(replications, "grid sample claims", "replications", 1)
+    rows = []
+    with one_thread():
+        for ci, case in enumerate(cases):
+            reps = [claims_replicate(case, _seed(seed, ci, k), alpha)
+                    for k in range(replications)]
+            lam = case.lambdas
+            weak = np.flatnonzero(lam < lam.max())
+            for r in case.grid.rounds:
+                runs = [rep[r] for rep in reps]
+                false = np.array([any(lam[j] >= lam[x["recommended"]] for j in x["named"])
+                                  for x in runs])
+                fr = float(false.mean())
+                power = (float(np.mean([np.isin(weak, x["named"]).mean() for x in runs]))
+                         if len(weak) else float("nan"))
+                rows.append({
+                    "case": case.name, "metrics": case.metrics, "weaker": case.weaker,
+                    "rho": case.rho, "folds_kind": "shared" if case.shared else "independent",
+                    "rounds": r, "units": min(case.grid.units_total, r * case.grid.round_size),
+                    "units_total": case.grid.units_total, "replications": replications,
+                    "false_rows": fr, "false_rows_se": float(np.sqrt(fr * (1 - fr) / replications)),
+                    "power": power,
+                })
+    return pd.DataFrame(rows, columns=GRID_CLAIMS_COLUMNS)
+
+
+#: The documented study: one round of the paper's BPR-MF shape (15 x 15 units of 14
+#: configurations, 1,000 pairs) and one and two rounds of a 10 x 10 grid of 3, with 4 equally
+#: discriminative metrics (independent folds, rho 0.7; the same users in every fold, rho 0), and
+#: one truly weaker metric for power.
+GRID_CLAIMS_CASES = (
+    GridClaimsCase("15 x 15 x 14, 4 equal metrics, rho 0.7",
+                   GridCase("15 x 15 units x 14", 15, 15, 14, 120, 3, 1.0, (1,), pairs=1000,
+                            bootstrap=200)),
+    GridClaimsCase("15 x 15 x 14, 4 equal metrics, rho 0, same users",
+                   GridCase("15 x 15 units x 14", 15, 15, 14, 120, 3, 1.0, (1,), pairs=1000,
+                            bootstrap=200), rho=0.0, shared=True),
+    GridClaimsCase("10 x 10 x 3, 4 equal metrics, rho 0.7",
+                   GridCase("10 x 10 units x 3", 10, 10, 3, 120, 3, 1.0, (1, 2), pairs=300,
+                            bootstrap=200)),
+    GridClaimsCase("15 x 15 x 14, 4 metrics, 1 weaker (0.5)",
+                   GridCase("15 x 15 units x 14", 15, 15, 14, 120, 3, 1.0, (1,), pairs=1000,
+                            bootstrap=200), weaker=1, weak=0.5),
+)
+
+#: The default test run's quick variant: one round of a 10 x 10 grid, 4 equal metrics.
+QUICK_GRID_CLAIMS_CASES = (
+    GridClaimsCase("10 x 10 x 3, 4 equal metrics, rho 0.7",
+                   GridCase("10 x 10 units x 3", 10, 10, 3, 120, 3, 1.0, (1,), pairs=300,
+                            bootstrap=200)),
+)

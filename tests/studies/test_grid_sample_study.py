@@ -83,3 +83,23 @@ def test_the_real_data_check_compares_design_prefixes_with_the_full_store(tmp_pa
     assert summary.set_index("rounds").loc[3, "max_abs_bias"] == pytest.approx(0.0, abs=1e-9)
     assert (two["ci_low"] <= two["estimate"]).all() and (two["estimate"] <= two["ci_high"]).all()
     assert summary["width_ratio"].between(0, 10).all()
+
+
+def test_quick_grid_sample_claims_hold_their_family_wise_error_rate():
+    """One round of a 10 x 10 grid (10 of 100 units), four equally discriminative metrics: the
+    verdict's rule names a metric significantly less discriminative than the recommended one in
+    at most 5% of the replications, within two Monte Carlo sds (the documented study, with the
+    paper's BPR-MF shape and the same users in every fold, is in docs/statistics.md section
+    16)."""
+    from dptune.studies._grid_sample import (
+        GRID_CLAIMS_COLUMNS,
+        QUICK_GRID_CLAIMS_CASES,
+        grid_sample_claims_study,
+    )
+
+    df = grid_sample_claims_study(QUICK_GRID_CLAIMS_CASES, replications=100, seed=7)
+    assert list(df.columns) == GRID_CLAIMS_COLUMNS and len(df) == 1
+    row = df.iloc[0]
+    assert row["units"] == 10 and row["units_total"] == 100 and row["replications"] == 100
+    assert row["false_rows"] <= 0.05 + 2 * np.sqrt(0.05 * 0.95 / 100)
+    assert np.isnan(row["power"])  # no truly weaker metric in this case
