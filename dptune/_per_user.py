@@ -21,7 +21,7 @@ from typing import Any
 from dptune.analysis.options import AnalysisOptions
 from dptune.analysis.pipeline import analyze
 from dptune.report._settings import outside_settings
-from dptune.store._per_user_file import read_configs, read_per_user
+from dptune.store._per_user_file import read_per_user, read_per_user_configs
 from dptune.store._per_user_store import PerUserStore
 
 __all__ = ["analyze_per_user", "analyze_runs"]
@@ -47,7 +47,7 @@ def analyze_per_user(per_user: str | Path, reports_dir: str | Path,
     Exported from a dptune store, ``per_user.parquet`` + ``configs.csv`` give the sweep's
     ``dp.csv``."""
     table = read_per_user(per_user)
-    cfg = read_configs(configs, table) if configs is not None else None
+    cfg = read_per_user_configs(configs, table) if configs is not None else None
     store = PerUserStore(table, cfg, source=per_user)
     sources = {"Per-user table": str(per_user),
                "Configurations": str(configs) if configs is not None else "none (scope all only)"}

@@ -28,7 +28,6 @@ if TYPE_CHECKING:
     from dptune.analysis.options import AnalysisOptions
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-METRIC_NAMES = METRICS
 
 #: Valid ranges of the experiment's numbers, checked when it is read (before any work):
 #: seeds are 32-bit (numpy's and optuna's generators take no larger seed);
@@ -88,7 +87,7 @@ class EvaluationConfig:
 
     cutoffs: tuple[int, ...] = (1, 5, 10)
     relevance_threshold: float = 4.0
-    metrics: tuple[str, ...] = METRIC_NAMES
+    metrics: tuple[str, ...] = METRICS
     novelty: str = "relevance-aware"  # relevance-aware | relevance-unaware
     user_block: int = 1024
     test_split: bool = True
@@ -367,7 +366,7 @@ def _validate(exp: Experiment, src: str) -> None:
     if len(set(e.cutoffs)) != len(e.cutoffs):
         raise input_error(src, "evaluation.cutoffs", "has duplicates")
     for m in e.metrics:
-        _choice(src, "evaluation.metrics", m, METRIC_NAMES)
+        _choice(src, "evaluation.metrics", m, METRICS)
     _choice(src, "evaluation.novelty", e.novelty, ("relevance-aware", "relevance-unaware"))
     if e.user_block < 1:
         raise input_error(src, "evaluation.user_block", "must be positive")

@@ -43,7 +43,7 @@ from dptune.analysis.dp.paired_tests import PairedTest
 from dptune.analysis.dp.pairs import scope_seed
 from dptune.analysis.dp.scale import REFERENCE_P
 from dptune.errors import input_error
-from dptune.store._noise_parts import check_count, noise_part_paths, part_meta, rank_configs
+from dptune.store._noise_parts import check_count, noise_part_meta, noise_part_paths, rank_configs
 from dptune.store._store import ResultStore
 from dptune.vocab import fold_key, metric_key
 
@@ -163,7 +163,7 @@ def noise_floor_table(
         return empty
     man = store.manifest()
     order = {a["name"]: i for i, a in enumerate(man["algorithms"])}
-    metas = [(p, part_meta(p)) for p in parts]
+    metas = [(p, noise_part_meta(p)) for p in parts]
     metas = [(p, m) for p, m in metas if m["algorithm"] in order]
     chosen: dict[str, list[int]] = {}
     for alg in sorted({m["algorithm"] for _, m in metas}, key=order.__getitem__):

@@ -93,7 +93,7 @@ from dptune.bench._axes import (
     measure_scale_costs,
     measure_unit_costs,
 )
-from dptune.bench._main import main
+from dptune.bench._main import bench_main
 from dptune.bench._minigrid import bench_mini_grid
 from dptune.bench._plans import (
     CORES,
@@ -138,5 +138,5 @@ __all__ = [
     "render_report",
     "render_scale_report",
     "machine_info",
-    "main",
+    "bench_main",
 ]

@@ -2,6 +2,6 @@
 
 import sys
 
-from dptune.bench._main import main
+from dptune.bench._main import bench_main
 
-sys.exit(main())
+sys.exit(bench_main())

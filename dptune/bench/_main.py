@@ -22,7 +22,7 @@ from dptune.bench._run import Results, run_benchmark, run_scale
 from dptune.bench._timing import log, machine_info
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_bench_parser() -> argparse.ArgumentParser:
     """The benchmark's argument parser (``--tiny``, the tests' plan, is hidden)."""
     ap = argparse.ArgumentParser(prog="python -m dptune.bench", description=(
         "Benchmark of dptune's performance engine against a naive loop, and a projection of the "
@@ -44,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--out", default=None,
                     help="markdown report (default reports/benchmarks.md for the full run; "
                          "none for --small unless given)")
-    ap.add_argument("--analyze-scale", "--scale", dest="scale", type=float, default=None,
+    ap.add_argument("--scale", type=float, default=None,
                     help="fraction F of the full ML-1M store for the analysis measurement "
                          "(0 skips it; default 0.1 full, 0.01 --small)")
     ap.add_argument("--compare", action="store_true",
@@ -56,12 +56,12 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def bench_main(argv: Sequence[str] | None = None) -> int:
     """Command line: ``python -m dptune.bench [analyze] [--small] [--out PATH] ...``."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["gpu"]:  # its own options: dptune/bench/_gpu.py
         return gpu_main(argv[1:])
-    ap = build_parser()
+    ap = build_bench_parser()
     args = ap.parse_args(argv)
     workdir = Path(args.workdir) if args.workdir else None
     if workdir is not None:

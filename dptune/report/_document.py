@@ -27,7 +27,7 @@ from dptune.report._table import Table, simple_block
 from dptune.vocab import display_algorithm, display_hyperparameter, display_metric
 
 __all__ = ["Section", "ReportFigure", "core_sections", "gap_sentence", "files_section", "INTRO",
-           "GLOSSARY", "pairs_text", "sampling_lead"]
+           "GLOSSARY", "pair_sampling_text", "sampling_lead"]
 
 #: The settings-table key that holds the ``pairs`` option.
 #: The paper's number of pairs per scope (a seeded sample when a scope has more).
@@ -231,7 +231,7 @@ def no_dp_reason(n_configs: int) -> str:
     return f"none of its {n} configurations has validation results to pair"
 
 
-def pairs_text(dp: pd.DataFrame, cap: object = None, value_cap: object = None) -> str:
+def pair_sampling_text(dp: pd.DataFrame, cap: object = None, value_cap: object = None) -> str:
     """Which pairs the numbers rest on, per algorithm (scope ``all``): "all M pairs" or "a seeded
     sample of P of M pairs"; then the rule (``cap``, the ``pairs`` option, and ``value_cap``,
     the cap of the hyperparameter-value and one-at-a-time scopes, when known) and, when both
@@ -305,7 +305,7 @@ def core_sections(
              for a, n in (without_dp or {}).items()]
     settings_md = simple_block(["Setting", "Value"], settings_rows(settings), [False, False])
     out = [
-        Section("Pairs", pairs_text(dp, (settings or {}).get(PAIRS_SETTING),
+        Section("Pairs", pair_sampling_text(dp, (settings or {}).get(PAIRS_SETTING),
                                     (settings or {}).get(VALUE_PAIRS_SETTING))),
         Section("Data sets", tables["table1"].to_markdown()),
         Section("Experiment settings", settings_md.to_markdown()),

@@ -37,7 +37,7 @@ __all__ = [
     "ordered_metrics",
     "ordered_hyperparameters",
     "dp_text",
-    "pairs_text",
+    "pair_count_text",
     "adjusted_p_text",
     "pct",
     "UNSAMPLED",
@@ -130,7 +130,7 @@ def dp_text(value: object, low: object = None, high: object = None, decimals: in
     return text
 
 
-def pairs_text(n_pairs: object, n_possible: object = None) -> str:
+def pair_count_text(n_pairs: object, n_possible: object = None) -> str:
     """``P = 105`` (every pair of the grid) or ``P = 25 of 990`` (a sample)."""
     if is_missing(n_pairs):
         return f"P = {MISSING}"

@@ -22,7 +22,6 @@ from dptune.vocab import display_algorithm, display_metric
 
 __all__ = [
     "option",
-    "params_text",
     "experiment_settings",
     "noise_section",
 ]
@@ -44,12 +43,6 @@ def _value_pairs(options: Any) -> int | None:
     """The pair cap of the hyperparameter-value scopes of ``options`` (None when unknown)."""
     pairs = option(options, "pairs")
     return None if pairs is None else value_pairs_of(pairs, option(options, "value_pairs"))
-
-
-def params_text(row: pd.Series, names: list[str]) -> str:
-    """``name=value, ...`` of one configuration, values in the report's one hyperparameter
-    format (:func:`dptune.report._format.display_value`)."""
-    return ", ".join(f"{n}={display_value(row[n])}" for n in names)
 
 
 def _test_text(options: Any) -> str:
@@ -145,11 +138,14 @@ def experiment_settings(manifest: Mapping[str, Any], options: Any) -> dict[str, 
 
 
 def _config_text(store: Any, algorithm: str, config_id: int) -> str:
+    """``config 3 (k=10, shrink=0.5)``: values in the report's one hyperparameter format
+    (:func:`dptune.report._format.display_value`)."""
     cfg = store.configs(algorithm)
     row = cfg.loc[cfg["config_id"] == config_id]
     if row.empty:
         return f"config {config_id}"
-    return f"config {config_id} ({params_text(row.iloc[0], store.hyperparameters(algorithm))})"
+    params = ", ".join(f"{n}={display_value(row.iloc[0][n])}" for n in store.hyperparameters(algorithm))
+    return f"config {config_id} ({params})"
 
 
 def _noise_runs(pvalues: pd.DataFrame) -> dict[str, tuple[list[int], int]]:
@@ -168,7 +164,8 @@ def _noise_runs(pvalues: pd.DataFrame) -> dict[str, tuple[list[int], int]]:
 def noise_section(store: Any, result: Any) -> str:
     """The A/A noise-floor section: set-up, DP per 25 pairs beside the floor per metric@N,
     flagged metrics (:func:`dptune.analysis.noise.compare_with_floor` computes them)."""
-    from dptune.store._noise_parts import deterministic_algorithms, is_stochastic
+    from dptune.models._families import is_stochastic
+    from dptune.store._noise_parts import deterministic_algorithms
 
     man = result.manifest
     opts = result.options

@@ -17,7 +17,7 @@ from dptune.report._format import (
     is_missing,
     ordered_algorithms,
     ordered_metrics,
-    pairs_text,
+    pair_count_text,
     unsampled_note,
     unsampled_share,
     verdict_choices,
@@ -143,7 +143,7 @@ def _compare(name: str, hi: pd.Series, lo: pd.Series, best: pd.DataFrame | None,
     head = (
         f"{name}: the most discriminative metric at N = {cutoff} is {hname} "
         f"(DP per 25 pairs {fmt(hi['dp_per_25'], 2)}), the least discriminative {lname} "
-        f"(DP per 25 pairs {fmt(lo['dp_per_25'], 2)}; {pairs_text(hi['n_pairs'])})."
+        f"(DP per 25 pairs {fmt(lo['dp_per_25'], 2)}; {pair_count_text(hi['n_pairs'])})."
         + (" The verdict finds no significant difference between the two: they are equal "
            "choices." if tie else "")
     )

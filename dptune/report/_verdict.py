@@ -25,7 +25,7 @@ from dptune.report._format import (
     grid_sample_text,
     is_missing,
     ordered_algorithms,
-    pairs_text,
+    pair_count_text,
     pct,
     verdict_choices,
 )
@@ -304,7 +304,7 @@ def dominance_sentence(rd: _Reader, alg: str, cutoff: int, metric: str) -> str:
                 f"min_pairs = {int(rd.options.min_pairs)} pairs{few_text}.")
     h = display_hyperparameter(str(d["hyperparameter"]), alg)
     num = (f"DP per 25 pairs {dp_text(d['dp_per_25'], d['ci_low'], d['ci_high'])}, "
-           f"{pairs_text(d['n_pairs'])} pairs differing in it alone")
+           f"{pair_count_text(d['n_pairs'])} pairs differing in it alone")
     if answer == "single":
         return (f"Only one hyperparameter could be compared for {name}: {h} ({num})"
                 f"{few_text}.")
@@ -336,7 +336,7 @@ def verdict_sentences(result: Any) -> list[str]:
         head = f"{display_algorithm(alg)}, N = {cutoff}, {family}: "
         members = dict(family_groups(rd.metrics(alg, cutoff),
                                      result.options.families)).get(family, [])
-        pairs = pairs_text(r["n_pairs"], r["n_possible_pairs"])
+        pairs = pair_count_text(r["n_pairs"], r["n_possible_pairs"])
         if _unsampled(r) > 0:
             out.append(head + f"too few units to rank metrics: {pct(_unsampled(r))} of the full "
                        "grid's pairs (pairs of units that share a value of a unit "
@@ -412,7 +412,7 @@ def _table(result: Any) -> Block:
             Cell(str(r["family"])),
             Cell(choices_text(r, n), bold=bool(rec) and not is_missing(rec)),
             Cell(dp_text(r["dp_per_25"], r["ci_low"], r["ci_high"]), numeric=True),
-            Cell(pairs_text(r["n_pairs"], r["n_possible_pairs"])[len("P = "):], numeric=True),
+            Cell(pair_count_text(r["n_pairs"], r["n_possible_pairs"])[len("P = "):], numeric=True),
             Cell(_metrics(r["less_discriminative"], n)), Cell(_metrics(r["tied"], n)),
             Cell(_dominant_cell(r, rd)),
         ])
@@ -443,7 +443,7 @@ def summary_section(result: Any) -> str | None:
         picks = []
         for r in rows:
             less = _lst(r["less_discriminative"])
-            numbers = (f"DP per 25 pairs {fmt(r['dp_per_25'], 2)}, {pairs_text(r['n_pairs'])}"
+            numbers = (f"DP per 25 pairs {fmt(r['dp_per_25'], 2)}, {pair_count_text(r['n_pairs'])}"
                        + (f"; significantly less discriminative: "
                           f"{_metrics(r['less_discriminative'], cutoff)}" if less else ""))
             choices = verdict_choices(r)

@@ -1,17 +1,17 @@
 """Store: the per-user result store (Parquet parts) and external runs (TREC files)."""
 
-from dptune.store._frame import PER_USER_COLUMNS, FrameStore
+from dptune.store._frame import FrameStore
 from dptune.store._noise_parts import (
     NOISE_DIR,
     NOISE_SCHEMA,
     deterministic_algorithms,
-    is_stochastic,
     noise_part_name,
     noise_part_paths,
     noise_trials,
     rank_configs,
     write_noise_part,
 )
+from dptune.store._per_user_file import PER_USER_COLUMNS
 from dptune.store._runs import read_runs
 from dptune.store._store import (
     FoldBuffer,
@@ -44,7 +44,6 @@ __all__ = [
     "PER_USER_COLUMNS",
     "NOISE_DIR",
     "NOISE_SCHEMA",
-    "is_stochastic",
     "deterministic_algorithms",
     "rank_configs",
     "noise_part_name",

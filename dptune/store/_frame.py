@@ -19,12 +19,8 @@ import pandas as pd
 from dptune.errors import input_error
 from dptune.vocab import metric_key
 
-__all__ = ["FrameStore", "PER_USER_COLUMNS"]
+__all__ = ["FrameStore"]
 
-#: Columns a per-user table may have (``config_id`` or ``system`` is required, as are
-#: ``user``, ``metric`` and ``value``).
-PER_USER_COLUMNS = ("algorithm", "config_id", "system", "fold", "user", "metric", "cutoff",
-                    "value")
 _KEY = ["algorithm", "config_id", "fold", "user", "metric", "cutoff"]
 
 

@@ -49,7 +49,8 @@ def part_paths(root: Path, algorithm: str | None = None, fold: str | None = None
 
 
 def part_meta(path: Path) -> dict[str, Any]:
-    """The ``dptune`` metadata of one part (seed, configs, timings, means)."""
+    """The ``dptune`` metadata of one part of the sweep (seed, configs, timings, means); a
+    noise-floor part's is :func:`dptune.store._noise_parts.noise_part_meta`."""
     md = pq.read_schema(path).metadata or {}
     return json.loads(md[b"dptune"])
 

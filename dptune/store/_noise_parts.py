@@ -6,9 +6,9 @@ that configuration trained with several seeds (columns of ``per_user.parquet`` p
 atomically (temporary file, fsync, rename); its ``dptune`` key-value metadata records the seeds,
 timings and per-seed means. ``noise_trials.csv`` lists every run. The sweep writes the parts
 (:func:`dptune.sweeper.run_noise_floor`), the analysis reads them
-(:func:`dptune.analysis.noise.noise_floor_table`). Which algorithms get a floor
-(:func:`is_stochastic`) and which configurations (:func:`rank_configs`) are decided here, from
-the store, so that both stages agree.
+(:func:`dptune.analysis.noise.noise_floor_table`). Which algorithms get a floor (those the model
+family calls stochastic, :func:`dptune.models.is_stochastic`) and which configurations
+(:func:`rank_configs`) are decided here, from the store, so that both stages agree.
 """
 
 from __future__ import annotations
@@ -48,13 +48,12 @@ __all__ = [
     "NOISE_DIR",
     "NOISE_SCHEMA",
     "NOISE_TRIAL_COLUMNS",
-    "is_stochastic",
     "deterministic_algorithms",
     "rank_configs",
     "noise_part_name",
     "noise_part_path",
     "part_seed_indices",
-    "part_meta",
+    "noise_part_meta",
     "write_noise_part",
     "noise_part_paths",
     "noise_trials",
@@ -71,16 +70,6 @@ def check_count(value: Any, name: str, minimum: int) -> int:
     return check_int(value, "noise floor", name, minimum)
 
 
-def is_stochastic(algorithm_type: str) -> bool:
-    """Whether training depends on a seed, as the model family declares it
-    (:func:`dptune.models.is_stochastic`): ``bpr-mf``, cornac models except the deterministic
-    ones (EASE, MostPop, ItemKNN, ...), stochastic implicit and Python models. UserKNN / ItemKNN
-    and the other deterministic models get no noise floor."""
-    from dptune.models._families import is_stochastic as family_is_stochastic
-
-    return family_is_stochastic(algorithm_type)
-
-
 def noise_part_name(algorithm: str, config_id: int, fold: str) -> str:
     """File name of the part of one (algorithm, configuration, fold)."""
     return f"{algorithm}__{fold}__c{int(config_id):06d}.parquet"
@@ -93,7 +82,11 @@ def noise_part_path(root: str | Path, algorithm: str, config_id: int, fold: str)
 
 
 def deterministic_algorithms(manifest: Mapping[str, Any]) -> list[str]:
-    """Names of the manifest's algorithms whose training uses no seed (no noise floor)."""
+    """Names of the manifest's algorithms whose training uses no seed (no noise floor), as
+    the model family declares it (:func:`dptune.models.is_stochastic`; imported here, not at
+    the top, so that reading a store loads no model code)."""
+    from dptune.models._families import is_stochastic
+
     return [a["name"] for a in manifest.get("algorithms", []) if not is_stochastic(a["type"])]
 
 
@@ -119,7 +112,7 @@ def part_seed_indices(path: Path) -> list[int]:
     its seeds are then trained again and the part rewritten)."""
     if not verified(path):
         return []
-    return [int(s) for s in part_meta(path)["seed_indices"]]
+    return [int(s) for s in noise_part_meta(path)["seed_indices"]]
 
 
 def write_noise_part(root: str | Path, algorithm: str, config_id: int, fold: str,
@@ -210,8 +203,8 @@ def _write_rows(tmp: Path, schema: pa.Schema, algorithm: str, config_id: int, fo
 
 def noise_part_paths(results_dir: str | Path, check_lost: bool = True) -> list[Path]:
     """Noise-floor part files, in name order (hidden temporary files excluded; damaged ones
-    included: reading them is refused, :func:`part_meta`). A part that was written but is gone
-    is a one-line error unless ``check_lost`` is False."""
+    included: reading them is refused, :func:`noise_part_meta`). A part that was written but is
+    gone is a one-line error unless ``check_lost`` is False."""
     if check_lost:
         check_lost_parts(results_dir, NOISE_DIR)
     d = Path(results_dir) / NOISE_DIR
@@ -220,9 +213,10 @@ def noise_part_paths(results_dir: str | Path, check_lost: bool = True) -> list[P
     return [p for p in sorted(d.glob("*.parquet")) if not p.name.startswith(".")]
 
 
-def part_meta(path: Path) -> dict[str, Any]:
-    """The ``dptune`` metadata of a verified part (seeds, timings, means); a damaged part is a
-    one-line error naming it (:mod:`dptune.store._integrity`)."""
+def noise_part_meta(path: Path) -> dict[str, Any]:
+    """The ``dptune`` metadata of a verified noise-floor part (seeds, timings, means); a
+    damaged part is a one-line error naming it (:mod:`dptune.store._integrity`). The parts of
+    the sweep itself are read by :func:`dptune.store._index.part_meta`."""
     why = problem(path)
     if why is not None:
         raise damaged_error(path, why)
@@ -233,7 +227,7 @@ def noise_trials(results_dir: str | Path) -> pd.DataFrame:
     """One row per noise-floor model run, from the parts' metadata (``noise_trials.csv``)."""
     rows = []
     for p in noise_part_paths(results_dir, check_lost=False):
-        m = part_meta(p)
+        m = noise_part_meta(p)
         for k, s in enumerate(m["seed_indices"]):
             rows.append((m["algorithm"], int(m["config_id"]), m["fold"], int(s), int(m["seeds"][k]),
                          m["fit_seconds"][k], m["eval_seconds"][k], int(m["n_users"])))

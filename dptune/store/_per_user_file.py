@@ -32,10 +32,12 @@ import pandas as pd
 
 from dptune.errors import input_error
 
-__all__ = ["PER_USER_COLUMNS", "ID_COLUMNS", "user_ids", "read_table", "read_per_user", "read_configs", "check_per_user",
-           "check_configs"]
+__all__ = ["PER_USER_COLUMNS", "ID_COLUMNS", "user_ids", "read_table", "read_per_user",
+           "read_per_user_configs", "check_per_user", "check_configs"]
 
-#: Every column a per-user file may have.
+#: Every column a per-user table may have (a file of ``dptune dp --per-user``, or the frame of
+#: :class:`dptune.store.FrameStore`).
+#: ``config_id`` or ``system`` is required, as are ``user``, ``metric`` and ``value``.
 PER_USER_COLUMNS = ("algorithm", "system", "config_id", "fold", "user", "metric", "cutoff",
                     "value")
 #: The columns that name things: read from a text file as the text written there, so that
@@ -188,9 +190,11 @@ def check_per_user(table: pd.DataFrame, path: str | Path = "per_user") -> pd.Dat
     return out.reset_index(drop=True)
 
 
-def read_configs(path: str | Path, per_user: pd.DataFrame) -> pd.DataFrame:
-    """Read and validate a configurations file for ``per_user`` (as returned by
-    :func:`read_per_user`): ``algorithm, config_id | system`` and one column per hyperparameter.
+def read_per_user_configs(path: str | Path, per_user: pd.DataFrame) -> pd.DataFrame:
+    """Read and validate the configurations file given with a per-user table (``dptune dp
+    --per-user FILE --configs FILE``) for ``per_user`` (as returned by :func:`read_per_user`):
+    ``algorithm, config_id | system`` and one column per hyperparameter. A result store's own
+    ``configs.csv`` is read by :func:`dptune.store._files.read_configs`.
 
     Checked: the configuration column of the per-user file present (and ``algorithm`` when the
     per-user file has more than the default algorithm); at least one hyperparameter column; no
@@ -203,8 +207,8 @@ def read_configs(path: str | Path, per_user: pd.DataFrame) -> pd.DataFrame:
 
 def check_configs(table: pd.DataFrame, per_user: pd.DataFrame,
                   path: str | Path = "configs") -> pd.DataFrame:
-    """Validate a configurations table for ``per_user`` (see :func:`read_configs`); ``path``
-    names it in errors."""
+    """Validate a configurations table for ``per_user`` (see :func:`read_per_user_configs`);
+    ``path`` names it in errors."""
     df = table.copy()
     df.columns = [str(c) for c in df.columns]
     key = "config_id" if "config_id" in per_user.columns else "system"

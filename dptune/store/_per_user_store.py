@@ -69,8 +69,8 @@ class PerUserStore(FrameStore):
     """The store protocol of :func:`dptune.analysis.analyze` over a validated per-user table.
 
     ``per_user`` comes from :func:`dptune.store._per_user_file.read_per_user`, ``configs`` (or
-    ``None``) from :func:`~dptune.store._per_user_file.read_configs`; ``source`` names the file
-    in errors and in the report; ``kind`` (one of :data:`SOURCES`) is what the values are,
+    ``None``) from :func:`~dptune.store._per_user_file.read_per_user_configs`; ``source`` names
+    the file in errors and in the report; ``kind`` (one of :data:`SOURCES`) is what the values are,
     recorded in the manifest.
     """
 

@@ -6,7 +6,7 @@ the front functions; the command line (``dptune seeds``, ``dptune slices``) pars
 and calls them. Each study is split into settings, computation, figure and report modules.
 """
 
-from dptune.studies._seeds import run_seeds_study, study_name
+from dptune.studies._seeds import run_seeds_study, seeds_folder_name
 from dptune.studies._seeds_figure import seeds_figure
 from dptune.studies._seeds_report import seeds_report_md, summary_table
 from dptune.studies._seeds_runs import SeedPlan, grid_rows, read_defaults, study_ratings
@@ -46,7 +46,7 @@ from dptune.studies._slices_report import slices_report_md
 
 __all__ = [
     "run_seeds_study",
-    "study_name",
+    "seeds_folder_name",
     "SPLITS",
     "SPLIT_NAMES",
     "SeedSettings",

@@ -67,11 +67,14 @@ from dptune.studies._seeds_stats import (
 )
 from dptune.vocab import CSV_FLOAT
 
-__all__ = ["run_seeds_study", "study_name"]
+__all__ = ["run_seeds_study", "seeds_folder_name"]
 
 
-def study_name(exp: Experiment) -> str:
-    """``<name>`` when the experiment is named ``seeds...``, else ``seeds-<name>``."""
+def seeds_folder_name(exp: Experiment) -> str:
+    """The name of the study's results and reports folders (``results/<this>``,
+    ``reports/<this>``): ``<name>`` when the experiment is named ``seeds...``, else
+    ``seeds-<name>``. (The optuna study of a sweep is named by
+    :func:`dptune.sweeper._storage.study_name`.)"""
     return exp.name if exp.name.startswith("seeds") else f"seeds-{exp.name}"
 
 
@@ -115,7 +118,7 @@ def _plan(exp: Experiment, st: SeedSettings, cache_dir: str | Path | None) -> Se
         n_grid = 0
     if n_grid == 1:
         raise input_error(exp.source, "seeds.grid_seeds", "needs 0 (skip) or at least 2 seeds")
-    root = Path(cache_dir or st.cache or Path("results") / study_name(exp))
+    root = Path(cache_dir or st.cache or Path("results") / seeds_folder_name(exp))
     p = SeedPlan(exp=exp, settings=st, configs=chosen, seeds=tuple(split_seeds(exp, st.n_seeds)),
                  grid_algorithms=tuple(galgs), grid_seeds=n_grid,
                  cache=root / fingerprint(exp, st, chosen))
@@ -158,7 +161,7 @@ def run_seeds_study(exp: Experiment | str | Path, n_seeds: int | None = None,
     execute(p, tasks, max(1, int(jobs)), progress)
 
     _, _, dataset = study_ratings(exp)
-    out = Path(out_dir or Path("reports") / study_name(exp))
+    out = Path(out_dir or Path("reports") / seeds_folder_name(exp))
     out.mkdir(parents=True, exist_ok=True)
     cache, trials = read_defaults(p, dataset)
     per_seed = per_seed_table(cache, dataset)

@@ -1,7 +1,7 @@
 """Training the noise floor: A/A runs of the best configurations with several seeds.
 
 The sweep stage of the noise floor (``dptune run`` calls :func:`run_noise_floor` after the
-sweep). For every *stochastic* algorithm (:func:`dptune.store.is_stochastic`), the
+sweep). For every *stochastic* algorithm (:func:`dptune.models.is_stochastic`), the
 ``n_configs`` best configurations by the primary metric (:func:`dptune.store.rank_configs`)
 are trained with ``S`` seeds on every validation fold, seed ``s`` being
 ``derive_seed(experiment seed, algorithm, fold, free params, "noise", s)``, and evaluated exactly
@@ -24,9 +24,9 @@ import pyarrow.parquet as pq
 from dptune._atomic import write_text
 from dptune._parallel import run_parallel
 from dptune.errors import input_error
+from dptune.models import is_stochastic
 from dptune.store._noise_parts import (
     check_count,
-    is_stochastic,
     noise_part_path,
     noise_trials,
     part_seed_indices,

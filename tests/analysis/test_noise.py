@@ -40,9 +40,7 @@ def floor_table(root, n_pairs, **options):
 # ------------------------------------------------------------------ pure functions
 
 
-def test_is_stochastic():
-    assert parts.is_stochastic("bpr-mf") and parts.is_stochastic("cornac:BPR")
-    assert not parts.is_stochastic("userknn") and not parts.is_stochastic("itemknn")
+def test_deterministic_algorithms():
     man = {"algorithms": [{"name": "u", "type": "userknn"}, {"name": "b", "type": "bpr-mf"}]}
     assert parts.deterministic_algorithms(man) == ["u"]
 

@@ -225,7 +225,7 @@ def test_bench_amazon_command_tiny(tmp_path: Path) -> None:
 def test_bench_workdir_that_cannot_be_created_stops_before_any_work(tmp_path: Path, capsys) -> None:
     """``--workdir`` is created when missing; one that cannot be (under a file) stops the
     benchmark with exit 2 and a line naming the flag, before any store is built."""
-    from dptune.bench._main import main as bench_main
+    from dptune.bench._main import bench_main
 
     blocker = tmp_path / "file"
     blocker.write_text("x")
@@ -242,16 +242,16 @@ def test_help_names_real_options_and_describes_work_not_time(capsys) -> None:
     default of every option that takes a value."""
     import argparse
 
-    from dptune.bench._main import build_parser, main
+    from dptune.bench._main import bench_main, build_bench_parser
 
     with pytest.raises(SystemExit) as ex:
-        main(["--help"])
+        bench_main(["--help"])
     assert ex.value.code == 0
     text = " ".join(capsys.readouterr().out.split())
     assert "--tiny" not in text
     assert not re.search(r"\bminutes?\b|\bseconds?\b|\bhours?\b", text)
     assert "ML-100K" in text and "once instead of twice" in text
-    ap = build_parser()
+    ap = build_bench_parser()
     for action in ap._actions:
         if action.option_strings and action.nargs != 0 and action.help != argparse.SUPPRESS:
             assert "default" in ap._get_formatter()._expand_help(action), action.option_strings

@@ -102,10 +102,11 @@ def test_cornac_hyperparameters_come_from_the_signature():
      ("python:dptune.models.examples:Popularity", False), ("python:no_such_module:X", True)],
 )
 def test_stochastic_is_declared_by_the_family(algorithm_type, expected):
-    from dptune.store._noise_parts import is_stochastic as noise_is_stochastic
+    from dptune.store._noise_parts import deterministic_algorithms
 
     assert is_stochastic(algorithm_type) is expected
-    assert noise_is_stochastic(algorithm_type) is expected
+    man = {"algorithms": [{"name": "a", "type": algorithm_type}]}
+    assert deterministic_algorithms(man) == ([] if expected else ["a"])
 
 
 def test_noise_floor_plans_nothing_for_deterministic_algorithms():

@@ -818,16 +818,16 @@ def test_selection_sentences_per_family_judge_like_with_like() -> None:
 def test_pairs_section_names_both_caps_and_the_papers_sampling() -> None:
     """The report's "Pairs" text: the pairs of scope all per algorithm, then both caps; the
     paper's sampling is named only when every scope uses 25."""
-    from dptune.report._document import pairs_text
+    from dptune.report._document import pair_sampling_text
 
     dp = pd.DataFrame({"algorithm": ["itemknn", "bprmf"], "scope": ["all", "all"],
                        "n_pairs": [105, 1000], "n_possible_pairs": [105, 4_959_675]})
-    text = pairs_text(dp, 1000, 200)
+    text = pair_sampling_text(dp, 1000, 200)
     assert "all 105 pairs" in text and "a seeded sample of 1000 of 4959675 pairs" in text
     assert "at most 1000" in text and "the same with 200" in text
     assert "paper's sampling" not in text
-    assert "This is the paper's sampling" in pairs_text(dp, 25, 25)
-    assert "paper's sampling" not in pairs_text(dp, 25, 200)
+    assert "This is the paper's sampling" in pair_sampling_text(dp, 25, 25)
+    assert "paper's sampling" not in pair_sampling_text(dp, 25, 200)
 
 
 def test_the_papers_sampling_is_said_under_the_title(tmp_path: Path) -> None:

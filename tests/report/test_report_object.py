@@ -165,7 +165,7 @@ def test_a_report_shows_the_verdict_and_the_dp_figure_in_a_notebook():
     import numpy as np
     from conftest import frames_result
 
-    from dptune.analysis.verdict.claims import COMPARISON_COLUMNS
+    from dptune.analysis.verdict.claims import CLAIM_COLUMNS
     from dptune.analysis.verdict.rules import verdict_table
 
     dp = pd.DataFrame([{"algorithm": "knn", "scope": "all", "metric": m, "cutoff": 10,
@@ -180,7 +180,7 @@ def test_a_report_shows_the_verdict_and_the_dp_figure_in_a_notebook():
     curves = pd.DataFrame([{"algorithm": "knn", "scope": "all", "metric": m, "cutoff": 10,
                             "position": i, "mean": 0.5, "sd": 0.1}
                            for m in ("ndcg", "recall", "epc", "efd") for i in range(15)])
-    none = pd.DataFrame(columns=COMPARISON_COLUMNS)
+    none = pd.DataFrame(columns=CLAIM_COLUMNS)
     res = frames_result(dp, curves, verdict=verdict_table(dp, none), comparisons=none)
     assert "AnalysisResult(algorithms=['knn']" in repr(res)
     rep = Report.from_result(res)

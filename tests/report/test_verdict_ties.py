@@ -21,7 +21,7 @@ import pandas as pd  # noqa: E402
 from conftest import frames_result  # noqa: E402
 from report.report_checker import check_dp_figure, check_report  # noqa: E402
 
-from dptune.analysis.verdict.claims import COMPARISON_COLUMNS  # noqa: E402
+from dptune.analysis.verdict.claims import CLAIM_COLUMNS  # noqa: E402
 from dptune.analysis.verdict.rules import verdict_table  # noqa: E402
 from dptune.report import Report  # noqa: E402
 from dptune.report._figures import dp_figure  # noqa: E402
@@ -72,7 +72,7 @@ def _comparisons() -> pd.DataFrame:
             _claim("userknn", "novelty", "epc", "efd", False)]
     rows += [_claim("bpr-mf", "accuracy", "ndcg", m, True) for m in ("precision", "recall", "mrr")]
     rows += [_claim("bpr-mf", "novelty", "epc", "efd", True)]
-    return pd.DataFrame(rows, columns=COMPARISON_COLUMNS)
+    return pd.DataFrame(rows, columns=CLAIM_COLUMNS)
 
 
 def _result(comparisons: pd.DataFrame | None = None):
@@ -112,7 +112,7 @@ def test_the_summary_and_the_verdict_say_a_tie_is_a_tie():
 
 
 def test_without_a_bootstrap_the_choices_say_no_difference_was_tested():
-    res = _result(pd.DataFrame(columns=COMPARISON_COLUMNS))
+    res = _result(pd.DataFrame(columns=CLAIM_COLUMNS))
     assert not res.verdict["tested"].any()
     summary = summary_section(res)
     assert ("accuracy: tune with nDCG@10, Precision@10, Recall@10 or MRR@10, no difference "
@@ -198,7 +198,7 @@ def test_the_choose_well_sentence_says_when_its_two_metrics_are_equal_choices():
 
     res = _result()
     tie = _result(pd.DataFrame([_claim("userknn", "novelty", "epc", "efd", False)],
-                               columns=COMPARISON_COLUMNS))
+                               columns=CLAIM_COLUMNS))
     def said(r):
         return {s.split(":")[0]: s for s in selection_sentences(
             r.dp.table, None, ("ndcg", 10), r.verdict, r.options.families)}

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from dptune.errors import DptuneError
-from dptune.store._per_user_file import read_configs, read_per_user
+from dptune.store._per_user_file import read_per_user, read_per_user_configs
 
 GOOD = """algorithm,config_id,fold,user,metric,cutoff,value
 bpr,0,0,17,ndcg,10,0.3562
@@ -149,7 +149,7 @@ def test_unreadable_and_unknown_format(tmp_path: Path) -> None:
 
 def test_configs_file(tmp_path: Path) -> None:
     per_user = read_per_user(_write(tmp_path, GOOD))
-    cfg = read_configs(_write(tmp_path, CONFIGS, "configs.csv"), per_user)
+    cfg = read_per_user_configs(_write(tmp_path, CONFIGS, "configs.csv"), per_user)
     assert cfg.to_dict("list") == {"algorithm": ["bpr", "bpr"], "config_id": [0, 1],
                                    "factors": [10, 20]}  # config 2 is not in the per-user file
 
@@ -167,7 +167,7 @@ def test_bad_configs_file_is_one_line(tmp_path: Path, text: str, field: str | No
     per_user = read_per_user(_write(tmp_path, GOOD))
     path = _write(tmp_path, text, "configs.csv")
     with pytest.raises(DptuneError) as ex:
-        read_configs(path, per_user)
+        read_per_user_configs(path, per_user)
     msg = str(ex.value)
     assert "\n" not in msg and words in msg
     assert msg.startswith(f"{path}: {field}: " if field else f"{path}: ")

@@ -33,7 +33,7 @@ from dptune.analysis.dp.comparisons import cluster_factor
 from dptune.analysis.dp.tables import Draws
 from dptune.analysis.verdict.families import Families, family_groups
 
-__all__ = ["COMPARISON_COLUMNS", "metric_comparisons", "hyperparameter_comparisons",
+__all__ = ["CLAIM_COLUMNS", "metric_comparisons", "hyperparameter_comparisons",
            "comparisons_table"]
 
 #: comparisons.csv: one row per ordered pair ``(a, b)`` of a group: the claim "``a`` is
@@ -43,7 +43,7 @@ __all__ = ["COMPARISON_COLUMNS", "metric_comparisons", "hyperparameter_compariso
 #: the lower DP (the smallest over the repeats; descriptive, not the test); ``held``: the claim
 #: is significant at family-wise level alpha under every repeat; ``dropped``: significant under
 #: the main estimate only.
-COMPARISON_COLUMNS = ["algorithm", "cutoff", "kind", "group", "a", "b", "p_adjusted",
+CLAIM_COLUMNS = ["algorithm", "cutoff", "kind", "group", "a", "b", "p_adjusted",
                       "p_adjusted_first", "pr_more_discriminative",
                       "pr_more_discriminative_first", "repeats", "significant_first", "held",
                       "dropped"]
@@ -117,8 +117,8 @@ def comparisons_table(dp: pd.DataFrame, draws: Draws, families: Families, alpha:
 def _frame(parts: Sequence[pd.DataFrame]) -> pd.DataFrame:
     parts = [p for p in parts if not p.empty]
     if not parts:
-        return pd.DataFrame(columns=COMPARISON_COLUMNS)
-    out = pd.concat(parts, ignore_index=True)[COMPARISON_COLUMNS]
+        return pd.DataFrame(columns=CLAIM_COLUMNS)
+    out = pd.concat(parts, ignore_index=True)[CLAIM_COLUMNS]
     return out.astype({"cutoff": "int64", "repeats": "int64", "significant_first": bool,
                        "held": bool, "dropped": bool})
 

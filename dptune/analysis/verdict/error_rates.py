@@ -48,9 +48,9 @@ from dptune.analysis.dp.paired_tests import paired_test
 from dptune.analysis.dp.pairs import sample_pairs, scope_seed
 from dptune.errors import check_int, input_error
 
-__all__ = ["FamilyCase", "ERROR_COLUMNS", "NULL_CASES", "PARTIAL_CASES", "QUICK_CASES",
-           "run_family", "family_error_rates", "error_rate_study", "GridCase",
-           "DOMINANCE_COLUMNS", "DOMINANCE_CASES", "DOMINANCE_SHAPE_CASES",
+__all__ = ["FamilyCase", "ERROR_COLUMNS", "NULL_CASES", "PARTIAL_CASES", "QUICK_FAMILY_CASES",
+           "run_family", "family_error_rates", "error_rate_study", "DominanceCase",
+           "DOMINANCE_ERROR_COLUMNS", "DOMINANCE_CASES", "DOMINANCE_SHAPE_CASES",
            "QUICK_DOMINANCE_CASES", "true_only_mean_p",
            "run_grid", "dominance_error_rates", "dominance_study"]
 
@@ -215,7 +215,7 @@ PARTIAL_CASES = (
 )
 
 #: The default test run's quick variant.
-QUICK_CASES = (
+QUICK_FAMILY_CASES = (
     FamilyCase("4 metrics, rho 0.7, independent folds, every pair", 4, configs=10, users=150),
     FamilyCase("4 metrics, rho 0, shared folds, every pair", 4, configs=10, users=150, rho=0.0,
                shared=True),
@@ -236,13 +236,13 @@ def error_rate_study(cases: Sequence[FamilyCase] = NULL_CASES + PARTIAL_CASES, r
 # the dominant hyperparameter
 # --------------------------------------------------------------------------------------------
 
-DOMINANCE_COLUMNS = ["case", "hyperparameters", "values", "betas", "runs", "false_dominant",
+DOMINANCE_ERROR_COLUMNS = ["case", "hyperparameters", "values", "betas", "runs", "false_dominant",
                      "false_dominant_se", "false_over", "power", "coverage", "coverage_se",
                      "mean_width"]
 
 
 @dataclass(frozen=True)
-class GridCase:
+class DominanceCase:
     """A full factorial grid of ``hyperparameters`` hyperparameters with ``values`` values each.
     Configuration ``c`` with values ``v_h(c)`` has mean ``mu_c = sum_h beta_h g(v_h(c)) /
     sqrt(n)``, ``g`` evenly spaced in [-1, 1]; user ``u`` scores ``x_c(u) = mu_c + b_u +
@@ -310,7 +310,7 @@ class GridCase:
         return np.clip(0.2 + 0.2 * x, 0.0, 1.0) if self.clip else x
 
 
-def true_only_mean_p(case: GridCase, n_samples: int = 2000, seed: int = 0) -> np.ndarray:
+def true_only_mean_p(case: DominanceCase, n_samples: int = 2000, seed: int = 0) -> np.ndarray:
     """``theta_h`` of every hyperparameter: the expected mean p-value of its one-at-a-time
     pairs at ``case.users`` users per fold, from ``n_samples`` fresh folds (Monte Carlo error
     well below the intervals' widths)."""
@@ -327,7 +327,7 @@ def true_only_mean_p(case: GridCase, n_samples: int = 2000, seed: int = 0) -> np
     return sums / n_samples
 
 
-def run_grid(case: GridCase, seed: int, n_boot: int = 1000, alpha: float = 0.05,
+def run_grid(case: DominanceCase, seed: int, n_boot: int = 1000, alpha: float = 0.05,
              min_pairs: int = 10) -> dict:
     """One run of ``case`` through the analysis' own code (:class:`ScopeRun` of every
     ``only:h`` scope with shared user draws, :func:`dptune.analysis.verdict.claims.
@@ -369,10 +369,10 @@ def run_grid(case: GridCase, seed: int, n_boot: int = 1000, alpha: float = 0.05,
     return {"dominance": dom, "intervals": intervals}
 
 
-def dominance_error_rates(case: GridCase, runs: int = 200, n_boot: int = 1000,
+def dominance_error_rates(case: DominanceCase, runs: int = 200, n_boot: int = 1000,
                           alpha: float = 0.05, seed: int = 0, case_index: int = 0,
                           truth_samples: int = 2000) -> dict:
-    """One row of :data:`DOMINANCE_COLUMNS`: ``false_dominant`` = share of runs that name a
+    """One row of :data:`DOMINANCE_ERROR_COLUMNS`: ``false_dominant`` = share of runs that name a
     hyperparameter dominant although another is in truth at least as discriminating (lower or
     equal ``theta``); ``false_over`` = share of runs with any false "significantly more than"
     claim; ``power`` = share of runs naming the truly dominant one (when there is one);
@@ -407,11 +407,11 @@ def dominance_error_rates(case: GridCase, runs: int = 200, n_boot: int = 1000,
 
 #: The dominance study: equally dominant hyperparameters (null), and one truly dominant.
 DOMINANCE_CASES = (
-    GridCase("3 hyperparameters, equal effects", (2.0, 2.0, 2.0)),
-    GridCase("2 hyperparameters, equal effects", (2.0, 2.0), values=4),
-    GridCase("3 hyperparameters, no effects", (0.0, 0.0, 0.0)),
-    GridCase("3 hyperparameters, one dominant", (4.0, 1.5, 1.5)),
-    GridCase("3 hyperparameters, one slightly dominant", (3.0, 2.0, 2.0)),
+    DominanceCase("3 hyperparameters, equal effects", (2.0, 2.0, 2.0)),
+    DominanceCase("2 hyperparameters, equal effects", (2.0, 2.0), values=4),
+    DominanceCase("3 hyperparameters, no effects", (0.0, 0.0, 0.0)),
+    DominanceCase("3 hyperparameters, one dominant", (4.0, 1.5, 1.5)),
+    DominanceCase("3 hyperparameters, one slightly dominant", (3.0, 2.0, 2.0)),
 )
 
 #: Equal non-zero effects under other population shapes (two hyperparameters of 4 values, 24
@@ -419,33 +419,33 @@ DOMINANCE_CASES = (
 #: every fold with a per-user taste for each configuration kept from fold to fold, and weaker
 #: effects under a stronger taste (the hardest case measured).
 DOMINANCE_SHAPE_CASES = (
-    GridCase("2 x 4 values, betas 2, shared folds, taste 0.5, clipped", (2.0, 2.0), values=4,
+    DominanceCase("2 x 4 values, betas 2, shared folds, taste 0.5, clipped", (2.0, 2.0), values=4,
              shared=True, taste=0.5, clip=True),
-    GridCase("2 x 4 values, betas 2, independent folds, clipped", (2.0, 2.0), values=4,
+    DominanceCase("2 x 4 values, betas 2, independent folds, clipped", (2.0, 2.0), values=4,
              clip=True),
-    GridCase("2 x 4 values, betas 1, shared folds, taste 0.8", (1.0, 1.0), values=4,
+    DominanceCase("2 x 4 values, betas 1, shared folds, taste 0.8", (1.0, 1.0), values=4,
              shared=True, taste=0.8),
-    GridCase("2 x 4 values, betas 1, shared folds, taste 0.8, clipped", (1.0, 1.0), values=4,
+    DominanceCase("2 x 4 values, betas 1, shared folds, taste 0.8, clipped", (1.0, 1.0), values=4,
              shared=True, taste=0.8, clip=True),
-    GridCase("2 x 4 values, betas 0.5, shared folds, taste 0.9", (0.5, 0.5), values=4,
+    DominanceCase("2 x 4 values, betas 0.5, shared folds, taste 0.9", (0.5, 0.5), values=4,
              shared=True, taste=0.9),
-    GridCase("2 x 4 values, betas 1, shared folds, taste 0.5", (1.0, 1.0), values=4,
+    DominanceCase("2 x 4 values, betas 1, shared folds, taste 0.5", (1.0, 1.0), values=4,
              shared=True, taste=0.5),
 )
 
 #: The default test run's quick variant: the standard null case and a clipped one over folds of
 #: the same users with a kept taste.
 QUICK_DOMINANCE_CASES = (
-    GridCase("3 hyperparameters, equal effects", (2.0, 2.0, 2.0), users=150),
-    GridCase("2 x 4 values, betas 2, shared folds, taste 0.5, clipped", (2.0, 2.0), values=4,
+    DominanceCase("3 hyperparameters, equal effects", (2.0, 2.0, 2.0), users=150),
+    DominanceCase("2 x 4 values, betas 2, shared folds, taste 0.5, clipped", (2.0, 2.0), values=4,
              users=150, shared=True, taste=0.5, clip=True),
 )
 
 
-def dominance_study(cases: Sequence[GridCase] = DOMINANCE_CASES, runs: int = 200,
+def dominance_study(cases: Sequence[DominanceCase] = DOMINANCE_CASES, runs: int = 200,
                     n_boot: int = 1000, alpha: float = 0.05, seed: int = 0) -> pd.DataFrame:
     """:func:`dominance_error_rates` of every case (one numba and one BLAS thread)."""
     with one_thread():
         rows = [dominance_error_rates(c, runs, n_boot, alpha, seed, i)
                 for i, c in enumerate(cases)]
-    return pd.DataFrame(rows, columns=DOMINANCE_COLUMNS)
+    return pd.DataFrame(rows, columns=DOMINANCE_ERROR_COLUMNS)

@@ -33,7 +33,7 @@ def test_quick_null_families_hold_the_error_rate():
     """The quick null cases: this version's false-claim rate within 5% plus two Monte Carlo
     standard errors; the former rule (no correction for the selection) far above it, so the
     test can tell them apart."""
-    df = er.error_rate_study(er.QUICK_CASES, runs=120, n_boot=400, seed=11)
+    df = er.error_rate_study(er.QUICK_FAMILY_CASES, runs=120, n_boot=400, seed=11)
     bound = 0.05 + 2 * np.sqrt(0.05 * 0.95 / 120)
     assert (df["false_rows"] <= bound).all(), df.to_string()
     assert (df["false_rows_former"] >= 0.1).all(), df.to_string()
@@ -48,7 +48,7 @@ def test_quick_partial_family_finds_the_weaker_metric():
 
 
 def test_grid_case_pairs_differ_in_one_hyperparameter_only():
-    case = er.GridCase("g", (1.0, 2.0))
+    case = er.DominanceCase("g", (1.0, 2.0))
     grid = case.grid
     assert grid.shape == (9, 2)
     for h in range(2):
@@ -56,7 +56,7 @@ def test_grid_case_pairs_differ_in_one_hyperparameter_only():
         assert len(p) == 9  # 3 groups of the other value, 3 pairs each
         assert np.all(grid[p[:, 0], h] != grid[p[:, 1], h])
         assert np.all(grid[p[:, 0], 1 - h] == grid[p[:, 1], 1 - h])
-    theta = er.true_only_mean_p(er.GridCase("t", (4.0, 0.0)), n_samples=400)
+    theta = er.true_only_mean_p(er.DominanceCase("t", (4.0, 0.0)), n_samples=400)
     assert theta[0] < 0.2 < 0.4 < theta[1]  # a larger effect: a lower mean p-value
 
 
@@ -71,10 +71,10 @@ def test_quick_dominance_holds_the_error_rate_and_covers():
 
 def test_population_shapes_are_what_they_say():
     rng = np.random.default_rng(0)
-    clipped = er.GridCase("c", (2.0, 2.0), values=4, users=400, clip=True)
+    clipped = er.DominanceCase("c", (2.0, 2.0), values=4, users=400, clip=True)
     x = clipped.draw(rng)
     assert x.min() == 0.0 and x.max() <= 1.0 and 0.15 < (x == 0).mean() < 0.35
-    kept = er.GridCase("k", (1.0, 1.0), values=4, users=400, shared=True, taste=0.8)
+    kept = er.DominanceCase("k", (1.0, 1.0), values=4, users=400, shared=True, taste=0.8)
     users = kept.users_of(rng)
     a, b = kept.draw(rng, users=users), kept.draw(rng, users=users)
     # the same users in two folds: b_u + sqrt(0.8) t_cu is shared, so the folds correlate
@@ -82,7 +82,7 @@ def test_population_shapes_are_what_they_say():
     assert np.corrcoef(a.ravel(), b.ravel())[0, 1] > 0.85
     assert abs(np.corrcoef(a.ravel(), kept.draw(rng).ravel())[0, 1]) < 0.05
     with pytest.raises(DptuneError, match="taste"):
-        er.GridCase("t", taste=0.5)  # a kept taste needs shared folds
+        er.DominanceCase("t", taste=0.5)  # a kept taste needs shared folds
 
 
 @pytest.mark.slow

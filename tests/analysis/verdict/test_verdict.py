@@ -145,7 +145,7 @@ def _dp_rows(values, n_pairs=45, cutoff=10):
                           "n_folds": 3, "no_evidence": p >= 1.0} for m, p in values.items()])
 
 
-_NO_CLAIMS = pd.DataFrame(columns=cl.COMPARISON_COLUMNS)
+_NO_CLAIMS = pd.DataFrame(columns=cl.CLAIM_COLUMNS)
 
 
 def test_one_verdict_per_family_never_crosses_families():
@@ -278,7 +278,7 @@ def test_choices_are_the_metrics_the_evidence_does_not_separate():
 def test_choices_without_a_test_without_evidence_and_on_too_few_pairs():
     dp = _dp_rows({"ndcg": 0.20, "precision": 0.18, "recall": 0.40},
                   no_evidence=("recall",))
-    empty = pd.DataFrame(columns=cl.COMPARISON_COLUMNS)
+    empty = pd.DataFrame(columns=cl.CLAIM_COLUMNS)
     r = vd.verdict_table(dp, empty).iloc[0]  # no bootstrap: nothing separates, nothing tested
     assert r["choices"] == "precision;ndcg" and not bool(r["tested"])
     few = vd.verdict_table(_dp_rows({"ndcg": 0.2, "precision": 0.18}, n_pairs=5), empty)
