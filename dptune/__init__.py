@@ -48,14 +48,15 @@ __all__ = [
     "Report",
 ]
 
-if TYPE_CHECKING:
-    from dptune._api import discriminative_power, sweep
+if TYPE_CHECKING:  # the names of _EXPORTS, from the same modules, for type checkers
+    from dptune._api import discriminative_power
     from dptune.analysis.options import AnalysisOptions
     from dptune.analysis.pipeline import analyze
     from dptune.analysis.result import AnalysisResult
     from dptune.config import Experiment, load_experiment
     from dptune.report._report import Report
     from dptune.store._store import ResultStore
+    from dptune.sweeper._run import sweep
 
 
 def __getattr__(name: str) -> Any:

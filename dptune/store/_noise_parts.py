@@ -17,7 +17,7 @@ import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -39,9 +39,6 @@ from dptune.store._integrity import (
 )
 from dptune.store._schema import NOISE_DIR
 from dptune.store._schema import SCHEMA as STORE_SCHEMA
-
-if TYPE_CHECKING:  # only a type here: the store imports this module, not the other way round
-    from dptune.store._store import ResultStore
 
 __all__ = [
     "check_count",
@@ -90,12 +87,21 @@ def deterministic_algorithms(manifest: Mapping[str, Any]) -> list[str]:
     return [a["name"] for a in manifest.get("algorithms", []) if not is_stochastic(a["type"])]
 
 
-def rank_configs(store: ResultStore, algorithm: str, metric: str, cutoff: int) -> list[int]:
+class HasSummary(Protocol):
+    """What :func:`rank_configs` reads of a store: the mean over users per (algorithm,
+    configuration, fold, metric, cutoff), :meth:`dptune.store.ResultStore.summary`. A protocol,
+    not the store's class: the store imports this module, and this module never imports the
+    store, not even for a type."""
+
+    def summary(self) -> pd.DataFrame: ...
+
+
+def rank_configs(store: HasSummary, algorithm: str, metric: str, cutoff: int) -> list[int]:
     """Configuration ids of ``algorithm`` from best to worst by ``metric@cutoff``.
 
     Score = mean over the validation folds of the per-fold mean over users
-    (:meth:`ResultStore.summary`); ties broken by the lower ``config_id``. The first element is
-    the configuration :meth:`ResultStore.best_configs` picks.
+    (:meth:`dptune.store.ResultStore.summary`); ties broken by the lower ``config_id``. The first
+    element is the configuration :meth:`dptune.store.ResultStore.best_configs` picks.
     """
     s = store.summary()
     s = s[(s["algorithm"] == algorithm) & (s["fold"] != "test") & (s["metric"] == metric)
