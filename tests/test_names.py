@@ -14,13 +14,7 @@ import dptune
 ROOT = Path(dptune.__file__).parent
 
 #: Names allowed in two modules, each with the reason. Keep it empty unless truly necessary.
-ALLOWED: dict[str, str] = {
-    # The columns of grid_sample.csv (the DP estimator's sample of a grid's units) and of the
-    # grid-sampling study's table: two different tables. Both modules belong to work in progress
-    # elsewhere (dptune/analysis/dp/units.py, dptune/studies/_grid_sample.py); one of them is to
-    # be renamed there, and this entry then goes (the test below fails once it is stale).
-    "GRID_SAMPLE_COLUMNS": "grid_sample.csv vs the grid-sampling study's table (rename pending)",
-}
+ALLOWED: dict[str, str] = {}
 
 
 def _top_level(body: list[ast.stmt]) -> list[tuple[str, int]]:

@@ -56,14 +56,14 @@ from dptune.analysis.dp.units import UnitSample, pair_design, unit_multipliers
 from dptune.errors import check_int
 from dptune.sweeper.design import design_order
 
-__all__ = ["GridCase", "GRID_SAMPLE_COLUMNS", "FULL_GRID_CASES", "QUICK_GRID_CASES",
+__all__ = ["GridCase", "GRID_SAMPLE_STUDY_COLUMNS", "FULL_GRID_CASES", "QUICK_GRID_CASES",
            "ONE_ROUND_CASES",
            "REAL_GRID_SAMPLE_COLUMNS", "real_grid_sample_study",
            "replicate", "grid_sample_study", "GridClaimsCase", "GRID_CLAIMS_COLUMNS",
            "GRID_CLAIMS_CASES", "QUICK_GRID_CLAIMS_CASES", "claims_replicate",
            "grid_sample_claims_study"]
 
-GRID_SAMPLE_COLUMNS = ["case", "units_total", "configs_total", "rounds", "units", "budget",
+GRID_SAMPLE_STUDY_COLUMNS = ["case", "units_total", "configs_total", "rounds", "units", "budget",
                        "replications", "truth", "truth_se", "mean_estimate", "bias",
                        "estimate_sd", "mean_half_width", "bias_over_half_width", "coverage", "coverage_se",
                        "below", "above"]
@@ -201,7 +201,7 @@ def _seed(seed: int, case_index: int, rep: int) -> int:
 
 def grid_sample_study(cases: Sequence[GridCase] = FULL_GRID_CASES, replications: int = 200,
                       seed: int = 0) -> pd.DataFrame:
-    """One row per (case, budget) of :data:`GRID_SAMPLE_COLUMNS` (module docstring); one
+    """One row per (case, budget) of :data:`GRID_SAMPLE_STUDY_COLUMNS` (module docstring); one
     numba and one BLAS thread meanwhile (many small bootstraps)."""
     replications = check_int(replications, "grid sample study", "replications", 2)
     rows = []
@@ -227,7 +227,7 @@ def grid_sample_study(cases: Sequence[GridCase] = FULL_GRID_CASES, replications:
                     "coverage": c, "coverage_se": float(np.sqrt(c * (1 - c) / replications)),
                     "below": float((hi < theta).mean()), "above": float((lo > theta).mean()),
                 })
-    return pd.DataFrame(rows, columns=GRID_SAMPLE_COLUMNS)
+    return pd.DataFrame(rows, columns=GRID_SAMPLE_STUDY_COLUMNS)
 
 
 #: real_grid_sample_study's summary: one row per budget.

@@ -96,9 +96,7 @@ def cold_kernels(exp: Experiment) -> list[str]:
     """Names of :data:`KERNEL_SOURCES` that a run of ``exp`` calls and that numba's cache does
     not hold yet: their first compilation is part of this run's time (the cost model prices
     it). The analysis's kernels always run; a model's only when it trains on this CPU."""
-    import dptune
-
-    root = Path(dptune.__file__).parent
+    root = Path(__file__).resolve().parents[1]  # the dptune package
     types = kernel_types(exp)
     names = (["evaluation"] if types else []) + sorted({_KERNEL_OF_TYPE[t] for t in types})
     names.append("analysis")
