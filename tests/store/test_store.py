@@ -223,6 +223,31 @@ def test_parts_compress_the_values_with_lz4_and_the_rest_with_zstd_all_columns_r
     assert COMPRESSION["value"] == "lz4" and set(COMPRESSION) == set(names)
 
 
+def test_constant_columns_built_by_arrow_write_the_same_bytes_as_from_python_lists(
+        tmp_path, monkeypatch):
+    """The algorithm, fold and metric columns are built by Arrow (``pa.repeat``) instead of
+    from Python lists of ``n`` strings: the part's bytes, and so its checksum and index entry,
+    are those the list-built columns gave (no user, one user, many users and configurations)."""
+    import pyarrow as pa
+
+    from dptune.store import _parts
+
+    def written(name: str, res: UnitResult) -> tuple[bytes, str]:
+        root = tmp_path / name
+        (root / PARTS).mkdir(parents=True)
+        part = _parts.write_part(root, res, "f" * 16)
+        entry = json.loads((root / "index" / PARTS / f"{part.name}.json").read_text())
+        return part.read_bytes(), entry["crc32"]
+
+    units = [_unit("bpr-mf", "0", "u00000", [0, 1, 2], list(range(0, 500, 3))),
+             _unit("a", "test", "u00001", [4], [7]),
+             _unit("a", "1", "u00002", [0, 1], [])]
+    arrow = [written(f"arrow{k}", res) for k, res in enumerate(units)]
+    monkeypatch.setattr(_parts, "_repeated", lambda text, n: pa.array([text] * n, pa.string()))
+    lists = [written(f"lists{k}", res) for k, res in enumerate(units)]
+    assert arrow == lists
+
+
 def test_read_fold_in_a_reused_buffer_marks_missing_cells_and_leaves_no_stale_value(store):
     """A fold whose config-major parts hold every user is written cell by cell without a NaN
     fill first; a fold where a part lacks a user gets NaN there, whatever the buffer held."""
