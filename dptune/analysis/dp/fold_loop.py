@@ -202,7 +202,8 @@ class ScopeRun:
     (the algorithm's shared ``(B, m)`` unit multipliers): the pairs are weighted to stand for
     the full grid's, the bootstrap resamples the units too, the interval's scale is put
     together from the users', pairs' and units' parts of the variance, each counted once
-    (:func:`dptune.analysis.dp.units.grid_sample_scale`), and a scope with an unsampled
+    (:func:`dptune.analysis.dp.units.grid_sample_scale`), and read off that variance
+    (:func:`dptune.analysis.dp.units.grid_sample_interval`); a scope with an unsampled
     stratum gets no interval.
     """
 
