@@ -357,25 +357,32 @@ def test_failure_mid_sweep_keeps_finished_units(tmp_path, capsys, monkeypatch):
     import dptune.sweeper._worker as worker
 
     cfg = _setup(tmp_path)
-    real = worker.run_unit
+    real_compute, real_run = worker.compute_unit, local.run_unit
     calls = []
 
-    def failing(exp, task, store):
+    def fail_third(task):
         calls.append(task)
         if len(calls) == 3:
             raise input_error("model", task.algorithm, "simulated failure while training")
-        return real(exp, task, store)
 
-    monkeypatch.setattr(worker, "run_unit", failing)
-    monkeypatch.setattr(local, "run_unit", failing)
+    def failing_compute(exp, task):  # the sweep workers compute, their part writer writes
+        fail_third(task)
+        return real_compute(exp, task)
+
+    def failing_run(exp, task, store):
+        fail_third(task)
+        return real_run(exp, task, store)
+
+    monkeypatch.setattr(worker, "compute_unit", failing_compute)
+    monkeypatch.setattr(local, "run_unit", failing_run)
     assert _run(cfg, tmp_path, "--no-analyze") == 2
     _one_line(capsys, "simulated failure")
     parts = tmp_path / "results" / "per_user.parquet"
     before = {p.name: p.stat().st_mtime_ns for p in parts.glob("*.parquet")}
     assert len(before) == 2
 
-    monkeypatch.setattr(worker, "run_unit", real)
-    monkeypatch.setattr(local, "run_unit", real)
+    monkeypatch.setattr(worker, "compute_unit", real_compute)
+    monkeypatch.setattr(local, "run_unit", real_run)
     assert _run(cfg, tmp_path, "--no-analyze") == 0
     after = {p.name: p.stat().st_mtime_ns for p in parts.glob("*.parquet")}
     assert len(after) == 4  # 2 algorithms x 1 unit x 2 folds

@@ -55,7 +55,7 @@ def _forever(work):
 
 if _stage == "sweep":
     import dptune.sweeper._worker as _m
-    _m.run_unit = _forever(_m.run_unit)
+    _m.compute_unit = _forever(_m.compute_unit)  # the workers' parts go to their part writer
 elif _stage == "test":
     import dptune.sweeper._local as _m
     _orig = _m.run_unit

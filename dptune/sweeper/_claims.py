@@ -59,39 +59,62 @@ def _heartbeat_enabled(storage: BaseStorage) -> bool:
     return get is not None and get() is not None
 
 
-class _Pulse:
-    """dptune's heartbeat for storages without optuna's (the journal file): while a trial runs,
-    a thread stamps its user attribute ``heartbeat`` (epoch seconds) every interval; the first
-    stamp is written before the trial's parameters, so any trial that others can see on a grid
-    point can be found stale. Liveness then rests on the workers' clocks (keep them in sync)."""
+class _Heartbeats:
+    """The heartbeats of a worker's open trials (the one computing its unit, and those whose
+    parts wait for the part writer): on a storage with optuna's heartbeats (RDB) its
+    ``record_heartbeat``, elsewhere (the journal file) dptune's own stamp, the trial's user
+    attribute ``heartbeat`` (epoch seconds; liveness then rests on the workers' clocks: keep
+    them in sync). :meth:`add` stamps a trial at once, before its parameters exist, so any
+    trial that others can see on a grid point can be found stale; one thread stamps every open
+    trial each ``interval`` until it is discarded (told)."""
 
-    def __init__(self, study: optuna.Study, trial: optuna.Trial, interval: float) -> None:
-        self.study, self.trial, self.interval = study, trial, interval
+    def __init__(self, study: optuna.Study, interval: float) -> None:
+        self.study, self.interval = study, interval
+        self.rdb = _heartbeat_enabled(study._storage)
+        self.trials: set[int] = set()
+        self.lock = threading.Lock()
         self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread: threading.Thread | None = None
 
-    def _stamp(self) -> None:
-        """Write the current time into the trial's ``heartbeat`` attribute."""
-        self.study._storage.set_trial_user_attr(self.trial._trial_id, "heartbeat", time.time())
+    def _stamp(self, trial_id: int) -> None:
+        """One heartbeat of the trial ``trial_id``."""
+        storage = self.study._storage
+        if self.rdb:
+            storage.record_heartbeat(trial_id)
+        else:
+            storage.set_trial_user_attr(trial_id, "heartbeat", time.time())
 
     def _run(self) -> None:
-        """The thread: stamp every interval until stopped."""
+        """The thread: stamp every open trial each interval until closed."""
         while not self.stop.wait(self.interval):
-            try:
-                self._stamp()
-            except Exception:  # noqa: BLE001 - the trial ended meanwhile; the next one has its own
-                return
+            with self.lock:
+                open_ = sorted(self.trials)
+            for trial_id in open_:
+                try:
+                    self._stamp(trial_id)
+                except Exception:  # noqa: BLE001 - the trial was told meanwhile
+                    self.discard(trial_id)
 
-    def __enter__(self) -> _Pulse:
-        """Stamp once now (before the trial's parameters exist), then start the thread."""
-        self._stamp()
-        self.thread.start()
-        return self
+    def add(self, trial: optuna.Trial) -> None:
+        """Stamp ``trial`` now, then every interval until :meth:`discard`."""
+        self._stamp(trial._trial_id)
+        with self.lock:
+            self.trials.add(trial._trial_id)
+        if self.thread is None:
+            self.thread = threading.Thread(target=self._run, name="dptune-heartbeat",
+                                           daemon=True)
+            self.thread.start()
 
-    def __exit__(self, *exc: object) -> None:
+    def discard(self, trial_id: int) -> None:
+        """No more heartbeats for the trial ``trial_id`` (it is being told)."""
+        with self.lock:
+            self.trials.discard(trial_id)
+
+    def close(self) -> None:
         """Stop the thread."""
         self.stop.set()
-        self.thread.join()
+        if self.thread is not None:
+            self.thread.join()
 
 
 def _fail_stale(study: optuna.Study) -> None:

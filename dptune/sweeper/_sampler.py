@@ -64,6 +64,12 @@ class DesignSampler(GridSampler):
                     return int(self._rng.rng.choice(free))
         return self._allowed[0] if self._allowed else 0  # all done: re-evaluated, then skipped
 
+    def has_free_point(self, study: Study) -> bool:
+        """Whether a point of the budget has no trial at all (finished or running): what the
+        next trial would get, rather than a point that a running trial holds."""
+        finished, running = self._states(study)
+        return any(i not in finished and i not in running for i in self._allowed)
+
     def before_trial(self, study: Study, trial: FrozenTrial) -> None:
         """Give a new trial the grid point the design needs next (a queued trial keeps its own)."""
         if "grid_id" in trial.system_attrs or "fixed_params" in trial.system_attrs:

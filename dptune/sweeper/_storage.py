@@ -27,8 +27,9 @@ MAX_RETRY = 3  # a dead worker's unit is queued again at most this many times
 
 
 def heartbeat_settings() -> tuple[int, int]:
-    """``(interval, grace)`` of the trial heartbeats in seconds (optuna's on RDB storages,
-    dptune's :class:`_Pulse` on journal storages).
+    """``(interval, grace)`` of the trial heartbeats in seconds (a worker's open trials are
+    stamped by :class:`dptune.sweeper._claims._Heartbeats`: in optuna's heartbeat table on RDB
+    storages, as a trial attribute on journal storages).
 
     A worker records a heartbeat every ``interval`` seconds while it holds a trial; a RUNNING
     trial whose last heartbeat is older than ``grace`` is taken for dead (``kill -9``, a lost

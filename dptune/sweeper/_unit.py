@@ -19,7 +19,18 @@ from dptune.sweeper._prepare import prepare
 
 
 def run_unit(exp: Experiment, task: Task, store: ResultStore) -> UnitResult:
-    """Train the unit's model(s) on the task's fold, evaluate every config, write the part."""
+    """Train the unit's model(s) on the task's fold, evaluate every config, write the part
+    (:func:`compute_unit`, then :meth:`ResultStore.write_unit` in line: one unit at a time,
+    as the test split's units and the runner's recovery pass take them; the sweep workers
+    hand their parts to a :class:`dptune.store._writer.PartWriter` instead)."""
+    res = compute_unit(exp, task)
+    store.write_unit(res)
+    return res
+
+
+def compute_unit(exp: Experiment, task: Task) -> UnitResult:
+    """Train the unit's model(s) on the task's fold and evaluate every config: the unit's
+    :class:`UnitResult`, not written yet."""
     prep = prepare(exp)
     fd = prep.fold(task.fold)
     alg = _algorithm(exp, task.algorithm)
@@ -43,14 +54,12 @@ def run_unit(exp: Experiment, task: Task, store: ResultStore) -> UnitResult:
         out[cid] = (np.asarray(vals)[rows], t1 - t0, t2 - t1)
         t0 = time.perf_counter()
     ids = tuple(sorted(out))
-    res = UnitResult(
+    return UnitResult(
         algorithm=task.algorithm, fold=task.fold, unit=task.unit, seed=seed,
         metrics=tuple(ev.metrics), cutoffs=cutoffs, users=fd.users,
         config_ids=ids, values=tuple(out[c][0] for c in ids),
         fit_seconds=tuple(out[c][1] for c in ids), eval_seconds=tuple(out[c][2] for c in ids),
     )
-    store.write_unit(res)
-    return res
 
 
 @contextmanager

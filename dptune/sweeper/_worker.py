@@ -15,14 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 from dptune._parallel import exit_if_orphaned
 from dptune.config import Experiment
-from dptune.errors import DptuneError
 from dptune.store._store import ResultStore
+from dptune.store._writer import PartWriter
 from dptune.sweeper._claims import (
     _claim,
-    _heartbeat_enabled,
     _must_wait,
     _owned_by_live,
-    _Pulse,
     _requeue_missing,
     _study,
     worker_id,
@@ -30,7 +28,8 @@ from dptune.sweeper._claims import (
 from dptune.sweeper._plan import Task, _key, plan
 from dptune.sweeper._prepare import prepare
 from dptune.sweeper._storage import heartbeat_settings, open_storage, storage_errors
-from dptune.sweeper._unit import _primary_mean, run_unit
+from dptune.sweeper._trials import Queued, run_trials
+from dptune.sweeper._unit import _primary_mean, compute_unit
 from dptune.sweeper.design import Design, sweep_design
 
 if TYPE_CHECKING:
@@ -40,34 +39,6 @@ if TYPE_CHECKING:
     from optuna.trial import FrozenTrial
 
 MAX_PASSES = 3  # grid walks per worker and algorithm before giving up on failed units
-
-#: How many times one grid walk may find its trial finished by another worker before the
-#: worker gives up (:func:`_optimize`).
-MAX_TOLD_ELSEWHERE = 1000
-
-
-def _told_elsewhere(err: ValueError) -> bool:
-    """Whether optuna refused to record a trial because another worker had already finished
-    it: with SQLite, which has no row locks, two workers can both take the same queued
-    (WAITING) trial; the second one's result is then refused with "Cannot tell a COMPLETE
-    trial." (or FAIL / PRUNED). The unit is the store's to judge, not the trial's."""
-    return str(err).startswith("Cannot tell a ")
-
-
-def _optimize(study: optuna.Study, objective: Callable[[optuna.Trial], float],
-              callbacks: list[Callable[[optuna.Study, FrozenTrial], None]]) -> None:
-    """``study.optimize`` that goes on when a trial was finished by another worker
-    (:func:`_told_elsewhere`): the part its unit needs is written by whichever worker computed
-    it, and the store, not optuna, says what is done. Any other error is raised."""
-    for _ in range(MAX_TOLD_ELSEWHERE):
-        try:
-            study.optimize(objective, callbacks=callbacks, gc_after_trial=False)
-            return
-        except ValueError as err:
-            if not _told_elsewhere(err):
-                raise
-    raise DptuneError(f"{MAX_TOLD_ELSEWHERE} trials of this worker were finished by other "
-                      "workers; is the storage shared with workers of another sweep?")
 
 
 def _mark_interrupted(trial: optuna.Trial) -> None:
@@ -90,7 +61,10 @@ def worker(exp: Experiment, results: str | Path, storage_url: str | None = None,
     storage and one shared results directory: each asks the study's sampler for the grid point
     (= a unit on a fold) the design order needs next (:mod:`dptune.sweeper._sampler`), skips it
     when its part exists, leaves it to a live worker that owns it (:func:`_must_wait`), and
-    otherwise computes and writes it. A first round over the algorithms never waits (an owned point is
+    otherwise computes it and hands its part to the worker's part writer
+    (:class:`dptune.store._writer.PartWriter`), which writes it while the next unit is
+    computed; the trial is told done only once its part is on disk
+    (:func:`dptune.sweeper._trials.run_trials`). A first round over the algorithms never waits (an owned point is
     marked PRUNED, "deferred", and the worker moves on, so idle workers start the next algorithm
     instead of watching the last units of this one); a second round waits for the units still
     owned by live workers and redoes those of dead ones. Units whose trials failed are queued
@@ -105,9 +79,19 @@ def _work(exp: Experiment, root: Path, storage_url: str | None,
           algorithms: Sequence[str] | None, wait_seconds: float | None,
           design: Design | None) -> int:
     """The body of :func:`worker` (its storage errors become one line)."""
+    store = ResultStore(root)
+    # Every part is written by the part writer, overlapping the next units' computation;
+    # leaving the block waits for the last ones (run_trials already has, even on an error).
+    with PartWriter(store.write_unit) as writer:
+        return _walk(exp, root, store, writer, storage_url, algorithms, wait_seconds, design)
+
+
+def _walk(exp: Experiment, root: Path, store: ResultStore, writer: PartWriter,
+          storage_url: str | None, algorithms: Sequence[str] | None,
+          wait_seconds: float | None, design: Design | None) -> int:
+    """The grid walks of :func:`worker`, whose parts ``writer`` writes."""
     import optuna
 
-    store = ResultStore(root)
     storage = open_storage(storage_url, root)
     interval, _ = heartbeat_settings()
     wait = min(1.0, float(interval)) if wait_seconds is None else wait_seconds
@@ -120,10 +104,17 @@ def _work(exp: Experiment, root: Path, storage_url: str | None,
         """Tasks whose part is not written yet."""
         return [t for t in tasks if not store.has_part(t.algorithm, t.fold, t.unit)]
 
-    def evaluate_point(trial: optuna.Trial, study: optuna.Study, space: dict[str, list[Any]],
-                       lookup: dict[str, Task], patient: bool) -> float:
-        """One trial: skip a written unit, defer to or wait for its live owner, or compute it."""
+    def written(trial: optuna.Trial, task: Task) -> float:
+        """The value of a trial whose unit was computed here, once its part is on disk."""
         nonlocal done_here
+        done_here += 1
+        trial.set_user_attr("state", "computed")
+        return _primary_mean(exp, store, task)
+
+    def evaluate_point(trial: optuna.Trial, study: optuna.Study, space: dict[str, list[Any]],
+                       lookup: dict[str, Task], patient: bool) -> float | Queued:
+        """One trial: skip a written unit, defer to or wait for its live owner, or compute it
+        and queue its part (the trial is told once the part is written: :func:`run_trials`)."""
         params = {name: trial.suggest_categorical(name, choices) for name, choices in space.items()}
         task = lookup[_key(params)]
         trial.set_user_attr("unit", task.unit)
@@ -138,28 +129,20 @@ def _work(exp: Experiment, root: Path, storage_url: str | None,
                 state = "waited"
                 time.sleep(wait)
                 continue
-            run_unit(exp, task, store)
-            done_here += 1
-            state = "computed"
-            break
+            part = writer.submit(compute_unit(exp, task))
+            return Queued(part, lambda: written(trial, task))
         trial.set_user_attr("state", state)
         return _primary_mean(exp, store, task)
 
     def make_objective(study: optuna.Study, space: dict[str, list[Any]], lookup: dict[str, Task],
-                       patient: bool) -> Callable[[optuna.Trial], float]:
-        """The optuna objective: a heartbeat first, then :func:`evaluate_point`."""
-        def objective(trial: optuna.Trial) -> float:
+                       patient: bool) -> Callable[[optuna.Trial], float | Queued]:
+        """The trials' objective: :func:`evaluate_point` (heartbeats: :func:`run_trials`)."""
+        def objective(trial: optuna.Trial) -> float | Queued:
             exit_if_orphaned()  # a worker whose parent was killed starts no unit
-            # A heartbeat before the parameters are visible: a trial that others see on their
-            # grid point can always be found stale if its worker dies.
             try:
-                if _heartbeat_enabled(study._storage):
-                    study._storage.record_heartbeat(trial._trial_id)
-                    return evaluate_point(trial, study, space, lookup, patient)
-                with _Pulse(study, trial, interval):
-                    return evaluate_point(trial, study, space, lookup, patient)
+                return evaluate_point(trial, study, space, lookup, patient)
             except (KeyboardInterrupt, SystemExit):
-                _mark_interrupted(trial)  # optuna fails the trial; status counts it pending
+                _mark_interrupted(trial)  # the trial fails; status counts it pending
                 raise
         return objective
 
@@ -186,13 +169,13 @@ def _work(exp: Experiment, root: Path, storage_url: str | None,
 
     for tasks, study, space, lookup in work:  # round 1: take free units, never wait
         if missing(tasks):
-            _optimize(study, make_objective(study, space, lookup, patient=False),
-                      [make_stop(tasks)])
+            run_trials(study, make_objective(study, space, lookup, patient=False),
+                       [make_stop(tasks)], interval)
     for tasks, study, space, lookup in work:  # round 2: wait for owned units, redo dead ones
         passes = 0
         while missing(tasks) and passes < MAX_PASSES:
-            _optimize(study, make_objective(study, space, lookup, patient=True),
-                      [make_stop(tasks)])
+            run_trials(study, make_objective(study, space, lookup, patient=True),
+                       [make_stop(tasks)], interval)
             # The grid walk ended with parts missing. Units that live workers are computing:
             # wait for their parts (or their death, which queues them again) without new trials.
             owned = False

@@ -1,44 +1,76 @@
 """A worker whose trial was finished by another worker (two SQLite workers can take the same
-queued trial) goes on with the grid instead of dying; any other error still stops it."""
+queued trial) goes on with the grid instead of dying; any other error still stops it.
+
+The worker's trial loop is :func:`dptune.sweeper._trials.run_trials`; here it runs on an
+in-memory optuna study whose objective finishes its own trial "elsewhere" (through the
+storage, as another worker would) before returning, so that telling it is refused."""
 
 from __future__ import annotations
 
+import optuna
 import pytest
+from optuna.trial import TrialState
 
 from dptune.errors import DptuneError
-from dptune.sweeper import _worker
+from dptune.sweeper import _trials
 
 
-class _Study:
-    """A stand-in study whose ``optimize`` raises the given errors in turn, then returns."""
+def _study() -> optuna.Study:
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    return optuna.create_study(direction="maximize")
 
-    def __init__(self, *errors: Exception) -> None:
-        self.errors = list(errors)
-        self.calls = 0
 
-    def optimize(self, objective, callbacks, gc_after_trial):
-        self.calls += 1
-        if self.errors:
-            raise self.errors.pop(0)
+def _finished_elsewhere(study: optuna.Study, trial: optuna.Trial, state: TrialState) -> None:
+    """What another worker does: finish this trial in the storage."""
+    study._storage.set_trial_state_values(
+        trial._trial_id, state, [0.5] if state == TrialState.COMPLETE else None)
 
 
 def test_a_trial_told_elsewhere_is_walked_past():
-    study = _Study(ValueError("Cannot tell a COMPLETE trial."),
-                   ValueError("Cannot tell a FAIL trial."))
-    _worker._optimize(study, lambda t: 0.0, [])
-    assert study.calls == 3
+    study = _study()
+    elsewhere = [TrialState.COMPLETE, TrialState.FAIL]
+    calls = []
+
+    def objective(trial):
+        calls.append(trial.number)
+        if elsewhere:
+            _finished_elsewhere(study, trial, elsewhere.pop(0))
+        else:
+            study.stop()
+        return 1.0
+
+    _trials.run_trials(study, objective, [], heartbeat_s=1.0)
+    assert calls == [0, 1, 2]
+    assert [t.state for t in study.trials] == [TrialState.COMPLETE, TrialState.FAIL,
+                                               TrialState.COMPLETE]
+    assert [t.value for t in study.trials] == [0.5, None, 1.0]
 
 
 def test_any_other_value_error_is_raised():
-    study = _Study(ValueError("Cannot tell a COMPLETE trial."), ValueError("something else"))
+    study = _study()
+    calls = []
+
+    def objective(trial):
+        calls.append(trial.number)
+        if len(calls) == 1:
+            _finished_elsewhere(study, trial, TrialState.COMPLETE)
+            return 1.0
+        raise ValueError("something else")
+
     with pytest.raises(ValueError, match="something else"):
-        _worker._optimize(study, lambda t: 0.0, [])
-    assert study.calls == 2
+        _trials.run_trials(study, objective, [], heartbeat_s=1.0)
+    assert calls == [0, 1]
+    assert study.trials[1].state == TrialState.FAIL
 
 
 def test_a_storage_that_keeps_refusing_is_one_error(monkeypatch):
-    monkeypatch.setattr(_worker, "MAX_TOLD_ELSEWHERE", 3)
-    study = _Study(*[ValueError("Cannot tell a COMPLETE trial.")] * 5)
+    monkeypatch.setattr(_trials, "MAX_TOLD_ELSEWHERE", 3)
+    study = _study()
+
+    def objective(trial):
+        _finished_elsewhere(study, trial, TrialState.COMPLETE)
+        return 1.0
+
     with pytest.raises(DptuneError, match="finished by other workers"):
-        _worker._optimize(study, lambda t: 0.0, [])
-    assert study.calls == 3
+        _trials.run_trials(study, objective, [], heartbeat_s=1.0)
+    assert len(study.trials) == 3
