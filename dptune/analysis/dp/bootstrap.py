@@ -30,7 +30,8 @@ give every replicate at once by two matrix products:
     var*_rj = (sum_g w_rg C2[j, g] - n*_r m_rj^2) / (n*_r - 1),
     t_rj = mean*_rj / sqrt(var*_rj / n*_r),   p_rj = 2 T_{n-1}.sf(|t_rj|)
 
-(the paired t-test of the weighted users; ``df = n - 1``). ``k`` (:func:`shrink_factor`, one
+(the paired t-test of the weighted users, :func:`dptune.analysis.dp.paired_tests.paired_t`;
+``df = n - 1``). ``k`` (:func:`shrink_factor`, one
 per fold and metric) sets the bootstrap world's differences: resampling the users around the
 observed ``dbar_j`` would test pairs whose true differences are the observed ones, which are
 the true ones plus sampling noise -- ``E[t_j^2] = lambda_j^2 + 1`` (``nu / (nu - 2)`` times
@@ -47,10 +48,11 @@ for every fold, ``delta_j = (1/F) sum_f k_f dbar_{j,f}``, blended with each fold
 The replicates are therefore computed once every fold's group sums are in
 (:class:`FoldMoments`). A pair whose differences are all
 equal (``min d = max d``) has ``p = 1`` in every replicate when they are 0, else 0; a replicate
-whose variance is below ``1e-14 sum_u c_j(u)^2`` likewise (the conventions of
-:func:`dptune.analysis.dp.paired_tests.paired_pvalues`). ``p`` from ``|t|`` uses a table of the exact
-two-sided tail on 4,097 points of ``x = |t| / (1 + |t|)`` in ``[0, 1]`` with linear
-interpolation (absolute error below 1e-6 for every ``t`` and ``df``).
+whose variance is below ``1e-14 sum_u c_j(u)^2`` likewise (the one rule of
+:func:`dptune.analysis.dp.paired_tests.paired_t`, which every t statistic here goes through).
+``p`` from ``|t|`` uses a table of the exact two-sided tail on 4,097 points of ``x = |t| / (1 +
+|t|)`` in ``[0, 1]`` with linear interpolation (absolute error below 1e-6 for every ``t`` and
+``df``; :func:`dptune.analysis.dp.paired_tests.table_pvalue`: the kernels cannot call scipy).
 
 The fold's part of replicate ``r`` is ``(1/P) sum_j v_rj p_rj``; averaged over the folds it is
 ``pbar*_r``. Every draw is seeded: pair weights from ``SeedSequence(seed, spawn_key=(0,))``,
@@ -84,24 +86,29 @@ comparisons between metrics or hyperparameters use the grouped replicates (``s =
 which their claims hold the error rate in every case studied. ``P(A more discriminative than
 B) = (1/B) #{r : pbar°_A,r < pbar°_B,r}`` over the paired ``pbar°`` (ties count as "not
 better"). Its coverage is measured
-by :mod:`dptune.analysis.dp.coverage` (``docs/statistics.md``).
+by :mod:`dptune.studies._coverage` (``docs/statistics.md``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 from numba import njit, prange
 from scipy import special
 
+from dptune.analysis.dp.paired_tests import (
+    paired_t,
+    paired_t_statistics,
+    t_pvalues,
+    t_tail_table,
+    table_pvalue,
+)
 from dptune.errors import input_error
 
 __all__ = [
     "GROUPS",
-    "two_sided_t_pvalue",
     "user_draws",
     "COARSENING",
     "coarse_replicates",
@@ -109,6 +116,7 @@ __all__ = [
     "pair_moments",
     "pair_multiplicities",
     "pair_weights",
+    "point_t",
     "point_pvalues",
     "shrink_factor",
     "FoldMoments",
@@ -129,6 +137,13 @@ __all__ = [
 #: Default number of user groups of the bootstrap (``G = min(n_users, GROUPS)``).
 GROUPS = 64
 
+# What numba compiles into this file's kernels from another file: a digest of the source of
+# paired_tests.paired_t and paired_tests.table_pvalue and of the rule's two constants. Numba's
+# on-disk cache keys a kernel on its own source file only, so a change there must come with a
+# change here -- this digest, which tests/analysis/dp/test_paired_t.py recomputes -- or the
+# cached kernels keep the old code (also after a git pull that changes paired_tests.py alone).
+_COMPILED_IN = "90c4992c4f7b3233"
+
 #: The coarser groupings whose replicates extrapolate the variance to ungrouped users
 #: (:func:`ungrouped_scale`): ``G / 2`` and ``G / 4`` groups, each kept when it has at least
 #: :data:`MIN_COARSE_GROUPS` groups.
@@ -141,47 +156,6 @@ MIN_COARSE_GROUPS = 8
 #: Smallest ratio ``V / V(G)`` :func:`ungrouped_scale` accepts (the interval is never cut to
 #: less than ``sqrt`` of it, 0.22, of the grouped bootstrap's width).
 MIN_VARIANCE_RATIO = 0.05
-
-_TABLE = 1 << 12
-
-
-@lru_cache(maxsize=64)
-def _tail_table(df: int) -> np.ndarray:
-    """Two-sided p ``2 T_df.sf(t)`` at ``t = x / (1 - x)``, ``x = k / 4096`` (x = 1: p = 0)."""
-    x = np.arange(_TABLE + 1) / _TABLE
-    with np.errstate(divide="ignore"):
-        t = x / (1.0 - x)
-    p = 2.0 * special.stdtr(df, -t)
-    p[-1] = 0.0
-    return p
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def _table_p(t: float, table: np.ndarray) -> float:
-    a = abs(t)
-    x = a / (1.0 + a) * (table.shape[0] - 1)
-    i = int(x)
-    if i >= table.shape[0] - 1:
-        return table[table.shape[0] - 1]
-    f = x - i
-    return table[i] + f * (table[i + 1] - table[i])
-
-
-@njit(cache=True, nogil=True)
-def _table_p_array(t: np.ndarray, table: np.ndarray, out: np.ndarray) -> None:
-    for i in range(t.shape[0]):
-        out[i] = _table_p(t[i], table) if t[i] == t[i] else np.nan
-
-
-def two_sided_t_pvalue(t: np.ndarray, df: int) -> np.ndarray:
-    """``2 T_df.sf(|t|)`` (Student t, ``df >= 1``) by the interpolated table (error < 1e-6)."""
-    if int(df) < 1:
-        raise input_error("bootstrap", "df", f"must be >= 1, got {df}")
-    arr = np.ascontiguousarray(np.asarray(t, dtype=np.float64))
-    out = np.empty(arr.size)
-    _table_p_array(arr.ravel(), _tail_table(int(df)), out)
-    return out.reshape(arr.shape)
-
 
 def user_draws(users: np.ndarray, n_boot: int, seed: int,
                groups: int = GROUPS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -331,132 +305,39 @@ def pair_moments(values: np.ndarray, rows_a: np.ndarray, rows_b: np.ndarray, per
     return dbar, c1, c2, constant, np.maximum(np.abs(dmin), np.abs(dmax))
 
 
-def point_pvalues(dbar: np.ndarray, c2: np.ndarray, constant: np.ndarray, n: int) -> np.ndarray:
+def point_t(dbar: np.ndarray, c2: np.ndarray, size: np.ndarray, n: int,
+            squared: bool = False) -> np.ndarray:
+    """The paired t statistic of each pair on all its ``n >= 2`` users from
+    :func:`pair_moments`: :func:`dptune.analysis.dp.paired_tests.paired_t` with ``s^2 = sum_g
+    C2 / (n - 1)``, ``t = dbar / sqrt(s^2 / n)``; constant differences (``C2 = 0``): 0 when 0,
+    else ``+-inf``. ``squared``: ``t^2`` (``paired_t``'s, for :func:`shrink_factor`)."""
+    ss = c2.sum(axis=1)
+    return paired_t_statistics(dbar, ss / (n - 1), n, ss, size, squared)
+
+
+def point_pvalues(dbar: np.ndarray, c2: np.ndarray, size: np.ndarray, n: int) -> np.ndarray:
     """The paired t-test p-value of each pair on all its users from :func:`pair_moments`:
-    ``t = dbar / sqrt(s^2 / n)``, ``s^2 = sum_g C2 / (n - 1)``, ``p = 2 T_{n-1}.sf(|t|)`` (exact,
-    scipy); constant differences: 1 when 0, else 0; ``n < 2``: 1."""
+    :func:`point_t`, ``p = 2 T_{n-1}.sf(|t|)`` (exact, scipy:
+    :func:`dptune.analysis.dp.paired_tests.t_pvalues`); constant differences: 1 when 0, else
+    0; ``n < 2``: 1."""
     if n < 2:
         return np.ones(len(dbar))
-    var = c2.sum(axis=1) / (n - 1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t = dbar / np.sqrt(var / n)
-    p = 2.0 * special.stdtr(n - 1, -np.abs(t))
-    p = np.where(constant | (var <= 0.0), np.where(dbar == 0.0, 1.0, 0.0), p)
-    return np.clip(p, 0.0, 1.0)
+    return t_pvalues(point_t(dbar, c2, size, n), n - 1)
 
-
-
-@njit(cache=True, nogil=True, parallel=True)
-def _pair_sums_one(values, ra, rb, cols, s1, s2, dmin, dmax):  # pragma: no cover - numba
-    for j in prange(ra.shape[0]):  # one group: the sums stay in registers
-        a = ra[j]
-        b = rb[j]
-        t1 = 0.0
-        t2 = 0.0
-        lo = np.inf
-        hi = -np.inf
-        for k in range(cols.shape[0]):
-            u = cols[k]
-            d = np.float64(values[a, u]) - np.float64(values[b, u])
-            t1 += d
-            t2 += d * d
-            lo = min(lo, d)
-            hi = max(hi, d)
-        s1[j] = t1
-        s2[j] = t2
-        dmin[j] = lo
-        dmax[j] = hi
-
-
-@njit(cache=True, nogil=True, parallel=True)
-def _pair_sums_dense(values, ra, rb, s1, s2, dmin, dmax):  # pragma: no cover - numba
-    # every column, in order: the same sums as _pair_sums_one with cols = 0..n-1, bit for bit,
-    # without the index load per user. Four pairs at a time: one pair's running sum is a chain
-    # of dependent additions that waits on each one's latency; four independent chains in one
-    # loop keep the core busy (about 1.5x faster), and each pair's own additions stay in the
-    # same order, so its sums are unchanged to the bit. A last incomplete quadruple repeats
-    # its last pair (the same sums, stored again).
-    n = values.shape[1]
-    n_pairs = ra.shape[0]
-    for q in prange((n_pairs + 3) // 4):
-        j0 = 4 * q
-        j1 = min(j0 + 1, n_pairs - 1)
-        j2 = min(j0 + 2, n_pairs - 1)
-        j3 = min(j0 + 3, n_pairs - 1)
-        x0, y0 = values[ra[j0]], values[rb[j0]]
-        x1, y1 = values[ra[j1]], values[rb[j1]]
-        x2, y2 = values[ra[j2]], values[rb[j2]]
-        x3, y3 = values[ra[j3]], values[rb[j3]]
-        a0 = a1 = a2 = a3 = 0.0
-        b0 = b1 = b2 = b3 = 0.0
-        lo0 = lo1 = lo2 = lo3 = np.inf
-        hi0 = hi1 = hi2 = hi3 = -np.inf
-        for u in range(n):
-            d0 = np.float64(x0[u]) - np.float64(y0[u])
-            d1 = np.float64(x1[u]) - np.float64(y1[u])
-            d2 = np.float64(x2[u]) - np.float64(y2[u])
-            d3 = np.float64(x3[u]) - np.float64(y3[u])
-            a0 += d0
-            a1 += d1
-            a2 += d2
-            a3 += d3
-            b0 += d0 * d0
-            b1 += d1 * d1
-            b2 += d2 * d2
-            b3 += d3 * d3
-            lo0, lo1, lo2, lo3 = min(lo0, d0), min(lo1, d1), min(lo2, d2), min(lo3, d3)
-            hi0, hi1, hi2, hi3 = max(hi0, d0), max(hi1, d1), max(hi2, d2), max(hi3, d3)
-        s1[j3], s2[j3], dmin[j3], dmax[j3] = a3, b3, lo3, hi3
-        s1[j2], s2[j2], dmin[j2], dmax[j2] = a2, b2, lo2, hi2
-        s1[j1], s2[j1], dmin[j1], dmax[j1] = a1, b1, lo1, hi1
-        s1[j0], s2[j0], dmin[j0], dmax[j0] = a0, b0, lo0, hi0
-
-
-def ttest_pvalues(values: np.ndarray, rows_a: np.ndarray, rows_b: np.ndarray,
-                  n: int | None = None, columns: np.ndarray | None = None) -> np.ndarray:
-    """The paired t-test p-value of each pair ``(values[rows_a[j]], values[rows_b[j]])`` on all
-    ``n`` users (``columns``: the users used, None = every column of ``values``): the one
-    t-test of the tables and of the robust DP. One pass of compiled pair sums over the users
-    in column order (the sums of :func:`pair_moments` with one group, bit for bit, a test
-    checks; kept in registers, about 3x faster), then :func:`point_pvalues`; the per-user
-    differences are never materialised. Equals
-    :func:`dptune.analysis.dp.paired_tests.paired_pvalues` with ``test="t"`` to rounding. ``n < 2``:
-    every p-value 1."""
-    v = values if values.flags.c_contiguous else np.ascontiguousarray(values)
-    cols = None if columns is None else np.sort(np.asarray(columns, dtype=np.int64))
-    n = (v.shape[1] if cols is None else len(cols)) if n is None else int(n)
-    if n < 2:
-        return np.ones(len(rows_a))
-    ra = np.ascontiguousarray(rows_a, dtype=np.int64)
-    rb = np.ascontiguousarray(rows_b, dtype=np.int64)
-    s1, s2, dmin, dmax = (np.empty(len(ra)) for _ in range(4))
-    if cols is None:
-        _pair_sums_dense(v, ra, rb, s1, s2, dmin, dmax)
-    else:
-        _pair_sums_one(v, ra, rb, cols, s1, s2, dmin, dmax)
-    dbar = s1 / float(n)
-    c2 = np.maximum(s2 - 2.0 * dbar * s1 + (dbar * dbar) * float(n), 0.0)
-    constant = dmin == dmax
-    c2[constant] = 0.0
-    dbar[constant] = dmin[constant]
-    return point_pvalues(dbar, c2[:, None], constant, n)
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def _replicate_p(s1w, s2w, ns, r, j, dbar, c2tot, size, constant,
-                 table):  # pragma: no cover - numba
-    """The p-value of pair ``j`` in replicate ``r`` (the module docstring's ``p_rj``)."""
-    if constant[j]:
-        return 1.0 if dbar[j] == 0.0 else 0.0
+def _replicate_p(s1w, s2w, ns, r, j, dbar, c2tot, size, table):  # pragma: no cover - numba
+    """The p-value of pair ``j`` in replicate ``r`` (the module docstring's ``p_rj``). A pair
+    whose differences are constant has ``C1 = C2 = 0`` exactly, hence ``var = 0`` and
+    ``c2tot = 0``, ``dbar`` its own difference and ``size = |dbar|``: the rule of
+    :func:`dptune.analysis.dp.paired_tests.paired_t` gives it 1 when 0, else 0."""
     m = s1w[r, j] / ns
     var = (s2w[r, j] - ns * m * m) / (ns - 1.0)
-    mean = m + dbar[j]
-    if var <= 1e-14 * c2tot[j]:
-        return 1.0 if abs(mean) <= 1e-9 * size[j] else 0.0
-    return _table_p(mean / np.sqrt(var / ns), table)
+    return table_pvalue(paired_t(m + dbar[j], var, ns, c2tot[j], size[j]), table)
 
 
 @njit(cache=True, nogil=True, error_model="numpy", parallel=True)
-def _replicate_sums(s1w, s2w, nstar, dbar, c2tot, size, constant, mult, table,
+def _replicate_sums(s1w, s2w, nstar, dbar, c2tot, size, mult, table,
                     out):  # pragma: no cover - numba
     n_boot, n_pairs = s1w.shape
     for r in prange(n_boot):  # replicates are independent: each thread owns its out[r]
@@ -466,34 +347,33 @@ def _replicate_sums(s1w, s2w, nstar, dbar, c2tot, size, constant, mult, table,
             c = mult[r, j]
             if c == 0.0:
                 continue
-            acc += c * _replicate_p(s1w, s2w, ns, r, j, dbar, c2tot, size, constant, table)
+            acc += c * _replicate_p(s1w, s2w, ns, r, j, dbar, c2tot, size, table)
         out[r] = acc
 
 
 @njit(cache=True, nogil=True, error_model="numpy", parallel=True)
-def _replicate_pvalues(s1w, s2w, nstar, dbar, c2tot, size, constant, table,
+def _replicate_pvalues(s1w, s2w, nstar, dbar, c2tot, size, table,
                        out):  # pragma: no cover - numba
     n_boot, n_pairs = out.shape
     for r in prange(n_boot):
         for j in range(n_pairs):
-            out[r, j] = _replicate_p(s1w, s2w, nstar[r], r, j, dbar, c2tot, size, constant,
-                                     table)
+            out[r, j] = _replicate_p(s1w, s2w, nstar[r], r, j, dbar, c2tot, size, table)
 
 
-def shrink_factor(dbar: np.ndarray, c2: np.ndarray, constant: np.ndarray, n: int) -> float:
+def shrink_factor(t2: np.ndarray, constant: np.ndarray, n: int) -> float:
     """The common factor ``k`` by which the bootstrap world's pair differences are shrunk:
     ``k^2 = max(0, 1 - P' / (sum_j t_j^2 (nu - 2) / nu))`` over the ``P'`` pairs whose
-    differences are not constant (``t_j`` the paired t statistic, ``nu = n - 1``; ``k = 1``
-    when ``nu <= 2`` or no pair varies). ``sum_j t_j^2 (nu - 2) / nu`` estimates
-    ``sum_j lambda_j^2 + P'`` (``lambda_j`` the pair's standardised true difference), so
-    ``k^2 sum_j t_j^2`` matches ``sum_j lambda_j^2`` on average (module docstring)."""
+    differences are not constant (``t2``: the squared paired t statistics ``t_j^2``,
+    :func:`point_t` with ``squared``; ``nu = n - 1``; ``k = 1`` when ``nu <= 2`` or no pair
+    varies; an infinite ``t_j^2`` is left out of the sum). ``sum_j t_j^2 (nu - 2) / nu``
+    estimates ``sum_j lambda_j^2 + P'`` (``lambda_j`` the pair's standardised true
+    difference), so ``k^2 sum_j t_j^2`` matches ``sum_j lambda_j^2`` on average (module
+    docstring)."""
     free = ~np.asarray(constant, dtype=bool)
     nu = n - 1
     if nu <= 2 or not free.any():
         return 1.0
-    var = c2[free].sum(axis=1) / nu
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t2 = dbar[free] ** 2 / (var / n)
+    t2 = np.asarray(t2, dtype=np.float64)[free]
     t2 = t2[np.isfinite(t2)]
     total = float(t2.sum()) * (nu - 2) / nu
     if not total > 0.0:
@@ -549,8 +429,9 @@ def fold_moments(values: np.ndarray, rows_a: np.ndarray, rows_b: np.ndarray, per
                            empty, n, np.asarray(users), np.asarray(starts), np.asarray(weights),
                            coarse)
     dbar, c1, c2, constant, size = pair_moments(values, rows_a, rows_b, perm, starts, columns)
-    shrunk = np.where(constant, dbar, dbar * shrink_factor(dbar, c2, constant, n))
-    return FoldMoments(point_pvalues(dbar, c2, constant, n), dbar, constant, size,
+    k = shrink_factor(point_t(dbar, c2, size, n, squared=True), constant, n)
+    shrunk = np.where(constant, dbar, dbar * k)
+    return FoldMoments(point_pvalues(dbar, c2, size, n), dbar, constant, size,
                        c2.sum(axis=1), np.ascontiguousarray(c1.T, dtype=np.float32),
                        np.ascontiguousarray(c2.T, dtype=np.float32), shrunk, n,
                        np.asarray(users), np.asarray(starts), np.asarray(weights), coarse)
@@ -631,8 +512,8 @@ def fold_replicate_means(moments: FoldMoments, weights_pairs: np.ndarray,
     s1w, s2w, nstar = _group_products(m, n_boot, level)
     out = np.zeros(n_boot)
     _replicate_sums(s1w, s2w, nstar, np.where(m.constant, m.dbar, centre), m.c2tot, m.size,
-                    m.constant, np.ascontiguousarray(weights_pairs, dtype=np.float64),
-                    _tail_table(m.n - 1), out)
+                    np.ascontiguousarray(weights_pairs, dtype=np.float64),
+                    t_tail_table(m.n - 1), out)
     return out / n_pairs
 
 
@@ -647,7 +528,7 @@ def fold_replicate_pvalues(moments: FoldMoments, centre: np.ndarray, rows: int) 
     s1w, s2w, nstar = _group_products(m, rows, None)
     out = np.empty((rows, len(m.p)))
     _replicate_pvalues(s1w, s2w, nstar, np.where(m.constant, m.dbar, centre), m.c2tot,
-                       m.size, m.constant, _tail_table(m.n - 1), out)
+                       m.size, t_tail_table(m.n - 1), out)
     return out
 
 

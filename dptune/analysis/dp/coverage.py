@@ -42,7 +42,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import special
 
 from dptune._threads import one_thread
 from dptune.analysis.dp import scale as rb
@@ -181,15 +180,12 @@ QUICK_CASES = (
 
 
 def _fold_pvalues(x: np.ndarray, rows_a: np.ndarray, rows_b: np.ndarray) -> np.ndarray:
-    """Paired t-test p-values ``(tables, P)`` of the pairs on every table of ``x``."""
-    d = x[:, rows_a] - x[:, rows_b]
-    n = d.shape[-1]
-    mean = d.mean(axis=-1)
-    sd = d.std(axis=-1, ddof=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t = mean / (sd / np.sqrt(n))
-    p = 2.0 * special.stdtr(n - 1, -np.abs(t))
-    return np.where(sd > 0, p, np.where(mean == 0, 1.0, 0.0))
+    """Paired t-test p-values ``(tables, P)`` of the pairs ``(rows_a[j], rows_b[j])`` on every
+    table ``x[i]`` (``(configs, users)``): the analysis' own t-test (:func:`paired_test`
+    ``("t")``, :func:`dptune.analysis.dp.paired_tests.ttest_pvalues`), table by table."""
+    test = paired_test("t")
+    return np.array([test.pvalues(table, rows_a, rows_b) for table in x]).reshape(
+        len(x), len(rows_a))
 
 
 def true_mean_p(case: Case, n_samples: int = 4000, seed: int = 0) -> tuple[float, float]:

@@ -4,11 +4,33 @@ All functions are pure (arrays in, arrays out) and vectorised over the pairs bei
 The unit of every test is the user: ``a[p, u]`` and ``b[p, u]`` are the values of the two
 systems of pair ``p`` for user ``u`` (aligned), and ``d = a - b`` are the per-user differences.
 
+**The paired t statistic** is computed in one place, :func:`paired_t` (compiled, inlined into
+the bootstrap's kernels; :func:`paired_t_statistics` is its vectorised form for arrays), from
+the differences' mean, variance (``ddof = 1``) and count: ``t = mean / sqrt(var / n)``, with
+one rule for differences that are all equal. Their variance is then zero up to the rounding of
+the sums it comes from: ``var <= 1e-14 ss`` (:data:`ZERO_VARIANCE_RTOL`), ``ss`` the sum of
+squared deviations ``sum_u (d(u) - dbar)^2`` of the sample the moments come from (for a
+resample, the observed sample's); then ``t = 0`` when their common value is zero,
+``|mean| <= 1e-9 max_u |d(u)|`` (:data:`ZERO_MEAN_RTOL`), so ``p = 1``, and ``t = +-inf``
+otherwise (scipy's limit), so ``p = 0``. On a sample's own moments (``var = ss / (n - 1)``)
+the rule applies exactly when every difference is equal. The t-test of the tables
+(:func:`ttest_pvalues`, :func:`pvalues_from_differences`), the bootstrap's point p-values,
+replicates and shrink factor (:mod:`dptune.analysis.dp.bootstrap`) and the simulation studies
+(through the t-test) all call it.
+
+**From t to p** there are two routes, both here: the exact one, :func:`t_pvalues` (``2
+T_df.sf(|t|)`` by ``scipy.special.stdtr``, the same function ``scipy.stats.t.sf`` calls), for
+every p-value a table or a test reports; and, inside the compiled bootstrap kernels only, which
+cannot call scipy and evaluate millions of p-values, :func:`table_pvalue`: linear
+interpolation in a table of the exact route on 4,097 points of ``|t| / (1 + |t|)``
+(:func:`t_tail_table`; absolute error below 1e-6, tested against scipy).
+
 Conventions shared by every test (documented choices, see ``docs/design.md``):
 
 - Two-sided alternatives only.
 - A pair whose differences are all exactly zero has ``p = 1`` (scipy returns NaN for the t-test):
-  the two systems are indistinguishable on these users.
+  the two systems are indistinguishable on these users. Under the t-test a constant non-zero
+  difference has ``p = 0`` (the rule of :func:`paired_t`).
 - Fewer than two users (``n < 2``): ``p = 1`` for every test. A single difference carries no
   information about its own variance, so no test can reject; counting the pair as "not
   discriminated" keeps DP sums finite and comparable.
@@ -20,14 +42,27 @@ Conventions shared by every test (documented choices, see ``docs/design.md``):
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import lru_cache
 
 import numpy as np
+from numba import njit, prange
+from scipy import special
 from scipy import stats as _st
 
 from dptune.errors import input_error
 from dptune.vocab import CORRECTIONS, TESTS
 
 __all__ = [
+    "ZERO_VARIANCE_RTOL",
+    "ZERO_MEAN_RTOL",
+    "paired_t",
+    "paired_t_statistics",
+    "t_pvalues",
+    "T_TABLE_STEPS",
+    "t_tail_table",
+    "table_pvalue",
+    "two_sided_t_pvalue",
+    "ttest_pvalues",
     "TESTS",
     "CORRECTIONS",
     "paired_pvalues",
@@ -54,6 +89,120 @@ __all__ = [
 _RTOL = 1e-12
 # Upper bound on the number of float64 cells one chunk of resamples may hold (about 32 MB).
 _CHUNK_CELLS = 1 << 22
+
+#: The rule of :func:`paired_t`: a variance at most this times the sample's sum of squared
+#: deviations is zero up to the rounding of the sums it comes from (every difference equal).
+ZERO_VARIANCE_RTOL = 1e-14
+#: The rule of :func:`paired_t`: differences that are all equal are zero when their mean is at
+#: most this times the largest ``|d(u)|`` (their mean is then rounding noise of a shift).
+ZERO_MEAN_RTOL = 1e-9
+
+
+# Numba's cache keys a kernel on its own source file: the bootstrap's kernels
+# (dptune/analysis/dp/bootstrap.py) compile in paired_t and table_pvalue, so a change of either
+# (or of the two constants above) must change bootstrap.py too: its _COMPILED_IN digest, which
+# tests/analysis/dp/test_paired_t.py checks.
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def paired_t(mean: float, var: float, n: float, ss: float, size: float,
+             squared: bool = False) -> float:
+    """The paired t statistic of ``n`` differences (``n >= 2``; a weighted count for a
+    resample) whose mean is ``mean`` and variance (``ddof = 1``) ``var``:
+    ``t = mean / sqrt(var / n)``; the one rule for differences that are all equal (module
+    docstring): when ``var <= ZERO_VARIANCE_RTOL ss``, ``t = 0`` if ``|mean| <= ZERO_MEAN_RTOL
+    size`` (every difference zero: ``p = 1``) else ``+-inf`` (a constant non-zero difference:
+    ``p = 0``). ``ss``: the sum of squared deviations from their mean of the differences of the
+    sample (of the observed sample, for a resample of it); ``size``: their largest ``|d(u)|``.
+
+    ``squared``: ``t^2``, computed as ``mean^2 / (var / n)`` (0 or ``+inf`` by the rule), for a
+    sum of squared statistics (:func:`dptune.analysis.dp.bootstrap.shrink_factor`): without
+    the square root it differs from ``t * t`` in the last bits, and the bootstrap's intervals
+    in the committed reports were computed with it. Compiled: the bootstrap's kernels inline
+    it; callable from Python on numbers (:func:`paired_t_statistics` on arrays). NaN in, NaN
+    out."""
+    if var <= ZERO_VARIANCE_RTOL * ss:
+        if abs(mean) <= ZERO_MEAN_RTOL * size:
+            return 0.0
+        if squared:
+            return np.inf
+        return mean * np.inf  # +-inf by the sign of the mean (NaN stays NaN)
+    if squared:
+        return mean * mean / (var / n)
+    return mean / np.sqrt(var / n)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _paired_t_loop(mean, var, n, ss, size, squared, out):  # pragma: no cover - numba
+    for i in range(out.shape[0]):
+        out[i] = paired_t(mean[i], var[i], n[i], ss[i], size[i], squared)
+
+
+def paired_t_statistics(mean: np.ndarray, var: np.ndarray, n: np.ndarray | float,
+                        ss: np.ndarray, size: np.ndarray, squared: bool = False) -> np.ndarray:
+    """:func:`paired_t` element by element on arrays (broadcast together; float64), the same
+    compiled function: the entry point of every caller outside the compiled kernels."""
+    args = np.broadcast_arrays(*(np.asarray(x, dtype=np.float64)
+                                 for x in (mean, var, n, ss, size)))
+    flat = [np.ascontiguousarray(a).ravel() for a in args]
+    out = np.empty(flat[0].size)
+    _paired_t_loop(*flat, bool(squared), out)
+    return out.reshape(args[0].shape)
+
+
+def t_pvalues(t: np.ndarray, df: int) -> np.ndarray:
+    """The exact two-sided p-value of Student t statistics, ``2 T_df.sf(|t|)``
+    (``scipy.special.stdtr(df, -|t|)``, which ``scipy.stats.t.sf`` calls; ``t = 0`` gives 1,
+    ``+-inf`` 0, NaN NaN), clipped to [0, 1]: the route of every reported p-value."""
+    return np.clip(2.0 * special.stdtr(df, -np.abs(np.asarray(t, dtype=np.float64))), 0.0, 1.0)
+
+
+#: Steps of the table of :func:`t_tail_table` in ``|t| / (1 + |t|)`` (its points: this plus
+#: one).
+T_TABLE_STEPS = 1 << 12
+
+
+@lru_cache(maxsize=64)
+def t_tail_table(df: int) -> np.ndarray:
+    """The exact two-sided p (:func:`t_pvalues`) at ``t = x / (1 - x)``, ``x = k / 4096``
+    (``x = 1``: ``p = 0``), the table :func:`table_pvalue` interpolates."""
+    x = np.arange(T_TABLE_STEPS + 1) / T_TABLE_STEPS
+    with np.errstate(divide="ignore"):
+        t = x / (1.0 - x)
+    p = 2.0 * special.stdtr(df, -t)
+    p[-1] = 0.0
+    return p
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def table_pvalue(t: float, table: np.ndarray) -> float:
+    """The two-sided p-value of ``t`` inside the compiled kernels: linear interpolation in
+    ``table`` (:func:`t_tail_table` of the degrees of freedom) at ``|t| / (1 + |t|)``; absolute
+    error below 1e-6 for every ``t`` and ``df`` (scipy cannot be called from compiled code, and
+    the bootstrap evaluates millions). ``t = 0``: 1; ``+-inf``: 0 (NaN too: not a p-value)."""
+    a = abs(t)
+    last = table.shape[0] - 1
+    x = a / (1.0 + a) * last
+    if not x < last:  # the last point, or |t| = inf (x is NaN): one test for both
+        return table[last]
+    i = int(x)
+    f = x - i
+    return table[i] + f * (table[i + 1] - table[i])
+
+
+@njit(cache=True, nogil=True)
+def _table_pvalue_array(t, table, out):  # pragma: no cover - numba
+    for i in range(t.shape[0]):
+        out[i] = table_pvalue(t[i], table) if t[i] == t[i] else np.nan
+
+
+def two_sided_t_pvalue(t: np.ndarray, df: int) -> np.ndarray:
+    """``2 T_df.sf(|t|)`` (Student t, ``df >= 1``) by the kernels' route, :func:`table_pvalue`
+    (error < 1e-6; NaN gives NaN): to test and inspect that route."""
+    if int(df) < 1:
+        raise input_error("stats", "df", f"must be >= 1, got {df}")
+    arr = np.ascontiguousarray(np.asarray(t, dtype=np.float64))
+    out = np.empty(arr.size)
+    _table_pvalue_array(arr.ravel(), t_tail_table(int(df)), out)
+    return out.reshape(arr.shape)
 
 
 def check_test(test: str, source: str = "stats") -> str:
@@ -133,14 +282,110 @@ def pvalues_from_differences(
 
 def _ttest_pvalues(d: np.ndarray) -> np.ndarray:
     """Paired t-test on ``d`` (P, n >= 2); see :func:`paired_pvalues`. The one t-test of
-    the analysis (:func:`dptune.analysis.dp.bootstrap.ttest_pvalues`: compiled pair sums, exact
-    constant-difference rule), here on the pairs ``(d[j], 0)``, whose differences are ``d[j]``
-    exactly: the tables, the robust DP, the noise floor and the downstream check share it."""
-    from dptune.analysis.dp.bootstrap import ttest_pvalues
-
+    the analysis (:func:`ttest_pvalues`: compiled pair sums, :func:`paired_t`), here on the
+    pairs ``(d[j], 0)``, whose differences are ``d[j]`` exactly: the tables, the robust DP, the
+    noise floor and the downstream check share it."""
     n_p = d.shape[0]
     values = np.vstack([d, np.zeros((1, d.shape[1]))])
     return ttest_pvalues(values, np.arange(n_p), np.full(n_p, n_p))
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _pair_sums_one(values, ra, rb, cols, s1, s2, dmin, dmax):  # pragma: no cover - numba
+    for j in prange(ra.shape[0]):  # one group: the sums stay in registers
+        a = ra[j]
+        b = rb[j]
+        t1 = 0.0
+        t2 = 0.0
+        lo = np.inf
+        hi = -np.inf
+        for k in range(cols.shape[0]):
+            u = cols[k]
+            d = np.float64(values[a, u]) - np.float64(values[b, u])
+            t1 += d
+            t2 += d * d
+            lo = min(lo, d)
+            hi = max(hi, d)
+        s1[j] = t1
+        s2[j] = t2
+        dmin[j] = lo
+        dmax[j] = hi
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _pair_sums_dense(values, ra, rb, s1, s2, dmin, dmax):  # pragma: no cover - numba
+    # every column, in order: the same sums as _pair_sums_one with cols = 0..n-1, bit for bit,
+    # without the index load per user. Four pairs at a time: one pair's running sum is a chain
+    # of dependent additions that waits on each one's latency; four independent chains in one
+    # loop keep the core busy (about 1.5x faster), and each pair's own additions stay in the
+    # same order, so its sums are unchanged to the bit. A last incomplete quadruple repeats
+    # its last pair (the same sums, stored again).
+    n = values.shape[1]
+    n_pairs = ra.shape[0]
+    for q in prange((n_pairs + 3) // 4):
+        j0 = 4 * q
+        j1 = min(j0 + 1, n_pairs - 1)
+        j2 = min(j0 + 2, n_pairs - 1)
+        j3 = min(j0 + 3, n_pairs - 1)
+        x0, y0 = values[ra[j0]], values[rb[j0]]
+        x1, y1 = values[ra[j1]], values[rb[j1]]
+        x2, y2 = values[ra[j2]], values[rb[j2]]
+        x3, y3 = values[ra[j3]], values[rb[j3]]
+        a0 = a1 = a2 = a3 = 0.0
+        b0 = b1 = b2 = b3 = 0.0
+        lo0 = lo1 = lo2 = lo3 = np.inf
+        hi0 = hi1 = hi2 = hi3 = -np.inf
+        for u in range(n):
+            d0 = np.float64(x0[u]) - np.float64(y0[u])
+            d1 = np.float64(x1[u]) - np.float64(y1[u])
+            d2 = np.float64(x2[u]) - np.float64(y2[u])
+            d3 = np.float64(x3[u]) - np.float64(y3[u])
+            a0 += d0
+            a1 += d1
+            a2 += d2
+            a3 += d3
+            b0 += d0 * d0
+            b1 += d1 * d1
+            b2 += d2 * d2
+            b3 += d3 * d3
+            lo0, lo1, lo2, lo3 = min(lo0, d0), min(lo1, d1), min(lo2, d2), min(lo3, d3)
+            hi0, hi1, hi2, hi3 = max(hi0, d0), max(hi1, d1), max(hi2, d2), max(hi3, d3)
+        s1[j3], s2[j3], dmin[j3], dmax[j3] = a3, b3, lo3, hi3
+        s1[j2], s2[j2], dmin[j2], dmax[j2] = a2, b2, lo2, hi2
+        s1[j1], s2[j1], dmin[j1], dmax[j1] = a1, b1, lo1, hi1
+        s1[j0], s2[j0], dmin[j0], dmax[j0] = a0, b0, lo0, hi0
+
+
+def ttest_pvalues(values: np.ndarray, rows_a: np.ndarray, rows_b: np.ndarray,
+                  n: int | None = None, columns: np.ndarray | None = None) -> np.ndarray:
+    """The paired t-test p-value of each pair ``(values[rows_a[j]], values[rows_b[j]])`` on all
+    ``n`` users (``columns``: the users used, None = every column of ``values``): the one
+    t-test of the tables and of the robust DP. One pass of compiled pair sums over the users
+    in column order (the sums of :func:`dptune.analysis.dp.bootstrap.pair_moments` with one
+    group, bit for bit, a test checks; kept in registers, about 3x faster), then
+    :func:`paired_t` and :func:`t_pvalues` (as
+    :func:`dptune.analysis.dp.bootstrap.point_pvalues`); the per-user differences are never
+    materialised. Equals :func:`paired_pvalues` with ``test="t"`` to rounding. ``n < 2``: every
+    p-value 1."""
+    v = values if values.flags.c_contiguous else np.ascontiguousarray(values)
+    cols = None if columns is None else np.sort(np.asarray(columns, dtype=np.int64))
+    n = (v.shape[1] if cols is None else len(cols)) if n is None else int(n)
+    if n < 2:
+        return np.ones(len(rows_a))
+    ra = np.ascontiguousarray(rows_a, dtype=np.int64)
+    rb = np.ascontiguousarray(rows_b, dtype=np.int64)
+    s1, s2, dmin, dmax = (np.empty(len(ra)) for _ in range(4))
+    if cols is None:
+        _pair_sums_dense(v, ra, rb, s1, s2, dmin, dmax)
+    else:
+        _pair_sums_one(v, ra, rb, cols, s1, s2, dmin, dmax)
+    dbar = s1 / float(n)
+    ss = np.maximum(s2 - 2.0 * dbar * s1 + (dbar * dbar) * float(n), 0.0)
+    constant = dmin == dmax  # every difference equal: the sums' rounding removed
+    ss[constant] = 0.0
+    dbar[constant] = dmin[constant]
+    size = np.maximum(np.abs(dmin), np.abs(dmax))
+    return t_pvalues(paired_t_statistics(dbar, ss / (n - 1), n, ss, size), n - 1)
 
 
 def _wilcoxon_pvalues(d: np.ndarray) -> np.ndarray:
@@ -224,9 +469,10 @@ def resampled_ttest_pvalues(d: np.ndarray, counts: np.ndarray) -> np.ndarray:
     ``c = d - mean(d)``: ``m = w.c / n``, ``mean* = m + mean(d)``,
     ``var* = (w.c^2 - n m^2) / (n - 1)``, ``t = mean* / sqrt(var* / n)``,
     ``p = 2 * T_{n-1}.sf(|t|)`` -- the same number :func:`paired_pvalues` gives on
-    ``d[:, idx]``. A resample whose variance is below ``1e-14 * max|c|^2`` (all resampled
-    differences equal, up to rounding) gets ``p = 1`` if its mean is 0 (within
-    ``1e-9 * max|d|``) and ``p = 0`` otherwise, as in :func:`paired_pvalues`.
+    ``d[:, idx]``: :func:`paired_t` with the sample's ``ss = sum c^2`` and ``size = max|d|``
+    (a resample whose differences are all equal, up to rounding, gets ``p = 1`` if they are 0
+    and ``p = 0`` otherwise), then :func:`t_pvalues`. The NumPy twin of the bootstrap's
+    compiled replicates (:mod:`dptune.analysis.dp.bootstrap`), which the tests check against.
     """
     d = _as_2d(d, "d")
     w = np.asarray(counts, dtype=np.float64)
@@ -238,17 +484,10 @@ def resampled_ttest_pvalues(d: np.ndarray, counts: np.ndarray) -> np.ndarray:
     shift = d.mean(axis=1)
     c = d - shift[:, None]
     m = (c @ w.T) / n
-    s2 = (c * c) @ w.T
-    var = np.maximum(s2 - n * m * m, 0.0) / (n - 1)
-    mean = m + shift[:, None]
-    spread = np.max(np.abs(c), axis=1)[:, None]
+    var = ((c * c) @ w.T - n * m * m) / (n - 1)
+    ss = np.sum(c * c, axis=1)[:, None]
     size = np.max(np.abs(d), axis=1)[:, None]
-    zero_var = var <= 1e-14 * spread * spread
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t = mean / np.sqrt(var / n)
-    p = 2.0 * _st.t.sf(np.abs(t), n - 1)
-    p = np.where(zero_var, np.where(np.abs(mean) <= 1e-9 * size, 1.0, 0.0), p)
-    return np.clip(p, 0.0, 1.0)
+    return t_pvalues(paired_t_statistics(m + shift[:, None], var, n, ss, size), n - 1)
 
 
 def _as_pvalues(p: np.ndarray, name: str) -> np.ndarray:
@@ -375,7 +614,7 @@ class PairedTest:
 
 class TTest(PairedTest):
     """The paired Student t-test (the paper's), by compiled pair sums in place
-    (:func:`dptune.analysis.dp.bootstrap.ttest_pvalues`): no difference matrix is built."""
+    (:func:`ttest_pvalues`): no difference matrix is built."""
 
     name = "t"
     label = "paired two-sided Student t-test (scipy ttest_rel)"
@@ -383,8 +622,6 @@ class TTest(PairedTest):
 
     def pvalues(self, values: np.ndarray, rows_a: np.ndarray, rows_b: np.ndarray,
                 columns: np.ndarray | None = None, seed: int = 0) -> np.ndarray:
-        from dptune.analysis.dp.bootstrap import ttest_pvalues
-
         v = values if values.dtype in (np.float32, np.float64) else \
             np.asarray(values, dtype=np.float64)
         n = v.shape[1] if columns is None else len(columns)

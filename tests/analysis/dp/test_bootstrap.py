@@ -8,7 +8,13 @@ import pytest
 from scipy import stats as st
 
 from dptune.analysis.dp import bootstrap as rs
-from dptune.analysis.dp.paired_tests import index_counts, resampled_ttest_pvalues
+from dptune.analysis.dp import paired_tests as pt
+from dptune.analysis.dp.paired_tests import (
+    index_counts,
+    resampled_ttest_pvalues,
+    ttest_pvalues,
+    two_sided_t_pvalue,
+)
 from dptune.errors import DptuneError
 
 
@@ -16,10 +22,11 @@ from dptune.errors import DptuneError
 def test_two_sided_t_pvalue_matches_scipy(df):
     t = np.concatenate([np.linspace(-70, 70, 20001), [0.0, 1e-9, 63.99, 64.0, 500.0]])
     exact = 2.0 * st.t.sf(np.abs(t), df)
-    assert np.max(np.abs(rs.two_sided_t_pvalue(t, df) - exact)) < 1e-6
-    assert np.isnan(rs.two_sided_t_pvalue(np.array([np.nan]), df)[0])
+    assert np.max(np.abs(two_sided_t_pvalue(t, df) - exact)) < 1e-6
+    assert np.isnan(two_sided_t_pvalue(np.array([np.nan]), df)[0])
+    assert two_sided_t_pvalue(np.array([np.inf, -np.inf]), df).tolist() == [0.0, 0.0]
     with pytest.raises(DptuneError, match="df"):
-        rs.two_sided_t_pvalue(t, 0)
+        two_sided_t_pvalue(t, 0)
 
 
 def test_user_draws_balanced_and_seeded():
@@ -179,19 +186,19 @@ def test_few_users_and_bad_input():
 
 
 def test_ttest_pvalues_is_the_one_group_pair_moments_bit_for_bit():
-    """The register-kept sums of ``ttest_pvalues`` equal :func:`pair_moments` with one group
-    exactly (same users, same order), with and without a subset of columns, and the p-values
-    equal scipy's paired t-test to rounding."""
+    """The register-kept sums of ``paired_tests.ttest_pvalues`` equal :func:`pair_moments` with
+    one group exactly (same users, same order), with and without a subset of columns, and the
+    p-values equal scipy's paired t-test to rounding."""
     rng = np.random.default_rng(5)
     v = rng.random((7, 90)).astype(np.float32)
     v[3] = v[2]  # identical rows: constant difference 0, p = 1
     ra, rb = np.array([0, 2, 4, 6, 1]), np.array([1, 3, 5, 0, 6])
     for columns in (None, np.array([80, 3, 17, 5, 60, 41, 9, 88])):
         n = v.shape[1] if columns is None else len(columns)
-        dbar, _c1, c2, constant, _ = rs.pair_moments(v, ra, rb, np.arange(n, dtype=np.int64),
-                                                     np.array([0, n]), columns)
-        want = rs.point_pvalues(dbar, c2, constant, n)
-        got = rs.ttest_pvalues(v, ra, rb, columns=columns)
+        dbar, _c1, c2, _constant, size = rs.pair_moments(v, ra, rb, np.arange(n, dtype=np.int64),
+                                                         np.array([0, n]), columns)
+        want = rs.point_pvalues(dbar, c2, size, n)
+        got = ttest_pvalues(v, ra, rb, columns=columns)
         assert np.array_equal(got, want)
         cols = np.arange(v.shape[1]) if columns is None else np.sort(columns)
         x = v[:, cols].astype(np.float64)
@@ -204,8 +211,8 @@ def test_ttest_pvalues_is_the_one_group_pair_moments_bit_for_bit():
     for n_pairs in range(1, 10):
         pa, pb = rng.integers(0, 7, n_pairs), rng.integers(0, 7, n_pairs)
         dense, one = ([np.full(n_pairs, np.nan) for _ in range(4)] for _ in range(2))
-        rs._pair_sums_dense(v, pa, pb, *dense)
-        rs._pair_sums_one(v, pa, pb, cols, *one)
+        pt._pair_sums_dense(v, pa, pb, *dense)
+        pt._pair_sums_one(v, pa, pb, cols, *one)
         for got_sum, want_sum in zip(dense, one, strict=True):
             assert np.array_equal(got_sum, want_sum), n_pairs
 
