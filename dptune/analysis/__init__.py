@@ -13,8 +13,8 @@ defines it. Where each number comes from:
 - ``analysis/dp/``: the DP estimator: pairs and scopes, the paired tests (strategy objects),
   the one fold loop (``fold_loop.py``: pairs.csv, pvalues.parquet, dp.csv, curves.csv), DP per
   25 pairs, its bootstrap interval, the comparisons behind every claim and their stability,
-  degenerate cases, and the simulation studies that measure the interval's coverage and the
-  claims' error rates. See its ``__init__``.
+  degenerate cases. See its ``__init__``. (The simulation studies that measure the interval's
+  coverage and the claims' error rates are in ``dptune/studies/``.)
 - ``analysis/noise.py``: the A/A noise floor (noise_floor.csv, noise_curves.csv,
   noise_pvalues.parquet).
 - ``analysis/importance/``: fANOVA / PED-ANOVA importance (importance.csv).

@@ -4,6 +4,11 @@
 :func:`run_slices_study` (metrics, miss rate and DP per log-scaled user slice, EvalRS 2022) are
 the front functions; the command line (``dptune seeds``, ``dptune slices``) parses its flags
 and calls them. Each study is split into settings, computation, figure and report modules.
+
+The simulations that measure the analysis, run by the tests and ``docs/statistics.md`` only, are
+imported from their modules (this package does not re-export them): ``_coverage`` (the DP
+interval's coverage), ``_error_rates`` (the claims' false-claim rate and power, the dominance
+answer's error rates) and ``_grid_sample`` (the DP of a subset of a grid's units).
 """
 
 from dptune.studies._seeds import run_seeds_study, seeds_folder_name

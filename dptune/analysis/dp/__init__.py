@@ -8,8 +8,9 @@ interval over users (and pairs, when sampled), and claims with a stated error ra
 holds what:
 
 - ``pairs.py``: the scopes (``all``, ``<h>=<v>``, ``only:<h>``) and seeded pair sampling.
-- ``paired_tests.py``: every p-value (paired t, Wilcoxon, bootstrap, permutation), the tests as
-  strategy objects, the corrections (Holm, Benjamini-Hochberg), Sakai-style DP.
+- ``paired_tests.py``: every p-value (paired t, Wilcoxon, bootstrap, permutation), the one
+  paired t statistic and its routes to a p-value, the tests as strategy objects, the
+  corrections (Holm, Benjamini-Hochberg), Sakai-style DP.
 - ``fold_loop.py``: the one fold loop over a store: every algorithm, fold (each read once) and
   scope; curves, Sakai DP, mean p-values and the bootstrap's group sums.
 - ``curves.py``: the fold's p-value curve, the averaged curve, the paper's DP and DP +- sd.
@@ -22,8 +23,6 @@ holds what:
   bands.
 - ``tables.py``: the columns of pairs / pvalues / dp / curves, the store protocol and
   ``DPEstimate``, the fold loop's result.
-- ``coverage.py``: the Monte Carlo study that measures the interval's coverage.
-- ``error_rates.py``: the Monte Carlo study that measures the claims' error rates and power.
 
 Import names from these modules; this package re-exports nothing.
 """

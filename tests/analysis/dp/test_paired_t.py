@@ -177,13 +177,13 @@ def test_the_replicates_agree_with_scipy_on_resampled_users():
 
 
 def test_the_simulations_t_test_agrees_with_scipy():
-    from dptune.analysis.dp import coverage as cv
+    from dptune.studies._coverage import fold_pvalues
 
     rng = np.random.default_rng(5)
     x = rng.normal(size=(3, 6, 25))
     x[1, 2] = x[1, 0]  # one table with a pair of identical rows
     ra, rb = np.triu_indices(6, k=1)
-    got = cv._fold_pvalues(x, ra, rb)
+    got = fold_pvalues(x, ra, rb)
     assert got.shape == (3, len(ra))
     np.testing.assert_allclose(got, _scipy(x[:, ra], x[:, rb])[1], rtol=1e-10)
 

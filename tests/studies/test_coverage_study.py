@@ -1,4 +1,4 @@
-"""Coverage of the robust DP interval on synthetic per-user tables (dptune.analysis.dp.coverage).
+"""Coverage of the robust DP interval on synthetic per-user tables (dptune.studies._coverage).
 
 The quick variant runs in the default test run: two moderate-difference cases (4 configurations
 = 6 pairs, and 12 configurations = 66 pairs, 150 users x 3 folds), 150 samples each, 300
@@ -18,8 +18,8 @@ pooled coverage within 93-97%.
 import numpy as np
 import pytest
 
-from dptune.analysis.dp import coverage as cv
 from dptune.errors import DptuneError
+from dptune.studies import _coverage as cv
 
 
 def test_truth_is_the_expected_mean_p_at_n_users():

@@ -32,7 +32,11 @@ samples). Every draw is seeded from ``(seed, case index, sample index)``.
 
 The many tiny bootstraps of a study run on one numba and one BLAS thread
 (:func:`coverage_study`): a parallel kernel's start-up costs more than a fold of a few hundred
-users.
+users. Every p-value, the truth's included, is the analysis' own paired t-test
+(:func:`fold_pvalues`).
+
+Only the tests and ``docs/statistics.md`` (section 10a) run this study; the analysis never
+imports it.
 """
 
 from __future__ import annotations
@@ -51,7 +55,7 @@ from dptune.analysis.dp.pairs import sample_pairs, scope_seed
 from dptune.errors import check_int, input_error
 
 __all__ = ["Case", "COVERAGE_COLUMNS", "FULL_CASES", "FEW_PAIR_CASES", "MANY_CONFIG_CASES",
-           "QUICK_CASES", "QUICK_MANY_CASES",
+           "QUICK_CASES", "QUICK_MANY_CASES", "fold_pvalues",
            "true_mean_p", "sample_interval", "coverage", "coverage_study", "documented_study"]
 
 COVERAGE_COLUMNS = ["case", "configs", "pairs", "possible_pairs", "users", "folds", "effect",
@@ -179,10 +183,12 @@ QUICK_CASES = (
 )
 
 
-def _fold_pvalues(x: np.ndarray, rows_a: np.ndarray, rows_b: np.ndarray) -> np.ndarray:
+def fold_pvalues(x: np.ndarray, rows_a: np.ndarray, rows_b: np.ndarray) -> np.ndarray:
     """Paired t-test p-values ``(tables, P)`` of the pairs ``(rows_a[j], rows_b[j])`` on every
-    table ``x[i]`` (``(configs, users)``): the analysis' own t-test (:func:`paired_test`
-    ``("t")``, :func:`dptune.analysis.dp.paired_tests.ttest_pvalues`), table by table."""
+    table ``x[i]`` (``(configs, users)``, one fold's per-user values): the analysis' own t-test
+    (:func:`paired_test` ``("t")``, :func:`dptune.analysis.dp.paired_tests.ttest_pvalues`), table
+    by table. The truths of the simulation studies (:func:`true_mean_p`,
+    :func:`dptune.studies._error_rates.true_only_mean_p`) are means of these."""
     test = paired_test("t")
     return np.array([test.pvalues(table, rows_a, rows_b) for table in x]).reshape(
         len(x), len(rows_a))
@@ -198,7 +204,7 @@ def true_mean_p(case: Case, n_samples: int = 4000, seed: int = 0) -> tuple[float
     means = []
     for start in range(0, n_samples, chunk):
         x = case.draw(rng, min(chunk, n_samples - start))
-        means.append(_fold_pvalues(x, ra, rbb).mean(axis=1))
+        means.append(fold_pvalues(x, ra, rbb).mean(axis=1))
     m = np.concatenate(means)
     return float(m.mean()), float(m.std(ddof=1) / np.sqrt(len(m)))
 
