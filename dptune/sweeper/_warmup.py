@@ -36,14 +36,15 @@ KERNEL_CONFIGS: dict[str, list[dict]] = {
 
 _USERS, _ITEMS, _PER_USER = 24, 80, 12
 
-#: The source files of the cached numba kernels a run calls, by the names the cost model prices
+#: The source files of the cached numba kernels a run calls (a name is cold while any of its files
+#: is), by the names the cost model prices
 #: their first compilation under (:data:`dptune.sweeper._cost.OVERHEAD_COSTS`), relative to the
 #: package: the evaluation's, the KNN models' (both share them), BPR-MF's and the analysis's.
-KERNEL_SOURCES: dict[str, str] = {
-    "evaluation": "metrics.py",
-    "knn": "models/_knn.py",
-    "bpr": "models/_bpr.py",
-    "analysis": "analysis/dp/bootstrap.py",
+KERNEL_SOURCES: dict[str, tuple[str, ...]] = {
+    "evaluation": ("metrics.py",),
+    "knn": ("models/_knn.py",),
+    "bpr": ("models/_bpr.py",),
+    "analysis": ("analysis/dp/bootstrap.py", "analysis/dp/paired_tests.py"),
 }
 
 _KERNEL_OF_TYPE = {"userknn": "knn", "itemknn": "knn", "bpr-mf": "bpr"}
@@ -100,7 +101,7 @@ def cold_kernels(exp: Experiment) -> list[str]:
     types = kernel_types(exp)
     names = (["evaluation"] if types else []) + sorted({_KERNEL_OF_TYPE[t] for t in types})
     names.append("analysis")
-    return [n for n in names if not _cached(root / KERNEL_SOURCES[n])]
+    return [n for n in names if not all(_cached(root / f) for f in KERNEL_SOURCES[n])]
 
 
 def warm_kernels(exp: Experiment) -> list[str]:

@@ -131,7 +131,8 @@ def test_cold_kernels_names_what_numbas_cache_does_not_hold(tmp_path, monkeypatc
     exp = load_experiment(_experiment(tmp_path))
     monkeypatch.setattr(numba_config, "CACHE_DIR", str(tmp_path / "numba"))
     assert warmup.cold_kernels(exp) == ["evaluation", "bpr", "knn", "analysis"]
-    source = str(dptune.__file__).replace("__init__.py", warmup.KERNEL_SOURCES["bpr"])
+    (bpr_file,) = warmup.KERNEL_SOURCES["bpr"]
+    source = str(dptune.__file__).replace("__init__.py", bpr_file)
     for locator in CacheImpl._locator_classes:
         found = locator.from_function(test_cold_kernels_names_what_numbas_cache_does_not_hold,
                                       source)
