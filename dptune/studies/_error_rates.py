@@ -56,7 +56,7 @@ __all__ = ["FamilyCase", "ERROR_COLUMNS", "NULL_CASES", "PARTIAL_CASES", "QUICK_
            "run_family", "family_error_rates", "error_rate_study", "DominanceCase",
            "DOMINANCE_ERROR_COLUMNS", "DOMINANCE_CASES", "DOMINANCE_SHAPE_CASES",
            "QUICK_DOMINANCE_CASES", "true_only_mean_p",
-           "run_grid", "dominance_error_rates", "dominance_study"]
+           "run_grid", "dominance_error_rates", "dominance_study", "family_lambdas", "claim_rates"]
 
 ERROR_COLUMNS = ["case", "metrics", "weaker", "rho", "folds_kind", "pairs", "possible_pairs",
                  "runs", "false_rows", "false_rows_se", "power", "false_rows_former",
@@ -95,10 +95,7 @@ class FamilyCase:
 
     @property
     def lambdas(self) -> np.ndarray:
-        lam = np.ones(self.metrics)
-        if self.weaker:
-            lam[self.metrics - self.weaker:] = self.weak
-        return lam
+        return family_lambdas(self.metrics, self.weaker, self.weak)
 
     @property
     def possible_pairs(self) -> int:
@@ -164,8 +161,20 @@ def run_family(case: FamilyCase, seed: int, n_boot: int = 1000, alpha: float = 0
     return {"recommended": rec, "named": named, "named_former": named_former}
 
 
-def _rates(case: FamilyCase, runs: list[dict], key: str) -> tuple[float, float]:
-    lam = case.lambdas
+def family_lambdas(metrics: int, weaker: int, weak: float) -> np.ndarray:
+    """Every metric's ``lambda``: 1, and ``weak`` for the last ``weaker`` (truly less
+    discriminative) ones."""
+    lam = np.ones(metrics)
+    if weaker:
+        lam[metrics - weaker:] = weak
+    return lam
+
+
+def claim_rates(lam: np.ndarray, runs: Sequence[dict], key: str = "named") -> tuple[float, float]:
+    """``(false_rows, power)`` of ``runs`` (each a ``recommended`` metric index and the indices
+    named under ``key``) for metrics of discriminative power ``lam``: the share of runs naming a
+    metric whose ``lambda`` is at least the recommended one's, and the mean share of the truly
+    weaker metrics named (NaN when there are none)."""
     false_rows = np.array([any(lam[j] >= lam[r["recommended"]] for j in r[key]) for r in runs])
     weak = np.flatnonzero(lam < lam.max())
     power = (float(np.mean([np.isin(weak, r[key]).mean() for r in runs])) if len(weak)
@@ -178,8 +187,8 @@ def family_error_rates(case: FamilyCase, runs: int = 200, n_boot: int = 1000,
     """One row of :data:`ERROR_COLUMNS` for ``case`` from ``runs`` runs."""
     runs = check_int(runs, "error rates", "runs", 1)
     out = [run_family(case, _run_seed(seed, case_index, s), n_boot, alpha) for s in range(runs)]
-    fr, pw = _rates(case, out, "named")
-    fr0, pw0 = _rates(case, out, "named_former")
+    fr, pw = claim_rates(case.lambdas, out, "named")
+    fr0, pw0 = claim_rates(case.lambdas, out, "named_former")
 
     def se(r: float) -> float:
         return float(np.sqrt(r * (1.0 - r) / runs))

@@ -54,6 +54,7 @@ from dptune.analysis.dp.paired_tests import paired_test
 from dptune.analysis.dp.pairs import scope_seed, scopes
 from dptune.analysis.dp.units import UnitSample, pair_design, unit_multipliers
 from dptune.errors import check_int
+from dptune.studies._error_rates import claim_rates, family_lambdas
 from dptune.sweeper.design import design_order
 
 __all__ = ["GridCase", "GRID_SAMPLE_STUDY_COLUMNS", "FULL_GRID_CASES", "QUICK_GRID_CASES",
@@ -370,10 +371,7 @@ class GridClaimsCase:
 
     @property
     def lambdas(self) -> np.ndarray:
-        lam = np.ones(self.metrics)
-        if self.weaker:
-            lam[self.metrics - self.weaker:] = self.weak
-        return lam
+        return family_lambdas(self.metrics, self.weaker, self.weak)
 
 
 def claims_replicate(case: GridClaimsCase, seed: int, alpha: float = 0.05) -> dict[int, dict]:
@@ -443,15 +441,8 @@ def grid_sample_claims_study(cases: Sequence[GridClaimsCase], replications: int 
         for ci, case in enumerate(cases):
             reps = [claims_replicate(case, _seed(seed, ci, k), alpha)
                     for k in range(replications)]
-            lam = case.lambdas
-            weak = np.flatnonzero(lam < lam.max())
             for r in case.grid.rounds:
-                runs = [rep[r] for rep in reps]
-                false = np.array([any(lam[j] >= lam[x["recommended"]] for j in x["named"])
-                                  for x in runs])
-                fr = float(false.mean())
-                power = (float(np.mean([np.isin(weak, x["named"]).mean() for x in runs]))
-                         if len(weak) else float("nan"))
+                fr, power = claim_rates(case.lambdas, [rep[r] for rep in reps])
                 rows.append({
                     "case": case.name, "metrics": case.metrics, "weaker": case.weaker,
                     "rho": case.rho, "folds_kind": "shared" if case.shared else "independent",
