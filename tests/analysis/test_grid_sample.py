@@ -38,6 +38,39 @@ def _experiment(d: Path, name: str = "sample") -> Path:
     return cfg
 
 
+#: Test instrumentation of the sweep a test kills, imported by its process through PYTHONPATH:
+#: the first ``DPTUNE_TEST_BPR_PARTS`` BPR-MF parts are written; the next part's write marks
+#: the process held (``held``) and waits for ever, so that the kill finds exactly that many
+#: parts, however fast or slow the machine.
+HOLD_AFTER_PARTS = """
+import os
+import time
+from pathlib import Path
+
+from dptune.store._store import ResultStore
+
+_write_unit = ResultStore.write_unit
+_HERE = Path(__file__).parent
+_LIMIT = int(os.environ["DPTUNE_TEST_BPR_PARTS"])
+_written = []
+
+
+def _held_write_unit(self, res):
+    if res.algorithm == "bpr-mf":
+        if len(_written) >= _LIMIT:
+            (_HERE / "held").touch()
+            while True:
+                time.sleep(1)
+        _written.append(res.unit)
+    return _write_unit(self, res)
+
+
+ResultStore.write_unit = _held_write_unit
+"""
+KILLED_AFTER = 5  # BPR-MF parts (of 18: 9 units x 2 folds) written before the kill
+GUARD = 600  # seconds: only ends a test whose awaited state never comes
+
+
 def _run(cfg: Path, results: Path, *flags: str) -> int:
     return main(["run", str(cfg), "--results", str(results), "--no-analyze", "--no-progress",
                  *flags])
@@ -56,14 +89,14 @@ def stores(tmp_path_factory) -> dict[str, Path]:
 
 
 @pytest.fixture(scope="module")
-def analysed(stores) -> dict[str, object]:
+def grid_sample_analyses(stores) -> dict[str, object]:
     """The analyses of the two-round and the never-stopped stores, each computed once for the
     tests that read them (none changes them)."""
     return {name: analyze(ResultStore(stores[name])) for name in ("two", "full")}
 
 
-def test_two_rounds_estimate_the_full_grid_with_weighted_pairs(stores, analysed):
-    res = analysed["two"]
+def test_two_rounds_estimate_the_full_grid_with_weighted_pairs(stores, grid_sample_analyses):
+    res = grid_sample_analyses["two"]
     gs = res.dp.grid_sample
     row = gs.set_index("algorithm").loc["bpr-mf"]
     assert (row["units"], row["units_total"], row["configs"], row["configs_total"]) == (6, 9, 12, 18)
@@ -88,8 +121,8 @@ def test_two_rounds_estimate_the_full_grid_with_weighted_pairs(stores, analysed)
     assert got == pytest.approx(by_fold.mean(), rel=1e-12)
 
 
-def test_the_report_states_the_design_everywhere(stores, analysed, tmp_path):
-    res = analysed["two"]
+def test_the_report_states_the_design_everywhere(stores, grid_sample_analyses, tmp_path):
+    res = grid_sample_analyses["two"]
     Report.build(ResultStore(stores["two"]), res).write(tmp_path / "r")
     want = "BPR-MF: 6 of 9 units per fold (67%; full grid: 18 configurations, 12 here)"
     md = (tmp_path / "r" / "report.md").read_text()
@@ -168,41 +201,47 @@ def test_a_store_without_pairs_of_some_stratum_claims_nothing_for_it(stores, tmp
     assert len(t5) and (t5["unsampled_share"] > 0).all()  # two units cover no Table 5 scope
 
 
-def test_a_completed_store_gives_the_numbers_of_a_sweep_never_stopped(stores, analysed,
-                                                                        tmp_path):
+def test_a_completed_store_gives_the_numbers_of_a_sweep_never_stopped(
+        stores, grid_sample_analyses, tmp_path):
     copy = tmp_path / "resumed"
     shutil.copytree(stores["two"], copy)
     assert _run(stores["cfg"], copy) == 0
-    got, want = analyze(ResultStore(copy)), analysed["full"]
+    got, want = analyze(ResultStore(copy)), grid_sample_analyses["full"]
     assert got.dp.grid_sample is None and want.dp.grid_sample is None
     pd.testing.assert_frame_equal(got.dp.table, want.dp.table)
     pd.testing.assert_frame_equal(got.verdict, want.verdict)
     assert (got.dp.pairs["weight"] == 1.0).all()
 
 
-def test_a_killed_sweep_is_analysed_then_resumed_to_the_full_grids_numbers(stores, analysed,
-                                                                           tmp_path):
-    """Kill a sweep once BPR-MF parts exist (a state, not a time), analyse what it left,
-    resume it, analyse again: the numbers of the sweep never stopped."""
+def test_a_killed_sweep_is_analysed_then_resumed_to_the_full_grids_numbers(
+        stores, grid_sample_analyses, tmp_path):
+    """Kill a sweep held after its fifth BPR-MF part (a state, not a time: the sixth part's
+    write waits at a gate, :data:`HOLD_AFTER_PARTS`), analyse what it left, resume it, analyse
+    again: the numbers of the sweep never stopped."""
     results = tmp_path / "killed"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    (gate / "sitecustomize.py").write_text(HOLD_AFTER_PARTS)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(gate), *sys.path]),
+           "DPTUNE_TEST_BPR_PARTS": str(KILLED_AFTER)}
     proc = subprocess.Popen(
         [sys.executable, "-m", "dptune.cli", "run", str(stores["cfg"]), "--results",
          str(results), "--no-analyze", "--no-progress"],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    parts = results / "per_user.parquet"
+    deadline = time.monotonic() + GUARD  # a safety net against a hung sweep, never a result
     try:
-        while len(list(parts.glob("bpr-mf__*.parquet"))) < 5:
-            assert proc.poll() is None, "the sweep ended before it could be killed"
+        while not (gate / "held").exists():
+            assert proc.poll() is None, "the sweep ended before it was held at the gate"
+            assert time.monotonic() < deadline, "the sweep never reached the gate"
             time.sleep(0.05)
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
+    assert len(list((results / "per_user.parquet").glob("bpr-mf__*.parquet"))) == KILLED_AFTER
     store = ResultStore(results)
     res = analyze(store)
-    if res.dp.grid_sample is not None:  # the kill may land after the last unit
-        row = res.dp.grid_sample.set_index("algorithm").loc["bpr-mf"]
-        assert 0 < row["units"] < 9
+    row = res.dp.grid_sample.set_index("algorithm").loc["bpr-mf"]
+    assert 0 < row["units"] < 9
     assert _run(stores["cfg"], results) == 0
-    got, want = analyze(ResultStore(results)), analysed["full"]
+    got, want = analyze(ResultStore(results)), grid_sample_analyses["full"]
     pd.testing.assert_frame_equal(got.dp.table, want.dp.table)
