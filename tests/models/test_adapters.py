@@ -194,8 +194,13 @@ def test_grid_values_are_type_checked_against_the_constructor(algorithm_type, cf
 ])
 def test_good_grid_values_pass_the_check(algorithm_type, cfg):
     """An integral float (``10.0``) is an integer; a parameter written with an integer default
-    but documented as a float (cornac's ``lamb = 500``, ``a = 1``) takes any number."""
-    get_family(algorithm_type).check([cfg], source="g.toml")
+    but documented as a float (cornac's ``lamb = 500``, ``a = 1``) takes any number: the
+    check passes, and the model it builds holds every value as given."""
+    fam = get_family(algorithm_type)
+    assert fam.check([cfg], source="g.toml") is None
+    assert fam.validate([cfg], source="g.toml") == [cfg]
+    built = fam.build(cfg)
+    assert {key: getattr(built, key) for key in cfg} == cfg
 
 
 def test_integer_parameters_are_told_by_annotation_docstring_then_default():
