@@ -6,37 +6,29 @@ import json
 from pathlib import Path
 
 import pandas as pd
-import pytest
 
 from dptune.cli import main
 
 
-@pytest.fixture(scope="module")
-def swept(tiny_swept) -> Path:
-    """The tiny experiment swept and analysed by ``dptune run`` (no noise floor): conftest's
-    session-wide run, read only (what a test writes goes to its own ``tmp_path``)."""
-    return tiny_swept
-
-
-def test_store_export_gives_the_sweeps_dp_csv(swept: Path, tmp_path: Path) -> None:
+def test_store_export_gives_the_sweeps_dp_csv(tiny_swept: Path, tmp_path: Path) -> None:
     """per_user.parquet + configs.csv of a store, through ``dp --per-user``, give the same
     dp.csv (every scope, hyperparameter scopes included) as the sweep that produced them."""
-    res = swept / "results"
+    res = tiny_swept / "results"
     man = json.loads((res / "manifest.json").read_text())
     out = tmp_path / "per_user_reports"
     rc = main(["dp", "--per-user", str(res / "per_user.parquet"), "--configs",
                str(res / "configs.csv"), "--reports", str(out), "--pairs",
                str(man["analysis"]["pairs"]), "--seed", str(man["seeds"]["analysis"])])
     assert rc == 0
-    assert (out / "dp.csv").read_bytes() == (swept / "reports" / "dp.csv").read_bytes()
+    assert (out / "dp.csv").read_bytes() == (tiny_swept / "reports" / "dp.csv").read_bytes()
     for name in ("curves.csv", "pairs.csv", "table3.csv", "table5.csv"):
-        assert (out / name).read_bytes() == (swept / "reports" / name).read_bytes(), name
+        assert (out / name).read_bytes() == (tiny_swept / "reports" / name).read_bytes(), name
     assert "Per-user table" in (out / "report.md").read_text()
 
 
-def test_csv_without_configs_and_systems(swept: Path, tmp_path: Path) -> None:
+def test_csv_without_configs_and_systems(tiny_swept: Path, tmp_path: Path) -> None:
     """A CSV with system names and metric@N, no configurations file: DP of scope all only."""
-    df = pd.read_parquet(swept / "results" / "per_user.parquet")
+    df = pd.read_parquet(tiny_swept / "results" / "per_user.parquet")
     df = df[(df["algorithm"] == "userknn") & (df["fold"] != "test")]
     df = df.assign(system="knn-" + df["config_id"].astype(str),
                    metric=df["metric"] + "@" + df["cutoff"].astype(str))
@@ -67,9 +59,9 @@ def test_bad_per_user_input_exits_2(tmp_path: Path, capsys, monkeypatch) -> None
     assert not (tmp_path / "reports").exists()
 
 
-def test_algorithm_with_one_configuration_is_reported_without_dp(swept: Path,
+def test_algorithm_with_one_configuration_is_reported_without_dp(tiny_swept: Path,
                                                                  tmp_path: Path) -> None:
-    df = pd.read_parquet(swept / "results" / "per_user.parquet")
+    df = pd.read_parquet(tiny_swept / "results" / "per_user.parquet")
     df = df[(df["fold"] != "test") & (df["algorithm"] == "userknn")]
     pop = df[df["config_id"] == 0].assign(algorithm="pop")
     path = tmp_path / "per_user.parquet"

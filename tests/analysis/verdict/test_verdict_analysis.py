@@ -8,7 +8,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pytest
 from conftest import write_experiment
 from report.report_checker import check_report
 
@@ -16,15 +15,8 @@ import dptune
 from dptune.cli import main
 
 
-@pytest.fixture(scope="module")
-def run(tiny_swept):
-    """The tiny experiment swept and analysed by ``dptune run``: conftest's session-wide run,
-    read only (what a test writes goes to its own ``tmp_path``)."""
-    return tiny_swept
-
-
-def test_defaults_give_intervals_and_a_verdict(run):
-    res = dptune.analyze(run / "results")
+def test_defaults_give_intervals_and_a_verdict(tiny_swept):
+    res = dptune.analyze(tiny_swept / "results")
     o = res.options
     assert (o.pairs, o.bootstrap, o.stability, o.min_fold_users) == (5, 1000, 5, 20)
     dp = res.dp.table
@@ -42,7 +34,7 @@ def test_defaults_give_intervals_and_a_verdict(run):
     assert len(v) == 2 * 3 * 2 and list(v["family"][:2]) == ["accuracy", "novelty"]
     assert v["too_few_pairs"].all() and v["recommended"].eq("").all()
     assert res.comparisons.empty and v["less_discriminative"].eq("").all()
-    low = dptune.analyze(run / "results", dptune.AnalysisOptions(min_pairs=3, bootstrap=200))
+    low = dptune.analyze(tiny_swept / "results", dptune.AnalysisOptions(min_pairs=3, bootstrap=200))
     v = low.verdict
     assert v["recommended"].ne("").all() and not v["too_few_pairs"].any()
     assert (v[v["algorithm"] == "userknn"]["stability_repeats"] == 1).all()  # every pair used
@@ -50,30 +42,30 @@ def test_defaults_give_intervals_and_a_verdict(run):
     nov = v[v["family"] == "novelty"]
     assert nov["recommended"].isin(["efd", "epc"]).all() and (nov["judge"] == "epc").all()
     # Table 4's best metric is the verdict's recommendation in every row
-    t4 = dptune.Report.build(dptune.ResultStore(run / "results"), low).tables["table4"].csv
+    t4 = dptune.Report.build(dptune.ResultStore(tiny_swept / "results"), low).tables["table4"].csv
     merged = t4.merge(v, on=["algorithm", "cutoff", "family"])
     assert len(merged) == len(v) and (merged["best_metric"] == merged["recommended"]).all()
     # the tables' DP: on the same pairs, one scale and the capped band
     assert (dp["dp_per_25_plus_sd"] <= 25 + 1e-12).all() and not dp["no_evidence"].any()
-    files = {p.name for p in (run / "reports").iterdir()}
+    files = {p.name for p in (tiny_swept / "reports").iterdir()}
     assert {"verdict.csv", "comparisons.csv", "dominance.csv", "downstream.csv"} <= files
     assert not {"robust_dp.csv", "robust_ranking.csv"} & files
     # the DP figure of every cutoff beside the verdict, P in its caption; Table 4 agrees
     assert {"figure_dp.png", "figure_dp.svg", "figure_dp_at1.png", "figure_dp_at5.svg"} <= files
-    verdict_md = (run / "reports" / "verdict.md").read_text()
+    verdict_md = (tiny_swept / "reports" / "verdict.md").read_text()
     assert "![DP of each metric" in verdict_md and "User-kNN P = 3" in verdict_md
     assert "## Summary" in verdict_md and "## Verdict" in verdict_md
-    t4 = pd.read_csv(run / "reports" / "table4.csv", keep_default_na=False)
+    t4 = pd.read_csv(tiny_swept / "reports" / "table4.csv", keep_default_na=False)
     assert list(t4["family"][:2]) == ["accuracy", "novelty"] and t4["best_metric"].eq("").all()
-    assert "too few pairs (P = 3)" in (run / "reports" / "table4.md").read_text()
+    assert "too few pairs (P = 3)" in (tiny_swept / "reports" / "table4.md").read_text()
     # listed as data files in report.md, with what they hold
-    data_line = next(line for line in (run / "reports" / "report.md").read_text().splitlines()
+    data_line = next(line for line in (tiny_swept / "reports" / "report.md").read_text().splitlines()
                      if line.startswith("- Data (CSV): "))
     assert "`comparisons.csv`: the test behind every significance claim" in data_line
 
 
-def test_a_sampled_scope_feeds_the_tables_and_the_interval_with_the_same_pairs(run):
-    res = dptune.analyze(run / "results", dptune.AnalysisOptions(pairs=2, bootstrap=40, seed=3,
+def test_a_sampled_scope_feeds_the_tables_and_the_interval_with_the_same_pairs(tiny_swept):
+    res = dptune.analyze(tiny_swept / "results", dptune.AnalysisOptions(pairs=2, bootstrap=40, seed=3,
                                                                  stability=3))
     rb = res.dp.table[res.dp.table["scope"] == "all"]
     assert set(rb["n_pairs"]) == {2} and set(rb["n_possible_pairs"]) == {3, 6}
@@ -82,17 +74,17 @@ def test_a_sampled_scope_feeds_the_tables_and_the_interval_with_the_same_pairs(r
     assert len(res.dp.draws[("bpr-mf", "all", "ndcg", 10)]) == 3
 
 
-def test_too_few_users_per_fold_is_refused(run, capsys, tmp_path):
-    assert main(["analyze", str(run / "results"), "--reports", str(tmp_path / "r2"),
+def test_too_few_users_per_fold_is_refused(tiny_swept, capsys, tmp_path):
+    assert main(["analyze", str(tiny_swept / "results"), "--reports", str(tmp_path / "r2"),
                  "--min-fold-users", "100000", "--no-progress"]) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "userknn/fold 0: only" in err and "min_fold_users = 100000" in err
-    assert main(["analyze", str(run / "results"), "--stability", "-1"]) == 2
+    assert main(["analyze", str(tiny_swept / "results"), "--stability", "-1"]) == 2
     assert "--stability" in capsys.readouterr().err
 
 
-def test_the_old_max_pairs_flag_is_gone(run, capsys):
-    assert main(["analyze", str(run / "results"), "--max-pairs", "0"]) == 2
+def test_the_old_max_pairs_flag_is_gone(tiny_swept, capsys):
+    assert main(["analyze", str(tiny_swept / "results"), "--max-pairs", "0"]) == 2
     assert "unrecognized arguments: --max-pairs" in capsys.readouterr().err
 
 
@@ -127,13 +119,13 @@ def test_tiny_folds_end_in_an_error_not_a_report(tmp_path, capsys):
     assert not (tmp_path / "rep" / "report.md").exists()
 
 
-def test_min_pairs_flag(run, capsys, tmp_path):
-    assert main(["analyze", str(run / "results"), "--reports", str(tmp_path / "r4"), "--min-pairs",
+def test_min_pairs_flag(tiny_swept, capsys, tmp_path):
+    assert main(["analyze", str(tiny_swept / "results"), "--reports", str(tmp_path / "r4"), "--min-pairs",
                  "0", "--no-progress"]) == 2
     assert "--min-pairs" in capsys.readouterr().err
-    assert main(["analyze", str(run / "results"), "--reports", str(tmp_path / "r4"), "--min-pairs",
+    assert main(["analyze", str(tiny_swept / "results"), "--reports", str(tmp_path / "r4"), "--min-pairs",
                  "2", "--bootstrap", "50", "--stability", "0", "--no-progress"]) == 0
     v = pd.read_csv(tmp_path / "r4" / "verdict.csv", keep_default_na=False)
     assert v["recommended"].ne("").all() and not v["too_few_pairs"].any()
     # with claims (min_pairs 2) and without (the run's own report: too few pairs), one answer
-    assert check_report(tmp_path / "r4") == [] and check_report(run / "reports") == []
+    assert check_report(tmp_path / "r4") == [] and check_report(tiny_swept / "reports") == []
