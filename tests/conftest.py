@@ -1,21 +1,43 @@
-"""Shared fixtures: a tiny experiment on the embedded data, and the PostgreSQL test server.
+"""Shared fixtures: the session's swept stores, the experiments they run, and the PostgreSQL
+test server.
 
-``tiny_experiment`` writes an experiment TOML (ml-latest-small, 2 folds, UserKNN k in
-[10, 20, 40] and a 2 x 2 BPR-MF grid: 6 units, 14 configuration x fold results) into a
-directory; :func:`frames_result` is an analysis result built by hand from DataFrames (for
-``Report.from_result`` without a store); ``pg_url`` is the URL in ``DPTUNE_TEST_PG_URL`` (``bash .ci/run`` starts a server and
-sets it), and the test is skipped, with the reason, when it is unset or the server does not answer.
+Each distinct swept store a test reads is built once per session, here, by a fixture named for
+what it holds; every one is read only (a test that changes a store copies it first, e.g.
+``shutil.copytree`` into its ``tmp_path``), and at the end of the session each is checked
+unchanged, file by file, so that a test that wrote into one fails instead of leaking into the
+next reader:
+
+- :func:`tiny_swept`: ``tiny_experiment`` (ml-latest-small, 2 folds, UserKNN k in [10, 20, 40]
+  and a 2 x 2 BPR-MF grid: 6 units, 14 configuration x fold results), swept and analysed by
+  ``dptune run``;
+- :func:`tiny_swept_every_stage`: the quickstart's UserKNN grid and a 2 x 2 x 2 BPR-MF grid
+  through every stage (cutoffs 1, 5, 10, the test split, a 5-seed noise floor, the default
+  bootstrap), swept and analysed by ``dptune run``;
+- :func:`knn_swept`: UserKNN alone (k in [10, 20, 40, 80]), swept and analysed;
+- :func:`subset_swept`: an 80-user subset of the embedded data, BPR-MF and ItemKNN, the
+  validation units alone (no noise floor), not analysed;
+- :func:`synthetic_swept`: :data:`SYNTH_EXPERIMENT` (120 synthetic users, the test split, a
+  2-seed noise floor), swept and not analysed.
+
+``tiny_experiment`` writes the tiny experiment's TOML into a fresh directory;
+:func:`frames_result` is an analysis result built by hand from DataFrames (for
+``Report.from_result`` without a store); ``pg_url`` is the URL in ``DPTUNE_TEST_PG_URL`` (``bash
+.ci/run`` starts a server and sets it), and the test is skipped, with the reason, when it is
+unset or the server does not answer.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
 
 KNN_GRID = """
 [params.k]
@@ -149,27 +171,184 @@ def _digest(root: Path) -> dict[str, bytes]:
             for p in sorted(root.rglob("*"))}
 
 
+@contextmanager
+def _read_only(d: Path, name: str) -> Iterator[Path]:
+    """Yield ``d``, a session's shared store; afterwards, fail if any file under it changed."""
+    before = _digest(d)
+    yield d
+    after = _digest(d)
+    changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+    assert not changed, f"a test changed the shared store {name}: {changed[:10]}"
+
+
 @pytest.fixture(scope="session")
 def tiny_swept(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """The tiny experiment (:func:`write_experiment`'s defaults, name "tiny") swept and analysed
-    once per session by ``dptune run``, as each module that reads it used to run it for itself:
-    ``exp/tiny.toml``, ``results/`` (the store) and ``reports/`` (the analysis) in the returned
-    directory.
-
-    Shared and read-only: a test reads it and writes anything of its own elsewhere (its
-    ``tmp_path``, or a copy of the store). At the end of the session every file in it is checked
-    unchanged, so that a test that changed it fails instead of leaking into the next reader."""
+    once per session by ``dptune run``: ``exp/tiny.toml``, ``results/`` (the store) and
+    ``reports/`` (the analysis) in the returned directory. Read only (:func:`_read_only`)."""
     from dptune.cli import main
 
     d = tmp_path_factory.mktemp("tiny_swept")
     cfg = write_experiment(d / "exp")
     assert main(["run", str(cfg), "--results", str(d / "results"), "--reports",
                  str(d / "reports"), "--no-progress"]) == 0
-    before = _digest(d)
-    yield d
-    after = _digest(d)
-    changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
-    assert not changed, f"a test changed the shared tiny run (tiny_swept): {changed[:10]}"
+    with _read_only(d, "tiny_swept"):
+        yield d
+
+
+#: The experiment of :func:`tiny_swept_every_stage` (``{root}``: the repository, ``{bpr}``:
+#: its BPR-MF grid, :data:`EVERY_STAGE_BPR`): every stage at its default, the test split and
+#: the noise floor (5 seeds) included.
+EVERY_STAGE_EXPERIMENT = """
+name = "tiny"
+seed = 7
+[split]
+folds = 2
+[evaluation]
+cutoffs = [1, 5, 10]
+[analysis]
+pairs = 5
+[sweep]
+jobs = 1
+[[algorithms]]
+name = "userknn"
+type = "userknn"
+grid = "{root}/grids/quickstart-knn.toml"
+[[algorithms]]
+name = "bpr-mf"
+type = "bpr-mf"
+grid = "{bpr}"
+"""
+EVERY_STAGE_BPR = bpr_grid([8, 16], [1, 3], [0.05, 0.1])
+
+
+@pytest.fixture(scope="session")
+def tiny_swept_every_stage(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """:data:`EVERY_STAGE_EXPERIMENT` (6 UserKNN and 8 BPR-MF configurations, 2 folds, the
+    test split, a 5-seed noise floor, the default bootstrap) swept and analysed once per
+    session by ``dptune run``: ``tiny.toml``, ``bpr.toml``, ``results/`` and ``reports/`` in the
+    returned directory. Read only (:func:`_read_only`)."""
+    from dptune.cli import main
+
+    d = tmp_path_factory.mktemp("tiny_swept_every_stage")
+    (d / "bpr.toml").write_text(EVERY_STAGE_BPR)
+    cfg = d / "tiny.toml"
+    cfg.write_text(EVERY_STAGE_EXPERIMENT.replace("{root}", str(ROOT))
+                   .replace("{bpr}", str(d / "bpr.toml")))
+    assert main(["run", str(cfg), "--results", str(d / "results"), "--reports",
+                 str(d / "reports"), "--no-progress"]) == 0
+    with _read_only(d, "tiny_swept_every_stage"):
+        yield d
+
+
+#: The experiment of :func:`knn_swept` (``{grid}``: its UserKNN grid).
+KNN_EXPERIMENT = """
+name = "tiny-slices"
+seed = 7
+[split]
+folds = 2
+[evaluation]
+cutoffs = [1, 5, 10]
+test_split = false
+[analysis]
+pairs = 5
+[[algorithms]]
+name = "userknn"
+type = "userknn"
+grid = "{grid}"
+"""
+
+
+@pytest.fixture(scope="session")
+def knn_swept(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """:data:`KNN_EXPERIMENT` (UserKNN alone, k in [10, 20, 40, 80], 2 folds, no test split)
+    swept and analysed once per session: ``tiny.toml``, ``knn.toml``, ``results/`` and
+    ``reports/`` in the returned directory. Read only (:func:`_read_only`)."""
+    from dptune._api import analyze_results
+    from dptune.config import load_experiment
+    from dptune.sweeper import run_experiment
+
+    d = tmp_path_factory.mktemp("knn_swept")
+    (d / "knn.toml").write_text("[params.k]\nvalues = [10, 20, 40, 80]\n")
+    cfg = d / "tiny.toml"
+    cfg.write_text(KNN_EXPERIMENT.format(grid=d / "knn.toml"))
+    run_experiment(load_experiment(cfg), d / "results", jobs=1, progress=False)
+    analyze_results(d / "results", d / "reports")
+    with _read_only(d, "knn_swept"):
+        yield d
+
+
+#: The experiment of :func:`subset_swept` (``{data}``, ``{knn}``, ``{bpr}``: its files): 2
+#: folds, cutoffs 5 and 10, no test split.
+SUBSET_EXPERIMENT = """
+name = "tiny-noise"
+seed = 3
+[data]
+source = "{data}"
+format = "ml-csv"
+[split]
+folds = 2
+[evaluation]
+cutoffs = [5, 10]
+test_split = false
+[analysis]
+pairs = 3
+[[algorithms]]
+name = "bpr-mf"
+type = "bpr-mf"
+grid = "{bpr}"
+[[algorithms]]
+name = "itemknn"
+type = "itemknn"
+grid = "{knn}"
+"""
+
+
+def write_subset_ratings(path: Path, n_users: int) -> Path:
+    """The ratings of the embedded data's first ``n_users`` users, as an ml-csv file."""
+    from dptune.data._dataset import load_dataset
+
+    ds = load_dataset("ml-latest-small")
+    keep = ds.ratings[ds.ratings["user"] < n_users]
+    pd.DataFrame({"userId": ds.user_ids[keep["user"].to_numpy()],
+                  "movieId": ds.item_ids[keep["item"].to_numpy()],
+                  "rating": keep["rating"].to_numpy(),
+                  "timestamp": keep["timestamp"].to_numpy()}).to_csv(path, index=False)
+    return path
+
+
+@pytest.fixture(scope="session")
+def subset_swept(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """:data:`SUBSET_EXPERIMENT` on the embedded data's first 80 users (BPR-MF with 4 factors
+    and 1 or 3 iterations, ItemKNN k in [5, 10]) swept once per session by ``run_experiment``:
+    the validation units alone (no noise floor), not analysed: ``tiny.toml``, its data and grids, and ``results/`` in the returned
+    directory. Read only (:func:`_read_only`)."""
+    from dptune.config import load_experiment
+    from dptune.sweeper._local import run_experiment
+
+    d = tmp_path_factory.mktemp("subset_swept")
+    write_subset_ratings(d / "ratings.csv", 80)
+    (d / "bpr.toml").write_text(bpr_grid([4], [1, 3], [0.05]))
+    (d / "knn.toml").write_text('family = "itemknn"\n[params.k]\nvalues = [5, 10]\n')
+    (d / "tiny.toml").write_text(SUBSET_EXPERIMENT.format(
+        data=d / "ratings.csv", bpr=d / "bpr.toml", knn=d / "knn.toml"))
+    run_experiment(load_experiment(d / "tiny.toml"), d / "results", progress=False)
+    with _read_only(d, "subset_swept"):
+        yield d
+
+
+@pytest.fixture(scope="session")
+def synthetic_swept(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """:func:`write_synthetic_experiment` (name "synthetic", ``jobs = 1``) swept once per
+    session, not analysed: ``synthetic.toml``, its data and grids, and ``results/`` in the
+    returned directory. Read only (:func:`_read_only`)."""
+    from dptune.sweeper._run import run_sweep
+
+    d = tmp_path_factory.mktemp("synthetic_swept")
+    cfg = write_synthetic_experiment(d, "synthetic", sweep="[sweep]\njobs = 1\n")
+    run_sweep(cfg, d / "results", jobs=1, progress=False)
+    with _read_only(d, "synthetic_swept"):
+        yield d
 
 
 def frames_result(dp, curves, *, datasets=None, best=None, noise_curves=None, verdict=None,

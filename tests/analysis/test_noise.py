@@ -196,67 +196,26 @@ def test_rank_configs(tmp_path):
 
 # ------------------------------------------------------------------ real training
 
-TINY = """
-name = "tiny-noise"
-seed = 3
-[data]
-source = "{data}"
-format = "ml-csv"
-[split]
-folds = 2
-[evaluation]
-cutoffs = [5, 10]
-test_split = false
-[analysis]
-pairs = 3
-[[algorithms]]
-name = "bpr-mf"
-type = "bpr-mf"
-grid = "{bpr}"
-[[algorithms]]
-name = "itemknn"
-type = "itemknn"
-grid = "{knn}"
-"""
-
-BPR = bpr_grid([4], [1, 3], [0.05])
-
-
-def _subset_csv(path: Path, n_users: int) -> None:
-    from dptune.data._dataset import load_dataset
-
-    ds = load_dataset("ml-latest-small")
-    keep = ds.ratings[ds.ratings["user"] < n_users]
-    pd.DataFrame({"userId": ds.user_ids[keep["user"].to_numpy()],
-                  "movieId": ds.item_ids[keep["item"].to_numpy()],
-                  "rating": keep["rating"].to_numpy(),
-                  "timestamp": keep["timestamp"].to_numpy()}).to_csv(path, index=False)
-
-
 @pytest.fixture(scope="module")
-def swept(tmp_path_factory):
+def noise_swept(subset_swept, tmp_path_factory):
+    """conftest's :func:`subset_swept` copied for this module, whose tests add its noise floor:
+    (experiment, results directory)."""
+    import shutil
+
     from dptune.config import load_experiment
-    from dptune.sweeper._local import run_experiment
 
-    d = tmp_path_factory.mktemp("noise_run")
-    _subset_csv(d / "ratings.csv", 80)
-    (d / "bpr.toml").write_text(BPR)
-    (d / "knn.toml").write_text('family = "itemknn"\n[params.k]\nvalues = [5, 10]\n')
-    (d / "tiny.toml").write_text(TINY.replace("{data}", str(d / "ratings.csv"))
-                                 .replace("{bpr}", str(d / "bpr.toml"))
-                                 .replace("{knn}", str(d / "knn.toml")))
-    exp = load_experiment(d / "tiny.toml")
-    run_experiment(exp, d / "results", progress=False)
-    return exp, d / "results"
+    root = tmp_path_factory.mktemp("noise_run") / "results"
+    shutil.copytree(subset_swept / "results", root)
+    return load_experiment(subset_swept / "tiny.toml"), root
 
 
-def test_run_noise_floor_trains_seeds_resumes_and_records(swept):
+def test_run_noise_floor_trains_seeds_resumes_and_records(noise_swept):
     from dptune.metrics import METRICS, evaluate
     from dptune.models import get_family
     from dptune.sweeper._plan import derive_seed
     from dptune.sweeper._prepare import prepare
 
-    exp, root = swept
+    exp, root = noise_swept
     run = sweep_noise.run_noise_floor(exp, root, seeds=2, n_configs=2)
     assert run.computed == 4 and len(run.parts) == 4 and "itemknn" in run.skipped
     mtimes = {p: p.stat().st_mtime_ns for p in run.parts}
@@ -291,10 +250,10 @@ def test_run_noise_floor_trains_seeds_resumes_and_records(swept):
     assert set(nf.floor["n_seeds"]) == {3} and set(nf.floor["n_configs"]) == {2}
 
 
-def test_run_noise_floor_errors(swept, tmp_path):
+def test_run_noise_floor_errors(noise_swept, tmp_path):
     import dataclasses
 
-    exp, root = swept
+    exp, root = noise_swept
     assert sweep_noise.run_noise_floor(exp, root, seeds=0).parts == []
     with pytest.raises(DptuneError, match="noise_seeds"):
         sweep_noise.run_noise_floor(exp, root, seeds=1)

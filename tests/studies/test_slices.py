@@ -184,46 +184,21 @@ def test_empty_or_tiny_slices_get_p_one() -> None:
 # ------------------------------------------------------------------ end to end
 
 
-TINY = """
-name = "tiny-slices"
-seed = 7
-[split]
-folds = 2
-[evaluation]
-cutoffs = [1, 5, 10]
-test_split = false
-[analysis]
-pairs = 5
-[[algorithms]]
-name = "userknn"
-type = "userknn"
-grid = "{grid}"
-"""
-
-
 @pytest.fixture(scope="module")
-def tiny_run(tmp_path_factory):
-    from dptune._api import analyze_results
-    from dptune.config import load_experiment
-    from dptune.sweeper import run_experiment
-
-    d = tmp_path_factory.mktemp("slices")
-    (d / "knn.toml").write_text("[params.k]\nvalues = [10, 20, 40, 80]\n")
-    cfg = d / "tiny.toml"
-    cfg.write_text(TINY.format(grid=d / "knn.toml"))
-    exp = load_experiment(cfg)
-    run_experiment(exp, d / "results", jobs=1, progress=False)
-    analyze_results(d / "results", d / "reports")
-    files = slices.run_slices_study(d / "results", d / "out", d / "reports")
-    return d, files
+def slices_study(knn_swept, tmp_path_factory):
+    """The slice study of conftest's :func:`knn_swept` (UserKNN alone, swept and analysed),
+    written into a folder of its own: (the swept directory, that folder, the files written)."""
+    out = tmp_path_factory.mktemp("slices") / "out"
+    files = slices.run_slices_study(knn_swept / "results", out, knn_swept / "reports")
+    return knn_swept, out, files
 
 
-def test_end_to_end_writes_every_file(tiny_run) -> None:
-    d, files = tiny_run
+def test_end_to_end_writes_every_file(slices_study) -> None:
+    d, out, files = slices_study
     names = {p.name for p in files}
     assert {"slices_dp.csv", "slices_metrics.csv", "slices_bins.csv", "slices_figure.png",
             "slices_figure.svg", "slices_report.md"} <= names
-    dpt = pd.read_csv(d / "out" / "slices_dp.csv")
+    dpt = pd.read_csv(out / "slices_dp.csv")
     assert set(dpt.slice_kind) == {"all", "history", "popularity"}
     # the reference slice "all" reproduces the main analysis exactly
     main = pd.read_csv(d / "reports" / "dp.csv")
@@ -233,24 +208,23 @@ def test_end_to_end_writes_every_file(tiny_run) -> None:
     # on the main report's scale: DP per 25 pairs, which is at most 25
     np.testing.assert_allclose(dpt["dp_per_25"], dpt["dp_sum"] * 25 / dpt["n_pairs"], rtol=1e-9)
     assert dpt["dp_per_25"].between(0, 25).all()
-    report = (d / "out" / "slices_report.md").read_text()
+    report = (out / "slices_report.md").read_text()
     assert "DP per 25 pairs (25 x the mean p-value) per slice" in report
     # history bins partition the users of every fold
-    bins = pd.read_csv(d / "out" / "slices_bins.csv")
+    bins = pd.read_csv(out / "slices_bins.csv")
     per_kind = bins.groupby(["slice_kind", "fold"])["n_users"].sum().unstack("slice_kind")
     assert (per_kind["history"] == per_kind["all"]).all()
     assert (per_kind["popularity"] == per_kind["all"]).all()
-    mt = pd.read_csv(d / "out" / "slices_metrics.csv")
+    mt = pd.read_csv(out / "slices_metrics.csv")
     assert mt["miss_rate"].between(0, 1).all()
-    assert "Mean training popularity" in (d / "out" / "slices_report.md").read_text()
+    assert "Mean training popularity" in (out / "slices_report.md").read_text()
 
 
-def test_history_is_recomputed_from_each_folds_training_data(tiny_run) -> None:
+def test_history_is_recomputed_from_each_folds_training_data(knn_swept) -> None:
     from dptune.config import load_experiment
     from dptune.sweeper import prepare
 
-    d, _ = tiny_run
-    prep = prepare(load_experiment(d / "tiny.toml"))
+    prep = prepare(load_experiment(knn_swept / "tiny.toml"))
     feats = slices.user_features(prep, ["0", "1"])
     for fold in ("0", "1"):
         fd = prep.fold(fold)
@@ -263,24 +237,27 @@ def test_history_is_recomputed_from_each_folds_training_data(tiny_run) -> None:
         assert f["popularity"].iloc[0] == pytest.approx(pop.mean())
 
 
-def test_cli_main_and_errors(tiny_run, capsys) -> None:
-    d, _ = tiny_run
-    assert cli_main(["slices", str(d / "results"), "--reports", str(d / "cli"), "--base", "10"]) == 0
-    dpt = pd.read_csv(d / "cli" / "slices_dp.csv")
+def test_cli_main_and_errors(knn_swept, tmp_path, capsys) -> None:
+    d = knn_swept
+    assert cli_main(["slices", str(d / "results"), "--reports", str(tmp_path / "cli"),
+                     "--base", "10"]) == 0
+    dpt = pd.read_csv(tmp_path / "cli" / "slices_dp.csv")
     assert set(dpt.loc[dpt.slice_kind == "history", "lo"]) <= {1.0, 10.0, 100.0, 1000.0}
-    assert cli_main(["slices", str(d / "nowhere"), "--reports", str(d / "cli")]) == 2
-    assert cli_main(["slices", str(d / "results"), "--reports", str(d / "cli"), "--base", "1"]) == 2
+    assert cli_main(["slices", str(d / "nowhere"), "--reports", str(tmp_path / "cli")]) == 2
+    assert cli_main(["slices", str(d / "results"), "--reports", str(tmp_path / "cli"),
+                     "--base", "1"]) == 2
     assert "dptune:" in capsys.readouterr().err
 
 
-def test_report_names_the_experiment_and_results_without_absolute_paths(tiny_run, monkeypatch) -> None:
+def test_report_names_the_experiment_and_results_without_absolute_paths(
+        knn_swept, tmp_path, monkeypatch) -> None:
     """The manifest records the experiment file's absolute path; the report shows it (and the
     results directory) relative to the working directory, never this machine's layout."""
-    d, _ = tiny_run
+    d = knn_swept
     monkeypatch.chdir(d)
-    assert cli_main(["slices", str(d / "results"), "--reports", str(d / "rel"),
+    assert cli_main(["slices", str(d / "results"), "--reports", str(tmp_path / "rel"),
                      "--main-reports", str(d / "reports")]) == 0
-    text = (d / "rel" / "slices_report.md").read_text()
+    text = (tmp_path / "rel" / "slices_report.md").read_text()
     assert "| Results | `results` (experiment `tiny.toml`, 2 validation folds) |" in text
     assert "`reports/pairs.csv`" in text
     assert str(d) not in text
