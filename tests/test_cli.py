@@ -8,50 +8,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import bpr_grid
+from conftest import EVERY_STAGE_BPR as BPR
 
 from dptune.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 
-TINY = """
-name = "tiny"
-seed = 7
-[split]
-folds = 2
-[evaluation]
-cutoffs = [1, 5, 10]
-[analysis]
-pairs = 5
-[sweep]
-jobs = 1
-[[algorithms]]
-name = "userknn"
-type = "userknn"
-grid = "{root}/grids/quickstart-knn.toml"
-[[algorithms]]
-name = "bpr-mf"
-type = "bpr-mf"
-grid = "{bpr}"
-"""
-
-BPR = bpr_grid([8, 16], [1, 3], [0.05, 0.1])
-
-
-@pytest.fixture(scope="module")
-def tiny_run(tmp_path_factory):
-    d = tmp_path_factory.mktemp("tiny")
-    (d / "bpr.toml").write_text(BPR)
-    cfg = d / "tiny.toml"
-    cfg.write_text(TINY.replace("{root}", str(ROOT)).replace("{bpr}", str(d / "bpr.toml")))
-    rc = main(["run", str(cfg), "--results", str(d / "results"), "--reports", str(d / "reports"),
-               "--no-progress"])
-    assert rc == 0
-    return d
-
-
-def test_run_writes_the_store_contract(tiny_run):
-    res = tiny_run / "results"
+def test_run_writes_the_store_contract(tiny_swept_every_stage):
+    res = tiny_swept_every_stage / "results"
     df = pd.read_parquet(res / "per_user.parquet")
     assert list(df.columns) == ["algorithm", "config_id", "fold", "user", "metric", "cutoff", "value"]
     assert set(df["metric"]) == {"ndcg", "precision", "recall", "mrr", "efd", "epc"}
@@ -75,22 +39,22 @@ def test_run_writes_the_store_contract(tiny_run):
     assert man["dataset"]["ratings"] == 100836
 
 
-def test_reports_exist_and_rerun_is_byte_identical(tiny_run, tmp_path):
-    rep = tiny_run / "reports"
+def test_reports_exist_and_rerun_is_byte_identical(tiny_swept_every_stage, tmp_path):
+    rep = tiny_swept_every_stage / "reports"
     for name in ["pairs.csv", "pvalues.parquet", "dp.csv", "report.md", "figure1.png", "figure1.svg",
                  "table3.md", "table3.tex", "table4.csv", "table5.md", "one_at_a_time.csv"]:
         assert (rep / name).exists(), name
-    assert main(["analyze", str(tiny_run / "results"), "--reports", str(tmp_path / "again")]) == 0
+    assert main(["analyze", str(tiny_swept_every_stage / "results"), "--reports", str(tmp_path / "again")]) == 0
     for f in rep.iterdir():
         assert (tmp_path / "again" / f.name).read_bytes() == f.read_bytes(), f.name
 
 
-def test_dp_recomputable_with_scipy_alone(tiny_run):
+def test_dp_recomputable_with_scipy_alone(tiny_swept_every_stage):
     from scipy.stats import ttest_rel
 
-    per_user = pd.read_parquet(tiny_run / "results" / "per_user.parquet")
-    pairs = pd.read_csv(tiny_run / "reports" / "pairs.csv")
-    dp = pd.read_csv(tiny_run / "reports" / "dp.csv")
+    per_user = pd.read_parquet(tiny_swept_every_stage / "results" / "per_user.parquet")
+    pairs = pd.read_csv(tiny_swept_every_stage / "reports" / "pairs.csv")
+    dp = pd.read_csv(tiny_swept_every_stage / "reports" / "dp.csv")
     row = dp[(dp["algorithm"] == "bpr-mf") & (dp["scope"] == "all") & (dp["metric"] == "ndcg")
              & (dp["cutoff"] == 10)].iloc[0]
     pp = pairs[(pairs["algorithm"] == "bpr-mf") & (pairs["scope"] == "all")]
@@ -108,34 +72,38 @@ def test_dp_recomputable_with_scipy_alone(tiny_run):
     assert row["dp_per_25"] == pytest.approx(25 * np.mean(curves), abs=1e-8)
 
 
-def test_rerun_skips_finished_units(tiny_run, capsys):
-    parts = sorted((tiny_run / "results" / "per_user.parquet").glob("*.parquet"))
+def test_rerun_skips_finished_units(tiny_swept_every_stage, tmp_path, capsys):
+    import shutil
+
+    results = tmp_path / "results"  # a copy: the rerun records its reports folder in it
+    shutil.copytree(tiny_swept_every_stage / "results", results)
+    parts = sorted((results / "per_user.parquet").glob("*.parquet"))
     before = {p.name: p.stat().st_mtime_ns for p in parts}
-    cfg = tiny_run / "tiny.toml"
-    assert main(["run", str(cfg), "--results", str(tiny_run / "results"), "--reports",
-                 str(tiny_run / "reports2"), "--no-progress", "--no-analyze"]) == 0
-    after = {p.name: p.stat().st_mtime_ns for p in (tiny_run / "results" / "per_user.parquet").glob("*.parquet")}
+    cfg = tiny_swept_every_stage / "tiny.toml"
+    assert main(["run", str(cfg), "--results", str(results), "--reports",
+                 str(tmp_path / "reports2"), "--no-progress", "--no-analyze"]) == 0
+    after = {p.name: p.stat().st_mtime_ns for p in (results / "per_user.parquet").glob("*.parquet")}
     assert after == before
 
 
-def test_status(tiny_run, capsys):
-    assert main(["status", str(tiny_run / "results")]) == 0
+def test_status(tiny_swept_every_stage, capsys):
+    assert main(["status", str(tiny_swept_every_stage / "results")]) == 0
     out = capsys.readouterr().out
     assert "userknn" in out and "bpr-mf" in out
 
 
-def test_subgrid(tiny_run, tmp_path):
+def test_subgrid(tiny_swept_every_stage, tmp_path):
     out = tmp_path / "sub.toml"
-    assert main(["subgrid", str(tiny_run / "results"), "--algorithm", "bpr-mf", "--metric", "ndcg",
+    assert main(["subgrid", str(tiny_swept_every_stage / "results"), "--algorithm", "bpr-mf", "--metric", "ndcg",
                  "--cutoff", "10", "--radius", "1", "--out", str(out)]) == 0
     from dptune.grids import load_grid
 
     g = load_grid(out)
     assert set(g.free) == {"factors", "iterations", "learning_rate"}
     assert g.derived["user_reg"] == ("learning_rate", 0.05)
-    best = pd.read_csv(tiny_run / "reports" / "best_configs.csv")
+    best = pd.read_csv(tiny_swept_every_stage / "reports" / "best_configs.csv")
     b = best[(best["algorithm"] == "bpr-mf") & (best["metric"] == "ndcg") & (best["cutoff"] == 10)].iloc[0]
-    cfg = pd.read_csv(tiny_run / "results" / "configs.csv")
+    cfg = pd.read_csv(tiny_swept_every_stage / "results" / "configs.csv")
     c = cfg[(cfg["algorithm"] == "bpr-mf") & (cfg["config_id"] == b["config_id"])].iloc[0]
     assert int(c["factors"]) in g.values["factors"] and int(c["iterations"]) in g.values["iterations"]
 
@@ -288,26 +256,26 @@ def test_bad_config_is_one_line_exit_2(tmp_path, capsys):
     assert err.count("\n") == 0 and "bad.toml" in err and "split.fodls" in err
 
 
-def test_subgrid_placed_in_a_larger_grid(tiny_run, tmp_path):
+def test_subgrid_placed_in_a_larger_grid(tiny_swept_every_stage, tmp_path):
     full = tmp_path / "full.toml"
     full.write_text(BPR.replace("[8, 16]", "[4, 8, 16, 32]").replace("[1, 3]", "[1, 2, 3, 4]")
                     .replace("[0.05, 0.1]", "[0.025, 0.05, 0.1, 0.2]"))
     out = tmp_path / "sub.toml"
-    assert main(["subgrid", str(tiny_run / "results"), "--algorithm", "bpr-mf", "--radius", "1",
+    assert main(["subgrid", str(tiny_swept_every_stage / "results"), "--algorithm", "bpr-mf", "--radius", "1",
                  "--grid", str(full), "--out", str(out)]) == 0
     from dptune.grids import load_grid
 
     g = load_grid(out)
-    best = pd.read_csv(tiny_run / "reports" / "best_configs.csv")
+    best = pd.read_csv(tiny_swept_every_stage / "reports" / "best_configs.csv")
     b = best[(best["algorithm"] == "bpr-mf") & (best["metric"] == "ndcg") & (best["cutoff"] == 10)].iloc[0]
-    cfg = pd.read_csv(tiny_run / "results" / "configs.csv")
+    cfg = pd.read_csv(tiny_swept_every_stage / "results" / "configs.csv")
     c = cfg[(cfg["algorithm"] == "bpr-mf") & (cfg["config_id"] == b["config_id"])].iloc[0]
     ref = load_grid(full).values["factors"]
     i = ref.index(int(c["factors"]))
     assert g.values["factors"] == ref[max(0, i - 1): i + 2]
     bad = tmp_path / "bad.toml"
     bad.write_text(BPR.replace("[8, 16]", "[5, 6]"))
-    assert main(["subgrid", str(tiny_run / "results"), "--grid", str(bad), "--out", str(out)]) == 2
+    assert main(["subgrid", str(tiny_swept_every_stage / "results"), "--grid", str(bad), "--out", str(out)]) == 2
 
 
 def test_study_subcommands_are_wired(capsys):
@@ -535,12 +503,17 @@ def test_readme_documents_the_trec_formats():
     assert "user Q0 item rank score tag" in text and "user 0 item rating" in text
 
 
-def test_status_covers_test_split_noise_floor_and_analysis(tiny_run, capsys):
+def test_status_covers_test_split_noise_floor_and_analysis(tiny_swept_every_stage, tmp_path,
+                                                           capsys):
     import os
+    import shutil
 
-    report = tiny_run / "reports" / "report.md"
-    os.utime(report)  # other tests of this module rerun the sweep after the analysis
-    assert main(["status", str(tiny_run / "results"), "--reports", str(tiny_run / "reports")]) == 0
+    results, reports = tmp_path / "results", tmp_path / "reports"  # copies: report.md is touched
+    shutil.copytree(tiny_swept_every_stage / "results", results)
+    shutil.copytree(tiny_swept_every_stage / "reports", reports)
+    report = reports / "report.md"
+    os.utime(report)
+    assert main(["status", str(results), "--reports", str(reports)]) == 0
     out = capsys.readouterr().out
     assert "test split:" in out and "noise floor:" in out and "analysis:" in out
     lines = {line.split(":")[0]: line for line in out.splitlines() if ":" in line}
@@ -548,14 +521,15 @@ def test_status_covers_test_split_noise_floor_and_analysis(tiny_run, capsys):
     assert "parts (5 seeds) done" in lines["noise floor"]
     assert "up to date" in lines["analysis"]
     os.utime(report, (0, 0))
-    assert main(["status", str(tiny_run / "results"), "--reports", str(tiny_run / "reports")]) == 0
+    assert main(["status", str(results), "--reports", str(reports)]) == 0
     assert "older than the results" in capsys.readouterr().out
     os.utime(report)
-    assert main(["status", str(tiny_run / "results"), "--reports", str(tiny_run / "nowhere")]) == 0
+    assert main(["status", str(results), "--reports", str(tmp_path / "nowhere")]) == 0
     assert "not written yet" in capsys.readouterr().out
 
 
-def test_status_checks_the_reports_folder_the_run_wrote(tiny_run, tmp_path, capsys, monkeypatch):
+def test_status_checks_the_reports_folder_the_run_wrote(tiny_swept, tmp_path, capsys,
+                                                        monkeypatch):
     """``dptune run --reports X`` records X in the results directory (reports.txt); ``dptune
     status`` without --reports checks X/report.md, and when it is missing or stale the advice
     names X. --reports still overrides the record; a record that cannot be read is ignored."""
@@ -565,13 +539,13 @@ def test_status_checks_the_reports_folder_the_run_wrote(tiny_run, tmp_path, caps
     from dptune.cli._commands import REPORTS_RECORD
 
     results = tmp_path / "results"
-    shutil.copytree(tiny_run / "results", results)
+    shutil.copytree(tiny_swept / "results", results)
     reports = tmp_path / "elsewhere"
-    shutil.copytree(tiny_run / "reports", reports)
+    shutil.copytree(tiny_swept / "reports", reports)
     (results / REPORTS_RECORD).unlink()
     monkeypatch.chdir(tmp_path)  # reports/tiny, the default, does not exist here
     # the run records the folder before its analysis writes it
-    assert main(["run", str(tiny_run / "tiny.toml"), "--results", str(results), "--reports",
+    assert main(["run", str(tiny_swept / "exp" / "tiny.toml"), "--results", str(results), "--reports",
                  "elsewhere", "--no-progress", "--bootstrap", "0"]) == 0
     capsys.readouterr()
     assert (results / REPORTS_RECORD).read_text() == f"{reports.resolve()}\n"
@@ -598,31 +572,31 @@ def test_status_checks_the_reports_folder_the_run_wrote(tiny_run, tmp_path, caps
     assert analysis_line().startswith(f"analysis:    {Path('reports') / 'tiny' / 'report.md'}")
 
 
-def test_subgrid_warns_when_the_best_configuration_is_on_the_grid_edge(tiny_run, tmp_path, capsys):
+def test_subgrid_warns_when_the_best_configuration_is_on_the_grid_edge(tiny_swept_every_stage, tmp_path, capsys):
     """The tiny BPR grid has two values per hyperparameter: the best is on an edge of each;
     placed in a wider grid where it is inside, no warning."""
     out = tmp_path / "sub.toml"
-    assert main(["subgrid", str(tiny_run / "results"), "--radius", "1", "--out", str(out)]) == 0
+    assert main(["subgrid", str(tiny_swept_every_stage / "results"), "--radius", "1", "--out", str(out)]) == 0
     err = capsys.readouterr().err
     assert "dptune: warning: bpr-mf: the best configuration sits on the edge of the grid" in err
     assert "factors=" in err
     wide = tmp_path / "wide.toml"
     wide.write_text(BPR.replace("[8, 16]", "[4, 8, 16, 32]").replace("[1, 3]", "[0, 1, 3, 5]")
                     .replace("[0.05, 0.1]", "[0.025, 0.05, 0.1, 0.2]"))
-    assert main(["subgrid", str(tiny_run / "results"), "--radius", "1", "--grid", str(wide),
+    assert main(["subgrid", str(tiny_swept_every_stage / "results"), "--radius", "1", "--grid", str(wide),
                  "--out", str(out)]) == 0
     assert "warning" not in capsys.readouterr().err
 
 
-def test_report_warns_when_the_selected_configuration_is_on_the_grid_edge(tiny_run):
+def test_report_warns_when_the_selected_configuration_is_on_the_grid_edge(tiny_swept_every_stage):
     """The same edge in the run's data (best_configs.csv ``grid_edge``) and in report.md."""
-    best = pd.read_csv(tiny_run / "reports" / "best_configs.csv", keep_default_na=False)
+    best = pd.read_csv(tiny_swept_every_stage / "reports" / "best_configs.csv", keep_default_na=False)
     bpr = best[(best["algorithm"] == "bpr-mf") & (best["metric"] == "ndcg")
                & (best["cutoff"] == 10)]
     edges = dict(part.split("=") for part in bpr["grid_edge"].iloc[0].split(";"))
     assert set(edges) == {"factors", "iterations", "learning_rate"}
     assert set(edges.values()) <= {"lowest", "highest"}
-    md = (tiny_run / "reports" / "report.md").read_text()
+    md = (tiny_swept_every_stage / "reports" / "report.md").read_text()
     assert "- BPR-MF: the configuration nDCG@10 selects sits on the edge of the grid (" in md
     assert "Latent factors at its " + edges["factors"] + " value" in md
 
