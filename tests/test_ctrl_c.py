@@ -22,11 +22,9 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import write_synthetic_experiment
-
-from dptune.sweeper._run import run_sweep
 
 ROOT = Path(__file__).resolve().parents[1]
+NAME = "synthetic"  # the experiment of conftest's synthetic_swept
 GUARD = 180  # seconds: only a safety net against a hung command; no assertion on time
 
 #: The stage hooks: each patches the function that does one stage's work (in the process that
@@ -80,13 +78,10 @@ elif _stage == "analysis":
 
 
 @pytest.fixture(scope="module")
-def finished(tmp_path_factory) -> tuple[Path, Path]:
-    """A finished tiny store (120 synthetic users; validation, test split, 2-seed noise
-    floor): (config, results)."""
-    d = tmp_path_factory.mktemp("ctrl-c")
-    cfg = write_synthetic_experiment(d, "ctrl-c")
-    run_sweep(cfg, d / "results", jobs=1, progress=False)
-    return cfg, d / "results"
+def finished(synthetic_swept) -> tuple[Path, Path]:
+    """conftest's finished tiny store (120 synthetic users; validation, test split, 2-seed
+    noise floor), read only: (config, results)."""
+    return synthetic_swept / f"{NAME}.toml", synthetic_swept / "results"
 
 
 def _parts(root: Path) -> dict[str, int]:
@@ -144,7 +139,7 @@ def _one_line(err: str) -> str:
     """The one line of the interruption, beside the run's own progress lines (the bars and the
     announcement of the design, prefixed with the experiment's name)."""
     lines = [line for line in err.splitlines() if line.strip() and "%|" not in line
-             and not line.startswith("ctrl-c: ")]
+             and not line.startswith(f"{NAME}: ")]
     assert len(lines) == 1 and "Traceback" not in err, err
     return lines[0]
 

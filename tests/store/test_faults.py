@@ -4,8 +4,8 @@ line (exit 2) naming the file, or recompute exactly what was damaged, with resul
 undamaged store's. Never a traceback, never silently different numbers.
 
 One tiny store (a synthetic 120-user data set, UserKNN with 2 configurations and a 2 x 2
-BPR-MF grid, 2 folds, the test split and a 2-seed noise floor) is built once per module; each
-case damages a copy of it.
+BPR-MF grid, 2 folds, the test split and a 2-seed noise floor: conftest's synthetic_swept) is
+built once per session; each case damages a copy of it.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from pathlib import Path
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-from conftest import write_synthetic_experiment
 
 from dptune.cli import main
 from dptune.errors import DptuneError
@@ -62,13 +61,11 @@ def _mtimes(root: Path) -> dict[str, int]:
 
 
 @pytest.fixture(scope="module")
-def pristine(tmp_path_factory):
-    """The tiny store, built once: ``(experiment file, results directory, values)``."""
-    d = tmp_path_factory.mktemp("faults")
-    cfg = write_synthetic_experiment(d, "faults", sweep="[sweep]\njobs = 1\n")
-    results = d / "results"
-    run_sweep(cfg, results, jobs=1, progress=False)
-    return cfg, results, _values(results)
+def pristine(synthetic_swept):
+    """conftest's tiny store, read only (each case damages a copy): ``(experiment file,
+    results directory, values)``."""
+    results = synthetic_swept / "results"
+    return synthetic_swept / "synthetic.toml", results, _values(results)
 
 
 def _damage(path: Path, how: str) -> None:
@@ -224,7 +221,7 @@ def other_seed(pristine, tmp_path_factory):
 
     cfg, _, _ = pristine
     d = tmp_path_factory.mktemp("seed8")
-    other = d / "faults.toml"
+    other = d / "synthetic.toml"
     other.write_text(cfg.read_text().replace("seed = 7", "seed = 8"))
     exp = load_experiment(other)
     store, _, _ = init_results(exp, d / "results")
