@@ -346,7 +346,8 @@ class ScopeRun:
                                       un.grid_sample_scale(folds, self.designs[0],
                                                            self._pair_mult, raw, centres,
                                                            p_reps))
-                            ci = (rs.dp_interval(mean_k, raw, scale=shrink)
+                            ci = (rs.dp_interval(mean_k, raw, scale=shrink,
+                                                 groups=rs.interval_groups(folds))
                                   if self._pair_mult is None else
                                   un.grid_sample_interval(mean_k, raw, shrink))
                             lo, hi = (sc.REFERENCE_P * x for x in ci)

@@ -475,8 +475,9 @@ def grid_sample_scale(folds: Sequence[Any], design: PairDesign, pair_weights: np
       kept at 0 or more.
 
     ``V = users + pairs + units``; ``s^2 = V / V*`` kept in ``[MIN_VARIANCE_RATIO, 1]``. All
-    on the mean-p scale (a ratio of variances, the same on the logit scale where the interval
-    is read, to first order). ``p_reps``: :func:`replicate_pvalues` of the folds (the users'
+    on the mean-p scale (a ratio of variances, the same to first order on any smooth scale;
+    the users' part reads :func:`dptune.analysis.dp.bootstrap.ungrouped_scale` on the arcsine
+    scale). ``p_reps``: :func:`replicate_pvalues` of the folds (the users'
     replicates with the pairs at their design weights, and the noise). 1 when the replicates
     do not vary.
 
@@ -522,8 +523,8 @@ def grid_sample_interval(estimate: float, replicates: np.ndarray, scale: float,
     factor of the units present, so the half-width is ``t_(m-1) * sqrt(users + pairs +
     units)``).
 
-    Why not the full grid's basic bootstrap on the logit scale (:func:`dptune.analysis.dp.
-    bootstrap.dp_interval`): here the replicates' spread is rescaled to a variance assembled
+    Why not the full grid's basic bootstrap quantiles (:func:`dptune.analysis.dp.
+    bootstrap.dp_interval`, arcsine scale; the logit scale when this was measured): here the replicates' spread is rescaled to a variance assembled
     from its components, so only their variance carries information, not their quantiles; and
     with few units the estimate's standardised error is skewed upwards (a round whose units
     happen to be alike gives a high estimate and a small variance at once) while the logit

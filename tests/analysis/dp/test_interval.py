@@ -18,9 +18,34 @@ def test_interval_replicates_by_hand():
     # errors log(4/9) and log(12/7) -> logit log(1/4) and log(7/108) -> 1/5 and 7/115
     got = rs.interval_replicates(0.1, np.array([0.1, 0.3]))
     assert got == pytest.approx([1 / 5, 7 / 115], abs=1e-12)
-    lo, hi = rs.dp_interval(0.1, np.array([0.1, 0.3]), level=0.5)
-    q = np.quantile([1 / 5, 7 / 115], [0.25, 0.75])
-    assert (lo, hi) == pytest.approx(tuple(q), abs=1e-12)
+
+
+def test_dp_interval_by_hand_on_the_arcsine_scale():
+    # estimate 0.1, replicates 0.1 and 0.3 (mean 0.2); A(x) = arcsin(sqrt(x)):
+    # errors A(0.1) - A(0.2) = -0.14190 and A(0.3) - A(0.2) = 0.11599; their 25% and 75%
+    # quantiles (linear interpolation between two values) are reflected around A(0.1)
+    a = lambda x: np.arcsin(np.sqrt(x))  # noqa: E731
+    e = np.array([a(0.1) - a(0.2), a(0.3) - a(0.2)])
+    q25, q75 = e[0] + 0.25 * (e[1] - e[0]), e[0] + 0.75 * (e[1] - e[0])
+    lo_hand, hi_hand = np.sin(a(0.1) - q75) ** 2, np.sin(a(0.1) - q25) ** 2
+    # with (almost) no small-sample factor: 10**9 groups, t = z
+    lo, hi = rs.dp_interval(0.1, np.array([0.1, 0.3]), level=0.5, groups=10**9)
+    assert (lo, hi) == pytest.approx((lo_hand, hi_hand), abs=1e-9)
+    # A(0.1) = 0.32175, q25 = -0.07743, q75 = 0.05152: sin^2(0.27023), sin^2(0.39918)
+    assert (lo, hi) == pytest.approx((0.07126, 0.15106), abs=5e-5)
+
+
+def test_dp_interval_reads_the_spread_with_students_t_over_its_user_groups():
+    # kappa = t_(G-1) / z at 97.5%: 64 groups -> 1.998 / 1.960, applied on the arcsine scale
+    reps = np.random.default_rng(4).uniform(0.2, 0.4, 500)
+    a = lambda x: np.arcsin(np.sqrt(x))  # noqa: E731
+    wide = rs.dp_interval(0.3, reps, groups=64)
+    plain = rs.dp_interval(0.3, reps, groups=10**9)
+    ratio = (a(wide[1]) - a(wide[0])) / (a(plain[1]) - a(plain[0]))
+    assert ratio == pytest.approx(1.99834 / 1.95996, rel=1e-4)
+    # fewer groups, wider: 8 groups -> t_7 = 2.365
+    few = rs.dp_interval(0.3, reps, groups=8)
+    assert few[0] < wide[0] < 0.3 < wide[1] < few[1]
 
 
 def test_interval_at_the_ends_of_the_range():
@@ -43,6 +68,8 @@ def test_interval_bad_input():
         rs.dp_interval(1.5, np.array([0.5]))
     with pytest.raises(DptuneError, match="level"):
         rs.dp_interval(0.5, np.array([0.5]), level=1.0)
+    with pytest.raises(DptuneError, match="groups"):
+        rs.dp_interval(0.5, np.array([0.5]), groups=1)
     with pytest.raises(DptuneError, match="paired"):
         rs.prob_more_discriminative(np.ones(3), np.ones(4))
 
