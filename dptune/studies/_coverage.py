@@ -49,7 +49,7 @@ import pandas as pd
 
 from dptune._threads import one_thread
 from dptune.analysis.dp import scale as rb
-from dptune.analysis.dp.fold_loop import FoldView, ScopeRun
+from dptune.analysis.dp.fold_loop import FoldView, ScopePlan, ScopeRun
 from dptune.analysis.dp.paired_tests import paired_test
 from dptune.analysis.dp.pairs import sample_pairs, scope_seed
 from dptune.errors import check_int, input_error
@@ -218,21 +218,16 @@ def sample_interval(case: Case, seed: int, n_boot: int = 1000,
     rng = np.random.default_rng(np.random.SeedSequence(int(seed)))
     ids = np.arange(case.configs)
     boot_seed = int(rng.integers(2**31))
-    run = ScopeRun("sim", "all", [sample_pairs(ids, case.n_pairs, scope_seed(boot_seed, "all"))],
-                   case.possible_pairs, case.folds, [("m", 1)], test=paired_test("t"),
-                   bootstrap=int(n_boot), seed=boot_seed)
+    run = ScopeRun(ScopePlan(
+        "sim", "all", [sample_pairs(ids, case.n_pairs, scope_seed(boot_seed, "all"))],
+        case.possible_pairs, case.folds, [("m", 1)], test=paired_test("t"),
+        bootstrap=int(n_boot), seed=boot_seed))
     # with a shared taste the same users are in every fold (as user-stratified folds have them)
     users = case.users_of(rng) if case.shared else None
     for f in range(case.folds):
-        x = case.draw(rng, users=users)[0]
-
         # user ids: the same in every fold when the users are shared, else fresh ones
         ids_f = np.arange(case.users) + (0 if case.shared else f * case.users)
-
-        def read(metric: str, cutoff: int, config_ids: np.ndarray, x=x, ids_f=ids_f):
-            return ids_f, x[np.asarray(config_ids)]
-
-        run.add_fold(f, str(f), FoldView(read))
+        run.add_fold(f, str(f), FoldView.of_table(ids_f, case.draw(rng, users=users)[0]))
     row = run.finish()[0][0]
     scale = rb.REFERENCE_P
     return float(row["mean_p"]), float(row["ci_low"]) / scale, float(row["ci_high"]) / scale

@@ -46,7 +46,7 @@ import pandas as pd
 from dptune._threads import one_thread
 from dptune.analysis.dp import scale as rb
 from dptune.analysis.dp import stability as sb
-from dptune.analysis.dp.fold_loop import FoldView, ScopeRun, UserDraws
+from dptune.analysis.dp.fold_loop import FoldView, ScopePlan, ScopeRun, UserDraws
 from dptune.analysis.dp.paired_tests import paired_test
 from dptune.analysis.dp.pairs import sample_pairs, scope_seed
 from dptune.errors import check_int, input_error
@@ -137,18 +137,14 @@ def run_family(case: FamilyCase, seed: int, n_boot: int = 1000, alpha: float = 0
     pairs = [sample_pairs(ids, case.n_pairs, scope_seed(s0, "all" if k == 0 else
                                                         f"all|robust|{k}"))
              for k in range(repeats)]
-    run = ScopeRun("sim", "all", pairs, case.possible_pairs, case.folds, mcs,
-                   test=paired_test("t"), bootstrap=int(n_boot), seed=s0,
-                   draws=UserDraws(int(n_boot), s0))
+    run = ScopeRun(ScopePlan("sim", "all", pairs, case.possible_pairs, case.folds, mcs,
+                             test=paired_test("t"), bootstrap=int(n_boot), seed=s0,
+                             draws=UserDraws(int(n_boot), s0)))
     users = case.users_of(rng) if case.shared else None
     for f in range(case.folds):
         x = case.draw(rng, users)
         ids_f = np.arange(case.users) + (0 if case.shared else f * case.users)
-
-        def read(metric: str, cutoff: int, config_ids: np.ndarray, x=x, ids_f=ids_f):
-            return ids_f, x[int(metric[1:])][np.asarray(config_ids)]
-
-        run.add_fold(f, str(f), FoldView(read))
+        run.add_fold(f, str(f), FoldView.of_table(ids_f, {_metric(i): t for i, t in enumerate(x)}))
     rows, _, draws = run.finish()
     est = np.array([r["mean_p"] for r in rows])
     rec = int(np.argmin(est))
@@ -351,18 +347,14 @@ def run_grid(case: DominanceCase, seed: int, n_boot: int = 1000, alpha: float = 
     s0 = int(rng.integers(2**31))
     names = [f"h{i}" for i in range(len(case.betas))]
     draws = UserDraws(int(n_boot), s0)
-    runs = [ScopeRun("sim", f"only:{h}", [case.only_pairs(i)], len(case.only_pairs(i)),
-                     case.folds, [("m", 10)], test=paired_test("t"), bootstrap=int(n_boot),
-                     seed=s0, draws=draws) for i, h in enumerate(names)]
+    runs = [ScopeRun(ScopePlan("sim", f"only:{h}", [case.only_pairs(i)],
+                               len(case.only_pairs(i)), case.folds, [("m", 10)],
+                               test=paired_test("t"), bootstrap=int(n_boot), seed=s0,
+                               draws=draws)) for i, h in enumerate(names)]
     kept = case.users_of(rng) if case.shared else None
     for f in range(case.folds):
-        x = case.draw(rng, users=kept)[0]
         ids_f = np.arange(case.users) + (0 if case.shared else f * case.users)
-
-        def read(metric: str, cutoff: int, config_ids: np.ndarray, x=x, ids_f=ids_f):
-            return ids_f, x[np.asarray(config_ids)]
-
-        view = FoldView(read)
+        view = FoldView.of_table(ids_f, case.draw(rng, users=kept)[0])
         for r in runs:
             r.add_fold(f, str(f), view)
         draws.clear()

@@ -49,7 +49,7 @@ import numpy as np
 import pandas as pd
 
 from dptune._threads import one_thread
-from dptune.analysis.dp.fold_loop import FoldView, ScopeRun, UserDraws
+from dptune.analysis.dp.fold_loop import FoldView, ScopePlan, ScopeRun, UserDraws
 from dptune.analysis.dp.paired_tests import paired_test
 from dptune.analysis.dp.pairs import scope_seed, scopes
 from dptune.analysis.dp.units import UnitSample, pair_design, unit_multipliers
@@ -164,16 +164,12 @@ def _estimate(case: GridCase, s: _Sample | None, configs: pd.DataFrame,
         designer = lambda pairs: pair_design(s.sample, pairs, "all")  # noqa: E731
         units = unit_multipliers(bootstrap, len(s.present), case.units_total,
                                  scope_seed(seed, "grid|units"))
-    run = ScopeRun("grid", "all", [scope.pairs(0, seed)], scope.n_possible, case.folds,
-                   [("m", 1)], test=paired_test("t"), bootstrap=bootstrap, seed=seed,
-                   draws=UserDraws(bootstrap, seed), designer=designer, units=units)
+    run = ScopeRun(ScopePlan("grid", "all", [scope.pairs(0, seed)], scope.n_possible,
+                             case.folds, [("m", 1)], test=paired_test("t"), bootstrap=bootstrap,
+                             seed=seed, draws=UserDraws(bootstrap, seed), designer=designer,
+                             units=units))
     for f, x in enumerate(folds):
-        ids_f = np.arange(case.users) + f * case.users
-
-        def read(metric: str, cutoff: int, config_ids: np.ndarray, x=x, ids_f=ids_f):
-            return ids_f, x[np.asarray(config_ids)]
-
-        run.add_fold(f, str(f), FoldView(read))
+        run.add_fold(f, str(f), FoldView.of_table(np.arange(case.users) + f * case.users, x))
     row = run.finish()[0][0]
     return float(row["dp_per_25"]), float(row["ci_low"]), float(row["ci_high"])
 
@@ -410,16 +406,14 @@ def claims_replicate(case: GridClaimsCase, seed: int, alpha: float = 0.05) -> di
             designer = lambda pairs, s=s: pair_design(s.sample, pairs, "all")  # noqa: E731
             units = unit_multipliers(g.bootstrap, len(s.present), g.units_total,
                                      scope_seed(seed, "grid|units"))
-        run = ScopeRun("grid", "all", [scope.pairs(0, seed)], scope.n_possible, g.folds, mcs,
-                       test=paired_test("t"), bootstrap=g.bootstrap, seed=seed,
-                       draws=UserDraws(g.bootstrap, seed), designer=designer, units=units)
+        run = ScopeRun(ScopePlan("grid", "all", [scope.pairs(0, seed)], scope.n_possible,
+                                 g.folds, mcs, test=paired_test("t"), bootstrap=g.bootstrap,
+                                 seed=seed, draws=UserDraws(g.bootstrap, seed),
+                                 designer=designer, units=units))
         for f, x in enumerate(folds):
             ids_f = np.arange(g.users) + (0 if case.shared else f * g.users)
-
-            def read(metric: str, cutoff: int, config_ids: np.ndarray, x=x, ids_f=ids_f):
-                return ids_f, x[int(metric[1:])][np.asarray(config_ids)]
-
-            run.add_fold(f, str(f), FoldView(read))
+            run.add_fold(f, str(f), FoldView.of_table(
+                ids_f, {f"m{i}": t for i, t in enumerate(x)}))
         rows, _, draws = run.finish()
         rec = int(np.argmin([row["mean_p"] for row in rows]))
         claims = family_claims({0: {m: draws[("grid", "all", m, c)][0] for m, c in mcs}}, alpha)

@@ -36,7 +36,7 @@ The noise floor (:mod:`dptune.analysis.noise`) and the slice study
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,7 +67,7 @@ from dptune.store._fold import slice_of
 from dptune.vocab import fold_key, metric_key
 
 __all__ = ["FOLD_BYTES", "STABILITY_BUDGET_S", "INTERVAL_KINDS", "FoldView", "UserDraws",
-           "FoldCurves", "ScopeRun", "run_fold_loop"]
+           "FoldCurves", "ScopePlan", "ScopeRun", "run_fold_loop"]
 
 #: The most memory one fold read may hold: the float32 values of every configuration any
 #: scope needs, for every metric@N. Above it the metric@N are read in groups (each group one
@@ -98,6 +98,21 @@ class FoldView:
     def __init__(self, read: Reader) -> None:
         self.read = read
         self.block = slice_of(read)
+
+    @classmethod
+    def of_table(cls, users: np.ndarray,
+                 table: np.ndarray | Mapping[str, np.ndarray]) -> FoldView:
+        """A fold held in memory: ``users`` its users' ids and ``table`` the ``(configs,
+        users)`` values of every configuration (row = configuration id), one array read for
+        every metric@N or one per metric name. What the simulation studies feed the loop."""
+        users = np.asarray(users)
+
+        def read(metric: str, cutoff: int, config_ids: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray]:
+            values = table[metric] if isinstance(table, Mapping) else table
+            return users, np.asarray(values)[np.asarray(config_ids)]
+
+        return cls(read)
 
     def get(self, metric: str, cutoff: int, ids: np.ndarray
             ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray]:
@@ -191,28 +206,55 @@ class FoldCurves:
                 "curve_mean": s.mean_curve, "curve_sd": s.sd_curve}
 
 
-class ScopeRun:
-    """One scope of one algorithm fed fold by fold (module docstring).
+@dataclass(frozen=True)
+class ScopePlan:
+    """What one scope of one algorithm is run on, fixed before any fold is read.
 
     ``pairs``: the scope's pairs under each stability repeat (``pairs[0]``: the tables' pairs,
-    in sampling order); ``bootstrap``: replicates of the interval (0 = none; only with a test
-    that has an interval); ``draws``: the algorithm's shared :class:`UserDraws`. A store that
-    holds a subset of its grid's units (:mod:`dptune.analysis.dp.units`) also gives
-    ``designer`` (pairs -> their :class:`dptune.analysis.dp.units.PairDesign`) and ``units``
-    (the algorithm's shared ``(B, m)`` unit multipliers): the pairs are weighted to stand for
-    the full grid's, the bootstrap resamples the units too, the interval's scale is put
-    together from the users', pairs' and units' parts of the variance, each counted once
-    (:func:`dptune.analysis.dp.units.grid_sample_scale`), and read off that variance
-    (:func:`dptune.analysis.dp.units.grid_sample_interval`); a scope with an unsampled
-    stratum gets no interval.
+    in sampling order); ``n_possible``: the grid's pairs of the scope; ``n_folds`` validation
+    folds; ``metric_cutoffs`` the metric@N tested; ``test`` the paired test, ``alpha`` and
+    ``correction`` Sakai's DP; ``bootstrap``: replicates of the interval (0 = none; only with a
+    test that has an interval) drawn from ``seed``; ``draws``: the algorithm's shared
+    :class:`UserDraws` (None: the scope's own). A store that holds a subset of its grid's units
+    (:mod:`dptune.analysis.dp.units`) also gives ``designer`` (pairs -> their
+    :class:`dptune.analysis.dp.units.PairDesign`) and ``units`` (the algorithm's shared ``(B,
+    m)`` unit multipliers)."""
+
+    algorithm: str
+    scope: str
+    pairs: Sequence[np.ndarray]
+    n_possible: int
+    n_folds: int
+    metric_cutoffs: Sequence[tuple[str, int]]
+    test: stats.PairedTest
+    alpha: float = 0.05
+    correction: str | None = None
+    bootstrap: int = 0
+    seed: int = 0
+    draws: UserDraws | None = None
+    designer: Callable[[np.ndarray], un.PairDesign] | None = None
+    units: np.ndarray | None = None
+
+
+class ScopeRun:
+    """One scope of one algorithm fed fold by fold (module docstring), run on its
+    :class:`ScopePlan`.
+
+    With a plan's ``designer`` and ``units`` (a store holding a subset of its grid's units) the
+    pairs are weighted to stand for the full grid's, the bootstrap resamples the units too, the
+    interval's scale is put together from the users', pairs' and units' parts of the variance,
+    each counted once (:func:`dptune.analysis.dp.units.grid_sample_scale`), and read off that
+    variance (:func:`dptune.analysis.dp.units.grid_sample_interval`); a scope with an
+    unsampled stratum gets no interval.
     """
 
-    def __init__(self, algorithm: str, scope: str, pairs: Sequence[np.ndarray], n_possible: int,
-                 n_folds: int, metric_cutoffs: Sequence[tuple[str, int]], *,
-                 test: stats.PairedTest, alpha: float = 0.05, correction: str | None = None,
-                 bootstrap: int = 0, seed: int = 0, draws: UserDraws | None = None,
-                 designer: Callable[[np.ndarray], un.PairDesign] | None = None,
-                 units: np.ndarray | None = None) -> None:
+    def __init__(self, plan: ScopePlan) -> None:
+        self.plan = plan
+        algorithm, scope, pairs = plan.algorithm, plan.scope, plan.pairs
+        n_possible, n_folds, metric_cutoffs = plan.n_possible, plan.n_folds, plan.metric_cutoffs
+        test, alpha, correction = plan.test, plan.alpha, plan.correction
+        bootstrap, seed, draws = plan.bootstrap, plan.seed, plan.draws
+        designer, units = plan.designer, plan.units
         self.algorithm, self.scope = algorithm, scope
         self.test, self.seed = test, int(seed)
         self.mcs = [(str(m), int(c)) for m, c in metric_cutoffs]
@@ -453,13 +495,14 @@ def plan_runs(store: Any, alg: str, options: Any, folds: Sequence[str],
     for s in found:
         boxed_s = s in boxed
         n_rep = repeats if boxed_s and s.sampled else 1
-        runs.append(ScopeRun(alg, s.name, [s.pairs(k, options.seed) for k in range(n_rep)],
-                             s.n_possible, len(folds), mcs, test=test, alpha=options.alpha,
-                             correction=options.correction_or_none,
-                             bootstrap=boot if boxed_s else 0, seed=options.seed, draws=draws,
-                             designer=(lambda pairs, s=s: un.pair_design(
-                                 sample, pairs, s.kind, s.hyperparameter, s.value))
-                             if subset else None, units=units))
+        runs.append(ScopeRun(ScopePlan(
+            alg, s.name, [s.pairs(k, options.seed) for k in range(n_rep)], s.n_possible,
+            len(folds), mcs, test=test, alpha=options.alpha,
+            correction=options.correction_or_none, bootstrap=boot if boxed_s else 0,
+            seed=options.seed, draws=draws,
+            designer=(lambda pairs, s=s: un.pair_design(
+                sample, pairs, s.kind, s.hyperparameter, s.value)) if subset else None,
+            units=units)))
     return runs
 
 

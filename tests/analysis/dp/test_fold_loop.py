@@ -27,8 +27,9 @@ def scope_run(store, metric_cutoffs, *, pairs=None, n_boot=50, seed=1, repeats=1
     n = pairs or n_configs * (n_configs - 1) // 2
     p = [sample_pairs(ids, n, scope_seed(seed, "all" if k == 0 else f"all|robust|{k}"))
          for k in range(repeats)]
-    return fl.ScopeRun("knn", "all", p, n_configs * (n_configs - 1) // 2, 3, metric_cutoffs,
-                       test=paired_test("t"), bootstrap=n_boot, seed=seed)
+    return fl.ScopeRun(fl.ScopePlan("knn", "all", p, n_configs * (n_configs - 1) // 2, 3,
+                                    metric_cutoffs, test=paired_test("t"), bootstrap=n_boot,
+                                    seed=seed))
 
 
 class TinyStore:
@@ -258,9 +259,10 @@ def _oracle_interval(store, metric, n_boot, seed, n_folds=3, n_configs=6):
 
 def test_interval_and_replicates_equal_a_plain_scipy_bootstrap():
     store = TinyStore(n_users=60)
-    srun = fl.ScopeRun("knn", "all", [np.column_stack(np.triu_indices(6, k=1))], 15, 3,
-                       [("ndcg", 10), ("recall", 10)], test=paired_test("t"), bootstrap=40,
-                       seed=2, draws=fl.UserDraws(40, 2, groups=60))
+    srun = fl.ScopeRun(fl.ScopePlan("knn", "all", [np.column_stack(np.triu_indices(6, k=1))],
+                                    15, 3, [("ndcg", 10), ("recall", 10)],
+                                    test=paired_test("t"), bootstrap=40, seed=2,
+                                    draws=fl.UserDraws(40, 2, groups=60)))
     for f in range(3):
         srun.add_fold(f, str(f), fl.FoldView(
             lambda m, c, i, f=f: store.read_matrix("knn", m, c, str(f), i)))

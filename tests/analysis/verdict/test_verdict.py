@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dptune.analysis.dp.fold_loop import FoldView, ScopeRun, UserDraws
+from dptune.analysis.dp.fold_loop import FoldView, ScopePlan, ScopeRun, UserDraws
 from dptune.analysis.dp.paired_tests import paired_test
 from dptune.analysis.verdict import claims as cl
 from dptune.analysis.verdict import downstream as ds
@@ -28,12 +28,11 @@ def _estimate(rng, effect, noise, n_configs=10, n_users=250, folds=3, n_boot=300
         values.append({"ndcg": nd, **{m: nd if identical else nd + rng.normal(0, noise, nd.shape)
                                        for m in METRICS3[1:]}})
     pairs = np.column_stack(np.triu_indices(n_configs, k=1))
-    run = ScopeRun("knn", "all", [pairs], len(pairs), folds, [(m, 10) for m in METRICS3],
-                   test=paired_test("t"), bootstrap=n_boot, seed=1,
-                   draws=UserDraws(n_boot, 1))
+    run = ScopeRun(ScopePlan("knn", "all", [pairs], len(pairs), folds,
+                             [(m, 10) for m in METRICS3], test=paired_test("t"),
+                             bootstrap=n_boot, seed=1, draws=UserDraws(n_boot, 1)))
     for f, v in enumerate(values):
-        run.add_fold(f, str(f), FoldView(
-            lambda m, c, ids, v=v: (np.arange(n_users), v[m][np.asarray(ids)])))
+        run.add_fold(f, str(f), FoldView.of_table(np.arange(n_users), v))
     rows, _, draws = run.finish()
     return pd.DataFrame(rows), draws
 
