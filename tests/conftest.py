@@ -13,6 +13,8 @@ next reader:
 - :func:`tiny_swept_every_stage`: the quickstart's UserKNN grid and a 2 x 2 x 2 BPR-MF grid
   through every stage (cutoffs 1, 5, 10, the test split, a 5-seed noise floor, the default
   bootstrap), swept and analysed by ``dptune run``;
+- :func:`grid_3x3_swept`: the tiny experiment with a 3 x 3 BPR-MF grid (9 units), swept to
+  its full grid, not analysed;
 - :func:`knn_swept`: UserKNN alone (k in [10, 20, 40, 80]), swept and analysed;
 - :func:`subset_swept`: an 80-user subset of the embedded data, BPR-MF and ItemKNN, the
   validation units alone (no noise floor), not analysed;
@@ -193,6 +195,30 @@ def tiny_swept(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     assert main(["run", str(cfg), "--results", str(d / "results"), "--reports",
                  str(d / "reports"), "--no-progress"]) == 0
     with _read_only(d, "tiny_swept"):
+        yield d
+
+
+def write_grid_3x3_experiment(directory: Path, name: str = "sample") -> Path:
+    """The tiny experiment with the 3 x 3 BPR-MF grid (:data:`BPR_3x3`: 9 units of 2
+    iterations, rounds of 3 units), 200 pairs and a bootstrap of 200, so that a grid sample's
+    claims are tested; return the TOML's path."""
+    cfg = write_experiment(directory, name, bpr=BPR_3x3)
+    cfg.write_text(cfg.read_text().replace("pairs = 5", "pairs = 200\nbootstrap = 200"))
+    return cfg
+
+
+@pytest.fixture(scope="session")
+def grid_3x3_swept(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """:func:`write_grid_3x3_experiment` swept once per session to its full grid, never
+    stopped, by ``dptune run --no-analyze``: ``exp/sample.toml`` and ``results/`` in the
+    returned directory. Read only (:func:`_read_only`)."""
+    from dptune.cli import main
+
+    d = tmp_path_factory.mktemp("grid_3x3_swept")
+    cfg = write_grid_3x3_experiment(d / "exp")
+    assert main(["run", str(cfg), "--results", str(d / "results"), "--no-analyze",
+                 "--no-progress"]) == 0
+    with _read_only(d, "grid_3x3_swept"):
         yield d
 
 

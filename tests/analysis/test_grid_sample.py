@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import EXPERIMENT, KNN_GRID, BPR_3x3
 
 from dptune.analysis.pipeline import analyze
 from dptune.cli import main
@@ -23,20 +22,6 @@ from dptune.report import Report
 from dptune.store._store import ResultStore
 from dptune.studies._grid_sample import _UnitsView
 from dptune.sweeper.design import read_design
-
-
-def _experiment(d: Path, name: str = "sample") -> Path:
-    """The conftest experiment with a 3 x 3 BPR-MF grid (9 units of 2 iterations, rounds of
-    3 units) and a bootstrap, so that the claims are tested."""
-    d.mkdir(parents=True, exist_ok=True)
-    (d / "knn.toml").write_text(KNN_GRID)
-    (d / "bpr.toml").write_text(BPR_3x3)
-    text = EXPERIMENT.format(name=name, source="ml-latest-small", knn=d / "knn.toml",
-                             bpr=d / "bpr.toml").replace("pairs = 5", "pairs = 200\nbootstrap = 200")
-    cfg = d / f"{name}.toml"
-    cfg.write_text(text)
-    return cfg
-
 
 #: Test instrumentation of the sweep a test kills, imported by its process through PYTHONPATH:
 #: the first ``DPTUNE_TEST_BPR_PARTS`` BPR-MF parts are written; the next part's write marks
@@ -77,12 +62,12 @@ def _run(cfg: Path, results: Path, *flags: str) -> int:
 
 
 @pytest.fixture(scope="module")
-def stores(tmp_path_factory) -> dict[str, Path]:
-    """One round, two rounds, and the full grid never stopped."""
+def stores(grid_3x3_swept, tmp_path_factory) -> dict[str, Path]:
+    """One round, two rounds, and the full grid never stopped (conftest's grid_3x3_swept)."""
     d = tmp_path_factory.mktemp("grid_sample")
-    cfg = _experiment(d / "exp")
-    out = {"cfg": cfg}
-    for name, flags in (("one", ("--budget", "3")), ("two", ("--budget", "6")), ("full", ())):
+    cfg = grid_3x3_swept / "exp" / "sample.toml"
+    out = {"cfg": cfg, "full": grid_3x3_swept / "results"}
+    for name, flags in (("one", ("--budget", "3")), ("two", ("--budget", "6"))):
         assert _run(cfg, d / name, *flags) == 0
         out[name] = d / name
     return out
@@ -123,7 +108,7 @@ def test_two_rounds_estimate_the_full_grid_with_weighted_pairs(stores, grid_samp
 
 def test_the_report_states_the_design_everywhere(stores, grid_sample_analyses, tmp_path):
     res = grid_sample_analyses["two"]
-    Report.build(ResultStore(stores["two"]), res).write(tmp_path / "r")
+    Report.from_result(res).write(tmp_path / "r")
     want = "BPR-MF: 6 of 9 units per fold (67%; full grid: 18 configurations, 12 here)"
     md = (tmp_path / "r" / "report.md").read_text()
     verdict = (tmp_path / "r" / "verdict.md").read_text()
@@ -174,7 +159,7 @@ def test_a_store_without_pairs_of_some_stratum_claims_nothing_for_it(stores, tmp
     assert dom["too_few_pairs"].str.contains("factors").all()
     assert dom["too_few_pairs"].str.contains("learning_rate").all()
     assert (res.verdict.loc[res.verdict["algorithm"] == "userknn", "unsampled_share"] == 0).all()
-    Report.build(store, res).write(tmp_path / "r")
+    Report.from_result(res).write(tmp_path / "r")
     assert "too few units to rank metrics" in (tmp_path / "r" / "verdict.md").read_text()
     sakai = (tmp_path / "r" / "report.md").read_text().split("## Sakai-style DP")[1].split("##")[0]
     assert all("§" in line for line in sakai.splitlines() if line.startswith("| BPR-MF"))

@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import BPR_3x3, write_experiment
 
-from dptune.cli import main
 from dptune.studies._grid_sample import (
     FULL_GRID_CASES,
     QUICK_GRID_CASES,
@@ -64,15 +62,12 @@ def test_a_replication_is_reproducible_and_every_unit_is_the_full_grid():
     assert a[4][0] == pytest.approx(a["full"], rel=1e-12)
 
 
-def test_the_real_data_check_compares_design_prefixes_with_the_full_store(tmp_path):
-    """A complete store of a 3 x 3 BPR-MF grid (9 units, rounds of 3; 153 pairs, fewer than the
-    analysis' 200, so every pair is tested): two rounds of fresh design orders differ from the
-    full grid, and three rounds, every unit, give its value exactly."""
-    cfg = write_experiment(tmp_path / "exp", "real", bpr=BPR_3x3)
-    cfg.write_text(cfg.read_text().replace("pairs = 5", "pairs = 200\nbootstrap = 200"))
-    results = tmp_path / "results"
-    assert main(["run", str(cfg), "--results", str(results), "--no-analyze",
-                 "--no-progress"]) == 0
+def test_the_real_data_check_compares_design_prefixes_with_the_full_store(grid_3x3_swept):
+    """A complete store of a 3 x 3 BPR-MF grid (conftest's grid_3x3_swept: 9 units, rounds of
+    3; 153 pairs, fewer than the analysis' 200, so every pair is tested): two rounds of fresh
+    design orders differ from the full grid, and three rounds, every unit, give its value
+    exactly."""
+    results = grid_3x3_swept / "results"
     per, summary = real_grid_sample_study(results, designs=2, rounds=(2, 3), seed=1)
     assert list(summary.columns) == REAL_GRID_SAMPLE_COLUMNS
     assert list(summary["units"]) == [6, 9] and (summary["units_total"] == 9).all()
