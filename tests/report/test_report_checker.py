@@ -39,9 +39,19 @@ def test_the_checker_catches_what_it_claims(tmp_path):
     assert "table3.md" in problems and "table4.csv" in problems
 
 
+def test_a_run_with_every_stage_writes_a_consistent_report(tiny_swept_every_stage):
+    """The report of ``dptune run`` through every stage (the test split, a noise floor, the
+    default bootstrap: conftest's tiny_swept_every_stage) passes the checker: the quick
+    variant, in the default run, of the quickstart's check below."""
+    assert check_report(tiny_swept_every_stage / "reports") == []
+
+
+@pytest.mark.slow
 def test_the_quickstart_report_is_consistent(tmp_path):
     """The report of the README's first command (``dptune run experiments/quickstart.toml``,
-    as written, into a temporary folder) passes the checker: the report a new user reads first."""
+    as written, into a temporary folder) passes the checker: the report a new user reads first.
+    Slow (its full reduced grids on 3 folds, about half a minute on 2 idle cores): the default
+    run checks the report of a tiny run through the same stages instead."""
     from dptune.cli import main
 
     exp = Path(__file__).parents[2] / "experiments" / "quickstart.toml"
