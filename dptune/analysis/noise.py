@@ -24,7 +24,9 @@ analysis half:
   on the scale of every DP of the report (DP per 25 pairs), with ``floor_per_25_sd = 25 *
   sd_f(pbar_f)``. Under an exactly true null the A/A p-values are uniform and the floor is
   12.5; seed-to-seed differences of the trained models push it lower. :func:`compare_with_floor`
-  flags a metric whose DP is not clearly below the floor.
+  flags a metric whose DP is not clearly below the floor. :func:`aa_band` gives Figure 1's grey
+  band: per algorithm and cutoff, the lowest and highest A/A curve over the metrics at each
+  position, and their mean.
 """
 
 from __future__ import annotations
@@ -48,8 +50,8 @@ from dptune.store._store import ResultStore
 from dptune.vocab import fold_key, metric_key
 
 __all__ = ["NoiseFloor", "aa_pvalues", "resample_curve", "noise_floor_table",
-           "compare_with_floor", "PVALUE_COLUMNS", "CURVE_COLUMNS", "FLOOR_COLUMNS",
-           "VERSUS_COLUMNS"]
+           "compare_with_floor", "aa_band", "PVALUE_COLUMNS", "CURVE_COLUMNS", "FLOOR_COLUMNS",
+           "VERSUS_COLUMNS", "BAND_COLUMNS"]
 
 PVALUE_COLUMNS = ["algorithm", "config_id", "metric", "cutoff", "fold", "seed_a", "seed_b", "p",
                   "n_users"]
@@ -59,6 +61,7 @@ FLOOR_COLUMNS = ["algorithm", "metric", "cutoff", "n_configs", "n_seeds", "n_fol
                  "test"]
 VERSUS_COLUMNS = ["algorithm", "metric", "cutoff", "dp_per_25", "ci_low", "ci_high",
                   "floor_per_25", "floor_per_25_sd", "mean_p", "ratio", "flagged", "rule"]
+BAND_COLUMNS = ["algorithm", "cutoff", "position", "low", "high", "mean"]
 
 
 def aa_pvalues(values_by_seed: np.ndarray, test: PairedTest, seed: int = 0) -> np.ndarray:
@@ -108,9 +111,13 @@ class NoiseFloor:
       n_positions, mean_p, floor_per_25, floor_per_25_sd, test``: the floor per metric@N before
       it is
       joined to DP.
-    - ``configs``: ``algorithm -> config ids`` used; ``seeds``: ``algorithm -> seeds used``.
+    - ``configs``: ``algorithm -> config ids`` whose A/A pairs were tested (ascending);
+      ``seeds``: ``algorithm -> the most seeds of one of its runs`` (a configuration on a fold),
+      in the manifest's algorithm order: the report's "Runs" line.
     - ``versus_dp``: DP beside its floor with the flag (:func:`compare_with_floor`;
       noise_floor.csv), or None before it is compared.
+    - ``band``: Figure 1's grey band, :func:`aa_band` of ``curves`` (``algorithm, cutoff,
+      position, low, high, mean``); computed from ``curves`` when not given.
     """
 
     pvalues: pd.DataFrame
@@ -119,11 +126,43 @@ class NoiseFloor:
     configs: dict[str, list[int]] = field(default_factory=dict)
     seeds: dict[str, int] = field(default_factory=dict)
     versus_dp: pd.DataFrame | None = None
+    band: pd.DataFrame | None = None
+
+    def __post_init__(self) -> None:
+        if self.band is None:
+            object.__setattr__(self, "band", aa_band(self.curves))
 
     @property
     def empty(self) -> bool:
         """Whether no A/A p-value was computed."""
         return self.floor.empty
+
+
+def aa_band(curves: pd.DataFrame) -> pd.DataFrame:
+    """Figure 1's A/A band from the A/A curves (``algorithm, cutoff, metric, position, mean``):
+    per (algorithm, cutoff) and position, the lowest (``low``) and highest (``high``) A/A
+    curve over the metrics and their mean (``mean``), so that a panel draws one grey band and
+    one dashed line instead of one line per metric. Columns :data:`BAND_COLUMNS`, positions
+    0-based as in the curves."""
+    parts = []
+    need = {"algorithm", "cutoff", "metric", "position", "mean"}
+    if len(curves) and need <= set(curves.columns):
+        keys = curves.assign(algorithm=curves["algorithm"].astype(str),
+                             metric=curves["metric"].astype(str),
+                             cutoff=curves["cutoff"].astype("int64"),
+                             position=curves["position"].astype("int64"))
+        for (alg, cutoff), g in keys.groupby(["algorithm", "cutoff"], sort=False):
+            wide = g.pivot_table(index="position", columns="metric", values="mean").sort_index()
+            parts.append(pd.DataFrame({
+                "algorithm": str(alg), "cutoff": int(cutoff),
+                "position": wide.index.to_numpy(dtype="int64"),
+                "low": wide.min(axis=1).to_numpy(), "high": wide.max(axis=1).to_numpy(),
+                "mean": wide.mean(axis=1).to_numpy()}))
+    if not parts:
+        return pd.DataFrame({c: pd.Series(dtype=object if c == "algorithm" else "int64"
+                                          if c in ("cutoff", "position") else float)
+                             for c in BAND_COLUMNS})
+    return pd.concat(parts, ignore_index=True)[BAND_COLUMNS]
 
 
 def _positions(n_pairs: int | Mapping[tuple[str, str, int], int], key: tuple[str, str, int]) -> int:
@@ -174,6 +213,9 @@ def noise_floor_table(
 
     pv_parts: list[pd.DataFrame] = []
     seeds_used: dict[str, int] = {}
+    # what the A/A pairs tested: per algorithm its configurations and the most seeds of a run
+    tested: dict[str, set[int]] = {}
+    run_seeds: dict[tuple[str, int, str], set[int]] = {}
     # (alg, metric, cutoff) -> fold -> list of A/A p-value arrays
     pooled: dict[tuple[str, str, int], dict[str, list[np.ndarray]]] = {}
     for path, meta in sorted(metas, key=lambda pm: (order[pm[1]["algorithm"]],
@@ -199,6 +241,10 @@ def noise_floor_table(
                 p = aa_pvalues(v, test, seed=t_seed)
                 sa, sb = np.triu_indices(v.shape[0], k=1)
                 seeds_idx = wide.index.to_numpy()
+                if len(p):
+                    tested.setdefault(alg, set()).add(cid)
+                    run_seeds.setdefault((alg, cid, fold), set()).update(
+                        int(x) for x in (*seeds_idx[sa], *seeds_idx[sb]))
                 pv_parts.append(pd.DataFrame({
                     "algorithm": alg, "config_id": cid, "metric": metric, "cutoff": int(cutoff),
                     "fold": fold, "seed_a": seeds_idx[sa].astype(int),
@@ -239,7 +285,10 @@ def noise_floor_table(
     curves_df = (pd.concat(curve_parts, ignore_index=True)[CURVE_COLUMNS] if curve_parts
                  else empty.curves)
     floor = pd.DataFrame(floor_rows, columns=FLOOR_COLUMNS)
-    return NoiseFloor(pvalues, curves_df, floor, chosen, seeds_used)
+    most = {a: max(len(seen) for (b, _, _), seen in run_seeds.items() if b == a)
+            for a in chosen if a in tested}
+    return NoiseFloor(pvalues, curves_df, floor,
+                      {a: sorted(tested[a]) for a in chosen if a in tested}, most)
 
 
 def compare_with_floor(dp: pd.DataFrame, floor: pd.DataFrame) -> pd.DataFrame:

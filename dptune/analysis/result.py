@@ -7,21 +7,26 @@ on the one scale and its interval, curves), the comparisons behind every claim, 
 hyperparameter, the downstream check, the verdict, the A/A noise floor
 (:class:`dptune.analysis.noise.NoiseFloor`), the best configurations, Table 1's data set row
 and importance, with the options, the manifest and the configurations they were computed from.
-``dptune.Report.build`` / ``dptune.Report.from_result`` render it (tables, figures, report.md /
-report.html); :meth:`AnalysisResult.write_data` writes the data files a report lists.
+It also answers what its report needs to know and would otherwise recompute or ask a store:
+the families of its metrics (:class:`MetricFamilies`), whether the data has a test split, which
+algorithms train with a seed, each algorithm's number of configurations and the smallest
+adjusted p-value its bootstrap can give. ``dptune.Report.from_result`` renders it (tables,
+figures, report.md / report.html) from the result alone; :meth:`AnalysisResult.write_data` writes
+the data files a report lists.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from dptune._atomic import atomic_path
-from dptune.analysis.dp.tables import DPEstimate
+from dptune.analysis.dp.tables import CURVES_COLUMNS, DP_COLUMNS, DPEstimate
 from dptune.analysis.options import AnalysisOptions
 from dptune.errors import check_path
 from dptune.vocab import CSV_FLOAT
@@ -29,7 +34,8 @@ from dptune.vocab import CSV_FLOAT
 if TYPE_CHECKING:
     from dptune.analysis.noise import NoiseFloor
 
-__all__ = ["AnalysisResult", "DATA_FILES", "write_table"]
+__all__ = ["AnalysisResult", "MetricFamilies", "DATA_FILES", "DP_COLUMNS", "CURVES_COLUMNS",
+           "write_table"]
 
 #: Data file written for each table of the result, keyed by its attribute path (``dp.table`` is
 #: ``result.dp.table``), in writing order; a table that is None is not written. The tables of
@@ -51,6 +57,64 @@ DATA_FILES: dict[str, str] = {
     "best": "best_configs.csv",
     "verdict": "verdict.csv",
 }
+
+
+@dataclass(frozen=True)
+class MetricFamilies:
+    """The families of a result's metrics, as the analysis groups them: the verdict ranks
+    metrics within a family only, and the report shows them so (Tables 3 and 4, the DP figure,
+    the summary, the choose-well sentences) by looking them up here instead of grouping again.
+
+    - ``groups``: ``(family, metrics)`` holding every metric of the result once, families in
+      the order of the options' ``families`` then the family of the metrics of none,
+      metrics in :data:`dptune.vocab.METRICS` order
+      (:func:`dptune.analysis.verdict.families.family_groups`).
+    - ``judges``: family -> its metrics in the order in which they judge the family's choices
+      on the test split: the primary metric, then the family's metrics as configured, then the
+      others; the judge of some of the family's metrics is the first of them in this order
+      (:func:`dptune.analysis.verdict.families.family_judge`).
+    """
+
+    groups: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    judges: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    @classmethod
+    def of_metrics(cls, metrics: Iterable[str], families: Sequence[tuple[str, Sequence[str]]],
+                   primary_metric: str) -> MetricFamilies:
+        """The families of ``metrics`` under the ``families`` option, with the judges of
+        ``primary_metric``."""
+        from dptune.analysis.verdict.families import family_groups
+
+        groups = family_groups(metrics, families)
+        configured: dict[str, list[str]] = {}
+        for name, members in families:
+            configured.setdefault(str(name), [str(m) for m in members])
+        judges = {}
+        for name, ms in groups:
+            first = [primary_metric] if primary_metric in ms else []
+            own = [m for m in configured.get(name, []) if m in ms]
+            judges[name] = tuple(dict.fromkeys([*first, *own, *ms]))
+        return cls(tuple((name, tuple(ms)) for name, ms in groups), judges)
+
+    def of(self, metrics: Iterable[str]) -> list[tuple[str, list[str]]]:
+        """``(family, its metrics among metrics)`` in :attr:`groups` order, families without
+        any of them left out (a metric the result does not have is in no family)."""
+        present = {str(m) for m in metrics}
+        out = []
+        for name, ms in self.groups:
+            kept = [m for m in ms if m in present]
+            if kept:
+                out.append((name, kept))
+        return out
+
+    def judge(self, family: str, metrics: Sequence[str]) -> str:
+        """The metric that judges the choices of ``metrics`` (some of ``family``'s) on the
+        test split: the first of them in the family's :attr:`judges` order."""
+        members = {str(m) for m in metrics}
+        for m in self.judges.get(family, ()):
+            if m in members:
+                return m
+        return str(metrics[0])
 
 
 @dataclass(frozen=True)
@@ -81,6 +145,13 @@ class AnalysisResult:
       hyperparameter columns; a per-user table's ``system`` names), or None (a result built by
       hand). The report names configurations by it, so that it renders a result without the
       store; it is not a data file.
+
+    What its report needs besides, the result answers from these fields (the report computes
+    nothing and reads no store): :attr:`metric_families`, :attr:`test_split`,
+    :attr:`outside`, :attr:`stochastic`, :attr:`configuration_counts`,
+    :attr:`smallest_adjusted_p` and :attr:`bootstrap_groups`. The verdict's lists of metrics
+    (``identical``, ``less_discriminative``, ``tied``, ``choices``, ``no_evidence``,
+    ``not_below_floor``, ``downstream_differ``) are lists; verdict.csv joins them with ``;``.
     """
 
     dp: DPEstimate
@@ -102,6 +173,69 @@ class AnalysisResult:
         configurations, orders Table 5 and the one-at-a-time table, and is Figure 1's main
         cutoff."""
         return (str(self.options.primary_metric), int(self.options.primary_cutoff))
+
+    @cached_property
+    def metric_families(self) -> MetricFamilies:
+        """The families of every metric of the result (its DP table's and best
+        configurations'), under the options' ``families`` and primary metric."""
+        metrics: list[str] = []
+        for df in (self.dp.table, self.best):
+            if df is not None and "metric" in df.columns:
+                metrics += list(dict.fromkeys(df["metric"].astype(str)))
+        return MetricFamilies.of_metrics(metrics, self.options.families, self.primary[0])
+
+    @property
+    def test_split(self) -> bool:
+        """Whether the data has a held-out test split: a sweep's always, outside data only with
+        a fold named ``test`` (:func:`dptune.store._per_user_store.has_test_split`); the
+        report speaks of a test split only then."""
+        from dptune.store._per_user_store import has_test_split
+
+        return has_test_split(self.manifest or {})
+
+    @property
+    def outside(self) -> bool:
+        """Whether the result is of outside data (a per-user table, evaluated TREC runs: its
+        manifest's ``source``) rather than of a sweep, whose experiment it then has not."""
+        from dptune.store._per_user_store import SOURCES
+
+        return (self.manifest or {}).get("source") in SOURCES
+
+    @cached_property
+    def stochastic(self) -> dict[str, bool]:
+        """Algorithm of the manifest -> whether its training depends on its seed, in the
+        manifest's order (:func:`dptune.models.is_stochastic`): only those get a noise floor,
+        and the report says which do not."""
+        from dptune.models._families import is_stochastic
+
+        return {str(a["name"]): bool(is_stochastic(a["type"]))
+                for a in (self.manifest or {}).get("algorithms", ()) if "name" in a
+                and "type" in a}
+
+    @property
+    def configuration_counts(self) -> dict[str, int]:
+        """Algorithm -> its number of configurations in :attr:`configurations` (empty
+        without them)."""
+        if self.configurations is None:
+            return {}
+        counts = self.configurations["algorithm"].value_counts(sort=False)
+        return {str(a): int(n) for a, n in counts.items()}
+
+    @property
+    def smallest_adjusted_p(self) -> float | None:
+        """The smallest adjusted p-value a claim can have, ``1 / (B + 1)`` for a bootstrap of
+        ``B`` replicates (the max-t test counts the observed statistic among its replicates:
+        :mod:`dptune.analysis.dp.comparisons`); None without a bootstrap."""
+        b = int(self.options.bootstrap)
+        return 1.0 / (b + 1) if b > 0 else None
+
+    @property
+    def bootstrap_groups(self) -> int:
+        """How many random groups the bootstrap resamples each fold's users in
+        (:data:`dptune.analysis.dp.bootstrap.GROUPS`)."""
+        from dptune.analysis.dp.bootstrap import GROUPS
+
+        return int(GROUPS)
 
     def __repr__(self) -> str:
         algs = list(dict.fromkeys(self.dp.table["algorithm"])) if len(self.dp.table) else []
@@ -133,8 +267,8 @@ class AnalysisResult:
 
 def write_table(df: pd.DataFrame, path: Path) -> Path:
     """Write one data table atomically, by the file's suffix: ``.csv`` with floats as
-    ``%.10g``, ``\\n`` line ends and no index; ``.parquet`` (zstd, every float64 exact, no
-    index). The same table writes the same bytes again."""
+    ``%.10g``, ``\\n`` line ends, no index and lists ``;``-joined; ``.parquet`` (zstd, every
+    float64 exact, no index). The same table writes the same bytes again."""
     with atomic_path(path, fsync=False) as tmp:
         if path.suffix == ".parquet":
             import pyarrow as pa
@@ -143,5 +277,23 @@ def write_table(df: pd.DataFrame, path: Path) -> Path:
             pq.write_table(pa.Table.from_pandas(df, preserve_index=False), tmp,
                            compression="zstd")
         else:
-            df.to_csv(tmp, index=False, float_format=CSV_FLOAT, lineterminator="\n")
+            _joined(df).to_csv(tmp, index=False, float_format=CSV_FLOAT, lineterminator="\n")
     return path
+
+
+def _joined(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with every list cell written as its items joined by ``;`` (verdict.csv's lists
+    of metrics: a list in the result, ``;``-joined keys in the file)."""
+    lists = []
+    for col in df.columns:
+        if df[col].dtype == object:
+            first = df[col].dropna()
+            if len(first) and isinstance(first.iloc[0], (list, tuple)):
+                lists.append(col)
+    if not lists:
+        return df
+    out = df.copy()
+    for col in lists:
+        out[col] = out[col].map(
+            lambda v: ";".join(str(x) for x in v) if isinstance(v, (list, tuple)) else v)
+    return out
