@@ -8,7 +8,7 @@ report. The Python API, one front function per task (``docs/api.md``)::
     store = dptune.sweep(exp, results="results/quickstart", jobs=2)   # resumable
     res = dptune.analyze(store)                                       # an AnalysisResult
     res.dp.table                                                      # dp.csv as a DataFrame
-    dptune.Report.build(store, res).write("reports/quickstart")      # tables, figures, report.md
+    dptune.Report.from_result(res).write("reports/quickstart")       # tables, figures, report.md
     dptune.discriminative_power(per_user_df, pairs=25, test="t")      # any per-user table
 
 The names below are loaded on first use, so that ``import dptune`` (and the command line) stay

@@ -22,12 +22,13 @@ from dptune.sweeper._run import sweep
 __all__ = ["sweep", "analyze_results", "write_report", "discriminative_power"]
 
 
-def write_report(store: ResultStore, result: AnalysisResult, out: str | Path) -> list[Path]:
+def write_report(result: AnalysisResult, out: str | Path) -> list[Path]:
     """Write the data files, tables, figures and ``report.md`` of ``result`` into ``out``
-    (``dptune.report.Report.build(store, result).write(out)``); return the paths written."""
+    (``dptune.report.Report.from_result(result).write(out)``: the result alone, no store);
+    return the paths written."""
     from dptune.report._report import Report
 
-    return Report.build(store, result).write(out)
+    return Report.from_result(result).write(out)
 
 
 def analyze_results(results_dir: str | Path, reports_dir: str | Path, progress: bool = False,
@@ -41,7 +42,7 @@ def analyze_results(results_dir: str | Path, reports_dir: str | Path, progress: 
     store = ResultStore(results_dir)
     options = AnalysisOptions.resolve(store.manifest(), **overrides)
     result = analyze(store, options, progress=progress)
-    return write_report(store, result, reports_dir)
+    return write_report(result, reports_dir)
 
 
 def discriminative_power(per_user: pd.DataFrame, *, hyperparameters: Sequence[str] = (),

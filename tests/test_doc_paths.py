@@ -78,7 +78,7 @@ def test_resolve_tells_modules_attributes_and_nothing_apart():
 
     assert resolve("dptune.analysis.pipeline") is pipeline
     assert resolve("dptune.analysis.pipeline.analyze") is pipeline.analyze
-    assert resolve("dptune.Report.build") is not None  # a lazy export, then a method
+    assert resolve("dptune.Report.from_result") is not None  # a lazy export, then a method
     for missing in ("dptune.analysis.dp.engine", "dptune.analysis.pipeline.no_such_name",
                     "dptune.vocab.METRICS.nothing"):
         with pytest.raises(LookupError):

@@ -107,8 +107,8 @@ def _docs_frame() -> pd.DataFrame:
 
 def test_every_documented_call_renders_a_per_user_result(tmp_path: Path) -> None:
     """``Report.from_result(dptune.analyze(df))`` on the docs' own frame renders (the settings
-    of outside data, the configurations named, the noise floor off) and writes; ``Report.build
-    (None, res)`` is the same report; ``discriminative_power`` is the same result."""
+    of outside data, the configurations named, the noise floor off) and writes;
+    ``discriminative_power`` is the same result."""
     import dptune
 
     df = _docs_frame()
@@ -123,7 +123,6 @@ def test_every_documented_call_renders_a_per_user_result(tmp_path: Path) -> None
     assert "| Configurations | runs: " + ", ".join(f"{s} = run{s}" for s in range(6)) + " |" in md
     assert "## Noise floor (A/A pairs)\n\nOff (`noise_seeds = 0`)." in md
     assert "| Test split |" not in md and "| Split seed |" not in md  # no experiment, no split
-    assert dptune.Report.build(None, res).to_markdown() == md
     written = rep.write(tmp_path / "rep")
     assert (tmp_path / "rep" / "report.md").read_text() == md
     assert {"dp.csv", "verdict.csv", "report.html", "figure1.png"} <= {p.name for p in written}
@@ -175,7 +174,7 @@ def test_the_docs_analysis_calls_work_on_a_per_user_result(tmp_path: Path) -> No
     results = dptune.analyze(df, dptune.AnalysisOptions(bootstrap=200))
     dp = results.dp.table
     assert len(dp[dp["scope"] == "all"]) == 1
-    rep = dptune.Report.build(None, results)
+    rep = dptune.Report.from_result(results)
     assert "\\begin{tabular}" in rep.tables["table3"].to_latex()
     written = rep.write(tmp_path / "rep")
     assert (tmp_path / "rep" / "report.md").read_text() == rep.to_markdown() and written

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import io
 import math
-from collections.abc import Sequence
 from pathlib import Path
 
 import matplotlib
@@ -17,8 +16,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from dptune._atomic import write_bytes
-from dptune.analysis.options import DEFAULT_FAMILIES
-from dptune.analysis.verdict.families import family_groups
+from dptune.analysis.result import MetricFamilies
 from dptune.report._format import (
     UNSAMPLED,
     ordered_algorithms,
@@ -72,7 +70,7 @@ def figure1(
     curves: pd.DataFrame,
     dp: pd.DataFrame,
     cutoff: int,
-    noise_floor: pd.DataFrame | None = None,
+    noise_band: pd.DataFrame | None = None,
 ) -> Figure:
     """Figure 1 for one cutoff: per algorithm, each metric's averaged p-value curve.
 
@@ -80,15 +78,14 @@ def figure1(
     band of +-1 fold-to-fold sd clipped to [0, 1]; the legend gives each metric's DP per 25
     pairs (``dp_per_25`` of ``dp``, scope ``all``), the panel title P. Every metric has its own colour and marker; a
     curve identical to one drawn before (e.g. MRR, nDCG and Precision at N = 1) is dashed over
-    it and its legend says "identical to ...". A given ``noise_floor`` (A/A curves, columns
-    ``algorithm, cutoff, metric, position, mean``) is drawn as one grey band per panel.
+    it and its legend says "identical to ...". A given ``noise_band`` (the A/A band of the
+    result's noise floor, :attr:`dptune.analysis.noise.NoiseFloor.band`: columns ``algorithm,
+    cutoff, position, low, high, mean``) is drawn as one grey band per panel, its mean dashed.
     Built on :class:`matplotlib.figure.Figure` directly (no pyplot state, Agg rendering).
     """
     curves = require(curves, CURVE_INPUT, "curves")
     dp = require(dp, DP_INPUT, "dp")
-    noise = (
-        require(noise_floor, NOISE_INPUT, "noise_floor") if noise_floor is not None else None
-    )
+    noise = require(noise_band, NOISE_INPUT, "noise_band") if noise_band is not None else None
     cutoff = int(cutoff)
     c = curves[(curves["scope"] == "all") & (curves["cutoff"] == cutoff)]
     algorithms = ordered_algorithms(c["algorithm"].unique())
@@ -178,10 +175,12 @@ def _dp_rows(dp: pd.DataFrame, cutoff: int) -> pd.DataFrame:
 
 
 def dp_figure(dp: pd.DataFrame, verdict: pd.DataFrame | None, cutoff: int,
-              families: Sequence[tuple[str, Sequence[str]]] = DEFAULT_FAMILIES) -> Figure:
+              families: MetricFamilies | None = None) -> Figure:
     """The DP figure of one cutoff, beside the verdict: per algorithm (one panel), each metric's
     DP per 25 pairs (dot) with its 95% interval (whisker), metrics top to bottom in table order and
-    grouped by the verdict's families (a line between families); the verdict's choices of each
+    grouped by ``families`` (the result's
+    :attr:`~dptune.analysis.result.AnalysisResult.metric_families`; a line between families,
+    one group without them); the verdict's choices of each
     family (its recommended metric and the metrics not significantly less discriminative,
     verdict.csv ``choices``) are stars with bold labels (none where the verdict recommends none:
     too few pairs, no evidence); a metric without evidence (every p-value 1) is grey. Every
@@ -245,12 +244,14 @@ def dp_figure(dp: pd.DataFrame, verdict: pd.DataFrame | None, cutoff: int,
 
 
 def _dp_order(metrics: list[str], verdict: pd.DataFrame,
-              families: Sequence[tuple[str, Sequence[str]]]
+              families: MetricFamilies | None
               ) -> tuple[list[str], list[int], set[str]]:
     """Metrics grouped by family (table order inside a family), the indices after which a new
     family starts, and the verdict's recommended metrics."""
-    order, breaks = [], []
-    for _, ms in family_groups(metrics, families):
+    order: list[str] = []
+    breaks: list[int] = []
+    groups = families.of(metrics) if families is not None else [("", list(metrics))]
+    for _, ms in groups:
         if order:
             breaks.append(len(order) - 1)
         order += ms
@@ -284,18 +285,17 @@ def dp_figure_caption(dp: pd.DataFrame, cutoff: int, stem_title: str = "DP figur
                "without interval or recommendation." if uncovered else ""))
 
 
-def _draw_noise(ax: object, noise: pd.DataFrame) -> None:
-    """The A/A noise floor of one panel as one grey band: from the lowest to the highest A/A
-    curve over the metrics at each pair rank, with their mean as a dashed line (one legend
-    entry instead of one dashed line per metric)."""
-    if noise.empty:
+def _draw_noise(ax: object, band: pd.DataFrame) -> None:
+    """The A/A noise floor of one panel as one grey band (the analysis' A/A band: from the
+    lowest to the highest A/A curve over the metrics at each pair rank), with their mean as a
+    dashed line (one legend entry instead of one dashed line per metric)."""
+    if band.empty:
         return
-    wide = noise.pivot_table(index="position", columns="metric", values="mean").sort_index()
-    x = wide.index.to_numpy(dtype=float) + 1.0
-    lo, hi, mid = wide.min(axis=1), wide.max(axis=1), wide.mean(axis=1)
-    ax.fill_between(x, lo.to_numpy(), hi.to_numpy(), color="0.5", alpha=0.18, linewidth=0,
-                    hatch="///", edgecolor="0.6")
-    ax.plot(x, mid.to_numpy(), color="0.25", linestyle="--", linewidth=1.2,
+    band = band.sort_values("position", kind="stable")
+    x = band["position"].to_numpy(dtype=float) + 1.0
+    ax.fill_between(x, band["low"].to_numpy(), band["high"].to_numpy(), color="0.5",
+                    alpha=0.18, linewidth=0, hatch="///", edgecolor="0.6")
+    ax.plot(x, band["mean"].to_numpy(), color="0.25", linestyle="--", linewidth=1.2,
             label="A/A noise floor (range over metrics, mean dashed)")
 
 

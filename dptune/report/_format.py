@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
+import numpy as np
 import pandas as pd
 
 from dptune.vocab import (
@@ -44,6 +45,7 @@ __all__ = [
     "unsampled_share",
     "unsampled_note",
     "verdict_choices",
+    "verdict_keys",
 ]
 
 MISSING = "–"  # shown for a missing value in Markdown (LaTeX gets "--")
@@ -140,14 +142,15 @@ def pair_count_text(n_pairs: object, n_possible: object = None) -> str:
     return f"P = {n} of {int(n_possible)}"  # type: ignore[call-overload]
 
 
-def adjusted_p_text(p: object, n_boot: int | None = None) -> str:
-    """``adjusted p = 0.013``; the smallest value a bootstrap of ``B`` replicates can give,
-    ``1 / (B + 1)``, as ``adjusted p <= 0.001``."""
+def adjusted_p_text(p: object, smallest: float | None = None) -> str:
+    """``adjusted p = 0.013``; at ``smallest``, the smallest value the bootstrap can give (the
+    result's :attr:`~dptune.analysis.result.AnalysisResult.smallest_adjusted_p`; None without
+    a bootstrap), ``adjusted p <= 0.001``."""
     if is_missing(p):
         return f"adjusted p {MISSING}"
     v = float(p)  # type: ignore[arg-type]
-    if n_boot and v <= 1.0 / (n_boot + 1) + 1e-15:
-        return f"adjusted p <= {1.0 / (n_boot + 1):.2g}"
+    if smallest and v <= smallest + 1e-15:
+        return f"adjusted p <= {smallest:.2g}"
     return f"adjusted p = {v:.2g}" if v < 0.01 else f"adjusted p = {v:.3f}"
 
 
@@ -205,9 +208,15 @@ def grid_sample_text(grid_sample: pd.DataFrame | None) -> str | None:
             "(unsampled_share in dp.csv).")
 
 
-def _keys(text: object) -> list[str]:
-    """``;``-joined keys of a verdict.csv cell as a list (none when empty or missing)."""
-    return [] if is_missing(text) or not str(text) else [k for k in str(text).split(";") if k]
+def verdict_keys(value: object) -> list[str]:
+    """The metric keys of one of the verdict's lists (``identical``, ``tied``, ``choices``,
+    ...: a list in the result); none when it is missing or empty, one key when it is a
+    string (a row made by hand)."""
+    if isinstance(value, (list, tuple, np.ndarray, pd.Series)):
+        return [str(k) for k in value if str(k)]
+    if value is None or is_missing(value) or not str(value):
+        return []
+    return [str(value)]
 
 
 def verdict_choices(row: Mapping[str, object]) -> list[str]:
@@ -220,4 +229,4 @@ def verdict_choices(row: Mapping[str, object]) -> list[str]:
     rec = row.get("recommended")
     if is_missing(rec) or not str(rec):
         return []
-    return _keys(row.get("choices")) or [str(rec), *_keys(row.get("identical"))]
+    return verdict_keys(row.get("choices")) or [str(rec), *verdict_keys(row.get("identical"))]

@@ -20,7 +20,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dptune.analysis.importance.study import EVALUATOR_NAMES, EVALUATORS
 from dptune.report._format import dp_text, ordered_metrics
 from dptune.report._sections import option
 from dptune.report._table import Block, Cell
@@ -29,10 +28,20 @@ from dptune.vocab import display_algorithm, display_metric
 __all__ = ["comparison_sentences", "importance_section"]
 
 
+#: Display name of each importance evaluator of importance.csv, in the order shown.
+_EVALUATORS = {"fanova": "fANOVA", "ped-anova": "PED-ANOVA"}
 #: What each evaluator's importance is a share of.
 _SCALE = {"fanova": "share of the variance of the mean metric",
           "ped-anova": "share of the divergence between the top-quantile configurations and "
                        "all"}
+
+
+def _evaluators(importance: pd.DataFrame) -> list[str]:
+    """The evaluators of importance.csv: those the report names in its order, then any other
+    in the order of the table."""
+    present = list(dict.fromkeys(str(e) for e in importance["evaluator"]))
+    return [e for e in _EVALUATORS if e in present] + [e for e in present
+                                                       if e not in _EVALUATORS]
 
 
 def _same_top_note(a: pd.DataFrame, cutoff: int) -> str | None:
@@ -85,11 +94,12 @@ def comparison_sentences(
     for alg in dict.fromkeys(imp["algorithm"]):
         a = imp[imp["algorithm"] == alg]
         parts = []
-        for ev in EVALUATORS:
+        for ev in _evaluators(a):
             r = _ranked(a, ev)
             if r:
                 order = " > ".join(f"{h} ({v:.2f})" for h, v in r)
-                parts.append(f"{EVALUATOR_NAMES[ev]} ({_SCALE[ev]}) ranks {order}")
+                scale = f" ({_SCALE[ev]})" if ev in _SCALE else ""
+                parts.append(f"{_EVALUATORS.get(ev, ev)}{scale} ranks {order}")
         head = f"{names.get(alg, alg)}, {display_metric(metric, cutoff)}: "
         dom = dominance_sentence(rd, alg, cutoff, metric) or \
             "no one-at-a-time DP to compare."
@@ -103,7 +113,7 @@ def _importance_rows(a: pd.DataFrame, hps: list[str], metric: str, cutoff: int) 
     importance of a row bold, the primary metric's label bold."""
     rows = []
     for m in ordered_metrics(a["metric"].unique()):
-        for ev in EVALUATORS:
+        for ev in _evaluators(a):
             e = a[(a["metric"] == m) & (a["evaluator"] == ev)].set_index("hyperparameter")
             if e.empty:
                 continue
@@ -114,19 +124,22 @@ def _importance_rows(a: pd.DataFrame, hps: list[str], metric: str, cutoff: int) 
                 for i, v in enumerate(vals)
             ]
             label = display_metric(m, cutoff)
-            rows.append([Cell(label, bold=m == metric), Cell(EVALUATOR_NAMES[ev]), *cells])
+            rows.append([Cell(label, bold=m == metric), Cell(_EVALUATORS.get(ev, ev)), *cells])
     return rows
 
 
-def importance_section(store: Any, result: Any) -> str:
+def importance_section(configs: Any, result: Any) -> str:
     """Markdown body of the importance section: set-up, a table per algorithm (importance of
-    each hyperparameter for every metric at the primary cutoff, and the one-at-a-time DP per 25
-    pairs of the primary metric) and :func:`comparison_sentences`."""
+    each hyperparameter for every metric at the primary cutoff, its number of configurations
+    from the result's :attr:`~dptune.analysis.result.AnalysisResult.configuration_counts`, and
+    the one-at-a-time DP per 25 pairs of the primary metric) and :func:`comparison_sentences`.
+    ``configs``: the result's configurations by algorithm (``algorithms()``)."""
     importance, dp = result.importance, result.dp.table
     gs = result.dp.grid_sample
     metric, cutoff = result.primary[0], int(result.primary[1])
     seed = option(result.options, "seed")
-    names = {a: display_algorithm(a) for a in store.algorithms()}
+    names = {a: display_algorithm(a) for a in configs.algorithms()}
+    counts = result.configuration_counts
     if importance.empty:
         return (
             "No algorithm has more than one free hyperparameter with more than one value: "
@@ -152,7 +165,7 @@ def importance_section(store: Any, result: Any) -> str:
     for alg in dict.fromkeys(importance["algorithm"]):
         a = importance[importance["algorithm"] == alg]
         hps = list(dict.fromkeys(a["hyperparameter"]))
-        n = len(store.configs(alg))
+        n = counts.get(str(alg), 0)
         count = f" ({n} configurations)" if n else ""
         if gs is not None and alg in set(gs["algorithm"]):  # fitted on the configurations run
             g = gs[gs["algorithm"] == alg].iloc[0]

@@ -1,7 +1,8 @@
 """Input checks of the report: the columns each table needs, clean key dtypes, the DP scopes.
 
-The report reads DataFrames only (the analysis' output contract, :mod:`dptune.analysis.dp.tables`);
-a missing column or a duplicated key is a one-line input error (:func:`dptune.errors.input_error`).
+The report reads DataFrames only (the analysis' output contract, the columns
+:mod:`dptune.analysis.result` names); a missing column or a duplicated key is a one-line input
+error (:func:`dptune.errors.input_error`).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from dptune.analysis.dp.tables import CURVES_COLUMNS, DP_COLUMNS
+from dptune.analysis.result import CURVES_COLUMNS, DP_COLUMNS
 from dptune.errors import input_error
 
 __all__ = [
@@ -42,7 +43,8 @@ BEST_INPUT = (
     "validation_mean",
     "test_value",
 )
-NOISE_INPUT = ("algorithm", "cutoff", "metric", "position", "mean")
+#: The A/A band of Figure 1 (:attr:`dptune.analysis.noise.NoiseFloor.band`).
+NOISE_INPUT = ("algorithm", "cutoff", "position", "low", "high", "mean")
 
 
 def require(df: pd.DataFrame, columns: Sequence[str], source: str) -> pd.DataFrame:

@@ -35,7 +35,7 @@ def _figure_png(result: Any) -> tuple[bytes, str] | None:
     cutoff = int(result.primary[1])
     if cutoff not in set(whole["cutoff"].astype(int)):
         cutoff = int(whole["cutoff"].min())
-    fig = dp_figure(dp, verdict, cutoff, result.options.families)
+    fig = dp_figure(dp, verdict, cutoff, result.metric_families)
     return palette_png(fig), dp_figure_caption(dp, cutoff)
 
 

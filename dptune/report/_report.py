@@ -1,6 +1,6 @@
 """The report document: :class:`Report` (tables, figures, sections) and what it writes.
 
-``Report.build(store, result).write(out)`` writes into one folder (Anelli et al., RecSys 2019):
+``Report.from_result(result).write(out)`` writes into one folder (Anelli et al., RecSys 2019):
 the analysis' data files (``result.write_data``: dp.csv, curves.csv, ..., verdict.csv),
 ``table1``, ``table3``, ``table4``, ``table5``, ``one_at_a_time`` (each ``.md``, ``.csv``,
 ``.tex``), ``figure1`` (+ ``figure1_at{N}`` for every other cutoff, PNG and SVG), ``verdict.md``
@@ -8,11 +8,12 @@ the analysis' data files (``result.write_data``: dp.csv, curves.csv, ..., verdic
 Tables 3-5, Figure 1, the best configuration per metric, the analysis' sections and the list of
 every file) and ``report.html`` (report.md as one self-contained page). Everything written is a
 pure function of the inputs: a rerun gives byte-identical files (figures included).
-``Report.from_result(result).write(out)`` is the same from the result alone, without a store:
-the result carries what the report reads (its configurations name the noise-floor and
-importance sections' configurations; its manifest gives the settings table, a sweep's
-experiment or outside data's source and folds), so a per-user table's result renders as a
-sweep's does. ``build`` only adds, for a result built by hand, what its store knows.
+``Report.from_result`` is the one constructor, and it needs no store: the result carries what
+the report reads (its configurations name the noise-floor and importance sections'
+configurations; its manifest gives the settings table, a sweep's experiment or outside data's
+source and folds; it answers which families its metrics form, whether there is a test split,
+which algorithms train with a seed, the noise floor's runs and Figure 1's A/A band), so a
+per-user table's result renders as a sweep's does, and the report computes nothing.
 
 Conventions: lower DP = more discriminative = better. CSV files are machine-readable (raw
 algorithm/metric keys, full-precision numbers, no markup); Markdown and LaTeX use display names,
@@ -22,16 +23,14 @@ tables need ``\\usepackage{booktabs}``.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
 from dptune._atomic import staged_folder, write_bytes
-from dptune.analysis.result import DATA_FILES, AnalysisResult
+from dptune.analysis.result import DATA_FILES, AnalysisResult, MetricFamilies
 from dptune.errors import check_path, input_error
 from dptune.report._document import (
     INTRO,
@@ -55,7 +54,6 @@ from dptune.report._inputs import (
     BEST_INPUT,
     CURVE_INPUT,
     DP_INPUT,
-    NOISE_INPUT,
     check_unique,
     require,
     scope_all,
@@ -64,7 +62,6 @@ from dptune.report._settings import PAIRS_SETTING, VALUE_PAIRS_SETTING, outside_
 from dptune.report._table import Table
 from dptune.report._tables import one_at_a_time_table, table1, table3, table4, table5
 from dptune.report._verdict import summary_section, verdict_document, verdict_section
-from dptune.store._per_user_store import SOURCES, has_test_split
 
 __all__ = ["Report"]
 
@@ -80,7 +77,7 @@ class Report:
     order. :meth:`write` writes the analysis' data files, every table, every figure and
     report.md; a rerun writes identical bytes.
 
-    >>> rep = Report.build(store, result)  # doctest: +SKIP
+    >>> rep = Report.from_result(result)  # doctest: +SKIP
     >>> rep.tables["table3"].to_latex()  # doctest: +SKIP
     >>> rep.write("reports/quickstart")  # doctest: +SKIP
     """
@@ -97,50 +94,12 @@ class Report:
     data_files: list[str] = field(default_factory=list)
     #: ``(file stem, cutoff, caption)`` of the DP figures shown in the verdict section.
     verdict_figures: list[tuple[str, int, str]] = field(default_factory=list)
-    #: Whether the data has a test split (outside data may not:
-    #: :func:`dptune.store._per_user_store.has_test_split`); the text speaks of one only then.
+    #: Whether the data has a test split (outside data may not: the result's
+    #: :attr:`~dptune.analysis.result.AnalysisResult.test_split`); the text speaks of one only
+    #: then.
     test_split: bool = True
 
-    @classmethod
-    def build(cls, store: Any, result: AnalysisResult,
-              settings: Mapping[str, object] | None = None) -> Report:
-        """The report of ``result`` (a :class:`dptune.analysis.AnalysisResult`) of ``store``:
-        :meth:`from_result`, which renders the result alone, once the result carries what only
-        the store knows.
-
-        A result of :func:`dptune.analyze` carries it already (its configurations and the
-        algorithms without DP), so ``store`` may be None. A result built by hand gets it here
-        from ``store``: every configuration (the noise-floor and importance sections name
-        configurations by their hyperparameters) and why each algorithm of the store that the
-        result has no DP for has none. ``settings`` replaces the settings table built from the
-        result's manifest.
-
-        Raises:
-            DptuneError: ``store`` is neither None nor a result store, ``result`` is not an
-                :class:`AnalysisResult`, or what :meth:`from_result` raises.
-        """
-        from dptune.analysis.pipeline import configurations_table
-        from dptune.analysis.selection import configuration_count
-
-        _check_result(result, "Report.build")
-        if store is None:
-            return cls.from_result(result, settings=settings)
-        if not all(callable(getattr(store, m, None)) for m in ("algorithms", "configs",
-                                                               "hyperparameters")):
-            raise input_error("Report.build", "store", "needs the result's store (a "
-                              f"dptune.ResultStore) or None, got {type(store).__name__}")
-        without = dict(result.dp.without)
-        with_dp = set(result.dp.table["algorithm"])
-        for alg in store.algorithms():
-            if alg not in with_dp and alg not in without:
-                without[alg] = configuration_count(store, alg)
-        result = dataclasses.replace(result, dp=dataclasses.replace(result.dp, without=without))
-        if result.configurations is None:
-            result = dataclasses.replace(result, configurations=configurations_table(store))
-        return cls.from_result(result, settings=settings)
-
-    def _add_dp_figures(self, dp: pd.DataFrame,
-                        families: Sequence[tuple[str, Sequence[str]]]) -> None:
+    def _add_dp_figures(self, dp: pd.DataFrame, families: MetricFamilies) -> None:
         """One DP figure per cutoff (``figure_dp``, ``figure_dp_at{N}``), shown in the verdict
         section: each metric's DP per 25 pairs with its interval per algorithm."""
         whole = dp[dp["scope"] == "all"]
@@ -166,20 +125,22 @@ class Report:
     ) -> Report:
         """The report of an analysis result, from the result alone (no store):
         ``Report.from_result(result).write(out)``, for a sweep's result as for a per-user
-        table's. :meth:`build` adds what a store knows to a result built by hand.
+        table's: the one constructor of a report.
 
         Reads from ``result``: ``dp.table`` (Tables 3-5, the one-at-a-time table), ``dp.curves``
         (Figure 1), ``datasets`` (Table 1), ``best`` (the best configuration per metric; its
         optional ``test_<metric>`` columns give the "does it choose well" sentences),
-        ``noise.curves`` (Figure 1's dashed A/A lines, when there is a noise floor),
+        ``noise.band`` (Figure 1's grey A/A band, when there is a noise floor; ``noise.configs``
+        and ``noise.seeds`` name its runs), ``stochastic`` (which algorithms have none),
         ``verdict``, ``comparisons``, ``dominance`` and ``downstream`` (the summary and the
         verdict section, Table 3's and Table 4's best metric per family of
-        ``options.families``, the DP figures' stars), ``dp.without`` (algorithms named under
+        ``metric_families``, the DP figures' stars), ``dp.without`` (algorithms named under
         Table 3 as having no DP, and why), ``options`` (``primary``: Table 5, the
         one-at-a-time table's cutoff, Figure 1's main cutoff and the selection check;
         ``min_pairs``: nothing with fewer pairs is marked best),
         ``manifest`` (the settings table: a sweep's experiment, or outside data's source and
-        folds; ``split`` explains the validation/test gap of the best configurations),
+        folds, as ``outside`` says; ``split`` explains the validation/test gap of the best
+        configurations; ``test_split``: whether the text speaks of a test split),
         ``configurations`` (the noise-floor and hyperparameter-importance sections, which name
         configurations by their hyperparameters; left out when it is None) and ``tables()``
         (the data files written beside the report and listed in its "Files" section).
@@ -227,15 +188,16 @@ class Report:
             )
         if settings is None and result.manifest:
             settings = (outside_settings(result.manifest, result.options, result.configurations)
-                        if result.manifest.get("source") in SOURCES
-                        else experiment_settings(result.manifest, result.options))
+                        if result.outside
+                        else experiment_settings(result.manifest, result.options,
+                                                 result.bootstrap_groups))
         sample_text = grid_sample_text(result.dp.grid_sample)
         if sample_text is not None:
             settings = {**(settings or {}), "Grid sample": sample_text}
-        verdict, families = result.verdict, result.options.families
+        verdict, families = result.verdict, result.metric_families
         noise = None
         if result.noise is not None and not result.noise.curves.empty:
-            noise = result.noise.curves[list(NOISE_INPUT)]
+            noise = result.noise.band
         tables = {
             t.name: t
             for t in (
@@ -260,7 +222,7 @@ class Report:
             fig = figure1(curves, dp, int(n), noise)
             figures[stem] = ReportFigure(stem, int(n), fig)
         gap = gap_sentence(result.manifest.get("split"), best, primary)
-        test_split = has_test_split(result.manifest)
+        test_split = bool(result.test_split)
         sections = core_sections(
             tables, figures, dp, best, settings, primary, noise is not None,
             dict(result.dp.without), gap, verdict, families, test_split=test_split,

@@ -1,5 +1,5 @@
-"""Report sections built from a result store and an :class:`~dptune.analysis.AnalysisResult`:
-the experiment settings, the bootstrap metric ranking and the A/A noise floor.
+"""Report sections built from an :class:`~dptune.analysis.AnalysisResult` alone: the
+experiment settings and the A/A noise floor.
 
 Each function returns the Markdown body of one section (no heading); every table in it is a
 :class:`~dptune.report._table.Block`, so it renders like the paper's tables.
@@ -10,10 +10,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import pandas as pd
-
-from dptune.analysis.dp.bootstrap import GROUPS
-from dptune.analysis.options import value_pairs_of
 from dptune.data._fetch import portable_path
 from dptune.report._format import display_value, dp_text, ordered_metrics
 from dptune.report._settings import PAIRS_SETTING, VALUE_PAIRS_SETTING
@@ -39,12 +35,6 @@ def option(options: Any, name: str, default: Any = None) -> Any:
     return getattr(options, name, default)
 
 
-def _value_pairs(options: Any) -> int | None:
-    """The pair cap of the hyperparameter-value scopes of ``options`` (None when unknown)."""
-    pairs = option(options, "pairs")
-    return None if pairs is None else value_pairs_of(pairs, option(options, "value_pairs"))
-
-
 def _test_text(options: Any) -> str:
     test = options.paired_test
     if test.name in ("bootstrap", "permutation"):
@@ -52,8 +42,9 @@ def _test_text(options: Any) -> str:
     return test.label
 
 
-def _bootstrap_text(options: Any) -> str:
-    """The settings row of the DP bootstrap, as :mod:`dptune.analysis.dp.bootstrap` runs it."""
+def _bootstrap_text(options: Any, groups: int | None = None) -> str:
+    """The settings row of the DP bootstrap, as :mod:`dptune.analysis.dp.bootstrap` runs it
+    (``groups``: the random groups it resamples each fold's users in, when known)."""
     b = int(option(options, "bootstrap", 0))
     if b <= 0:
         return "off (no confidence intervals, no claim that one DP is lower than another)"
@@ -63,7 +54,8 @@ def _bootstrap_text(options: Any) -> str:
                 "DP has no interval and no difference is claimed")
     return (
         f"{b} replicates of scope all and of every one-at-a-time scope: the users of every "
-        f"fold resampled in {GROUPS} random groups (the same draws for every scope and metric, "
+        f"fold resampled in {'' if groups is None else f'{groups} '}random groups (the same "
+        "draws for every scope and metric, "
         "so their replicates are paired), the pairs too when they are a sample of the grid's; "
         "95% basic interval on the logit scale of the mean p-value (inside [0, 1]; [0, 25] per "
         "25 pairs)"
@@ -92,8 +84,11 @@ def _noise_text(options: Any, primary_text: str) -> str:
     )
 
 
-def experiment_settings(manifest: Mapping[str, Any], options: Any) -> dict[str, Any]:
-    """The settings table of a store's report: data, split, evaluation and analysis options."""
+def experiment_settings(manifest: Mapping[str, Any], options: Any,
+                        bootstrap_groups: int | None = None) -> dict[str, Any]:
+    """The settings table of a sweep's report: data, split, evaluation and analysis options
+    (``options``: :class:`dptune.AnalysisOptions`; ``bootstrap_groups``: the result's
+    :attr:`~dptune.analysis.result.AnalysisResult.bootstrap_groups`)."""
     sp, ev = manifest["split"], manifest["evaluation"]
     cutoff = int(option(options, "primary_cutoff"))
     primary_text = display_metric(option(options, "primary_metric"), cutoff)
@@ -115,7 +110,7 @@ def experiment_settings(manifest: Mapping[str, Any], options: Any) -> dict[str, 
         "of Table 5, judges its own family's choices on the test split and sets the main cutoff "
         "of the figures and the summary; it is not a recommendation (the verdict is)",
         PAIRS_SETTING: option(options, "pairs"),
-        VALUE_PAIRS_SETTING: _value_pairs(options),
+        VALUE_PAIRS_SETTING: options.scope_value_pairs,
         "Pair-sampling seed": seed,
         "Statistical test": _test_text(options),
         "Alpha": alpha,
@@ -123,7 +118,7 @@ def experiment_settings(manifest: Mapping[str, Any], options: Any) -> dict[str, 
         "Sakai DP": f"fraction of pairs with p < {alpha} (correction of that fraction: "
         f"{correction})",
         "Fold sd": "sample standard deviation across folds (ddof=1)",
-        "Bootstrap": _bootstrap_text(options),
+        "Bootstrap": _bootstrap_text(options, bootstrap_groups),
         "Significance claims": _claims_text(options),
         "Noise floor": _noise_text(options, primary_text),
         "Hyperparameter importance": (
@@ -137,39 +132,27 @@ def experiment_settings(manifest: Mapping[str, Any], options: Any) -> dict[str, 
     }
 
 
-def _config_text(store: Any, algorithm: str, config_id: int) -> str:
+def _config_text(configs: Any, algorithm: str, config_id: int) -> str:
     """``config 3 (k=10, shrink=0.5)``: values in the report's one hyperparameter format
     (:func:`dptune.report._format.display_value`)."""
-    cfg = store.configs(algorithm)
+    cfg = configs.configs(algorithm)
     row = cfg.loc[cfg["config_id"] == config_id]
     if row.empty:
         return f"config {config_id}"
-    params = ", ".join(f"{n}={display_value(row.iloc[0][n])}" for n in store.hyperparameters(algorithm))
+    params = ", ".join(f"{n}={display_value(row.iloc[0][n])}"
+                       for n in configs.hyperparameters(algorithm))
     return f"config {config_id} ({params})"
 
 
-def _noise_runs(pvalues: pd.DataFrame) -> dict[str, tuple[list[int], int]]:
-    """Per algorithm (first-seen order) the A/A configurations and the most seeds of one run,
-    read back from the A/A p-values (``seed_a < seed_b`` pairs of seed indices)."""
-    out: dict[str, tuple[list[int], int]] = {}
-    for alg in dict.fromkeys(pvalues["algorithm"]):
-        pa = pvalues[pvalues["algorithm"] == alg]
-        seeds = 0
-        for _, g in pa.groupby(["config_id", "fold"], sort=False):
-            seeds = max(seeds, len(set(g["seed_a"]) | set(g["seed_b"])))
-        out[str(alg)] = (sorted(int(c) for c in pa["config_id"].unique()), seeds)
-    return out
-
-
-def noise_section(store: Any, result: Any) -> str:
+def noise_section(configs: Any, result: Any) -> str:
     """The A/A noise-floor section: set-up, DP per 25 pairs beside the floor per metric@N,
-    flagged metrics (:func:`dptune.analysis.noise.compare_with_floor` computes them)."""
-    from dptune.models._families import is_stochastic
-    from dptune.store._noise_parts import deterministic_algorithms
-
-    man = result.manifest
+    flagged metrics (:func:`dptune.analysis.noise.compare_with_floor` computes them), the runs
+    (the noise floor's configurations and seeds) and which algorithms train without a seed (the
+    result's :attr:`~dptune.analysis.result.AnalysisResult.stochastic`). ``configs``: the
+    result's configurations by algorithm (``algorithms()``, ``configs(a)``,
+    ``hyperparameters(a)``)."""
     opts = result.options
-    det = deterministic_algorithms(man)
+    det = [a for a, seeded in result.stochastic.items() if not seeded]
     det_text = ""
     if det:
         det_text = (
@@ -182,8 +165,7 @@ def noise_section(store: Any, result: Any) -> str:
         return "Off (`noise_seeds = 0`)."
     table = None if result.noise is None else result.noise.versus_dp
     if table is None or table.empty:
-        stoch = [a["name"] for a in man["algorithms"] if is_stochastic(a["type"])]
-        if not stoch:
+        if not any(result.stochastic.values()):
             return det_text or "No algorithm of this experiment depends on a seed."
         return (
             "No noise-floor runs in this results directory (`dptune run` trains them after "
@@ -191,8 +173,8 @@ def noise_section(store: Any, result: Any) -> str:
         ).strip()
     primary = display_metric(option(opts, "primary_metric"), int(option(opts, "primary_cutoff")))
     used = []
-    for alg, (ids, seeds) in _noise_runs(result.noise.pvalues).items():
-        cfgs = ", ".join(_config_text(store, alg, c) for c in ids)
+    for alg, seeds in result.noise.seeds.items():
+        cfgs = ", ".join(_config_text(configs, alg, c) for c in result.noise.configs.get(alg, ()))
         used.append(f"{display_algorithm(alg)}: {cfgs}, {seeds} seeds")
     has_ci = bool(table["ci_high"].notna().any())
     rule = (
@@ -220,7 +202,7 @@ def noise_section(store: Any, result: Any) -> str:
               "Floor per 25 pairs ± sd", "DP / floor", "Below floor?"]
     rank = {m: i for i, m in enumerate(ordered_metrics(table["metric"].unique()))}
     t = table.assign(_m=table["metric"].map(rank))
-    order = {a: i for i, a in enumerate(store.algorithms())}
+    order = {a: i for i, a in enumerate(configs.algorithms())}
     t = t.assign(_a=t["algorithm"].map(order)).sort_values(["_a", "cutoff", "_m"], kind="stable")
     n_pairs = result.dp.table.set_index(["algorithm", "scope", "metric", "cutoff"])["n_pairs"]
     rows = []

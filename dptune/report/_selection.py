@@ -8,7 +8,7 @@ import math
 
 import pandas as pd
 
-from dptune.analysis.verdict.families import Families, family_groups, family_judge
+from dptune.analysis.result import MetricFamilies
 from dptune.report._format import (
     MISSING,
     UNSAMPLED,
@@ -85,17 +85,18 @@ def selection_sentences(
     best: pd.DataFrame | None,
     primary: tuple[str, int] = ("ndcg", 10),
     verdict: pd.DataFrame | None = None,
-    families: Families | None = None,
+    families: MetricFamilies | None = None,
     test_split: bool = True,
 ) -> list[str]:
     """Computed sentences: does the most discriminative metric also choose well?
 
-    At the primary cutoff, per algorithm (and per family of metrics when ``families`` is given:
-    metrics are compared within their family only), compares the configuration chosen (on
+    At the primary cutoff, per algorithm (and per family of metrics when ``families``, the
+    result's :attr:`~dptune.analysis.result.AnalysisResult.metric_families`, is given: metrics
+    are compared within their family only), compares the configuration chosen (on
     validation) by the most discriminative metric -- the verdict's recommendation when
     ``verdict`` has the row, else the lowest DP by the verdict's tie rule -- with the one chosen
     by the least discriminative metric of the same family, by their test value of the family's
-    judge (:func:`dptune.analysis.verdict.families.family_judge`; the primary metric without
+    judge (:meth:`~dptune.analysis.result.MetricFamilies.judge`; the primary metric without
     families)
     when known, else each one's own test value (without a test split, as outside data may
     have none, only which configuration each selects). States numbers only.
@@ -112,7 +113,7 @@ def selection_sentences(
     out = []
     for alg in ordered_algorithms(sub["algorithm"].unique()):
         a = sub[sub["algorithm"] == alg]
-        groups = family_groups(a["metric"], families) if families is not None \
+        groups = families.of(a["metric"]) if families is not None \
             else [("", list(a["metric"]))]
         for family, members in groups:
             name = display_algorithm(alg) + (f", {family}" if family else "")
@@ -127,7 +128,8 @@ def selection_sentences(
                 out.append(f"{name}: only one metric has a DP at N = {cutoff} "
                            f"({display_metric(hi['metric'], cutoff)}); nothing to compare.")
                 continue
-            judge = family_judge(family, members, metric, families) if family else metric
+            judge = families.judge(family, members) if family and families is not None \
+                else metric
             tie = vrow is not None and str(lo["metric"]) in verdict_choices(vrow)
             out.append(_compare(name, hi, lo, best, alg, (judge, cutoff), test_split, tie))
     return out

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from dptune.analysis.options import MIN_PAIRS
-from dptune.analysis.verdict.families import Families, family_groups, order_metrics
+from dptune.analysis.result import MetricFamilies
 from dptune.report._format import (
     MISSING,
     UNSAMPLED,
@@ -40,6 +40,7 @@ from dptune.report._format import (
     unsampled_note,
     unsampled_share,
     verdict_choices,
+    verdict_keys,
 )
 from dptune.report._inputs import (
     DATASET_INPUT,
@@ -52,7 +53,7 @@ from dptune.report._inputs import (
     value_scopes,
 )
 from dptune.report._table import Block, Cell, Table, marked_cells
-from dptune.vocab import display_algorithm, display_hyperparameter, display_metric
+from dptune.vocab import display_algorithm, display_hyperparameter, display_metric, metric_rank
 
 __all__ = ["table1", "table3", "table4", "table5", "one_at_a_time_table", "best_worst"]
 
@@ -64,15 +65,22 @@ def _no_evidence(values: pd.DataFrame) -> pd.Series:
     """True where every p-value of the row is 1 (dp.csv's ``no_evidence``)."""
     return values["no_evidence"].fillna(False).astype(bool)
 
+def _by_dp(frame: pd.DataFrame) -> pd.DataFrame:
+    """Rows by ``mean_p`` ascending (lower = more discriminative), equal values in
+    :data:`dptune.vocab.METRICS` order: the order in which the verdict states metrics
+    (:func:`dptune.analysis.verdict.families.order_metrics`), for a table shown without one."""
+    return (frame.assign(_o=frame["metric"].map(metric_rank))
+            .sort_values(["mean_p", "_o"], kind="stable").drop(columns="_o"))
+
+
 def best_worst(values: pd.DataFrame) -> tuple[pd.Series, pd.Series] | None:
     """Best (lowest DP) and worst (highest DP) rows of one group, by the verdict's tie rule
-    (:func:`dptune.analysis.verdict.families.order_metrics`: equal values in
-    :data:`dptune.vocab.METRICS` order). The best is a metric with evidence (not every p-value
-    1); None when no metric has evidence."""
+    (equal values in :data:`dptune.vocab.METRICS` order, :func:`_by_dp`). The best is a metric
+    with evidence (not every p-value 1); None when no metric has evidence."""
     v = values.dropna(subset=["dp_per_25"])
     if v.empty:
         return None
-    v = order_metrics(v.assign(_ne=_no_evidence(v)), "mean_p")
+    v = _by_dp(v.assign(_ne=_no_evidence(v)))
     ev = v[~v["_ne"]]
     if ev.empty:
         return None
@@ -140,7 +148,7 @@ def table1(datasets: pd.DataFrame | None) -> Table:
     )
 
 
-def _marks(c: pd.DataFrame, vrows: list[dict], families: Families | None,
+def _marks(c: pd.DataFrame, vrows: list[dict], families: MetricFamilies | None,
            min_pairs: int) -> tuple[set[str], set[str]]:
     """``(bold, underlined)`` metrics of one (algorithm, cutoff) of Table 3: per family, the
     verdict's choices (bold: the recommended metric and every metric not significantly less
@@ -148,8 +156,7 @@ def _marks(c: pd.DataFrame, vrows: list[dict], families: Families | None,
     among the family's other metrics with evidence (underlined: those are significantly less
     discriminative); nothing below ``min_pairs`` pairs or without evidence."""
     bold, under = set(), set()
-    groups = family_groups(c["metric"], families) if families is not None \
-        else [("", list(c["metric"]))]
+    groups = families.of(c["metric"]) if families is not None else [("", list(c["metric"]))]
     by_family = {str(r.get("family", "")): r for r in vrows}
     for family, members in groups:
         g = c[c["metric"].isin(members) & ~_no_evidence(c)].dropna(subset=["dp_per_25"])
@@ -173,11 +180,12 @@ def _marks(c: pd.DataFrame, vrows: list[dict], families: Families | None,
 
 
 def table3(dp: pd.DataFrame, verdict: pd.DataFrame | None = None,
-           families: Families | None = None, min_pairs: int = MIN_PAIRS) -> Table:
+           families: MetricFamilies | None = None, min_pairs: int = MIN_PAIRS) -> Table:
     """Table 3: DP per 25 pairs per (algorithm, cutoff) x metric over the whole grid (scope
     ``all``), P of the row beside it, and each value's 95% interval when ``dp`` has one.
 
-    Bold: the most discriminative metrics of each family of ``families``: when ``verdict`` is
+    Bold: the most discriminative metrics of each family of ``families`` (the result's
+    :attr:`~dptune.analysis.result.AnalysisResult.metric_families`): when ``verdict`` is
     given, the verdict's choices (its recommended metric and every metric not significantly
     less discriminative than it: equal choices, not losers); else the lowest DP by the same tie
     rule. Underlined: the highest DP among the family's other metrics. Nothing is marked in a row with fewer
@@ -277,13 +285,12 @@ def pick(values: pd.DataFrame, vrow: dict | None, cutoff: int
     same tie rule on DP."""
     from dptune.report._verdict import recommendation_text
 
-    v = order_metrics(values.dropna(subset=["dp_per_25"]), "mean_p").set_index(
-        "metric", drop=False)
+    v = _by_dp(values.dropna(subset=["dp_per_25"])).set_index("metric", drop=False)
     if vrow is not None:
         rec = str(vrow.get("recommended") or "")
         if not rec or rec not in v.index:
             return recommendation_text(vrow, cutoff), None, [], None
-        tied = [m for m in str(vrow.get("identical") or "").split(";") if m]
+        tied = verdict_keys(vrow.get("identical"))
         best = v.loc[rec]
     else:
         bw = best_worst(values)
@@ -295,7 +302,7 @@ def pick(values: pd.DataFrame, vrow: dict | None, cutoff: int
                                       "metric"] if m != rec]
     rest = v[~v["metric"].isin([rec, *tied])]
     # the highest DP among the others (none when every other metric is tied with the best)
-    worst = rest.loc[order_metrics(rest, "mean_p").index[-1]] if len(rest) else None
+    worst = rest.loc[_by_dp(rest).index[-1]] if len(rest) else None
     text = display_metric(rec, cutoff)
     if tied:
         text += " (tied: " + ", ".join(display_metric(m, cutoff) for m in tied) + ")"
@@ -303,14 +310,15 @@ def pick(values: pd.DataFrame, vrow: dict | None, cutoff: int
 
 
 def table4(dp: pd.DataFrame, verdict: pd.DataFrame | None = None,
-           families: Families | None = None) -> Table:
+           families: MetricFamilies | None = None) -> Table:
     """Table 4: per (algorithm, cutoff[, family]) P, the best and worst metric, best DP, best
     DP + sd, worst DP, all per 25 pairs.
 
     The best metric is the verdict's recommended metric of the row when ``verdict`` is given
     ("too few pairs (P = k)" or "no evidence" when it recommends none), else the lowest DP by
     the verdict's tie rule; metrics with exactly the same value are stated as ties. With
-    ``families`` (the verdict's families of metrics), one row per family: metrics are compared
+    ``families`` (the result's :attr:`~dptune.analysis.result.AnalysisResult.metric_families`),
+    one row per family: metrics are compared
     within their family only. "Best + Std Dev" is the DP per 25 pairs of the best metric's
     mean + sd curve, the paper's worst-case check of whether the best metric stays ahead across
     folds. When ``dp`` carries an interval, the best and worst DP show it (CSV ``best_ci_low,
@@ -343,7 +351,7 @@ def table4(dp: pd.DataFrame, verdict: pd.DataFrame | None = None,
         a = sub[sub["algorithm"] == alg]
         for cutoff in sorted(a["cutoff"].unique()):
             c = a[a["cutoff"] == cutoff]
-            groups = family_groups(c["metric"], families) if by_family \
+            groups = families.of(c["metric"]) if families is not None \
                 else [("", list(c["metric"]))]
             for family, members in groups:
                 g = c[c["metric"].isin(members)]

@@ -15,7 +15,6 @@ from typing import Any
 
 import pandas as pd
 
-from dptune.analysis.verdict.families import family_groups
 from dptune.report._format import (
     MISSING,
     adjusted_p_text,
@@ -28,9 +27,9 @@ from dptune.report._format import (
     pair_count_text,
     pct,
     verdict_choices,
+    verdict_keys,
 )
 from dptune.report._table import Block, Cell
-from dptune.store._per_user_store import has_test_split
 from dptune.vocab import display_algorithm, display_hyperparameter, display_metric
 
 __all__ = ["summary_section", "verdict_sentences", "verdict_section", "verdict_document",
@@ -73,13 +72,16 @@ def claims_legend(alpha: float, test_split: bool = True) -> str:
     )
 
 
-def _lst(text: object) -> list[str]:
+def _split(text: object) -> list[str]:
+    """dominance.csv's lists (``over``, ``tied``, ``too_few_pairs``: ``;``-joined
+    hyperparameter names) as lists."""
     return [] if is_missing(text) or not str(text) else [m for m in str(text).split(";") if m]
 
 
-def _metrics(text: object, cutoff: int) -> str:
-    """``;``-joined metric keys -> display names at ``cutoff`` (an en dash when empty)."""
-    names = [display_metric(m, cutoff) for m in _lst(text)]
+def _metrics(keys: object, cutoff: int) -> str:
+    """One of the verdict's lists of metric keys -> display names at ``cutoff`` (an en dash
+    when empty)."""
+    names = [display_metric(m, cutoff) for m in verdict_keys(keys)]
     return ", ".join(names) if names else MISSING
 
 
@@ -108,7 +110,7 @@ def recommendation_text(row: dict, n: int) -> str:
     if not rec or is_missing(rec):
         return "no evidence"
     text = display_metric(str(rec), n)
-    if _lst(row.get("identical")):
+    if verdict_keys(row.get("identical")):
         text += f" (tied: {_metrics(row['identical'], n)})"
     return text
 
@@ -128,9 +130,9 @@ def choices_text(row: dict, n: int) -> str:
     if len(choices) < 2 or _unsampled(row) > 0 or (
             bool(row.get("too_few_pairs")) and not is_missing(row.get("too_few_pairs"))):
         return recommendation_text(row, n)
-    same = _lst(row.get("identical"))
+    same = verdict_keys(row.get("identical"))
     lowest = display_metric(choices[0], n) + (
-        f", identical: {_metrics(';'.join(same), n)}" if same else "")
+        f", identical: {_metrics(same, n)}" if same else "")
     return f"{_names(choices, n)}, {_why(row)} (lowest DP: {lowest})"
 
 
@@ -155,7 +157,8 @@ def _ordered(verdict: pd.DataFrame) -> pd.DataFrame:
 
 
 class _Reader:
-    """The result's tables, looked up by key."""
+    """The result's tables, looked up by key, and what the result says of itself (its test
+    split, the smallest adjusted p-value of its bootstrap)."""
 
     def __init__(self, result: Any) -> None:
         self.result = result
@@ -172,8 +175,8 @@ class _Reader:
         self.options = result.options
         floor = None if result.noise is None else result.noise.versus_dp
         self.floor_algs = set() if floor is None or floor.empty else set(floor["algorithm"])
-        self.n_boot = int(result.options.bootstrap)
-        self.test_split = has_test_split(result.manifest or {})
+        self.smallest_p = result.smallest_adjusted_p
+        self.test_split = bool(result.test_split)
 
     def metrics_all(self) -> list[str]:
         """Every metric of scope ``all``."""
@@ -209,7 +212,7 @@ def _numbers(rd: _Reader, alg: str, cutoff: int, metrics: Sequence[str]) -> str:
 def _claim_sentences(rd: _Reader, r: dict, members: list[str]) -> list[str]:
     alg, cutoff, family, best = r["algorithm"], int(r["cutoff"]), r["family"], r["recommended"]
     c = rd.claims(alg, cutoff, family, best)
-    others = [m for m in members if m != best and m not in _lst(r["no_evidence"])]
+    others = [m for m in members if m != best and m not in verdict_keys(r["no_evidence"])]
     if not others:
         return []
     if c.empty:
@@ -219,18 +222,18 @@ def _claim_sentences(rd: _Reader, r: dict, members: list[str]) -> list[str]:
     out = []
     reps = int(r["stability_repeats"])
     seeds = f", under all {reps} pair seeds" if reps > 1 else ""
-    less = _lst(r["less_discriminative"])
+    less = verdict_keys(r["less_discriminative"])
     alpha = float(rd.options.alpha)
     if less:
         items = ", ".join(
             f"{display_metric(m, cutoff)} (DP per 25 pairs "
             f"{fmt(rd.row(alg, cutoff, m)['dp_per_25'], 2)}, "
-            f"{adjusted_p_text(c.at[m, 'p_adjusted'], rd.n_boot)})" for m in less)
+            f"{adjusted_p_text(c.at[m, 'p_adjusted'], rd.smallest_p)})" for m in less)
         out.append(f"Significantly less discriminative (family-wise error rate "
                    f"{pct(alpha)}{seeds}): {items}.")
-    tied = _lst(r["tied"])
+    tied = verdict_keys(r["tied"])
     if tied:
-        same = set(_lst(r["identical"]))
+        same = set(verdict_keys(r["identical"]))
         items = []
         for m in tied:
             v = rd.row(alg, cutoff, m)["dp_per_25"]
@@ -296,7 +299,7 @@ def dominance_sentence(rd: _Reader, alg: str, cutoff: int, metric: str) -> str:
         return ""
     name = display_metric(metric, cutoff)
     answer = d["answer"]
-    few = _lst(d.get("too_few_pairs"))
+    few = _split(d.get("too_few_pairs"))
     few_text = (f" ({_hps(few, alg)}: fewer than min_pairs = {int(rd.options.min_pairs)} "
                 "one-at-a-time pairs, not compared)") if few else ""
     if answer == "too_few_pairs":
@@ -311,12 +314,12 @@ def dominance_sentence(rd: _Reader, alg: str, cutoff: int, metric: str) -> str:
     if answer == "no_bootstrap":
         return (f"No hyperparameter is named dominant for {name} (no bootstrap, so no "
                 f"difference is claimed); {h} has the lowest one-at-a-time DP ({num}){few_text}.")
-    over = _lst(d["over"])
+    over = _split(d["over"])
     if answer == "dominant":
         return (f"Dominant hyperparameter for {name}: {h} ({num}), significantly lower than "
                 f"{_hps(over, alg)} (family-wise error rate {pct(rd.options.alpha)}, "
-                f"{adjusted_p_text(d['p_adjusted'], rd.n_boot)}){few_text}.")
-    tied = _lst(d["tied"])
+                f"{adjusted_p_text(d['p_adjusted'], rd.smallest_p)}){few_text}.")
+    tied = _split(d["tied"])
     text = (f"No hyperparameter dominates significantly for {name}: {h} separates "
             f"configurations most often by itself ({num})")
     if over:
@@ -334,8 +337,7 @@ def verdict_sentences(result: Any) -> list[str]:
     for r in _ordered(v).to_dict("records"):
         alg, cutoff, family = str(r["algorithm"]), int(r["cutoff"]), str(r["family"])
         head = f"{display_algorithm(alg)}, N = {cutoff}, {family}: "
-        members = dict(family_groups(rd.metrics(alg, cutoff),
-                                     result.options.families)).get(family, [])
+        members = dict(result.metric_families.of(rd.metrics(alg, cutoff))).get(family, [])
         pairs = pair_count_text(r["n_pairs"], r["n_possible_pairs"])
         if _unsampled(r) > 0:
             out.append(head + f"too few units to rank metrics: {pct(_unsampled(r))} of the full "
@@ -365,10 +367,10 @@ def verdict_sentences(result: Any) -> list[str]:
              else [f"tune with {_names(choices, cutoff)}, {_why(r)} (lowest DP: "
                    f"{display_metric(best, cutoff)}, {numbers})."])
         s += _claim_sentences(rd, r, members)
-        if _lst(r["no_evidence"]):
+        if verdict_keys(r["no_evidence"]):
             s.append(f"No evidence (every p-value 1): {_metrics(r['no_evidence'], cutoff)}.")
         if alg in rd.floor_algs:
-            nb = _lst(r["not_below_floor"])
+            nb = verdict_keys(r["not_below_floor"])
             s.append("Not clearly below the A/A noise floor: " + _metrics(r["not_below_floor"],
                                                                            cutoff) + "."
                      if nb else "Every metric of the family is clearly below the A/A noise "
@@ -432,7 +434,7 @@ def summary_section(result: Any) -> str | None:
         at = v[v["cutoff"] == cutoff]
     rd = _Reader(result)
     lines = [f"At N = {cutoff} (every cutoff in the verdict below). "
-             + _families_text(rd.metrics_all(), result.options.families)
+             + _families_text(rd.metrics_all(), result.metric_families)
              + " Lower DP = more discriminative; DP per 25 pairs, P, *significantly* and the "
              "other terms are explained where the verdict starts, just below.", ""]
     sample = grid_sample_text(result.dp.grid_sample)
@@ -442,7 +444,7 @@ def summary_section(result: Any) -> str | None:
         rows = at[at["algorithm"] == alg].to_dict("records")
         picks = []
         for r in rows:
-            less = _lst(r["less_discriminative"])
+            less = verdict_keys(r["less_discriminative"])
             numbers = (f"DP per 25 pairs {fmt(r['dp_per_25'], 2)}, {pair_count_text(r['n_pairs'])}"
                        + (f"; significantly less discriminative: "
                           f"{_metrics(r['less_discriminative'], cutoff)}" if less else ""))
@@ -473,9 +475,10 @@ _METRIC_GLOSS = {"epc": ("expected popularity complement", "on [0, 1]"),
 
 
 def _families_text(metrics: Sequence[str], families: Any) -> str:
-    """The families of the metrics present, with what each novelty metric measures: the
-    summary is the report's first text, so the metrics' names are explained there."""
-    groups = family_groups(metrics, families)
+    """The families of the metrics present (``families``: the result's
+    :class:`~dptune.analysis.result.MetricFamilies`), with what each novelty metric measures:
+    the summary is the report's first text, so the metrics' names are explained there."""
+    groups = families.of(metrics)
     parts = []
     for family, ms in groups:
         names = [display_metric(m) + (f" ({_METRIC_GLOSS[m][0]})" if m in _METRIC_GLOSS
@@ -500,12 +503,11 @@ def verdict_section(result: Any, figures: Sequence[tuple[str, int, str]] = ()) -
     v = result.verdict
     if v is None or v.empty:
         return None
-    lines = [claims_legend(float(result.options.alpha),
-                           has_test_split(result.manifest or {})), ""]
+    lines = [claims_legend(float(result.options.alpha), bool(result.test_split)), ""]
     lines += [f"- {t}" for t in verdict_sentences(result)]
     lines += ["", _table(result).to_markdown(), ""]
     judged = ("each family's choice is judged on the test split by a metric of the same family"
-              if has_test_split(result.manifest or {}) else
+              if result.test_split else
               "the data has no held-out values, so no choice is judged beyond these folds")
     lines.append(
         "Metrics are ranked within their family only (accuracy and novelty metrics measure "

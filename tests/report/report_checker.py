@@ -70,8 +70,15 @@ def _choices(r: object) -> list[str]:
     rec = str(getattr(r, "recommended", "") or "")
     if not rec:
         return []
-    got = [m for m in str(getattr(r, "choices", "") or "").split(";") if m]
-    return got or [rec, *[m for m in str(getattr(r, "identical", "") or "").split(";") if m]]
+    got = _keys(getattr(r, "choices", ""))
+    return got or [rec, *_keys(getattr(r, "identical", ""))]
+
+
+def _keys(value: object) -> list[str]:
+    """A list of metric keys: a list in a result's verdict, ``;``-joined in verdict.csv."""
+    if isinstance(value, (list, tuple)):
+        return [str(m) for m in value if m]
+    return [m for m in str(value or "").split(";") if m]
 
 
 def check_report(folder: Path) -> list[str]:

@@ -21,6 +21,8 @@ import pytest  # noqa: E402
 from conftest import frames_result  # noqa: E402
 
 import dptune.report as report
+from dptune.analysis.noise import aa_band  # noqa: E402
+from dptune.analysis.result import MetricFamilies  # noqa: E402
 from dptune.errors import DptuneError  # noqa: E402
 from dptune.report._table import Cell, _md_cell
 
@@ -353,7 +355,7 @@ def test_table4_best_is_the_verdicts_recommendation_per_family() -> None:
         ("bpr-mf", 10, "accuracy", "ndcg", "", False, 25),  # not the lowest DP here
         ("bpr-mf", 10, "novelty", "", "", True, 3),
     ])
-    t = report.table4(dp, verdict, fam)
+    t = report.table4(dp, verdict, MetricFamilies.of_metrics(dp["metric"], fam, "ndcg"))
     csv = t.csv[(t.csv["algorithm"] == "bpr-mf") & (t.csv["cutoff"] == 10)]
     assert list(csv["family"]) == ["accuracy", "novelty"]
     assert list(csv["best_metric"]) == ["ndcg", ""]
@@ -610,7 +612,7 @@ def test_png_opens_with_expected_size(written: tuple[Path, list[Path]]) -> None:
 
 
 def test_figure_panels_and_noise_floor() -> None:
-    fig = report.figure1(make_curves(), make_dp(), 10, make_noise())
+    fig = report.figure1(make_curves(), make_dp(), 10, aa_band(make_noise()))
     axes = [ax for ax in fig.axes if ax.get_visible()]
     assert [ax.get_title() for ax in axes] == [
         "Item-kNN (N = 10, P = 25 pairs)",
@@ -808,7 +810,8 @@ def test_selection_sentences_per_family_judge_like_with_like() -> None:
                          "test_value": 0.2, "test_ndcg": [0.30, 0.20, 0.10, 0.05],
                          "test_epc": [0.01, 0.02, 0.40, 0.35]})
     fam = (("accuracy", ("ndcg", "precision", "recall", "mrr")), ("novelty", ("epc", "efd")))
-    acc, nov = report.selection_sentences(dp, best, ("ndcg", 10), None, fam)
+    families = MetricFamilies.of_metrics(dp["metric"], fam, "ndcg")
+    acc, nov = report.selection_sentences(dp, best, ("ndcg", 10), None, families)
     assert acc.startswith("a, accuracy: the most discriminative metric at N = 10 is nDCG@10")
     assert "test nDCG@10 0.3000" in acc and "EPC" not in acc
     assert nov.startswith("a, novelty: the most discriminative metric at N = 10 is EPC@10")

@@ -1,5 +1,6 @@
-"""The Report object: ``Report.build(store, result)`` from an AnalysisResult renders the same
-files, byte for byte, as the analysis command; its tables render themselves in every format.
+"""The Report object: ``Report.from_result(result)``, the one constructor, renders from an
+AnalysisResult alone (no store) the same files, byte for byte, as the analysis command; its
+tables render themselves in every format.
 
 The AnalysisResult is computed by ``dptune.analyze`` with the options ``dptune analyze`` resolves,
 on a tiny swept store with noise-floor runs, a test split and a bootstrap.
@@ -64,9 +65,8 @@ def _files(d: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(d.iterdir()) if p.is_file()}
 
 
-def test_build_write_reproduces_the_analysis_files_byte_for_byte(swept, result):
-    store = ResultStore(swept / "results")
-    written = Report.build(store, result).write(swept / "object")
+def test_from_result_write_reproduces_the_analysis_files_byte_for_byte(swept, result):
+    written = Report.from_result(result).write(swept / "object")
     expected, got = _files(swept / "cli"), _files(swept / "object")
     assert sorted(p.name for p in written) == sorted(got)
     assert {"noise_floor.csv", "comparisons.csv", "dominance.csv", "importance.csv"} <= set(got)
@@ -75,13 +75,13 @@ def test_build_write_reproduces_the_analysis_files_byte_for_byte(swept, result):
     # say more when built from a result (the data files, the validation/test gap)
     for name in set(expected) - {"report.md", "report.html"}:
         assert got[name] == expected[name], name
-    again = Report.build(store, result).write(swept / "again")
+    again = Report.from_result(result).write(swept / "again")
     assert [p.read_bytes() for p in again] == [p.read_bytes() for p in written]
 
 
 def test_report_lists_every_file_and_explains_the_test_gap(swept, result):
     out = swept / "listed"
-    written = Report.build(ResultStore(swept / "results"), result).write(out)
+    written = Report.from_result(result).write(out)
     md = (out / "report.md").read_text()
     files = md[md.index("## Files"):]
     for path in written:
@@ -107,7 +107,7 @@ def test_report_lists_every_file_and_explains_the_test_gap(swept, result):
 def test_summary_and_verdict_come_first_in_report_md_and_alone_in_verdict_md(swept):
     result = assemble_result(swept / "results", bootstrap=BOOTSTRAP, min_pairs=1)
     out = swept / "verdict"
-    rep = Report.build(ResultStore(swept / "results"), result)
+    rep = Report.from_result(result)
     written = rep.write(out)
     # one scale, P beside every DP, one answer in every table and in the DP figure
     assert check_report(out) == [] and check_dp_figure(rep) == []
@@ -125,7 +125,7 @@ def test_summary_and_verdict_come_first_in_report_md_and_alone_in_verdict_md(swe
     v = result.verdict
     for r in v.itertuples(index=False):
         name = vocab.display_metric(r.recommended, r.cutoff)
-        names = [vocab.display_metric(m, r.cutoff) for m in r.choices.split(";")]
+        names = [vocab.display_metric(m, r.cutoff) for m in r.choices]  # a list of keys
         head = f"N = {r.cutoff}, {r.family}: tune with "
         if len(names) == 1:  # the evidence backs one metric
             assert f"{head}{name} (DP per 25 pairs" in verdict
@@ -140,7 +140,7 @@ def test_summary_and_verdict_come_first_in_report_md_and_alone_in_verdict_md(swe
 
 
 def test_tables_render_in_every_format(swept, result):
-    rep = Report.build(ResultStore(swept / "results"), result)
+    rep = Report.from_result(result)
     assert {"table1", "table3", "table4", "table5", "one_at_a_time"} <= set(rep.tables)
     t3 = rep.tables["table3"]
     df = t3.to_dataframe()
@@ -193,3 +193,28 @@ def test_a_report_shows_the_verdict_and_the_dp_figure_in_a_notebook():
     # without a verdict: says why, no figure
     bare = Report.from_result(frames_result(dp, curves))
     assert "No verdict" in bare._repr_markdown_() and "base64" not in bare._repr_html_()
+
+
+def test_the_report_needs_no_store_and_build_is_gone(swept, result):
+    """``Report.from_result`` is the one constructor: the result carries what the report
+    reads (the noise floor's runs and band, which algorithms train with a seed, the families
+    of its metrics, its test split), so there is no ``Report.build(store, result)``."""
+    assert not hasattr(Report, "build")
+    assert result.noise is not None and result.noise.configs and result.noise.seeds
+    assert list(result.noise.band.columns) == ["algorithm", "cutoff", "position", "low",
+                                               "high", "mean"]
+    assert result.stochastic == {"userknn": False, "bpr-mf": True}
+    assert result.test_split and not result.outside
+    assert result.smallest_adjusted_p == 1 / (BOOTSTRAP + 1)
+    groups = dict(result.metric_families.groups)
+    assert groups["accuracy"][0] == "ndcg" and "epc" in groups["novelty"]
+    Report.from_result(result).write(swept / "no_store")
+    md = (swept / "no_store" / "report.md").read_text()
+    seeds = result.noise.seeds["bpr-mf"]
+    assert re.search(rf"^Runs: BPR-MF: config \d+ \(.*\), {seeds} seeds\.$", md, re.M)
+    assert "User-kNN is deterministic" in md
+    # the verdict's lists are lists in the result and ;-joined keys in verdict.csv
+    v = result.verdict
+    assert all(isinstance(x, list) for x in v["choices"])
+    csv = pd.read_csv(swept / "no_store" / "verdict.csv", keep_default_na=False)
+    assert list(csv["choices"]) == [";".join(x) for x in v["choices"]]

@@ -85,7 +85,7 @@ def _result(comparisons: pd.DataFrame | None = None):
 def test_the_summary_and_the_verdict_say_a_tie_is_a_tie():
     res = _result()
     v = res.verdict.set_index(["algorithm", "family"])
-    assert v.at[("userknn", "accuracy"), "choices"] == "ndcg;precision"
+    assert v.at[("userknn", "accuracy"), "choices"] == ["ndcg", "precision"]
     summary = summary_section(res)
     assert ("**User-kNN**: accuracy: tune with nDCG@10 or Precision@10, no significant difference "
             "(lowest DP: nDCG@10, DP per 25 pairs 2.90, P = 45; significantly less "
@@ -121,7 +121,7 @@ def test_without_a_bootstrap_the_choices_say_no_difference_was_tested():
 
 def test_table3_bolds_every_choice_and_underlines_only_a_significant_loser():
     res = _result()
-    md = table3(res.dp.table, res.verdict, res.options.families, 10).to_markdown()
+    md = table3(res.dp.table, res.verdict, res.metric_families, 10).to_markdown()
     knn = next(ln for ln in md.splitlines() if ln.startswith("| User-kNN"))
     cells = [c.strip() for c in knn.split("|")[1:-1]]
     # EFD@N | EPC@N | MRR@N | nDCG@N | Precision@N | Recall@N
@@ -133,7 +133,7 @@ def test_table3_bolds_every_choice_and_underlines_only_a_significant_loser():
 
 def test_the_dp_figure_stars_every_choice_on_one_x_scale():
     res = _result()
-    fig = dp_figure(res.dp.table, res.verdict, 10, res.options.families)
+    fig = dp_figure(res.dp.table, res.verdict, 10, res.metric_families)
     axes = [ax for ax in fig.axes if ax.get_visible()]
     assert len(axes) == 2
     assert len({ax.get_xlim() for ax in axes}) == 1  # one x scale for every panel
@@ -189,7 +189,7 @@ def test_table4_says_its_best_metric_may_have_equal_choices():
     from dptune.report._tables import table4
 
     res = _result()
-    caption = table4(res.dp.table, res.verdict, res.options.families).caption
+    caption = table4(res.dp.table, res.verdict, res.metric_families).caption
     assert "the lowest DP" in caption and "equal choices" in caption
 
 
@@ -201,7 +201,7 @@ def test_the_choose_well_sentence_says_when_its_two_metrics_are_equal_choices():
                                columns=CLAIM_COLUMNS))
     def said(r):
         return {s.split(":")[0]: s for s in selection_sentences(
-            r.dp.table, None, ("ndcg", 10), r.verdict, r.options.families)}
+            r.dp.table, None, ("ndcg", 10), r.verdict, r.metric_families)}
     equal = "no significant difference between the two: they are equal choices"
     # User-kNN novelty: EPC and EFD are equal choices; accuracy's MRR is significantly worse
     assert equal in said(res)["User-kNN, novelty"]
@@ -211,10 +211,10 @@ def test_the_choose_well_sentence_says_when_its_two_metrics_are_equal_choices():
 
 
 def test_the_summary_explains_only_the_novelty_metrics_it_prints():
-    from dptune.analysis.options import DEFAULT_FAMILIES
     from dptune.report._verdict import _families_text
 
-    one = _families_text(["ndcg", "efd"], DEFAULT_FAMILIES)
+    families = _result().metric_families
+    one = _families_text(["ndcg", "efd"], families)
     assert "EFD (expected free discovery)" in one and "EFD is a novelty metric" in one
     assert "EPC" not in one
-    assert "novelty" not in _families_text(["ndcg", "recall"], DEFAULT_FAMILIES)
+    assert "novelty" not in _families_text(["ndcg", "recall"], families)

@@ -1,5 +1,6 @@
 """The verdict: which metric to tune with, per algorithm, cutoff N and family of metrics
-(verdict.csv). Numbers and metric lists only; ``dptune.report`` writes the sentences.
+(verdict.csv). Numbers and metric lists only (lists of metric keys as lists, ``;``-joined in
+verdict.csv); ``dptune.report`` writes the sentences.
 
 Rules, per (algorithm, N, family) (families: :mod:`dptune.analysis.verdict.families`), on the
 DP of scope ``all`` (dp.csv; every pair of the grid up to the cap, else a seeded sample):
@@ -59,15 +60,11 @@ _NEED = ["algorithm", "scope", "metric", "cutoff", "mean_p", "dp_per_25", "ci_lo
          "n_pairs", "n_possible_pairs", "n_folds", "no_evidence"]
 
 
-def _join(items: list[str]) -> str:
-    return ";".join(items)
-
-
 def recommend(dp: pd.DataFrame, comparisons: pd.DataFrame, families: Families = DEFAULT_FAMILIES,
               min_pairs: int = MIN_PAIRS) -> pd.DataFrame:
     """Per (algorithm, cutoff, family): ``recommended, identical, too_few_pairs,
     less_discriminative, tied, choices, tested, no_evidence, claims_dropped,
-    stability_repeats`` (lists as ``;``-joined metric keys; module docstring). ``dp``: dp.csv;
+    stability_repeats`` (lists of metric keys as lists; module docstring). ``dp``: dp.csv;
     ``comparisons``: comparisons.csv."""
     missing = set(_NEED) - set(dp.columns)
     if missing:
@@ -90,10 +87,10 @@ def _recommend_one(alg: str, cutoff: int, family: str, g: pd.DataFrame, c: pd.Da
     ev = g[~none]
     unsampled = float(g["unsampled_share"].max()) if "unsampled_share" in g else 0.0
     row = {"algorithm": alg, "cutoff": cutoff, "family": family, "recommended": "",
-           "identical": "", "unsampled_share": unsampled,
+           "identical": [], "unsampled_share": unsampled,
            "too_few_pairs": bool(int(g["n_pairs"].max()) < min_pairs or unsampled > 0),
-           "less_discriminative": "", "tied": "", "choices": "", "tested": False,
-           "no_evidence": _join([str(m) for m in g.loc[none, "metric"]]),
+           "less_discriminative": [], "tied": [], "choices": [], "tested": False,
+           "no_evidence": [str(m) for m in g.loc[none, "metric"]],
            "claims_dropped": 0, "stability_repeats": 0}
     if ev.empty or row["too_few_pairs"]:
         return row
@@ -105,8 +102,8 @@ def _recommend_one(alg: str, cutoff: int, family: str, g: pd.DataFrame, c: pd.Da
     less = [m for m in others if m in mine.index and bool(mine.at[m, "held"])]
     tied = [m for m in others if m not in less]
     return row | {
-        "recommended": best, "identical": _join(identical), "less_discriminative": _join(less),
-        "tied": _join(tied), "choices": _join([best, *tied]), "tested": bool(len(mine)),
+        "recommended": best, "identical": identical, "less_discriminative": less,
+        "tied": tied, "choices": [best, *tied], "tested": bool(len(mine)),
         "claims_dropped": int(mine["dropped"].sum()) if len(mine) else 0,
         "stability_repeats": int(mine["repeats"].max()) if len(mine) else 0}
 
@@ -129,7 +126,9 @@ def verdict_table(dp: pd.DataFrame, comparisons: pd.DataFrame, *,
                   dominance: pd.DataFrame | None = None, recommended: pd.DataFrame | None = None,
                   families: Families = DEFAULT_FAMILIES, min_pairs: int = MIN_PAIRS,
                   judges: Mapping[str, str] | None = None) -> pd.DataFrame:
-    """verdict.csv: one row per (algorithm, cutoff, family), columns :data:`VERDICT_COLUMNS`.
+    """verdict.csv: one row per (algorithm, cutoff, family), columns :data:`VERDICT_COLUMNS`
+    (its lists of metric keys as lists: :func:`dptune.analysis.result.write_table` joins them
+    with ``;``).
 
     ``dp``: dp.csv; ``comparisons``: comparisons.csv; ``recommended``: :func:`recommend` when
     the caller already has it; ``floor``: the noise floor beside DP (``algorithm, metric,
@@ -160,11 +159,11 @@ def verdict_table(dp: pd.DataFrame, comparisons: pd.DataFrame, *,
             "n_pairs": int(g["n_pairs"].max()),
             "n_possible_pairs": int(g["n_possible_pairs"].max()),
             "n_folds": int(g["n_folds"].max()),
-            "not_below_floor": _join([m for m in flags.get((alg, cutoff), []) if m in members]),
+            "not_below_floor": [m for m in flags.get((alg, cutoff), []) if m in members],
             "judge": (judges or {}).get(family, ""),
             "selected_configs": int(ds["config_id"].nunique()) if len(ds) else 0,
-            "downstream_differ": _join([str(m) for m in ds.loc[ds["significant"].astype(bool),
-                                                                "metric"]]) if len(ds) else "",
+            "downstream_differ": [str(m) for m in ds.loc[ds["significant"].astype(bool),
+                                                         "metric"]] if len(ds) else [],
             "dominant_hyperparameter": str(dom["hyperparameter"].iloc[0])
             if len(dom) and dom["answer"].iloc[0] == "dominant" else "",
             "dominance": str(dom["answer"].iloc[0]) if len(dom) else "",

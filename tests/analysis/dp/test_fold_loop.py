@@ -165,9 +165,9 @@ def test_the_verdict_end_to_end():
                          "config_id": [5, 1]})
     parts = build_verdict(store, est, opts, best=best, floor=None)
     r = parts.verdict.iloc[0]
-    assert r["recommended"] == "ndcg" and r["less_discriminative"] == "recall"
+    assert r["recommended"] == "ndcg" and r["less_discriminative"] == ["recall"]
     assert r["stability_repeats"] == 1 and r["selected_configs"] == 2
-    assert r["downstream_differ"] == "recall"  # config 1 is much worse than 5 on the test split
+    assert r["downstream_differ"] == ["recall"]  # config 1 is much worse than 5 on the test split
     ds = parts.downstream.set_index("metric")
     assert ds.at["recall", "n_test_users"] == 300 and bool(ds.at["recall", "significant"])
     assert r["dominant_hyperparameter"] == ""  # one hyperparameter: no dominance analysis

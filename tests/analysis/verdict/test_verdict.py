@@ -48,8 +48,8 @@ def test_one_metric_truly_more_discriminative():
     assert list(v.columns) == vd.VERDICT_COLUMNS
     r = v.iloc[0]
     assert r["recommended"] == "ndcg"
-    assert set(r["less_discriminative"].split(";")) == {"precision", "recall"}
-    assert r["tied"] == "" and r["stability_repeats"] == 1 and r["claims_dropped"] == 0
+    assert set(r["less_discriminative"]) == {"precision", "recall"}
+    assert r["tied"] == [] and r["stability_repeats"] == 1 and r["claims_dropped"] == 0
     assert r["dp_per_25"] == pytest.approx(25 * dp.set_index("metric").at["ndcg", "mean_p"])
     c = comparisons.set_index(["a", "b"])
     assert (c["kind"] == "metrics").all() and (c["group"] == "accuracy").all()
@@ -61,12 +61,12 @@ def test_no_metric_more_discriminative_is_tied():
     rng = np.random.default_rng(1)
     dp, draws = _estimate(rng, 0.0, 0.0, identical=True)  # three identical metrics
     r = _verdict(dp, draws)[0].iloc[0]
-    assert r["less_discriminative"] == ""
-    assert set(r["tied"].split(";")) == set(METRICS3) - {r["recommended"]}
-    assert set(r["identical"].split(";")) == set(METRICS3) - {r["recommended"]}
+    assert r["less_discriminative"] == []
+    assert set(r["tied"]) == set(METRICS3) - {r["recommended"]}
+    assert set(r["identical"]) == set(METRICS3) - {r["recommended"]}
     # independent metrics without real differences: tied as well
     dp2, draws2 = _estimate(rng, 0.0, 0.3)
-    assert _verdict(dp2, draws2)[0].iloc[0]["less_discriminative"] == ""
+    assert _verdict(dp2, draws2)[0].iloc[0]["less_discriminative"] == []
 
 
 def test_without_bootstrap_no_claims_and_no_evidence():
@@ -75,14 +75,14 @@ def test_without_bootstrap_no_claims_and_no_evidence():
     v, comparisons = _verdict(dp, {})
     assert comparisons.empty
     r = v.iloc[0]
-    assert r["less_discriminative"] == "" and r["tied"] == "precision;recall"
+    assert r["less_discriminative"] == [] and r["tied"] == ["precision", "recall"]
     dead = dp.assign(mean_p=1.0, dp_per_25=25.0, no_evidence=True)
     r = _verdict(dead, {})[0].iloc[0]
-    assert r["recommended"] == "" and r["no_evidence"] == "ndcg;precision;recall"
+    assert r["recommended"] == "" and r["no_evidence"] == ["ndcg", "precision", "recall"]
     part = dp.copy()
     part.loc[part["metric"] == "recall", "no_evidence"] = True
     r = _verdict(part, {})[0].iloc[0]
-    assert r["no_evidence"] == "recall" and "recall" not in r["tied"]
+    assert r["no_evidence"] == ["recall"] and "recall" not in r["tied"]
     with pytest.raises(DptuneError, match="missing"):
         vd.recommend(dp.drop(columns=["no_evidence"]), comparisons)
 
@@ -101,9 +101,9 @@ def test_dropped_claim_is_counted_and_noise_floor_flags():
     floor = pd.DataFrame({"algorithm": "knn", "metric": list(METRICS3), "cutoff": 10,
                           "flagged": [False, False, True]})
     r = vd.verdict_table(dp, comparisons, floor=floor).iloc[0]
-    assert r["less_discriminative"] == "precision" and r["tied"] == "recall"
+    assert r["less_discriminative"] == ["precision"] and r["tied"] == ["recall"]
     assert r["claims_dropped"] == 1 and r["stability_repeats"] == 2
-    assert r["not_below_floor"] == "recall"
+    assert r["not_below_floor"] == ["recall"]
 
 
 def test_downstream_table():
@@ -153,8 +153,8 @@ def test_one_verdict_per_family_never_crosses_families():
     v = vd.verdict_table(dp, _NO_CLAIMS)
     assert list(v["family"]) == ["accuracy", "novelty"]
     acc, nov = v.iloc[0], v.iloc[1]
-    assert (acc["recommended"], acc["tied"]) == ("ndcg", "precision")
-    assert (nov["recommended"], nov["tied"]) == ("epc", "efd")
+    assert (acc["recommended"], acc["tied"]) == ("ndcg", ["precision"])
+    assert (nov["recommended"], nov["tied"]) == ("epc", ["efd"])
     # configurable families; metrics of no family form "other"
     fam = (("mine", ("precision", "efd")),)
     v = vd.verdict_table(dp, _NO_CLAIMS, families=fam)
@@ -166,7 +166,7 @@ def test_tie_rule_and_identical_metrics():
     dp = _dp_rows({"mrr": 0.1, "precision": 0.1, "ndcg": 0.1, "recall": 0.3})
     r = vd.verdict_table(dp, _NO_CLAIMS).iloc[0]
     # equal values: the order of dptune.vocab.METRICS; the others with the same value are ties
-    assert r["recommended"] == "ndcg" and r["identical"] == "precision;mrr"
+    assert r["recommended"] == "ndcg" and r["identical"] == ["precision", "mrr"]
     assert list(order_metrics(dp)["metric"]) == ["ndcg", "precision", "mrr", "recall"]
 
 
@@ -174,10 +174,10 @@ def test_too_few_pairs_no_claim_but_the_numbers():
     dp = _dp_rows({"ndcg": 0.01, "precision": 0.9}, n_pairs=1)
     claims = pd.DataFrame([_claim("ndcg", "precision", True)])
     r = vd.verdict_table(dp, claims).iloc[0]
-    assert r["too_few_pairs"] and r["recommended"] == "" and r["less_discriminative"] == ""
+    assert r["too_few_pairs"] and r["recommended"] == "" and r["less_discriminative"] == []
     assert r["dominance"] == "" and r["dominant_hyperparameter"] == ""
     r = vd.verdict_table(dp, claims, min_pairs=1).iloc[0]
-    assert r["recommended"] == "ndcg" and r["less_discriminative"] == "precision"
+    assert r["recommended"] == "ndcg" and r["less_discriminative"] == ["precision"]
     # comparisons are not even made below min_pairs
     assert cl.metric_comparisons(dp, {}, vd.DEFAULT_FAMILIES, 0.05, 10).empty
 
@@ -265,13 +265,13 @@ def test_choices_are_the_metrics_the_evidence_does_not_separate():
                                 _claim("precision", "recall", True),
                                 _claim("precision", "mrr", False, True)])
     r = vd.verdict_table(dp, comparisons).iloc[0]
-    assert r["recommended"] == "precision" and r["less_discriminative"] == "recall"
-    assert r["choices"] == "precision;ndcg;mrr" and bool(r["tested"])
-    assert r["tied"] == "ndcg;mrr"  # the choices are the recommended metric and the tied ones
+    assert r["recommended"] == "precision" and r["less_discriminative"] == ["recall"]
+    assert r["choices"] == ["precision", "ndcg", "mrr"] and bool(r["tested"])
+    assert r["tied"] == ["ndcg", "mrr"]  # the choices are the recommended metric and the tied ones
     # every claim holds: a single choice, the evidence backs it
     held = pd.DataFrame([_claim("precision", m, True) for m in ("ndcg", "recall", "mrr")])
     r = vd.verdict_table(dp, held).iloc[0]
-    assert r["choices"] == "precision" and bool(r["tested"])
+    assert r["choices"] == ["precision"] and bool(r["tested"])
 
 
 def test_choices_without_a_test_without_evidence_and_on_too_few_pairs():
@@ -279,9 +279,9 @@ def test_choices_without_a_test_without_evidence_and_on_too_few_pairs():
                   no_evidence=("recall",))
     empty = pd.DataFrame(columns=cl.CLAIM_COLUMNS)
     r = vd.verdict_table(dp, empty).iloc[0]  # no bootstrap: nothing separates, nothing tested
-    assert r["choices"] == "precision;ndcg" and not bool(r["tested"])
+    assert r["choices"] == ["precision", "ndcg"] and not bool(r["tested"])
     few = vd.verdict_table(_dp_rows({"ndcg": 0.2, "precision": 0.18}, n_pairs=5), empty)
-    assert few.iloc[0]["choices"] == "" and few.iloc[0]["recommended"] == ""
+    assert few.iloc[0]["choices"] == [] and few.iloc[0]["recommended"] == ""
 
 
 def test_choices_of_a_real_bootstrap():
@@ -290,8 +290,8 @@ def test_choices_of_a_real_bootstrap():
     rng = np.random.default_rng(0)
     dp, draws = _estimate(rng, 0.01, 0.5)
     r = _verdict(dp, draws)[0].iloc[0]
-    assert r["choices"] == "ndcg" and bool(r["tested"])
+    assert r["choices"] == ["ndcg"] and bool(r["tested"])
     dp, draws = _estimate(rng, 0.0, 0.0, identical=True)
     r = _verdict(dp, draws)[0].iloc[0]
-    assert set(r["choices"].split(";")) == set(METRICS3) and bool(r["tested"])
-    assert r["choices"].split(";")[0] == r["recommended"]
+    assert set(r["choices"]) == set(METRICS3) and bool(r["tested"])
+    assert r["choices"][0] == r["recommended"]
