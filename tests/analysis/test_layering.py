@@ -2,6 +2,11 @@
 (nor the sweep, which runs before it). A result shown in a notebook is rendered by the report's
 ``Report`` (which has the display hooks), never by the analysis.
 
+The report renders an ``AnalysisResult`` and nothing else: no module of dptune.report imports
+the store, nor any of the analysis but the result's types (``dptune.analysis.result``) and the
+options (``dptune.analysis.options``), nor what trains models or runs the sweep; what it needs
+to know the result carries.
+
 Inside the analysis the concepts are layered one way: the DP estimator (``dp/``) reads only the
 options and the result's data files outside itself, importance (``importance/``) nothing of the
 analysis, the verdict (``verdict/``) the DP estimator, importance and the options; the
@@ -17,6 +22,14 @@ import dptune
 FORBIDDEN = ("dptune.report", "dptune.sweeper", "dptune.cli", "dptune._api")
 
 ROOT = Path(dptune.__file__).parent / "analysis"
+REPORT = Path(dptune.__file__).parent / "report"
+
+#: What dptune.report may import of dptune.analysis: the result's types and the options.
+REPORT_ANALYSIS = ("dptune.analysis.result", "dptune.analysis.options")
+#: What dptune.report never imports: the store (a report needs no store), what trains models
+#: and runs the sweep, and the front ends above the report.
+REPORT_FORBIDDEN = ("dptune.store", "dptune.models", "dptune.engine", "dptune.sweeper",
+                    "dptune.studies", "dptune.cli", "dptune._api")
 
 #: Per concept folder: the modules of dptune.analysis it may import outside itself.
 ALLOWED = {
@@ -32,9 +45,9 @@ def _imports(path: Path) -> list[str]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names += [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module == "dptune.analysis":
+        elif isinstance(node, ast.ImportFrom) and node.module in ("dptune", "dptune.analysis"):
             # ``from dptune.analysis import noise``: the module imported is the name
-            names += [f"dptune.analysis.{a.name}" for a in node.names]
+            names += [f"{node.module}.{a.name}" for a in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module:
             names.append(node.module)
     return names
@@ -69,4 +82,17 @@ def test_the_concepts_are_layered_one_way():
                 if _within(n, "dptune.analysis") and not (
                         _within(n, own) or any(_within(n, a) for a in allowed)):
                     bad.append(f"{folder}/{p.name} imports {n}")
+    assert not bad, bad
+
+
+def test_the_report_renders_the_result_and_nothing_else():
+    modules = sorted(REPORT.rglob("*.py"))
+    assert len(modules) > 10
+    bad = []
+    for p in modules:
+        for n in _imports(p):
+            if _within(n, "dptune.analysis") and not any(_within(n, a) for a in REPORT_ANALYSIS):
+                bad.append(f"report/{p.name} imports {n}")
+            elif any(_within(n, f) for f in REPORT_FORBIDDEN):
+                bad.append(f"report/{p.name} imports {n}")
     assert not bad, bad
