@@ -135,6 +135,7 @@ __all__ = [
     "interval_replicates",
     "dp_interval",
     "interval_groups",
+    "small_sample_factor",
     "prob_more_discriminative",
 ]
 
@@ -688,6 +689,24 @@ def interval_replicates(estimate: float, replicates: np.ndarray,
     return special.expit(_logit(estimate) - delta)
 
 
+def small_sample_factor(variance: float, parts: Sequence[tuple[float, int]],
+                        level: float = 0.95) -> float:
+    """``t_nu / z``: how much wider a ``level`` interval must be when its ``variance`` is a sum
+    whose ``parts`` ``(v_c, df_c)`` are estimated with ``df_c`` degrees of freedom (the rest of
+    it known): Student's t quantile at Satterthwaite's ``nu = variance^2 / sum_c v_c^2 /
+    df_c`` over the normal's, both at ``(1 + level) / 2``. 1 when no part is estimated or
+    ``variance`` is 0; a part with ``df_c < 1`` counts with 1. One part that is the whole
+    variance gives ``t_df / z``."""
+    from scipy import stats
+
+    denom = sum(v * v / max(int(df), 1) for v, df in parts if v > 0.0)
+    if not (variance > 0.0 and denom > 0.0):
+        return 1.0
+    nu = variance * variance / denom
+    q = (1.0 + float(level)) / 2.0
+    return float(stats.t.ppf(q, nu) / stats.norm.ppf(q))
+
+
 def _arcsine(x: np.ndarray | float) -> np.ndarray:
     return np.arcsin(np.sqrt(np.clip(np.asarray(x, dtype=np.float64), 0.0, 1.0)))
 
@@ -709,7 +728,7 @@ def dp_interval(estimate: float, replicates: np.ndarray, level: float = 0.95,
     linear interpolation), ``A^{-1}(y) = sin^2(y)`` with ``y`` clipped to ``[0, pi/2]`` (so the
     interval lies in [0, 1] by construction), ``s`` = ``scale`` (:func:`ungrouped_scale`) and
     ``kappa = t_(G-1) / z`` at ``(1 + level)/2`` for the ``G`` = ``groups`` user groups whose
-    weights the replicates resample (:func:`dptune.analysis.dp.units.small_sample_factor`; 1.020
+    weights the replicates resample (:func:`small_sample_factor`; 1.020
     for 64 groups at 95%).
 
     Why this scale: the error's spread must not depend on where the estimate lies, or the
@@ -721,8 +740,6 @@ def dp_interval(estimate: float, replicates: np.ndarray, level: float = 0.95,
     ``kappa``: the spread is read off ``G`` resampled user groups, so the error is judged
     against Student's t with ``G - 1`` degrees of freedom rather than the normal. The
     replicates the claims compare (:func:`interval_replicates`) are unchanged."""
-    from dptune.analysis.dp.units import small_sample_factor
-
     reps = np.asarray(replicates, dtype=np.float64)
     if reps.ndim != 1 or reps.size == 0 or not np.all(np.isfinite(reps)):
         raise input_error("bootstrap", "replicates", "need a non-empty 1-D array of finite values")

@@ -51,6 +51,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from dptune.analysis.dp.bootstrap import small_sample_factor
 from dptune.errors import input_error
 
 __all__ = ["COMPARISON_COLUMNS", "Comparisons", "stepdown_maxt", "compare_estimates",
@@ -119,8 +120,6 @@ def cluster_factor(groups: int, alpha: float) -> float:
     estimate, and a difference studentized by a spread read off ``G`` groups is Student's t
     with ``G - 1`` degrees of freedom rather than normal; 1.028 for the default 64 groups at
     ``alpha = 0.05``."""
-    from dptune.analysis.dp.units import small_sample_factor
-
     g = int(groups)
     if g < 2:
         raise input_error("comparisons", "groups", f"must be at least 2, got {groups}")

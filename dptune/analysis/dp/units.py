@@ -66,7 +66,7 @@ from dptune.errors import input_error
 __all__ = ["UNSAMPLED_TOLERANCE", "GRID_SAMPLE_COLUMNS", "UnitSample", "unit_sample",
            "PairDesign", "pair_design", "unit_multipliers", "design_replicate_weights",
            "NOISE_ROWS", "unit_variance", "replicate_pvalues", "grid_sample_scale",
-           "small_sample_factor", "grid_sample_interval"]
+           "grid_sample_interval"]
 
 #: A scope whose full-grid pairs in unsampled strata exceed this share gets no interval and no
 #: claim (its DP is the estimate over the strata sampled, flagged). Zero: any unsampled stratum.
@@ -487,8 +487,9 @@ def grid_sample_scale(folds: Sequence[Any], design: PairDesign, pair_weights: np
     over designs was that of a chi-square with 13, and a sample whose units happen to be alike
     gives a high estimate and a small ``V`` at once. Read with the normal quantile, the interval
     covered 89.75-92.7% at one round of a 15 x 15 grid, its misses mostly above the truth. The
-    returned scale is therefore ``s t_(m-1) / z`` (:func:`small_sample_factor`: Student's t
-    over the normal quantile at ``(1 + 0.95) / 2``; 1.094 at 15 units, 1.043 at 30, 1.02 at
+    returned scale is therefore ``s t_(m-1) / z``
+    (:func:`dptune.analysis.dp.bootstrap.small_sample_factor`: Student's t over the normal
+    quantile at ``(1 + 0.95) / 2``; 1.094 at 15 units, 1.043 at 30, 1.02 at
     60, 1 for the full grid, which never comes here)."""
     from dptune.analysis.dp import bootstrap as rs
 
@@ -511,7 +512,7 @@ def grid_sample_scale(folds: Sequence[Any], design: PairDesign, pair_weights: np
         np.var(pairs_only[:NOISE_ROWS] @ noise.T / n_p, axis=0, ddof=1).mean())
     units = float(unit_variance(design, point)[0] - unit_variance(design, noise).mean())
     variance = users + max(pairs, 0.0) + max(units, 0.0)
-    factor = small_sample_factor(variance, [(variance, design.units - 1)])
+    factor = rs.small_sample_factor(variance, [(variance, design.units - 1)])
     return float(np.sqrt(np.clip(variance / total, rs.MIN_VARIANCE_RATIO, 1.0))) * factor
 
 
@@ -548,19 +549,3 @@ def grid_sample_interval(estimate: float, replicates: np.ndarray, scale: float,
     return float(np.clip(estimate - half, 0.0, 1.0)), float(np.clip(estimate + half, 0.0, 1.0))
 
 
-def small_sample_factor(variance: float, parts: Sequence[tuple[float, int]],
-                        level: float = 0.95) -> float:
-    """``t_nu / z``: how much wider a ``level`` interval must be when its ``variance`` is a sum
-    whose ``parts`` ``(v_c, df_c)`` are estimated with ``df_c`` degrees of freedom (the rest of
-    it known): Student's t quantile at Satterthwaite's ``nu = variance^2 / sum_c v_c^2 /
-    df_c`` over the normal's, both at ``(1 + level) / 2``. 1 when no part is estimated or
-    ``variance`` is 0; a part with ``df_c < 1`` counts with 1. One part that is the whole
-    variance gives ``t_df / z``."""
-    from scipy import stats
-
-    denom = sum(v * v / max(int(df), 1) for v, df in parts if v > 0.0)
-    if not (variance > 0.0 and denom > 0.0):
-        return 1.0
-    nu = variance * variance / denom
-    q = (1.0 + float(level)) / 2.0
-    return float(stats.t.ppf(q, nu) / stats.norm.ppf(q))

@@ -1,6 +1,8 @@
 """The DP interval and ranking read from the one bootstrap (dptune.analysis.dp.bootstrap):
 hand-computed cases, its range by construction (property test) and the pair weights."""
 
+import itertools
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -108,3 +110,21 @@ def test_pair_weights_rescaled_for_a_sample():
     # variance of a weighted mean: (1 - P/N) times the with-replacement one
     x = np.random.default_rng(0).random(p)
     assert (w @ x / p).var() == pytest.approx((1 - p / n) * (c @ x / p).var(), rel=1e-9)
+
+
+def test_small_sample_factor_is_students_t_over_the_normal_at_satterthwaites_df():
+    # one estimated part that is the whole variance: nu = its df; t_14 = 2.14479, z = 1.95996
+    assert rs.small_sample_factor(2.0, [(2.0, 14)]) == pytest.approx(2.144787 / 1.959964,
+                                                                     rel=1e-5)
+    # two parts of 1 with 4 and 9 df, and 2 known: nu = 16 / (1/4 + 1/9) = 44.31
+    from scipy import stats
+
+    nu = 16.0 / (1.0 / 4 + 1.0 / 9)
+    assert rs.small_sample_factor(4.0, [(1.0, 4), (1.0, 9)]) == pytest.approx(
+        stats.t.ppf(0.975, nu) / stats.norm.ppf(0.975), rel=1e-12)
+    # nothing estimated (every unit present, no pair sampled): no widening
+    assert rs.small_sample_factor(3.0, [(0.0, 14), (0.0, 999)]) == 1.0
+    assert rs.small_sample_factor(0.0, [(0.0, 14)]) == 1.0
+    # more degrees of freedom, less widening, never narrower than the normal
+    f = [rs.small_sample_factor(1.0, [(1.0, df)]) for df in (2, 5, 14, 100, 10**6)]
+    assert all(a > b for a, b in itertools.pairwise(f)) and f[-1] == pytest.approx(1.0, abs=1e-5)

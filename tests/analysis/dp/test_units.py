@@ -5,7 +5,6 @@ unbiasedness over the design's equal-probability samples of units."""
 
 from __future__ import annotations
 
-import itertools
 from itertools import combinations
 
 import numpy as np
@@ -275,24 +274,6 @@ def test_unit_variance_counts_the_units_and_not_the_pairs_own_parts():
         actual = 4 * (1 - m / big) * np.var(effect, ddof=1) / m
         assert 0.8 < np.mean(estimated) / actual < 1.3, (m, n_pairs)
         assert np.mean(with_diagonal) > 1.3 * actual, (m, n_pairs)
-
-
-def test_small_sample_factor_is_students_t_over_the_normal_at_satterthwaites_df():
-    # one estimated part that is the whole variance: nu = its df; t_14 = 2.14479, z = 1.95996
-    assert un.small_sample_factor(2.0, [(2.0, 14)]) == pytest.approx(2.144787 / 1.959964,
-                                                                     rel=1e-5)
-    # two parts of 1 with 4 and 9 df, and 2 known: nu = 16 / (1/4 + 1/9) = 44.31
-    from scipy import stats
-
-    nu = 16.0 / (1.0 / 4 + 1.0 / 9)
-    assert un.small_sample_factor(4.0, [(1.0, 4), (1.0, 9)]) == pytest.approx(
-        stats.t.ppf(0.975, nu) / stats.norm.ppf(0.975), rel=1e-12)
-    # nothing estimated (every unit present, no pair sampled): no widening
-    assert un.small_sample_factor(3.0, [(0.0, 14), (0.0, 999)]) == 1.0
-    assert un.small_sample_factor(0.0, [(0.0, 14)]) == 1.0
-    # more degrees of freedom, less widening, never narrower than the normal
-    f = [un.small_sample_factor(1.0, [(1.0, df)]) for df in (2, 5, 14, 100, 10**6)]
-    assert all(a > b for a, b in itertools.pairwise(f)) and f[-1] == pytest.approx(1.0, abs=1e-5)
 
 
 def test_grid_sample_interval_is_the_assembled_sd_times_z_inside_0_1():
