@@ -1,11 +1,11 @@
 """Shared fixtures: the session's swept stores, the experiments they run, and the PostgreSQL
 test server.
 
-Each distinct swept store a test reads is built once per session, here, by a fixture named for
-what it holds; every one is read only (a test that changes a store copies it first, e.g.
-``shutil.copytree`` into its ``tmp_path``), and at the end of the session each is checked
-unchanged, file by file, so that a test that wrote into one fails instead of leaking into the
-next reader:
+Each distinct swept store a test reads is built once per test run (the two pytest-xdist
+workers share it: :func:`_shared_store`), here, by a fixture named for what it holds; every one
+is read only (a test that changes a store copies it first, e.g. ``shutil.copytree`` into its
+``tmp_path``), and at the end of the session each is checked unchanged, file by file, so that a
+test that wrote into one fails instead of leaking into the next reader:
 
 - :func:`tiny_swept`: ``tiny_experiment`` (ml-latest-small, 2 folds, UserKNN k in [10, 20, 40]
   and a 2 x 2 BPR-MF grid: 6 units, 14 configuration x fold results), swept and analysed by
@@ -31,8 +31,9 @@ unset or the server does not answer.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
+import shutil
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 import numpy as np
@@ -167,6 +168,41 @@ def tiny_experiment(tmp_path: Path) -> Path:
     return write_experiment(tmp_path / "exp")
 
 
+#: The test files that take longest, longest first (measured with ``--durations``). The
+#: default run gives each file to one of two workers (addopts: ``-n 2 --dist loadfile
+#: --no-loadscope-reorder``) in the order collected: these first, so that the many short files
+#: even out the end instead of a long one running alone. Only the order changes; no test
+#: depends on it.
+LONGEST_FIRST = (
+    "sweeper/test_distributed.py", "test_cli.py", "test_api.py", "test_ctrl_c.py",
+    "analysis/test_analyze.py", "analysis/test_grid_sample.py", "report/test_report_object.py",
+    "analysis/verdict/test_verdict_analysis.py", "report/test_report.py",
+    "studies/test_grid_sample_study.py", "test_per_user.py", "bench/test_bench.py",
+    "store/test_per_user_dp.py", "studies/test_error_rates_study.py",
+    "studies/test_coverage_study.py", "test_bad_input.py", "models/test_readme_own_sections.py",
+    "analysis/dp/test_units.py", "sweeper/test_part_writer.py", "bench/test_gpu.py",
+    "models/test_cornac_sweep.py", "store/test_faults.py", "engine/test_bpr_engine.py",
+    "report/test_html_browser.py", "models/test_python_sweep.py", "studies/test_seeds.py",
+    "studies/test_slices.py", "sweeper/test_warmup.py", "sweeper/test_budget.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Put the files of :data:`LONGEST_FIRST` first, in its order (a stable sort: every other
+    file, and the tests within a file, keep the order collected)."""
+    here = Path(__file__).parent
+    rank = {name: k for k, name in enumerate(LONGEST_FIRST)}
+
+    def key(item: pytest.Item) -> int:
+        try:
+            name = item.path.relative_to(here).as_posix()
+        except ValueError:
+            return len(rank)
+        return rank.get(name, len(rank))
+
+    items.sort(key=key)
+
+
 def _digest(root: Path) -> dict[str, bytes]:
     """Every file under ``root`` (relative path -> bytes), folders included as empty entries."""
     return {str(p.relative_to(root)): (p.read_bytes() if p.is_file() else b"")
@@ -174,8 +210,41 @@ def _digest(root: Path) -> dict[str, bytes]:
 
 
 @contextmanager
-def _read_only(d: Path, name: str) -> Iterator[Path]:
-    """Yield ``d``, a session's shared store; afterwards, fail if any file under it changed."""
+def _locked(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on the file ``path`` (created if missing) while the block runs."""
+    import fcntl
+
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+@contextmanager
+def _shared_store(factory: pytest.TempPathFactory, name: str,
+                  build: Callable[[Path], None]) -> Iterator[Path]:
+    """The folder ``name``, filled by ``build`` once per test run and yielded read only.
+
+    With pytest-xdist the workers share it: the first that needs it builds it in the run's
+    temporary folder while the others wait for it (a lock file beside it), so a store is swept
+    once however many workers read it; a build that failed is started again by the next one
+    (where ``fcntl`` is missing, Windows, each worker builds its own). After the session every
+    file in it is checked unchanged, so that a test that changed it fails instead of leaking
+    into the next reader (a test that changes a store copies it first)."""
+    base = factory.getbasetemp()
+    shared = bool(os.environ.get("PYTEST_XDIST_WORKER")) and os.name == "posix"
+    if shared:
+        base = base.parent  # the run's folder, above each worker's own
+    d, built = base / name, base / f"{name}.built"
+    with _locked(base / f"{name}.lock") if shared else nullcontext():
+        if not built.exists():
+            if d.exists():
+                shutil.rmtree(d)
+            d.mkdir()
+            build(d)
+            built.touch()
     before = _digest(d)
     yield d
     after = _digest(d)
@@ -186,15 +255,16 @@ def _read_only(d: Path, name: str) -> Iterator[Path]:
 @pytest.fixture(scope="session")
 def tiny_swept(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """The tiny experiment (:func:`write_experiment`'s defaults, name "tiny") swept and analysed
-    once per session by ``dptune run``: ``exp/tiny.toml``, ``results/`` (the store) and
-    ``reports/`` (the analysis) in the returned directory. Read only (:func:`_read_only`)."""
+    once per test run by ``dptune run``: ``exp/tiny.toml``, ``results/`` (the store) and
+    ``reports/`` (the analysis) in the returned directory. Read only (:func:`_shared_store`)."""
     from dptune.cli import main
 
-    d = tmp_path_factory.mktemp("tiny_swept")
-    cfg = write_experiment(d / "exp")
-    assert main(["run", str(cfg), "--results", str(d / "results"), "--reports",
-                 str(d / "reports"), "--no-progress"]) == 0
-    with _read_only(d, "tiny_swept"):
+    def build(d: Path) -> None:
+        cfg = write_experiment(d / "exp")
+        assert main(["run", str(cfg), "--results", str(d / "results"), "--reports",
+                     str(d / "reports"), "--no-progress"]) == 0
+
+    with _shared_store(tmp_path_factory, "tiny_swept", build) as d:
         yield d
 
 
@@ -209,16 +279,17 @@ def write_grid_3x3_experiment(directory: Path, name: str = "sample") -> Path:
 
 @pytest.fixture(scope="session")
 def grid_3x3_swept(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """:func:`write_grid_3x3_experiment` swept once per session to its full grid, never
+    """:func:`write_grid_3x3_experiment` swept once per test run to its full grid, never
     stopped, by ``dptune run --no-analyze``: ``exp/sample.toml`` and ``results/`` in the
-    returned directory. Read only (:func:`_read_only`)."""
+    returned directory. Read only (:func:`_shared_store`)."""
     from dptune.cli import main
 
-    d = tmp_path_factory.mktemp("grid_3x3_swept")
-    cfg = write_grid_3x3_experiment(d / "exp")
-    assert main(["run", str(cfg), "--results", str(d / "results"), "--no-analyze",
-                 "--no-progress"]) == 0
-    with _read_only(d, "grid_3x3_swept"):
+    def build(d: Path) -> None:
+        cfg = write_grid_3x3_experiment(d / "exp")
+        assert main(["run", str(cfg), "--results", str(d / "results"), "--no-analyze",
+                     "--no-progress"]) == 0
+
+    with _shared_store(tmp_path_factory, "grid_3x3_swept", build) as d:
         yield d
 
 
@@ -252,18 +323,19 @@ EVERY_STAGE_BPR = bpr_grid([8, 16], [1, 3], [0.05, 0.1])
 def tiny_swept_every_stage(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """:data:`EVERY_STAGE_EXPERIMENT` (6 UserKNN and 8 BPR-MF configurations, 2 folds, the
     test split, a 5-seed noise floor, the default bootstrap) swept and analysed once per
-    session by ``dptune run``: ``tiny.toml``, ``bpr.toml``, ``results/`` and ``reports/`` in the
-    returned directory. Read only (:func:`_read_only`)."""
+    test run by ``dptune run``: ``tiny.toml``, ``bpr.toml``, ``results/`` and ``reports/`` in the
+    returned directory. Read only (:func:`_shared_store`)."""
     from dptune.cli import main
 
-    d = tmp_path_factory.mktemp("tiny_swept_every_stage")
-    (d / "bpr.toml").write_text(EVERY_STAGE_BPR)
-    cfg = d / "tiny.toml"
-    cfg.write_text(EVERY_STAGE_EXPERIMENT.replace("{root}", str(ROOT))
-                   .replace("{bpr}", str(d / "bpr.toml")))
-    assert main(["run", str(cfg), "--results", str(d / "results"), "--reports",
-                 str(d / "reports"), "--no-progress"]) == 0
-    with _read_only(d, "tiny_swept_every_stage"):
+    def build(d: Path) -> None:
+        (d / "bpr.toml").write_text(EVERY_STAGE_BPR)
+        cfg = d / "tiny.toml"
+        cfg.write_text(EVERY_STAGE_EXPERIMENT.replace("{root}", str(ROOT))
+                       .replace("{bpr}", str(d / "bpr.toml")))
+        assert main(["run", str(cfg), "--results", str(d / "results"), "--reports",
+                     str(d / "reports"), "--no-progress"]) == 0
+
+    with _shared_store(tmp_path_factory, "tiny_swept_every_stage", build) as d:
         yield d
 
 
@@ -289,18 +361,19 @@ grid = "{grid}"
 def knn_swept(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """:data:`KNN_EXPERIMENT` (UserKNN alone, k in [10, 20, 40, 80], 2 folds, no test split)
     swept and analysed once per session: ``tiny.toml``, ``knn.toml``, ``results/`` and
-    ``reports/`` in the returned directory. Read only (:func:`_read_only`)."""
+    ``reports/`` in the returned directory. Read only (:func:`_shared_store`)."""
     from dptune._api import analyze_results
     from dptune.config import load_experiment
     from dptune.sweeper import run_experiment
 
-    d = tmp_path_factory.mktemp("knn_swept")
-    (d / "knn.toml").write_text("[params.k]\nvalues = [10, 20, 40, 80]\n")
-    cfg = d / "tiny.toml"
-    cfg.write_text(KNN_EXPERIMENT.format(grid=d / "knn.toml"))
-    run_experiment(load_experiment(cfg), d / "results", jobs=1, progress=False)
-    analyze_results(d / "results", d / "reports")
-    with _read_only(d, "knn_swept"):
+    def build(d: Path) -> None:
+        (d / "knn.toml").write_text("[params.k]\nvalues = [10, 20, 40, 80]\n")
+        cfg = d / "tiny.toml"
+        cfg.write_text(KNN_EXPERIMENT.format(grid=d / "knn.toml"))
+        run_experiment(load_experiment(cfg), d / "results", jobs=1, progress=False)
+        analyze_results(d / "results", d / "reports")
+
+    with _shared_store(tmp_path_factory, "knn_swept", build) as d:
         yield d
 
 
@@ -346,34 +419,37 @@ def write_subset_ratings(path: Path, n_users: int) -> Path:
 @pytest.fixture(scope="session")
 def subset_swept(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """:data:`SUBSET_EXPERIMENT` on the embedded data's first 80 users (BPR-MF with 4 factors
-    and 1 or 3 iterations, ItemKNN k in [5, 10]) swept once per session by ``run_experiment``:
-    the validation units alone (no noise floor), not analysed: ``tiny.toml``, its data and grids, and ``results/`` in the returned
-    directory. Read only (:func:`_read_only`)."""
+    and 1 or 3 iterations, ItemKNN k in [5, 10]) swept once per test run by
+    ``run_experiment``: the validation units alone (no noise floor), not analysed:
+    ``tiny.toml``, its data and grids, and ``results/`` in the returned directory. Read only
+    (:func:`_shared_store`)."""
     from dptune.config import load_experiment
     from dptune.sweeper._local import run_experiment
 
-    d = tmp_path_factory.mktemp("subset_swept")
-    write_subset_ratings(d / "ratings.csv", 80)
-    (d / "bpr.toml").write_text(bpr_grid([4], [1, 3], [0.05]))
-    (d / "knn.toml").write_text('family = "itemknn"\n[params.k]\nvalues = [5, 10]\n')
-    (d / "tiny.toml").write_text(SUBSET_EXPERIMENT.format(
-        data=d / "ratings.csv", bpr=d / "bpr.toml", knn=d / "knn.toml"))
-    run_experiment(load_experiment(d / "tiny.toml"), d / "results", progress=False)
-    with _read_only(d, "subset_swept"):
+    def build(d: Path) -> None:
+        write_subset_ratings(d / "ratings.csv", 80)
+        (d / "bpr.toml").write_text(bpr_grid([4], [1, 3], [0.05]))
+        (d / "knn.toml").write_text('family = "itemknn"\n[params.k]\nvalues = [5, 10]\n')
+        (d / "tiny.toml").write_text(SUBSET_EXPERIMENT.format(
+            data=d / "ratings.csv", bpr=d / "bpr.toml", knn=d / "knn.toml"))
+        run_experiment(load_experiment(d / "tiny.toml"), d / "results", progress=False)
+
+    with _shared_store(tmp_path_factory, "subset_swept", build) as d:
         yield d
 
 
 @pytest.fixture(scope="session")
 def synthetic_swept(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """:func:`write_synthetic_experiment` (name "synthetic", ``jobs = 1``) swept once per
-    session, not analysed: ``synthetic.toml``, its data and grids, and ``results/`` in the
-    returned directory. Read only (:func:`_read_only`)."""
+    test run, not analysed: ``synthetic.toml``, its data and grids, and ``results/`` in the
+    returned directory. Read only (:func:`_shared_store`)."""
     from dptune.sweeper._run import run_sweep
 
-    d = tmp_path_factory.mktemp("synthetic_swept")
-    cfg = write_synthetic_experiment(d, "synthetic", sweep="[sweep]\njobs = 1\n")
-    run_sweep(cfg, d / "results", jobs=1, progress=False)
-    with _read_only(d, "synthetic_swept"):
+    def build(d: Path) -> None:
+        cfg = write_synthetic_experiment(d, "synthetic", sweep="[sweep]\njobs = 1\n")
+        run_sweep(cfg, d / "results", jobs=1, progress=False)
+
+    with _shared_store(tmp_path_factory, "synthetic_swept", build) as d:
         yield d
 
 
