@@ -16,6 +16,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from dptune.analysis.dp.paired_tests import paired_test
+from dptune.analysis.source import ResultSource
 from dptune.errors import check_int, input_error
 from dptune.vocab import CORRECTIONS, METRICS, TESTS
 
@@ -174,7 +175,7 @@ class AnalysisOptions:
         return cls.from_mapping(values)
 
     @classmethod
-    def for_outside(cls, store: Any, **overrides: Any) -> AnalysisOptions:
+    def for_outside(cls, store: ResultSource, **overrides: Any) -> AnalysisOptions:
         """The options of outside data (a per-user table or evaluated runs, as an in-memory
         store): the defaults of ``dptune analyze`` (pair cap, bootstrap, verdict) with the seed
         :data:`OUTSIDE_SEED`, the primary metric nDCG@10 when present (else the first

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dptune.analysis.source import ResultSource
 from dptune.analysis.subgrid import _plain
 from dptune.grids import grid_edges
 from dptune.store._store import ResultStore
@@ -82,7 +83,7 @@ def datasets_table(manifest: Mapping[str, Any]) -> pd.DataFrame:
                           "ratings": d["ratings"], "sparsity": d["sparsity"]}])
 
 
-def configuration_count(store: Any, algorithm: str) -> int:
+def configuration_count(store: ResultSource, algorithm: str) -> int:
     """How many configurations an algorithm of the store has (an algorithm with fewer than two
     has no pair to compare, hence no DP; the report says so)."""
     return len(store.configs(algorithm))

@@ -25,7 +25,7 @@ _KEY = ["algorithm", "config_id", "fold", "user", "metric", "cutoff"]
 
 
 class FrameStore:
-    """The :class:`dptune.analysis.dp.tables.ResultStoreLike` protocol over a long per-user DataFrame.
+    """The :class:`dptune.analysis.source.ResultSource` reads over a long per-user DataFrame.
 
     Values are pivoted once per (algorithm, fold, metric@N) into a configurations x users
     matrix (NaN where a configuration has no value for a user); :meth:`read_matrix` returns the

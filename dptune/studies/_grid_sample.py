@@ -54,6 +54,7 @@ from dptune.analysis.dp.paired_tests import paired_test
 from dptune.analysis.dp.pairs import scope_seed, scopes
 from dptune.analysis.dp.units import UnitSample, pair_design, unit_multipliers
 from dptune.errors import check_int
+from dptune.store._store import ResultStore
 from dptune.studies._error_rates import claim_rates, family_lambdas
 from dptune.sweeper.design import design_order
 
@@ -239,7 +240,7 @@ class _UnitsView:
     """A result store seen as if it held only ``units`` of ``algorithm``'s grid (its trials
     of other units dropped; every other read goes to the store)."""
 
-    def __init__(self, store: Any, algorithm: str, units: set[str]) -> None:
+    def __init__(self, store: ResultStore, algorithm: str, units: set[str]) -> None:
         self._store, self._algorithm, self._units = store, algorithm, set(units)
 
     def trials(self) -> pd.DataFrame:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -22,12 +21,13 @@ from dptune.analysis.dp.fold_loop import FoldCurves
 from dptune.analysis.dp.paired_tests import PairedTest
 from dptune.analysis.dp.pairs import sample_pairs, scope_seed
 from dptune.analysis.dp.scale import per_reference
+from dptune.analysis.source import ResultSource
 from dptune.errors import input_error
 from dptune.vocab import fold_key
 
 __all__ = ["main_pairs", "slice_dp", "slice_metrics"]
 
-def main_pairs(store: Any, algorithm: str, n_pairs: int, seed: int,
+def main_pairs(store: ResultSource, algorithm: str, n_pairs: int, seed: int,
                reports_dir: str | Path | None = None) -> np.ndarray:
     """The pairs of the main analysis for scope ``all``: from ``<reports_dir>/pairs.csv`` when it
     holds them, else ``sample_pairs(ids, n_pairs, scope_seed(seed, "all"))`` (the fold loop's
@@ -46,7 +46,7 @@ def main_pairs(store: Any, algorithm: str, n_pairs: int, seed: int,
     return sample_pairs(ids, n_pairs, scope_seed(seed, "all"))
 
 
-def slice_dp(store: Any, algorithm: str, pairs: np.ndarray,
+def slice_dp(store: ResultSource, algorithm: str, pairs: np.ndarray,
              members: Mapping[str, Mapping[str, np.ndarray]],
              metric_cutoffs: Sequence[tuple[str, int]], test: PairedTest, alpha: float = 0.05,
              seed: int = 0) -> pd.DataFrame:
@@ -95,7 +95,7 @@ def slice_dp(store: Any, algorithm: str, pairs: np.ndarray,
     return pd.DataFrame(out)
 
 
-def slice_metrics(store: Any, algorithm: str, config_id: int,
+def slice_metrics(store: ResultSource, algorithm: str, config_id: int,
                   members: Mapping[str, Mapping[str, np.ndarray]],
                   metric_cutoffs: Sequence[tuple[str, int]]) -> pd.DataFrame:
     """Mean of every metric@N and the miss rate at N of one configuration per slice.

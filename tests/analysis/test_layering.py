@@ -8,9 +8,10 @@ options (``dptune.analysis.options``), nor what trains models or runs the sweep;
 to know the result carries.
 
 Inside the analysis the concepts are layered one way: the DP estimator (``dp/``) reads only the
-options and the result's data files outside itself, importance (``importance/``) nothing of the
-analysis, the verdict (``verdict/``) the DP estimator, importance and the options; the
-top-level modules (pipeline, noise, selection, ...) glue them. Lazy imports count."""
+options, the result's data files and the store interface (``source``) outside itself,
+importance (``importance/``) only the store interface, the verdict (``verdict/``) the DP
+estimator, importance, the options and the store interface; the top-level modules (pipeline,
+noise, selection, ...) glue them. Lazy imports count."""
 
 from __future__ import annotations
 
@@ -33,9 +34,10 @@ REPORT_FORBIDDEN = ("dptune.store", "dptune.models", "dptune.engine", "dptune.sw
 
 #: Per concept folder: the modules of dptune.analysis it may import outside itself.
 ALLOWED = {
-    "dp": ("dptune.analysis.options", "dptune.analysis.result"),
-    "importance": (),
-    "verdict": ("dptune.analysis.options", "dptune.analysis.dp", "dptune.analysis.importance"),
+    "dp": ("dptune.analysis.options", "dptune.analysis.result", "dptune.analysis.source"),
+    "importance": ("dptune.analysis.source",),
+    "verdict": ("dptune.analysis.options", "dptune.analysis.dp", "dptune.analysis.importance",
+                "dptune.analysis.source"),
 }
 
 

@@ -62,6 +62,7 @@ from dptune.analysis.dp.tables import (
     concat_frames,
     pvalue_frame,
 )
+from dptune.analysis.source import ResultSource
 from dptune.errors import input_error
 from dptune.store._fold import slice_of
 from dptune.vocab import fold_key, metric_key
@@ -414,7 +415,7 @@ class ScopeRun:
         return rows, curves, draws
 
 
-def _users_hint(store: Any) -> int:
+def _users_hint(store: ResultSource) -> int:
     """Users of the data set from the store's manifest (0 when unknown): the stability budget's
     estimate."""
     try:
@@ -437,7 +438,7 @@ def _repeats(bootstrapped: Sequence[Scope], options: Any, n_users: int, n_mcs: i
     return sb.affordable_repeats(requested, per, STABILITY_BUDGET_S)
 
 
-def _metric_groups(store: Any, alg: str, n_configs: int,
+def _metric_groups(store: ResultSource, alg: str, n_configs: int,
                    mcs: list[tuple[str, int]]) -> list[list[tuple[str, int]]]:
     """``mcs`` in consecutive groups whose fold slice fits :data:`FOLD_BYTES` (one group when
     the store has no batched ``read_fold`` or no ``trials`` to size it). Every result is the
@@ -452,7 +453,7 @@ def _metric_groups(store: Any, alg: str, n_configs: int,
     return [list(mcs[i:i + size]) for i in range(0, len(mcs), size)]
 
 
-def _fold_reader(store: Any, algorithm: str, fold: str, ids: np.ndarray,
+def _fold_reader(store: ResultSource, algorithm: str, fold: str, ids: np.ndarray,
                  mcs: list[tuple[str, int]], buffer: Any = None) -> Reader:
     """``read(metric, cutoff, ids)`` of one fold: a store with a batched ``read_fold`` (the
     :class:`dptune.store._store.ResultStore`) is read once per fold, every configuration and
@@ -469,7 +470,7 @@ def _fold_reader(store: Any, algorithm: str, fold: str, ids: np.ndarray,
     return read
 
 
-def plan_runs(store: Any, alg: str, options: Any, folds: Sequence[str],
+def plan_runs(store: ResultSource, alg: str, options: Any, folds: Sequence[str],
               mcs: list[tuple[str, int]], sample: un.UnitSample | None = None
               ) -> list[ScopeRun]:
     """The :class:`ScopeRun` of every scope of ``alg`` (module docstring). ``sample``: the
@@ -523,14 +524,14 @@ def _check_bootstrap_fits(alg: str, boot: int, boxed: Sequence[Scope], repeats: 
                f"over {kept:,} pairs")
 
 
-def _user_keys(store: Any) -> Callable[[np.ndarray], np.ndarray] | None:
+def _user_keys(store: ResultSource) -> Callable[[np.ndarray], np.ndarray] | None:
     """The store's map from users as read to the bootstrap's user keys (a per-user table's
     users -> their codes), or None when the users as read are the keys."""
     get = getattr(store, "user_keys", None)
     return get if callable(get) else None
 
 
-def run_fold_loop(store: Any, options: Any, progress: bool = False,
+def run_fold_loop(store: ResultSource, options: Any, progress: bool = False,
                   algorithms: Sequence[str] | None = None) -> DPEstimate:
     """The DP estimate of every algorithm, scope and metric@N of ``store`` under ``options``
     (a validated :class:`dptune.AnalysisOptions`; module docstring).

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
 
 import numpy as np
 import pandas as pd
@@ -12,7 +11,7 @@ import pandas as pd
 from dptune.vocab import METRICS
 
 __all__ = ["METRIC_ORDER", "PAIRS_COLUMNS", "PVALUES_COLUMNS", "DP_COLUMNS", "CURVES_COLUMNS",
-           "ResultStoreLike", "Draws", "DPEstimate", "pvalue_frame", "concat_frames"]
+           "Draws", "DPEstimate", "pvalue_frame", "concat_frames"]
 
 #: Order of metrics in every output table (:data:`dptune.vocab.METRICS`).
 METRIC_ORDER: tuple[str, ...] = METRICS
@@ -44,19 +43,6 @@ DP_COLUMNS = [
 ]
 CURVES_COLUMNS = ["algorithm", "scope", "metric", "cutoff", "position", "mean", "sd"]
 
-
-
-class ResultStoreLike(Protocol):
-    """What the fold loop needs from a result store (``dptune.store._store.ResultStore``)."""
-
-    def algorithms(self) -> list[str]: ...
-    def configs(self, algorithm: str) -> pd.DataFrame: ...
-    def hyperparameters(self, algorithm: str) -> list[str]: ...
-    def folds(self, algorithm: str) -> list[str]: ...
-    def metric_cutoffs(self, algorithm: str) -> list[tuple[str, int]]: ...
-    def read_matrix(
-        self, algorithm: str, metric: str, cutoff: int, fold: str, config_ids: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]: ...
 
 
 #: ``(algorithm, scope, metric, cutoff) -> [(mean p, replicates (B,)) per stability repeat]``.

@@ -61,6 +61,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dptune.analysis.source import ResultSource
 from dptune.errors import input_error
 
 __all__ = ["UNSAMPLED_TOLERANCE", "GRID_SAMPLE_COLUMNS", "UnitSample", "unit_sample",
@@ -159,7 +160,7 @@ def _unit_hyperparameters(configs: pd.DataFrame, hyperparameters: Sequence[str],
     return tuple(out)
 
 
-def unit_sample(store: Any, algorithm: str) -> UnitSample | None:
+def unit_sample(store: ResultSource, algorithm: str) -> UnitSample | None:
     """The units of ``algorithm`` a result store holds, or None when the store does not say
     (a per-user table, a store without units in its manifest that holds every configuration).
 

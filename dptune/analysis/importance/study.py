@@ -48,6 +48,7 @@ from dptune.analysis.importance.fanova import (
     fanova_study,
     tree_marginal_variances,
 )
+from dptune.analysis.source import ResultSource
 from dptune.errors import input_error
 from dptune.vocab import METRICS
 
@@ -290,7 +291,7 @@ def importance_table(configs: pd.DataFrame, hyperparameters: Sequence[str],
     return pd.DataFrame(rows, columns=["evaluator", "hyperparameter", "importance"])
 
 
-def hyperparameter_importance(store: Any, cutoff: int, metrics: Sequence[str] | None = None,
+def hyperparameter_importance(store: ResultSource, cutoff: int, metrics: Sequence[str] | None = None,
                               seed: int = 0, evaluators: Sequence[str] = EVALUATORS,
                               algorithms: Sequence[str] | None = None) -> pd.DataFrame:
     """``importance.csv``: importances of every algorithm with more than one free

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from dptune.analysis.dp.tables import DPEstimate
+from dptune.analysis.source import ResultSource
 from dptune.analysis.verdict import claims as cl
 from dptune.analysis.verdict import downstream as ds
 from dptune.analysis.verdict import rules as vd
@@ -31,7 +32,7 @@ class VerdictParts:
     downstream: pd.DataFrame
 
 
-def _test_reader(store: Any) -> ds.TestReader | None:
+def _test_reader(store: ResultSource) -> ds.TestReader | None:
     """The store's reader of test-split values, or None when its data has no test split
     (outside data without a fold named ``test``:
     :func:`dptune.store._per_user_store.has_test_split`)."""
@@ -47,7 +48,7 @@ def _test_reader(store: Any) -> ds.TestReader | None:
     return read
 
 
-def _varied(store: Any, dp: pd.DataFrame) -> dict[str, list[str]]:
+def _varied(store: ResultSource, dp: pd.DataFrame) -> dict[str, list[str]]:
     """Algorithm -> the hyperparameters its full grid varies, for the algorithms with
     one-at-a-time scopes (those whose grid varies two or more)."""
     out = {}
@@ -58,7 +59,7 @@ def _varied(store: Any, dp: pd.DataFrame) -> dict[str, list[str]]:
     return out
 
 
-def build_verdict(store: Any, estimate: DPEstimate, options: Any, *,
+def build_verdict(store: ResultSource, estimate: DPEstimate, options: Any, *,
                   best: pd.DataFrame | None, floor: pd.DataFrame | None) -> VerdictParts:
     """The verdict of one store under ``options`` (a validated :class:`dptune.AnalysisOptions`).
 
