@@ -38,18 +38,22 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyarrow.parquet as pq
 
-from dptune.analysis.dp.curves import pvalue_curve
+from dptune.analysis.dp.fold_loop import FoldCurves
 from dptune.analysis.dp.paired_tests import PairedTest
 from dptune.analysis.dp.pairs import scope_seed
 from dptune.analysis.dp.scale import REFERENCE_P
 from dptune.errors import input_error
-from dptune.store._noise_parts import check_count, noise_part_meta, noise_part_paths, rank_configs
+from dptune.store._noise_parts import (
+    noise_part_meta,
+    noise_part_paths,
+    rank_configs,
+    read_noise_values,
+)
 from dptune.store._store import ResultStore
 from dptune.vocab import fold_key, metric_key
 
-__all__ = ["NoiseFloor", "aa_pvalues", "resample_curve", "noise_floor_table",
+__all__ = ["NoiseFloor", "aa_pvalues", "noise_floor_table",
            "compare_with_floor", "aa_band", "PVALUE_COLUMNS", "CURVE_COLUMNS", "FLOOR_COLUMNS",
            "VERSUS_COLUMNS", "BAND_COLUMNS"]
 
@@ -74,25 +78,6 @@ def aa_pvalues(values_by_seed: np.ndarray, test: PairedTest, seed: int = 0) -> n
                           f"expected (seeds, users), got shape {v.shape}")
     s_idx, t_idx = np.triu_indices(v.shape[0], k=1)
     return test.pvalues(v, s_idx, t_idx, None, seed=seed)
-
-
-def resample_curve(curve: np.ndarray, n_positions: int) -> np.ndarray:
-    """Resample a decreasing p-value curve of length K to ``n_positions`` positions.
-
-    The curve is read as an empirical quantile function: value ``c[i]`` sits at level
-    ``(i + 1/2) / K``; position ``j`` of the result is the linear interpolation at level
-    ``(j + 1/2) / n_positions`` (constant beyond the first/last level). ``n_positions == K``
-    returns the curve unchanged.
-    """
-    c = np.asarray(curve, dtype=np.float64).ravel()
-    n_positions = check_count(n_positions, "n_positions", 1)
-    if c.size == 0:
-        raise input_error("noise floor", "curve", "is empty")
-    if c.size == n_positions:
-        return c.copy()
-    x = (np.arange(c.size) + 0.5) / c.size
-    u = (np.arange(n_positions) + 0.5) / n_positions
-    return np.interp(u, x, c)
 
 
 @dataclass(frozen=True)
@@ -228,19 +213,12 @@ def noise_floor_table(
         if len(keep) < 2:
             continue
         seeds_used[alg] = max(seeds_used.get(alg, 0), len(keep))
-        pf = pq.ParquetFile(path)
         t_seed = scope_seed(seed, f"noise|{alg}|{cid}|{fold}")
-        for i, metric in enumerate(meta["metrics"]):
-            for j, cutoff in enumerate(meta["cutoffs"]):
-                rg = i * len(meta["cutoffs"]) + j
-                t = pf.read_row_group(rg, columns=["user", "value", "seed_index"]).to_pandas()
-                t = t[t["seed_index"].isin(keep)]
-                wide = t.pivot(index="seed_index", columns="user", values="value").sort_index()
-                wide = wide.dropna(axis=1)
-                v = wide.to_numpy(dtype=np.float64)
+        for metric in meta["metrics"]:
+            for cutoff in meta["cutoffs"]:
+                seeds_idx, v = read_noise_values(path, meta, metric, cutoff, keep)
                 p = aa_pvalues(v, test, seed=t_seed)
                 sa, sb = np.triu_indices(v.shape[0], k=1)
-                seeds_idx = wide.index.to_numpy()
                 if len(p):
                     tested.setdefault(alg, set()).add(cid)
                     run_seeds.setdefault((alg, cid, fold), set()).update(
@@ -263,22 +241,22 @@ def noise_floor_table(
             continue
         folds = sorted(pooled[key], key=fold_key)
         fold_p = [np.concatenate(pooled[key][f]) for f in folds]
-        curves = np.stack([resample_curve(pvalue_curve(p), n_pos) for p in fold_p])
-        mean = curves.mean(axis=0)
-        sd = curves.std(axis=0, ddof=1) if len(folds) > 1 else np.zeros(n_pos)
-        pbar = np.array([p.mean() for p in fold_p])
+        # the fold loop's accumulator: each fold's curve (resampled to the DP's positions),
+        # averaged over the folds, and the folds' mean p-values
+        acc = FoldCurves(len(folds), n_pos, options.alpha)
+        for i, p in enumerate(fold_p):
+            acc.add(i, p)
+        s = acc.summary()
         curve_parts.append(pd.DataFrame({
             "algorithm": alg, "cutoff": cutoff, "metric": metric,
-            "position": np.arange(n_pos), "mean": mean, "sd": sd,
+            "position": np.arange(n_pos), "mean": s["curve_mean"], "sd": s["curve_sd"],
         }))
         floor_rows.append({
             "algorithm": alg, "metric": metric, "cutoff": cutoff,
             "n_configs": len(chosen[alg]), "n_seeds": seeds_used[alg], "n_folds": len(folds),
             "n_aa_pairs": int(sum(len(p) for p in fold_p)), "n_positions": n_pos,
-            "mean_p": float(pbar.mean()),
-            "floor_per_25": float(REFERENCE_P * pbar.mean()),
-            "floor_per_25_sd": float(REFERENCE_P * pbar.std(ddof=1)) if len(folds) > 1 else 0.0,
-            "test": test.name,
+            "mean_p": s["mean_p"], "floor_per_25": REFERENCE_P * s["mean_p"],
+            "floor_per_25_sd": REFERENCE_P * s["mean_p_sd"], "test": test.name,
         })
     pvalues = (pd.concat(pv_parts, ignore_index=True)[PVALUE_COLUMNS] if pv_parts
                else empty.pvalues)

@@ -229,6 +229,22 @@ def noise_part_meta(path: Path) -> dict[str, Any]:
     return footer_meta(path)
 
 
+def read_noise_values(path: Path, meta: Mapping[str, Any], metric: str, cutoff: int,
+                      seed_indices: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    """``(seed_indices, values)`` of one noise-floor part (``meta``: its
+    :func:`noise_part_meta`) at ``metric@cutoff``: ``values`` is ``(seeds, users)``, one row per
+    kept seed index (``seed_indices``, ascending) over the users every kept run scored (one
+    row group per metric@N, in the part's metric-then-cutoff order)."""
+    metrics, cutoffs = list(meta["metrics"]), [int(c) for c in meta["cutoffs"]]
+    rg = metrics.index(metric) * len(cutoffs) + cutoffs.index(int(cutoff))
+    t = pq.ParquetFile(path).read_row_group(rg, columns=["user", "value", "seed_index"]
+                                            ).to_pandas()
+    t = t[t["seed_index"].isin([int(s) for s in seed_indices])]
+    wide = t.pivot(index="seed_index", columns="user", values="value").sort_index()
+    wide = wide.dropna(axis=1)
+    return wide.index.to_numpy(), wide.to_numpy(dtype=np.float64)
+
+
 def noise_trials(results_dir: str | Path) -> pd.DataFrame:
     """One row per noise-floor model run, from the parts' metadata (``noise_trials.csv``)."""
     rows = []

@@ -22,7 +22,7 @@ from scipy import stats as sps
 
 from dptune.analysis import noise as noise
 from dptune.analysis.dp import paired_tests as stats
-from dptune.analysis.dp.curves import pvalue_curve
+from dptune.analysis.dp.curves import pvalue_curve, resample_curve
 from dptune.analysis.options import AnalysisOptions
 from dptune.errors import DptuneError
 from dptune.store import _noise_parts as parts
@@ -43,20 +43,6 @@ def floor_table(root, n_pairs, **options):
 def test_deterministic_algorithms():
     man = {"algorithms": [{"name": "u", "type": "userknn"}, {"name": "b", "type": "bpr-mf"}]}
     assert parts.deterministic_algorithms(man) == ["u"]
-
-
-def test_resample_curve():
-    c = np.array([0.8, 0.2])
-    np.testing.assert_allclose(noise.resample_curve(c, 4), [0.8, 0.65, 0.35, 0.2])
-    np.testing.assert_array_equal(noise.resample_curve(c, 2), c)
-    rng = np.random.default_rng(0)
-    curve = pvalue_curve(rng.random(10))
-    r = noise.resample_curve(curve, 25)
-    assert r.shape == (25,) and np.all(np.diff(r) <= 0)
-    assert r[0] == curve[0] and r[-1] == curve[-1]
-    assert abs(r.mean() - curve.mean()) < 0.05
-    with pytest.raises(DptuneError):
-        noise.resample_curve(np.array([]), 3)
 
 
 def test_aa_pvalues_are_scipy_ttest_rel_in_lexicographic_pair_order():
@@ -173,7 +159,7 @@ def test_noise_floor_table_formulas(tmp_path):
     assert (row["n_aa_pairs"], row["n_positions"], row["n_folds"]) == (24, 5, 2)
     np.testing.assert_allclose(row["floor_per_25"], 25 * fold_means.mean())
     np.testing.assert_allclose(row["floor_per_25_sd"], 25 * fold_means.std(ddof=1))
-    curves = np.stack([noise.resample_curve(pvalue_curve(pooled[f]), 5) for f in ("0", "1")])
+    curves = np.stack([resample_curve(pvalue_curve(pooled[f]), 5) for f in ("0", "1")])
     np.testing.assert_allclose(nf.curves["mean"], curves.mean(axis=0))
     np.testing.assert_allclose(nf.curves["sd"], curves.std(axis=0, ddof=1))
     assert nf.curves["position"].tolist() == [0, 1, 2, 3, 4]

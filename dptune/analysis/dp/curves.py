@@ -13,9 +13,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from dptune.analysis.dp.degenerate import capped_band
-from dptune.errors import input_error
+from dptune.errors import check_int, input_error
 
-__all__ = ["pvalue_curve", "weighted_curve", "CurveSummary", "summarize_curves"]
+__all__ = ["pvalue_curve", "weighted_curve", "CurveSummary", "summarize_curves", "resample_curve"]
 
 
 def pvalue_curve(p: np.ndarray) -> np.ndarray:
@@ -86,3 +86,22 @@ def summarize_curves(curves: np.ndarray) -> CurveSummary:
         n_pairs=int(n_pairs),
         n_folds=int(n_folds),
     )
+
+
+def resample_curve(curve: np.ndarray, n_positions: int) -> np.ndarray:
+    """Resample a decreasing p-value curve of length K to ``n_positions`` positions.
+
+    The curve is read as an empirical quantile function: value ``c[i]`` sits at level
+    ``(i + 1/2) / K``; position ``j`` of the result is the linear interpolation at level
+    ``(j + 1/2) / n_positions`` (constant beyond the first/last level). ``n_positions == K``
+    returns the curve unchanged.
+    """
+    c = np.asarray(curve, dtype=np.float64).ravel()
+    n_positions = check_int(n_positions, "dp", "n_positions", 1)
+    if c.size == 0:
+        raise input_error("dp", "curve", "is empty")
+    if c.size == n_positions:
+        return c.copy()
+    x = (np.arange(c.size) + 0.5) / c.size
+    u = (np.arange(n_positions) + 0.5) / n_positions
+    return np.interp(u, x, c)

@@ -51,7 +51,12 @@ from dptune.analysis.dp import paired_tests as stats
 from dptune.analysis.dp import scale as sc
 from dptune.analysis.dp import stability as sb
 from dptune.analysis.dp import units as un
-from dptune.analysis.dp.curves import pvalue_curve, summarize_curves, weighted_curve
+from dptune.analysis.dp.curves import (
+    pvalue_curve,
+    resample_curve,
+    summarize_curves,
+    weighted_curve,
+)
 from dptune.analysis.dp.pairs import Scope, scope_seed, scopes
 from dptune.analysis.dp.tables import (
     CURVES_COLUMNS,
@@ -182,9 +187,13 @@ class FoldCurves:
     def add(self, fold_index: int, p: np.ndarray, weights: np.ndarray | None = None) -> None:
         """One fold's p-values; ``weights`` (mean 1): the pairs' post-stratification weights of
         a store holding a subset of its grid's units (:mod:`dptune.analysis.dp.units`), which
-        weigh the curve, Sakai's share and the mean alike."""
+        weigh the curve, Sakai's share and the mean alike. A fold of another number of
+        p-values than ``n_pairs`` (the noise floor's A/A pairs) has its curve resampled to
+        ``n_pairs`` positions (:func:`dptune.analysis.dp.curves.resample_curve`)."""
         if weights is None:
-            self.curves[fold_index] = pvalue_curve(p)
+            curve = pvalue_curve(p)
+            self.curves[fold_index] = (curve if len(curve) == self.n_pairs
+                                       else resample_curve(curve, self.n_pairs))
             self.sakai[fold_index] = stats.sakai_dp(stats.adjust(p, self.correction), self.alpha)
             self.means[fold_index] = float(np.mean(p)) if len(p) else 1.0
         else:

@@ -619,3 +619,30 @@ def test_noise_floor_pairs_and_calibration() -> None:
     assert p[0] == pytest.approx(sps.ttest_rel(v[0], v[1]).pvalue)
     assert p[-1] == pytest.approx(sps.ttest_rel(v[s[-1]], v[t[-1]]).pvalue)
     assert stats.ks_uniform(p)[1] > 0.01
+
+
+def test_resample_curve():
+    """A curve of K p-values read at other positions (the noise floor's A/A curves at the DP's
+    P; the fold loop's accumulator resamples a fold of another length)."""
+    c = np.array([0.8, 0.2])
+    np.testing.assert_allclose(curves.resample_curve(c, 4), [0.8, 0.65, 0.35, 0.2])
+    np.testing.assert_array_equal(curves.resample_curve(c, 2), c)
+    rng = np.random.default_rng(0)
+    curve = curves.pvalue_curve(rng.random(10))
+    r = curves.resample_curve(curve, 25)
+    assert r.shape == (25,) and np.all(np.diff(r) <= 0)
+    assert r[0] == curve[0] and r[-1] == curve[-1]
+    assert abs(r.mean() - curve.mean()) < 0.05
+    with pytest.raises(DptuneError):
+        curves.resample_curve(np.array([]), 3)
+
+
+def test_fold_curves_resample_a_fold_of_another_length():
+    acc = fl.FoldCurves(2, 4)
+    acc.add(0, np.array([0.2, 0.8]))
+    acc.add(1, np.array([0.9, 0.1, 0.5, 0.3]))
+    np.testing.assert_allclose(acc.curves[0], [0.8, 0.65, 0.35, 0.2])
+    np.testing.assert_allclose(acc.curves[1], [0.9, 0.5, 0.3, 0.1])
+    s = acc.summary()
+    assert s["mean_p"] == pytest.approx((0.5 + 0.45) / 2)
+    np.testing.assert_allclose(s["curve_mean"], [0.85, 0.575, 0.325, 0.15])
