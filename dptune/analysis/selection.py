@@ -41,7 +41,8 @@ def best_table(store: ResultStore, primary: tuple[str, int],
     The pick is :meth:`ResultStore.best_configs` (highest mean over the validation folds of the
     per-fold mean over users; ties: lower ``config_id``). Columns ``algorithm, metric, cutoff,
     config_id, params, validation_mean, test_value, test_<primary metric>, grid_edge`` (test values NaN
-    when the test split was not evaluated), rows in the store's algorithm order, then cutoff,
+    when the test split was not evaluated; ``grid_edge``: the list of ``h=low|high`` where the
+    configuration sits at an end of a numeric hyperparameter's grid, ``;``-joined in the file), rows in the store's algorithm order, then cutoff,
     then :data:`dptune.vocab.METRICS` order. ``judges``: further metrics whose test value at the
     primary cutoff gets a ``test_<metric>`` column (the verdict's judge of each family of
     metrics, so that a family's choices are compared on a metric of the same family).
@@ -65,7 +66,7 @@ def best_table(store: ResultStore, primary: tuple[str, int],
             f"test_{primary[0]}": float(test.get((r.algorithm, r.config_id, primary[0], primary[1]), np.nan)),
             **{f"test_{m}": float(test.get((r.algorithm, r.config_id, m, primary[1]), np.nan))
                for m in extra},
-            "grid_edge": ";".join(f"{h}={side}" for h, side in edges.items()),
+            "grid_edge": [f"{h}={side}" for h, side in edges.items()],
         })
     df = pd.DataFrame(rows)
     if df.empty:

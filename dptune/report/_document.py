@@ -178,11 +178,11 @@ def _edge_sentences(best: pd.DataFrame, primary: tuple[str, int]) -> list[str]:
     end of a numeric hyperparameter's grid (``grid_edge`` of ``best_configs.csv``)."""
     if "grid_edge" not in best.columns:
         return []
-    rows = best[(best["metric"] == primary[0]) & (best["cutoff"] == int(primary[1]))
-                & best["grid_edge"].fillna("").astype(bool)]
+    at_edge = best["grid_edge"].map(lambda e: isinstance(e, (list, tuple)) and len(e) > 0)
+    rows = best[(best["metric"] == primary[0]) & (best["cutoff"] == int(primary[1])) & at_edge]
     out = []
     for r in rows.itertuples(index=False):
-        sides = [part.split("=", 1) for part in str(r.grid_edge).split(";")]
+        sides = [part.split("=", 1) for part in r.grid_edge]
         where = "; ".join(f"{display_hyperparameter(h, r.algorithm)} at its {side} value" for h, side in sides)
         out.append(f"{display_algorithm(r.algorithm)}: the configuration "
                    f"{display_metric(primary[0], int(primary[1]))} selects sits on the edge of "

@@ -72,10 +72,10 @@ def claims_legend(alpha: float, test_split: bool = True) -> str:
     )
 
 
-def _split(text: object) -> list[str]:
-    """dominance.csv's lists (``over``, ``tied``, ``too_few_pairs``: ``;``-joined
-    hyperparameter names) as lists."""
-    return [] if is_missing(text) or not str(text) else [m for m in str(text).split(";") if m]
+def _split(names: object) -> list[str]:
+    """One of the dominance table's lists of hyperparameters (``over``, ``tied``,
+    ``too_few_pairs``: lists in the result) as a list of names."""
+    return [] if names is None or not isinstance(names, (list, tuple)) else [str(h) for h in names]
 
 
 def _metrics(keys: object, cutoff: int) -> str:

@@ -390,7 +390,7 @@ def dominance_error_rates(case: DominanceCase, runs: int = 200, n_boot: int = 10
     for o in out:
         d = o["dominance"]
         h = str(d["hyperparameter"])
-        over = [x for x in str(d["over"]).split(";") if x]
+        over = list(d["over"])
         false_over.append(any(th[x] <= th[h] for x in over))
         dominant = d["answer"] == "dominant"
         false_dom.append(dominant and any(th[x] <= th[h] for x in names if x != h))

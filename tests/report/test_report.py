@@ -870,11 +870,11 @@ def test_verdict_table_names_a_hyperparameter_only_when_it_dominates() -> None:
     dom = {c: "" for c in DOMINANCE_COLUMNS} | {
         "algorithm": "bpr-mf", "metric": "ndcg", "hyperparameter": "factors",
         "dp_per_25": 1.2, "ci_low": 0.9, "ci_high": 1.6, "n_pairs": 200, "p_adjusted": 0.01,
-        "repeats": 1, "compared": 3}
+        "repeats": 1, "compared": 3, "over": [], "tied": [], "too_few_pairs": []}
     dominance = pd.DataFrame([{**dom, "cutoff": 10, "answer": "dominant",
-                               "over": "learning_rate;iterations"},
-                              {**dom, "cutoff": 5, "answer": "none", "over": "iterations",
-                               "tied": "learning_rate"}])
+                               "over": ["learning_rate", "iterations"]},
+                              {**dom, "cutoff": 5, "answer": "none", "over": ["iterations"],
+                               "tied": ["learning_rate"]}])
     empty = pd.DataFrame()
     result = AnalysisResult(dp=DPEstimate(empty, empty, dp, empty), verdict=v,
                             dominance=dominance)

@@ -57,7 +57,8 @@ def dominance_table(dp: pd.DataFrame, comparisons: pd.DataFrame, min_pairs: int,
 
     ``dp``: dp.csv; ``comparisons``: comparisons.csv. ``hyperparameter``/``dp_per_25``/
     ``ci_*``/``n_pairs``: the lowest one-at-a-time DP with enough pairs; ``over``/``tied``/
-    ``too_few_pairs``: ``;``-joined hyperparameters; ``p_adjusted``: the largest adjusted
+    ``too_few_pairs``: lists of hyperparameters (``;``-joined in dominance.csv);
+    ``p_adjusted``: the largest adjusted
     p-value of its comparisons with the others; ``compared``: how many hyperparameters were
     compared."""
     only = dp[dp["scope"].str.startswith("only:")]
@@ -72,7 +73,7 @@ def dominance_table(dp: pd.DataFrame, comparisons: pd.DataFrame, min_pairs: int,
         ok = g[(g["n_pairs"].astype(int) >= int(min_pairs)) & ~g["no_evidence"].astype(bool)]
         row = {"algorithm": alg, "metric": metric, "cutoff": int(cutoff), "answer": "",
                "hyperparameter": "", "dp_per_25": np.nan, "ci_low": np.nan, "ci_high": np.nan,
-               "n_pairs": 0, "over": "", "tied": "", "too_few_pairs": ";".join(few),
+               "n_pairs": 0, "over": [], "tied": [], "too_few_pairs": few,
                "p_adjusted": np.nan, "repeats": 0, "compared": len(ok)}
         if ok.empty:
             rows.append(row | {"answer": "too_few_pairs"})
@@ -90,12 +91,12 @@ def dominance_table(dp: pd.DataFrame, comparisons: pd.DataFrame, min_pairs: int,
                 & (hyp["group"] == metric) & (hyp["a"] == best["h"])].set_index("b") \
             if len(hyp) else pd.DataFrame()
         if c.empty:
-            rows.append(row | {"answer": "no_bootstrap", "tied": ";".join(others)})
+            rows.append(row | {"answer": "no_bootstrap", "tied": others})
             continue
         over = [h for h in others if h in c.index and bool(c.at[h, "held"])]
         tied = [h for h in others if h not in over]
         rows.append(row | {
-            "answer": "dominant" if not tied else "none", "over": ";".join(over),
-            "tied": ";".join(tied), "p_adjusted": float(c.loc[others, "p_adjusted"].max()),
+            "answer": "dominant" if not tied else "none", "over": over,
+            "tied": tied, "p_adjusted": float(c.loc[others, "p_adjusted"].max()),
             "repeats": int(c["repeats"].max())})
     return pd.DataFrame(rows, columns=DOMINANCE_COLUMNS)

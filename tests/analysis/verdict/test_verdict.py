@@ -220,12 +220,12 @@ def test_dominance_names_a_hyperparameter_only_when_it_beats_every_other():
                          _hyp_claim("factors", "iterations", True, 0.001)])
     r = dominance_table(dp, both, 10).iloc[0]
     assert (r["answer"], r["hyperparameter"]) == ("dominant", "factors")
-    assert r["over"] == "learning_rate;iterations" and r["tied"] == ""
+    assert r["over"] == ["learning_rate", "iterations"] and r["tied"] == []
     assert r["p_adjusted"] == 0.002 and r["dp_per_25"] == pytest.approx(1.25)
     one = pd.DataFrame([_hyp_claim("factors", "learning_rate", False, 0.2),
                         _hyp_claim("factors", "iterations", True, 0.001)])
     r = dominance_table(dp, one, 10).iloc[0]
-    assert (r["answer"], r["over"], r["tied"]) == ("none", "iterations", "learning_rate")
+    assert (r["answer"], r["over"], r["tied"]) == ("none", ["iterations"], ["learning_rate"])
     r = dominance_table(dp, _NO_CLAIMS, 10).iloc[0]
     assert r["answer"] == "no_bootstrap"
     # the verdict carries the answer for its recommended metric
@@ -240,7 +240,7 @@ def test_dominance_needs_enough_pairs():
     r = dominance_table(dp, _NO_CLAIMS, 10).iloc[0]
     # the lowest DP rests on 4 pairs: it is not compared, and one hyperparameter is left
     assert (r["answer"], r["hyperparameter"], r["too_few_pairs"]) == (
-        "single", "learning_rate", "factors")
+        "single", "learning_rate", ["factors"])
     r = dominance_table(dp, _NO_CLAIMS, 100).iloc[0]
     assert r["answer"] == "too_few_pairs" and r["hyperparameter"] == ""
     # only scopes with enough pairs are compared at all
