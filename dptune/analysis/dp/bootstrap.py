@@ -668,6 +668,19 @@ def _logit(x: np.ndarray | float) -> np.ndarray:
     return np.log(x) - np.log1p(-x)
 
 
+def _checked_replicates(estimate: float, replicates: np.ndarray, scale: float) -> np.ndarray:
+    """``replicates`` as a float64 vector, after checking what every reading of them needs: a
+    non-empty 1-D array of finite values, an ``estimate`` in [0, 1] and a positive ``scale``."""
+    reps = np.asarray(replicates, dtype=np.float64)
+    if reps.ndim != 1 or reps.size == 0 or not np.all(np.isfinite(reps)):
+        raise input_error("bootstrap", "replicates", "need a non-empty 1-D array of finite values")
+    if not 0.0 <= float(estimate) <= 1.0:
+        raise input_error("bootstrap", "estimate", f"must be a mean p-value in [0, 1], got {estimate}")
+    if not (0.0 < float(scale) and np.isfinite(scale)):
+        raise input_error("bootstrap", "scale", f"must be a positive number, got {scale}")
+    return reps
+
+
 def interval_replicates(estimate: float, replicates: np.ndarray,
                         scale: float = 1.0) -> np.ndarray:
     """The replicates ``pbar°_r`` from which the interval and the ranking are read:
@@ -678,13 +691,7 @@ def interval_replicates(estimate: float, replicates: np.ndarray,
     reflected around the estimate. Every value lies in
     [0, 1]; ``estimate`` is the point mean p-value, ``replicates`` ``(B,)`` the raw
     ``pbar*``."""
-    reps = np.asarray(replicates, dtype=np.float64)
-    if reps.ndim != 1 or reps.size == 0 or not np.all(np.isfinite(reps)):
-        raise input_error("bootstrap", "replicates", "need a non-empty 1-D array of finite values")
-    if not 0.0 <= float(estimate) <= 1.0:
-        raise input_error("bootstrap", "estimate", f"must be a mean p-value in [0, 1], got {estimate}")
-    if not (0.0 < float(scale) and np.isfinite(scale)):
-        raise input_error("bootstrap", "scale", f"must be a positive number, got {scale}")
+    reps = _checked_replicates(estimate, replicates, scale)
     delta = float(scale) * (_logit(reps) - _logit(reps.mean()))
     return special.expit(_logit(estimate) - delta)
 
@@ -740,13 +747,7 @@ def dp_interval(estimate: float, replicates: np.ndarray, level: float = 0.95,
     ``kappa``: the spread is read off ``G`` resampled user groups, so the error is judged
     against Student's t with ``G - 1`` degrees of freedom rather than the normal. The
     replicates the claims compare (:func:`interval_replicates`) are unchanged."""
-    reps = np.asarray(replicates, dtype=np.float64)
-    if reps.ndim != 1 or reps.size == 0 or not np.all(np.isfinite(reps)):
-        raise input_error("bootstrap", "replicates", "need a non-empty 1-D array of finite values")
-    if not 0.0 <= float(estimate) <= 1.0:
-        raise input_error("bootstrap", "estimate", f"must be a mean p-value in [0, 1], got {estimate}")
-    if not (0.0 < float(scale) and np.isfinite(scale)):
-        raise input_error("bootstrap", "scale", f"must be a positive number, got {scale}")
+    reps = _checked_replicates(estimate, replicates, scale)
     if not 0.0 < float(level) < 1.0:
         raise input_error("bootstrap", "level", f"must be in (0, 1), got {level}")
     if int(groups) < 2:
