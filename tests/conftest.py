@@ -174,8 +174,8 @@ def tiny_experiment(tmp_path: Path) -> Path:
 #: even out the end instead of a long one running alone. Only the order changes; no test
 #: depends on it.
 LONGEST_FIRST = (
-    "sweeper/test_distributed.py", "test_cli.py", "test_api.py", "test_ctrl_c.py",
-    "analysis/test_analyze.py", "analysis/test_grid_sample.py", "report/test_report_object.py",
+    "test_cli.py", "test_api.py", "test_ctrl_c.py", "analysis/test_analyze.py",
+    "analysis/test_grid_sample.py", "report/test_report_object.py",
     "analysis/verdict/test_verdict_analysis.py", "report/test_report.py",
     "studies/test_grid_sample_study.py", "test_per_user.py", "bench/test_bench.py",
     "store/test_per_user_dp.py", "studies/test_error_rates_study.py",
@@ -188,12 +188,15 @@ LONGEST_FIRST = (
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Put the files of :data:`LONGEST_FIRST` first, in its order (a stable sort: every other
-    file, and the tests within a file, keep the order collected)."""
+    """Put the files of :data:`LONGEST_FIRST` first, in its order, and the tests marked
+    ``alone`` last, where they hold up the other worker least (:func:`pytest_runtest_protocol`);
+    a stable sort: every other file, and the tests within a file, keep the order collected."""
     here = Path(__file__).parent
     rank = {name: k for k, name in enumerate(LONGEST_FIRST)}
 
     def key(item: pytest.Item) -> int:
+        if item.get_closest_marker("alone"):
+            return len(rank) + 1
         try:
             name = item.path.relative_to(here).as_posix()
         except ValueError:
@@ -201,6 +204,27 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         return rank.get(name, len(rank))
 
     items.sort(key=key)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
+    """Under pytest-xdist, a test marked ``alone`` runs while no other test does: it takes a
+    lock file of the run exclusively, every other test takes it shared, each for its whole
+    protocol (the fixtures it sets up and tears down included). For the tests whose outcome
+    rests on a duration (the distributed sweeps' heartbeat grace), so that the other worker's
+    load cannot stretch it."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if not worker or os.name != "posix":
+        return (yield)
+    import fcntl
+
+    path = item.config._tmp_path_factory.getbasetemp().parent / "alone.lock"
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX if item.get_closest_marker("alone") else fcntl.LOCK_SH)
+        try:
+            return (yield)
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _digest(root: Path) -> dict[str, bytes]:

@@ -34,6 +34,10 @@ from dptune.cli import main
 from dptune.config import load_experiment
 from dptune.sweeper import status
 
+# The heartbeat grace below is the one duration these results rest on: no other test runs
+# beside them (conftest's pytest_runtest_protocol), so that its load cannot stretch a beat.
+pytestmark = pytest.mark.alone
+
 NAME = "dist"
 COMPARED = ("dp.csv", "pvalues.parquet", "pairs.csv")
 # A killed worker's trial is taken for dead once its heartbeat is GRACE_BEATS beats old (one
