@@ -53,6 +53,10 @@ def _held_write_unit(self, res):
 ResultStore.write_unit = _held_write_unit
 """
 KILLED_AFTER = 5  # BPR-MF parts (of 18: 9 units x 2 folds) written before the kill
+# The killed sweep's open trial is taken for dead once its heartbeat is 3 beats old (one a
+# second), as in test_part_writer's killed run, instead of the default 30 s the resume would
+# wait (the one process of each run stamps its own trials)
+HEARTBEAT = {"DPTUNE_HEARTBEAT_INTERVAL": "1", "DPTUNE_HEARTBEAT_GRACE": "3"}
 GUARD = 600  # seconds: only ends a test whose awaited state never comes
 
 
@@ -199,7 +203,7 @@ def test_a_completed_store_gives_the_numbers_of_a_sweep_never_stopped(
 
 
 def test_a_killed_sweep_is_analysed_then_resumed_to_the_full_grids_numbers(
-        stores, grid_sample_analyses, tmp_path):
+        stores, grid_sample_analyses, tmp_path, monkeypatch):
     """Kill a sweep held after its fifth BPR-MF part (a state, not a time: the sixth part's
     write waits at a gate, :data:`HOLD_AFTER_PARTS`), analyse what it left, resume it, analyse
     again: the numbers of the sweep never stopped."""
@@ -207,6 +211,8 @@ def test_a_killed_sweep_is_analysed_then_resumed_to_the_full_grids_numbers(
     gate = tmp_path / "gate"
     gate.mkdir()
     (gate / "sitecustomize.py").write_text(HOLD_AFTER_PARTS)
+    for key, value in HEARTBEAT.items():
+        monkeypatch.setenv(key, value)  # the killed sweep's and the resumed one's
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(gate), *sys.path]),
            "DPTUNE_TEST_BPR_PARTS": str(KILLED_AFTER)}
     proc = subprocess.Popen(
