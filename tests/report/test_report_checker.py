@@ -40,8 +40,8 @@ def test_the_checker_catches_what_it_claims(tmp_path):
 
 
 def test_a_run_with_every_stage_writes_a_consistent_report(tiny_swept_every_stage):
-    """The report of ``dptune run`` through every stage (the test split, a noise floor, the
-    default bootstrap: conftest's tiny_swept_every_stage) passes the checker: the quick
+    """The report of ``dptune run`` through every stage (the test split, a noise floor, a
+    bootstrap: conftest's tiny_swept_every_stage) passes the checker: the quick
     variant, in the default run, of the quickstart's check below."""
     assert check_report(tiny_swept_every_stage / "reports") == []
 
