@@ -168,11 +168,12 @@ def tiny_experiment(tmp_path: Path) -> Path:
     return write_experiment(tmp_path / "exp")
 
 
-#: The test files that take longest, longest first (measured with ``--durations``). The
-#: default run gives each file to one of two workers (addopts: ``-n 2 --dist loadfile
-#: --no-loadscope-reorder``) in the order collected: these first, so that the many short files
-#: even out the end instead of a long one running alone. Only the order changes; no test
-#: depends on it.
+#: The test files that take longest, longest first (measured with ``--durations``), and those
+#: that start processes of their own. The default run gives each file to one of two workers
+#: (addopts: ``-n 2 --dist loadfile --no-loadscope-reorder``) in the order collected: these
+#: first, then the tests marked ``alone``, then the many short in-process files, which the other
+#: worker runs beside the ``alone`` ones (:func:`pytest_runtest_protocol`). Only the order
+#: changes; no test depends on it.
 LONGEST_FIRST = (
     "test_cli.py", "test_api.py", "test_ctrl_c.py", "analysis/test_analyze.py",
     "analysis/test_grid_sample.py", "report/test_report_object.py",
@@ -184,43 +185,45 @@ LONGEST_FIRST = (
     "models/test_cornac_sweep.py", "store/test_faults.py", "engine/test_bpr_engine.py",
     "report/test_html_browser.py", "models/test_python_sweep.py", "studies/test_seeds.py",
     "studies/test_slices.py", "sweeper/test_warmup.py", "sweeper/test_budget.py",
+    "sweeper/test_interrupt.py", "test_parallel.py",
 )
 
 
+def _rank(item: pytest.Item) -> int:
+    """The place of ``item``'s file: its index in :data:`LONGEST_FIRST`, then ``alone``
+    tests, then every other file."""
+    if item.get_closest_marker("alone"):
+        return len(LONGEST_FIRST)
+    try:
+        name = item.path.relative_to(Path(__file__).parent).as_posix()
+    except ValueError:
+        return len(LONGEST_FIRST) + 1
+    return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST) + 1
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Put the files of :data:`LONGEST_FIRST` first, in its order, and the tests marked
-    ``alone`` last, where they hold up the other worker least (:func:`pytest_runtest_protocol`);
-    a stable sort: every other file, and the tests within a file, keep the order collected."""
-    here = Path(__file__).parent
-    rank = {name: k for k, name in enumerate(LONGEST_FIRST)}
-
-    def key(item: pytest.Item) -> int:
-        if item.get_closest_marker("alone"):
-            return len(rank) + 1
-        try:
-            name = item.path.relative_to(here).as_posix()
-        except ValueError:
-            return len(rank)
-        return rank.get(name, len(rank))
-
-    items.sort(key=key)
+    """Order the files by :func:`_rank` (a stable sort: the files of one rank, and the tests
+    within a file, keep the order collected)."""
+    items.sort(key=_rank)
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
-    """Under pytest-xdist, a test marked ``alone`` runs while no other test does: it takes a
-    lock file of the run exclusively, every other test takes it shared, each for its whole
-    protocol (the fixtures it sets up and tears down included). For the tests whose outcome
-    rests on a duration (the distributed sweeps' heartbeat grace), so that the other worker's
-    load cannot stretch it."""
-    worker = os.environ.get("PYTEST_XDIST_WORKER")
-    if not worker or os.name != "posix":
+    """Under pytest-xdist, a test marked ``alone`` never runs beside a test of
+    :data:`LONGEST_FIRST`'s files (sweeps, reports, processes of their own): it takes a lock
+    file of the run exclusively, each of those takes it shared, for its whole protocol (the
+    fixtures it sets up and tears down included); the short in-process tests take no lock and
+    run beside it. For the tests whose outcome rests on a duration (the distributed sweeps'
+    heartbeat grace), so that the other worker's load cannot stretch it."""
+    alone = item.get_closest_marker("alone") is not None
+    if (not os.environ.get("PYTEST_XDIST_WORKER") or os.name != "posix"
+            or not (alone or _rank(item) < len(LONGEST_FIRST))):
         return (yield)
     import fcntl
 
     path = item.config._tmp_path_factory.getbasetemp().parent / "alone.lock"
     with open(path, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX if item.get_closest_marker("alone") else fcntl.LOCK_SH)
+        fcntl.flock(handle, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
         try:
             return (yield)
         finally:

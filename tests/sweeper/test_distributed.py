@@ -34,7 +34,7 @@ from dptune.cli import main
 from dptune.config import load_experiment
 from dptune.sweeper import status
 
-# The heartbeat grace below is the one duration these results rest on: no other test runs
+# The heartbeat grace below is the one duration these results rest on: no long test runs
 # beside them (conftest's pytest_runtest_protocol), so that its load cannot stretch a beat.
 pytestmark = pytest.mark.alone
 
