@@ -292,7 +292,7 @@ def test_the_importance_section_shows_every_scale_and_one_answer():
     dominance = pd.DataFrame([{
         "algorithm": "bpr", "metric": "ndcg", "cutoff": 10, "answer": "dominant",
         "hyperparameter": "iterations", "dp_per_25": 3.0, "ci_low": 2.0, "ci_high": 4.0,
-        "n_pairs": 25, "over": "factors", "tied": "", "too_few_pairs": "",
+        "n_pairs": 25, "over": ["factors"], "tied": [], "too_few_pairs": [],
         "p_adjusted": 0.004, "repeats": 1, "compared": 2}], columns=DOMINANCE_COLUMNS)
     store = SimpleNamespace(algorithms=lambda: ["bpr"], configs=lambda a: pd.DataFrame(range(4)))
     empty = pd.DataFrame()
