@@ -10,6 +10,7 @@ which keeps the first part written.
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import threading
@@ -26,6 +27,8 @@ if TYPE_CHECKING:
     from optuna.trial import FrozenTrial
 
     from dptune.sweeper.design import AlgorithmDesign
+
+log = logging.getLogger(__name__)
 
 
 def _study(exp: Experiment, algorithm: str, storage: BaseStorage, folds: list[str],
@@ -66,7 +69,17 @@ class _Heartbeats:
     attribute ``heartbeat`` (epoch seconds; liveness then rests on the workers' clocks: keep
     them in sync). :meth:`add` stamps a trial at once, before its parameters exist, so any
     trial that others can see on a grid point can be found stale; one thread stamps every open
-    trial each ``interval`` until it is discarded (told)."""
+    trial each ``interval`` until it is discarded (told).
+
+    A beat that fails does not end a trial's heartbeats: under load SQLite answers "database is
+    locked", and a live trial left without beats would be taken for dead after the grace
+    period, failed and queued again, and its own finish refused later. So a failed beat is
+    tried again at the next interval; only a trial that the storage shows finished (told
+    meanwhile, or failed by another worker) or no longer holds leaves the set. Failed beats are
+    counted (:attr:`errors`) and logged: a warning at a trial's first failure in a row, another
+    when its failures in a row span the grace period (other workers may then take it for dead),
+    and one when its beats are recorded again.
+    """
 
     def __init__(self, study: optuna.Study, interval: float) -> None:
         self.study, self.interval = study, interval
@@ -75,6 +88,10 @@ class _Heartbeats:
         self.lock = threading.Lock()
         self.stop = threading.Event()
         self.thread: threading.Thread | None = None
+        #: Failed beats in all, and each open trial's failed beats in a row.
+        self.errors = 0
+        self.failing: dict[int, int] = {}
+        self.grace = heartbeat_settings()[1]
 
     def _stamp(self, trial_id: int) -> None:
         """One heartbeat of the trial ``trial_id``."""
@@ -84,16 +101,60 @@ class _Heartbeats:
         else:
             storage.set_trial_user_attr(trial_id, "heartbeat", time.time())
 
+    def _ended(self, trial_id: int, err: Exception) -> bool:
+        """Whether the beat failed with ``err`` because the trial takes no more beats: the
+        storage refused to update a finished trial, or shows it finished, or holds no such
+        trial. A storage that cannot answer (still locked) leaves the trial open."""
+        from optuna.exceptions import UpdateFinishedTrialError
+
+        if isinstance(err, UpdateFinishedTrialError):
+            return True
+        try:
+            return self.study._storage.get_trial(trial_id).state.is_finished()
+        except KeyError:  # optuna's storages: no trial with this id
+            return True
+        except Exception:  # noqa: BLE001 - the storage fails as the beat did: try again later
+            return False
+
+    def _beat(self, trial_id: int) -> None:
+        """One heartbeat of ``trial_id``; a failed one is counted and logged, and drops the
+        trial only if it has ended (:meth:`_ended`)."""
+        try:
+            self._stamp(trial_id)
+        except Exception as err:  # noqa: BLE001 - judged below; the thread must go on
+            if self._ended(trial_id, err):
+                self.discard(trial_id)
+                return
+            with self.lock:
+                if trial_id not in self.trials:  # told meanwhile
+                    return
+                self.errors += 1
+                n = self.failing[trial_id] = self.failing.get(trial_id, 0) + 1
+            grace = self.grace
+            if n == 1:
+                log.warning("heartbeat of trial %d failed (%s: %s); trying again every %gs",
+                            trial_id, type(err).__name__, err, self.interval)
+            elif n * self.interval >= grace > (n - 1) * self.interval:
+                log.warning("heartbeat of trial %d failed %d times in a row (%s: %s); other "
+                            "workers may take it for dead (grace %ds)", trial_id, n,
+                            type(err).__name__, err, grace)
+            return
+        with self.lock:
+            n = self.failing.pop(trial_id, 0)
+        if n:
+            log.warning("heartbeat of trial %d recorded again after %d failed", trial_id, n)
+
+    def beat_all(self) -> None:
+        """One heartbeat of every open trial (what the thread does each interval)."""
+        with self.lock:
+            open_ = sorted(self.trials)
+        for trial_id in open_:
+            self._beat(trial_id)
+
     def _run(self) -> None:
         """The thread: stamp every open trial each interval until closed."""
         while not self.stop.wait(self.interval):
-            with self.lock:
-                open_ = sorted(self.trials)
-            for trial_id in open_:
-                try:
-                    self._stamp(trial_id)
-                except Exception:  # noqa: BLE001 - the trial was told meanwhile
-                    self.discard(trial_id)
+            self.beat_all()
 
     def add(self, trial: optuna.Trial) -> None:
         """Stamp ``trial`` now, then every interval until :meth:`discard`."""
@@ -109,6 +170,7 @@ class _Heartbeats:
         """No more heartbeats for the trial ``trial_id`` (it is being told)."""
         with self.lock:
             self.trials.discard(trial_id)
+            self.failing.pop(trial_id, None)
 
     def close(self) -> None:
         """Stop the thread."""
