@@ -18,6 +18,14 @@ not. A kernel that holds the GIL (one BPR epoch) delays that by at most its own 
 loky resource tracker exits by itself once no process holds its pipe. (``prctl(PR_SET_PDEATHSIG)``
 is not used: it fires when the parent's *thread* that spawned the worker ends, and loky spawns
 workers from whichever thread submits first, e.g. the sweep's background thread.)
+
+Settings: loky keeps its workers after a run (joblib: 300 s idle) and the next run of the same
+process reuses them, with the environment they were started with. dptune's settings that live
+in the environment (``DPTUNE_*``: the models given to :func:`dptune.models.register`, the
+heartbeat interval) would then be those of the earlier run, and a model registered since
+unknown to them. So every task carries the caller's ``DPTUNE_*`` variables as they are when
+the run starts, and the worker takes them over before it runs the task
+(:func:`_with_settings`).
 """
 
 from __future__ import annotations
@@ -32,6 +40,7 @@ from typing import Any
 from dptune._interrupt import check as check_interrupt
 
 WATCH_SECONDS = 0.5  # how often a worker checks that its parent is alive
+SETTINGS_PREFIX = "DPTUNE_"  # environment variables that travel with each task (_with_settings)
 _PARENT: int | None = None  # in a worker of run_parallel: the pid of the process that started it
 
 
@@ -76,6 +85,20 @@ def exit_if_orphaned() -> None:
     time). Does nothing outside a worker."""
     if _PARENT is not None and os.getppid() != _PARENT:
         os._exit(1)
+
+
+def _settings() -> dict[str, str]:
+    """The caller's environment variables named ``DPTUNE_*``, which each task carries."""
+    return {k: v for k, v in os.environ.items() if k.startswith(SETTINGS_PREFIX)}
+
+
+def _with_settings(settings: dict[str, str], fn: Callable[..., Any], args: tuple) -> Any:
+    """In a worker: make its ``DPTUNE_*`` environment ``settings`` (the caller's; the worker
+    may have been started for an earlier run, when they differed), then ``fn(*args)``."""
+    for k in [k for k in os.environ if k.startswith(SETTINGS_PREFIX) and k not in settings]:
+        del os.environ[k]
+    os.environ.update(settings)
+    return fn(*args)
 
 
 def _in_thread(work: Callable[[], Any]) -> Any:
@@ -129,7 +152,9 @@ def run_parallel(fn: Callable[..., Any], calls: Sequence[tuple], jobs: int,
     ``jobs <= 1`` or there is one call); ``on_done(result)`` runs in the caller as each finishes
     (e.g. to advance a progress bar). Results come back in completion order. The worker
     processes end with the calling process, however it ends (:func:`_die_with_parent`), and
-    never act on the terminal's Ctrl-C (:func:`_die_with_parent`)."""
+    never act on the terminal's Ctrl-C (:func:`_die_with_parent`); they run each call with the
+    caller's ``DPTUNE_*`` environment as it is when this is called, also those kept from an
+    earlier run (:func:`_with_settings`)."""
     out: list[Any] = []
     if jobs <= 1 or len(calls) <= 1:
         def serial() -> list[Any]:
@@ -148,6 +173,8 @@ def run_parallel(fn: Callable[..., Any], calls: Sequence[tuple], jobs: int,
         return serial()
     from joblib import Parallel, delayed, parallel_config
 
+    settings = _settings()
+
     def work() -> list[Any]:
         # max_nbytes=None: arguments are small (experiments, tasks), so no memory-mapped
         # temporary folder, which a killed worker would leave behind in /dev/shm
@@ -155,7 +182,7 @@ def run_parallel(fn: Callable[..., Any], calls: Sequence[tuple], jobs: int,
                 backend="loky", inner_max_num_threads=threads_per_job(jobs), max_nbytes=None,
                 initializer=_die_with_parent, initargs=(os.getpid(),)):
             for r in Parallel(n_jobs=jobs, return_as="generator_unordered")(
-                    delayed(fn)(*args) for args in calls):
+                    delayed(_with_settings)(settings, fn, args) for args in calls):
                 out.append(r)
                 if on_done is not None:
                     on_done(r)

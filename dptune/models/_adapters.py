@@ -49,7 +49,9 @@ _NOT_HYPER = ("self", "name", "seed", "verbose", "trainable")
 _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*$")
 _RESERVED = ("userknn", "itemknn", "bpr-mf")  # the built-in types
 _PREFIXES = ("cornac:", "implicit:", "python:")
-#: Environment variable through which registrations reach the sweep's worker processes.
+#: Environment variable through which registrations reach the sweep's worker processes (each
+#: task carries it, so workers kept from an earlier run know the models registered since:
+#: :func:`dptune._parallel.run_parallel`).
 REGISTRY_ENV = "DPTUNE_REGISTERED_MODELS"
 _REGISTRY: dict[str, tuple[Callable[..., Any], bool | None]] = {}
 

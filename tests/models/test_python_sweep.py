@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import pandas as pd
@@ -48,13 +49,6 @@ def clicks(tmp_path, monkeypatch):
     monkeypatch.setenv(REGISTRY_ENV, "{}")
     register("reg-ease", EASE)
     register("reg-pop", Popularity)
-    # loky's worker processes outlive a parallel run (10 s idle) and the next run of this
-    # process reuses them; those an earlier test started do not know the models registered
-    # since (a known gap of dptune's registry): the runs here start with none left over
-    from joblib.externals.loky import reusable_executor
-
-    if reusable_executor._executor is not None:
-        reusable_executor._executor.shutdown(wait=True, kill_workers=True)
     yield tmp_path
     _REGISTRY.pop("reg-ease", None)
     _REGISTRY.pop("reg-pop", None)
@@ -82,6 +76,34 @@ def test_registered_models_on_implicit_untimed_data_in_worker_processes(clicks):
     assert man["split"]["users_evaluated"]["test"] == man["dataset"]["users"]
     noise = clicks / "r" / "noise_floor.parquet"
     assert not noise.exists() or not any(noise.iterdir())  # both models are deterministic
+
+
+def test_a_model_registered_after_a_parallel_run_reaches_the_workers_it_kept(clicks,
+                                                                             monkeypatch):
+    """loky keeps a run's worker processes (joblib: 300 s idle) and the next run of the process
+    reuses them: they must know the models registered in between, not only those of their
+    start."""
+    from joblib.externals.loky import reusable_executor
+
+    _REGISTRY.pop("reg-pop")
+    monkeypatch.setenv(REGISTRY_ENV, json.dumps({"reg-ease": json.loads(
+        os.environ[REGISTRY_ENV])["reg-ease"]}))
+    both = EXPERIMENT.format(csv=clicks / "clicks.csv", method="random", jobs=2,
+                             grid=clicks / "ease.toml")
+    ease_only = clicks / "ease-only.toml"
+    ease_only.write_text(both[:both.index('[[algorithms]]\nname = "pop"')])
+    assert main(["run", str(ease_only), "--results", str(clicks / "r1"), "--no-analyze",
+                 "--no-progress"]) == 0
+    kept = reusable_executor._executor
+    assert kept is not None  # the first run's workers, kept for the next run
+
+    register("reg-pop", Popularity)  # unknown to the kept workers' own environment
+    cfg = write_experiment(clicks, "random", jobs=2)
+    assert main(["run", cfg, "--results", str(clicks / "r2"), "--no-analyze",
+                 "--no-progress"]) == 0
+    assert reusable_executor._executor is kept  # the second run ran on the same workers
+    per_user = pd.read_parquet(clicks / "r2" / "per_user.parquet")
+    assert set(per_user["algorithm"]) == {"ease", "pop"}
 
 
 def test_temporal_split_on_untimed_data_is_one_line_exit_2(clicks, capsys):
