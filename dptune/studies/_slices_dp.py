@@ -1,28 +1,32 @@
 """DP and metrics per user slice (slice study).
 
 DP per slice uses the main analysis's pairs (``pairs.csv`` of the reports directory when given,
-else the pairs of scope ``all`` exactly as the analysis' fold loop samples them); per fold the
-store's ``read_matrix`` slice is restricted to the slice's users, each pair tested with the
-analysis' paired test, and the folds accumulated as the fold loop accumulates them
+else the pairs of scope ``all`` exactly as the analysis' fold loop samples them); each fold is
+read as the fold loop reads it (once for every metric@N, in groups above
+:data:`dptune.analysis.dp.fold_loop.FOLD_BYTES`, from a store with a batched ``read_fold``;
+``read_matrix`` otherwise) and seen through a :class:`dptune.analysis.dp.fold_loop.FoldView`;
+per slice the fold's users are restricted to the slice's, each pair tested with the analysis'
+paired test, and the folds accumulated as the fold loop accumulates them
 (:class:`dptune.analysis.dp.fold_loop.FoldCurves`): DP per 25 pairs = 25 x the mean p-value. Metrics
 per slice are those of one configuration, pooled over (fold, user) observations, with the
-EvalRS miss rate at N (``hits@N = 0``, read as ``precision@N = 0``).
+EvalRS miss rate at N (``hits@N = 0``, read as ``precision@N = 0``), read the same way.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from dptune.analysis.dp.fold_loop import FoldCurves
+from dptune.analysis.dp.fold_loop import FoldCurves, FoldView, _fold_reader, _metric_groups
 from dptune.analysis.dp.paired_tests import PairedTest
 from dptune.analysis.dp.pairs import sample_pairs, scope_seed
 from dptune.analysis.dp.scale import per_reference
 from dptune.analysis.source import ResultSource
 from dptune.errors import input_error
+from dptune.store import FoldBuffer
 from dptune.vocab import fold_key
 
 __all__ = ["main_pairs", "slice_dp", "slice_metrics"]
@@ -52,8 +56,10 @@ def slice_dp(store: ResultSource, algorithm: str, pairs: np.ndarray,
              seed: int = 0) -> pd.DataFrame:
     """DP of every metric@N on the users of each slice.
 
-    For fold ``f`` and slice ``s`` with users ``U_{s,f}``: ``(users, V) = store.read_matrix(
-    algorithm, metric, N, f, ids)`` (``ids`` = the pairs' configurations), the columns of the
+    For fold ``f`` and slice ``s`` with users ``U_{s,f}``: ``V`` = the values of metric@N on
+    ``f`` of ``ids`` (the pairs' configurations) over the users with a value for every one of
+    them (each fold read once for every metric@N, as the fold loop reads it: :func:`_fold_blocks`;
+    the same matrix as ``store.read_matrix(algorithm, metric, N, f, ids)``), the columns of the
     users in ``U_{s,f}``; ``p_k = test(V[a_k], V[b_k])`` for every pair ``k`` (the resampling
     tests seeded as the analysis seeds scope ``all``); the folds accumulate in a
     :class:`dptune.analysis.dp.fold_loop.FoldCurves`: ``dp_per_25 = 25 x mean p`` with its fold
@@ -70,21 +76,23 @@ def slice_dp(store: ResultSource, algorithm: str, pairs: np.ndarray,
     folds = sorted({str(f) for m in members.values() for f in m}, key=fold_key)
     labels = list(members)
     n_p = len(pairs)
+    mcs = list(dict.fromkeys((str(m), int(c)) for m, c in metric_cutoffs))
+    acc = {(mc, s): FoldCurves(len(folds), n_p, alpha) for mc in mcs for s in labels}
+    sizes = {s: np.zeros(len(folds), dtype=np.int64) for s in labels}
+    buffer = FoldBuffer()  # one fold's values, reused by every fold's read
+    for fi, fold in enumerate(folds):
+        t_seed = scope_seed(seed, f"all|fold={fold}")
+        for mc, (values, rows, columns, users) in _fold_blocks(store, algorithm, fold, ids, mcs,
+                                                               buffer):
+            ra, rb = rows[rows_idx[:, 0]], rows[rows_idx[:, 1]]
+            for s in labels:
+                cols = _columns(users, columns, members[s].get(fold))
+                sizes[s][fi] = len(cols)
+                acc[(mc, s)].add(fi, test.pvalues(values, ra, rb, cols, seed=t_seed))
     out = []
     for metric, cutoff in metric_cutoffs:
-        acc = {s: FoldCurves(len(folds), n_p, alpha) for s in labels}
-        sizes = {s: np.zeros(len(folds), dtype=np.int64) for s in labels}
-        for fi, fold in enumerate(folds):
-            users, values = store.read_matrix(algorithm, metric, int(cutoff), fold, ids)
-            values = np.asarray(values, dtype=np.float64)
-            t_seed = scope_seed(seed, f"all|fold={fold}")
-            for s in labels:
-                cols = np.flatnonzero(np.isin(users, members[s].get(fold, np.empty(0, np.int32))))
-                sizes[s][fi] = len(cols)
-                acc[s].add(fi, test.pvalues(values, rows_idx[:, 0], rows_idx[:, 1], cols,
-                                            seed=t_seed))
         for s in labels:
-            r = acc[s].summary()
+            r = acc[((str(metric), int(cutoff)), s)].summary()
             out.append({"slice": s, "metric": metric, "cutoff": int(cutoff),
                         "dp_per_25": per_reference(r["dp_sum"], n_p),
                         "dp_per_25_plus_sd": per_reference(r["dp_sum_plus_sd"], n_p),
@@ -95,6 +103,34 @@ def slice_dp(store: ResultSource, algorithm: str, pairs: np.ndarray,
     return pd.DataFrame(out)
 
 
+def _fold_blocks(store: ResultSource, algorithm: str, fold: str, ids: np.ndarray,
+                 mcs: list[tuple[str, int]], buffer: FoldBuffer | None = None
+                 ) -> Iterator[tuple[tuple[str, int], tuple[np.ndarray, np.ndarray,
+                                                            np.ndarray | None, np.ndarray]]]:
+    """``(metric@N, FoldView.get(metric, cutoff, ids))`` of every metric@N of ``mcs`` on one
+    fold, read as the fold loop reads it: per group of metric@N that fits its memory bound
+    (:func:`dptune.analysis.dp.fold_loop._metric_groups`) one read
+    (:func:`dptune.analysis.dp.fold_loop._fold_reader`: the store's batched ``read_fold``, in
+    ``buffer`` when given, else ``read_matrix`` per metric@N) seen through a :class:`FoldView`.
+    A block may be the fold's own array (:meth:`FoldView.get`): valid until the next one is
+    asked for."""
+    for group in _metric_groups(store, algorithm, len(ids), mcs):
+        view = None  # the previous group's values go before the next group is read
+        view = FoldView(_fold_reader(store, algorithm, fold, ids, group, buffer))
+        for mc in group:
+            yield mc, view.get(mc[0], mc[1], ids)
+
+
+def _columns(users: np.ndarray, columns: np.ndarray | None,
+             members: np.ndarray | None) -> np.ndarray:
+    """The columns of a :meth:`FoldView.get` block (``users``: the users it holds, ``columns``
+    their columns, None = every column) that hold users of ``members`` (None: no user), in
+    column order (the users' sorted order, as in ``read_matrix``)."""
+    inside = np.flatnonzero(np.isin(users, members if members is not None
+                                    else np.empty(0, np.int32)))
+    return inside if columns is None else np.asarray(columns)[inside]
+
+
 def slice_metrics(store: ResultSource, algorithm: str, config_id: int,
                   members: Mapping[str, Mapping[str, np.ndarray]],
                   metric_cutoffs: Sequence[tuple[str, int]]) -> pd.DataFrame:
@@ -102,19 +138,26 @@ def slice_metrics(store: ResultSource, algorithm: str, config_id: int,
 
     Pooled over (fold, user) observations: ``mean = sum v / n_obs``; miss rate at N = fraction
     of observations with ``precision@N = 0`` (no relevant item in the top N; ``recall@N = 0``
-    when precision is not stored). Columns ``slice, metric, cutoff, mean, miss_rate, n_obs``.
+    when precision is not stored). Each fold is read once for every metric@N
+    (:func:`_fold_blocks`). Columns ``slice, metric, cutoff, mean, miss_rate, n_obs``.
     """
     folds = sorted({str(f) for m in members.values() for f in m}, key=fold_key)
     stored = {(m, int(c)) for m, c in metric_cutoffs}
     hit_metric = "precision" if any(m == "precision" for m, _ in stored) else "recall"
+    mcs = list(dict.fromkeys((str(m), int(c)) for m, c in metric_cutoffs))
+    ids = np.array([int(config_id)], dtype=np.int64)
+    buffer = FoldBuffer()
+    # per (metric, cutoff, fold): the configuration's users and values (a float64 copy: the
+    # block is the buffer's, overwritten by the next fold's read)
     cache: dict[tuple[str, int, str], tuple[np.ndarray, np.ndarray]] = {}
+    for fold in folds:
+        for (metric, cutoff), (values, rows, columns, users) in _fold_blocks(
+                store, algorithm, fold, ids, mcs, buffer):
+            row = values[rows[0]] if columns is None else values[rows[0], columns]
+            cache[(metric, cutoff, fold)] = (users, np.array(row, dtype=np.float64))
 
     def read(metric: str, cutoff: int, fold: str) -> tuple[np.ndarray, np.ndarray]:
-        key = (metric, cutoff, fold)
-        if key not in cache:
-            users, v = store.read_matrix(algorithm, metric, cutoff, fold, [int(config_id)])
-            cache[key] = (np.asarray(users), np.asarray(v, dtype=np.float64)[0])
-        return cache[key]
+        return cache[(str(metric), int(cutoff), fold)]
 
     out = []
     for s, by_fold in members.items():

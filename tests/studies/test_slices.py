@@ -249,6 +249,64 @@ def test_cli_main_and_errors(knn_swept, tmp_path, capsys) -> None:
     assert "dptune:" in capsys.readouterr().err
 
 
+class _Counted:
+    """A sweep's store that counts its reads (``read_fold``, ``read_matrix``); with
+    ``batched=False`` it has no ``read_fold``, as a store of outside values, so that the reader
+    falls back on ``read_matrix``."""
+
+    def __init__(self, store, batched: bool) -> None:
+        self.store, self.batched = store, batched
+        self.calls: list[tuple[str, str]] = []
+
+    def __getattr__(self, name: str):
+        if name == "read_fold" and not self.batched:
+            raise AttributeError(name)
+        attr = getattr(self.store, name)
+        if name not in ("read_fold", "read_matrix"):
+            return attr
+
+        def counted(algorithm, *args, **kwargs):
+            fold = args[0] if name == "read_fold" else args[2]
+            self.calls.append((name, str(fold)))
+            return attr(algorithm, *args, **kwargs)
+
+        return counted
+
+
+@pytest.mark.parametrize("test", ["t", "permutation"])
+def test_slices_read_each_fold_once_as_the_fold_loop_does(knn_swept, test) -> None:
+    """On a sweep's store the slice study reads each fold once, every metric@N of it, with the
+    fold loop's batched reader (``read_fold``), and gets exactly what the per-metric@N
+    ``read_matrix`` reads give."""
+    from dptune.store import ResultStore
+
+    store = ResultStore(knn_swept / "results")
+    alg = "userknn"
+    folds = store.folds(alg)
+    mcs = store.metric_cutoffs(alg)
+    ids = store.configs(alg)["config_id"].to_numpy()
+    rng = np.random.default_rng(3)
+    members = {}
+    for name, share in (("half", 2), ("third", 3)):
+        members[name] = {}
+        for f in folds:
+            users, _ = store.read_matrix(alg, *mcs[0], f, ids)
+            members[name][f] = np.sort(rng.choice(users, len(users) // share, replace=False))
+    pairs = slices.main_pairs(store, alg, 5, seed=7)
+    batched, fallback = _Counted(store, True), _Counted(store, False)
+    paired = paired_test(test, 200)
+    got = slices.slice_dp(batched, alg, pairs, members, mcs, paired, seed=7)
+    assert batched.calls == [("read_fold", f) for f in folds]
+    want = slices.slice_dp(fallback, alg, pairs, members, mcs, paired, seed=7)
+    assert len(fallback.calls) == len(folds) * len(mcs)
+    pd.testing.assert_frame_equal(got, want, check_exact=True)
+    batched.calls.clear()
+    got = slices.slice_metrics(batched, alg, int(ids[1]), members, mcs)
+    assert batched.calls == [("read_fold", f) for f in folds]
+    want = slices.slice_metrics(fallback, alg, int(ids[1]), members, mcs)
+    pd.testing.assert_frame_equal(got, want, check_exact=True)
+
+
 def test_report_names_the_experiment_and_results_without_absolute_paths(
         knn_swept, tmp_path, monkeypatch) -> None:
     """The manifest records the experiment file's absolute path; the report shows it (and the
