@@ -532,6 +532,43 @@ def write_runs(root: Path, systems: tuple[str, ...], folds: tuple[str, ...] | No
     return root / "runs", root / "qrels.txt", root / "train.txt"
 
 
+#: Run by :func:`ranx_scores` in a fresh process: ranx's per-query scores as JSON.
+_RANX_SCRIPT = """
+import json, sys
+import ranx
+a = json.load(sys.stdin)
+qrels, run = ranx.Qrels(a["qrels"]), ranx.Run(a["run"])
+ranx.evaluate(qrels, run, a["metrics"], **a["options"])
+print(json.dumps({m: {q: float(v) for q, v in run.scores[m].items()} for m in a["metrics"]}))
+"""
+
+
+def ranx_scores(qrels: dict, run: dict, metrics: list[str],
+                **options) -> dict[str, dict[str, float]]:
+    """ranx's score of every query for each of ``metrics`` (``"ndcg@10"``...): ``qrels``
+    (query -> item -> relevance) and ``run`` (query -> item -> score) as ``ranx.Qrels`` and
+    ``ranx.Run``, ``ranx.evaluate(qrels, run, metrics, **options)``, the scores read from the
+    run. Skips when ranx is not installed.
+
+    ranx's own code runs in a fresh process with numba's JIT off (``NUMBA_DISABLE_JIT=1``: the
+    interpreter runs the same functions, on a few dozen queries in a second) instead of
+    compiling its kernels, about 40 s of CPU on a fresh clone's cold numba cache."""
+    import importlib.util
+    import json
+    import subprocess
+    import sys
+
+    if importlib.util.find_spec("ranx") is None:
+        pytest.skip("ranx is not installed")
+    proc = subprocess.run([sys.executable, "-c", _RANX_SCRIPT],
+                          input=json.dumps({"qrels": qrels, "run": run, "metrics": metrics,
+                                            "options": options}),
+                          env=dict(os.environ, NUMBA_DISABLE_JIT="1"), capture_output=True,
+                          text=True, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout)
+
+
 def _pg_problem(url: str) -> str | None:
     """Why the server at ``url`` cannot be used, or None when it answers."""
     try:
