@@ -169,11 +169,16 @@ def tiny_experiment(tmp_path: Path) -> Path:
 
 
 #: The test files that take longest, longest first (measured with ``--durations``), and those
-#: that start processes of their own. The default run gives each file to one of two workers
-#: (addopts: ``-n 2 --dist loadfile --no-loadscope-reorder``) in the order collected: these
-#: first, then the tests marked ``alone``, then the many short in-process files, which the other
-#: worker runs beside the ``alone`` ones (:func:`pytest_runtest_protocol`). Only the order
-#: changes; no test depends on it.
+#: that start processes of their own: the long files. The default run gives each file to one
+#: of two workers (addopts: ``-n 2 --dist loadfile --no-loadscope-reorder``) in the order
+#: collected, as :func:`_rank` sorts it. A test marked ``alone`` never runs beside a test of a
+#: long file (:func:`pytest_runtest_protocol`), so the alone tests (the distributed sweeps,
+#: about a minute and a half, mostly heartbeat waits) come in the middle: after the long files
+#: up to :data:`LONG_AFTER_ALONE` and a short file (:data:`BEFORE_ALONE`, so that the other
+#: worker has finished its last long file when they start), then the many short in-process
+#: files, which the other worker runs beside them, then the long files from
+#: :data:`LONG_AFTER_ALONE` on, which both workers share once the alone tests are done. Only
+#: the order changes; no test depends on it.
 LONGEST_FIRST = (
     "test_cli.py", "test_api.py", "test_ctrl_c.py", "analysis/test_analyze.py",
     "analysis/test_grid_sample.py", "report/test_report_object.py",
@@ -187,18 +192,37 @@ LONGEST_FIRST = (
     "studies/test_slices.py", "sweeper/test_warmup.py", "sweeper/test_budget.py",
     "sweeper/test_interrupt.py", "test_parallel.py",
 )
+#: The first long file that runs after the alone tests (and those after it in LONGEST_FIRST).
+LONG_AFTER_ALONE = "engine/test_bpr_engine.py"
+#: Short files that run just before the alone tests (the longest of the short ones).
+BEFORE_ALONE = ("analysis/dp/test_dp.py",)
+
+
+def _file(item: pytest.Item) -> str | None:
+    """``item``'s file relative to tests/ (None outside it)."""
+    try:
+        return item.path.relative_to(Path(__file__).parent).as_posix()
+    except ValueError:
+        return None
+
+
+def _long(item: pytest.Item) -> bool:
+    """Whether ``item`` is a test of a long file (:data:`LONGEST_FIRST`)."""
+    return _file(item) in LONGEST_FIRST
 
 
 def _rank(item: pytest.Item) -> int:
-    """The place of ``item``'s file: its index in :data:`LONGEST_FIRST`, then ``alone``
-    tests, then every other file."""
+    """The place of ``item``'s file: the long files before :data:`LONG_AFTER_ALONE` in the
+    order of :data:`LONGEST_FIRST`, :data:`BEFORE_ALONE`, the ``alone`` tests, every short
+    file, then the other long files in the order of :data:`LONGEST_FIRST`."""
+    n, split = len(LONGEST_FIRST), LONGEST_FIRST.index(LONG_AFTER_ALONE)
+    name = _file(item)
     if item.get_closest_marker("alone"):
-        return len(LONGEST_FIRST)
-    try:
-        name = item.path.relative_to(Path(__file__).parent).as_posix()
-    except ValueError:
-        return len(LONGEST_FIRST) + 1
-    return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST) + 1
+        return split + 1
+    if name in LONGEST_FIRST:
+        i = LONGEST_FIRST.index(name)
+        return i if i < split else n + i
+    return split if name in BEFORE_ALONE else split + 2
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -217,7 +241,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
     heartbeat grace), so that the other worker's load cannot stretch it."""
     alone = item.get_closest_marker("alone") is not None
     if (not os.environ.get("PYTEST_XDIST_WORKER") or os.name != "posix"
-            or not (alone or _rank(item) < len(LONGEST_FIRST))):
+            or not (alone or _long(item))):
         return (yield)
     import fcntl
 
