@@ -171,19 +171,22 @@ def tiny_experiment(tmp_path: Path) -> Path:
 #: The test files that take longest, longest first (measured with ``--durations``), and those
 #: that start processes of their own: the long files. The default run gives each file to one
 #: of two workers (addopts: ``-n 2 --dist loadfile --no-loadscope-reorder``) in the order
-#: collected, as :func:`_rank` sorts it. A test marked ``alone`` never runs beside a test of a
-#: long file (:func:`pytest_runtest_protocol`), so the alone tests (the distributed sweeps,
-#: about a minute and a half, mostly heartbeat waits) come in the middle: after the long files
+#: collected, as :func:`_rank` sorts it; the second starts with a study whose first test sweeps
+#: nothing, so that the first worker alone compiles the models' numba kernels on a cold cache
+#: (its first store) and the second loads them from numba's on-disk cache. A test marked
+#: ``alone`` never runs beside a test of a long file (:func:`pytest_runtest_protocol`), so the
+#: alone tests (the distributed sweeps, about a minute and a half, mostly heartbeat waits)
+#: come in the middle: after the long files
 #: up to :data:`LONG_AFTER_ALONE` and a short file (:data:`BEFORE_ALONE`, so that the other
 #: worker has finished its last long file when they start), then the many short in-process
 #: files, which the other worker runs beside them, then the long files from
 #: :data:`LONG_AFTER_ALONE` on, which both workers share once the alone tests are done. Only
 #: the order changes; no test depends on it.
 LONGEST_FIRST = (
-    "test_cli.py", "test_api.py", "test_ctrl_c.py", "analysis/test_analyze.py",
-    "analysis/test_grid_sample.py", "report/test_report_object.py",
+    "test_cli.py", "studies/test_grid_sample_study.py", "test_api.py", "test_ctrl_c.py",
+    "analysis/test_analyze.py", "analysis/test_grid_sample.py", "report/test_report_object.py",
     "analysis/verdict/test_verdict_analysis.py", "report/test_report.py",
-    "studies/test_grid_sample_study.py", "test_per_user.py", "bench/test_bench.py",
+    "test_per_user.py", "bench/test_bench.py",
     "store/test_per_user_dp.py", "studies/test_error_rates_study.py",
     "studies/test_coverage_study.py", "test_bad_input.py", "models/test_readme_own_sections.py",
     "analysis/dp/test_units.py", "sweeper/test_part_writer.py", "bench/test_gpu.py",
