@@ -386,8 +386,9 @@ class ScopeRun:
                             p_reps = un.replicate_pvalues(folds, centres, self.bootstrap)
                             raw = (self._mult[k] * p_reps).sum(axis=1) / p_reps.shape[1]
                         else:
-                            raw = rs.replicate_sum(folds, self._mult[k], centres=centres) \
-                                / self.n_folds
+                            sizes = np.zeros(self.bootstrap) if k == 0 else None
+                            raw = rs.replicate_sum(folds, self._mult[k], centres=centres,
+                                                   sizes=sizes) / self.n_folds
                         # the claims (draws) compare the grouped replicates, unshrunk: with
                         # the extrapolated ones their error rate rose to 7.0% in one null case
                         # (docs/statistics.md section 11); the interval is extrapolated
@@ -399,7 +400,10 @@ class ScopeRun:
                                                            self._pair_mult, raw, centres,
                                                            p_reps))
                             ci = (rs.dp_interval(mean_k, raw, scale=shrink,
-                                                 groups=rs.interval_groups(folds))
+                                                 groups=rs.interval_groups(folds),
+                                                 factors=rs.size_factors(
+                                                     folds, self._mult[k], centres, raw,
+                                                     sizes))
                                   if self._pair_mult is None else
                                   un.grid_sample_interval(mean_k, raw, shrink))
                             lo, hi = (sc.REFERENCE_P * x for x in ci)

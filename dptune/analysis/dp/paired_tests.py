@@ -142,7 +142,7 @@ def paired_t_statistics(mean: np.ndarray, var: np.ndarray, n: np.ndarray | float
     compiled function: the entry point of every caller outside the compiled kernels."""
     args = np.broadcast_arrays(*(np.asarray(x, dtype=np.float64)
                                  for x in (mean, var, n, ss, size)))
-    flat = [np.ascontiguousarray(a).ravel() for a in args]
+    flat = [np.array(a).ravel() for a in args]  # copies: a broadcast view is read-only
     out = np.empty(flat[0].size)
     _paired_t_loop(*flat, bool(squared), out)
     return out.reshape(args[0].shape)

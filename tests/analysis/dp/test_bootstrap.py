@@ -353,3 +353,99 @@ def test_interval_scale_is_checked_and_one_is_the_plain_interval():
     for bad in (0.0, -0.1, float("nan"), float("inf")):
         with pytest.raises(DptuneError, match="scale"):
             rs.interval_replicates(0.4, reps, bad)
+
+
+def _weighted_t(d: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """``(B, P)`` paired t statistics of the rows of ``d`` (``(P, n)``) on the users weighted by
+    ``counts`` (``(B, n)``): the resampled sample written out, an oracle independent of the
+    group sums."""
+    ns = counts.sum(axis=1)[:, None]
+    mean = counts @ d.T / ns
+    var = (counts @ (d.T ** 2) - ns * mean ** 2) / (ns - 1.0)
+    return mean / np.sqrt(var / ns)
+
+
+def test_replicate_world_sizes_are_each_replicates_shrunk_squared_t():
+    """``sizes`` collects, per replicate, ``max(0, sum_j c_rj t_rj^2 - P'_r nu / (nu - 2))``
+    (the James-Stein size of the world the replicate stands for) from the same compiled pass
+    as the p-values; checked against the resampled users written out, with a constant pair
+    (left out of P') and pair weights; the replicates themselves are unchanged by asking."""
+    rng = np.random.default_rng(11)
+    n, P, B = 30, 6, 40
+    d = rng.normal(0.15, 1.0, size=(P, n))
+    d[0] = 0.3  # constant non-zero: t = +-inf, no size, not among P'
+    values = np.vstack([d, np.zeros((1, n))])
+    ra, rb = np.arange(P), np.full(P, P)
+    perm, starts, w = rs.user_draws(np.arange(n), B, seed=4, groups=n)
+    counts = np.zeros((B, n))
+    counts[:, perm] = w
+    mult = rs.pair_weights(B, P, 3 * P, seed=4)  # sampled pairs: weights other than 1
+    moments = rs.fold_moments(values, ra, rb, perm, starts, w, np.arange(n))
+    centre = rs.bootstrap_centres([moments])[0]
+    sizes = np.zeros(B)
+    reps = rs.fold_replicate_means(moments, mult, centre, sizes=sizes)
+    assert np.array_equal(reps, rs.fold_replicate_means(moments, mult, centre))
+    shifted = d[1:] + (centre[1:] - d[1:].mean(axis=1))[:, None]  # the bootstrap world
+    t = _weighted_t(shifted, counts)
+    t2 = (mult[:, 1:] * t ** 2).sum(axis=1)
+    nu = n - 1
+    want = np.maximum(0.0, t2 - mult[:, 1:].sum(axis=1) * nu / (nu - 2))
+    np.testing.assert_allclose(sizes, want, rtol=1e-5)
+    assert np.any(want == 0.0) or want.min() > 0.0
+    assert np.array_equal(rs.world_size(np.array([5.0, 1.0]), 2.0, 3), [5.0, 1.0])  # nu = 2
+    assert rs.world_size(10.0, 4.0, 11) == pytest.approx(10.0 - 4.0 * 10 / 8)
+
+
+def _moderate_folds(rng, n_configs, n, B, shared, folds=3):
+    ra, rb = np.triu_indices(n_configs, k=1)
+    perm, starts, w = rs.user_draws(np.arange(n), B, seed=3)
+    means = 2.0 * np.linspace(-1.0, 1.0, n_configs)[:, None] / np.sqrt(n)
+    taste = rng.normal(size=(n_configs, n)) if shared else 0.0
+    return [rs.fold_moments(means + taste + rng.normal(size=(n_configs, n)), ra, rb, perm,
+                            starts, w, np.arange(n)) for _ in range(folds)], len(ra)
+
+
+def test_size_factors_enlarge_the_errors_of_replicates_whose_world_is_larger():
+    """Moderate differences: the bootstrap's spread falls as its world's differences grow
+    (a negative slope), so replicates whose differences came out larger get factors above 1
+    and the smaller ones below, equal to 1 at the mean size; no fold with a test, or worlds
+    that do not vary: all 1."""
+    rng = np.random.default_rng(21)
+    B = 400
+    folds, P = _moderate_folds(rng, 6, 300, B, shared=True)
+    mult = np.ones((B, P))
+    centres = rs.bootstrap_centres(folds)
+    sizes = np.zeros(B)
+    raw = rs.replicate_sum(folds, mult, centres=centres, sizes=sizes) / len(folds)
+    f = rs.size_factors(folds, mult, centres, raw, sizes)
+    assert f.shape == (B,) and np.all(np.isfinite(f)) and np.all(f > 0)
+    order = np.argsort(sizes)
+    assert np.all(np.diff(f[order]) >= 0.0)  # larger world, larger factor (beta < 0)
+    assert f.min() < 1.0 < f.max()
+    # one slope: log f is linear in log(S_r + P') between the clipped ends, which are flat
+    # (sizes beyond the three worlds' are not extrapolated)
+    free = np.mean([np.count_nonzero(~m.constant) for m in folds])
+    x = np.log(sizes / len(folds) + free)
+    inner = (f > f.min()) & (f < f.max())
+    assert inner.sum() > B // 4 and np.sum(f == f.min()) > 1 and np.sum(f == f.max()) > 1
+    beta = np.polyfit(x[inner], -np.log(f[inner]), 1)[0]
+    np.testing.assert_allclose(-np.log(f[inner]), beta * x[inner] - beta * x[inner].mean()
+                               - np.mean(np.log(f[inner])), atol=1e-9)
+    assert -rs.MAX_SIZE_SLOPE <= beta < 0.0
+    # the interval: factors of 1 are the basic interval; the studentised one reaches higher
+    est = float(np.mean([m.p.mean() for m in folds]))
+    basic = rs.dp_interval(est, raw)
+    assert rs.dp_interval(est, raw, factors=np.ones(B)) == basic
+    stud = rs.dp_interval(est, raw, factors=f)
+    assert 0.0 <= stud[0] < est < stud[1] <= 1.0
+    for bad in (np.ones(B - 1), np.r_[np.ones(B - 1), 0.0], np.r_[np.ones(B - 1), np.nan]):
+        with pytest.raises(DptuneError, match="factors"):
+            rs.dp_interval(est, raw, factors=bad)
+    # nothing to measure: no fold with a test, or identical worlds
+    perm, starts, w = rs.user_draws(np.arange(1), B, seed=3)
+    lone = [rs.fold_moments(rng.normal(size=(3, 1)), *np.triu_indices(3, k=1), perm, starts,
+                            w, np.arange(1))]
+    assert np.array_equal(rs.size_factors(lone, np.ones((B, 3)), [lone[0].shrunk],
+                                          np.ones(B), np.zeros(B)), np.ones(B))
+    flat = np.full(B, 0.4)
+    assert np.array_equal(rs.size_factors(folds, mult, centres, flat, sizes), np.ones(B))

@@ -219,7 +219,7 @@ def _oracle_interval(store, metric, n_boot, seed, n_folds=3, n_configs=6):
     from dptune.analysis.dp import scale as rb
 
     pa, pb = np.triu_indices(n_configs, k=1)
-    point, raw, diffs, shrunk = [], np.zeros(n_boot), [], []
+    point, diffs, shrunk = [], [], []
     for f in range(n_folds):
         x = store.v[(metric, str(f))]
         d = x[pa] - x[pb]
@@ -230,31 +230,51 @@ def _oracle_interval(store, metric, n_boot, seed, n_folds=3, n_configs=6):
         diffs.append(d)
         shrunk.append(k * d.mean(axis=1))
     centre = np.mean(shrunk, axis=0)
-    for f, d in enumerate(diffs):
-        n = d.shape[1]
-        shifted = d - d.mean(axis=1, keepdims=True) + centre[:, None]
-        ids, _ = store.read_matrix("knn", metric, 10, str(f), np.arange(n_configs))
-        perm, starts, w = rs.user_draws(ids, n_boot, rb.bootstrap_seed(seed, 0), groups=n)
-        group = np.empty(n, dtype=int)  # the group of each user (column)
-        for g in range(len(starts) - 1):
-            group[perm[starts[g]:starts[g + 1]]] = g
-        for r in range(n_boot):  # each user as many times as its group's weight
-            users = np.repeat(np.arange(n), w[r, group].astype(int))
-            # the pass's t statistic of the weighted users, on the fold's n - 1 degrees of
-            # freedom (the replicate's size sum_g w_g |g| varies when the groups differ in size)
-            t_r = st.ttest_1samp(shifted[:, users], 0.0, axis=1).statistic
-            raw[r] += (2.0 * special.stdtr(n - 1, -np.abs(t_r))).mean() / n_folds
+
+    def world(c):
+        """The replicates ``pbar*`` and world sizes ``S_r`` of the world centred at ``c``
+        times the centre."""
+        reps, sizes = np.zeros(n_boot), np.zeros(n_boot)
+        for f, d in enumerate(diffs):
+            n = d.shape[1]
+            shifted = d - d.mean(axis=1, keepdims=True) + c * centre[:, None]
+            ids, _ = store.read_matrix("knn", metric, 10, str(f), np.arange(n_configs))
+            perm, starts, w = rs.user_draws(ids, n_boot, rb.bootstrap_seed(seed, 0), groups=n)
+            group = np.empty(n, dtype=int)  # the group of each user (column)
+            for g in range(len(starts) - 1):
+                group[perm[starts[g]:starts[g + 1]]] = g
+            for r in range(n_boot):  # each user as many times as its group's weight
+                users = np.repeat(np.arange(n), w[r, group].astype(int))
+                # the pass's t statistic of the weighted users, on the fold's n - 1 degrees of
+                # freedom (the replicate's size sum_g w_g |g| varies when the groups differ)
+                t_r = st.ttest_1samp(shifted[:, users], 0.0, axis=1).statistic
+                reps[r] += (2.0 * special.stdtr(n - 1, -np.abs(t_r))).mean() / n_folds
+                nu = n - 1  # the James-Stein size of the replicate's world
+                sizes[r] += max(0.0, np.sum(t_r**2) - len(pa) * nu / (nu - 2)) / n_folds
+        return reps, sizes
+
+    raw, sizes = world(1.0)
     est = float(np.mean(point))
     logit = lambda v: special.logit(np.clip(v, 1e-12, 1 - 1e-12))  # noqa: E731
     mapped = special.expit(logit(est) - (logit(raw) - logit(raw.mean())))
     groups = store.v[(metric, "0")].shape[1]
     kappa = st.t.ppf(0.975, groups - 1) / st.norm.ppf(0.975)
     asin = lambda v: np.arcsin(np.sqrt(v))  # noqa: E731
-    err = kappa * (asin(raw) - asin(raw.mean()))
+    # each replicate's error in its own world's spread: the slope of log sd on log(size + P)
+    # over the worlds at 1, 0.8 and 1.25 times the centre, sizes kept within the measured ones
+    worlds = [(raw, sizes), world(0.8), world(1.25)]
+    mean_sizes = [s.mean() for _, s in worlds]
+    x = np.log(np.array(mean_sizes) + len(pa))
+    beta = np.polyfit(x, [np.log(np.std(asin(r))) for r, _ in worlds], 1)[0]
+    own = np.clip(sizes, min(mean_sizes), max(mean_sizes))
+    factors = ((mean_sizes[0] + len(pa)) / (own + len(pa))) ** beta
+    if np.ptp(x) < 0.05:  # worlds of (nearly) one size: no slope to read, the basic interval
+        factors = np.ones(n_boot)
+    err = kappa * factors * (asin(raw) - asin(raw.mean()))
     q_lo, q_hi = np.quantile(err, [0.025, 0.975])
     ci = (np.sin(np.clip(asin(est) - q_hi, 0.0, np.pi / 2)) ** 2,
           np.sin(np.clip(asin(est) - q_lo, 0.0, np.pi / 2)) ** 2)
-    return est, mapped, (25 * ci[0], 25 * ci[1])
+    return est, mapped, (25 * ci[0], 25 * ci[1]), factors
 
 
 def test_interval_and_replicates_equal_a_plain_scipy_bootstrap():
@@ -270,7 +290,9 @@ def test_interval_and_replicates_equal_a_plain_scipy_bootstrap():
     t = pd.DataFrame(rows).set_index("metric")
     mapped = {}
     for m in ("ndcg", "recall"):
-        est, mapped[m], (lo, hi) = _oracle_interval(store, m, 40, 2)
+        est, mapped[m], (lo, hi), factors = _oracle_interval(store, m, 40, 2)
+        # nDCG's worlds differ in size (a studentised interval); recall's are of one size
+        assert np.allclose(factors, 1.0) == (m == "recall")
         assert t.at[m, "mean_p"] == pytest.approx(est, abs=1e-12)
         # the pass reads p from its t tail table (error < 1e-6): equal to that precision
         assert np.allclose(draws[("knn", "all", m, 10)][0][1], mapped[m], atol=2e-5)
