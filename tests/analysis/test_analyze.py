@@ -212,7 +212,8 @@ def test_bootstrap_report_states_choices_and_intervals(reruns):
 
 def test_noise_floor_and_importance_can_be_switched_off(tiny, tmp_path):
     out = tmp_path / "off"
-    analyze_results(tiny / "results", out, noise_seeds=0, importance=False)
+    # a bootstrap of 40 (the fewest for an interval): what is switched off does not depend on it
+    analyze_results(tiny / "results", out, noise_seeds=0, importance=False, bootstrap=40)
     text = (out / "report.md").read_text()
     assert "Off (`noise_seeds = 0`)." in text and "| Noise floor | off |" in text
     assert "## Hyperparameter importance" not in text
@@ -266,7 +267,7 @@ def test_report_names_an_algorithm_with_a_single_configuration(tmp_path):
     cfg.write_text(text)
     reports = tmp_path / "reports"
     assert main(["run", str(cfg), "--results", str(tmp_path / "results"), "--reports",
-                 str(reports), "--no-progress"]) == 0
+                 str(reports), "--no-progress", "--bootstrap", "40"]) == 0
     md = (reports / "report.md").read_text()
     assert "No DP for Item-kNN: it has 1 configuration, so there is no pair" in md
     assert "itemknn" not in set(pd.read_csv(reports / "dp.csv")["algorithm"])

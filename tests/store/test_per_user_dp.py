@@ -34,7 +34,8 @@ def test_csv_without_configs_and_systems(tiny_swept: Path, tmp_path: Path) -> No
                    metric=df["metric"] + "@" + df["cutoff"].astype(str))
     path = tmp_path / "per_user.csv"
     df[["system", "fold", "user", "metric", "value"]].to_csv(path, index=False)
-    rc = main(["dp", "--per-user", str(path), "--reports", str(tmp_path / "r"), "--pairs", "3"])
+    rc = main(["dp", "--per-user", str(path), "--reports", str(tmp_path / "r"), "--pairs", "3",
+               "--bootstrap", "40"])
     assert rc == 0
     dp = pd.read_csv(tmp_path / "r" / "dp.csv")
     assert set(dp["scope"]) == {"all"} and set(dp["algorithm"]) == {"runs"}
@@ -67,6 +68,6 @@ def test_algorithm_with_one_configuration_is_reported_without_dp(tiny_swept: Pat
     path = tmp_path / "per_user.parquet"
     pd.concat([df, pop]).to_parquet(path)
     assert main(["dp", "--per-user", str(path), "--reports", str(tmp_path / "r"),
-                 "--pairs", "3"]) == 0
+                 "--pairs", "3", "--bootstrap", "40"]) == 0
     assert set(pd.read_csv(tmp_path / "r" / "dp.csv")["algorithm"]) == {"userknn"}
     assert "pair of configurations" in (tmp_path / "r" / "report.md").read_text()
