@@ -190,15 +190,18 @@ LONGEST_FIRST = (
     "store/test_per_user_dp.py", "studies/test_error_rates_study.py",
     "studies/test_coverage_study.py", "test_bad_input.py", "models/test_readme_own_sections.py",
     "analysis/dp/test_units.py", "sweeper/test_part_writer.py", "bench/test_gpu.py",
-    "models/test_cornac_sweep.py", "store/test_faults.py", "engine/test_bpr_engine.py",
-    "report/test_html_browser.py", "models/test_python_sweep.py", "studies/test_seeds.py",
-    "studies/test_slices.py", "sweeper/test_warmup.py", "sweeper/test_budget.py",
-    "sweeper/test_interrupt.py", "test_parallel.py",
+    # after the alone tests:
+    "store/test_faults.py", "models/test_python_sweep.py", "sweeper/test_warmup.py",
+    "studies/test_slices.py", "models/test_cornac_sweep.py", "report/test_html_browser.py",
+    "sweeper/test_budget.py", "engine/test_bpr_engine.py", "studies/test_seeds.py",
+    "test_parallel.py", "sweeper/test_interrupt.py",
 )
 #: The first long file that runs after the alone tests (and those after it in LONGEST_FIRST).
-LONG_AFTER_ALONE = "engine/test_bpr_engine.py"
-#: Short files that run just before the alone tests (the longest of the short ones).
-BEFORE_ALONE = ("analysis/dp/test_dp.py",)
+LONG_AFTER_ALONE = "store/test_faults.py"
+#: Short files that run just before the alone tests (the longest of the short ones, longer
+#: together than the last long file before them, bench/test_gpu.py).
+BEFORE_ALONE = ("analysis/dp/test_dp.py", "analysis/importance/test_importance.py",
+                "models/test_models.py")
 
 
 def _file(item: pytest.Item) -> str | None:
