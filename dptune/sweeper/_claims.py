@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
     from dptune.sweeper.design import AlgorithmDesign
 
-log = logging.getLogger(__name__)
+_log = logging.getLogger(__name__)
 
 
 def _study(exp: Experiment, algorithm: str, storage: BaseStorage, folds: list[str],
@@ -132,17 +132,17 @@ class _Heartbeats:
                 n = self.failing[trial_id] = self.failing.get(trial_id, 0) + 1
             grace = self.grace
             if n == 1:
-                log.warning("heartbeat of trial %d failed (%s: %s); trying again every %gs",
+                _log.warning("heartbeat of trial %d failed (%s: %s); trying again every %gs",
                             trial_id, type(err).__name__, err, self.interval)
             elif n * self.interval >= grace > (n - 1) * self.interval:
-                log.warning("heartbeat of trial %d failed %d times in a row (%s: %s); other "
+                _log.warning("heartbeat of trial %d failed %d times in a row (%s: %s); other "
                             "workers may take it for dead (grace %ds)", trial_id, n,
                             type(err).__name__, err, grace)
             return
         with self.lock:
             n = self.failing.pop(trial_id, 0)
         if n:
-            log.warning("heartbeat of trial %d recorded again after %d failed", trial_id, n)
+            _log.warning("heartbeat of trial %d recorded again after %d failed", trial_id, n)
 
     def beat_all(self) -> None:
         """One heartbeat of every open trial (what the thread does each interval)."""
