@@ -57,8 +57,9 @@ def _bootstrap_text(options: Any, groups: int | None = None) -> str:
         f"fold resampled in {'' if groups is None else f'{groups} '}random groups (the same "
         "draws for every scope and metric, "
         "so their replicates are paired), the pairs too when they are a sample of the grid's; "
-        "95% basic interval of the mean p-value on the arcsine scale, its spread read with "
-        "Student's t over the user groups (inside [0, 1]; [0, 25] per 25 pairs)"
+        "95% studentised interval of the mean p-value on the arcsine scale (each replicate's "
+        "error in the spread of its own bootstrap world), its spread read with Student's t "
+        "over the user groups (inside [0, 1]; [0, 25] per 25 pairs)"
     )
 
 

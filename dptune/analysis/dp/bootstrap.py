@@ -78,8 +78,8 @@ depends on how different its world's pairs are, and replicate ``r`` stands for a
 own size ``S_r`` (its James-Stein ``sum_j lambda_j^2``, :func:`world_size`, from the same
 compiled pass), so ``f_r = ((S-bar + P') / (S_r + P'))^beta`` divides each error by the spread
 its own world would have relative to the sample's, with ``beta`` the slope of ``log sd`` on
-``log(S + P')`` measured over the sample's world and its centre scaled by 0.8 and 1.25
-(:func:`size_factors`). The comparisons between metrics and hyperparameters read
+``log(S + P')`` measured over the sample's world and two with its centre scaled to the
+replicates' 2nd and 98th percentile sizes (:func:`size_factors`). The comparisons between metrics and hyperparameters read
 the same replicates reflected on the logit scale ``L(x) = log(x / (1 - x))``,
 ``pbar°_r = L^{-1}(L(pbar) - (L(pbar*_r) - L(pbar-bar*)))`` (``L`` of values within ``1e-12``
 of 0 or 1 taken at ``1e-12`` / ``1 - 1e-12``), on which their error rates were measured.
@@ -141,7 +141,7 @@ __all__ = [
     "interval_replicates",
     "dp_interval",
     "world_size",
-    "WORLD_SCALES",
+    "WORLD_QUANTILES",
     "size_factors",
     "interval_groups",
     "small_sample_factor",
@@ -593,8 +593,11 @@ def world_size(t2: np.ndarray | float, free: np.ndarray | float, n: int) -> np.n
 
 
 #: The bootstrap worlds :func:`size_factors` measures besides the sample's: its centre scaled
-#: by these factors.
-WORLD_SCALES = (0.8, 1.25)
+#: so that their sizes reach these quantiles of the replicates' sizes.
+WORLD_QUANTILES = (0.02, 0.98)
+
+#: The largest factor by which :func:`size_factors` scales the centre.
+MAX_WORLD_SCALE = 2.0
 
 #: The smallest spread of ``log(S-bar + P')`` over the three worlds from which
 #: :func:`size_factors` reads a slope (5%): a centre near 0 hardly changes when scaled, and a
@@ -617,16 +620,22 @@ def size_factors(folds: Sequence[FoldMoments], weights_pairs: np.ndarray,
     by their number; ``S-bar`` its mean over the replicates, the size of the sample's world in
     the same currency); ``P'`` the mean number of pairs that vary per fold (``sum_j t_j^2``
     holds ``P'`` of noise). ``beta`` is measured, not assumed: the slope of ``log sd(A(pbar*))``
-    against ``log(S-bar + P')`` over three bootstrap worlds, the sample's and its centre
-    scaled by each of :data:`WORLD_SCALES` (the same draws, so the slope's noise is small),
-    kept within ``+-``:data:`MAX_SIZE_SLOPE`. The slope is used only over the sizes it was
-    measured on: ``clip`` keeps ``S_r`` between the smallest and the largest of the three
-    worlds' mean sizes. Without differences the centre is near 0, scaling it hardly changes
-    its world, and a slope read there and extrapolated over the replicates' sizes (which vary
-    by their noise alone) over-corrected: 15 configurations without differences had 1.0% of
-    the intervals wholly below the truth and 3.3% above, the slope measured within a sample
-    being -0.56 where the bootstrap's spread followed the sample's size with -0.14 across
-    samples. ``replicates``: the sample world's ``pbar*``.
+    against ``log(S-bar + P')`` over three bootstrap worlds (the same draws, so the slope's
+    noise is small): the sample's, and its centre scaled by ``c = sqrt(q / S-bar)`` for ``q``
+    the :data:`WORLD_QUANTILES` of the ``S_r`` (a world's size grows as ``c^2``; ``c`` at
+    most :data:`MAX_WORLD_SCALE`), so that the slope is measured over the sizes the
+    replicates have; kept within ``+-``:data:`MAX_SIZE_SLOPE`. It is used only over the
+    sizes it was measured on: ``clip`` keeps ``S_r`` between the smallest and the largest of
+    the three worlds' mean sizes. Without differences the centre is near 0, scaling it hardly
+    changes its world, and a slope read there and extrapolated over the replicates' sizes
+    (which vary by their noise alone) over-corrected: with worlds scaled by 0.8 and 1.25 and
+    no clip, 15 configurations without differences had 1.0% of the intervals wholly below the
+    truth and 3.3% above, the slope measured within a sample being -0.56 where the
+    bootstrap's spread followed the sample's size with -0.14 across samples. With the clip
+    but those fixed scales, the replicates of 5-7 configurations over the same users reach
+    beyond the worlds' sizes and lost part of their correction (3.7-3.9% below the truth
+    instead of 2.7-3.2%); worlds at the replicates' 2nd and 98th percentile sizes keep it
+    (3.0-3.6%). ``replicates``: the sample world's ``pbar*``.
     All 1 when no fold has a test, the worlds' sizes differ by less than
     :data:`MIN_SIZE_SPAN` or a world does not vary.
 
@@ -648,9 +657,14 @@ def size_factors(folds: Sequence[FoldMoments], weights_pairs: np.ndarray,
         return np.ones(n_boot)
     free = float(np.mean([np.count_nonzero(~f.constant) for f in tested]))
     reps = np.asarray(replicates, dtype=np.float64)
+    own = np.asarray(sizes, dtype=np.float64) / n_folds
+    size = float(np.mean(own))
+    if not size > 0.0:  # every replicate's world without differences: nothing to tell apart
+        return np.ones(n_boot)
+    scales = np.minimum(np.sqrt(np.quantile(own, WORLD_QUANTILES) / size), MAX_WORLD_SCALE)
     xs, ys, means = [], [], []
-    for c in (1.0, *WORLD_SCALES):
-        if c == 1.0:
+    for c in (1.0, *scales):
+        if not means:  # the sample's own world
             raw, s = reps, np.asarray(sizes, dtype=np.float64)
         else:
             s = np.zeros(n_boot)
@@ -665,7 +679,7 @@ def size_factors(folds: Sequence[FoldMoments], weights_pairs: np.ndarray,
     if not (free > 0.0 and np.ptp(xs) >= MIN_SIZE_SPAN):
         return np.ones(n_boot)
     beta = float(np.clip(np.polyfit(xs, ys, 1)[0], -MAX_SIZE_SLOPE, MAX_SIZE_SLOPE))
-    own = np.clip(np.asarray(sizes, dtype=np.float64) / n_folds, min(means), max(means))
+    own = np.clip(own, min(means), max(means))
     return ((means[0] + free) / (own + free)) ** beta
 
 

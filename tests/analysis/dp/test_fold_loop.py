@@ -261,8 +261,10 @@ def _oracle_interval(store, metric, n_boot, seed, n_folds=3, n_configs=6):
     kappa = st.t.ppf(0.975, groups - 1) / st.norm.ppf(0.975)
     asin = lambda v: np.arcsin(np.sqrt(v))  # noqa: E731
     # each replicate's error in its own world's spread: the slope of log sd on log(size + P)
-    # over the worlds at 1, 0.8 and 1.25 times the centre, sizes kept within the measured ones
-    worlds = [(raw, sizes), world(0.8), world(1.25)]
+    # over the sample's world and the centre scaled to the replicates' 2nd and 98th percentile
+    # sizes (a world's size grows as the square of the scale), sizes kept within the measured
+    scales = np.minimum(np.sqrt(np.quantile(sizes, [0.02, 0.98]) / sizes.mean()), 2.0)
+    worlds = [(raw, sizes), world(scales[0]), world(scales[1])]
     mean_sizes = [s.mean() for _, s in worlds]
     x = np.log(np.array(mean_sizes) + len(pa))
     beta = np.polyfit(x, [np.log(np.std(asin(r))) for r, _ in worlds], 1)[0]
