@@ -620,8 +620,9 @@ def size_factors(folds: Sequence[FoldMoments], weights_pairs: np.ndarray,
     by their number; ``S-bar`` its mean over the replicates, the size of the sample's world in
     the same currency); ``P'`` the mean number of pairs that vary per fold (``sum_j t_j^2``
     holds ``P'`` of noise). ``beta`` is measured, not assumed: the slope of ``log sd(A(pbar*))``
-    against ``log(S-bar + P')`` over three bootstrap worlds (the same draws, so the slope's
-    noise is small): the sample's, and its centre scaled by ``c = sqrt(q / S-bar)`` for ``q``
+    against ``log(S-bar + P')`` over three bootstrap worlds, each on the same first
+    :func:`coarse_replicates` draws (so the slope's noise is small, at half the cost of all
+    ``B``): the sample's, and its centre scaled by ``c = sqrt(q / S-bar)`` for ``q``
     the :data:`WORLD_QUANTILES` of the ``S_r`` (a world's size grows as ``c^2``; ``c`` at
     most :data:`MAX_WORLD_SCALE`), so that the slope is measured over the sizes the
     replicates have; kept within ``+-``:data:`MAX_SIZE_SLOPE`. It is used only over the
@@ -662,13 +663,16 @@ def size_factors(folds: Sequence[FoldMoments], weights_pairs: np.ndarray,
     if not size > 0.0:  # every replicate's world without differences: nothing to tell apart
         return np.ones(n_boot)
     scales = np.minimum(np.sqrt(np.quantile(own, WORLD_QUANTILES) / size), MAX_WORLD_SCALE)
+    # the scaled worlds on the first coarse_replicates(B) draws, the sample's world read on the
+    # same draws (common draws: the slope's noise is the worlds' difference, not their own)
+    n_c = coarse_replicates(n_boot)
     xs, ys, means = [], [], []
     for c in (1.0, *scales):
         if not means:  # the sample's own world
-            raw, s = reps, np.asarray(sizes, dtype=np.float64)
+            raw, s = reps[:n_c], np.asarray(sizes, dtype=np.float64)[:n_c]
         else:
-            s = np.zeros(n_boot)
-            raw = replicate_sum(folds, weights_pairs, centres=[c * x for x in centres],
+            s = np.zeros(n_c)
+            raw = replicate_sum(folds, weights_pairs[:n_c], centres=[c * x for x in centres],
                                 sizes=s) / n_folds
         sd = float(np.std(_arcsine(raw)))
         if not sd > 1e-12:  # a world that does not vary (its sd is rounding)
