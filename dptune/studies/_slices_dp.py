@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dptune.analysis.dp.fold_loop import FoldCurves, FoldView, _fold_reader, _metric_groups
+from dptune.analysis.dp.fold_loop import FoldCurves, FoldView, fold_reader, metric_groups
 from dptune.analysis.dp.paired_tests import PairedTest
 from dptune.analysis.dp.pairs import sample_pairs, scope_seed
 from dptune.analysis.dp.scale import per_reference
@@ -109,14 +109,14 @@ def _fold_blocks(store: ResultSource, algorithm: str, fold: str, ids: np.ndarray
                                                             np.ndarray | None, np.ndarray]]]:
     """``(metric@N, FoldView.get(metric, cutoff, ids))`` of every metric@N of ``mcs`` on one
     fold, read as the fold loop reads it: per group of metric@N that fits its memory bound
-    (:func:`dptune.analysis.dp.fold_loop._metric_groups`) one read
-    (:func:`dptune.analysis.dp.fold_loop._fold_reader`: the store's batched ``read_fold``, in
+    (:func:`dptune.analysis.dp.fold_loop.metric_groups`) one read
+    (:func:`dptune.analysis.dp.fold_loop.fold_reader`: the store's batched ``read_fold``, in
     ``buffer`` when given, else ``read_matrix`` per metric@N) seen through a :class:`FoldView`.
     A block may be the fold's own array (:meth:`FoldView.get`): valid until the next one is
     asked for."""
-    for group in _metric_groups(store, algorithm, len(ids), mcs):
+    for group in metric_groups(store, algorithm, len(ids), mcs):
         view = None  # the previous group's values go before the next group is read
-        view = FoldView(_fold_reader(store, algorithm, fold, ids, group, buffer))
+        view = FoldView(fold_reader(store, algorithm, fold, ids, group, buffer))
         for mc in group:
             yield mc, view.get(mc[0], mc[1], ids)
 

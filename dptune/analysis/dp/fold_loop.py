@@ -73,7 +73,8 @@ from dptune.store._fold import slice_of
 from dptune.vocab import fold_key, metric_key
 
 __all__ = ["FOLD_BYTES", "STABILITY_BUDGET_S", "INTERVAL_KINDS", "FoldView", "UserDraws",
-           "FoldCurves", "ScopePlan", "ScopeRun", "run_fold_loop"]
+           "FoldCurves", "ScopePlan", "ScopeRun", "metric_groups", "fold_reader",
+           "run_fold_loop"]
 
 #: The most memory one fold read may hold: the float32 values of every configuration any
 #: scope needs, for every metric@N. Above it the metric@N are read in groups (each group one
@@ -451,8 +452,8 @@ def _repeats(bootstrapped: Sequence[Scope], options: Any, n_users: int, n_mcs: i
     return sb.affordable_repeats(requested, per, STABILITY_BUDGET_S)
 
 
-def _metric_groups(store: ResultSource, alg: str, n_configs: int,
-                   mcs: list[tuple[str, int]]) -> list[list[tuple[str, int]]]:
+def metric_groups(store: ResultSource, alg: str, n_configs: int,
+                  mcs: list[tuple[str, int]]) -> list[list[tuple[str, int]]]:
     """``mcs`` in consecutive groups whose fold slice fits :data:`FOLD_BYTES` (one group when
     the store has no batched ``read_fold`` or no ``trials`` to size it). Every result is the
     same for any grouping: each metric@N is tested on its own values."""
@@ -466,8 +467,8 @@ def _metric_groups(store: ResultSource, alg: str, n_configs: int,
     return [list(mcs[i:i + size]) for i in range(0, len(mcs), size)]
 
 
-def _fold_reader(store: ResultSource, algorithm: str, fold: str, ids: np.ndarray,
-                 mcs: list[tuple[str, int]], buffer: Any = None) -> Reader:
+def fold_reader(store: ResultSource, algorithm: str, fold: str, ids: np.ndarray,
+                mcs: list[tuple[str, int]], buffer: Any = None) -> Reader:
     """``read(metric, cutoff, ids)`` of one fold: a store with a batched ``read_fold`` (the
     :class:`dptune.store._store.ResultStore`) is read once per fold, every configuration and
     metric@N of the group, served from memory; any other store is asked ``read_matrix``."""
@@ -585,11 +586,11 @@ def run_fold_loop(store: ResultSource, options: Any, progress: bool = False,
                                      r.table_pairs, r.table_weights, strict=True)))
             ids = (np.unique(np.concatenate([r.ids for r in runs])) if runs
                    else np.zeros(0, dtype=np.int64))
-            groups = _metric_groups(store, alg, len(ids), mcs)
+            groups = metric_groups(store, alg, len(ids), mcs)
             for f_i, fold in enumerate(folds):
                 for group in groups if runs else []:
                     view = None  # drop the previous slice before reading the next one
-                    view = FoldView(_fold_reader(store, alg, fold, ids, group, buffer))
+                    view = FoldView(fold_reader(store, alg, fold, ids, group, buffer))
                     for r in runs:
                         r.add_fold(f_i, fold, view, group)
                 if runs:

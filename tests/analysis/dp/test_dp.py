@@ -493,9 +493,9 @@ def test_a_fold_read_in_groups_of_metrics_gives_the_same_analysis(monkeypatch) -
     store = SlicedStore(seed=5, drop=("bpr", "1", 4, 7))
     opts = dict(pairs=30, seed=0, bootstrap=50, stability=0)
     whole = analyze(store, **opts)
-    assert len(fl._metric_groups(store, "bpr", 18, store.metric_cutoffs("bpr"))) == 1
+    assert len(fl.metric_groups(store, "bpr", 18, store.metric_cutoffs("bpr"))) == 1
     monkeypatch.setattr(fl, "FOLD_BYTES", 1)
-    assert fl._metric_groups(store, "bpr", 18, store.metric_cutoffs("bpr")) == \
+    assert fl.metric_groups(store, "bpr", 18, store.metric_cutoffs("bpr")) == \
         [[mc] for mc in store.metric_cutoffs("bpr")]
     grouped = analyze(store, **opts)
     pd.testing.assert_frame_equal(grouped.pvalues, whole.pvalues, check_exact=True)
