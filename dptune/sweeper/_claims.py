@@ -157,10 +157,13 @@ class _Heartbeats:
             self.beat_all()
 
     def add(self, trial: optuna.Trial) -> None:
-        """Stamp ``trial`` now, then every interval until :meth:`discard`."""
-        self._stamp(trial._trial_id)
+        """Stamp ``trial`` now, then every interval until :meth:`discard`. A first stamp that
+        fails is tried again at the next interval, as every beat is (:meth:`_beat`), instead of
+        failing the run: a raise here left the trial RUNNING without any heartbeat record,
+        which no worker could ever find stale."""
         with self.lock:
             self.trials.add(trial._trial_id)
+        self._beat(trial._trial_id)
         if self.thread is None:
             self.thread = threading.Thread(target=self._run, name="dptune-heartbeat",
                                            daemon=True)

@@ -190,3 +190,23 @@ def test_the_thread_keeps_beating_after_failed_beats(study: optuna.Study) -> Non
         assert _beats_of(flaky, trial._trial_id).count(False) == 4
     finally:
         beats.close()
+
+
+def test_a_first_beat_that_fails_is_tried_again_instead_of_failing_the_run(
+        study: optuna.Study) -> None:
+    """``add`` on a locked storage: no raise, the trial stays among the beating ones with the
+    failure counted, and the next round records its beat."""
+    flaky: _Flaky = study._storage
+    trial = study.ask()
+    beats = _Heartbeats(study, NEVER)
+    try:
+        flaky.fails = 1
+        beats.add(trial)
+        tid = trial._trial_id
+        assert tid in beats.trials and (beats.errors, beats.failing) == (1, {tid: 1})
+        beats.beat_all()
+        assert _beats_of(flaky, tid) == [False, True] and beats.failing == {}
+    finally:
+        beats.close()
+    study.tell(trial, 1.0)
+    assert study.trials[0].state == TrialState.COMPLETE
