@@ -401,10 +401,19 @@ def shrink_factor(t2: np.ndarray, constant: np.ndarray, n: int) -> float:
         return 1.0
     t2 = np.asarray(t2, dtype=np.float64)[free]
     t2 = t2[np.isfinite(t2)]
-    total = float(t2.sum()) * (nu - 2) / nu
-    if not total > 0.0:
-        return 0.0
-    return float(np.sqrt(max(0.0, 1.0 - free.sum() / total)))
+    return float(np.sqrt(_james_stein_k2(float(t2.sum()), free.sum(), nu)))
+
+
+def _james_stein_k2(t2: np.ndarray | float, free: np.ndarray | float,
+                    nu: int) -> np.ndarray:
+    """``k^2 = max(0, 1 - P' / (sum_j t_j^2 (nu - 2) / nu))`` element by element (``t2``:
+    ``sum_j t_j^2``, ``free``: ``P'``; ``nu > 2``), 0 where that total is not positive: the one
+    James-Stein rule of :func:`shrink_factor` (the bootstrap world's centre) and
+    :func:`world_size` (its size)."""
+    total = np.asarray(t2, dtype=np.float64) * (nu - 2) / nu
+    with np.errstate(divide="ignore", invalid="ignore"):
+        k2 = np.maximum(0.0, 1.0 - np.asarray(free, dtype=np.float64) / total)
+    return np.where(total > 0.0, k2, 0.0)
 
 
 @dataclass(frozen=True)
@@ -589,7 +598,7 @@ def world_size(t2: np.ndarray | float, free: np.ndarray | float, n: int) -> np.n
     nu = int(n) - 1
     if nu <= 2:
         return t2.copy()
-    return np.maximum(0.0, t2 - np.asarray(free, dtype=np.float64) * nu / (nu - 2))
+    return _james_stein_k2(t2, free, nu) * t2
 
 
 #: The bootstrap worlds :func:`size_factors` measures besides the sample's: its centre scaled
@@ -604,7 +613,8 @@ MAX_WORLD_SCALE = 2.0
 #: slope over sizes that close is rounding, not a measurement.
 MIN_SIZE_SPAN = 0.05
 
-#: The largest ``|beta|`` :func:`size_factors` uses (a guard: measured slopes lie in -0.35-0.1).
+#: The largest ``|beta|`` :func:`size_factors` uses (a guard: the slopes measured in
+#: ``docs/statistics.md`` section 10a lay between about -0.6 and 0.1).
 MAX_SIZE_SLOPE = 1.0
 
 
@@ -657,8 +667,8 @@ def size_factors(folds: Sequence[FoldMoments], weights_pairs: np.ndarray,
     if not tested:
         return np.ones(n_boot)
     free = float(np.mean([np.count_nonzero(~f.constant) for f in tested]))
-    reps = np.asarray(replicates, dtype=np.float64)
-    own = np.asarray(sizes, dtype=np.float64) / n_folds
+    sizes = np.asarray(sizes, dtype=np.float64)
+    own = sizes / n_folds
     size = float(np.mean(own))
     if not size > 0.0:  # every replicate's world without differences: nothing to tell apart
         return np.ones(n_boot)
@@ -666,14 +676,14 @@ def size_factors(folds: Sequence[FoldMoments], weights_pairs: np.ndarray,
     # the scaled worlds on the first coarse_replicates(B) draws, the sample's world read on the
     # same draws (common draws: the slope's noise is the worlds' difference, not their own)
     n_c = coarse_replicates(n_boot)
+    worlds = [(np.asarray(replicates, dtype=np.float64)[:n_c], sizes[:n_c])]
+    for c in scales:
+        s = np.zeros(n_c)
+        raw = replicate_sum(folds, weights_pairs[:n_c], centres=[c * x for x in centres],
+                            sizes=s) / n_folds
+        worlds.append((raw, s))
     xs, ys, means = [], [], []
-    for c in (1.0, *scales):
-        if not means:  # the sample's own world
-            raw, s = reps[:n_c], np.asarray(sizes, dtype=np.float64)[:n_c]
-        else:
-            s = np.zeros(n_c)
-            raw = replicate_sum(folds, weights_pairs[:n_c], centres=[c * x for x in centres],
-                                sizes=s) / n_folds
+    for raw, s in worlds:
         sd = float(np.std(_arcsine(raw)))
         if not sd > 1e-12:  # a world that does not vary (its sd is rounding)
             return np.ones(n_boot)
@@ -864,7 +874,7 @@ def dp_interval(estimate: float, replicates: np.ndarray, level: float = 0.95,
                 factors: np.ndarray | None = None) -> tuple[float, float]:
     """The ``level`` bootstrap interval of the mean p-value ``pbar`` (``estimate``) from the raw
     replicates ``pbar*_r`` (``replicates``): the basic bootstrap interval on the arcsine scale
-    ``A(x) = arcsin(sqrt(x))``,
+    ``A(x) = arcsin(sqrt(x))`` of errors that ``factors`` may studentise,
 
         e_r = kappa s f_r (A(pbar*_r) - A(mean_r pbar*_r)),
         interval = [A^{-1}(A(pbar) - Q_hi(e)), A^{-1}(A(pbar) - Q_lo(e))],
