@@ -676,17 +676,17 @@ def size_factors(folds: Sequence[FoldMoments], weights_pairs: np.ndarray,
     # the scaled worlds on the first coarse_replicates(B) draws, the sample's world read on the
     # same draws (common draws: the slope's noise is the worlds' difference, not their own)
     n_c = coarse_replicates(n_boot)
-    worlds = [(np.asarray(replicates, dtype=np.float64)[:n_c], sizes[:n_c])]
-    for c in scales:
-        s = np.zeros(n_c)
-        raw = replicate_sum(folds, weights_pairs[:n_c], centres=[c * x for x in centres],
-                            sizes=s) / n_folds
-        worlds.append((raw, s))
     xs, ys, means = [], [], []
-    for raw, s in worlds:
+    for c in (None, *scales):  # None: the sample's own world, already computed
+        if c is None:
+            raw, s = np.asarray(replicates, dtype=np.float64)[:n_c], sizes[:n_c]
+        else:
+            s = np.zeros(n_c)
+            raw = replicate_sum(folds, weights_pairs[:n_c], centres=[c * x for x in centres],
+                                sizes=s) / n_folds
         sd = float(np.std(_arcsine(raw)))
-        if not sd > 1e-12:  # a world that does not vary (its sd is rounding)
-            return np.ones(n_boot)
+        if not sd > 1e-12:  # a world that does not vary (its sd is rounding): before the
+            return np.ones(n_boot)  # next world's passes are spent
         means.append(float(np.mean(s)) / n_folds)
         xs.append(np.log(means[-1] + free))
         ys.append(np.log(sd))
