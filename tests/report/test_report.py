@@ -7,6 +7,7 @@ cells are known in advance.
 
 from __future__ import annotations
 
+import io
 import re
 from pathlib import Path
 
@@ -24,6 +25,7 @@ import dptune.report as report
 from dptune.analysis.noise import aa_band  # noqa: E402
 from dptune.analysis.result import MetricFamilies  # noqa: E402
 from dptune.errors import DptuneError  # noqa: E402
+from dptune.report._figures import palette_png  # noqa: E402
 from dptune.report._table import Cell, _md_cell
 
 METRICS = ("ndcg", "precision", "recall", "mrr", "efd", "epc")
@@ -609,6 +611,20 @@ def test_png_opens_with_expected_size(written: tuple[Path, list[Path]]) -> None:
         assert img.shape[:2] == (h, w), name
     svg = (out / "figure1.svg").read_text()
     assert svg.lstrip().startswith("<?xml") and "<dc:date>" not in svg
+
+
+def test_a_figure_has_one_layout_for_its_png_and_svg() -> None:
+    """The PNG's draw fixes the layout: drawing again gives the same pixels (constrained layout
+    run a second time moved Figure 1's panels), so the SVG saved after it shows that layout."""
+    fig = report.figure1(make_curves(), make_dp(), 10, aa_band(make_noise()))
+    assert fig.get_layout_engine().__class__.__name__ == "ConstrainedLayoutEngine"
+    first = palette_png(fig)
+    boxes = [ax.get_position().bounds for ax in fig.axes]
+    assert palette_png(fig) == first
+    fig.savefig(io.BytesIO(), format="svg")
+    assert [ax.get_position().bounds for ax in fig.axes] == boxes
+    img = mpimg.imread(io.BytesIO(first))
+    assert img.shape[:2] == report.figure_pixel_size(3)
 
 
 def test_figure_panels_and_noise_floor() -> None:
