@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     import optuna
     from optuna.trial import FrozenTrial
 
-__all__ = ["MAX_TOLD_ELSEWHERE", "Queued", "run_trials"]
+__all__ = ["MAX_TOLD_ELSEWHERE", "Queued", "TakenElsewhere", "run_trials"]
 
 #: How many trials of this worker may be found finished by another worker (:func:`_told_elsewhere`)
 #: before the worker gives up: the storage is then shared with workers of another sweep.
@@ -54,6 +54,14 @@ class Queued:
 
     part: Future[Path]
     value: Callable[[], float]
+
+
+class TakenElsewhere(Exception):  # noqa: N818 - a signal to the loop, not an error
+    """Raised by an objective whose trial another worker holds too: with SQLite, which has no
+    row locks, two workers asking at the same instant can both take the same queued (WAITING)
+    trial. :func:`run_trials` leaves the trial to the other worker (no heartbeat, no tell from
+    here) and asks for the next one; should that worker die, its heartbeats stop and the trial
+    is found stale, failed and queued again as any dead worker's."""
 
 
 Objective = Callable[["optuna.Trial"], "float | Queued"]
@@ -154,6 +162,9 @@ def run_trials(study: optuna.Study, objective: Objective,
                     out = objective(trial)
                 except optuna.TrialPruned:
                     tell(trial, state=TrialState.PRUNED)
+                    continue
+                except TakenElsewhere:
+                    beats.discard(trial._trial_id)
                     continue
                 except BaseException:
                     tell(trial, state=TrialState.FAIL, after=False)

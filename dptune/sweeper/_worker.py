@@ -23,6 +23,7 @@ from dptune.sweeper._claims import (
     _owned_by_live,
     _requeue_missing,
     _study,
+    take_trial,
     worker_id,
 )
 from dptune.sweeper._plan import Task, _key, plan
@@ -106,23 +107,28 @@ def _walk(exp: Experiment, root: Path, store: ResultStore, writer: PartWriter,
 
     def written(trial: optuna.Trial, task: Task) -> float:
         """The value of a trial whose unit was computed here, once its part is on disk."""
+        from optuna.exceptions import UpdateFinishedTrialError
+
         nonlocal done_here
         done_here += 1
-        trial.set_user_attr("state", "computed")
+        try:
+            trial.set_user_attr("state", "computed")
+        except UpdateFinishedTrialError:
+            pass  # another worker finished the trial: the part is on disk all the same
         return _primary_mean(exp, store, task)
 
     def evaluate_point(trial: optuna.Trial, study: optuna.Study, space: dict[str, list[Any]],
                        lookup: dict[str, Task], patient: bool) -> float | Queued:
         """One trial: skip a written unit, defer to or wait for its live owner, or compute it
         and queue its part (the trial is told once the part is written: :func:`run_trials`)."""
+        take_trial(study, trial, me)
         params = {name: trial.suggest_categorical(name, choices) for name, choices in space.items()}
         task = lookup[_key(params)]
         trial.set_user_attr("unit", task.unit)
         trial.set_user_attr("config_ids", list(task.config_ids))
-        trial.set_user_attr("worker", me)
         state = "skipped"
         while not store.has_part(task.algorithm, task.fold, task.unit):
-            if _must_wait(study, trial, params) or not _claim(study, trial, params):
+            if _must_wait(study, trial, params) or not _claim(study, trial, params, me):
                 if not patient:
                     trial.set_user_attr("state", "deferred")
                     raise optuna.TrialPruned("a live worker owns this unit")
