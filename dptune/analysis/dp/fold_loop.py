@@ -37,6 +37,7 @@ The noise floor (:mod:`dptune.analysis.noise`) and the slice study
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -369,14 +370,15 @@ class ScopeRun:
         bootstrap)."""
         rows, curves, draws = [], [], {}
         n_p = len(self.table_pairs)
-        for mc in self.mcs:
-            s = self.curves[mc].summary()
-            lo = hi = np.nan
-            reps: list[tuple[float, np.ndarray]] = []
-            if self.bootstrap:
-                # one BLAS thread, as in the fold loop: idle BLAS threads spin and slow the
-                # compiled replicate loop that runs on every core right after each product
-                with threadpool_limits(limits=1, user_api="blas"):
+        # one BLAS thread, as in the fold loop: idle BLAS threads spin and slow the compiled
+        # replicate loop that runs on every core right after each product (one limit for
+        # every metric@N: setting one scans the loaded libraries, about 3 ms each time)
+        with threadpool_limits(limits=1, user_api="blas") if self.bootstrap else nullcontext():
+            for mc in self.mcs:
+                s = self.curves[mc].summary()
+                lo = hi = np.nan
+                reps: list[tuple[float, np.ndarray]] = []
+                if self.bootstrap:
                     for k in range(self.repeats):
                         mean_k = float(self.means[(k, mc)].mean())
                         folds = self.moments[(k, mc)]
@@ -409,23 +411,23 @@ class ScopeRun:
                                   un.grid_sample_interval(mean_k, raw, shrink))
                             lo, hi = (sc.REFERENCE_P * x for x in ci)
                     self.moments = {key: v for key, v in self.moments.items() if key[1] != mc}
-                draws[(self.algorithm, self.scope, mc[0], mc[1])] = reps
-            rows.append({
-                "algorithm": self.algorithm, "scope": self.scope, "metric": mc[0],
-                "cutoff": mc[1], "n_pairs": n_p, "n_possible_pairs": self.n_possible,
-                "n_folds": self.n_folds, "mean_p": s["mean_p"], "mean_p_sd": s["mean_p_sd"],
-                "dp_per_25": sc.per_reference(s["dp_sum"], n_p),
-                "dp_per_25_plus_sd": sc.per_reference(s["dp_sum_plus_sd"], n_p),
-                "dp_per_25_minus_sd": sc.per_reference(s["dp_sum_minus_sd"], n_p),
-                "ci_low": float(lo), "ci_high": float(hi), "dp_sum": s["dp_sum"],
-                "sakai": s["sakai"], "sakai_sd": s["sakai_sd"],
-                "no_evidence": self.curves[mc].all_one, "repeats": self.repeats,
-                "unsampled_share": self.unsampled,
-            })
-            curves.append(pd.DataFrame({
-                "algorithm": self.algorithm, "scope": self.scope, "metric": mc[0],
-                "cutoff": mc[1], "position": np.arange(n_p), "mean": s["curve_mean"],
-                "sd": s["curve_sd"]}))
+                    draws[(self.algorithm, self.scope, mc[0], mc[1])] = reps
+                rows.append({
+                    "algorithm": self.algorithm, "scope": self.scope, "metric": mc[0],
+                    "cutoff": mc[1], "n_pairs": n_p, "n_possible_pairs": self.n_possible,
+                    "n_folds": self.n_folds, "mean_p": s["mean_p"], "mean_p_sd": s["mean_p_sd"],
+                    "dp_per_25": sc.per_reference(s["dp_sum"], n_p),
+                    "dp_per_25_plus_sd": sc.per_reference(s["dp_sum_plus_sd"], n_p),
+                    "dp_per_25_minus_sd": sc.per_reference(s["dp_sum_minus_sd"], n_p),
+                    "ci_low": float(lo), "ci_high": float(hi), "dp_sum": s["dp_sum"],
+                    "sakai": s["sakai"], "sakai_sd": s["sakai_sd"],
+                    "no_evidence": self.curves[mc].all_one, "repeats": self.repeats,
+                    "unsampled_share": self.unsampled,
+                })
+                curves.append(pd.DataFrame({
+                    "algorithm": self.algorithm, "scope": self.scope, "metric": mc[0],
+                    "cutoff": mc[1], "position": np.arange(n_p), "mean": s["curve_mean"],
+                    "sd": s["curve_sd"]}))
         return rows, curves, draws
 
 
