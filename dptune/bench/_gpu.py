@@ -91,7 +91,7 @@ def _shapes() -> dict[str, Any]:
     return {
         "ml-1m-shape": SynthShape(users=6040, items=3706, ratings=1_000_209),
         "amazon-movies": PRESETS["amazon-movies"],
-        "gpu-simulate": SynthShape(users=50, items=120, ratings=900),
+        "gpu-simulate": SynthShape(users=40, items=80, ratings=400),
     }
 
 
