@@ -31,6 +31,16 @@ if TYPE_CHECKING:
 _log = logging.getLogger(__name__)
 
 
+class TakenElsewhere(Exception):  # noqa: N818 - a signal to the loop, not an error
+    """Raised by an objective whose trial another worker holds too (:func:`take_trial`,
+    :func:`_claim`): with SQLite, which has no row locks, two workers asking at the same
+    instant can both take the same queued (WAITING) trial. The trial loop
+    (:func:`dptune.sweeper._trials.run_trials`) leaves the trial to the other worker (no
+    heartbeat, no tell from here) and asks for the next one; should that worker die, its
+    heartbeats stop and the trial is found stale, failed and queued again as any dead
+    worker's."""
+
+
 def _study(exp: Experiment, algorithm: str, storage: BaseStorage, folds: list[str],
            design: AlgorithmDesign) -> tuple[optuna.Study, dict[str, list[Any]]]:
     """Create or load the algorithm's study and its grid space (fold + unit parameters), whose
@@ -260,12 +270,10 @@ def worker_gone(worker: object) -> bool:
 
 def take_trial(study: optuna.Study, trial: optuna.Trial, me: str) -> None:
     """Record this worker (``me``, :func:`worker_id`) on ``trial``, first raising
-    :class:`~dptune.sweeper._trials.TakenElsewhere` when another worker already has: a queued
+    :class:`TakenElsewhere` when another worker already has: a queued
     trial that two workers took at the same instant (SQLite has no row locks) is run by the
     first to sign it. The read comes right before the write, so that the second to sign it
     sees the first; should both still sign, :func:`_claim` lets only the last signer compute."""
-    from dptune.sweeper._trials import TakenElsewhere
-
     if study._storage.get_trial(trial._trial_id).user_attrs.get("worker", me) != me:
         raise TakenElsewhere
     trial.set_user_attr("worker", me)
@@ -276,14 +284,12 @@ def _claim(study: optuna.Study, trial: optuna.Trial, params: dict[str, Any],
     """Mark this trial ``computing``, then check that no other live trial on the point is
     computing too; if one is, step back (state ``waiting``) and return False. With ``me``, a
     trial that another worker signed meanwhile (:func:`take_trial`) is left to it
-    (:class:`~dptune.sweeper._trials.TakenElsewhere`).
+    (:class:`TakenElsewhere`).
 
     Flag first, look second: of two trials that passed :func:`_must_wait` at the same instant,
     the one that looks last sees the other's flag, so they never both compute; if both see each
     other, both step back and the older one wins the next round (:func:`_must_wait`).
     """
-    from dptune.sweeper._trials import TakenElsewhere
-
     trial.set_user_attr("state", "computing")
     if me is not None and study._storage.get_trial(trial._trial_id).user_attrs.get(
             "worker", me) != me:

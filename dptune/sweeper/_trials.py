@@ -33,13 +33,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dptune.errors import DptuneError
-from dptune.sweeper._claims import _heartbeat_enabled, _Heartbeats
+from dptune.sweeper._claims import TakenElsewhere, _heartbeat_enabled, _Heartbeats
 
 if TYPE_CHECKING:
     import optuna
     from optuna.trial import FrozenTrial
 
-__all__ = ["MAX_TOLD_ELSEWHERE", "Queued", "TakenElsewhere", "run_trials"]
+__all__ = ["MAX_TOLD_ELSEWHERE", "Queued", "run_trials"]
 
 #: How many trials of this worker may be found finished by another worker (:func:`_told_elsewhere`)
 #: before the worker gives up: the storage is then shared with workers of another sweep.
@@ -54,14 +54,6 @@ class Queued:
 
     part: Future[Path]
     value: Callable[[], float]
-
-
-class TakenElsewhere(Exception):  # noqa: N818 - a signal to the loop, not an error
-    """Raised by an objective whose trial another worker holds too: with SQLite, which has no
-    row locks, two workers asking at the same instant can both take the same queued (WAITING)
-    trial. :func:`run_trials` leaves the trial to the other worker (no heartbeat, no tell from
-    here) and asks for the next one; should that worker die, its heartbeats stop and the trial
-    is found stale, failed and queued again as any dead worker's."""
 
 
 Objective = Callable[["optuna.Trial"], "float | Queued"]

@@ -18,7 +18,7 @@ from dptune.cli import main
 from dptune.config import load_experiment
 from dptune.errors import DptuneError
 from dptune.sweeper import _trials
-from dptune.sweeper._claims import _claim, take_trial
+from dptune.sweeper._claims import TakenElsewhere, _claim, take_trial
 from dptune.sweeper._plan import plan
 
 
@@ -114,9 +114,9 @@ def test_take_trial_signs_a_trial_nobody_signed_and_claim_yields_to_a_later_sign
     params = {"fold": "0"}
     assert _claim(study, trial, params, "here:2")
     trial.set_user_attr("worker", "elsewhere:1")  # signed over at the same instant
-    with pytest.raises(_trials.TakenElsewhere):
+    with pytest.raises(TakenElsewhere):
         _claim(study, trial, params, "here:2")
-    with pytest.raises(_trials.TakenElsewhere):
+    with pytest.raises(TakenElsewhere):
         take_trial(study, trial, "here:2")
 
 
