@@ -168,40 +168,29 @@ def tiny_experiment(tmp_path: Path) -> Path:
     return write_experiment(tmp_path / "exp")
 
 
-#: The test files that take longest, longest first (measured with ``--durations``), and those
-#: that start processes of their own: the long files. The default run gives each file to one
-#: of two workers (addopts: ``-n 2 --dist loadfile --no-loadscope-reorder``) in the order
-#: collected, as :func:`_rank` sorts it; the second starts with a study whose first test sweeps
-#: nothing, so that the first worker alone compiles the models' numba kernels on a cold cache
-#: (its first store) and the second loads them from numba's on-disk cache. A test marked
-#: ``alone`` never runs beside a test of a long file (:func:`pytest_runtest_protocol`), so the
-#: alone tests (the distributed sweeps, about a minute and a half, mostly heartbeat waits)
-#: come in the middle: after the long files
-#: up to :data:`LONG_AFTER_ALONE` and a short file (:data:`BEFORE_ALONE`, so that the other
-#: worker has finished its last long file when they start), then the many short in-process
-#: files, which the other worker runs beside them, then the long files from
-#: :data:`LONG_AFTER_ALONE` on, which both workers share once the alone tests are done. Only
-#: the order changes; no test depends on it.
+#: The test files that take longest, longest first (measured with ``--durations``). The default
+#: run gives each file to one of two workers (addopts: ``-n 2 --dist loadfile
+#: --no-loadscope-reorder``) in the order collected, as :func:`_rank` sorts it: these files
+#: first, in this order, then every other file, so that the short files fill the end of the run
+#: on both workers. The second file's first test sweeps nothing, so that the first worker alone
+#: compiles the models' numba kernels on a cold cache (its first store) and the second loads
+#: them from numba's on-disk cache; the distributed sweeps come third, after that compilation
+#: (their worker processes would compile the same kernels again), and mostly wait on heartbeats
+#: while the other worker computes. Only the order changes; no test depends on it.
 LONGEST_FIRST = (
-    "test_cli.py", "studies/test_grid_sample_study.py", "test_api.py", "test_ctrl_c.py",
-    "analysis/test_analyze.py", "analysis/test_grid_sample.py", "report/test_report_object.py",
-    "analysis/verdict/test_verdict_analysis.py", "report/test_report.py",
-    "test_per_user.py", "bench/test_bench.py",
-    "store/test_per_user_dp.py", "studies/test_error_rates_study.py",
-    "studies/test_coverage_study.py", "test_bad_input.py", "models/test_readme_own_sections.py",
-    "analysis/dp/test_units.py", "sweeper/test_part_writer.py", "bench/test_gpu.py",
-    # after the alone tests:
-    "store/test_faults.py", "models/test_python_sweep.py", "sweeper/test_warmup.py",
-    "studies/test_slices.py", "models/test_cornac_sweep.py", "report/test_html_browser.py",
-    "sweeper/test_budget.py", "engine/test_bpr_engine.py", "studies/test_seeds.py",
-    "test_parallel.py", "sweeper/test_interrupt.py",
+    "test_cli.py", "studies/test_grid_sample_study.py", "sweeper/test_distributed.py",
+    "analysis/test_grid_sample.py", "test_api.py", "analysis/test_analyze.py",
+    "report/test_report_object.py", "store/test_faults.py",
+    "analysis/verdict/test_verdict_analysis.py", "report/test_report.py", "test_ctrl_c.py",
+    "bench/test_bench.py", "studies/test_coverage_study.py", "studies/test_error_rates_study.py",
+    "store/test_per_user_dp.py", "studies/test_slices.py", "engine/test_bpr_engine.py",
+    "sweeper/test_part_writer.py", "analysis/dp/test_units.py",
+    "models/test_readme_own_sections.py", "analysis/dp/test_dp.py", "test_bad_input.py",
+    "studies/test_seeds.py", "report/test_html_browser.py", "models/test_cornac_sweep.py",
+    "bench/test_gpu.py", "sweeper/test_budget.py", "analysis/importance/test_importance.py",
+    "sweeper/test_warmup.py", "models/test_python_sweep.py", "test_per_user.py",
+    "models/test_models.py",
 )
-#: The first long file that runs after the alone tests (and those after it in LONGEST_FIRST).
-LONG_AFTER_ALONE = "store/test_faults.py"
-#: Short files that run just before the alone tests (the longest of the short ones, longer
-#: together than the last long file before them, bench/test_gpu.py).
-BEFORE_ALONE = ("analysis/dp/test_dp.py", "analysis/importance/test_importance.py",
-                "models/test_models.py")
 
 
 def _file(item: pytest.Item) -> str | None:
@@ -212,52 +201,17 @@ def _file(item: pytest.Item) -> str | None:
         return None
 
 
-def _long(item: pytest.Item) -> bool:
-    """Whether ``item`` is a test of a long file (:data:`LONGEST_FIRST`)."""
-    return _file(item) in LONGEST_FIRST
-
-
 def _rank(item: pytest.Item) -> int:
-    """The place of ``item``'s file: the long files before :data:`LONG_AFTER_ALONE` in the
-    order of :data:`LONGEST_FIRST`, :data:`BEFORE_ALONE`, the ``alone`` tests, every short
-    file, then the other long files in the order of :data:`LONGEST_FIRST`."""
-    n, split = len(LONGEST_FIRST), LONGEST_FIRST.index(LONG_AFTER_ALONE)
+    """The place of ``item``'s file: the files of :data:`LONGEST_FIRST` in its order, then
+    every other file."""
     name = _file(item)
-    if item.get_closest_marker("alone"):
-        return split + 1
-    if name in LONGEST_FIRST:
-        i = LONGEST_FIRST.index(name)
-        return i if i < split else n + i
-    return split if name in BEFORE_ALONE else split + 2
+    return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Order the files by :func:`_rank` (a stable sort: the files of one rank, and the tests
     within a file, keep the order collected)."""
     items.sort(key=_rank)
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
-    """Under pytest-xdist, a test marked ``alone`` never runs beside a test of
-    :data:`LONGEST_FIRST`'s files (sweeps, reports, processes of their own): it takes a lock
-    file of the run exclusively, each of those takes it shared, for its whole protocol (the
-    fixtures it sets up and tears down included); the short in-process tests take no lock and
-    run beside it. For the tests whose outcome rests on a duration (the distributed sweeps'
-    heartbeat grace), so that the other worker's load cannot stretch it."""
-    alone = item.get_closest_marker("alone") is not None
-    if (not os.environ.get("PYTEST_XDIST_WORKER") or os.name != "posix"
-            or not (alone or _long(item))):
-        return (yield)
-    import fcntl
-
-    path = item.config._tmp_path_factory.getbasetemp().parent / "alone.lock"
-    with open(path, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
-        try:
-            return (yield)
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _digest(root: Path) -> dict[str, bytes]:

@@ -34,17 +34,15 @@ from dptune.cli import main
 from dptune.config import load_experiment
 from dptune.sweeper import status
 
-# The heartbeat grace below is the one duration these results rest on: no long test runs
-# beside them (conftest's pytest_runtest_protocol), so that its load cannot stretch a beat.
-pytestmark = pytest.mark.alone
-
 NAME = "dist"
 COMPARED = ("dp.csv", "pvalues.parquet", "pairs.csv")
 # A killed worker's trial is taken for dead once its heartbeat is GRACE_BEATS beats old (one
-# beat a second; 10 s and 30 s by default). Generous on purpose: a live worker would have to
-# miss that many beats in a row to be taken for dead; the price is that the killed worker's
-# unit is redone that many seconds after the kill. (10 beats let a live worker be taken for
-# dead once in a fresh clone's CI run: a unit computed twice.)
+# beat a second; 10 s and 30 s by default). Generous on purpose: these tests run beside the
+# other pytest worker's, and a live worker would have to miss that many beats in a row to be
+# taken for dead; the price is that the killed worker's unit is redone that many seconds after
+# the kill, time the other pytest worker computes in. (A unit computed by both A and B, seen
+# once with 10 beats, fits two workers taking the same queued trial, since fixed
+# (dptune.sweeper._claims.take_trial), better than a missed beat.)
 GRACE_BEATS = 15
 HEARTBEAT = {"DPTUNE_HEARTBEAT_INTERVAL": "1", "DPTUNE_HEARTBEAT_GRACE": str(GRACE_BEATS)}
 # Only ends a test whose awaited state never comes (a hung worker); it never decides a result.
