@@ -270,10 +270,10 @@ def worker_gone(worker: object) -> bool:
 
 def take_trial(study: optuna.Study, trial: optuna.Trial, me: str) -> None:
     """Record this worker (``me``, :func:`worker_id`) on ``trial``, first raising
-    :class:`TakenElsewhere` when another worker already has: a queued
-    trial that two workers took at the same instant (SQLite has no row locks) is run by the
-    first to sign it. The read comes right before the write, so that the second to sign it
-    sees the first; should both still sign, :func:`_claim` lets only the last signer compute."""
+    :class:`TakenElsewhere` when another worker already has: a queued trial that two workers
+    took at the same instant (SQLite has no row locks) is run by the first to sign it. The read
+    comes right before the write, so that the second to sign it sees the first; should both
+    still sign, :func:`_claim` lets only the last signer compute."""
     if study._storage.get_trial(trial._trial_id).user_attrs.get("worker", me) != me:
         raise TakenElsewhere
     trial.set_user_attr("worker", me)
