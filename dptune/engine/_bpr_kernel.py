@@ -100,7 +100,10 @@ def bpr_epoch(indptr, indices, rows, P, Q, B, lr, ureg, ireg, workers, k0, k1,
             if active:
                 x = (cuda.atomic.add(B, i, nil) - cuda.atomic.add(B, j, nil)) + part
         if active:
-            z = np.float32(1.0 / (1.0 + math.exp(np.float64(x))))
+            # exp overflows past 709.78: the host kernel's z is then 1 / inf = 0, which this
+            # gives without the exp (numba's CUDA simulator, plain Python, would raise)
+            z = (np.float32(0.0) if x > 709.0 else
+                 np.float32(1.0 / (1.0 + math.exp(np.float64(x)))))
             for f in range(lane, F, lanes):
                 p = cuda.atomic.add(P, (u, f), nil)
                 a = cuda.atomic.add(Q, (i, f), nil)
