@@ -193,18 +193,13 @@ LONGEST_FIRST = (
 )
 
 
-def _file(item: pytest.Item) -> str | None:
-    """``item``'s file relative to tests/ (None outside it)."""
-    try:
-        return item.path.relative_to(Path(__file__).parent).as_posix()
-    except ValueError:
-        return None
-
-
 def _rank(item: pytest.Item) -> int:
     """The place of ``item``'s file: the files of :data:`LONGEST_FIRST` in its order, then
     every other file."""
-    name = _file(item)
+    try:
+        name = item.path.relative_to(Path(__file__).parent).as_posix()
+    except ValueError:
+        return len(LONGEST_FIRST)
     return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
 
 

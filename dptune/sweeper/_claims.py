@@ -268,22 +268,27 @@ def worker_gone(worker: object) -> bool:
     return False
 
 
+def _left_to_its_signer(study: optuna.Study, trial: optuna.Trial, me: str) -> None:
+    """Raise :class:`TakenElsewhere` when the storage shows ``trial`` signed by a worker other
+    than ``me`` (read fresh: an unfinished trial is never served from optuna's cache)."""
+    if study._storage.get_trial(trial._trial_id).user_attrs.get("worker", me) != me:
+        raise TakenElsewhere
+
+
 def take_trial(study: optuna.Study, trial: optuna.Trial, me: str) -> None:
     """Record this worker (``me``, :func:`worker_id`) on ``trial``, first raising
     :class:`TakenElsewhere` when another worker already has: a queued trial that two workers
     took at the same instant (SQLite has no row locks) is run by the first to sign it. The read
     comes right before the write, so that the second to sign it sees the first; should both
     still sign, :func:`_claim` lets only the last signer compute."""
-    if study._storage.get_trial(trial._trial_id).user_attrs.get("worker", me) != me:
-        raise TakenElsewhere
+    _left_to_its_signer(study, trial, me)
     trial.set_user_attr("worker", me)
 
 
-def _claim(study: optuna.Study, trial: optuna.Trial, params: dict[str, Any],
-           me: str | None = None) -> bool:
+def _claim(study: optuna.Study, trial: optuna.Trial, params: dict[str, Any], me: str) -> bool:
     """Mark this trial ``computing``, then check that no other live trial on the point is
-    computing too; if one is, step back (state ``waiting``) and return False. With ``me``, a
-    trial that another worker signed meanwhile (:func:`take_trial`) is left to it
+    computing too; if one is, step back (state ``waiting``) and return False. A trial that
+    another worker signed meanwhile (:func:`take_trial`) is left to it
     (:class:`TakenElsewhere`).
 
     Flag first, look second: of two trials that passed :func:`_must_wait` at the same instant,
@@ -291,9 +296,7 @@ def _claim(study: optuna.Study, trial: optuna.Trial, params: dict[str, Any],
     other, both step back and the older one wins the next round (:func:`_must_wait`).
     """
     trial.set_user_attr("state", "computing")
-    if me is not None and study._storage.get_trial(trial._trial_id).user_attrs.get(
-            "worker", me) != me:
-        raise TakenElsewhere
+    _left_to_its_signer(study, trial, me)
     for t in _live_running(study):
         if t.number != trial.number and t.params == params and t.user_attrs.get("state") == "computing":
             trial.set_user_attr("state", "waiting")

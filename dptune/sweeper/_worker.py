@@ -107,13 +107,11 @@ def _walk(exp: Experiment, root: Path, store: ResultStore, writer: PartWriter,
 
     def written(trial: optuna.Trial, task: Task) -> float:
         """The value of a trial whose unit was computed here, once its part is on disk."""
-        from optuna.exceptions import UpdateFinishedTrialError
-
         nonlocal done_here
         done_here += 1
         try:
             trial.set_user_attr("state", "computed")
-        except UpdateFinishedTrialError:
+        except optuna.exceptions.UpdateFinishedTrialError:
             pass  # another worker finished the trial: the part is on disk all the same
         return _primary_mean(exp, store, task)
 
