@@ -79,8 +79,9 @@ own size ``S_r`` (its James-Stein ``sum_j lambda_j^2``, :func:`world_size`, from
 compiled pass), so ``f_r = ((S-bar + P') / (S_r + P'))^beta`` divides each error by the spread
 its own world would have relative to the sample's, with ``beta`` the slope of ``log sd`` on
 ``log(S + P')`` measured over the sample's world and two with its centre scaled to the
-replicates' 2nd and 98th percentile sizes (:func:`size_factors`). The comparisons between metrics and hyperparameters read
-the same replicates reflected on the logit scale ``L(x) = log(x / (1 - x))``,
+replicates' 2nd and 98th percentile sizes (:func:`size_factors`). The comparisons between
+metrics and hyperparameters read the same replicates reflected on the logit scale
+``L(x) = log(x / (1 - x))``,
 ``pbar°_r = L^{-1}(L(pbar) - (L(pbar*_r) - L(pbar-bar*)))`` (``L`` of values within ``1e-12``
 of 0 or 1 taken at ``1e-12`` / ``1 - 1e-12``), on which their error rates were measured.
 ``s`` in (0, 1] (:func:`ungrouped_scale`) removes what the
