@@ -449,3 +449,51 @@ def test_size_factors_enlarge_the_errors_of_replicates_whose_world_is_larger():
                                           np.ones(B), np.zeros(B)), np.ones(B))
     flat = np.full(B, 0.4)
     assert np.array_equal(rs.size_factors(folds, mult, centres, flat, sizes), np.ones(B))
+
+
+_THREADS_SCRIPT = """
+import sys
+import numba
+import numpy as np
+from dptune.analysis.dp import bootstrap as rs
+from dptune.analysis.dp.paired_tests import ttest_pvalues
+
+assert numba.get_num_threads() == 2, numba.get_num_threads()
+rng = np.random.default_rng(11)
+n, B = 300, 200
+x = rng.normal(size=(9, n)) + np.linspace(0.0, 0.3, 9)[:, None]
+x[3] = x[2]  # a constant zero difference
+ra, rb = np.triu_indices(9, k=1)
+cols = np.sort(rng.choice(n, 250, replace=False))
+perm, starts, w = rs.user_draws(np.arange(n), B, seed=2)
+mult = rs.pair_multiplicities(B, len(ra), seed=2)
+out = {}
+for threads in (1, 2):
+    numba.set_num_threads(threads)
+    moments = rs.fold_moments(x, ra, rb, perm, starts, w, np.arange(n),
+                              coarse=rs.coarse_weights(B, 8, w.shape[1]))
+    centre = rs.bootstrap_centres([moments])[0]
+    sizes = np.zeros(B)
+    out[threads] = [ttest_pvalues(x, ra, rb), ttest_pvalues(x, ra, rb, columns=cols),
+                    moments.p, rs.replicate_sum([moments], mult, sizes=sizes), sizes,
+                    rs.replicate_sum([moments], mult, level=0),
+                    rs.fold_replicate_pvalues(moments, centre, 50)]
+for a, b in zip(out[1], out[2], strict=True):
+    assert a.tobytes() == b.tobytes()
+print(len(out[2]))
+"""
+
+
+def test_the_compiled_kernels_give_the_same_bits_on_one_and_two_threads(tmp_path):
+    """The parallel loops of the t-tests and the bootstrap (each thread owns its outputs) give
+    the same bits on 1 and 2 numba threads. A process of its own, started with 2 numba threads:
+    the test run holds each worker to its share of the cores (tests/conftest.py)."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, NUMBA_NUM_THREADS="2")
+    done = subprocess.run([sys.executable, "-c", _THREADS_SCRIPT], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip() == "7"
