@@ -48,10 +48,10 @@ import numpy as np
 import pandas as pd
 
 from dptune._threads import one_thread
-from dptune.analysis.dp import scale as rb
 from dptune.analysis.dp.fold_loop import FoldView, ScopePlan, ScopeRun
 from dptune.analysis.dp.paired_tests import paired_test
 from dptune.analysis.dp.pairs import sample_pairs, scope_seed
+from dptune.analysis.dp.scale import REFERENCE_P, n_possible_pairs
 from dptune.errors import check_int, input_error
 
 __all__ = ["Case", "COVERAGE_COLUMNS", "FULL_CASES", "FEW_PAIR_CASES", "MANY_CONFIG_CASES",
@@ -97,7 +97,7 @@ class Case:
 
     @property
     def possible_pairs(self) -> int:
-        return rb.n_possible_pairs(self.configs)
+        return n_possible_pairs(self.configs)
 
     @property
     def n_pairs(self) -> int:
@@ -149,7 +149,7 @@ FULL_CASES = (
 #: Where coverage breaks down: very few pairs (every pair of 2, 3 and 4 configurations), and
 #: 10 pairs, also with the same users in every fold.
 FEW_PAIR_CASES = tuple(
-    Case(f"{m} configs ({rb.n_possible_pairs(m)} pairs), {label}", m, 300, 3, eff)
+    Case(f"{m} configs ({n_possible_pairs(m)} pairs), {label}", m, 300, 3, eff)
     for m in (2, 3, 4, 5) for label, eff in (("none", 0.0), ("moderate", 2.0), ("strong", 6.0))
 ) + (Case("5 configs (10 pairs), shared users, moderate", 5, 300, 3, 2.0, shared=1.0),)
 
@@ -238,7 +238,7 @@ def sample_interval(case: Case, seed: int, n_boot: int = 1000,
         ids_f = np.arange(case.users) + (0 if case.shared else f * case.users)
         run.add_fold(f, str(f), FoldView.of_table(ids_f, case.draw(rng, users=users)[0]))
     row = run.finish()[0][0]
-    scale = rb.REFERENCE_P
+    scale = REFERENCE_P
     return float(row["mean_p"]), float(row["ci_low"]) / scale, float(row["ci_high"]) / scale
 
 

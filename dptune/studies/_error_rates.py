@@ -44,11 +44,11 @@ import numpy as np
 import pandas as pd
 
 from dptune._threads import one_thread
-from dptune.analysis.dp import scale as rb
 from dptune.analysis.dp import stability as sb
 from dptune.analysis.dp.fold_loop import FoldView, ScopePlan, ScopeRun, UserDraws
 from dptune.analysis.dp.paired_tests import paired_test
 from dptune.analysis.dp.pairs import sample_pairs, scope_seed
+from dptune.analysis.dp.scale import REFERENCE_P, n_possible_pairs
 from dptune.errors import check_int, input_error
 from dptune.studies._coverage import fold_pvalues
 
@@ -99,7 +99,7 @@ class FamilyCase:
 
     @property
     def possible_pairs(self) -> int:
-        return rb.n_possible_pairs(self.configs)
+        return n_possible_pairs(self.configs)
 
     @property
     def n_pairs(self) -> int:
@@ -366,7 +366,7 @@ def run_grid(case: DominanceCase, seed: int, n_boot: int = 1000, alpha: float = 
     dp = pd.DataFrame(rows)
     comp = hyperparameter_comparisons(dp, all_draws, alpha, min_pairs)
     dom = dominance_table(dp, comp, min_pairs).iloc[0].to_dict()
-    scale = rb.REFERENCE_P
+    scale = REFERENCE_P
     intervals = {str(r["scope"])[len("only:"):]: (r["mean_p"], r["ci_low"] / scale,
                                                   r["ci_high"] / scale) for r in rows}
     return {"dominance": dom, "intervals": intervals}

@@ -21,7 +21,7 @@ from conftest import bpr_grid
 from scipy import stats as sps
 
 from dptune.analysis import noise as noise
-from dptune.analysis.dp import paired_tests as stats
+from dptune.analysis.dp import paired_tests
 from dptune.analysis.dp.curves import pvalue_curve, resample_curve
 from dptune.analysis.options import AnalysisOptions
 from dptune.errors import DptuneError
@@ -29,7 +29,7 @@ from dptune.store import _noise_parts as parts
 from dptune.store._store import ResultStore, UnitResult
 from dptune.sweeper import _noise as sweep_noise
 
-T = stats.paired_test("t")
+T = paired_tests.paired_test("t")
 
 
 def floor_table(root, n_pairs, **options):
@@ -51,8 +51,8 @@ def test_aa_pvalues_are_scipy_ttest_rel_in_lexicographic_pair_order():
     p = noise.aa_pvalues(v, T)
     want = [sps.ttest_rel(v[s], v[t]).pvalue for s in range(4) for t in range(s + 1, 4)]
     np.testing.assert_allclose(p, want, rtol=1e-12)
-    b1 = noise.aa_pvalues(v, stats.paired_test("bootstrap", 200), seed=3)
-    b2 = noise.aa_pvalues(v, stats.paired_test("bootstrap", 200), seed=3)
+    b1 = noise.aa_pvalues(v, paired_tests.paired_test("bootstrap", 200), seed=3)
+    b2 = noise.aa_pvalues(v, paired_tests.paired_test("bootstrap", 200), seed=3)
     assert b1.shape == (6,) and np.array_equal(b1, b2)
 
 
@@ -66,7 +66,7 @@ def test_synthetic_aa_pvalues_are_uniform():
         seeds = np.clip(quality[None, :] + rng.normal(0.0, 0.15, (2, n)), 0.0, 1.0)
         pvals.append(noise.aa_pvalues(seeds, T)[0])
     p = np.array(pvals)
-    d, ks_p = stats.ks_uniform(p)
+    d, ks_p = paired_tests.ks_uniform(p)
     assert ks_p > 0.01, (d, ks_p)
     assert abs(p.mean() - 0.5) < 0.05
     assert 0.02 < np.mean(p < 0.05) < 0.09
@@ -283,6 +283,6 @@ def test_real_bpr_randomised_aa_pvalues_are_uniform(tmp_path):
                 pvals.append(noise.aa_pvalues(aa, T)[0])
     p = np.array(pvals)
     assert p.size >= 200
-    d, ks_p = stats.ks_uniform(p)
+    d, ks_p = paired_tests.ks_uniform(p)
     assert ks_p > 0.01, (d, ks_p)
     assert abs(p.mean() - 0.5) < 0.06

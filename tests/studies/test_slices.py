@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import dptune.studies as slices
 from dptune.analysis.dp import curves as dp
-from dptune.analysis.dp import paired_tests as stats
+from dptune.analysis.dp import paired_tests
 from dptune.analysis.dp.fold_loop import run_fold_loop
 from dptune.analysis.dp.paired_tests import paired_test
 from dptune.analysis.options import AnalysisOptions
@@ -134,7 +134,7 @@ def test_slice_dp_equals_dp_on_the_subset_of_users() -> None:
             users = store.users[fold]
             keep = np.isin(users, subset[fold])
             v = store.values[(m, c, fold)]
-            p = stats.paired_pvalues(v[pairs[:, 0]][:, keep], v[pairs[:, 1]][:, keep])
+            p = paired_tests.paired_pvalues(v[pairs[:, 0]][:, keep], v[pairs[:, 1]][:, keep])
             curves.append(dp.pvalue_curve(p))
         want = dp.summarize_curves(np.array(curves))
         row = got[(got.slice == "a") & (got.metric == m)].iloc[0]

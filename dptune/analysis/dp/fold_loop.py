@@ -47,8 +47,7 @@ from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
 from dptune._resources import check_fits
-from dptune.analysis.dp import bootstrap as rs
-from dptune.analysis.dp import paired_tests as stats
+from dptune.analysis.dp import bootstrap, paired_tests
 from dptune.analysis.dp import scale as sc
 from dptune.analysis.dp import stability as sb
 from dptune.analysis.dp import units as un
@@ -145,9 +144,9 @@ class UserDraws:
     users), the users' keys, and the weights of the coarser groupings
     (:func:`dptune.analysis.dp.bootstrap.coarse_weights`, same seed)."""
 
-    def __init__(self, bootstrap: int, seed: int, groups: int = rs.GROUPS,
+    def __init__(self, n_boot: int, seed: int, groups: int = bootstrap.GROUPS,
                  user_keys: Callable[[np.ndarray], np.ndarray] | None = None) -> None:
-        self.bootstrap, self.seed, self.groups = int(bootstrap), int(seed), int(groups)
+        self.bootstrap, self.seed, self.groups = int(n_boot), int(seed), int(groups)
         self.user_keys = user_keys
         self._cache: dict[tuple[int, int, int], tuple[np.ndarray, ...]] = {}
 
@@ -156,9 +155,9 @@ class UserDraws:
         if key not in self._cache:
             keys = users if self.user_keys is None else self.user_keys(users)
             seed = sc.bootstrap_seed(self.seed, repeat)
-            perm, starts, weights = rs.user_draws(keys, self.bootstrap, seed, self.groups)
+            perm, starts, weights = bootstrap.user_draws(keys, self.bootstrap, seed, self.groups)
             self._cache[key] = (perm, starts, weights, np.asarray(keys),
-                                rs.coarse_weights(self.bootstrap, seed, weights.shape[1]))
+                                bootstrap.coarse_weights(self.bootstrap, seed, weights.shape[1]))
         return self._cache[key]
 
     def clear(self) -> None:
@@ -196,11 +195,12 @@ class FoldCurves:
             curve = pvalue_curve(p)
             self.curves[fold_index] = (curve if len(curve) == self.n_pairs
                                        else resample_curve(curve, self.n_pairs))
-            self.sakai[fold_index] = stats.sakai_dp(stats.adjust(p, self.correction), self.alpha)
+            self.sakai[fold_index] = paired_tests.sakai_dp(
+                paired_tests.adjust(p, self.correction), self.alpha)
             self.means[fold_index] = float(np.mean(p)) if len(p) else 1.0
         else:
             self.curves[fold_index] = weighted_curve(p, weights)
-            below = stats.adjust(p, self.correction) < self.alpha
+            below = paired_tests.adjust(p, self.correction) < self.alpha
             self.sakai[fold_index] = float(np.dot(weights, below) / len(p))
             self.means[fold_index] = float(np.dot(weights, p) / len(p))
         self.all_one = self.all_one and bool(np.all(p == 1.0))
@@ -238,7 +238,7 @@ class ScopePlan:
     n_possible: int
     n_folds: int
     metric_cutoffs: Sequence[tuple[str, int]]
-    test: stats.PairedTest
+    test: paired_tests.PairedTest
     alpha: float = 0.05
     correction: str | None = None
     bootstrap: int = 0
@@ -265,13 +265,13 @@ class ScopeRun:
         algorithm, scope, pairs = plan.algorithm, plan.scope, plan.pairs
         n_possible, n_folds, metric_cutoffs = plan.n_possible, plan.n_folds, plan.metric_cutoffs
         test, alpha, correction = plan.test, plan.alpha, plan.correction
-        bootstrap, seed, draws = plan.bootstrap, plan.seed, plan.draws
+        n_boot, seed, draws = plan.bootstrap, plan.seed, plan.draws
         designer, units = plan.designer, plan.units
         self.algorithm, self.scope = algorithm, scope
         self.test, self.seed = test, int(seed)
         self.mcs = [(str(m), int(c)) for m, c in metric_cutoffs]
         self.n_folds, self.n_possible = int(n_folds), int(n_possible)
-        self.bootstrap = int(bootstrap) if test.interval else 0
+        self.bootstrap = int(n_boot) if test.interval else 0
         self.table_pairs = np.asarray(pairs[0], dtype=np.int64).reshape(-1, 2)
         # the bootstrap's pairs in canonical order (its pair weights follow the order); the
         # tables keep the sampling order, ``order`` maps one to the other
@@ -297,11 +297,11 @@ class ScopeRun:
                        for mc in self.mcs}
         self.means = {(k, mc): np.zeros(self.n_folds) for k in range(self.repeats)
                       for mc in self.mcs}
-        self.moments: dict[tuple[int, tuple[str, int]], list[rs.FoldMoments]] = {
+        self.moments: dict[tuple[int, tuple[str, int]], list[bootstrap.FoldMoments]] = {
             (k, mc): [] for k in range(self.repeats) for mc in self.mcs}
         self.pvalues: list[tuple[str, int, str, np.ndarray, int]] = []
-        self._mult = [rs.pair_weights(self.bootstrap, len(p), self.n_possible,
-                                      scope_seed(self.seed, f"{scope}|robust|{k}|bootstrap"))
+        self._mult = [bootstrap.pair_weights(self.bootstrap, len(p), self.n_possible,
+                                             scope_seed(self.seed, f"{scope}|robust|{k}|bootstrap"))
                       if self.bootstrap and len(p) else None
                       for k, p in enumerate(self.pairs)]
         # a store holding a subset of its grid's units: the pairs' own multipliers are kept
@@ -346,8 +346,8 @@ class ScopeRun:
                 ra, rb = base[self.rows[k][:, 0]], base[self.rows[k][:, 1]]
                 if self.bootstrap:
                     perm, starts, w, keys, coarse = self.draws.get(k, users)
-                    moments = rs.fold_moments(values, ra, rb, perm, starts, w, keys, columns,
-                                              coarse)
+                    moments = bootstrap.fold_moments(values, ra, rb, perm, starts, w, keys, columns,
+                                                     coarse)
                     self.moments[(k, mc)].append(moments)
                     p = moments.p
                     if np.isnan(p).any():
@@ -382,7 +382,7 @@ class ScopeRun:
                     for k in range(self.repeats):
                         mean_k = float(self.means[(k, mc)].mean())
                         folds = self.moments[(k, mc)]
-                        centres = rs.bootstrap_centres(folds)
+                        centres = bootstrap.bootstrap_centres(folds)
                         if k == 0 and self._pair_mult is not None:
                             # a subset of the grid's units: every replicate's p-value of
                             # every pair, for the replicates and their parts of the variance
@@ -390,21 +390,21 @@ class ScopeRun:
                             raw = (self._mult[k] * p_reps).sum(axis=1) / p_reps.shape[1]
                         else:
                             sizes = np.zeros(self.bootstrap) if k == 0 else None
-                            raw = rs.replicate_sum(folds, self._mult[k], centres=centres,
-                                                   sizes=sizes) / self.n_folds
+                            raw = bootstrap.replicate_sum(folds, self._mult[k], centres=centres,
+                                                          sizes=sizes) / self.n_folds
                         # the claims (draws) compare the grouped replicates, unshrunk: with
                         # the extrapolated ones their error rate rose to 7.0% in one null case
                         # (docs/statistics.md section 11); the interval is extrapolated
-                        reps.append((mean_k, rs.interval_replicates(mean_k, raw)))
+                        reps.append((mean_k, bootstrap.interval_replicates(mean_k, raw)))
                         if k == 0:
-                            shrink = (rs.ungrouped_scale(folds, self._mult[k], raw, centres)
+                            shrink = (bootstrap.ungrouped_scale(folds, self._mult[k], raw, centres)
                                       if self._pair_mult is None else
                                       un.grid_sample_scale(folds, self.designs[0],
                                                            self._pair_mult, raw, centres,
                                                            p_reps))
-                            ci = (rs.dp_interval(mean_k, raw, scale=shrink,
-                                                 groups=rs.interval_groups(folds),
-                                                 factors=rs.size_factors(
+                            ci = (bootstrap.dp_interval(mean_k, raw, scale=shrink,
+                                                        groups=bootstrap.interval_groups(folds),
+                                                        factors=bootstrap.size_factors(
                                                      folds, self._mult[k], centres, raw,
                                                      sizes))
                                   if self._pair_mult is None else
@@ -450,7 +450,7 @@ def _repeats(bootstrapped: Sequence[Scope], options: Any, n_users: int, n_mcs: i
     if not sampled or requested == 1:
         return 1
     per = sum(sb.estimated_seconds(s.n_pairs, n_users, n_mcs, n_folds, int(options.bootstrap),
-                                   rs.GROUPS) for s in sampled)
+                                   bootstrap.GROUPS) for s in sampled)
     return sb.affordable_repeats(requested, per, STABILITY_BUDGET_S)
 
 
@@ -507,7 +507,7 @@ def plan_runs(store: ResultSource, alg: str, options: Any, folds: Sequence[str],
     boxed = [s for s in found if s.kind in INTERVAL_KINDS] if boot else []
     repeats = _repeats(boxed, options, _users_hint(store), len(mcs), len(folds))
     _check_bootstrap_fits(alg, boot, boxed, repeats, subset)
-    draws = UserDraws(boot, options.seed, rs.GROUPS, _user_keys(store))
+    draws = UserDraws(boot, options.seed, bootstrap.GROUPS, _user_keys(store))
     runs = []
     for s in found:
         boxed_s = s in boxed

@@ -434,11 +434,11 @@ def replicate_pvalues(folds: Sequence[Any], centres: Sequence[np.ndarray],
     (:func:`dptune.analysis.dp.bootstrap.fold_replicate_pvalues`). The replicate of pair
     weights ``v`` ``(B, P)`` is ``(v * this).sum(axis=1) / P``: the pair weights are the same in
     every fold."""
-    from dptune.analysis.dp import bootstrap as rs
+    from dptune.analysis.dp import bootstrap
 
     out: np.ndarray | None = None
     for f, c in zip(folds, centres, strict=True):
-        each = rs.fold_replicate_pvalues(f, c, n_boot)
+        each = bootstrap.fold_replicate_pvalues(f, c, n_boot)
         out = each if out is None else out + each
     assert out is not None
     return out / len(folds)
@@ -492,7 +492,7 @@ def grid_sample_scale(folds: Sequence[Any], design: PairDesign, pair_weights: np
     (:func:`dptune.analysis.dp.bootstrap.small_sample_factor`: Student's t over the normal
     quantile at ``(1 + 0.95) / 2``; 1.094 at 15 units, 1.043 at 30, 1.02 at
     60, 1 for the full grid, which never comes here)."""
-    from dptune.analysis.dp import bootstrap as rs
+    from dptune.analysis.dp import bootstrap
 
     reps = np.asarray(replicates, dtype=np.float64)
     total = float(np.var(reps, ddof=1)) if len(reps) > 1 else 0.0
@@ -501,7 +501,7 @@ def grid_sample_scale(folds: Sequence[Any], design: PairDesign, pair_weights: np
     n_boot, n_p = pair_weights.shape
     fixed = np.broadcast_to(design.weights, (n_boot, n_p))
     fixed_reps = p_reps @ design.weights / n_p
-    users = float(np.var(fixed_reps, ddof=1)) * rs.ungrouped_scale(
+    users = float(np.var(fixed_reps, ddof=1)) * bootstrap.ungrouped_scale(
         folds, fixed, fixed_reps, centres) ** 2
     point = np.mean([f.p for f in folds], axis=0)
     pairs_only = design_replicate_weights(design, np.ones((n_boot, design.units)),
@@ -513,8 +513,8 @@ def grid_sample_scale(folds: Sequence[Any], design: PairDesign, pair_weights: np
         np.var(pairs_only[:NOISE_ROWS] @ noise.T / n_p, axis=0, ddof=1).mean())
     units = float(unit_variance(design, point)[0] - unit_variance(design, noise).mean())
     variance = users + max(pairs, 0.0) + max(units, 0.0)
-    factor = rs.small_sample_factor(variance, [(variance, design.units - 1)])
-    return float(np.sqrt(np.clip(variance / total, rs.MIN_VARIANCE_RATIO, 1.0))) * factor
+    factor = bootstrap.small_sample_factor(variance, [(variance, design.units - 1)])
+    return float(np.sqrt(np.clip(variance / total, bootstrap.MIN_VARIANCE_RATIO, 1.0))) * factor
 
 
 def grid_sample_interval(estimate: float, replicates: np.ndarray, scale: float,

@@ -13,7 +13,7 @@ from dptune.analysis.dp.tables import DPEstimate
 from dptune.analysis.source import ResultSource
 from dptune.analysis.verdict import claims as cl
 from dptune.analysis.verdict import downstream as ds
-from dptune.analysis.verdict import rules as vd
+from dptune.analysis.verdict import rules
 from dptune.analysis.verdict.dominance import dominance_table
 from dptune.analysis.verdict.families import family_groups, family_judge
 from dptune.store._per_user_store import has_test_split
@@ -71,9 +71,9 @@ def build_verdict(store: ResultSource, estimate: DPEstimate, options: Any, *,
     comparisons = cl.comparisons_table(dp, estimate.draws, options.families, options.alpha,
                                        options.min_pairs)
     dominance = dominance_table(dp, comparisons, options.min_pairs, _varied(store, dp))
-    rec = vd.recommend(dp, comparisons, options.families, options.min_pairs)
+    rec = rules.recommend(dp, comparisons, options.families, options.min_pairs)
     if rec.empty:
-        return VerdictParts(pd.DataFrame(columns=vd.VERDICT_COLUMNS), comparisons, dominance,
+        return VerdictParts(pd.DataFrame(columns=rules.VERDICT_COLUMNS), comparisons, dominance,
                             pd.DataFrame(columns=ds.DOWNSTREAM_COLUMNS))
     recmap = {(r.algorithm, int(r.cutoff), str(r.family)): str(r.recommended)
               for r in rec.itertuples()}
@@ -84,7 +84,7 @@ def build_verdict(store: ResultSource, estimate: DPEstimate, options: Any, *,
                                       options.alpha, options.families)
                   if best is not None and not best.empty
                   else pd.DataFrame(columns=ds.DOWNSTREAM_COLUMNS))
-    verdict = vd.verdict_table(dp, comparisons, floor=floor, downstream=downstream,
-                               dominance=dominance, recommended=rec, families=options.families,
-                               min_pairs=options.min_pairs, judges=judges)
+    verdict = rules.verdict_table(dp, comparisons, floor=floor, downstream=downstream,
+                                  dominance=dominance, recommended=rec, families=options.families,
+                                  min_pairs=options.min_pairs, judges=judges)
     return VerdictParts(verdict, comparisons, dominance, downstream)

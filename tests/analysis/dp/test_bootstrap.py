@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import stats as st
 
-from dptune.analysis.dp import bootstrap as rs
+from dptune.analysis.dp import bootstrap
 from dptune.analysis.dp import paired_tests as pt
 from dptune.analysis.dp.paired_tests import (
     index_counts,
@@ -31,15 +31,15 @@ def test_two_sided_t_pvalue_matches_scipy(df):
 
 def test_user_draws_balanced_and_seeded():
     users = np.arange(1000)
-    perm, starts, w = rs.user_draws(users, 30, seed=4, groups=128)
+    perm, starts, w = bootstrap.user_draws(users, 30, seed=4, groups=128)
     assert sorted(perm) == list(range(1000)) and starts[0] == 0 and starts[-1] == 1000
     sizes = np.diff(starts)
     assert len(sizes) == 128 and sizes.max() - sizes.min() <= 1
     assert w.shape == (30, 128) and np.all(w.sum(axis=1) == 128)
-    again = rs.user_draws(users, 30, seed=4, groups=128)
+    again = bootstrap.user_draws(users, 30, seed=4, groups=128)
     assert all(np.array_equal(x, y) for x, y in zip((perm, starts, w), again, strict=True))
-    assert not np.array_equal(perm, rs.user_draws(users, 30, seed=5)[0])
-    assert len(rs.user_draws(np.arange(50), 3, 0, groups=128)[1]) == 51  # G = min(n, groups)
+    assert not np.array_equal(perm, bootstrap.user_draws(users, 30, seed=5)[0])
+    assert len(bootstrap.user_draws(np.arange(50), 3, 0, groups=128)[1]) == 51  # G = min(n, groups)
 
 
 def test_one_user_per_group_is_the_exact_user_bootstrap():
@@ -50,13 +50,13 @@ def test_one_user_per_group_is_the_exact_user_bootstrap():
     d[1] = 0.2  # constant non-zero pair: p = 0
     values = np.vstack([d, np.zeros((1, n))])
     ra, rb = np.arange(P), np.full(P, P)
-    perm, starts, w = rs.user_draws(np.arange(n), B, seed=9, groups=n)
+    perm, starts, w = bootstrap.user_draws(np.arange(n), B, seed=9, groups=n)
     counts = np.zeros((B, n))
     counts[:, perm] = w  # group g is the user perm[g]
-    mult = rs.pair_multiplicities(B, P, seed=9)
-    moments = rs.fold_moments(values, ra, rb, perm, starts, w, np.arange(n))
+    mult = bootstrap.pair_multiplicities(B, P, seed=9)
+    moments = bootstrap.fold_moments(values, ra, rb, perm, starts, w, np.arange(n))
     p = moments.p
-    reps = rs.fold_replicate_means(moments, mult, rs.bootstrap_centres([moments])[0])
+    reps = bootstrap.fold_replicate_means(moments, mult, bootstrap.bootstrap_centres([moments])[0])
     # the bootstrap world: every varying pair's differences moved to k * mean, with the
     # James-Stein factor k^2 = 1 - P' / (sum t^2 (nu - 2) / nu) computed here with scipy
     t = st.ttest_1samp(d[2:], 0.0, axis=1).statistic
@@ -69,12 +69,12 @@ def test_one_user_per_group_is_the_exact_user_bootstrap():
     assert np.allclose(reps, (mult * want.T).sum(axis=1) / P, atol=2e-6)
     # the per-pair p-values of the first replicates: the exact bootstrap's, and the terms
     # that the replicates weigh and sum
-    each = rs.fold_replicate_pvalues(moments, rs.bootstrap_centres([moments])[0], 20)
+    each = bootstrap.fold_replicate_pvalues(moments, bootstrap.bootstrap_centres([moments])[0], 20)
     assert each.shape == (20, P)
     assert np.allclose(each, want.T[:20], atol=2e-6)
     np.testing.assert_allclose((mult[:20] * each).sum(axis=1) / P, reps[:20], rtol=1e-12)
-    assert rs.fold_replicate_pvalues(moments, rs.bootstrap_centres([moments])[0], 10**6
-                                     ).shape == (B, P)
+    centre = bootstrap.bootstrap_centres([moments])[0]
+    assert bootstrap.fold_replicate_pvalues(moments, centre, 10**6).shape == (B, P)
     assert np.allclose(p[2:], st.ttest_rel(d[2:], np.zeros_like(d[2:]), axis=1).pvalue,
                        atol=1e-12)
     assert p[0] == 1.0 and p[1] == 0.0
@@ -92,13 +92,13 @@ def test_folds_of_the_same_users_share_each_pairs_bootstrap_world_difference():
     taste = rng.normal(0.0, 0.3, size=(P, n))  # goes with the user from fold to fold
     folds = [taste + rng.normal(0.04, 0.3, size=(P, n)) for _ in range(2)]
     ra, rb = np.arange(P), np.full(P, P)
-    perm, starts, w = rs.user_draws(np.arange(n), B, seed=2, groups=n)
+    perm, starts, w = bootstrap.user_draws(np.arange(n), B, seed=2, groups=n)
     counts = np.zeros((B, n))
     counts[:, perm] = w
-    moments = [rs.fold_moments(np.vstack([d, np.zeros((1, n))]), ra, rb, perm, starts, w,
-                               np.arange(n)) for d in folds]
-    centres = rs.bootstrap_centres(moments)
-    assert rs.shared_share(moments) == 1.0 and np.array_equal(centres[0], centres[1])
+    moments = [bootstrap.fold_moments(np.vstack([d, np.zeros((1, n))]), ra, rb, perm, starts, w,
+                                      np.arange(n)) for d in folds]
+    centres = bootstrap.bootstrap_centres(moments)
+    assert bootstrap.shared_share(moments) == 1.0 and np.array_equal(centres[0], centres[1])
     centre = centres[0]
     nu = n - 1
     shrunk = []
@@ -109,21 +109,21 @@ def test_folds_of_the_same_users_share_each_pairs_bootstrap_world_difference():
     np.testing.assert_allclose(centre, np.mean(shrunk, axis=0), rtol=1e-12, atol=1e-15)
     assert not np.allclose(shrunk[0], shrunk[1])  # the folds' own centres differ
     mult = np.ones((B, P))
-    got = np.mean([rs.fold_replicate_means(m, mult, centre) for m in moments], axis=0)
+    got = np.mean([bootstrap.fold_replicate_means(m, mult, centre) for m in moments], axis=0)
     want = np.mean([resampled_ttest_pvalues(d - d.mean(axis=1, keepdims=True) + centre[:, None],
                                             counts).mean(axis=0) for d in folds], axis=0)
     np.testing.assert_allclose(got, want, atol=2e-6)
     # other users in the second fold: each fold its own centre; half of them in common: halfway
     other = dataclasses.replace(moments[1], users=np.arange(n) + n)
-    assert rs.shared_share([moments[0], other]) == 0.0
-    for got_c, own in zip(rs.bootstrap_centres([moments[0], other]), shrunk, strict=True):
+    assert bootstrap.shared_share([moments[0], other]) == 0.0
+    for got_c, own in zip(bootstrap.bootstrap_centres([moments[0], other]), shrunk, strict=True):
         np.testing.assert_allclose(got_c, own, rtol=1e-12, atol=1e-15)
     half = dataclasses.replace(moments[1], users=np.arange(n) + n // 2)
-    assert rs.shared_share([moments[0], half]) == 0.5
-    np.testing.assert_allclose(rs.bootstrap_centres([moments[0], half])[1],
+    assert bootstrap.shared_share([moments[0], half]) == 0.5
+    np.testing.assert_allclose(bootstrap.bootstrap_centres([moments[0], half])[1],
                                0.5 * centre + 0.5 * shrunk[1], rtol=1e-12, atol=1e-15)
     # the public bootstrap of per-user differences is the same computation
-    np.testing.assert_allclose(rs.bootstrap_mean_p(folds, n_boot=B, seed=2, groups=n), got,
+    np.testing.assert_allclose(bootstrap.bootstrap_mean_p(folds, n_boot=B, seed=2, groups=n), got,
                                atol=1e-12)
 
 
@@ -143,22 +143,22 @@ def test_known_answer_noisy_copy_is_less_discriminative():
         a = _configs(rng, n_configs, n_users, 0.01)
         b = a + rng.normal(0, 0.4, size=a.shape)  # metric B: a copy of A plus noise
         diffs.append(np.stack([a[pa] - a[pb], b[pa] - b[pb]]))
-    reps = rs.bootstrap_mean_p(diffs, n_boot=400, seed=5)
+    reps = bootstrap.bootstrap_mean_p(diffs, n_boot=400, seed=5)
     assert reps.shape == (2, 400)
     est = [np.mean([st.ttest_1samp(d[m], 0.0, axis=1).pvalue.mean() for d in diffs])
            for m in (0, 1)]
-    a, b = (rs.interval_replicates(est[m], reps[m]) for m in (0, 1))
-    assert rs.prob_more_discriminative(a, b) >= 0.95
-    assert rs.prob_more_discriminative(b, a) <= 0.05
+    a, b = (bootstrap.interval_replicates(est[m], reps[m]) for m in (0, 1))
+    assert bootstrap.prob_more_discriminative(a, b) >= 0.95
+    assert bootstrap.prob_more_discriminative(b, a) <= 0.05
     # a metric compared with an exact copy of itself: identical replicates, never "better"
-    same = rs.bootstrap_mean_p([np.stack([d[0], d[0]]) for d in diffs], n_boot=200, seed=5)
+    same = bootstrap.bootstrap_mean_p([np.stack([d[0], d[0]]) for d in diffs], n_boot=200, seed=5)
     assert np.array_equal(same[0], same[1])
-    assert rs.prob_more_discriminative(same[0], same[1]) == 0.0
+    assert bootstrap.prob_more_discriminative(same[0], same[1]) == 0.0
     # reproducible, and the point estimate inside its interval
-    assert np.array_equal(reps, rs.bootstrap_mean_p(diffs, n_boot=400, seed=5))
+    assert np.array_equal(reps, bootstrap.bootstrap_mean_p(diffs, n_boot=400, seed=5))
     point = np.mean([st.ttest_rel(d[0], np.zeros_like(d[0]), axis=1).pvalue.mean()
                      for d in diffs])
-    lo, hi = rs.dp_interval(point, reps[0])
+    lo, hi = bootstrap.dp_interval(point, reps[0])
     assert 0.0 <= lo <= point <= hi <= 1.0
 
 
@@ -166,23 +166,23 @@ def test_groups_keep_the_spread_of_the_user_bootstrap():
     rng = np.random.default_rng(2)
     n = 2000
     d = [rng.normal(0.01, 0.3, size=(30, n))]
-    exact = rs.bootstrap_mean_p(d, n_boot=600, seed=1, groups=n)
-    grouped = rs.bootstrap_mean_p(d, n_boot=600, seed=1, groups=128)
+    exact = bootstrap.bootstrap_mean_p(d, n_boot=600, seed=1, groups=n)
+    grouped = bootstrap.bootstrap_mean_p(d, n_boot=600, seed=1, groups=128)
     assert 0.7 < grouped.std() / exact.std() < 1.4
     assert abs(grouped.mean() - exact.mean()) < 0.3 * exact.std()
 
 
 def test_few_users_and_bad_input():
     one_user = [np.ones((4, 1))]
-    assert np.all(rs.bootstrap_mean_p(one_user, n_boot=10, seed=0) == 1.0)
+    assert np.all(bootstrap.bootstrap_mean_p(one_user, n_boot=10, seed=0) == 1.0)
     with pytest.raises(DptuneError, match="n_boot"):
-        rs.bootstrap_mean_p(one_user, n_boot=0)
+        bootstrap.bootstrap_mean_p(one_user, n_boot=0)
     with pytest.raises(DptuneError, match="groups"):
-        rs.bootstrap_mean_p(one_user, n_boot=3, groups=0)
+        bootstrap.bootstrap_mean_p(one_user, n_boot=3, groups=0)
     with pytest.raises(DptuneError, match="folds?"):
-        rs.bootstrap_mean_p([], n_boot=3)
+        bootstrap.bootstrap_mean_p([], n_boot=3)
     with pytest.raises(DptuneError, match="same"):
-        rs.bootstrap_mean_p([np.ones((4, 5)), np.ones((3, 5))], n_boot=3)
+        bootstrap.bootstrap_mean_p([np.ones((4, 5)), np.ones((3, 5))], n_boot=3)
 
 
 def test_ttest_pvalues_is_the_one_group_pair_moments_bit_for_bit():
@@ -195,9 +195,9 @@ def test_ttest_pvalues_is_the_one_group_pair_moments_bit_for_bit():
     ra, rb = np.array([0, 2, 4, 6, 1]), np.array([1, 3, 5, 0, 6])
     for columns in (None, np.array([80, 3, 17, 5, 60, 41, 9, 88])):
         n = v.shape[1] if columns is None else len(columns)
-        dbar, _c1, c2, _constant, size = rs.pair_moments(v, ra, rb, np.arange(n, dtype=np.int64),
-                                                         np.array([0, n]), columns)
-        want = rs.point_pvalues(dbar, c2, size, n)
+        dbar, _c1, c2, _constant, size = bootstrap.pair_moments(
+            v, ra, rb, np.arange(n, dtype=np.int64), np.array([0, n]), columns)
+        want = bootstrap.point_pvalues(dbar, c2, size, n)
         got = ttest_pvalues(v, ra, rb, columns=columns)
         assert np.array_equal(got, want)
         cols = np.arange(v.shape[1]) if columns is None else np.sort(columns)
@@ -222,7 +222,7 @@ def test_user_draws_follow_the_user_across_folds():
     weights; a fold missing one user moves only users at group boundaries; weights do not
     depend on the fold; integer and text ids of the same user are one user."""
     users = np.arange(1000, 3000)
-    perm, starts, w = rs.user_draws(users, 40, seed=5, groups=64)
+    perm, starts, w = bootstrap.user_draws(users, 40, seed=5, groups=64)
     assert len(starts) == 65 and np.all(np.diff(starts) >= 31) and np.all(np.diff(starts) <= 32)
     assert np.all(w.sum(axis=1) == 64)
 
@@ -234,14 +234,14 @@ def test_user_draws_follow_the_user_across_folds():
 
     mine = groups_of(users, perm, starts)
     shuffled = np.random.default_rng(0).permutation(users)
-    p2, s2, w2 = rs.user_draws(shuffled, 40, seed=5, groups=64)
+    p2, s2, w2 = bootstrap.user_draws(shuffled, 40, seed=5, groups=64)
     assert groups_of(shuffled, p2, s2) == mine and np.array_equal(w2, w)
-    assert np.array_equal(rs.user_draws(users.astype(str), 40, seed=5, groups=64)[0], perm)
+    assert np.array_equal(bootstrap.user_draws(users.astype(str), 40, seed=5, groups=64)[0], perm)
     fewer = np.delete(users, 700)
-    p3, s3, w3 = rs.user_draws(fewer, 40, seed=5, groups=64)
+    p3, s3, w3 = bootstrap.user_draws(fewer, 40, seed=5, groups=64)
     moved = sum(groups_of(fewer, p3, s3)[u] != mine[u] for u in fewer.tolist())
     assert moved <= 64 and np.array_equal(w3, w)
-    assert not np.array_equal(rs.user_draws(users, 40, seed=6, groups=64)[0], perm)
+    assert not np.array_equal(bootstrap.user_draws(users, 40, seed=6, groups=64)[0], perm)
 
 
 def test_a_coarse_grouping_is_the_bootstrap_of_the_united_groups():
@@ -253,45 +253,47 @@ def test_a_coarse_grouping_is_the_bootstrap_of_the_united_groups():
     d = rng.normal(0.03, 0.4, size=(P, n))
     values = np.vstack([d, np.zeros((1, n))])
     ra, rb = np.arange(P), np.full(P, P)
-    perm, starts, w = rs.user_draws(np.arange(n), B, seed=3, groups=64)
-    coarse = rs.coarse_weights(B, 3, 64)
+    perm, starts, w = bootstrap.user_draws(np.arange(n), B, seed=3, groups=64)
+    coarse = bootstrap.coarse_weights(B, 3, 64)
     assert [c.shape for c in coarse] == [(B, 32), (B, 16)]
-    fine = rs.fold_moments(values, ra, rb, perm, starts, w, np.arange(n), coarse=coarse)
-    mult = rs.pair_multiplicities(B, P, seed=1)
+    fine = bootstrap.fold_moments(values, ra, rb, perm, starts, w, np.arange(n), coarse=coarse)
+    mult = bootstrap.pair_multiplicities(B, P, seed=1)
     for level, gc in enumerate((32, 16)):
-        perm_c, starts_c, _ = rs.user_draws(np.arange(n), B, seed=3, groups=gc)
+        perm_c, starts_c, _ = bootstrap.user_draws(np.arange(n), B, seed=3, groups=gc)
         assert np.array_equal(perm_c, perm) and np.array_equal(starts_c, starts[::64 // gc])
-        direct = rs.fold_moments(values, ra, rb, perm_c, starts_c, coarse[level], np.arange(n))
-        centre = rs.bootstrap_centres([fine])[0]
-        np.testing.assert_allclose(rs.fold_replicate_means(fine, mult, centre, level),
-                                   rs.fold_replicate_means(direct, mult, centre), atol=2e-6)
+        direct = bootstrap.fold_moments(values, ra, rb, perm_c, starts_c, coarse[level],
+                                        np.arange(n))
+        centre = bootstrap.bootstrap_centres([fine])[0]
+        np.testing.assert_allclose(bootstrap.fold_replicate_means(fine, mult, centre, level),
+                                   bootstrap.fold_replicate_means(direct, mult, centre), atol=2e-6)
     # half the replicates, at least 200 (all of them below that)
-    assert [rs.coarse_replicates(b) for b in (40, 200, 300, 400, 1000)] == [40, 200, 200, 200, 500]
-    assert [c.shape[0] for c in rs.coarse_weights(1000, 3, 64)] == [500, 500]
+    assert ([bootstrap.coarse_replicates(b) for b in (40, 200, 300, 400, 1000)]
+            == [40, 200, 200, 200, 500])
+    assert [c.shape[0] for c in bootstrap.coarse_weights(1000, 3, 64)] == [500, 500]
     # fewer than 2 x 8 users' groups: no coarse grouping, no extrapolation
-    assert rs.coarse_weights(B, 3, 15) == ()
-    assert [c.shape[1] for c in rs.coarse_weights(B, 3, 20)] == [10]
+    assert bootstrap.coarse_weights(B, 3, 15) == ()
+    assert [c.shape[1] for c in bootstrap.coarse_weights(B, 3, 20)] == [10]
 
 
 def test_extrapolated_variance_recovers_the_ungrouped_variance():
     groups = [64, 32, 16]
-    assert rs.extrapolated_variance(groups, [0.3 + 2.0 / g for g in groups]) == \
+    assert bootstrap.extrapolated_variance(groups, [0.3 + 2.0 / g for g in groups]) == \
         pytest.approx(0.3, rel=1e-12)
-    assert rs.extrapolated_variance([64, 32], [0.5, 0.5]) == pytest.approx(0.5, rel=1e-12)
+    assert bootstrap.extrapolated_variance([64, 32], [0.5, 0.5]) == pytest.approx(0.5, rel=1e-12)
     # exact points are fitted exactly whatever their weights (replicate counts)
-    assert rs.extrapolated_variance(groups, [0.3 + 2.0 / g for g in groups], [1000, 500, 500]) \
-        == pytest.approx(0.3, rel=1e-12)
+    assert bootstrap.extrapolated_variance(groups, [0.3 + 2.0 / g for g in groups],
+                                           [1000, 500, 500]) == pytest.approx(0.3, rel=1e-12)
     # a noisy point with few replicates weighs less: the fit moves less towards it
     noisy = [0.3 + 2.0 / 64, 0.3 + 2.0 / 32 + 0.02, 0.3 + 2.0 / 16]
-    assert abs(rs.extrapolated_variance(groups, noisy, [1000, 50, 1000]) - 0.3) < \
-        abs(rs.extrapolated_variance(groups, noisy, [1000, 1000, 1000]) - 0.3)
+    assert abs(bootstrap.extrapolated_variance(groups, noisy, [1000, 50, 1000]) - 0.3) < \
+        abs(bootstrap.extrapolated_variance(groups, noisy, [1000, 1000, 1000]) - 0.3)
     with pytest.raises(DptuneError, match="variances"):
-        rs.extrapolated_variance(groups, [0.1] * 3, [1000, 0, 500])
+        bootstrap.extrapolated_variance(groups, [0.1] * 3, [1000, 0, 500])
     for bad in ([64, 64], [64]):
         with pytest.raises(DptuneError, match="variances"):
-            rs.extrapolated_variance(bad, [0.1] * len(bad))
+            bootstrap.extrapolated_variance(bad, [0.1] * len(bad))
     with pytest.raises(DptuneError, match="variances"):
-        rs.extrapolated_variance([64, 32], [0.1, 0.0])
+        bootstrap.extrapolated_variance([64, 32], [0.1, 0.0])
 
 
 def test_ungrouped_scale_shrinks_the_interval_of_many_independent_pairs_only():
@@ -303,56 +305,59 @@ def test_ungrouped_scale_shrinks_the_interval_of_many_independent_pairs_only():
 
     def scale(n_configs):
         ra, rb = np.triu_indices(n_configs, k=1)
-        perm, starts, w = rs.user_draws(np.arange(n), B, seed=8)
-        coarse = rs.coarse_weights(B, 8, w.shape[1])
+        perm, starts, w = bootstrap.user_draws(np.arange(n), B, seed=8)
+        coarse = bootstrap.coarse_weights(B, 8, w.shape[1])
         folds = []
         for _ in range(2):
             x = rng.normal(size=(n_configs, n)) \
                 + np.linspace(-1.0, 1.0, n_configs)[:, None] / np.sqrt(n)  # moderate
-            folds.append(rs.fold_moments(x, ra, rb, perm, starts, w, np.arange(n),
-                                         coarse=coarse))
+            folds.append(bootstrap.fold_moments(x, ra, rb, perm, starts, w, np.arange(n),
+                                                coarse=coarse))
         mult = np.ones((B, len(ra)))
-        raw = rs.replicate_sum(folds, mult) / 2
-        return rs.ungrouped_scale(folds, mult, raw)
+        raw = bootstrap.replicate_sum(folds, mult) / 2
+        return bootstrap.ungrouped_scale(folds, mult, raw)
 
     many, few = scale(60), scale(2)
     assert 0.3 < many < 0.9, many  # 0.75-0.80 over seeds
     assert 0.9 < few <= 1.0, few
-    perm, starts, w = rs.user_draws(np.arange(12), B, seed=8)
+    perm, starts, w = bootstrap.user_draws(np.arange(12), B, seed=8)
     x = rng.normal(size=(4, 12))
     ra, rb = np.triu_indices(4, k=1)
-    lone = [rs.fold_moments(x, ra, rb, perm, starts, w, np.arange(12),
-                            coarse=rs.coarse_weights(B, 8, w.shape[1]))]
-    raw = rs.replicate_sum(lone, np.ones((B, 6)))
-    assert rs.ungrouped_scale(lone, np.ones((B, 6)), raw) == 1.0
+    lone = [bootstrap.fold_moments(x, ra, rb, perm, starts, w, np.arange(12),
+                                   coarse=bootstrap.coarse_weights(B, 8, w.shape[1]))]
+    raw = bootstrap.replicate_sum(lone, np.ones((B, 6)))
+    assert bootstrap.ungrouped_scale(lone, np.ones((B, 6)), raw) == 1.0
     # a fold without a test (one user: no coarse grouping) beside one with them counts p = 1
     # at every grouping, as it does at the fine one
-    big = rs.user_draws(np.arange(n), B, seed=8)
-    one = rs.user_draws(np.arange(1), B, seed=8)
-    mixed = [rs.fold_moments(rng.normal(size=(4, k)), ra, rb, *draws, np.arange(k),
-                             coarse=rs.coarse_weights(B, 8, draws[2].shape[1]))
+    big = bootstrap.user_draws(np.arange(n), B, seed=8)
+    one = bootstrap.user_draws(np.arange(1), B, seed=8)
+    mixed = [bootstrap.fold_moments(rng.normal(size=(4, k)), ra, rb, *draws, np.arange(k),
+                                    coarse=bootstrap.coarse_weights(B, 8, draws[2].shape[1]))
              for k, draws in ((n, big), (1, one))]
     assert mixed[1].coarse == ()
     mult = np.ones((B, 6))
     for level in (0, 1):
-        part = rs.fold_replicate_means(mixed[1], mult, mixed[1].shrunk, level)
-        assert part.shape == (rs.coarse_replicates(B),) and np.all(part == 1.0)
-        assert rs.replicate_sum(mixed, mult, level).shape == (rs.coarse_replicates(B),)
-    assert 0.0 < rs.ungrouped_scale(mixed, mult, rs.replicate_sum(mixed, mult) / 2) <= 1.0
+        part = bootstrap.fold_replicate_means(mixed[1], mult, mixed[1].shrunk, level)
+        assert part.shape == (bootstrap.coarse_replicates(B),) and np.all(part == 1.0)
+        assert (bootstrap.replicate_sum(mixed, mult, level).shape
+                == (bootstrap.coarse_replicates(B),))
+    raw = bootstrap.replicate_sum(mixed, mult) / 2
+    assert 0.0 < bootstrap.ungrouped_scale(mixed, mult, raw) <= 1.0
 
 
 def test_interval_scale_is_checked_and_one_is_the_plain_interval():
     reps = np.random.default_rng(2).uniform(0.3, 0.5, 200)
-    assert np.array_equal(rs.interval_replicates(0.4, reps, 1.0), rs.interval_replicates(0.4, reps))
-    lo, hi = rs.dp_interval(0.4, reps)
-    lo_s, hi_s = rs.dp_interval(0.4, reps, scale=0.5)
+    assert np.array_equal(bootstrap.interval_replicates(0.4, reps, 1.0),
+                          bootstrap.interval_replicates(0.4, reps))
+    lo, hi = bootstrap.dp_interval(0.4, reps)
+    lo_s, hi_s = bootstrap.dp_interval(0.4, reps, scale=0.5)
     assert lo < lo_s < 0.4 < hi_s < hi
     # a scale above 1 widens (a grid sample's small-sample factor); it stays inside [0, 1]
-    lo_w, hi_w = rs.dp_interval(0.4, reps, scale=1.5)
+    lo_w, hi_w = bootstrap.dp_interval(0.4, reps, scale=1.5)
     assert 0.0 < lo_w < lo < 0.4 < hi < hi_w < 1.0
     for bad in (0.0, -0.1, float("nan"), float("inf")):
         with pytest.raises(DptuneError, match="scale"):
-            rs.interval_replicates(0.4, reps, bad)
+            bootstrap.interval_replicates(0.4, reps, bad)
 
 
 def _weighted_t(d: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -376,15 +381,15 @@ def test_replicate_world_sizes_are_each_replicates_shrunk_squared_t():
     d[0] = 0.3  # constant non-zero: t = +-inf, no size, not among P'
     values = np.vstack([d, np.zeros((1, n))])
     ra, rb = np.arange(P), np.full(P, P)
-    perm, starts, w = rs.user_draws(np.arange(n), B, seed=4, groups=n)
+    perm, starts, w = bootstrap.user_draws(np.arange(n), B, seed=4, groups=n)
     counts = np.zeros((B, n))
     counts[:, perm] = w
-    mult = rs.pair_weights(B, P, 3 * P, seed=4)  # sampled pairs: weights other than 1
-    moments = rs.fold_moments(values, ra, rb, perm, starts, w, np.arange(n))
-    centre = rs.bootstrap_centres([moments])[0]
+    mult = bootstrap.pair_weights(B, P, 3 * P, seed=4)  # sampled pairs: weights other than 1
+    moments = bootstrap.fold_moments(values, ra, rb, perm, starts, w, np.arange(n))
+    centre = bootstrap.bootstrap_centres([moments])[0]
     sizes = np.zeros(B)
-    reps = rs.fold_replicate_means(moments, mult, centre, sizes=sizes)
-    assert np.array_equal(reps, rs.fold_replicate_means(moments, mult, centre))
+    reps = bootstrap.fold_replicate_means(moments, mult, centre, sizes=sizes)
+    assert np.array_equal(reps, bootstrap.fold_replicate_means(moments, mult, centre))
     shifted = d[1:] + (centre[1:] - d[1:].mean(axis=1))[:, None]  # the bootstrap world
     t = _weighted_t(shifted, counts)
     t2 = (mult[:, 1:] * t ** 2).sum(axis=1)
@@ -392,17 +397,17 @@ def test_replicate_world_sizes_are_each_replicates_shrunk_squared_t():
     want = np.maximum(0.0, t2 - mult[:, 1:].sum(axis=1) * nu / (nu - 2))
     np.testing.assert_allclose(sizes, want, rtol=1e-5)
     assert np.any(want == 0.0) or want.min() > 0.0
-    assert np.array_equal(rs.world_size(np.array([5.0, 1.0]), 2.0, 3), [5.0, 1.0])  # nu = 2
-    assert rs.world_size(10.0, 4.0, 11) == pytest.approx(10.0 - 4.0 * 10 / 8)
+    assert np.array_equal(bootstrap.world_size(np.array([5.0, 1.0]), 2.0, 3), [5.0, 1.0])  # nu = 2
+    assert bootstrap.world_size(10.0, 4.0, 11) == pytest.approx(10.0 - 4.0 * 10 / 8)
 
 
 def _moderate_folds(rng, n_configs, n, B, shared, folds=3):
     ra, rb = np.triu_indices(n_configs, k=1)
-    perm, starts, w = rs.user_draws(np.arange(n), B, seed=3)
+    perm, starts, w = bootstrap.user_draws(np.arange(n), B, seed=3)
     means = 2.0 * np.linspace(-1.0, 1.0, n_configs)[:, None] / np.sqrt(n)
     taste = rng.normal(size=(n_configs, n)) if shared else 0.0
-    return [rs.fold_moments(means + taste + rng.normal(size=(n_configs, n)), ra, rb, perm,
-                            starts, w, np.arange(n)) for _ in range(folds)], len(ra)
+    return [bootstrap.fold_moments(means + taste + rng.normal(size=(n_configs, n)), ra, rb, perm,
+                                   starts, w, np.arange(n)) for _ in range(folds)], len(ra)
 
 
 def test_size_factors_enlarge_the_errors_of_replicates_whose_world_is_larger():
@@ -414,10 +419,10 @@ def test_size_factors_enlarge_the_errors_of_replicates_whose_world_is_larger():
     B = 400
     folds, P = _moderate_folds(rng, 6, 300, B, shared=True)
     mult = np.ones((B, P))
-    centres = rs.bootstrap_centres(folds)
+    centres = bootstrap.bootstrap_centres(folds)
     sizes = np.zeros(B)
-    raw = rs.replicate_sum(folds, mult, centres=centres, sizes=sizes) / len(folds)
-    f = rs.size_factors(folds, mult, centres, raw, sizes)
+    raw = bootstrap.replicate_sum(folds, mult, centres=centres, sizes=sizes) / len(folds)
+    f = bootstrap.size_factors(folds, mult, centres, raw, sizes)
     assert f.shape == (B,) and np.all(np.isfinite(f)) and np.all(f > 0)
     order = np.argsort(sizes)
     assert np.all(np.diff(f[order]) >= 0.0)  # larger world, larger factor (beta < 0)
@@ -431,31 +436,31 @@ def test_size_factors_enlarge_the_errors_of_replicates_whose_world_is_larger():
     beta = np.polyfit(x[inner], -np.log(f[inner]), 1)[0]
     np.testing.assert_allclose(-np.log(f[inner]), beta * x[inner] - beta * x[inner].mean()
                                - np.mean(np.log(f[inner])), atol=1e-9)
-    assert -rs.MAX_SIZE_SLOPE <= beta < 0.0
+    assert -bootstrap.MAX_SIZE_SLOPE <= beta < 0.0
     # the interval: factors of 1 are the basic interval; the studentised one reaches higher
     est = float(np.mean([m.p.mean() for m in folds]))
-    basic = rs.dp_interval(est, raw)
-    assert rs.dp_interval(est, raw, factors=np.ones(B)) == basic
-    stud = rs.dp_interval(est, raw, factors=f)
+    basic = bootstrap.dp_interval(est, raw)
+    assert bootstrap.dp_interval(est, raw, factors=np.ones(B)) == basic
+    stud = bootstrap.dp_interval(est, raw, factors=f)
     assert 0.0 <= stud[0] < est < stud[1] <= 1.0
     for bad in (np.ones(B - 1), np.r_[np.ones(B - 1), 0.0], np.r_[np.ones(B - 1), np.nan]):
         with pytest.raises(DptuneError, match="factors"):
-            rs.dp_interval(est, raw, factors=bad)
+            bootstrap.dp_interval(est, raw, factors=bad)
     # nothing to measure: no fold with a test, or identical worlds
-    perm, starts, w = rs.user_draws(np.arange(1), B, seed=3)
-    lone = [rs.fold_moments(rng.normal(size=(3, 1)), *np.triu_indices(3, k=1), perm, starts,
-                            w, np.arange(1))]
-    assert np.array_equal(rs.size_factors(lone, np.ones((B, 3)), [lone[0].shrunk],
-                                          np.ones(B), np.zeros(B)), np.ones(B))
+    perm, starts, w = bootstrap.user_draws(np.arange(1), B, seed=3)
+    lone = [bootstrap.fold_moments(rng.normal(size=(3, 1)), *np.triu_indices(3, k=1), perm, starts,
+                                   w, np.arange(1))]
+    assert np.array_equal(bootstrap.size_factors(lone, np.ones((B, 3)), [lone[0].shrunk],
+                                                 np.ones(B), np.zeros(B)), np.ones(B))
     flat = np.full(B, 0.4)
-    assert np.array_equal(rs.size_factors(folds, mult, centres, flat, sizes), np.ones(B))
+    assert np.array_equal(bootstrap.size_factors(folds, mult, centres, flat, sizes), np.ones(B))
 
 
 _THREADS_SCRIPT = """
 import sys
 import numba
 import numpy as np
-from dptune.analysis.dp import bootstrap as rs
+from dptune.analysis.dp import bootstrap
 from dptune.analysis.dp.paired_tests import ttest_pvalues
 
 assert numba.get_num_threads() == 2, numba.get_num_threads()
@@ -465,19 +470,19 @@ x = rng.normal(size=(9, n)) + np.linspace(0.0, 0.3, 9)[:, None]
 x[3] = x[2]  # a constant zero difference
 ra, rb = np.triu_indices(9, k=1)
 cols = np.sort(rng.choice(n, 250, replace=False))
-perm, starts, w = rs.user_draws(np.arange(n), B, seed=2)
-mult = rs.pair_multiplicities(B, len(ra), seed=2)
+perm, starts, w = bootstrap.user_draws(np.arange(n), B, seed=2)
+mult = bootstrap.pair_multiplicities(B, len(ra), seed=2)
 out = {}
 for threads in (1, 2):
     numba.set_num_threads(threads)
-    moments = rs.fold_moments(x, ra, rb, perm, starts, w, np.arange(n),
-                              coarse=rs.coarse_weights(B, 8, w.shape[1]))
-    centre = rs.bootstrap_centres([moments])[0]
+    moments = bootstrap.fold_moments(x, ra, rb, perm, starts, w, np.arange(n),
+                                     coarse=bootstrap.coarse_weights(B, 8, w.shape[1]))
+    centre = bootstrap.bootstrap_centres([moments])[0]
     sizes = np.zeros(B)
     out[threads] = [ttest_pvalues(x, ra, rb), ttest_pvalues(x, ra, rb, columns=cols),
-                    moments.p, rs.replicate_sum([moments], mult, sizes=sizes), sizes,
-                    rs.replicate_sum([moments], mult, level=0),
-                    rs.fold_replicate_pvalues(moments, centre, 50)]
+                    moments.p, bootstrap.replicate_sum([moments], mult, sizes=sizes), sizes,
+                    bootstrap.replicate_sum([moments], mult, level=0),
+                    bootstrap.fold_replicate_pvalues(moments, centre, 50)]
 for a, b in zip(out[1], out[2], strict=True):
     assert a.tobytes() == b.tobytes()
 print(len(out[2]))

@@ -10,9 +10,8 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from dptune.analysis.dp import curves
+from dptune.analysis.dp import curves, paired_tests
 from dptune.analysis.dp import fold_loop as fl
-from dptune.analysis.dp import paired_tests as stats
 from dptune.analysis.dp import pairs as dp
 from dptune.analysis.dp import pairs as pairs_mod
 from dptune.analysis.options import AnalysisOptions
@@ -541,7 +540,8 @@ def test_sakai_and_corrections(analysis_and_store) -> None:
         for row in res.table.itertuples():
             g = groups[(row.algorithm, row.scope, row.metric, row.cutoff)]
             per_fold = [
-                stats.sakai_dp(stats.adjust(f.sort_values("pair_index").p.to_numpy(), corr), 0.1)
+                paired_tests.sakai_dp(
+                    paired_tests.adjust(f.sort_values("pair_index").p.to_numpy(), corr), 0.1)
                 for _, f in g.groupby("fold")
             ]
             assert row.sakai == pytest.approx(np.mean(per_fold))
@@ -613,12 +613,12 @@ def test_noise_floor_pairs_and_calibration() -> None:
     v = rng.normal(0.3, 0.1, (21, 80))  # 21 seeds -> 210 A/A pairs
     from dptune.analysis.noise import aa_pvalues
 
-    p = aa_pvalues(v, stats.paired_test("t"))
+    p = aa_pvalues(v, paired_tests.paired_test("t"))
     assert p.shape == (210,)
     s, t = np.triu_indices(21, k=1)
     assert p[0] == pytest.approx(sps.ttest_rel(v[0], v[1]).pvalue)
     assert p[-1] == pytest.approx(sps.ttest_rel(v[s[-1]], v[t[-1]]).pvalue)
-    assert stats.ks_uniform(p)[1] > 0.01
+    assert paired_tests.ks_uniform(p)[1] > 0.01
 
 
 def test_resample_curve():

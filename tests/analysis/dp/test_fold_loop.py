@@ -215,8 +215,8 @@ def _oracle_interval(store, metric, n_boot, seed, n_folds=3, n_configs=6):
     own group here, so no coarser grouping and no extrapolation)."""
     from scipy import special
 
-    from dptune.analysis.dp import bootstrap as rs
-    from dptune.analysis.dp import scale as rb
+    from dptune.analysis.dp import bootstrap
+    from dptune.analysis.dp.scale import bootstrap_seed
 
     pa, pb = np.triu_indices(n_configs, k=1)
     point, diffs, shrunk = [], [], []
@@ -239,7 +239,7 @@ def _oracle_interval(store, metric, n_boot, seed, n_folds=3, n_configs=6):
             n = d.shape[1]
             shifted = d - d.mean(axis=1, keepdims=True) + c * centre[:, None]
             ids, _ = store.read_matrix("knn", metric, 10, str(f), np.arange(n_configs))
-            perm, starts, w = rs.user_draws(ids, n_boot, rb.bootstrap_seed(seed, 0), groups=n)
+            perm, starts, w = bootstrap.user_draws(ids, n_boot, bootstrap_seed(seed, 0), groups=n)
             group = np.empty(n, dtype=int)  # the group of each user (column)
             for g in range(len(starts) - 1):
                 group[perm[starts[g]:starts[g + 1]]] = g

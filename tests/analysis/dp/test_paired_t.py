@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from dptune.analysis.dp import bootstrap as rs
+from dptune.analysis.dp import bootstrap
 from dptune.analysis.dp import paired_tests as pt
 
 # ---------------------------------------------------------------- by hand
@@ -136,20 +136,20 @@ def test_the_bootstraps_point_values_and_shrink_factor_agree_with_scipy():
     v, ra, rb = _data()
     n = v.shape[1]
     t_ref, p_ref = _scipy(v[ra], v[rb])
-    perm, starts, w = rs.user_draws(np.arange(n), 5, seed=3, groups=6)
-    dbar, _c1, c2, constant, size = rs.pair_moments(v, ra, rb, perm, starts)
-    np.testing.assert_allclose(rs.point_t(dbar, c2, size, n), t_ref, rtol=1e-10)
-    np.testing.assert_allclose(rs.point_t(dbar, c2, size, n, squared=True), t_ref ** 2,
+    perm, starts, w = bootstrap.user_draws(np.arange(n), 5, seed=3, groups=6)
+    dbar, _c1, c2, constant, size = bootstrap.pair_moments(v, ra, rb, perm, starts)
+    np.testing.assert_allclose(bootstrap.point_t(dbar, c2, size, n), t_ref, rtol=1e-10)
+    np.testing.assert_allclose(bootstrap.point_t(dbar, c2, size, n, squared=True), t_ref ** 2,
                                rtol=1e-10)
-    np.testing.assert_allclose(rs.point_pvalues(dbar, c2, size, n), p_ref, rtol=1e-10)
-    moments = rs.fold_moments(v, ra, rb, perm, starts, w, np.arange(n))
+    np.testing.assert_allclose(bootstrap.point_pvalues(dbar, c2, size, n), p_ref, rtol=1e-10)
+    moments = bootstrap.fold_moments(v, ra, rb, perm, starts, w, np.arange(n))
     np.testing.assert_allclose(moments.p, p_ref, rtol=1e-10)
     # the shrink factor from scipy's t of the pairs that vary
     nu = n - 1
     free = ~constant
     k = np.sqrt(max(0.0, 1.0 - free.sum() / (np.sum(t_ref[free] ** 2) * (nu - 2) / nu)))
     assert 0.0 < k < 1.0
-    got = rs.shrink_factor(rs.point_t(dbar, c2, size, n, squared=True), constant, n)
+    got = bootstrap.shrink_factor(bootstrap.point_t(dbar, c2, size, n, squared=True), constant, n)
     assert got == pytest.approx(k, rel=1e-12)
     np.testing.assert_allclose(moments.shrunk[free], k * dbar[free], rtol=1e-12)
 
@@ -161,10 +161,10 @@ def test_the_replicates_agree_with_scipy_on_resampled_users():
     v, ra, rb = _data(n_users=30, seed=2)
     n, n_boot = v.shape[1], 8
     d = v[ra] - v[rb]
-    perm, starts, w = rs.user_draws(np.arange(n), n_boot, seed=4, groups=n)
+    perm, starts, w = bootstrap.user_draws(np.arange(n), n_boot, seed=4, groups=n)
     w[0] = 1.0  # the first replicate: every user once, the sample itself
-    moments = rs.fold_moments(v, ra, rb, perm, starts, w, np.arange(n))
-    reps = rs.fold_replicate_pvalues(moments, moments.dbar, n_boot)  # centred at dbar
+    moments = bootstrap.fold_moments(v, ra, rb, perm, starts, w, np.arange(n))
+    reps = bootstrap.fold_replicate_pvalues(moments, moments.dbar, n_boot)  # centred at dbar
     counts = np.zeros((n_boot, n))
     counts[:, perm] = w  # group g is user perm[g]
     twin = pt.resampled_ttest_pvalues(d, counts).T
@@ -200,4 +200,4 @@ def test_the_bootstraps_kernels_name_what_they_compile_in():
     src = "".join(inspect.getsource(f.py_func) for f in (pt.paired_t, pt.table_pvalue))
     src += repr((pt.ZERO_VARIANCE_RTOL, pt.ZERO_MEAN_RTOL))
     digest = hashlib.sha256(src.encode()).hexdigest()[:16]
-    assert rs._COMPILED_IN == digest, digest
+    assert bootstrap._COMPILED_IN == digest, digest

@@ -4,8 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dptune.analysis.dp import scale as rb
 from dptune.analysis.dp.pairs import sample_pairs, scope_pairs, scope_seed, scopes
+from dptune.analysis.dp.scale import bootstrap_seed, n_possible_pairs, per_reference
 from dptune.errors import DptuneError
 
 
@@ -21,7 +21,7 @@ def test_pairs_all_when_few_else_a_seeded_sample_under_every_repeat():
     assert {tuple(r) for r in whole.pairs(3, seed=4)} == {tuple(r) for r in pairs}
     big = np.arange(200)
     (s,) = scopes(pd.DataFrame({"config_id": big, "k": big}), ["k"], 1000)
-    assert s.sampled and s.n_possible == rb.n_possible_pairs(200)
+    assert s.sampled and s.n_possible == n_possible_pairs(200)
     s0 = s.pairs(0, seed=4)
     assert len(s0) == 1000 and np.all(s0[:, 0] < s0[:, 1])
     # repeat 0 is the tables' pairs (one pair set for every number of the scope)
@@ -31,7 +31,7 @@ def test_pairs_all_when_few_else_a_seeded_sample_under_every_repeat():
     s1 = s.pairs(1, seed=4)
     assert np.array_equal(s1, sample_pairs(big, 1000, scope_seed(4, "all|robust|1")))
     assert not np.array_equal(np.sort(s0, axis=0), np.sort(s1, axis=0))
-    assert rb.bootstrap_seed(4, 0) != rb.bootstrap_seed(4, 1)
+    assert bootstrap_seed(4, 0) != bootstrap_seed(4, 1)
 
 
 def test_every_scope_counts_its_possible_pairs():
@@ -50,8 +50,8 @@ def test_every_scope_counts_its_possible_pairs():
 def test_dp_per_25_pairs_is_the_paper_dp_bit_for_bit_at_p_25():
     rng = np.random.default_rng(3)
     dp = rng.uniform(0, 25, 50)
-    assert np.array_equal(rb.per_reference(dp, np.full(50, 25)), dp)
-    assert rb.per_reference(3.0, 15) == pytest.approx(5.0)  # 3 / 15 = 0.2 per pair -> 5 per 25
-    assert rb.per_reference(10.0, 1000) == pytest.approx(0.25)
+    assert np.array_equal(per_reference(dp, np.full(50, 25)), dp)
+    assert per_reference(3.0, 15) == pytest.approx(5.0)  # 3 / 15 = 0.2 per pair -> 5 per 25
+    assert per_reference(10.0, 1000) == pytest.approx(0.25)
     with pytest.raises(DptuneError, match="n_pairs"):
-        rb.per_reference(1.0, 0)
+        per_reference(1.0, 0)

@@ -9,7 +9,7 @@ from dptune.analysis.dp.fold_loop import FoldView, ScopePlan, ScopeRun, UserDraw
 from dptune.analysis.dp.paired_tests import paired_test
 from dptune.analysis.verdict import claims as cl
 from dptune.analysis.verdict import downstream as ds
-from dptune.analysis.verdict import rules as vd
+from dptune.analysis.verdict import rules
 from dptune.analysis.verdict.dominance import dominance_table
 from dptune.analysis.verdict.families import family_groups, family_judge, order_metrics
 from dptune.errors import DptuneError
@@ -38,14 +38,14 @@ def _estimate(rng, effect, noise, n_configs=10, n_users=250, folds=3, n_boot=300
 
 
 def _verdict(dp, draws, **kw):
-    comparisons = cl.comparisons_table(dp, draws, vd.DEFAULT_FAMILIES, 0.05, 10)
-    return vd.verdict_table(dp, comparisons, **kw), comparisons
+    comparisons = cl.comparisons_table(dp, draws, rules.DEFAULT_FAMILIES, 0.05, 10)
+    return rules.verdict_table(dp, comparisons, **kw), comparisons
 
 
 def test_one_metric_truly_more_discriminative():
     dp, draws = _estimate(np.random.default_rng(0), 0.01, 0.5)
     v, comparisons = _verdict(dp, draws)
-    assert list(v.columns) == vd.VERDICT_COLUMNS
+    assert list(v.columns) == rules.VERDICT_COLUMNS
     r = v.iloc[0]
     assert r["recommended"] == "ndcg"
     assert set(r["less_discriminative"]) == {"precision", "recall"}
@@ -84,7 +84,7 @@ def test_without_bootstrap_no_claims_and_no_evidence():
     r = _verdict(part, {})[0].iloc[0]
     assert r["no_evidence"] == ["recall"] and "recall" not in r["tied"]
     with pytest.raises(DptuneError, match="missing"):
-        vd.recommend(dp.drop(columns=["no_evidence"]), comparisons)
+        rules.recommend(dp.drop(columns=["no_evidence"]), comparisons)
 
 
 def _claim(a, b, held, dropped=False, p=0.01):
@@ -100,7 +100,7 @@ def test_dropped_claim_is_counted_and_noise_floor_flags():
                                 _claim("ndcg", "precision", True)])
     floor = pd.DataFrame({"algorithm": "knn", "metric": list(METRICS3), "cutoff": 10,
                           "flagged": [False, False, True]})
-    r = vd.verdict_table(dp, comparisons, floor=floor).iloc[0]
+    r = rules.verdict_table(dp, comparisons, floor=floor).iloc[0]
     assert r["less_discriminative"] == ["precision"] and r["tied"] == ["recall"]
     assert r["claims_dropped"] == 1 and r["stability_repeats"] == 2
     assert r["not_below_floor"] == ["recall"]
@@ -150,21 +150,21 @@ _NO_CLAIMS = pd.DataFrame(columns=cl.CLAIM_COLUMNS)
 def test_one_verdict_per_family_never_crosses_families():
     # EPC is the most discriminative metric overall, but an accuracy user is told nDCG
     dp = _dp_rows({"ndcg": 0.10, "precision": 0.30, "efd": 0.20, "epc": 0.05})
-    v = vd.verdict_table(dp, _NO_CLAIMS)
+    v = rules.verdict_table(dp, _NO_CLAIMS)
     assert list(v["family"]) == ["accuracy", "novelty"]
     acc, nov = v.iloc[0], v.iloc[1]
     assert (acc["recommended"], acc["tied"]) == ("ndcg", ["precision"])
     assert (nov["recommended"], nov["tied"]) == ("epc", ["efd"])
     # configurable families; metrics of no family form "other"
     fam = (("mine", ("precision", "efd")),)
-    v = vd.verdict_table(dp, _NO_CLAIMS, families=fam)
+    v = rules.verdict_table(dp, _NO_CLAIMS, families=fam)
     assert list(zip(v["family"], v["recommended"], strict=True)) == [
         ("mine", "efd"), ("other", "epc")]
 
 
 def test_tie_rule_and_identical_metrics():
     dp = _dp_rows({"mrr": 0.1, "precision": 0.1, "ndcg": 0.1, "recall": 0.3})
-    r = vd.verdict_table(dp, _NO_CLAIMS).iloc[0]
+    r = rules.verdict_table(dp, _NO_CLAIMS).iloc[0]
     # equal values: the order of dptune.vocab.METRICS; the others with the same value are ties
     assert r["recommended"] == "ndcg" and r["identical"] == ["precision", "mrr"]
     assert list(order_metrics(dp)["metric"]) == ["ndcg", "precision", "mrr", "recall"]
@@ -173,13 +173,13 @@ def test_tie_rule_and_identical_metrics():
 def test_too_few_pairs_no_claim_but_the_numbers():
     dp = _dp_rows({"ndcg": 0.01, "precision": 0.9}, n_pairs=1)
     claims = pd.DataFrame([_claim("ndcg", "precision", True)])
-    r = vd.verdict_table(dp, claims).iloc[0]
+    r = rules.verdict_table(dp, claims).iloc[0]
     assert r["too_few_pairs"] and r["recommended"] == "" and r["less_discriminative"] == []
     assert r["dominance"] == "" and r["dominant_hyperparameter"] == ""
-    r = vd.verdict_table(dp, claims, min_pairs=1).iloc[0]
+    r = rules.verdict_table(dp, claims, min_pairs=1).iloc[0]
     assert r["recommended"] == "ndcg" and r["less_discriminative"] == ["precision"]
     # comparisons are not even made below min_pairs
-    assert cl.metric_comparisons(dp, {}, vd.DEFAULT_FAMILIES, 0.05, 10).empty
+    assert cl.metric_comparisons(dp, {}, rules.DEFAULT_FAMILIES, 0.05, 10).empty
 
 
 def test_downstream_per_family_is_judged_by_its_own_family():
@@ -230,8 +230,8 @@ def test_dominance_names_a_hyperparameter_only_when_it_beats_every_other():
     assert r["answer"] == "no_bootstrap"
     # the verdict carries the answer for its recommended metric
     whole = _dp_rows({"ndcg": 0.1, "recall": 0.2}).assign(algorithm="bpr")
-    v = vd.verdict_table(pd.concat([whole, dp]), _NO_CLAIMS,
-                         dominance=dominance_table(dp, both, 10)).iloc[0]
+    v = rules.verdict_table(pd.concat([whole, dp]), _NO_CLAIMS,
+                            dominance=dominance_table(dp, both, 10)).iloc[0]
     assert (v["dominant_hyperparameter"], v["dominance"]) == ("factors", "dominant")
 
 
@@ -264,13 +264,13 @@ def test_choices_are_the_metrics_the_evidence_does_not_separate():
     comparisons = pd.DataFrame([_claim("precision", "ndcg", False, p=0.3),
                                 _claim("precision", "recall", True),
                                 _claim("precision", "mrr", False, True)])
-    r = vd.verdict_table(dp, comparisons).iloc[0]
+    r = rules.verdict_table(dp, comparisons).iloc[0]
     assert r["recommended"] == "precision" and r["less_discriminative"] == ["recall"]
     assert r["choices"] == ["precision", "ndcg", "mrr"] and bool(r["tested"])
     assert r["tied"] == ["ndcg", "mrr"]  # the choices are the recommended metric and the tied ones
     # every claim holds: a single choice, the evidence backs it
     held = pd.DataFrame([_claim("precision", m, True) for m in ("ndcg", "recall", "mrr")])
-    r = vd.verdict_table(dp, held).iloc[0]
+    r = rules.verdict_table(dp, held).iloc[0]
     assert r["choices"] == ["precision"] and bool(r["tested"])
 
 
@@ -278,9 +278,9 @@ def test_choices_without_a_test_without_evidence_and_on_too_few_pairs():
     dp = _dp_rows({"ndcg": 0.20, "precision": 0.18, "recall": 0.40},
                   no_evidence=("recall",))
     empty = pd.DataFrame(columns=cl.CLAIM_COLUMNS)
-    r = vd.verdict_table(dp, empty).iloc[0]  # no bootstrap: nothing separates, nothing tested
+    r = rules.verdict_table(dp, empty).iloc[0]  # no bootstrap: nothing separates, nothing tested
     assert r["choices"] == ["precision", "ndcg"] and not bool(r["tested"])
-    few = vd.verdict_table(_dp_rows({"ndcg": 0.2, "precision": 0.18}, n_pairs=5), empty)
+    few = rules.verdict_table(_dp_rows({"ndcg": 0.2, "precision": 0.18}, n_pairs=5), empty)
     assert few.iloc[0]["choices"] == [] and few.iloc[0]["recommended"] == ""
 
 
