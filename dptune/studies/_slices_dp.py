@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dptune.analysis.dp.fold_loop import FoldCurves, FoldView, fold_reader, metric_groups
+from dptune.analysis.dp.fold_loop import FoldCurves, fold_views, metric_groups
 from dptune.analysis.dp.paired_tests import PairedTest
 from dptune.analysis.dp.pairs import sample_pairs, scope_seed
 from dptune.analysis.dp.scale import per_reference
@@ -80,10 +80,11 @@ def slice_dp(store: ResultSource, algorithm: str, pairs: np.ndarray,
     acc = {(mc, s): FoldCurves(len(folds), n_p, alpha) for mc in mcs for s in labels}
     sizes = {s: np.zeros(len(folds), dtype=np.int64) for s in labels}
     buffer = FoldBuffer()  # one fold's values, reused by every fold's read
+    groups = metric_groups(store, algorithm, len(ids), mcs)
     for fi, fold in enumerate(folds):
         t_seed = scope_seed(seed, f"all|fold={fold}")
-        for mc, (values, rows, columns, users) in _fold_blocks(store, algorithm, fold, ids, mcs,
-                                                               buffer):
+        for mc, (values, rows, columns, users) in _fold_blocks(store, algorithm, fold, ids,
+                                                               groups, buffer):
             ra, rb = rows[rows_idx[:, 0]], rows[rows_idx[:, 1]]
             for s in labels:
                 cols = _columns(users, columns, members[s].get(fold))
@@ -104,19 +105,15 @@ def slice_dp(store: ResultSource, algorithm: str, pairs: np.ndarray,
 
 
 def _fold_blocks(store: ResultSource, algorithm: str, fold: str, ids: np.ndarray,
-                 mcs: list[tuple[str, int]], buffer: FoldBuffer | None = None
+                 groups: Sequence[list[tuple[str, int]]], buffer: FoldBuffer | None = None
                  ) -> Iterator[tuple[tuple[str, int], tuple[np.ndarray, np.ndarray,
                                                             np.ndarray | None, np.ndarray]]]:
-    """``(metric@N, FoldView.get(metric, cutoff, ids))`` of every metric@N of ``mcs`` on one
-    fold, read as the fold loop reads it: per group of metric@N that fits its memory bound
-    (:func:`dptune.analysis.dp.fold_loop.metric_groups`) one read
-    (:func:`dptune.analysis.dp.fold_loop.fold_reader`: the store's batched ``read_fold``, in
-    ``buffer`` when given, else ``read_matrix`` per metric@N) seen through a :class:`FoldView`.
-    A block may be the fold's own array (:meth:`FoldView.get`): valid until the next one is
-    asked for."""
-    for group in metric_groups(store, algorithm, len(ids), mcs):
-        view = None  # the previous group's values go before the next group is read
-        view = FoldView(fold_reader(store, algorithm, fold, ids, group, buffer))
+    """``(metric@N, FoldView.get(metric, cutoff, ids))`` of every metric@N of ``groups``
+    (:func:`dptune.analysis.dp.fold_loop.metric_groups`) on one fold, read as the fold loop
+    reads it (:func:`dptune.analysis.dp.fold_loop.fold_views`: one read per group, in
+    ``buffer`` when given). A block may be the fold's own array (:meth:`FoldView.get`): valid
+    until the next one is asked for."""
+    for group, view in fold_views(store, algorithm, fold, ids, groups, buffer):
         for mc in group:
             yield mc, view.get(mc[0], mc[1], ids)
 
@@ -150,9 +147,10 @@ def slice_metrics(store: ResultSource, algorithm: str, config_id: int,
     # per (metric, cutoff, fold): the configuration's users and values (a float64 copy: the
     # block is the buffer's, overwritten by the next fold's read)
     cache: dict[tuple[str, int, str], tuple[np.ndarray, np.ndarray]] = {}
+    groups = metric_groups(store, algorithm, len(ids), mcs)
     for fold in folds:
         for (metric, cutoff), (values, rows, columns, users) in _fold_blocks(
-                store, algorithm, fold, ids, mcs, buffer):
+                store, algorithm, fold, ids, groups, buffer):
             row = values[rows[0]] if columns is None else values[rows[0], columns]
             cache[(metric, cutoff, fold)] = (users, np.array(row, dtype=np.float64))
 

@@ -36,7 +36,7 @@ The noise floor (:mod:`dptune.analysis.noise`) and the slice study
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
@@ -74,7 +74,7 @@ from dptune.vocab import fold_key, metric_key
 
 __all__ = ["FOLD_BYTES", "STABILITY_BUDGET_S", "INTERVAL_KINDS", "FoldView", "UserDraws",
            "FoldCurves", "ScopePlan", "ScopeRun", "metric_groups", "fold_reader",
-           "run_fold_loop"]
+           "fold_views", "run_fold_loop"]
 
 #: The most memory one fold read may hold: the float32 values of every configuration any
 #: scope needs, for every metric@N. Above it the metric@N are read in groups (each group one
@@ -134,6 +134,11 @@ class FoldView:
             raise input_error("store", f"{metric}@{cutoff}", f"read_matrix returned values of "
                               f"shape {values.shape}, expected ({len(ids)}, {len(users)})")
         return values, np.arange(len(ids)), None, users
+
+    def close(self) -> None:
+        """Let the fold's values go: the view holds no reader and no block afterwards (an
+        array that :meth:`get` returned is the caller's to drop)."""
+        self.read, self.block = None, None
 
 
 class UserDraws:
@@ -486,6 +491,21 @@ def fold_reader(store: ResultSource, algorithm: str, fold: str, ids: np.ndarray,
     return read
 
 
+def fold_views(store: ResultSource, algorithm: str, fold: str, ids: np.ndarray,
+               groups: Sequence[list[tuple[str, int]]], buffer: Any = None
+               ) -> Iterator[tuple[list[tuple[str, int]], FoldView]]:
+    """One fold of ``algorithm`` group by group: for each group of metric@N of ``groups``
+    (:func:`metric_groups`) one read of the configurations ``ids`` (:func:`fold_reader`, in
+    ``buffer`` when given) seen through a :class:`FoldView`, as ``(group, view)``. The
+    previous group's view is closed (:meth:`FoldView.close`) before the next group is read, so
+    one group's slice is held at a time, whatever the caller still refers to; a view is valid
+    until the next one is asked for (a ``buffer`` is overwritten by the next read)."""
+    for group in groups:
+        view = FoldView(fold_reader(store, algorithm, fold, ids, group, buffer))
+        yield group, view
+        view.close()
+
+
 def plan_runs(store: ResultSource, alg: str, options: Any, folds: Sequence[str],
               mcs: list[tuple[str, int]], sample: un.UnitSample | None = None
               ) -> list[ScopeRun]:
@@ -590,15 +610,13 @@ def run_fold_loop(store: ResultSource, options: Any, progress: bool = False,
                    else np.zeros(0, dtype=np.int64))
             groups = metric_groups(store, alg, len(ids), mcs)
             for f_i, fold in enumerate(folds):
-                for group in groups if runs else []:
-                    view = None  # drop the previous slice before reading the next one
-                    view = FoldView(fold_reader(store, alg, fold, ids, group, buffer))
+                for group, view in (fold_views(store, alg, fold, ids, groups, buffer)
+                                    if runs else ()):
                     for r in runs:
                         r.add_fold(f_i, fold, view, group)
                 if runs:
                     runs[0].draws.clear()
                 bar.update(1)
-            view = None
             for r in runs:
                 out.add(r)
     return out.estimate(options)

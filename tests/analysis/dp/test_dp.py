@@ -506,6 +506,31 @@ def test_a_fold_read_in_groups_of_metrics_gives_the_same_analysis(monkeypatch) -
             assert m1 == m2 and np.array_equal(r1, r2)
 
 
+def test_fold_views_read_each_group_once_and_close_the_last_view_first() -> None:
+    """One read per group of metric@N, seen as read_matrix sees it; when the next group is
+    asked for, the previous view holds nothing any more (one group's slice at a time, whatever
+    the caller still refers to)."""
+    store = SlicedStore(seed=5)
+    mcs = store.metric_cutoffs("bpr")
+    ids = np.arange(6, dtype=np.int64)
+    groups = [mcs[:1], mcs[1:]]
+    reads, read_fold = [], store.read_fold
+    store.read_fold = lambda alg, fold, ids, group, **kw: (reads.append(list(group)),
+                                                          read_fold(alg, fold, ids, group, **kw))[1]
+    seen = []
+    for group, view in fl.fold_views(store, "bpr", "0", ids, groups):
+        if seen:
+            assert seen[-1][1].block is None and seen[-1][1].read is None
+        for metric, cutoff in group:
+            values, rows, columns, users = view.get(metric, cutoff, ids)
+            want_users, want = store.read_matrix("bpr", metric, cutoff, "0", ids)
+            got = values[rows] if columns is None else values[np.ix_(rows, columns)]
+            assert np.array_equal(users, want_users) and np.array_equal(got, want)
+        seen.append((group, view))
+    assert [g for g, _ in seen] == groups and reads == groups
+    assert seen[-1][1].block is None and seen[-1][1].read is None
+
+
 def test_zero_variance_pair_gets_p_one() -> None:
     res = analyze(FakeStore(seed=5, twins=True), pairs=200, seed=0)
     pairs = res.pairs[(res.pairs.config_a == 0) & (res.pairs.config_b == 1)]
