@@ -41,7 +41,7 @@ import scipy.sparse as sp
 
 from dptune.engine import _cuda
 from dptune.engine._backend import Engine
-from dptune.engine._block import MAX_BLOCK, MAX_PER_BLOCK
+from dptune.engine._block import MAX_BLOCK, MAX_FACTORS_PER_LANE, MAX_PER_BLOCK
 from dptune.models._base import Recommender, _as_users, _binary_csr
 from dptune.models._bpr import BPRMF
 from dptune.models._families import BPRFamily
@@ -90,6 +90,16 @@ class Layout:
             lanes *= 2
         workers = max(1, min(MAX_WORKERS, int(nnz) // MIN_STEPS_PER_WORKER))
         return cls(lanes=lanes, workers=workers, per_block=max(1, 32 // lanes))
+
+    def check_factors(self, factors: int) -> None:
+        """Raise ``ValueError`` when a lane of this layout would own more than
+        :data:`~dptune.engine._block.MAX_FACTORS_PER_LANE` factors of a model of ``factors``
+        (the kernel keeps a step's values of a lane's factors in local arrays of that
+        compile-time size)."""
+        if -(-int(factors) // self.lanes) > MAX_FACTORS_PER_LANE:
+            raise ValueError(f"Layout: {self.lanes} lanes hold at most "
+                             f"{self.lanes * MAX_FACTORS_PER_LANE} factors "
+                             f"({MAX_FACTORS_PER_LANE} per lane), got {factors}")
 
     @property
     def grid(self) -> int:
@@ -152,6 +162,8 @@ class EngineBPRMF:
         """Initialise exactly as :class:`~dptune.models.BPRMF` (seed only), then train
         ``self.epochs`` epochs."""
         init = self._host_model().fit(X)  # validates the hyperparameters; 0 epochs
+        # the lanes of the default layout depend on the factors alone
+        (self.layout or Layout.for_model(int(self.factors), 1)).check_factors(self.factors)
         eng = self.engine
         self._P = eng.put(init.user_factors_)
         self._Q = eng.put(init.item_factors_)

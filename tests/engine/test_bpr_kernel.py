@@ -15,6 +15,7 @@ import scipy.sparse as sp
 from numba import cuda
 
 from dptune.engine import LAUNCHES, Engine, EngineBPRMF, Layout, numpy_engine
+from dptune.engine._block import MAX_FACTORS_PER_LANE
 from dptune.engine._bpr import MAX_WORKERS, MIN_STEPS_PER_WORKER
 from dptune.engine._cuda import simulated
 from dptune.engine._sampling import draw_triple, epoch_key, philox
@@ -224,3 +225,20 @@ def test_layout_default_and_validation():
                 {"lanes": 1, "workers": True, "per_block": 1}):
         with pytest.raises(ValueError, match="Layout"):
             Layout(**bad)
+
+
+def test_a_lane_owns_at_most_its_local_arrays_worth_of_factors():
+    """The kernel keeps a lane's factors of a step in local arrays of MAX_FACTORS_PER_LANE:
+    the default layout holds the paper's largest model (1,809 factors) and up to 2,048; a
+    layout that would give a lane more is refused before any device work."""
+    Layout.for_model(1809, 10).check_factors(1809)
+    Layout.for_model(2048, 10).check_factors(2048)
+    Layout(lanes=1, workers=1, per_block=1).check_factors(MAX_FACTORS_PER_LANE)
+    for layout, factors in ((Layout.for_model(2049, 10), 2049),
+                            (Layout(lanes=1, workers=1, per_block=1), MAX_FACTORS_PER_LANE + 1)):
+        with pytest.raises(ValueError, match="Layout: .* factors"):
+            layout.check_factors(factors)
+    X = _with_full_user(1, n_users=8, n_items=9)
+    with pytest.raises(ValueError, match="Layout: 1 lanes hold at most 64 factors"):
+        EngineBPRMF(ENG, 65, 0.1, 0.0, 0.0, 1,
+                    layout=Layout(lanes=1, workers=1, per_block=1)).fit(X)
