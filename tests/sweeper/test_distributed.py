@@ -142,13 +142,17 @@ class _Watch:
                     out.append(t)
         return out
 
-    def computing(self) -> bool:
-        """Some trial is computing a unit and at least one part is written."""
+    def computing(self, told: bool = False) -> bool:
+        """Some trial is computing a unit and at least one part is written (``told``: and
+        some trial is COMPLETE, the written part's)."""
         from optuna.trial import TrialState
 
-        return bool(_parts(self.results)) and any(
-            t.state == TrialState.RUNNING and t.user_attrs.get("state") == "computing"
-            for t in self.trials())
+        if not _parts(self.results):
+            return False
+        trials = self.trials()
+        return (any(t.state == TrialState.RUNNING and t.user_attrs.get("state") == "computing"
+                    for t in trials)
+                and (not told or any(t.state == TrialState.COMPLETE for t in trials)))
 
 
 def _await(state, proc: subprocess.Popen, log: Path, what: str) -> None:
@@ -163,10 +167,12 @@ def _await(state, proc: subprocess.Popen, log: Path, what: str) -> None:
 
 def _kill_when_held(proc: subprocess.Popen, watch: _Watch, gate: Path,
                     log: Path) -> dict[str, int]:
-    """SIGKILL ``proc`` once it has written its one part and holds a computed unit at the
-    gate (its trial computing); the parts then."""
-    _await(lambda: _held(gate) >= 1 and watch.computing(), proc, log,
-           "the worker held a unit after its first part")
+    """SIGKILL ``proc`` once it has written its one part and told its trial, and holds a
+    computed unit at the gate (its trial computing); the parts then. The part writer writes a
+    part while the next unit computes, and the trial of a written part is told by the loop
+    after that: waiting for the tell makes the kill land after it, not at a racy moment."""
+    _await(lambda: _held(gate) >= 1 and watch.computing(told=True), proc, log,
+           "the worker held a unit after its first part was told")
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     parts = _parts(watch.results)
@@ -238,12 +244,15 @@ def _scenario(tmp_path: Path, reference: tuple[Path, Path], storage: str | None,
 
     from optuna.trial import TrialState
 
+    # K's trials left open: the one held at the gate, and any that K went on to compute while
+    # the part writer held that part (it holds PART_QUEUE parts); each found stale and failed,
+    # its unit redone by A or B (the count above), none of them the unit K wrote
     dead = [t for t in watch.trials() if t.user_attrs.get("worker", "").endswith(f":{k.pid}")
             and t.state != TrialState.COMPLETE]
-    assert len(dead) == 1  # the trial K was computing when it died (held before its part)
-    t = dead[0]
-    assert f"{t.algorithm}__{t.params['fold']}__{t.user_attrs['unit']}.parquet" not in by_k
-    assert t.state == TrialState.FAIL  # found stale, failed, its unit redone by A or B
+    assert dead
+    for t in dead:
+        assert f"{t.algorithm}__{t.params['fold']}__{t.user_attrs['unit']}.parquet" not in by_k
+        assert t.state == TrialState.FAIL
 
     # dptune status, from the results directory, and from the storage alone (a machine that
     # does not see the results directory: done = grid points with a COMPLETE trial)
