@@ -46,7 +46,7 @@ def _share_the_cores() -> None:
     Set here, before numpy and numba are imported, since they read it when they start. Left at
     their defaults (one thread per core in each of the two workers), the analysis's parallel
     kernels waited at their barriers for a thread that the other worker's process held, and the
-    idle OpenMP threads spun beside it: the default run took 680 s of CPU instead of 450 s."""
+    idle OpenMP threads spun beside it: the default run took 680 s of CPU instead of 480 s."""
     workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
     if not workers:
         return

@@ -410,8 +410,8 @@ class ScopeRun:
                             ci = (bootstrap.dp_interval(mean_k, raw, scale=shrink,
                                                         groups=bootstrap.interval_groups(folds),
                                                         factors=bootstrap.size_factors(
-                                                     folds, self._mult[k], centres, raw,
-                                                     sizes))
+                                                            folds, self._mult[k], centres,
+                                                            raw, sizes))
                                   if self._pair_mult is None else
                                   un.grid_sample_interval(mean_k, raw, shrink))
                             lo, hi = (sc.REFERENCE_P * x for x in ci)
