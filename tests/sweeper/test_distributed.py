@@ -24,6 +24,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
@@ -90,6 +91,33 @@ def _env(gate: Path | None = None) -> dict[str, str]:
     return env
 
 
+#: Every process a test of this module started (:func:`_start`), killed at the test's end.
+_STARTED: list[subprocess.Popen] = []
+
+
+def _start(cmd: list[str], log: Path, env: dict[str, str], cwd: Path) -> subprocess.Popen:
+    """``cmd`` started with its output in ``log``; killed at the end of the test if it still
+    runs (:func:`_no_process_left`)."""
+    proc = subprocess.Popen(cmd, stdout=log.open("w"), stderr=subprocess.STDOUT, env=env,
+                            cwd=str(cwd))
+    _STARTED.append(proc)
+    return proc
+
+
+@pytest.fixture(autouse=True)
+def _no_process_left() -> Iterator[None]:
+    """A test that fails midway leaves none of its processes behind: one held at the gate
+    waits for a release that never comes, so whatever still runs at the test's end is killed
+    (SIGKILL; a ``dptune run``'s loky workers end once they see their parent gone). A test
+    that passed has waited for every process it started, or killed it."""
+    yield
+    while _STARTED:
+        proc = _STARTED.pop()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def _held(gate: Path) -> int:
     """How many processes hold a computed unit at the gate (:data:`GATED_PARTS`)."""
     return len(list(gate.glob("held-*")))
@@ -108,8 +136,7 @@ def _worker(cfg: Path, storage: str, results: Path, log: Path,
             gate: Path | None = None) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "dptune.cli", "worker", str(cfg), "--storage", storage,
            "--results", str(results)]
-    return subprocess.Popen(cmd, stdout=log.open("w"), stderr=subprocess.STDOUT,
-                            env=_env(gate), cwd=str(cfg.parent))
+    return _start(cmd, log, _env(gate), cfg.parent)
 
 
 def _parts(results: Path) -> dict[str, int]:
@@ -351,8 +378,7 @@ def test_run_killed_leaves_no_process_and_rerun_resumes_exactly(tmp_path, refere
     cmd = [sys.executable, "-m", "dptune.cli", "run", str(cfg), "--results", str(results),
            "--reports", str(tmp_path / "reports"), "--no-progress", "--jobs", "2"]
     gate = tmp_path / "gate"
-    proc = subprocess.Popen(cmd, stdout=log.open("w"), stderr=subprocess.STDOUT,
-                            env=_env(gate), cwd=str(tmp_path))
+    proc = _start(cmd, log, _env(gate), tmp_path)
     (results / "per_user.parquet").mkdir(parents=True, exist_ok=True)
     watch = _Watch(f"sqlite:///{results}/optuna.db", results)
     seen: dict[int, str] = {}
