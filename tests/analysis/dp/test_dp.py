@@ -515,8 +515,12 @@ def test_fold_views_read_each_group_once_and_close_the_last_view_first() -> None
     ids = np.arange(6, dtype=np.int64)
     groups = [mcs[:1], mcs[1:]]
     reads, read_fold = [], store.read_fold
-    store.read_fold = lambda alg, fold, ids, group, **kw: (reads.append(list(group)),
-                                                          read_fold(alg, fold, ids, group, **kw))[1]
+
+    def counted(alg, fold, ids, group, **kw):
+        reads.append(list(group))
+        return read_fold(alg, fold, ids, group, **kw)
+
+    store.read_fold = counted
     seen = []
     for group, view in fl.fold_views(store, "bpr", "0", ids, groups):
         if seen:
