@@ -19,6 +19,7 @@ from dptune.bench._report import (
     scale_section,
 )
 from dptune.bench._run import Results, run_benchmark, run_scale
+from dptune.bench._sweep import sweep_main
 from dptune.bench._timing import log, machine_info
 
 
@@ -28,12 +29,13 @@ def build_bench_parser() -> argparse.ArgumentParser:
         "Benchmark of dptune's performance engine against a naive loop, and a projection of the "
         "full grid."))
     ap.add_argument("mode", nargs="?", default="all",
-                    choices=["all", "analyze", "amazon", "gpu", "analyze-child",
+                    choices=["all", "analyze", "amazon", "gpu", "sweep", "analyze-child",
                              "command-child"],
                     help="all (default): every measurement; analyze: the analysis stage only; "
                          "amazon: unit costs and the full-grid projection on ML-1M and on a "
                          "synthetic data set of Amazon Movies' shape; gpu: the device engine "
-                         "on a CUDA device (gpu --help)")
+                         "on a CUDA device (gpu --help); sweep: one real sweep timed against "
+                         "its projection (sweep --help)")
     ap.add_argument("root", nargs="?", help=argparse.SUPPRESS)
     ap.add_argument("--small", action="store_true",
                     help="the speed-up comparisons on ML-100K instead of ML-1M, each measured "
@@ -61,6 +63,8 @@ def bench_main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["gpu"]:  # its own options: dptune/bench/_gpu.py
         return gpu_main(argv[1:])
+    if argv[:1] == ["sweep"]:  # its own options: dptune/bench/_sweep.py
+        return sweep_main(argv[1:])
     ap = build_bench_parser()
     args = ap.parse_args(argv)
     workdir = Path(args.workdir) if args.workdir else None

@@ -1,5 +1,7 @@
-"""Projection of the paper's full grid from measured single-core unit costs (on ML-1M, or on any
-data set whose fold the costs were measured on: the grid and the 10 folds are the same)."""
+"""Projection of the paper's full grid from measured unit costs (on ML-1M, or on any data set
+whose fold the costs were measured on: the grid and the 10 folds are the same): single-core
+costs on the CPU (:func:`project_full_grid`, :func:`budget_in`), a device's costs as the sweep
+prices them (:func:`device_cost_model`, :func:`device_full_grid`)."""
 
 from __future__ import annotations
 
@@ -132,3 +134,52 @@ def budget_in(costs: dict[str, Any], hours: float, jobs: int = CORES) -> dict[st
             "total_units": bpr.total_units, "round_units": bpr.round_size,
             "round_hours": round_s / 3600.0, "run_hours": run.hours,
             "fixed_hours": (run.seconds - (run.validation - p0.validation)) / 3600.0}
+
+
+def device_cost_model(costs: dict[str, Any], device: str = "cuda") -> Any:
+    """The sweep's cost model (:class:`dptune.sweeper._cost.CostModel`) of a device whose unit
+    costs were measured on one fold (what :func:`dptune.bench._gpu.measure_device` returns, or
+    its JSON: ``k`` keys as text are read as integers); the constants the measurement does not
+    give (the evaluation's size exponent, the overlapped writes, a unit's fixed cost) are the
+    built-in device ones (:data:`dptune.sweeper._cost.DEVICE_COSTS`)."""
+    from dptune.sweeper._cost import DEVICE_COSTS, CostModel
+
+    measured = {
+        "bpr": [{"factors": int(r["factors"]), "epoch_seconds": float(r["epoch_seconds"]),
+                 "eval_seconds": float(r["eval_seconds"])} for r in costs["bpr"]],
+        "knn": {n: {"fit_seconds": float(c["fit_seconds"]),
+                    "eval_seconds": {int(k): float(v) for k, v in c["eval_seconds"].items()}}
+                for n, c in costs["knn"].items()},
+        "write_part_seconds": float(costs["write_part_seconds"]),
+        "nnz": int(costs["nnz"]), "users": int(costs["users"]), "items": int(costs["items"]),
+    }
+    return CostModel({**DEVICE_COSTS[device], **measured}, device=device)
+
+
+def device_full_grid(costs: dict[str, Any], device: str = "cuda") -> dict[str, Any]:
+    """The paper's full grid (:data:`PAPER_EXPERIMENT`, every round) on one device, projected
+    as ``dptune run --device`` projects it (:func:`dptune.sweeper.design.projection` with
+    :func:`device_cost_model`, every stage counted, a warm kernel cache) on the fold shape the
+    costs were measured on. Returns ``hours``, the ``stages`` in seconds and their ``text``,
+    and ``serial_writes_hours``: the same with each part written before the next unit starts
+    (what the overlapped writes save)."""
+    from dataclasses import replace
+
+    from dptune.config import load_experiment
+    from dptune.sweeper._cost import CostModel, FoldShape, SweepShape
+    from dptune.sweeper.design import experiment_design, projection
+
+    exp = load_experiment(PAPER_EXPERIMENT)
+    exp = replace(exp, sweep=replace(exp.sweep, device=device))
+    design = experiment_design(exp)
+    model = device_cost_model(costs, device)
+    serial = CostModel({**model.costs, "writes_overlap": False}, device=device)
+    k = FULL_FOLDS
+    val = FoldShape(float(costs["nnz"]), float(costs["users"]), float(costs["items"]))
+    shape = SweepShape(val, FoldShape(val.nnz * k / (k - 1), val.users, val.items), k)
+    every = {n: d.rounds for n, d in design.algorithms.items()}
+    full = projection(exp, design, shape, every, 1, model, cold=[])
+    slow = projection(exp, design, shape, every, 1, serial, cold=[])
+    return {"hours": full.hours, "text": full.stages_text(), "serial_writes_hours": slow.hours,
+            "stages": {s: getattr(full, s) for s in ("startup", "compile", "validation", "test",
+                                                     "noise", "analysis")}}

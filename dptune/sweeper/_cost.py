@@ -39,6 +39,19 @@ stage on the same 2-core machine, docs/performance.md "Projections"):
   and dominance figures); the constants are a least-squares fit of ``dptune analyze`` on five
   result stores of 48 to 350 configurations (each within 10 % of its measurement).
 
+A sweep on a device (``[sweep] device = "cuda"``) is priced by :data:`DEVICE_COSTS` instead
+(:meth:`CostModel.for_device`): wall-clock seconds of the device engine on one device, in the
+same form, with three differences the device's measurements showed. A device's epoch costs
+about the same per training interaction on both shapes measured, so ``e`` is 1; its evaluation
+is not linear in ``U * I`` (launches and transfers weigh as much as the arithmetic on ML-1M):
+``eval(f) * ((U * I) / (U_ref * I_ref)) ** v`` with ``v`` = ``eval_size_exponent`` = 0.4, the
+median over the grid's factor sizes of the exponent that carries ML-1M's measured evaluation to
+the Amazon Movies shape's (0.35 to 0.47; the shapes differ 82-fold in ``U * I``); and the host
+writes a unit's part while the device computes the next one (``writes_overlap``), so a unit costs
+``max(compute, write) + task`` instead of their sum. The units of a device run take turns on the
+one device: a projection counts them one after the other whatever the worker processes
+(:meth:`CostModel.workers`).
+
 Other model types (cornac, implicit, Python models) have no cost model: their projection is
 ``None`` and a time budget cannot be converted for them. A projection assumes the work spreads
 evenly over the ``jobs`` worker processes (one core each) and idle cores; on a machine shared
@@ -54,8 +67,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["REFERENCE_COSTS", "OVERHEAD_COSTS", "FoldShape", "SweepShape", "CostModel",
-           "shape_from_manifest"]
+__all__ = ["REFERENCE_COSTS", "DEVICE_COSTS", "OVERHEAD_COSTS", "FoldShape", "SweepShape",
+           "CostModel", "shape_from_manifest"]
 
 #: Single-core unit costs on validation fold 0 of ML-1M (the paper's split: 717,995 training
 #: interactions, 5,815 users evaluated, 3,706 items), measured by ``python -m dptune.bench``
@@ -80,6 +93,43 @@ REFERENCE_COSTS: dict[str, Any] = {
     "nnz": 717995,
     "users": 5815,
     "items": 3706,
+}
+
+#: Wall-clock seconds of the device engine's work on validation fold 0 of ML-1M (the same fold as
+#: :data:`REFERENCE_COSTS`), per device (``[sweep] device``): ``python -m dptune.bench gpu`` on
+#: one NVIDIA H100 80GB (reports/benchmarks-gpu.md, 2026-11-26; the epoch kernel with two
+#: atomic reads per value and step, before the kernel that reads each value once): the BPR-MF
+#: epoch and the evaluation of one configuration at six of the grid's factor sizes, the KNN
+#: similarities on the device machine's host and their device evaluation per ``k`` (without the
+#: first ``k``'s, which held the compilation), writing one part on that host. ``task_seconds``
+#: is the host's (:data:`REFERENCE_COSTS`), not measured there. The module docstring gives
+#: ``eval_size_exponent``, ``writes_overlap`` and why a device's units are counted one after the
+#: other.
+DEVICE_COSTS: dict[str, dict[str, Any]] = {
+    "cuda": {
+        "bpr": [
+            {"factors": 10, "epoch_seconds": 0.0020, "eval_seconds": 0.038},
+            {"factors": 80, "epoch_seconds": 0.0022, "eval_seconds": 0.032},
+            {"factors": 226, "epoch_seconds": 0.0044, "eval_seconds": 0.034},
+            {"factors": 452, "epoch_seconds": 0.0064, "eval_seconds": 0.028},
+            {"factors": 905, "epoch_seconds": 0.0134, "eval_seconds": 0.032},
+            {"factors": 1809, "epoch_seconds": 0.0264, "eval_seconds": 0.040},
+        ],
+        "knn": {
+            "userknn": {"fit_seconds": 13.45, "eval_seconds": {14: 0.042, 113: 0.050,
+                                                               1809: 0.043}},
+            "itemknn": {"fit_seconds": 1.78, "eval_seconds": {14: 0.057, 113: 0.056,
+                                                              1809: 0.082}},
+        },
+        "write_part_seconds": 0.67,
+        "task_seconds": 0.2,
+        "epoch_nnz_exponent": 1.0,
+        "eval_size_exponent": 0.4,
+        "writes_overlap": True,
+        "nnz": 717995,
+        "users": 5815,
+        "items": 3706,
+    },
 }
 
 #: Wall-clock seconds of a run's work outside its units (module docstring), measured on the
@@ -142,20 +192,35 @@ class CostModel:
     gives the scaling)."""
 
     def __init__(self, costs: Mapping[str, Any] = REFERENCE_COSTS,
-                 overheads: Mapping[str, Any] = OVERHEAD_COSTS) -> None:
+                 overheads: Mapping[str, Any] = OVERHEAD_COSTS, device: str = "cpu") -> None:
         self.costs = costs
         self.overheads = overheads
+        self.device = device
         bpr = sorted(costs["bpr"], key=lambda r: r["factors"])
         self._fx = np.array([r["factors"] for r in bpr], dtype=np.float64)
         self._epoch = np.array([r["epoch_seconds"] for r in bpr], dtype=np.float64)
         self._eval = np.array([r["eval_seconds"] for r in bpr], dtype=np.float64)
         self._ref = FoldShape(float(costs["nnz"]), float(costs["users"]), float(costs["items"]))
 
+    @classmethod
+    def for_device(cls, device: str) -> CostModel:
+        """The cost model of a sweep on ``device`` (``[sweep] device``): :data:`REFERENCE_COSTS`
+        on ``cpu``, :data:`DEVICE_COSTS` on a device."""
+        if device == "cpu":
+            return cls()
+        return cls(DEVICE_COSTS[device], device=device)
+
+    def workers(self, jobs: int) -> int:
+        """How many units run at once with ``jobs`` worker processes: ``jobs`` on the CPU (one
+        core each), 1 on a device, which the workers take turns on."""
+        return int(jobs) if self.device == "cpu" else 1
+
     def _scales(self, fold: FoldShape) -> tuple[float, float]:
-        """(training scale (nnz / nnz_ref) ** e, evaluation scale U * I / (U_ref * I_ref))."""
+        """(training scale (nnz / nnz_ref) ** e, evaluation scale (U * I / (U_ref * I_ref)) ** v)."""
         r = self._ref
         e = float(self.costs.get("epoch_nnz_exponent", 1.0))
-        return (fold.nnz / r.nnz) ** e, (fold.users * fold.items) / (r.users * r.items)
+        v = float(self.costs.get("eval_size_exponent", 1.0))
+        return (fold.nnz / r.nnz) ** e, ((fold.users * fold.items) / (r.users * r.items)) ** v
 
     def _bpr(self, factors: float, fold: FoldShape) -> tuple[float, float]:
         """(epoch seconds, evaluation seconds of one configuration) at ``factors``."""
@@ -164,21 +229,36 @@ class CostModel:
         return (float(np.interp(f, self._fx, self._epoch)) * s_train,
                 float(np.interp(f, self._fx, self._eval)) * s_eval)
 
-    def _write(self, n_configs: int, fold: FoldShape) -> float:
-        """Writing the part of ``n_configs`` configurations, and the unit's fixed cost."""
-        return (float(self.costs["write_part_seconds"]) * n_configs / _WRITE_CONFIGS
-                * fold.users / self._ref.users + float(self.costs.get("task_seconds", 0.0)))
+    def _unit(self, compute: float, n_configs: int, fold: FoldShape) -> float:
+        """A unit of ``compute`` seconds with its part of ``n_configs`` configurations written
+        (in series, or beside the next unit's computation where ``writes_overlap``) and its
+        fixed cost."""
+        write = (float(self.costs["write_part_seconds"]) * n_configs / _WRITE_CONFIGS
+                 * fold.users / self._ref.users)
+        both = max(compute, write) if self.costs.get("writes_overlap") else compute + write
+        return both + float(self.costs.get("task_seconds", 0.0))
 
     def unit_seconds(self, algorithm_type: str, configs: Sequence[Mapping[str, Any]],
                      fold: FoldShape) -> float | None:
         """Projected single-core seconds of one unit (``configs``: its configurations) on a fold
-        of shape ``fold``; ``None`` for a model type without a cost model."""
+        of shape ``fold``, its part written and its fixed cost included; ``None`` for a model
+        type without a cost model."""
+        compute = self.compute_seconds(algorithm_type, configs, fold)
+        if compute is None or not configs:
+            return compute
+        return self._unit(compute, len(configs), fold)
+
+    def compute_seconds(self, algorithm_type: str, configs: Sequence[Mapping[str, Any]],
+                        fold: FoldShape) -> float | None:
+        """Projected seconds of one unit's training and evaluation alone (what its part records
+        as the configurations' ``fit_seconds`` and ``eval_seconds``); ``None`` without a cost
+        model."""
         if not configs:
             return 0.0
         if algorithm_type == "bpr-mf":
             epoch, ev = self._bpr(configs[0]["factors"], fold)
             its = max(int(c["iterations"]) for c in configs)
-            return its * epoch + len(configs) * ev + self._write(len(configs), fold)
+            return its * epoch + len(configs) * ev
         if algorithm_type in ("userknn", "itemknn"):
             c = self.costs["knn"][algorithm_type]
             r = self._ref
@@ -189,7 +269,7 @@ class CostModel:
             ky = np.array([c["eval_seconds"][k] for k in sorted(c["eval_seconds"])])
             ks = np.array([float(cfg["k"]) for cfg in configs])
             evals = float(np.interp(ks, kx, ky).sum())
-            return c["fit_seconds"] * s_fit + evals * s_eval + self._write(len(configs), fold)
+            return c["fit_seconds"] * s_fit + evals * s_eval
         return None
 
     def config_seconds(self, algorithm_type: str, config: Mapping[str, Any],

@@ -215,7 +215,7 @@ def _announce(exp: Experiment, store: ResultStore, design: Design, jobs: int) ->
                       jobs, cold=cold)
     run = projection(exp, design, shape, None, jobs, cold=cold)
     if full is not None and run is not None:
-        line += (f"; projected (cost model, {jobs} core{'s' if jobs != 1 else ''}): full grid "
+        line += (f"; projected (cost model, {run.where}): full grid "
                  f"{hours_text(full.seconds)}, this run {hours_text(run.seconds)} "
                  f"({run.stages_text()})")
     print(line, file=sys.stderr, flush=True)

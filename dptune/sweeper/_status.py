@@ -50,7 +50,8 @@ def status(exp: Experiment | None, results: str | Path, storage_url: str | None 
     ``total`` (``m of M units``), the ``budget`` units and ``rounds`` of ``round_size``, and a
     one-line ``text``; ``budget`` the budget as given (``None``: the full grid);
     ``projection`` the projected wall-clock hours of the full grid and of the budget on the
-    experiment's ``[sweep] jobs`` cores from the cost model (:mod:`dptune.sweeper._cost`;
+    experiment's ``[sweep] jobs`` cores, or on its device, from the cost model
+    (:mod:`dptune.sweeper._cost`;
     ``None`` without a manifest or for a model type without a cost model).
 
     The later stages (each a dict with a ``state`` and a one-line ``text``): ``test`` (units of
@@ -162,14 +163,7 @@ def _projection(exp: Experiment, store: ResultStore, design: Design,
         shape = shape_from_manifest(store.manifest())
     except (DptuneError, KeyError, TypeError, ValueError):
         return None
-    winners = None
-    if validation_done:
-        from dptune.models import is_stochastic
-        from dptune.store._noise_parts import rank_configs
-
-        metric, cutoff = exp.analysis.primary_metric, int(exp.analysis.primary_cutoff)
-        winners = {a.name: rank_configs(store, a.name, metric, cutoff)[:exp.analysis.noise_configs]
-                   for a in exp.algorithms if is_stochastic(a.type)}
+    winners = noise_winners(exp, store) if validation_done else None
     full = projection(exp, design, shape, {n: d.rounds for n, d in design.algorithms.items()})
     run = projection(exp, design, shape, winners=winners)
     if full is None or run is None:
@@ -177,11 +171,22 @@ def _projection(exp: Experiment, store: ResultStore, design: Design,
     jobs = full.jobs
     text = (f"full grid {hours_text(full.seconds)}"
             + (f", this budget {hours_text(run.seconds)}" if run.seconds < full.seconds else "")
-            + f" on {jobs} core{'s' if jobs != 1 else ''} (projected by the cost model, "
+            + f" on {run.where} (projected by the cost model, "
             f"every stage counted: {run.stages_text()}; not a measurement)")
     return {"full_hours": full.hours, "budget_hours": run.hours, "jobs": jobs, "text": text,
             "stages": {k: getattr(run, k) for k in ("startup", "compile", "validation", "test",
                                                      "noise", "analysis")}}
+
+
+def noise_winners(exp: Experiment, store: ResultStore) -> dict[str, list[int]]:
+    """Per stochastic algorithm, the configurations its noise floor trains: the best
+    ``[analysis] noise_configs`` by the primary metric@N over the validation folds."""
+    from dptune.models import is_stochastic
+    from dptune.store._noise_parts import rank_configs
+
+    metric, cutoff = exp.analysis.primary_metric, int(exp.analysis.primary_cutoff)
+    return {a.name: rank_configs(store, a.name, metric, cutoff)[:exp.analysis.noise_configs]
+            for a in exp.algorithms if is_stochastic(a.type)}
 
 
 def _count(done: int, total: int, what: str) -> dict[str, Any]:

@@ -31,8 +31,9 @@ __all__ = ["Projection", "projection", "budget_rounds", "hours_text", "TEST_UNIT
 
 @dataclass(frozen=True)
 class Projection:
-    """Projected wall-clock seconds of a run on ``jobs`` worker processes (one core each), stage
-    by stage, from the cost model (:mod:`dptune.sweeper._cost`):
+    """Projected wall-clock seconds of a run on ``jobs`` worker processes (one core each; on a
+    ``device``, the one device they take turns on), stage by stage, from the cost model
+    (:mod:`dptune.sweeper._cost`):
 
     - ``startup``: the interpreter, imports, reading and splitting the data;
     - ``compile``: the first compilation of the numba kernels numba's cache does not hold yet;
@@ -55,6 +56,14 @@ class Projection:
     startup: float = 0.0
     compile: float = 0.0
     analysis: float = 0.0
+    device: str = "cpu"
+
+    @property
+    def where(self) -> str:
+        """``"2 cores"``, ``"1 core"`` or ``"one cuda device"``: what the units run on."""
+        if self.device != "cpu":
+            return f"one {self.device} device"
+        return f"{self.jobs} core{'s' if self.jobs != 1 else ''}"
 
     @property
     def seconds(self) -> float:
@@ -110,14 +119,17 @@ def projection(exp: Experiment, design: Design, shape: SweepShape,
                cold: Sequence[str] | None = None) -> Projection | None:
     """Projected time of the run of ``rounds`` rounds per algorithm (default: the design's
     budget; pass each algorithm's ``rounds`` for the full grid) on ``jobs`` cores (default the
-    experiment's ``[sweep] jobs``), every stage counted (:class:`Projection`); ``None`` when an
-    algorithm's model type has no cost model. ``winners``: per algorithm, the configurations the
-    noise floor trains, once the validation has chosen them; ``cold``: the kernels still to
-    compile (default :func:`dptune.sweeper._warmup.cold_kernels`)."""
+    experiment's ``[sweep] jobs``; a sweep on a device counts its units one after the other),
+    every stage counted (:class:`Projection`); ``None`` when an algorithm's model type has no
+    cost model. ``model``: default the cost model of the experiment's ``[sweep] device``
+    (:meth:`CostModel.for_device`). ``winners``: per algorithm, the configurations the noise
+    floor trains, once the validation has chosen them; ``cold``: the kernels still to compile
+    (default :func:`dptune.sweeper._warmup.cold_kernels`)."""
     from dptune.models import is_stochastic
 
-    model = model or CostModel()
+    model = model or CostModel.for_device(exp.sweep.device)
     jobs = int(jobs or exp.sweep.jobs)
+    lanes = model.workers(jobs)
     val = test = noise = 0.0
     swept: list[tuple[int, int]] = []
     n_metric = len(exp.evaluation.metrics) * len(exp.evaluation.cutoffs)
@@ -143,9 +155,10 @@ def projection(exp: Experiment, design: Design, shape: SweepShape,
     if cold is None:
         cold = cold_kernels(exp)
     return Projection(
-        validation=val / jobs, test=test / jobs, noise=noise / jobs, jobs=jobs,
+        validation=val / lanes, test=test / lanes, noise=noise / lanes, jobs=jobs,
         startup=model.startup_seconds(shape.ratings), compile=model.compile_seconds(cold),
-        analysis=model.analysis_seconds(swept, shape.validation, shape.folds, n_metric))
+        analysis=model.analysis_seconds(swept, shape.validation, shape.folds, n_metric),
+        device=model.device)
 
 
 def _noise_config_seconds(exp: Experiment, d: AlgorithmDesign, n: int, shape: SweepShape,
@@ -187,7 +200,7 @@ def budget_rounds(budget: Budget | None, exp: Experiment, design: Design, shape:
             out[n] = max(1, int(np.searchsorted(d.round_ends, cap + 1e-9, side="right")))
         return out
     source, field = budget.source or exp.source, budget.key
-    model = model or CostModel()
+    model = model or CostModel.for_device(exp.sweep.device)
     fractions = sorted({d.round_ends[r] / d.total_units for d in algs.values()
                         for r in range(d.rounds)})
 
@@ -206,7 +219,7 @@ def budget_rounds(budget: Budget | None, exp: Experiment, design: Design, shape:
     if first.seconds > budget.amount:
         raise input_error(source, field, f"{budget.text} holds no whole round: the first round "
                           f"of every algorithm projects to {hours_text(first.seconds)} on "
-                          f"{first.jobs} core{'s' if first.jobs != 1 else ''} (cost model, "
+                          f"{first.where} (cost model, "
                           "every stage included: start-up, compilation, test split, noise floor, "
                           "analysis); give a longer time")
     best = at(0.0)

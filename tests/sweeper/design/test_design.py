@@ -223,3 +223,55 @@ def test_a_grid_of_two_by_three_units_and_a_grid_of_one_hyperparameter(tmp_path)
     bpr1 = experiment_design(load_experiment(cfg1)).algorithms["bpr-mf"]
     assert bpr1.sizes == (2, 1) and bpr1.round_ends == (2,)
     assert sorted(u.params["factors"] for u in bpr1.units) == [8, 16]
+
+
+def test_the_device_cost_model_overlaps_the_writes_and_scales_its_evaluation_sublinearly():
+    """Hand-computed from :data:`DEVICE_COSTS`: 113 factors lie between the measured 80
+    (epoch 2.2 ms, evaluation 32 ms) and 226 (4.4 ms, 34 ms); the unit's part is written beside
+    its computation, so the unit costs the larger of the two, plus the fixed 0.2 s."""
+    m = CostModel.for_device("cuda")
+    assert m.device == "cuda" and CostModel.for_device("cpu").device == "cpu"
+    w = (113 - 80) / (226 - 80)
+    epoch, ev = 0.0022 + w * 0.0022, 0.032 + w * 0.002
+    cfgs = [{"factors": 113, "iterations": it} for it in (1, 2, 4)]
+    compute, write = 4 * epoch + 3 * ev, 0.67 * 3 / 14
+    assert write > compute
+    assert m.unit_seconds("bpr-mf", cfgs, ML1M.validation) == pytest.approx(write + 0.2)
+    long = [{"factors": 113, "iterations": it} for it in (1, 128)]
+    assert m.unit_seconds("bpr-mf", long, ML1M.validation) == pytest.approx(
+        128 * epoch + 2 * ev + 0.2)  # the computation is the longer one: the write is hidden
+    # the device's evaluation grows as (U * I) ** 0.4, its epoch linearly in the interactions
+    big = FoldShape(2 * 717_995, 10 * 5815, 10 * 3706)
+    assert m.config_seconds("bpr-mf", long[1], big) == pytest.approx(
+        128 * epoch * 2 + ev * 100 ** 0.4)
+    # the CPU's model keeps its serial write (test_cost_model_scales_with_the_fold_shape) and
+    # runs one unit per worker; the device runs one at a time
+    assert m.workers(4) == 1 and CostModel.for_device("cpu").workers(4) == 4
+
+
+def test_a_sweep_on_a_device_is_projected_and_budgeted_by_the_device_costs(paper):
+    """``[sweep] device = "cuda"``: the projection prices the units by the device's costs, one
+    after the other on the one device whatever the workers, and a time budget converts with
+    them (two hours hold one round of the paper's grid on two cores, all fifteen on a device)."""
+    from dataclasses import replace
+
+    d = experiment_design(paper)
+    dev = replace(paper, sweep=replace(paper.sweep, device="cuda"))
+    on_one, on_two = (projection(dev, d, ML1M, {"bpr-mf": 1}, jobs=j) for j in (1, 2))
+    assert on_one.where == on_two.where == "one cuda device"
+    assert on_one.validation == pytest.approx(on_two.validation)
+    cpu = projection(paper, d, ML1M, {"bpr-mf": 1}, jobs=2)
+    assert cpu.where == "2 cores"
+    assert projection(paper, d, ML1M, {"bpr-mf": 1}, jobs=1).where == "1 core"
+    m = CostModel.for_device("cuda")
+    bpr = d.algorithms["bpr-mf"]
+    configs = paper.grids["bpr-mf"].configs()
+    units = sum(m.unit_seconds("bpr-mf", [configs[c] for c in u.config_ids], ML1M.validation)
+                for u in bpr.units[:15])
+    knn = sum(m.unit_seconds(t, paper.grids[t].configs(), ML1M.validation)
+              for t in ("userknn", "itemknn"))
+    assert on_two.validation == pytest.approx(10 * (units + knn))
+    assert on_two.seconds < cpu.seconds / 5
+    two_hours = Budget("time", 2 * 3600, "2h", "exp.toml", "sweep.budget")
+    assert budget_rounds(two_hours, paper, d, ML1M, jobs=2)["bpr-mf"] == 1
+    assert budget_rounds(two_hours, dev, d, ML1M, jobs=2)["bpr-mf"] == 15
