@@ -72,6 +72,15 @@ factor size, evaluation per configuration, kernel launches per epoch, projected 
 ``reports/benchmarks-gpu.md``); without a device it stops with one line, and ``--simulate`` is a
 dry run on numba's CUDA simulator that reports no time (see ``_gpu``).
 
+``python -m dptune.bench sweep CONFIG [--device D] [--budget B] [--jobs N]`` checks the sweep's
+projection end to end: it runs ``dptune run CONFIG`` once from nothing, timed whole, and prices
+the same units by the cost model (see ``_sweep``). It prints::
+
+    run_wall_seconds: <s>
+    run_projected_seconds: <s>
+    run_measured_over_projected: <ratio>
+    full_grid_hours_from_this_run: <h>
+
 Timings are CPU seconds of single-threaded work (BLAS limited to one thread, ``process_time``):
 a sweep on 2 cores runs 2 worker processes with one thread each, and CPU time is what the same
 work takes on an idle core, even when other processes compete for the machine (wall times under
@@ -81,7 +90,8 @@ The benchmark is its own subpackage, off the import path of the rest of dptune (
 imports it), in one-idea modules: ``_plans`` (what a run measures), ``_timing`` (clocks, machine),
 ``_fold`` (data), ``_axes`` (neighbours and iterations axes, unit costs), ``_projection`` (full
 grid), ``_minigrid``, ``_analyze`` (synthetic store, analysis stage), ``_run`` (a whole run),
-``_report`` (Markdown), ``_gpu`` (the device engine) and ``_main`` (command line).
+``_report`` (Markdown), ``_gpu`` (the device engine), ``_sweep`` (a real sweep against its
+projection) and ``_main`` (command line).
 """
 
 from dptune.bench._analyze import bench_analyze, build_synthetic_store, project_analyze

@@ -34,8 +34,7 @@ def test_a_budgeted_run_is_timed_and_priced_unit_for_unit(tmp_path, capsys):
     assert r["units"] == {"userknn": 1, "bpr-mf": 2}
     assert r["parts"] == 3 * 2  # units x the experiment's 2 folds
     assert r["measured_compute_seconds"] > 0 and r["projected_compute_seconds"] > 0
-    assert r["full_grid_projected_seconds"] >= r["projected_seconds"] - r["projected_stages"][
-        "noise"]
+    assert r["full_grid_projected_seconds"] >= r["projected_seconds"]  # more units, same winner
     assert r["full_grid_from_this_run_seconds"] == pytest.approx(
         r["full_grid_projected_seconds"] * r["ratio"])
     text = out.read_text()

@@ -35,8 +35,23 @@ def _run_and_interrupt(cfg: Path, results: Path, env: dict[str, str]) -> subproc
         time.sleep(0.2)
     os.killpg(p.pid, signal.SIGINT)
     out, err = p.communicate(timeout=120)
-    time.sleep(2)  # the workers' own exit (they watch their parent)
+    _wait_for_the_group_to_end(p.pid)
     return subprocess.CompletedProcess(cmd, p.returncode, out, err)
+
+
+def _wait_for_the_group_to_end(pgid: int, patience_s: float = 120.0) -> None:
+    """Wait until no process of group ``pgid`` is left (the run's workers end on their own when
+    they see their parent gone); fail if one is still there after ``patience_s``, a guard far
+    beyond their exit, not a timing."""
+    deadline = time.monotonic() + patience_s
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    os.killpg(pgid, signal.SIGKILL)
+    pytest.fail(f"a process of the interrupted run was still there after {patience_s:g} s")
 
 
 def test_ctrl_c_is_one_line_and_leaves_no_failed_unit(tmp_path):
@@ -49,7 +64,8 @@ def test_ctrl_c_is_one_line_and_leaves_no_failed_unit(tmp_path):
     lines = [line for line in res.stderr.splitlines() if line.strip()]
     assert lines == ["dptune: interrupted; finished units are kept, run the same command to "
                      "resume"], res.stderr
-    time.sleep(4)  # past the heartbeat grace: the interrupted trials are stale
+    # no wait for the heartbeat grace: an interrupted trial, or a RUNNING one whose worker on
+    # this host is gone, is pending at once
     st = subprocess.run([sys.executable, "-m", "dptune.cli", "status", str(results)],
                         capture_output=True, text=True, env=env, timeout=120)
     assert st.returncode == 0, st.stderr
