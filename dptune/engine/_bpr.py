@@ -162,8 +162,7 @@ class EngineBPRMF:
         """Initialise exactly as :class:`~dptune.models.BPRMF` (seed only), then train
         ``self.epochs`` epochs."""
         init = self._host_model().fit(X)  # validates the hyperparameters; 0 epochs
-        # the lanes of the default layout depend on the factors alone
-        (self.layout or Layout.for_model(int(self.factors), 1)).check_factors(self.factors)
+        (self.layout or Layout.for_model(int(self.factors), X.nnz)).check_factors(self.factors)
         eng = self.engine
         self._P = eng.put(init.user_factors_)
         self._Q = eng.put(init.item_factors_)
