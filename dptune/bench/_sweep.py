@@ -5,8 +5,9 @@ The projections a user plans with (``dptune run``'s first line, ``dptune status`
 ``--budget 2h``) come from the cost model (:mod:`dptune.sweeper._cost`): unit costs measured
 once, carried to the run's data shape, every stage of the run counted. This command checks them
 end to end: it runs ``dptune run CONFIG`` (with ``--device``, ``--budget`` and ``--jobs`` as
-given) in a child process on fresh result and report directories, times the whole command on
-the wall clock, and then prices exactly the units that run swept with the same projection
+given) in a child process on fresh result and report directories (its messages, and its
+progress bars where this command's standard error is a terminal, pass through as they come),
+times the whole command on the wall clock, and then prices exactly the units that run swept with the same projection
 (:func:`dptune.sweeper.design.projection`: the design and budget recorded in the store, the
 shape recorded in its manifest, the noise floor priced at the configurations it trained, the
 kernels that were still to compile when it started).
@@ -34,6 +35,7 @@ Markdown with its figures as JSON beside it.
 from __future__ import annotations
 
 import argparse
+import codecs
 import json
 import resource
 import shutil
@@ -97,6 +99,24 @@ def _cost_model(device: str, costs: Mapping[str, Any] | None) -> Any:
     return CostModel.for_device(device) if costs is None else device_cost_model(dict(costs), device)
 
 
+def _run_passing_stderr_on(cmd: Sequence[str], out: Any) -> tuple[int, str]:
+    """Run ``cmd`` with its standard output in ``out`` and its standard error passed on to
+    ours as it comes (its progress bars, its announced projection, its error); return its exit
+    status and the last line it wrote there."""
+    decode = codecs.getincrementaldecoder("utf-8")("replace")
+    tail = ""
+    with subprocess.Popen(cmd, stdout=out, stderr=subprocess.PIPE) as proc:
+        assert proc.stderr is not None
+        for chunk in iter(lambda: proc.stderr.read1(65536), b""):
+            text = decode.decode(chunk)
+            sys.stderr.write(text)
+            sys.stderr.flush()
+            tail = (tail + text)[-4096:]
+        rc = proc.wait()
+    lines = [line.strip() for line in tail.replace("\r", "\n").splitlines() if line.strip()]
+    return rc, (lines[-1] if lines else "")
+
+
 def check_projection(config: str | Path, device: str | None = None, budget: str | None = None,
                      jobs: int | None = None, costs: Mapping[str, Any] | None = None,
                      workdir: str | Path | None = None) -> dict[str, Any]:
@@ -127,23 +147,22 @@ def check_projection(config: str | Path, device: str | None = None, budget: str 
     if results.exists() and any(results.iterdir()):
         raise input_error("--workdir", None, f"{results} is not empty: give a fresh directory "
                           "(the run is timed from nothing)")
+    flags = [word for flag, value in (("--device", device), ("--budget", budget), ("--jobs", jobs))
+             if value is not None for word in (flag, str(value))]
+    quiet = [] if sys.stderr.isatty() else ["--no-progress"]  # bars on a terminal, not in logs
     cmd = [sys.executable, "-m", "dptune.cli", "run", str(config), "--results", str(results),
-           "--reports", str(reports), "--no-progress"]
-    for flag, value in (("--device", device), ("--budget", budget), ("--jobs", jobs)):
-        if value is not None:
-            cmd += [flag, str(value)]
+           "--reports", str(reports), *quiet, *flags]
     try:
         base.mkdir(parents=True, exist_ok=True)
         log("run: " + " ".join(cmd[2:]))
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         with open(base / "run.log", "w") as out:
-            rc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT).returncode
+            rc, last = _run_passing_stderr_on(cmd, out)
         wall = time.perf_counter() - t0
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         if rc != 0:
-            tail = (base / "run.log").read_text().strip().splitlines()[-1:] or ["(no output)"]
-            raise DptuneError(f"dptune run exited {rc}: {tail[0]}")
+            raise DptuneError(f"dptune run exited {rc}: {last or '(no message)'}")
         store = ResultStore(results)
         design = read_design(results)
         shape = shape_from_manifest(store.manifest())
@@ -173,7 +192,7 @@ def check_projection(config: str | Path, device: str | None = None, budget: str 
     return {
         "config": str(config), "experiment": exp.name, "device": exp.sweep.device,
         "where": run.where, "budget": design.budget, "units": units, "parts": parts,
-        "command": "dptune " + " ".join(cmd[3:5] + cmd[9:]),
+        "command": " ".join(["dptune", "run", str(config), *flags]),
         "wall_seconds": wall, "child_cpu_seconds": (after.ru_utime - before.ru_utime
                                                     + after.ru_stime - before.ru_stime),
         "projected_seconds": run.seconds, "ratio": ratio,

@@ -89,9 +89,11 @@ def test_a_bad_argument_is_one_line_and_exit_2_before_the_run(tmp_path, capsys, 
     assert not (tmp_path / "exp" / "results").exists()
 
 
-def test_a_failed_run_is_one_error_naming_its_exit_status_and_last_line(tmp_path, monkeypatch):
+def test_a_failed_run_is_one_error_naming_its_exit_status_and_last_line(tmp_path, monkeypatch,
+                                                                        capfd):
     """The child run's own failure is reported with its last line, not priced (a stand-in
-    interpreter that fails as a run would)."""
+    interpreter that fails as a run would); what it writes on standard error is passed on as
+    it comes, its standard output goes to its log."""
     import sys
 
     from dptune.errors import DptuneError
@@ -103,3 +105,5 @@ def test_a_failed_run_is_one_error_naming_its_exit_status_and_last_line(tmp_path
     monkeypatch.setattr(sys, "executable", str(fake))
     with pytest.raises(DptuneError, match=r"^dptune run exited 3: dptune: something went wrong$"):
         check_projection(cfg, budget="1")
+    cap = capfd.readouterr()
+    assert "dptune: something went wrong" in cap.err and "working" not in cap.err + cap.out
