@@ -17,7 +17,8 @@
 # 10-minute calls, e.g. STEPS="bench sweep" (about 8 minutes on an H100) then STEPS=tests:
 #   bench  python -m dptune.bench gpu on BENCH_DATA (default ml-1m; "ml-1m synth:amazon-movies"
 #          for both, about 3 minutes): benchmarks-gpu.md and .json; the JSON is also kept in
-#          .devdata/ for a later call's sweep on the same machine
+#          results/device-check/ (ignored, not carried, so kept for a later call's sweep on the
+#          same warm machine; a carried path would be replaced by this side's copy)
 #   sweep  python -m dptune.bench sweep: one real budgeted sweep of the ML-1M design on the
 #          device (SWEEP_BUDGET units per algorithm, default 15 = one round, about 7 minutes
 #          projected), timed whole against the sweep's projection of the same units, priced by
@@ -52,10 +53,11 @@ for step in ${STEPS:-bench sweep tests}; do
     timeout "${BENCH_S:-300}" python3 -m dptune.bench gpu $ds --out "$OUT/benchmarks-gpu.md" \
       > "$OUT/bench.log" 2>&1
     echo "bench rc=$? in $(( $(date +%s) - t0 )) s"; tail -12 "$OUT/bench.log"
-    [ -f "$OUT/benchmarks-gpu.json" ] && mkdir -p .devdata \
-      && cp "$OUT/benchmarks-gpu.json" .devdata/benchmarks-gpu.json ;;
+    [ -f "$OUT/benchmarks-gpu.json" ] && mkdir -p results/device-check \
+      && cp "$OUT/benchmarks-gpu.json" results/device-check/benchmarks-gpu.json ;;
   sweep)
-    costs=""; [ -f .devdata/benchmarks-gpu.json ] && costs="--costs .devdata/benchmarks-gpu.json"
+    costs=results/device-check/benchmarks-gpu.json
+    if [ -f $costs ]; then costs="--costs $costs"; else costs=""; fi
     # shellcheck disable=SC2086
     timeout "${SWEEP_S:-540}" python3 -m dptune.bench sweep experiments/anelli2019-ml1m-design.toml \
       --device cuda --jobs 1 --budget "${SWEEP_BUDGET:-15}" $costs \
