@@ -155,6 +155,7 @@ def check_projection(config: str | Path, device: str | None = None, budget: str 
     try:
         base.mkdir(parents=True, exist_ok=True)
         log("run: " + " ".join(cmd[2:]))
+        machine = machine_info()  # its load average is the one at the start
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         with open(base / "run.log", "w") as out:
@@ -204,7 +205,7 @@ def check_projection(config: str | Path, device: str | None = None, budget: str 
                   else f"the built-in {exp.sweep.device} costs"),
         "full_grid_projected_seconds": full.seconds,
         "full_grid_from_this_run_seconds": full.seconds * ratio,
-        "machine": machine_info(),
+        "machine": machine,
     }
 
 
