@@ -14,7 +14,9 @@
 #              bench step, and the sweep step, which needs the real one, fails in one line)
 # Everything it writes goes to $OUT (the report, its JSON, the logs).
 # STEPS (default "bench sweep tests") chooses and orders the steps, so that they fit a lease's
-# 10-minute calls, e.g. STEPS="bench sweep" (about 8 minutes on an H100) then STEPS=tests:
+# 10-minute calls, e.g. STEPS="bench tests" (about 4 minutes on an H100), then at once, on the
+# still warm machine, STEPS=sweep SWEEP_S=580 (about 7 minutes projected, alone in its call so
+# that a slower run than projected still fits):
 #   bench  python -m dptune.bench gpu on BENCH_DATA (default ml-1m; "ml-1m synth:amazon-movies"
 #          for both, about 3 minutes): benchmarks-gpu.md and .json; the JSON is also kept in
 #          results/device-check/ (ignored, not carried, so kept for a later call's sweep on the
