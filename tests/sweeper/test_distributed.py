@@ -385,7 +385,9 @@ def test_run_killed_leaves_no_process_and_rerun_resumes_exactly(tmp_path, refere
 
     def both_held() -> bool:  # both workers hold a computed unit: every process is started
         for pid in _descendants(proc.pid):
-            seen.setdefault(pid, _running(pid) or "")
+            # read again at every look: a process seen between its fork and its exec still
+            # shows its parent's command line, and kept so it was never counted as a worker
+            seen[pid] = _running(pid) or seen.get(pid, "")
         workers = [c for c in seen.values() if "loky" in c and "popen" in c]
         return len(workers) >= 2 and _held(gate) >= 2 and watch.computing()
 
