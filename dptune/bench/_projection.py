@@ -92,6 +92,26 @@ def project_full_grid(costs: dict[str, Any], scale_train: float = 1.0,
     }
 
 
+def _paper_grid(costs: dict[str, Any], device: str = "cpu") -> tuple[Any, Any, Any]:
+    """(experiment, design, shape) of the paper's grid (:data:`PAPER_EXPERIMENT`, swept on
+    ``device``) on the data set whose fold ``costs`` were measured on: its validation folds of
+    that shape (``nnz``, ``users``, ``items``), the test split training on all
+    :data:`FULL_FOLDS` folds' interactions."""
+    from dataclasses import replace
+
+    from dptune.config import load_experiment
+    from dptune.sweeper._cost import FoldShape, SweepShape
+    from dptune.sweeper.design import experiment_design
+
+    exp = load_experiment(PAPER_EXPERIMENT)
+    if device != exp.sweep.device:
+        exp = replace(exp, sweep=replace(exp.sweep, device=device))
+    k = FULL_FOLDS
+    val = FoldShape(float(costs["nnz"]), float(costs["users"]), float(costs["items"]))
+    shape = SweepShape(val, FoldShape(val.nnz * k / (k - 1), val.users, val.items), k)
+    return exp, experiment_design(exp), shape
+
+
 def budget_in(costs: dict[str, Any], hours: float, jobs: int = CORES) -> dict[str, Any]:
     """The largest budget of the paper's grid that fits in ``hours`` on ``jobs`` cores, from
     single-core unit costs measured on one fold of a data set (its shape: ``nnz``, ``users``,
@@ -108,17 +128,13 @@ def budget_in(costs: dict[str, Any], hours: float, jobs: int = CORES) -> dict[st
     and ``fixed_hours`` (the run less its BPR-MF validation units: KNN, test split, noise
     floor).
     """
-    from dptune.config import Budget, load_experiment
+    from dptune.config import Budget
     from dptune.errors import DptuneError
-    from dptune.sweeper._cost import CostModel, FoldShape, SweepShape
-    from dptune.sweeper.design import budget_rounds, experiment_design, projection
+    from dptune.sweeper._cost import CostModel
+    from dptune.sweeper.design import budget_rounds, projection
 
-    exp = load_experiment(PAPER_EXPERIMENT)
-    design = experiment_design(exp)
+    exp, design, shape = _paper_grid(costs)
     model = CostModel(costs)
-    k = FULL_FOLDS
-    val = FoldShape(float(costs["nnz"]), float(costs["users"]), float(costs["items"]))
-    shape = SweepShape(val, FoldShape(val.nnz * k / (k - 1), val.users, val.items), k)
     bpr = design.algorithms["bpr-mf"]
     one = {n: 1 for n in design.algorithms}
     p0 = projection(exp, design, shape, {**one, "bpr-mf": 0}, jobs, model)
@@ -163,20 +179,12 @@ def device_full_grid(costs: dict[str, Any], device: str = "cuda") -> dict[str, A
     costs were measured on. Returns ``hours``, the ``stages`` in seconds and their ``text``,
     and ``serial_writes_hours``: the same with each part written before the next unit starts
     (what the overlapped writes save)."""
-    from dataclasses import replace
+    from dptune.sweeper._cost import CostModel
+    from dptune.sweeper.design import projection
 
-    from dptune.config import load_experiment
-    from dptune.sweeper._cost import CostModel, FoldShape, SweepShape
-    from dptune.sweeper.design import experiment_design, projection
-
-    exp = load_experiment(PAPER_EXPERIMENT)
-    exp = replace(exp, sweep=replace(exp.sweep, device=device))
-    design = experiment_design(exp)
+    exp, design, shape = _paper_grid(costs, device)
     model = device_cost_model(costs, device)
     serial = CostModel({**model.costs, "writes_overlap": False}, device=device)
-    k = FULL_FOLDS
-    val = FoldShape(float(costs["nnz"]), float(costs["users"]), float(costs["items"]))
-    shape = SweepShape(val, FoldShape(val.nnz * k / (k - 1), val.users, val.items), k)
     every = {n: d.rounds for n, d in design.algorithms.items()}
     full = projection(exp, design, shape, every, 1, model, cold=[])
     slow = projection(exp, design, shape, every, 1, serial, cold=[])
