@@ -162,7 +162,7 @@ class EngineBPRMF:
         """Initialise exactly as :class:`~dptune.models.BPRMF` (seed only), then train
         ``self.epochs`` epochs."""
         init = self._host_model().fit(X)  # validates the hyperparameters; 0 epochs
-        (self.layout or Layout.for_model(int(self.factors), X.nnz)).check_factors(self.factors)
+        self._layout(X.nnz).check_factors(self.factors)
         eng = self.engine
         self._P = eng.put(init.user_factors_)
         self._Q = eng.put(init.item_factors_)
@@ -190,9 +190,13 @@ class EngineBPRMF:
         if self._data is None or not _same_matrix(self._data[0], X):
             self._data = (X, Interactions(self.engine, X))  # X is kept: identities stay valid
         data = self._data[1]
-        layout = self.layout or Layout.for_model(int(self.factors), data.nnz)
-        self._run(data, layout, int(epochs))
+        self._run(data, self._layout(data.nnz), int(epochs))
         return self
+
+    def _layout(self, nnz: int) -> Layout:
+        """The launch layout on ``nnz`` training interactions: the one given, else
+        :meth:`Layout.for_model`."""
+        return self.layout or Layout.for_model(int(self.factors), nnz)
 
     def _run(self, data: Interactions, layout: Layout, epochs: int) -> None:
         """``epochs`` launches of the epoch kernel; no other device work."""
