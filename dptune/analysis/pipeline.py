@@ -90,7 +90,8 @@ def analyze(store: ResultStore | str | Path | pd.DataFrame,
     estimate = dataclasses.replace(estimate, without={
         a: configuration_count(store, a) for a in store.algorithms() if a not in with_dp})
     primary = (opts.primary_metric, opts.primary_cutoff)
-    best = best_table(store, primary, family_judges(opts.families, primary[0]))
+    best = best_table(store, primary, family_judges(opts.families, primary[0],
+                                                        estimate.table["metric"]))
     noise = _noise_floor(store, opts, estimate.table) if opts.noise_seeds > 0 else None
     importance = (impmod.hyperparameter_importance(store, cutoff=primary[1], seed=opts.seed)
                   if opts.importance else None)

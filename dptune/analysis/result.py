@@ -66,7 +66,7 @@ class MetricFamilies:
     the summary, the choose-well sentences) by looking them up here instead of grouping again.
 
     - ``groups``: ``(family, metrics)`` holding every metric of the result once, families in
-      the order of the options' ``families`` then the family of the metrics of none,
+      the order of the options' ``families`` then the families of the metrics of none,
       metrics in :data:`dptune.vocab.METRICS` order
       (:func:`dptune.analysis.verdict.families.family_groups`).
     - ``judges``: family -> its metrics in the order in which they judge the family's choices
@@ -83,12 +83,13 @@ class MetricFamilies:
                    primary_metric: str) -> MetricFamilies:
         """The families of ``metrics`` under the ``families`` option, with the judges of
         ``primary_metric``."""
-        from dptune.analysis.verdict.families import family_groups
+        from dptune.analysis.verdict.families import completed_families, family_groups
 
+        metrics = [str(m) for m in metrics]
         groups = family_groups(metrics, families)
         configured: dict[str, list[str]] = {}
-        for name, members in families:
-            configured.setdefault(str(name), [str(m) for m in members])
+        for name, members in completed_families(metrics, families):
+            configured.setdefault(name, members)
         judges = {}
         for name, ms in groups:
             first = [primary_metric] if primary_metric in ms else []

@@ -3,10 +3,14 @@ choices on the test split by a metric of that family.
 
 An accuracy metric and a novelty metric measure different things, so a user tuning for
 accuracy is never told to tune with a novelty metric. The families come from the ``families``
-option (default: accuracy = nDCG, Precision, Recall, MRR; novelty = EPC, EFD); metrics of no
-configured family form the family :data:`OTHER_FAMILY`. The **judge** of a family is the metric
-that compares the family's choices on the test split: the primary metric when it is in the
-family, else the family's first metric as configured (nDCG for accuracy, EPC for novelty).
+option (default: accuracy = nDCG, Precision, Recall, MRR; novelty = EPC, EFD). A metric that
+no configured family holds stays with the metrics of its default family: they form that family
+(``novelty`` when the option names no family ``novelty``), or ``other <family>`` when the option
+already uses the name (``other novelty``), so that leaving a metric out never ranks a novelty
+metric against an accuracy one. The **judge** of a family is the metric that compares the
+family's choices on the test split: the primary metric when it is in the family, else the
+family's first metric as configured (nDCG for accuracy, EPC for novelty; a family of left-out
+metrics in its default family's order).
 """
 
 from __future__ import annotations
@@ -18,31 +22,48 @@ import pandas as pd
 from dptune.analysis.options import DEFAULT_FAMILIES
 from dptune.vocab import metric_rank
 
-__all__ = ["Families", "OTHER_FAMILY", "family_groups", "family_judge", "family_judges",
-           "order_metrics"]
+__all__ = ["Families", "OTHER_FAMILY", "completed_families", "family_groups", "family_judge",
+           "family_judges", "order_metrics"]
 
 #: ``(name, metrics)`` per family of metrics, as :class:`dptune.AnalysisOptions` holds them.
 Families = Sequence[tuple[str, Sequence[str]]]
 
-#: Name of the family of the metrics that no configured family holds.
+#: Prefix of the name of a family of left-out metrics whose default family's name the
+#: ``families`` option already uses (``other novelty``); a metric of no default family (none
+#: today) falls in the family of this name.
 OTHER_FAMILY = "other"
+
+
+def completed_families(metrics: Iterable[str], families: Families = DEFAULT_FAMILIES
+                       ) -> list[tuple[str, list[str]]]:
+    """The configured ``families`` followed by the families of the ``metrics`` that none of
+    them holds, grouped by their default family (module docstring), members in configured
+    order (a left-out family in its default family's order)."""
+    used = {str(m) for _, members in families for m in members}
+    names = {str(name) for name, _ in families}
+    rest = [m for m in dict.fromkeys(str(m) for m in metrics) if m not in used]
+    out = [(str(name), [str(m) for m in members]) for name, members in families]
+    for name, members in DEFAULT_FAMILIES:
+        if ms := [m for m in members if m in rest]:
+            while name in names:
+                name = f"{OTHER_FAMILY} {name}"
+            out.append((name, ms))
+    defaults = {m for _, members in DEFAULT_FAMILIES for m in members}
+    if stray := [m for m in rest if m not in defaults]:
+        out.append((OTHER_FAMILY, stray))
+    return out
 
 
 def family_groups(metrics: Iterable[str], families: Families = DEFAULT_FAMILIES
                   ) -> list[tuple[str, list[str]]]:
-    """``(family, its metrics among metrics)`` in the configured order, metrics in
-    :data:`dptune.vocab.METRICS` order; families without any of them left out; metrics of no
-    family in a last family :data:`OTHER_FAMILY`."""
+    """``(family, its metrics among metrics)`` in the order of :func:`completed_families`
+    (the configured families, then those of the left-out metrics), metrics in
+    :data:`dptune.vocab.METRICS` order; families without any of them left out."""
     present = sorted(dict.fromkeys(str(m) for m in metrics), key=metric_rank)
-    out, used = [], set()
-    for name, members in families:
-        ms = [m for m in present if m in set(members)]
-        used.update(ms)
-        if ms:
-            out.append((str(name), ms))
-    rest = [m for m in present if m not in used]
-    if rest:
-        out.append((OTHER_FAMILY, rest))
+    out = []
+    for name, members in completed_families(present, families):
+        if ms := [m for m in present if m in set(members)]:
+            out.append((name, ms))
     return out
 
 
@@ -51,7 +72,7 @@ def family_judge(family: str, metrics: Sequence[str], primary_metric: str,
     """The metric that judges a family's choices on the test split (module docstring)."""
     if primary_metric in metrics:
         return primary_metric
-    for name, members in families:
+    for name, members in completed_families(metrics, families):
         if name == family:
             for m in members:
                 if m in metrics:
@@ -59,9 +80,12 @@ def family_judge(family: str, metrics: Sequence[str], primary_metric: str,
     return str(metrics[0])
 
 
-def family_judges(families: Families, primary_metric: str) -> list[str]:
-    """The judge of every configured family (:func:`family_judge`), in family order."""
-    return [family_judge(name, list(ms), primary_metric, families) for name, ms in families]
+def family_judges(families: Families, primary_metric: str, metrics: Iterable[str] = ()
+                  ) -> list[str]:
+    """The judge of every family of :func:`completed_families` (the configured ones, then
+    those of the left-out ``metrics``; :func:`family_judge`), in family order."""
+    return [family_judge(name, list(ms), primary_metric, families)
+            for name, ms in completed_families(metrics, families)]
 
 
 def order_metrics(frame: pd.DataFrame, value: str = "mean_p") -> pd.DataFrame:

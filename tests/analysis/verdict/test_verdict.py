@@ -7,11 +7,17 @@ import pytest
 
 from dptune.analysis.dp.fold_loop import FoldView, ScopePlan, ScopeRun, UserDraws
 from dptune.analysis.dp.paired_tests import paired_test
+from dptune.analysis.options import DEFAULT_FAMILIES
 from dptune.analysis.verdict import claims as cl
 from dptune.analysis.verdict import downstream as ds
 from dptune.analysis.verdict import rules
 from dptune.analysis.verdict.dominance import dominance_table
-from dptune.analysis.verdict.families import family_groups, family_judge, order_metrics
+from dptune.analysis.verdict.families import (
+    family_groups,
+    family_judge,
+    family_judges,
+    order_metrics,
+)
 from dptune.errors import DptuneError
 
 METRICS3 = ("ndcg", "precision", "recall")
@@ -155,11 +161,34 @@ def test_one_verdict_per_family_never_crosses_families():
     acc, nov = v.iloc[0], v.iloc[1]
     assert (acc["recommended"], acc["tied"]) == ("ndcg", ["precision"])
     assert (nov["recommended"], nov["tied"]) == ("epc", ["efd"])
-    # configurable families; metrics of no family form "other"
+    # configurable families; metrics of no family stay with their default family: leaving a
+    # metric out never ranks a novelty metric against an accuracy one (EPC is lowest overall)
     fam = (("mine", ("precision", "efd")),)
     v = rules.verdict_table(dp, _NO_CLAIMS, families=fam)
     assert list(zip(v["family"], v["recommended"], strict=True)) == [
-        ("mine", "efd"), ("other", "epc")]
+        ("mine", "efd"), ("accuracy", "ndcg"), ("novelty", "epc")]
+    # a default family's name the option already uses: the left-out ones are "other <name>"
+    fam = (("accuracy", ("ndcg",)), ("novelty", ("efd",)))
+    v = rules.verdict_table(dp, _NO_CLAIMS, families=fam)
+    assert list(zip(v["family"], v["recommended"], strict=True)) == [
+        ("accuracy", "ndcg"), ("novelty", "efd"), ("other accuracy", "precision"),
+        ("other novelty", "epc")]
+
+
+def test_left_out_metrics_keep_their_default_family_and_its_judge():
+    fam = (("accuracy", ("ndcg", "recall")), ("novelty", ("epc",)))
+    metrics = ["ndcg", "precision", "recall", "mrr", "efd", "epc"]
+    assert family_groups(metrics, fam) == [
+        ("accuracy", ["ndcg", "recall"]), ("novelty", ["epc"]),
+        ("other accuracy", ["precision", "mrr"]), ("other novelty", ["efd"])]
+    # the judge of a left-out family: its default family's order (Precision before MRR)
+    assert family_judge("other accuracy", ["mrr", "precision"], "ndcg", fam) == "precision"
+    assert family_judges(fam, "ndcg", metrics) == ["ndcg", "epc", "precision", "efd"]
+    assert family_judges(fam, "ndcg") == ["ndcg", "epc"]  # no metrics: the configured ones
+    # every family keeps to one kind of metric, whatever is left out
+    kinds = {m: name for name, ms in DEFAULT_FAMILIES for m in ms}
+    for name, ms in family_groups(metrics, (("accuracy", ("mrr",)),)):
+        assert len({kinds[m] for m in ms}) == 1, (name, ms)
 
 
 def test_tie_rule_and_identical_metrics():
