@@ -164,6 +164,43 @@ def test_discriminative_power_bad_options():
         dptune.discriminative_power(_table(n_sys=3, n_users=5), noise_seeds=2)
 
 
+@pytest.mark.parametrize("options, message", [
+    ({"primary_cutoff": 5}, "analysis: primary_cutoff: the results have no ndcg@5; ndcg has "
+     "N = 10"),
+    ({"primary_metric": "recall"}, "analysis: primary_metric: the results have no 'recall'; "
+     "they have ndcg, mrr"),
+])
+def test_a_primary_metric_the_results_lack_is_refused_before_any_work(options, message,
+                                                                      monkeypatch):
+    """The primary metric@N picks the noise-floor configurations and judges the choices on the
+    test split: one the results do not hold is one line naming the option, and the fold loop
+    never starts (an experiment's options are checked against its evaluation when read)."""
+    import dptune.analysis.pipeline as pipeline
+
+    monkeypatch.setattr(pipeline, "run_fold_loop",
+                        lambda *a, **k: pytest.fail("the analysis started"))
+    with pytest.raises(DptuneError) as err:
+        dptune.discriminative_power(_table(n_sys=3, n_users=5), **options)
+    assert str(err.value) == message
+
+
+def test_a_metric_dptune_does_not_compute_is_analysed_in_a_family_of_its_own():
+    """A per-user table from another framework may hold metrics dptune does not compute (hit
+    rate, MAP): they get their DP and a verdict of their own family (``other``), never ranked
+    against a known one; a table with no known metric takes its first metric as primary."""
+    names = {"ndcg": "hit", "mrr": "map"}
+    only = _table(n_sys=3, n_users=20).assign(metric=lambda d: d["metric"].map(names))
+    res = dptune.discriminative_power(only, bootstrap=0, stability=0)
+    assert (res.options.primary_metric, res.options.primary_cutoff) == ("hit", 10)
+    assert set(res.dp.table["metric"]) == {"hit", "map"}
+    assert list(res.verdict["family"]) == ["other"]
+    mixed = pd.concat([_table(n_sys=3, n_users=20), only])
+    res = dptune.discriminative_power(mixed, bootstrap=0, stability=0)
+    assert res.options.primary_metric == "ndcg"
+    assert {f: sorted(ms) for f, ms in res.metric_families.groups} == {
+        "accuracy": ["mrr", "ndcg"], "other": ["hit", "map"]}
+
+
 @pytest.mark.parametrize("change, kwargs, message", [
     (lambda d: d.assign(value=np.where(d.index == 3, np.nan, d.value)), {},
      "per_user: value: must hold finite numbers; row 3 has nan"),

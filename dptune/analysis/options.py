@@ -247,7 +247,9 @@ def validate_options(values: Mapping[str, Any], source: object = "analysis",
     ``None`` or ``>= 1``; ``bootstrap`` 0 (off) or :data:`MIN_BOOTSTRAP` to
     :data:`MAX_BOOTSTRAP`; ``stability, min_fold_users >= 0``; ``noise_seeds`` 0 or >= 2; ``seed`` ``None`` or >= 0;
     ``0 < alpha < 1``; ``test`` in :data:`TESTS`, ``correction`` in :data:`CORRECTIONS`,
-    ``primary_metric`` in :data:`dptune.vocab.METRICS`; ``importance`` a boolean;
+    ``primary_metric`` a metric's name without ``@N`` (its presence in the results is
+    checked by :func:`dptune.analyze`, before any work; an experiment's by its
+    ``evaluation.metrics``); ``importance`` a boolean;
     ``min_pairs >= 1``; ``families`` a non-empty table of non-empty metric lists, every metric
     known and in one family only.
     """
@@ -281,10 +283,14 @@ def validate_options(values: Mapping[str, Any], source: object = "analysis",
         if not 0.0 < float(a) < 1.0:
             raise bad("alpha", f"must be between 0 and 1, got {a!r}")
         out["alpha"] = float(a)
-    for key, allowed in (("test", TESTS), ("correction", CORRECTIONS),
-                         ("primary_metric", METRICS)):
+    for key, allowed in (("test", TESTS), ("correction", CORRECTIONS)):
         if key in out and out[key] not in allowed:
             raise bad(key, f"{out[key]!r} is not one of {', '.join(allowed)}")
+    if "primary_metric" in out:
+        m = out["primary_metric"]
+        if not isinstance(m, str) or not m or "@" in m or m != m.strip():
+            raise bad("primary_metric", f"must be a metric's name without its cutoff (one of "
+                      f"{', '.join(METRICS)}, or a metric of a per-user table), got {m!r}")
     if "importance" in out and not isinstance(out["importance"], bool):
         raise bad("importance", f"must be true or false, got {out['importance']!r}")
     if "families" in out:

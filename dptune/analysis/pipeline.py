@@ -30,8 +30,10 @@ from dptune.analysis.verdict.families import family_judges
 from dptune.errors import input_error
 from dptune.store._per_user_store import PerUserStore
 from dptune.store._store import ResultStore
+from dptune.vocab import metric_rank
 
-__all__ = ["analyze", "outside_options", "configurations_table", "check_arguments"]
+__all__ = ["analyze", "outside_options", "configurations_table", "check_arguments",
+           "check_primary"]
 
 
 def analyze(store: ResultStore | str | Path | pd.DataFrame,
@@ -84,6 +86,7 @@ def analyze(store: ResultStore | str | Path | pd.DataFrame,
             raise input_error("analyze", "options", "seed: the store records no analysis "
                               "seed; give one (AnalysisOptions(seed=...))")
         opts = opts.replace(seed=seed)
+    check_primary(store, opts)
     estimate = run_fold_loop(store, opts, progress)
     dg.check_fold_users(dg.fold_user_counts(estimate.pvalues), opts.min_fold_users)
     with_dp = set(estimate.table["algorithm"])
@@ -150,6 +153,24 @@ def check_arguments(where: str, options: object, progress: object, configs: obje
             or not all(isinstance(h, str) for h in hyperparameters):
         raise input_error(where, "hyperparameters", "needs a list of column names, got "
                           f"{hyperparameters!r}")
+
+
+def check_primary(store: ResultStore | PerUserStore, opts: AnalysisOptions) -> None:
+    """One error naming the option when the results hold no ``primary_metric@primary_cutoff``
+    (it picks the noise-floor configurations and judges the choices on the test split), before
+    any work: an experiment's options are checked against its evaluation when it is read, given
+    options and a per-user table's only here."""
+    have = {(str(m), int(c)) for a in store.algorithms() for m, c in store.metric_cutoffs(a)}
+    metric, cutoff = opts.primary_metric, opts.primary_cutoff
+    if (metric, cutoff) in have:
+        return
+    cuts = sorted(c for m, c in have if m == metric)
+    if cuts:
+        raise input_error("analysis", "primary_cutoff", f"the results have no {metric}@{cutoff}; "
+                          f"{metric} has N = {', '.join(map(str, cuts))}")
+    names = sorted({m for m, _ in have}, key=metric_rank)
+    raise input_error("analysis", "primary_metric", f"the results have no {metric!r}; they have "
+                      f"{', '.join(names)}")
 
 
 def _noise_floor(store: ResultStore, opts: AnalysisOptions,
