@@ -177,6 +177,10 @@ def run_slices_study(results_dir: str | Path, out_dir: str | Path,
     for a in algs:
         if a not in store.algorithms():
             raise input_error("--algorithms", None, f"no algorithm {a!r} in {store.root}")
+    cuts = sorted({int(c) for a in algs for _, c in store.metric_cutoffs(a)})
+    if cutoff not in cuts:
+        raise input_error("--cutoff", None, f"{cutoff} is not a cutoff of {store.root} (it has "
+                          f"N = {', '.join(map(str, cuts))})")
 
     from dptune.sweeper._prepare import prepare
 

@@ -20,6 +20,7 @@ from dptune.analysis.options import AnalysisOptions
 from dptune.analysis.result import AnalysisResult
 from dptune.cli import main as _main
 from dptune.errors import DptuneError
+from dptune.store import ResultStore
 
 T = paired_test("t")
 
@@ -247,6 +248,16 @@ def test_cli_main_and_errors(knn_swept, tmp_path, capsys) -> None:
     assert cli_main(["slices", str(d / "results"), "--reports", str(tmp_path / "cli"),
                      "--base", "1"]) == 2
     assert "dptune:" in capsys.readouterr().err
+    # a cutoff the store does not have: one line naming the flag, nothing written
+    cuts = sorted({c for a in ResultStore(d / "results").algorithms()
+                   for _, c in ResultStore(d / "results").metric_cutoffs(a)})
+    assert 7 not in cuts
+    assert cli_main(["slices", str(d / "results"), "--reports", str(tmp_path / "c7"),
+                     "--cutoff", "7"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("dptune: --cutoff: 7 is not a cutoff of ") and "\n" not in err, err
+    assert err.endswith(f"(it has N = {', '.join(map(str, cuts))})"), err
+    assert not (tmp_path / "c7").exists()
 
 
 class _Counted:
