@@ -569,8 +569,18 @@ def test_status_checks_the_reports_folder_the_run_wrote(tiny_swept, tmp_path, ca
     # --reports overrides the record; the default folder needs no flag in the advice
     line = analysis_line("--reports", str(Path("reports") / "tiny"))
     assert line.endswith(f"reports/tiny/report.md not written yet (dptune analyze {results})"), line
+    # a record that cannot be read is none; the default reports/tiny is of results/tiny, not
+    # of these results, so nothing is claimed (an analyze without --reports would overwrite it)
     (results / REPORTS_RECORD).write_bytes(b"\xff\xfe")
-    assert analysis_line().startswith(f"analysis:    {Path('reports') / 'tiny' / 'report.md'}")
+    assert analysis_line() == (
+        f"analysis:    no report folder recorded for {results} (--reports DIR checks the one of "
+        f"these results; dptune analyze {results} --reports DIR writes one)")
+    (tmp_path / "moved").mkdir()  # in the default folder results/tiny: its default report
+    shutil.move(results, tmp_path / "moved" / "tiny")
+    shutil.move(tmp_path / "moved", tmp_path / "results")
+    assert main(["status", str(Path("results") / "tiny")]) == 0
+    line = next(li for li in capsys.readouterr().out.splitlines() if li.startswith("analysis:"))
+    assert line.startswith(f"analysis:    {Path('reports') / 'tiny' / 'report.md'} not written"), line
 
 
 def test_subgrid_warns_when_the_best_configuration_is_on_the_grid_edge(tiny_swept_every_stage, tmp_path, capsys):

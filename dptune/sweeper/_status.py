@@ -222,8 +222,19 @@ def stages(exp: Experiment, store: ResultStore, validation_done: bool,
     ``noise``: ``off`` (``analysis.noise_seeds = 0``), ``none`` (no stochastic algorithm),
     ``waiting``, else parts done / planned. ``analysis``: ``missing`` (no report.md),
     ``stale`` (a result is newer than report.md) or ``done``.
+
+    ``unknown`` where this machine cannot tell: every stage without a results directory here
+    (status read from the database alone, which holds no part); the analysis when ``reports``
+    is not given (``None``: no ``--reports`` and none recorded by ``dptune run``) and the
+    results are not in their default folder ``results/<name>``, whose report would be
+    ``reports/<name>``: that folder may hold another results directory's report, which an
+    ``dptune analyze`` without ``--reports`` would overwrite.
     """
     out: dict[str, dict[str, Any]] = {}
+    if not store.exists():
+        text = (f"not known here: no results directory {store.root} on this machine (the "
+                f"counts above are the database's)")
+        return {k: {"state": "unknown", "text": text} for k in ("test", "noise", "analysis")}
     if not exp.evaluation.test_split:
         out["test"] = {"state": "off", "text": "off (evaluation.test_split = false)"}
     elif not validation_done:
@@ -245,6 +256,11 @@ def stages(exp: Experiment, store: ResultStore, validation_done: bool,
             out["noise"] = _count(sum(verified(p) for p in parts), len(parts),
                                   f"parts ({seeds} seeds)")
     default = Path("reports") / exp.name
+    if reports is None and store.root.resolve() != (Path("results") / exp.name).resolve():
+        out["analysis"] = {"state": "unknown", "text": (
+            f"no report folder recorded for {store.root} (--reports DIR checks the one of "
+            f"these results; dptune analyze {store.root} --reports DIR writes one)")}
+        return out
     report = Path(reports if reports is not None else default) / "report.md"
     # the command that writes it: a folder other than the default is named
     analyze = f"dptune analyze {store.root}" + (

@@ -292,6 +292,11 @@ def _scenario(tmp_path: Path, reference: tuple[Path, Path], storage: str | None,
     assert st["source"] == "optuna"
     assert {a: (v["done"], v["remaining"]) for a, v in st["algorithms"].items()} == {
         "userknn": (2, 0), "bpr-mf": (4, 0)}
+    # the database holds no part: the later stages are not guessed ("waiting" beside "all
+    # done", or a report "up to date" that nothing here was compared with)
+    assert {k: st[k]["state"] for k in ("test", "noise", "analysis")} == dict.fromkeys(
+        ("test", "noise", "analysis"), "unknown")
+    assert st["analysis"]["text"].startswith("not known here: no results directory")
 
     # the analysis of the shared store equals the single-process one, byte for byte
     assert main(["analyze", str(results), "--reports", str(tmp_path / "reports")]) == 0
