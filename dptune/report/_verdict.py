@@ -36,10 +36,12 @@ __all__ = ["summary_section", "verdict_sentences", "verdict_section", "verdict_d
            "recommendation_text", "choices_text", "claims_legend"]
 
 
-def claims_legend(alpha: float, test_split: bool = True) -> str:
+def claims_legend(alpha: float, test_split: bool = True, intervals: bool = True) -> str:
     """What the verdict's words mean, said before the first of them is printed, with the error
     rate ``alpha`` as a number; ``test_split``: whether the data has held-out values (outside
-    data may not: then no test split is spoken of)."""
+    data may not: then no test split is spoken of); ``intervals``: whether the DPs have their
+    bootstrap intervals and the claims built on them (not with the bootstrap off, nor under a
+    paired test without an interval): without them the legend speaks of neither."""
     a = pct(alpha)
     downstream = (
         "*Downstream* asks whether the choice of metric matters: which configuration each "
@@ -50,9 +52,19 @@ def claims_legend(alpha: float, test_split: bool = True) -> str:
         "*Downstream* asks whether the choice of metric matters: which configuration each "
         "metric of the family selects; the data has no held-out values, so whether these "
         "differ beyond the data at hand is not judged.")
+    scale = ("How to read it: lower DP = more discriminative; every DP is DP per 25 pairs (25 x "
+             "the mean p-value of its P pairs of configurations; the paper's DP when P = 25)")
+    if not intervals:
+        return (
+            f"{scale}, without an interval: the bootstrap is off, or the paired test has no "
+            "interval (see Bootstrap in the settings). So no metric is called significantly "
+            "less discriminative, the metrics of a family are offered as choices with *no "
+            "difference tested*, no hyperparameter is named dominant, and the lowest DP alone "
+            "does not make a metric the better one. The *A/A noise floor* is the DP of pairs "
+            "that are one configuration re-trained with different seeds (no real difference; "
+            f"section Noise floor). {downstream}")
     return (
-        "How to read it: lower DP = more discriminative; every DP is DP per 25 pairs (25 x the "
-        "mean p-value of its P pairs of configurations; the paper's DP when P = 25), with its "
+        f"{scale}, with its "
         "95% bootstrap interval in brackets. *Significantly less discriminative* is a claim with "
         f"a family-wise error rate of at most alpha = {a}: all the metrics of a family are "
         "compared at once (a bootstrap max-t test, stepped down), so the chance that a row "
@@ -503,7 +515,9 @@ def verdict_section(result: Any, figures: Sequence[tuple[str, int, str]] = ()) -
     v = result.verdict
     if v is None or v.empty:
         return None
-    lines = [claims_legend(float(result.options.alpha), bool(result.test_split)), ""]
+    opts = result.options
+    lines = [claims_legend(float(opts.alpha), bool(result.test_split),
+                           intervals=int(opts.bootstrap) > 0 and opts.paired_test.interval), ""]
     lines += [f"- {t}" for t in verdict_sentences(result)]
     lines += ["", _table(result).to_markdown(), ""]
     judged = ("each family's choice is judged on the test split by a metric of the same family"

@@ -351,3 +351,13 @@ def test_a_test_other_than_t_gives_one_answer_and_no_claim(tiny, test):
         assert rows["dp_per_25"].min() == pytest.approx(
             rows.loc[rows["metric"] == r.recommended, "dp_per_25"].iloc[0], abs=1e-12)
     assert _bootstrap_text(opts).startswith("not run: its replicates are t-tests")
+    # the legend speaks of no interval and no claim it does not show
+    from dptune.report._verdict import verdict_section
+
+    legend = verdict_section(res).split("\n")[0]
+    assert legend.startswith("How to read it:") and "without an interval" in legend, legend
+    for absent in ("bootstrap interval in brackets", "*Significantly less discriminative* is",
+                   "Pr(more discriminative)", "*dominates* when"):
+        assert absent not in legend, absent
+    with_intervals = verdict_section(analyze(store, opts.replace(test="t", bootstrap=200)))
+    assert "95% bootstrap interval in brackets" in with_intervals.split("\n")[0]
