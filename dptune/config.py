@@ -18,24 +18,28 @@ from typing import TYPE_CHECKING, Any
 
 from dptune.data._fetch import KNOWN_DATASETS
 from dptune.data._options import _check_columns, _check_sep
-from dptune.data._split import SPLIT_METHODS
-from dptune.errors import check_int, check_path, input_error, read_toml
-from dptune.grids import Grid, load_grid
+from dptune.data._split import MAX_FOLDS, SPLIT_METHODS
+from dptune.errors import DptuneError, check_int, check_path, input_error, plain, read_toml
+from dptune.grids import Grid, check_size, load_grid
 from dptune.models._adapters import is_known_type
-from dptune.vocab import DEVICES, METRICS
+from dptune.vocab import DEVICES, FORMATS, METRICS
 
 if TYPE_CHECKING:
     from dptune.analysis.options import AnalysisOptions
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+#: Metadata of the dataclass fields that :func:`parse_experiment` fills in itself (a resolved
+#: path, the experiment file's name): not settings, so an experiment file may not write them.
+_INTERNAL = {"internal": True}
 
 #: Valid ranges of the experiment's numbers, checked when it is read (before any work):
 #: seeds are 32-bit (numpy's and optuna's generators take no larger seed);
 SEED_RANGE = (0, 2**32 - 1)
 #: a top-N list longer than the store's int16 ``cutoff`` column can hold is refused;
 MAX_CUTOFF = 2**15 - 1
-#: folds beyond a thousand leave every fold with a handful of ratings per user at most;
-MAX_FOLDS = 1000
+#: no more folds than the split's int8 fold labels hold (``MAX_FOLDS``, 127, of
+#: :mod:`dptune.data._split`), so that a number the split would refuse at run time is refused
+#: here, naming the file;
 #: worker processes (``[sweep] jobs``, ``--jobs``): more than this only exhausts the machine.
 MAX_JOBS = 1024
 
@@ -170,7 +174,7 @@ class AlgorithmConfig:
     name: str
     type: str
     grid: str = ""  # empty: the model takes no hyperparameter (one configuration)
-    grid_path: str = ""
+    grid_path: str = field(default="", metadata=_INTERNAL)  # ``grid`` resolved
 
 
 #: Top-level settings that do not change the per-user results, left out of
@@ -194,7 +198,7 @@ class Experiment:
     algorithms: tuple[AlgorithmConfig, ...] = ()
     grids: dict[str, Grid] = field(default_factory=dict, compare=False)
     #: ``data.source`` resolved by :func:`parse_experiment` (empty: ``data.source`` itself).
-    data_path: str = field(default="", compare=False)
+    data_path: str = field(default="", compare=False, metadata=_INTERNAL)
 
     @property
     def data_file(self) -> str:
@@ -243,16 +247,21 @@ def _suggest(key: str, allowed: list[str]) -> str:
     return f" (did you mean '{near[0]}'?)" if near else f" (allowed: {', '.join(allowed)})"
 
 
+def _settings(cls: type) -> dict[str, Any]:
+    """The fields of config dataclass ``cls`` that an experiment file may write (not the
+    internal ones :func:`parse_experiment` fills in), by name."""
+    return {f.name: f for f in fields(cls) if not f.metadata.get("internal")}
+
+
 def _build(cls: type, table: Any, source: str, prefix: str) -> Any:
     """Instantiate a config dataclass from a TOML table, rejecting unknown keys and bad types."""
     if not isinstance(table, dict):
         raise input_error(source, prefix.rstrip("."), "must be a table")
-    known = {f.name: f for f in fields(cls)}
+    known = _settings(cls)
     kwargs = {}
     for key, val in table.items():
-        if key not in known or key == "grid_path":
-            raise input_error(source, f"{prefix}{key}",
-                              "unknown field" + _suggest(key, [k for k in known if k != "grid_path"]))
+        if key not in known:
+            raise input_error(source, f"{prefix}{key}", "unknown field" + _suggest(key, list(known)))
         default = known[key].default
         if isinstance(default, tuple):
             if not isinstance(val, list):
@@ -295,9 +304,12 @@ def _analysis(table: Any, source: str) -> AnalysisOptions:
 
 
 def _choice(source: str, where: str, value: Any, allowed: tuple[str, ...]) -> None:
+    """The one-line error ``'<value>' is not one of <allowed>`` (with a close match to suggest,
+    ``did you mean``) unless ``value`` is one of ``allowed``."""
     if value not in allowed:
+        near = difflib.get_close_matches(str(value), list(allowed), n=1)
         raise input_error(source, where, f"{value!r} is not one of {', '.join(allowed)}"
-                          + _suggest(str(value), list(allowed)))
+                          + (f" (did you mean '{near[0]}'?)" if near else ""))
 
 
 def _resolve(path: str, config_path: Path, source: str, field: str) -> Path:
@@ -308,6 +320,9 @@ def _resolve(path: str, config_path: Path, source: str, field: str) -> Path:
     found = p if p.is_absolute() else config_path.parent / p
     if found.is_file():
         return found.resolve()
+    if found.is_dir():
+        raise input_error(source, field, f"grid file {path!r} is a directory ({found.resolve()}), "
+                          "not a grid file")
     hint = ""
     if not p.is_absolute() and (Path.cwd() / p).is_file():
         rel = os.path.relpath(Path.cwd() / p, config_path.parent.resolve())
@@ -315,6 +330,27 @@ def _resolve(path: str, config_path: Path, source: str, field: str) -> Path:
         hint = f"; it exists relative to the working directory: write grid = {json.dumps(rel)}"
     where = "" if p.is_absolute() else f" (relative paths start at the experiment file's folder, {config_path.parent.resolve()})"
     raise input_error(source, field, f"grid file {path!r} not found{where}{hint}")
+
+
+def _load_grid(path: Path, a: AlgorithmConfig) -> Grid:
+    """The grid file ``path`` of algorithm ``a``, its values checked before its size: each
+    hyperparameter's values against the model on :meth:`Grid.axis_configs` (every value once,
+    not the product, so a bad value of a huge grid is named at once), then the number of
+    configurations (:func:`dptune.grids.check_size`), before the grid is ever expanded. The
+    model's check of whole configurations (values that only clash together, constructors that
+    refuse a configuration) follows before the sweep
+    (:func:`dptune.sweeper.validate_experiment`); so does the error of a type without a model."""
+    from dptune.models._families import get_family  # loads the models' compiled kernels
+
+    grid = load_grid(path, max_configs=None)
+    try:
+        family = get_family(a.type)
+    except DptuneError:
+        family = None
+    if family is not None:
+        family.validate(grid.axis_configs(), a.grid)
+    check_size(grid)
+    return grid
 
 
 def _data_path(d: DataConfig, config_path: Path | None, source: str, check: bool) -> str:
@@ -348,7 +384,8 @@ def _validate(exp: Experiment, src: str) -> None:
     if s.folds < 2:
         raise input_error(src, "split.folds", "needs at least 2 folds")
     if s.folds > MAX_FOLDS:
-        raise input_error(src, "split.folds", f"at most {MAX_FOLDS:,} folds, got {s.folds:,}")
+        raise input_error(src, "split.folds", f"at most {MAX_FOLDS:,} folds (the split's fold "
+                          f"labels are 8-bit integers), got {s.folds:,}")
     if s.seed is not None:
         check_int(s.seed, src, "split.seed", SEED_RANGE[0], SEED_RANGE[1])
     if not 0.0 < s.train_ratio < 1.0:
@@ -365,6 +402,9 @@ def _validate(exp: Experiment, src: str) -> None:
                           f"must be a finite number, got {e.relevance_threshold}")
     if len(set(e.cutoffs)) != len(e.cutoffs):
         raise input_error(src, "evaluation.cutoffs", "has duplicates")
+    if not e.metrics:
+        raise input_error(src, "evaluation.metrics", "must not be empty: name at least one of "
+                          f"{', '.join(METRICS)} (or leave it out for all of them)")
     for m in e.metrics:
         _choice(src, "evaluation.metrics", m, METRICS)
     _choice(src, "evaluation.novelty", e.novelty, ("relevance-aware", "relevance-unaware"))
@@ -376,6 +416,11 @@ def _validate(exp: Experiment, src: str) -> None:
     if a.primary_cutoff not in e.cutoffs:
         raise input_error(src, "analysis.primary_cutoff", f"{a.primary_cutoff} is not in evaluation.cutoffs")
     check_int(exp.sweep.jobs, src, "sweep.jobs", 1, MAX_JOBS)
+    storage = exp.sweep.storage
+    if storage is not None and (not isinstance(storage, str) or not storage.strip()):
+        raise input_error(src, "sweep.storage", "must be an optuna storage URL or a *.journal "
+                          "file path (a non-empty string; leave it out for the default SQLite "
+                          f"file of the results directory), got {plain(storage)}")
     if exp.sweep.budget is not None:
         parse_budget(exp.sweep.budget, src, "sweep.budget")
     _choice(src, "sweep.device", exp.sweep.device, DEVICES)
@@ -383,7 +428,9 @@ def _validate(exp: Experiment, src: str) -> None:
 
 
 def _validate_data(d: DataConfig, src: str) -> None:
-    """[data]: the pre-filters and the description of an own file (columns, sep, header)."""
+    """[data]: the format, the pre-filters and the description of an own file (columns, sep,
+    header)."""
+    _choice(src, "data.format", d.format, FORMATS)
     if d.kcore < 0:
         raise input_error(src, "data.kcore", "must be >= 0")
     if d.min_rating is not None and (isinstance(d.min_rating, bool)
@@ -406,8 +453,11 @@ def parse_experiment(data: dict, source: str = "<memory>", config_path: Path | N
     else from the working directory (:attr:`Experiment.data_file`)."""
     data_base = config_path
     config_path = config_path or Path(source)
-    top = {f.name for f in fields(Experiment)} - {"grids", "source"}
+    top = set(_settings(Experiment)) - {"grids", "source"}
     for key in data:
+        if key == "data_path":  # the resolved data.source, set here: never read from the file
+            raise input_error(source, key, "unknown field: the data is named by source in the "
+                              '[data] table ([data] source = "<data set or file>")')
         if key not in top:
             raise input_error(source, key, "unknown field" + _suggest(key, sorted(top)))
     if "name" not in data:
@@ -436,7 +486,7 @@ def parse_experiment(data: dict, source: str = "<memory>", config_path: Path | N
             algos.append(a)
             continue
         gpath = _resolve(a.grid, config_path, source, f"algorithms[{i}].grid")
-        grids[a.name] = load_grid(gpath)
+        grids[a.name] = _load_grid(gpath, a)
         algos.append(AlgorithmConfig(name=a.name, type=a.type, grid=a.grid, grid_path=str(gpath)))
     exp = Experiment(
         name=name,

@@ -60,7 +60,8 @@ def check_path(value: object, source: object, field: str, what: str = "a path") 
 
 
 def read_toml(path: object, what: str) -> dict:
-    """Parse a TOML file; an unreadable file or invalid TOML is a one-line error naming the file.
+    """Parse a TOML file; an unreadable file, one that is not UTF-8 text (TOML files are UTF-8)
+    or invalid TOML is a one-line error naming the file.
 
     ``what`` names the kind of file in the message (``"grid file"``, ``"experiment file"``).
     """
@@ -69,13 +70,54 @@ def read_toml(path: object, what: str) -> dict:
     import tomllib
 
     try:
-        text = Path(path).read_text()
+        raw = Path(path).read_bytes()
     except OSError as err:
         raise input_error(path, None, f"cannot read {what} ({err.strerror})") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = raw.count(b"\n", 0, err.start) + 1
+        raise input_error(path, f"line {line}", f"not UTF-8 text (byte 0x{raw[err.start]:02x}); "
+                          f"save the {what} as UTF-8, as TOML requires") from None
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise input_error(path, None, f"invalid TOML: {err}") from None
+
+
+def same_file(a: object, b: object) -> bool:
+    """Whether paths ``a`` and ``b`` name one file: the same resolved path (links followed),
+    or, when both exist, the same file on disk (a hard link)."""
+    import os
+    from pathlib import Path
+
+    if Path(str(a)).resolve() == Path(str(b)).resolve():
+        return True
+    try:
+        return os.path.samefile(str(a), str(b))
+    except OSError:
+        return False
+
+
+def check_out_file(out: object, flag: str, inputs: dict[str, object] | None = None) -> None:
+    """Check, before anything is read or computed, that the file ``out`` (the value of
+    ``flag``) can be written and is none of the files the command reads (``inputs``, ``{flag:
+    path}``; :func:`same_file`): writing over an input would destroy what was read
+    (``evaluate --run R --out R``), and an existing directory or an unwritable file would fail
+    only after the work, naming the path without the flag. Each is one line naming ``flag``."""
+    import os
+    from pathlib import Path
+
+    path = Path(str(out))
+    if path.is_dir():
+        raise input_error(flag, None, f"{out} is a directory; give the file to write")
+    for source, given in (inputs or {}).items():
+        if given is not None and same_file(path, given):
+            raise input_error(flag, None, f"{out} is the {source} file this command reads; "
+                              "give another file to write")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise input_error(flag, None, f"{out} is not writable (permission denied)")
+    check_writable_dir(path.parent, flag)
 
 
 def check_writable_dir(path: object, label: str) -> None:

@@ -26,7 +26,7 @@ from typing import Any
 
 import pandas as pd
 
-from dptune.errors import input_error, read_toml
+from dptune.errors import input_error, plain, read_toml
 
 _TOP_KEYS = {"family", "description", "params", "derived"}
 _PARAM_KEYS = {"values", "base", "exponent", "round", "exclude", "digits", "description"}
@@ -35,6 +35,13 @@ _DERIVED_KEYS = {"from", "scale"}
 _ROUND = {"int", "none"}
 #: Most values one hyperparameter may have (a typo in an exponent step cannot ask for billions).
 MAX_VALUES = 10_000
+#: Most configurations a grid may have (the product of its value counts), checked before the
+#: grid is expanded: the sweep expands a grid into one dict per configuration (validation,
+#: configs.csv, the plan of every unit) and stores per-user results of each configuration on
+#: every fold and metric@N, so a larger grid (this is about 30 times the paper's BPR-MF grid of
+#: 3,150, far below the store's int32 ``config_id``) would only hang or exhaust the machine
+#: before anything is trained.
+MAX_CONFIGS = 100_000
 
 
 @dataclass(frozen=True)
@@ -63,13 +70,28 @@ class Grid:
     def configs(self) -> list[dict[str, Any]]:
         """All configurations in cartesian-product order (last hyperparameter varies fastest)."""
         names = self.free
-        out = []
-        for combo in itertools.product(*(self.values[n] for n in names)):
-            cfg = dict(zip(names, combo, strict=True))
-            for name, (src, scale) in self.derived.items():
-                cfg[name] = cfg[src] * scale
-            out.append(cfg)
+        return [self._with_derived(dict(zip(names, combo, strict=True)))
+                for combo in itertools.product(*(self.values[n] for n in names))]
+
+    def axis_configs(self) -> list[dict[str, Any]]:
+        """Configurations that hold every value of every free hyperparameter at least once, one
+        hyperparameter varied at a time from the first configuration (``1 + sum(n_h - 1)`` of
+        them, not the product): the values of a hyperparameter can be checked on them without
+        expanding the grid, since they do not depend on the others (derived ones depend only on
+        their source, which varies with them). Empty when a hyperparameter has no value."""
+        if any(not vals for vals in self.values.values()):
+            return []
+        first = {n: vals[0] for n, vals in self.values.items()}
+        out = [self._with_derived(dict(first))]
+        for name, vals in self.values.items():
+            out += [self._with_derived({**first, name: v}) for v in vals[1:]]
         return out
+
+    def _with_derived(self, cfg: dict[str, Any]) -> dict[str, Any]:
+        """``cfg`` with its derived hyperparameters (source value x scale) added."""
+        for name, (src, scale) in self.derived.items():
+            cfg[name] = cfg[src] * scale
+        return cfg
 
     def frame(self, algorithm: str) -> pd.DataFrame:
         """``configs.csv`` rows: ``algorithm, config_id`` and one column per hyperparameter."""
@@ -147,9 +169,25 @@ def _check_keys(source: str, prefix: str, table: dict, allowed: set[str]) -> Non
 
 def _finite(v: Any) -> float:
     """``v`` as a finite float (a bool or text is not a number); else ``ValueError``."""
-    if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v):
+    if isinstance(v, bool) or not isinstance(v, numbers.Real):
         raise ValueError(v)
-    return float(v)
+    try:
+        f = float(v)
+    except OverflowError:  # an integer beyond a float's range
+        raise ValueError(v) from None
+    if not math.isfinite(f):
+        raise ValueError(v)
+    return f
+
+
+def _real(source: str, where: str, v: Any) -> float:
+    """A grid number (an exponent's base, start, stop or step, a derived scale) as a float: a
+    finite int or float as written, never text (``base = "2"``) or a bool; else the one-line
+    error ``<source>: <where>: must be a finite number, got <v>``."""
+    try:
+        return _finite(v)
+    except ValueError:
+        raise input_error(source, where, f"must be a finite number, got {plain(v)}") from None
 
 
 def _expand_param(source: str, name: str, spec: Any) -> list[Any]:
@@ -176,12 +214,9 @@ def _expand_param(source: str, name: str, spec: Any) -> list[Any]:
         missing = _EXP_KEYS - set(exp)
         if missing:
             raise input_error(source, f"{where}.exponent", f"missing {sorted(missing)}")
-        try:
-            numbers_ = (float(spec["base"]), float(exp["start"]), float(exp["stop"]),
-                        float(exp["step"]))
-        except (TypeError, ValueError, OverflowError) as err:
-            raise input_error(source, f"{where}.exponent",
-                              "needs numbers: " + str(err).splitlines()[0]) from None
+        numbers_ = (_real(source, f"{where}.base", spec["base"]),
+                    *(_real(source, f"{where}.exponent.{k}", exp[k])
+                      for k in ("start", "stop", "step")))
         try:
             raw = exponent_values(*numbers_)
         except ValueError as err:
@@ -214,11 +249,31 @@ def _expand_param(source: str, name: str, spec: Any) -> list[Any]:
     for v in vals:
         if v not in excl and v not in out:
             out.append(v)
+    if not out:  # no configuration: the sweep would skip the algorithm only after the others
+        raise input_error(source, f"{where}.exclude", f"excludes every value of {name} "
+                          f"({', '.join(map(plain, excl))}); a hyperparameter needs at least one "
+                          "value")
     return out
 
 
-def parse_grid(data: dict, source: str = "<memory>") -> Grid:
-    """Validate a parsed grid table and expand it; unknown keys raise an error naming the key."""
+def check_size(grid: Grid, max_configs: int = MAX_CONFIGS) -> None:
+    """The one-line error ``<grid file>: params: N configurations (a x b x ... values of ...); a
+    grid has at most <max_configs>`` when the grid is larger than :data:`MAX_CONFIGS`; computed
+    from the value counts, without expanding the grid."""
+    size = grid.size
+    if size <= max_configs:
+        return
+    counts = " x ".join(f"{len(v):,} {n}" for n, v in grid.values.items())
+    raise input_error(grid.source, "params", f"{size:,} configurations ({counts}); a grid has "
+                      f"at most {max_configs:,}: use fewer values or a coarser exponent step")
+
+
+def parse_grid(data: dict, source: str = "<memory>", *,
+               max_configs: int | None = MAX_CONFIGS) -> Grid:
+    """Validate a parsed grid table and expand each hyperparameter's values (not the grid);
+    unknown keys raise an error naming the key, and a grid of more than ``max_configs``
+    configurations is refused (:func:`check_size`; ``None``: the caller checks the size
+    itself, after checking the values)."""
     _check_keys(source, "", data, _TOP_KEYS)
     params = data.get("params")
     if not isinstance(params, dict) or not params:
@@ -235,21 +290,28 @@ def parse_grid(data: dict, source: str = "<memory>") -> Grid:
             raise input_error(source, f"{where}.from", f"{src!r} is not a free hyperparameter")
         if name in values:
             raise input_error(source, where, "is also a free hyperparameter")
-        try:
-            derived[name] = (src, float(spec.get("scale", 1.0)))
-        except (TypeError, ValueError):
-            raise input_error(source, f"{where}.scale", "must be a number") from None
+        text = next((v for v in values[src] if isinstance(v, bool)
+                     or not isinstance(v, numbers.Real)), None)
+        if text is not None:  # a derived value is source x scale: "cosine" x 0.5 is nothing
+            raise input_error(source, f"{where}.from", f"{src!r} has a value that is not a "
+                              f"number ({plain(text)}); a derived hyperparameter is its source "
+                              "times the scale")
+        derived[name] = (src, _real(source, f"{where}.scale", spec.get("scale", 1.0)))
     family = data.get("family")
     if family is not None and not isinstance(family, str):
         raise input_error(source, "family", f"must be a string, got {family!r}")
-    return Grid(values=values, derived=derived, family=family, source=source)
+    grid = Grid(values=values, derived=derived, family=family, source=source)
+    if max_configs is not None:
+        check_size(grid, max_configs)
+    return grid
 
 
-def load_grid(path: str | Path) -> Grid:
-    """Read and expand a grid TOML file; errors name the file and the key."""
+def load_grid(path: str | Path, *, max_configs: int | None = MAX_CONFIGS) -> Grid:
+    """Read and expand a grid TOML file; errors name the file and the key (``max_configs``:
+    :func:`parse_grid`)."""
     path = Path(path)
     data = read_toml(path, "grid file")
-    return parse_grid(data, str(path))
+    return parse_grid(data, str(path), max_configs=max_configs)
 
 
 def restrict(grid: Grid, keep: dict[str, list[Any]]) -> Grid:

@@ -189,3 +189,216 @@ def test_a_table_not_read_from_a_file_reads_data_from_the_working_directory(tmp_
              "algorithms": [{"name": "pop", "type": "cornac:MostPop"}]}
     assert parse_experiment(table).data_file == "r.csv"
     assert parse_experiment(table, "own.toml").data_file == "r.csv"
+
+
+# --------------------------------------------------------------------------- refused when read
+def _error(path) -> str:
+    """The one-line error of ``load_experiment(path)``."""
+    with pytest.raises(DptuneError) as err:
+        load_experiment(path)
+    msg = str(err.value)
+    assert "\n" not in msg, msg
+    return msg
+
+
+@pytest.mark.parametrize(("extra", "start"), [
+    pytest.param("[sweep]\nstorage = 5\n", "sweep.storage: must be an optuna storage URL or a "
+                 "*.journal file path (a non-empty string; leave it out for the default SQLite "
+                 "file of the results directory), got 5", id="number"),
+    pytest.param('[sweep]\nstorage = ["a"]\n', "sweep.storage: must be an optuna storage URL",
+                 id="list"),
+    pytest.param('[sweep]\nstorage = " "\n', "sweep.storage: must be an optuna storage URL",
+                 id="blank"),
+    pytest.param("[evaluation]\nmetrics = []\n", "evaluation.metrics: must not be empty: name at "
+                 "least one of ndcg, precision, recall, mrr, efd, epc", id="no-metrics"),
+    pytest.param('[data]\nformat = "xls"\n', "data.format: 'xls' is not one of auto, ml-dat, "
+                 "ml-udata, ml-csv, recbole, amazon, csv, parquet", id="format"),
+    pytest.param('[data]\nformat = "csvv"\n', "data.format: 'csvv' is not one of auto, ml-dat, "
+                 "ml-udata, ml-csv, recbole, amazon, csv, parquet (did you mean 'csv'?)",
+                 id="format-typo"),
+    pytest.param('data_path = "/etc/passwd"\n', "data_path: unknown field: the data is named by "
+                 'source in the [data] table ([data] source = "<data set or file>")',
+                 id="data_path"),
+])
+def test_bad_values_are_refused_when_the_experiment_is_read(tmp_path, extra, start):
+    """Each used to pass parsing: ``storage = 5`` failed with a traceback after creating the
+    results folder; ``metrics = []`` blamed analysis.primary_metric; ``format = "xls"`` named
+    the data file and the argument ``fmt``; ``data_path`` (the resolved data.source, filled in
+    by dptune) was accepted and ignored."""
+    text = _with_grid(BASE)
+    text = extra + text if extra.startswith("data_path") else text + extra
+    cfg = tmp_path / "exp.toml"
+    cfg.write_text(text)
+    assert _error(cfg).startswith(f"{cfg}: {start}")
+
+
+def test_internal_fields_are_neither_settings_nor_offered(tmp_path):
+    """``data_path`` and ``grid_path`` are filled in by dptune: an experiment file cannot write
+    them and an unknown-key error does not list them."""
+    cfg = _write(tmp_path, 'zzz = 1\n' + BASE)
+    msg = _error(cfg)
+    assert msg.startswith(f"{cfg}: zzz: unknown field (allowed: ") and "data_path" not in msg
+    cfg = _write(tmp_path, BASE.replace('type = "userknn"', 'type = "userknn"\ngrid_path = "x"'))
+    assert _error(cfg).startswith(f"{cfg}: algorithms[0].grid_path: unknown field")
+
+
+def test_folds_are_limited_to_what_the_fold_labels_hold(tmp_path):
+    """The parser allowed 1,000 folds while the split's int8 fold labels hold 127: 200 folds
+    failed at run time with ``split: split.folds`` (not naming the file)."""
+    import numpy as np
+
+    from dptune.data._split import MAX_FOLDS
+
+    assert MAX_FOLDS == np.iinfo(np.int8).max == 127
+    cfg = _write(tmp_path, BASE.replace("folds = 3", "folds = 200"))
+    assert _error(cfg) == (f"{cfg}: split.folds: at most 127 folds (the split's fold labels are "
+                           "8-bit integers), got 200")
+    assert load_experiment(_write(tmp_path, BASE.replace("folds = 3", "folds = 127"))).split.folds == 127
+
+
+def test_seed_study_folds_are_limited_like_split_folds(tmp_path):
+    from dptune.studies._seeds_settings import load_seed_experiment
+
+    cfg = _write(tmp_path, BASE + "[seeds]\nfolds = 200\n")
+    with pytest.raises(DptuneError) as err:
+        load_seed_experiment(cfg)
+    assert str(err.value).startswith(f"{cfg}: seeds.folds: must be an integer from 2 to 127, "
+                                     "got 200")
+
+
+def test_a_grid_that_is_a_directory_is_named_so(tmp_path):
+    (tmp_path / "adir").mkdir()
+    cfg = _write(tmp_path, BASE.replace("{grid}", "adir"))
+    assert _error(cfg) == (f"{cfg}: algorithms[0].grid: grid file 'adir' is a directory "
+                           f"({(tmp_path / 'adir').resolve()}), not a grid file")
+
+
+@pytest.mark.parametrize("what", ["experiment", "grid"])
+def test_a_file_that_is_not_utf8_is_one_line(tmp_path, what):
+    """A byte that is not UTF-8 gave a UnicodeDecodeError traceback."""
+    bad = tmp_path / "bad.toml"
+    if what == "experiment":
+        bad.write_bytes(b'name = "\xff\xfe"\n')
+        cfg = bad
+    else:
+        bad.write_bytes(b"[params.k]\nvalues = [5, 10]\n# caf\xe9\n")
+        cfg = _write(tmp_path, BASE.replace("{grid}", str(bad)))
+    assert _error(cfg) == (f"{bad}: line {1 if what == 'experiment' else 3}: not UTF-8 text "
+                           f"(byte 0x{'ff' if what == 'experiment' else 'e9'}); save the {what} "
+                           "file as UTF-8, as TOML requires")
+
+
+#: A BPR-MF grid of three exponent ranges of 9,999 values each (10^12 configurations), whose
+#: first value (factors = 1.001) is not an integer.
+HUGE_BPR = """family = "bpr-mf"
+[params.factors]
+base = 1.001
+exponent = {start = 1, stop = 9999, step = 1}
+[params.iterations]
+base = 1.001
+exponent = {start = 1, stop = 9999, step = 1}
+[params.learning_rate]
+base = 1.001
+exponent = {start = 1, stop = 9999, step = 1}
+[derived]
+user_reg = { from = "learning_rate", scale = 0.05 }
+item_reg = { from = "learning_rate", scale = 0.005 }
+"""
+
+
+def test_a_bad_value_of_a_huge_grid_is_named_without_expanding_it(tmp_path, monkeypatch):
+    """Each hyperparameter's values are checked on their own before the grid's size, so the
+    first bad value of a 10^12-configuration grid is named at once (the check walked every
+    configuration and hung); with good values, the size is refused, before expanding it."""
+    from dptune.grids import Grid
+
+    monkeypatch.setattr(Grid, "configs", lambda self: pytest.fail("the grid was expanded"))
+    (tmp_path / "huge.toml").write_text(HUGE_BPR)
+    cfg = _write(tmp_path, BASE.replace('type = "userknn"', 'type = "bpr-mf"')
+                 .replace("{grid}", "huge.toml"))
+    assert _error(cfg).startswith("huge.toml: factors: must be an integer >= 1, got 1.001")
+    good = HUGE_BPR.split("[params.learning_rate]")[1]
+    (tmp_path / "huge.toml").write_text(
+        f"[params.factors]\nvalues = {list(range(1, 101))}\n"
+        f"[params.iterations]\nvalues = {list(range(100))}\n[params.learning_rate]{good}")
+    assert _error(cfg).startswith(f"{(tmp_path / 'huge.toml').resolve()}: params: 99,990,000 "
+                                  "configurations (100 factors x 100 iterations x 9,999 "
+                                  "learning_rate); a grid has at most 100,000")
+
+
+# --------------------------------------------------------------------------- refused by dptune run
+RUN_EXPERIMENT = """
+name = "bad"
+seed = 3
+[data]
+source = "ratings.csv"
+{data}
+[split]
+folds = 2
+{split}
+[evaluation]
+test_split = false
+[analysis]
+noise_seeds = 0
+{sweep}
+[[algorithms]]
+name = "uknn"
+type = "userknn"
+grid = "g1.toml"
+[[algorithms]]
+name = "iknn"
+type = "itemknn"
+grid = "g2.toml"
+"""
+
+
+def _run_setup(tmp_path, *, data="", split="", sweep="",
+               grid2="[params.k]\nvalues = [5, 10, 20]\n"):
+    """60 users x 25 ratings (1..5, rising times), two kNN grids and an experiment naming them
+    with relative paths; returns the experiment file."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    rows = [f"{u + 1},{i + 1},{rng.integers(1, 6)},{1000 + 100 * u + j}"
+            for u in range(60) for j, i in enumerate(rng.choice(80, 25, replace=False))]
+    (tmp_path / "ratings.csv").write_text("\n".join(["user,item,rating,timestamp", *rows]) + "\n")
+    (tmp_path / "g1.toml").write_text("[params.k]\nvalues = [5, 10]\n")
+    (tmp_path / "g2.toml").write_text(grid2)
+    cfg = tmp_path / "exp.toml"
+    cfg.write_text(RUN_EXPERIMENT.format(data=data, split=split, sweep=sweep))
+    return cfg
+
+
+@pytest.mark.parametrize(("kw", "start"), [
+    pytest.param({"grid2": "[params.k]\nvalues = [5, 10]\nexclude = [5, 10]\n"},
+                 "{dir}/g2.toml: params.k.exclude: excludes every value of k (5, 10); a "
+                 "hyperparameter needs at least one value", id="exclude-every-value"),
+    pytest.param({"sweep": "[sweep]\nstorage = 5"},
+                 "{cfg}: sweep.storage: must be an optuna storage URL", id="storage-number"),
+    pytest.param({"data": "kcore = 500"},
+                 "{cfg}: data.kcore: the 500-core of {dir}/ratings.csv is empty: no users and "
+                 "items with at least 500 ratings each remain (the most any user has is 25, any "
+                 "item ", id="kcore"),
+    pytest.param({"data": "min_rating = 10.0"},
+                 "{cfg}: data.min_rating: every rating of {dir}/ratings.csv is below 10 (the "
+                 "highest is 5), so no data is left; lower it", id="min-rating"),
+    pytest.param({"split": "min_user_interactions = 1000"},
+                 "{cfg}: split.min_user_interactions: all 60 users were dropped: each has fewer "
+                 "than 1000 ratings (the most any user has is 25)", id="min-user-interactions"),
+])
+def test_run_refuses_with_one_line_naming_the_experiment_and_writes_nothing(tmp_path, capsys,
+                                                                           kw, start):
+    """``dptune run``: exit 2, one ``dptune:`` line naming the file and the field as written
+    (they named the data file and internal names such as ``min_rating/kcore`` or ``split``, or
+    failed with a traceback, or after computing the first algorithm's units), and no results
+    directory."""
+    from dptune.cli import main
+
+    cfg = _run_setup(tmp_path, **kw)
+    assert main(["run", str(cfg), "--results", str(tmp_path / "results"), "--reports",
+                 str(tmp_path / "reports"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    assert lines[0].startswith("dptune: " + start.format(cfg=cfg, dir=tmp_path)), lines[0]
+    assert not (tmp_path / "results").exists() and not (tmp_path / "reports").exists()

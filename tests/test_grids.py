@@ -216,3 +216,105 @@ def test_the_snippet_and_the_error_line_of_docs_grids_are_real(tmp_path):
         get_family("bpr-mf").check(load_grid(path).configs(), source="my-bpr.toml")
     shown = next(b for b in _doc_blocks("text") if "missing hyperparameter" in b).strip()
     assert shown == f"dptune: {err.value}"
+
+
+# --------------------------------------------------------------------------- refused at load
+def test_a_grid_that_excludes_every_value_is_refused_at_load():
+    """``exclude`` listing every value left the hyperparameter without values: the grid loaded,
+    and the sweep failed only after the other algorithms' units (``no validation folds``)."""
+    with pytest.raises(DptuneError) as err:
+        parse_grid({"params": {"k": {"values": [5, 10], "exclude": [5, 10]}}}, "g.toml")
+    assert str(err.value) == ("g.toml: params.k.exclude: excludes every value of k (5, 10); a "
+                              "hyperparameter needs at least one value")
+    with pytest.raises(DptuneError, match=r"^g.toml: params.k.exclude: excludes every value"):
+        parse_grid({"params": {"k": {"base": 2, "exponent": {"start": 0, "stop": 0.4, "step": 0.2},
+                                     "round": "int", "exclude": [1]}}}, "g.toml")
+
+
+#: A BPR-MF grid of three exponent ranges of 9,999 values each (10^12 configurations).
+HUGE_BPR = """family = "bpr-mf"
+[params.factors]
+base = 1.001
+exponent = {start = 1, stop = 9999, step = 1}
+[params.iterations]
+base = 1.001
+exponent = {start = 1, stop = 9999, step = 1}
+[params.learning_rate]
+base = 1.001
+exponent = {start = 1, stop = 9999, step = 1}
+[derived]
+user_reg = { from = "learning_rate", scale = 0.05 }
+item_reg = { from = "learning_rate", scale = 0.005 }
+"""
+
+
+def test_a_grid_larger_than_the_cap_is_refused_before_it_is_expanded(tmp_path, monkeypatch):
+    """The size is the product of the value counts: a grid beyond MAX_CONFIGS is one line
+    giving the count and the cap, and no configuration is ever built (it hung before)."""
+    from dptune.grids import MAX_CONFIGS, Grid
+
+    monkeypatch.setattr(Grid, "configs", lambda self: pytest.fail("the grid was expanded"))
+    path = tmp_path / "huge.toml"
+    path.write_text(HUGE_BPR)
+    with pytest.raises(DptuneError) as err:
+        load_grid(path)
+    assert str(err.value) == (
+        f"{path}: params: 999,700,029,999 configurations (9,999 factors x 9,999 iterations x "
+        "9,999 learning_rate); a grid has at most 100,000: use fewer values or a coarser "
+        "exponent step")
+    assert MAX_CONFIGS == 100_000 < 2**31  # the store's config_id is int32
+    at_cap = {"params": {"a": {"values": list(range(100))}, "b": {"values": list(range(1000))}}}
+    assert parse_grid(at_cap).size == MAX_CONFIGS
+    at_cap["params"]["b"]["values"].append(1000)
+    with pytest.raises(DptuneError, match=r"^g.toml: params: 100,100 configurations \(100 a x "
+                                          r"1,001 b\); a grid has at most 100,000"):
+        parse_grid(at_cap, "g.toml")
+    # the caller that checks the values first takes the size check on itself
+    assert load_grid(path, max_configs=None).size == 9999 ** 3
+
+
+def test_axis_configs_hold_every_value_without_the_product():
+    g = parse_grid({"params": {"a": {"values": [1, 2, 3]}, "b": {"values": ["x", "y"]}},
+                    "derived": {"c": {"from": "a", "scale": 2}}})
+    axis = g.axis_configs()
+    assert axis == [{"a": 1, "b": "x", "c": 2.0}, {"a": 2, "b": "x", "c": 4.0},
+                    {"a": 3, "b": "x", "c": 6.0}, {"a": 1, "b": "y", "c": 2.0}]
+    assert all(c in g.configs() for c in axis)
+    assert len(load_grid(ROOT / "grids" / "bpr-mf.toml").axis_configs()) == 1 + 14 + 13 + 14
+
+
+@pytest.mark.parametrize(("spec", "start"), [
+    pytest.param({"base": "2", "exponent": {"start": 1, "stop": 3, "step": 1}},
+                 "g.toml: params.k.base: must be a finite number, got '2'", id="base-text"),
+    pytest.param({"base": True, "exponent": {"start": 1, "stop": 3, "step": 1}},
+                 "g.toml: params.k.base: must be a finite number, got True", id="base-bool"),
+    pytest.param({"base": 2, "exponent": {"start": "1", "stop": 3, "step": 1}},
+                 "g.toml: params.k.exponent.start: must be a finite number, got '1'",
+                 id="start-text"),
+    pytest.param({"base": 2, "exponent": {"start": 1, "stop": 3, "step": "1"}},
+                 "g.toml: params.k.exponent.step: must be a finite number, got '1'",
+                 id="step-text"),
+    pytest.param({"base": 2, "exponent": {"start": 1, "stop": float("inf"), "step": 1}},
+                 "g.toml: params.k.exponent.stop: must be a finite number, got inf", id="stop-inf"),
+])
+def test_exponent_numbers_are_numbers_not_text(spec, start):
+    """``base = "2"`` was read as the number 2: a string is refused, naming the key."""
+    with pytest.raises(DptuneError) as err:
+        parse_grid({"params": {"k": spec}}, "g.toml")
+    assert str(err.value).startswith(start), str(err.value)
+
+
+@pytest.mark.parametrize(("derived", "start"), [
+    pytest.param({"reg": {"from": "lr", "scale": "0.05"}},
+                 "g.toml: derived.reg.scale: must be a finite number, got '0.05'", id="scale-text"),
+    pytest.param({"reg": {"from": "sim", "scale": 2}},
+                 "g.toml: derived.reg.from: 'sim' has a value that is not a number ('cosine')",
+                 id="text-source"),
+])
+def test_a_derived_hyperparameter_needs_numbers(derived, start):
+    """A text scale was read as a number; a text source failed with a TypeError traceback when
+    the grid was expanded."""
+    with pytest.raises(DptuneError) as err:
+        parse_grid({"params": {"lr": {"values": [0.1]}, "sim": {"values": ["cosine"]}},
+                    "derived": derived}, "g.toml")
+    assert str(err.value).startswith(start), str(err.value)

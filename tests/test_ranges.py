@@ -65,7 +65,7 @@ def _refused(capsys, argv, *words):
     ({"seed": 4294967296}, ("seed", "from 0 to 4,294,967,295", "4294967296")),
     ({"seed": -1}, ("seed", "-1")),
     ({"split": "folds = 2\nseed = 4294967296"}, ("split.seed", "4294967296")),
-    ({"split": "folds = 100000000000"}, ("split.folds", "at most 1,000")),
+    ({"split": "folds = 100000000000"}, ("split.folds", "at most 127")),
     ({"evaluation": "cutoffs = [10, 100000]"}, ("evaluation.cutoffs", "at most 32,767")),
     ({"evaluation": "cutoffs = [5, 10]\nrelevance_threshold = nan"},
      ("evaluation.relevance_threshold", "finite")),

@@ -129,6 +129,15 @@ def _dedupe_latest(users: np.ndarray, items: np.ndarray, ts: np.ndarray) -> np.n
     return np.sort(order[last])
 
 
+def _filter_error(source: str, experiment: str | None, key: str, problem: str) -> Exception:
+    """The error about the filter ``key`` (``min_rating``, ``kcore``): naming the experiment
+    file and ``data.<key>`` when the filters come from one (the data file ``source`` in the
+    text), else the data file and the argument."""
+    if experiment:
+        return input_error(experiment, f"data.{key}", problem.format(of=f" of {source}"))
+    return input_error(source, key, problem.format(of=""))
+
+
 def _build(
     raw: pd.DataFrame,
     name: str,
@@ -136,8 +145,10 @@ def _build(
     min_rating: float | None,
     kcore: int,
     log: list[str],
+    experiment: str | None = None,
 ) -> Dataset:
-    """Dedupe, filter and encode raw ratings into a :class:`Dataset`."""
+    """Dedupe, filter and encode raw ratings into a :class:`Dataset`; a filter that leaves no
+    rating is an error naming it (:func:`_filter_error`)."""
     users, user_ids = _sorted_codes(raw["user"].to_numpy())
     items, item_ids = _sorted_codes(raw["item"].to_numpy())
     rating = raw["rating"].to_numpy(dtype=np.float32)
@@ -163,14 +174,26 @@ def _build(
         else "no duplicated (user, item) pairs"
     )
     if min_rating is not None and implicit:
-        raise input_error(source, "min_rating", "the data has no ratings (implicit feedback); "
-                          "remove min_rating")
+        raise _filter_error(source, experiment, "min_rating", "the data{of} has no ratings "
+                            "(implicit feedback); remove min_rating")
     if min_rating is not None:
         sel = rating[keep] >= np.float32(min_rating)
         log.append(f"min_rating {min_rating:g}: removed {int((~sel).sum()):,} ratings below it")
+        if len(keep) and not sel.any():
+            raise _filter_error(source, experiment, "min_rating", f"every rating{{of}} is below "
+                                f"{min_rating:g} (the highest is {float(rating[keep].max()):g}), "
+                                "so no data is left; lower it")
         keep = keep[sel]
     if kcore:
+        most_u = int(np.bincount(users[keep]).max()) if len(keep) else 0
+        most_i = int(np.bincount(items[keep]).max()) if len(keep) else 0
         mask, rounds = _kcore_mask(users[keep], items[keep], kcore)
+        if len(keep) and not mask.any():
+            after = " after min_rating" if min_rating is not None else ""
+            raise _filter_error(source, experiment, "kcore", f"the {kcore}-core{{of}} is empty: "
+                                f"no users and items with at least {kcore} ratings each remain "
+                                f"(the most any user has{after} is {most_u}, any item {most_i}); "
+                                "lower it")
         before_u, before_i = len(np.unique(users[keep])), len(np.unique(items[keep]))
         removed = int((~mask).sum())
         keep = keep[mask]
@@ -178,8 +201,8 @@ def _build(
             f"{kcore}-core: removed {removed:,} ratings, {before_u - len(np.unique(users[keep])):,} users, "
             f"{before_i - len(np.unique(items[keep])):,} items ({rounds} rounds)"
         )
-    if len(keep) == 0:
-        raise input_error(source, "min_rating/kcore", "no ratings left after filtering")
+    if len(keep) == 0:  # pragma: no cover - the readers refuse a file without ratings
+        raise input_error(source, None, "no ratings left after filtering")
 
     # Re-encode so the codes of the remaining users and items stay contiguous (order preserved).
     u_used, u_new = np.unique(users[keep], return_inverse=True)
@@ -215,13 +238,16 @@ def load_dataset(
     columns: Mapping[str, str | int] | None = None,
     sep: str | None = None,
     header: bool | None = None,
+    experiment: str | None = None,
 ) -> Dataset:
     """Load a data set by name ("ml-latest-small" embedded, "ml-100k"/"ml-1m" fetched) or path.
 
     Duplicated (user, item) pairs keep the latest rating; then ratings < ``min_rating`` go, then
-    the ``kcore`` filter runs; codes are contiguous int32 in sorted original-id order.
-    ``columns``, ``sep`` and ``header`` read an own file (:func:`read_ratings`); they do not
-    apply to the named data sets.
+    the ``kcore`` filter runs; codes are contiguous int32 in sorted original-id order; a filter
+    that leaves no rating is an error naming it. ``columns``, ``sep`` and ``header`` read an own
+    file (:func:`read_ratings`); they do not apply to the named data sets. ``experiment`` is the
+    experiment file whose ``[data]`` table set the filters (``DataConfig.reader_options``): an
+    error about a filter names it and ``data.min_rating`` / ``data.kcore``, the data in the text.
     """
     if min_rating is not None and (
         isinstance(min_rating, bool)
@@ -243,12 +269,12 @@ def load_dataset(
         resource = importlib.resources.files("dptune").joinpath(_EMBEDDED_FILE)
         raw = _read_bytes(resource.read_bytes(), "ratings.csv.gz", label, "ml-csv", None, None)
         _check_counts(EMBEDDED, raw, label)
-        return _build(raw, EMBEDDED, label, min_rating, int(kcore), log)
+        return _build(raw, EMBEDDED, label, min_rating, int(kcore), log, experiment)
     if key in _GROUPLENS:
         path = _cached_file(key, _cache_root(None)) or fetch(key)
         raw = read_ratings(path)
         _check_counts(key, raw, portable_path(path))
-        return _build(raw, key, portable_path(path), min_rating, int(kcore), log)
+        return _build(raw, key, portable_path(path), min_rating, int(kcore), log, experiment)
     path = Path(source)
     if not path.exists():
         raise input_error(
@@ -257,7 +283,7 @@ def load_dataset(
     raw = read_ratings(path, fmt=fmt, columns=columns, sep=sep, header=header)
     name = path.name[:-3] if path.name.lower().endswith(".gz") else path.name
     name = name.rsplit(".", 1)[0] if "." in name else name
-    return _build(raw, name, str(path), min_rating, int(kcore), log)
+    return _build(raw, name, str(path), min_rating, int(kcore), log, experiment)
 
 
 def dataset_stats(ds: Dataset) -> dict:

@@ -22,6 +22,7 @@ from dptune.errors import input_error
 __all__ = [
     "FOLD_METHODS",
     "HoldOut",
+    "MAX_FOLDS",
     "check_users_kept",
     "cv_fold_labels",
     "kfold_labels",
@@ -37,7 +38,8 @@ FOLD_METHODS = ("user_stratified", "random", "user_temporal")
 SPLIT_METHODS = ("temporal", "random", "leave-one-out", "leave-one-out-random")
 _TIMED = ("temporal", "leave-one-out")
 _SOURCE = "split"
-_MAX_FOLDS = int(np.iinfo(np.int8).max)  # labels are int8
+#: Most CV folds: fold labels are int8 (a label per training rating, kept small), so 127.
+MAX_FOLDS = int(np.iinfo(np.int8).max)
 _EPS = 1e-9  # floor(0.57 * 100) must be 57, not 56
 
 
@@ -147,15 +149,17 @@ def _floor_share(train_ratio: float, size: np.ndarray) -> np.ndarray:
     return np.floor(train_ratio * size + _EPS).astype(np.int64)
 
 
-def check_users_kept(ratings: pd.DataFrame, holdout: HoldOut, min_user_interactions: int) -> None:
-    """Raise a one-line error when the hold-out dropped every user (each has fewer than
-    ``min_user_interactions`` ratings), naming the numbers, instead of failing later on empty
+def check_users_kept(ratings: pd.DataFrame, holdout: HoldOut, min_user_interactions: int,
+                     source: str = _SOURCE) -> None:
+    """Raise a one-line error naming ``source`` (the experiment file) and
+    ``split.min_user_interactions`` when the hold-out dropped every user (each has fewer than
+    ``min_user_interactions`` ratings), with the numbers, instead of failing later on empty
     folds."""
     if len(holdout.train) or len(holdout.test) or not len(ratings):
         return
     sizes = ratings.groupby("user").size()
     raise input_error(
-        _SOURCE, "split.min_user_interactions",
+        source, "split.min_user_interactions",
         f"all {len(sizes)} users were dropped: each has fewer than {int(min_user_interactions)} "
         f"ratings (the most any user has is {int(sizes.max())}); lower "
         "split.min_user_interactions or use more data")
@@ -240,7 +244,8 @@ def split_holdout(
 
     ``timestamps=False`` (data without a time column) refuses ``temporal`` and ``leave-one-out``
     and the fold method ``user_temporal`` with an error naming ``split.method`` /
-    ``split.fold_method`` in ``source``.
+    ``split.fold_method`` in ``source``; a split that drops every user is an error naming
+    ``split.min_user_interactions`` in ``source`` (:func:`check_users_kept`).
     """
     if method not in SPLIT_METHODS:
         raise input_error(source, "split.method",
@@ -253,12 +258,15 @@ def split_holdout(
         raise input_error(source, "split.fold_method", "'user_temporal' needs timestamps and the "
                           "data has none; use 'user_stratified' or 'random'")
     if method == "temporal":
-        return temporal_holdout(ratings, train_ratio, min_user_interactions)
-    if method == "random":
-        return random_holdout(ratings, train_ratio, seed, min_user_interactions)
-    if method == "leave-one-out":
-        return leave_one_out(ratings, min_user_interactions)
-    return leave_one_out_random(ratings, seed, min_user_interactions)
+        holdout = temporal_holdout(ratings, train_ratio, min_user_interactions)
+    elif method == "random":
+        holdout = random_holdout(ratings, train_ratio, seed, min_user_interactions)
+    elif method == "leave-one-out":
+        holdout = leave_one_out(ratings, min_user_interactions)
+    else:
+        holdout = leave_one_out_random(ratings, seed, min_user_interactions)
+    check_users_kept(ratings, holdout, min_user_interactions, source)
+    return holdout
 
 
 def _balanced_random(n: int, n_folds: int, rng: np.random.Generator) -> np.ndarray:
@@ -287,7 +295,7 @@ def kfold_labels(ratings: pd.DataFrame, n_folds: int, seed: int) -> np.ndarray:
     Fold sizes differ by at most one; label ``f`` marks the test rows of fold ``f``.
     """
     _check_ratings(ratings, need=())
-    k = _check_int(n_folds, "split.folds", 2, _MAX_FOLDS)
+    k = _check_int(n_folds, "split.folds", 2, MAX_FOLDS)
     labels = _balanced_random(len(ratings), k, _rng(seed))
     return _check_nonempty(labels, k, "the data")
 
@@ -308,7 +316,7 @@ def cv_fold_labels(
             "split.fold_method",
             f"unknown method {method!r} (expected one of {', '.join(FOLD_METHODS)})",
         )
-    k = _check_int(n_folds, "split.folds", 2, _MAX_FOLDS)
+    k = _check_int(n_folds, "split.folds", 2, MAX_FOLDS)
     _check_ratings(train, need=("user", "timestamp") if method == "user_temporal" else ("user",))
     rng = _rng(seed)
     n = len(train)

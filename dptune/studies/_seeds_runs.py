@@ -67,7 +67,8 @@ def study_ratings(exp: Experiment) -> tuple[pd.DataFrame, tuple[int, int], str]:
     key = exp.fingerprint()
     if key not in _DATA:
         d = exp.data
-        ds = load_dataset(exp.data_file, fmt=d.format, min_rating=d.min_rating, kcore=d.kcore)
+        ds = load_dataset(exp.data_file, fmt=d.format, min_rating=d.min_rating, kcore=d.kcore,
+                          experiment=exp.source, **d.reader_options())
         r = ds.ratings
         counts = np.bincount(r["user"].to_numpy(), minlength=ds.n_users)
         keep = counts[r["user"].to_numpy()] >= exp.split.min_user_interactions

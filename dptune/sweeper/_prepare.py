@@ -61,7 +61,7 @@ class Prepared:
         self.exp = exp
         d = exp.data
         ds = load_dataset(exp.data_file, fmt=d.format, min_rating=d.min_rating, kcore=d.kcore,
-                          **d.reader_options())
+                          experiment=exp.source, **d.reader_options())
         # a file is named as the experiment writes it (manifest, reports), not by this machine's
         # absolute path; a named data set keeps its own label
         self.dataset: Dataset = ds if d.source in KNOWN_DATASETS else replace(ds, source=d.source)

@@ -191,7 +191,12 @@ def check_storage(url: str | None, root: Path, repair: bool = True) -> None:
     started, with one line on stderr (``repair``; ``dptune status`` reads only, so there it
     is a one-line error saying that ``dptune run`` sets it aside). A SQLite file named by
     ``--storage`` is yours: damaged, it is a one-line error naming it. A server's storage
-    (PostgreSQL) is checked by opening it (:func:`open_storage`)."""
+    (PostgreSQL) is checked by opening it (:func:`open_storage`). A ``url`` that is not text
+    (an experiment built in code around its file's check of ``[sweep] storage``) is a one-line
+    error, not a traceback."""
+    if url is not None and not isinstance(url, str):
+        raise input_error("storage", None, "needs an optuna storage URL (a str), got "
+                          f"{type(url).__name__}")
     if url is None or url.startswith("journal:") or url.endswith(".journal"):
         if url is None:
             path, what, check = Path(root) / "optuna.db", "optuna.db", sqlite_problem

@@ -350,7 +350,29 @@ def test_min_rating_and_kcore_in_load(tmp_path):
     assert len(ds.ratings) == 4
     assert any("min_rating" in line for line in ds.log)
     assert any("2-core: removed 1 ratings, 1 users, 1 items" in line for line in ds.log)
-    expect_error("no ratings left", load_dataset, str(path), kcore=5)
+    expect_error("kcore: the 5-core is empty", load_dataset, str(path), kcore=5)
+
+
+def test_a_filter_that_leaves_no_rating_is_named(tmp_path):
+    """A filter that drops every rating is named (``min_rating/kcore`` named neither): by the
+    argument, or by the experiment file and its ``data.`` field when the filters come from one
+    (``DataConfig.reader_options``), the data file then in the text."""
+    rows = [(1, 1, 5, 1), (1, 2, 4, 2), (2, 1, 4, 3), (2, 2, 5, 4), (3, 3, 1, 5), (3, 1, 2, 6)]
+    path = str(write(tmp_path / "r.dat", as_lines(rows, "ml-dat")))
+    assert expect_error("min_rating", load_dataset, path, min_rating=6).startswith(
+        f"{path}: min_rating: every rating is below 6 (the highest is 5), so no data is left")
+    assert expect_error("min_rating", load_dataset, path, min_rating=6,
+                        experiment="exp.toml").startswith(
+        f"exp.toml: data.min_rating: every rating of {path} is below 6 (the highest is 5)")
+    assert expect_error("kcore", load_dataset, path, kcore=5).startswith(
+        f"{path}: kcore: the 5-core is empty: no users and items with at least 5 ratings each "
+        "remain (the most any user has is 2, any item 3)")
+    assert expect_error("kcore", load_dataset, path, min_rating=4.5, kcore=2,
+                        experiment="exp.toml").startswith(
+        f"exp.toml: data.kcore: the 2-core of {path} is empty: no users and items with at least "
+        "2 ratings each remain (the most any user has after min_rating is 1, any item 1)")
+    ds = load_dataset(path, min_rating=4, kcore=2, experiment="exp.toml")  # a 2-core is left
+    assert len(ds.ratings) == 4
 
 
 def test_dataset_stats_sparsity(tmp_path):

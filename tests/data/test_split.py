@@ -274,6 +274,10 @@ def test_untimed_splits_ignore_timestamps_and_partition_each_user(frame, seed, m
     shuffled_time = frame.assign(timestamp=np.arange(len(frame))[::-1].astype(np.int64))
     sizes = frame.groupby("user").size()
     kept = sizes[sizes >= minimum]
+    if kept.empty:  # every user dropped: the one line of check_users_kept, not an empty split
+        with pytest.raises(DptuneError, match="split.min_user_interactions: all"):
+            split_holdout(frame, "random", ratio, seed, minimum, timestamps=False)
+        return
     for method in ("random", "leave-one-out-random"):
         split = split_holdout(frame, method, ratio, seed, minimum, timestamps=False)
         again = split_holdout(shuffled_time, method, ratio, seed, minimum, timestamps=False)
@@ -314,3 +318,16 @@ def test_every_user_dropped_is_an_error_with_the_numbers():
     assert "split.min_user_interactions" in msg and "all 3 users were dropped" in msg
     assert "fewer than 5 ratings" in msg and "the most any user has is 2" in msg
     check_users_kept(frame, temporal_holdout(frame, min_user_interactions=2), 2)
+
+
+def test_a_split_that_drops_every_user_names_the_experiment_file():
+    """``split_holdout`` (given the experiment file as ``source``) refuses a split that drops
+    every user, naming the file: the sweep's later check named ``split``, not a file."""
+    frame = table([(u, i, i) for u in range(4) for i in range(3)])
+    for method in ("temporal", "random", "leave-one-out", "leave-one-out-random"):
+        with pytest.raises(DptuneError) as err:
+            split_holdout(frame, method, min_user_interactions=10, source="exp.toml")
+        assert str(err.value).startswith(
+            "exp.toml: split.min_user_interactions: all 4 users were dropped: each has fewer "
+            "than 10 ratings (the most any user has is 3)")
+    assert len(split_holdout(frame, "random", min_user_interactions=3).train) == 8
