@@ -11,6 +11,7 @@ from dptune.store._noise_parts import (
     rank_configs,
     write_noise_part,
 )
+from dptune.store._outside import check_outside_store, results_dir_of
 from dptune.store._per_user_file import PER_USER_COLUMNS
 from dptune.store._runs import read_runs
 from dptune.store._store import (
@@ -50,4 +51,6 @@ __all__ = [
     "noise_part_paths",
     "noise_trials",
     "write_noise_part",
+    "check_outside_store",
+    "results_dir_of",
 ]

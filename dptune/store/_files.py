@@ -19,8 +19,15 @@ from dptune.errors import DptuneError, input_error
 #: Small files whose checksum the manifest records.
 CHECKED = ("configs.csv", "users.csv")
 
-__all__ = ["check_file", "write_manifest", "read_manifest", "write_configs", "read_configs", "write_users",
-           "write_trials_csv"]
+__all__ = ["check_file", "write_manifest", "read_manifest", "manifest_problem", "write_configs",
+           "read_configs", "write_users", "write_trials_csv"]
+
+#: Sections of a manifest that are JSON objects when present (readers index into them).
+_OBJECTS = ("config", "dataset", "split", "seeds", "analysis", "files", "versions")
+#: Fields of a manifest that are text when present.
+_TEXTS = ("fingerprint", "experiment_file")
+#: Fields every writer of a manifest records (the sweep, the seed study, the benchmarks).
+_REQUIRED = ("experiment", "algorithms", "evaluation")
 
 
 def _manifest_text(manifest: dict[str, Any]) -> str:
@@ -64,7 +71,114 @@ def read_manifest(root: Path) -> dict[str, Any]:
     expected = manifest.pop("checksum", None)
     if expected is not None and expected != _digest(_manifest_text(manifest)):
         raise input_error(path, None, f"damaged (its checksum differs){heal}")
+    found = manifest_problem(manifest)
+    if found is not None:
+        raise input_error(path, found[0], f"damaged ({found[1]}){heal}")
     return manifest
+
+
+def _got(value: Any) -> str:
+    """``value`` as a message names it: a JSON scalar as written (``5``, ``null``, ``"x"``,
+    shortened), a container by its kind."""
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    text = json.dumps(value, default=str)
+    return text if len(text) <= 40 else f"{text[:37]}..."
+
+
+def _is_int(value: Any, minimum: int = 0) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= minimum
+
+
+def _algorithm_problem(i: int, a: Any) -> tuple[str, str] | None:
+    """``(field, problem)`` of the ``i``-th entry of ``algorithms``, or ``None``."""
+    where = f"algorithms[{i}]"
+    if not isinstance(a, dict):
+        return where, f"must be an object (name, type, free), got {_got(a)}"
+    for key in ("name", "type"):
+        if not isinstance(a.get(key), str) or not a[key]:
+            return f"{where}.{key}", ("missing" if key not in a else
+                                      f"must be a non-empty string, got {_got(a[key])}")
+    free = a.get("free")
+    if not isinstance(free, list) or not all(isinstance(h, str) for h in free):
+        return f"{where}.free", ("missing" if "free" not in a else
+                                 f"must be a list of hyperparameter names, got {_got(free)}")
+    derived = a.get("derived", {})
+    if not isinstance(derived, dict) or not all(
+            isinstance(v, list) and len(v) == 2 and isinstance(v[0], str)
+            and isinstance(v[1], (int, float)) and not isinstance(v[1], bool)
+            for v in derived.values()):
+        return f"{where}.derived", "must be an object of [source, scale] pairs"
+    if "n_configs" in a and not _is_int(a["n_configs"]):
+        return f"{where}.n_configs", f"must be an integer >= 0, got {_got(a['n_configs'])}"
+    units = a.get("units", [])
+    if not isinstance(units, list) or not all(
+            isinstance(u, list) and all(_is_int(c) for c in u) for u in units):
+        return f"{where}.units", "must be a list of lists of configuration ids"
+    if "grid" in a and not isinstance(a["grid"], str):
+        return f"{where}.grid", f"must be a string, got {_got(a['grid'])}"
+    return None
+
+
+def manifest_problem(manifest: dict[str, Any]) -> tuple[str, str] | None:
+    """``(field, problem)`` of the first field of a parsed manifest that readers could not use,
+    or ``None``: ``experiment`` (text), ``algorithms`` (a non-empty list of ``{name, type,
+    free, ...}``) and ``evaluation`` (``metrics`` and ``cutoffs`` lists) are required; the other
+    sections, when present, must have their kind (objects, text). A field of the wrong kind is
+    named before a missing one. Readers index into these fields directly, so a manifest that
+    is valid JSON but not a dptune manifest (``{}``, ``{"config": 5}``) is one line here
+    instead of a ``KeyError`` or ``TypeError`` in whichever reader meets it first."""
+    for key in (*_REQUIRED, *_TEXTS, *_OBJECTS):
+        if key not in manifest:
+            continue
+        value = manifest[key]
+        if key in _OBJECTS and not isinstance(value, dict):
+            return key, f"must be an object, got {_got(value)}"
+        if key in (*_TEXTS, "experiment") and not isinstance(value, str):
+            return key, f"must be a string, got {_got(value)}"
+        if key == "algorithms":
+            if not isinstance(value, list) or not value:
+                return key, f"must be a non-empty list of algorithms, got {_got(value)}"
+            for i, a in enumerate(value):
+                if (found := _algorithm_problem(i, a)) is not None:
+                    return found
+            names = [a["name"] for a in value]
+            if len(set(names)) < len(names):
+                dup = next(n for n in names if names.count(n) > 1)
+                return key, f"algorithm {dup!r} is listed twice"
+        if key == "evaluation":
+            if not isinstance(value, dict):
+                return key, f"must be an object, got {_got(value)}"
+            metrics, cutoffs = value.get("metrics"), value.get("cutoffs")
+            if not isinstance(metrics, list) or not metrics or not all(
+                    isinstance(m, str) and m for m in metrics):
+                return "evaluation.metrics", ("missing" if metrics is None else
+                                              f"must be a non-empty list of metric names, "
+                                              f"got {_got(metrics)}")
+            if not isinstance(cutoffs, list) or not cutoffs or not all(
+                    _is_int(c, 1) for c in cutoffs):
+                return "evaluation.cutoffs", ("missing" if cutoffs is None else
+                                              "must be a non-empty list of integers >= 1, "
+                                              f"got {_got(cutoffs)}")
+        if key == "config" and "algorithms" in value:
+            listed = value["algorithms"]
+            if not isinstance(listed, list):
+                return "config.algorithms", f"must be a list, got {_got(listed)}"
+            for i, a in enumerate(listed):
+                where = f"config.algorithms[{i}]"
+                if not isinstance(a, dict) or not all(isinstance(a.get(k), str)
+                                                      for k in ("name", "type")):
+                    return where, "must be an object with a name and a type"
+                if not isinstance(a.get("grid_path") or a.get("grid"), str):
+                    return f"{where}.grid", "missing"
+        if key == "split" and "folds" in value and not _is_int(value["folds"]):
+            return "split.folds", f"must be an integer >= 0, got {_got(value['folds'])}"
+    for key in _REQUIRED:
+        if key not in manifest:
+            return key, "missing"
+    return None
 
 
 def check_file(root: Path, name: str) -> None:

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 
-from dptune.errors import input_error
+from dptune.errors import input_error, plain
 from dptune.store._schema import LAYOUT, PARTS
 
 __all__ = ["FoldBuffer", "FoldSlice", "read_matrix", "read_fold", "slice_of"]
@@ -166,6 +166,17 @@ def _check_configs(root: Path, slot: Slot, algorithm: str, fold: str, ids: np.nd
                           f"no results for config_id {missing[:5]}")
 
 
+def _check_slice(root: Path, meta: dict[str, Any], metric: str, cutoff: int) -> None:
+    """One line naming ``metric`` or ``cutoff`` when the part of metadata ``meta`` does not hold
+    it, with the ones it holds (every part of a store holds the same)."""
+    if metric not in meta["metrics"]:
+        raise input_error(root, "metric", f"{plain(metric)} is not stored (the store has "
+                          f"{', '.join(meta['metrics'])})")
+    if isinstance(cutoff, bool) or cutoff not in meta["cutoffs"]:
+        raise input_error(root, "cutoff", f"{plain(cutoff)} is not stored (the store has "
+                          f"{', '.join(str(c) for c in meta['cutoffs'])})")
+
+
 def _row_group(meta: dict[str, Any], metric: str, cutoff: int) -> int:
     """Row group of (metric, cutoff) in a part: ``metric index * n_cutoffs + cutoff index``."""
     return meta["metrics"].index(metric) * len(meta["cutoffs"]) + meta["cutoffs"].index(int(cutoff))
@@ -185,12 +196,23 @@ def read_matrix(root: Path, slot: Slot, algorithm: str, metric: str, cutoff: int
     every requested configuration (inner join), users sorted.
 
     Reads only the parts holding the requested configurations, and of each part only the row
-    group of (metric, cutoff), so memory is bounded by the slice.
+    group of (metric, cutoff), so memory is bounded by the slice. A configuration without
+    results, or a metric or cutoff the parts do not hold, is one line naming the argument
+    (:func:`_check_slice`).
     """
-    ids = np.asarray(config_ids, dtype=np.int64)
+    try:
+        ids = np.asarray(config_ids, dtype=np.int64)
+    except (TypeError, ValueError, OverflowError):
+        ids = None
+    if ids is None or ids.ndim != 1:
+        raise input_error(root, "config_ids", "must be a list of integer configuration ids, "
+                          f"got {str(config_ids)[:40]}")
     _check_configs(root, slot, algorithm, fold, ids)
+    parts = _parts_of(slot, ids)
+    for wanted in parts.values():
+        _check_slice(root, slot[wanted[0]][1], metric, cutoff)
     chunks = []
-    for path, wanted in _parts_of(slot, ids).items():
+    for path, wanted in parts.items():
         rg = _row_group(slot[wanted[0]][1], metric, cutoff)
         t = pq.ParquetFile(path).read_row_group(rg, columns=["config_id", "user", "value"])
         cfg = t.column("config_id").to_numpy()

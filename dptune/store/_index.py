@@ -34,7 +34,13 @@ Index = dict[tuple[str, str], dict[int, tuple[Path, dict[str, Any]]]]
 
 def part_paths(root: Path, algorithm: str | None = None, fold: str | None = None) -> list[Path]:
     """Finished parts (hidden temporaries excluded), optionally of one algorithm and fold, in
-    name order."""
+    name order.
+
+    A file whose name is not ``<algorithm>__<fold>__<unit>.parquet`` (a report written into the
+    folder, a copied file) is listed too when no algorithm or fold is asked for: it is not from
+    this experiment (:func:`dptune.store._identity.name_problem`), so readers refuse it with one
+    line naming it, the analysis and ``dptune status`` list it, and ``dptune run`` sets it aside
+    in ``quarantine/`` (never deleted), as any foreign part."""
     parts = Path(root) / PARTS
     if not parts.exists():
         return []
@@ -42,7 +48,12 @@ def part_paths(root: Path, algorithm: str | None = None, fold: str | None = None
     for p in sorted(parts.glob("*.parquet")):
         if p.name.startswith("."):
             continue
-        a, f, _ = p.name[: -len(".parquet")].split("__", 2)
+        pieces = p.name[: -len(".parquet")].split("__", 2)
+        if len(pieces) != 3:  # not a part's name: foreign, matches no algorithm nor fold
+            if algorithm is None and fold is None:
+                out.append(p)
+            continue
+        a, f, _ = pieces
         if (algorithm is None or a == algorithm) and (fold is None or f == fold):
             out.append(p)
     return out

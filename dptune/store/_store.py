@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dptune.errors import check_path, input_error
+from dptune.errors import DptuneError, check_path, input_error, plain
 from dptune.store._files import (
     read_configs,
     read_manifest,
@@ -228,39 +228,82 @@ class ResultStore:
         """Algorithm names in experiment order."""
         return [a["name"] for a in self.manifest()["algorithms"]]
 
+    def _unknown_algorithm(self, algorithm: object, names: Sequence[str] | None = None) -> DptuneError:
+        """The one-line error of an ``algorithm`` argument the store does not have, naming the
+        ones it has (``names``, default :meth:`algorithms`)."""
+        names = self.algorithms() if names is None else names
+        return input_error(self.root, "algorithm", f"{plain(algorithm)} is not an algorithm of "
+                           f"this store ({', '.join(names)})")
+
+    def _check_algorithm(self, algorithm: object) -> None:
+        """:meth:`_unknown_algorithm` unless ``algorithm`` is one of the manifest's. Readers call
+        it only when they found nothing (no configuration, fold or part), so that a misspelt
+        name is one line instead of an empty answer, at no cost to the usual call."""
+        names = self.algorithms()
+        if algorithm not in names:
+            raise self._unknown_algorithm(algorithm, names)
+
     @cached_property
     def _configs(self) -> pd.DataFrame:
         return read_configs(self.root)
 
     def configs(self, algorithm: str) -> pd.DataFrame:
-        """``config_id`` and hyperparameter columns of one algorithm (columns it does not use dropped)."""
+        """``config_id`` and hyperparameter columns of one algorithm (columns it does not use
+        dropped); an algorithm the store does not have is a one-line error."""
         df = self._configs[self._configs["algorithm"] == algorithm].drop(columns="algorithm")
+        if df.empty:
+            self._check_algorithm(algorithm)
         return df.dropna(axis=1, how="all").reset_index(drop=True)
 
     def hyperparameters(self, algorithm: str) -> list[str]:
         """The free (swept) hyperparameters of an algorithm; derived ones are excluded."""
-        for a in self.manifest()["algorithms"]:
+        listed = self.manifest()["algorithms"]
+        for a in listed:
             if a["name"] == algorithm:
                 return list(a["free"])
-        raise input_error(self.root / "manifest.json", "algorithms", f"no algorithm {algorithm!r}")
+        raise self._unknown_algorithm(algorithm, [a["name"] for a in listed])
 
     def folds(self, algorithm: str) -> list[str]:
-        """Validation folds with results for this algorithm (never ``test``), in numeric order."""
+        """Validation folds with results for this algorithm (never ``test``), in numeric order;
+        an algorithm the store does not have is a one-line error (one without results yet has
+        none)."""
         folds = {f for (a, f) in self._index if a == algorithm and f != "test"}
+        if not folds:
+            self._check_algorithm(algorithm)
         return sorted(folds, key=lambda f: (len(f), f))
 
     def metric_cutoffs(self, algorithm: str) -> list[tuple[str, int]]:
-        """(metric, cutoff) pairs stored, in metric-then-cutoff order."""
-        ev = self.manifest()["evaluation"]
+        """(metric, cutoff) pairs stored, in metric-then-cutoff order; an algorithm the store
+        does not have is a one-line error."""
+        man = self.manifest()
+        names = [a["name"] for a in man["algorithms"]]
+        if algorithm not in names:
+            raise self._unknown_algorithm(algorithm, names)
+        ev = man["evaluation"]
         return [(m, int(c)) for m in ev["metrics"] for c in ev["cutoffs"]]
 
     # ----------------------------------------------------------------- reading values
     def read_matrix(self, algorithm: str, metric: str, cutoff: int, fold: str,
                     config_ids: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
         """One slice as a (len(config_ids), n_users) float64 matrix over the users present for
-        every requested configuration (inner join), users sorted (:func:`read_matrix`)."""
-        slot = self._index.get((algorithm, str(fold)), {})
-        return read_matrix(self.root, slot, algorithm, metric, cutoff, fold, config_ids)
+        every requested configuration (inner join), users sorted (:func:`read_matrix`).
+
+        An argument the store has nothing for is one line naming it and what the store has:
+        ``algorithm``, ``fold`` (no results of the algorithm on it), ``metric``, ``cutoff``,
+        ``config_ids`` (no results for the configuration)."""
+        return read_matrix(self.root, self._slot(algorithm, fold), algorithm, metric, cutoff,
+                           fold, config_ids)
+
+    def _slot(self, algorithm: str, fold: str) -> dict[int, tuple[Path, dict[str, Any]]]:
+        """The index of (``algorithm``, ``fold``); when it is empty, a one-line error naming the
+        algorithm the store does not have, or the fold without results of it."""
+        slot = self._index.get((algorithm, str(fold)))
+        if slot:
+            return slot
+        self._check_algorithm(algorithm)
+        has = sorted({f for (a, f) in self._index if a == algorithm}, key=lambda f: (len(f), f))
+        raise input_error(self.root, "fold", f"{plain(fold)} has no results of {algorithm} "
+                          f"(folds with results: {', '.join(has) or 'none yet'})")
 
     def read_fold(self, algorithm: str, fold: str, config_ids: Sequence[int],
                   metric_cutoffs: Sequence[tuple[str, int]], threads: int | None = None,
@@ -269,7 +312,7 @@ class ResultStore:
         """Every requested (metric, cutoff) of ``config_ids`` on one fold, read in one pass
         (:func:`dptune.store._fold.read_fold`): the batched counterpart of :meth:`read_matrix`
         that :func:`dptune.analysis.dp.fold_loop.run_fold_loop` uses."""
-        slot = self._index.get((algorithm, str(fold)), {})
+        slot = self._slot(algorithm, fold) if len(config_ids) else {}
         return read_fold(self.root, slot, algorithm, str(fold), config_ids, metric_cutoffs,
                          threads, scan_all_users=scan_all_users, buffer=buffer)
 
@@ -280,6 +323,7 @@ class ResultStore:
         paths = sorted({str(p) for (a, _), slot in self._index.items() if a == algorithm
                         for p, _ in slot.values()})
         if not paths:
+            self._check_algorithm(algorithm)
             return pd.DataFrame(columns=SCHEMA.names)
         d = ds.dataset(paths, schema=SCHEMA, format="parquet")
         flt = (ds.field("metric") == metric) & (ds.field("cutoff") == cutoff)

@@ -402,3 +402,39 @@ def test_checksum_is_the_crc32_of_the_bytes_and_verify_equals_problem(tmp_path):
     sequential = [integ.problem(p) for p in parts]
     assert threaded == sequential
     assert [w is None for w in threaded] == [True, False, True, False, False]
+
+
+def test_an_argument_the_store_has_nothing_for_is_one_line_naming_it(store):
+    """``read_matrix`` with a metric, cutoff, fold or algorithm the store does not hold used to
+    raise a bare ``ValueError: 'bogus' is not in list`` (or name only the configurations), and
+    ``configs``/``folds``/``metric_cutoffs`` of an unknown algorithm answered as if it had
+    nothing; each is now one line naming the argument and what the store has."""
+    store.write_unit(_unit("a", "0", "u00000", [0, 1], [3, 5, 9]))
+    root = store.root
+    cases = [
+        (lambda: store.read_matrix("a", "bogus", 5, "0", [0, 1]),
+         f"{root}: metric: 'bogus' is not stored (the store has ndcg, precision)"),
+        (lambda: store.read_matrix("a", "ndcg", 10, "0", [0, 1]),
+         f"{root}: cutoff: 10 is not stored (the store has 1, 5)"),
+        (lambda: store.read_matrix("a", "ndcg", 5, "7", [0, 1]),
+         f"{root}: fold: '7' has no results of a (folds with results: 0)"),
+        (lambda: store.read_matrix("nope", "ndcg", 5, "0", [0, 1]),
+         f"{root}: algorithm: 'nope' is not an algorithm of this store (a)"),
+        (lambda: store.read_matrix("a", "ndcg", 5, "0", ["x"]),
+         f"{root}: config_ids: must be a list of integer configuration ids"),
+        (lambda: store.read_fold("a", "7", [0], [("ndcg", 5)]),
+         f"{root}: fold: '7' has no results of a"),
+        (lambda: store.configs("nope"), f"{root}: algorithm: 'nope' is not an algorithm"),
+        (lambda: store.folds("nope"), f"{root}: algorithm: 'nope' is not an algorithm"),
+        (lambda: store.metric_cutoffs("nope"), f"{root}: algorithm: 'nope' is not an algorithm"),
+        (lambda: store.hyperparameters("nope"), f"{root}: algorithm: 'nope' is not an algorithm"),
+        (lambda: store.read_slice("nope", "ndcg", 5), f"{root}: algorithm: 'nope' is not an algorithm"),
+    ]
+    for call, start in cases:
+        with pytest.raises(DptuneError) as err:
+            call()
+        assert str(err.value).startswith(start) and "\n" not in str(err.value), str(err.value)
+    # what the store has still reads as before
+    assert store.configs("a")["k"].tolist() == [10, 20, 30]
+    assert store.folds("a") == ["0"]
+    assert store.read_matrix("a", "ndcg", 5, "0", [0, 1])[1].shape == (2, 3)

@@ -1,0 +1,71 @@
+"""Keeping what a command writes out of result stores.
+
+A results directory holds only what ``dptune run`` writes there (its layout is a contract,
+:mod:`dptune.store._schema`): a report folder or a grid file written inside it could replace
+one of its files (``manifest.json``) or put files the store does not know into its part
+folders. So every path a command is about to write (``--reports``, ``--out``) is checked, before
+any work, to lie outside every results directory: :func:`check_outside_store`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from dptune.errors import check_path, input_error
+from dptune.store._integrity import INDEX_DIR
+from dptune.store._schema import PARTS
+
+__all__ = ["is_results_dir", "results_dir_of", "check_outside_store"]
+
+
+def is_results_dir(directory: str | os.PathLike[str]) -> bool:
+    """Whether ``directory`` is a dptune results directory: it has a ``manifest.json`` and a
+    part or index folder (``per_user.parquet/``, ``index/``), or a manifest naming an
+    experiment (a store whose folders were not made yet). A ``manifest.json`` of another tool
+    alone does not make one."""
+    d = Path(directory)
+    manifest = d / "manifest.json"
+    if not manifest.is_file():
+        return False
+    if (d / PARTS).is_dir() or (d / INDEX_DIR).is_dir():
+        return True
+    try:
+        data = json.loads(manifest.read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and "experiment" in data and "algorithms" in data
+
+
+def results_dir_of(path: str | os.PathLike[str]) -> Path | None:
+    """The results directory ``path`` lies in (``path`` itself or its nearest folder above that
+    :func:`is_results_dir`), or ``None``. Symbolic links are followed, so a link into a store
+    counts as inside it."""
+    p = Path(path).resolve()
+    for d in (p, *p.parents):
+        if is_results_dir(d):
+            return d
+    return None
+
+
+def check_outside_store(path: object, flag: str,
+                        results: str | os.PathLike[str] | None = None) -> None:
+    """One line naming ``flag`` when ``path``, which a command is about to write (a file or a
+    folder), is a results directory or lies inside one (:func:`results_dir_of`), or lies in
+    ``results`` (the results directory of the same command, which may not exist yet).
+
+    Called before any work, so that a report or grid file never replaces a file of a store nor
+    adds files its readers would take for parts.
+    """
+    check_path(path, flag, "", "a path to write")
+    p = Path(path).resolve()
+    inside = results_dir_of(p)
+    if inside is None and results is not None:
+        root = Path(results).resolve()
+        inside = root if p == root or root in p.parents else None
+    if inside is None:
+        return
+    where = "is a results directory" if p == inside else f"lies inside the results directory {inside}"
+    raise input_error(flag, None, f"{path} {where}, which holds only what dptune run writes; "
+                      "give a path outside it")
