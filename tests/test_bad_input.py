@@ -589,3 +589,144 @@ def test_fingerprint_mismatch_names_the_settings_that_differ(tmp_path, capsys):
     assert _run(cfg, tmp_path) == 2
     _one_line(capsys, "different experiment set-up", "split.folds: 2 -> 3",
               "algorithms.iknn: grid values changed")
+
+
+# --------------------------------------------------------------------------------------------- flags
+# that mean nothing here, storages and files that would be wrong: refused before any work
+def _per_user_table(tmp_path: Path) -> Path:
+    """A valid per-user table of three systems (the input of ``dptune dp --per-user``)."""
+    rng = np.random.default_rng(0)
+    rows = [(s, u, "ndcg", 10, rng.random()) for s in ("a", "b", "c") for u in range(20)]
+    path = tmp_path / "per_user.csv"
+    pd.DataFrame(rows, columns=["system", "user", "metric", "cutoff", "value"]).to_csv(path, index=False)
+    return path
+
+
+@pytest.mark.parametrize(("flag", "value"), [("--cutoffs", "5"), ("--threshold", "2"),
+                                             ("--order", "rank"),
+                                             ("--novelty", "relevance-unaware")])
+def test_dp_per_user_refuses_the_options_of_runs(tmp_path, capsys, flag, value):
+    """``--cutoffs``, ``--threshold``, ``--order`` and ``--novelty`` say how runs are scored;
+    with ``--per-user`` (already scored) they were silently ignored, while ``--qrels`` there is
+    refused: they are refused the same way, one line naming the flag, nothing written."""
+    table = _per_user_table(tmp_path)
+    assert _main_rc(["dp", "--per-user", str(table), "--reports", str(tmp_path / "rep"),
+                     "--no-progress", flag, value]) == 2
+    line = _one_line(capsys)
+    assert line.startswith(f"dptune: {flag}: only with --runs, not with --per-user (the "
+                           "per-user table holds its metric values already)"), line
+    assert not (tmp_path / "rep").exists()
+
+
+@pytest.mark.parametrize("command", ["run", "worker", "status"])
+def test_an_empty_storage_is_refused(tmp_path, capsys, command):
+    """``--storage ''`` fell back to the default SQLite file of the results directory (a worker
+    meant for a shared sweep swept alone): refused while parsing, nothing written."""
+    cfg = _setup(tmp_path)
+    argv = {"run": ["run", str(cfg), "--no-progress", "--results", str(tmp_path / "results")],
+            "worker": ["worker", str(cfg), "--results", str(tmp_path / "results")],
+            "status": ["status", str(tmp_path / "results"), "--config", str(cfg)]}[command]
+    assert _main_rc([*argv, "--storage", ""]) == 2
+    line = _one_line(capsys)
+    assert line.startswith(f"dptune: {command}: argument --storage: must not be empty: give an "
+                           "optuna storage URL or a *.journal file"), line
+    _nothing_computed(tmp_path)
+
+
+@pytest.mark.parametrize(("command", "url", "start"), [
+    pytest.param("run", "nonsense", "dptune: --storage: cannot open optuna storage 'nonsense'",
+                 id="run-garbage"),
+    pytest.param("worker", "sqlite:////nonexistent-dir/x/optuna.db",
+                 "dptune: --storage: cannot open optuna storage 'sqlite:////nonexistent-dir/x/"
+                 "optuna.db'", id="worker-sqlite-dir"),
+])
+def test_a_refused_storage_leaves_no_results_directory(tmp_path, capsys, command, url, start):
+    """A storage that cannot be opened is refused after the results directory was created:
+    the empty ``per_user.parquet/`` it made was left behind; what the command created is
+    removed again, down to the folders above it that it made."""
+    cfg = _setup(tmp_path)
+    results = tmp_path / "new" / "results"
+    assert main([command, str(cfg), "--results", str(results), "--storage", url,
+                 *(["--no-progress"] if command == "run" else [])]) == 2
+    assert _one_line(capsys).startswith(start)
+    assert not (tmp_path / "new").exists()
+
+
+def test_a_refused_storage_keeps_an_existing_results_directory(tmp_path, capsys):
+    """Only what the refused command created goes: a results directory that was there stays,
+    with everything in it."""
+    cfg = _setup(tmp_path)
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "notes.txt").write_text("mine")
+    assert main(["worker", str(cfg), "--results", str(tmp_path / "results"), "--storage",
+                 "nonsense"]) == 2
+    _one_line(capsys, "--storage")
+    assert sorted(p.name for p in (tmp_path / "results").iterdir()) == ["notes.txt"]
+
+
+def test_status_refuses_a_config_of_another_setup(tmp_path, capsys):
+    """``status RESULTS --config OTHER`` with another set-up (here split.method) reported on
+    the wrong experiment's grid and folds; it is one line naming ``--config`` and the settings
+    that differ, as ``dptune run`` refuses such a results directory. The same set-up passes."""
+    cfg = _setup(tmp_path)
+    assert _run(cfg, tmp_path, "--no-analyze") == 0
+    capsys.readouterr()
+    other = tmp_path / "other.toml"
+    other.write_text(cfg.read_text().replace("[split]\n", '[split]\nmethod = "random"\n'))
+    assert main(["status", str(tmp_path / "results"), "--config", str(other)]) == 2
+    line = _one_line(capsys)
+    assert line.startswith(f"dptune: --config: {other} is a different experiment set-up from the "
+                           f"results in {tmp_path / 'results'} (split.method: 'temporal' -> "
+                           "'random'); give the experiment these results were made with"), line
+    assert main(["status", str(tmp_path / "results"), "--config", str(cfg)]) == 0
+    assert "uknn" in capsys.readouterr().out
+
+
+def test_subgrid_out_that_is_a_directory_or_the_grid_is_refused(tmp_path, capsys):
+    """``subgrid --out DIR`` ended in a traceback after the work, and ``--out`` equal to the
+    ``--grid`` it reads overwrote that grid: both are one line naming ``--out``."""
+    cfg = _setup(tmp_path)
+    assert _run(cfg, tmp_path, "--no-analyze") == 0
+    capsys.readouterr()
+    (tmp_path / "adir").mkdir()
+    assert main(["subgrid", str(tmp_path / "results"), "--algorithm", "uknn", "--out",
+                 str(tmp_path / "adir")]) == 2
+    assert _one_line(capsys).startswith(f"dptune: --out: {tmp_path / 'adir'} is a directory; "
+                                        "give the file to write")
+    grid = (tmp_path / "g1.toml").read_text()
+    assert main(["subgrid", str(tmp_path / "results"), "--algorithm", "uknn", "--grid",
+                 str(tmp_path / "g1.toml"), "--out", str(tmp_path / "g1.toml")]) == 2
+    assert _one_line(capsys).startswith(f"dptune: --out: {tmp_path / 'g1.toml'} is the --grid "
+                                        "file this command reads; give another file to write")
+    assert (tmp_path / "g1.toml").read_text() == grid and not any((tmp_path / "adir").iterdir())
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file()}
+
+
+@pytest.mark.parametrize("where", ["per_user.parquet", ".", "sub/reports"])
+def test_reports_inside_a_results_directory_are_refused_and_the_store_is_untouched(
+        tiny_swept, tmp_path, capsys, where):
+    """A report written into a store would replace its files or pass for its parts (a
+    pvalues.parquet among the parts): ``--reports`` anywhere inside a results directory is one
+    line naming the flag, for analyze, slices and run, and the store is byte for byte as it
+    was."""
+    import shutil
+
+    root = tmp_path / "results"
+    shutil.copytree(tiny_swept / "results", root)
+    before = _tree(root)
+    target = root / where
+    for argv in (["analyze", str(root), "--reports", str(target), "--no-progress"],
+                 ["slices", str(root), "--reports", str(target)],
+                 ["run", str(tiny_swept / "exp" / "tiny.toml"), "--results", str(root),
+                  "--reports", str(target), "--no-progress"]):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err.strip()
+        where_text = ("is a results directory" if where == "." else
+                      f"lies inside the results directory {root.resolve()}")
+        assert err.startswith(f"dptune: --reports: {target} {where_text}"), err
+        assert "\n" not in err
+        assert _tree(root) == before, argv

@@ -1,15 +1,24 @@
 """The paper's sub-grid: the best value of each hyperparameter +- a few grid neighbours, read
-back from a result store and written as a grid TOML file."""
+back from a result store and written as a grid TOML file.
+
+The file written carries what the grid it came from says besides the values: its ``family``
+label and its ``[derived]`` table, in the grid's order (docs/grids.md). Everything is read and
+checked before it is written, and it is written atomically, never into a results directory nor
+over the grid being read: a refused command leaves every file as it was."""
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from dptune.errors import input_error
+from dptune._atomic import write_text
+from dptune.errors import DptuneError, check_int, check_out_file, check_path, input_error, same_file
 from dptune.grids import Grid, load_grid, subgrid_around
+from dptune.store._outside import check_outside_store
 from dptune.store._store import ResultStore
 
 __all__ = ["grid_from_store", "best_params", "write_subgrid"]
@@ -24,16 +33,52 @@ def _plain(value: Any) -> Any:
     return v
 
 
+def _recorded_grid(store: ResultStore, algorithm: str, entry: dict[str, Any]) -> Grid | None:
+    """The grid file the sweep of ``algorithm`` read (the experiment's ``grid_path``, else its
+    ``grid`` relative to the experiment file), when it is still there and still that grid (its
+    fingerprint is the manifest's ``grid_fingerprint``); else ``None``. It tells what the store
+    does not record: the grid's ``family`` label and the order of its ``[derived]`` table (the
+    manifest's keys are sorted)."""
+    man = store.manifest()
+    want = entry.get("grid_fingerprint")
+    if not want:
+        return None
+    listed = {a.get("name"): a for a in (man.get("config") or {}).get("algorithms", [])}
+    home = Path(str(man.get("experiment_file", ""))).parent
+    candidates = [listed.get(algorithm, {}).get("grid_path"), entry.get("grid")]
+    for c in candidates:
+        if not isinstance(c, str) or not c:
+            continue
+        path = Path(c) if Path(c).is_absolute() else home / c
+        try:
+            grid = load_grid(path) if path.is_file() else None
+        except DptuneError:
+            grid = None
+        if grid is not None and grid.fingerprint() == want:
+            return grid
+    return None
+
+
 def grid_from_store(store: ResultStore, algorithm: str) -> Grid:
-    """Rebuild an algorithm's grid (value order included) from configs.csv and the manifest."""
+    """Rebuild an algorithm's grid (value order included) from configs.csv and the manifest.
+
+    The ``[derived]`` table keeps the grid's order and its ``family`` label is the grid file's,
+    both read from the grid file the sweep read when it is unchanged (:func:`_recorded_grid`);
+    otherwise the derived hyperparameters are in the order of configs.csv's columns (the grid's,
+    as written by the sweep) and no family is given (the store does not record it)."""
     man = {a["name"]: a for a in store.manifest()["algorithms"]}
     if algorithm not in man:
         raise input_error(store.root / "manifest.json", "algorithms", f"no algorithm {algorithm!r}")
+    entry = man[algorithm]
     cfg = store.configs(algorithm)
-    values = {h: list(pd.unique(cfg[h])) for h in man[algorithm]["free"]}
+    values = {h: list(pd.unique(cfg[h])) for h in entry["free"]}
     values = {h: [_plain(v) for v in vals] for h, vals in values.items()}
-    derived = {k: (v[0], float(v[1])) for k, v in man[algorithm].get("derived", {}).items()}
-    family = man[algorithm]["type"]
+    recorded = _recorded_grid(store, algorithm, entry)
+    stored = entry.get("derived", {})
+    first = list(recorded.derived) if recorded is not None else list(cfg.columns)
+    order = [k for k in first if k in stored] + [k for k in stored if k not in first]
+    derived = {k: (stored[k][0], float(stored[k][1])) for k in order}
+    family = recorded.family if recorded is not None else None
     return Grid(values=values, derived=derived, family=family, source=str(store.root))
 
 
@@ -50,23 +95,47 @@ def best_params(store: ResultStore, algorithm: str, metric: str, cutoff: int) ->
     return {h: _plain(cfg.loc[mask, h].iloc[0]) for h in free}
 
 
+def _check_out(out: Path, store: ResultStore, grid: str | Path | None) -> None:
+    """One line naming ``--out`` when the grid file to write is a directory, the ``--grid``
+    file being read, inside a results directory (``store`` or any other:
+    :func:`~dptune.store._outside.check_outside_store`), or the grid file the sweep of an
+    algorithm of ``store`` read (writing it would change that experiment's set-up)."""
+    check_out_file(out, "--out", {"--grid": grid})
+    check_outside_store(out, "--out", store.root)
+    for a in store.manifest()["algorithms"]:
+        swept = _recorded_grid(store, a["name"], a)
+        if swept is not None and same_file(out, swept.source):
+            raise input_error("--out", None, f"{out} is the grid file the sweep in "
+                              f"{store.root} read for {a['name']}; writing it would change "
+                              "that experiment, give another file to write")
+
+
 def write_subgrid(results: str | Path | ResultStore, algorithm: str, metric: str, cutoff: int,
                   radius: int, out: str | Path, grid: str | Path | None = None) -> Path:
     """The paper's sub-grid: best value of each hyperparameter by mean metric@cutoff over the
     validation folds (:func:`best_params`), +- ``radius`` neighbours in ``grid`` (default: the
     swept grid itself; give the full Table 2 grid when the sweep was a coarse pilot); written as
-    a grid TOML file."""
+    a grid TOML file with the ``family`` label and ``[derived]`` table of that grid.
+
+    ``out`` is checked first (:func:`_check_out`), the store and the grid are read and the file
+    composed next, and ``out`` is written last, atomically, so that a refused call writes
+    nothing and a file ``out`` replaces is never left half written."""
+    check_path(out, "--out", "", "the grid file to write")
+    radius = check_int(radius, "--radius", None, 0)
     store = results if isinstance(results, ResultStore) else ResultStore(results)
+    out = Path(out)
+    _check_out(out, store, grid)
     chosen = best_params(store, algorithm, metric, cutoff)
     ref = load_grid(grid) if grid is not None else grid_from_store(store, algorithm)
     for h, v in chosen.items():
         if h not in ref.values or v not in ref.values[h]:
             raise input_error(grid or store.root, f"params.{h}", f"best value {v!r} is not a value of this grid")
     sub = subgrid_around(ref, chosen, radius)
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
     header = (f"# Sub-grid of {algorithm} around its best configuration by {metric}@{cutoff} "
               f"(+-{radius} grid neighbours), from {store.root}\n"
               f"# best: {', '.join(f'{k}={v}' for k, v in chosen.items())}\n")
-    out.write_text(header + sub.to_toml().replace(f'family = "{ref.family}"\n', ""))
+    family = f"family = {json.dumps(sub.family)}\n" if sub.family else ""
+    text = header + family + replace(sub, family=None).to_toml()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_text(out, text)
     return out

@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dptune.cli._flags import analysis_overrides, results_of
-from dptune.errors import check_writable_dir, input_error
+from dptune.cli._flags import RUN_OPTIONS, analysis_overrides, results_of
+from dptune.errors import check_out_file, check_writable_dir, input_error
 
 if TYPE_CHECKING:
     from dptune.config import Experiment
@@ -22,6 +22,16 @@ if TYPE_CHECKING:
 
 def _default(kind: str, name: str) -> Path:
     return Path(kind) / name
+
+
+def _check_reports(reports: str | Path, results: str | Path | None = None) -> None:
+    """The reports folder can be written (or made) and lies outside every results directory,
+    ``results`` (the command's own, which may not exist yet) included: a report's files in a
+    store would replace its files or pass for its parts. One line naming --reports."""
+    from dptune.store._outside import check_outside_store
+
+    check_writable_dir(Path(reports), "--reports")
+    check_outside_store(reports, "--reports", results)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -38,7 +48,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     reports = Path(args.reports) if args.reports else _default("reports", exp.name)
     check_writable_dir(results, "--results")
     if not args.no_analyze:
-        check_writable_dir(reports, "--reports")
+        _check_reports(reports, results)
     progress = not args.no_progress
     store, nr = run_sweep(exp, results, jobs=args.jobs or exp.sweep.jobs, progress=progress,
                           storage=args.storage, noise_seeds=overrides.get("noise_seeds"),
@@ -138,7 +148,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     results = results_of(args, _default("results", exp.name) if exp else None)
     storage = args.storage or (exp.sweep.storage if exp is not None else None)
     reports = args.reports or recorded_reports(results)
-    st = status(exp, results, storage, reports=reports)
+    st = status(exp, results, storage, reports=reports, source="--config")
     print(f"{'algorithm':<16}{'total':>8}{'done':>8}{'running':>9}{'failed':>8}{'remaining':>11}")
     for name, s in st["algorithms"].items():
         print(f"{name:<16}{s['total']:>8}{s['done']:>8}{s['running']:>9}{s['failed']:>8}{s['remaining']:>11}")
@@ -176,7 +186,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
     store = _store(results_of(args))
     reports = Path(args.reports) if args.reports else _default("reports", store.manifest()["experiment"])
-    check_writable_dir(reports, "--reports")
+    _check_reports(reports, store.root)
     files = analyze_results(store.root, reports, progress=not args.no_progress, **analysis_overrides(args))
     print(f"reports: {reports} ({len(files)} files; see {reports / 'report.md'})")
     return 0
@@ -194,7 +204,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         write_per_user,
     )
 
-    check_writable_dir(Path(args.out).parent, "--out")
+    check_out_file(args.out, "--out", {"--run": args.run, "--qrels": args.qrels,
+                                       "--train": args.train})
+    from dptune.store._outside import check_outside_store
+
+    check_outside_store(args.out, "--out")
     df = evaluate_run(read_run(args.run), read_qrels(args.qrels), read_train(args.train),
                       cutoffs=args.cutoffs, threshold=args.threshold,
                       relevance_aware=args.novelty == "relevance-aware", order=args.order)
@@ -217,10 +231,14 @@ def cmd_dp(args: argparse.Namespace) -> int:
 
     overrides = analysis_overrides(args)
     given = [f for f in ("runs", "qrels", "train") if getattr(args, f) is not None]
+    scoring = [f for f in RUN_OPTIONS if getattr(args, f) is not None]
     if args.per_user is not None:
         if given:
             raise input_error(f"--{given[0]}", None, "not with --per-user (give one or the other)")
-        check_writable_dir(Path(args.reports), "--reports")
+        if scoring:  # they say how runs are scored; a per-user table is scored already
+            raise input_error(f"--{scoring[0]}", None, "only with --runs, not with --per-user "
+                              "(the per-user table holds its metric values already)")
+        _check_reports(args.reports)
         files = analyze_per_user(args.per_user, args.reports, args.configs,
                                  progress=not args.no_progress, **overrides)
         print(f"reports: {args.reports} ({len(files)} files)")
@@ -230,12 +248,15 @@ def cmd_dp(args: argparse.Namespace) -> int:
             raise input_error(f"--{flag}", None, "required (or give --per-user FILE)")
     if args.configs is not None:
         raise input_error("--configs", None, "only with --per-user")
+    for name, default in RUN_OPTIONS.items():
+        if getattr(args, name) is None:
+            setattr(args, name, default)
     for flag, path in (("--qrels", args.qrels), ("--train", args.train)):
         if not Path(path).exists():
             raise input_error(flag, None, f"{path} does not exist")
     if not Path(args.runs).is_dir():
         raise input_error("--runs", None, f"{args.runs} is not a directory of run files")
-    check_writable_dir(Path(args.reports), "--reports")
+    _check_reports(args.reports)
     files = analyze_runs(args.runs, args.qrels, args.train, args.reports, cutoffs=args.cutoffs,
                          threshold=args.threshold,
                          relevance_aware=args.novelty == "relevance-aware", order=args.order,
@@ -259,11 +280,10 @@ def cmd_subgrid(args: argparse.Namespace) -> int:
         raise input_error("--algorithm", None, f"{args.algorithm!r} is not an algorithm of "
                           f"{store.root} ({', '.join(names)})")
     ref = load_grid(args.grid) if args.grid else grid_from_store(store, args.algorithm)
-    check_writable_dir(Path(args.out).parent, "--out")
-    out = write_subgrid(store, args.algorithm, args.metric, args.cutoff, args.radius,
-                        args.out, grid=args.grid)
     params = best_params(store, args.algorithm, args.metric, args.cutoff)
     warning = edge_warning(args.algorithm, params, grid_edges(ref.values, params))
+    out = write_subgrid(store, args.algorithm, args.metric, args.cutoff, args.radius,
+                        args.out, grid=args.grid)
     if warning:
         print(f"dptune: warning: {warning}", file=sys.stderr)
     print(f"sub-grid written to {out}")
@@ -280,19 +300,40 @@ def _config_id(text: str) -> tuple[str, int]:
         raise input_error("--config-id", None, f"expected ALGORITHM=CONFIG_ID, got {text!r}") from None
 
 
-def cmd_seeds(args: argparse.Namespace) -> int:
-    """``dptune seeds``: the split-seed study."""
-    from dptune.studies import run_seeds_study
+def _config_ids(texts: list[str]) -> dict[str, int]:
+    """``{algorithm: config_id}`` of the ``--config-id ALG=ID`` flags; an algorithm given twice
+    is one line naming the flag (the later one would silently win)."""
+    out: dict[str, int] = {}
+    for text in texts:
+        alg, cid = _config_id(text)
+        if alg in out:
+            raise input_error("--config-id", alg, f"given twice ({alg}={out[alg]} and {text}); "
+                              "give one configuration per algorithm")
+        out[alg] = cid
+    return out
 
-    configs = dict(_config_id(t) for t in args.config_id)
-    for flag, path in (("--results", args.results), ("--reports", args.reports)):
-        if path:
-            check_writable_dir(Path(path), flag)
-    grid = None if args.grid is None else [g for g in args.grid.split(",") if g.strip()]
-    files = run_seeds_study(args.config, args.seeds, args.reports, configs or None,
-                            jobs=args.jobs, progress=not args.no_progress,
-                            cache_dir=args.results, grid_algorithms=grid,
-                            grid_seeds=args.grid_seeds)
+
+def cmd_seeds(args: argparse.Namespace) -> int:
+    """``dptune seeds``: the split-seed study. Everything is checked before the first model
+    trains: the flags, the experiment and its ``[seeds]`` table (read here, once), each
+    ``--config-id`` against the experiment's grids, and the results and reports directories
+    (given or default)."""
+    from dptune.studies import run_seeds_study, seeds_folder_name
+    from dptune.studies._seeds_settings import load_seed_experiment
+
+    configs = _config_ids(args.config_id)
+    grid = None if args.grid is None else [g.strip() for g in args.grid.split(",") if g.strip()]
+    exp, settings = load_seed_experiment(args.config)
+    folder = seeds_folder_name(exp)
+    results, label = ((args.results, "--results") if args.results else
+                      (settings.cache, f"{exp.source}: seeds.cache") if settings.cache else
+                      (str(_default("results", folder)), "--results"))
+    check_writable_dir(Path(results), label)
+    reports = args.reports or str(_default("reports", folder))
+    _check_reports(reports, results)
+    files = run_seeds_study(exp, args.seeds, reports, configs or None, jobs=args.jobs,
+                            progress=not args.no_progress, settings=settings,
+                            cache_dir=results, grid_algorithms=grid, grid_seeds=args.grid_seeds)
     print(f"seeds: {len(files)} files in {files[-1].parent} (see {files[-1]})")
     return 0
 
@@ -305,7 +346,7 @@ def cmd_slices(args: argparse.Namespace) -> int:
     from dptune.studies import run_slices_study
 
     store = _store(results_of(args))
-    check_writable_dir(Path(args.reports), "--reports")
+    _check_reports(args.reports, store.root)
     files = run_slices_study(store.root, args.reports, args.main_reports, base=args.base,
                              n_pairs=args.pairs, seed=args.seed, test=args.test,
                              experiment=args.experiment, cutoff=args.cutoff)

@@ -101,14 +101,45 @@ def number(text: str) -> float:
 
 
 def cutoffs(text: str) -> tuple[int, ...]:
-    """An argparse type: comma-separated positive integers, e.g. ``1,5,10``."""
+    """An argparse type: comma-separated distinct positive integers, e.g. ``1,5,10``, each at
+    most :data:`dptune.config.MAX_CUTOFF`, the bound of an experiment's ``evaluation.cutoffs``:
+    every user's top-N list is held in memory, so ``--cutoffs 100000000`` would exhaust it
+    instead of being refused; a cutoff given twice is refused as the experiment file refuses it."""
+    from dptune.config import MAX_CUTOFF
+
     try:
         vals = tuple(int(x) for x in text.split(",") if x.strip())
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
     if not vals or any(v < 1 for v in vals):
         raise argparse.ArgumentTypeError(f"cutoffs must be positive integers, got {text!r}")
+    if max(vals) > MAX_CUTOFF:
+        raise argparse.ArgumentTypeError(f"at most {MAX_CUTOFF:,} (the longest top-N list dptune "
+                                         f"evaluates), got {max(vals):,}")
+    twice = sorted({v for v in vals if vals.count(v) > 1})
+    if twice:
+        raise argparse.ArgumentTypeError(f"has duplicates ({', '.join(map(str, twice))}), "
+                                         f"got {text!r}")
     return vals
+
+
+def storage_url(text: str) -> str:
+    """An argparse type: an optuna storage URL or journal file, not empty: an empty
+    ``--storage ''`` would otherwise fall back to the default SQLite file of the results
+    directory, so that a worker meant for a shared storage would sweep alone."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must not be empty: give an optuna storage URL or a "
+                                         "*.journal file")
+    return text
+
+
+def grid_seeds(text: str) -> int:
+    """An argparse type: seeds of the split-seed study's grid part, 0 (skip it) or at least 2
+    (a stability across seeds needs two)."""
+    value = int_at_least(0)(text)
+    if value == 1:
+        raise argparse.ArgumentTypeError("must be 0 (skip the grid part) or at least 2, got 1")
+    return value
 
 
 def budget(text: str) -> Any:
@@ -121,6 +152,12 @@ def budget(text: str) -> Any:
         return parse_budget(text, "--budget", None)
     except DptuneError as err:
         raise argparse.ArgumentTypeError(str(err).removeprefix("--budget: ")) from None
+
+
+#: How a TREC run is scored when its flag is left out (``evaluate``, ``dp --runs``): the
+#: flags ``--cutoffs``, ``--threshold``, ``--novelty`` and ``--order`` and their defaults.
+RUN_OPTIONS: dict[str, Any] = {"cutoffs": (1, 5, 10), "threshold": 4.0,
+                               "novelty": "relevance-aware", "order": "trec"}
 
 
 # --------------------------------------------------------------------------- common flags
@@ -190,7 +227,7 @@ def synth_default(field_name: str) -> str:
 
 def storage_option(p: argparse.ArgumentParser, required: bool = False) -> None:
     """``--storage URL``: the optuna storage shared by the workers of a sweep."""
-    p.add_argument("--storage", metavar="URL", required=required,
+    p.add_argument("--storage", metavar="URL", required=required, type=storage_url,
                    help="optuna storage: postgresql://user:pass@host/db, sqlite:///path, any "
                         "optuna RDB URL, or a *.journal file" +
                         ("" if required else " (default: [sweep] storage of the experiment, "

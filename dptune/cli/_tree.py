@@ -14,11 +14,13 @@ from typing import NoReturn
 from dptune import __version__
 from dptune.cli import _commands as c
 from dptune.cli._flags import (
+    RUN_OPTIONS,
     analysis_flags,
     apply_deprecated,
     budget_option,
     cutoffs,
     deprecated_flag,
+    grid_seeds,
     int_at_least,
     jobs_option,
     number,
@@ -107,12 +109,25 @@ def _sub(sub: argparse._SubParsersAction, name: str, summary: str, description: 
     return sub.add_parser(name, help=summary, description=text, epilog=epilog, formatter_class=_Formatter)
 
 
-def _run_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
-    """``--novelty`` and ``--order``: how a TREC run is scored (``evaluate``, ``dp --runs``)."""
-    p.add_argument("--novelty", choices=["relevance-aware", "relevance-unaware"],
-                   default="relevance-aware", help=f"{prefix}EFD/EPC variant")
-    p.add_argument("--order", choices=ORDERS, default="trec",
-                   help=f"{prefix}order of a user's run rows (see below)")
+def _run_options(p: argparse.ArgumentParser, prefix: str = "", unset: bool = False) -> None:
+    """``--cutoffs``, ``--threshold``, ``--novelty`` and ``--order``: how a TREC run is scored
+    (``evaluate``, ``dp --runs``), with the defaults of :data:`RUN_OPTIONS`. With ``unset``
+    (``dp``, where they apply to ``--runs`` only) an option left out is ``None``, so that the
+    command can tell one given with ``--per-user`` (refused) from one left out; its help still
+    shows the default."""
+    kinds = {"cutoffs": {"type": cutoffs, "metavar": "N,N,...", "help": "metric cutoffs"},
+             "threshold": {"type": number, "metavar": "R", "help": "relevance threshold, a qrels "
+                           "rating >= R is relevant"},
+             "novelty": {"choices": ["relevance-aware", "relevance-unaware"],
+                         "help": "EFD/EPC variant"},
+             "order": {"choices": ORDERS, "help": "order of a user's run rows (see below)"}}
+    for name, kw in kinds.items():
+        default = RUN_OPTIONS[name]
+        action = p.add_argument(f"--{name}", **{**kw, "help": prefix + kw["help"]},
+                                default=None if unset else default)
+        if unset:
+            text = ",".join(map(str, default)) if isinstance(default, tuple) else str(default)
+            action.default_text = functools.partial(str, text)  # type: ignore[attr-defined]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -165,9 +180,6 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--run", required=True, metavar="FILE", help="run file (format below)")
     e.add_argument("--qrels", required=True, metavar="FILE", help="qrels file (format below)")
     e.add_argument("--train", required=True, metavar="FILE", help="training interactions (format below)")
-    e.add_argument("--cutoffs", type=cutoffs, default=(1, 5, 10), metavar="N,N,...", help="metric cutoffs")
-    e.add_argument("--threshold", type=number, default=4.0, metavar="R",
-                   help="relevance threshold: a qrels rating >= R is relevant")
     _run_options(e)
     e.add_argument("--out", required=True, metavar="FILE", help="per-user metrics file to write (CSV)")
     e.set_defaults(func=c.cmd_evaluate)
@@ -189,11 +201,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "(default: none, so DP of scope all only)")
     reports_option(d, default="reports/runs")
     d.set_defaults(reports="reports/runs")
-    d.add_argument("--cutoffs", type=cutoffs, default=(1, 5, 10), metavar="N,N,...",
-                   help="with --runs: metric cutoffs")
-    d.add_argument("--threshold", type=number, default=4.0, metavar="R",
-                   help="with --runs: relevance threshold, a qrels rating >= R is relevant")
-    _run_options(d, "with --runs: ")
+    _run_options(d, "with --runs: ", unset=True)
     progress_option(d)
     analysis_flags(d, title="analysis (default: those of dptune analyze, analysis seed 42; no "
                    "noise floor: it needs retraining)", skip=("noise_seeds", "noise_configs"),
@@ -227,8 +235,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="run ALG with grid configuration ID instead of the default (repeatable)")
     sd.add_argument("--grid", metavar="ALG,ALG,...",
                     help="algorithms of the grid part ('' to skip; default: [seeds] of the experiment)")
-    sd.add_argument("--grid-seeds", type=int_at_least(1), metavar="S", help="seeds of the grid part "
-                    "(default: [seeds] of the experiment)")
+    sd.add_argument("--grid-seeds", type=grid_seeds, metavar="S", help="seeds of the grid part, "
+                    "0 to skip it or at least 2 (default: [seeds] of the experiment)")
     progress_option(sd)
     sd.set_defaults(func=c.cmd_seeds)
 

@@ -181,6 +181,11 @@ def _require(df: pd.DataFrame, columns: Sequence[str], default: str) -> None:
 
 
 def _check_cutoffs(cutoffs: Sequence[int]) -> np.ndarray:
+    """The distinct cutoffs, ascending; each a positive integer of at most
+    :data:`dptune.config.MAX_CUTOFF` (the bound of an experiment's cutoffs): every evaluated
+    user's top-N list is held in memory, so a cutoff of 10**8 would exhaust it."""
+    from dptune.config import MAX_CUTOFF
+
     try:
         values = list(cutoffs)
     except TypeError:
@@ -190,6 +195,9 @@ def _check_cutoffs(cutoffs: Sequence[int]) -> np.ndarray:
     )
     if not ok:
         raise input_error("cutoffs", None, f"expected positive integers, got {values!r}")
+    if max(values) > MAX_CUTOFF:
+        raise input_error("cutoffs", None, f"at most {MAX_CUTOFF:,} (the longest top-N list "
+                          f"dptune evaluates), got {int(max(values)):,}")
     return np.unique(np.asarray(values, dtype=np.int64))
 
 

@@ -52,6 +52,7 @@ from dptune.studies._seeds_runs import (
 from dptune.studies._seeds_settings import (
     SPLITS,
     SeedSettings,
+    check_choices,
     load_seed_experiment,
     resolve_configs,
     split_seeds,
@@ -92,17 +93,28 @@ def _csv(df: pd.DataFrame, path: Path) -> Path:
 def _settings(exp: Experiment, st: SeedSettings, n_seeds: int | None,
               configs: Mapping[str, Any] | None, grid_algorithms: Sequence[str] | None,
               grid_seeds: int | None) -> SeedSettings:
-    """The file's settings with the caller's overrides applied and checked."""
+    """The file's settings with the caller's overrides applied and checked, before anything
+    is computed; a bad override is one line naming its flag (``--seeds``, ``--config-id``,
+    ``--grid``, ``--grid-seeds``), not the file's key it replaces."""
     if n_seeds is not None:
         st = replace(st, n_seeds=check_int(n_seeds, "--seeds", "", 2))
     if st.n_seeds < 2:
         raise input_error("--seeds", None, "the study needs at least 2 seeds")
     if configs:
+        check_choices(exp, configs, "--config-id")
         st = replace(st, configs={**dict(st.configs), **dict(configs)})
     if grid_algorithms is not None:
+        names = [a.name for a in exp.algorithms]
+        for a in grid_algorithms:
+            if a not in names:
+                raise input_error("--grid", None, f"no algorithm named {a!r} in {exp.source} "
+                                  f"({', '.join(names)})")
         st = replace(st, grid_algorithms=tuple(grid_algorithms))
     if grid_seeds is not None:
-        st = replace(st, grid_seeds=int(grid_seeds))
+        n = check_int(grid_seeds, "--grid-seeds", None, 0)
+        if n == 1:
+            raise input_error("--grid-seeds", None, "needs 0 (skip) or at least 2 seeds")
+        st = replace(st, grid_seeds=n)
     validate_settings(exp, st)
     return st
 

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from dptune.config import Experiment, parse_experiment
+from dptune.data._split import MAX_FOLDS
 from dptune.errors import check_int, input_error, read_toml
 from dptune.models import get_family
 from dptune.sweeper._plan import derive_seed
@@ -28,6 +29,7 @@ __all__ = [
     "parse_seed_settings",
     "load_seed_experiment",
     "validate_settings",
+    "check_choices",
     "split_seeds",
     "default_config",
     "resolve_configs",
@@ -80,9 +82,11 @@ def parse_seed_settings(table: Any, source: str) -> SeedSettings:
     if "n_seeds" in table:
         kw["n_seeds"] = check_int(table["n_seeds"], source, "seeds.n_seeds", 2)
     if "folds" in table:
-        kw["folds"] = check_int(table["folds"], source, "seeds.folds", 2)
+        kw["folds"] = check_int(table["folds"], source, "seeds.folds", 2, MAX_FOLDS)
     if "grid_seeds" in table:
         kw["grid_seeds"] = check_int(table["grid_seeds"], source, "seeds.grid_seeds", 0)
+        if kw["grid_seeds"] == 1:
+            raise input_error(source, "seeds.grid_seeds", "needs 0 (skip) or at least 2 seeds")
     if "train_ratio" in table:
         r = table["train_ratio"]
         if isinstance(r, bool) or not isinstance(r, (int, float)) or not 0 < r < 1:
@@ -107,13 +111,19 @@ def load_seed_experiment(path: str | Path) -> tuple[Experiment, SeedSettings]:
     """Read a seeds experiment: an ordinary experiment TOML plus an optional ``[seeds]`` table.
 
     The ``[seeds]`` table is taken out before :func:`dptune.config.parse_experiment` validates
-    the rest, so the same file format (data, evaluation, analysis, algorithms) applies.
+    the rest, so the same file format (data, evaluation, analysis, algorithms) applies. The
+    table is then checked whole against the experiment (:func:`validate_settings`, and the
+    configuration of every ``[seeds.configs]`` entry), so that a bad setting is one line
+    naming the file and key before the study computes anything.
     """
     path = Path(path)
     data = read_toml(path, "experiment file")
     table = data.pop("seeds", None)
     exp = parse_experiment(data, str(path), path)
-    return exp, parse_seed_settings(table, str(path))
+    st = parse_seed_settings(table, str(path))
+    validate_settings(exp, st)
+    resolve_configs(exp, st.configs)
+    return exp, st
 
 
 def validate_settings(exp: Experiment, st: SeedSettings) -> None:
@@ -129,6 +139,26 @@ def validate_settings(exp: Experiment, st: SeedSettings) -> None:
     for a in st.configs:
         if a not in names:
             raise input_error(src, f"seeds.configs.{a}", f"no algorithm named {a!r}")
+
+
+def check_choices(exp: Experiment, configs: Mapping[str, Any], source: str) -> None:
+    """Check configurations chosen outside the experiment file (``--config-id ALG=ID``, the
+    ``configs`` argument): each names an algorithm of ``exp`` and, as a ``config_id``, one of
+    its grid; else one line naming ``source`` and the algorithm, not the file's
+    ``seeds.configs`` key that the choice replaces. A table of hyperparameter values is
+    checked by :func:`resolve_configs`."""
+    names = [a.name for a in exp.algorithms]
+    for alg, spec in configs.items():
+        if alg not in names:
+            raise input_error(source, alg, f"no algorithm named {alg!r} in {exp.source} "
+                              f"({', '.join(names)})")
+        if isinstance(spec, (int, np.integer)) and not isinstance(spec, bool):
+            n = exp.grids[alg].size
+            if not 0 <= int(spec) < n:
+                raise input_error(source, alg, f"config_id {spec} is not in 0..{n - 1} (the "
+                                  f"configurations of the grid of {alg})")
+        elif not isinstance(spec, dict):
+            raise input_error(source, alg, f"expected a config_id or a table, got {spec!r}")
 
 
 def split_seeds(exp: Experiment, n_seeds: int) -> list[int]:

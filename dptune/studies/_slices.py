@@ -84,6 +84,25 @@ def _find_experiment(store: ResultStore, man: dict[str, Any], experiment: str | 
     return exp
 
 
+def check_main_reports(reports_dir: str | Path) -> Path:
+    """The main analysis's pairs file ``<reports_dir>/pairs.csv``; a ``--main-reports`` that
+    is missing, a file, or a directory without it is one line naming the flag. Given, the
+    main reports are meant to supply the pairs: sampling them instead, silently, would give a
+    slice DP of other pairs than the main analysis's while the report says they are its."""
+    d = Path(reports_dir)
+    fix = ("give the reports directory of the main analysis of these results (dptune analyze "
+           "writes its pairs.csv), or leave --main-reports out to sample the pairs here")
+    if not d.exists():
+        raise input_error("--main-reports", None, f"{d} does not exist; {fix}")
+    if not d.is_dir():
+        raise input_error("--main-reports", None, f"{d} is a file, not a reports directory; {fix}")
+    pairs = d / "pairs.csv"
+    if not pairs.is_file():
+        raise input_error("--main-reports", None, f"{d} holds no pairs.csv (the main analysis's "
+                          f"pairs); {fix}")
+    return pairs
+
+
 def _slicings(prep: Any, folds: list[str], base: int) -> dict[str, pd.DataFrame]:
     """Per slice kind (``all`` first) the slice of every (fold, user): columns ``fold, user,
     slice_kind, bin, slice, lo, hi``; ``all`` is one slice of every user (bin -2)."""
@@ -151,7 +170,8 @@ def run_slices_study(results_dir: str | Path, out_dir: str | Path,
     """Metrics, miss rate and DP per user slice of a results directory; returns the files written
     (``slices_report.md`` last).
 
-    ``reports_dir``: the main analysis's reports (its ``pairs.csv`` gives the pairs); ``n_pairs``,
+    ``reports_dir``: the main analysis's reports (its ``pairs.csv`` gives the pairs; it must be
+    there: :func:`check_main_reports`; default: the pairs are sampled here); ``n_pairs``,
     ``seed`` and ``test`` default to the manifest's ``[analysis]`` settings; ``experiment``
     overrides the manifest's ``experiment_file`` (needed to recompute the folds' training
     data); ``cutoff`` (default: the primary cutoff) is the one in the figure and the Markdown
@@ -163,6 +183,8 @@ def run_slices_study(results_dir: str | Path, out_dir: str | Path,
     """
     store = ResultStore(results_dir)
     man = store.manifest()
+    if reports_dir is not None:
+        check_main_reports(reports_dir)
     exp = _find_experiment(store, man, experiment)
     ana = man.get("analysis", {})
     n_pairs = int(n_pairs if n_pairs is not None else ana.get("pairs", ana.get("n_pairs", 25)))

@@ -15,6 +15,7 @@ from dptune.data._dataset import dataset_stats
 from dptune.errors import DptuneError, input_error
 from dptune.models import get_family
 from dptune.store._integrity import entry_fingerprints
+from dptune.store._schema import PARTS
 from dptune.store._store import ResultStore
 from dptune.sweeper._plan import plan_units
 from dptune.sweeper._prepare import Prepared, prepare
@@ -190,15 +191,38 @@ def init_results(exp: Experiment, results: str | Path, storage_url: str | None =
     design = resolve_design(exp, manifest, budget if budget is not None else experiment_budget(exp),
                             jobs, recorded_design(results))
     # the sweep treats a damaged part as not done (it is computed again), never as an error
-    store = ResultStore(results, skip_damaged=True).create()
-    _check_setup(store, exp)
-    open_storage(storage_url, store.root)  # creates the schema once, before workers race on it
+    store = ResultStore(results, skip_damaged=True)
+    made = _missing_dirs(store.root / PARTS)
+    store.create()
+    try:
+        _check_setup(store, exp)
+        open_storage(storage_url, store.root)  # creates the schema once, before workers race on it
+    except DptuneError:
+        _remove_empty(made)  # a refused command leaves no empty results directory behind
+        raise
     store.write_configs([exp.grids[a.name].frame(a.name) for a in exp.algorithms])
     store.write_users(prep.dataset.user_ids)
     store.write_manifest(manifest)  # last: checksums of both
     write_design(store.root, design)
     _note_set_aside(store, store.heal())
     return store, prep, design
+
+
+def _missing_dirs(path: Path) -> list[Path]:
+    """``path`` and its parents that do not exist yet, deepest first: the directories that
+    creating ``path`` makes."""
+    return [d for d in (path, *path.parents) if not d.exists()]
+
+
+def _remove_empty(dirs: list[Path]) -> None:
+    """Remove the directories ``dirs`` (deepest first) that this command created, while they
+    are empty: a results directory created just before its storage was refused goes again,
+    while one in which another worker has meanwhile written anything is left as it is."""
+    for d in dirs:
+        try:
+            d.rmdir()
+        except OSError:
+            return
 
 
 def _note_set_aside(store: ResultStore, healed: list[tuple[Path, str]]) -> None:

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from dptune.config import Experiment
-from dptune.errors import DptuneError
-from dptune.store._integrity import verified
+from dptune.errors import DptuneError, input_error
+from dptune.store._integrity import entry_fingerprints, verified
 from dptune.store._store import ResultStore
 from dptune.sweeper._claims import _fail_stale, worker_gone
 from dptune.sweeper._cost import shape_from_manifest
@@ -28,7 +28,7 @@ from dptune.sweeper.design import (
 
 
 def status(exp: Experiment | None, results: str | Path, storage_url: str | None = None,
-           reports: str | Path | None = None) -> dict[str, Any]:
+           reports: str | Path | None = None, *, source: str | None = None) -> dict[str, Any]:
     """Done / running / failed / remaining units of a sweep, per algorithm, and how much of
     each full grid is done.
 
@@ -58,6 +58,10 @@ def status(exp: Experiment | None, results: str | Path, storage_url: str | None 
     the best configurations on the test split), ``noise`` (A/A noise-floor parts) and
     ``analysis`` (``report.md`` in ``reports``, default ``reports/<name>``, and whether it is
     newer than every result); see :func:`stages`.
+
+    An ``exp`` whose set-up is not the one of the results is refused, before anything is
+    read from the storage (:func:`check_same_setup`; ``source`` names it in the message,
+    default: its experiment file).
     """
     import optuna
     from optuna.trial import TrialState
@@ -66,6 +70,8 @@ def status(exp: Experiment | None, results: str | Path, storage_url: str | None 
     have_parts = store.exists()
     if exp is None:
         exp = experiment_from_manifest(store)
+    else:
+        check_same_setup(exp, store, source or exp.source)
     folds = [str(f) for f in range(exp.split.folds)]
     design = read_design(store.root) if have_parts else None
     if design is None or design.fingerprint != exp.fingerprint():
@@ -137,6 +143,38 @@ def status(exp: Experiment | None, results: str | Path, storage_url: str | None 
     out["damaged"] = [(str(p), why) for p, why in store.damaged()] if have_parts else []
     out.update(stages(exp, store, validation_done and have_parts, reports))
     return out
+
+
+def check_same_setup(exp: Experiment, store: ResultStore, source: str) -> None:
+    """Refuse ``exp`` (named ``source``, e.g. ``--config``) when the results in ``store`` were
+    made with another experiment set-up (another fingerprint): its grids, folds and stages
+    are not those of the results, so every count would describe another experiment. One line
+    naming ``source`` and the settings that differ (:func:`dptune.sweeper._manifest.
+    setup_changes`), as ``dptune run`` refuses such a results directory. The set-up of the
+    results is the manifest's, else, when the manifest is missing or damaged, the one the
+    parts' index entries recorded; a directory with neither (the database alone is read)
+    passes."""
+    from dptune.sweeper._manifest import setup_changes
+
+    fp = exp.fingerprint()
+    man = None
+    if store.exists():
+        try:
+            man = store.manifest()
+        except DptuneError:
+            man = None
+    if man is not None and man.get("fingerprint"):
+        if man["fingerprint"] == fp:
+            return
+        what = "; ".join(setup_changes(man, exp)) or f"fingerprint {man['fingerprint']}, now {fp}"
+    else:
+        recorded = entry_fingerprints(store.root)
+        if not recorded or recorded == {fp}:
+            return
+        what = f"fingerprint {', '.join(sorted(recorded))}, now {fp}"
+    raise input_error(source, None, f"{exp.source} is a different experiment set-up from the "
+                      f"results in {store.root} ({what}); give the experiment these results "
+                      "were made with, or leave it out (the one the results record)")
 
 
 def _unit_tasks(algorithm: str, unit: DesignUnit, folds: list[str]) -> list[Task]:

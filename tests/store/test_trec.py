@@ -310,3 +310,102 @@ def test_evaluate_run_agrees_with_ranx(tmp_path):
             np.testing.assert_allclose(
                 rows["value"].to_numpy(), theirs, rtol=0, atol=1e-9, err_msg=name
             )
+
+
+# --------------------------------------------------------------------------------------------
+# the command line: bad flags are one line naming the flag, before anything is read or written
+# --------------------------------------------------------------------------------------------
+
+
+def _cli(argv: list[str]) -> int:
+    """``dptune.cli.main``'s exit code, also when argparse exits on a bad flag."""
+    from dptune.cli import main
+
+    try:
+        return main(argv)
+    except SystemExit as ex:
+        return int(ex.code or 0)
+
+
+def _one_line(capsys) -> str:
+    """The one line on stderr (nothing on stdout)."""
+    out, err = capsys.readouterr()
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and not out.strip() and "Traceback" not in err, (out, err)
+    return lines[0]
+
+
+def _trec_files(tmp_path):
+    """A small valid run, qrels and train file: (run, qrels, train)."""
+    run = _write(tmp_path, "run.txt", "u1 Q0 a 1 0.9 t\nu1 Q0 b 2 0.5 t\nu2 Q0 a 1 0.7 t\n")
+    qrels = _write(tmp_path, "qrels.txt", "u1 0 a 5\nu2 0 b 4\n")
+    train = _write(tmp_path, "train.txt", "u1 c\nu2 c\n")
+    return run, qrels, train
+
+
+@pytest.mark.parametrize(
+    ("command", "value", "start"),
+    [
+        pytest.param("evaluate", "100000000", "dptune: evaluate: argument --cutoffs: at most "
+                     "32,767 (the longest top-N list dptune evaluates), got 100,000,000",
+                     id="evaluate-huge"),
+        pytest.param("evaluate", "5,5", "dptune: evaluate: argument --cutoffs: has duplicates "
+                     "(5), got '5,5'", id="evaluate-duplicates"),
+        pytest.param("dp", "1000000", "dptune: dp: argument --cutoffs: at most 32,767 (the "
+                     "longest top-N list dptune evaluates), got 1,000,000", id="dp-huge"),
+        pytest.param("dp", "1,10,1", "dptune: dp: argument --cutoffs: has duplicates (1), "
+                     "got '1,10,1'", id="dp-duplicates"),
+    ],
+)
+def test_cutoffs_flag_has_the_experiments_bound_and_no_duplicates(tmp_path, capsys, command,
+                                                                   value, start):
+    """``--cutoffs 100000000`` used to hold a top-N list of 10**8 items per user in memory
+    (OOM-killed at 24 GB), and ``5,5`` was accepted; both are refused while parsing, as the
+    experiment file's ``evaluation.cutoffs`` refuses them: one line, exit 2, nothing written."""
+    run, qrels, train = _trec_files(tmp_path)
+    (tmp_path / "runs").mkdir()
+    run.rename(tmp_path / "runs" / "sys.run")
+    out = tmp_path / "per_user.csv"
+    argv = (["evaluate", "--run", str(tmp_path / "runs" / "sys.run"), "--out", str(out)]
+            if command == "evaluate" else
+            ["dp", "--runs", str(tmp_path / "runs"), "--reports", str(tmp_path / "rep")])
+    assert _cli([*argv, "--qrels", str(qrels), "--train", str(train), "--cutoffs", value]) == 2
+    assert _one_line(capsys).startswith(start)
+    assert not out.exists() and not (tmp_path / "rep").exists()
+
+
+def test_evaluate_run_refuses_a_cutoff_beyond_the_bound(tmp_path):
+    """The API has the same bound as the flag (a cutoff of 10**8 exhausted the memory)."""
+    run, qrels, train = _trec_files(tmp_path)
+    with pytest.raises(DptuneError, match=r"^cutoffs: at most 32,767 \(the longest top-N list "
+                       r"dptune evaluates\), got 100,000,000$"):
+        evaluate_run(read_run(run), read_qrels(qrels), read_train(train), cutoffs=(10, 10**8))
+
+
+@pytest.mark.parametrize("flag", ["--run", "--qrels", "--train"])
+def test_evaluate_out_that_is_an_input_file_is_refused(tmp_path, capsys, flag):
+    """``--out`` naming a file the command reads (written differently, or through a link) used
+    to overwrite it with the per-user table; it is refused before anything is read, and the
+    input is left as it was."""
+    run, qrels, train = _trec_files(tmp_path)
+    given = {"--run": run, "--qrels": qrels, "--train": train}
+    (tmp_path / "link.csv").symlink_to(given[flag])
+    before = {p: p.read_bytes() for p in (run, qrels, train)}
+    for out in (f"{tmp_path}/./{given[flag].name}", str(tmp_path / "link.csv")):
+        assert _cli(["evaluate", "--run", str(run), "--qrels", str(qrels), "--train", str(train),
+                     "--out", out]) == 2
+        assert _one_line(capsys).startswith(f"dptune: --out: {out} is the {flag} file this "
+                                            "command reads; give another file to write")
+    assert {p: p.read_bytes() for p in (run, qrels, train)} == before
+
+
+def test_evaluate_out_that_is_a_directory_names_the_flag(tmp_path, capsys):
+    """``--out DIR`` said ``DIR: cannot write file`` after the whole evaluation, without the
+    flag; now it is one line naming ``--out`` before anything is read."""
+    run, qrels, train = _trec_files(tmp_path)
+    (tmp_path / "adir").mkdir()
+    assert _cli(["evaluate", "--run", str(run), "--qrels", str(qrels), "--train", str(train),
+                 "--out", str(tmp_path / "adir")]) == 2
+    assert _one_line(capsys).startswith(f"dptune: --out: {tmp_path / 'adir'} is a directory; "
+                                        "give the file to write")
+    assert not any((tmp_path / "adir").iterdir())

@@ -264,3 +264,55 @@ def test_even_grid_takes_the_lower_middle() -> None:
     exp = parse_experiment({"name": "x", "algorithms": [
         {"name": "userknn", "type": "userknn", "grid": f"{ROOT}/grids/quickstart-knn.toml"}]})
     assert seeds.default_config(exp, "userknn") == (2, {"k": 40})  # 10 20 [40] 80 160 320
+
+
+# ------------------------------------------------------------------ checked before any work
+
+
+@pytest.mark.parametrize(("extra", "flags", "start"), [
+    pytest.param("[seeds]\nn_seeds = 2\nfolds = 200\n", [],
+                 "{cfg}: seeds.folds: must be an integer from 2 to 127, got 200", id="folds-200"),
+    pytest.param("[seeds]\nn_seeds = 2\ngrid_seeds = 1\n", [],
+                 "{cfg}: seeds.grid_seeds: needs 0 (skip) or at least 2 seeds", id="file-grid-seeds"),
+    pytest.param("[seeds]\nn_seeds = 2\n[seeds.configs]\nuserknn = 7\n", [],
+                 "{cfg}: seeds.configs.userknn: config_id 7 is not in 0..2", id="file-config-id"),
+    pytest.param("[seeds]\nn_seeds = 2\n", ["--config-id", "userknn=0", "--config-id", "userknn=1"],
+                 "--config-id: userknn: given twice (userknn=0 and userknn=1); give one "
+                 "configuration per algorithm", id="config-id-twice"),
+    pytest.param("[seeds]\nn_seeds = 2\n", ["--config-id", "userknn=99"],
+                 "--config-id: userknn: config_id 99 is not in 0..2 (the configurations of the "
+                 "grid of userknn)", id="config-id-not-in-grid"),
+    pytest.param("[seeds]\nn_seeds = 2\n", ["--config-id", "nope=1"],
+                 "--config-id: nope: no algorithm named 'nope' in {cfg} (userknn)",
+                 id="config-id-unknown-algorithm"),
+    pytest.param("[seeds]\nn_seeds = 2\n", ["--grid", "userknn,nope"],
+                 "--grid: no algorithm named 'nope' in {cfg} (userknn)", id="grid-unknown"),
+    pytest.param("[seeds]\nn_seeds = 2\n", ["--grid-seeds", "1"],
+                 "seeds: argument --grid-seeds: must be 0 (skip the grid part) or at least 2, "
+                 "got 1", id="grid-seeds-1"),
+])
+def test_seeds_checks_everything_before_any_work(tmp_path, capsys, monkeypatch, extra, flags,
+                                                  start) -> None:
+    """A bad ``[seeds]`` setting or flag is one line naming the file and key, or the flag
+    (``--config-id uknn=99`` named ``seeds.configs.uknn`` of the file; the same algorithm given
+    twice silently kept the last), exit 2, before anything is trained or written
+    (``folds = 200`` wrote the first seed's hold-out results before failing)."""
+    cfg = _exp(tmp_path, extra, bpr=False)
+    monkeypatch.chdir(tmp_path)  # the default results and reports folders would land here
+    assert cli_main(["seeds", str(cfg), "--results", str(tmp_path / "R"), "--reports",
+                     str(tmp_path / "P"), "--no-progress", *flags]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("dptune: " + start.format(cfg=cfg)) and "\n" not in err, err
+    assert not any((tmp_path / d).exists() for d in ("R", "P", "results", "reports"))
+
+
+def test_the_default_folders_are_checked_before_any_work(tmp_path, capsys, monkeypatch) -> None:
+    """Without ``--results`` / ``--reports`` the default folders are checked as the given ones
+    are, before the study computes anything: a file where ``reports/`` goes is one line."""
+    cfg = _exp(tmp_path, "[seeds]\nn_seeds = 2\n", bpr=False)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "reports").write_text("a file")
+    assert cli_main(["seeds", str(cfg), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("dptune: --reports: reports/seeds-tiny-seeds is not writable: "), err
+    assert not (tmp_path / "results").exists()

@@ -343,3 +343,23 @@ def test_shown_path(tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path / "work")
     assert shown_path(tmp_path / "home" / "e" / "x.toml") == "~/e/x.toml"
     assert shown_path(tmp_path / "elsewhere" / "x.toml") == "x.toml"
+
+
+@pytest.mark.parametrize("given", ["missing", "file", "empty"])
+def test_main_reports_without_pairs_csv_is_refused(knn_swept, tmp_path, capsys, given) -> None:
+    """A ``--main-reports`` that does not exist, is a file, or holds no pairs.csv used to pass
+    silently: the pairs were sampled here while the report said they were the main analysis's.
+    One line naming ``--main-reports``, exit 2, no slice report."""
+    main_reports = tmp_path / "main"
+    if given == "file":
+        main_reports.write_text("not a folder")
+    elif given == "empty":
+        main_reports.mkdir()
+    assert cli_main(["slices", str(knn_swept / "results"), "--reports", str(tmp_path / "out"),
+                     "--main-reports", str(main_reports)]) == 2
+    err = capsys.readouterr().err.strip()
+    why = {"missing": "does not exist", "file": "is a file, not a reports directory",
+           "empty": "holds no pairs.csv (the main analysis's pairs)"}[given]
+    assert err.startswith(f"dptune: --main-reports: {main_reports} {why}; give the reports "
+                          "directory of the main analysis of these results") and "\n" not in err
+    assert not (tmp_path / "out").exists()
