@@ -233,10 +233,37 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=_rank)
 
 
-def _digest(root: Path) -> dict[str, bytes]:
-    """Every file under ``root`` (relative path -> bytes), folders included as empty entries."""
+def tree_digest(root: Path) -> dict[str, bytes]:
+    """Every file under ``root`` (relative path -> bytes), folders included as empty entries:
+    equal before and after a command when it changed nothing there."""
     return {str(p.relative_to(root)): (p.read_bytes() if p.is_file() else b"")
             for p in sorted(root.rglob("*"))}
+
+
+def one_error_line(err: str) -> str:
+    """``err`` (a command's stderr) is exactly one ``dptune: ...`` line, no traceback; returns
+    it."""
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("dptune: ") and "Traceback" not in err, err
+    return lines[0]
+
+
+#: A BPR-MF grid of three exponent ranges of 9,999 values each (10^12 configurations), whose
+#: first value (factors = 1.001) is not an integer: too large to expand, and wrong at once.
+HUGE_BPR = """family = "bpr-mf"
+[params.factors]
+base = 1.001
+exponent = {start = 1, stop = 9999, step = 1}
+[params.iterations]
+base = 1.001
+exponent = {start = 1, stop = 9999, step = 1}
+[params.learning_rate]
+base = 1.001
+exponent = {start = 1, stop = 9999, step = 1}
+[derived]
+user_reg = { from = "learning_rate", scale = 0.05 }
+item_reg = { from = "learning_rate", scale = 0.005 }
+"""
 
 
 @contextmanager
@@ -275,9 +302,9 @@ def _shared_store(factory: pytest.TempPathFactory, name: str,
             d.mkdir()
             build(d)
             built.touch()
-    before = _digest(d)
+    before = tree_digest(d)
     yield d
-    after = _digest(d)
+    after = tree_digest(d)
     changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
     assert not changed, f"a test changed the shared store {name}: {changed[:10]}"
 

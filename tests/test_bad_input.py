@@ -701,11 +701,6 @@ def test_subgrid_out_that_is_a_directory_or_the_grid_is_refused(tmp_path, capsys
     assert (tmp_path / "g1.toml").read_text() == grid and not any((tmp_path / "adir").iterdir())
 
 
-def _tree(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.is_file()}
-
-
 @pytest.mark.parametrize("where", ["per_user.parquet", ".", "sub/reports"])
 def test_reports_inside_a_results_directory_are_refused_and_the_store_is_untouched(
         tiny_swept, tmp_path, capsys, where):
@@ -715,9 +710,11 @@ def test_reports_inside_a_results_directory_are_refused_and_the_store_is_untouch
     was."""
     import shutil
 
+    from conftest import tree_digest
+
     root = tmp_path / "results"
     shutil.copytree(tiny_swept / "results", root)
-    before = _tree(root)
+    before = tree_digest(root)
     target = root / where
     for argv in (["analyze", str(root), "--reports", str(target), "--no-progress"],
                  ["slices", str(root), "--reports", str(target)],
@@ -729,4 +726,4 @@ def test_reports_inside_a_results_directory_are_refused_and_the_store_is_untouch
                       f"lies inside the results directory {root.resolve()}")
         assert err.startswith(f"dptune: --reports: {target} {where_text}"), err
         assert "\n" not in err
-        assert _tree(root) == before, argv
+        assert tree_digest(root) == before, argv

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import HUGE_BPR
 
 from dptune.config import load_experiment
 from dptune.errors import DptuneError
@@ -288,22 +289,6 @@ def test_a_file_that_is_not_utf8_is_one_line(tmp_path, what):
                            "file as UTF-8, as TOML requires")
 
 
-#: A BPR-MF grid of three exponent ranges of 9,999 values each (10^12 configurations), whose
-#: first value (factors = 1.001) is not an integer.
-HUGE_BPR = """family = "bpr-mf"
-[params.factors]
-base = 1.001
-exponent = {start = 1, stop = 9999, step = 1}
-[params.iterations]
-base = 1.001
-exponent = {start = 1, stop = 9999, step = 1}
-[params.learning_rate]
-base = 1.001
-exponent = {start = 1, stop = 9999, step = 1}
-[derived]
-user_reg = { from = "learning_rate", scale = 0.05 }
-item_reg = { from = "learning_rate", scale = 0.005 }
-"""
 
 
 def test_a_bad_value_of_a_huge_grid_is_named_without_expanding_it(tmp_path, monkeypatch):

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+from conftest import HUGE_BPR
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -231,21 +232,6 @@ def test_a_grid_that_excludes_every_value_is_refused_at_load():
                                      "round": "int", "exclude": [1]}}}, "g.toml")
 
 
-#: A BPR-MF grid of three exponent ranges of 9,999 values each (10^12 configurations).
-HUGE_BPR = """family = "bpr-mf"
-[params.factors]
-base = 1.001
-exponent = {start = 1, stop = 9999, step = 1}
-[params.iterations]
-base = 1.001
-exponent = {start = 1, stop = 9999, step = 1}
-[params.learning_rate]
-base = 1.001
-exponent = {start = 1, stop = 9999, step = 1}
-[derived]
-user_reg = { from = "learning_rate", scale = 0.05 }
-item_reg = { from = "learning_rate", scale = 0.005 }
-"""
 
 
 def test_a_grid_larger_than_the_cap_is_refused_before_it_is_expanded(tmp_path, monkeypatch):

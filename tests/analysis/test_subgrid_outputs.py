@@ -6,9 +6,9 @@ results directory, over the grid being read, or onto a directory (each one line 
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 import pytest
+from conftest import one_error_line, tree_digest
 
 import dptune.analysis.subgrid as subgrid
 from dptune.analysis.subgrid import grid_from_store, write_subgrid
@@ -19,34 +19,21 @@ from dptune.store._schema import PARTS
 from dptune.store._store import ResultStore
 
 
-def _digest(root: Path) -> dict[str, bytes]:
-    """Every file under ``root`` (relative path -> bytes), folders as empty entries."""
-    return {str(p.relative_to(root)): (p.read_bytes() if p.is_file() else b"")
-            for p in sorted(root.rglob("*"))}
-
-
-def _one_line(err: str) -> str:
-    """``err`` is exactly one ``dptune: ...`` line, no traceback; returns it."""
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("dptune: ") and "Traceback" not in err, err
-    return lines[0]
-
-
 def test_an_out_inside_the_results_directory_is_refused_before_anything_is_written(
         tiny_swept, tmp_path, capsys):
     """``--out RES/manifest.json`` used to print "sub-grid written", then fail: the store's
     manifest had been replaced by the grid TOML. Now the store is left as it was."""
     root = tmp_path / "results"
     shutil.copytree(tiny_swept / "results", root)
-    before = _digest(root)
+    before = tree_digest(root)
     for out in (root / "manifest.json", root / PARTS / "sub.toml", root / "new" / "sub.toml"):
         assert main(["subgrid", str(root), "--algorithm", "bpr-mf", "--out", str(out)]) == 2
         captured = capsys.readouterr()
         assert "sub-grid written" not in captured.out
-        assert _one_line(captured.err).startswith(
+        assert one_error_line(captured.err).startswith(
             f"dptune: --out: {out} lies inside the results directory {root.resolve()}, "
             "which holds only what dptune run writes"), captured.err
-    assert _digest(root) == before
+    assert tree_digest(root) == before
     assert main(["analyze", str(root), "--reports", str(tmp_path / "rep"), "--no-progress"]) == 0
 
 
@@ -79,7 +66,7 @@ def test_an_out_that_is_a_directory_or_a_grid_being_read_is_refused(tiny_swept, 
     assert grid.read_text() == text and swept.read_text() == swept_text
     for argv in (["--out", str(folder)], ["--grid", str(grid), "--out", str(grid)]):
         assert main(["subgrid", str(res), "--algorithm", "bpr-mf", *argv]) == 2
-        assert _one_line(capsys.readouterr().err).startswith(f"dptune: --out: {argv[-1]} is ")
+        assert one_error_line(capsys.readouterr().err).startswith(f"dptune: --out: {argv[-1]} is ")
     assert list(folder.iterdir()) == [] and grid.read_text() == text
 
 

@@ -6,9 +6,9 @@ path to write that lies inside a results directory (:func:`check_outside_store`)
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 import pytest
+from conftest import one_error_line, tree_digest
 
 from dptune.cli import main
 from dptune.errors import DptuneError
@@ -16,19 +16,6 @@ from dptune.store import check_outside_store
 from dptune.store._schema import PARTS
 
 FOREIGN = "its name is not <algorithm>__<fold>__<unit>.parquet"
-
-
-def _digest(root: Path) -> dict[str, bytes]:
-    """Every file under ``root`` (relative path -> bytes), folders as empty entries."""
-    return {str(p.relative_to(root)): (p.read_bytes() if p.is_file() else b"")
-            for p in sorted(root.rglob("*"))}
-
-
-def _one_line(err: str) -> str:
-    """``err`` is exactly one ``dptune: ...`` line, no traceback; returns it."""
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("dptune: ") and "Traceback" not in err, err
-    return lines[0]
 
 
 @pytest.mark.parametrize("command", ["analyze", "status"])
@@ -48,14 +35,14 @@ def test_a_manifest_of_valid_json_but_not_a_dptune_manifest_is_one_line(
     root = tmp_path / "results"
     shutil.copytree(tiny_swept / "results", root)
     (root / "manifest.json").write_text(text)
-    before = _digest(root)
+    before = tree_digest(root)
     argv = (["analyze", str(root), "--reports", str(tmp_path / "rep"), "--seed", "1",
              "--no-progress"] if command == "analyze" else ["status", str(root)])
     assert main(argv) == 2
-    line = _one_line(capsys.readouterr().err)
+    line = one_error_line(capsys.readouterr().err)
     assert line.startswith(f"dptune: {root / 'manifest.json'}: {field}"), line
     assert line.endswith("`dptune run` with the experiment's file rewrites it")
-    assert _digest(root) == before and not (tmp_path / "rep").exists()
+    assert tree_digest(root) == before and not (tmp_path / "rep").exists()
 
 
 def test_a_file_in_the_parts_folder_that_is_not_a_part_is_foreign_not_a_crash(
@@ -68,15 +55,15 @@ def test_a_file_in_the_parts_folder_that_is_not_a_part_is_foreign_not_a_crash(
     shutil.copytree(tiny_swept / "results", root)
     stray = root / PARTS / "pvalues.parquet"
     stray.write_bytes(b"a report's table, not a part")
-    before = _digest(root)
+    before = tree_digest(root)
     assert main(["status", str(root)]) == 0
     out = capsys.readouterr().out
     assert f"foreign:     {stray} (not from this experiment: {FOREIGN})" in out, out
     assert main(["analyze", str(root), "--reports", str(tmp_path / "rep"), "--no-progress"]) == 2
-    line = _one_line(capsys.readouterr().err)
+    line = one_error_line(capsys.readouterr().err)
     assert line.startswith(f"dptune: {stray}: not from this experiment ({FOREIGN}); `dptune "
                            "run` sets it aside in"), line
-    assert _digest(root) == before and not (tmp_path / "rep").exists()
+    assert tree_digest(root) == before and not (tmp_path / "rep").exists()
     assert main(["run", str(tiny_swept / "exp" / "tiny.toml"), "--results", str(root),
                  "--reports", str(tmp_path / "rep"), "--no-progress"]) == 0
     assert not stray.exists()
