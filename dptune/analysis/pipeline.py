@@ -76,6 +76,10 @@ def analyze(store: ResultStore | str | Path | pd.DataFrame,
         raise input_error("analyze", "store", f"needs a result store, its directory or a "
                           f"per-user DataFrame, got {type(store).__name__}")
     man = store.manifest()
+    if "study" in man:  # e.g. a split-seed study's per-seed grid store: not a sweep's results
+        raise input_error(store.root, None, f"holds a part of a study ({man['study']}), which "
+                          "its own command analyses and reports (dptune seeds); dptune analyze "
+                          "reads the results of dptune run")
     if isinstance(store, PerUserStore):
         opts = outside_options(store, options)
     else:
