@@ -407,6 +407,8 @@ def _validate(exp: Experiment, src: str) -> None:
                           f"{', '.join(METRICS)} (or leave it out for all of them)")
     for m in e.metrics:
         _choice(src, "evaluation.metrics", m, METRICS)
+    if twice := sorted({m for m in e.metrics if e.metrics.count(m) > 1}, key=METRICS.index):
+        raise input_error(src, "evaluation.metrics", f"has duplicates ({', '.join(twice)})")
     _choice(src, "evaluation.novelty", e.novelty, ("relevance-aware", "relevance-unaware"))
     if e.user_block < 1:
         raise input_error(src, "evaluation.user_block", "must be positive")

@@ -212,6 +212,8 @@ def _error(path) -> str:
                  id="blank"),
     pytest.param("[evaluation]\nmetrics = []\n", "evaluation.metrics: must not be empty: name at "
                  "least one of ndcg, precision, recall, mrr, efd, epc", id="no-metrics"),
+    pytest.param('[evaluation]\nmetrics = ["ndcg", "epc", "ndcg"]\n',
+                 "evaluation.metrics: has duplicates (ndcg)", id="metric-twice"),
     pytest.param('[data]\nformat = "xls"\n', "data.format: 'xls' is not one of auto, ml-dat, "
                  "ml-udata, ml-csv, recbole, amazon, csv, parquet", id="format"),
     pytest.param('[data]\nformat = "csvv"\n', "data.format: 'csvv' is not one of auto, ml-dat, "
