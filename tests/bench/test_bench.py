@@ -86,7 +86,7 @@ def test_bench_command_tiny(tmp_path: Path) -> None:
     """``python -m dptune.bench --tiny`` end to end: every line, and the markdown report."""
     report = tmp_path / "bench.md"
     proc = subprocess.run(
-        [sys.executable, "-m", "dptune.bench", "--tiny", "--analyze-scale", "0.001",
+        [sys.executable, "-m", "dptune.bench", "--tiny", "--scale", "0.001",
          "--out", str(report), "--workdir", str(tmp_path)],
         capture_output=True, text=True, timeout=900, check=False,
     )
