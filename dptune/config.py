@@ -476,6 +476,9 @@ def parse_experiment(data: dict, source: str = "<memory>", config_path: Path | N
         a = _build(AlgorithmConfig, raw, source, f"algorithms[{i}].")
         if not _NAME_RE.match(a.name):
             raise input_error(source, f"algorithms[{i}].name", "must be letters, digits, '.', '_' or '-'")
+        if "__" in a.name:  # a part is named <algorithm>__<fold>__<unit>.parquet
+            raise input_error(source, f"algorithms[{i}].name", f"{a.name!r} holds '__', which "
+                              "separates the algorithm, fold and unit in the names of its results")
         if a.name in grids:
             raise input_error(source, f"algorithms[{i}].name", f"duplicate algorithm name {a.name!r}")
         if not is_known_type(a.type):

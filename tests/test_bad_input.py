@@ -682,6 +682,19 @@ def test_status_refuses_a_config_of_another_setup(tmp_path, capsys):
     assert "uknn" in capsys.readouterr().out
 
 
+def test_status_reads_results_swept_with_a_device_override_with_their_config(tmp_path, capsys):
+    """``dptune run CONFIG --device D`` records D; status has no ``--device`` and reads the
+    results with the same CONFIG on the recorded device (it refused them as another set-up)."""
+    cfg = _setup(tmp_path)
+    on_cuda = tmp_path / "cuda.toml"
+    on_cuda.write_text(cfg.read_text().replace("[split]\n", '[sweep]\ndevice = "cuda"\n\n[split]\n'))
+    assert _run(on_cuda, tmp_path, "--no-analyze", "--device", "cpu") == 0
+    capsys.readouterr()
+    assert main(["status", str(tmp_path / "results"), "--config", str(on_cuda)]) == 0
+    out = capsys.readouterr().out
+    assert "uknn" in out and "one cuda device" not in out, out
+
+
 def test_subgrid_out_that_is_a_directory_or_the_grid_is_refused(tmp_path, capsys):
     """``subgrid --out DIR`` ended in a traceback after the work, and ``--out`` equal to the
     ``--grid`` it reads overwrote that grid: both are one line naming ``--out``."""

@@ -389,3 +389,11 @@ def test_run_refuses_with_one_line_naming_the_experiment_and_writes_nothing(tmp_
     assert len(lines) == 1 and "Traceback" not in err, err
     assert lines[0].startswith("dptune: " + start.format(cfg=cfg, dir=tmp_path)), lines[0]
     assert not (tmp_path / "results").exists() and not (tmp_path / "reports").exists()
+
+
+def test_an_algorithm_name_with_a_double_underscore_is_refused(tmp_path):
+    """A part is named ``<algorithm>__<fold>__<unit>.parquet``: an algorithm ``user__knn``
+    was accepted, then its own parts were taken for another experiment's and the run failed."""
+    cfg = _write(tmp_path, BASE.replace('name = "userknn"', 'name = "user__knn"'))
+    assert _error(cfg) == (f"{cfg}: algorithms[0].name: 'user__knn' holds '__', which separates "
+                           "the algorithm, fold and unit in the names of its results")

@@ -330,7 +330,7 @@ def cmd_seeds(args: argparse.Namespace) -> int:
                       (str(_default("results", folder)), "--results"))
     check_writable_dir(Path(results), label)
     reports = args.reports or str(_default("reports", folder))
-    _check_reports(reports, results)
+    _check_reports(reports)  # the study's --results is a cache of its own stores, not one
     files = run_seeds_study(exp, args.seeds, reports, configs or None, jobs=args.jobs,
                             progress=not args.no_progress, settings=settings,
                             cache_dir=results, grid_algorithms=grid, grid_seeds=args.grid_seeds)

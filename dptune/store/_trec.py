@@ -351,6 +351,7 @@ def write_per_user(df: pd.DataFrame, path: str | Path) -> None:
     value = [repr(float(v)) for v in out["value"].to_numpy(dtype=np.float64)]
     out = out.assign(value=value)
     try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)  # checked creatable before the work
         out.to_csv(path, index=False, lineterminator="\n")
     except OSError as err:
         raise input_error(path, None, f"cannot write file: {err.strerror or err}") from None

@@ -71,6 +71,7 @@ def status(exp: Experiment | None, results: str | Path, storage_url: str | None 
     if exp is None:
         exp = experiment_from_manifest(store)
     else:
+        exp = _on_recorded_device(exp, store)
         check_same_setup(exp, store, source or exp.source)
     folds = [str(f) for f in range(exp.split.folds)]
     design = read_design(store.root) if have_parts else None
@@ -143,6 +144,22 @@ def status(exp: Experiment | None, results: str | Path, storage_url: str | None 
     out["damaged"] = [(str(p), why) for p, why in store.damaged()] if have_parts else []
     out.update(stages(exp, store, validation_done and have_parts, reports))
     return out
+
+
+def _on_recorded_device(exp: Experiment, store: ResultStore) -> Experiment:
+    """``exp`` on the device its results were swept on, as the manifest records it: ``dptune
+    run CONFIG --device cuda`` records the device it was given, and status, which has no
+    ``--device``, reads such results with the same CONFIG (and projects them on that device)."""
+    from dataclasses import replace
+
+    try:
+        config = store.manifest().get("config") or {} if store.exists() else {}
+    except DptuneError:
+        return exp
+    device = (config.get("sweep") or {}).get("device")
+    if not isinstance(device, str) or device == exp.sweep.device:
+        return exp
+    return replace(exp, sweep=replace(exp.sweep, device=device))
 
 
 def check_same_setup(exp: Experiment, store: ResultStore, source: str) -> None:
@@ -261,20 +278,20 @@ def stages(exp: Experiment, store: ResultStore, validation_done: bool,
     ``waiting``, else parts done / planned. ``analysis``: ``missing`` (no report.md),
     ``stale`` (a result is newer than report.md) or ``done``.
 
-    ``unknown`` where this machine cannot tell: every stage without a results directory here
-    (status read from the database alone, which holds no part); the analysis when ``reports``
+    ``unknown`` where this machine cannot tell: a stage that is not off without a results
+    directory here (status read from the database alone, which holds no part); the analysis when ``reports``
     is not given (``None``: no ``--reports`` and none recorded by ``dptune run``) and the
     results are not in their default folder ``results/<name>``, whose report would be
     ``reports/<name>``: that folder may hold another results directory's report, which an
     ``dptune analyze`` without ``--reports`` would overwrite.
     """
     out: dict[str, dict[str, Any]] = {}
-    if not store.exists():
-        text = (f"not known here: no results directory {store.root} on this machine (the "
-                f"counts above are the database's)")
-        return {k: {"state": "unknown", "text": text} for k in ("test", "noise", "analysis")}
+    unknown = {"state": "unknown", "text": f"not known here: no results directory {store.root} "
+               "on this machine (the counts above are the database's)"}
     if not exp.evaluation.test_split:
         out["test"] = {"state": "off", "text": "off (evaluation.test_split = false)"}
+    elif not store.exists():
+        out["test"] = unknown
     elif not validation_done:
         out["test"] = {"state": "waiting", "text": "waiting for the validation units"}
     else:
@@ -284,6 +301,8 @@ def stages(exp: Experiment, store: ResultStore, validation_done: bool,
     seeds = int(exp.analysis.noise_seeds)
     if seeds == 0:
         out["noise"] = {"state": "off", "text": "off (analysis.noise_seeds = 0)"}
+    elif not store.exists():
+        out["noise"] = unknown
     elif not validation_done:
         out["noise"] = {"state": "waiting", "text": "waiting for the validation units"}
     else:
@@ -293,6 +312,9 @@ def stages(exp: Experiment, store: ResultStore, validation_done: bool,
         else:
             out["noise"] = _count(sum(verified(p) for p in parts), len(parts),
                                   f"parts ({seeds} seeds)")
+    if not store.exists():
+        out["analysis"] = unknown
+        return out
     default = Path("reports") / exp.name
     if reports is None and store.root.resolve() != (Path("results") / exp.name).resolve():
         out["analysis"] = {"state": "unknown", "text": (

@@ -409,3 +409,8 @@ def test_evaluate_out_that_is_a_directory_names_the_flag(tmp_path, capsys):
     assert _one_line(capsys).startswith(f"dptune: --out: {tmp_path / 'adir'} is a directory; "
                                         "give the file to write")
     assert not any((tmp_path / "adir").iterdir())
+    # a folder that does not exist yet is made (it was checked creatable before the work)
+    out = tmp_path / "new" / "deeper" / "per_user.csv"
+    assert _cli(["evaluate", "--run", str(run), "--qrels", str(qrels), "--train", str(train),
+                 "--out", str(out)]) == 0
+    assert out.read_text().startswith("user,metric,cutoff,value\n")

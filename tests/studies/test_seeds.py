@@ -254,6 +254,11 @@ def test_cli_main(tiny_study, capsys) -> None:
     rc = cli_main(["seeds", str(cfg), "--reports", str(d / "cli"), "--results", str(d / "cache"),
                    "--no-progress"])
     assert rc == 0 and (d / "cli" / "seeds_report.md").exists()
+    # the study's --results is a cache of its own stores, not a results directory: its
+    # report may go inside it
+    rc = cli_main(["seeds", str(cfg), "--reports", str(d / "cache" / "reports"), "--results",
+                   str(d / "cache"), "--no-progress"])
+    assert rc == 0 and (d / "cache" / "reports" / "seeds_report.md").exists()
     assert cli_main(["seeds", str(cfg), "--seeds", "1", "--reports", str(d / "cli")]) == 2
     assert cli_main(["seeds", str(d / "missing.toml")]) == 2
     assert "dptune:" in capsys.readouterr().err

@@ -25,6 +25,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -293,10 +294,14 @@ def _scenario(tmp_path: Path, reference: tuple[Path, Path], storage: str | None,
     assert {a: (v["done"], v["remaining"]) for a, v in st["algorithms"].items()} == {
         "userknn": (2, 0), "bpr-mf": (4, 0)}
     # the database holds no part: the later stages are not guessed ("waiting" beside "all
-    # done", or a report "up to date" that nothing here was compared with)
-    assert {k: st[k]["state"] for k in ("test", "noise", "analysis")} == dict.fromkeys(
-        ("test", "noise", "analysis"), "unknown")
+    # done", or a report "up to date" that nothing here was compared with); what the
+    # experiment turns off is known from it (this one has no test split and no noise floor)
+    assert {k: st[k]["state"] for k in ("test", "noise", "analysis")} == {
+        "test": "off", "noise": "off", "analysis": "unknown"}
     assert st["analysis"]["text"].startswith("not known here: no results directory")
+    on = status(replace(exp := load_experiment(cfg), evaluation=replace(
+        exp.evaluation, test_split=True)), elsewhere / "results" / NAME, url)
+    assert on["test"]["state"] == "unknown", on["test"]
 
     # the analysis of the shared store equals the single-process one, byte for byte
     assert main(["analyze", str(results), "--reports", str(tmp_path / "reports")]) == 0
