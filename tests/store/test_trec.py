@@ -261,8 +261,11 @@ def test_write_per_user_round_trip(tmp_path):
     assert back["metric"].tolist() == df["metric"].tolist()
     assert back["cutoff"].tolist() == df["cutoff"].tolist()
     assert back["value"].tolist() == df["value"].tolist()  # exact: full-precision repr
+    write_per_user(df, tmp_path / "missing-dir" / "x.csv")  # its folder is made
+    assert (tmp_path / "missing-dir" / "x.csv").read_bytes() == out.read_bytes()
+    (tmp_path / "a-file").write_text("")
     with pytest.raises(DptuneError, match="cannot write"):
-        write_per_user(df, tmp_path / "missing-dir" / "x.csv")
+        write_per_user(df, tmp_path / "a-file" / "x.csv")
 
 
 # --------------------------------------------------------------------------------------------
