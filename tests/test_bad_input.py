@@ -100,6 +100,8 @@ def _lines(*insert: str, at: int = 5) -> str:
                      ["timestamp", "missing column"], id="missing-column"),
         pytest.param(_lines("7,8,NaN,1234"), ["rating", "line 6"], id="nan-rating"),
         pytest.param(_lines("7,8,good,1234"), ["rating", "line 6", "'good'"], id="text-rating"),
+        pytest.param(_lines("7,8,1e39,1234"), ["rating", "line 6", "beyond the range of a rating"],
+                     id="rating-beyond-float32"),  # it became inf in the float32 ratings
         pytest.param(_lines("7,8,4,yesterday"), ["timestamp", "line 6", "'yesterday'"],
                      id="text-timestamp"),
         pytest.param(_lines("7,8,4,"), ["timestamp", "line 6", "missing"], id="empty-timestamp"),

@@ -29,7 +29,7 @@ def _finish(frame: pd.DataFrame, source: str, where) -> pd.DataFrame:
             "user": _parse_ids(frame["user"], source, "user", where),
             "item": _parse_ids(frame["item"], source, "item", where),
             "rating": (np.ones(n, dtype=np.float32) if implicit else
-                       _parse_number(frame["rating"], source, "rating", where).astype(np.float32)),
+                       _parse_rating(frame["rating"], source, where)),
             "timestamp": (_parse_timestamp(frame["timestamp"], source, where) if timed else
                           np.arange(n, dtype=np.int64)),
         }
@@ -96,6 +96,19 @@ def _parse_number(values: pd.Series, source: str, field: str, where) -> np.ndarr
             raise input_error(source, field, f"{where(i)}: missing value (empty or NaN)")
         raise input_error(source, field, f"{where(i)}: {plain(value)} is not a finite number")
     return nums
+
+
+def _parse_rating(values: pd.Series, source: str, where) -> np.ndarray:
+    """The ``rating`` column as float32, the ratings' stored type: a finite number beyond
+    float32's range (``1e39``) would become infinite there, so the first one is an error
+    naming its line, as a non-numeric one is (:func:`_parse_number`)."""
+    nums = _parse_number(values, source, "rating", where)
+    big = np.abs(nums) > np.finfo(np.float32).max
+    if big.any():
+        i = int(np.argmax(big))
+        raise input_error(source, "rating", f"{where(i)}: {plain(values.iloc[i])} is beyond the "
+                          f"range of a rating (at most {np.finfo(np.float32).max:.4g} in size)")
+    return nums.astype(np.float32)
 
 
 def _parse_timestamp(values: pd.Series, source: str, where) -> np.ndarray:
