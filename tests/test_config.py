@@ -291,8 +291,6 @@ def test_a_file_that_is_not_utf8_is_one_line(tmp_path, what):
                            "file as UTF-8, as TOML requires")
 
 
-
-
 def test_a_bad_value_of_a_huge_grid_is_named_without_expanding_it(tmp_path, monkeypatch):
     """Each hyperparameter's values are checked on their own before the grid's size, so the
     first bad value of a 10^12-configuration grid is named at once (the check walked every

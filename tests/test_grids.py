@@ -232,8 +232,6 @@ def test_a_grid_that_excludes_every_value_is_refused_at_load():
                                      "round": "int", "exclude": [1]}}}, "g.toml")
 
 
-
-
 def test_a_grid_larger_than_the_cap_is_refused_before_it_is_expanded(tmp_path, monkeypatch):
     """The size is the product of the value counts: a grid beyond MAX_CONFIGS is one line
     giving the count and the cap, and no configuration is ever built (it hung before)."""
