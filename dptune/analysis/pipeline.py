@@ -28,6 +28,7 @@ from dptune.analysis.selection import best_table, configuration_count, datasets_
 from dptune.analysis.verdict.build import build_verdict
 from dptune.analysis.verdict.families import family_judges
 from dptune.errors import input_error
+from dptune.store._files import check_not_study
 from dptune.store._per_user_store import PerUserStore
 from dptune.store._store import ResultStore
 from dptune.vocab import metric_rank
@@ -76,10 +77,7 @@ def analyze(store: ResultStore | str | Path | pd.DataFrame,
         raise input_error("analyze", "store", f"needs a result store, its directory or a "
                           f"per-user DataFrame, got {type(store).__name__}")
     man = store.manifest()
-    if "study" in man:  # e.g. a split-seed study's per-seed grid store: not a sweep's results
-        raise input_error(store.root, None, f"holds a part of a study ({man['study']}), which "
-                          "its own command analyses and reports (dptune seeds); dptune analyze "
-                          "reads the results of dptune run")
+    check_not_study(Path(getattr(store, "root", "per_user")), man)
     if isinstance(store, PerUserStore):
         opts = outside_options(store, options)
     else:

@@ -19,8 +19,8 @@ from dptune.errors import DptuneError, input_error
 #: Small files whose checksum the manifest records.
 CHECKED = ("configs.csv", "users.csv")
 
-__all__ = ["check_file", "write_manifest", "read_manifest", "manifest_problem", "write_configs",
-           "read_configs", "write_users", "write_trials_csv"]
+__all__ = ["check_file", "write_manifest", "read_manifest", "manifest_problem", "check_not_study",
+           "write_configs", "read_configs", "write_users", "write_trials_csv"]
 
 #: Sections of a manifest that are JSON objects when present (readers index into them).
 _OBJECTS = ("config", "dataset", "split", "seeds", "analysis", "files", "versions")
@@ -179,6 +179,16 @@ def manifest_problem(manifest: dict[str, Any]) -> tuple[str, str] | None:
         if key not in manifest:
             return key, "missing"
     return None
+
+
+def check_not_study(root: Path, manifest: dict[str, Any]) -> None:
+    """One line when the store at ``root`` holds a part of a study (its manifest's ``study``:
+    the split-seed study's per-seed grid stores), which that study's own command reads and
+    reports, not a sweep's results that ``dptune analyze``, ``status`` or ``slices`` read."""
+    if "study" in manifest:
+        raise input_error(root, None, f"holds a part of a study ({manifest['study']}), which "
+                          "its own command analyses and reports (dptune seeds); this command "
+                          "reads the results of dptune run")
 
 
 def check_file(root: Path, name: str) -> None:

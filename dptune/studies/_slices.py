@@ -38,6 +38,7 @@ from dptune.analysis.dp.paired_tests import PairedTest, check_test, paired_test
 from dptune.config import Experiment, load_experiment
 from dptune.errors import input_error
 from dptune.report import save_figure
+from dptune.store._files import check_not_study
 from dptune.store._store import ResultStore
 from dptune.studies._markdown import shown_path
 from dptune.studies._slices_bins import (
@@ -183,6 +184,7 @@ def run_slices_study(results_dir: str | Path, out_dir: str | Path,
     """
     store = ResultStore(results_dir)
     man = store.manifest()
+    check_not_study(store.root, man)
     if reports_dir is not None:
         check_main_reports(reports_dir)
     exp = _find_experiment(store, man, experiment)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from dptune.config import Experiment
 from dptune.errors import DptuneError, input_error
+from dptune.store._files import check_not_study
 from dptune.store._store import ResultStore
 
 __all__ = ["experiment_from_manifest"]
@@ -19,6 +20,7 @@ def experiment_from_manifest(store: ResultStore) -> Experiment:
     from dptune.config import load_experiment, parse_experiment
 
     man = store.manifest()
+    check_not_study(store.root, man)
     fingerprint = man.get("fingerprint")
     path = Path(str(man.get("experiment_file", "")))
     if path.is_file():

@@ -325,12 +325,15 @@ def test_the_default_folders_are_checked_before_any_work(tmp_path, capsys, monke
 
 def test_analyze_of_a_seed_stores_grid_part_is_one_line(tiny_study, capsys) -> None:
     """A store of the study's grid part is a result store whose manifest describes one seed's
-    CV folds, not a sweep: ``dptune analyze`` on it is one line pointing at ``dptune seeds``
-    (it was a KeyError of the missing data set), and writes nothing."""
+    CV folds, not a sweep: ``dptune analyze``, ``status`` and ``slices`` on it are one line
+    pointing at ``dptune seeds`` (a KeyError of the missing data set; a missing ``name``), and
+    write nothing."""
     d, _ = tiny_study
     store = next((d / "cache").rglob("manifest.json")).parent
-    assert cli_main(["analyze", str(store), "--reports", str(d / "rep"), "--no-progress"]) == 2
-    err = capsys.readouterr().err.strip()
-    assert err.startswith(f"dptune: {store}: holds a part of a study (seed-study grid part")
-    assert "dptune seeds" in err and "\n" not in err
-    assert not (d / "rep").exists()
+    for argv in (["analyze", str(store), "--reports", str(d / "rep"), "--no-progress"],
+                 ["status", str(store)], ["slices", str(store), "--reports", str(d / "rep")]):
+        assert cli_main(argv) == 2, argv
+        err = capsys.readouterr().err.strip()
+        assert err.startswith(f"dptune: {store}: holds a part of a study (seed-study grid part")
+        assert "dptune seeds" in err and "\n" not in err
+        assert not (d / "rep").exists()
