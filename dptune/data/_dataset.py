@@ -185,10 +185,10 @@ def _build(
                                 "so no data is left; lower it")
         keep = keep[sel]
     if kcore:
-        most_u = int(np.bincount(users[keep]).max()) if len(keep) else 0
-        most_i = int(np.bincount(items[keep]).max()) if len(keep) else 0
         mask, rounds = _kcore_mask(users[keep], items[keep], kcore)
         if len(keep) and not mask.any():
+            most_u = int(np.bincount(users[keep]).max())
+            most_i = int(np.bincount(items[keep]).max())
             after = " after min_rating" if min_rating is not None else ""
             raise _filter_error(source, experiment, "kcore", f"the {kcore}-core{{of}} is empty: "
                                 f"no users and items with at least {kcore} ratings each remain "

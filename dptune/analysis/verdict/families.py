@@ -29,8 +29,9 @@ __all__ = ["Families", "OTHER_FAMILY", "completed_families", "family_groups", "f
 Families = Sequence[tuple[str, Sequence[str]]]
 
 #: Prefix of the name of a family of left-out metrics whose default family's name the
-#: ``families`` option already uses (``other novelty``); a metric of no default family (none
-#: today) falls in the family of this name.
+#: ``families`` option already uses (``other novelty``); a metric of no default family (one
+#: dptune does not compute, such as a per-user table's ``hit@10``) falls in the family of this
+#: name.
 OTHER_FAMILY = "other"
 
 
