@@ -9,7 +9,7 @@ over the grid being read: a refused command leaves every file as it was."""
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +17,11 @@ import pandas as pd
 
 from dptune._atomic import write_text
 from dptune.errors import DptuneError, check_int, check_out_file, check_path, input_error, same_file
-from dptune.grids import Grid, load_grid, subgrid_around
+from dptune.grids import Grid, edge_warning, grid_edges, load_grid, subgrid_around
 from dptune.store._outside import check_outside_store
 from dptune.store._store import ResultStore
 
-__all__ = ["grid_from_store", "best_params", "write_subgrid"]
+__all__ = ["grid_from_store", "best_params", "write_subgrid", "WrittenSubgrid"]
 
 
 def _plain(value: Any) -> Any:
@@ -110,8 +110,20 @@ def _check_out(out: Path, store: ResultStore, grid: str | Path | None) -> None:
                               "that experiment, give another file to write")
 
 
+@dataclass(frozen=True)
+class WrittenSubgrid:
+    """What :func:`write_subgrid` wrote: the grid file ``path``, the ``best`` configuration it
+    is centred on, and ``edge_warning``, the sentence naming the hyperparameters whose best
+    value is an end of the reference grid (:func:`dptune.grids.edge_warning`; ``None`` when
+    none is: the optimum may lie outside a grid whose best sits on its edge)."""
+
+    path: Path
+    best: dict[str, Any]
+    edge_warning: str | None
+
+
 def write_subgrid(results: str | Path | ResultStore, algorithm: str, metric: str, cutoff: int,
-                  radius: int, out: str | Path, grid: str | Path | None = None) -> Path:
+                  radius: int, out: str | Path, grid: str | Path | None = None) -> WrittenSubgrid:
     """The paper's sub-grid: best value of each hyperparameter by mean metric@cutoff over the
     validation folds (:func:`best_params`), +- ``radius`` neighbours in ``grid`` (default: the
     swept grid itself; give the full Table 2 grid when the sweep was a coarse pilot); written as
@@ -119,7 +131,8 @@ def write_subgrid(results: str | Path | ResultStore, algorithm: str, metric: str
 
     ``out`` is checked first (:func:`_check_out`), the store and the grid are read and the file
     composed next, and ``out`` is written last, atomically, so that a refused call writes
-    nothing and a file ``out`` replaces is never left half written."""
+    nothing and a file ``out`` replaces is never left half written. Returns the file, the best
+    configuration and the edge warning of that reference grid (:class:`WrittenSubgrid`)."""
     check_path(out, "--out", "", "the grid file to write")
     radius = check_int(radius, "--radius", None, 0)
     store = results if isinstance(results, ResultStore) else ResultStore(results)
@@ -138,4 +151,5 @@ def write_subgrid(results: str | Path | ResultStore, algorithm: str, metric: str
     text = header + family + replace(sub, family=None).to_toml()
     out.parent.mkdir(parents=True, exist_ok=True)
     write_text(out, text)
-    return out
+    return WrittenSubgrid(out, chosen, edge_warning(algorithm, chosen,
+                                                    grid_edges(ref.values, chosen)))

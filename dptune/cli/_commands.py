@@ -268,8 +268,7 @@ def cmd_dp(args: argparse.Namespace) -> int:
 def cmd_subgrid(args: argparse.Namespace) -> int:
     """``dptune subgrid``: the paper's sub-grid around the best configuration; warns when that
     configuration sits on the edge of the grid."""
-    from dptune.analysis.subgrid import best_params, grid_from_store, write_subgrid
-    from dptune.grids import edge_warning, grid_edges, load_grid
+    from dptune.analysis.subgrid import write_subgrid
 
     store = _store(results_of(args))
     if not store.part_paths():
@@ -279,14 +278,11 @@ def cmd_subgrid(args: argparse.Namespace) -> int:
     if args.algorithm not in names:
         raise input_error("--algorithm", None, f"{args.algorithm!r} is not an algorithm of "
                           f"{store.root} ({', '.join(names)})")
-    ref = load_grid(args.grid) if args.grid else grid_from_store(store, args.algorithm)
-    params = best_params(store, args.algorithm, args.metric, args.cutoff)
-    warning = edge_warning(args.algorithm, params, grid_edges(ref.values, params))
-    out = write_subgrid(store, args.algorithm, args.metric, args.cutoff, args.radius,
-                        args.out, grid=args.grid)
-    if warning:
-        print(f"dptune: warning: {warning}", file=sys.stderr)
-    print(f"sub-grid written to {out}")
+    written = write_subgrid(store, args.algorithm, args.metric, args.cutoff, args.radius,
+                            args.out, grid=args.grid)
+    if written.edge_warning:
+        print(f"dptune: warning: {written.edge_warning}", file=sys.stderr)
+    print(f"sub-grid written to {written.path}")
     return 0
 
 
