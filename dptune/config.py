@@ -242,9 +242,15 @@ class Experiment:
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def _suggest(key: str, allowed: list[str]) -> str:
+def _did_you_mean(key: str, allowed: list[str]) -> str:
+    """`` (did you mean 'x'?)`` with the closest of ``allowed`` to ``key``, or ``""``."""
     near = difflib.get_close_matches(key, allowed, n=1)
-    return f" (did you mean '{near[0]}'?)" if near else f" (allowed: {', '.join(allowed)})"
+    return f" (did you mean '{near[0]}'?)" if near else ""
+
+
+def _suggest(key: str, allowed: list[str]) -> str:
+    """:func:`_did_you_mean`, else the list of what is allowed (for an unknown key)."""
+    return _did_you_mean(key, allowed) or f" (allowed: {', '.join(allowed)})"
 
 
 def _settings(cls: type) -> dict[str, Any]:
@@ -307,9 +313,8 @@ def _choice(source: str, where: str, value: Any, allowed: tuple[str, ...]) -> No
     """The one-line error ``'<value>' is not one of <allowed>`` (with a close match to suggest,
     ``did you mean``) unless ``value`` is one of ``allowed``."""
     if value not in allowed:
-        near = difflib.get_close_matches(str(value), list(allowed), n=1)
         raise input_error(source, where, f"{value!r} is not one of {', '.join(allowed)}"
-                          + (f" (did you mean '{near[0]}'?)" if near else ""))
+                          + _did_you_mean(str(value), list(allowed)))
 
 
 def _resolve(path: str, config_path: Path, source: str, field: str) -> Path:
