@@ -236,7 +236,8 @@ def quality_check(eng: Any, fd: Any, plan: GpuPlan) -> dict[str, Any]:
             "within": bool((gap <= floor).all())}
 
 
-def _parse(argv: Sequence[str]) -> argparse.Namespace:
+def build_gpu_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``python -m dptune.bench gpu``."""
     ap = argparse.ArgumentParser(prog="python -m dptune.bench gpu", description=(
         "The device engine on a CUDA device: BPR-MF epoch time per factor size, evaluation per "
         "configuration, kernel launches per epoch, projected full grids."))
@@ -250,6 +251,11 @@ def _parse(argv: Sequence[str]) -> argparse.Namespace:
     ap.add_argument("--out", default=None,
                     help="markdown report (default reports/benchmarks-gpu.md; never written "
                          "by --simulate)")
+    return ap
+
+
+def _parse(argv: Sequence[str]) -> argparse.Namespace:
+    ap = build_gpu_parser()
     args = ap.parse_args(list(argv))
     if args.factors is not None:
         try:

@@ -52,7 +52,8 @@ from dptune.bench._timing import log, machine_info
 __all__ = ["sweep_main", "check_projection", "render_sweep_report"]
 
 
-def _parse(argv: Sequence[str]) -> argparse.Namespace:
+def build_sweep_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``python -m dptune.bench sweep``."""
     from dptune.vocab import DEVICES
 
     ap = argparse.ArgumentParser(
@@ -71,7 +72,11 @@ def _parse(argv: Sequence[str]) -> argparse.Namespace:
     ap.add_argument("--workdir", default=None,
                     help="where the run's results and reports go (default: a temporary "
                          "directory, removed afterwards)")
-    return ap.parse_args(list(argv))
+    return ap
+
+
+def _parse(argv: Sequence[str]) -> argparse.Namespace:
+    return build_sweep_parser().parse_args(list(argv))
 
 
 def _measured_costs(path: str) -> dict[str, Any]:
