@@ -24,7 +24,7 @@ from dptune.bench._timing import log, machine_info
 
 
 def build_bench_parser() -> argparse.ArgumentParser:
-    """The benchmark's argument parser."""
+    """The benchmark's argument parser (``--tiny``, the tests' plan, is hidden)."""
     ap = argparse.ArgumentParser(prog="python -m dptune.bench", description=(
         "Benchmark of dptune's performance engine against a naive loop, and a projection of the "
         "full grid."))
@@ -42,9 +42,7 @@ def build_bench_parser() -> argparse.ArgumentParser:
                          "once instead of twice, and the analysis on a store 1%% of the full "
                          "one's size instead of 10%% (the unit costs of the projection are still "
                          "measured on ML-1M)")
-    ap.add_argument("--tiny", action="store_true",
-                    help="seconds: every step on tiny data, the plan the tests run (its figures "
-                         "are no measurement)")
+    ap.add_argument("--tiny", action="store_true", help=argparse.SUPPRESS)  # the tests' plan
     ap.add_argument("--out", default=None,
                     help="markdown report (default reports/benchmarks.md for the full run; "
                          "none for --small unless given)")
