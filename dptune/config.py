@@ -6,7 +6,6 @@ an error naming the file and the field (with a suggestion), never silently ignor
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 import math
@@ -19,7 +18,16 @@ from typing import TYPE_CHECKING, Any
 from dptune.data._fetch import KNOWN_DATASETS
 from dptune.data._options import _check_columns, _check_sep
 from dptune.data._split import MAX_FOLDS, SPLIT_METHODS
-from dptune.errors import DptuneError, check_int, check_path, input_error, plain, read_toml
+from dptune.errors import (
+    DptuneError,
+    check_int,
+    check_path,
+    did_you_mean,
+    input_error,
+    plain,
+    read_toml,
+    suggest,
+)
 from dptune.grids import Grid, check_size, load_grid
 from dptune.models._adapters import is_known_type
 from dptune.vocab import DEVICES, FORMATS, METRICS
@@ -242,17 +250,6 @@ class Experiment:
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def _did_you_mean(key: str, allowed: list[str]) -> str:
-    """`` (did you mean 'x'?)`` with the closest of ``allowed`` to ``key``, or ``""``."""
-    near = difflib.get_close_matches(key, allowed, n=1)
-    return f" (did you mean '{near[0]}'?)" if near else ""
-
-
-def _suggest(key: str, allowed: list[str]) -> str:
-    """:func:`_did_you_mean`, else the list of what is allowed (for an unknown key)."""
-    return _did_you_mean(key, allowed) or f" (allowed: {', '.join(allowed)})"
-
-
 def _settings(cls: type) -> dict[str, Any]:
     """The fields of config dataclass ``cls`` that an experiment file may write (not the
     internal ones :func:`parse_experiment` fills in), by name."""
@@ -267,7 +264,7 @@ def _build(cls: type, table: Any, source: str, prefix: str) -> Any:
     kwargs = {}
     for key, val in table.items():
         if key not in known:
-            raise input_error(source, f"{prefix}{key}", "unknown field" + _suggest(key, list(known)))
+            raise input_error(source, f"{prefix}{key}", "unknown field" + suggest(key, list(known)))
         default = known[key].default
         if isinstance(default, tuple):
             if not isinstance(val, list):
@@ -314,7 +311,7 @@ def _choice(source: str, where: str, value: Any, allowed: tuple[str, ...]) -> No
     ``did you mean``) unless ``value`` is one of ``allowed``."""
     if value not in allowed:
         raise input_error(source, where, f"{value!r} is not one of {', '.join(allowed)}"
-                          + _did_you_mean(str(value), list(allowed)))
+                          + did_you_mean(str(value), list(allowed)))
 
 
 def _resolve(path: str, config_path: Path, source: str, field: str) -> Path:
@@ -466,7 +463,7 @@ def parse_experiment(data: dict, source: str = "<memory>", config_path: Path | N
             raise input_error(source, key, "unknown field: the data is named by source in the "
                               '[data] table ([data] source = "<data set or file>")')
         if key not in top:
-            raise input_error(source, key, "unknown field" + _suggest(key, sorted(top)))
+            raise input_error(source, key, "unknown field" + suggest(key, sorted(top)))
     if "name" not in data:
         raise input_error(source, "name", "required field is missing")
     name = data["name"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 
 class DptuneError(Exception):
     """Bad input or configuration; the CLI prints ``str(err)`` on one line and exits with 2.
@@ -20,6 +22,20 @@ def input_error(source: object, field: str | None, problem: str) -> DptuneError:
     """
     where = f"{source}: {field}" if field else f"{source}"
     return DptuneError(f"{where}: {problem}")
+
+
+def did_you_mean(key: str, allowed: Sequence[str]) -> str:
+    """`` (did you mean 'x'?)`` with the closest of ``allowed`` to ``key`` (difflib's ratio of
+    at least 0.6), or ``""`` when none is close."""
+    import difflib
+
+    near = difflib.get_close_matches(key, list(allowed), n=1)
+    return f" (did you mean '{near[0]}'?)" if near else ""
+
+
+def suggest(key: str, allowed: Sequence[str]) -> str:
+    """:func:`did_you_mean`, else `` (allowed: a, b, ...)``: the hint of an unknown key."""
+    return did_you_mean(key, allowed) or f" (allowed: {', '.join(allowed)})"
 
 
 def plain(value: object) -> str:

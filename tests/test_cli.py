@@ -228,12 +228,31 @@ def test_evaluate_says_which_users_it_leaves_out(tmp_path, capsys):
     assert "; 1 user without" in captured.out and captured.err.strip().endswith("is not evaluated: r9")
 
 
+@pytest.mark.parametrize("argv, line", [
+    (["analyze", "r", "--reprots", "x"], "dptune: analyze: unrecognized arguments: --reprots x "
+     "(did you mean '--reports'?) (see dptune analyze --help)"),
+    (["data", "fetch", "ml-1m", "--force"], "dptune: data fetch: unrecognized arguments: --force "
+     "(see dptune data fetch --help)"),
+    (["run", "a.toml", "b.toml"], "dptune: run: unrecognized arguments: b.toml "
+     "(see dptune run --help)"),
+    (["status", "r", "--storage=x", "--jobz=2"], "dptune: status: unrecognized arguments: "
+     "--jobz=2 (see dptune status --help)"),
+])
+def test_an_unknown_argument_is_named_by_its_command(capsys, argv, line):
+    """An argument no parser takes is one line from the command it was given to (not the
+    top-level "dptune: unrecognized arguments"), with the closest flag of that command."""
+    assert main(argv) == 2
+    assert capsys.readouterr().err == line + "\n"
+
+
 def test_dp_takes_the_flags_of_analyze_but_the_noise_floor(tmp_path, capsys):
     runs, q, t = _write_runs(tmp_path, n_users=3, folds=("0",))
     for flag in ("--noise-seeds", "--noise-configs"):
         assert main(["dp", "--runs", str(runs), "--qrels", str(q), "--train", str(t), flag,
                      "2"]) == 2
-        assert "unrecognized arguments" in capsys.readouterr().err
+        err = capsys.readouterr().err
+        assert err.startswith(f"dptune: dp: {flag} does not apply here: outside data has no A/A "
+                              "noise floor") and err.count("\n") == 1
     with pytest.raises(SystemExit):
         main(["dp", "--help"])
     text = capsys.readouterr().out

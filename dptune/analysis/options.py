@@ -9,7 +9,6 @@ takes. Every check lives in :func:`validate_options`; a bad value is one line na
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
@@ -17,10 +16,10 @@ from typing import Any
 
 from dptune.analysis.dp.paired_tests import paired_test
 from dptune.analysis.source import ResultSource
-from dptune.errors import check_int, input_error
-from dptune.vocab import CORRECTIONS, METRICS, TESTS
+from dptune.errors import check_int, input_error, suggest
+from dptune.vocab import CORRECTIONS, METRICS, RENAMED_OPTIONS, TESTS
 
-__all__ = ["AnalysisOptions", "TESTS", "CORRECTIONS", "PAIRS", "VALUE_PAIRS", "RENAMED",
+__all__ = ["AnalysisOptions", "TESTS", "CORRECTIONS", "PAIRS", "VALUE_PAIRS",
            "DEFAULT_FAMILIES", "MIN_PAIRS", "MIN_BOOTSTRAP", "MAX_BOOTSTRAP", "MAX_RESAMPLES",
            "OUTSIDE_SEED", "validate_options", "check_names", "value_pairs_of"]
 
@@ -33,7 +32,6 @@ PAIRS = 1000
 VALUE_PAIRS = 200
 #: Option names of earlier versions -> their name now (an error in a config, mapped in a
 #: manifest written by an earlier version).
-RENAMED = {"n_pairs": "pairs", "max_pairs": "pairs"}
 
 #: Families of metrics the verdict ranks apart (name, metrics): accuracy and novelty metrics
 #: answer different questions, so the most discriminative metric is named per family. The first
@@ -304,12 +302,10 @@ def check_names(values: Mapping[str, Any], source: object = "analysis",
     the nearest option (or all of them); one error line naming the key."""
     known = [f.name for f in fields(AnalysisOptions)]
     for key in values:
-        if key in RENAMED:
-            raise input_error(source, f"{prefix}{key}", f"renamed to '{RENAMED[key]}'")
+        if key in RENAMED_OPTIONS:
+            raise input_error(source, f"{prefix}{key}", f"renamed to '{RENAMED_OPTIONS[key]}'")
         if key not in known:
-            near = difflib.get_close_matches(str(key), known, n=1)
-            hint = f" (did you mean '{near[0]}'?)" if near else f" (allowed: {', '.join(known)})"
-            raise input_error(source, f"{prefix}{key}", "unknown field" + hint)
+            raise input_error(source, f"{prefix}{key}", "unknown field" + suggest(str(key), known))
 
 
 def _families(value: Any, bad: Any) -> tuple[tuple[str, tuple[str, ...]], ...]:

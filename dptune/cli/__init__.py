@@ -14,7 +14,7 @@ from pathlib import Path
 
 from dptune._interrupt import handling
 from dptune._resources import is_out_of_space, space_error
-from dptune.cli._tree import build_parser
+from dptune.cli._tree import build_parser, parse
 from dptune.errors import DptuneError
 
 __all__ = ["build_parser", "main"]
@@ -25,7 +25,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     and ``--version`` exit with 0 as argparse does."""
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        args = build_parser().parse_args(argv)
+        args = parse(argv)
     except SystemExit as ex:
         if not ex.code:
             raise

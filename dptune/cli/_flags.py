@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from dptune.errors import input_error
-from dptune.vocab import CORRECTIONS, TESTS
+from dptune.vocab import CORRECTIONS, RENAMED_OPTIONS, TESTS
 
 
 # --------------------------------------------------------------------------- value types
@@ -263,16 +263,18 @@ class _Deprecated(argparse.Action):
         setattr(namespace, self.dest, (option_string or self.option_strings[0], values))
 
 
-class _Removed(argparse.Action):
-    """A former flag name that no longer works: one line naming the flag to give instead."""
+class _Refused(argparse.Action):
+    """A flag this command does not take although a reader may expect it (a former name, an
+    option of a sibling command): one line ``FLAG <why>``, exit code 2, rather than argparse's
+    bare "unrecognized arguments"."""
 
-    def __init__(self, option_strings: list[str], dest: str, use: str, **kwargs: Any) -> None:
+    def __init__(self, option_strings: list[str], dest: str, why: str, **kwargs: Any) -> None:
         super().__init__(option_strings, dest=argparse.SUPPRESS, **kwargs)
-        self.use = use
+        self.why = why
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
                  values: Any, option_string: str | None = None) -> None:
-        parser.error(f"{option_string} was removed: use {self.use}")
+        parser.error(f"{option_string} {self.why}")
 
 
 def deprecated_flag(p: argparse.ArgumentParser, old: str, new: str) -> None:
@@ -287,7 +289,15 @@ def deprecated_flag(p: argparse.ArgumentParser, old: str, new: str) -> None:
 def removed_flag(p: argparse.ArgumentParser, old: str, use: str) -> None:
     """Refuse the former flag name ``old`` with one line (exit code 2) saying what to give
     instead (``use``), rather than argparse's bare "unrecognized arguments"."""
-    p.add_argument(old, action=_Removed, use=use, metavar="X", help=argparse.SUPPRESS)
+    p.add_argument(old, action=_Refused, why=f"was removed: use {use}", metavar="X",
+                   help=argparse.SUPPRESS)
+
+
+def refused_flag(p: argparse.ArgumentParser, flag: str, why: str) -> None:
+    """Refuse ``flag``, which a sibling command takes, with one line (exit code 2) saying why
+    this command does not: ``FLAG does not apply here: <why>``."""
+    p.add_argument(flag, action=_Refused, why=f"does not apply here: {why}", metavar="X",
+                   help=argparse.SUPPRESS)
 
 
 def apply_deprecated(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
@@ -377,6 +387,9 @@ def analysis_flags(p: argparse.ArgumentParser, run: bool = False,
         action = g.add_argument(f.flag, dest=f"an_{f.field}", default=None,
                                 help=(f.run_help if run and f.run_help else f.help), **f.kwargs)
         action.default_text = functools.partial(analysis_default, f.field, outside)  # type: ignore[attr-defined]
+    for former, now in RENAMED_OPTIONS.items():
+        if now not in skip:
+            removed_flag(p, "--" + former.replace("_", "-"), "--" + now.replace("_", "-"))
 
 
 def analysis_default(field_name: str, outside: bool = False) -> str:

@@ -25,6 +25,7 @@ from dptune.cli._flags import (
     jobs_option,
     number,
     progress_option,
+    refused_flag,
     removed_flag,
     reports_option,
     results_argument,
@@ -32,6 +33,7 @@ from dptune.cli._flags import (
     storage_option,
     synth_default,
 )
+from dptune.errors import did_you_mean
 from dptune.store._trec import ORDERS
 from dptune.vocab import DEVICES, FORMATS, METRICS, TESTS
 
@@ -206,6 +208,9 @@ def build_parser() -> argparse.ArgumentParser:
     analysis_flags(d, title="analysis (default: those of dptune analyze, analysis seed 42; no "
                    "noise floor: it needs retraining)", skip=("noise_seeds", "noise_configs"),
                    outside=True)
+    for flag in ("--noise-seeds", "--noise-configs"):
+        refused_flag(d, flag, "outside data has no A/A noise floor, which needs the models "
+                     "retrained with other seeds (dptune run trains one)")
     d.set_defaults(func=c.cmd_dp)
 
     g = _sub(sub, "subgrid", "the paper's sub-grid around the best value of each hyperparameter")
@@ -302,7 +307,30 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
-    """Parse ``argv`` (exits with code 2 and one line on a bad flag)."""
-    return build_parser().parse_args(argv)
+    """Parse ``argv``; exits with code 2 and one line on a bad flag. An argument no parser
+    takes is named by the command it was given to, with the closest flag of that command when
+    one is close (``dptune: analyze: unrecognized arguments: --reprots x (did you mean
+    '--reports'?) (see dptune analyze --help)``), not by the top-level parser."""
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        command = _command_parser(parser, args)
+        flag = next((a.split("=", 1)[0] for a in extra if a.startswith("--")), None)
+        shown = [o for a in command._actions if a.help != argparse.SUPPRESS
+                 for o in a.option_strings if o.startswith("--")]
+        hint = did_you_mean(flag, shown) if flag else ""
+        command.error(f"unrecognized arguments: {' '.join(extra)}{hint}")
+    return args
+
+
+def _command_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The (sub-)parser of the command ``args`` ran: ``dptune data fetch``'s, ``dptune run``'s,
+    or ``parser`` itself."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            chosen = getattr(args, action.dest, None)
+            if chosen in action.choices:
+                return _command_parser(action.choices[chosen], args)
+    return parser
 
 

@@ -84,8 +84,10 @@ def test_too_few_users_per_fold_is_refused(tiny_swept, capsys, tmp_path):
 
 
 def test_the_old_max_pairs_flag_is_gone(tiny_swept, capsys):
-    assert main(["analyze", str(tiny_swept / "results"), "--max-pairs", "0"]) == 2
-    assert "unrecognized arguments: --max-pairs" in capsys.readouterr().err
+    for old in ("--max-pairs", "--n-pairs"):
+        assert main(["analyze", str(tiny_swept / "results"), old, "0"]) == 2
+        assert capsys.readouterr().err == (f"dptune: analyze: {old} was removed: use --pairs "
+                                           "(see dptune analyze --help)\n")
 
 
 def _ratings(path: Path, n_users: int, per_user: int) -> Path:
