@@ -202,15 +202,15 @@ def tiny_experiment(tmp_path: Path) -> Path:
 #: (their worker processes would compile the same kernels again), and mostly wait on heartbeats
 #: while the other worker computes. Only the order changes; no test depends on it.
 LONGEST_FIRST = (
-    "test_cli.py", "studies/test_grid_sample_study.py", "sweeper/test_distributed.py",
+    "test_cli.py", "studies/simulations/test_grid_sample_study.py", "sweeper/test_distributed.py",
     "analysis/test_grid_sample.py", "test_api.py", "analysis/test_analyze.py",
     "report/test_report_object.py", "store/test_faults.py",
     "analysis/verdict/test_verdict_analysis.py", "report/test_report.py", "test_ctrl_c.py",
-    "bench/test_bench.py", "studies/test_coverage_study.py", "studies/test_error_rates_study.py",
-    "store/test_per_user_dp.py", "studies/test_slices.py", "engine/test_bpr_engine.py",
+    "bench/test_bench.py", "studies/simulations/test_coverage_study.py", "studies/simulations/test_error_rates_study.py",
+    "store/test_per_user_dp.py", "studies/slices/test_slices.py", "engine/test_bpr_engine.py",
     "sweeper/test_part_writer.py", "analysis/dp/test_units.py",
     "models/test_readme_own_sections.py", "analysis/dp/test_dp.py", "test_bad_input.py",
-    "studies/test_seeds.py", "report/test_html_browser.py", "models/test_cornac_sweep.py",
+    "studies/seeds/test_seeds.py", "report/test_html_browser.py", "models/test_cornac_sweep.py",
     "bench/test_gpu.py", "sweeper/test_budget.py", "analysis/importance/test_importance.py",
     "sweeper/test_warmup.py", "models/test_python_sweep.py", "test_per_user.py",
     "models/test_models.py",

@@ -260,7 +260,7 @@ def test_folds_are_limited_to_what_the_fold_labels_hold(tmp_path):
 
 
 def test_seed_study_folds_are_limited_like_split_folds(tmp_path):
-    from dptune.studies._seeds_settings import load_seed_experiment
+    from dptune.studies.seeds.settings import load_seed_experiment
 
     cfg = _write(tmp_path, BASE + "[seeds]\nfolds = 200\n")
     with pytest.raises(DptuneError) as err:

@@ -314,8 +314,9 @@ def cmd_seeds(args: argparse.Namespace) -> int:
     trains: the flags, the experiment and its ``[seeds]`` table (read here, once), each
     ``--config-id`` against the experiment's grids, and the results and reports directories
     (given or default)."""
-    from dptune.studies import run_seeds_study, seeds_folder_name
-    from dptune.studies._seeds_settings import load_seed_experiment
+    from dptune.studies import run_seeds_study
+    from dptune.studies.seeds.settings import load_seed_experiment
+    from dptune.studies.seeds.study import seeds_folder_name
 
     configs = _config_ids(args.config_id)
     grid = None if args.grid is None else [g.strip() for g in args.grid.split(",") if g.strip()]

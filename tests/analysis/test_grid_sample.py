@@ -20,7 +20,7 @@ from dptune.analysis.pipeline import analyze
 from dptune.cli import main
 from dptune.report import Report
 from dptune.store._store import ResultStore
-from dptune.studies._grid_sample import _UnitsView
+from dptune.studies.simulations.grid_sample import _UnitsView
 from dptune.sweeper.design import read_design
 
 #: Test instrumentation of the sweep a test kills, imported by its process through PYTHONPATH:

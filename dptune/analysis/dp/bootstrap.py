@@ -96,7 +96,7 @@ comparisons between metrics or hyperparameters use the grouped replicates (``s =
 which their claims hold the error rate in every case studied. ``P(A more discriminative than
 B) = (1/B) #{r : pbar°_A,r < pbar°_B,r}`` over the paired ``pbar°`` (ties count as "not
 better"). Its coverage is measured
-by :mod:`dptune.studies._coverage` (``docs/statistics.md``).
+by :mod:`dptune.studies.simulations.coverage` (``docs/statistics.md``).
 """
 
 from __future__ import annotations

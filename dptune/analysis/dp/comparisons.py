@@ -38,7 +38,7 @@ power and keeps the family-wise error rate (Romano & Wolf, 2005, Theorem 3). A p
 replicates never differ (``se_h = 0``: two metrics that give the same p-value on every pair,
 such as Precision@1 and nDCG@1 with binary relevance) is not tested: ``p~ = 1``, never a claim.
 
-The error rate is measured, not assumed: :mod:`dptune.studies._error_rates` simulates
+The error rate is measured, not assumed: :mod:`dptune.studies.simulations.error_rates` simulates
 families whose metrics are equally discriminative and counts the rows with a false claim
 (``docs/statistics.md``, section 11).
 """

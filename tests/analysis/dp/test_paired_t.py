@@ -177,7 +177,7 @@ def test_the_replicates_agree_with_scipy_on_resampled_users():
 
 
 def test_the_simulations_t_test_agrees_with_scipy():
-    from dptune.studies._coverage import fold_pvalues
+    from dptune.studies.simulations.coverage import fold_pvalues
 
     rng = np.random.default_rng(5)
     x = rng.normal(size=(3, 6, 25))

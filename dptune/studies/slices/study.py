@@ -2,7 +2,7 @@
 systems", CIKM 2022 data challenge): :func:`run_slices_study`, metrics, miss rate and
 discriminative power per user slice of a result store.
 
-Slices are log-scaled bins (:mod:`dptune.studies._slices_bins`), so no threshold is chosen by
+Slices are log-scaled bins (:mod:`dptune.studies.slices.bins`), so no threshold is chosen by
 hand:
 
 - ``history``: the user's training-history length in that validation fold, i.e. the number of
@@ -16,7 +16,7 @@ hand:
   hold out is the faithful alternative (a user in a low bin is one whose relevant items are
   niche). This choice is written in every report.
 
-DP per slice (:mod:`dptune.studies._slices_dp`) uses the main analysis's pairs and test; a
+DP per slice (:mod:`dptune.studies.slices.dp`) uses the main analysis's pairs and test; a
 reference row ``all`` (every user) reproduces the main analysis's DP. Metrics per slice are
 those of the configuration the primary metric selects on validation
 (``ResultStore.best_configs``), with the EvalRS miss rate at N.
@@ -41,16 +41,16 @@ from dptune.report import save_figure
 from dptune.store._files import check_not_study
 from dptune.store._store import ResultStore
 from dptune.studies._markdown import shown_path
-from dptune.studies._slices_bins import (
+from dptune.studies.slices.bins import (
     SLICE_KINDS,
     assign_slices,
     check_base,
     members_by_slice,
     user_features,
 )
-from dptune.studies._slices_dp import main_pairs, slice_dp, slice_metrics
-from dptune.studies._slices_figure import slices_figure
-from dptune.studies._slices_report import slices_report_md
+from dptune.studies.slices.dp import main_pairs, slice_dp, slice_metrics
+from dptune.studies.slices.figure import slices_figure
+from dptune.studies.slices.report import slices_report_md
 from dptune.vocab import CSV_FLOAT, fold_key
 
 __all__ = ["run_slices_study"]

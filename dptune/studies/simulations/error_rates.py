@@ -6,7 +6,7 @@ configurations. User ``u`` of configuration ``k`` scores, on metric ``m``,
     x_mk(u) = lambda_m mu_k + b_u + sqrt(rho) z_ku + sqrt(1 - rho) e_mku,
 
 ``b_u, z_ku, e_mku ~ N(0, 1)``, ``mu_k = effect s_k / sqrt(n)`` with ``s_k`` evenly spaced in
-[-1, 1] (as in :mod:`dptune.studies._coverage`). ``z_ku`` is the user's response to
+[-1, 1] (as in :mod:`dptune.studies.simulations.coverage`). ``z_ku`` is the user's response to
 configuration ``k`` that every metric sees (``rho``: how much the metrics share; 0 = each
 metric an independent draw of the same model), ``e_mku`` the metric's own noise. A metric's
 *discriminative power* is set by ``lambda_m``: metrics with equal ``lambda`` are exactly as
@@ -50,7 +50,7 @@ from dptune.analysis.dp.paired_tests import paired_test
 from dptune.analysis.dp.pairs import sample_pairs, scope_seed
 from dptune.analysis.dp.scale import REFERENCE_P, n_possible_pairs
 from dptune.errors import check_int, input_error
-from dptune.studies._coverage import fold_pvalues
+from dptune.studies.simulations.coverage import fold_pvalues
 
 __all__ = ["FamilyCase", "ERROR_COLUMNS", "NULL_CASES", "PARTIAL_CASES", "QUICK_FAMILY_CASES",
            "run_family", "family_error_rates", "error_rate_study", "DominanceCase",
@@ -322,7 +322,7 @@ class DominanceCase:
 def true_only_mean_p(case: DominanceCase, n_samples: int = 2000, seed: int = 0) -> np.ndarray:
     """``theta_h`` of every hyperparameter: the expected mean p-value of its one-at-a-time
     pairs at ``case.users`` users per fold, from ``n_samples`` fresh folds (Monte Carlo error
-    well below the intervals' widths; p-values: :func:`dptune.studies._coverage.fold_pvalues`)."""
+    well below the intervals' widths; p-values: :func:`dptune.studies.simulations.coverage.fold_pvalues`)."""
     rng = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(10**6,)))
     sums = np.zeros(len(case.betas))
     chunk = 200

@@ -13,8 +13,8 @@ from dptune.config import Experiment
 from dptune.metrics import METRICS
 from dptune.report import Cell, display_algorithm, display_metric
 from dptune.studies._markdown import markdown_table, shown_path
-from dptune.studies._slices_bins import KIND_NAMES, SLICE_KINDS
-from dptune.studies._slices_figure import users_text
+from dptune.studies.slices.bins import KIND_NAMES, SLICE_KINDS
+from dptune.studies.slices.figure import users_text
 
 __all__ = ["slices_report_md"]
 

@@ -11,11 +11,11 @@ For S data-split seeds ``s_0 .. s_{S-1}`` (``s_i = derive_seed(split seed, "seed
 - **cross-validation**: ``split.kfold_labels(ratings, 5, s_i)`` (global random 5-fold); one model
   per fold, evaluated on that fold; the seed's value is the mean over the 5 folds.
 
-Every algorithm runs with one *default configuration* (:mod:`dptune.studies._seeds_settings`).
+Every algorithm runs with one *default configuration* (:mod:`dptune.studies.seeds.settings`).
 Evaluation is the pipeline's: "all unrated items", relevance = rating >= threshold, users with
 at least one relevant held-out item, per-user metrics averaged over users. The statistics
 (``pct_i = 100 v_i / mean``, Mann-Whitney U of ``|pct_i - 100|`` hold-out vs CV, Kendall's tau-b
-between seeds' DP rankings) are in :mod:`dptune.studies._seeds_stats`.
+between seeds' DP rankings) are in :mod:`dptune.studies.seeds.stats`.
 
 Beyond the paper, for a grid (default: the experiment's KNN algorithms, whose whole grid costs
 one similarity per fold): on the CV folds of every seed, the whole grid is trained and evaluated
@@ -23,8 +23,8 @@ one similarity per fold): on the CV folds of every seed, the whole grid is train
 configuration per metric@N is taken with ``ResultStore.best_configs`` and DP per metric@N with
 :func:`dptune.analysis.dp.fold_loop.run_fold_loop` (same pairs for every seed).
 
-The modules: settings (``_seeds_settings``), computation (``_seeds_runs``, ``_seeds_stats``),
-figure (``_seeds_figure``), report (``_seeds_report``); this one ties them together and writes.
+The modules of this package: ``settings``, computation (``runs``, ``stats``), ``figure``,
+``report``; this one ties them together and writes.
 """
 
 from __future__ import annotations
@@ -39,9 +39,9 @@ import pandas as pd
 from dptune.config import Experiment
 from dptune.errors import check_int, input_error
 from dptune.report import save_figure
-from dptune.studies._seeds_figure import seeds_figure
-from dptune.studies._seeds_report import seeds_report_md, summary_table
-from dptune.studies._seeds_runs import (
+from dptune.studies.seeds.figure import seeds_figure
+from dptune.studies.seeds.report import seeds_report_md, summary_table
+from dptune.studies.seeds.runs import (
     SeedPlan,
     execute,
     fingerprint,
@@ -49,7 +49,7 @@ from dptune.studies._seeds_runs import (
     read_defaults,
     study_ratings,
 )
-from dptune.studies._seeds_settings import (
+from dptune.studies.seeds.settings import (
     SPLITS,
     SeedSettings,
     check_choices,
@@ -58,7 +58,7 @@ from dptune.studies._seeds_settings import (
     split_seeds,
     validate_settings,
 )
-from dptune.studies._seeds_stats import (
+from dptune.studies.seeds.stats import (
     grid_stability,
     kendall_table,
     order_rows,

@@ -1,4 +1,4 @@
-"""The claims' error rates, measured (dptune.studies._error_rates): families of equally
+"""The claims' error rates, measured (dptune.studies.simulations.error_rates): families of equally
 discriminative metrics must give a row with a false "significantly less discriminative" claim
 in at most alpha = 5% of the runs, and equally dominant hyperparameters a false "dominant" in at
 most 5%; the one-at-a-time intervals hold their target about 95% of the time. The quick
@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from dptune.errors import DptuneError
-from dptune.studies import _error_rates as er
+from dptune.studies.simulations import error_rates as er
 
 
 def test_family_cases_are_what_they_say():

@@ -23,7 +23,7 @@ import pandas as pd
 from scipy import stats as sps
 
 from dptune.metrics import METRICS
-from dptune.studies._seeds_settings import SPLITS
+from dptune.studies.seeds.settings import SPLITS
 
 __all__ = ["PER_SEED_COLUMNS", "pct_of_mean", "per_seed_table", "order_rows", "summarize",
            "pooled_tests", "kendall_table", "grid_stability"]

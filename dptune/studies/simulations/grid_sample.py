@@ -55,7 +55,7 @@ from dptune.analysis.dp.pairs import scope_seed, scopes
 from dptune.analysis.dp.units import UnitSample, pair_design, unit_multipliers
 from dptune.errors import check_int
 from dptune.store._store import ResultStore
-from dptune.studies._error_rates import claim_rates, family_lambdas
+from dptune.studies.simulations.error_rates import claim_rates, family_lambdas
 from dptune.sweeper.design import design_order
 
 __all__ = ["GridCase", "GRID_SAMPLE_STUDY_COLUMNS", "FULL_GRID_CASES", "QUICK_GRID_CASES",

@@ -15,8 +15,8 @@ import pandas as pd
 
 from dptune.report import Block, Cell, Table, display_algorithm, display_metric
 from dptune.studies._markdown import markdown_table, shown_path
-from dptune.studies._seeds_runs import SeedPlan, config_text
-from dptune.studies._seeds_settings import SPLIT_NAMES, SPLITS
+from dptune.studies.seeds.runs import SeedPlan, config_text
+from dptune.studies.seeds.settings import SPLIT_NAMES, SPLITS
 
 __all__ = ["summary_table", "seeds_report_md"]
 

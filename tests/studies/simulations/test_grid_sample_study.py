@@ -1,4 +1,4 @@
-"""The grid sample, measured (dptune/studies/_grid_sample.py): the DP of the first units of a
+"""The grid sample, measured (dptune/studies/simulations/grid_sample.py): the DP of the first units of a
 design order estimates the full grid's without bias, and its interval holds the full grid's
 value about 95% of the time.
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dptune.studies._grid_sample import (
+from dptune.studies.simulations.grid_sample import (
     FULL_GRID_CASES,
     QUICK_GRID_CASES,
     REAL_GRID_SAMPLE_COLUMNS,
@@ -86,7 +86,7 @@ def test_quick_grid_sample_claims_hold_their_family_wise_error_rate():
     at most 5% of the replications, within two Monte Carlo sds (the documented study, with the
     paper's BPR-MF shape and the same users in every fold, is in docs/statistics.md section
     16)."""
-    from dptune.studies._grid_sample import (
+    from dptune.studies.simulations.grid_sample import (
         GRID_CLAIMS_COLUMNS,
         QUICK_GRID_CLAIMS_CASES,
         grid_sample_claims_study,

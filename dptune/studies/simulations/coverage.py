@@ -197,7 +197,7 @@ def fold_pvalues(x: np.ndarray, rows_a: np.ndarray, rows_b: np.ndarray) -> np.nd
     table ``x[i]`` (``(configs, users)``, one fold's per-user values): the analysis' own t-test
     (:func:`paired_test` ``("t")``, :func:`dptune.analysis.dp.paired_tests.ttest_pvalues`), table
     by table. The truths of the simulation studies (:func:`true_mean_p`,
-    :func:`dptune.studies._error_rates.true_only_mean_p`) are means of these."""
+    :func:`dptune.studies.simulations.error_rates.true_only_mean_p`) are means of these."""
     test = paired_test("t")
     return np.array([test.pvalues(table, rows_a, rows_b) for table in x]).reshape(
         len(x), len(rows_a))

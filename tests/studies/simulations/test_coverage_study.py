@@ -1,4 +1,4 @@
-"""Coverage of the robust DP interval on synthetic per-user tables (dptune.studies._coverage).
+"""Coverage of the robust DP interval on synthetic per-user tables (dptune.studies.simulations.coverage).
 
 The quick variant runs in the default test run: two moderate-difference cases (4 configurations
 = 6 pairs, and 12 configurations = 66 pairs, 150 users x 3 folds), 150 samples each, 300
@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from dptune.errors import DptuneError
-from dptune.studies import _coverage as cv
+from dptune.studies.simulations import coverage as cv
 
 
 def test_truth_is_the_expected_mean_p_at_n_users():

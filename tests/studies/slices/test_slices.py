@@ -11,7 +11,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import dptune.studies as slices
 from dptune.analysis.dp import curves as dp
 from dptune.analysis.dp import paired_tests
 from dptune.analysis.dp.fold_loop import run_fold_loop
@@ -21,6 +20,16 @@ from dptune.analysis.result import AnalysisResult
 from dptune.cli import main as _main
 from dptune.errors import DptuneError
 from dptune.store import ResultStore
+from dptune.studies import run_slices_study
+from dptune.studies.slices.bins import (
+    assign_slices,
+    bin_bounds,
+    bin_label,
+    log_bin,
+    members_by_slice,
+    user_features,
+)
+from dptune.studies.slices.dp import main_pairs, slice_dp, slice_metrics
 
 T = paired_test("t")
 
@@ -30,7 +39,7 @@ def analyze(store, pairs, seed):
     return run_fold_loop(store, AnalysisOptions(pairs=pairs, seed=seed, bootstrap=0))
 
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def cli_main(argv: list[str]) -> int:
@@ -46,15 +55,15 @@ def cli_main(argv: list[str]) -> int:
 
 def test_log_bins_are_exact_at_powers() -> None:
     x = np.array([0, 0.5, 1, 1.9, 2, 3, 4, 7, 8, 15.999, 16, 1023, 1024, 2**40])
-    e = slices.log_bin(x, 2)
+    e = log_bin(x, 2)
     assert e.tolist() == [-1, -1, 0, 0, 1, 1, 2, 2, 3, 3, 4, 9, 10, 40]
-    assert slices.log_bin(np.array([9, 10, 99, 100, 999, 1000]), 10).tolist() == [0, 1, 1, 2, 2, 3]
-    assert slices.bin_label(3) == "[8, 16)" and slices.bin_label(-1) == "[0, 1)"
-    assert slices.bin_bounds(2, 10) == (100.0, 1000.0)
+    assert log_bin(np.array([9, 10, 99, 100, 999, 1000]), 10).tolist() == [0, 1, 1, 2, 2, 3]
+    assert bin_label(3) == "[8, 16)" and bin_label(-1) == "[0, 1)"
+    assert bin_bounds(2, 10) == (100.0, 1000.0)
     with pytest.raises(DptuneError):
-        slices.log_bin(np.array([-1.0]))
+        log_bin(np.array([-1.0]))
     with pytest.raises(DptuneError):
-        slices.log_bin(np.array([1.0]), base=1)
+        log_bin(np.array([1.0]), base=1)
 
 
 @settings(max_examples=50, deadline=None)
@@ -63,14 +72,14 @@ def test_log_bins_are_exact_at_powers() -> None:
 def test_bins_are_log_scaled_and_cover_every_user_once(values, base) -> None:
     feats = pd.DataFrame({"fold": "0", "user": np.arange(len(values), dtype=np.int32),
                           "history": np.asarray(values, dtype=float)})
-    a = slices.assign_slices(feats, "history", base)
+    a = assign_slices(feats, "history", base)
     assert len(a) == len(values) and a["user"].is_unique  # every user exactly once
     x = feats["history"].to_numpy()
     assert (a["lo"].to_numpy() <= x).all() and (x < a["hi"].to_numpy()).all()
     geo = a[a["bin"] >= 0]
     assert np.allclose(geo["hi"] / geo["lo"], base)  # geometric (log-scaled) bins
     assert (geo["lo"] == float(base) ** geo["bin"]).all()
-    members = slices.members_by_slice(a)
+    members = members_by_slice(a)
     got = np.sort(np.concatenate([m["0"] for m in members.values()]))
     assert np.array_equal(got, np.arange(len(values)))
 
@@ -124,10 +133,10 @@ class ToyStore:
 
 def test_slice_dp_equals_dp_on_the_subset_of_users() -> None:
     store = ToyStore()
-    pairs = slices.main_pairs(store, "alg", 6, seed=11)
+    pairs = main_pairs(store, "alg", 6, seed=11)
     subset = {"0": np.arange(10, 40), "1": np.arange(30, 70, 2)}
     other = {"0": np.arange(0, 10), "1": np.arange(5, 30)}
-    got = slices.slice_dp(store, "alg", pairs, {"a": subset, "b": other}, store.mcs, T)
+    got = slice_dp(store, "alg", pairs, {"a": subset, "b": other}, store.mcs, T)
     # 1) by hand: paired tests on the slice's columns, curves averaged over folds
     for m, c in store.mcs:
         curves = []
@@ -154,16 +163,16 @@ def test_main_pairs_match_the_main_analysis_and_pairs_csv(tmp_path: Path) -> Non
     store = ToyStore(n_configs=9)
     an = analyze(store, pairs=7, seed=5)
     want = an.pairs[an.pairs.scope == "all"].sort_values("pair_index")[["config_a", "config_b"]].to_numpy()
-    assert np.array_equal(slices.main_pairs(store, "alg", 7, 5), want)
+    assert np.array_equal(main_pairs(store, "alg", 7, 5), want)
     AnalysisResult(dp=an).write_data(tmp_path)
     # pairs.csv wins over sampling (different n_pairs/seed would sample something else)
-    assert np.array_equal(slices.main_pairs(store, "alg", 3, 99, tmp_path), want)
+    assert np.array_equal(main_pairs(store, "alg", 3, 99, tmp_path), want)
 
 
 def test_slice_metrics_and_miss_rate() -> None:
     store = ToyStore()
     members = {"s": {"0": np.array([1, 2, 3]), "1": np.array([5, 6])}}
-    got = slices.slice_metrics(store, "alg", 2, members, store.mcs).set_index("metric")
+    got = slice_metrics(store, "alg", 2, members, store.mcs).set_index("metric")
     vals, prec = [], []
     for fold, users in (("0", [1, 2, 3]), ("1", [5, 6])):
         cols = np.searchsorted(store.users[fold], users)
@@ -176,8 +185,8 @@ def test_slice_metrics_and_miss_rate() -> None:
 
 def test_empty_or_tiny_slices_get_p_one() -> None:
     store = ToyStore()
-    pairs = slices.main_pairs(store, "alg", 4, seed=1)
-    got = slices.slice_dp(store, "alg", pairs, {"one": {"0": np.array([3])}, "none": {"1": np.array([999])}},
+    pairs = main_pairs(store, "alg", 4, seed=1)
+    got = slice_dp(store, "alg", pairs, {"one": {"0": np.array([3])}, "none": {"1": np.array([999])}},
                           store.mcs[:1], T)
     assert np.allclose(got["dp_sum"], len(pairs)) and np.allclose(got["dp_per_25"], 25.0)
 
@@ -190,7 +199,7 @@ def slices_study(knn_swept, tmp_path_factory):
     """The slice study of conftest's :func:`knn_swept` (UserKNN alone, swept and analysed),
     written into a folder of its own: (the swept directory, that folder, the files written)."""
     out = tmp_path_factory.mktemp("slices") / "out"
-    files = slices.run_slices_study(knn_swept / "results", out, knn_swept / "reports")
+    files = run_slices_study(knn_swept / "results", out, knn_swept / "reports")
     return knn_swept, out, files
 
 
@@ -226,7 +235,7 @@ def test_history_is_recomputed_from_each_folds_training_data(knn_swept) -> None:
     from dptune.sweeper import prepare
 
     prep = prepare(load_experiment(knn_swept / "tiny.toml"))
-    feats = slices.user_features(prep, ["0", "1"])
+    feats = user_features(prep, ["0", "1"])
     for fold in ("0", "1"):
         fd = prep.fold(fold)
         f = feats[feats.fold == fold]
@@ -303,18 +312,18 @@ def test_slices_read_each_fold_once_as_the_fold_loop_does(knn_swept, test) -> No
         for f in folds:
             users, _ = store.read_matrix(alg, *mcs[0], f, ids)
             members[name][f] = np.sort(rng.choice(users, len(users) // share, replace=False))
-    pairs = slices.main_pairs(store, alg, 5, seed=7)
+    pairs = main_pairs(store, alg, 5, seed=7)
     batched, fallback = _Counted(store, True), _Counted(store, False)
     paired = paired_test(test, 200)
-    got = slices.slice_dp(batched, alg, pairs, members, mcs, paired, seed=7)
+    got = slice_dp(batched, alg, pairs, members, mcs, paired, seed=7)
     assert batched.calls == [("read_fold", f) for f in folds]
-    want = slices.slice_dp(fallback, alg, pairs, members, mcs, paired, seed=7)
+    want = slice_dp(fallback, alg, pairs, members, mcs, paired, seed=7)
     assert len(fallback.calls) == len(folds) * len(mcs)
     pd.testing.assert_frame_equal(got, want, check_exact=True)
     batched.calls.clear()
-    got = slices.slice_metrics(batched, alg, int(ids[1]), members, mcs)
+    got = slice_metrics(batched, alg, int(ids[1]), members, mcs)
     assert batched.calls == [("read_fold", f) for f in folds]
-    want = slices.slice_metrics(fallback, alg, int(ids[1]), members, mcs)
+    want = slice_metrics(fallback, alg, int(ids[1]), members, mcs)
     pd.testing.assert_frame_equal(got, want, check_exact=True)
 
 

@@ -11,13 +11,28 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-import dptune.studies as seeds
 from dptune.cli import main as _main
 from dptune.config import parse_experiment
 from dptune.errors import DptuneError
-from dptune.studies._seeds_runs import _CACHE_COLUMNS
+from dptune.studies import run_seeds_study
+from dptune.studies.seeds.runs import _CACHE_COLUMNS
+from dptune.studies.seeds.settings import (
+    default_config,
+    load_seed_experiment,
+    resolve_configs,
+    split_seeds,
+)
+from dptune.studies.seeds.stats import (
+    PER_SEED_COLUMNS,
+    grid_stability,
+    kendall_table,
+    pct_of_mean,
+    per_seed_table,
+    pooled_tests,
+    summarize,
+)
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def cli_main(argv: list[str]) -> int:
@@ -63,11 +78,11 @@ def test_pct_of_mean_sums_to_100_n() -> None:
     rng = np.random.default_rng(1)
     for n in (2, 5, 20):
         v = rng.uniform(0.1, 0.5, n)
-        pct = seeds.pct_of_mean(v)
+        pct = pct_of_mean(v)
         assert pct.sum() == pytest.approx(100.0 * n)
         assert pct.mean() == pytest.approx(100.0)
         assert pct == pytest.approx(100 * v / v.mean())
-    assert np.isnan(seeds.pct_of_mean(np.zeros(3))).all()
+    assert np.isnan(pct_of_mean(np.zeros(3))).all()
 
 
 def _cache_frame(rng: np.random.Generator, n_seeds: int = 6) -> pd.DataFrame:
@@ -85,8 +100,8 @@ def _cache_frame(rng: np.random.Generator, n_seeds: int = 6) -> pd.DataFrame:
 
 def test_per_seed_table_cv_is_fold_mean_and_pct_mean_is_100() -> None:
     cache = _cache_frame(np.random.default_rng(2))
-    ps = seeds.per_seed_table(cache, "toy")
-    assert list(ps.columns) == seeds.PER_SEED_COLUMNS
+    ps = per_seed_table(cache, "toy")
+    assert list(ps.columns) == PER_SEED_COLUMNS
     g = ps.groupby(["algorithm", "split", "metric", "cutoff"])["pct_of_mean"]
     assert np.allclose(g.mean(), 100.0)
     assert np.allclose(g.sum(), 100.0 * 6)
@@ -97,8 +112,8 @@ def test_per_seed_table_cv_is_fold_mean_and_pct_mean_is_100() -> None:
 
 
 def test_summary_uses_mann_whitney_on_absolute_deviations() -> None:
-    ps = seeds.per_seed_table(_cache_frame(np.random.default_rng(3), n_seeds=8), "toy")
-    summ = seeds.summarize(ps)
+    ps = per_seed_table(_cache_frame(np.random.default_rng(3), n_seeds=8), "toy")
+    summ = summarize(ps)
     assert len(summ) == 4
     for r in summ.itertuples(index=False):
         sel = ps[(ps.metric == r.metric) & (ps.cutoff == r.cutoff)]
@@ -120,10 +135,10 @@ def test_mann_whitney_detects_a_clear_difference() -> None:
         for split, dev in (("holdout", 10.0), ("cv", 1.0)):
             sign = 1 if i % 2 else -1
             rows.append(("d", "a", split, i, "ndcg", 1, 1.0, 100 + sign * dev * (1 + i / 10), i, 0))
-    ps = pd.DataFrame(rows, columns=seeds.PER_SEED_COLUMNS)
-    summ = seeds.summarize(ps)
+    ps = pd.DataFrame(rows, columns=PER_SEED_COLUMNS)
+    summ = summarize(ps)
     assert summ["mwu_p"].iloc[0] < 1e-3
-    pooled = seeds.pooled_tests(ps, ["ndcg"])
+    pooled = pooled_tests(ps, ["ndcg"])
     assert pooled["mwu_p"].iloc[0] == pytest.approx(summ["mwu_p"].iloc[0])
 
 
@@ -135,7 +150,7 @@ def test_kendall_tau_on_a_hand_made_case() -> None:
     dps = {0: [1.0, 2.0, 3.0, 4.0], 1: [1.0, 2.0, 4.0, 3.0], 2: [4.0, 3.0, 2.0, 1.0]}
     rows = [("d", "a", s, m, 10, v) for s, vals in dps.items() for m, v in zip(metrics, vals, strict=True)]
     grid = pd.DataFrame(rows, columns=["dataset", "algorithm", "seed_index", "metric", "cutoff", "dp_per_25"])
-    kt = seeds.kendall_table(grid)
+    kt = kendall_table(grid)
     at10 = kt[kt.cutoff == "10"].set_index(["seed_a", "seed_b"])["tau"]
     assert at10[(0, 1)] == pytest.approx(4 / 6)  # one discordant pair of six
     assert at10[(0, 2)] == pytest.approx(-1.0)
@@ -150,7 +165,7 @@ def test_grid_stability_counts_best_configs() -> None:
         "metric": ["ndcg"] * 3 + ["recall"] * 3, "cutoff": 10,
         "best_config_id": [3, 3, 5, 1, 2, 3], "best_params": ["k=3", "k=3", "k=5", "k=1", "k=2", "k=3"],
         "dp_per_25": [1.0, 2.0, 1.0, 2.0, 1.0, 3.0], "dp_rank": [1, 2, 1, 2, 1, 2], "n_pairs": 6})
-    st = seeds.grid_stability(grid).set_index("metric")
+    st = grid_stability(grid).set_index("metric")
     assert st.loc["ndcg", "modal_best_config"] == 3
     assert st.loc["ndcg", "modal_share"] == pytest.approx(2 / 3)
     assert st.loc["recall", "n_distinct_best"] == 3
@@ -162,40 +177,40 @@ def test_grid_stability_counts_best_configs() -> None:
 
 
 def test_default_config_is_the_grid_middle(tmp_path: Path) -> None:
-    exp, st = seeds.load_seed_experiment(_exp(tmp_path))
-    chosen = seeds.resolve_configs(exp, {})
+    exp, st = load_seed_experiment(_exp(tmp_path))
+    chosen = resolve_configs(exp, {})
     assert chosen["userknn"][1] == {"k": 20}  # [10, 20, 40]: the middle
     cid, cfg = chosen["bpr-mf"]
     assert (cfg["factors"], cfg["iterations"], cfg["learning_rate"]) == (8, 1, 0.05)
     assert cfg["user_reg"] == pytest.approx(0.05 * 0.05)
     assert exp.grids["bpr-mf"].configs()[cid] == cfg
-    chosen = seeds.resolve_configs(exp, {"userknn": 2, "bpr-mf": {"factors": 16, "learning_rate": 0.2}})
+    chosen = resolve_configs(exp, {"userknn": 2, "bpr-mf": {"factors": 16, "learning_rate": 0.2}})
     assert chosen["userknn"] == (2, {"k": 40})
     assert chosen["bpr-mf"][0] == -1 and chosen["bpr-mf"][1]["item_reg"] == pytest.approx(0.001)
     with pytest.raises(DptuneError, match="seeds.configs.userknn"):
-        seeds.resolve_configs(exp, {"userknn": 99})
+        resolve_configs(exp, {"userknn": 99})
     with pytest.raises(DptuneError, match="seeds.configs.bpr-mf.alpha"):
-        seeds.resolve_configs(exp, {"bpr-mf": {"alpha": 1}})
+        resolve_configs(exp, {"bpr-mf": {"alpha": 1}})
     with pytest.raises(DptuneError, match="no algorithm"):
-        seeds.resolve_configs(exp, {"als": 1})
+        resolve_configs(exp, {"als": 1})
 
 
 def test_seed_table_is_validated(tmp_path: Path) -> None:
-    exp, st = seeds.load_seed_experiment(_exp(tmp_path, "[seeds]\nn_seeds = 4\n[seeds.configs]\nuserknn = 1\n"))
+    exp, st = load_seed_experiment(_exp(tmp_path, "[seeds]\nn_seeds = 4\n[seeds.configs]\nuserknn = 1\n"))
     assert st.n_seeds == 4 and st.configs == {"userknn": 1}
     with pytest.raises(DptuneError, match="seeds.n_sedes"):
-        seeds.load_seed_experiment(_exp(tmp_path, "[seeds]\nn_sedes = 4\n"))
+        load_seed_experiment(_exp(tmp_path, "[seeds]\nn_sedes = 4\n"))
     with pytest.raises(DptuneError, match="seeds.train_ratio"):
-        seeds.load_seed_experiment(_exp(tmp_path, "[seeds]\ntrain_ratio = 1.5\n"))
+        load_seed_experiment(_exp(tmp_path, "[seeds]\ntrain_ratio = 1.5\n"))
 
 
 def test_split_seeds_are_stable_prefixes(tmp_path: Path) -> None:
-    exp, _ = seeds.load_seed_experiment(_exp(tmp_path))
-    a, b = seeds.split_seeds(exp, 3), seeds.split_seeds(exp, 6)
+    exp, _ = load_seed_experiment(_exp(tmp_path))
+    a, b = split_seeds(exp, 3), split_seeds(exp, 6)
     assert a == b[:3] and len(set(b)) == 6
     other = parse_experiment({**{"name": "x", "seed": 4}, "algorithms": [
         {"name": "userknn", "type": "userknn", "grid": f"{ROOT}/grids/quickstart-knn.toml"}]})
-    assert seeds.split_seeds(other, 3) != a
+    assert split_seeds(other, 3) != a
 
 
 # ------------------------------------------------------------------ end to end
@@ -205,7 +220,7 @@ def test_split_seeds_are_stable_prefixes(tmp_path: Path) -> None:
 def tiny_study(tmp_path_factory):
     d = tmp_path_factory.mktemp("seeds")
     cfg = _exp(d, "[seeds]\nn_seeds = 2\nfolds = 3\ngrid_algorithms = [\"userknn\"]\n")
-    files = seeds.run_seeds_study(cfg, out_dir=d / "out", cache_dir=d / "cache", jobs=1,
+    files = run_seeds_study(cfg, out_dir=d / "out", cache_dir=d / "cache", jobs=1,
                                   progress=False)
     return d, files
 
@@ -219,7 +234,7 @@ def test_end_to_end_writes_every_file(tiny_study) -> None:
             "seeds_grid_stability.csv"} <= names
     assert all(p.exists() and p.stat().st_size > 0 for p in files)
     ps = pd.read_csv(d / "out" / "seeds_per_seed.csv")
-    assert list(ps.columns) == seeds.PER_SEED_COLUMNS
+    assert list(ps.columns) == PER_SEED_COLUMNS
     assert set(ps.split) == {"holdout", "cv"} and set(ps.algorithm) == {"userknn", "bpr-mf"}
     assert ps.seed.nunique() == 2
     g = ps.groupby(["algorithm", "split", "metric", "cutoff"])["pct_of_mean"]
@@ -242,7 +257,7 @@ def test_rerun_resumes_from_the_cache(tiny_study) -> None:
     parts = sorted((d / "cache").rglob("*.parquet"))
     stamps = {p: p.stat().st_mtime_ns for p in parts}
     before = (d / "out" / "seeds_per_seed.csv").read_bytes()
-    seeds.run_seeds_study(_exp(d, "[seeds]\nn_seeds = 2\nfolds = 3\ngrid_algorithms = [\"userknn\"]\n"),
+    run_seeds_study(_exp(d, "[seeds]\nn_seeds = 2\nfolds = 3\ngrid_algorithms = [\"userknn\"]\n"),
                           out_dir=d / "out", cache_dir=d / "cache", progress=False)
     assert {p: p.stat().st_mtime_ns for p in parts} == stamps
     assert (d / "out" / "seeds_per_seed.csv").read_bytes() == before
@@ -268,7 +283,7 @@ def test_cli_main(tiny_study, capsys) -> None:
 def test_even_grid_takes_the_lower_middle() -> None:
     exp = parse_experiment({"name": "x", "algorithms": [
         {"name": "userknn", "type": "userknn", "grid": f"{ROOT}/grids/quickstart-knn.toml"}]})
-    assert seeds.default_config(exp, "userknn") == (2, {"k": 40})  # 10 20 [40] 80 160 320
+    assert default_config(exp, "userknn") == (2, {"k": 40})  # 10 20 [40] 80 160 320
 
 
 # ------------------------------------------------------------------ checked before any work

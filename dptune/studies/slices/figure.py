@@ -9,7 +9,7 @@ import pandas as pd
 
 from dptune.metrics import METRICS
 from dptune.report import display_algorithm, display_metric
-from dptune.studies._slices_bins import SLICE_KINDS
+from dptune.studies.slices.bins import SLICE_KINDS
 from dptune.vocab import METRIC_COLORS
 
 __all__ = ["slices_figure", "users_text"]

@@ -38,7 +38,7 @@ from dptune.errors import input_error
 from dptune.metrics import METRICS, evaluate
 from dptune.models import get_family
 from dptune.store._store import ResultStore, UnitResult
-from dptune.studies._seeds_settings import SPLITS, SeedSettings
+from dptune.studies.seeds.settings import SPLITS, SeedSettings
 from dptune.sweeper._plan import derive_seed, plan
 from dptune.sweeper._prepare import FoldData, fold_data
 
