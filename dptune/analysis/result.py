@@ -71,8 +71,8 @@ class MetricFamilies:
       (:func:`dptune.analysis.verdict.families.family_groups`).
     - ``judges``: family -> its metrics in the order in which they judge the family's choices
       on the test split: the primary metric, then the family's metrics as configured, then the
-      others; the judge of some of the family's metrics is the first of them in this order
-      (:func:`dptune.analysis.verdict.families.family_judge`).
+      others (:func:`dptune.analysis.verdict.families.judge_order`); the judge of some of the
+      family's metrics is the first of them in this order.
     """
 
     groups: tuple[tuple[str, tuple[str, ...]], ...] = ()
@@ -83,18 +83,10 @@ class MetricFamilies:
                    primary_metric: str) -> MetricFamilies:
         """The families of ``metrics`` under the ``families`` option, with the judges of
         ``primary_metric``."""
-        from dptune.analysis.verdict.families import completed_families, family_groups
+        from dptune.analysis.verdict.families import family_groups, judge_order
 
-        metrics = [str(m) for m in metrics]
-        groups = family_groups(metrics, families)
-        configured: dict[str, list[str]] = {}
-        for name, members in completed_families(metrics, families):
-            configured.setdefault(name, members)
-        judges = {}
-        for name, ms in groups:
-            first = [primary_metric] if primary_metric in ms else []
-            own = [m for m in configured.get(name, []) if m in ms]
-            judges[name] = tuple(dict.fromkeys([*first, *own, *ms]))
+        groups = family_groups([str(m) for m in metrics], families)
+        judges = {name: tuple(judge_order(name, ms, primary_metric, families)) for name, ms in groups}
         return cls(tuple((name, tuple(ms)) for name, ms in groups), judges)
 
     def of(self, metrics: Iterable[str]) -> list[tuple[str, list[str]]]:

@@ -23,7 +23,7 @@ from dptune.analysis.options import DEFAULT_FAMILIES
 from dptune.vocab import metric_rank
 
 __all__ = ["Families", "OTHER_FAMILY", "completed_families", "family_groups", "family_judge",
-           "family_judges", "order_metrics"]
+           "family_judges", "judge_order", "order_metrics"]
 
 #: ``(name, metrics)`` per family of metrics, as :class:`dptune.AnalysisOptions` holds them.
 Families = Sequence[tuple[str, Sequence[str]]]
@@ -68,17 +68,22 @@ def family_groups(metrics: Iterable[str], families: Families = DEFAULT_FAMILIES
     return out
 
 
+def judge_order(family: str, metrics: Sequence[str], primary_metric: str,
+                families: Families = DEFAULT_FAMILIES) -> list[str]:
+    """``metrics`` (a family's) in the order in which they judge the family's choices on the
+    test split: the primary metric, then the family's members as configured (a left-out
+    family's in its default family's order, :func:`completed_families`), then the others as
+    given. The judge of the family is the first (:func:`family_judge`)."""
+    members = next((ms for name, ms in completed_families(metrics, families) if name == family), [])
+    first = [primary_metric] if primary_metric in metrics else []
+    return list(dict.fromkeys([*first, *(m for m in members if m in metrics), *map(str, metrics)]))
+
+
 def family_judge(family: str, metrics: Sequence[str], primary_metric: str,
                  families: Families = DEFAULT_FAMILIES) -> str:
-    """The metric that judges a family's choices on the test split (module docstring)."""
-    if primary_metric in metrics:
-        return primary_metric
-    for name, members in completed_families(metrics, families):
-        if name == family:
-            for m in members:
-                if m in metrics:
-                    return str(m)
-    return str(metrics[0])
+    """The metric that judges a family's choices on the test split (module docstring): the
+    first of :func:`judge_order`."""
+    return judge_order(family, metrics, primary_metric, families)[0]
 
 
 def family_judges(families: Families, primary_metric: str, metrics: Iterable[str] = ()

@@ -4,7 +4,10 @@ configuration each algorithm runs with.
 The seeds are ``s_i = derive_seed(split seed, "seed-study", i)``; the default configuration of
 an algorithm is the grid's middle value of each free hyperparameter (index
 ``floor((n - 1) / 2)`` of its ``n`` values in grid order), unless ``[seeds.configs]`` or the
-caller names another one. Every bad value is a one-line input error naming the file and key.
+caller names another one. Every bad value is a one-line input error naming the file and key,
+or the flag (``--grid``, ``--config-id``, ``--grid-seeds``) of an override. Each rule is one
+function (:func:`check_algorithm`, :func:`check_config`, :func:`check_grid_seeds`) that both
+routes call with where the value came from, so that a problem reads the same on both.
 """
 
 from __future__ import annotations
@@ -28,6 +31,9 @@ __all__ = [
     "SeedSettings",
     "parse_seed_settings",
     "load_seed_experiment",
+    "check_algorithm",
+    "check_config",
+    "check_grid_seeds",
     "validate_settings",
     "check_choices",
     "split_seeds",
@@ -62,6 +68,48 @@ class SeedSettings:
     cache: str | None = None
 
 
+def check_algorithm(exp: Experiment, name: str, source: object, field: str | None) -> None:
+    """The one-line error ``<source>: <field>: no algorithm named 'x' in <experiment file>
+    (a, b, ...)`` unless ``exp`` has an algorithm ``name``. ``source``/``field`` say where the
+    name came from: the experiment file and its key (``seeds.grid_algorithms``,
+    ``seeds.configs.<alg>``), or a flag (``--grid``, ``--config-id`` and the algorithm)."""
+    names = [a.name for a in exp.algorithms]
+    if name not in names:
+        raise input_error(source, field, f"no algorithm named {name!r} in {exp.source} "
+                          f"({', '.join(names)})")
+
+
+def check_config(exp: Experiment, alg: str, spec: Any, source: object, field: str | None
+                 ) -> int | dict[str, Any]:
+    """One configuration choice ``alg = spec``, as a ``config_id`` (``int``) of the grid of
+    ``alg`` or a table of hyperparameter values (``dict``; its keys are checked by
+    :func:`resolve_configs`). ``spec`` may be a ``config_id``, ``{"config_id": id}`` or a
+    table; ``alg`` must name an algorithm of ``exp`` (:func:`check_algorithm`). Else one line
+    ``<source>: <field>: <problem>``, e.g. ``config_id 99 is not in 0..14 (the configurations
+    of the grid of userknn)``."""
+    check_algorithm(exp, alg, source, field)
+    if isinstance(spec, dict) and set(spec) == {"config_id"}:
+        spec = spec["config_id"]
+    if isinstance(spec, (int, np.integer)) and not isinstance(spec, bool):
+        n = exp.grids[alg].size
+        if not 0 <= int(spec) < n:
+            raise input_error(source, field, f"config_id {spec} is not in 0..{n - 1} (the "
+                              f"configurations of the grid of {alg})")
+        return int(spec)
+    if not isinstance(spec, dict):
+        raise input_error(source, field, f"expected a config_id or a table, got {spec!r}")
+    return spec
+
+
+def check_grid_seeds(value: Any, source: object, field: str | None) -> int:
+    """``value`` as the number of seeds of the grid part: 0 (skip it) or at least 2 (a
+    stability across seeds needs two); else one line ``<source>: <field>: <problem>``."""
+    n = check_int(value, source, field, 0)
+    if n == 1:
+        raise input_error(source, field, "needs 0 (skip) or at least 2 seeds")
+    return n
+
+
 def _str_list(value: Any, source: str, key: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise input_error(source, key, f"must be a list of names, got {value!r}")
@@ -84,9 +132,7 @@ def parse_seed_settings(table: Any, source: str) -> SeedSettings:
     if "folds" in table:
         kw["folds"] = check_int(table["folds"], source, "seeds.folds", 2, MAX_FOLDS)
     if "grid_seeds" in table:
-        kw["grid_seeds"] = check_int(table["grid_seeds"], source, "seeds.grid_seeds", 0)
-        if kw["grid_seeds"] == 1:
-            raise input_error(source, "seeds.grid_seeds", "needs 0 (skip) or at least 2 seeds")
+        kw["grid_seeds"] = check_grid_seeds(table["grid_seeds"], source, "seeds.grid_seeds")
     if "train_ratio" in table:
         r = table["train_ratio"]
         if isinstance(r, bool) or not isinstance(r, (int, float)) or not 0 < r < 1:
@@ -129,36 +175,23 @@ def load_seed_experiment(path: str | Path) -> tuple[Experiment, SeedSettings]:
 def validate_settings(exp: Experiment, st: SeedSettings) -> None:
     """Check the settings against the experiment: figure metrics evaluated, algorithms named."""
     src = exp.source
-    names = [a.name for a in exp.algorithms]
     for m in st.figure_metrics:
         if m not in exp.evaluation.metrics:
             raise input_error(src, "seeds.figure_metrics", f"{m!r} is not an evaluated metric")
     for a in st.grid_algorithms or ():
-        if a not in names:
-            raise input_error(src, "seeds.grid_algorithms", f"no algorithm named {a!r}")
+        check_algorithm(exp, a, src, "seeds.grid_algorithms")
     for a in st.configs:
-        if a not in names:
-            raise input_error(src, f"seeds.configs.{a}", f"no algorithm named {a!r}")
+        check_algorithm(exp, a, src, f"seeds.configs.{a}")
 
 
 def check_choices(exp: Experiment, configs: Mapping[str, Any], source: str) -> None:
     """Check configurations chosen outside the experiment file (``--config-id ALG=ID``, the
-    ``configs`` argument): each names an algorithm of ``exp`` and, as a ``config_id``, one of
-    its grid; else one line naming ``source`` and the algorithm, not the file's
+    ``configs`` argument) with :func:`check_config`, as the file's ``[seeds.configs]`` are;
+    a problem is one line naming ``source`` and the algorithm, not the file's
     ``seeds.configs`` key that the choice replaces. A table of hyperparameter values is
     checked by :func:`resolve_configs`."""
-    names = [a.name for a in exp.algorithms]
     for alg, spec in configs.items():
-        if alg not in names:
-            raise input_error(source, alg, f"no algorithm named {alg!r} in {exp.source} "
-                              f"({', '.join(names)})")
-        if isinstance(spec, (int, np.integer)) and not isinstance(spec, bool):
-            n = exp.grids[alg].size
-            if not 0 <= int(spec) < n:
-                raise input_error(source, alg, f"config_id {spec} is not in 0..{n - 1} (the "
-                                  f"configurations of the grid of {alg})")
-        elif not isinstance(spec, dict):
-            raise input_error(source, alg, f"expected a config_id or a table, got {spec!r}")
+        check_config(exp, alg, spec, source, alg)
 
 
 def split_seeds(exp: Experiment, n_seeds: int) -> list[int]:
@@ -194,21 +227,21 @@ def resolve_configs(exp: Experiment, chosen: Mapping[str, Any] | None = None
     """
     chosen = dict(chosen or {})
     src = exp.source
+    for a in chosen:
+        check_algorithm(exp, a, src, f"seeds.configs.{a}")
     out: dict[str, tuple[int, dict[str, Any]]] = {}
     for alg in exp.algorithms:
         grid = exp.grids[alg.name]
         configs = grid.configs()
         where = f"seeds.configs.{alg.name}"
-        spec = chosen.pop(alg.name, None)
-        if isinstance(spec, dict) and set(spec) == {"config_id"}:
-            spec = spec["config_id"]
+        spec = chosen.get(alg.name)
+        if spec is not None:
+            spec = check_config(exp, alg.name, spec, src, where)
         if spec is None:
             cid, cfg = default_config(exp, alg.name)
-        elif isinstance(spec, (int, np.integer)) and not isinstance(spec, bool):
-            if not 0 <= int(spec) < len(configs):
-                raise input_error(src, where, f"config_id {spec} is not in 0..{len(configs) - 1}")
-            cid, cfg = int(spec), configs[int(spec)]
-        elif isinstance(spec, dict):
+        elif isinstance(spec, int):
+            cid, cfg = spec, configs[spec]
+        else:
             _, cfg = default_config(exp, alg.name)
             cfg = dict(cfg)
             for h, v in spec.items():
@@ -219,10 +252,6 @@ def resolve_configs(exp: Experiment, chosen: Mapping[str, Any] | None = None
             for name, (source, scale) in grid.derived.items():
                 cfg[name] = cfg[source] * scale
             cid = next((i for i, c in enumerate(configs) if c == cfg), -1)
-        else:
-            raise input_error(src, where, f"expected a config_id or a table, got {spec!r}")
         get_family(alg.type).validate([cfg], f"{src}: {where}")
         out[alg.name] = (cid, cfg)
-    if chosen:
-        raise input_error(src, f"seeds.configs.{next(iter(chosen))}", "no algorithm of that name")
     return out

@@ -52,7 +52,9 @@ from dptune.studies.seeds.runs import (
 from dptune.studies.seeds.settings import (
     SPLITS,
     SeedSettings,
+    check_algorithm,
     check_choices,
+    check_grid_seeds,
     load_seed_experiment,
     resolve_configs,
     split_seeds,
@@ -94,8 +96,10 @@ def _settings(exp: Experiment, st: SeedSettings, n_seeds: int | None,
               configs: Mapping[str, Any] | None, grid_algorithms: Sequence[str] | None,
               grid_seeds: int | None) -> SeedSettings:
     """The file's settings with the caller's overrides applied and checked, before anything
-    is computed; a bad override is one line naming its flag (``--seeds``, ``--config-id``,
-    ``--grid``, ``--grid-seeds``), not the file's key it replaces."""
+    is computed, by the rules that check the file's ``[seeds]`` table
+    (:mod:`dptune.studies.seeds.settings`); a bad override is one line naming its flag
+    (``--seeds``, ``--config-id``, ``--grid``, ``--grid-seeds``), not the file's key it
+    replaces, with the same problem text as the file's key would get."""
     if n_seeds is not None:
         st = replace(st, n_seeds=check_int(n_seeds, "--seeds", "", 2))
     if st.n_seeds < 2:
@@ -104,17 +108,11 @@ def _settings(exp: Experiment, st: SeedSettings, n_seeds: int | None,
         check_choices(exp, configs, "--config-id")
         st = replace(st, configs={**dict(st.configs), **dict(configs)})
     if grid_algorithms is not None:
-        names = [a.name for a in exp.algorithms]
         for a in grid_algorithms:
-            if a not in names:
-                raise input_error("--grid", None, f"no algorithm named {a!r} in {exp.source} "
-                                  f"({', '.join(names)})")
+            check_algorithm(exp, a, "--grid", None)
         st = replace(st, grid_algorithms=tuple(grid_algorithms))
     if grid_seeds is not None:
-        n = check_int(grid_seeds, "--grid-seeds", None, 0)
-        if n == 1:
-            raise input_error("--grid-seeds", None, "needs 0 (skip) or at least 2 seeds")
-        st = replace(st, grid_seeds=n)
+        st = replace(st, grid_seeds=check_grid_seeds(grid_seeds, "--grid-seeds", None))
     validate_settings(exp, st)
     return st
 
@@ -128,8 +126,7 @@ def _plan(exp: Experiment, st: SeedSettings, cache_dir: str | Path | None) -> Se
     n_grid = st.n_seeds if st.grid_seeds is None else min(st.grid_seeds, st.n_seeds)
     if not galgs:
         n_grid = 0
-    if n_grid == 1:
-        raise input_error(exp.source, "seeds.grid_seeds", "needs 0 (skip) or at least 2 seeds")
+    n_grid = check_grid_seeds(n_grid, exp.source, "seeds.grid_seeds")  # a SeedSettings given whole
     root = Path(cache_dir or st.cache or Path("results") / seeds_folder_name(exp))
     p = SeedPlan(exp=exp, settings=st, configs=chosen, seeds=tuple(split_seeds(exp, st.n_seeds)),
                  grid_algorithms=tuple(galgs), grid_seeds=n_grid,

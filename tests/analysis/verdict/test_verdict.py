@@ -191,6 +191,29 @@ def test_left_out_metrics_keep_their_default_family_and_its_judge():
         assert len({kinds[m] for m in ms}) == 1, (name, ms)
 
 
+@pytest.mark.parametrize("families", [
+    DEFAULT_FAMILIES, (("accuracy", ("recall", "ndcg")), ("novelty", ("epc",))),
+    (("accuracy", ("mrr",)),), (("mine", ("efd", "precision")),)])
+@pytest.mark.parametrize("primary", ["ndcg", "recall", "efd"])
+def test_the_result_and_the_verdict_judge_with_one_order(families, primary):
+    """The report's judge order (``MetricFamilies.judges``) and the verdict's judge
+    (``family_judge``) are one order: for every subset of a family's metrics the judge is the
+    first of them in the report's order."""
+    from itertools import combinations
+
+    from dptune.analysis.result import MetricFamilies
+
+    metrics = ["ndcg", "precision", "recall", "mrr", "efd", "epc"]
+    result = MetricFamilies.of_metrics(metrics, families, primary)
+    for name, ms in result.groups:
+        order = result.judges[name]
+        assert order[0] == family_judge(name, list(ms), primary, families)
+        for k in range(1, len(ms) + 1):
+            for some in combinations(ms, k):
+                assert family_judge(name, list(some), primary, families) == next(
+                    m for m in order if m in some)
+
+
 def test_tie_rule_and_identical_metrics():
     dp = _dp_rows({"mrr": 0.1, "precision": 0.1, "ndcg": 0.1, "recall": 0.3})
     r = rules.verdict_table(dp, _NO_CLAIMS).iloc[0]

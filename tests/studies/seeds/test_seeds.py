@@ -187,12 +187,16 @@ def test_default_config_is_the_grid_middle(tmp_path: Path) -> None:
     chosen = resolve_configs(exp, {"userknn": 2, "bpr-mf": {"factors": 16, "learning_rate": 0.2}})
     assert chosen["userknn"] == (2, {"k": 40})
     assert chosen["bpr-mf"][0] == -1 and chosen["bpr-mf"][1]["item_reg"] == pytest.approx(0.001)
-    with pytest.raises(DptuneError, match="seeds.configs.userknn"):
+    with pytest.raises(DptuneError) as err:
         resolve_configs(exp, {"userknn": 99})
+    assert str(err.value) == (f"{exp.source}: seeds.configs.userknn: config_id 99 is not in 0..2 "
+                              "(the configurations of the grid of userknn)")
     with pytest.raises(DptuneError, match="seeds.configs.bpr-mf.alpha"):
         resolve_configs(exp, {"bpr-mf": {"alpha": 1}})
-    with pytest.raises(DptuneError, match="no algorithm"):
+    with pytest.raises(DptuneError) as err:
         resolve_configs(exp, {"als": 1})
+    assert str(err.value) == (f"{exp.source}: seeds.configs.als: no algorithm named 'als' in "
+                              f"{exp.source} (userknn, bpr-mf)")
 
 
 def test_seed_table_is_validated(tmp_path: Path) -> None:
@@ -295,7 +299,14 @@ def test_even_grid_takes_the_lower_middle() -> None:
     pytest.param("[seeds]\nn_seeds = 2\ngrid_seeds = 1\n", [],
                  "{cfg}: seeds.grid_seeds: needs 0 (skip) or at least 2 seeds", id="file-grid-seeds"),
     pytest.param("[seeds]\nn_seeds = 2\n[seeds.configs]\nuserknn = 7\n", [],
-                 "{cfg}: seeds.configs.userknn: config_id 7 is not in 0..2", id="file-config-id"),
+                 "{cfg}: seeds.configs.userknn: config_id 7 is not in 0..2 (the configurations "
+                 "of the grid of userknn)", id="file-config-id"),
+    pytest.param("[seeds]\nn_seeds = 2\ngrid_algorithms = [\"userknn\", \"nope\"]\n", [],
+                 "{cfg}: seeds.grid_algorithms: no algorithm named 'nope' in {cfg} (userknn)",
+                 id="file-grid-unknown"),
+    pytest.param("[seeds]\nn_seeds = 2\n[seeds.configs]\nnope = 1\n", [],
+                 "{cfg}: seeds.configs.nope: no algorithm named 'nope' in {cfg} (userknn)",
+                 id="file-config-unknown-algorithm"),
     pytest.param("[seeds]\nn_seeds = 2\n", ["--config-id", "userknn=0", "--config-id", "userknn=1"],
                  "--config-id: userknn: given twice (userknn=0 and userknn=1); give one "
                  "configuration per algorithm", id="config-id-twice"),
@@ -324,6 +335,35 @@ def test_seeds_checks_everything_before_any_work(tmp_path, capsys, monkeypatch, 
     err = capsys.readouterr().err.strip()
     assert err.startswith("dptune: " + start.format(cfg=cfg)) and "\n" not in err, err
     assert not any((tmp_path / d).exists() for d in ("R", "P", "results", "reports"))
+
+
+@pytest.mark.parametrize(("extra", "flags", "file_key", "flag_at"), [
+    pytest.param('grid_algorithms = ["nope"]\n', ["--grid", "nope"], "seeds.grid_algorithms",
+                 "--grid", id="unknown-algorithm-grid"),
+    pytest.param("[seeds.configs]\nnope = 1\n", ["--config-id", "nope=1"], "seeds.configs.nope",
+                 "--config-id: nope", id="unknown-algorithm-config"),
+    pytest.param("[seeds.configs]\nuserknn = 99\n", ["--config-id", "userknn=99"],
+                 "seeds.configs.userknn", "--config-id: userknn", id="config-id-out-of-range"),
+])
+def test_file_and_flag_share_one_rule(tmp_path, capsys, monkeypatch, extra, flags, file_key,
+                                      flag_at) -> None:
+    """One rule checks a value from the ``[seeds]`` table and the flag that overrides it: the
+    message names the file key or the flag, and the problem after it is the same text."""
+    monkeypatch.chdir(tmp_path)
+    base = ["--results", str(tmp_path / "R"), "--reports", str(tmp_path / "P"), "--no-progress"]
+    errs = {}
+    for route, cfg, more in (("file", _exp(tmp_path, "[seeds]\nn_seeds = 2\n" + extra, bpr=False), []),
+                             ("flag", _exp(tmp_path, "[seeds]\nn_seeds = 2\n", bpr=False), flags)):
+        assert cli_main(["seeds", str(cfg), *base, *more]) == 2
+        errs[route] = capsys.readouterr().err.strip()
+        assert "\n" not in errs[route], errs[route]
+    assert not any((tmp_path / d).exists() for d in ("R", "P", "results", "reports"))
+    file_at = f"dptune: {tmp_path / 'tiny.toml'}: {file_key}: "
+    assert errs["file"].startswith(file_at), errs["file"]
+    assert errs["flag"].startswith(f"dptune: {flag_at}: "), errs["flag"]
+    problem = errs["file"].removeprefix(file_at)
+    assert errs["flag"] == f"dptune: {flag_at}: {problem}"
+    assert str(tmp_path / "tiny.toml") in problem and "(userknn" in problem
 
 
 def test_the_default_folders_are_checked_before_any_work(tmp_path, capsys, monkeypatch) -> None:
