@@ -44,8 +44,9 @@ FORMATS: tuple[str, ...] = ("auto", "ml-dat", "ml-udata", "ml-csv", "recbole", "
                             "parquet")
 #: Paired significance tests (:func:`dptune.analysis.dp.paired_tests.paired_pvalues`), as options and flags name them.
 TESTS: tuple[str, ...] = ("t", "wilcoxon", "bootstrap", "permutation")
-#: Former names of analysis options (``[analysis]`` keys, manifests, flags ``--max-pairs``) and
-#: the option that replaced each: refused with its new name, never read silently.
+#: Former names of analysis options and the option that replaced each: an ``[analysis]`` key,
+#: an options mapping or a flag (``--max-pairs``) under a former name is refused with one line
+#: naming the new one, never read silently.
 RENAMED_OPTIONS: dict[str, str] = {"n_pairs": "pairs", "max_pairs": "pairs"}
 #: Multiple-comparison corrections of Sakai's DP.
 CORRECTIONS: tuple[str, ...] = ("none", "holm", "bh")

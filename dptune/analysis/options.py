@@ -30,9 +30,6 @@ PAIRS = 1000
 #: with thousands of possible pairs (the paper's BPR-MF grid: 47 scopes of about 22,000), and
 #: their DP per value needs far fewer pairs than the verdict's ranking of metrics.
 VALUE_PAIRS = 200
-#: Option names of earlier versions -> their name now (an error in a config, mapped in a
-#: manifest written by an earlier version).
-
 #: Families of metrics the verdict ranks apart (name, metrics): accuracy and novelty metrics
 #: answer different questions, so the most discriminative metric is named per family. The first
 #: metric of a family judges the family's choices on the test split (the primary metric instead,
