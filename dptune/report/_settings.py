@@ -89,6 +89,33 @@ def settings_rows(settings: Mapping[str, object] | None) -> list[tuple[str, str]
     return rows
 
 
+#: The settings row that says how many users the pairs of an incomplete table compare.
+USERS_SETTING = "Users compared"
+
+
+def incomplete_text(records: Sequence[Mapping[str, Any]], shown: int = 5) -> str:
+    """The :data:`USERS_SETTING` row of an outside table in which some configuration lacks
+    values (the manifest's ``incomplete`` records, one per algorithm, fold and metric@N): per
+    algorithm and fold, the fewest users scope ``all`` compares and the configuration with the
+    fewest values; ``""`` for a complete table. At most ``shown`` folds are named."""
+    worst: dict[tuple[str, str], Mapping[str, Any]] = {}
+    for r in records:
+        key = (str(r["algorithm"]), str(r["fold"]))
+        if key not in worst or r["complete"] < worst[key]["complete"]:
+            worst[key] = r
+    if not worst:
+        return ""
+    parts = []
+    for (alg, fold), r in list(worst.items())[:shown]:
+        who = r.get("system", f"configuration {r['fewest']}")
+        parts.append(f"{alg}, fold {fold}: {r['complete']} of {r['users']} users ({who} has "
+                     f"values for {r['fewest_users']})")
+    more = len(worst) - shown
+    return ("not every configuration has a value for every user, and every pair of a scope is "
+            "compared on the users for whom every configuration of the scope has one; in scope "
+            "all: " + "; ".join(parts) + (f"; and {more} more folds" if more > 0 else ""))
+
+
 def outside_settings(manifest: Mapping[str, Any], options: Any,
                      configurations: pd.DataFrame | None,
                      sources: Mapping[str, object] | None = None) -> dict[str, object]:
@@ -111,11 +138,13 @@ def outside_settings(manifest: Mapping[str, Any], options: Any,
                                              for r in c.itertuples(index=False))
                         for a, c in named.items() if "system" in c.columns)
     folds = sorted(str(f) for f in manifest.get("folds", ()))
+    incomplete = incomplete_text(manifest.get("incomplete") or ())
     return {
         **sources,
         "Algorithms": ", ".join(f"{a} ({len(c)} configurations)" for a, c in named.items()),
         **({"Configurations": systems} if systems else {}),
         "Folds": f"{len(folds)} ({', '.join(folds)})",
+        **({USERS_SETTING: incomplete} if incomplete else {}),
         PAIRS_SETTING: options.pairs,
         VALUE_PAIRS_SETTING: options.scope_value_pairs,
         "Pair-sampling seed": options.seed,

@@ -130,6 +130,31 @@ class FrameStore:
             return users
         return np.searchsorted(self._users, users)
 
+    def incomplete(self) -> list[dict[str, object]]:
+        """Where the table is not complete: one record per (algorithm, fold, metric@N) in which
+        some configuration has no value for a user that another configuration has. A scope's
+        pairs are tested on the users for whom every configuration of the scope has a value
+        (:meth:`read_matrix`, as for a sweep, whose configurations all score every user), so
+        each record says how many users scope ``all`` compares: ``users`` (with any value),
+        ``complete`` (with a value for every configuration of the algorithm), and the
+        configuration with the fewest values (``fewest``, its ``system`` name when the table
+        names systems, and ``fewest_users``). Empty for a complete table."""
+        out: list[dict[str, object]] = []
+        for (alg, fold, metric, cutoff), (ids, users, values) in self._matrices.items():
+            all_ids = self._configs[alg]["config_id"].to_numpy(np.int64)
+            counts = dict.fromkeys(all_ids.tolist(), 0)
+            counts.update(zip(ids.tolist(), (~np.isnan(values)).sum(axis=1).tolist(), strict=True))
+            complete = int((~np.isnan(values)).all(axis=0).sum()) if len(ids) == len(all_ids) else 0
+            if complete == len(users):
+                continue
+            fewest = min(counts, key=lambda c: (counts[c], c))
+            names = self._configs[alg].set_index("config_id").get("system")
+            out.append({"algorithm": alg, "fold": fold, "metric": metric, "cutoff": int(cutoff),
+                        "users": int(len(users)), "complete": complete, "fewest": int(fewest),
+                        **({"system": str(names[fewest])} if names is not None else {}),
+                        "fewest_users": int(counts[fewest])})
+        return out
+
     def read_matrix(self, algorithm: str, metric: str, cutoff: int, fold: str,
                     config_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Users with a value for every configuration in ``config_ids`` and their values

@@ -98,6 +98,7 @@ class PerUserStore(FrameStore):
         cfg = self._config_frame(per_user, key)
         self._summary = self._means(per_user.merge(cfg, on=["algorithm", key], how="left"))
         self._n_users = int(per_user["user"].nunique())
+        self._incomplete = self.incomplete()
         self._all_folds = sorted(per_user["fold"].astype(str).unique(), key=lambda f: (len(f), f))
 
     @classmethod
@@ -181,7 +182,9 @@ class PerUserStore(FrameStore):
         """What the analysis and report read from a store's manifest: Table 1's row (the
         table's users; items and ratings unknown), the algorithms (type ``external``: no noise
         floor), where the values come from (``source``, one of :data:`SOURCES`) and the folds
-        they hold (``folds``, ``test`` among them only when the data has a test split)."""
+        they hold (``folds``, ``test`` among them only when the data has a test split), and
+        where the table is not complete (``incomplete``, :meth:`FrameStore.incomplete`: how many
+        users the pairs of a configuration that lacks values are compared on)."""
         what = "runs" if self.kind == "runs" else "per-user table"
         return {
             "experiment": f"{what} {self.root.name}",
@@ -192,4 +195,5 @@ class PerUserStore(FrameStore):
                         "sparsity": float("nan")},
             "algorithms": [{"name": a, "type": "external", "free": self._free.get(a, [])}
                            for a in self._order],
+            "incomplete": self._incomplete,
         }

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from dptune.cli import main
@@ -71,3 +72,59 @@ def test_algorithm_with_one_configuration_is_reported_without_dp(tiny_swept: Pat
                  "--pairs", "3", "--bootstrap", "40"]) == 0
     assert set(pd.read_csv(tmp_path / "r" / "dp.csv")["algorithm"]) == {"userknn"}
     assert "pair of configurations" in (tmp_path / "r" / "report.md").read_text()
+
+
+def _incomplete_table(missing: int = 10) -> pd.DataFrame:
+    """Four systems, 60 users, one fold; system C has no value for the first ``missing``."""
+    rng = np.random.default_rng(0)
+    rows = [(s, u, "ndcg", 10, rng.random()) for s in "ABCD" for u in range(60)
+            if not (s == "C" and u < missing)]
+    return pd.DataFrame(rows, columns=["system", "user", "metric", "cutoff", "value"])
+
+
+def test_an_incomplete_table_says_how_many_users_its_pairs_compare(tmp_path: Path) -> None:
+    """A configuration without a value for some users narrows every pair of its scopes to the
+    users all of the scope's configurations have (as a paired test needs one user set per
+    scope): the analysis compares 50 of the 60 users in scope all, the store's manifest records
+    it, and the report's settings say so, naming the configuration."""
+    import dptune
+    from dptune.store._per_user_store import PerUserStore
+
+    table = _incomplete_table()
+    store = PerUserStore.from_frame(table)
+    assert store.manifest()["incomplete"] == [
+        {"algorithm": "runs", "fold": "0", "metric": "ndcg", "cutoff": 10, "users": 60,
+         "complete": 50, "fewest": 2, "system": "C", "fewest_users": 50}]
+    res = dptune.analyze(table, dptune.AnalysisOptions(bootstrap=0, importance=False,
+                                                       min_pairs=1))
+    pv = res.dp.pvalues
+    assert set(pv.loc[pv["scope"] == "all", "n_users"]) == {50}
+    dptune.Report.from_result(res).write(tmp_path / "r")
+    text = (tmp_path / "r" / "report.md").read_text()
+    assert ("| Users compared | not every configuration has a value for every user, and every "
+            "pair of a scope is compared on the users for whom every configuration of the scope "
+            "has one; in scope all: runs, fold 0: 50 of 60 users (C has values for 50) |") in text
+    complete = PerUserStore.from_frame(_incomplete_table(missing=0))
+    assert complete.manifest()["incomplete"] == []
+
+
+def test_a_configuration_without_any_value_in_a_fold_is_named() -> None:
+    from dptune.store._per_user_store import PerUserStore
+
+    table = _incomplete_table(missing=0).assign(fold="0")
+    other = table[table["system"] != "B"].assign(fold="1")
+    store = PerUserStore.from_frame(pd.concat([table, other]))
+    assert store.manifest()["incomplete"] == [
+        {"algorithm": "runs", "fold": "1", "metric": "ndcg", "cutoff": 10, "users": 60,
+         "complete": 0, "fewest": 1, "system": "B", "fewest_users": 0}]
+
+
+def test_the_users_row_names_five_folds_at_most() -> None:
+    from dptune.report._settings import incomplete_text
+
+    records = [{"algorithm": "a", "fold": str(f), "metric": "ndcg", "cutoff": 10, "users": 9,
+                "complete": 9 - f, "fewest": 3, "fewest_users": 9 - f} for f in range(1, 8)]
+    text = incomplete_text(records + [{**records[0], "metric": "mrr", "complete": 2}])
+    assert "a, fold 1: 2 of 9 users (configuration 3 has values for 8)" in text
+    assert text.count(" users (") == 5 and text.endswith("; and 2 more folds")
+    assert incomplete_text([]) == ""
