@@ -69,7 +69,7 @@ def build_verdict(store: ResultSource, estimate: DPEstimate, options: Any, *,
     (:func:`dptune.analysis.verdict.families.family_judge`)."""
     dp = estimate.table
     comparisons = cl.comparisons_table(dp, estimate.draws, options.families, options.alpha,
-                                       options.min_pairs)
+                                       options.min_pairs, estimate.pvalues)
     dominance = dominance_table(dp, comparisons, options.min_pairs, _varied(store, dp))
     rec = rules.recommend(dp, comparisons, options.families, options.min_pairs)
     if rec.empty:

@@ -11,7 +11,9 @@ when it is significant under every pair seed, :func:`dptune.analysis.dp.stabilit
   compared on the DP of their one-at-a-time scopes ``only:<h>`` (pairs that differ in ``h``
   only). The dominant hyperparameter reads these (:mod:`dptune.analysis.verdict.dominance`).
   These comparisons widen every standard error by the small-sample factor of the bootstrap's
-  ``GROUPS`` user groups (:func:`dptune.analysis.dp.comparisons.cluster_factor`, 1.028): with
+  user groups (:func:`dptune.analysis.dp.comparisons.cluster_factor`, 1.028 for ``GROUPS`` =
+  64; the fewest groups of the scopes' folds, ``min(users, 64)``, as the interval reads them,
+  so 1.096 on folds of 20 users): with
   two hyperparameters of equal, weak effects and a per-user taste kept from fold to fold, the
   unwidened test named one "dominant" in 6.0-6.7% of 600 runs, the widened one in 5.3-5.7%
   (``docs/statistics.md`` section 12).
@@ -34,7 +36,7 @@ from dptune.analysis.dp.tables import Draws
 from dptune.analysis.verdict.families import Families, family_groups
 
 __all__ = ["CLAIM_COLUMNS", "metric_comparisons", "hyperparameter_comparisons",
-           "comparisons_table"]
+           "comparisons_table", "user_groups"]
 
 #: comparisons.csv: one row per ordered pair ``(a, b)`` of a group: the claim "``a`` is
 #: significantly more discriminative than ``b``" (lower DP per 25 pairs). ``p_adjusted``: the
@@ -89,9 +91,25 @@ def metric_comparisons(dp: pd.DataFrame, draws: Draws, families: Families, alpha
     return _frame(parts)
 
 
-def hyperparameter_comparisons(dp: pd.DataFrame, draws: Draws, alpha: float,
-                               min_pairs: int) -> pd.DataFrame:
-    """The ``hyperparameters`` rows of comparisons.csv (module docstring)."""
+def user_groups(pvalues: pd.DataFrame) -> dict[tuple[str, str, int], int]:
+    """``(algorithm, metric, cutoff) -> G``: the fewest user groups the bootstrap resamples in
+    a fold of the one-at-a-time scopes, ``min(users, GROUPS)`` (at least 2), read off the
+    users of each pair's test (pvalues.parquet's ``n_users``)."""
+    only = pvalues[pvalues["scope"].str.startswith("only:")]
+    if only.empty:
+        return {}
+    fewest = only.groupby(["algorithm", "metric", "cutoff"], sort=False)["n_users"].min()
+    return {(str(a), str(m), int(c)): max(2, min(int(n), GROUPS))
+            for (a, m, c), n in fewest.items()}
+
+
+def hyperparameter_comparisons(dp: pd.DataFrame, draws: Draws, alpha: float, min_pairs: int,
+                               groups: Mapping[tuple[str, str, int], int] | None = None
+                               ) -> pd.DataFrame:
+    """The ``hyperparameters`` rows of comparisons.csv (module docstring). ``groups``: the
+    fewest user groups of each (algorithm, metric@N)'s scopes (:func:`user_groups`; default
+    ``GROUPS``), whose small-sample factor widens the comparisons' standard errors."""
+    groups = groups or {}
     only = dp[dp["scope"].str.startswith("only:")]
     parts = []
     for (alg, metric, cutoff), g in only.groupby(["algorithm", "metric", "cutoff"], sort=False):
@@ -103,15 +121,18 @@ def hyperparameter_comparisons(dp: pd.DataFrame, draws: Draws, alpha: float,
             continue
         parts.append(_claims(by_rep, alpha, {"algorithm": str(alg), "cutoff": int(cutoff),
                                              "kind": "hyperparameters", "group": str(metric)},
-                             cluster_factor(GROUPS, alpha)))
+                             cluster_factor(groups.get((str(alg), str(metric), int(cutoff)),
+                                                       GROUPS), alpha)))
     return _frame(parts)
 
 
 def comparisons_table(dp: pd.DataFrame, draws: Draws, families: Families, alpha: float,
-                      min_pairs: int) -> pd.DataFrame:
-    """comparisons.csv: the metrics' comparisons, then the hyperparameters'."""
+                      min_pairs: int, pvalues: pd.DataFrame | None = None) -> pd.DataFrame:
+    """comparisons.csv: the metrics' comparisons, then the hyperparameters' (their small-sample
+    factor from the users of ``pvalues``' one-at-a-time scopes, :func:`user_groups`)."""
+    groups = user_groups(pvalues) if pvalues is not None else None
     return _frame([metric_comparisons(dp, draws, families, alpha, min_pairs),
-                   hyperparameter_comparisons(dp, draws, alpha, min_pairs)])
+                   hyperparameter_comparisons(dp, draws, alpha, min_pairs, groups)])
 
 
 def _frame(parts: Sequence[pd.DataFrame]) -> pd.DataFrame:

@@ -347,3 +347,34 @@ def test_choices_of_a_real_bootstrap():
     r = _verdict(dp, draws)[0].iloc[0]
     assert set(r["choices"]) == set(METRICS3) and bool(r["tested"])
     assert r["choices"][0] == r["recommended"]
+
+
+def test_the_hyperparameters_small_sample_factor_reads_the_fewest_user_groups():
+    """Folds of fewer than 64 users give fewer bootstrap groups, so the dominance comparisons'
+    standard errors widen by that many groups' factor (1.096 at 20), as the interval's do; the
+    groups are the fewest users of a one-at-a-time scope's pair tests, at most 64."""
+    pv = pd.DataFrame({"algorithm": "bpr", "scope": ["all", "only:a", "only:a", "only:b"],
+                       "metric": "ndcg", "cutoff": 10, "fold": ["0", "0", "1", "1"],
+                       "pair_index": 0, "p": 0.5, "n_users": [10, 300, 20, 500]})
+    assert cl.user_groups(pv) == {("bpr", "ndcg", 10): 20}
+    assert cl.user_groups(pv.assign(n_users=[10, 300, 90, 500])) == {("bpr", "ndcg", 10): 64}
+    assert cl.user_groups(pv[pv["scope"] == "all"]) == {}
+    rng = np.random.default_rng(3)
+    n_users, n_boot = 250, 300
+    draws_by, rows = {}, []
+    shared = UserDraws(n_boot, 1)
+    for scope, effect in (("only:a", 0.004), ("only:b", 0.002)):
+        nd = rng.uniform(0.2, 0.6, n_users)[None, :] + effect * np.arange(6)[:, None]
+        nd = nd + rng.normal(0, 0.15, nd.shape)
+        pairs = np.column_stack(np.triu_indices(6, k=1))
+        run = ScopeRun(ScopePlan("bpr", scope, [pairs], len(pairs), 1, [("ndcg", 10)],
+                                 test=paired_test("t"), bootstrap=n_boot, seed=1, draws=shared))
+        run.add_fold(0, "0", FoldView.of_table(np.arange(n_users), {"ndcg": nd}))
+        r, _, d = run.finish()
+        rows += r
+        draws_by.update(d)
+    dp = pd.DataFrame(rows)
+    wide = cl.hyperparameter_comparisons(dp, draws_by, 0.05, 10, {("bpr", "ndcg", 10): 20})
+    usual = cl.hyperparameter_comparisons(dp, draws_by, 0.05, 10)
+    assert len(usual) == 2 and (wide["p_adjusted"].to_numpy() >= usual["p_adjusted"].to_numpy()).all()
+    assert (wide["p_adjusted"] > usual["p_adjusted"]).any()
