@@ -79,7 +79,8 @@ class AnalysisOptions:
     - ``noise_seeds`` (0 = off, else >= 2), ``noise_configs`` (>= 1): the A/A noise floor.
     - ``importance``: fANOVA / PED-ANOVA hyperparameter importance.
     - ``stability`` (default 5, lowered when not affordable; 0 = one seed): pair seeds a
-      significance claim must survive; only a sampled ``all`` scope has other seeds to try.
+      significance claim must survive; only a scope whose pairs are a sample (``all``, or a
+      one-at-a-time scope ``only:<h>`` of the dominance claims) has other seeds to try.
     - ``min_fold_users`` (default 20; 0 = no minimum): the fold-size guard
       (``docs/statistics.md``).
     - ``families``: the families of metrics the verdict ranks apart, ``{name: [metrics]}`` in

@@ -831,7 +831,8 @@ def _checked_replicates(estimate: float, replicates: np.ndarray, scale: float) -
 
 def interval_replicates(estimate: float, replicates: np.ndarray,
                         scale: float = 1.0) -> np.ndarray:
-    """The replicates ``pbar°_r`` from which the interval and the ranking are read:
+    """The replicates ``pbar°_r`` from which the claims and Pr(more discriminative) are read
+    (the interval is read on the arcsine scale from the raw replicates, :func:`dp_interval`):
     ``L^{-1}(L(pbar) - s (L(pbar*_r) - L(mean_r pbar*_r)))`` with ``L`` the logit (module
     docstring): the bootstrap's error on the logit scale, scaled by ``s = scale``
     (:func:`ungrouped_scale`, in (0, 1]; for a store holding some of its grid's units

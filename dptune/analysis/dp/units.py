@@ -354,22 +354,22 @@ def unit_variance(design: PairDesign, p: np.ndarray) -> np.ndarray:
     that is its own (how far *these two* configurations are apart beyond their units' effects,
     and the users' noise on them), which the estimate holds once, through its sample of pairs,
     not through its units. Without them what is left are products of two different pairs that
-    share unit ``k``, whose expectation is the unit's effect squared times ``(sum_j c_j)^2 -
-    sum_j c_j^2`` instead of ``(sum_j c_j)^2``; rescaled by the ratio of the two, and by
-    ``m (m - 1) / ((m - 2) (m - 4))`` for the deviations being taken from the sample's own
-    stratum means (exact when every pair of the units present is tested; within 0.97-1.15 of
-    the actual variance with sampled pairs, ``tests/analysis/dp/test_units.py``):
+    share unit ``k``; ``D_k`` adds back, for two pairs of one stratum, that stratum's variance
+    over its number of pairs (the deviations are taken from the sample's own stratum means,
+    which pulls each product down by that much on average). The sum is then rescaled by
+    ``T / E``: ``T = sum_k C_k^2`` (``C_k = sum_{j holds k} c_j``) is what the first-order
+    variance holds for unit effects of variance 1, and ``E`` what the sum gives for them in
+    expectation (the same sum on each unit's effect alone, unit by unit), the exact correction
+    for the design's pairs and the centring (``docs/statistics.md`` section 16; checked against
+    the definition written pair of pairs by pair of pairs in
+    ``tests/analysis/dp/test_units.py``):
 
-        V_units = (1 - m/M) m (m - 1) / ((m - 2) (m - 4))
-                  sum_k (I_k^2 - sum_{j holds k} (c_j e_j)^2) C_k^2 / (C_k^2 - Q_k),
-        C_k = sum_{j holds k} c_j,   Q_k = sum_{j holds k} c_j^2
+        V_units = (1 - m/M) (T / E) sum_k (I_k^2 - sum_{j holds k} (c_j e_j)^2 + D_k)
 
-    (for a scope of one stratum with every pair, ``(4/m) (1 - m/M) zeta_1``: the first-order
-    variance of a U-statistic of order two, ``zeta_1`` estimated without bias). A unit with a
-    single pair adds nothing (nothing to pair it with). With 4 units or fewer the factor does
-    not exist and the diagonal is kept: ``(1 - m/M) sum_k I_k^2``, which counts the pairs' own
-    parts too (wider, never narrower). It can be negative when the units' effects are small;
-    :func:`grid_sample_scale` keeps ``max(0, .)``.
+    A unit with a single pair adds nothing (nothing to pair it with). With 4 units or fewer,
+    or when ``E`` is not positive, the diagonal is kept: ``(1 - m/M) sum_k I_k^2``, which
+    counts the pairs' own parts too (wider, never narrower). It can be negative when the
+    units' effects are small; :func:`grid_sample_scale` keeps ``max(0, .)``.
     """
     p = np.atleast_2d(np.asarray(p, dtype=np.float64))
     m = design.units

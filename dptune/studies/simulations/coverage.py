@@ -171,17 +171,17 @@ SHARED_FEW_CASES = tuple(
 #: most pairs share no configuration. :func:`dptune.analysis.dp.bootstrap.ungrouped_scale`
 #: extrapolates it away (``docs/statistics.md`` sections 10 and 10a).
 MANY_CONFIG_CASES = (
-    Case("15 configs, moderate, 200 users", 15, 200, 3, 1.0),
-    Case("40 configs, moderate, 200 users", 40, 200, 3, 1.0),
-    Case("100 configs, moderate, 200 users", 100, 200, 3, 1.0),
-    Case("100 configs, 300 of 4,950 pairs sampled, moderate", 100, 200, 3, 1.0, pairs=300),
-    Case("100 configs, 1,000 of 4,950 pairs sampled, moderate", 100, 200, 3, 1.0, pairs=1000),
+    Case("15 configs, mild, 200 users", 15, 200, 3, 1.0),
+    Case("40 configs, mild, 200 users", 40, 200, 3, 1.0),
+    Case("100 configs, mild, 200 users", 100, 200, 3, 1.0),
+    Case("100 configs, 300 of 4,950 pairs sampled, mild", 100, 200, 3, 1.0, pairs=300),
+    Case("100 configs, 1,000 of 4,950 pairs sampled, mild", 100, 200, 3, 1.0, pairs=1000),
 )
 
 #: The default test run's check of the many-configuration case: 60 configurations (1,770
 #: pairs), moderate differences, 100 users x 2 folds (the grouped bootstrap's interval was 1.5
 #: times too wide here).
-QUICK_MANY_CASES = (Case("60 configs, moderate, 100 users", 60, 100, 2, 1.0),)
+QUICK_MANY_CASES = (Case("60 configs, mild, 100 users", 60, 100, 2, 1.0),)
 
 #: The default test run's quick variant (a few-configuration, a many-pair and a shared-users
 #: case).
