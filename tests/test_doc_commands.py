@@ -11,6 +11,7 @@ starts a comment), an inline code span, a shell script's line; a command ends at
 from __future__ import annotations
 
 import argparse
+import functools
 import re
 import sys
 from pathlib import Path
@@ -44,13 +45,20 @@ def _options(parser: argparse.ArgumentParser) -> set[str]:
     return {s for a in parser._actions if a.help != argparse.SUPPRESS for s in a.option_strings}
 
 
+@functools.cache
+def _parsers() -> dict[str, argparse.ArgumentParser]:
+    """Every parser, built once: dptune's and the benchmark's three."""
+    return {"dptune": build_parser(), "bench": build_bench_parser(), "gpu": build_gpu_parser(),
+            "sweep": build_sweep_parser()}
+
+
 def _parser_of(tool: str, words: list[str]) -> tuple[argparse.ArgumentParser, str] | None:
     """The parser a command line's leading words select, and its name; ``None`` when the words
     are prose ("dptune keeps ..."), not a command."""
     if tool == "dptune":
-        commands = _subparsers(build_parser())
+        commands = _subparsers(_parsers()["dptune"])
         if not words:
-            return build_parser(), "dptune"
+            return _parsers()["dptune"], "dptune"
         if words[0] not in commands:
             return None
         parser = commands[words[0]]
@@ -60,10 +68,10 @@ def _parser_of(tool: str, words: list[str]) -> tuple[argparse.ArgumentParser, st
         return parser, f"dptune {words[0]}"
     mode = words[0] if words else ""
     if mode == "gpu":
-        return build_gpu_parser(), "python -m dptune.bench gpu"
+        return _parsers()["gpu"], "python -m dptune.bench gpu"
     if mode == "sweep":
-        return build_sweep_parser(), "python -m dptune.bench sweep"
-    return build_bench_parser(), "python -m dptune.bench"
+        return _parsers()["sweep"], "python -m dptune.bench sweep"
+    return _parsers()["bench"], "python -m dptune.bench"
 
 
 def _named_parser(name: str) -> argparse.ArgumentParser:
