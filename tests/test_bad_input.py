@@ -394,12 +394,6 @@ def test_failure_mid_sweep_keeps_finished_units(tmp_path, capsys, monkeypatch):
 
 
 # --------------------------------------------------------------------------- checked before any work
-def _main_rc(argv: list[str]) -> int:
-    """``main(argv)``'s exit code, whether it returns it or argparse exits with it."""
-    try:
-        return main(argv)
-    except SystemExit as ex:
-        return int(ex.code or 0)
 
 
 def _nothing_computed(tmp_path: Path) -> None:
@@ -427,7 +421,7 @@ def _nothing_computed(tmp_path: Path) -> None:
 )
 def test_bad_run_flag_is_one_line_before_any_work(tmp_path, capsys, flag, value, needles):
     cfg = _setup(tmp_path)
-    assert _main_rc(["run", str(cfg), "--results", str(tmp_path / "results"), "--no-progress",
+    assert main(["run", str(cfg), "--results", str(tmp_path / "results"), "--no-progress",
                      flag, value]) == 2
     _one_line(capsys, *needles)
     _nothing_computed(tmp_path)
@@ -544,7 +538,7 @@ def test_analyze_of_a_directory_that_is_not_a_store(tmp_path, capsys):
     ],
 )
 def test_command_line_errors_name_the_argument_not_an_internal_name(capsys, argv, needles):
-    assert _main_rc(argv) == 2
+    assert main(argv) == 2
     line = _one_line(capsys, *needles)
     for internal in ("cmd", "data_cmd", "results_pos", "an_"):
         assert f" {internal}" not in line and f"{internal}:" not in line, line
@@ -612,7 +606,7 @@ def test_dp_per_user_refuses_the_options_of_runs(tmp_path, capsys, flag, value):
     with ``--per-user`` (already scored) they were silently ignored, while ``--qrels`` there is
     refused: they are refused the same way, one line naming the flag, nothing written."""
     table = _per_user_table(tmp_path)
-    assert _main_rc(["dp", "--per-user", str(table), "--reports", str(tmp_path / "rep"),
+    assert main(["dp", "--per-user", str(table), "--reports", str(tmp_path / "rep"),
                      "--no-progress", flag, value]) == 2
     line = _one_line(capsys)
     assert line.startswith(f"dptune: {flag}: only with --runs, not with --per-user (the "
@@ -628,7 +622,7 @@ def test_an_empty_storage_is_refused(tmp_path, capsys, command):
     argv = {"run": ["run", str(cfg), "--no-progress", "--results", str(tmp_path / "results")],
             "worker": ["worker", str(cfg), "--results", str(tmp_path / "results")],
             "status": ["status", str(tmp_path / "results"), "--config", str(cfg)]}[command]
-    assert _main_rc([*argv, "--storage", ""]) == 2
+    assert main([*argv, "--storage", ""]) == 2
     line = _one_line(capsys)
     assert line.startswith(f"dptune: {command}: argument --storage: must not be empty: give an "
                            "optuna storage URL or a *.journal file"), line

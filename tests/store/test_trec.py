@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 from conftest import ranx_scores
 
+from dptune.cli import main
 from dptune.errors import DptuneError
 from dptune.metrics import METRICS
 from dptune.store._trec import evaluate_run, read_qrels, read_run, read_train, write_per_user
@@ -320,14 +321,6 @@ def test_evaluate_run_agrees_with_ranx(tmp_path):
 # --------------------------------------------------------------------------------------------
 
 
-def _cli(argv: list[str]) -> int:
-    """``dptune.cli.main``'s exit code, also when argparse exits on a bad flag."""
-    from dptune.cli import main
-
-    try:
-        return main(argv)
-    except SystemExit as ex:
-        return int(ex.code or 0)
 
 
 def _one_line(capsys) -> str:
@@ -372,7 +365,7 @@ def test_cutoffs_flag_has_the_experiments_bound_and_no_duplicates(tmp_path, caps
     argv = (["evaluate", "--run", str(tmp_path / "runs" / "sys.run"), "--out", str(out)]
             if command == "evaluate" else
             ["dp", "--runs", str(tmp_path / "runs"), "--reports", str(tmp_path / "rep")])
-    assert _cli([*argv, "--qrels", str(qrels), "--train", str(train), "--cutoffs", value]) == 2
+    assert main([*argv, "--qrels", str(qrels), "--train", str(train), "--cutoffs", value]) == 2
     assert _one_line(capsys).startswith(start)
     assert not out.exists() and not (tmp_path / "rep").exists()
 
@@ -395,7 +388,7 @@ def test_evaluate_out_that_is_an_input_file_is_refused(tmp_path, capsys, flag):
     (tmp_path / "link.csv").symlink_to(given[flag])
     before = {p: p.read_bytes() for p in (run, qrels, train)}
     for out in (f"{tmp_path}/./{given[flag].name}", str(tmp_path / "link.csv")):
-        assert _cli(["evaluate", "--run", str(run), "--qrels", str(qrels), "--train", str(train),
+        assert main(["evaluate", "--run", str(run), "--qrels", str(qrels), "--train", str(train),
                      "--out", out]) == 2
         assert _one_line(capsys).startswith(f"dptune: --out: {out} is the {flag} file this "
                                             "command reads; give another file to write")
@@ -407,13 +400,13 @@ def test_evaluate_out_that_is_a_directory_names_the_flag(tmp_path, capsys):
     flag; now it is one line naming ``--out`` before anything is read."""
     run, qrels, train = _trec_files(tmp_path)
     (tmp_path / "adir").mkdir()
-    assert _cli(["evaluate", "--run", str(run), "--qrels", str(qrels), "--train", str(train),
+    assert main(["evaluate", "--run", str(run), "--qrels", str(qrels), "--train", str(train),
                  "--out", str(tmp_path / "adir")]) == 2
     assert _one_line(capsys).startswith(f"dptune: --out: {tmp_path / 'adir'} is a directory; "
                                         "give the file to write")
     assert not any((tmp_path / "adir").iterdir())
     # a folder that does not exist yet is made (it was checked creatable before the work)
     out = tmp_path / "new" / "deeper" / "per_user.csv"
-    assert _cli(["evaluate", "--run", str(run), "--qrels", str(qrels), "--train", str(train),
+    assert main(["evaluate", "--run", str(run), "--qrels", str(qrels), "--train", str(train),
                  "--out", str(out)]) == 0
     assert out.read_text().startswith("user,metric,cutoff,value\n")

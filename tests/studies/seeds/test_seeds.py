@@ -35,12 +35,6 @@ from dptune.studies.seeds.stats import (
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def cli_main(argv: list[str]) -> int:
-    """``dptune.cli.main``'s exit code, also when argparse exits on a bad flag."""
-    try:
-        return _main(argv)
-    except SystemExit as ex:
-        return int(ex.code or 0)
 
 
 def _exp(tmp_path: Path, extra: str = "", bpr: bool = True):
@@ -270,16 +264,16 @@ def test_rerun_resumes_from_the_cache(tiny_study) -> None:
 def test_cli_main(tiny_study, capsys) -> None:
     d, _ = tiny_study
     cfg = _exp(d, "[seeds]\nn_seeds = 2\nfolds = 3\ngrid_algorithms = [\"userknn\"]\n")
-    rc = cli_main(["seeds", str(cfg), "--reports", str(d / "cli"), "--results", str(d / "cache"),
+    rc = _main(["seeds", str(cfg), "--reports", str(d / "cli"), "--results", str(d / "cache"),
                    "--no-progress"])
     assert rc == 0 and (d / "cli" / "seeds_report.md").exists()
     # the study's --results is a cache of its own stores, not a results directory: its
     # report may go inside it
-    rc = cli_main(["seeds", str(cfg), "--reports", str(d / "cache" / "reports"), "--results",
+    rc = _main(["seeds", str(cfg), "--reports", str(d / "cache" / "reports"), "--results",
                    str(d / "cache"), "--no-progress"])
     assert rc == 0 and (d / "cache" / "reports" / "seeds_report.md").exists()
-    assert cli_main(["seeds", str(cfg), "--seeds", "1", "--reports", str(d / "cli")]) == 2
-    assert cli_main(["seeds", str(d / "missing.toml")]) == 2
+    assert _main(["seeds", str(cfg), "--seeds", "1", "--reports", str(d / "cli")]) == 2
+    assert _main(["seeds", str(d / "missing.toml")]) == 2
     assert "dptune:" in capsys.readouterr().err
     assert not os.path.exists(d / "cli" / "missing")
 
@@ -330,7 +324,7 @@ def test_seeds_checks_everything_before_any_work(tmp_path, capsys, monkeypatch, 
     (``folds = 200`` wrote the first seed's hold-out results before failing)."""
     cfg = _exp(tmp_path, extra, bpr=False)
     monkeypatch.chdir(tmp_path)  # the default results and reports folders would land here
-    assert cli_main(["seeds", str(cfg), "--results", str(tmp_path / "R"), "--reports",
+    assert _main(["seeds", str(cfg), "--results", str(tmp_path / "R"), "--reports",
                      str(tmp_path / "P"), "--no-progress", *flags]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("dptune: " + start.format(cfg=cfg)) and "\n" not in err, err
@@ -358,7 +352,7 @@ def test_file_and_flag_share_one_rule(tmp_path, capsys, monkeypatch, extra, flag
     errs = {}
     for route, table, more in (("file", extra, []), ("flag", "", flags)):
         cfg = _exp(tmp_path, "[seeds]\nn_seeds = 2\n" + table, bpr=False)
-        assert cli_main(["seeds", str(cfg), *base, *more]) == 2, route
+        assert _main(["seeds", str(cfg), *base, *more]) == 2, route
         errs[route] = capsys.readouterr().err.strip()
         assert "\n" not in errs[route], errs[route]
     assert not any((tmp_path / d).exists() for d in ("R", "P", "results", "reports"))
@@ -374,7 +368,7 @@ def test_the_default_folders_are_checked_before_any_work(tmp_path, capsys, monke
     cfg = _exp(tmp_path, "[seeds]\nn_seeds = 2\n", bpr=False)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "reports").write_text("a file")
-    assert cli_main(["seeds", str(cfg), "--no-progress"]) == 2
+    assert _main(["seeds", str(cfg), "--no-progress"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("dptune: --reports: reports/seeds-tiny-seeds is not writable: "), err
     assert not (tmp_path / "results").exists()
@@ -389,7 +383,7 @@ def test_analyze_of_a_seed_stores_grid_part_is_one_line(tiny_study, capsys) -> N
     store = next((d / "cache").rglob("manifest.json")).parent
     for argv in (["analyze", str(store), "--reports", str(d / "rep"), "--no-progress"],
                  ["status", str(store)], ["slices", str(store), "--reports", str(d / "rep")]):
-        assert cli_main(argv) == 2, argv
+        assert _main(argv) == 2, argv
         err = capsys.readouterr().err.strip()
         assert err.startswith(f"dptune: {store}: holds a part of a study (seed-study grid part")
         assert "dptune seeds" in err and "\n" not in err

@@ -42,12 +42,6 @@ def analyze(store, pairs, seed):
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def cli_main(argv: list[str]) -> int:
-    """``dptune.cli.main``'s exit code, also when argparse exits on a bad flag."""
-    try:
-        return _main(argv)
-    except SystemExit as ex:
-        return int(ex.code or 0)
 
 
 # ------------------------------------------------------------------ bins
@@ -249,19 +243,19 @@ def test_history_is_recomputed_from_each_folds_training_data(knn_swept) -> None:
 
 def test_cli_main_and_errors(knn_swept, tmp_path, capsys) -> None:
     d = knn_swept
-    assert cli_main(["slices", str(d / "results"), "--reports", str(tmp_path / "cli"),
+    assert _main(["slices", str(d / "results"), "--reports", str(tmp_path / "cli"),
                      "--base", "10"]) == 0
     dpt = pd.read_csv(tmp_path / "cli" / "slices_dp.csv")
     assert set(dpt.loc[dpt.slice_kind == "history", "lo"]) <= {1.0, 10.0, 100.0, 1000.0}
-    assert cli_main(["slices", str(d / "nowhere"), "--reports", str(tmp_path / "cli")]) == 2
-    assert cli_main(["slices", str(d / "results"), "--reports", str(tmp_path / "cli"),
+    assert _main(["slices", str(d / "nowhere"), "--reports", str(tmp_path / "cli")]) == 2
+    assert _main(["slices", str(d / "results"), "--reports", str(tmp_path / "cli"),
                      "--base", "1"]) == 2
     assert "dptune:" in capsys.readouterr().err
     # a cutoff the store does not have: one line naming the flag, nothing written
     cuts = sorted({c for a in ResultStore(d / "results").algorithms()
                    for _, c in ResultStore(d / "results").metric_cutoffs(a)})
     assert 7 not in cuts
-    assert cli_main(["slices", str(d / "results"), "--reports", str(tmp_path / "c7"),
+    assert _main(["slices", str(d / "results"), "--reports", str(tmp_path / "c7"),
                      "--cutoff", "7"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("dptune: --cutoff: 7 is not a cutoff of ") and "\n" not in err, err
@@ -333,7 +327,7 @@ def test_report_names_the_experiment_and_results_without_absolute_paths(
     results directory) relative to the working directory, never this machine's layout."""
     d = knn_swept
     monkeypatch.chdir(d)
-    assert cli_main(["slices", str(d / "results"), "--reports", str(tmp_path / "rel"),
+    assert _main(["slices", str(d / "results"), "--reports", str(tmp_path / "rel"),
                      "--main-reports", str(d / "reports")]) == 0
     text = (tmp_path / "rel" / "slices_report.md").read_text()
     assert "| Results | `results` (experiment `tiny.toml`, 2 validation folds) |" in text
@@ -364,7 +358,7 @@ def test_main_reports_without_pairs_csv_is_refused(knn_swept, tmp_path, capsys, 
         main_reports.write_text("not a folder")
     elif given == "empty":
         main_reports.mkdir()
-    assert cli_main(["slices", str(knn_swept / "results"), "--reports", str(tmp_path / "out"),
+    assert _main(["slices", str(knn_swept / "results"), "--reports", str(tmp_path / "out"),
                      "--main-reports", str(main_reports)]) == 2
     err = capsys.readouterr().err.strip()
     why = {"missing": "does not exist", "file": "is a file, not a reports directory",
