@@ -394,8 +394,8 @@ def shrink_factor(t2: np.ndarray, constant: np.ndarray, n: int) -> float:
     :func:`point_t` with ``squared``; ``nu = n - 1``; ``k = 1`` when ``nu <= 2`` or no pair
     varies; an infinite ``t_j^2`` is left out of the sum). ``sum_j t_j^2 (nu - 2) / nu``
     estimates ``sum_j lambda_j^2 + P'`` (``lambda_j`` the pair's standardised true
-    difference), so ``k^2 sum_j t_j^2`` matches ``sum_j lambda_j^2`` on average (module
-    docstring)."""
+    difference), so ``k^2 sum_j t_j^2 (nu - 2) / nu`` matches ``sum_j lambda_j^2`` on average
+    (module docstring)."""
     free = ~np.asarray(constant, dtype=bool)
     nu = n - 1
     if nu <= 2 or not free.any():
@@ -629,7 +629,8 @@ def size_factors(folds: Sequence[FoldMoments], weights_pairs: np.ndarray,
 
     ``S_r`` is replicate ``r``'s :func:`world_size` averaged over the folds (``sizes`` divided
     by their number; ``S-bar`` its mean over the replicates, the size of the sample's world in
-    the same currency); ``P'`` the mean number of pairs that vary per fold (``sum_j t_j^2``
+    the same currency: over all ``B`` in ``c`` below, over the first
+    :func:`coarse_replicates` draws, where the slope is read, in ``f_r``); ``P'`` the mean number of pairs that vary per fold (``sum_j t_j^2``
     holds ``P'`` of noise). ``beta`` is measured, not assumed: the slope of ``log sd(A(pbar*))``
     against ``log(S-bar + P')`` over three bootstrap worlds, each on the same first
     :func:`coarse_replicates` draws (so the slope's noise is small, at half the cost of all
