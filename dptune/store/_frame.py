@@ -132,7 +132,8 @@ class FrameStore:
 
     def incomplete(self) -> list[dict[str, object]]:
         """Where the table is not complete: one record per (algorithm, fold, metric@N) in which
-        some configuration has no value for a user that another configuration has. A scope's
+        some configuration has no value for a user that another configuration has (validation
+        folds only: the test split is never part of DP). A scope's
         pairs are tested on the users for whom every configuration of the scope has a value
         (:meth:`read_matrix`, as for a sweep, whose configurations all score every user), so
         each record says how many users scope ``all`` compares: ``users`` (with any value),
@@ -141,6 +142,8 @@ class FrameStore:
         names systems, and ``fewest_users``). Empty for a complete table."""
         out: list[dict[str, object]] = []
         for (alg, fold, metric, cutoff), (ids, users, values) in self._matrices.items():
+            if fold == "test":  # the test split: DP never reads it
+                continue
             all_ids = self._configs[alg]["config_id"].to_numpy(np.int64)
             counts = dict.fromkeys(all_ids.tolist(), 0)
             counts.update(zip(ids.tolist(), (~np.isnan(values)).sum(axis=1).tolist(), strict=True))

@@ -106,6 +106,9 @@ def test_an_incomplete_table_says_how_many_users_its_pairs_compare(tmp_path: Pat
             "has one; in scope all: runs, fold 0: 50 of 60 users (C has values for 50) |") in text
     complete = PerUserStore.from_frame(_incomplete_table(missing=0))
     assert complete.manifest()["incomplete"] == []
+    # the test split is not part of DP: a system that lacks test users is not recorded
+    test = pd.concat([_incomplete_table(missing=0), _incomplete_table().assign(fold="test")])
+    assert PerUserStore.from_frame(test).manifest()["incomplete"] == []
 
 
 def test_a_configuration_without_any_value_in_a_fold_is_named() -> None:
