@@ -107,7 +107,8 @@ def test_an_incomplete_table_says_how_many_users_its_pairs_compare(tmp_path: Pat
     complete = PerUserStore.from_frame(_incomplete_table(missing=0))
     assert complete.manifest()["incomplete"] == []
     # the test split is not part of DP: a system that lacks test users is not recorded
-    test = pd.concat([_incomplete_table(missing=0), _incomplete_table().assign(fold="test")])
+    test = pd.concat([_incomplete_table(missing=0).assign(fold="0"),
+                      _incomplete_table().assign(fold="test")])
     assert PerUserStore.from_frame(test).manifest()["incomplete"] == []
 
 
