@@ -16,7 +16,7 @@ import scipy.sparse as sp
 from dptune.config import Experiment
 from dptune.data._dataset import Dataset, load_dataset
 from dptune.data._fetch import KNOWN_DATASETS
-from dptune.data._split import HoldOut, check_users_kept, cv_fold_labels, split_holdout
+from dptune.data._split import HoldOut, cv_fold_labels, split_holdout
 from dptune.errors import input_error
 from dptune.metrics import novelty_vectors
 
@@ -69,7 +69,6 @@ class Prepared:
         self.holdout: HoldOut = split_holdout(
             self.dataset.ratings, s.method, s.train_ratio, exp.split_seed, s.min_user_interactions,
             timestamps=self.dataset.timestamps, fold_method=s.fold_method, source=exp.source)
-        check_users_kept(self.dataset.ratings, self.holdout, s.min_user_interactions)
         self.labels = np.asarray(cv_fold_labels(self.holdout.train, s.folds, s.fold_method, exp.split_seed))
         self.shape = (self.dataset.n_users, self.dataset.n_items)
         self._folds: dict[str, FoldData] = {}
