@@ -54,7 +54,7 @@ from dptune.analysis.dp.pairs import sample_pairs, scope_seed
 from dptune.analysis.dp.scale import REFERENCE_P, n_possible_pairs
 from dptune.errors import check_int, input_error
 
-__all__ = ["Case", "COVERAGE_COLUMNS", "FULL_CASES", "FEW_PAIR_CASES", "MANY_CONFIG_CASES",
+__all__ = ["Case", "PairedCase", "COVERAGE_COLUMNS", "FULL_CASES", "FEW_PAIR_CASES", "MANY_CONFIG_CASES",
            "SHARED_FEW_CASES", "QUICK_CASES", "QUICK_MANY_CASES", "fold_pvalues",
            "true_mean_p", "sample_interval", "coverage", "coverage_study", "documented_study"]
 
@@ -65,8 +65,27 @@ COVERAGE_COLUMNS = ["case", "configs", "pairs", "possible_pairs", "users", "fold
 _KINDS = ("normal", "ranking")
 
 
+class PairedCase:
+    """The pairs of a simulated case of ``configs`` configurations whose DP is computed on
+    ``pairs`` of them (``None``: every pair), shared by the coverage and the error-rate
+    studies' cases."""
+
+    configs: int
+    pairs: int | None
+
+    @property
+    def possible_pairs(self) -> int:
+        """Every pair of the case's configurations: ``m (m - 1) / 2``."""
+        return n_possible_pairs(self.configs)
+
+    @property
+    def n_pairs(self) -> int:
+        """The pairs each sample tests: every pair, or ``pairs`` of them when fewer."""
+        return self.possible_pairs if self.pairs is None else min(self.pairs, self.possible_pairs)
+
+
 @dataclass(frozen=True)
-class Case:
+class Case(PairedCase):
     """One population and design: ``configs`` configurations, ``users`` users per fold,
     ``folds`` folds, ``effect`` (spread of the configuration means, module docstring),
     ``kind`` (``normal`` or ``ranking``) and ``pairs`` (None: every pair; else that many
@@ -94,14 +113,6 @@ class Case:
         if not np.isfinite(self.shared) or self.shared < 0 or (self.shared and self.kind != "normal"):
             raise input_error("coverage", "shared", f"must be a number >= 0 (normal kind only), "
                               f"got {self.shared}")
-
-    @property
-    def possible_pairs(self) -> int:
-        return n_possible_pairs(self.configs)
-
-    @property
-    def n_pairs(self) -> int:
-        return self.possible_pairs if self.pairs is None else min(self.pairs, self.possible_pairs)
 
     def means(self) -> np.ndarray:
         """``mu_k`` of the configurations."""

@@ -48,9 +48,9 @@ from dptune.analysis.dp import stability as sb
 from dptune.analysis.dp.fold_loop import FoldView, ScopePlan, ScopeRun, UserDraws
 from dptune.analysis.dp.paired_tests import paired_test
 from dptune.analysis.dp.pairs import sample_pairs, scope_seed
-from dptune.analysis.dp.scale import REFERENCE_P, n_possible_pairs
+from dptune.analysis.dp.scale import REFERENCE_P
 from dptune.errors import check_int, input_error
-from dptune.studies.simulations.coverage import fold_pvalues
+from dptune.studies.simulations.coverage import PairedCase, fold_pvalues
 
 __all__ = ["FamilyCase", "ERROR_COLUMNS", "NULL_CASES", "PARTIAL_CASES", "QUICK_FAMILY_CASES",
            "run_family", "family_error_rates", "error_rate_study", "DominanceCase",
@@ -64,7 +64,7 @@ ERROR_COLUMNS = ["case", "metrics", "weaker", "rho", "folds_kind", "pairs", "pos
 
 
 @dataclass(frozen=True)
-class FamilyCase:
+class FamilyCase(PairedCase):
     """One population and design of a family of ``metrics`` metrics (module docstring):
     ``weaker`` of them (the last ones) have ``lambda = weak`` (truly less discriminative), the
     others ``lambda = 1``."""
@@ -96,14 +96,6 @@ class FamilyCase:
     @property
     def lambdas(self) -> np.ndarray:
         return family_lambdas(self.metrics, self.weaker, self.weak)
-
-    @property
-    def possible_pairs(self) -> int:
-        return n_possible_pairs(self.configs)
-
-    @property
-    def n_pairs(self) -> int:
-        return self.possible_pairs if self.pairs is None else min(self.pairs, self.possible_pairs)
 
     def users_of(self, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
         """What a user carries into every fold: ``b_u`` ``(1, n)`` and ``z_ku`` ``(M, n)``."""
