@@ -33,13 +33,12 @@ def _plain(value: Any) -> Any:
     return v
 
 
-def _recorded_grid(store: ResultStore, algorithm: str, entry: dict[str, Any]) -> Grid | None:
+def _recorded_grid(man: dict[str, Any], algorithm: str, entry: dict[str, Any]) -> Grid | None:
     """The grid file the sweep of ``algorithm`` read (the experiment's ``grid_path``, else its
     ``grid`` relative to the experiment file), when it is still there and still that grid (its
-    fingerprint is the manifest's ``grid_fingerprint``); else ``None``. It tells what the store
-    does not record: the grid's ``family`` label and the order of its ``[derived]`` table (the
-    manifest's keys are sorted)."""
-    man = store.manifest()
+    fingerprint is the manifest ``man``'s ``grid_fingerprint``, in the algorithm's ``entry``);
+    else ``None``. It tells what the store does not record: the grid's ``family`` label and the
+    order of its ``[derived]`` table (the manifest's keys are sorted)."""
     want = entry.get("grid_fingerprint")
     if not want:
         return None
@@ -66,6 +65,14 @@ def grid_from_store(store: ResultStore, algorithm: str) -> Grid:
     both read from the grid file the sweep read when it is unchanged (:func:`_recorded_grid`);
     otherwise the derived hyperparameters are in the order of configs.csv's columns (the grid's,
     as written by the sweep) and no family is given (the store does not record it)."""
+    man = store.manifest()
+    entry = next((a for a in man["algorithms"] if a["name"] == algorithm), None)
+    return _rebuilt(store, algorithm,
+                    None if entry is None else _recorded_grid(man, algorithm, entry))
+
+
+def _rebuilt(store: ResultStore, algorithm: str, recorded: Grid | None) -> Grid:
+    """:func:`grid_from_store` given the grid file the sweep read (``recorded``, or ``None``)."""
     man = {a["name"]: a for a in store.manifest()["algorithms"]}
     if algorithm not in man:
         raise input_error(store.root / "manifest.json", "algorithms", f"no algorithm {algorithm!r}")
@@ -73,7 +80,6 @@ def grid_from_store(store: ResultStore, algorithm: str) -> Grid:
     cfg = store.configs(algorithm)
     values = {h: list(pd.unique(cfg[h])) for h in entry["free"]}
     values = {h: [_plain(v) for v in vals] for h, vals in values.items()}
-    recorded = _recorded_grid(store, algorithm, entry)
     stored = entry.get("derived", {})
     first = list(recorded.derived) if recorded is not None else list(cfg.columns)
     order = [k for k in first if k in stored] + [k for k in stored if k not in first]
@@ -95,18 +101,19 @@ def best_params(store: ResultStore, algorithm: str, metric: str, cutoff: int) ->
     return {h: _plain(cfg.loc[mask, h].iloc[0]) for h in free}
 
 
-def _check_out(out: Path, store: ResultStore, grid: str | Path | None) -> None:
+def _check_out(out: Path, store: ResultStore, grid: str | Path | None,
+               recorded: dict[str, Grid | None]) -> None:
     """One line naming ``--out`` when the grid file to write is a directory, the ``--grid``
     file being read, inside a results directory (``store`` or any other:
     :func:`~dptune.store._outside.check_outside_store`), or the grid file the sweep of an
-    algorithm of ``store`` read (writing it would change that experiment's set-up)."""
+    algorithm of ``store`` read (``recorded``, per algorithm: writing it would change that
+    experiment's set-up)."""
     check_out_file(out, "--out", {"--grid": grid})
     check_outside_store(out, "--out", store.root)
-    for a in store.manifest()["algorithms"]:
-        swept = _recorded_grid(store, a["name"], a)
+    for name, swept in recorded.items():
         if swept is not None and same_file(out, swept.source):
             raise input_error("--out", None, f"{out} is the grid file the sweep in "
-                              f"{store.root} read for {a['name']}; writing it would change "
+                              f"{store.root} read for {name}; writing it would change "
                               "that experiment, give another file to write")
 
 
@@ -137,9 +144,12 @@ def write_subgrid(results: str | Path | ResultStore, algorithm: str, metric: str
     radius = check_int(radius, "--radius", None, 0)
     store = results if isinstance(results, ResultStore) else ResultStore(results)
     out = Path(out)
-    _check_out(out, store, grid)
+    man = store.manifest()
+    recorded = {a["name"]: _recorded_grid(man, a["name"], a) for a in man["algorithms"]}
+    _check_out(out, store, grid, recorded)
     chosen = best_params(store, algorithm, metric, cutoff)
-    ref = load_grid(grid) if grid is not None else grid_from_store(store, algorithm)
+    ref = load_grid(grid) if grid is not None else _rebuilt(store, algorithm,
+                                                             recorded.get(algorithm))
     for h, v in chosen.items():
         if h not in ref.values or v not in ref.values[h]:
             raise input_error(grid or store.root, f"params.{h}", f"best value {v!r} is not a value of this grid")
