@@ -2,19 +2,22 @@
 
 Each algorithm's study is a grid over the fold and the unit hyperparameters, whose points are
 handed out in the design's order (:mod:`dptune.sweeper._sampler`). A live
-worker's grid point is waited for, not duplicated; a dead worker's trial is found by its stale
-heartbeat, failed and queued again; a duplicate that still slips through (two workers deciding at
+worker's grid point is waited for, not duplicated; a dead worker's trial is found (its process
+gone from this machine, or its heartbeat stale), failed and queued again; a duplicate that still slips through (two workers deciding at
 the same instant) has the same values (seeds derive from the unit) and is discarded by the store,
 which keeps the first part written.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import socket
 import threading
 import time
+from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dptune.config import Experiment
@@ -195,30 +198,34 @@ class _Heartbeats:
 def _fail_stale(study: optuna.Study) -> None:
     """Fail the RUNNING trials of dead workers and queue their points again (:func:`_requeue_stale`).
 
-    RDB storages: optuna's ``fail_stale_trials`` (heartbeats in the database, its clock).
-    Other storages: trials whose dptune ``heartbeat`` stamp is older than the grace period;
-    trials that never stamped one are left alone (they carry no parameters, so nobody waits
-    for them, and GridSampler still offers their point).
+    A trial whose worker ran on this machine and is gone (:func:`worker_gone`) is dead at
+    once: a rerun after ``kill -9`` or Ctrl-C redoes its units without waiting out a heartbeat.
+    The other trials are judged by their heartbeats. RDB storages: optuna's
+    ``fail_stale_trials`` (heartbeats in the database, its clock). Other storages: trials whose
+    dptune ``heartbeat`` stamp is older than the grace period; trials that never stamped one
+    are left alone (they carry no parameters, so nobody waits for them, and GridSampler still
+    offers their point).
     """
     import optuna
     from optuna.trial import TrialState
 
-    if _heartbeat_enabled(study._storage):
-        optuna.storages.fail_stale_trials(study)
-        return
     _, grace = heartbeat_settings()
     now = time.time()
     storage = study._storage
+    rdb = _heartbeat_enabled(storage)
     for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-        beat = t.user_attrs.get("heartbeat")
-        if beat is None or now - float(beat) <= grace:
-            continue
+        if not worker_gone(t.user_attrs):
+            beat = t.user_attrs.get("heartbeat")
+            if rdb or beat is None or now - float(beat) <= grace:
+                continue
         try:
             failed = storage.set_trial_state_values(t._trial_id, state=TrialState.FAIL)
         except Exception:  # noqa: BLE001 - another worker failed (or finished) it first
             continue
         if failed:
             _requeue_stale(study, storage.get_trial(t._trial_id))
+    if rdb:
+        optuna.storages.fail_stale_trials(study)
 
 
 def _live_running(study: optuna.Study) -> list[FrozenTrial]:
@@ -252,12 +259,38 @@ def worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-def worker_gone(worker: object) -> bool:
-    """Whether the worker ``host:pid`` (:func:`worker_id`) ran on this host and its process no
-    longer exists (Ctrl-C, ``kill``): a RUNNING trial of such a worker computes nothing, whatever
-    its heartbeat says. A worker on another host, or one that cannot be checked, is not gone."""
-    host, _, pid = str(worker or "").rpartition(":")
-    if host != socket.gethostname() or not pid.isdigit():
+@functools.cache
+def pid_space() -> str | None:
+    """Which process-id space this process lives in: the machine's boot (Linux's random
+    ``boot_id``) and the pid namespace (its inode), or None where they cannot be read.
+
+    Recorded on every trial beside :func:`worker_id` (user attribute ``pid_space``) so that
+    :func:`worker_gone` asks the kernel about a pid only where that pid means the same process:
+    a host name alone does not say it (two containers sharing the host's name and network
+    have their own pids; two machines may be given one name), and a pid that does not exist in
+    another space says nothing."""
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        namespace = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return None
+    return f"{boot}/{namespace}" if boot else None
+
+
+def worker_gone(attrs: Mapping[str, Any]) -> bool:
+    """Whether the worker that signed a trial (its user attributes ``worker``, ``host:pid``
+    from :func:`worker_id`, and ``pid_space`` from :func:`pid_space`) ran in this process-id
+    space on this host and its process no longer exists (Ctrl-C, ``kill``, ``kill -9``): a
+    RUNNING trial of such a worker computes nothing, whatever its heartbeat says, so it is
+    failed at once (:func:`_fail_stale`) instead of after the heartbeat's grace.
+
+    A worker elsewhere (another host, another pid space), one that recorded no space, and one
+    whose pid exists (itself, or a process that reused its pid) are not gone: their trials are
+    judged by their heartbeats alone."""
+    host, _, pid = str(attrs.get("worker") or "").rpartition(":")
+    space = pid_space()
+    if (host != socket.gethostname() or not pid.isdigit() or space is None
+            or attrs.get("pid_space") != space):
         return False
     try:
         os.kill(int(pid), 0)
@@ -283,6 +316,8 @@ def take_trial(study: optuna.Study, trial: optuna.Trial, me: str) -> None:
     still sign, :func:`_claim` lets only the last signer compute."""
     _left_to_its_signer(study, trial, me)
     trial.set_user_attr("worker", me)
+    if (space := pid_space()) is not None:
+        trial.set_user_attr("pid_space", space)
 
 
 def _claim(study: optuna.Study, trial: optuna.Trial, params: dict[str, Any], me: str) -> bool:

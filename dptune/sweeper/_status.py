@@ -11,7 +11,7 @@ from dptune.config import Experiment
 from dptune.errors import DptuneError, input_error
 from dptune.store._integrity import entry_fingerprints, verified
 from dptune.store._store import ResultStore
-from dptune.sweeper._claims import _fail_stale, worker_gone
+from dptune.sweeper._claims import _fail_stale
 from dptune.sweeper._cost import shape_from_manifest
 from dptune.sweeper._plan import Task, _key, test_tasks
 from dptune.sweeper._recorded import experiment_from_manifest
@@ -109,9 +109,10 @@ def status(exp: Experiment | None, results: str | Path, storage_url: str | None 
         states: dict[str, set[TrialState]] = {}
         for t in trials:
             key = _key(t.params) if t.params else point.get(t.system_attrs.get("grid_id"))
-            interrupted = (t.state == TrialState.FAIL and t.user_attrs.get("state") == "interrupted"
-                           or t.state == TrialState.RUNNING and worker_gone(t.user_attrs.get("worker")))
-            if key is not None and not interrupted:  # interrupted: pending, not failed or running
+            # interrupted (Ctrl-C): pending, not failed; a gone worker's trials were failed and
+            # queued again by _fail_stale above, so they count as queued
+            interrupted = t.state == TrialState.FAIL and t.user_attrs.get("state") == "interrupted"
+            if key is not None and not interrupted:
                 states.setdefault(key, set()).add(t.state)
 
         def done(t: Task, states: dict[str, set[TrialState]] = states) -> bool:

@@ -33,9 +33,10 @@ def heartbeat_settings() -> tuple[int, int]:
 
     A worker records a heartbeat every ``interval`` seconds while it holds a trial; a RUNNING
     trial whose last heartbeat is older than ``grace`` is taken for dead (``kill -9``, a lost
-    machine), failed and queued again. Defaults 10 and 30; ``DPTUNE_HEARTBEAT_INTERVAL`` and
-    ``DPTUNE_HEARTBEAT_GRACE`` override them (every worker of a sweep should use the same values;
-    the tests use 1 and 3 so that a killed worker is detected in seconds).
+    machine), failed and queued again; a worker of this machine whose process is gone is dead
+    at once, whatever its heartbeat (:func:`dptune.sweeper._claims.worker_gone`). Defaults 10
+    and 30; ``DPTUNE_HEARTBEAT_INTERVAL`` and ``DPTUNE_HEARTBEAT_GRACE`` override them (every
+    worker of a sweep should use the same values).
     """
     out = []
     for name, default in (("DPTUNE_HEARTBEAT_INTERVAL", HEARTBEAT_SECONDS),

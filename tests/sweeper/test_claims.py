@@ -1,22 +1,27 @@
-"""Trials of workers that are gone: a RUNNING trial whose process on this host no longer exists
-(Ctrl-C, ``kill``) is pending in ``dptune status``, not running and not failed."""
+"""Trials of workers that are gone: a RUNNING trial whose process no longer exists in this
+machine's pid space (Ctrl-C, ``kill -9``) is failed at once and its point queued again, so
+``dptune status`` counts it queued, neither running nor failed, and a rerun redoes it without
+waiting out its heartbeat; a worker elsewhere is judged by its heartbeat alone."""
 
 from __future__ import annotations
 
 import os
 import socket
+import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import optuna
+import pytest
 from conftest import write_experiment
 
 from dptune.config import load_experiment
-from dptune.sweeper._claims import worker_gone, worker_id
+from dptune.sweeper._claims import _fail_stale, pid_space, worker_gone, worker_id
 from dptune.sweeper._plan import plan
 from dptune.sweeper._status import status
-from dptune.sweeper._storage import study_name
+from dptune.sweeper._storage import open_storage, study_name
 
 
 def _dead_pid() -> int:
@@ -25,26 +30,38 @@ def _dead_pid() -> int:
     return p.pid
 
 
-def test_worker_gone_only_for_a_local_process_that_no_longer_exists() -> None:
-    host = socket.gethostname()
-    assert not worker_gone(worker_id())  # this process
-    assert worker_gone(f"{host}:{_dead_pid()}")
-    assert not worker_gone(f"elsewhere-{host}:{_dead_pid()}")  # another host: cannot tell
+def test_worker_gone_only_for_a_process_of_this_pid_space_that_no_longer_exists() -> None:
+    host, space = socket.gethostname(), pid_space()
+    assert space  # Linux: the boot id and the pid namespace
+    assert not worker_gone({"worker": worker_id(), "pid_space": space})  # this process
+    assert worker_gone({"worker": f"{host}:{_dead_pid()}", "pid_space": space})
+    for elsewhere in (
+        {"worker": f"elsewhere-{host}:{_dead_pid()}", "pid_space": space},  # another host
+        {"worker": f"{host}:{_dead_pid()}", "pid_space": space + "x"},  # a container's pids
+        {"worker": f"{host}:{_dead_pid()}"},  # no space recorded: cannot tell
+    ):
+        assert not worker_gone(elsewhere), elsewhere
     for odd in (None, "", "no-pid", f"{host}:", f"{host}:abc"):
-        assert not worker_gone(odd)
+        assert not worker_gone({"worker": odd, "pid_space": space})
 
 
-def _running_trial(storage: str, name: str, params: dict, choices: dict, worker: str) -> None:
+def _running_trial(storage: str, name: str, params: dict, choices: dict, worker: str,
+                   grid_id: int) -> None:
+    """A RUNNING trial on the grid point ``params`` (``grid_id``, as the sweep's grid sampler
+    records it), signed by ``worker`` in this machine's pid space, computing."""
     study = optuna.create_study(study_name=name, storage=storage, load_if_exists=True)
     study.enqueue_trial(params)  # the trial takes exactly these values
     trial = study.ask()
     for k, v in params.items():
         assert trial.suggest_categorical(k, choices[k]) == v
+    study._storage.set_trial_system_attr(trial._trial_id, "grid_id", grid_id)
+    study._storage.set_trial_system_attr(trial._trial_id, "search_space", choices)
     trial.set_user_attr("worker", worker)
+    trial.set_user_attr("pid_space", pid_space())
     trial.set_user_attr("state", "computing")
 
 
-def test_status_counts_a_gone_workers_trial_as_pending_and_a_live_ones_as_running(
+def test_status_queues_a_gone_workers_trial_again_and_counts_a_live_ones_as_running(
         tmp_path: Path) -> None:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     exp = load_experiment(write_experiment(tmp_path / "exp"))
@@ -60,9 +77,51 @@ def test_status_counts_a_gone_workers_trial_as_pending_and_a_live_ones_as_runnin
         for k, v in {"fold": t.fold, **t.params}.items():
             if v not in choices.setdefault(k, []):
                 choices[k].append(v)
-    for task, worker in ((gone, f"{host}:{_dead_pid()}"), (live, f"{host}:{os.getpid()}")):
+    for grid_id, (task, worker) in enumerate(((gone, f"{host}:{_dead_pid()}"),
+                                               (live, f"{host}:{os.getpid()}"))):
         _running_trial(storage, study_name(exp, alg), {"fold": task.fold, **task.params},
-                       choices, worker)
+                       choices, worker, grid_id)
     row = status(exp, results)["algorithms"][alg]
-    assert (row["running"], row["failed"], row["done"]) == (1, 0, 0), row
+    assert (row["running"], row["queued"], row["failed"], row["done"]) == (1, 1, 0, 0), row
     assert row["remaining"] == row["total"]
+    # the gone worker's trial was failed at once (the default grace is 30 s) and its point
+    # queued again, without its parameters; the live one still runs
+    trials = optuna.load_study(study_name=study_name(exp, alg), storage=storage).trials
+    assert [t.state.name for t in trials] == ["FAIL", "RUNNING", "WAITING"]
+    assert trials[2].params == {} and trials[2].system_attrs["grid_id"] == 0
+
+
+@pytest.mark.filterwarnings("ignore:Heartbeat of storage is supposed to be used")
+@pytest.mark.parametrize("kind", ["sqlite", "journal"])
+def test_a_worker_elsewhere_is_dead_only_once_its_heartbeat_is_stale(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str) -> None:
+    """Two RUNNING trials signed by workers of another machine (their process cannot be looked
+    up here): the one whose heartbeat is older than the grace is failed and its point queued
+    again; the one with a fresh heartbeat keeps running. SQLite: optuna's heartbeat table (the
+    stale beat is written there as a fault); the journal: dptune's ``heartbeat`` stamp."""
+    monkeypatch.setenv("DPTUNE_HEARTBEAT_GRACE", "60")
+    url = f"sqlite:///{tmp_path / 'optuna.db'}" if kind == "sqlite" else str(tmp_path / "s.journal")
+    storage = open_storage(url, tmp_path)
+    study = optuna.create_study(study_name="s", storage=storage)
+    ids = []
+    for grid_id, x in enumerate(("stale", "fresh")):
+        study.enqueue_trial({"x": x})
+        trial = study.ask()
+        trial.suggest_categorical("x", ["stale", "fresh"])
+        storage.set_trial_system_attr(trial._trial_id, "grid_id", grid_id)
+        storage.set_trial_system_attr(trial._trial_id, "search_space", {"x": ["stale", "fresh"]})
+        trial.set_user_attr("worker", f"elsewhere:{_dead_pid()}")
+        trial.set_user_attr("pid_space", "another-machine")
+        if kind == "sqlite":
+            storage.record_heartbeat(trial._trial_id)
+        else:
+            trial.set_user_attr("heartbeat", time.time() - (3600 if x == "stale" else 0))
+        ids.append(trial._trial_id)
+    if kind == "sqlite":  # the stale trial's last beat, an hour before the database's clock
+        with sqlite3.connect(tmp_path / "optuna.db") as db:
+            db.execute("UPDATE trial_heartbeats SET heartbeat = datetime('now', '-1 hour') "
+                       "WHERE trial_id = ?", (ids[0],))
+    _fail_stale(study)
+    trials = study.get_trials(deepcopy=False)
+    assert [t.state.name for t in trials] == ["FAIL", "RUNNING", "WAITING"]
+    assert trials[2].params == {} and trials[2].system_attrs["grid_id"] == 0

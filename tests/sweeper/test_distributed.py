@@ -3,17 +3,21 @@
 Each scenario shares one sweep between three ``dptune worker`` processes on one optuna storage
 (SQLite, journal file, PostgreSQL): worker K starts alone and is killed with SIGKILL once it
 has written a part and is computing the next one; workers A and B then run concurrently and
-must detect K's dead trial by its stale heartbeat (optuna's, or dptune's for the journal), redo
-its unit, and leave exactly one part per unit; ``dptune analyze`` of that store (dp.csv,
-pvalues.parquet, pairs.csv) is byte-identical to a single-process run. A last test kills
+must find K dead, redo its unit, and leave exactly one part per unit; ``dptune analyze`` of
+that store (dp.csv, pvalues.parquet, pairs.csv) is byte-identical to a single-process run. K
+is found dead in one of two ways: on this machine its process is gone, which A and B see at
+once (:func:`dptune.sweeper._claims.worker_gone`; SQLite, PostgreSQL); posing as a worker of
+another machine (:data:`ELSEWHERE`; the journal), its heartbeat goes stale. A last test kills
 ``dptune run`` itself and runs it again.
 
 Nothing here races the clock: the processes to be killed are held at a state (their first part
 written, every later unit held before it writes, :data:`GATED_PARTS`), and the tests wait on
 states (marker files, trial states, parts, process exit) with a safety timeout that only ends
-a test whose state never comes. The one duration the result rests on is the heartbeat's grace
-(:data:`HEARTBEAT`): a live worker is taken for dead only if its heartbeat thread misses
-:data:`GRACE_BEATS` beats in a row.
+a test whose state never comes. The one duration a result rests on is the heartbeat's grace
+(:data:`HEARTBEAT`), where K poses as another machine's worker: a live worker is taken for dead
+only if its heartbeat thread misses :data:`GRACE_BEATS` beats in a row. Where K's process is
+seen gone, every process runs with a grace of an hour (:data:`NEVER_STALE`), so a sweep that
+waited for a heartbeat to go stale instead would not finish within the safety timeout.
 """
 
 from __future__ import annotations
@@ -47,6 +51,8 @@ COMPARED = ("dp.csv", "pvalues.parquet", "pairs.csv")
 # (dptune.sweeper._claims.take_trial), better than a missed beat.)
 GRACE_BEATS = 15
 HEARTBEAT = {"DPTUNE_HEARTBEAT_INTERVAL": "1", "DPTUNE_HEARTBEAT_GRACE": str(GRACE_BEATS)}
+#: The heartbeats where a dead worker's process is seen gone: none goes stale within a test.
+NEVER_STALE = {"DPTUNE_HEARTBEAT_INTERVAL": "1", "DPTUNE_HEARTBEAT_GRACE": "3600"}
 # Only ends a test whose awaited state never comes (a hung worker); it never decides a result.
 TIMEOUT = 600
 # Test instrumentation for the processes a test kills, imported by each of their Python
@@ -77,17 +83,28 @@ def _gated_write_unit(self, res):
 
 ResultStore.write_unit = _gated_write_unit
 """
+# Instrumentation of a killed worker that poses as one of another machine: the pid space it
+# records on its trials is not this machine's, so the other workers cannot see that its process
+# is gone and must wait for its heartbeat to go stale, as workers on two machines would.
+ELSEWHERE = """
+from dptune.sweeper import _claims
+
+_claims.pid_space = lambda: "another-machine"
+"""
 
 
-def _env(gate: Path | None = None) -> dict[str, str]:
-    """The processes' environment; with ``gate``, a directory, their units are held after the
-    first part (:data:`GATED_PARTS` written there and put first on PYTHONPATH)."""
-    env = dict(os.environ, **HEARTBEAT)
+def _env(gate: Path | None = None, elsewhere: bool = False,
+         heartbeat: dict[str, str] = NEVER_STALE) -> dict[str, str]:
+    """The processes' environment, with these ``heartbeat`` settings; with ``gate``, a
+    directory, their units are held after the first part (:data:`GATED_PARTS` written there and
+    put first on PYTHONPATH), and with ``elsewhere`` they pose as workers of another machine
+    (:data:`ELSEWHERE`)."""
+    env = dict(os.environ, **heartbeat)
     env.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1",
                NUMBA_NUM_THREADS="1", PYTHONUNBUFFERED="1")
     if gate is not None:
         gate.mkdir(parents=True, exist_ok=True)
-        (gate / "sitecustomize.py").write_text(GATED_PARTS)
+        (gate / "sitecustomize.py").write_text(GATED_PARTS + (ELSEWHERE if elsewhere else ""))
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(gate), env.get("PYTHONPATH")]))
     return env
 
@@ -133,11 +150,11 @@ def reference(tiny_swept) -> tuple[Path, Path]:
     return tiny_swept / "exp" / "tiny.toml", tiny_swept / "reports"
 
 
-def _worker(cfg: Path, storage: str, results: Path, log: Path,
-            gate: Path | None = None) -> subprocess.Popen:
+def _worker(cfg: Path, storage: str, results: Path, log: Path, heartbeat: dict[str, str],
+            gate: Path | None = None, elsewhere: bool = False) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "dptune.cli", "worker", str(cfg), "--storage", storage,
            "--results", str(results)]
-    return _start(cmd, log, _env(gate), cfg.parent)
+    return _start(cmd, log, _env(gate, elsewhere, heartbeat), cfg.parent)
 
 
 def _parts(results: Path) -> dict[str, int]:
@@ -213,7 +230,7 @@ def _wait(proc: subprocess.Popen, log: Path) -> int:
         rc = proc.wait(timeout=TIMEOUT)
     except subprocess.TimeoutExpired:
         proc.kill()
-        pytest.fail(f"worker did not finish in {TIMEOUT} s:\n{log.read_text()[-3000:]}")
+        pytest.fail(f"the process did not finish in {TIMEOUT} s:\n{log.read_text()[-3000:]}")
     assert rc == 0, log.read_text()[-3000:]
     return rc
 
@@ -237,7 +254,9 @@ def _check_store(results: Path) -> None:
 
 
 def _scenario(tmp_path: Path, reference: tuple[Path, Path], storage: str | None,
-              monkeypatch: pytest.MonkeyPatch) -> None:
+              monkeypatch: pytest.MonkeyPatch, k_elsewhere: bool) -> None:
+    """The three workers on ``storage`` (None: the results' SQLite file); with
+    ``k_elsewhere`` K poses as a worker of another machine (:data:`ELSEWHERE`)."""
     _, ref_reports = reference
     cfg = write_experiment(tmp_path / "exp", name=NAME)  # same set-up, own directory
     results = tmp_path / "results"
@@ -247,21 +266,25 @@ def _scenario(tmp_path: Path, reference: tuple[Path, Path], storage: str | None,
     # K alone: kill -9 once it has written a part and is computing another one (its later units
     # are held at the gate, so that the kill lands mid-sweep whatever the machine's speed).
     gate = tmp_path / "gate"
-    k = _worker(cfg, url, results, logs["K"], gate=gate)
+    heartbeat = HEARTBEAT if k_elsewhere else NEVER_STALE
+    k = _worker(cfg, url, results, logs["K"], heartbeat, gate=gate, elsewhere=k_elsewhere)
     (results / "per_user.parquet").mkdir(parents=True, exist_ok=True)
     watch = _Watch(url, results)
     by_k = _kill_when_held(k, watch, gate, logs["K"])
     st = status(None, results, storage)
     assert sum(a["done"] for a in st["algorithms"].values()) == len(by_k)
     assert sum(a["remaining"] for a in st["algorithms"].values()) == UNITS - len(by_k)
-    # K's unit is "running" until its heartbeat is stale (GRACE_BEATS s), then failed and
-    # queued again
-    assert sum(a["running"] + a["queued"] for a in st["algorithms"].values()) <= 1
+    # K's unit: on this machine failed at once and queued again; from elsewhere "running"
+    # until its heartbeat is stale (GRACE_BEATS s), then the same
+    counts = {k: sum(a[k] for a in st["algorithms"].values()) for k in ("running", "queued")}
+    assert counts["running"] + counts["queued"] <= 1
+    if not k_elsewhere:
+        assert counts["running"] == 0
     assert sum(a["failed"] for a in st["algorithms"].values()) == 0
 
     # A and B together finish the sweep, K's unit included.
-    a = _worker(cfg, url, results, logs["A"])
-    b = _worker(cfg, url, results, logs["B"])
+    a = _worker(cfg, url, results, logs["A"], heartbeat)
+    b = _worker(cfg, url, results, logs["B"], heartbeat)
     _wait(a, logs["A"])
     _wait(b, logs["B"])
     _check_store(results)
@@ -320,14 +343,17 @@ def _status_lines(out: str) -> dict[str, list[int]]:
 
 
 def test_sqlite_two_workers_and_a_killed_one(tmp_path, reference, capsys, monkeypatch):
-    _scenario(tmp_path, reference, None, monkeypatch)
+    _scenario(tmp_path, reference, None, monkeypatch, k_elsewhere=False)
     out = capsys.readouterr().out
     # total, done, running, failed, remaining: the killed worker's unit is done, not failed
     assert _status_lines(out) == {"userknn": [2, 2, 0, 0, 0], "bpr-mf": [4, 4, 0, 0, 0]}
 
 
-def test_journal_two_workers_and_a_killed_one(tmp_path, reference, monkeypatch):
-    _scenario(tmp_path, reference, str(tmp_path / "sweep.journal"), monkeypatch)
+def test_journal_two_workers_and_a_killed_one_of_another_machine(tmp_path, reference,
+                                                                 monkeypatch):
+    """K's death is seen only through dptune's own heartbeat stamps (the journal has none of
+    optuna's); optuna's are found stale by ``tests/sweeper/test_claims.py``."""
+    _scenario(tmp_path, reference, str(tmp_path / "sweep.journal"), monkeypatch, k_elsewhere=True)
 
 
 @pytest.mark.postgres
@@ -341,7 +367,7 @@ def test_postgres_two_workers_and_a_killed_one(tmp_path, reference, pg_url, monk
 
     clean()  # a study left by an earlier run on the same server would be resumed, not tested
     try:
-        _scenario(tmp_path, reference, pg_url, monkeypatch)
+        _scenario(tmp_path, reference, pg_url, monkeypatch, k_elsewhere=False)
     finally:
         clean()
 
@@ -373,11 +399,11 @@ def _running(pid: int) -> str | None:
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").is_file(), reason="reads the process tree from /proc")
-def test_run_killed_leaves_no_process_and_rerun_resumes_exactly(tmp_path, reference, monkeypatch):
+def test_run_killed_leaves_no_process_and_rerun_resumes_exactly(tmp_path, reference):
     """``dptune run --jobs 2`` killed with SIGKILL mid-sweep: none of its processes (loky
     workers, resource trackers) is left running (they end on their own: the test waits for
     them to be gone); the same command then finishes the sweep without recomputing a finished
-    unit (it waits out the dead trials' heartbeats and redoes their units), and its dp.csv,
+    unit (the dead trials' processes are gone, so it redoes their units at once), and its dp.csv,
     pvalues.parquet and pairs.csv are byte-identical to an uninterrupted run's. The killed
     run's units after the first are held at the gate (:data:`GATED_PARTS`), so it is killed
     with both workers mid-unit and one part written; the rerun is not held."""
@@ -419,10 +445,8 @@ def test_run_killed_leaves_no_process_and_rerun_resumes_exactly(tmp_path, refere
     before = _parts(results)
     assert len(before) == 1  # the gate let exactly one part through
 
-    for key, value in HEARTBEAT.items():
-        monkeypatch.setenv(key, value)
-    assert main(["run", str(cfg), "--results", str(results), "--reports",
-                 str(tmp_path / "reports"), "--no-progress", "--jobs", "2"]) == 0
+    rerun = _start(cmd, tmp_path / "rerun.log", _env(), tmp_path)  # not held; grace of an hour
+    _wait(rerun, tmp_path / "rerun.log")
     _check_store(results)
     after = _parts(results)
     assert {n: after[n] for n in before} == before
