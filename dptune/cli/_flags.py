@@ -134,12 +134,17 @@ def storage_url(text: str) -> str:
 
 
 def grid_seeds(text: str) -> int:
-    """An argparse type: seeds of the split-seed study's grid part, 0 (skip it) or at least 2
-    (a stability across seeds needs two)."""
+    """An argparse type: seeds of the split-seed study's grid part, checked as the ``[seeds]``
+    table's ``grid_seeds`` is (:func:`dptune.studies.seeds.settings.check_grid_seeds`: 0 to skip
+    it, or at least 2), with the same words."""
+    from dptune.errors import DptuneError
+    from dptune.studies.seeds.settings import check_grid_seeds
+
     value = int_at_least(0)(text)
-    if value == 1:
-        raise argparse.ArgumentTypeError("must be 0 (skip the grid part) or at least 2, got 1")
-    return value
+    try:
+        return check_grid_seeds(value, "--grid-seeds", None)
+    except DptuneError as err:
+        raise argparse.ArgumentTypeError(str(err).removeprefix("--grid-seeds: ")) from None
 
 
 def budget(text: str) -> Any:

@@ -313,8 +313,8 @@ def test_even_grid_takes_the_lower_middle() -> None:
     pytest.param("[seeds]\nn_seeds = 2\n", ["--grid", "userknn,nope"],
                  "--grid: no algorithm named 'nope' in {cfg} (userknn)", id="grid-unknown"),
     pytest.param("[seeds]\nn_seeds = 2\n", ["--grid-seeds", "1"],
-                 "seeds: argument --grid-seeds: must be 0 (skip the grid part) or at least 2, "
-                 "got 1", id="grid-seeds-1"),
+                 "seeds: argument --grid-seeds: needs 0 (skip) or at least 2 seeds",
+                 id="grid-seeds-1"),
 ])
 def test_seeds_checks_everything_before_any_work(tmp_path, capsys, monkeypatch, extra, flags,
                                                   start) -> None:
@@ -342,11 +342,15 @@ def test_seeds_checks_everything_before_any_work(tmp_path, capsys, monkeypatch, 
                  "seeds.configs.userknn", "--config-id: userknn",
                  "config_id 99 is not in 0..2 (the configurations of the grid of userknn)",
                  id="config-id-out-of-range"),
+    pytest.param("grid_seeds = 1\n", ["--grid-seeds", "1"], "seeds.grid_seeds",
+                 "seeds: argument --grid-seeds", "needs 0 (skip) or at least 2 seeds",
+                 id="grid-seeds-1"),
 ])
 def test_file_and_flag_share_one_rule(tmp_path, capsys, monkeypatch, extra, flags, file_key,
                                       flag_at, problem) -> None:
     """One rule checks a value from the ``[seeds]`` table and the flag that overrides it: the
-    message names the file key or the flag, and the problem after it is the same text."""
+    message names the file key or the flag, and the problem after it is the same text (also
+    where argparse refuses the flag, ``--grid-seeds``)."""
     monkeypatch.chdir(tmp_path)
     base = ["--results", str(tmp_path / "R"), "--reports", str(tmp_path / "P"), "--no-progress"]
     errs = {}
@@ -359,7 +363,8 @@ def test_file_and_flag_share_one_rule(tmp_path, capsys, monkeypatch, extra, flag
     cfg = tmp_path / "tiny.toml"
     problem = problem.format(cfg=cfg)
     assert errs["file"] == f"dptune: {cfg}: {file_key}: {problem}"
-    assert errs["flag"] == f"dptune: {flag_at}: {problem}"
+    # a flag argparse refuses ends with where its help is
+    assert errs["flag"].removesuffix(" (see dptune seeds --help)") == f"dptune: {flag_at}: {problem}"
 
 
 def test_the_default_folders_are_checked_before_any_work(tmp_path, capsys, monkeypatch) -> None:
