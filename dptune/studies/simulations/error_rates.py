@@ -13,8 +13,10 @@ metric an independent draw of the same model), ``e_mku`` the metric's own noise.
 discriminative as each other (the same law of values), a metric with a smaller ``lambda`` is
 truly less discriminative (higher expected mean p-value). With ``shared`` folds the same users
 are in every fold and keep ``b_u, z_ku`` from fold to fold (user-stratified folds), else every
-fold draws fresh users. The pairs are every pair of the grid, or ``pairs`` of them sampled
-(then with ``stability`` pair seeds, as the analysis does it).
+fold draws fresh users. With ``clip`` every value is read as a metric bounded in [0, 1] with
+many zeros (:func:`clip_metric`); metrics of equal ``lambda`` still share one law, so they are
+still exactly as discriminative as each other. The pairs are every pair of the grid, or
+``pairs`` of them sampled (then with ``stability`` pair seeds, as the analysis does it).
 
 A *run* draws one sample and passes it through the analysis' own code: the robust DP with its
 bootstrap (:class:`dptune.analysis.dp.fold_loop.ScopeRun`), the comparisons of the family
@@ -52,15 +54,24 @@ from dptune.analysis.dp.scale import REFERENCE_P
 from dptune.errors import check_int, input_error
 from dptune.studies.simulations.coverage import PairedCase, fold_pvalues
 
-__all__ = ["FamilyCase", "ERROR_COLUMNS", "NULL_CASES", "PARTIAL_CASES", "QUICK_FAMILY_CASES",
+__all__ = ["FamilyCase", "ERROR_COLUMNS", "NULL_CASES", "PARTIAL_CASES", "FAMILY_SHAPE_CASES",
+           "QUICK_FAMILY_CASES", "clip_metric",
            "run_family", "family_error_rates", "error_rate_study", "DominanceCase",
            "DOMINANCE_ERROR_COLUMNS", "DOMINANCE_CASES", "DOMINANCE_SHAPE_CASES",
            "QUICK_DOMINANCE_CASES", "true_only_mean_p",
            "run_grid", "dominance_error_rates", "dominance_study", "family_lambdas", "claim_rates"]
 
-ERROR_COLUMNS = ["case", "metrics", "weaker", "rho", "folds_kind", "pairs", "possible_pairs",
+ERROR_COLUMNS = ["case", "metrics", "weaker", "rho", "folds_kind", "clipped", "pairs",
+                 "possible_pairs",
                  "runs", "false_rows", "false_rows_se", "power", "false_rows_former",
                  "false_rows_former_se", "power_former"]
+
+
+def clip_metric(x: np.ndarray) -> np.ndarray:
+    """Values of a standard-normal-like model read as a metric bounded in [0, 1] with many
+    zeros, as nDCG or Recall at a small cutoff: ``min(1, max(0, 0.2 + 0.2 x))``; with the
+    studies' ``x`` of variance 2, about a quarter of the values are 0."""
+    return np.clip(0.2 + 0.2 * x, 0.0, 1.0)
 
 
 @dataclass(frozen=True)
@@ -80,6 +91,7 @@ class FamilyCase(PairedCase):
     pairs: int | None = None
     weaker: int = 0
     weak: float = 0.5
+    clip: bool = False
 
     def __post_init__(self) -> None:
         check_int(self.metrics, "error rates", "metrics", 2)
@@ -109,8 +121,9 @@ class FamilyCase(PairedCase):
         mu = self.effect * np.linspace(-1.0, 1.0, self.configs) / np.sqrt(self.users)
         e = rng.standard_normal((self.metrics, self.configs, self.users))
         common = b + np.sqrt(self.rho) * z  # (M, n)
-        return (self.lambdas[:, None, None] * mu[None, :, None] + common[None]
-                + np.sqrt(1.0 - self.rho) * e)
+        x = (self.lambdas[:, None, None] * mu[None, :, None] + common[None]
+             + np.sqrt(1.0 - self.rho) * e)
+        return clip_metric(x) if self.clip else x
 
 
 def _metric(i: int) -> str:
@@ -182,7 +195,8 @@ def family_error_rates(case: FamilyCase, runs: int = 200, n_boot: int = 1000,
         return float(np.sqrt(r * (1.0 - r) / runs))
 
     return {"case": case.name, "metrics": case.metrics, "weaker": case.weaker, "rho": case.rho,
-            "folds_kind": "shared" if case.shared else "independent", "pairs": case.n_pairs,
+            "folds_kind": "shared" if case.shared else "independent", "clipped": case.clip,
+            "pairs": case.n_pairs,
             "possible_pairs": case.possible_pairs, "runs": runs, "false_rows": fr,
             "false_rows_se": se(fr), "power": pw, "false_rows_former": fr0,
             "false_rows_former_se": se(fr0), "power_former": pw0}
@@ -215,11 +229,28 @@ PARTIAL_CASES = (
     FamilyCase("4 metrics, 1 weaker (0.5), 30 of 105 pairs", 4, weaker=1, weak=0.5, pairs=30),
 )
 
-#: The default test run's quick variant.
+#: Families under another population shape: every value clipped to a metric's [0, 1] with
+#: about a quarter of them 0 (:func:`clip_metric`), every pair; equally discriminative metrics
+#: (the null) with independent (rho = 0) and correlated (0.7) metrics, independent and shared
+#: folds, and one clearly weaker metric for the power.
+FAMILY_SHAPE_CASES = (
+    FamilyCase("2 metrics, rho 0, independent folds, clipped", 2, rho=0.0, clip=True),
+    FamilyCase("4 metrics, rho 0, independent folds, clipped", 4, rho=0.0, clip=True),
+    FamilyCase("4 metrics, rho 0, shared folds, clipped", 4, rho=0.0, shared=True, clip=True),
+    FamilyCase("4 metrics, rho 0.7, shared folds, clipped", 4, shared=True, clip=True),
+    FamilyCase("6 metrics, rho 0, independent folds, clipped", 6, rho=0.0, clip=True),
+    FamilyCase("6 metrics, rho 0.7, independent folds, clipped", 6, clip=True),
+    FamilyCase("4 metrics, 1 weaker (0.5), clipped", 4, weaker=1, weak=0.5, clip=True),
+)
+
+#: The default test run's quick variant: correlated metrics over independent folds,
+#: independent metrics over shared folds, and the latter clipped.
 QUICK_FAMILY_CASES = (
     FamilyCase("4 metrics, rho 0.7, independent folds, every pair", 4, configs=10, users=150),
     FamilyCase("4 metrics, rho 0, shared folds, every pair", 4, configs=10, users=150, rho=0.0,
                shared=True),
+    FamilyCase("4 metrics, rho 0, shared folds, every pair, clipped", 4, configs=10, users=150,
+               rho=0.0, shared=True, clip=True),
 )
 
 
@@ -256,8 +287,8 @@ class DominanceCase:
     ``b_u``, as user-stratified folds do); ``taste`` in [0, 1) splits ``e_cu`` into a per-user
     taste for each configuration that the user keeps from fold to fold, ``sqrt(taste) t_cu``,
     and fold noise ``sqrt(1 - taste) e_cu`` (it needs ``shared``); ``clip`` reads the value as a
-    metric bounded in [0, 1] with many zeros, ``min(1, max(0, 0.2 + 0.2 x))`` (about a quarter
-    of the values at 0)."""
+    metric bounded in [0, 1] with many zeros (:func:`clip_metric`: about a quarter of the
+    values at 0)."""
 
     name: str
     betas: tuple[float, ...] = (2.0, 2.0, 2.0)
@@ -308,7 +339,7 @@ class DominanceCase:
         b, t = self.users_of(rng, n_tables) if users is None else users
         e = rng.standard_normal((n_tables, len(mu), self.users))
         x = mu[None, :, None] + b + np.sqrt(self.taste) * t + np.sqrt(1.0 - self.taste) * e
-        return np.clip(0.2 + 0.2 * x, 0.0, 1.0) if self.clip else x
+        return clip_metric(x) if self.clip else x
 
 
 def true_only_mean_p(case: DominanceCase, n_samples: int = 2000, seed: int = 0) -> np.ndarray:
