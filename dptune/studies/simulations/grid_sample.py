@@ -55,14 +55,15 @@ from dptune.analysis.dp.pairs import scope_seed, scopes
 from dptune.analysis.dp.units import UnitSample, pair_design, unit_multipliers
 from dptune.errors import check_int
 from dptune.store._store import ResultStore
-from dptune.studies.simulations.error_rates import claim_rates, family_lambdas
+from dptune.studies.simulations.error_rates import claim_rates, clip_metric, family_lambdas
 from dptune.sweeper.design import design_order
 
 __all__ = ["GridCase", "GRID_SAMPLE_STUDY_COLUMNS", "FULL_GRID_CASES", "QUICK_GRID_CASES",
            "ONE_ROUND_CASES",
            "REAL_GRID_SAMPLE_COLUMNS", "real_grid_sample_study",
            "replicate", "grid_sample_study", "GridClaimsCase", "GRID_CLAIMS_COLUMNS",
-           "GRID_CLAIMS_CASES", "QUICK_GRID_CLAIMS_CASES", "claims_replicate",
+           "GRID_CLAIMS_CASES", "GRID_CLAIMS_SHAPE_CASES", "QUICK_GRID_CLAIMS_CASES",
+           "claims_replicate",
            "grid_sample_claims_study"]
 
 GRID_SAMPLE_STUDY_COLUMNS = ["case", "units_total", "configs_total", "rounds", "units", "budget",
@@ -342,8 +343,9 @@ def real_grid_sample_study(results: str | Path, algorithm: str = "bpr-mf",
 # --------------------------------------------------------------------------------------------
 
 #: :func:`grid_sample_claims_study`'s summary: one row per (case, budget).
-GRID_CLAIMS_COLUMNS = ["case", "metrics", "weaker", "rho", "folds_kind", "rounds", "units",
-                       "units_total", "replications", "false_rows", "false_rows_se", "power"]
+GRID_CLAIMS_COLUMNS = ["case", "metrics", "weaker", "rho", "folds_kind", "clipped", "rounds",
+                       "units", "units_total", "replications", "false_rows", "false_rows_se",
+                       "power"]
 
 
 @dataclass(frozen=True)
@@ -356,7 +358,9 @@ class GridClaimsCase:
     ``mu_k`` the grid's structured means (:meth:`GridCase.means`), ``b_u, z_ku, e_mku ~ N(0,
     1)``; the last ``weaker`` metrics have ``lambda = weak`` (truly less discriminative), the
     others 1 (exactly as discriminative as each other). With ``shared`` the same users, keeping
-    ``b_u, z_ku``, are in every fold."""
+    ``b_u, z_ku``, are in every fold; with ``clip`` every value is read as a metric bounded in
+    [0, 1] with about a quarter of the values 0
+    (:func:`dptune.studies.simulations.error_rates.clip_metric`)."""
 
     name: str
     grid: GridCase
@@ -365,6 +369,7 @@ class GridClaimsCase:
     weak: float = 0.5
     rho: float = 0.7
     shared: bool = False
+    clip: bool = False
 
     @property
     def lambdas(self) -> np.ndarray:
@@ -394,8 +399,9 @@ def claims_replicate(case: GridClaimsCase, seed: int, alpha: float = 0.05) -> di
     for _ in range(g.folds):
         b, z = kept if kept is not None else users()
         e = rng.standard_normal((case.metrics, n_c, g.users))
-        folds.append(lam[:, None, None] * mu[None, :, None] + (b + np.sqrt(case.rho) * z)[None]
-                     + np.sqrt(1.0 - case.rho) * e)
+        x = (lam[:, None, None] * mu[None, :, None] + (b + np.sqrt(case.rho) * z)[None]
+             + np.sqrt(1.0 - case.rho) * e)
+        folds.append(clip_metric(x) if case.clip else x)
     order = design_order((g.n_a, g.n_b), int(rng.integers(2**31)))
     positions = np.array([a * g.n_b + b for a, b in order.points])
     out: dict[int, dict] = {}
@@ -441,7 +447,7 @@ def grid_sample_claims_study(cases: Sequence[GridClaimsCase], replications: int 
                 rows.append({
                     "case": case.name, "metrics": case.metrics, "weaker": case.weaker,
                     "rho": case.rho, "folds_kind": "shared" if case.shared else "independent",
-                    "rounds": r, "units": min(case.grid.units_total, r * case.grid.round_size),
+                    "clipped": case.clip, "rounds": r, "units": min(case.grid.units_total, r * case.grid.round_size),
                     "units_total": case.grid.units_total, "replications": replications,
                     "false_rows": fr, "false_rows_se": float(np.sqrt(fr * (1 - fr) / replications)),
                     "power": power,
@@ -466,6 +472,19 @@ GRID_CLAIMS_CASES = (
     GridClaimsCase("15 x 15 x 14, 4 metrics, 1 weaker (0.5)",
                    GridCase("15 x 15 units x 14", 15, 15, 14, 120, 3, 1.0, (1,), pairs=1000,
                             bootstrap=200), weaker=1, weak=0.5),
+)
+
+#: The claims on a grid sample under another population shape: every value clipped to a
+#: metric's [0, 1] with about a quarter of them 0; one round of the paper's BPR-MF shape, 4
+#: equally discriminative independent metrics over the same users in every fold (the
+#: hardest null case of the families' study), and one truly weaker metric for power.
+GRID_CLAIMS_SHAPE_CASES = (
+    GridClaimsCase("15 x 15 x 14, 4 equal metrics, rho 0, same users, clipped",
+                   GridCase("15 x 15 units x 14", 15, 15, 14, 120, 3, 1.0, (1,), pairs=1000,
+                            bootstrap=200), rho=0.0, shared=True, clip=True),
+    GridClaimsCase("15 x 15 x 14, 4 metrics, 1 weaker (0.5), clipped",
+                   GridCase("15 x 15 units x 14", 15, 15, 14, 120, 3, 1.0, (1,), pairs=1000,
+                            bootstrap=200), weaker=1, weak=0.5, clip=True),
 )
 
 #: The default test run's quick variant: one round of a 10 x 10 grid, 4 equal metrics.
