@@ -179,9 +179,12 @@ def noise_section(configs: Any, result: Any) -> str:
         used.append(f"{display_algorithm(alg)}: {cfgs}, {seeds} seeds")
     has_ci = bool(table["ci_high"].notna().any())
     rule = (
-        "the 95% bootstrap interval of its DP lies entirely below the floor"
+        "the floor exceeds its DP by more than both estimates' errors together (floor - DP > "
+        "sqrt(h_DP^2 + h_floor^2), the upper half-width of DP's 95% bootstrap interval and "
+        "the half-width of the floor's 95% interval, t over folds; a one-sided test at about "
+        "2.5%, measured when a metric's DP is in truth its floor)"
         if has_ci
-        else "its DP is below the floor"
+        else "its DP is below the floor (no bootstrap: no error rate)"
     )
     lines = [
         "The best configuration(s) of each stochastic algorithm by validation "
@@ -189,8 +192,9 @@ def noise_section(configs: Any, result: Any) -> str:
         "seeds is an A/A pair (same configuration, no real difference), tested over the fold's "
         "users with the DP's test. Per fold the A/A p-values are sorted decreasingly and "
         "resampled to the DP's P positions, then averaged over folds (the grey band in Figure "
-        "1). The floor is on the scale of every DP here: 25 x the mean A/A p-value (± 25 x its "
-        "sd over folds); an exactly true null gives 12.5. A metric is clearly below its floor "
+        "1). The floor is on the scale of every DP here: 25 x the mean A/A p-value, with its "
+        "95% interval over folds; an exactly true null gives 12.5. A metric is clearly below "
+        "its floor "
         f"when {rule}; otherwise it is flagged: its configuration differences are not clearly "
         "larger than re-training noise.",
         "",
@@ -200,7 +204,7 @@ def noise_section(configs: Any, result: Any) -> str:
     if det_text:
         lines += [det_text, ""]
     header = ["Algorithm", "Metric", "DP per 25 pairs" + (" [95% CI]" if has_ci else ""), "P",
-              "Floor per 25 pairs ± sd", "DP / floor", "Below floor?"]
+              "Floor per 25 pairs [95% CI]", "DP / floor", "Below floor?"]
     rank = {m: i for i, m in enumerate(ordered_metrics(table["metric"].unique()))}
     t = table.assign(_m=table["metric"].map(rank))
     order = {a: i for i, a in enumerate(configs.algorithms())}
@@ -214,7 +218,7 @@ def noise_section(configs: Any, result: Any) -> str:
             Cell(dp_text(r.dp_per_25, r.ci_low, r.ci_high), numeric=True),
             Cell(str(int(n_pairs.get((r.algorithm, "all", r.metric, r.cutoff), 0))),
                  numeric=True),
-            Cell(f"{r.floor_per_25:.2f} ± {r.floor_per_25_sd:.2f}", numeric=True),
+            Cell(dp_text(r.floor_per_25, r.floor_ci_low, r.floor_ci_high), numeric=True),
             Cell(f"{r.ratio:.2f}", numeric=True),
             Cell("no: flagged", bold=True) if r.flagged else Cell("yes"),
         ]

@@ -1,0 +1,174 @@
+"""The noise floor's claim, measured: how often a metric is said to be *clearly below* its A/A
+noise floor when in truth its DP is the floor.
+
+A *floor case* is a stochastic algorithm whose configurations differ from each other exactly as
+much as one configuration re-trained with another seed differs from itself: every trained
+model ``m`` (a configuration of the grid, or a seed of the re-trained one) scores user ``u``
+
+    x_m(u) = delta_m + b_u + e_mu,    delta_m ~ N(0, effect^2 / n),  b_u, e_mu ~ N(0, 1),
+
+``delta_m`` the model's own shift (what a seed changes in a trained model; 0 with ``effect =
+0``, an exact null whose p-values are uniform), ``b_u`` the user's level, shared by every model
+of a fold, ``e_mu`` the model's per-user noise. The grid's pairs of configurations and the
+seeds' A/A pairs then have one law, so the metric's DP *is* its floor and "clearly below" is a
+false claim. With ``clip`` every value is read as a metric bounded in [0, 1] with about a
+quarter of the values 0 (:func:`dptune.studies.simulations.error_rates.clip_metric`).
+
+A *run* draws ``folds`` folds of fresh users and passes them through the analysis' own code:
+the DP of every pair of ``configs`` configurations with its bootstrap interval
+(:class:`dptune.analysis.dp.fold_loop.ScopeRun`), the floor from the ``seeds (seeds - 1) / 2``
+A/A p-values of each fold (:func:`dptune.analysis.noise.aa_pvalues`, the fold loop's
+accumulator) and the flag of :func:`dptune.analysis.noise.compare_with_floor`.
+``false_below`` is the share of runs that call the metric clearly below its floor (to be at
+most about 2.5%, the one-sided level of the rule), with its Monte Carlo sd; ``false_below_ci``
+is the same for the rule that read DP's interval alone (``ci_high < floor``), which ignored the
+floor's own error. ``floor_coverage`` is the share of runs whose floor interval
+(``floor_ci_low``, ``floor_ci_high``) holds the true floor: 12.5 under the exact null, else the
+mean floor of the case's runs (a Monte Carlo truth; its error is the runs' sd over
+``sqrt(runs)``, far inside the intervals).
+
+Only the tests and ``docs/statistics.md`` (section 5) run this study; the analysis never
+imports it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from dptune._threads import one_thread
+from dptune.analysis.dp.fold_loop import FoldCurves, FoldView, ScopePlan, ScopeRun, UserDraws
+from dptune.analysis.dp.paired_tests import paired_test
+from dptune.analysis.dp.pairs import sample_pairs, scope_seed
+from dptune.analysis.dp.scale import REFERENCE_P
+from dptune.analysis.noise import aa_pvalues, compare_with_floor
+from dptune.errors import check_int
+from dptune.studies.simulations.error_rates import clip_metric
+
+__all__ = ["FloorCase", "FLOOR_COLUMNS", "FLOOR_CASES", "QUICK_FLOOR_CASES", "run_floor",
+           "floor_claim_study"]
+
+FLOOR_COLUMNS = ["case", "configs", "users", "folds", "seeds", "effect", "clipped", "runs",
+                 "mean_dp", "mean_floor", "false_below", "false_below_se", "false_below_ci",
+                 "false_below_ci_se", "floor_coverage", "floor_coverage_se"]
+
+
+@dataclass(frozen=True)
+class FloorCase:
+    """One population and design (module docstring): ``configs`` configurations (every pair
+    tested), ``seeds`` seeds of the re-trained configuration, ``users`` users in each of
+    ``folds`` folds, the models' own shifts of sd ``effect / sqrt(users)``, ``clip``."""
+
+    name: str
+    configs: int = 10
+    users: int = 300
+    folds: int = 3
+    seeds: int = 5
+    effect: float = 0.0
+    clip: bool = False
+
+    def __post_init__(self) -> None:
+        check_int(self.configs, "noise floor", "configs", 2)
+        check_int(self.users, "noise floor", "users", 3)
+        check_int(self.folds, "noise floor", "folds", 2)
+        check_int(self.seeds, "noise floor", "seeds", 2)
+
+    def draw(self, rng: np.random.Generator, models: int) -> np.ndarray:
+        """``(models, users)`` values of ``models`` trained models on one fold's fresh users."""
+        delta = self.effect / np.sqrt(self.users) * rng.standard_normal((models, 1))
+        x = delta + rng.standard_normal((1, self.users)) + rng.standard_normal(
+            (models, self.users))
+        return clip_metric(x) if self.clip else x
+
+
+def run_floor(case: FloorCase, seed: int, n_boot: int = 1000) -> dict:
+    """One run of ``case``: the metric's DP per 25 pairs with its interval, the floor, and
+    whether each rule calls the metric clearly below its floor."""
+    rng = np.random.default_rng(np.random.SeedSequence(int(seed)))
+    n_pairs = case.configs * (case.configs - 1) // 2
+    s0 = int(rng.integers(2**31))
+    pairs = [sample_pairs(np.arange(case.configs), n_pairs, scope_seed(s0, "all"))]
+    run = ScopeRun(ScopePlan("sim", "all", pairs, n_pairs, case.folds, [("m", 10)],
+                             test=paired_test("t"), bootstrap=int(n_boot), seed=s0,
+                             draws=UserDraws(int(n_boot), s0)))
+    floor = FoldCurves(case.folds, n_pairs, 0.05)
+    for f in range(case.folds):
+        x = case.draw(rng, case.configs + case.seeds)  # the grid's models, then the seeds'
+        run.add_fold(f, str(f), FoldView.of_table(np.arange(case.users) + f * case.users,
+                                                   {"m": x[:case.configs]}))
+        floor.add(f, aa_pvalues(x[case.configs:], paired_test("t"), seed=s0))
+    rows, _, _ = run.finish()
+    s = floor.summary()
+    dp = pd.DataFrame([{"algorithm": "sim", "scope": "all", "metric": "m", "cutoff": 10,
+                        "dp_per_25": rows[0]["dp_per_25"], "ci_low": rows[0]["ci_low"],
+                        "ci_high": rows[0]["ci_high"]}])
+    fl = pd.DataFrame([{"algorithm": "sim", "metric": "m", "cutoff": 10,
+                        "n_folds": case.folds, "mean_p": s["mean_p"],
+                        "floor_per_25": REFERENCE_P * s["mean_p"],
+                        "floor_per_25_sd": REFERENCE_P * s["mean_p_sd"]}])
+    v = compare_with_floor(dp, fl).iloc[0]
+    return {"dp": float(v["dp_per_25"]), "floor": float(v["floor_per_25"]),
+            "floor_ci": (float(v["floor_ci_low"]), float(v["floor_ci_high"])),
+            "below": not bool(v["flagged"]),
+            "below_ci": bool(v["ci_high"] < v["floor_per_25"])}
+
+
+def floor_claim_study(cases: Sequence[FloorCase], runs: int = 400, n_boot: int = 1000,
+                      seed: int = 0) -> pd.DataFrame:
+    """One row of :data:`FLOOR_COLUMNS` per case, from ``runs`` runs each (one numba and one
+    BLAS thread meanwhile)."""
+    runs = check_int(runs, "noise floor", "runs", 1)
+    rows = []
+    with one_thread():
+        for ci, case in enumerate(cases):
+            out = [run_floor(case, _seed(seed, ci, r), n_boot) for r in range(runs)]
+            below = np.array([o["below"] for o in out])
+            below_ci = np.array([o["below_ci"] for o in out])
+            floors = np.array([o["floor"] for o in out])
+            truth = REFERENCE_P / 2 if case.effect == 0 else float(floors.mean())
+            covered = np.array([lo <= truth <= hi for lo, hi in (o["floor_ci"] for o in out)])
+
+            def se(x: np.ndarray) -> float:
+                return float(np.sqrt(x.mean() * (1.0 - x.mean()) / runs))
+
+            rows.append({
+                "case": case.name, "configs": case.configs, "users": case.users,
+                "folds": case.folds, "seeds": case.seeds, "effect": case.effect,
+                "clipped": case.clip, "runs": runs,
+                "mean_dp": float(np.mean([o["dp"] for o in out])),
+                "mean_floor": float(floors.mean()),
+                "false_below": float(below.mean()), "false_below_se": se(below),
+                "false_below_ci": float(below_ci.mean()), "false_below_ci_se": se(below_ci),
+                "floor_coverage": float(covered.mean()), "floor_coverage_se": se(covered),
+            })
+    return pd.DataFrame(rows, columns=FLOOR_COLUMNS)
+
+
+def _seed(seed: int, case_index: int, run: int) -> int:
+    ss = np.random.SeedSequence(int(seed), spawn_key=(int(case_index), int(run)))
+    return int(ss.generate_state(1, dtype=np.uint64)[0] >> 1)
+
+
+#: The study of ``docs/statistics.md`` section 5: an exact null and models with shifts of their
+#: own (seeds that change a trained model, as BPR-MF's do), also clipped to a metric's [0, 1];
+#: 3 and 10 folds; 10 and 15 configurations; 5 seeds.
+FLOOR_CASES = (
+    FloorCase("10 configs, 3 folds, exact null"),
+    FloorCase("10 configs, 3 folds, model shifts 2", effect=2.0),
+    FloorCase("10 configs, 3 folds, model shifts 2, clipped", effect=2.0, clip=True),
+    FloorCase("15 configs, 10 folds, exact null", configs=15, folds=10),
+    FloorCase("15 configs, 10 folds, model shifts 2", configs=15, folds=10, effect=2.0),
+    FloorCase("15 configs, 10 folds, model shifts 2, clipped", configs=15, folds=10, effect=2.0,
+              clip=True),
+)
+
+#: The default test run's quick variant: smaller folds, an exact null and clipped models with
+#: shifts of their own.
+QUICK_FLOOR_CASES = (
+    FloorCase("8 configs, 5 folds, exact null", configs=8, users=150, folds=5),
+    FloorCase("8 configs, 5 folds, model shifts 2, clipped", configs=8, users=150, folds=5,
+              effect=2.0, clip=True),
+)
