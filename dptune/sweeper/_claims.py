@@ -1,11 +1,11 @@
 """Claims on grid points: which live trial computes a unit, which waits, which dead one is redone.
 
 Each algorithm's study is a grid over the fold and the unit hyperparameters, whose points are
-handed out in the design's order (:mod:`dptune.sweeper._sampler`). A live
-worker's grid point is waited for, not duplicated; a dead worker's trial is found (its process
-gone from this machine, or its heartbeat stale), failed and queued again; a duplicate that still slips through (two workers deciding at
-the same instant) has the same values (seeds derive from the unit) and is discarded by the store,
-which keeps the first part written.
+handed out in the design's order (:mod:`dptune.sweeper._sampler`). A live worker's grid point
+is waited for, not duplicated; a dead worker's trial is found (its process gone from this
+machine, or its heartbeat stale), failed and queued again; a duplicate that still slips through
+(two workers deciding at the same instant) has the same values (seeds derive from the unit) and
+is discarded by the store, which keeps the first part written.
 """
 
 from __future__ import annotations

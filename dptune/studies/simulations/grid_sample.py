@@ -447,7 +447,8 @@ def grid_sample_claims_study(cases: Sequence[GridClaimsCase], replications: int 
                 rows.append({
                     "case": case.name, "metrics": case.metrics, "weaker": case.weaker,
                     "rho": case.rho, "folds_kind": "shared" if case.shared else "independent",
-                    "clipped": case.clip, "rounds": r, "units": min(case.grid.units_total, r * case.grid.round_size),
+                    "clipped": case.clip, "rounds": r,
+                    "units": min(case.grid.units_total, r * case.grid.round_size),
                     "units_total": case.grid.units_total, "replications": replications,
                     "false_rows": fr, "false_rows_se": float(np.sqrt(fr * (1 - fr) / replications)),
                     "power": power,
