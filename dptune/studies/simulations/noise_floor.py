@@ -48,10 +48,10 @@ from dptune.analysis.noise import aa_pvalues, compare_with_floor
 from dptune.errors import check_int
 from dptune.studies.simulations.error_rates import clip_metric
 
-__all__ = ["FloorCase", "FLOOR_COLUMNS", "FLOOR_CASES", "QUICK_FLOOR_CASES", "run_floor",
+__all__ = ["FloorCase", "FLOOR_STUDY_COLUMNS", "FLOOR_CASES", "QUICK_FLOOR_CASES", "run_floor",
            "floor_claim_study"]
 
-FLOOR_COLUMNS = ["case", "configs", "users", "folds", "seeds", "effect", "clipped", "runs",
+FLOOR_STUDY_COLUMNS = ["case", "configs", "users", "folds", "seeds", "effect", "clipped", "runs",
                  "mean_dp", "mean_floor", "false_below", "false_below_se", "false_below_ci",
                  "false_below_ci_se", "floor_coverage", "floor_coverage_se"]
 
@@ -118,7 +118,7 @@ def run_floor(case: FloorCase, seed: int, n_boot: int = 1000) -> dict:
 
 def floor_claim_study(cases: Sequence[FloorCase], runs: int = 400, n_boot: int = 1000,
                       seed: int = 0) -> pd.DataFrame:
-    """One row of :data:`FLOOR_COLUMNS` per case, from ``runs`` runs each (one numba and one
+    """One row of :data:`FLOOR_STUDY_COLUMNS` per case, from ``runs`` runs each (one numba and one
     BLAS thread meanwhile)."""
     runs = check_int(runs, "noise floor", "runs", 1)
     rows = []
@@ -144,7 +144,7 @@ def floor_claim_study(cases: Sequence[FloorCase], runs: int = 400, n_boot: int =
                 "false_below_ci": float(below_ci.mean()), "false_below_ci_se": se(below_ci),
                 "floor_coverage": float(covered.mean()), "floor_coverage_se": se(covered),
             })
-    return pd.DataFrame(rows, columns=FLOOR_COLUMNS)
+    return pd.DataFrame(rows, columns=FLOOR_STUDY_COLUMNS)
 
 
 def _seed(seed: int, case_index: int, run: int) -> int:
