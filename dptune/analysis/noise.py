@@ -24,9 +24,9 @@ analysis half:
   on the scale of every DP of the report (DP per 25 pairs), with ``floor_per_25_sd = 25 *
   sd_f(pbar_f)``. Under an exactly true null the A/A p-values are uniform and the floor is
   12.5; seed-to-seed differences of the trained models push it lower. :func:`compare_with_floor`
-  flags a metric whose DP is not clearly below the floor, given both estimates' uncertainty. :func:`aa_band` gives Figure 1's grey
-  band: per algorithm and cutoff, the lowest and highest A/A curve over the metrics at each
-  position, and their mean.
+  flags a metric whose DP is not clearly below the floor, given both estimates' uncertainty.
+  :func:`aa_band` gives Figure 1's grey band: per algorithm and cutoff, the lowest and highest
+  A/A curve over the metrics at each position, and their mean.
 """
 
 from __future__ import annotations
@@ -312,5 +312,6 @@ def compare_with_floor(dp: pd.DataFrame, floor: pd.DataFrame) -> pd.DataFrame:
     below = np.where(has_ci, difference > merged["margin"], difference > 0)
     merged["ratio"] = merged["dp_per_25"] / merged["floor_per_25"]
     merged["flagged"] = ~below.astype(bool)
-    merged["rule"] = np.where(has_ci, "floor - DP above the 95% margin of both", "DP below the floor")
+    merged["rule"] = np.where(has_ci, "floor - DP above the 95% margin of both",
+                              "DP below the floor")
     return merged[VERSUS_COLUMNS].reset_index(drop=True)

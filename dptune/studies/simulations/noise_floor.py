@@ -48,12 +48,13 @@ from dptune.analysis.noise import aa_pvalues, compare_with_floor
 from dptune.errors import check_int
 from dptune.studies.simulations.error_rates import clip_metric
 
-__all__ = ["FloorCase", "FLOOR_STUDY_COLUMNS", "FLOOR_CASES", "QUICK_FLOOR_CASES", "run_floor",
-           "floor_claim_study"]
+__all__ = ["FloorCase", "FLOOR_STUDY_COLUMNS", "FLOOR_CASES", "QUICK_FLOOR_CASES",
+           "run_floor", "floor_claim_study"]
 
-FLOOR_STUDY_COLUMNS = ["case", "configs", "users", "folds", "seeds", "effect", "clipped", "runs",
-                 "mean_dp", "mean_floor", "false_below", "false_below_se", "false_below_ci",
-                 "false_below_ci_se", "floor_coverage", "floor_coverage_se"]
+FLOOR_STUDY_COLUMNS = ["case", "configs", "users", "folds", "seeds", "effect", "clipped",
+                       "runs", "mean_dp", "mean_floor", "false_below", "false_below_se",
+                       "false_below_ci", "false_below_ci_se", "floor_coverage",
+                       "floor_coverage_se"]
 
 
 @dataclass(frozen=True)
@@ -118,8 +119,8 @@ def run_floor(case: FloorCase, seed: int, n_boot: int = 1000) -> dict:
 
 def floor_claim_study(cases: Sequence[FloorCase], runs: int = 400, n_boot: int = 1000,
                       seed: int = 0) -> pd.DataFrame:
-    """One row of :data:`FLOOR_STUDY_COLUMNS` per case, from ``runs`` runs each (one numba and one
-    BLAS thread meanwhile)."""
+    """One row of :data:`FLOOR_STUDY_COLUMNS` per case, from ``runs`` runs each (one numba and
+    one BLAS thread meanwhile)."""
     runs = check_int(runs, "noise floor", "runs", 1)
     rows = []
     with one_thread():

@@ -364,7 +364,8 @@ def test_file_and_flag_share_one_rule(tmp_path, capsys, monkeypatch, extra, flag
     problem = problem.format(cfg=cfg)
     assert errs["file"] == f"dptune: {cfg}: {file_key}: {problem}"
     # a flag argparse refuses ends with where its help is
-    assert errs["flag"].removesuffix(" (see dptune seeds --help)") == f"dptune: {flag_at}: {problem}"
+    flag = errs["flag"].removesuffix(" (see dptune seeds --help)")
+    assert flag == f"dptune: {flag_at}: {problem}"
 
 
 def test_the_default_folders_are_checked_before_any_work(tmp_path, capsys, monkeypatch) -> None:
