@@ -56,7 +56,8 @@ from dptune.errors import check_int, input_error
 
 __all__ = ["Case", "PairedCase", "COVERAGE_COLUMNS", "FULL_CASES", "FEW_PAIR_CASES", "MANY_CONFIG_CASES",
            "SHARED_FEW_CASES", "QUICK_CASES", "QUICK_MANY_CASES", "fold_pvalues",
-           "true_mean_p", "sample_interval", "coverage", "coverage_study", "documented_study"]
+           "true_mean_p", "sample_interval", "coverage", "coverage_study", "documented_study",
+           "replication_seed"]
 
 COVERAGE_COLUMNS = ["case", "configs", "pairs", "possible_pairs", "users", "folds", "effect",
                     "kind", "samples", "truth", "truth_se", "coverage", "coverage_se",
@@ -260,7 +261,7 @@ def coverage(case: Case, samples: int = 200, n_boot: int = 1000, truth_samples: 
     truth."""
     samples = check_int(samples, "coverage", "samples", 1)
     theta, se = true_mean_p(case, truth_samples, seed=seed * 1000 + case_index)
-    res = np.array([sample_interval(case, _sample_seed(seed, case_index, s), n_boot)
+    res = np.array([sample_interval(case, replication_seed(seed, case_index, s), n_boot)
                     for s in range(samples)])
     est, lo, hi = res.T
     hit = (lo <= theta) & (theta <= hi)
@@ -274,9 +275,11 @@ def coverage(case: Case, samples: int = 200, n_boot: int = 1000, truth_samples: 
             "estimate_sd": float(est.std(ddof=1)) if samples > 1 else float("nan")}
 
 
-def _sample_seed(seed: int, case_index: int, sample: int) -> int:
-    """A seed per (study seed, case, sample), independent streams."""
-    ss = np.random.SeedSequence(int(seed), spawn_key=(int(case_index), int(sample)))
+def replication_seed(seed: int, case_index: int, replication: int) -> int:
+    """The seed of one replication (a sample, a run) of case ``case_index`` of a study seeded
+    ``seed``: independent streams (NumPy's ``SeedSequence`` spawned by the pair), so a case's
+    replications are the same whichever cases run beside it. Every simulation study uses it."""
+    ss = np.random.SeedSequence(int(seed), spawn_key=(int(case_index), int(replication)))
     return int(ss.generate_state(1, dtype=np.uint64)[0] >> 1)
 
 

@@ -52,7 +52,7 @@ from dptune.analysis.dp.paired_tests import paired_test
 from dptune.analysis.dp.pairs import sample_pairs, scope_seed
 from dptune.analysis.dp.scale import REFERENCE_P
 from dptune.errors import check_int, input_error
-from dptune.studies.simulations.coverage import PairedCase, fold_pvalues
+from dptune.studies.simulations.coverage import PairedCase, fold_pvalues, replication_seed
 
 __all__ = ["FamilyCase", "ERROR_COLUMNS", "NULL_CASES", "PARTIAL_CASES", "FAMILY_SHAPE_CASES",
            "QUICK_FAMILY_CASES", "clip_metric",
@@ -187,7 +187,8 @@ def family_error_rates(case: FamilyCase, runs: int = 200, n_boot: int = 1000,
                        alpha: float = 0.05, seed: int = 0, case_index: int = 0) -> dict:
     """One row of :data:`ERROR_COLUMNS` for ``case`` from ``runs`` runs."""
     runs = check_int(runs, "error rates", "runs", 1)
-    out = [run_family(case, _run_seed(seed, case_index, s), n_boot, alpha) for s in range(runs)]
+    out = [run_family(case, replication_seed(seed, case_index, s), n_boot, alpha)
+           for s in range(runs)]
     fr, pw = claim_rates(case.lambdas, out, "named")
     fr0, pw0 = claim_rates(case.lambdas, out, "named_former")
 
@@ -200,11 +201,6 @@ def family_error_rates(case: FamilyCase, runs: int = 200, n_boot: int = 1000,
             "possible_pairs": case.possible_pairs, "runs": runs, "false_rows": fr,
             "false_rows_se": se(fr), "power": pw, "false_rows_former": fr0,
             "false_rows_former_se": se(fr0), "power_former": pw0}
-
-
-def _run_seed(seed: int, case_index: int, run: int) -> int:
-    ss = np.random.SeedSequence(int(seed), spawn_key=(int(case_index), int(run)))
-    return int(ss.generate_state(1, dtype=np.uint64)[0] >> 1)
 
 
 #: Families of equally discriminative metrics: 2, 4 and 6 metrics; shared users' effects
@@ -406,7 +402,7 @@ def dominance_error_rates(case: DominanceCase, runs: int = 200, n_boot: int = 10
     theta = true_only_mean_p(case, truth_samples, seed=seed * 1000 + case_index)
     names = [f"h{i}" for i in range(len(case.betas))]
     th = dict(zip(names, theta, strict=True))
-    out = [run_grid(case, _run_seed(seed, case_index, s), n_boot, alpha) for s in range(runs)]
+    out = [run_grid(case, replication_seed(seed, case_index, s), n_boot, alpha) for s in range(runs)]
     false_dom, false_over, hits, cover, widths = [], [], [], [], []
     best = names[int(np.argmin(theta))] if np.sum(theta == theta.min()) == 1 and \
         np.ptp(theta) > 0.01 else None

@@ -55,6 +55,7 @@ from dptune.analysis.dp.pairs import scope_seed, scopes
 from dptune.analysis.dp.units import UnitSample, pair_design, unit_multipliers
 from dptune.errors import check_int
 from dptune.store._store import ResultStore
+from dptune.studies.simulations.coverage import replication_seed
 from dptune.studies.simulations.error_rates import claim_rates, clip_metric, family_lambdas
 from dptune.sweeper.design import design_order
 
@@ -193,11 +194,6 @@ def replicate(case: GridCase, seed: int) -> dict[str, Any]:
     return out
 
 
-def _seed(seed: int, case_index: int, rep: int) -> int:
-    ss = np.random.SeedSequence(int(seed), spawn_key=(int(case_index), int(rep)))
-    return int(ss.generate_state(1, dtype=np.uint64)[0] >> 1)
-
-
 def grid_sample_study(cases: Sequence[GridCase] = FULL_GRID_CASES, replications: int = 200,
                       seed: int = 0) -> pd.DataFrame:
     """One row per (case, budget) of :data:`GRID_SAMPLE_STUDY_COLUMNS` (module docstring); one
@@ -206,7 +202,8 @@ def grid_sample_study(cases: Sequence[GridCase] = FULL_GRID_CASES, replications:
     rows = []
     with one_thread():
         for ci, case in enumerate(cases):
-            reps = [replicate(case, _seed(seed, ci, k)) for k in range(replications)]
+            reps = [replicate(case, replication_seed(seed, ci, k))
+                    for k in range(replications)]
             full = np.array([r["full"] for r in reps])
             theta, theta_se = full.mean(), full.std(ddof=1) / np.sqrt(len(full))
             for rounds in case.rounds:
@@ -303,7 +300,7 @@ def real_grid_sample_study(results: str | Path, algorithm: str = "bpr-mf",
     unit_at = {positions[u.position]: u.unit for u in recorded.units}
     rows = []
     for d in range(check_int(designs, "grid sample study", "designs", 2)):
-        d_seed = _seed(seed, 0, d)
+        d_seed = replication_seed(seed, 0, d)
         order = design_order(recorded.sizes, d_seed)
         for r in rounds:
             n_units = order.round_ends[min(r, order.rounds) - 1]
@@ -440,7 +437,7 @@ def grid_sample_claims_study(cases: Sequence[GridClaimsCase], replications: int 
     rows = []
     with one_thread():
         for ci, case in enumerate(cases):
-            reps = [claims_replicate(case, _seed(seed, ci, k), alpha)
+            reps = [claims_replicate(case, replication_seed(seed, ci, k), alpha)
                     for k in range(replications)]
             for r in case.grid.rounds:
                 fr, power = claim_rates(case.lambdas, [rep[r] for rep in reps])

@@ -46,6 +46,7 @@ from dptune.analysis.dp.pairs import sample_pairs, scope_seed
 from dptune.analysis.dp.scale import REFERENCE_P
 from dptune.analysis.noise import aa_pvalues, compare_with_floor
 from dptune.errors import check_int
+from dptune.studies.simulations.coverage import replication_seed
 from dptune.studies.simulations.error_rates import clip_metric
 
 __all__ = ["FloorCase", "FLOOR_STUDY_COLUMNS", "FLOOR_CASES", "QUICK_FLOOR_CASES",
@@ -125,7 +126,7 @@ def floor_claim_study(cases: Sequence[FloorCase], runs: int = 400, n_boot: int =
     rows = []
     with one_thread():
         for ci, case in enumerate(cases):
-            out = [run_floor(case, _seed(seed, ci, r), n_boot) for r in range(runs)]
+            out = [run_floor(case, replication_seed(seed, ci, r), n_boot) for r in range(runs)]
             below = np.array([o["below"] for o in out])
             below_ci = np.array([o["below_ci"] for o in out])
             floors = np.array([o["floor"] for o in out])
@@ -146,11 +147,6 @@ def floor_claim_study(cases: Sequence[FloorCase], runs: int = 400, n_boot: int =
                 "floor_coverage": float(covered.mean()), "floor_coverage_se": se(covered),
             })
     return pd.DataFrame(rows, columns=FLOOR_STUDY_COLUMNS)
-
-
-def _seed(seed: int, case_index: int, run: int) -> int:
-    ss = np.random.SeedSequence(int(seed), spawn_key=(int(case_index), int(run)))
-    return int(ss.generate_state(1, dtype=np.uint64)[0] >> 1)
 
 
 #: The study of ``docs/statistics.md`` section 5: an exact null and models with shifts of their
