@@ -284,6 +284,10 @@ def worker_gone(attrs: Mapping[str, Any]) -> bool:
     RUNNING trial of such a worker computes nothing, whatever its heartbeat says, so it is
     failed at once (:func:`_fail_stale`) instead of after the heartbeat's grace.
 
+    A process that has exited but was not yet reaped by its parent (a zombie: a killed run's
+    worker whose new parent, a container's first process, may never reap it) is gone too; its
+    state is read from ``/proc/<pid>/stat``, which :func:`pid_space` already needs.
+
     A worker elsewhere (another host, another pid space), one that recorded no space, and one
     whose pid exists (itself, or a process that reused its pid) are not gone: their trials are
     judged by their heartbeats alone."""
@@ -293,12 +297,13 @@ def worker_gone(attrs: Mapping[str, Any]) -> bool:
             or attrs.get("pid_space") != space):
         return False
     try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
+        stat = Path(f"/proc/{int(pid)}/stat").read_text()
+    except FileNotFoundError:
         return True
-    except OSError:  # e.g. another user's process: it exists
+    except OSError:  # cannot be read: taken for alive
         return False
-    return False
+    fields = stat.rsplit(")", 1)[-1].split()
+    return bool(fields) and fields[0] in ("Z", "X")  # a zombie, or dead
 
 
 def _left_to_its_signer(study: optuna.Study, trial: optuna.Trial, me: str) -> None:

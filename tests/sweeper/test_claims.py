@@ -43,6 +43,15 @@ def test_worker_gone_only_for_a_process_of_this_pid_space_that_no_longer_exists(
         assert not worker_gone(elsewhere), elsewhere
     for odd in (None, "", "no-pid", f"{host}:", f"{host}:abc"):
         assert not worker_gone({"worker": odd, "pid_space": space})
+    # a worker that exited but was never reaped (a zombie) computes nothing either
+    zombie = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        stat = Path(f"/proc/{zombie.pid}/stat")
+        while stat.read_text().rsplit(")", 1)[1].split()[0] != "Z":  # a state, not a time
+            time.sleep(0.01)
+        assert worker_gone({"worker": f"{host}:{zombie.pid}", "pid_space": space})
+    finally:
+        zombie.wait()
 
 
 def _running_trial(storage: str, name: str, params: dict, choices: dict, worker: str,
