@@ -57,7 +57,7 @@ from dptune.errors import check_int, input_error
 __all__ = ["Case", "PairedCase", "COVERAGE_COLUMNS", "FULL_CASES", "FEW_PAIR_CASES", "MANY_CONFIG_CASES",
            "SHARED_FEW_CASES", "QUICK_CASES", "QUICK_MANY_CASES", "fold_pvalues",
            "true_mean_p", "sample_interval", "coverage", "coverage_study", "documented_study",
-           "replication_seed"]
+           "replication_seed", "share_sd"]
 
 COVERAGE_COLUMNS = ["case", "configs", "pairs", "possible_pairs", "users", "folds", "effect",
                     "kind", "samples", "truth", "truth_se", "coverage", "coverage_se",
@@ -269,10 +269,16 @@ def coverage(case: Case, samples: int = 200, n_boot: int = 1000, truth_samples: 
     return {"case": case.name, "configs": case.configs, "pairs": case.n_pairs,
             "possible_pairs": case.possible_pairs, "users": case.users, "folds": case.folds,
             "effect": case.effect, "kind": case.kind, "samples": samples, "truth": theta,
-            "truth_se": se, "coverage": c, "coverage_se": float(np.sqrt(c * (1 - c) / samples)),
+            "truth_se": se, "coverage": c, "coverage_se": share_sd(c, samples),
             "mean_width": float((hi - lo).mean()), "below": float((hi < theta).mean()),
             "above": float((lo > theta).mean()), "mean_estimate": float(est.mean()),
             "estimate_sd": float(est.std(ddof=1)) if samples > 1 else float("nan")}
+
+
+def share_sd(share: float, n: int) -> float:
+    """The Monte Carlo sd of a share ``r`` (a coverage, an error rate) counted over ``n``
+    independent replications: ``sqrt(r (1 - r) / n)``. Every simulation study reports it."""
+    return float(np.sqrt(share * (1.0 - share) / n))
 
 
 def replication_seed(seed: int, case_index: int, replication: int) -> int:

@@ -52,7 +52,12 @@ from dptune.analysis.dp.paired_tests import paired_test
 from dptune.analysis.dp.pairs import sample_pairs, scope_seed
 from dptune.analysis.dp.scale import REFERENCE_P
 from dptune.errors import check_int, input_error
-from dptune.studies.simulations.coverage import PairedCase, fold_pvalues, replication_seed
+from dptune.studies.simulations.coverage import (
+    PairedCase,
+    fold_pvalues,
+    replication_seed,
+    share_sd,
+)
 
 __all__ = ["FamilyCase", "ERROR_COLUMNS", "NULL_CASES", "PARTIAL_CASES", "FAMILY_SHAPE_CASES",
            "QUICK_FAMILY_CASES", "clip_metric",
@@ -192,15 +197,12 @@ def family_error_rates(case: FamilyCase, runs: int = 200, n_boot: int = 1000,
     fr, pw = claim_rates(case.lambdas, out, "named")
     fr0, pw0 = claim_rates(case.lambdas, out, "named_former")
 
-    def se(r: float) -> float:
-        return float(np.sqrt(r * (1.0 - r) / runs))
-
     return {"case": case.name, "metrics": case.metrics, "weaker": case.weaker, "rho": case.rho,
             "folds_kind": "shared" if case.shared else "independent", "clipped": case.clip,
             "pairs": case.n_pairs,
             "possible_pairs": case.possible_pairs, "runs": runs, "false_rows": fr,
-            "false_rows_se": se(fr), "power": pw, "false_rows_former": fr0,
-            "false_rows_former_se": se(fr0), "power_former": pw0}
+            "false_rows_se": share_sd(fr, runs), "power": pw, "false_rows_former": fr0,
+            "false_rows_former_se": share_sd(fr0, runs), "power_former": pw0}
 
 
 #: Families of equally discriminative metrics: 2, 4 and 6 metrics; shared users' effects
@@ -420,10 +422,10 @@ def dominance_error_rates(case: DominanceCase, runs: int = 200, n_boot: int = 10
     fd, c = float(np.mean(false_dom)), float(np.mean(cover))
     return {"case": case.name, "hyperparameters": len(case.betas), "values": case.values,
             "betas": ", ".join(f"{b:g}" for b in case.betas), "runs": runs,
-            "false_dominant": fd, "false_dominant_se": float(np.sqrt(fd * (1 - fd) / runs)),
+            "false_dominant": fd, "false_dominant_se": share_sd(fd, runs),
             "false_over": float(np.mean(false_over)),
             "power": float(np.mean(hits)) if best is not None else float("nan"),
-            "coverage": c, "coverage_se": float(np.sqrt(c * (1 - c) / len(cover))),
+            "coverage": c, "coverage_se": share_sd(c, len(cover)),
             "mean_width": float(np.mean(widths))}
 
 

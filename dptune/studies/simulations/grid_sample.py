@@ -55,7 +55,7 @@ from dptune.analysis.dp.pairs import scope_seed, scopes
 from dptune.analysis.dp.units import UnitSample, pair_design, unit_multipliers
 from dptune.errors import check_int
 from dptune.store._store import ResultStore
-from dptune.studies.simulations.coverage import replication_seed
+from dptune.studies.simulations.coverage import replication_seed, share_sd
 from dptune.studies.simulations.error_rates import claim_rates, clip_metric, family_lambdas
 from dptune.sweeper.design import design_order
 
@@ -220,7 +220,7 @@ def grid_sample_study(cases: Sequence[GridCase] = FULL_GRID_CASES, replications:
                     "mean_estimate": float(est.mean()), "bias": float(est.mean() - theta),
                     "estimate_sd": float(est.std(ddof=1)), "mean_half_width": half,
                     "bias_over_half_width": float(abs(est.mean() - theta) / half),
-                    "coverage": c, "coverage_se": float(np.sqrt(c * (1 - c) / replications)),
+                    "coverage": c, "coverage_se": share_sd(c, replications),
                     "below": float((hi < theta).mean()), "above": float((lo > theta).mean()),
                 })
     return pd.DataFrame(rows, columns=GRID_SAMPLE_STUDY_COLUMNS)
@@ -447,7 +447,7 @@ def grid_sample_claims_study(cases: Sequence[GridClaimsCase], replications: int 
                     "clipped": case.clip, "rounds": r,
                     "units": min(case.grid.units_total, r * case.grid.round_size),
                     "units_total": case.grid.units_total, "replications": replications,
-                    "false_rows": fr, "false_rows_se": float(np.sqrt(fr * (1 - fr) / replications)),
+                    "false_rows": fr, "false_rows_se": share_sd(fr, replications),
                     "power": power,
                 })
     return pd.DataFrame(rows, columns=GRID_CLAIMS_COLUMNS)

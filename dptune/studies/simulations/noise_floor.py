@@ -46,7 +46,7 @@ from dptune.analysis.dp.pairs import sample_pairs, scope_seed
 from dptune.analysis.dp.scale import REFERENCE_P
 from dptune.analysis.noise import aa_pvalues, compare_with_floor
 from dptune.errors import check_int
-from dptune.studies.simulations.coverage import replication_seed
+from dptune.studies.simulations.coverage import replication_seed, share_sd
 from dptune.studies.simulations.error_rates import clip_metric
 
 __all__ = ["FloorCase", "FLOOR_STUDY_COLUMNS", "FLOOR_CASES", "QUICK_FLOOR_CASES",
@@ -133,18 +133,15 @@ def floor_claim_study(cases: Sequence[FloorCase], runs: int = 400, n_boot: int =
             truth = REFERENCE_P / 2 if case.effect == 0 else float(floors.mean())
             covered = np.array([lo <= truth <= hi for lo, hi in (o["floor_ci"] for o in out)])
 
-            def se(x: np.ndarray) -> float:
-                return float(np.sqrt(x.mean() * (1.0 - x.mean()) / runs))
-
             rows.append({
                 "case": case.name, "configs": case.configs, "users": case.users,
                 "folds": case.folds, "seeds": case.seeds, "effect": case.effect,
                 "clipped": case.clip, "runs": runs,
                 "mean_dp": float(np.mean([o["dp"] for o in out])),
                 "mean_floor": float(floors.mean()),
-                "false_below": float(below.mean()), "false_below_se": se(below),
-                "false_below_ci": float(below_ci.mean()), "false_below_ci_se": se(below_ci),
-                "floor_coverage": float(covered.mean()), "floor_coverage_se": se(covered),
+                "false_below": float(below.mean()), "false_below_se": share_sd(below.mean(), runs),
+                "false_below_ci": float(below_ci.mean()), "false_below_ci_se": share_sd(below_ci.mean(), runs),
+                "floor_coverage": float(covered.mean()), "floor_coverage_se": share_sd(covered.mean(), runs),
             })
     return pd.DataFrame(rows, columns=FLOOR_STUDY_COLUMNS)
 
