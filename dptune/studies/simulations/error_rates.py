@@ -59,7 +59,7 @@ from dptune.studies.simulations.coverage import (
     share_sd,
 )
 
-__all__ = ["FamilyCase", "ERROR_COLUMNS", "NULL_CASES", "PARTIAL_CASES", "FAMILY_SHAPE_CASES",
+__all__ = ["FamilyCase", "family_users", "family_values", "ERROR_COLUMNS", "NULL_CASES", "PARTIAL_CASES", "FAMILY_SHAPE_CASES",
            "QUICK_FAMILY_CASES", "clip_metric",
            "run_family", "family_error_rates", "error_rate_study", "DominanceCase",
            "DOMINANCE_ERROR_COLUMNS", "DOMINANCE_CASES", "DOMINANCE_SHAPE_CASES",
@@ -77,6 +77,28 @@ def clip_metric(x: np.ndarray) -> np.ndarray:
     zeros, as nDCG or Recall at a small cutoff: ``min(1, max(0, 0.2 + 0.2 x))``; with the
     studies' ``x`` of variance 2, about a quarter of the values are 0."""
     return np.clip(0.2 + 0.2 * x, 0.0, 1.0)
+
+
+def family_users(rng: np.random.Generator, configs: int,
+                 users: int) -> tuple[np.ndarray, np.ndarray]:
+    """What ``users`` users carry into every fold of a family case: their level ``b_u`` ``(1,
+    n)`` and their response to each of ``configs`` configurations ``z_ku`` ``(M, n)``, all
+    standard normal."""
+    return rng.standard_normal((1, users)), rng.standard_normal((configs, users))
+
+
+def family_values(rng: np.random.Generator, lambdas: np.ndarray, mu: np.ndarray,
+                  users: tuple[np.ndarray, np.ndarray], rho: float, clip: bool) -> np.ndarray:
+    """``(metrics, configs, users)`` values of one fold of a family of metrics (module
+    docstring): ``x_mk(u) = lambda_m mu_k + b_u + sqrt(rho) z_ku + sqrt(1 - rho) e_mku`` for
+    the users' ``(b_u, z_ku)`` (:func:`family_users`) and fresh noise ``e_mku``, read as a
+    clipped metric with ``clip`` (:func:`clip_metric`). The family cases here and the grid
+    sample's claims cases draw their folds with it."""
+    b, z = users
+    e = rng.standard_normal((len(lambdas), len(mu), b.shape[1]))
+    x = (lambdas[:, None, None] * mu[None, :, None] + (b + np.sqrt(rho) * z)[None]
+         + np.sqrt(1.0 - rho) * e)
+    return clip_metric(x) if clip else x
 
 
 @dataclass(frozen=True)
@@ -115,20 +137,16 @@ class FamilyCase(PairedCase):
         return family_lambdas(self.metrics, self.weaker, self.weak)
 
     def users_of(self, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-        """What a user carries into every fold: ``b_u`` ``(1, n)`` and ``z_ku`` ``(M, n)``."""
-        return (rng.standard_normal((1, self.users)),
-                rng.standard_normal((self.configs, self.users)))
+        """What a user carries into every fold (:func:`family_users`)."""
+        return family_users(rng, self.configs, self.users)
 
     def draw(self, rng: np.random.Generator,
              users: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
-        """``(metrics, configs, users)`` values of one fold (of the given users, or fresh)."""
-        b, z = self.users_of(rng) if users is None else users
+        """``(metrics, configs, users)`` values of one fold (of the given users, or fresh;
+        :func:`family_values`)."""
         mu = self.effect * np.linspace(-1.0, 1.0, self.configs) / np.sqrt(self.users)
-        e = rng.standard_normal((self.metrics, self.configs, self.users))
-        common = b + np.sqrt(self.rho) * z  # (M, n)
-        x = (self.lambdas[:, None, None] * mu[None, :, None] + common[None]
-             + np.sqrt(1.0 - self.rho) * e)
-        return clip_metric(x) if self.clip else x
+        return family_values(rng, self.lambdas, mu,
+                             self.users_of(rng) if users is None else users, self.rho, self.clip)
 
 
 def _metric(i: int) -> str:

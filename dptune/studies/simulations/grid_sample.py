@@ -56,7 +56,12 @@ from dptune.analysis.dp.units import UnitSample, pair_design, unit_multipliers
 from dptune.errors import check_int
 from dptune.store._store import ResultStore
 from dptune.studies.simulations.coverage import replication_seed, share_sd
-from dptune.studies.simulations.error_rates import claim_rates, clip_metric, family_lambdas
+from dptune.studies.simulations.error_rates import (
+    claim_rates,
+    family_lambdas,
+    family_users,
+    family_values,
+)
 from dptune.sweeper.design import design_order
 
 __all__ = ["GridCase", "GRID_SAMPLE_STUDY_COLUMNS", "FULL_GRID_CASES", "QUICK_GRID_CASES",
@@ -388,17 +393,10 @@ def claims_replicate(case: GridClaimsCase, seed: int, alpha: float = 0.05) -> di
     mcs = [(f"m{j}", 10) for j in range(case.metrics)]
     lam = case.lambdas
 
-    def users() -> tuple[np.ndarray, np.ndarray]:
-        return rng.standard_normal((1, g.users)), rng.standard_normal((n_c, g.users))
-
-    kept = users() if case.shared else None
-    folds = []
-    for _ in range(g.folds):
-        b, z = kept if kept is not None else users()
-        e = rng.standard_normal((case.metrics, n_c, g.users))
-        x = (lam[:, None, None] * mu[None, :, None] + (b + np.sqrt(case.rho) * z)[None]
-             + np.sqrt(1.0 - case.rho) * e)
-        folds.append(clip_metric(x) if case.clip else x)
+    kept = family_users(rng, n_c, g.users) if case.shared else None
+    folds = [family_values(rng, lam, mu,
+                           kept if kept is not None else family_users(rng, n_c, g.users),
+                           case.rho, case.clip) for _ in range(g.folds)]
     order = design_order((g.n_a, g.n_b), int(rng.integers(2**31)))
     positions = np.array([a * g.n_b + b for a, b in order.points])
     out: dict[int, dict] = {}
