@@ -195,28 +195,33 @@ class _Heartbeats:
             self.thread.join()
 
 
-def _fail_stale(study: optuna.Study) -> None:
-    """Fail the RUNNING trials of dead workers and queue their points again (:func:`_requeue_stale`).
+def _live_running(study: optuna.Study) -> list[FrozenTrial]:
+    """The RUNNING trials of live workers, after failing those of dead workers and queueing
+    their points again (:func:`_requeue_stale`); one read of the RUNNING trials serves both.
 
     A trial whose worker ran on this machine and is gone (:func:`worker_gone`) is dead at
     once: a rerun after ``kill -9`` or Ctrl-C redoes its units without waiting out a heartbeat.
     The other trials are judged by their heartbeats. RDB storages: optuna's
-    ``fail_stale_trials`` (heartbeats in the database, its clock). Other storages: trials whose
-    dptune ``heartbeat`` stamp is older than the grace period; trials that never stamped one
-    are left alone (they carry no parameters, so nobody waits for them, and GridSampler still
-    offers their point).
+    ``fail_stale_trials`` (heartbeats in the database, its clock), before the read. Other
+    storages: trials whose dptune ``heartbeat`` stamp is older than the grace period; trials
+    that never stamped one are left alone (they carry no parameters, so nobody waits for them,
+    and GridSampler still offers their point).
     """
     import optuna
     from optuna.trial import TrialState
 
     _, grace = heartbeat_settings()
-    now = time.time()
     storage = study._storage
     rdb = _heartbeat_enabled(storage)
+    if rdb:
+        optuna.storages.fail_stale_trials(study)
+    now = time.time()
+    live = []
     for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
         if not worker_gone(t.user_attrs):
             beat = t.user_attrs.get("heartbeat")
             if rdb or beat is None or now - float(beat) <= grace:
+                live.append(t)
                 continue
         try:
             failed = storage.set_trial_state_values(t._trial_id, state=TrialState.FAIL)
@@ -224,16 +229,7 @@ def _fail_stale(study: optuna.Study) -> None:
             continue
         if failed:
             _requeue_stale(study, storage.get_trial(t._trial_id))
-    if rdb:
-        optuna.storages.fail_stale_trials(study)
-
-
-def _live_running(study: optuna.Study) -> list[FrozenTrial]:
-    """RUNNING trials after the dead ones were failed: the live workers' trials."""
-    from optuna.trial import TrialState
-
-    _fail_stale(study)
-    return study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
+    return live
 
 
 def _must_wait(study: optuna.Study, trial: optuna.Trial, params: dict[str, Any]) -> bool:
@@ -242,7 +238,7 @@ def _must_wait(study: optuna.Study, trial: optuna.Trial, params: dict[str, Any])
     A live trial owns the point when it is computing it (user attribute ``state="computing"``) or
     when it is older (lower number) and not computing yet: exactly one of any set of live
     duplicates computes, and no two wait for each other (a waiting trial is never computing).
-    Dead workers' trials are failed first (:func:`_fail_stale`). Two trials that pass this check
+    Dead workers' trials are failed first (:func:`_live_running`). Two trials that pass this check
     at the same instant are sorted out by :func:`_claim`; should a duplicate still be written
     (a storage that is not read-your-writes), the store keeps the first part and discards it.
     """
@@ -282,7 +278,7 @@ def worker_gone(attrs: Mapping[str, Any]) -> bool:
     from :func:`worker_id`, and ``pid_space`` from :func:`pid_space`) ran in this process-id
     space on this host and its process no longer exists (Ctrl-C, ``kill``, ``kill -9``): a
     RUNNING trial of such a worker computes nothing, whatever its heartbeat says, so it is
-    failed at once (:func:`_fail_stale`) instead of after the heartbeat's grace.
+    failed at once (:func:`_live_running`) instead of after the heartbeat's grace.
 
     A process that has exited but was not yet reaped by its parent (a zombie: a killed run's
     worker whose new parent, a container's first process, may never reap it) is gone too; its

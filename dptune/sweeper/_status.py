@@ -11,7 +11,7 @@ from dptune.config import Experiment
 from dptune.errors import DptuneError, input_error
 from dptune.store._integrity import entry_fingerprints, verified
 from dptune.store._store import ResultStore
-from dptune.sweeper._claims import _fail_stale
+from dptune.sweeper._claims import _live_running
 from dptune.sweeper._cost import shape_from_manifest
 from dptune.sweeper._plan import Task, _key, test_tasks
 from dptune.sweeper._recorded import experiment_from_manifest
@@ -101,7 +101,7 @@ def status(exp: Experiment | None, results: str | Path, storage_url: str | None 
                 except KeyError:
                     st = None
                 if st is not None:
-                    _fail_stale(st)
+                    _live_running(st)  # fails the dead workers' trials, queues them again
                     trials = st.get_trials(deepcopy=False)
         # Queued (WAITING) trials carry only a grid_id: name their point through other trials.
         point = {t.system_attrs["grid_id"]: _key(t.params) for t in trials
@@ -110,7 +110,7 @@ def status(exp: Experiment | None, results: str | Path, storage_url: str | None 
         for t in trials:
             key = _key(t.params) if t.params else point.get(t.system_attrs.get("grid_id"))
             # interrupted (Ctrl-C): pending, not failed; a gone worker's trials were failed and
-            # queued again by _fail_stale above, so they count as queued
+            # queued again by _live_running above, so they count as queued
             interrupted = t.state == TrialState.FAIL and t.user_attrs.get("state") == "interrupted"
             if key is not None and not interrupted:
                 states.setdefault(key, set()).add(t.state)

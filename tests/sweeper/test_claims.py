@@ -18,7 +18,7 @@ import pytest
 from conftest import write_experiment
 
 from dptune.config import load_experiment
-from dptune.sweeper._claims import _fail_stale, pid_space, worker_gone, worker_id
+from dptune.sweeper._claims import _live_running, pid_space, worker_gone, worker_id
 from dptune.sweeper._plan import plan
 from dptune.sweeper._status import status
 from dptune.sweeper._storage import open_storage, study_name
@@ -130,7 +130,8 @@ def test_a_worker_elsewhere_is_dead_only_once_its_heartbeat_is_stale(
         with sqlite3.connect(tmp_path / "optuna.db") as db:
             db.execute("UPDATE trial_heartbeats SET heartbeat = datetime('now', '-1 hour') "
                        "WHERE trial_id = ?", (ids[0],))
-    _fail_stale(study)
+    live = _live_running(study)
+    assert [t.number for t in live] == [1]  # the fresh one, read once
     trials = study.get_trials(deepcopy=False)
     assert [t.state.name for t in trials] == ["FAIL", "RUNNING", "WAITING"]
     assert trials[2].params == {} and trials[2].system_attrs["grid_id"] == 0
