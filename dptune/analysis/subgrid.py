@@ -67,16 +67,18 @@ def grid_from_store(store: ResultStore, algorithm: str) -> Grid:
     as written by the sweep) and no family is given (the store does not record it)."""
     man = store.manifest()
     entry = next((a for a in man["algorithms"] if a["name"] == algorithm), None)
-    return _rebuilt(store, algorithm,
+    return _rebuilt(store, man, algorithm,
                     None if entry is None else _recorded_grid(man, algorithm, entry))
 
 
-def _rebuilt(store: ResultStore, algorithm: str, recorded: Grid | None) -> Grid:
-    """:func:`grid_from_store` given the grid file the sweep read (``recorded``, or ``None``)."""
-    man = {a["name"]: a for a in store.manifest()["algorithms"]}
-    if algorithm not in man:
+def _rebuilt(store: ResultStore, man: dict[str, Any], algorithm: str,
+             recorded: Grid | None) -> Grid:
+    """:func:`grid_from_store` given the store's manifest ``man`` and the grid file the sweep
+    read (``recorded``, or ``None``)."""
+    entries = {a["name"]: a for a in man["algorithms"]}
+    if algorithm not in entries:
         raise input_error(store.root / "manifest.json", "algorithms", f"no algorithm {algorithm!r}")
-    entry = man[algorithm]
+    entry = entries[algorithm]
     cfg = store.configs(algorithm)
     values = {h: list(pd.unique(cfg[h])) for h in entry["free"]}
     values = {h: [_plain(v) for v in vals] for h, vals in values.items()}
@@ -148,7 +150,7 @@ def write_subgrid(results: str | Path | ResultStore, algorithm: str, metric: str
     recorded = {a["name"]: _recorded_grid(man, a["name"], a) for a in man["algorithms"]}
     _check_out(out, store, grid, recorded)
     chosen = best_params(store, algorithm, metric, cutoff)
-    ref = load_grid(grid) if grid is not None else _rebuilt(store, algorithm,
+    ref = load_grid(grid) if grid is not None else _rebuilt(store, man, algorithm,
                                                              recorded.get(algorithm))
     for h, v in chosen.items():
         if h not in ref.values or v not in ref.values[h]:
