@@ -93,15 +93,16 @@ def run_floor(case: FloorCase, seed: int, n_boot: int = 1000) -> dict:
     n_pairs = case.configs * (case.configs - 1) // 2
     s0 = int(rng.integers(2**31))
     pairs = [sample_pairs(np.arange(case.configs), n_pairs, scope_seed(s0, "all"))]
+    test = paired_test("t")  # the DP's test, and the A/A pairs'
     run = ScopeRun(ScopePlan("sim", "all", pairs, n_pairs, case.folds, [("m", 10)],
-                             test=paired_test("t"), bootstrap=int(n_boot), seed=s0,
+                             test=test, bootstrap=int(n_boot), seed=s0,
                              draws=UserDraws(int(n_boot), s0)))
     floor = FoldCurves(case.folds, n_pairs, 0.05)
     for f in range(case.folds):
         x = case.draw(rng, case.configs + case.seeds)  # the grid's models, then the seeds'
         run.add_fold(f, str(f), FoldView.of_table(np.arange(case.users) + f * case.users,
                                                    {"m": x[:case.configs]}))
-        floor.add(f, aa_pvalues(x[case.configs:], paired_test("t"), seed=s0))
+        floor.add(f, aa_pvalues(x[case.configs:], test, seed=s0))
     rows, _, _ = run.finish()
     s = floor.summary()
     dp = pd.DataFrame([{"algorithm": "sim", "scope": "all", "metric": "m", "cutoff": 10,
