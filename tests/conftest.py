@@ -240,6 +240,19 @@ def tree_digest(root: Path) -> dict[str, bytes]:
             for p in sorted(root.rglob("*"))}
 
 
+def assert_claims_hold(df: pd.DataFrame, alpha: float = 0.05, min_power: float = 0.5) -> None:
+    """A claims study's summary under another population shape (a row per case, the
+    simulation studies' ``weaker``, ``false_rows``, ``false_rows_se``, ``power`` and
+    ``clipped``): every case clipped; in the null cases (no truly weaker metric) a false claim
+    in at most ``alpha`` of the rows within two Monte Carlo sds; a truly weaker metric named in
+    at least ``min_power`` of them."""
+    text = df.to_string()
+    assert df["clipped"].all(), text
+    null = df[df["weaker"] == 0]
+    assert (null["false_rows"] - 2 * null["false_rows_se"] <= alpha).all(), text
+    assert df.loc[df["weaker"] > 0, "power"].min() >= min_power, text
+
+
 def one_error_line(err: str) -> str:
     """``err`` (a command's stderr) is exactly one ``dptune: ...`` line, no traceback; returns
     it."""
