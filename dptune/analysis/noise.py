@@ -55,18 +55,23 @@ from dptune.vocab import fold_key, metric_key
 
 __all__ = ["NoiseFloor", "aa_pvalues", "noise_floor_table",
            "compare_with_floor", "aa_band", "PVALUE_COLUMNS", "CURVE_COLUMNS", "FLOOR_COLUMNS",
-           "VERSUS_COLUMNS", "BAND_COLUMNS"]
+           "VERSUS_COLUMNS", "BAND_COLUMNS", "RULE_MARGIN", "RULE_PLAIN"]
 
 PVALUE_COLUMNS = ["algorithm", "config_id", "metric", "cutoff", "fold", "seed_a", "seed_b", "p",
                   "n_users"]
 CURVE_COLUMNS = ["algorithm", "cutoff", "metric", "position", "mean", "sd"]
 FLOOR_COLUMNS = ["algorithm", "metric", "cutoff", "n_configs", "n_seeds", "n_folds",
-                 "n_aa_pairs", "n_positions", "mean_p", "floor_per_25", "floor_per_25_sd",
+                 "n_aa_pairs", "n_positions", "floor_mean_p", "floor_per_25", "floor_per_25_sd",
                  "test"]
 VERSUS_COLUMNS = ["algorithm", "metric", "cutoff", "dp_per_25", "ci_low", "ci_high",
-                  "floor_per_25", "floor_per_25_sd", "floor_ci_low", "floor_ci_high", "mean_p",
+                  "floor_per_25", "floor_per_25_sd", "floor_ci_low", "floor_ci_high", "floor_mean_p",
                   "ratio", "margin", "flagged", "rule"]
 BAND_COLUMNS = ["algorithm", "cutoff", "position", "low", "high", "mean"]
+#: noise_floor.csv ``rule``: what "clearly below the floor" (``flagged`` false) required of a
+#: row: with DP's bootstrap interval, the margin of both estimates' errors; without it, DP
+#: below the floor as it is (no error rate).
+RULE_MARGIN = "clearly below if floor - DP > margin"
+RULE_PLAIN = "clearly below if DP < floor (no interval, no error rate)"
 
 
 def aa_pvalues(values_by_seed: np.ndarray, test: PairedTest, seed: int = 0) -> np.ndarray:
@@ -94,7 +99,7 @@ class NoiseFloor:
     - ``curves``: ``algorithm, cutoff, metric, position, mean, sd``: the A/A curve resampled to the
       DP's ``P`` positions and averaged over folds (Figure 1's dashed line; noise_curves.csv).
     - ``floor``: ``algorithm, metric, cutoff, n_configs, n_seeds, n_folds, n_aa_pairs,
-      n_positions, mean_p, floor_per_25, floor_per_25_sd, test``: the floor per metric@N before
+      n_positions, floor_mean_p, floor_per_25, floor_per_25_sd, test``: the floor per metric@N before
       it is
       joined to DP.
     - ``configs``: ``algorithm -> config ids`` whose A/A pairs were tested (ascending);
@@ -256,7 +261,7 @@ def noise_floor_table(
             "algorithm": alg, "metric": metric, "cutoff": cutoff,
             "n_configs": len(chosen[alg]), "n_seeds": seeds_used[alg], "n_folds": len(folds),
             "n_aa_pairs": int(sum(len(p) for p in fold_p)), "n_positions": n_pos,
-            "mean_p": s["mean_p"], "floor_per_25": REFERENCE_P * s["mean_p"],
+            "floor_mean_p": s["mean_p"], "floor_per_25": REFERENCE_P * s["mean_p"],
             "floor_per_25_sd": REFERENCE_P * s["mean_p_sd"], "test": test.name,
         })
     pvalues = (pd.concat(pv_parts, ignore_index=True)[PVALUE_COLUMNS] if pv_parts
@@ -288,9 +293,10 @@ def compare_with_floor(dp: pd.DataFrame, floor: pd.DataFrame) -> pd.DataFrame:
     of "DP below the floor" at about 2.5%, which
     :mod:`dptune.studies.simulations.noise_floor` measures when a metric's DP is in truth its
     floor. A floor of one fold has no spread to read, so nothing is clearly below it. Without
-    a bootstrap there is no margin: the DP is compared with the floor as it is (``DP below the
-    floor``, no error rate). ``flagged`` is the negation (the metric does not clearly separate
-    configurations better than re-training with another seed would); ``ratio = dp_per_25 /
+    a bootstrap there is no margin: the DP is compared with the floor as it is (no error rate). ``flagged`` is the negation (the metric does not clearly separate
+    configurations better than re-training with another seed would); ``rule`` says which of the
+    two decided (:data:`RULE_MARGIN`, :data:`RULE_PLAIN`); ``floor_mean_p`` is the floor's mean
+    A/A p-value (``mean_p`` is always a DP's); ``ratio = dp_per_25 /
     floor_per_25``. Columns :data:`VERSUS_COLUMNS`.
     """
     from scipy import stats
@@ -312,6 +318,5 @@ def compare_with_floor(dp: pd.DataFrame, floor: pd.DataFrame) -> pd.DataFrame:
     below = np.where(has_ci, difference > merged["margin"], difference > 0)
     merged["ratio"] = merged["dp_per_25"] / merged["floor_per_25"]
     merged["flagged"] = ~below.astype(bool)
-    merged["rule"] = np.where(has_ci, "floor - DP above the 95% margin of both",
-                              "DP below the floor")
+    merged["rule"] = np.where(has_ci, RULE_MARGIN, RULE_PLAIN)
     return merged[VERSUS_COLUMNS].reset_index(drop=True)

@@ -68,7 +68,9 @@ GLOSSARY = """\
   are not significantly less discriminative than the lowest DP; any of them is as good a
   choice on this evidence.
 - **A/A noise floor**: the DP of pairs that are one configuration re-trained with different
-  seeds (no real difference); a metric whose interval is not entirely below it is flagged.
+  seeds (no real difference), with its own 95% interval; a metric is clearly below it when the
+  floor exceeds its DP by more than both intervals' half-widths together (sqrt(h_DP^2 +
+  h_floor^2)), and is flagged otherwise.
 - **Scopes**: *all* (pairs of the whole grid), *h=v* (pairs of configurations sharing the value v
   of h: Table 5) and *only h* (pairs that differ in h alone: the one-at-a-time table and the
   dominant hyperparameter).
@@ -120,7 +122,9 @@ def _figure_section(
         "",
         f"Figure 1: averaged p-value curves at N = {cutoff}, one panel per algorithm "
         f"([SVG]({stem}.svg))"
-        + ("; grey band and dashed line: the A/A noise floor." if noise else "."),
+        + ("; grey band and dashed line: the A/A noise floor (the range of the panel's "
+           "metrics' A/A curves and their mean; each metric's floor is in the section Noise "
+           "floor)." if noise else "."),
     ]
     others = [n for n in by_cutoff if n != cutoff]
     if others:
@@ -194,6 +198,7 @@ def _edge_sentences(best: pd.DataFrame, primary: tuple[str, int]) -> list[str]:
 def _best_section(
     dp: pd.DataFrame, best: pd.DataFrame | None, primary: tuple[str, int], gap: str | None,
     verdict: pd.DataFrame | None = None, families: object = None, test_split: bool = True,
+    downstream: pd.DataFrame | None = None,
 ) -> str:
     """Best configuration per metric and whether the most discriminative metric chooses well
     (``test_split``: whether the data has a test split to judge the choices on)."""
@@ -217,7 +222,7 @@ def _best_section(
         lines += ["No best-configuration table was given.", ""]
     lines += ["### Does the most discriminative metric also choose well?", ""]
     sentences = selection_sentences(dp, best, primary, verdict, families,  # type: ignore[arg-type]
-                                    test_split=test_split)
+                                    test_split=test_split, downstream=downstream)
     lines += [f"- {s}" for s in sentences] or ["No algorithm to compare."]
     return "\n".join(lines)
 
@@ -296,9 +301,11 @@ def core_sections(
     verdict: pd.DataFrame | None = None,
     families: object = None,
     test_split: bool = True,
+    downstream: pd.DataFrame | None = None,
 ) -> list[Section]:
     """The table, figure and selection sections of report.md, in reading order
-    (``test_split``: whether the data has a test split, which the text then speaks of)."""
+    (``test_split``: whether the data has a test split, which the text then speaks of;
+    ``downstream``: the analysis' downstream.csv, whose tests the selection sentences state)."""
     cutoff = int(primary[1])
     t3 = tables["table3"]
     no_dp = [f"- No DP for {display_algorithm(a)}: {no_dp_reason(n)}."
@@ -328,7 +335,8 @@ def core_sections(
         out.append(Section("Sakai-style DP", body))
     out.append(Section("P-value curves (Figure 1)", _figure_section(figures, cutoff, noise)))
     out.append(Section("Best configuration per metric",
-                       _best_section(dp, best, primary, gap, verdict, families, test_split)))
+                       _best_section(dp, best, primary, gap, verdict, families, test_split,
+                                     downstream)))
     out.append(Section("Glossary", GLOSSARY + (GLOSSARY_TEST_SPLIT if test_split else "")))
     return out
 

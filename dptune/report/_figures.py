@@ -26,7 +26,7 @@ from dptune.report._format import (
     verdict_choices,
 )
 from dptune.report._inputs import CURVE_INPUT, DP_INPUT, NOISE_INPUT, require, scope_all
-from dptune.vocab import display_algorithm, display_metric, metric_color
+from dptune.vocab import display_algorithm, display_metric, metric_color, metric_key
 
 __all__ = [
     "PANEL_SIZE",
@@ -77,8 +77,9 @@ def figure1(
     x = pair rank 1..P (p-values sorted decreasing), y = mean p-value over folds with a shaded
     band of +-1 fold-to-fold sd clipped to [0, 1]; the legend gives each metric's DP per 25
     pairs (``dp_per_25`` of ``dp``, scope ``all``), the panel title P. Every metric has its own colour and marker; a
-    curve identical to one drawn before (e.g. MRR, nDCG and Precision at N = 1) is dashed over
-    it and its legend says "identical to ...". A given ``noise_band`` (the A/A band of the
+    curve identical to another (e.g. MRR, nDCG and Precision at N = 1) is dashed over it and
+    its legend says "identical to X", X the first of them in the vocabulary's order (nDCG,
+    Precision, Recall, MRR, EFD, EPC), as the verdict and Table 4 name ties. A given ``noise_band`` (the A/A band of the
     result's noise floor, :attr:`dptune.analysis.noise.NoiseFloor.band`: columns ``algorithm,
     cutoff, position, low, high, mean``) is drawn as one grey band per panel, its mean dashed.
     Built on :class:`matplotlib.figure.Figure` directly (no pyplot state, Agg rendering).
@@ -102,15 +103,20 @@ def figure1(
         # positions are 0-based (dp.analyze, noise); the plot shows 1-based pair ranks
         max_pos = int(ca["position"].max()) + 1
         metrics = ordered_metrics(ca["metric"].unique())
-        drawn: list[tuple[str, np.ndarray]] = []
+        series = {m: ca[ca["metric"] == m].sort_values("position") for m in metrics}
+        means = {m: s["mean"].to_numpy(dtype=float) for m, s in series.items()}
         for k, m in enumerate(metrics):
-            s = ca[ca["metric"] == m].sort_values("position")
+            s = series[m]
             x = s["position"].to_numpy(dtype=float) + 1.0
-            y = s["mean"].to_numpy(dtype=float)
+            y = means[m]
             sd = np.nan_to_num(s["sd"].to_numpy(dtype=float), nan=0.0)
             hit = dp_all[(dp_all["algorithm"] == alg) & (dp_all["metric"] == m)]["dp_per_25"]
             color = metric_color(m, extra_colors)
-            same = next((name for name, other in drawn if np.array_equal(other, y)), None)
+            # identical curves are named as the verdict and Table 4 name them: after the first
+            # of them in the vocabulary's order (their tie rule)
+            first = min((o for o in metrics if np.array_equal(means[o], y)),
+                        key=lambda o: metric_key(o, cutoff))
+            same = display_metric(first, cutoff) if first != m else None
             label = (f"{display_metric(m, cutoff)}, DP per 25 pairs {float(hit.iloc[0]):.2f}"
                      if len(hit) else display_metric(m, cutoff))
             if same is None:
@@ -129,14 +135,14 @@ def figure1(
                 y,
                 color=color,
                 linewidth=1.6,
-                # a curve identical to one already drawn is dashed over it, so both stay visible
+                # a curve identical to another one is dashed over it, so both stay visible
                 linestyle=(k % 3 * 2, (4, 4)) if same else "-",
+                zorder=2.2 if same else 2.0,
                 marker=_MARKERS[k % len(_MARKERS)],
                 markersize=3.5,
                 markevery=max(1, len(x) // 12),
                 label=label,
             )
-            drawn.append((display_metric(m, cutoff), y))
         if noise is not None:
             _draw_noise(ax, noise[(noise["algorithm"] == alg) & (noise["cutoff"] == cutoff)])
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # pair ranks are whole numbers

@@ -226,6 +226,7 @@ class Report:
         sections = core_sections(
             tables, figures, dp, best, settings, primary, noise is not None,
             dict(result.dp.without), gap, verdict, families, test_split=test_split,
+            downstream=result.downstream,
         )
         if result.configurations is not None:
             configs = _Configurations(result)

@@ -191,8 +191,9 @@ def noise_section(configs: Any, result: Any) -> str:
         f"{primary} were re-trained with different seeds on every validation fold; every pair of "
         "seeds is an A/A pair (same configuration, no real difference), tested over the fold's "
         "users with the DP's test. Per fold the A/A p-values are sorted decreasingly and "
-        "resampled to the DP's P positions, then averaged over folds (the grey band in Figure "
-        "1). The floor is on the scale of every DP here: 25 x the mean A/A p-value, with its "
+        "resampled to the DP's P positions, then averaged over folds: each metric's A/A curve "
+        "(Figure 1's grey band spans its panel's metrics' A/A curves, from the lowest to the "
+        "highest at each pair rank, their mean dashed). The floor is on the scale of every DP here: 25 x the mean A/A p-value, with its "
         "95% interval over folds; an exactly true null gives 12.5. A metric is clearly below "
         "its floor "
         f"when {rule}; otherwise it is flagged: its configuration differences are not clearly "
@@ -241,7 +242,7 @@ def noise_section(configs: Any, result: Any) -> str:
                 f"- {name}: {len(bad)} of {len(ta)} metric@N not clearly below the noise "
                 f"floor: {listed}."
             )
-        if len(ta) and bool((ta["mean_p"] >= 1.0).all()):
+        if len(ta) and bool((ta["floor_mean_p"] >= 1.0).all()):
             lines.append(
                 f"- {name}: every A/A pair had identical per-user values (the model "
                 "ignores its seed in practice), so the floor is 25 (every p-value 1)."

@@ -87,6 +87,7 @@ def selection_sentences(
     verdict: pd.DataFrame | None = None,
     families: MetricFamilies | None = None,
     test_split: bool = True,
+    downstream: pd.DataFrame | None = None,
 ) -> list[str]:
     """Computed sentences: does the most discriminative metric also choose well?
 
@@ -99,7 +100,10 @@ def selection_sentences(
     judge (:meth:`~dptune.analysis.result.MetricFamilies.judge`; the primary metric without
     families)
     when known, else each one's own test value (without a test split, as outside data may
-    have none, only which configuration each selects). States numbers only.
+    have none, only which configuration each selects). States numbers only; a difference of
+    the two choices is called higher or lower only when the analysis' downstream test
+    (``downstream``, downstream.csv: the paired t-test of the two configurations over the test
+    users on the judge) finds it significant, and a tie within noise otherwise.
     """
     from dptune.report._tables import _verdict_row, pick
     from dptune.report._verdict import recommendation_text
@@ -131,14 +135,30 @@ def selection_sentences(
             judge = families.judge(family, members) if family and families is not None \
                 else metric
             tie = vrow is not None and str(lo["metric"]) in verdict_choices(vrow)
-            out.append(_compare(name, hi, lo, best, alg, (judge, cutoff), test_split, tie))
+            test = _downstream_test(downstream, alg, cutoff, family, str(lo["metric"]))
+            out.append(_compare(name, hi, lo, best, alg, (judge, cutoff), test_split, tie, test))
     return out
 
 
+def _downstream_test(downstream: pd.DataFrame | None, alg: str, cutoff: int, family: str,
+                     metric: str) -> pd.Series | None:
+    """The downstream row of ``metric``'s choice compared with the recommended metric's (its
+    ``config_id``, ``recommended_config``, ``p``, ``significant``), or None."""
+    if downstream is None or downstream.empty:
+        return None
+    d = downstream[(downstream["algorithm"] == alg) & (downstream["cutoff"] == cutoff)
+                   & (downstream["family"].fillna("") == family)
+                   & (downstream["metric"] == metric) & (downstream["status"] == "compared")]
+    return d.iloc[0] if len(d) else None
+
+
 def _compare(name: str, hi: pd.Series, lo: pd.Series, best: pd.DataFrame | None, alg: str,
-             judge: tuple[str, int], test_split: bool = True, tie: bool = False) -> str:
+             judge: tuple[str, int], test_split: bool = True, tie: bool = False,
+             test: pd.Series | None = None) -> str:
     """One sentence: the choices of the most and the least discriminative metric on test;
-    ``tie``: the verdict finds no significant difference between the two (equal choices)."""
+    ``tie``: the verdict finds no significant difference between the two (equal choices);
+    ``test``: the downstream test of the two choices (:func:`_downstream_test`), which alone
+    may call the difference higher or lower."""
     cutoff = judge[1]
     pname = display_metric(*judge)
     hname, lname = display_metric(hi["metric"], cutoff), display_metric(lo["metric"], cutoff)
@@ -181,13 +201,17 @@ def _compare(name: str, hi: pd.Series, lo: pd.Series, best: pd.DataFrame | None,
             f"{fmt(th, 4)}; {lname} selects configuration {cl} ({pl}), "
             f"test {pname} {fmt(tl, 4)}; difference {diff:+.4f}"
         )
-        if diff != 0:
-            tail += (
-                f" ({'higher' if diff > 0 else 'lower'} for the most discriminative metric's "
-                "choice)."
-            )
+        tested = (test is not None and int(test["config_id"]) == cl
+                  and int(test["recommended_config"]) == ch and not is_missing(test["p"]))
+        if not tested:
+            tail += " (not tested)."
+        elif bool(test["significant"]):
+            tail += (f", significant (p = {float(test['p']):.2g}): "
+                     f"{'higher' if diff > 0 else 'lower'} for the most discriminative metric's "
+                     "choice.")
         else:
-            tail += "."
+            tail += (f", not significant (p = {float(test['p']):.2g}): a tie within noise, "
+                     "the two choices score alike on the test split.")
     else:
         tail = (
             f" {hname} selects configuration {ch} ({ph}), own test value "

@@ -17,9 +17,10 @@ from dptune.report._format import fmt_setting
 __all__ = ["PAIRS_SETTING", "VALUE_PAIRS_SETTING", "settings_rows", "flatten", "find_setting",
            "outside_settings"]
 
-#: Settings-table rows of the two pair caps (the report's "Pairs" section reads them back).
-PAIRS_SETTING = "Pairs, scope all (P)"
-VALUE_PAIRS_SETTING = "Pairs, each hyperparameter-value scope"
+#: Settings-table rows of the two pair caps (the report's "Pairs" section reads them back): the
+#: most pairs a scope compares, not its P (a scope with fewer possible pairs compares them all).
+PAIRS_SETTING = "Pairs cap, scope all"
+VALUE_PAIRS_SETTING = "Pairs cap, each hyperparameter-value scope"
 
 _THRESHOLD_KEYS = ("relevance_threshold", "threshold", "relevance", "min_relevant_rating")
 _VARIANT_KEYS = ("metric_variant", "variant", "relevance_aware", "novelty_variant")

@@ -50,17 +50,22 @@ class Block:
 
 @dataclass
 class Table:
-    """A report table: caption, one or more blocks (md/tex) and the machine-readable CSV frame."""
+    """A report table: caption, one or more blocks (md/tex) and the machine-readable CSV frame.
+
+    ``number`` is the paper's table number ("Table 3"), said before the caption in Markdown;
+    LaTeX numbers its floats itself, so its caption is the caption alone."""
 
     name: str
     caption: str
     blocks: list[Block]
     csv: pd.DataFrame
     notes: list[str] = field(default_factory=list)
+    number: str = ""
 
     def to_markdown(self) -> str:
-        """Render as Markdown: a caption line, then each block (GFM pipe tables)."""
-        parts = [f"{self.caption}", ""]
+        """Render as Markdown: a caption line ("Table N: caption"), then each block (GFM pipe
+        tables)."""
+        parts = [f"{self.number}: {self.caption}" if self.number else self.caption, ""]
         for block in self.blocks:
             if block.title:
                 parts += [f"*{md_escape(block.title)}*", ""]

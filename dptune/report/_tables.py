@@ -142,9 +142,10 @@ def table1(datasets: pd.DataFrame | None) -> Table:
     csv = ds[list(DATASET_INPUT)].reset_index(drop=True)
     return Table(
         "table1",
-        "Table 1: Data set statistics (sparsity = 1 - ratings / (users x items)).",
+        "Data set statistics (sparsity = 1 - ratings / (users x items)).",
         [Block(header, rows)] if rows else [],
         csv,
+        number="Table 1",
     )
 
 
@@ -249,7 +250,7 @@ def table3(dp: pd.DataFrame, verdict: pd.DataFrame | None = None,
         csv["unsampled_share"] = shares
     by_family = families is not None
     caption = (
-        "Table 3: Discriminative power over the whole grid as DP per 25 pairs (25 x the mean "
+        "Discriminative power over the whole grid as DP per 25 pairs (25 x the mean "
         "p-value of the row's P pairs; the paper's DP when P = 25; lower is more "
         f"discriminative); {pairs_note(sub)}"
         + ("; in brackets its 95% bootstrap interval" if has_ci else "")
@@ -266,7 +267,7 @@ def table3(dp: pd.DataFrame, verdict: pd.DataFrame | None = None,
                      f"{int(min_pairs)} pairs of configurations, so no metric is marked.")
     notes += unsampled_note(shares)
     return Table("table3", caption, [Block(header, rows, rules_after=rules)] if rows else [], csv,
-                 notes)
+                 notes, number="Table 3")
 
 
 def _verdict_row(verdict: pd.DataFrame | None, alg: str, cutoff: int,
@@ -305,7 +306,7 @@ def pick(values: pd.DataFrame, vrow: dict | None, cutoff: int
     worst = rest.loc[_by_dp(rest).index[-1]] if len(rest) else None
     text = display_metric(rec, cutoff)
     if tied:
-        text += " (tied: " + ", ".join(display_metric(m, cutoff) for m in tied) + ")"
+        text += " (identical: " + ", ".join(display_metric(m, cutoff) for m in tied) + ")"
     return text, best, tied, worst
 
 
@@ -374,7 +375,7 @@ def table4(dp: pd.DataFrame, verdict: pd.DataFrame | None = None,
                 rec |= {
                     "n_pairs": int(g["n_pairs"].max()) if len(g) else 0,
                     "best_metric": best["metric"] if best is not None else "",
-                    "tied_with": ";".join(tied),
+                    "identical": ";".join(tied),
                     "worst_metric": worst["metric"] if worst is not None else "",
                     "best_dp_per_25": num(best, "dp_per_25"),
                     "best_dp_per_25_plus_sd": num(best, "dp_per_25_plus_sd"),
@@ -389,12 +390,12 @@ def table4(dp: pd.DataFrame, verdict: pd.DataFrame | None = None,
         if rows:
             rules.add(len(rows) - 1)
     columns = (["algorithm", "cutoff"] + (["family"] if by_family else []) + [
-        "n_pairs", "best_metric", "tied_with", "worst_metric", "best_dp_per_25",
+        "n_pairs", "best_metric", "identical", "worst_metric", "best_dp_per_25",
         "best_dp_per_25_plus_sd", "worst_dp_per_25",
     ] + (["best_ci_low", "best_ci_high", "worst_ci_low", "worst_ci_high"] if has_ci else []))
     csv = pd.DataFrame.from_records(records, columns=columns)
     caption = (
-        "Table 4: Most and least discriminative metric per algorithm and cutoff"
+        "Most and least discriminative metric per algorithm and cutoff"
         + (", within each family of metrics" if by_family else "")
         + ("; the best metric is the verdict's recommendation, the lowest DP (the paper's "
            "best; the metrics not significantly less discriminative than it are equal "
@@ -404,8 +405,8 @@ def table4(dp: pd.DataFrame, verdict: pd.DataFrame | None = None,
         + ("; in brackets the 95% bootstrap interval." if has_ci else ".")
     )
     notes = []
-    if any(r["tied_with"] for r in records):
-        notes.append("tied: the same DP exactly (e.g. the same p-value on every pair); the first "
+    if any(r["identical"] for r in records):
+        notes.append("identical: the same DP exactly (e.g. the same p-value on every pair); the first "
                      "in the metric order is named.")
     if any(c.text == "no evidence" for r in rows for c in r):
         notes.append("no evidence: every p-value is 1, so no metric is best or worst.")
@@ -413,7 +414,7 @@ def table4(dp: pd.DataFrame, verdict: pd.DataFrame | None = None,
         notes.append("too few pairs (P = k): fewer pairs of configurations than min_pairs, too "
                      "few to rank metrics (their DP is in Table 3).")
     return Table("table4", caption, [Block(header, rows, rules_after=rules)] if rows else [], csv,
-                 notes)
+                 notes, number="Table 4")
 
 
 def table5(
@@ -497,7 +498,7 @@ def table5(
     if not (csv["unsampled_share"] > 0).any():  # every scope covered: the columns as ever
         csv = csv.drop(columns="unsampled_share")
     caption = (
-        f"Table 5: DP per 25 pairs of {display_metric(metric, cutoff)} among configurations "
+        f"DP per 25 pairs of {display_metric(metric, cutoff)} among configurations "
         "sharing one value of a hyperparameter (pairs differ in the other hyperparameters); "
         "bold: lowest DP of the row; P: the pairs behind each value. The CSV holds every metric "
         "and cutoff."
@@ -508,7 +509,7 @@ def table5(
             f"{TOO_FEW} too few pairs (fewer than min_pairs = {int(min_pairs)}) to rank this "
             "group: its DP is shown but not compared.")
     notes += unsampled_note(shares)
-    return Table("table5", caption, blocks, csv, notes)
+    return Table("table5", caption, blocks, csv, notes, number="Table 5")
 
 
 def one_at_a_time_table(

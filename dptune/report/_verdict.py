@@ -62,7 +62,7 @@ def claims_legend(alpha: float, test_split: bool = True, intervals: bool = True)
             "difference tested*, no hyperparameter is named dominant, and the lowest DP alone "
             "does not make a metric the better one. The *A/A noise floor* is the DP of pairs "
             "that are one configuration re-trained with different seeds (no real difference; "
-            f"section Noise floor). {downstream}")
+            f"report.md, section Noise floor). {downstream}")
     return (
         f"{scale}, with its "
         "95% bootstrap interval in brackets. *Significantly less discriminative* is a claim with "
@@ -76,8 +76,10 @@ def claims_legend(alpha: float, test_split: bool = True, intervals: bool = True)
         "better one. *Pr(more discriminative)* is the share of bootstrap replicates in which "
         "the recommended metric has the lower DP: a description, not a test. The *A/A noise "
         "floor* is the DP of pairs that are one configuration re-trained with different seeds "
-        "(no real difference; section Noise floor): a metric whose interval is not entirely "
-        f"below it is not clearly better than re-training noise. {downstream} A hyperparameter "
+        "(no real difference; report.md, section Noise floor), itself an estimate with an "
+        "interval: a metric is *clearly below* it when the floor exceeds its DP by more than "
+        "both intervals' half-widths together (a one-sided test at about 2.5%); otherwise it is "
+        f"not clearly better than re-training noise. {downstream} A hyperparameter "
         "*dominates* when the DP of the pairs of configurations that differ in it alone "
         "(its one-at-a-time scope) is significantly lower than that of every other "
         "hyperparameter, with the same error control."
@@ -123,7 +125,7 @@ def recommendation_text(row: dict, n: int) -> str:
         return "no evidence"
     text = display_metric(str(rec), n)
     if verdict_keys(row.get("identical")):
-        text += f" (tied: {_metrics(row['identical'], n)})"
+        text += f" (identical: {_metrics(row['identical'], n)})"
     return text
 
 
@@ -435,7 +437,8 @@ def _table(result: Any) -> Block:
 
 def summary_section(result: Any) -> str | None:
     """The report's opening: per algorithm, at the primary cutoff, the metric to tune with in
-    each family and the dominant hyperparameter."""
+    each family (with the choices not clearly below the A/A noise floor) and the dominant
+    hyperparameter."""
     v = result.verdict
     if v is None or v.empty:
         return None
@@ -457,10 +460,14 @@ def summary_section(result: Any) -> str | None:
         picks = []
         for r in rows:
             less = verdict_keys(r["less_discriminative"])
+            choices = verdict_choices(r)
+            # a choice whose DP is not clearly below re-training noise is said with it
+            noisy = [m for m in verdict_keys(r.get("not_below_floor")) if m in choices]
             numbers = (f"DP per 25 pairs {fmt(r['dp_per_25'], 2)}, {pair_count_text(r['n_pairs'])}"
                        + (f"; significantly less discriminative: "
-                          f"{_metrics(r['less_discriminative'], cutoff)}" if less else ""))
-            choices = verdict_choices(r)
+                          f"{_metrics(r['less_discriminative'], cutoff)}" if less else "")
+                       + (f"; not clearly below the A/A noise floor: {_metrics(noisy, cutoff)}"
+                          if noisy else ""))
             if not choices:
                 picks.append(f"{r['family']}: no recommendation "
                              f"({recommendation_text(r, cutoff)})")

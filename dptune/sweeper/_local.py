@@ -24,7 +24,8 @@ from dptune.sweeper.design import Design, hours_text, projection
 class _Progress:
     """A tqdm bar (done/total tasks and ETA) fed by counting finished parts in the store, with
     ``m of M units`` per algorithm in its postfix (units whose every fold is done, of the full
-    grid's) when ``design`` is given."""
+    grid's) when ``design`` is given. The bar counts parts (a unit on one fold), not units, and
+    says so: "12/33 part" beside "bpr-mf 3 of 9 units"."""
 
     def __init__(self, store: ResultStore, tasks: list[Task], desc: str, enabled: bool,
                  design: Design | None = None):
@@ -33,7 +34,7 @@ class _Progress:
         if enabled:
             from tqdm import tqdm
 
-            self.bar = tqdm(total=len(tasks), desc=desc, unit="unit", dynamic_ncols=True,
+            self.bar = tqdm(total=len(tasks), desc=desc, unit="part", dynamic_ncols=True,
                             smoothing=0.1, initial=self.count())
             self.update()
 

@@ -79,12 +79,12 @@ def test_compare_with_floor_flags_on_the_one_scale():
                         "ci_high": np.nan})
     floor = pd.DataFrame({"algorithm": "b", "metric": ["ndcg", "recall", "mrr"], "cutoff": 10,
                           "n_folds": 4, "floor_per_25": [10.0, 8.0, 10.0], "floor_per_25_sd": 1.0,
-                          "mean_p": [0.4, 0.32, 0.4]})
+                          "floor_mean_p": [0.4, 0.32, 0.4]})
     t = noise.compare_with_floor(dpt, floor)
     assert list(t.columns) == noise.VERSUS_COLUMNS
     assert t["flagged"].tolist() == [False, True, True]  # DP >= the floor is flagged
     np.testing.assert_allclose(t["ratio"], [0.3, 9 / 8, 1.0])
-    assert set(t["rule"]) == {"DP below the floor"} and t["margin"].isna().all()
+    assert set(t["rule"]) == {noise.RULE_PLAIN} and t["margin"].isna().all()
     # the floor's 95% interval: t(3 df, 0.975) = 3.182446 times sd / sqrt(4 folds)
     np.testing.assert_allclose(t["floor_ci_low"], [10 - 1.591223, 8 - 1.591223, 10 - 1.591223],
                                atol=1e-6)
@@ -96,7 +96,7 @@ def test_compare_with_floor_flags_on_the_one_scale():
     # 8 - 6.5 = 1.5 is within the two estimates' error: flagged
     np.testing.assert_allclose(t["margin"][:2], [1.879359, 1.879359], atol=1e-6)
     assert t["flagged"].tolist() == [False, True, True]
-    assert set(t["rule"]) == {"floor - DP above the 95% margin of both"}
+    assert set(t["rule"]) == {noise.RULE_MARGIN}
     one = noise.compare_with_floor(ci, floor.assign(n_folds=1, floor_per_25_sd=np.nan))
     assert one["flagged"].all() and one["floor_ci_low"].isna().all()  # one fold: no spread
 

@@ -311,7 +311,7 @@ def test_table4_best_worst() -> None:
         "cutoff",
         "n_pairs",
         "best_metric",
-        "tied_with",
+        "identical",
         "worst_metric",
         "best_dp_per_25",
         "best_dp_per_25_plus_sd",
@@ -392,7 +392,7 @@ def test_table3_and_table4_with_no_evidence_and_ties() -> None:
                         for m, v in (("mrr", 1.0), ("precision", 1.0), ("ndcg", 1.0),
                                      ("recall", 2.0))])
     r = _find_row(_md_rows(report.table4(tie).to_markdown()), "a", "1")
-    assert r[3:5] == ["nDCG@1 (tied: Precision@1, MRR@1)", "Recall@1"]
+    assert r[3:5] == ["nDCG@1 (identical: Precision@1, MRR@1)", "Recall@1"]
 
 
 def test_table4_with_confidence_interval() -> None:
@@ -541,7 +541,7 @@ def test_csv_columns_exact(written: tuple[Path, list[Path]]) -> None:
             "family",
             "n_pairs",
             "best_metric",
-            "tied_with",
+            "identical",
             "worst_metric",
             "best_dp_per_25",
             "best_dp_per_25_plus_sd",
@@ -578,6 +578,11 @@ def test_latex_well_formed(written: tuple[Path, list[Path]]) -> None:
         assert tex.count("\\begin{tabular}") == tex.count("\\end{tabular}") >= 1
         assert tex.count("\\toprule") == tex.count("\\bottomrule") == tex.count("\\begin{tabular}")
         assert "\\begin{table}" in tex and tex.rstrip().endswith("\\end{table}")
+        # LaTeX numbers the float: the caption does not say "Table 3: " again
+        assert not re.search(r"\\caption\{Table \d", tex), path.name
+        md = path.with_suffix(".md").read_text()
+        if path.stem.startswith("table"):
+            assert md.startswith(f"Table {path.stem[5:]}: "), path.name
         assert "%" not in body.replace("% Generated", "", 1), path.name
         assert "_" not in body.replace("label{tab:", ""), path.name
         # Every tabular row has as many unescaped & as its column spec allows.
@@ -652,6 +657,28 @@ def test_figure_panels_and_noise_floor() -> None:
     assert not any(ln.get_linestyle() == "--" for ln in no_noise.axes[0].get_lines())
 
 
+def test_identical_curves_are_named_by_the_tie_rule() -> None:
+    """At N = 1 MRR, nDCG and Precision have one curve: the legend names the first of them in
+    the vocabulary's order (nDCG), as the verdict and Table 4 do, although MRR is drawn first
+    (the paper's table order), and the others are dashed over it."""
+    curves = make_curves()
+    same = curves["metric"].isin(["mrr", "ndcg", "precision"])
+    keys = ["algorithm", "cutoff", "position"]
+    ref = curves[curves["metric"] == "ndcg"].set_index(keys)["mean"]
+    curves.loc[same, "mean"] = ref.reindex(pd.MultiIndex.from_frame(curves.loc[same, keys])
+                                           ).to_numpy()
+    ax = report.figure1(curves, make_dp(), 10).axes[0]
+    lines = {ln.get_label().split(",")[0]: ln for ln in ax.get_lines()}
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert [lb for lb in labels if "identical" in lb] == [
+        "MRR@10, DP per 25 pairs 1.77 (identical to nDCG@10)",
+        "Precision@10, DP per 25 pairs 1.85 (identical to nDCG@10)"]
+    assert lines["nDCG@10"].get_linestyle() == "-"
+    for m in ("MRR@10", "Precision@10"):
+        assert lines[m].get_linestyle() == "--"
+        assert lines[m].get_zorder() > lines["nDCG@10"].get_zorder()  # drawn over it
+
+
 def test_figure_grid_wraps_and_hides_unused_panels() -> None:
     curves = make_curves()
     extra = curves[curves["algorithm"] == "bpr-mf"].assign(algorithm="cornac:VAECF")
@@ -720,11 +747,37 @@ def test_selection_sentences_state_numbers() -> None:
         "0.58)")
     assert "Recall@10 (DP per 25 pairs 1.31; P = 25)" in bpr
     assert "configuration 7" in bpr and "0.1234" in bpr and "configuration 3" in bpr
-    assert "0.1000" in bpr and "+0.0234" in bpr and "higher" in bpr
+    # without the analysis' downstream test the difference is stated, never called higher
+    assert "0.1000" in bpr and "difference +0.0234 (not tested)." in bpr
+    assert "higher" not in bpr
     assert "Both select configuration 55" in user and "0.0777" in user
     # Item-kNN: nDCG's own test value is known (0.3000), Recall's nDCG is not.
     assert "nDCG@10" in item and "no common test nDCG@10" in item
     assert "0.3000" in item and "0.4000" in item
+
+
+@pytest.mark.parametrize("p, significant, words", [
+    (0.0004, True, "difference +0.0234, significant (p = 0.0004): higher for the most "
+     "discriminative metric's choice."),
+    (0.58, False, "difference +0.0234, not significant (p = 0.58): a tie within noise, the two "
+     "choices score alike on the test split."),
+])
+def test_selection_sentences_call_a_difference_higher_only_when_it_is_significant(
+        p, significant, words) -> None:
+    """The choose-well sentence reads the analysis' downstream test of the two choices (its
+    row for the least discriminative metric against the recommended metric's choice): higher
+    or lower only when significant, else a tie; a row about other configurations is not
+    read."""
+    row = {"algorithm": "bpr-mf", "cutoff": 10, "family": "", "judge": "ndcg",
+           "metric": "recall", "config_id": 3, "params": "", "recommended_config": 7,
+           "status": "compared", "test_mean": 0.1, "p": p, "significant": significant,
+           "n_test_users": 500}
+    bpr = report.selection_sentences(make_dp(), make_best(), ("ndcg", 10),
+                                     downstream=pd.DataFrame([row]))[2]
+    assert words in bpr
+    other = pd.DataFrame([row | {"config_id": 4}])  # another choice: not this comparison
+    bpr = report.selection_sentences(make_dp(), make_best(), ("ndcg", 10), downstream=other)[2]
+    assert "(not tested)." in bpr
 
 
 def test_settings_rows_always_name_threshold_and_variant() -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import matplotlib
@@ -109,6 +110,23 @@ def test_the_summary_and_the_verdict_say_a_tie_is_a_tie():
     assert "**nDCG@10 or Precision@10, no significant difference (lowest DP: nDCG@10)**" in row
     bpr = next(ln for ln in body.splitlines() if ln.startswith("| BPR-MF") and "accuracy" in ln)
     assert "| **nDCG@10** |" in bpr
+
+
+def test_the_summary_says_which_choices_are_not_clearly_below_the_noise_floor():
+    """A choice the verdict flags as not clearly below its A/A noise floor carries the flag
+    into the summary's one line, which a reader may read alone; a flagged metric that is not a
+    choice is left to the verdict."""
+    res = _result()
+    v = res.verdict
+    at = (v["algorithm"] == "userknn") & (v["family"] == "accuracy")
+    flags = [["precision", "recall"] if hit else [] for hit in at]
+    res = replace(res, verdict=v.assign(not_below_floor=flags))
+    summary = summary_section(res)
+    line = next(ln for ln in summary.splitlines() if ln.startswith("- **User-kNN**"))
+    assert ("significantly less discriminative: Recall@10, MRR@10; not clearly below the A/A "
+            "noise floor: Precision@10); novelty:") in line
+    assert "noise floor" not in next(ln for ln in summary.splitlines()
+                                     if ln.startswith("- **BPR-MF**"))
 
 
 def test_without_a_bootstrap_the_choices_say_no_difference_was_tested():

@@ -109,7 +109,7 @@ def run_floor(case: FloorCase, seed: int, n_boot: int = 1000) -> dict:
                         "dp_per_25": rows[0]["dp_per_25"], "ci_low": rows[0]["ci_low"],
                         "ci_high": rows[0]["ci_high"]}])
     fl = pd.DataFrame([{"algorithm": "sim", "metric": "m", "cutoff": 10,
-                        "n_folds": case.folds, "mean_p": s["mean_p"],
+                        "n_folds": case.folds, "floor_mean_p": s["mean_p"],
                         "floor_per_25": REFERENCE_P * s["mean_p"],
                         "floor_per_25_sd": REFERENCE_P * s["mean_p_sd"]}])
     v = compare_with_floor(dp, fl).iloc[0]
