@@ -28,6 +28,7 @@ __all__ = [
     "CSV_FLOAT",
     "display_algorithm",
     "display_metric",
+    "metric_name",
     "value_norm",
     "display_value",
     "display_params",
@@ -100,6 +101,14 @@ CSV_FLOAT = "%.10g"
 def display_algorithm(key: str) -> str:
     """Return the display name of an algorithm key (``userknn`` -> ``User-kNN``)."""
     return ALGORITHM_NAMES.get(str(key), str(key))
+
+
+def metric_name(name: str) -> str:
+    """The vocabulary's key of a metric name as a user may write it (``nDCG``, ``NDCG``,
+    `` ndcg `` -> ``ndcg``: case and surrounding blanks ignored); a name that is none of
+    :data:`METRICS` is kept as written, blanks stripped (an outside metric of its own)."""
+    text = str(name).strip()
+    return text.lower() if text.lower() in METRICS else text
 
 
 def display_metric(metric: str, cutoff: int | None = None) -> str:

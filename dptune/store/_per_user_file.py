@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from dptune.errors import input_error
+from dptune.vocab import metric_name
 
 __all__ = ["PER_USER_COLUMNS", "ID_COLUMNS", "user_ids", "read_table", "read_per_user",
            "read_per_user_configs", "check_per_user", "check_configs"]
@@ -145,6 +146,9 @@ def check_per_user(table: pd.DataFrame, path: str | Path = "per_user") -> pd.Dat
         raise input_error(path, None, f"expected a pandas DataFrame, got {type(table).__name__}")
     df = table.copy()
     cols = [str(c) for c in df.columns]
+    twice = sorted({c for c in cols if cols.count(c) > 1})
+    if twice:
+        raise input_error(path, twice[0], "duplicated column: each column once")
     df.columns = cols
     unknown = [c for c in cols if c not in PER_USER_COLUMNS]
     if unknown:
@@ -168,9 +172,19 @@ def check_per_user(table: pd.DataFrame, path: str | Path = "per_user") -> pd.Dat
     out["user"] = user_ids(df["user"])
     metric = df["metric"].astype(str)
     if "cutoff" in cols:
+        at = metric.str.contains("@", regex=False)
+        if at.any():
+            i = int(np.argmax(at.to_numpy()))
+            raise input_error(path, "metric", f"{_where(path, i)} has {_shown(metric.iloc[i])}, a "
+                              "cutoff written into the name while the cutoff column gives one: "
+                              "write the name alone (e.g. ndcg), or leave out the cutoff column")
         out["metric"], out["cutoff"] = metric, _integers(path, df, "cutoff", 1)
     else:
         out["metric"], out["cutoff"] = _split_metric(path, metric)
+    # nDCG, NDCG and ndcg are one metric, the vocabulary's (whose family it is in)
+    out["metric"] = out["metric"].map(metric_name)
+    if df["value"].dtype.kind in "mM":  # a time read as its nanoseconds is no metric value
+        raise input_error(path, "value", f"must hold numbers, not {df['value'].dtype} values")
     value = pd.to_numeric(df["value"], errors="coerce")
     bad = ~np.isfinite(value.to_numpy(dtype=np.float64))
     if bad.any():
@@ -187,7 +201,42 @@ def check_per_user(table: pd.DataFrame, path: str | Path = "per_user") -> pd.Dat
     if (n_cfg < 2).all():
         raise input_error(path, key, "no algorithm has two configurations; DP compares pairs of "
                           "configurations")
+    _check_complete(path, out, key)
     return out.reset_index(drop=True)
+
+
+def _check_complete(path: str | Path, out: pd.DataFrame, key: str) -> None:
+    """Every configuration of an algorithm has values of every metric@N on every fold of that
+    algorithm (some users may lack values: the report says how many users its pairs compare).
+    Otherwise the pairs of a metric@N on a fold would compare no user; the line names what is
+    missing, and where, as a fold's or a configuration's."""
+    cells = ["fold", "metric", "cutoff"]
+    have = out[["algorithm", key, *cells]].drop_duplicates()
+    for alg, a in have.groupby("algorithm", sort=False):
+        folds = a["fold"].drop_duplicates()
+        mcs = a[["metric", "cutoff"]].drop_duplicates()
+        configs = a[key].drop_duplicates()
+        if len(a) == len(folds) * len(mcs) * len(configs):
+            continue
+        where = f"algorithm {alg}: " if alg != "runs" else ""
+        full = folds.to_frame().merge(mcs, how="cross")
+        on_fold = a[cells].drop_duplicates()
+        gap = full.merge(on_fold, how="left", indicator=True)
+        gap = gap[gap["_merge"] == "left_only"]
+        if len(gap):
+            g = gap.iloc[0]
+            other = on_fold[(on_fold["metric"] == g["metric"]) & (on_fold["cutoff"] == g["cutoff"])]
+            raise input_error(path, "fold", f"{where}fold {g['fold']} has no value of "
+                              f"{g['metric']}@{int(g['cutoff'])}, which fold "
+                              f"{other['fold'].iloc[0]} has: every fold needs the same "
+                              "metric@Ns")
+        grid = configs.to_frame().merge(full, how="cross")
+        gap = grid.merge(a, how="left", indicator=True)
+        g = gap[gap["_merge"] == "left_only"].iloc[0]
+        raise input_error(path, key, f"{where}{key} {g[key]} has no value of {g['metric']}@"
+                          f"{int(g['cutoff'])} on fold {g['fold']}, which the other "
+                          "configurations have: every configuration needs every metric@N on "
+                          "every fold")
 
 
 def read_per_user_configs(path: str | Path, per_user: pd.DataFrame) -> pd.DataFrame:

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from dptune.errors import DptuneError
-from dptune.store._per_user_file import read_per_user, read_per_user_configs
+from dptune.store._per_user_file import check_per_user, read_per_user, read_per_user_configs
 
 GOOD = """algorithm,config_id,fold,user,metric,cutoff,value
 bpr,0,0,17,ndcg,10,0.3562
@@ -109,6 +109,13 @@ def test_tab_separated(tmp_path: Path) -> None:
     ("config_id,user,metric,cutoff,value\n0,1,ndcg,10,0.5\n0,2,ndcg,10,0.4\n", "config_id",
      "no algorithm has two configurations"),
     ("config_id,user,metric,cutoff,value\n", None, "no rows"),
+    (GOOD.replace("bpr,1,0,17,ndcg,10", "bpr,1,0,17,ndcg@10,10"), "metric",
+     "line 3 has 'ndcg@10', a cutoff written into the name while the cutoff column gives one"),
+    (GOOD + "bpr,0,0,17,NDCG,10,0.5\n", "user", "duplicated row"),  # NDCG is ndcg
+    (GOOD + "bpr,0,0,17,recall,10,0.5\n", "config_id",
+     "config_id 1 has no value of recall@10 on fold 0, which the other configurations have"),
+    (GOOD + "bpr,0,1,17,ndcg,10,0.5\nbpr,1,1,17,ndcg,10,0.5\nbpr,0,1,17,ndcg,5,0.5\n"
+     "bpr,1,1,17,ndcg,5,0.5\n", "fold", "fold 0 has no value of ndcg@5, which fold 1 has"),
 ])
 def test_bad_per_user_file_is_one_line(tmp_path: Path, text: str, field: str | None,
                                        words: str | None) -> None:
@@ -145,6 +152,30 @@ def test_unreadable_and_unknown_format(tmp_path: Path) -> None:
         with pytest.raises(DptuneError, match=words) as ex:
             read_per_user(path)
         assert str(ex.value).startswith(str(path)) and "\n" not in str(ex.value)
+
+
+def test_metric_names_are_the_vocabularys_whatever_their_case() -> None:
+    """nDCG, NDCG and ' ndcg ' are the vocabulary's ndcg (and so in the accuracy family, never
+    ranked against a novelty metric as an outside metric would be); an outside name is kept
+    as written, blanks stripped."""
+    table = pd.DataFrame({"system": ["a", "b"] * 4, "user": [1, 1, 2, 2] * 2,
+                          "metric": ["nDCG@10"] * 4 + [" EPC @10"] * 4, "value": 0.5})
+    table = pd.concat([table, table.iloc[:4].assign(metric="My Metric @10")])
+    df = check_per_user(table)
+    assert sorted(df["metric"].unique()) == ["My Metric", "epc", "ndcg"]
+
+
+def test_a_column_twice_in_a_table_is_one_line() -> None:
+    table = pd.DataFrame({"system": ["a", "b"], "user": 1, "metric": "ndcg@10", "value": 0.5})
+    with pytest.raises(DptuneError, match=r"^per_user: value: duplicated column"):
+        check_per_user(pd.concat([table, table[["value"]]], axis=1))
+
+
+def test_a_time_is_no_metric_value() -> None:
+    table = pd.DataFrame({"system": ["a", "b"], "user": 1, "metric": "ndcg@10",
+                          "value": pd.Timestamp("2020-01-01")})
+    with pytest.raises(DptuneError, match=r"^per_user: value: must hold numbers, not datetime"):
+        check_per_user(table)
 
 
 def test_configs_file(tmp_path: Path) -> None:
