@@ -11,6 +11,7 @@ import json
 import math
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -476,25 +477,9 @@ def parse_experiment(data: dict, source: str = "<memory>", config_path: Path | N
     algos, grids = [], {}
     for i, raw in enumerate(algos_raw):
         a = _build(AlgorithmConfig, raw, source, f"algorithms[{i}].")
-        if not _NAME_RE.match(a.name):
-            raise input_error(source, f"algorithms[{i}].name", "must be letters, digits, '.', '_' or '-'")
-        if "__" in a.name:  # a part is named <algorithm>__<fold>__<unit>.parquet
-            raise input_error(source, f"algorithms[{i}].name", f"{a.name!r} holds '__', which "
-                              "separates the algorithm, fold and unit in the names of its results")
-        if a.name in grids:
-            raise input_error(source, f"algorithms[{i}].name", f"duplicate algorithm name {a.name!r}")
-        if not is_known_type(a.type):
-            raise input_error(source, f"algorithms[{i}].type",
-                              f"{a.type!r} is not userknn, itemknn, bpr-mf, cornac:<ModelClass>, "
-                              "implicit:<model>, python:<package.module>:<Class> or a registered "
-                              "model name")
-        if not a.grid:  # no hyperparameter: one configuration
-            grids[a.name] = Grid(values={}, source="<no grid>")
-            algos.append(a)
-            continue
-        gpath = _resolve(a.grid, config_path, source, f"algorithms[{i}].grid")
-        grids[a.name] = _load_grid(gpath, a)
-        algos.append(AlgorithmConfig(name=a.name, type=a.type, grid=a.grid, grid_path=str(gpath)))
+        _check_algorithm(a, i, source, grids)
+        grids[a.name], a = _read_grid(a, i, config_path, source)
+        algos.append(a)
     exp = Experiment(
         name=name,
         source=source,
@@ -510,6 +495,62 @@ def parse_experiment(data: dict, source: str = "<memory>", config_path: Path | N
     )
     _validate(exp, source)
     return replace(exp, data_path=_data_path(exp.data, data_base, source, check_data))
+
+
+def _check_algorithm(a: AlgorithmConfig, i: int, source: str, seen: Mapping[str, Any]) -> None:
+    """``algorithms[i]``: its name (unique among ``seen``, usable in part names) and its type."""
+    if not isinstance(a.name, str) or not _NAME_RE.match(a.name):
+        raise input_error(source, f"algorithms[{i}].name", "must be letters, digits, '.', '_' or '-'")
+    if "__" in a.name:  # a part is named <algorithm>__<fold>__<unit>.parquet
+        raise input_error(source, f"algorithms[{i}].name", f"{a.name!r} holds '__', which "
+                          "separates the algorithm, fold and unit in the names of its results")
+    if a.name in seen:
+        raise input_error(source, f"algorithms[{i}].name", f"duplicate algorithm name {a.name!r}")
+    if not isinstance(a.type, str) or not is_known_type(a.type):
+        raise input_error(source, f"algorithms[{i}].type",
+                          f"{a.type!r} is not userknn, itemknn, bpr-mf, cornac:<ModelClass>, "
+                          "implicit:<model>, python:<package.module>:<Class> or a registered "
+                          "model name")
+
+
+def _read_grid(a: AlgorithmConfig, i: int, config_path: Path,
+               source: str) -> tuple[Grid, AlgorithmConfig]:
+    """``algorithms[i]``'s grid, read from its file (relative to ``config_path``'s folder), and
+    the algorithm with the file's resolved path; no grid file: one configuration."""
+    if not a.grid:  # no hyperparameter: one configuration
+        return Grid(values={}, source="<no grid>"), a
+    gpath = _resolve(a.grid, config_path, source, f"algorithms[{i}].grid")
+    return _load_grid(gpath, a), replace(a, grid_path=str(gpath))
+
+
+def check_experiment(exp: Experiment) -> Experiment:
+    """An :class:`Experiment` built in Python (``dptune.Experiment(...)``, or changed with
+    ``dataclasses.replace``) checked as :func:`parse_experiment` checks a file, before any work:
+    its name and seed, every algorithm's name and type, every setting; an algorithm whose grid
+    ``exp.grids`` lacks has it read from its grid file (a relative path from the folder of
+    ``exp.source`` when that is a file, else from the working directory). Returns the
+    experiment with every grid; a bad field is one line naming it."""
+    if not isinstance(exp, Experiment):
+        raise input_error("experiment", None, f"expected a dptune.Experiment, got "
+                          f"{type(exp).__name__}")
+    source = str(exp.source) if exp.source else "<memory>"
+    if not isinstance(exp.name, str) or not _NAME_RE.match(exp.name):
+        raise input_error(source, "name", "must be letters, digits, '.', '_' or '-'")
+    check_int(exp.seed, source, "seed", SEED_RANGE[0], SEED_RANGE[1])
+    if not exp.algorithms:
+        raise input_error(source, "algorithms", "needs at least one algorithm")
+    grids: dict[str, Grid] = {}
+    algos = []
+    for i, a in enumerate(exp.algorithms):
+        _check_algorithm(a, i, source, grids)
+        if a.name in exp.grids:
+            grids[a.name] = exp.grids[a.name]
+        else:
+            grids[a.name], a = _read_grid(a, i, Path(source), source)
+        algos.append(a)
+    exp = replace(exp, algorithms=tuple(algos), grids=grids)
+    _validate(exp, source)
+    return exp
 
 
 def load_experiment(path: str | Path) -> Experiment:

@@ -395,3 +395,50 @@ def test_an_algorithm_name_with_a_double_underscore_is_refused(tmp_path):
     cfg = _write(tmp_path, BASE.replace('name = "userknn"', 'name = "user__knn"'))
     assert _error(cfg) == (f"{cfg}: algorithms[0].name: 'user__knn' holds '__', which separates "
                            "the algorithm, fold and unit in the names of its results")
+
+
+def test_an_experiment_built_in_python_reads_its_grid_like_a_file():
+    """dptune.Experiment(...) with a grid file: check_experiment reads the grid (relative to the
+    working directory: the experiment has no file) and gives what load_experiment gives."""
+    from dptune.config import AlgorithmConfig, Experiment, check_experiment
+
+    grid = str(ROOT / "grids" / "quickstart-knn.toml")
+    exp = check_experiment(Experiment(name="t", source="", algorithms=(
+        AlgorithmConfig(name="userknn", type="userknn", grid=grid),)))
+    assert exp.grids["userknn"].size == 6 and exp.algorithms[0].grid_path == grid
+
+
+@pytest.mark.parametrize(("change", "field"), [
+    ({"seed": -1}, "seed"),
+    ({"name": "a b"}, "name"),
+    ({"algorithms": ()}, "algorithms"),
+    ({"evaluation": "cutoffs0"}, "evaluation.cutoffs"),
+    ({"algorithms": "bad-type"}, "algorithms[0].type"),
+    ({"algorithms": "no-grid"}, "algorithms[0].grid"),
+    ({"algorithms": "twice"}, "algorithms[1].name"),
+])
+def test_an_experiment_built_or_changed_in_python_is_refused_before_any_work(
+        tmp_path, monkeypatch, change, field):
+    """A wrong field of an Experiment made in Python (or changed with dataclasses.replace) is
+    one line naming it, from dptune.sweep before anything is written: not a KeyError from the
+    manifest, nor a ValueError from the metrics after the store was created."""
+    from dataclasses import replace
+
+    import dptune
+    from dptune.config import AlgorithmConfig, EvaluationConfig
+
+    monkeypatch.chdir(tmp_path)
+    exp = load_experiment(_write(tmp_path, BASE))
+    knn = exp.algorithms[0]
+    values = {
+        "cutoffs0": EvaluationConfig(cutoffs=(0,)),
+        "bad-type": (AlgorithmConfig(name="a", type="nope", grid=knn.grid),),
+        "no-grid": (AlgorithmConfig(name="a", type="userknn", grid="missing.toml"),),
+        "twice": (knn, knn),
+    }
+    bad = replace(exp, grids={}, **{k: values.get(v, v) if isinstance(v, str) else v
+                                    for k, v in change.items()})
+    with pytest.raises(DptuneError) as err:
+        dptune.sweep(bad, results=tmp_path / "results", progress=False)
+    assert str(err.value).startswith(f"{exp.source}: {field}: ")
+    assert not (tmp_path / "results").exists()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dptune.config import Budget, Experiment, load_experiment, parse_budget
+from dptune.config import Budget, Experiment, check_experiment, load_experiment, parse_budget
 from dptune.errors import check_path, input_error
 from dptune.store._store import ResultStore
 from dptune.sweeper._local import run_experiment
@@ -30,6 +30,8 @@ def run_sweep(exp: Experiment | str | Path, results: str | Path | None = None,
     if not isinstance(exp, Experiment):
         check_path(exp, "sweep", "exp", "a dptune.Experiment or its TOML file's path")
         exp = load_experiment(exp)
+    else:  # built in Python: checked as a file is, its grids read, before any work
+        exp = check_experiment(exp)
     if results is not None:
         check_path(results, "sweep", "results", "the results directory")
     if not isinstance(progress, bool):
