@@ -551,6 +551,14 @@ def test_evaluate_out_under_a_file(tmp_path, capsys):
     _one_line(capsys, "--out", "a file, not a directory")
 
 
+def test_evaluate_out_named_as_another_format_than_csv(tmp_path, capsys):
+    """evaluate writes CSV; a .parquet name would give a file dp --per-user cannot read."""
+    assert main(["evaluate", "--run", str(tmp_path / "r"), "--qrels", str(tmp_path / "q"),
+                 "--train", str(tmp_path / "t"), "--out", str(tmp_path / "o.parquet")]) == 2
+    _one_line(capsys, "--out", "give the file a .csv name")
+    assert not (tmp_path / "o.parquet").exists()
+
+
 def test_dp_missing_inputs(tmp_path, capsys):
     (tmp_path / "runs").mkdir()
     assert main(["dp", "--runs", str(tmp_path / "runs"), "--qrels", str(tmp_path / "q"),

@@ -206,6 +206,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
     check_out_file(args.out, "--out", {"--run": args.run, "--qrels": args.qrels,
                                        "--train": args.train})
+    if Path(args.out).suffix.lower() in {".parquet", ".pq", ".tsv", ".txt"}:
+        # dp --per-user reads a file by its suffix: CSV text named .parquet could not be read
+        raise input_error("--out", None, f"{args.out} is named as another format than the CSV "
+                          "this writes: give the file a .csv name")
     from dptune.store._outside import check_outside_store
 
     check_outside_store(args.out, "--out")

@@ -207,14 +207,23 @@ class ResultStore:
         if self._damaged is not None:
             self._damaged.clear()
 
+    def _read(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """``frame``, unless it is empty because ``root`` is no results directory (a misspelt
+        path reads as a store without results otherwise): then one line."""
+        if frame.empty and not self.exists():
+            raise input_error(self.root, None, "not a results directory (no manifest.json): "
+                              "give the folder dptune run or dptune.sweep wrote")
+        return frame
+
     def trials(self) -> pd.DataFrame:
         """One row per (algorithm, config_id, fold) evaluated: seed, unit, timings, users."""
-        return trials_frame(self._index)
+        return self._read(trials_frame(self._index))
 
     def summary(self) -> pd.DataFrame:
         """Per (algorithm, config_id, fold, metric, cutoff) the mean over users, from metadata
-        only (built once per :meth:`refresh`; each call returns a copy)."""
-        return self._summary.copy()
+        only (built once per :meth:`refresh`; each call returns a copy); a folder that is no
+        results directory is a one-line error."""
+        return self._read(self._summary).copy()
 
     def best_configs(self) -> pd.DataFrame:
         """The configuration each metric@cutoff would pick: highest mean over validation folds of

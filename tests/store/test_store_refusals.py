@@ -96,3 +96,14 @@ def test_a_path_to_write_inside_a_results_directory_is_refused(tiny_swept, tmp_p
     check_outside_store(tmp_path / "web" / "rep", "--reports")
     with pytest.raises(DptuneError, match=r"^--out: needs a path to write"):
         check_outside_store(None, "--out")
+
+
+@pytest.mark.parametrize("read", ["summary", "best_configs", "trials"])
+def test_a_folder_that_is_no_results_directory_is_one_line_not_an_empty_answer(tmp_path, read):
+    """ResultStore("typo").summary() returned an empty table, as if the sweep had found
+    nothing; a misspelt path, or the experiment file given for the results, is one line."""
+    from dptune.store._store import ResultStore
+
+    for root in (tmp_path / "typo", tmp_path):
+        with pytest.raises(DptuneError, match=r": not a results directory \(no manifest.json\)"):
+            getattr(ResultStore(root), read)()
