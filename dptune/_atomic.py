@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from dptune._resources import is_out_of_space, space_error
+from dptune.errors import input_error
 
 __all__ = ["temporary_path", "atomic_path", "write_bytes", "write_text", "publish_once",
            "staged_folder"]
@@ -188,7 +189,7 @@ def staged_folder(path: str | os.PathLike[str]) -> Iterator[Path]:
         final = final.resolve()  # publish where the link points, keep the link
     final = final.absolute()
     if final.exists() and not final.is_dir():
-        raise FileExistsError(errno.EEXIST, "a file, not a folder", str(shown))
+        raise input_error(shown, None, "is a file, not a folder: give a folder to write into")
     final.parent.mkdir(parents=True, exist_ok=True)
     stage = final.with_name(f".{final.name}.{uuid.uuid4().hex}.tmp")
     try:

@@ -539,6 +539,18 @@ BAD_ARGUMENTS = [
 ]
 
 
+@pytest.mark.parametrize("write", [lambda r, out: dptune.Report.from_result(r).write(out),
+                                   lambda r, out: r.write_data(out)], ids=["report", "data"])
+def test_a_file_given_as_the_folder_to_write_into_is_one_line(write, small_result, tmp_path):
+    """Report.write("pu.csv") and write_data("pu.csv"): one line, the file untouched (a raw
+    FileExistsError before)."""
+    out = tmp_path / "pu.csv"
+    out.write_text("kept")
+    with pytest.raises(DptuneError, match=r"pu.csv: is a file, not a folder"):
+        write(small_result, out)
+    assert out.read_text() == "kept" and list(tmp_path.iterdir()) == [out]
+
+
 @pytest.mark.parametrize("call, message", BAD_ARGUMENTS,
                          ids=[m[:45] for _, m in BAD_ARGUMENTS])
 def test_a_wrong_argument_is_one_line_naming_it(call, message, small_result, tmp_path):

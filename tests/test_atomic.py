@@ -59,6 +59,7 @@ def test_a_full_disk_is_one_line_naming_the_folder(tmp_path):
 def test_a_file_in_the_folders_place_is_left_alone(tmp_path):
     out = tmp_path / "reports"
     out.write_text("not a folder")
-    with pytest.raises(FileExistsError), staged_folder(out) as stage:
+    with pytest.raises(DptuneError, match=r"reports: is a file, not a folder"), \
+            staged_folder(out) as stage:
         (stage / "a.csv").write_text("x")
     assert out.read_text() == "not a folder" and list(tmp_path.iterdir()) == [out]

@@ -28,7 +28,7 @@ import pandas as pd
 from dptune._atomic import atomic_path
 from dptune.analysis.dp.tables import CURVES_COLUMNS, DP_COLUMNS, DPEstimate
 from dptune.analysis.options import AnalysisOptions
-from dptune.errors import check_path
+from dptune.errors import check_path, input_error
 from dptune.vocab import CSV_FLOAT
 
 if TYPE_CHECKING:
@@ -255,6 +255,8 @@ class AnalysisResult:
         paths."""
         check_path(out, "write_data", "out", "the folder to write into")
         out = Path(out)
+        if out.exists() and not out.is_dir():
+            raise input_error(out, None, "is a file, not a folder: give a folder to write into")
         return [write_table(df, out / DATA_FILES[key]) for key, df in self.tables().items()]
 
 
