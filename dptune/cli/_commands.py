@@ -149,7 +149,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     storage = args.storage or (exp.sweep.storage if exp is not None else None)
     reports = args.reports or recorded_reports(results)
     st = status(exp, results, storage, reports=reports, source="--config")
-    print(f"{'algorithm':<16}{'total':>8}{'done':>8}{'running':>9}{'failed':>8}{'remaining':>11}")
+    # the rows count parts (a unit on one fold); the units: line below counts whole units
+    print(f"{'algorithm':<16}{'parts':>8}{'done':>8}{'running':>9}{'failed':>8}{'remaining':>11}")
     for name, s in st["algorithms"].items():
         print(f"{name:<16}{s['total']:>8}{s['done']:>8}{s['running']:>9}{s['failed']:>8}{s['remaining']:>11}")
     print(f"{'units:':<13}" + "; ".join(f"{name} {s['units']['text']}"
