@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 
 from dptune.analysis.options import AnalysisOptions
-from dptune.analysis.pipeline import analyze
+from dptune.analysis.pipeline import analyze, stage
 from dptune.analysis.result import AnalysisResult
 from dptune.store._store import ResultStore
 from dptune.sweeper._run import sweep
@@ -42,6 +42,7 @@ def analyze_results(results_dir: str | Path, reports_dir: str | Path, progress: 
     store = ResultStore(results_dir)
     options = AnalysisOptions.resolve(store.manifest(), **overrides)
     result = analyze(store, options, progress=progress)
+    stage(progress, f"the report (tables, figures, report.md) into {reports_dir}")
     return write_report(result, reports_dir)
 
 

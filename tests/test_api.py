@@ -563,3 +563,15 @@ def test_a_wrong_argument_is_one_line_naming_it(call, message, small_result, tmp
     assert text.startswith(message) or message in text, text
     assert "\n" not in text
     assert list(tmp_path.iterdir()) == []
+
+
+def test_progress_names_each_stage_after_the_fold_loop(capsys):
+    """The fold loop's bar reaches 100% before the claims' bootstrap (and on a store the noise
+    floor, importance and the report) run: with progress each later stage is one stderr line
+    as it starts; without progress nothing is printed."""
+    dptune.discriminative_power(_table(), bootstrap=50, stability=0, progress=True)
+    err = capsys.readouterr().err
+    assert "analysis: claims, dominance and the verdict (bootstrap of 50 replicates)\n" in err
+    assert err.index("analysis: claims") > err.rindex("fold")  # after the fold loop's bar
+    dptune.discriminative_power(_table(), bootstrap=50, stability=0)
+    assert capsys.readouterr().err == ""

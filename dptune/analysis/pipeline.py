@@ -97,9 +97,15 @@ def analyze(store: ResultStore | str | Path | pd.DataFrame,
     primary = (opts.primary_metric, opts.primary_cutoff)
     best = best_table(store, primary, family_judges(opts.families, primary[0],
                                                         estimate.table["metric"]))
+    if opts.noise_seeds > 0:
+        stage(progress, "the A/A noise floor")
     noise = _noise_floor(store, opts, estimate.table) if opts.noise_seeds > 0 else None
+    if opts.importance:
+        stage(progress, "hyperparameter importance")
     importance = (impmod.hyperparameter_importance(store, cutoff=primary[1], seed=opts.seed)
                   if opts.importance else None)
+    stage(progress, "claims, dominance and the verdict" + (
+        f" (bootstrap of {opts.bootstrap} replicates)" if opts.bootstrap else ""))
     parts = build_verdict(store, estimate, opts, best=best,
                           floor=None if noise is None else noise.versus_dp)
     return AnalysisResult(dp=estimate, comparisons=parts.comparisons,
@@ -107,6 +113,16 @@ def analyze(store: ResultStore | str | Path | pd.DataFrame,
                           verdict=parts.verdict, best=best, datasets=datasets_table(man),
                           noise=noise, importance=importance, options=opts, manifest=man,
                           configurations=configurations_table(store))
+
+
+def stage(progress: bool, what: str) -> None:
+    """With ``progress``, one line on stderr naming the stage of the analysis that starts now
+    (after the fold loop's bar: the noise floor, importance, the claims and the report take
+    seconds to a minute on a full grid, and a bar at 100% would seem stuck)."""
+    if progress:
+        import sys
+
+        print(f"analysis: {what}", file=sys.stderr, flush=True)
 
 
 def outside_options(store: PerUserStore, options: AnalysisOptions | None) -> AnalysisOptions:
