@@ -36,7 +36,7 @@ from dptune.vocab import DEVICES, FORMATS, METRICS
 if TYPE_CHECKING:
     from dptune.analysis.options import AnalysisOptions
 
-_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")  # used with fullmatch: no trailing newline
 #: Metadata of the dataclass fields that :func:`parse_experiment` fills in itself (a resolved
 #: path, the experiment file's name): not settings, so an experiment file may not write them.
 _INTERNAL = {"internal": True}
@@ -395,7 +395,8 @@ def _validate(exp: Experiment, src: str) -> None:
         raise input_error(src, "split.train_ratio", "must be between 0 and 1")
     if s.min_user_interactions < 1:
         raise input_error(src, "split.min_user_interactions", "must be at least 1")
-    if not e.cutoffs or any(not isinstance(c, int) or c < 1 for c in e.cutoffs):
+    if not e.cutoffs or any(isinstance(c, bool) or not isinstance(c, int) or c < 1
+                            for c in e.cutoffs):  # true is an int to Python, not a cutoff
         raise input_error(src, "evaluation.cutoffs", "must be a non-empty list of positive integers")
     if max(e.cutoffs) > MAX_CUTOFF:
         raise input_error(src, "evaluation.cutoffs", f"at most {MAX_CUTOFF:,} (the longest "
@@ -468,7 +469,7 @@ def parse_experiment(data: dict, source: str = "<memory>", config_path: Path | N
     if "name" not in data:
         raise input_error(source, "name", "required field is missing")
     name = data["name"]
-    if not isinstance(name, str) or not _NAME_RE.match(name):
+    if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
         raise input_error(source, "name", "must be letters, digits, '.', '_' or '-'")
     seed = check_int(data.get("seed", 42), source, "seed", SEED_RANGE[0], SEED_RANGE[1])
     algos_raw = data.get("algorithms")
@@ -499,7 +500,7 @@ def parse_experiment(data: dict, source: str = "<memory>", config_path: Path | N
 
 def _check_algorithm(a: AlgorithmConfig, i: int, source: str, seen: Mapping[str, Any]) -> None:
     """``algorithms[i]``: its name (unique among ``seen``, usable in part names) and its type."""
-    if not isinstance(a.name, str) or not _NAME_RE.match(a.name):
+    if not isinstance(a.name, str) or not _NAME_RE.fullmatch(a.name):
         raise input_error(source, f"algorithms[{i}].name", "must be letters, digits, '.', '_' or '-'")
     if "__" in a.name:  # a part is named <algorithm>__<fold>__<unit>.parquet
         raise input_error(source, f"algorithms[{i}].name", f"{a.name!r} holds '__', which "
@@ -534,7 +535,7 @@ def check_experiment(exp: Experiment) -> Experiment:
         raise input_error("experiment", None, f"expected a dptune.Experiment, got "
                           f"{type(exp).__name__}")
     source = str(exp.source) if exp.source else "<memory>"
-    if not isinstance(exp.name, str) or not _NAME_RE.match(exp.name):
+    if not isinstance(exp.name, str) or not _NAME_RE.fullmatch(exp.name):
         raise input_error(source, "name", "must be letters, digits, '.', '_' or '-'")
     check_int(exp.seed, source, "seed", SEED_RANGE[0], SEED_RANGE[1])
     if not exp.algorithms:

@@ -141,9 +141,12 @@ def exponent_values(base: float, start: float, stop: float, step: float) -> list
         raise ValueError("base, start, stop and step must be finite numbers")
     if step == 0 or (stop - start) * step < 0:
         raise ValueError("step must be non-zero and point from start to stop")
-    count = math.floor((stop - start) / step + 1e-9) + 1
+    span = (stop - start) / step  # inf when the range overflows a float: too many values
+    count = math.floor(span + 1e-9) + 1 if math.isfinite(span) else math.inf
     if count > MAX_VALUES:
-        raise ValueError(f"{count:,} values; a grid hyperparameter takes at most {MAX_VALUES:,}")
+        many = f"{count:,}" if math.isfinite(count) else f"more than {MAX_VALUES:,}"
+        raise ValueError(f"{many} values; a grid hyperparameter takes at most {MAX_VALUES:,}")
+    count = int(count)
     out = []
     for j in range(count):
         e = start + j * step
@@ -280,7 +283,11 @@ def parse_grid(data: dict, source: str = "<memory>", *,
         raise input_error(source, "params", "a grid needs at least one [params.<name>] table")
     values = {name: _expand_param(source, name, spec) for name, spec in params.items()}
     derived: dict[str, tuple[str, float]] = {}
-    for name, spec in (data.get("derived") or {}).items():
+    derived_table = data.get("derived") or {}
+    if not isinstance(derived_table, dict):
+        raise input_error(source, "derived", "must be a table of derived hyperparameters "
+                          "([derived] name = { from = ..., scale = ... })")
+    for name, spec in derived_table.items():
         where = f"derived.{name}"
         if not isinstance(spec, dict):
             raise input_error(source, where, "must be a table {from, scale}")

@@ -442,3 +442,15 @@ def test_an_experiment_built_or_changed_in_python_is_refused_before_any_work(
         dptune.sweep(bad, results=tmp_path / "results", progress=False)
     assert str(err.value).startswith(f"{exp.source}: {field}: ")
     assert not (tmp_path / "results").exists()
+
+
+@pytest.mark.parametrize(("text", "field"), [
+    ('name = "abc\\n"', "name"),  # a trailing newline would name files of the store
+    ("[evaluation]\ncutoffs = [true, 10]", "evaluation.cutoffs"),  # true is no cutoff
+])
+def test_values_python_would_take_for_others_are_refused(tmp_path, text, field):
+    toml = (text + "\n" + BASE.replace('name = "t"\n', "") if text.startswith("name")
+            else BASE + text + "\n")
+    with pytest.raises(DptuneError) as err:
+        load_experiment(_write(tmp_path, toml))
+    assert f": {field}: " in str(err.value)

@@ -85,6 +85,13 @@ def test_single_value_grid():
         ({"params": {"k": {"base": 2, "exponent": {"start": 0, "stop": float("inf"), "step": 1}}}},
          "params.k.exponent"),
         ({"family": 3, "params": {"k": {"values": [1]}}}, "family"),
+        # a range whose size overflows a float (AttributeError / OverflowError before)
+        ({"params": {"k": {"base": 1, "exponent": {"start": -1e308, "stop": 1e308, "step": 1}}}},
+         "params.k.exponent"),
+        ({"params": {"k": {"base": 1, "exponent": {"start": 0, "stop": 1e300, "step": 1e-300}}}},
+         "params.k.exponent"),
+        ({"params": {"lr": {"values": [0.1]}}, "derived": "x"}, "derived"),
+        ({"params": {"lr": {"values": [0.1]}}, "derived": ["user_reg"]}, "derived"),
     ],
 )
 def test_bad_grid_names_file_and_key(data, field):

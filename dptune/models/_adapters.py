@@ -46,7 +46,7 @@ __all__ = [
 
 # Constructor parameters that are not hyperparameters.
 _NOT_HYPER = ("self", "name", "seed", "verbose", "trainable")
-_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*$")
+_NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*")  # used with fullmatch: no trailing newline
 _RESERVED = ("userknn", "itemknn", "bpr-mf")  # the built-in types
 _PREFIXES = ("cornac:", "implicit:", "python:")
 #: Environment variable through which registrations reach the sweep's worker processes (each
@@ -385,7 +385,7 @@ def register(name: str, factory: Callable[..., Any], stochastic: bool | None = N
     ...         return np.tile(self.pop_, (len(users), 1))
     >>> register("my-pop", Pop)
     """
-    if not isinstance(name, str) or not _NAME_RE.match(name) or name in _RESERVED or ":" in name:
+    if not isinstance(name, str) or not _NAME_RE.fullmatch(name) or name in _RESERVED or ":" in name:
         raise input_error("register", "name",
                           f"must be letters, digits, '.', '_' or '-' and not a built-in type, "
                           f"got {name!r}")
