@@ -39,10 +39,32 @@ def _versions() -> dict[str, str]:
     return out
 
 
+def data_digest(prep: Prepared) -> str:
+    """SHA-256 of what the per-user results are computed from: every interaction of the test
+    split and of the training part (user, item, rating, timestamp, as int64/float64 bytes, in
+    the split's order) and the fold label of each training interaction. A data file changed in
+    place (rows added, removed or edited) gives another digest, while the experiment's settings,
+    and so its fingerprint, stay the same."""
+    import hashlib
+
+    import numpy as np
+
+    h = hashlib.sha256()
+    for frame in (prep.holdout.train, prep.holdout.test):
+        for col in sorted(frame.columns):
+            values = frame[col].to_numpy()
+            kind = np.float64 if values.dtype.kind == "f" else np.int64
+            h.update(col.encode())
+            h.update(np.ascontiguousarray(values.astype(kind)).tobytes())
+    h.update(np.ascontiguousarray(np.asarray(prep.labels, dtype=np.int64)).tobytes())
+    return h.hexdigest()[:16]
+
+
 def build_manifest(exp: Experiment, prep: Prepared, fold_users: dict[str, int]) -> dict[str, Any]:
     """Everything needed to interpret and reproduce the store (data, split, seeds, protocol)."""
     ds = prep.dataset
     return {
+        "data_digest": data_digest(prep),
         "experiment": exp.name,
         "experiment_file": str(Path(exp.source).resolve()) if Path(exp.source).is_file() else exp.source,
         "fingerprint": exp.fingerprint(),
@@ -196,6 +218,7 @@ def init_results(exp: Experiment, results: str | Path, storage_url: str | None =
     store.create()
     try:
         _check_setup(store, exp)
+        _check_data(store, manifest, exp)
         open_storage(storage_url, store.root)  # creates the schema once, before workers race on it
     except DptuneError:
         _remove_empty(made)  # a refused command leaves no empty results directory behind
@@ -240,6 +263,34 @@ def _note_set_aside(store: ResultStore, healed: list[tuple[Path, str]]) -> None:
     print(f"dptune: note: set aside {n} file{'s' if n != 1 else ''} not from this experiment in "
           f"{store.root / QUARANTINE}/ ({first.name}: {why}{more}); the missing units are "
           "computed again", file=sys.stderr)
+
+
+def _check_data(store: ResultStore, manifest: dict[str, Any], exp: Experiment) -> None:
+    """Refuse a results directory made from other data under the same settings: a data file
+    changed in place since (its digest, :func:`data_digest`, differs; a store from before
+    digests were recorded: the data set's counts differ), whose parts would be mixed with the
+    new data's in one analysis."""
+    if not store.holds_results():
+        return
+    try:
+        old = store.manifest() if store.exists() else None
+    except DptuneError:
+        return  # a damaged manifest: _check_setup decided; it is written again
+    if old is None:
+        return
+    was, now = old.get("data_digest"), manifest["data_digest"]
+    counts = ("users", "items", "ratings")
+    before = {k: (old.get("dataset") or {}).get(k) for k in counts}
+    after = {k: manifest["dataset"].get(k) for k in counts}
+    if was is not None and was == now:
+        return
+    if was is None and (None in before.values() or before == after):
+        return
+    what = ", ".join(f"{k} {before[k]} now {after[k]}" for k in counts
+                     if before[k] != after[k]) or f"data digest {was}, now {now}"
+    raise input_error(exp.data_file, None, f"is not the data the results in {store.root} were "
+                      f"made from ({what}): it changed since; use another --results directory, "
+                      "or restore the data")
 
 
 def _check_setup(store: ResultStore, exp: Experiment) -> None:

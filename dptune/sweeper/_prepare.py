@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -110,12 +111,23 @@ class Prepared:
         return counts
 
 
-_PREPARED: dict[str, Prepared] = {}
+_PREPARED: dict[tuple[str, tuple[int, int] | None], Prepared] = {}
+
+
+def _file_state(path: str) -> tuple[int, int] | None:
+    """(size, modification time in ns) of a data file; None for a named data set."""
+    try:
+        st = Path(path).stat()
+    except (OSError, ValueError):
+        return None
+    return st.st_size, st.st_mtime_ns
 
 
 def prepare(exp: Experiment) -> Prepared:
-    """Process-wide cached :class:`Prepared` (workers build it once, not once per unit)."""
-    key = exp.fingerprint()
+    """Process-wide cached :class:`Prepared` (workers build it once, not once per unit), keyed
+    by the experiment's fingerprint and its data file's size and modification time: a data
+    file edited in place (in a notebook, between two sweeps) is read again."""
+    key = (exp.fingerprint(), _file_state(exp.data_file))
     if key not in _PREPARED:
         _PREPARED[key] = Prepared(exp)
     return _PREPARED[key]

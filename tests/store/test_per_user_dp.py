@@ -7,8 +7,10 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from dptune.cli import main
+from dptune.errors import DptuneError
 
 
 def test_store_export_gives_the_sweeps_dp_csv(tiny_swept: Path, tmp_path: Path) -> None:
@@ -113,14 +115,16 @@ def test_an_incomplete_table_says_how_many_users_its_pairs_compare(tmp_path: Pat
 
 
 def test_a_configuration_without_any_value_in_a_fold_is_named() -> None:
+    """Its pairs on that fold would compare no user (the analysis stopped at the fold's user
+    minimum, naming neither): the table is refused in one line naming the system, the
+    metric@N and the fold."""
     from dptune.store._per_user_store import PerUserStore
 
     table = _incomplete_table(missing=0).assign(fold="0")
     other = table[table["system"] != "B"].assign(fold="1")
-    store = PerUserStore.from_frame(pd.concat([table, other]))
-    assert store.manifest()["incomplete"] == [
-        {"algorithm": "runs", "fold": "1", "metric": "ndcg", "cutoff": 10, "users": 60,
-         "complete": 0, "fewest": 1, "system": "B", "fewest_users": 0}]
+    with pytest.raises(DptuneError, match=r"^per_user: system: system B has no value of "
+                       r"ndcg@10 on fold 1, which the other configurations have"):
+        PerUserStore.from_frame(pd.concat([table, other]))
 
 
 def test_the_users_row_names_five_folds_at_most() -> None:

@@ -57,3 +57,47 @@ def test_a_set_up_without_results_does_not_block_the_corrected_rerun(tmp_path):
     with pytest.raises(DptuneError, match=r"different experiment set-up \(seed: 7 -> 8\)"):
         init_results(load_experiment(tmp_path / "b" / "tiny.toml"), root)
     assert other.fingerprint() == exp.fingerprint()
+
+
+def _own_data_experiment(d, knn_values="[5, 10]"):
+    """A UserKNN experiment on a synthetic ratings file of its own (no test split, no floor)."""
+    from conftest import write_synthetic_ratings
+
+    d.mkdir(parents=True, exist_ok=True)
+    write_synthetic_ratings(d / "ratings.csv", n_users=60, n_items=50, max_ratings=30)
+    (d / "knn.toml").write_text(f"[params.k]\nvalues = {knn_values}\n")
+    (d / "exp.toml").write_text(
+        'name = "own"\nseed = 3\n[data]\nsource = "ratings.csv"\n[split]\nfolds = 2\n'
+        "[evaluation]\ncutoffs = [5]\ntest_split = false\n[analysis]\nnoise_seeds = 0\nprimary_cutoff = 5\n"
+        '[[algorithms]]\nname = "userknn"\ntype = "userknn"\ngrid = "knn.toml"\n')
+    return d / "exp.toml"
+
+
+@pytest.mark.parametrize("change", ["rows removed", "a rating edited"])
+def test_a_data_file_changed_in_place_is_refused_before_its_results_are_mixed(tmp_path, change):
+    """The same experiment file on a data file changed since its results were made has the
+    same fingerprint; its manifest records the data's digest, so the rerun is one line naming
+    the data file (with the counts that changed, when some did) before anything is written,
+    where it used to add the new data's parts to the old ones."""
+    import pandas as pd
+
+    from dptune.sweeper._local import run_experiment
+
+    cfg = _own_data_experiment(tmp_path / "exp")
+    results = tmp_path / "results"
+    run_experiment(load_experiment(cfg), results, progress=False)
+    before = sorted(p.name for p in (results / PARTS).iterdir())
+    data = pd.read_csv(tmp_path / "exp" / "ratings.csv")
+    if change == "rows removed":
+        data = data.iloc[: len(data) - 40]
+        words = "ratings"
+    else:
+        data.loc[data.index[5], "rating"] = 6 - data.loc[data.index[5], "rating"]
+        words = "data digest"
+    data.to_csv(tmp_path / "exp" / "ratings.csv", index=False)
+    with pytest.raises(DptuneError) as err:
+        init_results(load_experiment(cfg), results)
+    msg = str(err.value)
+    assert msg.startswith(str(tmp_path / "exp" / "ratings.csv")) and "is not the data" in msg
+    assert words in msg and "\n" not in msg
+    assert sorted(p.name for p in (results / PARTS).iterdir()) == before
