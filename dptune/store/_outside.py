@@ -17,7 +17,14 @@ from dptune.errors import check_path, input_error
 from dptune.store._integrity import INDEX_DIR
 from dptune.store._schema import PARTS
 
-__all__ = ["is_results_dir", "results_dir_of", "check_outside_store"]
+__all__ = ["is_results_dir", "results_dir_of", "check_outside_store", "check_results_target"]
+
+#: What a sweep writes into its results directory before (and beside) its manifest: a
+#: directory holding only these (a sweep stopped before its manifest was written) is one of its
+#: own; anything else in a directory without a manifest belongs to somebody else.
+STORE_ENTRIES = frozenset({PARTS, "noise_floor.parquet", INDEX_DIR, "quarantine", "configs.csv",
+                           "users.csv", "trials.csv", "optuna.db", "design.json",
+                           "manifest.json"})
 
 
 def is_results_dir(directory: str | os.PathLike[str]) -> bool:
@@ -69,3 +76,27 @@ def check_outside_store(path: object, flag: str,
     where = "is a results directory" if p == inside else f"lies inside the results directory {inside}"
     raise input_error(flag, None, f"{path} {where}, which holds only what dptune run writes; "
                       "give a path outside it")
+
+
+def check_results_target(results: str | os.PathLike[str]) -> None:
+    """Refuse, before any work, a results directory a sweep would write into but that is not
+    its own: a folder inside another results directory (its files would be taken for that
+    store's), or an existing folder without a manifest that holds files a sweep does not write
+    (the user's own ``users.csv`` or ``trials.csv`` would be replaced, a report folder mixed
+    with a store). A new folder, an empty one, a results directory and one a stopped sweep
+    left before its manifest (:data:`STORE_ENTRIES` only, its part folder made first) pass."""
+    d = Path(results)
+    above = results_dir_of(d.parent) if d.parent != d else None
+    if above is not None:
+        raise input_error(d, None, f"lies inside the results directory {above}: give a "
+                          "folder outside it")
+    if not d.is_dir() or (d / "manifest.json").is_file():
+        return
+    names = sorted(p.name for p in d.iterdir() if not p.name.startswith("."))
+    foreign = [n for n in names if n not in STORE_ENTRIES] if PARTS in names else names
+    if foreign:
+        shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3
+                                          else "")
+        raise input_error(d, None, f"holds files ({shown}) but no manifest.json: it is no "
+                          "results directory, and a sweep would replace or mix with them; give "
+                          "a new or empty folder, or the results directory of this experiment")

@@ -15,6 +15,7 @@ from dptune.data._dataset import dataset_stats
 from dptune.errors import DptuneError, input_error
 from dptune.models import get_family
 from dptune.store._integrity import entry_fingerprints
+from dptune.store._outside import check_results_target
 from dptune.store._schema import PARTS
 from dptune.store._store import ResultStore
 from dptune.sweeper._plan import plan_units
@@ -212,6 +213,7 @@ def init_results(exp: Experiment, results: str | Path, storage_url: str | None =
     manifest = build_manifest(exp, prep, fold_users)
     design = resolve_design(exp, manifest, budget if budget is not None else experiment_budget(exp),
                             jobs, recorded_design(results))
+    check_results_target(results)
     # the sweep treats a damaged part as not done (it is computed again), never as an error
     store = ResultStore(results, skip_damaged=True)
     made = _missing_dirs(store.root / PARTS)

@@ -101,3 +101,31 @@ def test_a_data_file_changed_in_place_is_refused_before_its_results_are_mixed(tm
     assert msg.startswith(str(tmp_path / "exp" / "ratings.csv")) and "is not the data" in msg
     assert words in msg and "\n" not in msg
     assert sorted(p.name for p in (results / PARTS).iterdir()) == before
+
+
+def test_a_folder_that_is_not_a_store_is_not_swept_into(tmp_path):
+    """--results names a folder of the user's own (its users.csv and trials.csv were replaced),
+    a folder inside a results directory, or the folder holding a results directory: one line
+    before anything is written. A new folder, an empty one and a store's own pass."""
+    from dptune.sweeper._local import run_experiment
+
+    cfg = _own_data_experiment(tmp_path / "exp")
+    exp = load_experiment(cfg)
+    own = tmp_path / "own"
+    own.mkdir()
+    (own / "users.csv").write_text("mine\n")
+    (own / "trials.csv").write_text("mine\n")
+    with pytest.raises(DptuneError, match=r"own: holds files \(trials.csv, users.csv\) but no "
+                       r"manifest.json"):
+        init_results(exp, own)
+    assert sorted(p.name for p in own.iterdir()) == ["trials.csv", "users.csv"]
+    assert (own / "users.csv").read_text() == "mine\n"
+    results = tmp_path / "runs" / "own"
+    (tmp_path / "runs").mkdir()
+    run_experiment(exp, results, progress=False)  # a new folder
+    init_results(exp, results)  # its own store again
+    with pytest.raises(DptuneError, match=r"lies inside the results directory"):
+        init_results(exp, results / "sub")
+    with pytest.raises(DptuneError, match=r"runs: holds files \(own\) but no manifest.json"):
+        init_results(exp, tmp_path / "runs")
+    assert not (results / "sub").exists()
