@@ -744,3 +744,28 @@ def test_reports_inside_a_results_directory_are_refused_and_the_store_is_untouch
         assert err.startswith(f"dptune: --reports: {target} {where_text}"), err
         assert "\n" not in err
         assert tree_digest(root) == before, argv
+
+
+def test_reports_that_would_replace_the_working_directory_or_an_input_are_refused(
+        tmp_path, capsys, monkeypatch):
+    """--reports . published the report by renaming a new folder over the shell's
+    working directory; dp --runs D --reports D wrote the report among the runs, which the next
+    dp --runs D then read as runs; data synth --out wrote into a results directory. Each is
+    one line before any work, nothing written."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "q").write_text("1 0 a 5\n")
+    assert main(["dp", "--per-user", "q", "--reports", "."]) == 2
+    _one_line(capsys, "--reports", "is the working directory or holds it")
+    assert main(["dp", "--runs", "runs", "--qrels", "q", "--train", "q",
+                 "--reports", "runs/report"]) == 2
+    _one_line(capsys, "--reports", "is inside --runs runs")
+    store = tmp_path / "results"
+    store.mkdir()
+    (store / "manifest.json").write_text('{"experiment": "x", "algorithms": []}')
+    assert main(["data", "synth", "--out", str(store / "x.csv"), "--users", "50", "--items",
+                 "50", "--ratings", "500"]) == 2
+    _one_line(capsys, "--out", "lies inside the results directory")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["q", "results", "runs"]
+    assert list((tmp_path / "runs").iterdir()) == [] and list(store.iterdir()) == [
+        store / "manifest.json"]

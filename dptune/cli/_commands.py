@@ -24,14 +24,28 @@ def _default(kind: str, name: str) -> Path:
     return Path(kind) / name
 
 
-def _check_reports(reports: str | Path, results: str | Path | None = None) -> None:
+def _check_reports(reports: str | Path, results: str | Path | None = None,
+                   inputs: dict[str, str | Path] | None = None) -> None:
     """The reports folder can be written (or made) and lies outside every results directory,
     ``results`` (the command's own, which may not exist yet) included: a report's files in a
-    store would replace its files or pass for its parts. One line naming --reports."""
+    store would replace its files or pass for its parts. It is not the working directory or a
+    folder above it (the report folder is published by one rename, which would pull the shell's
+    folder away), nor the folder of an input (``inputs``: flag -> path, e.g. ``--runs``, whose
+    reader would then take the report's files for its own). One line naming --reports."""
     from dptune.store._outside import check_outside_store
 
     check_writable_dir(Path(reports), "--reports")
     check_outside_store(reports, "--reports", results)
+    target, here = Path(reports).resolve(), Path.cwd().resolve()
+    if target == here or target in here.parents:
+        raise input_error("--reports", None, f"{reports} is the working directory or holds it; "
+                          "the report is written as a folder of its own: give one (e.g. "
+                          "reports/<name>)")
+    for flag, path in (inputs or {}).items():
+        source = Path(path).resolve()
+        if target == source or source in target.parents:
+            raise input_error("--reports", None, f"{reports} is inside {flag} {path}, whose "
+                              "files the command reads: give a folder outside it")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -44,6 +58,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     exp = load_experiment(args.config)
     exp = _on_device(exp, args.device)
     overrides = analysis_overrides(args)
+    if overrides.get("min_fold_users") is not None:  # the sweep checks its folds against it
+        from dataclasses import replace
+
+        exp = replace(exp, analysis=exp.analysis.replace(
+            min_fold_users=overrides["min_fold_users"]))
     results = Path(args.results) if args.results else _default("results", exp.name)
     reports = Path(args.reports) if args.reports else _default("reports", exp.name)
     check_writable_dir(results, "--results")
@@ -261,7 +280,7 @@ def cmd_dp(args: argparse.Namespace) -> int:
             raise input_error(flag, None, f"{path} does not exist")
     if not Path(args.runs).is_dir():
         raise input_error("--runs", None, f"{args.runs} is not a directory of run files")
-    _check_reports(args.reports)
+    _check_reports(args.reports, inputs={"--runs": args.runs})
     files = analyze_runs(args.runs, args.qrels, args.train, args.reports, cutoffs=args.cutoffs,
                          threshold=args.threshold,
                          relevance_aware=args.novelty == "relevance-aware", order=args.order,
@@ -398,6 +417,9 @@ def cmd_data_synth(args: argparse.Namespace) -> int:
                      ratings=args.ratings, min_user_ratings=args.min_user_ratings,
                      popularity_exponent=args.popularity_exponent,
                      activity_exponent=args.activity_exponent, rating_probs=probs)
+    from dptune.store._outside import check_outside_store
+
+    check_outside_store(args.out, "--out")  # as every --out: never into a results directory
     df = write_synthetic(args.out, shape, args.seed, "data synth")
     print(f"{args.out}: {len(df):,} ratings, {df['user'].nunique():,} users, "
           f"{df['item'].nunique():,} items (synthetic, seed {args.seed})")

@@ -99,14 +99,23 @@ class Prepared:
         return fold_data(train, held, self.shape, threshold, fold)
 
     def check_folds(self) -> dict[str, int]:
-        """Users evaluated per fold; a fold with none is an error naming it (before any training)."""
+        """Users evaluated per fold; a fold with none is an error naming it, and so is a
+        validation fold with fewer than ``[analysis] min_fold_users`` (the analysis would refuse
+        it after the whole sweep), before any training."""
         counts = {}
+        minimum = int(self.exp.analysis.min_fold_users)
         for f in [*self.fold_names, *(["test"] if self.exp.evaluation.test_split else [])]:
             n = len(self.fold(f).users)
             if n == 0:
                 field_ = "split" if f == "test" else "split.folds"
                 raise input_error(self.exp.source, field_, f"fold {f} has no user with a relevant "
                                   f"held-out item (rating >= {self.exp.evaluation.relevance_threshold})")
+            if f != "test" and n < minimum:
+                raise input_error(self.exp.source, "split.folds", f"fold {f} has {n} users with "
+                                  "a relevant held-out item, fewer than analysis.min_fold_users = "
+                                  f"{minimum}, so the analysis would refuse it after the sweep: "
+                                  "use more data or fewer folds, or lower min_fold_users "
+                                  "(--min-fold-users)")
             counts[f] = n
         return counts
 

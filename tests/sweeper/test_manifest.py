@@ -129,3 +129,15 @@ def test_a_folder_that_is_not_a_store_is_not_swept_into(tmp_path):
     with pytest.raises(DptuneError, match=r"runs: holds files \(own\) but no manifest.json"):
         init_results(exp, tmp_path / "runs")
     assert not (results / "sub").exists()
+
+
+def test_folds_the_analysis_would_refuse_are_refused_before_the_sweep(tmp_path):
+    """A validation fold with fewer users than [analysis] min_fold_users used to be found by
+    the analysis, after the whole sweep; it is one line naming split.folds before training."""
+    cfg = _own_data_experiment(tmp_path / "exp")
+    cfg.write_text(cfg.read_text().replace("noise_seeds = 0\n", "noise_seeds = 0\n"
+                                           "min_fold_users = 1000\n"))
+    with pytest.raises(DptuneError, match=r"split.folds: fold 0 has \d+ users with a relevant "
+                       r"held-out item, fewer than analysis.min_fold_users = 1000"):
+        init_results(load_experiment(cfg), tmp_path / "results")
+    assert not (tmp_path / "results").exists()
