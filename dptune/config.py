@@ -440,8 +440,9 @@ def _validate_data(d: DataConfig, src: str) -> None:
     if d.kcore < 0:
         raise input_error(src, "data.kcore", "must be >= 0")
     if d.min_rating is not None and (isinstance(d.min_rating, bool)
-                                     or not isinstance(d.min_rating, (int, float))):
-        raise input_error(src, "data.min_rating", f"must be a number, got {d.min_rating!r}")
+                                     or not isinstance(d.min_rating, (int, float))
+                                     or not math.isfinite(d.min_rating)):
+        raise input_error(src, "data.min_rating", f"must be a finite number, got {d.min_rating!r}")
     if d.header is not None and not isinstance(d.header, bool):
         raise input_error(src, "data.header", f"must be true or false, got {d.header!r}")
     _check_sep(src, d.sep, prefix="data.")

@@ -63,6 +63,8 @@ def test_defaults(tmp_path):
         ("[analysis]\nn_pairs = 25\n", "analysis.n_pairs"),
         ("[analysis]\nmax_pairs = 0\n", "analysis.max_pairs"),
         ("[data]\nkcore = -1\n", "data.kcore"),
+        ("[data]\nmin_rating = nan\n", "data.min_rating"),  # named the data file before
+        ("[data]\nmin_rating = inf\n", "data.min_rating"),
     ],
 )
 def test_typos_and_bad_values_name_the_field(tmp_path, extra, field):

@@ -109,9 +109,14 @@ def _check_out(out: Path, store: ResultStore, grid: str | Path | None,
     file being read, inside a results directory (``store`` or any other:
     :func:`~dptune.store._outside.check_outside_store`), or the grid file the sweep of an
     algorithm of ``store`` read (``recorded``, per algorithm: writing it would change that
-    experiment's set-up)."""
+    experiment's set-up), or the experiment file of ``store``."""
     check_out_file(out, "--out", {"--grid": grid})
     check_outside_store(out, "--out", store.root)
+    experiment = str(store.manifest().get("experiment_file", ""))
+    if experiment and Path(experiment).is_file() and same_file(out, experiment):
+        raise input_error("--out", None, f"{out} is the experiment file of {store.root}; "
+                          "writing a grid over it would lose that experiment, give another file "
+                          "to write")
     for name, swept in recorded.items():
         if swept is not None and same_file(out, swept.source):
             raise input_error("--out", None, f"{out} is the grid file the sweep in "

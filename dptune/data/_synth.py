@@ -85,6 +85,11 @@ def _err(source: str, field: str, problem: str) -> Exception:
     return input_error(source, field, problem)
 
 
+#: The largest Zipf exponent of a synthetic data set: ``r ** -20`` stays a positive float for
+#: every rank below 10^15, while at 400 every rank past the first few weighs 0.
+MAX_EXPONENT = 20.0
+
+
 def _check(shape: SynthShape, source: str) -> SynthShape:
     """Every field of ``shape`` and their combination, as one-line errors naming the field."""
     for field, lo in (("users", 1), ("items", 1), ("ratings", 1), ("min_user_ratings", 1)):
@@ -95,6 +100,11 @@ def _check(shape: SynthShape, source: str) -> SynthShape:
         v = getattr(shape, field)
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
             raise _err(source, field, f"must be a finite number >= 0, got {v!r}")
+    for field in ("popularity_exponent", "activity_exponent"):
+        v = getattr(shape, field)
+        if v > MAX_EXPONENT:  # r ** -v underflows to 0 for the later ranks: no weights left
+            raise _err(source, field, f"must be at most {MAX_EXPONENT:g} (real data's Zipf "
+                       f"exponents are below 3), got {v!r}")
     if shape.mean_span_days <= 0:
         raise _err(source, "mean_span_days", "must be > 0")
     p = np.asarray(shape.rating_probs, dtype=np.float64)

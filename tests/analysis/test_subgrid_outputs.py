@@ -48,7 +48,8 @@ def test_an_out_that_is_a_directory_or_a_grid_being_read_is_refused(tiny_swept, 
     grid = tmp_path / "grid.toml"
     shutil.copy(tiny_swept / "exp" / "bpr.toml", grid)
     swept = tiny_swept / "exp" / "bpr.toml"
-    text, swept_text = grid.read_text(), swept.read_text()
+    experiment = tiny_swept / "exp" / "tiny.toml"
+    text, swept_text, exp_text = grid.read_text(), swept.read_text(), experiment.read_text()
     cases = [
         (dict(out=folder), f"--out: {folder} is a directory; give the file to write"),
         (dict(out=grid, grid=grid), f"--out: {grid} is the --grid file this command reads; "
@@ -56,6 +57,7 @@ def test_an_out_that_is_a_directory_or_a_grid_being_read_is_refused(tiny_swept, 
         (dict(out=swept), f"--out: {swept} is the grid file the sweep in {res} read for "
                           "bpr-mf; writing it would change that experiment"),
         (dict(out=tmp_path / "s.toml", radius=-1), "--radius: must be an integer >= 0, got -1"),
+        (dict(out=experiment), f"--out: {experiment} is the experiment file of {res}"),
     ]
     for kwargs, start in cases:
         kwargs = {"radius": 1, **kwargs}
@@ -64,6 +66,7 @@ def test_an_out_that_is_a_directory_or_a_grid_being_read_is_refused(tiny_swept, 
         assert str(err.value).startswith(start), str(err.value)
     assert list(folder.iterdir()) == [] and not (tmp_path / "s.toml").exists()
     assert grid.read_text() == text and swept.read_text() == swept_text
+    assert experiment.read_text() == exp_text
     for argv in (["--out", str(folder)], ["--grid", str(grid), "--out", str(grid)]):
         assert main(["subgrid", str(res), "--algorithm", "bpr-mf", *argv]) == 2
         assert one_error_line(capsys.readouterr().err).startswith(f"dptune: --out: {argv[-1]} is ")

@@ -122,6 +122,8 @@ def test_cli_writes_a_file_load_dataset_reads(tmp_path, capsys) -> None:
     (["--rating-probs", "a,b,c,d,e"], "--rating-probs"),
     (["--popularity-exponent", "-1"], "--popularity-exponent"),
     (["--activity-exponent", "nan"], "--activity-exponent"),
+    (["--activity-exponent", "400"], "--activity-exponent: must be at most 20"),  # a traceback
+    (["--popularity-exponent", "400"], "--popularity-exponent: must be at most 20"),
     (["--preset", "movies"], "--preset"),
     (["--seed", "-1"], "--seed"),
 ])
