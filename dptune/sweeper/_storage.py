@@ -223,8 +223,13 @@ def check_storage(url: str | None, root: Path, repair: bool = True) -> None:
 
 
 def open_storage(url: str | None, root: Path, repair: bool = True) -> BaseStorage:
-    """:func:`check_storage`, then :func:`_open_storage`."""
+    """:func:`check_storage`, then :func:`_open_storage`. ``repair`` false is a reader's open
+    (``dptune status``): nothing is repaired, and a journal or SQLite file that does not exist
+    is one line instead of a new, empty file."""
     check_storage(url, root, repair)
+    if not repair and url is not None and (missing := _missing_file(url)) is not None:
+        raise input_error("--storage", None, f"{missing} does not exist (a reader does not "
+                          "create a storage)")
     try:
         return _open_storage(url, root)
     except DptuneError as err:
@@ -233,6 +238,18 @@ def open_storage(url: str | None, root: Path, repair: bool = True) -> BaseStorag
             raise
     _set_aside(Path(root) / "optuna.db", why, "optuna.db")  # damage that shows at open
     return _open_storage(url, root)
+
+
+def _missing_file(url: str) -> str | None:
+    """The file a journal path or a ``sqlite:///`` URL names, when it does not exist (None for
+    a file that exists, an in-memory SQLite database and a server URL)."""
+    if url.startswith("journal:") or url.endswith(".journal"):
+        path = Path(url[len("journal:"):] if url.startswith("journal:") else url)
+        return None if path.exists() else f"journal file {str(path)!r}"
+    if url.startswith("sqlite:///") and url != "sqlite:///:memory:":
+        path = Path(url[len("sqlite:///"):].split("?", 1)[0])
+        return None if path.exists() else f"SQLite file {str(path)!r}"
+    return None
 
 
 def _open_storage(url: str | None, root: Path) -> BaseStorage:

@@ -75,3 +75,15 @@ def test_a_damaged_file_is_found(tmp_path):
     assert why is not None and "\n" not in why
     (tmp_path / "a.journal").write_bytes(b'{"op": 0}\n{garbled\n{"op": 2}\n')
     assert journal_problem(tmp_path / "a.journal") == "record 2 of 3 is not valid JSON"
+
+
+@pytest.mark.parametrize("url", ["new.journal", "journal:new.journal", "sqlite:///new.db"])
+def test_a_reader_does_not_create_a_storage_file(tmp_path, monkeypatch, url):
+    """dptune status --storage new.journal made an empty journal file: a reader's open (no
+    repair) of a file that does not exist is one line naming it, and nothing is written."""
+    from dptune.sweeper._storage import open_storage
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(DptuneError, match=r"^--storage: .*'new\.(journal|db)' does not exist"):
+        open_storage(url, tmp_path, repair=False)
+    assert list(tmp_path.iterdir()) == []
