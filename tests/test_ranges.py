@@ -96,6 +96,10 @@ BPR_LR = ('[params.factors]\nvalues = [4]\n[params.iterations]\nvalues = [1]\n'
      ("factors", "must be an integer >= 1", "got 0")),
     (BPR_LR.format(lr="0.1").replace("scale = 0.05", "scale = -1"),
      ("user_reg", "must be a finite number >= 0", "-0.05")),
+    # float32 holds neither: training used to end in NaN after a unit had been written
+    (BPR_LR.format(lr="1e300"), ("learning_rate", "must be at most 3.4e+38", "float32")),
+    (BPR_LR.format(lr="0.1").replace("scale = 0.05", "scale = 1e308"),
+     ("user_reg", "must be at most 3.4e+38", "float32")),
 ])
 def test_an_out_of_range_model_hyperparameter_is_refused_before_any_work(tmp_path, capsys,
                                                                         grid, words):

@@ -49,15 +49,23 @@ def _int_value(cfg: dict, key: str, source: str, lo: int) -> int:
     return int(v)
 
 
+#: The largest hyperparameter value a float32 model can hold (BPR-MF trains in float32: a
+#: larger learning rate or regularisation is inf there, and training ends in NaN after work).
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
 def _float_value(cfg: dict, key: str, source: str, positive: bool = False) -> float:
     """``cfg[key]`` as a finite float >= 0 (> 0 with ``positive``: a learning rate of 0 trains
-    nothing); else one error naming ``source`` and ``key``."""
+    nothing) that float32 holds; else one error naming ``source`` and ``key``."""
     v = cfg[key]
     if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not (
         math.isfinite(v) and (v > 0 if positive else v >= 0)
     ):
         bound = "> 0" if positive else ">= 0"
         raise input_error(source, key, f"must be a finite number {bound}, got {plain(v)}")
+    if v > _FLOAT32_MAX:
+        raise input_error(source, key, f"must be at most {_FLOAT32_MAX:.3g} (the model trains in "
+                          f"float32), got {plain(v)}")
     return float(v)
 
 
