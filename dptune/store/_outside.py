@@ -14,16 +14,17 @@ import os
 from pathlib import Path
 
 from dptune.errors import check_path, input_error
+from dptune.store._identity import QUARANTINE
 from dptune.store._integrity import INDEX_DIR
-from dptune.store._schema import PARTS
+from dptune.store._schema import NOISE_DIR, PARTS
 
 __all__ = ["is_results_dir", "results_dir_of", "check_outside_store", "check_results_target"]
 
 #: What a sweep writes into its results directory before (and beside) its manifest: a
 #: directory holding only these (a sweep stopped before its manifest was written) is one of its
 #: own; anything else in a directory without a manifest belongs to somebody else.
-STORE_ENTRIES = frozenset({PARTS, "noise_floor.parquet", INDEX_DIR, "quarantine", "configs.csv",
-                           "users.csv", "trials.csv", "optuna.db", "design.json",
+STORE_ENTRIES = frozenset({PARTS, NOISE_DIR, INDEX_DIR, QUARANTINE, "configs.csv", "users.csv",
+                           "trials.csv", "optuna.db", "design.json",  # the sweeper's DESIGN_FILE
                            "manifest.json"})
 
 
