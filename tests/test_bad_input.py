@@ -657,14 +657,19 @@ def test_a_refused_storage_leaves_no_results_directory(tmp_path, capsys, command
 
 
 def test_a_refused_storage_keeps_an_existing_results_directory(tmp_path, capsys):
-    """Only what the refused command created goes: a results directory that was there stays,
-    with everything in it."""
+    """Only what the refused command created goes: a results directory that was there stays
+    (a folder holding files of its own is refused before the storage is even opened, with
+    everything in it)."""
     cfg = _setup(tmp_path)
     (tmp_path / "results").mkdir()
-    (tmp_path / "results" / "notes.txt").write_text("mine")
     assert main(["worker", str(cfg), "--results", str(tmp_path / "results"), "--storage",
                  "nonsense"]) == 2
     _one_line(capsys, "--storage")
+    assert (tmp_path / "results").is_dir() and list((tmp_path / "results").iterdir()) == []
+    (tmp_path / "results" / "notes.txt").write_text("mine")
+    assert main(["worker", str(cfg), "--results", str(tmp_path / "results"), "--storage",
+                 "nonsense"]) == 2
+    _one_line(capsys, "results: holds files (notes.txt) but no manifest.json")
     assert sorted(p.name for p in (tmp_path / "results").iterdir()) == ["notes.txt"]
 
 

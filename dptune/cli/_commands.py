@@ -58,11 +58,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     exp = load_experiment(args.config)
     exp = _on_device(exp, args.device)
     overrides = analysis_overrides(args)
-    if overrides.get("min_fold_users") is not None:  # the sweep checks its folds against it
-        from dataclasses import replace
-
-        exp = replace(exp, analysis=exp.analysis.replace(
-            min_fold_users=overrides["min_fold_users"]))
     results = Path(args.results) if args.results else _default("results", exp.name)
     reports = Path(args.reports) if args.reports else _default("reports", exp.name)
     check_writable_dir(results, "--results")
@@ -71,7 +66,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     progress = not args.no_progress
     store, nr = run_sweep(exp, results, jobs=args.jobs or exp.sweep.jobs, progress=progress,
                           storage=args.storage, noise_seeds=overrides.get("noise_seeds"),
-                          noise_configs=overrides.get("noise_configs"), budget=args.budget)
+                          noise_configs=overrides.get("noise_configs"), budget=args.budget,
+                          min_fold_users=overrides.get("min_fold_users"))
     print(f"results: {store.root}")
     if nr is not None:
         print(f"noise floor: {len(nr.parts)} parts ({nr.computed} computed now), {nr.seeds} seeds"

@@ -115,16 +115,20 @@ def _run_one(exp: Experiment, root: str, task: Task) -> None:
 
 def run_experiment(exp: Experiment, results: str | Path, storage_url: str | None = None,
                    jobs: int | None = None, progress: bool = True,
-                   budget: Budget | None = None) -> ResultStore:
+                   budget: Budget | None = None,
+                   min_fold_users: int | None = None) -> ResultStore:
     """Run (or resume) the whole sweep: validation units through optuna workers in design order
     (the rounds of ``budget``, else of the experiment's ``[sweep] budget``, else every unit),
-    then the chosen configurations on the test split; returns the store."""
+    then the chosen configurations on the test split; returns the store. ``min_fold_users``
+    replaces the experiment's for the check of the folds before the sweep (``dptune run
+    --min-fold-users``)."""
     jobs = exp.sweep.jobs if jobs is None else jobs
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise input_error("jobs", None, f"must be a positive integer, got {jobs!r}")
     storage_url = storage_url or exp.sweep.storage
     root = Path(results)
-    store, prep, design = init_results(exp, root, storage_url, budget, jobs)
+    store, prep, design = init_results(exp, root, storage_url, budget, jobs,
+                                       min_fold_users=min_fold_users)
     tasks = design.tasks()
     if progress:
         _announce(exp, store, design, jobs)

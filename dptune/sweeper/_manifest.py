@@ -194,8 +194,8 @@ def setup_changes(manifest: dict[str, Any], exp: Experiment) -> list[str]:
 
 
 def init_results(exp: Experiment, results: str | Path, storage_url: str | None = None,
-                 budget: Budget | None = None,
-                 jobs: int | None = None) -> tuple[ResultStore, Prepared, Design]:
+                 budget: Budget | None = None, jobs: int | None = None,
+                 min_fold_users: int | None = None) -> tuple[ResultStore, Prepared, Design]:
     """Create (or reopen) the results directory; refuse one that holds a different experiment;
     return the store, the prepared data and the design the sweep follows.
 
@@ -203,13 +203,15 @@ def init_results(exp: Experiment, results: str | Path, storage_url: str | None =
     models, the data and every fold (a fold without users is an error), the budget (``budget``,
     else the experiment's ``[sweep] budget``, in whole rounds of the design order on ``jobs``
     cores, default ``[sweep] jobs``: :func:`dptune.sweeper.design.resolve_design`), the results
-    directory (writable, same experiment set-up) and the optuna storage (reachable). The design
+    directory (writable, same experiment set-up) and the optuna storage (reachable), the
+    users of every fold against ``min_fold_users`` (default the experiment's). The design
     is written to ``design.json`` beside the manifest; a resumed sweep keeps the order recorded
     there.
     """
     validate_experiment(exp)
     prep = prepare(exp)
-    fold_users = prep.check_folds()
+    fold_users = prep.check_folds(exp.analysis.min_fold_users if min_fold_users is None
+                                  else min_fold_users)
     manifest = build_manifest(exp, prep, fold_users)
     design = resolve_design(exp, manifest, budget if budget is not None else experiment_budget(exp),
                             jobs, recorded_design(results))

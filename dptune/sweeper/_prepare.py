@@ -98,12 +98,14 @@ class Prepared:
         threshold = -np.inf if self.dataset.implicit else self.exp.evaluation.relevance_threshold
         return fold_data(train, held, self.shape, threshold, fold)
 
-    def check_folds(self) -> dict[str, int]:
+    def check_folds(self, minimum: int = 0) -> dict[str, int]:
         """Users evaluated per fold; a fold with none is an error naming it, and so is a
-        validation fold with fewer than ``[analysis] min_fold_users`` (the analysis would refuse
-        it after the whole sweep), before any training."""
+        validation fold with fewer than ``minimum`` (the experiment's ``[analysis]
+        min_fold_users``, which the analysis would refuse after the whole sweep; given by the
+        caller, as this object is shared by experiments that differ in their analysis only),
+        before any training."""
         counts = {}
-        minimum = int(self.exp.analysis.min_fold_users)
+        minimum = int(minimum)
         for f in [*self.fold_names, *(["test"] if self.exp.evaluation.test_split else [])]:
             n = len(self.fold(f).users)
             if n == 0:

@@ -20,12 +20,13 @@ __all__ = ["sweep", "run_sweep"]
 def run_sweep(exp: Experiment | str | Path, results: str | Path | None = None,
               jobs: int | None = None, progress: bool = True, storage: str | None = None,
               noise_seeds: int | None = None, noise_configs: int | None = None,
-              budget: Budget | str | int | None = None) -> tuple[ResultStore, NoiseRun | None]:
+              budget: Budget | str | int | None = None,
+              min_fold_users: int | None = None) -> tuple[ResultStore, NoiseRun | None]:
     """:func:`sweep`, also returning what the noise floor did (``None`` when it is off).
 
-    ``noise_seeds`` / ``noise_configs`` replace the experiment's ``[analysis]`` values (the
-    command line's ``--noise-seeds`` / ``--noise-configs``); ``budget`` its ``[sweep] budget``
-    (``--budget``).
+    ``noise_seeds`` / ``noise_configs`` / ``min_fold_users`` replace the experiment's
+    ``[analysis]`` values (the command line's ``--noise-seeds`` / ``--noise-configs`` /
+    ``--min-fold-users``); ``budget`` its ``[sweep] budget`` (``--budget``).
     """
     if not isinstance(exp, Experiment):
         check_path(exp, "sweep", "exp", "a dptune.Experiment or its TOML file's path")
@@ -43,7 +44,7 @@ def run_sweep(exp: Experiment | str | Path, results: str | Path | None = None,
     if budget is not None and not isinstance(budget, Budget):
         budget = parse_budget(budget, "budget", None)
     store = run_experiment(exp, root, storage_url=storage, jobs=jobs, progress=progress,
-                           budget=budget)
+                           budget=budget, min_fold_users=min_fold_users)
     seeds = int(exp.analysis.noise_seeds if noise_seeds is None else noise_seeds)
     if seeds <= 0:
         return store, None

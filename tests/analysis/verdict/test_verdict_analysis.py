@@ -109,7 +109,9 @@ def test_every_user_dropped_is_an_error_with_the_numbers(tmp_path, capsys):
 
 def test_tiny_folds_end_in_an_error_not_a_report(tmp_path, capsys):
     """Every user has 2 ratings and is kept (min_user_interactions = 2): a handful of users per
-    fold, which the analysis refuses instead of reporting p = 1 everywhere with confidence."""
+    fold, which is refused instead of reported with p = 1 everywhere with confidence; by the
+    sweep, before any unit is trained (the analysis refused it after the whole sweep), and by
+    the analysis of results swept with a lower bar."""
     data = _ratings(tmp_path / "ratings.csv", 30, 2)
     cfg = write_experiment(tmp_path / "exp", source=str(data))
     cfg.write_text(cfg.read_text().replace("folds = 2", "folds = 2\nmin_user_interactions = 2"))
@@ -117,7 +119,14 @@ def test_tiny_folds_end_in_an_error_not_a_report(tmp_path, capsys):
                str(tmp_path / "rep"), "--no-progress"])
     err = capsys.readouterr().err
     assert rc == 2, err
-    assert "users to test pairs on, fewer than min_fold_users = 20" in err
+    assert "split.folds: fold 0 has" in err and "fewer than analysis.min_fold_users = 20" in err
+    assert not (tmp_path / "res").exists() and not (tmp_path / "rep").exists()
+    assert main(["run", str(cfg), "--results", str(tmp_path / "res"), "--no-analyze",
+                 "--min-fold-users", "1", "--no-progress"]) == 0
+    capsys.readouterr()
+    assert main(["analyze", str(tmp_path / "res"), "--reports", str(tmp_path / "rep"),
+                 "--no-progress"]) == 2
+    assert "users to test pairs on, fewer than min_fold_users = 20" in capsys.readouterr().err
     assert not (tmp_path / "rep" / "report.md").exists()
 
 
