@@ -79,6 +79,14 @@ def check_outside_store(path: object, flag: str,
                       "give a path outside it")
 
 
+def _store_entry(name: str) -> bool:
+    """Whether a sweep may have written ``name`` before its manifest: :data:`STORE_ENTRIES`,
+    SQLite's side files of ``optuna.db`` (another worker creating its schema) and a journal
+    storage kept in the results directory (``--storage results/<name>.journal`` and its lock)."""
+    return (name in STORE_ENTRIES or name.startswith("optuna.db-")
+            or name.endswith((".journal", ".journal.lock")))
+
+
 def check_results_target(results: str | os.PathLike[str]) -> None:
     """Refuse, before any work, a results directory a sweep would write into but that is not
     its own: a folder inside another results directory (its files would be taken for that
@@ -94,7 +102,7 @@ def check_results_target(results: str | os.PathLike[str]) -> None:
     if not d.is_dir() or (d / "manifest.json").is_file():
         return
     names = sorted(p.name for p in d.iterdir() if not p.name.startswith("."))
-    foreign = [n for n in names if n not in STORE_ENTRIES] if PARTS in names else names
+    foreign = [n for n in names if not _store_entry(n)] if PARTS in names else names
     if foreign:
         shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3
                                           else "")

@@ -10,6 +10,7 @@ from conftest import write_experiment
 
 from dptune.config import load_experiment
 from dptune.errors import DptuneError
+from dptune.store._outside import check_results_target
 from dptune.store._store import PARTS, ResultStore
 from dptune.sweeper._manifest import init_results, setup_changes
 
@@ -129,6 +130,12 @@ def test_a_folder_that_is_not_a_store_is_not_swept_into(tmp_path):
     with pytest.raises(DptuneError, match=r"runs: holds files \(own\) but no manifest.json"):
         init_results(exp, tmp_path / "runs")
     assert not (results / "sub").exists()
+    # what a sweep writes before its manifest (another worker creating the storage) passes
+    started = tmp_path / "started"
+    (started / "per_user.parquet").mkdir(parents=True)
+    for name in ("optuna.db", "optuna.db-journal", "sweep.journal"):
+        (started / name).write_text("")
+    check_results_target(started)
 
 
 def test_folds_the_analysis_would_refuse_are_refused_before_the_sweep(tmp_path):
