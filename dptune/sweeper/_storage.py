@@ -198,12 +198,11 @@ def check_storage(url: str | None, root: Path, repair: bool = True) -> None:
     if url is not None and not isinstance(url, str):
         raise input_error("storage", None, "needs an optuna storage URL (a str), got "
                           f"{type(url).__name__}")
-    if url is None or url.startswith("journal:") or url.endswith(".journal"):
+    if url is None or _journal_path(url) is not None:
         if url is None:
             path, what, check = Path(root) / "optuna.db", "optuna.db", sqlite_problem
         else:
-            path = Path(url[len("journal:"):] if url.startswith("journal:") else url)
-            what, check = "journal", journal_problem
+            path, what, check = _journal_path(url), "journal", journal_problem
         why = check(path)
         if why is None:
             return
@@ -213,8 +212,7 @@ def check_storage(url: str | None, root: Path, repair: bool = True) -> None:
         raise input_error(path, None, f"damaged ({why}); `dptune run` keeps it aside as "
                           f"{path.name}.damaged and starts a new one (finished units are in "
                           "the parts)")
-    if url.startswith("sqlite:///"):
-        path = Path(url[len("sqlite:///"):])
+    if (path := _sqlite_path(url)) is not None:
         why = sqlite_problem(path)
         if why is not None:
             raise input_error("--storage", None, f"optuna storage {url!r} is damaged ({why}); "
@@ -240,14 +238,26 @@ def open_storage(url: str | None, root: Path, repair: bool = True) -> BaseStorag
     return _open_storage(url, root)
 
 
+def _journal_path(url: str) -> Path | None:
+    """The journal file a storage URL names (a ``*.journal`` path or ``journal:PATH``), or
+    None for any other URL."""
+    if url.startswith("journal:"):
+        return Path(url[len("journal:"):])
+    return Path(url) if url.endswith(".journal") else None
+
+
+def _sqlite_path(url: str) -> Path | None:
+    """The file of a ``sqlite:///PATH`` URL as written, or None for any other URL."""
+    return Path(url[len("sqlite:///"):]) if url.startswith("sqlite:///") else None
+
+
 def _missing_file(url: str) -> str | None:
     """The file a journal path or a ``sqlite:///`` URL names, when it does not exist (None for
     a file that exists, an in-memory SQLite database and a server URL)."""
-    if url.startswith("journal:") or url.endswith(".journal"):
-        path = Path(url[len("journal:"):] if url.startswith("journal:") else url)
+    if (path := _journal_path(url)) is not None:
         return None if path.exists() else f"journal file {str(path)!r}"
-    if url.startswith("sqlite:///") and url != "sqlite:///:memory:":
-        path = Path(url[len("sqlite:///"):].split("?", 1)[0])
+    if (path := _sqlite_path(url)) is not None and url != "sqlite:///:memory:":
+        path = Path(str(path).split("?", 1)[0])
         return None if path.exists() else f"SQLite file {str(path)!r}"
     return None
 
@@ -272,8 +282,7 @@ def _open_storage(url: str | None, root: Path) -> BaseStorage:
     _quiet_optuna()
 
     url = url or f"sqlite:///{(root / 'optuna.db').resolve()}"
-    if url.startswith("journal:") or url.endswith(".journal"):
-        path = Path(url[len("journal:"):] if url.startswith("journal:") else url)
+    if (path := _journal_path(url)) is not None:
         if not path.parent.is_dir():
             raise input_error("--storage", None, f"journal file {str(path)!r}: directory "
                               f"{str(path.parent)!r} does not exist")
