@@ -103,16 +103,16 @@ def best_params(store: ResultStore, algorithm: str, metric: str, cutoff: int) ->
     return {h: _plain(cfg.loc[mask, h].iloc[0]) for h in free}
 
 
-def _check_out(out: Path, store: ResultStore, grid: str | Path | None,
+def _check_out(out: Path, store: ResultStore, man: dict[str, Any], grid: str | Path | None,
                recorded: dict[str, Grid | None]) -> None:
     """One line naming ``--out`` when the grid file to write is a directory, the ``--grid``
     file being read, inside a results directory (``store`` or any other:
     :func:`~dptune.store._outside.check_outside_store`), or the grid file the sweep of an
     algorithm of ``store`` read (``recorded``, per algorithm: writing it would change that
-    experiment's set-up), or the experiment file of ``store``."""
+    experiment's set-up), or the experiment file of ``store`` (its manifest ``man``)."""
     check_out_file(out, "--out", {"--grid": grid})
     check_outside_store(out, "--out", store.root)
-    experiment = str(store.manifest().get("experiment_file", ""))
+    experiment = str(man.get("experiment_file", ""))
     if experiment and Path(experiment).is_file() and same_file(out, experiment):
         raise input_error("--out", None, f"{out} is the experiment file of {store.root}; "
                           "writing a grid over it would lose that experiment, give another file "
@@ -153,7 +153,7 @@ def write_subgrid(results: str | Path | ResultStore, algorithm: str, metric: str
     out = Path(out)
     man = store.manifest()
     recorded = {a["name"]: _recorded_grid(man, a["name"], a) for a in man["algorithms"]}
-    _check_out(out, store, grid, recorded)
+    _check_out(out, store, man, grid, recorded)
     chosen = best_params(store, algorithm, metric, cutoff)
     ref = load_grid(grid) if grid is not None else _rebuilt(store, man, algorithm,
                                                              recorded.get(algorithm))
