@@ -221,8 +221,7 @@ def init_results(exp: Experiment, results: str | Path, storage_url: str | None =
     made = _missing_dirs(store.root / PARTS)
     store.create()
     try:
-        _check_setup(store, exp)
-        _check_data(store, manifest, exp)
+        _check_data(_check_setup(store, exp), manifest, exp, store.root)
         open_storage(storage_url, store.root)  # creates the schema once, before workers race on it
     except DptuneError:
         _remove_empty(made)  # a refused command leaves no empty results directory behind
@@ -269,17 +268,13 @@ def _note_set_aside(store: ResultStore, healed: list[tuple[Path, str]]) -> None:
           "computed again", file=sys.stderr)
 
 
-def _check_data(store: ResultStore, manifest: dict[str, Any], exp: Experiment) -> None:
-    """Refuse a results directory made from other data under the same settings: a data file
-    changed in place since (its digest, :func:`data_digest`, differs; a store from before
-    digests were recorded: the data set's counts differ), whose parts would be mixed with the
-    new data's in one analysis."""
-    if not store.holds_results():
-        return
-    try:
-        old = store.manifest() if store.exists() else None
-    except DptuneError:
-        return  # a damaged manifest: _check_setup decided; it is written again
+def _check_data(old: dict[str, Any] | None, manifest: dict[str, Any], exp: Experiment,
+                root: Path) -> None:
+    """Refuse a results directory (``root``, whose results recorded the manifest ``old``, as
+    :func:`_check_setup` read it; None: nothing to protect, or a damaged manifest written again)
+    made from other data under the same settings: a data file changed in place since (its
+    digest, :func:`data_digest`, differs; a store from before digests were recorded: the data
+    set's counts differ), whose parts would be mixed with the new data's in one analysis."""
     if old is None:
         return
     was, now = old.get("data_digest"), manifest["data_digest"]
@@ -292,13 +287,15 @@ def _check_data(store: ResultStore, manifest: dict[str, Any], exp: Experiment) -
         return
     what = ", ".join(f"{k} {before[k]} now {after[k]}" for k in counts
                      if before[k] != after[k]) or f"data digest {was}, now {now}"
-    raise input_error(exp.data_file, None, f"is not the data the results in {store.root} were "
+    raise input_error(exp.data_file, None, f"is not the data the results in {root} were "
                       f"made from ({what}): it changed since; use another --results directory, "
                       "or restore the data")
 
 
-def _check_setup(store: ResultStore, exp: Experiment) -> None:
-    """Refuse a results directory that holds results of another experiment set-up.
+def _check_setup(store: ResultStore, exp: Experiment) -> dict[str, Any] | None:
+    """Refuse a results directory that holds results of another experiment set-up; return the
+    manifest of the results it holds (None: no results, or a missing or damaged manifest), for
+    :func:`_check_data`.
 
     The set-up is the manifest's fingerprint; when the manifest is missing or damaged it is the
     one the parts' index entries recorded (then the manifest is simply written again). A set-up
@@ -306,7 +303,7 @@ def _check_setup(store: ResultStore, exp: Experiment) -> None:
     replaced, so the corrected rerun is not refused.
     """
     if not store.holds_results():
-        return
+        return None
     fp = exp.fingerprint()
     try:
         man = store.manifest() if store.exists() else None
@@ -315,7 +312,7 @@ def _check_setup(store: ResultStore, exp: Experiment) -> None:
     if man is not None:
         old = man.get("fingerprint")
         if old == fp:
-            return
+            return man
         changed = setup_changes(man, exp)
         what = "; ".join(changed) if changed else f"fingerprint {old}, now {fp}"
         raise input_error(store.root, "manifest.json",
@@ -329,3 +326,4 @@ def _check_setup(store: ResultStore, exp: Experiment) -> None:
                           "another --results directory or restore these settings")
     if not recorded and store.exists():
         store.manifest()  # a store from before index entries: its damaged manifest is one line
+    return None
