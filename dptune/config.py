@@ -469,9 +469,7 @@ def parse_experiment(data: dict, source: str = "<memory>", config_path: Path | N
             raise input_error(source, key, "unknown field" + suggest(key, sorted(top)))
     if "name" not in data:
         raise input_error(source, "name", "required field is missing")
-    name = data["name"]
-    if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
-        raise input_error(source, "name", "must be letters, digits, '.', '_' or '-'")
+    name = _check_name(data["name"], source, "name")
     seed = check_int(data.get("seed", 42), source, "seed", SEED_RANGE[0], SEED_RANGE[1])
     algos_raw = data.get("algorithms")
     if not isinstance(algos_raw, list) or not algos_raw:
@@ -499,10 +497,17 @@ def parse_experiment(data: dict, source: str = "<memory>", config_path: Path | N
     return replace(exp, data_path=_data_path(exp.data, data_base, source, check_data))
 
 
+def _check_name(name: object, source: str, where: str) -> str:
+    """An experiment's or an algorithm's name (``where``), usable in file names: letters,
+    digits, '.', '_' or '-', all of it (no final newline)."""
+    if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
+        raise input_error(source, where, "must be letters, digits, '.', '_' or '-'")
+    return name
+
+
 def _check_algorithm(a: AlgorithmConfig, i: int, source: str, seen: Mapping[str, Any]) -> None:
     """``algorithms[i]``: its name (unique among ``seen``, usable in part names) and its type."""
-    if not isinstance(a.name, str) or not _NAME_RE.fullmatch(a.name):
-        raise input_error(source, f"algorithms[{i}].name", "must be letters, digits, '.', '_' or '-'")
+    _check_name(a.name, source, f"algorithms[{i}].name")
     if "__" in a.name:  # a part is named <algorithm>__<fold>__<unit>.parquet
         raise input_error(source, f"algorithms[{i}].name", f"{a.name!r} holds '__', which "
                           "separates the algorithm, fold and unit in the names of its results")
@@ -536,8 +541,7 @@ def check_experiment(exp: Experiment) -> Experiment:
         raise input_error("experiment", None, f"expected a dptune.Experiment, got "
                           f"{type(exp).__name__}")
     source = str(exp.source) if exp.source else "<memory>"
-    if not isinstance(exp.name, str) or not _NAME_RE.fullmatch(exp.name):
-        raise input_error(source, "name", "must be letters, digits, '.', '_' or '-'")
+    _check_name(exp.name, source, "name")
     check_int(exp.seed, source, "seed", SEED_RANGE[0], SEED_RANGE[1])
     if not exp.algorithms:
         raise input_error(source, "algorithms", "needs at least one algorithm")
