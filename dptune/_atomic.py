@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from dptune._resources import is_out_of_space, space_error
-from dptune.errors import input_error
+from dptune.errors import check_not_working_dir, input_error
 
 __all__ = ["temporary_path", "atomic_path", "write_bytes", "write_text", "publish_once",
            "staged_folder"]
@@ -181,15 +181,17 @@ def staged_folder(path: str | os.PathLike[str]) -> Iterator[Path]:
     Files that an existing ``path`` holds and the new folder does not are carried over (hard
     links), so only the files written are replaced. On any error the staged folder is removed
     and ``path`` is untouched; a full disk is one line naming ``path``
-    (:func:`dptune._resources.space_error`). Where the folder beside ``path`` cannot be
-    created (its parent is not writable, ``path`` is), the files are written into ``path``
-    directly, each one still atomically."""
+    (:func:`dptune._resources.space_error`); ``path`` may not be the working directory or a
+    folder above it (:func:`dptune.errors.check_not_working_dir`). Where the folder beside
+    ``path`` cannot be created (its parent is not writable, ``path`` is), the files are written
+    into ``path`` directly, each one still atomically."""
     final = shown = Path(path)
     if final.is_symlink():
         final = final.resolve()  # publish where the link points, keep the link
     final = final.absolute()
     if final.exists() and not final.is_dir():
         raise input_error(shown, None, "is a file, not a folder: give a folder to write into")
+    check_not_working_dir(shown)  # the rename would replace the shell's folder
     final.parent.mkdir(parents=True, exist_ok=True)
     stage = final.with_name(f".{final.name}.{uuid.uuid4().hex}.tmp")
     try:

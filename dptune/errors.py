@@ -136,6 +136,20 @@ def check_out_file(out: object, flag: str, inputs: dict[str, object] | None = No
     check_writable_dir(path.parent, flag)
 
 
+def check_not_working_dir(path: object, label: str | None = None) -> None:
+    """One error line when folder ``path`` is the working directory or a folder above it: a
+    folder written whole and published by one rename (:func:`dptune._atomic.staged_folder`, a
+    report) would take the shell's folder away. ``label`` (a flag) names it, else the path."""
+    from pathlib import Path
+
+    target, here = Path(str(path)).resolve(), Path.cwd().resolve()
+    if target == here or target in here.parents:
+        what = ("is the working directory or holds it; it is written as a folder of its own: "
+                "give one (e.g. reports/<name>)")
+        raise (input_error(label, None, f"{path} {what}") if label
+               else input_error(path, None, what))
+
+
 def check_writable_dir(path: object, label: str) -> None:
     """Check, without creating anything, that directory ``path`` exists and is writable or can
     be created; else one error naming ``label`` (the flag) and the path.

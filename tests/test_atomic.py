@@ -63,3 +63,19 @@ def test_a_file_in_the_folders_place_is_left_alone(tmp_path):
             staged_folder(out) as stage:
         (stage / "a.csv").write_text("x")
     assert out.read_text() == "not a folder" and list(tmp_path.iterdir()) == [out]
+
+
+def test_the_working_directory_or_a_folder_above_it_is_not_replaced(tmp_path, monkeypatch):
+    """Publishing by one rename over the shell's working directory (Report.write(".") in the
+    API, as dptune analyze --reports . did) would take the folder away: one line, nothing
+    written, the folder as it was."""
+    here = tmp_path / "here"
+    here.mkdir()
+    (here / "mine.txt").write_text("kept")
+    monkeypatch.chdir(here)
+    for out in (".", here, tmp_path):
+        with pytest.raises(DptuneError, match=r"is the working directory or holds it"), \
+                staged_folder(out) as stage:
+            (stage / "a.csv").write_text("x")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["here"]
+    assert [p.name for p in here.iterdir()] == ["mine.txt"]

@@ -14,7 +14,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dptune.cli._flags import RUN_OPTIONS, analysis_overrides, results_of
-from dptune.errors import check_out_file, check_writable_dir, input_error
+from dptune.errors import (
+    check_not_working_dir,
+    check_out_file,
+    check_writable_dir,
+    input_error,
+)
 
 if TYPE_CHECKING:
     from dptune.config import Experiment
@@ -36,11 +41,8 @@ def _check_reports(reports: str | Path, results: str | Path | None = None,
 
     check_writable_dir(Path(reports), "--reports")
     check_outside_store(reports, "--reports", results)
-    target, here = Path(reports).resolve(), Path.cwd().resolve()
-    if target == here or target in here.parents:
-        raise input_error("--reports", None, f"{reports} is the working directory or holds it; "
-                          "the report is written as a folder of its own: give one (e.g. "
-                          "reports/<name>)")
+    check_not_working_dir(reports, "--reports")  # before any work (the writer checks again)
+    target = Path(reports).resolve()
     for flag, path in (inputs or {}).items():
         source = Path(path).resolve()
         if target == source or source in target.parents:
