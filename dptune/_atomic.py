@@ -25,7 +25,7 @@ from dptune._resources import is_out_of_space, space_error
 from dptune.errors import check_not_working_dir, input_error
 
 __all__ = ["temporary_path", "atomic_path", "write_bytes", "write_text", "publish_once",
-           "staged_folder"]
+           "staged_folder", "check_folder"]
 
 
 def temporary_path(path: Path) -> Path:
@@ -172,6 +172,14 @@ def _publish(stage: Path, final: Path) -> None:
     raise OSError(errno.EBUSY, "could not publish the folder", str(final))
 
 
+def check_folder(path: str | os.PathLike[str], shown: object = None) -> None:
+    """One error line (naming ``shown``, default ``path``) when the folder to write into,
+    ``path``, is a file."""
+    if Path(path).exists() and not Path(path).is_dir():
+        raise input_error(path if shown is None else shown, None,
+                          "is a file, not a folder: give a folder to write into")
+
+
 @contextmanager
 def staged_folder(path: str | os.PathLike[str]) -> Iterator[Path]:
     """Yield a new, empty, hidden folder beside ``path`` (``.<name>.<uuid>.tmp``) to write a
@@ -189,8 +197,7 @@ def staged_folder(path: str | os.PathLike[str]) -> Iterator[Path]:
     if final.is_symlink():
         final = final.resolve()  # publish where the link points, keep the link
     final = final.absolute()
-    if final.exists() and not final.is_dir():
-        raise input_error(shown, None, "is a file, not a folder: give a folder to write into")
+    check_folder(final, shown)
     check_not_working_dir(shown)  # the rename would replace the shell's folder
     final.parent.mkdir(parents=True, exist_ok=True)
     stage = final.with_name(f".{final.name}.{uuid.uuid4().hex}.tmp")

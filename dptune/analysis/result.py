@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from dptune._atomic import atomic_path
+from dptune._atomic import atomic_path, check_folder
 from dptune.analysis.dp.tables import CURVES_COLUMNS, DP_COLUMNS, DPEstimate
 from dptune.analysis.options import AnalysisOptions
-from dptune.errors import check_path, input_error
+from dptune.errors import check_path
 from dptune.vocab import CSV_FLOAT
 
 if TYPE_CHECKING:
@@ -255,8 +255,7 @@ class AnalysisResult:
         paths."""
         check_path(out, "write_data", "out", "the folder to write into")
         out = Path(out)
-        if out.exists() and not out.is_dir():
-            raise input_error(out, None, "is a file, not a folder: give a folder to write into")
+        check_folder(out)
         return [write_table(df, out / DATA_FILES[key]) for key, df in self.tables().items()]
 
 
