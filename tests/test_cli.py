@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -643,3 +644,22 @@ def test_every_analysis_flag_sets_an_analysis_option():
     names = {f.name for f in dataclasses.fields(options)}
     assert {f.field for f in ANALYSIS_FLAGS} <= names
     assert len({f.flag for f in ANALYSIS_FLAGS}) == len(ANALYSIS_FLAGS)
+
+
+def test_ctrl_c_while_the_parser_loads_is_one_line(monkeypatch, capsys):
+    """The parser's modules take about a second to import (pandas); a Ctrl-C then used to print
+    a KeyboardInterrupt traceback. ``dptune.cli`` imports them inside ``main``: one line, exit
+    code 130. (The interrupt is raised by the import itself, here, not by a timed signal.)"""
+    import importlib.abc
+
+    class Interrupting(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name == "dptune.cli._tree":
+                raise KeyboardInterrupt
+            return None
+
+    monkeypatch.delitem(sys.modules, "dptune.cli._tree", raising=False)
+    monkeypatch.setattr(sys, "meta_path", [Interrupting(), *sys.meta_path])
+    assert main(["status", "--results", "nowhere"]) == 130
+    err = capsys.readouterr().err
+    assert err == "dptune: interrupted before the command started; nothing was done\n"

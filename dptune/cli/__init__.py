@@ -11,25 +11,47 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from dptune._interrupt import handling
 from dptune._resources import is_out_of_space, space_error
-from dptune.cli._tree import build_parser, parse
 from dptune.errors import DptuneError
+
+if TYPE_CHECKING:
+    from dptune.cli._tree import build_parser
 
 __all__ = ["build_parser", "main"]
 
 
+def __getattr__(name: str) -> Any:
+    """``build_parser`` (:func:`dptune.cli._tree.build_parser`), imported on first use: the
+    parser's modules load in :func:`main`, where a Ctrl-C is handled."""
+    if name == "build_parser":
+        from dptune.cli._tree import build_parser
+
+        return build_parser
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; user errors (bad flags included) print one line and return 2; ``--help``
-    and ``--version`` exit with 0 as argparse does."""
+    and ``--version`` exit with 0 as argparse does.
+
+    The parser's modules (pandas among them, about a second) are imported here, not when this
+    module is: a Ctrl-C while they load is one line and exit code 130, not a traceback."""
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
+        from dptune.cli._tree import parse
+
         args = parse(argv)
     except SystemExit as ex:
         if not ex.code:
             raise
         return int(ex.code) if isinstance(ex.code, int) else 2
+    except KeyboardInterrupt:
+        print("dptune: interrupted before the command started; nothing was done",
+              file=sys.stderr)
+        return 130
     try:
         with handling():
             return int(args.func(args) or 0)
