@@ -144,7 +144,8 @@ def _parse_timestamp(values: pd.Series, source: str, where) -> np.ndarray:
     out_of_range = np.abs(nums) >= 2.0**63
     if out_of_range.any():
         i = int(np.argmax(out_of_range))
-        raise input_error(source, "timestamp", f"{where(i)}: {nums[i]!r} is out of range")
+        raise input_error(source, "timestamp", f"{where(i)}: {plain(nums[i])} is out of range "
+                          "(timestamps are 64-bit integers, or dates)")
     return np.trunc(nums).astype(np.int64)
 
 

@@ -515,3 +515,14 @@ def test_fetch_ml1m_for_real(tmp_path):
     stats = dataset_stats(ds)
     assert (stats["ratings"], stats["users"], stats["items"]) == (1_000_209, 6_040, 3_706)
     assert f"{100 * stats['sparsity']:.2f}" == "95.53"  # paper, Table 1
+
+
+def test_an_out_of_range_timestamp_is_shown_as_written(tmp_path):
+    """A timestamp beyond 64 bits was shown as numpy's repr (``np.float64(1e+23)``); the line
+    shows the value as the file has it and says what a timestamp may be."""
+    path = tmp_path / "r.csv"
+    path.write_text("user,item,rating,timestamp\n1,1,5,100\n1,2,4,1e23\n")
+    with pytest.raises(DptuneError) as err:
+        read_ratings(path)
+    assert str(err.value) == (f"{path}: timestamp: line 3: 1e+23 is out of range (timestamps "
+                              "are 64-bit integers, or dates)")
