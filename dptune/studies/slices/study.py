@@ -85,11 +85,15 @@ def _find_experiment(store: ResultStore, man: dict[str, Any], experiment: str | 
     return exp
 
 
-def check_main_reports(reports_dir: str | Path) -> Path:
+def check_main_reports(reports_dir: str | Path, store: ResultStore | None = None,
+                       algorithms: Sequence[str] = ()) -> Path:
     """The main analysis's pairs file ``<reports_dir>/pairs.csv``; a ``--main-reports`` that
     is missing, a file, or a directory without it is one line naming the flag. Given, the
     main reports are meant to supply the pairs: sampling them instead, silently, would give a
-    slice DP of other pairs than the main analysis's while the report says they are its."""
+    slice DP of other pairs than the main analysis's while the report says they are its. So,
+    with ``store``, the reports must also be of these results: pairs of scope ``all`` for
+    every one of ``algorithms``, between configurations the store holds (the reports of
+    another analysis were accepted, and an algorithm they lack was sampled here)."""
     d = Path(reports_dir)
     fix = ("give the reports directory of the main analysis of these results (dptune analyze "
            "writes its pairs.csv), or leave --main-reports out to sample the pairs here")
@@ -101,6 +105,25 @@ def check_main_reports(reports_dir: str | Path) -> Path:
     if not pairs.is_file():
         raise input_error("--main-reports", None, f"{d} holds no pairs.csv (the main analysis's "
                           f"pairs); {fix}")
+    if store is None:
+        return pairs
+    df = pd.read_csv(pairs)
+    need = {"algorithm", "scope", "pair_index", "config_a", "config_b"}
+    if not need <= set(df.columns):
+        raise input_error(pairs, None, f"missing columns {sorted(need - set(df.columns))}")
+    for alg in algorithms:
+        sel = df[(df["algorithm"].astype(str) == alg) & (df["scope"] == "all")]
+        held = set(store.configs(alg)["config_id"].astype(int))
+        if not len(sel):
+            raise input_error("--main-reports", None, f"{pairs} has no pairs of {alg}, an "
+                              f"algorithm of {store.root}: these reports are of another "
+                              f"analysis; {fix}")
+        unknown = sorted((set(sel["config_a"].astype(int)) | set(sel["config_b"].astype(int)))
+                         - held)
+        if unknown:
+            raise input_error("--main-reports", None, f"{pairs} pairs {alg}'s configuration "
+                              f"{unknown[0]}, which {store.root} does not hold: these reports "
+                              f"are of another analysis; {fix}")
     return pairs
 
 
@@ -185,8 +208,6 @@ def run_slices_study(results_dir: str | Path, out_dir: str | Path,
     store = ResultStore(results_dir)
     man = store.manifest()
     check_not_study(store.root, man)
-    if reports_dir is not None:
-        check_main_reports(reports_dir)
     exp = _find_experiment(store, man, experiment)
     ana = man.get("analysis", {})
     n_pairs = int(n_pairs if n_pairs is not None else ana.get("pairs", ana.get("n_pairs", 25)))
@@ -201,6 +222,8 @@ def run_slices_study(results_dir: str | Path, out_dir: str | Path,
     for a in algs:
         if a not in store.algorithms():
             raise input_error("--algorithms", None, f"no algorithm {a!r} in {store.root}")
+    if reports_dir is not None:
+        check_main_reports(reports_dir, store, algs)
     cuts = sorted({int(c) for a in algs for _, c in store.metric_cutoffs(a)})
     if cutoff not in cuts:
         raise input_error("--cutoff", None, f"{cutoff} is not a cutoff of {store.root} (it has "

@@ -366,3 +366,29 @@ def test_main_reports_without_pairs_csv_is_refused(knn_swept, tmp_path, capsys, 
     assert err.startswith(f"dptune: --main-reports: {main_reports} {why}; give the reports "
                           "directory of the main analysis of these results") and "\n" not in err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("other", ["algorithm", "configuration"])
+def test_main_reports_of_another_analysis_are_refused(knn_swept, tmp_path, capsys, other) -> None:
+    """``--main-reports`` of another analysis was accepted: an algorithm its pairs.csv lacks
+    was sampled here (the report still said the pairs were the main analysis's), and pairs of
+    configurations the results do not hold were read. One line naming the flag, the file and
+    the algorithm or configuration, exit 2, no slice report."""
+    main_reports = tmp_path / "main"
+    main_reports.mkdir()
+    pairs = pd.read_csv(knn_swept / "reports" / "pairs.csv")
+    alg = sorted(pairs["algorithm"].unique())[0]
+    if other == "algorithm":
+        pairs = pairs[pairs["algorithm"] != alg]
+        why = f"has no pairs of {alg}, an algorithm of {knn_swept / 'results'}"
+    else:
+        row = pairs.index[(pairs["algorithm"] == alg) & (pairs["scope"] == "all")][0]
+        pairs.loc[row, "config_b"] = 10_000
+        why = f"pairs {alg}'s configuration 10000, which {knn_swept / 'results'} does not hold"
+    pairs.to_csv(main_reports / "pairs.csv", index=False)
+    assert _main(["slices", str(knn_swept / "results"), "--reports", str(tmp_path / "out"),
+                  "--main-reports", str(main_reports)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"dptune: --main-reports: {main_reports / 'pairs.csv'} {why}: these "
+                          "reports are of another analysis; give the reports directory"), err
+    assert "\n" not in err and not (tmp_path / "out").exists()
