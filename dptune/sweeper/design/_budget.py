@@ -57,6 +57,11 @@ class Projection:
     compile: float = 0.0
     analysis: float = 0.0
     device: str = "cpu"
+    #: Whether ``noise`` is priced at the configurations the validation chose (``winners``),
+    #: not at likely winners; said by :meth:`stages_text`, so that a projection made before
+    #: the sweep (``dptune run``'s first line) and one made after it (``dptune status``) say
+    #: why they differ.
+    noise_at_winners: bool = False
 
     @property
     def where(self) -> str:
@@ -77,12 +82,17 @@ class Projection:
         return self.seconds / 3600.0
 
     def stages_text(self) -> str:
-        """``"validation 40 min, test split 2 min, noise floor 14 min, start-up, compilation
-        and analysis 35 s"``: where the time goes."""
+        """``"validation 40 min, test split 2 min, noise floor 14 min at likely winners,
+        start-up, compilation and analysis 35 s"``: where the time goes, and what the noise
+        floor is priced at."""
         rest = self.startup + self.compile + self.analysis
         what = "start-up, compilation and analysis" if self.compile else "start-up and analysis"
+        at = ""
+        if self.noise:
+            at = (" at the configurations the validation chose" if self.noise_at_winners
+                  else " at likely winners")
         return (f"validation {hours_text(self.validation)}, test split {hours_text(self.test)}, "
-                f"noise floor {hours_text(self.noise)}, {what} {hours_text(rest)}")
+                f"noise floor {hours_text(self.noise)}{at}, {what} {hours_text(rest)}")
 
 
 #: Distinct units of the test split per algorithm that a projection prices (module docstring of
@@ -158,7 +168,7 @@ def projection(exp: Experiment, design: Design, shape: SweepShape,
         validation=val / lanes, test=test / lanes, noise=noise / lanes, jobs=jobs,
         startup=model.startup_seconds(shape.ratings), compile=model.compile_seconds(cold),
         analysis=model.analysis_seconds(swept, shape.validation, shape.folds, n_metric),
-        device=model.device)
+        device=model.device, noise_at_winners=winners is not None)
 
 
 def _noise_config_seconds(exp: Experiment, d: AlgorithmDesign, n: int, shape: SweepShape,

@@ -157,6 +157,10 @@ def test_a_projection_counts_every_stage_of_the_run(paper):
     knn = sum(m.unit_seconds(t, paper.grids[t].configs(), ML1M.test) for t in ("userknn", "itemknn"))
     assert warm.test == pytest.approx((3 * sum(test_units) / 15 + knn) / 2)
     assert "noise floor" in warm.stages_text() and "compilation" in cold.stages_text()
+    # what the noise floor is priced at is said, so that run's first line (before the sweep)
+    # and status (after it) say why their projections differ
+    assert " at likely winners, " in warm.stages_text()
+    assert " at the configurations the validation chose, " in known.stages_text()
 
 
 def test_a_time_budget_converts_into_rounds_with_every_stage_counted(paper, monkeypatch):
