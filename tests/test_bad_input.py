@@ -117,11 +117,20 @@ def test_bad_data_file(tmp_path, capsys, data, needles):
 
 
 def test_empty_validation_fold(tmp_path, capsys):
-    """No rating reaches the relevance threshold: fold 0 has no user to evaluate."""
+    """One rating reaches the relevance threshold: a fold has no user to evaluate, named
+    under split.folds. When no rating reaches it, the threshold is named instead (the line
+    used to blame the folds for it)."""
     rows = [",".join([*r.split(",")[:2], "2", r.split(",")[3]]) for r in _rows()]
+    rows[0] = ",".join([*rows[0].split(",")[:2], "5", rows[0].split(",")[3]])
+    cfg = _setup(tmp_path, "\n".join([HEADER, *rows]) + "\n")
+    assert _run(cfg, tmp_path, "--min-fold-users", "1") == 2
+    _one_line(capsys, str(cfg), "split.folds", "has no user with a relevant held-out item")
+    rows[0] = ",".join([*rows[0].split(",")[:2], "2", rows[0].split(",")[3]])
     cfg = _setup(tmp_path, "\n".join([HEADER, *rows]) + "\n")
     assert _run(cfg, tmp_path) == 2
-    _one_line(capsys, str(cfg), "split.folds", "fold 0 has no user")
+    _one_line(capsys, f"{cfg}: evaluation.relevance_threshold: 4 is above every rating of the "
+              "data (the highest is 2), so no held-out item is relevant")
+    assert not (tmp_path / "results").exists()
 
 
 # --------------------------------------------------------------------------- grids and config
@@ -638,8 +647,8 @@ def test_an_empty_storage_is_refused(tmp_path, capsys, command):
 
 
 @pytest.mark.parametrize(("command", "url", "start"), [
-    pytest.param("run", "nonsense", "dptune: --storage: cannot open optuna storage 'nonsense'",
-                 id="run-garbage"),
+    pytest.param("run", "nonsense", "dptune: --storage: 'nonsense' is neither an optuna "
+                 "storage URL", id="run-garbage"),
     pytest.param("worker", "sqlite:////nonexistent-dir/x/optuna.db",
                  "dptune: --storage: cannot open optuna storage 'sqlite:////nonexistent-dir/x/"
                  "optuna.db'", id="worker-sqlite-dir"),
@@ -656,6 +665,10 @@ def test_a_refused_storage_leaves_no_results_directory(tmp_path, capsys, command
     assert not (tmp_path / "new").exists()
 
 
+#: A storage URL of the right form that cannot be opened (its folder does not exist).
+UNREACHABLE = "sqlite:////nonexistent-dir/x/optuna.db"
+
+
 def test_a_refused_storage_keeps_an_existing_results_directory(tmp_path, capsys):
     """Only what the refused command created goes: a results directory that was there stays
     (a folder holding files of its own is refused before the storage is even opened, with
@@ -663,12 +676,12 @@ def test_a_refused_storage_keeps_an_existing_results_directory(tmp_path, capsys)
     cfg = _setup(tmp_path)
     (tmp_path / "results").mkdir()
     assert main(["worker", str(cfg), "--results", str(tmp_path / "results"), "--storage",
-                 "nonsense"]) == 2
+                 UNREACHABLE]) == 2
     _one_line(capsys, "--storage")
     assert (tmp_path / "results").is_dir() and list((tmp_path / "results").iterdir()) == []
     (tmp_path / "results" / "notes.txt").write_text("mine")
     assert main(["worker", str(cfg), "--results", str(tmp_path / "results"), "--storage",
-                 "nonsense"]) == 2
+                 UNREACHABLE]) == 2
     _one_line(capsys, "results: holds files (notes.txt) but no manifest.json")
     assert sorted(p.name for p in (tmp_path / "results").iterdir()) == ["notes.txt"]
 
@@ -774,3 +787,35 @@ def test_reports_that_would_replace_the_working_directory_or_an_input_are_refuse
     assert sorted(p.name for p in tmp_path.iterdir()) == ["q", "results", "runs"]
     assert list((tmp_path / "runs").iterdir()) == [] and list(store.iterdir()) == [
         store / "manifest.json"]
+
+
+@pytest.mark.parametrize("url", ["foo://x", "postgresql+nodriver://u@h/db", "not a url"])
+def test_status_refuses_a_storage_url_no_server_could_answer(tmp_path, capsys, url):
+    """``status RESULTS --storage foo://x`` on results with parts printed the storage problem
+    as a status line and exited 0 (a reader reports from the parts when the storage is down).
+    A URL SQLAlchemy cannot read, or whose database it does not know, is told apart from an
+    unreachable server without connecting: one line, exit code 2."""
+    cfg = _setup(tmp_path)
+    assert _run(cfg, tmp_path, "--no-analyze") == 0
+    capsys.readouterr()
+    assert main(["status", str(tmp_path / "results"), "--storage", url]) == 2
+    line = _one_line(capsys)
+    assert line.startswith("dptune: --storage: "), line
+    assert ("unknown database" in line) != (url == "not a url"), line
+
+
+@pytest.mark.parametrize(("url", "words"), [
+    ("foo://x", "'foo://x': unknown database 'foo'"),
+    ("sqlite:////nonexistent-dir/x/optuna.db", "cannot open optuna storage"),
+])
+def test_a_bad_storage_of_the_experiment_file_names_its_field(tmp_path, capsys, url, words):
+    """A ``[sweep] storage`` of the experiment file that cannot be used was reported as
+    ``--storage``, a flag the command was not given; the line names the file and
+    ``sweep.storage``, and nothing is written."""
+    cfg = _setup(tmp_path)
+    cfg.write_text(cfg.read_text().replace("[split]\n", f'[sweep]\nstorage = "{url}"\n\n[split]\n'))
+    assert main(["run", str(cfg), "--no-progress", "--results", str(tmp_path / "results")]) == 2
+    line = _one_line(capsys)
+    assert line.startswith(f"dptune: {cfg}: sweep.storage: "), line
+    assert words in line, line
+    assert not (tmp_path / "results").exists()

@@ -86,6 +86,17 @@ class Family(ABC):
         """Whether training depends on the seed (a noise floor is trained for it); default True."""
         return True
 
+    #: The hyperparameter :meth:`memory_bytes` grows with (named when a grid is refused).
+    memory_grows_with: str | None = None
+
+    def memory_bytes(self, config: dict, n_users: int, n_items: int) -> float:
+        """Bytes of the learned state a (validated) configuration grows with its
+        hyperparameters, on ``n_users x n_items``; the sweep refuses a grid whose largest one,
+        times the units trained at once, exceeds the machine's memory before any work. Default
+        0: nothing that a hyperparameter makes unbounded (KNN keeps at most ``n - 1``
+        neighbours a row), or not known (an adapter's model)."""
+        return 0.0
+
     def validate(self, configs: Sequence[dict], source: str = "algorithm") -> list[dict]:
         """Check every configuration's keys and value types; return normalised copies.
 

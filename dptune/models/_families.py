@@ -118,6 +118,7 @@ class BPRFamily(Family):
     type = "bpr-mf"
     hyperparameters = ("factors", "iterations", "learning_rate", "user_reg", "item_reg")
     derived_example = {"user_reg": ("learning_rate", 0.05), "item_reg": ("learning_rate", 0.005)}
+    memory_grows_with = "factors"
 
     def _normalise(self, cfg: dict, source: str) -> dict:
         cfg["factors"] = _int_value(cfg, "factors", source, 1)
@@ -130,6 +131,11 @@ class BPRFamily(Family):
     @staticmethod
     def _key(cfg: dict) -> tuple:
         return (cfg["factors"], cfg["learning_rate"], cfg["user_reg"], cfg["item_reg"])
+
+    def memory_bytes(self, config: dict, n_users: int, n_items: int) -> float:
+        """The float32 factor matrices: ``4 * factors * (n_users + n_items)`` bytes (the
+        biases and the kernel's per-step registers are negligible beside them)."""
+        return 4.0 * float(config["factors"]) * (int(n_users) + int(n_items))
 
     def units(self, configs: list[dict]) -> list[list[int]]:
         """Indices grouped by ``(factors, learning_rate, user_reg, item_reg)``, first-seen order;

@@ -20,7 +20,7 @@ from dptune.store._schema import PARTS
 from dptune.store._store import ResultStore
 from dptune.sweeper._plan import plan_units
 from dptune.sweeper._prepare import Prepared, prepare
-from dptune.sweeper._storage import open_storage
+from dptune.sweeper._storage import check_url, open_storage, storage_place
 from dptune.sweeper.design import (
     Design,
     experiment_budget,
@@ -134,6 +134,30 @@ def validate_experiment(exp: Experiment) -> None:
                           "algorithm, so give at least one algorithm a grid with two or more values")
 
 
+def check_memory(exp: Experiment, prep: Prepared, jobs: int) -> None:
+    """Refuse, before any work, a grid whose largest configuration's learned state
+    (:meth:`dptune.models.Family.memory_bytes` on the data's users and items), times the
+    ``jobs`` units trained at once, exceeds this machine's physical memory: one line naming
+    the grid file and the hyperparameter it grows with, where a BPR-MF grid with 10^11 factors
+    used to fail on memory after the results directory was made."""
+    from dptune._resources import check_fits
+
+    n_users, n_items = prep.shape
+    for i, alg in enumerate(exp.algorithms):
+        family = get_family(alg.type)
+        source = alg.grid or f"{exp.source}: algorithms[{i}]"
+        configs = family.validate(exp.grids[alg.name].configs(), source)
+        sizes = [family.memory_bytes(c, n_users, n_items) for c in configs]
+        if not sizes or max(sizes) <= 0:
+            continue
+        key = family.memory_grows_with
+        big = configs[sizes.index(max(sizes))]
+        at_once = f" ({jobs} units at once)" if jobs > 1 else ""
+        check_fits(max(sizes) * jobs, source, key,
+                   f"{alg.name} with {key} = {big[key]:,} on {n_users:,} users and "
+                   f"{n_items:,} items{at_once}")
+
+
 # algorithms are compared one by one below (type, grid values)
 _IGNORED = (*NOT_FINGERPRINTED, "algorithms")
 
@@ -209,9 +233,11 @@ def init_results(exp: Experiment, results: str | Path, storage_url: str | None =
     there.
     """
     validate_experiment(exp)
+    check_url(storage_url, storage_place(storage_url, exp))
     prep = prepare(exp)
     fold_users = prep.check_folds(exp.analysis.min_fold_users if min_fold_users is None
                                   else min_fold_users)
+    check_memory(exp, prep, exp.sweep.jobs if jobs is None else jobs)
     manifest = build_manifest(exp, prep, fold_users)
     design = resolve_design(exp, manifest, budget if budget is not None else experiment_budget(exp),
                             jobs, recorded_design(results))
@@ -222,7 +248,8 @@ def init_results(exp: Experiment, results: str | Path, storage_url: str | None =
     store.create()
     try:
         _check_data(_check_setup(store, exp), manifest, exp, store.root)
-        open_storage(storage_url, store.root)  # creates the schema once, before workers race on it
+        # creates the schema once, before workers race on it
+        open_storage(storage_url, store.root, where=storage_place(storage_url, exp))
     except DptuneError:
         _remove_empty(made)  # a refused command leaves no empty results directory behind
         raise

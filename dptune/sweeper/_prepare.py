@@ -109,6 +109,7 @@ class Prepared:
         for f in [*self.fold_names, *(["test"] if self.exp.evaluation.test_split else [])]:
             n = len(self.fold(f).users)
             if n == 0:
+                self._check_threshold()
                 field_ = "split" if f == "test" else "split.folds"
                 raise input_error(self.exp.source, field_, f"fold {f} has no user with a relevant "
                                   f"held-out item (rating >= {self.exp.evaluation.relevance_threshold})")
@@ -120,6 +121,18 @@ class Prepared:
                                   "(--min-fold-users)")
             counts[f] = n
         return counts
+
+    def _check_threshold(self) -> None:
+        """A relevance threshold above every rating of the data leaves every fold without a
+        relevant item: that is the threshold's fault, named as such, not the split's."""
+        if self.dataset.implicit:
+            return
+        top = float(self.dataset.ratings["rating"].max())
+        threshold = self.exp.evaluation.relevance_threshold
+        if top < threshold:
+            raise input_error(self.exp.source, "evaluation.relevance_threshold",
+                              f"{threshold:g} is above every rating of the data (the highest is "
+                              f"{top:g}), so no held-out item is relevant")
 
 
 _PREPARED: dict[tuple[str, tuple[int, int] | None], Prepared] = {}

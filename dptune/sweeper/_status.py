@@ -15,7 +15,14 @@ from dptune.sweeper._claims import _live_running
 from dptune.sweeper._cost import shape_from_manifest
 from dptune.sweeper._plan import Task, _key, test_tasks
 from dptune.sweeper._recorded import experiment_from_manifest
-from dptune.sweeper._storage import _safe_url, open_storage, storage_errors, study_name
+from dptune.sweeper._storage import (
+    _safe_url,
+    check_url,
+    open_storage,
+    storage_errors,
+    storage_place,
+    study_name,
+)
 from dptune.sweeper.design import (
     AlgorithmDesign,
     Design,
@@ -80,9 +87,11 @@ def status(exp: Experiment | None, results: str | Path, storage_url: str | None 
     default_db = store.root / "optuna.db"
     storage = None
     storage_problem = None
+    where = storage_place(storage_url, exp)
+    check_url(storage_url, where)  # a URL no server could answer is bad input, parts or not
     if storage_url is not None or default_db.is_file():
         try:
-            storage = open_storage(storage_url, store.root, repair=False)
+            storage = open_storage(storage_url, store.root, repair=False, where=where)
         except DptuneError as err:
             if not have_parts:
                 raise  # the storage is all there is to report on

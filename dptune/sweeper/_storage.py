@@ -183,7 +183,45 @@ def _set_aside(path: Path, why: str, what: str) -> None:
           file=sys.stderr)
 
 
-def check_storage(url: str | None, root: Path, repair: bool = True) -> None:
+#: Where a storage URL was given, for messages: ``(source, field)`` of :func:`input_error`.
+Where = tuple[object, str | None]
+#: A URL of ``--storage`` (or of the Python API's ``storage`` argument).
+FLAG: Where = ("--storage", None)
+
+
+def storage_place(url: str | None, exp: Experiment | None) -> Where:
+    """Where ``url`` came from: the experiment file's ``[sweep] storage`` when it is that URL
+    (a command without ``--storage`` uses it), else ``--storage``; a message names it."""
+    if exp is not None and url is not None and url == exp.sweep.storage:
+        return (exp.source or "<memory>", "sweep.storage")
+    return FLAG
+
+
+def check_url(url: str | None, where: Where = FLAG) -> None:
+    """A server URL SQLAlchemy cannot read (``not a url``) or whose database it does not know
+    (``foo://x``, a misspelt driver) is bad input, told apart from an unreachable server
+    without connecting: one line naming ``where``. ``None`` (the default SQLite file) and a
+    journal file pass."""
+    if url is None or _journal_path(url) is not None:
+        return
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+
+    try:
+        parsed = make_url(_driver_url(url))
+    except ArgumentError:
+        raise input_error(*where, f"{url!r} is neither an optuna storage URL "
+                          "(dialect://user:password@host/database) nor a *.journal file") from None
+    try:
+        parsed.get_dialect()
+    except NoSuchModuleError:
+        raise input_error(*where, f"{_safe_url(url)!r}: unknown database "
+                          f"{parsed.drivername!r} (sqlite, postgresql, mysql, ...; or a "
+                          "*.journal file)") from None
+
+
+def check_storage(url: str | None, root: Path, repair: bool = True,
+                  where: Where = FLAG) -> None:
     """Check the optuna storage before it is used (``dptune run``, ``worker``, ``status``).
 
     The default SQLite file of a results directory (``optuna.db``) and a journal file only
@@ -212,30 +250,33 @@ def check_storage(url: str | None, root: Path, repair: bool = True) -> None:
         raise input_error(path, None, f"damaged ({why}); `dptune run` keeps it aside as "
                           f"{path.name}.damaged and starts a new one (finished units are in "
                           "the parts)")
+    check_url(url, where)
     if (path := _sqlite_path(url)) is not None:
         why = sqlite_problem(path)
         if why is not None:
-            raise input_error("--storage", None, f"optuna storage {url!r} is damaged ({why}); "
+            raise input_error(*where, f"optuna storage {url!r} is damaged ({why}); "
                               "move the file aside and run again (finished units are in the "
                               "parts and are not computed again)")
 
 
-def open_storage(url: str | None, root: Path, repair: bool = True) -> BaseStorage:
+def open_storage(url: str | None, root: Path, repair: bool = True,
+                 where: Where = FLAG) -> BaseStorage:
     """:func:`check_storage`, then :func:`_open_storage`. ``repair`` false is a reader's open
     (``dptune status``): nothing is repaired, and a journal or SQLite file that does not exist
-    is one line instead of a new, empty file."""
-    check_storage(url, root, repair)
+    is one line instead of a new, empty file. ``where`` (:func:`storage_place`) is named by
+    every message about ``url``."""
+    check_storage(url, root, repair, where)
     if not repair and url is not None and (missing := _missing_file(url)) is not None:
-        raise input_error("--storage", None, f"{missing} does not exist (a reader does not "
-                          "create a storage)")
+        raise input_error(*where, f"{missing} does not exist (a reader does not create a "
+                          "storage)")
     try:
-        return _open_storage(url, root)
+        return _open_storage(url, root, where)
     except DptuneError as err:
         why = str(err).rsplit(") ", 1)[-1]
         if url is not None or not repair or not any(w in why.lower() for w in _DAMAGE):
             raise
     _set_aside(Path(root) / "optuna.db", why, "optuna.db")  # damage that shows at open
-    return _open_storage(url, root)
+    return _open_storage(url, root, where)
 
 
 def _journal_path(url: str) -> Path | None:
@@ -262,7 +303,7 @@ def _missing_file(url: str) -> str | None:
     return None
 
 
-def _open_storage(url: str | None, root: Path) -> BaseStorage:
+def _open_storage(url: str | None, root: Path, where: Where = FLAG) -> BaseStorage:
     """An optuna storage: ``url`` (any RDB URL, or a ``*.journal`` path / ``journal:PATH``), or
     ``sqlite:///<root>/optuna.db`` by default.
 
@@ -284,12 +325,12 @@ def _open_storage(url: str | None, root: Path) -> BaseStorage:
     url = url or f"sqlite:///{(root / 'optuna.db').resolve()}"
     if (path := _journal_path(url)) is not None:
         if not path.parent.is_dir():
-            raise input_error("--storage", None, f"journal file {str(path)!r}: directory "
+            raise input_error(*where, f"journal file {str(path)!r}: directory "
                               f"{str(path.parent)!r} does not exist")
         try:
             return JournalStorage(JournalFileBackend(str(path)))
         except OSError as err:
-            raise input_error("--storage", None, f"cannot open journal file {str(path)!r}: "
+            raise input_error(*where, f"cannot open journal file {str(path)!r}: "
                               f"{err.strerror or err}") from None
     url = _driver_url(url)
     interval, grace = heartbeat_settings()
@@ -311,8 +352,8 @@ def _open_storage(url: str | None, root: Path) -> BaseStorage:
             msg = _first_line(err)
             if isinstance(err, ImportError) and "postgres" in url:
                 msg += " (pip install 'dptune[postgres]' for psycopg2-binary)"
-            raise input_error("--storage", None,
-                              f"cannot open optuna storage {_safe_url(url)!r}: {msg}") from None
+            raise input_error(*where, f"cannot open optuna storage {_safe_url(url)!r}: "
+                              f"{msg}") from None
     raise AssertionError("unreachable")  # pragma: no cover
 
 

@@ -28,7 +28,12 @@ from dptune.sweeper._claims import (
 )
 from dptune.sweeper._plan import Task, _key, plan
 from dptune.sweeper._prepare import prepare
-from dptune.sweeper._storage import heartbeat_settings, open_storage, storage_errors
+from dptune.sweeper._storage import (
+    heartbeat_settings,
+    open_storage,
+    storage_errors,
+    storage_place,
+)
 from dptune.sweeper._trials import Queued, run_trials
 from dptune.sweeper._unit import _primary_mean, compute_unit
 from dptune.sweeper.design import Design, sweep_design
@@ -93,7 +98,7 @@ def _walk(exp: Experiment, root: Path, store: ResultStore, writer: PartWriter,
     """The grid walks of :func:`worker`, whose parts ``writer`` writes."""
     import optuna
 
-    storage = open_storage(storage_url, root)
+    storage = open_storage(storage_url, root, where=storage_place(storage_url, exp))
     interval, _ = heartbeat_settings()
     wait = min(1.0, float(interval)) if wait_seconds is None else wait_seconds
     prep = prepare(exp)

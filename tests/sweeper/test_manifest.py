@@ -148,3 +148,47 @@ def test_folds_the_analysis_would_refuse_are_refused_before_the_sweep(tmp_path):
                        r"held-out item, fewer than analysis.min_fold_users = 1000"):
         init_results(load_experiment(cfg), tmp_path / "results")
     assert not (tmp_path / "results").exists()
+
+
+def test_a_grid_that_cannot_fit_in_memory_is_refused_before_the_results_directory(tmp_path):
+    """BPR-MF with 10^11 factors used to fail on memory after the results directory was
+    made; its factor matrices (4 * factors * (users + items) bytes) are now compared with the
+    machine's memory first: one line naming the grid file and ``factors``."""
+    from dptune._resources import physical_memory
+    from dptune.models import get_family
+
+    cfg = _own_data_experiment(tmp_path / "exp")
+    (tmp_path / "exp" / "bpr.toml").write_text(
+        "[params.factors]\nvalues = [10, 100000000000]\n[params.iterations]\nvalues = [1]\n"
+        "[params.learning_rate]\nvalues = [0.01]\n[params.user_reg]\nvalues = [0.0]\n"
+        "[params.item_reg]\nvalues = [0.0]\n")
+    cfg.write_text(cfg.read_text() + '[[algorithms]]\nname = "bpr"\ntype = "bpr-mf"\n'
+                   'grid = "bpr.toml"\n')
+    exp = load_experiment(cfg)
+    with pytest.raises(DptuneError) as err:
+        init_results(exp, tmp_path / "results", jobs=2)
+    msg = str(err.value)
+    assert msg.startswith("bpr.toml: factors: bpr with factors = 100,000,000,000 on 60 users "
+                          "and 50 items") and "(2 units at once) needs about" in msg
+    assert "this machine has" in msg and "\n" not in msg
+    assert not (tmp_path / "results").exists()
+    # the estimate is the float32 factor matrices, hand-computed
+    family = get_family("bpr-mf")
+    cfg_ = family.validate([{"factors": 8, "iterations": 1, "learning_rate": 0.1,
+                             "user_reg": 0.0, "item_reg": 0.0}])[0]
+    assert family.memory_bytes(cfg_, 10, 5) == 4 * 8 * 15
+    assert get_family("userknn").memory_bytes({"k": 10**9}, 10, 5) == 0.0
+    assert physical_memory() > 0
+
+
+def test_a_relevance_threshold_above_every_rating_is_named(tmp_path):
+    """relevance_threshold = 100 on 1-5 ratings leaves every fold without a relevant item; the
+    line used to blame split.folds, it now names evaluation.relevance_threshold and the highest
+    rating."""
+    cfg = _own_data_experiment(tmp_path / "exp")
+    cfg.write_text(cfg.read_text().replace("test_split = false\n",
+                                           "test_split = false\nrelevance_threshold = 100\n"))
+    with pytest.raises(DptuneError, match=r"exp.toml: evaluation.relevance_threshold: 100 is "
+                       r"above every rating of the data \(the highest is 5\)"):
+        init_results(load_experiment(cfg), tmp_path / "results")
+    assert not (tmp_path / "results").exists()
