@@ -163,9 +163,9 @@ def cmd_status(args: argparse.Namespace) -> int:
 
     exp = load_experiment(args.config) if args.config else None
     results = results_of(args, _default("results", exp.name) if exp else None)
-    storage = args.storage or (exp.sweep.storage if exp is not None else None)
     reports = args.reports or recorded_reports(results)
-    st = status(exp, results, storage, reports=reports, source="--config")
+    # without --storage: the experiment's [sweep] storage (--config's, else the recorded one)
+    st = status(exp, results, args.storage, reports=reports, source="--config")
     # the rows count parts (a unit on one fold); the units: line below counts whole units
     print(f"{'algorithm':<16}{'parts':>8}{'done':>8}{'running':>9}{'failed':>8}{'remaining':>11}")
     for name, s in st["algorithms"].items():

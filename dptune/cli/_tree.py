@@ -161,14 +161,15 @@ def build_parser() -> argparse.ArgumentParser:
     budget_option(w)
     w.set_defaults(func=c.cmd_worker)
 
-    s = _sub(sub, "status", "progress of a run: validation units (done / running / failed / "
-             "remaining), test split, noise floor, analysis")
+    s = _sub(sub, "status", "progress of a run: validation parts, a unit on one fold (done / "
+             "running / failed / remaining), whole units, test split, noise floor, analysis")
     results_argument(s, optional=True)
     s.add_argument("--config", metavar="CONFIG",
                    help="experiment TOML file (default: the one recorded in the results directory)")
     storage_option(s)
     s.add_argument("--reports", metavar="DIR", help="reports directory whose report.md is checked "
-                   "(default: the one the last dptune run of RESULTS wrote, else reports/<name>)")
+                   "(default: the one the last dptune run of RESULTS wrote, else reports/<name> "
+                   "for results in results/<name>)")
     s.set_defaults(func=c.cmd_status)
 
     a = _sub(sub, "analyze", "discriminative power tables, figures and report.md of a results directory")
@@ -231,9 +232,12 @@ def build_parser() -> argparse.ArgumentParser:
     sd.add_argument("config", metavar="CONFIG", help="experiment TOML, optionally with a [seeds] table")
     sd.add_argument("--seeds", type=int_at_least(2), metavar="S",
                     help="number of data-split seeds (default: [seeds] of the experiment, else 20)")
-    sd.add_argument("--results", metavar="DIR", help="per-seed results (default: results/seeds-<name>)")
+    sd.add_argument("--results", metavar="DIR", help="per-seed results (default: [seeds] cache of "
+                    "the experiment, else results/seeds-<name>, or results/<name> for a name "
+                    "that starts with seeds)")
     deprecated_flag(sd, "--cache", "--results")
-    reports_option(sd, default="reports/seeds-<name>", what="report directory")
+    reports_option(sd, default="reports/seeds-<name>, or reports/<name> for a name that starts "
+                   "with seeds", what="report directory")
     removed_flag(sd, "--out", "--reports DIR")
     jobs_option(sd, default=1)
     sd.add_argument("--config-id", action="append", default=[], metavar="ALG=ID",

@@ -49,7 +49,8 @@ def status(exp: Experiment | None, results: str | Path, storage_url: str | None 
     failed first) or FAILED and not queued again (a trial interrupted by Ctrl-C or a stop signal
     is not a failure, and a RUNNING trial whose worker process on this host is gone runs
     nothing: their units are pending); ``remaining`` = total - done. The optuna
-    side is read from ``storage_url``, else from ``RESULTS_DIR/optuna.db`` when it exists;
+    side is read from ``storage_url``, else from the experiment's ``[sweep] storage`` (``exp``'s,
+    else the one recorded in the results), else from ``RESULTS_DIR/optuna.db`` when it exists;
     a damaged storage is not repaired here (``storage_problem`` says so, and the counts come
     from the parts alone).
 
@@ -84,6 +85,7 @@ def status(exp: Experiment | None, results: str | Path, storage_url: str | None 
     design = read_design(store.root) if have_parts else None
     if design is None or design.fingerprint != exp.fingerprint():
         design = experiment_design(exp)
+    storage_url = storage_url or exp.sweep.storage
     default_db = store.root / "optuna.db"
     storage = None
     storage_problem = None

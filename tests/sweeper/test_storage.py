@@ -87,3 +87,28 @@ def test_a_reader_does_not_create_a_storage_file(tmp_path, monkeypatch, url):
     with pytest.raises(DptuneError, match=r"^--storage: .*'new\.(journal|db)' does not exist"):
         open_storage(url, tmp_path, repair=False)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_status_reads_the_storage_the_results_recorded(tmp_path):
+    """``dptune status RESULTS`` without ``--config`` or ``--storage`` on a sweep whose
+    experiment names ``[sweep] storage`` opened no storage (running and failed read 0, with
+    no word); it reads the storage the results recorded, and names its field when it fails."""
+    from conftest import write_synthetic_experiment
+
+    from dptune.config import load_experiment
+    from dptune.sweeper._manifest import init_results
+    from dptune.sweeper._status import status
+
+    journal = tmp_path / "shared.journal"
+    cfg = write_synthetic_experiment(tmp_path, "recorded",
+                                     sweep=f'[sweep]\njobs = 1\nstorage = "{journal}"\n')
+    results = tmp_path / "results"
+    init_results(load_experiment(cfg), results)  # the manifest, no unit
+    journal.write_text("")  # a journal the workers have started (no record yet)
+    st = status(None, results, None)
+    assert st["storage"] == str(journal) and st["storage_problem"] is None
+    assert all(a["done"] == 0 for a in st["algorithms"].values())
+    journal.unlink()  # gone: the parts are reported, the problem names the URL's field
+    problem = status(None, results, None)["storage_problem"]
+    assert problem.startswith(f"{cfg}: sweep.storage: journal file")
+    assert "does not exist" in problem and not journal.exists()
