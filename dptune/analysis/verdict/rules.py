@@ -28,8 +28,11 @@ DP of scope ``all`` (dp.csv; every pair of the grid up to the cap, else a seeded
   two or more choices mean "no significant difference"; when not, "no difference tested".
 - **claims dropped**: comparisons significant under the main pair seed but not under every
   seed.
-- **not below the noise floor**: metrics whose DP per 25 pairs (the upper end of its interval
-  when there is one) is not below the A/A floor's DP per 25 pairs.
+- **not below the noise floor**: metrics not clearly below the A/A floor, as
+  :func:`dptune.analysis.noise.compare_with_floor` decides: with intervals, unless the floor
+  exceeds the DP per 25 pairs by more than ``sqrt(h_DP^2 + h_floor^2)`` (the DP's upper and
+  the floor's half-widths; a floor of one fold has none, so every metric is flagged);
+  without intervals, unless the floor exceeds the DP.
 - **dominant hyperparameter**: the answer of dominance.csv for the recommended metric.
 - **downstream**: how many configurations the family's metrics select, and which metrics'
   choices differ significantly from the recommended one's on the test split (downstream.csv).
