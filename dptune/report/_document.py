@@ -56,8 +56,9 @@ GLOSSARY = """\
 - **DP per 25 pairs**: 25 x the mean p-value of the P pairs over the folds; 0 = every pair told
   apart with certainty, 25 = none (every p-value 1). The paper's DP is P x the mean p-value
   (`dp_sum` in `dp.csv`).
-- **95% interval**: a bootstrap interval over users (and over pairs when they are a sample),
-  inside [0, 25]; its coverage is measured by simulation.
+- **95% interval**: a bootstrap interval over users (and over pairs when they are a sample,
+  and over units for an algorithm of a grid sample), inside [0, 25]; its coverage is
+  measured by simulation.
 - **Significantly less discriminative** / **dominant**: claims with a family-wise error rate of at
   most alpha (bootstrap max-t test of all the family's comparisons, stepped down), holding under
   every pair seed, on at least min_pairs pairs; **adjusted p**: the smallest error rate at which
@@ -69,8 +70,8 @@ GLOSSARY = """\
   choice on this evidence.
 - **A/A noise floor**: the DP of pairs that are one configuration re-trained with different
   seeds (no real difference), with its own 95% interval; a metric is clearly below it when the
-  floor exceeds its DP by more than both intervals' half-widths together (sqrt(h_DP^2 +
-  h_floor^2)), and is flagged otherwise.
+  floor exceeds its DP by more than both intervals' half-widths combined, sqrt(h_DP^2 +
+  h_floor^2), and is flagged otherwise.
 - **Scopes**: *all* (pairs of the whole grid), *h=v* (pairs of configurations sharing the value v
   of h: Table 5) and *only h* (pairs that differ in h alone: the one-at-a-time table and the
   dominant hyperparameter).
@@ -82,8 +83,10 @@ GLOSSARY = """\
   disc(r), in [0, 1], where users(i) counts the fold's training users of item i and U the
   training users: higher = relevant items that fewer users know; **EFD@N** (expected free
   discovery) = the same with -log2(users(i_r) / S), S = sum_j users(j), in bits, between 0 and
-  log2(S): higher = relevant items from the long tail. An item unseen in training counts as
-  seen once.
+  log2(S): higher = relevant items from the long tail. An item unseen in training has EPC
+  gain 1 (no user knows it) and counts as seen once in EFD. With the relevance-unaware
+  variant (settings: Metric variant), rel(u, i_r) is 1 for every ranked item in EPC and EFD:
+  they measure the novelty of the whole list, relevant or not.
 - **Families**: metrics are ranked against metrics of their own family only (accuracy: nDCG,
   Precision, Recall, MRR; novelty: EPC, EFD, unless configured otherwise)."""
 

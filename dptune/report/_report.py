@@ -162,7 +162,11 @@ class Report:
                 scope ``all``.
         """
         from dptune.report._importance import importance_section
-        from dptune.report._sections import experiment_settings, noise_section
+        from dptune.report._sections import (
+            GRID_SAMPLE_INTERVAL,
+            experiment_settings,
+            noise_section,
+        )
 
         _check_result(result, "Report.from_result")
         _check_render_arguments(settings, title, hyperparameter_order, extra_sections)
@@ -194,6 +198,9 @@ class Report:
         sample_text = grid_sample_text(result.dp.grid_sample)
         if sample_text is not None:
             settings = {**(settings or {}), "Grid sample": sample_text}
+            if ("Bootstrap" in settings and int(result.options.bootstrap) > 0
+                    and result.options.paired_test.interval):  # the row describes intervals
+                settings["Bootstrap"] = f"{settings['Bootstrap']}{GRID_SAMPLE_INTERVAL}"
         verdict, families = result.verdict, result.metric_families
         noise = None
         if result.noise is not None and not result.noise.curves.empty:

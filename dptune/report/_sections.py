@@ -63,6 +63,16 @@ def _bootstrap_text(options: Any, groups: int | None = None) -> str:
     )
 
 
+#: The Bootstrap row's addition when a store holds a sample of some grid's units
+#: (:func:`dptune.analysis.dp.units.grid_sample_interval`): those algorithms' intervals are not
+#: the studentised arcsine interval the row describes.
+GRID_SAMPLE_INTERVAL = (
+    "; for the algorithms of the grid sample the units are resampled too, and the interval is "
+    "the estimate +- t(m - 1) x its standard error put together from the variances of users, "
+    "pairs and units (m = the units run), symmetric on the p-value scale and clipped to [0, 1]"
+)
+
+
 def _claims_text(options: Any) -> str:
     """The settings row of the claims: their test and error rate."""
     if int(option(options, "bootstrap", 0)) <= 0 or not options.paired_test.interval:

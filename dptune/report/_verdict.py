@@ -78,7 +78,8 @@ def claims_legend(alpha: float, test_split: bool = True, intervals: bool = True)
         "floor* is the DP of pairs that are one configuration re-trained with different seeds "
         "(no real difference; report.md, section Noise floor), itself an estimate with an "
         "interval: a metric is *clearly below* it when the floor exceeds its DP by more than "
-        "both intervals' half-widths together (a one-sided test at about 2.5%); otherwise it is "
+        "both intervals' half-widths combined, sqrt(h_DP^2 + h_floor^2) (a one-sided test at "
+        "about 2.5%); otherwise it is "
         f"not clearly better than re-training noise. {downstream} A hyperparameter "
         "*dominates* when the DP of the pairs of configurations that differ in it alone "
         "(its one-at-a-time scope) is significantly lower than that of every other "
@@ -449,7 +450,9 @@ def summary_section(result: Any) -> str | None:
         at = v[v["cutoff"] == cutoff]
     rd = _Reader(result)
     lines = [f"At N = {cutoff} (every cutoff in the verdict below). "
-             + _families_text(rd.metrics_all(), result.metric_families)
+             + _families_text(rd.metrics_all(), result.metric_families,
+                              ((result.manifest or {}).get("evaluation") or {}).get(
+                                  "novelty_variant"))
              + " Lower DP = more discriminative; DP per 25 pairs, P, *significantly* and the "
              "other terms are explained where the verdict starts, just below.", ""]
     sample = grid_sample_text(result.dp.grid_sample)
@@ -493,10 +496,12 @@ _METRIC_GLOSS = {"epc": ("expected popularity complement", "on [0, 1]"),
                  "efd": ("expected free discovery", "in bits")}
 
 
-def _families_text(metrics: Sequence[str], families: Any) -> str:
+def _families_text(metrics: Sequence[str], families: Any, variant: str | None = None) -> str:
     """The families of the metrics present (``families``: the result's
-    :class:`~dptune.analysis.result.MetricFamilies`), with what each novelty metric measures:
-    the summary is the report's first text, so the metrics' names are explained there."""
+    :class:`~dptune.analysis.result.MetricFamilies`), with what each novelty metric measures
+    under the sweep's ``variant`` (``relevance-aware``: relevant items only; ``relevance-
+    unaware``: every ranked item; None, per-user results from outside: not said): the summary
+    is the report's first text, so the metrics' names are explained there."""
     groups = families.of(metrics)
     parts = []
     for family, ms in groups:
@@ -510,7 +515,9 @@ def _families_text(metrics: Sequence[str], families: Any) -> str:
         scale = ", ".join(f"{display_metric(m)} {_METRIC_GLOSS[m][1]}" for m in novel)
         verb = ("are novelty metrics: they reward" if len(novel) > 1
                 else "is a novelty metric: it rewards")
-        text += (f" {who} {verb} relevant items that few training users know ({scale}; "
+        what = {"relevance-aware": "relevant items", "relevance-unaware":
+                "items, relevant or not,"}.get(str(variant), "items")
+        text += (f" {who} {verb} {what} that few training users know ({scale}; "
                  "formulas in the Glossary of report.md).")
     return text
 

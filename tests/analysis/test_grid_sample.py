@@ -123,6 +123,15 @@ def test_the_report_states_the_design_everywhere(stores, grid_sample_analyses, t
     for t in ("table3", "table4", "table5"):
         assert want in (tmp_path / "r" / f"{t}.md").read_text()
     assert (tmp_path / "r" / "grid_sample.csv").exists()
+    # the settings' Bootstrap row describes the full grid's studentised arcsine interval; it
+    # also says how a grid sample's interval is read (symmetric, Student's t over the units)
+    row = next(ln for ln in md.splitlines() if ln.startswith("| Bootstrap |"))
+    assert "studentised interval of the mean p-value on the arcsine scale" in row
+    assert ("for the algorithms of the grid sample the units are resampled too, and the "
+            "interval is the estimate +- t(m - 1) x its standard error") in row
+    full = tmp_path / "full"
+    Report.from_result(grid_sample_analyses["full"]).write(full)
+    assert "grid sample the units" not in (full / "report.md").read_text()
 
 
 def test_one_round_holds_every_stratum_of_the_whole_grid_and_gets_a_verdict(stores):

@@ -236,3 +236,20 @@ def test_the_summary_explains_only_the_novelty_metrics_it_prints():
     assert "EFD (expected free discovery)" in one and "EFD is a novelty metric" in one
     assert "EPC" not in one
     assert "novelty" not in _families_text(["ndcg", "recall"], families)
+
+
+def test_the_summary_says_what_the_novelty_metrics_reward_under_the_sweeps_variant():
+    """EPC and EFD reward relevant items only in the relevance-aware variant; the summary said
+    so whatever the sweep's variant. It now follows the manifest's ``novelty_variant``, and
+    says neither for per-user results from outside (no manifest)."""
+    from dataclasses import replace
+
+    res = _result()
+    words = {}
+    for variant in ("relevance-aware", "relevance-unaware", None):
+        manifest = {} if variant is None else {"evaluation": {"novelty_variant": variant}}
+        words[variant] = summary_section(replace(res, manifest=manifest))
+    assert "novelty metrics: they reward relevant items that few" in words["relevance-aware"]
+    assert ("novelty metrics: they reward items, relevant or not, that few"
+            in words["relevance-unaware"])
+    assert "novelty metrics: they reward items that few" in words[None]
