@@ -789,8 +789,16 @@ def test_reports_that_would_replace_the_working_directory_or_an_input_are_refuse
         store / "manifest.json"]
 
 
-@pytest.mark.parametrize("url", ["foo://x", "postgresql+nodriver://u@h/db", "not a url"])
-def test_status_refuses_a_storage_url_no_server_could_answer(tmp_path, capsys, url):
+@pytest.mark.parametrize(("url", "words"), [
+    ("foo://x", "'foo://x': unknown database 'foo' (sqlite, postgresql, mysql, ...; or a "
+     "*.journal file)"),
+    ("postgres://u@h/db", "'postgres://u@h/db': unknown database 'postgres' (did you mean "
+     "'postgresql'?)"),
+    ("postgresql+nodriver://u@h/db", "'postgresql+nodriver://u@h/db': SQLAlchemy has no driver "
+     "'nodriver' for postgresql"),
+    ("not a url", "'not a url' is neither an optuna storage URL"),
+])
+def test_status_refuses_a_storage_url_no_server_could_answer(tmp_path, capsys, url, words):
     """``status RESULTS --storage foo://x`` on results with parts printed the storage problem
     as a status line and exited 0 (a reader reports from the parts when the storage is down).
     A URL SQLAlchemy cannot read, or whose database it does not know, is told apart from an
@@ -800,8 +808,7 @@ def test_status_refuses_a_storage_url_no_server_could_answer(tmp_path, capsys, u
     capsys.readouterr()
     assert main(["status", str(tmp_path / "results"), "--storage", url]) == 2
     line = _one_line(capsys)
-    assert line.startswith("dptune: --storage: "), line
-    assert ("unknown database" in line) != (url == "not a url"), line
+    assert line.startswith(f"dptune: --storage: {words}"), line
 
 
 @pytest.mark.parametrize(("url", "words"), [

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dptune.config import Experiment
-from dptune.errors import DptuneError, input_error
+from dptune.errors import DptuneError, did_you_mean, input_error
 
 if TYPE_CHECKING:
     import logging
@@ -183,6 +183,9 @@ def _set_aside(path: Path, why: str, what: str) -> None:
           file=sys.stderr)
 
 
+#: SQLAlchemy's own databases, for the hint of a misspelt one (``postgres://``).
+_DATABASES = ("sqlite", "postgresql", "mysql", "mariadb", "oracle", "mssql")
+
 #: Where a storage URL was given, for messages: ``(source, field)`` of :func:`input_error`.
 Where = tuple[object, str | None]
 #: A URL of ``--storage`` (or of the Python API's ``storage`` argument).
@@ -215,9 +218,14 @@ def check_url(url: str | None, where: Where = FLAG) -> None:
     try:
         parsed.get_dialect()
     except NoSuchModuleError:
-        raise input_error(*where, f"{_safe_url(url)!r}: unknown database "
-                          f"{parsed.drivername!r} (sqlite, postgresql, mysql, ...; or a "
-                          "*.journal file)") from None
+        database, _, driver = parsed.drivername.partition("+")
+        if database in _DATABASES:
+            raise input_error(*where, f"{_safe_url(url)!r}: SQLAlchemy has no driver {driver!r} "
+                              f"for {database}") from None
+        hint = did_you_mean(database, _DATABASES) or (
+            " (sqlite, postgresql, mysql, ...; or a *.journal file)")
+        raise input_error(*where, f"{_safe_url(url)!r}: unknown database {database!r}{hint}"
+                          ) from None
 
 
 def check_storage(url: str | None, root: Path, repair: bool = True,
