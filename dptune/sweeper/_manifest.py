@@ -123,8 +123,7 @@ def validate_experiment(exp: Experiment) -> None:
             family = get_family(alg.type)
         except DptuneError as err:
             raise input_error(exp.source, f"algorithms[{i}].type", str(err).split(": ", 2)[-1]) from None
-        family.check(exp.grids[alg.name].configs(),
-                     source=alg.grid or f"{exp.source}: algorithms[{i}]")
+        family.check(exp.grids[alg.name].configs(), source=_grid_source(exp, i))
     sizes = {a.name: exp.grids[a.name].size for a in exp.algorithms}
     if max(sizes.values(), default=0) < 2:
         each = ", ".join(f"{a}: {n} configuration{'s' if n != 1 else ''}" for a, n in sizes.items())
@@ -132,6 +131,12 @@ def validate_experiment(exp: Experiment) -> None:
                           f"nothing to compare: no algorithm has two configurations ({each}); "
                           "discriminative power compares pairs of configurations of one "
                           "algorithm, so give at least one algorithm a grid with two or more values")
+
+
+def _grid_source(exp: Experiment, i: int) -> str:
+    """What a message about ``algorithms[i]``'s configurations names: its grid file, else the
+    experiment file's entry (an algorithm without a grid)."""
+    return exp.algorithms[i].grid or f"{exp.source}: algorithms[{i}]"
 
 
 def check_memory(exp: Experiment, prep: Prepared, jobs: int) -> None:
@@ -146,19 +151,19 @@ def check_memory(exp: Experiment, prep: Prepared, jobs: int) -> None:
 
     if exp.sweep.device != "cpu":
         return
-
     n_users, n_items = prep.shape
     for i, alg in enumerate(exp.algorithms):
         family = get_family(alg.type)
-        source = alg.grid or f"{exp.source}: algorithms[{i}]"
+        source = _grid_source(exp, i)
         configs = family.validate(exp.grids[alg.name].configs(), source)
         sizes = [family.memory_bytes(c, n_users, n_items) for c in configs]
-        if not sizes or max(sizes) <= 0:
+        largest = max(sizes, default=0.0)
+        if largest <= 0:
             continue
         key = family.memory_grows_with
-        big = configs[sizes.index(max(sizes))]
+        big = configs[sizes.index(largest)]
         at_once = f" ({jobs} units at once)" if jobs > 1 else ""
-        check_fits(max(sizes) * jobs, source, key,
+        check_fits(largest * jobs, source, key,
                    f"{alg.name} with {key} = {big[key]:,} on {n_users:,} users and "
                    f"{n_items:,} items{at_once}")
 
@@ -238,7 +243,8 @@ def init_results(exp: Experiment, results: str | Path, storage_url: str | None =
     there.
     """
     validate_experiment(exp)
-    check_url(storage_url, storage_place(storage_url, exp))
+    where = storage_place(storage_url, exp)  # what a message about the storage names
+    check_url(storage_url, where)
     prep = prepare(exp)
     fold_users = prep.check_folds(exp.analysis.min_fold_users if min_fold_users is None
                                   else min_fold_users)
@@ -254,7 +260,7 @@ def init_results(exp: Experiment, results: str | Path, storage_url: str | None =
     try:
         _check_data(_check_setup(store, exp), manifest, exp, store.root)
         # creates the schema once, before workers race on it
-        open_storage(storage_url, store.root, where=storage_place(storage_url, exp))
+        open_storage(storage_url, store.root, where=where)
     except DptuneError:
         _remove_empty(made)  # a refused command leaves no empty results directory behind
         raise
