@@ -29,7 +29,20 @@ from dptune.errors import input_error
 from dptune.store import FoldBuffer
 from dptune.vocab import fold_key
 
-__all__ = ["main_pairs", "slice_dp", "slice_metrics"]
+__all__ = ["main_pairs", "read_pairs", "slice_dp", "slice_metrics"]
+
+#: The columns of a main analysis's pairs.csv that the slices read.
+PAIRS_NEEDED = {"algorithm", "scope", "pair_index", "config_a", "config_b"}
+
+
+def read_pairs(path: str | Path) -> pd.DataFrame:
+    """A main analysis's ``pairs.csv``; one that lacks a column of :data:`PAIRS_NEEDED` is
+    one line naming the file and the columns."""
+    df = pd.read_csv(path)
+    if not PAIRS_NEEDED <= set(df.columns):
+        raise input_error(path, None, f"missing columns {sorted(PAIRS_NEEDED - set(df.columns))}")
+    return df
+
 
 def main_pairs(store: ResultSource, algorithm: str, n_pairs: int, seed: int,
                reports_dir: str | Path | None = None) -> np.ndarray:
@@ -39,10 +52,7 @@ def main_pairs(store: ResultSource, algorithm: str, n_pairs: int, seed: int,
     if reports_dir is not None:
         path = Path(reports_dir) / "pairs.csv"
         if path.exists():
-            df = pd.read_csv(path)
-            need = {"algorithm", "scope", "pair_index", "config_a", "config_b"}
-            if not need <= set(df.columns):
-                raise input_error(path, None, f"missing columns {sorted(need - set(df.columns))}")
+            df = read_pairs(path)
             sel = df[(df["algorithm"] == algorithm) & (df["scope"] == "all")].sort_values("pair_index")
             if len(sel):
                 return sel[["config_a", "config_b"]].to_numpy(dtype=np.int64)

@@ -48,7 +48,7 @@ from dptune.studies.slices.bins import (
     members_by_slice,
     user_features,
 )
-from dptune.studies.slices.dp import main_pairs, slice_dp, slice_metrics
+from dptune.studies.slices.dp import main_pairs, read_pairs, slice_dp, slice_metrics
 from dptune.studies.slices.figure import slices_figure
 from dptune.studies.slices.report import slices_report_md
 from dptune.vocab import CSV_FLOAT, fold_key
@@ -107,10 +107,7 @@ def check_main_reports(reports_dir: str | Path, store: ResultStore | None = None
                           f"pairs); {fix}")
     if store is None:
         return pairs
-    df = pd.read_csv(pairs)
-    need = {"algorithm", "scope", "pair_index", "config_a", "config_b"}
-    if not need <= set(df.columns):
-        raise input_error(pairs, None, f"missing columns {sorted(need - set(df.columns))}")
+    df = read_pairs(pairs)
     for alg in algorithms:
         sel = df[(df["algorithm"].astype(str) == alg) & (df["scope"] == "all")]
         held = set(store.configs(alg)["config_id"].astype(int))
