@@ -326,22 +326,33 @@ def save_figure(
 
 def palette_png(fig: Figure) -> bytes:
     """``fig`` drawn once at its own dpi and encoded as a palette PNG: its RGB pixels reduced
-    to 256 colours by median cut, without dithering or metadata, so the bytes are
-    deterministic (zlib's default level: about 7 times faster than Pillow's ``optimize``, for
-    files 10-16% larger).
+    to 256 colours by Pillow's maximum-coverage quantiser, without dithering or metadata, so
+    the bytes are deterministic (zlib's default level: about 7 times faster than Pillow's
+    ``optimize``, for files 10-16% larger).
 
-    The draw fixes the figure's layout (its layout engine is set to none afterwards):
-    constrained layout run again on a drawn figure can move a panel by a pixel, so without this
-    the SVG saved next (:func:`save_figure`) and the PNG would differ, and each draw would
-    pay for the layout again."""
+    Maximum coverage, not median cut: on the figures of ML-1M and ML-100K reports its largest
+    colour error is 3-18 of 255 where median cut's is 49-66 (some anti-aliased pixels of a
+    curve or band shifted visibly), in 50-75% of median cut's time and with 5-20% smaller
+    files; its mean error is under 1 of 255 (median cut's under 0.2).
+    ``tests/report/test_report.py`` bounds the error on a figure.
+
+    The draw fixes the figure's layout (its layout engine is removed afterwards): constrained
+    layout run again on a drawn figure can move a panel by a pixel, so without this the SVG
+    saved next (:func:`save_figure`) and the PNG would differ, and each draw would pay for the
+    layout again. Removed, not set to "none": matplotlib draws a figure that has any layout
+    engine, its "none" placeholder included, once more before saving it, a whole draw that
+    changes nothing (a third of the SVG's time)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from PIL import Image
 
     canvas = FigureCanvasAgg(fig)
     canvas.draw()
-    fig.set_layout_engine("none")
+    # None falls back to the rc layout when one is set: held off, it removes the engine
+    with matplotlib.rc_context({"figure.autolayout": False,
+                                "figure.constrained_layout.use": False}):
+        fig.set_layout_engine(None)
     rgb = np.asarray(canvas.buffer_rgba())[..., :3]
-    quantized = Image.fromarray(rgb).quantize(colors=256, method=Image.Quantize.MEDIANCUT,
+    quantized = Image.fromarray(rgb).quantize(colors=256, method=Image.Quantize.MAXCOVERAGE,
                                               dither=Image.Dither.NONE)
     out = io.BytesIO()
     quantized.save(out, format="PNG")
