@@ -333,8 +333,8 @@ def palette_png(fig: Figure) -> bytes:
     Maximum coverage, not median cut: on the figures of ML-1M and ML-100K reports its largest
     colour error is 3-18 of 255 where median cut's is 49-66 (some anti-aliased pixels of a
     curve or band shifted visibly), in 50-75% of median cut's time and with 5-20% smaller
-    files; its mean error is under 1 of 255 (median cut's under 0.2).
-    ``tests/report/test_report.py`` bounds the error on a figure.
+    files; its mean error is 0.04-0.9 of 255 (median cut's 0.01-0.15).
+    ``tests/report/test_report.py`` bounds both errors on a figure.
 
     The draw fixes the figure's layout (its layout engine is removed afterwards): constrained
     layout run again on a drawn figure can move a panel by a pixel, so without this the SVG
