@@ -99,6 +99,17 @@ def _n_pairs_text(values: pd.Series) -> str:
     return str(lo) if lo == hi else f"{lo}-{hi}"
 
 
+def _dp_cell(value: str, row: pd.Series | None, mark: str = "", bold: bool = False,
+             underline: bool = False) -> Cell:
+    """A DP cell: ``value`` (a formatted DP) with the interval of ``row``'s ``ci_low`` and
+    ``ci_high``, when it has them, as the cell's detail; ``mark`` follows the interval, or the
+    value when there is none."""
+    interval = interval_text(row).strip()
+    if not interval:
+        return Cell(value + mark, bold=bold, underline=underline, numeric=True)
+    return Cell(value, bold=bold, underline=underline, numeric=True, detail=interval + mark)
+
+
 def _ci_columns(dp: pd.DataFrame) -> bool:
     """Whether ``dp`` carries an interval (``ci_low``/``ci_high`` with a value somewhere)."""
     return {"ci_low", "ci_high"} <= set(dp.columns) and bool(dp["ci_low"].notna().any())
@@ -218,9 +229,9 @@ def table3(dp: pd.DataFrame, verdict: pd.DataFrame | None = None,
             share = float(unsampled_share(c).max())
             bold, under = _marks(c, vrows, families, min_pairs) if share == 0 else (set(), set())
             mark = UNSAMPLED if share > 0 else ""
-            cells = [Cell(fmt(v) + (interval_text(rows_c.loc[m]) if m in rows_c.index else "")
-                          + (mark if m in rows_c.index else ""),
-                          bold=m in bold, underline=m in under, numeric=True)
+            cells = [_dp_cell(fmt(v), rows_c.loc[m] if m in rows_c.index else None,
+                              mark if m in rows_c.index else "", bold=m in bold,
+                              underline=m in under)
                      for m, v in zip(metrics, values, strict=True)]
             shares.append(share)
             if _no_evidence(c).all():
@@ -342,8 +353,8 @@ def table4(dp: pd.DataFrame, verdict: pd.DataFrame | None = None,
     records = []
     nan = float("nan")
 
-    def dp_cell(r: pd.Series | None) -> str:
-        return fmt(r["dp_per_25"]) + interval_text(r) if r is not None else MISSING
+    def dp_cell(r: pd.Series | None) -> Cell:
+        return _dp_cell(fmt(r["dp_per_25"]), r) if r is not None else Cell(MISSING, numeric=True)
 
     def num(r: pd.Series | None, col: str) -> float:
         return float(r[col]) if r is not None and col in r.index else nan
@@ -365,10 +376,10 @@ def table4(dp: pd.DataFrame, verdict: pd.DataFrame | None = None,
                     Cell(text),
                     Cell(display_metric(worst["metric"], cutoff) if worst is not None
                          else MISSING),
-                    Cell(dp_cell(best), numeric=True),
+                    dp_cell(best),
                     Cell(fmt(best["dp_per_25_plus_sd"]) if best is not None else MISSING,
                          numeric=True),
-                    Cell(dp_cell(worst), numeric=True),
+                    dp_cell(worst),
                 ]
                 rec = {"algorithm": alg, "cutoff": int(cutoff)}
                 rec |= {"family": family} if by_family else {}

@@ -403,6 +403,17 @@ def test_table4_with_confidence_interval() -> None:
                                         "worst_ci_high"]
     row = _find_row(_md_rows(t.to_markdown()), "BPR-MF", "10")
     assert row[5] == "0.585 [0.485, 0.685]" and row[7] == "1.314 [1.214, 1.414]"
+    # in LaTeX the interval is set under its value, smaller, so the column is half as wide
+    tex = t.to_latex()
+    assert "\\providecommand{\\dptunestack}" in tex
+    line = next(li for li in tex.splitlines() if li.startswith("BPR-MF & 10"))
+    assert "\\dptunestack{0.585}{[0.485, 0.685]}" in line
+    assert "\\dptunestack{1.314}{[1.214, 1.414]}" in line
+    t3 = report.table3(dp).to_latex()
+    bpr = next(li for li in t3.splitlines() if li.startswith("BPR-MF & 10"))
+    assert "\\textbf{0.585}}{[0.485, 0.685]}" in bpr  # the markup marks the value
+    # without intervals, nothing is stacked and the command is not defined
+    assert "dptunestack" not in report.table4(make_dp()).to_latex()
 
 
 def test_table5_layout_bold_and_order() -> None:
@@ -593,6 +604,50 @@ def test_latex_well_formed(written: tuple[Path, list[Path]]) -> None:
                 if line.endswith("\\\\"):
                     assert _strip_escaped(line).count("&") == len(spec) - 1, (path.name, line)
         assert "<u>" not in tex and "**" not in tex
+
+
+def _compile(tex_dir: Path, names: list[str], options: str) -> str:
+    """pdflatex's log of an article (class ``options``) with ``names`` (files in ``tex_dir``)
+    input one after another; fails on a LaTeX error."""
+    import subprocess
+
+    doc = tex_dir / f"doc-{options or 'onecolumn'}.tex"
+    body = "\n\\clearpage\n".join(f"\\input{{{n}}}" for n in names)
+    doc.write_text(f"\\documentclass[{options}]{{article}}\n\\usepackage[T1]{{fontenc}}\n"
+                   "\\usepackage{booktabs}\n\\usepackage{graphicx}\n\\begin{document}\n"
+                   f"{body}\n\\end{{document}}\n")
+    done = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error",
+                           doc.name], cwd=tex_dir, capture_output=True, text=True, timeout=300)
+    log = doc.with_suffix(".log").read_text(errors="replace")
+    assert done.returncode == 0, log[-3000:]
+    assert doc.with_suffix(".pdf").stat().st_size > 0
+    return log
+
+
+@pytest.mark.latex
+def test_every_latex_table_compiles_and_fits_the_line(tmp_path: Path) -> None:
+    """Every .tex table of a report with intervals, pasted into an article as it is written
+    (booktabs and graphicx loaded), compiles with pdflatex and fits the line: of a one-column
+    page, and of one column of a two-column page. Table 3 with intervals is wider than a column
+    at its natural size, so it is scaled down to the line; before, it ran 400 pt off the page."""
+    import shutil
+    import subprocess
+
+    if shutil.which("pdflatex") is None or shutil.which("kpsewhich") is None or not subprocess.run(
+            ["kpsewhich", "booktabs.sty"], capture_output=True, text=True).stdout.strip():
+        pytest.skip("no pdflatex with booktabs (bash .ci/run installs Debian's "
+                    "texlive-latex-recommended)")
+    dp = make_dp().assign(ci_low=lambda d: d["dp_per_25"] - 0.1,
+                          ci_high=lambda d: d["dp_per_25"] + 0.1)
+    out = tmp_path / "report"
+    _write(out, dp=dp)
+    names = sorted(p.name for p in out.glob("*.tex"))
+    assert {"table1.tex", "table3.tex", "table4.tex", "table5.tex"} <= set(names)
+    assert "dptunestack" in (out / "table3.tex").read_text()
+    for options in ("", "twocolumn"):
+        log = _compile(out, names, options)
+        assert "Overfull \\hbox" not in log, (options, log[log.index("Overfull"):][:400])
+        assert "LaTeX Warning: Command" not in log  # no command redefined by the tables
 
 
 def test_rerun_is_byte_identical(written: tuple[Path, list[Path]], tmp_path: Path) -> None:
