@@ -103,6 +103,8 @@ class Table:
         lines += [
             f"\\caption{{{tex_escape(self.caption)}}}",
             f"\\label{{tab:{self.name.replace('_', '-')}}}",
+            # a caption above a table gets no space under it in the standard classes
+            "\\medskip",
         ]
         for i, block in enumerate(self.blocks):
             if i:
