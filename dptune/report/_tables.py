@@ -428,6 +428,10 @@ def table4(dp: pd.DataFrame, verdict: pd.DataFrame | None = None,
                  notes, number="Table 4")
 
 
+#: Values of a hyperparameter per row of Table 5; more continue on the next rows.
+VALUES_PER_ROW = 8
+
+
 def table5(
     dp: pd.DataFrame,
     primary: tuple[str, int] = ("ndcg", 10),
@@ -438,7 +442,8 @@ def table5(
 
     Markdown/LaTeX: for the primary metric@cutoff, one block per algorithm; per hyperparameter a
     row of its values, a row of DP values (the lowest bold, as in the paper) and a row of the
-    P behind each. A group with fewer than ``min_pairs`` pairs is shown, marked ``‡``, and not
+    P behind each; at most :data:`VALUES_PER_ROW` values a row, so that the table fits a page
+    (the paper's 14 iteration counts continue on three more rows). A group with fewer than ``min_pairs`` pairs is shown, marked ``‡``, and not
     ranked: too few pairs to call it the lowest DP of its row. CSV: every metric and cutoff in
     long form ``algorithm, hyperparameter, value, metric, cutoff, n_pairs, dp_per_25``.
     """
@@ -489,13 +494,17 @@ def table5(
             texts = [fmt(d) + (TOO_FEW if f else "") + (UNSAMPLED if u > 0 else "")
                      for d, f, u in zip(dps, few, cover, strict=True)]
             ranked = [np.nan if f or u > 0 else d for d, f, u in zip(dps, few, cover, strict=True)]
-            rows.append(
-                [Cell(display_hyperparameter(h, alg))]
-                + [Cell(display_value(v), numeric=True) for v in shown]
-            )
-            rows.append([Cell("DP per 25 pairs")] + marked_cells(ranked, texts))
-            rows.append([Cell("P")] + [Cell(_n_pairs_text(pd.Series([prim.at[v, "n_pairs"]])),
-                                            numeric=True) for v in shown])
+            value_cells = [Cell(display_value(v), numeric=True) for v in shown]
+            dp_cells = marked_cells(ranked, texts)  # the lowest of the whole row bold
+            p_cells = [Cell(_n_pairs_text(pd.Series([prim.at[v, "n_pairs"]])), numeric=True)
+                       for v in shown]
+            name = display_hyperparameter(h, alg)
+            for start in range(0, len(shown), VALUES_PER_ROW):
+                end = start + VALUES_PER_ROW
+                rows.append([Cell(name if start == 0 else f"{name} (continued)")]
+                            + value_cells[start:end])
+                rows.append([Cell("DP per 25 pairs")] + dp_cells[start:end])
+                rows.append([Cell("P")] + p_cells[start:end])
             rules.add(len(rows) - 1)
         if rows:
             width = max(len(r) for r in rows)

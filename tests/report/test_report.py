@@ -416,6 +416,34 @@ def test_table4_with_confidence_interval() -> None:
     assert "dptunestack" not in report.table4(make_dp()).to_latex()
 
 
+def test_table5_continues_a_long_row_on_the_next_rows() -> None:
+    """A hyperparameter with more than 8 values (the paper's 14 iteration counts) continues on
+    the next rows, so that the table fits a page; the lowest DP of the whole row is bold, once,
+    in whichever part it falls."""
+    from dptune.report._format import fmt
+    from dptune.report._tables import VALUES_PER_ROW
+
+    values = [1, 2, 3, 4, 6, 8, 11, 16, 23, 32, 45, 64]
+    dps = [2.0 + 0.1 * i for i in range(len(values))]
+    dps[9] = 0.4  # the lowest, in the continuation
+    dp = pd.DataFrame([_dp_row("bpr-mf", f"iterations={v}", "ndcg", 10, d)
+                       for v, d in zip(values, dps, strict=True)]
+                      + [_dp_row("bpr-mf", f"factors={v}", "ndcg", 10, 1.0) for v in (8, 16)])
+    t = report.table5(dp)
+    rows = _md_rows(t.to_markdown())
+    assert len(rows[0]) == 1 + VALUES_PER_ROW == 9  # the widest row: 8 values
+    first = _find_row(rows, "Iterations")
+    assert first[1:] == [str(v) for v in values[:8]]
+    dp_first = rows[rows.index(first) + 1]
+    assert dp_first[0] == "DP per 25 pairs" and not any("**" in c for c in dp_first)
+    cont = _find_row(rows, "Iterations (continued)")
+    assert cont[1:5] == [str(v) for v in values[8:]] and cont[5:] == [""] * 4
+    dp_cont = rows[rows.index(cont) + 1]
+    assert [c for c in dp_cont if c.startswith("**")] == [f"**{fmt(0.4 * 25 / P)}**"]
+    assert rows[rows.index(cont) + 2][0] == "P"
+    assert "Latent factors (continued)" not in t.to_markdown()
+
+
 def test_table5_layout_bold_and_order() -> None:
     t = report.table5(make_dp(), ("ndcg", 10))
     md = t.to_markdown()
