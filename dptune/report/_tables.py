@@ -443,7 +443,8 @@ def table5(
     Markdown/LaTeX: for the primary metric@cutoff, one block per algorithm; per hyperparameter a
     row of its values, a row of DP values (the lowest bold, as in the paper) and a row of the
     P behind each; at most :data:`VALUES_PER_ROW` values a row, so that the table fits a page
-    (the paper's 14 iteration counts continue on three more rows). A group with fewer than ``min_pairs`` pairs is shown, marked ``‡``, and not
+    (the paper's 14 iteration counts continue on a second group of three rows, named
+    "(continued)"). A group with fewer than ``min_pairs`` pairs is shown, marked ``‡``, and not
     ranked: too few pairs to call it the lowest DP of its row. CSV: every metric and cutoff in
     long form ``algorithm, hyperparameter, value, metric, cutoff, n_pairs, dp_per_25``.
     """
