@@ -191,17 +191,26 @@ SETTINGS = {
 }
 
 
-def _write(out: Path, *, settings: dict | None = SETTINGS,
-           extra_sections: tuple = (("Extra analysis", "Some *markdown* here."),),
-           **frames: object) -> list[Path]:
-    """Write the report of a result built from the frames above (``frames`` replace them, as
+def _report(*, settings: dict | None = SETTINGS,
+            extra_sections: tuple = (("Extra analysis", "Some *markdown* here."),),
+            **frames: object) -> report.Report:
+    """The report of a result built from the frames above (``frames`` replace them, as
     :func:`conftest.frames_result` takes them)."""
     args = {"dp": make_dp(), "curves": make_curves(), "datasets": make_datasets(),
             "best": make_best()}
     args.update(frames)
     result = frames_result(**args)
-    return report.Report.from_result(result, settings=settings,
-                                     extra_sections=extra_sections).write(out)
+    return report.Report.from_result(result, settings=settings, extra_sections=extra_sections)
+
+
+def _write(out: Path, **kwargs: object) -> list[Path]:
+    """:func:`_report` written into ``out``."""
+    return _report(**kwargs).write(out)
+
+
+def _markdown(**kwargs: object) -> str:
+    """:func:`_report`'s report.md, rendered without writing the report (no figure drawn)."""
+    return _report(**kwargs).to_markdown()
 
 
 @pytest.fixture(scope="module")
@@ -668,7 +677,9 @@ def test_every_latex_table_compiles_and_fits_the_line(tmp_path: Path) -> None:
     dp = make_dp().assign(ci_low=lambda d: d["dp_per_25"] - 0.1,
                           ci_high=lambda d: d["dp_per_25"] + 0.1)
     out = tmp_path / "report"
-    _write(out, dp=dp)
+    out.mkdir()
+    for table in _report(dp=dp).tables.values():  # each .tex as Report.write writes it
+        (out / f"{table.name}.tex").write_text(table.to_latex(), encoding="utf-8")
     names = sorted(p.name for p in out.glob("*.tex"))
     assert {"table1.tex", "table3.tex", "table4.tex", "table5.tex"} <= set(names)
     assert "dptunestack" in (out / "table3.tex").read_text()
@@ -679,14 +690,17 @@ def test_every_latex_table_compiles_and_fits_the_line(tmp_path: Path) -> None:
 
 
 def test_rerun_is_byte_identical(written: tuple[Path, list[Path]], tmp_path: Path) -> None:
+    """The same report written again, over a copy of the first (one write checks both a rerun
+    and writing over an existing report): the same files, byte for byte."""
+    import shutil
+
     out, paths = written
+    shutil.copytree(out, tmp_path / "b")
+    old = {p.name: p.stat().st_ino for p in (tmp_path / "b").iterdir()}
     again = _write(tmp_path / "b")
     assert [p.name for p in again] == [p.name for p in paths]
+    assert all(p.stat().st_ino != old[p.name] for p in again)  # each written anew, none kept
     for a, b in zip(paths, again, strict=True):
-        assert a.read_bytes() == b.read_bytes(), a.name
-    # Writing over an existing report keeps the bytes too.
-    third = _write(tmp_path / "b")
-    for a, b in zip(paths, third, strict=True):
         assert a.read_bytes() == b.read_bytes(), a.name
 
 
@@ -752,7 +766,8 @@ def test_the_palette_png_keeps_every_colour_close() -> None:
         assert img.mode == "P"
         got = np.asarray(img.convert("RGB")).astype(int)
     err = np.abs(got - rgb)
-    assert len(np.unique(rgb.reshape(-1, 3), axis=0)) > 256  # a palette had to be chosen
+    colours = (rgb[..., 0] << 16) | (rgb[..., 1] << 8) | rgb[..., 2]  # one int per RGB colour
+    assert len(np.unique(colours)) > 256  # a palette had to be chosen
     assert err.max() <= 20 and err.mean() < 1.5, (err.max(), err.mean())
 
 
@@ -813,12 +828,11 @@ def test_figure_grid_wraps_and_hides_unused_panels() -> None:
     assert fig.dpi == report.FIG_DPI == 200
 
 
-def test_report_from_result_with_noise_floor(tmp_path: Path) -> None:
-    paths = _write(tmp_path, noise_curves=make_noise())
-    md = (tmp_path / "report.md").read_text()
-    assert "grey band and dashed line: the A/A noise floor" in md
-    assert {p.name for p in paths} == EXPECTED_FILES | {"noise_curves.csv",
-                                                         "noise_pvalues.parquet"}
+def test_report_from_result_with_noise_floor() -> None:
+    rep = _report(noise_curves=make_noise())
+    assert "grey band and dashed line: the A/A noise floor" in rep.to_markdown()
+    assert set(rep.file_names()) == EXPECTED_FILES | {"noise_curves.csv",
+                                                      "noise_pvalues.parquet"}
 
 
 # ------------------------------------------------------------------------------- report.md
@@ -913,9 +927,8 @@ def test_settings_rows_always_name_threshold_and_variant() -> None:
     assert len(rows) == 2
 
 
-def test_report_without_best_or_settings(tmp_path: Path) -> None:
-    _write(tmp_path, best=None, settings=None, extra_sections=())
-    md = (tmp_path / "report.md").read_text()
+def test_report_without_best_or_settings() -> None:
+    md = _markdown(best=None, settings=None, extra_sections=())
     assert "| Relevance threshold | not recorded |" in md
     assert "No best-configuration table was given." in md
 
@@ -955,19 +968,19 @@ def test_files_section_lists_the_results_data_files(written: tuple[Path, list[Pa
     assert "`curves.csv`: the fold-averaged p-value curves" in files
     for p in paths:  # and every file the report itself wrote
         assert f"`{p.name}`" in files, p.name
+    assert [p.name for p in paths] == _report().file_names()  # what it says it writes
     # the result's data files are written first, in their order
     assert [p.name for p in paths[: len(DATA_FILES)]] == list(DATA_FILES)
     pd.testing.assert_frame_equal(pd.read_csv(out / "dp.csv"), make_dp())
 
 
 def test_report_from_result_explains_the_validation_test_gap_given_the_split(
-        written: tuple[Path, list[Path]], tmp_path: Path) -> None:
+        written: tuple[Path, list[Path]]) -> None:
     """A result without a store explains the gap from its manifest's split."""
     split = {"method": "temporal", "train_ratio": 0.8, "folds": 10}
-    _write(tmp_path / "with", split=split)
     without, _ = written  # _write's defaults: no split
     gap = "Validation and test values are measured on different data"
-    assert gap in (tmp_path / "with" / "report.md").read_text()
+    assert gap in _markdown(split=split)
     assert gap not in (without / "report.md").read_text()
 
 
@@ -1026,7 +1039,7 @@ def test_pairs_section_names_both_caps_and_the_papers_sampling() -> None:
     assert "paper's sampling" not in pair_sampling_text(dp, 25, 200)
 
 
-def test_the_papers_sampling_is_said_under_the_title(tmp_path: Path) -> None:
+def test_the_papers_sampling_is_said_under_the_title() -> None:
     """With 25 pairs per scope every number of the report rests on the paper's sampling: the
     first line under the title says so (and nothing is said at other caps)."""
     from dptune.report._document import sampling_lead
@@ -1037,9 +1050,7 @@ def test_the_papers_sampling_is_said_under_the_title(tmp_path: Path) -> None:
     assert sampling_lead(None, None) is None
     for caps, said in (((25, 25), True), ((1000, 200), False)):
         settings = {**SETTINGS, PAIRS_SETTING: caps[0], VALUE_PAIRS_SETTING: caps[1]}
-        out = tmp_path / str(caps[0])
-        _write(out, settings=settings)
-        lines = (out / "report.md").read_text().splitlines()
+        lines = _markdown(settings=settings).splitlines()
         assert lines[0].startswith("# dptune report")
         assert (lines[2].startswith("Pairs: the paper's sampling.")) is said, lines[:4]
 

@@ -75,17 +75,16 @@ def test_from_result_write_reproduces_the_analysis_files_byte_for_byte(swept, re
     # say more when built from a result (the data files, the validation/test gap)
     for name in set(expected) - {"report.md", "report.html"}:
         assert got[name] == expected[name], name
-    again = Report.from_result(result).write(swept / "again")
-    assert [p.read_bytes() for p in again] == [p.read_bytes() for p in written]
+    # and report.md is the same when the report is built again (no state kept between)
+    assert Report.from_result(result).to_markdown().encode() == got["report.md"]
 
 
-def test_report_lists_every_file_and_explains_the_test_gap(swept, result):
-    out = swept / "listed"
-    written = Report.from_result(result).write(out)
-    md = (out / "report.md").read_text()
-    files = md[md.index("## Files"):]
-    for path in written:
-        assert f"`{path.name}`" in files, path.name
+def test_report_lists_every_file_and_explains_the_test_gap(result):
+    rep = Report.from_result(result)
+    md = rep.to_markdown()  # report.md as written (the files the report writes are
+    files = md[md.index("## Files"):]  # file_names(), checked in tests/report/test_report.py)
+    for name in rep.file_names():
+        assert f"`{name}`" in files, name
     assert "Validation and test values are measured on different data" in md
     assert "temporal hold-out" in md and "nDCG@10 of the configuration nDCG@10 selects" in md
     # one format for hyperparameter values: no float printed with 7+ decimals
@@ -195,7 +194,7 @@ def test_a_report_shows_the_verdict_and_the_dp_figure_in_a_notebook():
     assert "No verdict" in bare._repr_markdown_() and "base64" not in bare._repr_html_()
 
 
-def test_the_report_needs_no_store_and_build_is_gone(swept, result):
+def test_the_report_needs_no_store_and_build_is_gone(result, tmp_path):
     """``Report.from_result`` is the one constructor: the result carries what the report
     reads (the noise floor's runs and band, which algorithms train with a seed, the families
     of its metrics, its test split), so there is no ``Report.build(store, result)``."""
@@ -208,13 +207,13 @@ def test_the_report_needs_no_store_and_build_is_gone(swept, result):
     assert result.smallest_adjusted_p == 1 / (BOOTSTRAP + 1)
     groups = dict(result.metric_families.groups)
     assert groups["accuracy"][0] == "ndcg" and "epc" in groups["novelty"]
-    Report.from_result(result).write(swept / "no_store")
-    md = (swept / "no_store" / "report.md").read_text()
+    md = Report.from_result(result).to_markdown()
     seeds = result.noise.seeds["bpr-mf"]
     assert re.search(rf"^Runs: BPR-MF: config \d+ \(.*\), {seeds} seeds\.$", md, re.M)
     assert "User-kNN is deterministic" in md
     # the verdict's lists are lists in the result and ;-joined keys in verdict.csv
     v = result.verdict
     assert all(isinstance(x, list) for x in v["choices"])
-    csv = pd.read_csv(swept / "no_store" / "verdict.csv", keep_default_na=False)
+    result.write_data(tmp_path)  # the data files Report.write writes first
+    csv = pd.read_csv(tmp_path / "verdict.csv", keep_default_na=False)
     assert list(csv["choices"]) == [";".join(x) for x in v["choices"]]

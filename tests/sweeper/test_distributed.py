@@ -3,7 +3,7 @@
 Each scenario shares one sweep between three ``dptune worker`` processes on one optuna storage
 (SQLite, journal file, PostgreSQL): worker K starts alone and is killed with SIGKILL once it
 has written a part and is computing the next one; workers A and B then run concurrently and
-must find K dead, redo its unit, and leave exactly one part per unit; ``dptune analyze`` of
+must find K dead, redo its unit, and leave exactly one part per unit; the analysis of
 that store (dp.csv, pvalues.parquet, pairs.csv) is byte-identical to a single-process run. K
 is found dead in one of two ways: on this machine its process is gone, which A and B see at
 once (:func:`dptune.sweeper._claims.worker_gone`; SQLite, PostgreSQL); posing as a worker of
@@ -327,10 +327,21 @@ def _scenario(tmp_path: Path, reference: tuple[Path, Path], storage: str | None,
     assert on["test"]["state"] == "unknown", on["test"]
 
     # the analysis of the shared store equals the single-process one, byte for byte
-    assert main(["analyze", str(results), "--reports", str(tmp_path / "reports")]) == 0
+    _analysis_data(results, tmp_path / "reports")
     for name in COMPARED:
         assert (tmp_path / "reports" / name).read_bytes() == (ref_reports / name).read_bytes(), name
     assert _parts(results) == after_workers
+
+
+def _analysis_data(results: Path, out: Path) -> None:
+    """The data files of ``dptune analyze RESULTS`` written into ``out``: the same analysis
+    through the Python API (the experiment's options, no importance: none of :data:`COMPARED`
+    holds it), without the tables and figures that no test here reads."""
+    from dptune import AnalysisOptions, ResultStore, analyze
+
+    store = ResultStore(results)
+    out.mkdir()
+    analyze(store, AnalysisOptions.resolve(store.manifest(), importance=False)).write_data(out)
 
 
 def _status_lines(out: str) -> dict[str, list[int]]:
