@@ -362,6 +362,7 @@ def test_every_option_says_its_default():
     ("run", "--bootstrap", "(default: the experiment's [analysis] value, else 1000)"),
     ("analyze", "--alpha", "(default: the experiment's [analysis] value, else 0.05)"),
     ("analyze", "--stability", "else 5)"),
+    ("analyze", "--stability-seconds", "else 5.0)"),
     ("analyze", "--min-fold-users", "else 20)"),
     ("run", "--test", "else t)"),
     ("dp", "--seed", "(default: 42)"),

@@ -9,6 +9,7 @@ takes. Every check lives in :func:`validate_options`; a bad value is one line na
 from __future__ import annotations
 
 import dataclasses
+import math
 import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
@@ -21,7 +22,8 @@ from dptune.vocab import CORRECTIONS, METRICS, RENAMED_OPTIONS, TESTS
 
 __all__ = ["AnalysisOptions", "TESTS", "CORRECTIONS", "PAIRS", "VALUE_PAIRS",
            "DEFAULT_FAMILIES", "MIN_PAIRS", "MIN_BOOTSTRAP", "MAX_BOOTSTRAP", "MAX_RESAMPLES",
-           "OUTSIDE_SEED", "validate_options", "check_names", "value_pairs_of"]
+           "STABILITY_SECONDS", "OUTSIDE_SEED", "validate_options", "check_names",
+           "value_pairs_of"]
 
 #: Default ``pairs``: every pair of a scope up to this many, else a seeded sample of this many.
 PAIRS = 1000
@@ -42,6 +44,14 @@ DEFAULT_FAMILIES: tuple[tuple[str, tuple[str, ...]], ...] = (
 #: Fewest pairs of configurations on which metrics are ranked, significance claimed or a
 #: hyperparameter named dominant; below it the numbers are shown without a claim.
 MIN_PAIRS = 10
+
+#: Default ``stability_seconds``: the estimated seconds of extra stability repeats per
+#: algorithm. Small, so that the analysis of a large store stays within its time target (the
+#: full ML-1M grid's analysis, about 50 s on 2 cores, would take about 35 s more for 4 extra
+#: repeats of BPR-MF's 1,000 sampled pairs, so there it runs one seed and says so); a run that
+#: must check its claims under every seed sets it higher (``[analysis] stability_seconds``,
+#: ``--stability-seconds``).
+STABILITY_SECONDS = 5.0
 
 #: The analysis seed of outside data (a per-user table, TREC runs): the seed a sweep uses when
 #: its experiment names none.
@@ -81,6 +91,10 @@ class AnalysisOptions:
     - ``stability`` (default 5, lowered when not affordable; 0 = one seed): pair seeds a
       significance claim must survive; only a scope whose pairs are a sample (``all``, or a
       one-at-a-time scope ``only:<h>`` of the dominance claims) has other seeds to try.
+    - ``stability_seconds`` (default :data:`STABILITY_SECONDS`): the estimated seconds of extra
+      stability repeats an algorithm may take; ``stability`` is lowered to what they afford
+      (:func:`dptune.analysis.dp.stability.affordable_repeats`), and the report says so beside
+      every claim checked under fewer seeds than asked for.
     - ``min_fold_users`` (default 20; 0 = no minimum): the fold-size guard
       (``docs/statistics.md``).
     - ``families``: the families of metrics the verdict ranks apart, ``{name: [metrics]}`` in
@@ -112,6 +126,7 @@ class AnalysisOptions:
     noise_configs: int = 1
     importance: bool = True
     stability: int = 5
+    stability_seconds: float = STABILITY_SECONDS
     min_fold_users: int = 20
     families: tuple[tuple[str, tuple[str, ...]], ...] = DEFAULT_FAMILIES
     min_pairs: int = MIN_PAIRS
@@ -279,6 +294,11 @@ def validate_options(values: Mapping[str, Any], source: object = "analysis",
         if not 0.0 < float(a) < 1.0:
             raise bad("alpha", f"must be between 0 and 1, got {a!r}")
         out["alpha"] = float(a)
+    if "stability_seconds" in out:
+        s = out["stability_seconds"]
+        if isinstance(s, bool) or not isinstance(s, numbers.Real) or not 0 <= float(s) < math.inf:
+            raise bad("stability_seconds", f"must be a number of seconds >= 0, got {s!r}")
+        out["stability_seconds"] = float(s)
     for key, allowed in (("test", TESTS), ("correction", CORRECTIONS)):
         if key in out and out[key] not in allowed:
             raise bad(key, f"{out[key]!r} is not one of {', '.join(allowed)}")

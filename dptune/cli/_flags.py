@@ -89,6 +89,14 @@ def probability(text: str) -> float:
     return value
 
 
+def seconds_at_least_0(text: str) -> float:
+    """An argparse type: a finite number of seconds >= 0."""
+    value = number(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds >= 0, got {text}")
+    return value
+
+
 def number(text: str) -> float:
     """An argparse type: any finite number."""
     try:
@@ -364,6 +372,9 @@ ANALYSIS_FLAGS: tuple[Flag, ...] = (
          "else 40 to 100,000)", {"type": bootstrap_replicates, "metavar": "B"}),
     Flag("--stability", "stability", "pair seeds a significance claim must survive (lowered when "
          "not affordable; 0 = one seed)", {"type": int_at_least(0), "metavar": "S"}),
+    Flag("--stability-seconds", "stability_seconds", "estimated seconds of extra stability "
+         "repeats an algorithm may take; --stability is lowered to what they afford",
+         {"type": seconds_at_least_0, "metavar": "SEC"}),
     Flag("--min-fold-users", "min_fold_users", "refuse validation folds with fewer users "
          "(0 = no minimum)", {"type": int_at_least(0), "metavar": "N"}),
     Flag("--min-pairs", "min_pairs", "fewest pairs of configurations on which metrics are "

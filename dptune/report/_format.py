@@ -40,6 +40,9 @@ __all__ = [
     "dp_text",
     "pair_count_text",
     "adjusted_p_text",
+    "p_text",
+    "on_its_side",
+    "pair_seeds_text",
     "pct",
     "UNSAMPLED",
     "unsampled_share",
@@ -142,16 +145,78 @@ def pair_count_text(n_pairs: object, n_possible: object = None) -> str:
     return f"P = {n} of {int(n_possible)}"  # type: ignore[call-overload]
 
 
-def adjusted_p_text(p: object, smallest: float | None = None) -> str:
+def on_its_side(v: float, text: str, alpha: float | None) -> str:
+    """``text``, the p-value ``v`` rounded for print, or ``v`` with more significant digits
+    when that rounding lands on ``alpha`` or across it: a p-value printed beside a test at
+    level ``alpha`` reads on the side of ``alpha`` it is on (0.0498 is printed 0.0498, not 0.05
+    next to "significant"; 0.0502 not 0.050 next to "not significant"). ``alpha`` None: ``text``.
+
+        >>> on_its_side(0.0498, "0.05", 0.05), on_its_side(0.0502, "0.050", 0.05)
+        ('0.0498', '0.0502')
+        >>> on_its_side(0.013, "0.013", 0.05), on_its_side(0.05, "0.05", 0.05)
+        ('0.013', '0.05')
+    """
+    if alpha is None or not np.isfinite(v):
+        return text
+
+    def true_side(t: str) -> bool:
+        shown = float(t)
+        return (shown < alpha) == (v < alpha) and (shown != alpha or v == alpha)
+
+    digits = 3
+    while not true_side(text) and digits <= 17:
+        text = f"{v:.{digits}g}"
+        digits += 1
+    return text
+
+
+def p_text(p: object, alpha: float | None = None) -> str:
+    """A p-value to 2 significant digits (``0.013``, ``4.7e-05``), with more where they would
+    put it on the other side of the test's level ``alpha`` (:func:`on_its_side`); missing values
+    as an en dash."""
+    if is_missing(p):
+        return MISSING
+    v = float(p)  # type: ignore[arg-type]
+    return on_its_side(v, f"{v:.2g}", alpha)
+
+
+def adjusted_p_text(p: object, smallest: float | None = None,
+                    alpha: float | None = None) -> str:
     """``adjusted p = 0.013``; at ``smallest``, the smallest value the bootstrap can give (the
     result's :attr:`~dptune.analysis.result.AnalysisResult.smallest_adjusted_p`; None without
-    a bootstrap), ``adjusted p <= 0.001``."""
+    a bootstrap), ``adjusted p <= 0.001``. ``alpha``: the claims' family-wise level, which the
+    printed value is never rounded onto or across (:func:`on_its_side`)."""
     if is_missing(p):
         return f"adjusted p {MISSING}"
     v = float(p)  # type: ignore[arg-type]
     if smallest and v <= smallest + 1e-15:
         return f"adjusted p <= {smallest:.2g}"
-    return f"adjusted p = {v:.2g}" if v < 0.01 else f"adjusted p = {v:.3f}"
+    return "adjusted p = " + on_its_side(v, f"{v:.2g}" if v < 0.01 else f"{v:.3f}", alpha)
+
+
+def pair_seeds_text(repeats: int, requested: int, sampled: bool) -> str:
+    """How many pair seeds a claim was checked under, said beside it (``", under all 5 pair
+    seeds"``), or ``""`` when its pairs are every pair of the grid (there is no other pair set
+    to check it on). ``repeats``: the stability repeats run (dp.csv's ``repeats``);
+    ``requested``: the ``stability`` option (0 and 1 both mean one seed); ``sampled``: the
+    scope's pairs are a sample of the grid's.
+
+        >>> pair_seeds_text(5, 5, True), pair_seeds_text(5, 5, False)
+        (', under all 5 pair seeds', '')
+        >>> pair_seeds_text(2, 5, True)
+        ', under 2 of the 5 pair seeds asked for: more would have exceeded the time budget of the stability check'
+        >>> pair_seeds_text(1, 0, True)
+        ', under 1 pair seed: the stability check is off'
+    """
+    repeats, requested = int(repeats), max(1, int(requested))
+    if not sampled:
+        return ""
+    if requested == 1:
+        return ", under 1 pair seed: the stability check is off"
+    if repeats >= requested:
+        return f", under all {repeats} pair seeds"
+    return (f", under {repeats} of the {requested} pair seeds asked for: more would have "
+            "exceeded the time budget of the stability check")
 
 
 def pct(x: object) -> str:

@@ -58,7 +58,12 @@ from dptune.report._inputs import (
     require,
     scope_all,
 )
-from dptune.report._settings import PAIRS_SETTING, VALUE_PAIRS_SETTING, outside_settings
+from dptune.report._settings import (
+    CLAIMS_SETTING,
+    PAIRS_SETTING,
+    VALUE_PAIRS_SETTING,
+    outside_settings,
+)
 from dptune.report._table import Table
 from dptune.report._tables import one_at_a_time_table, table1, table3, table4, table5
 from dptune.report._verdict import summary_section, verdict_document, verdict_section
@@ -166,6 +171,7 @@ class Report:
             GRID_SAMPLE_INTERVAL,
             experiment_settings,
             noise_section,
+            stability_note,
         )
 
         _check_result(result, "Report.from_result")
@@ -194,7 +200,10 @@ class Report:
             settings = (outside_settings(result.manifest, result.options, result.configurations)
                         if result.outside
                         else experiment_settings(result.manifest, result.options,
-                                                 result.bootstrap_groups))
+                                                 result.bootstrap_groups, result.stochastic))
+        note = stability_note(dp, result.options)
+        if note and settings and CLAIMS_SETTING in settings:
+            settings = {**settings, CLAIMS_SETTING: settings[CLAIMS_SETTING] + note}
         sample_text = grid_sample_text(result.dp.grid_sample)
         if sample_text is not None:
             settings = {**(settings or {}), "Grid sample": sample_text}

@@ -12,7 +12,7 @@ from typing import Any
 
 from dptune.data._fetch import portable_path
 from dptune.report._format import display_value, dp_text, ordered_metrics
-from dptune.report._settings import PAIRS_SETTING, VALUE_PAIRS_SETTING
+from dptune.report._settings import CLAIMS_SETTING, PAIRS_SETTING, VALUE_PAIRS_SETTING
 from dptune.report._table import Block, Cell
 from dptune.vocab import display_algorithm, display_metric
 
@@ -74,19 +74,55 @@ GRID_SAMPLE_INTERVAL = (
 
 
 def _claims_text(options: Any) -> str:
-    """The settings row of the claims: their test and error rate."""
+    """The settings row of the claims: their test and error rate, and the stability check under
+    the pair seed as the options ask for it (:func:`stability_note` adds what was run)."""
     if int(option(options, "bootstrap", 0)) <= 0 or not options.paired_test.interval:
         return "none (no bootstrap)"
+    s = int(option(options, "stability", 1))
+    from dptune.analysis.options import STABILITY_SECONDS
+
+    budget = float(option(options, "stability_seconds", STABILITY_SECONDS))
+    seeds = ("when the pairs are a sample, it is checked under one pair seed (stability "
+             f"check off: stability = {s})" if s <= 1 else
+             f"when the pairs are a sample, it must hold under each of {s} pair seeds (fewer "
+             f"when the extra seeds would take over stability_seconds = {budget:g} s per "
+             "algorithm; "
+             "the verdict says how many ran)")
     return (f"family-wise error rate {option(options, 'alpha')} per family of metrics (and per "
             "metric@N for the hyperparameters): every pair compared at once by a bootstrap "
-            "max-t test, stepped down (Romano-Wolf); a claim must hold under every pair seed "
-            f"and rest on at least min_pairs = {int(option(options, 'min_pairs'))} pairs")
+            f"max-t test, stepped down (Romano-Wolf); a claim must rest on at least min_pairs = "
+            f"{int(option(options, 'min_pairs'))} pairs; {seeds}")
 
 
-def _noise_text(options: Any, primary_text: str) -> str:
+def stability_note(dp: Any, options: Any) -> str:
+    """What the claims settings row adds about the stability check as run: the algorithms whose
+    sampled scopes were checked under fewer pair seeds than ``options.stability`` asks for
+    (dp.csv's ``repeats``), or ``""``."""
+    s = int(option(options, "stability", 1))
+    need = {"algorithm", "scope", "n_pairs", "n_possible_pairs", "repeats"}
+    if s <= 1 or dp is None or not need <= set(dp.columns):
+        return ""
+    sampled = dp[dp["n_pairs"] < dp["n_possible_pairs"]]
+    fewer = sampled.groupby("algorithm", sort=False)["repeats"].max()
+    fewer = fewer[fewer < s]
+    if fewer.empty:
+        return ""
+    runs = ", ".join(f"{display_algorithm(a)} ({int(r)} pair seed{'' if r == 1 else 's'})"
+                     for a, r in fewer.items())
+    return f"; fewer were run for {runs}"
+
+
+def _noise_text(options: Any, primary_text: str,
+                stochastic: Mapping[str, bool] | None = None) -> str:
+    """The settings row of the A/A noise floor; ``stochastic``: which algorithms train with a
+    seed (the result's :attr:`~dptune.analysis.result.AnalysisResult.stochastic`), when known:
+    with none, there are no seeds to re-train with, whatever the option asks for."""
     s = int(option(options, "noise_seeds"))
     if s <= 0:
         return "off"
+    if stochastic and not any(stochastic.values()):
+        return ("none: every algorithm is deterministic (training uses no seed; re-training "
+                "gives identical results)")
     n = int(option(options, "noise_configs"))
     which = "the best configuration" if n == 1 else f"the {n} best configurations"
     return (
@@ -96,10 +132,12 @@ def _noise_text(options: Any, primary_text: str) -> str:
 
 
 def experiment_settings(manifest: Mapping[str, Any], options: Any,
-                        bootstrap_groups: int | None = None) -> dict[str, Any]:
+                        bootstrap_groups: int | None = None,
+                        stochastic: Mapping[str, bool] | None = None) -> dict[str, Any]:
     """The settings table of a sweep's report: data, split, evaluation and analysis options
-    (``options``: :class:`dptune.AnalysisOptions`; ``bootstrap_groups``: the result's
-    :attr:`~dptune.analysis.result.AnalysisResult.bootstrap_groups`)."""
+    (``options``: :class:`dptune.AnalysisOptions`; ``bootstrap_groups`` and ``stochastic``:
+    the result's :attr:`~dptune.analysis.result.AnalysisResult.bootstrap_groups` and
+    :attr:`~dptune.analysis.result.AnalysisResult.stochastic`)."""
     sp, ev = manifest["split"], manifest["evaluation"]
     cutoff = int(option(options, "primary_cutoff"))
     primary_text = display_metric(option(options, "primary_metric"), cutoff)
@@ -130,8 +168,8 @@ def experiment_settings(manifest: Mapping[str, Any], options: Any,
         f"{correction})",
         "Fold sd": "sample standard deviation across folds (ddof=1)",
         "Bootstrap": _bootstrap_text(options, bootstrap_groups),
-        "Significance claims": _claims_text(options),
-        "Noise floor": _noise_text(options, primary_text),
+        CLAIMS_SETTING: _claims_text(options),
+        "Noise floor": _noise_text(options, primary_text, stochastic),
         "Hyperparameter importance": (
             f"fANOVA and PED-ANOVA (optuna) of the mean validation metric@{cutoff}, seed {seed}"
             if option(options, "importance")

@@ -17,6 +17,7 @@ from dptune.report._format import (
     is_missing,
     ordered_algorithms,
     ordered_metrics,
+    p_text,
     pair_count_text,
     unsampled_note,
     unsampled_share,
@@ -122,7 +123,7 @@ def selection_sentences(
         for family, members in groups:
             name = display_algorithm(alg) + (f", {family}" if family else "")
             vrow = _verdict_row(verdict, alg, cutoff, family)
-            text, hi, _tied, lo = pick(a[a["metric"].isin(members)], vrow, cutoff)
+            text, hi, _tied, lo, _ = pick(a[a["metric"].isin(members)], vrow, cutoff)
             if hi is None:
                 why = recommendation_text(vrow, cutoff) if vrow is not None else text
                 out.append(f"{name}: {why} at N = {cutoff}; no metric is the most "
@@ -158,8 +159,10 @@ def _compare(name: str, hi: pd.Series, lo: pd.Series, best: pd.DataFrame | None,
     """One sentence: the choices of the most and the least discriminative metric on test;
     ``tie``: the verdict finds no significant difference between the two (equal choices);
     ``test``: the downstream test of the two choices (:func:`_downstream_test`), which alone
-    may call the difference higher or lower."""
+    may call the difference higher or lower (its p printed on the side of the analysis' alpha,
+    dp.csv's ``alpha``, that it is on)."""
     cutoff = judge[1]
+    alpha = float(hi["alpha"]) if "alpha" in hi.index and not is_missing(hi["alpha"]) else None
     pname = display_metric(*judge)
     hname, lname = display_metric(hi["metric"], cutoff), display_metric(lo["metric"], cutoff)
     head = (
@@ -206,11 +209,11 @@ def _compare(name: str, hi: pd.Series, lo: pd.Series, best: pd.DataFrame | None,
         if not tested:
             tail += " (not tested)."
         elif bool(test["significant"]):
-            tail += (f", significant (p = {float(test['p']):.2g}): "
+            tail += (f", significant (p = {p_text(test['p'], alpha)}): "
                      f"{'higher' if diff > 0 else 'lower'} for the most discriminative metric's "
                      "choice.")
         else:
-            tail += (f", not significant (p = {float(test['p']):.2g}): a tie within noise, "
+            tail += (f", not significant (p = {p_text(test['p'], alpha)}): a tie within noise, "
                      "the two choices score alike on the test split.")
     else:
         tail = (

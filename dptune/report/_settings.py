@@ -14,13 +14,16 @@ import pandas as pd
 
 from dptune.report._format import fmt_setting
 
-__all__ = ["PAIRS_SETTING", "VALUE_PAIRS_SETTING", "settings_rows", "flatten", "find_setting",
-           "outside_settings"]
+__all__ = ["PAIRS_SETTING", "VALUE_PAIRS_SETTING", "CLAIMS_SETTING", "settings_rows", "flatten",
+           "find_setting", "outside_settings"]
 
 #: Settings-table rows of the two pair caps (the report's "Pairs" section reads them back): the
 #: most pairs a scope compares, not its P (a scope with fewer possible pairs compares them all).
 PAIRS_SETTING = "Pairs cap, scope all"
 VALUE_PAIRS_SETTING = "Pairs cap, each hyperparameter-value scope"
+#: The settings-table row of the significance claims (how they are tested, and the stability
+#: check under the pair seed as asked for and as run).
+CLAIMS_SETTING = "Significance claims"
 
 _THRESHOLD_KEYS = ("relevance_threshold", "threshold", "relevance", "min_relevant_rating")
 _VARIANT_KEYS = ("metric_variant", "variant", "relevance_aware", "novelty_variant")

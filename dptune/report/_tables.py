@@ -291,34 +291,44 @@ def _verdict_row(verdict: pd.DataFrame | None, alg: str, cutoff: int,
 
 
 def pick(values: pd.DataFrame, vrow: dict | None, cutoff: int
-         ) -> tuple[str, pd.Series | None, list[str], pd.Series | None]:
-    """``(best text, best row, metrics tied with it, worst row)`` of one family: the verdict's
-    recommendation when there is a verdict row (Table 4, the choose-well section), else the
-    same tie rule on DP."""
+         ) -> tuple[str, pd.Series | None, list[str], pd.Series | None, list[str]]:
+    """``(best text, best row, metrics tied with it, worst row, metrics tied with it)`` of one
+    family: the verdict's recommendation when there is a verdict row (Table 4, the choose-well
+    section), else the same tie rule on DP. The worst is the highest DP among the others; of
+    metrics with exactly that DP the first in the metric order is named, as for the best."""
     from dptune.report._verdict import recommendation_text
 
     v = _by_dp(values.dropna(subset=["dp_per_25"])).set_index("metric", drop=False)
     if vrow is not None:
         rec = str(vrow.get("recommended") or "")
         if not rec or rec not in v.index:
-            return recommendation_text(vrow, cutoff), None, [], None
+            return recommendation_text(vrow, cutoff), None, [], None, []
         tied = verdict_keys(vrow.get("identical"))
         best = v.loc[rec]
     else:
         bw = best_worst(values)
         if bw is None:
-            return "no evidence", None, [], None
+            return "no evidence", None, [], None, []
         best = bw[0]
         rec = str(best["metric"])
         tied = [str(m) for m in v.loc[(v["mean_p"] == best["mean_p"]) & ~_no_evidence(v),
                                       "metric"] if m != rec]
     rest = v[~v["metric"].isin([rec, *tied])]
     # the highest DP among the others (none when every other metric is tied with the best)
-    worst = rest.loc[_by_dp(rest).index[-1]] if len(rest) else None
-    text = display_metric(rec, cutoff)
+    worst, worst_tied = None, []
+    if len(rest):
+        top = _by_dp(rest[rest["mean_p"] == rest["mean_p"].max()])
+        worst, worst_tied = top.iloc[0], [str(m) for m in top["metric"].iloc[1:]]
+    return identical_text(rec, tied, cutoff), best, tied, worst, worst_tied
+
+
+def identical_text(metric: str, tied: Sequence[str], cutoff: int) -> str:
+    """``nDCG@1 (identical: Precision@1, MRR@1)``: a metric named for those with exactly its
+    DP."""
+    text = display_metric(metric, cutoff)
     if tied:
         text += " (identical: " + ", ".join(display_metric(m, cutoff) for m in tied) + ")"
-    return text, best, tied, worst
+    return text
 
 
 def table4(dp: pd.DataFrame, verdict: pd.DataFrame | None = None,
@@ -368,14 +378,14 @@ def table4(dp: pd.DataFrame, verdict: pd.DataFrame | None = None,
             for family, members in groups:
                 g = c[c["metric"].isin(members)]
                 vrow = _verdict_row(verdict, alg, int(cutoff), family)
-                text, best, tied, worst = pick(g, vrow, int(cutoff))
+                text, best, tied, worst, worst_tied = pick(g, vrow, int(cutoff))
                 row = [Cell(display_algorithm(alg)), Cell(str(int(cutoff)), numeric=True)]
                 row += [Cell(family)] if by_family else []
                 row += [
                     Cell(_n_pairs_text(g["n_pairs"]), numeric=True),
                     Cell(text),
-                    Cell(display_metric(worst["metric"], cutoff) if worst is not None
-                         else MISSING),
+                    Cell(identical_text(worst["metric"], worst_tied, cutoff)
+                         if worst is not None else MISSING),
                     dp_cell(best),
                     Cell(fmt(best["dp_per_25_plus_sd"]) if best is not None else MISSING,
                          numeric=True),
@@ -388,6 +398,7 @@ def table4(dp: pd.DataFrame, verdict: pd.DataFrame | None = None,
                     "best_metric": best["metric"] if best is not None else "",
                     "identical": ";".join(tied),
                     "worst_metric": worst["metric"] if worst is not None else "",
+                    "worst_identical": ";".join(worst_tied),
                     "best_dp_per_25": num(best, "dp_per_25"),
                     "best_dp_per_25_plus_sd": num(best, "dp_per_25_plus_sd"),
                     "worst_dp_per_25": num(worst, "dp_per_25"),
@@ -401,7 +412,8 @@ def table4(dp: pd.DataFrame, verdict: pd.DataFrame | None = None,
         if rows:
             rules.add(len(rows) - 1)
     columns = (["algorithm", "cutoff"] + (["family"] if by_family else []) + [
-        "n_pairs", "best_metric", "identical", "worst_metric", "best_dp_per_25",
+        "n_pairs", "best_metric", "identical", "worst_metric", "worst_identical",
+        "best_dp_per_25",
         "best_dp_per_25_plus_sd", "worst_dp_per_25",
     ] + (["best_ci_low", "best_ci_high", "worst_ci_low", "worst_ci_high"] if has_ci else []))
     csv = pd.DataFrame.from_records(records, columns=columns)
@@ -416,7 +428,7 @@ def table4(dp: pd.DataFrame, verdict: pd.DataFrame | None = None,
         + ("; in brackets the 95% bootstrap interval." if has_ci else ".")
     )
     notes = []
-    if any(r["identical"] for r in records):
+    if any(r["identical"] or r["worst_identical"] for r in records):
         notes.append("identical: the same DP exactly (e.g. the same p-value on every pair); the first "
                      "in the metric order is named.")
     if any(c.text == "no evidence" for r in rows for c in r):

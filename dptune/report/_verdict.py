@@ -24,7 +24,9 @@ from dptune.report._format import (
     grid_sample_text,
     is_missing,
     ordered_algorithms,
+    p_text,
     pair_count_text,
+    pair_seeds_text,
     pct,
     verdict_choices,
     verdict_keys,
@@ -182,6 +184,11 @@ class _Reader:
         self._metrics = {key: list(g["metric"]) for key, g in whole.groupby(
             ["algorithm", "cutoff"], sort=False)}
         self.all = whole.set_index(["algorithm", "cutoff", "metric"]).sort_index()
+        oat = dp[dp["scope"].astype(str).str.startswith("only:")]
+        self._oat_sampled = {
+            key: bool((g["n_pairs"] < g["n_possible_pairs"]).any())
+            for key, g in oat.groupby(["algorithm", "cutoff", "metric"], sort=False)
+        } if {"n_pairs", "n_possible_pairs"} <= set(oat.columns) else {}
         self.comparisons = result.comparisons if result.comparisons is not None else \
             pd.DataFrame(columns=["algorithm", "cutoff", "kind", "group", "a", "b"])
         self.dominance = result.dominance if result.dominance is not None else pd.DataFrame()
@@ -203,6 +210,11 @@ class _Reader:
 
     def row(self, alg: str, cutoff: int, metric: str) -> pd.Series:
         return self.all.loc[(alg, cutoff, metric)]
+
+    def oat_sampled(self, alg: str, cutoff: int, metric: str) -> bool:
+        """Whether some one-at-a-time scope of ``metric``@``cutoff`` has a sample of its
+        pairs (the dominance claims' pairs: checked under the stability repeats)."""
+        return self._oat_sampled.get((alg, cutoff, metric), False)
 
     def claims(self, alg: str, cutoff: int, family: str, best: str) -> pd.DataFrame:
         c = self.comparisons
@@ -235,15 +247,17 @@ def _claim_sentences(rd: _Reader, r: dict, members: list[str]) -> list[str]:
                 "interval; see Bootstrap in the settings); the others: "
                 + _numbers(rd, alg, cutoff, others) + "."]
     out = []
-    reps = int(r["stability_repeats"])
-    seeds = f", under all {reps} pair seeds" if reps > 1 else ""
+    top = rd.row(alg, cutoff, best)
+    sampled = not is_missing(top.get("n_possible_pairs")) and \
+        int(top["n_pairs"]) < int(top["n_possible_pairs"])
+    seeds = pair_seeds_text(int(r["stability_repeats"]), int(rd.options.stability), sampled)
     less = verdict_keys(r["less_discriminative"])
     alpha = float(rd.options.alpha)
     if less:
         items = ", ".join(
             f"{display_metric(m, cutoff)} (DP per 25 pairs "
             f"{fmt(rd.row(alg, cutoff, m)['dp_per_25'], 2)}, "
-            f"{adjusted_p_text(c.at[m, 'p_adjusted'], rd.smallest_p)})" for m in less)
+            f"{adjusted_p_text(c.at[m, 'p_adjusted'], rd.smallest_p, alpha)})" for m in less)
         out.append(f"Significantly less discriminative (family-wise error rate "
                    f"{pct(alpha)}{seeds}): {items}.")
     tied = verdict_keys(r["tied"])
@@ -256,13 +270,21 @@ def _claim_sentences(rd: _Reader, r: dict, members: list[str]) -> list[str]:
                 items.append(f"{display_metric(m, cutoff)} (identical to "
                              f"{display_metric(best, cutoff)})")
             else:
-                pr = c.at[m, "pr_more_discriminative"] if m in c.index else float("nan")
+                # the share under the pairs the DPs printed rest on (the first pair seed), not
+                # the smallest over the stability repeats: a sentence reads its numbers together
+                pr = c.at[m, "pr_more_discriminative_first"] if m in c.index else float("nan")
                 items.append(f"{display_metric(m, cutoff)} (DP per 25 pairs {fmt(v, 2)}, "
                              f"Pr(more discriminative) = {pct(pr)})")
         out.append("Not significantly less discriminative: " + ", ".join(items) + ".")
-    if int(r["claims_dropped"]):
-        out.append(f"{int(r['claims_dropped'])} claim(s) dropped: significant under the first "
-                   "pair seed but not under every seed.")
+    dropped = [m for m in c.index if bool(c.at[m, "dropped"])] if "dropped" in c.columns else []
+    if dropped:
+        items = ", ".join(
+            f"{display_metric(m, cutoff)} (first seed: "
+            f"{adjusted_p_text(c.at[m, 'p_adjusted_first'], rd.smallest_p, alpha)}; the largest "
+            f"over the seeds: {adjusted_p_text(c.at[m, 'p_adjusted'], rd.smallest_p, alpha)})"
+            for m in dropped)
+        out.append(f"Claim{'s' if len(dropped) > 1 else ''} dropped, significant under the first "
+                   f"pair seed but not under all {int(r['stability_repeats'])}: {items}.")
     return out
 
 
@@ -299,7 +321,7 @@ def downstream_sentence(rd: _Reader, r: dict) -> str:
         who = ", ".join(display_metric(m, cutoff) for m in cg["metric"])
         sig = ", significant" if bool(x["significant"]) else ""
         parts.append(f"{who} select{'s' if len(cg) == 1 else ''} {_config(cid, x['params'])}: "
-                     f"{fmt(x['test_mean'], 4)} (p = {float(x['p']):.2g}{sig})")
+                     f"{fmt(x['test_mean'], 4)} (p = {p_text(x['p'], rd.options.alpha)}{sig})")
     return (head + f"; judged on the test split by {judge} (same family; paired t-test over "
             f"{int(rec['n_test_users'])} test users) {display_metric(rec['metric'], cutoff)}'s "
             f"choice, {_config(rec['config_id'], rec['params'])}, scores "
@@ -330,15 +352,20 @@ def dominance_sentence(rd: _Reader, alg: str, cutoff: int, metric: str) -> str:
         return (f"No hyperparameter is named dominant for {name} (no bootstrap, so no "
                 f"difference is claimed); {h} has the lowest one-at-a-time DP ({num}){few_text}.")
     over = _split(d["over"])
+    reps = d.get("repeats")
+    seeds = pair_seeds_text(1 if is_missing(reps) else int(reps), int(rd.options.stability),
+                            rd.oat_sampled(alg, cutoff, metric))
     if answer == "dominant":
         return (f"Dominant hyperparameter for {name}: {h} ({num}), significantly lower than "
-                f"{_hps(over, alg)} (family-wise error rate {pct(rd.options.alpha)}, "
-                f"{adjusted_p_text(d['p_adjusted'], rd.smallest_p)}){few_text}.")
+                f"{_hps(over, alg)} (family-wise error rate {pct(rd.options.alpha)}{seeds}, "
+                f"{adjusted_p_text(d['p_adjusted'], rd.smallest_p, float(rd.options.alpha))})"
+                f"{few_text}.")
     tied = _split(d["tied"])
     text = (f"No hyperparameter dominates significantly for {name}: {h} separates "
             f"configurations most often by itself ({num})")
     if over:
-        text += f", significantly more than {_hps(over, alg)}"
+        text += (f", significantly more than {_hps(over, alg)} (family-wise error rate "
+                 f"{pct(rd.options.alpha)}{seeds})")
     return text + f", but not significantly more than {_hps(tied, alg)}{few_text}."
 
 

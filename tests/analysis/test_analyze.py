@@ -361,3 +361,12 @@ def test_a_test_other_than_t_gives_one_answer_and_no_claim(tiny, test):
         assert absent not in legend, absent
     with_intervals = verdict_section(analyze(store, opts.replace(test="t", bootstrap=200)))
     assert "95% bootstrap interval in brackets" in with_intervals.split("\n")[0]
+
+
+def test_a_store_of_deterministic_algorithms_has_no_noise_floor_in_its_settings(knn_swept):
+    """UserKNN alone trains without a seed: the settings' noise-floor row says there is no
+    floor, as the noise-floor section does, instead of the seeds the option asks for."""
+    md = (knn_swept / "reports" / "report.md").read_text()
+    assert ("| Noise floor | none: every algorithm is deterministic (training uses no seed; "
+            "re-training gives identical results) |") in md
+    assert "User-kNN is deterministic" in md

@@ -24,7 +24,9 @@ BAD = [
     ("primary_metric", ""), ("primary_metric", "ndcg@10"), ("primary_metric", 3),
     ("primary_cutoff", 0),
     ("noise_seeds", 1), ("noise_seeds", -2), ("noise_configs", 0), ("importance", 1),
-    ("importance", "yes"), ("stability", -1), ("min_fold_users", -5),
+    ("importance", "yes"), ("stability", -1), ("stability_seconds", -0.5),
+    ("stability_seconds", "60"), ("stability_seconds", float("inf")),
+    ("stability_seconds", True), ("min_fold_users", -5),
     ("min_fold_users", 1.5), ("value_pairs", 0), ("value_pairs", 2.5), ("value_pairs", "all"),
 ]
 
@@ -37,6 +39,9 @@ def test_defaults():
         "ndcg", 10, 5, 1, True)
     # bootstrap intervals, 5 pair seeds (when sampled) and the fold-size guard by default
     assert (o.bootstrap, o.stability, o.min_fold_users) == (1000, 5, 20)
+    # the extra pair seeds may take 5 s per algorithm (the store's analysis stays in its target)
+    assert o.stability_seconds == 5.0 and AnalysisOptions(stability_seconds=60).stability_seconds \
+        == 60.0
 
 
 def test_value_pairs_default_to_the_smaller_of_pairs_and_200():

@@ -322,6 +322,7 @@ def test_table4_best_worst() -> None:
         "best_metric",
         "identical",
         "worst_metric",
+        "worst_identical",
         "best_dp_per_25",
         "best_dp_per_25_plus_sd",
         "worst_dp_per_25",
@@ -351,6 +352,21 @@ def test_table4_best_worst() -> None:
         "1.314",
     ]
     assert _find_row(rows, "User-kNN", "10")[3:5] == ["EPC@10", "MRR@10"]
+
+
+def test_table4_names_the_first_of_metrics_tied_for_worst() -> None:
+    """Metrics with exactly the highest DP (nDCG@1, Precision@1 and MRR@1 with binary
+    relevance): the worst named is the first in the metric order and the others are said to be
+    identical to it, as for the best; before, the last of them was named alone."""
+    rows = [_dp_row("bpr-mf", "all", m, 1, v)
+            for m, v in (("ndcg", 8.3), ("precision", 8.3), ("recall", 7.7), ("mrr", 8.3))]
+    t = report.table4(pd.DataFrame(rows))
+    r = t.csv.iloc[0]
+    assert (r["best_metric"], r["worst_metric"], r["worst_identical"]) == (
+        "recall", "ndcg", "precision;mrr")
+    assert _find_row(_md_rows(t.to_markdown()), "BPR-MF", "1")[3:5] == [
+        "Recall@1", "nDCG@1 (identical: Precision@1, MRR@1)"]
+    assert any("the first in the metric order is named" in n for n in t.notes)
 
 
 def _verdict_rows(rows):
@@ -591,6 +607,7 @@ def test_csv_columns_exact(written: tuple[Path, list[Path]]) -> None:
             "best_metric",
             "identical",
             "worst_metric",
+            "worst_identical",
             "best_dp_per_25",
             "best_dp_per_25_plus_sd",
             "worst_dp_per_25",

@@ -253,3 +253,85 @@ def test_the_summary_says_what_the_novelty_metrics_reward_under_the_sweeps_varia
     assert ("novelty metrics: they reward items, relevant or not, that few"
             in words["relevance-unaware"])
     assert "novelty metrics: they reward items that few" in words[None]
+
+
+def _sampled(dp: pd.DataFrame) -> pd.DataFrame:
+    """``dp`` with its pairs a sample of the grid's (45 of 190): the claims rest on one sample."""
+    return dp.assign(n_possible_pairs=190)
+
+
+def _bpr_line(res, family: str = "accuracy") -> str:
+    return next(ln for ln in verdict_section(res).splitlines()
+                if ln.startswith("- BPR-MF") and f", {family}: " in ln)
+
+
+def test_each_sentence_reads_its_numbers_under_one_pair_seed_and_names_a_dropped_claim():
+    """The DPs of a verdict sentence are the first pair seed's, so its Pr(more discriminative)
+    is too (not the smallest over the stability repeats, which printed 3% beside a lower DP); a
+    claim significant under the first seed only is named with both adjusted p-values."""
+    c = _comparisons()
+    at = (c["algorithm"] == "bpr-mf") & (c["a"] == "ndcg")
+    c.loc[at, "repeats"] = 5
+    prec = at & (c["b"] == "precision")  # held under the first seed, tied under another
+    c.loc[prec, ["held", "dropped", "p_adjusted", "p_adjusted_first"]] = [False, True, 0.081,
+                                                                           0.036]
+    c.loc[prec, ["pr_more_discriminative", "pr_more_discriminative_first"]] = [0.03, 0.97]
+    dp = _sampled(_dp())
+    res = frames_result(dp, _curves(), verdict=verdict_table(dp, c), comparisons=c)
+    line = _bpr_line(res)
+    assert "Precision@10 (DP per 25 pairs 10.25, Pr(more discriminative) = 97%)" in line
+    assert ("Claim dropped, significant under the first pair seed but not under all 5: "
+            "Precision@10 (first seed: adjusted p = 0.036; the largest over the seeds: "
+            "adjusted p = 0.081).") in line
+    assert "(family-wise error rate 5%, under all 5 pair seeds): Recall@10" in line
+
+
+def test_a_claim_checked_under_fewer_pair_seeds_than_asked_for_says_so():
+    """The stability check lowered by its time budget (dp.csv's ``repeats`` below the
+    ``stability`` option) is said beside every claim it concerns and in the settings; with
+    every pair of the grid (no other pair set) or the check off, nothing is claimed of seeds
+    that were not run."""
+    c = _comparisons()
+    dp = _sampled(_dp())
+    res = frames_result(dp, _curves(), verdict=verdict_table(dp, c), comparisons=c)
+    assert int(res.options.stability) == 5
+    assert ("(family-wise error rate 5%, under 1 of the 5 pair seeds asked for: more would "
+            "have exceeded the time budget of the stability check): Precision@10") in _bpr_line(res)
+    full = _result()  # every pair: one seed is the whole check
+    assert "family-wise error rate 5%): Precision@10" in _bpr_line(full)
+    off = replace(res, options=replace(res.options, stability=0))
+    assert ", under 1 pair seed: the stability check is off): " in _bpr_line(off)
+
+
+def test_the_settings_say_which_algorithms_ran_fewer_pair_seeds(tmp_path):
+    from dptune.report._sections import _claims_text, stability_note
+
+    dp = _sampled(_dp())
+    res = frames_result(dp, _curves(), verdict=verdict_table(dp, _comparisons()),
+                        comparisons=_comparisons())
+    text = _claims_text(res.options) + stability_note(dp, res.options)
+    assert "it must hold under each of 5 pair seeds (fewer when the extra seeds would take " \
+           "over stability_seconds = 5 s per algorithm; the verdict says how many ran)" in text
+    assert text.endswith("; fewer were run for User-kNN (1 pair seed), BPR-MF (1 pair seed)")
+    assert stability_note(_dp(), res.options) == ""  # every pair: nothing lowered
+    assert stability_note(dp.assign(repeats=5), res.options) == ""
+
+
+def test_a_test_splits_p_value_is_printed_on_its_side_of_alpha():
+    """A downstream p-value of 0.0498 (significant at 5%) was printed "p = 0.05, significant";
+    it is printed with the digits that keep it below alpha."""
+    from dptune.analysis.verdict.downstream import DOWNSTREAM_COLUMNS
+
+    def row(metric, config, p, sig, status):
+        return {"algorithm": "userknn", "cutoff": 10, "family": "accuracy", "judge": "ndcg",
+                "metric": metric, "config_id": config, "params": f"k={config}",
+                "recommended_config": 1, "status": status, "test_mean": 0.1 + config / 100,
+                "p": p, "significant": sig, "n_test_users": 900}
+
+    down = pd.DataFrame([row("ndcg", 1, float("nan"), False, "recommended"),
+                         row("recall", 2, 0.0498, True, "compared"),
+                         row("mrr", 3, 0.0502, False, "compared")], columns=DOWNSTREAM_COLUMNS)
+    res = replace(_result(), downstream=down, manifest={"split": {"method": "temporal"}})
+    line = next(ln for ln in verdict_section(res).splitlines()
+                if ln.startswith("- User-kNN") and ", accuracy: " in ln)
+    assert "(p = 0.0498, significant)" in line and "(p = 0.0502)" in line

@@ -20,8 +20,8 @@ gives the fold's p-values (the test is a strategy object,
   25 pairs and the paired replicates of the comparisons come
   (:mod:`dptune.analysis.dp.comparisons`). Every scope and metric of an algorithm shares the
   bootstrap's user weights, so their replicates are paired. When a bootstrapped scope's pairs
-  are a sample, the stability repeats (``stability``, lowered to what
-  :data:`STABILITY_BUDGET_S` affords) test other pair samples of that scope on the same fold
+  are a sample, the stability repeats (``stability``, lowered to what ``stability_seconds``
+  affords) test other pair samples of that scope on the same fold
   read. The interval's extrapolation to ungrouped users
   (:func:`dptune.analysis.dp.bootstrap.ungrouped_scale`) is computed on the main pair sample
   and applies to the interval only: the replicates handed to the comparisons, of the main
@@ -72,7 +72,7 @@ from dptune.errors import input_error
 from dptune.store._fold import slice_of
 from dptune.vocab import fold_key, metric_key
 
-__all__ = ["FOLD_BYTES", "STABILITY_BUDGET_S", "INTERVAL_KINDS", "FoldView", "UserDraws",
+__all__ = ["FOLD_BYTES", "INTERVAL_KINDS", "FoldView", "UserDraws",
            "FoldCurves", "ScopePlan", "ScopeRun", "metric_groups", "fold_reader",
            "fold_views", "run_fold_loop"]
 
@@ -81,10 +81,6 @@ __all__ = ["FOLD_BYTES", "STABILITY_BUDGET_S", "INTERVAL_KINDS", "FoldView", "Us
 #: pass over the fold's parts): the full BPR-MF grid on ML-1M needs 1.25 GB for all 18
 #: metric@N of a fold, about 70 MB each.
 FOLD_BYTES = 512 * 2**20
-
-#: Seconds of extra stability repeats allowed per algorithm
-#: (:func:`dptune.analysis.dp.stability.affordable_repeats`).
-STABILITY_BUDGET_S = 5.0
 
 #: Scope kinds that get the bootstrap interval and paired replicates: ``all`` (the verdict's
 #: ranking of metrics) and ``only`` (the ranking of hyperparameters).
@@ -448,7 +444,7 @@ def _users_hint(store: ResultSource) -> int:
 def _repeats(bootstrapped: Sequence[Scope], options: Any, n_users: int, n_mcs: int,
              n_folds: int) -> int:
     """Stability repeats of an algorithm: ``options.stability`` (at least 1) when a
-    bootstrapped scope's pairs are a sample, lowered to what :data:`STABILITY_BUDGET_S`
+    bootstrapped scope's pairs are a sample, lowered to what ``options.stability_seconds``
     affords (:func:`dptune.analysis.dp.stability.affordable_repeats`); else 1."""
     sampled = [s for s in bootstrapped if s.sampled]
     requested = max(1, int(options.stability))
@@ -456,7 +452,7 @@ def _repeats(bootstrapped: Sequence[Scope], options: Any, n_users: int, n_mcs: i
         return 1
     per = sum(sb.estimated_seconds(s.n_pairs, n_users, n_mcs, n_folds, int(options.bootstrap),
                                    bootstrap.GROUPS) for s in sampled)
-    return sb.affordable_repeats(requested, per, STABILITY_BUDGET_S)
+    return sb.affordable_repeats(requested, per, float(options.stability_seconds))
 
 
 def metric_groups(store: ResultSource, alg: str, n_configs: int,

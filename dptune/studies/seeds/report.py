@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from dptune.report import Block, Cell, Table, display_algorithm, display_metric
+from dptune.report._format import on_its_side
 from dptune.studies._markdown import markdown_table, shown_path
 from dptune.studies.seeds.runs import SeedPlan, config_text
 from dptune.studies.seeds.settings import SPLIT_NAMES, SPLITS
@@ -30,12 +31,18 @@ def _f(x: Any, d: int = 2) -> str:
     return "–" if not np.isfinite(v) else f"{v:.{d}f}"
 
 
+#: The level at which the tables bold a p-value.
+ALPHA = 0.05
+
+
 def _p(x: Any) -> str:
-    """A p-value: 3 decimals, ``< 0.001`` below that, ``–`` when not finite."""
+    """A p-value: 3 decimals, ``< 0.001`` below that, ``–`` when not finite; never rounded onto
+    or across :data:`ALPHA` (0.04986 is printed 0.0499, bold, not 0.050;
+    :func:`dptune.report._format.on_its_side`)."""
     v = float(x)
     if not np.isfinite(v):
         return "–"
-    return "< 0.001" if v < 0.001 else f"{v:.3f}"
+    return "< 0.001" if v < 0.001 else on_its_side(v, f"{v:.3f}", ALPHA)
 
 
 def _frame_table(df: pd.DataFrame) -> str:
@@ -64,14 +71,14 @@ def summary_table(summary: pd.DataFrame, n_seeds: int) -> Table:
             Cell(_f(r.cv_min_pct), numeric=True),
             Cell(_f(r.cv_max_pct), numeric=True),
             Cell(_f(cv), bold=bool(cv < ho), numeric=True),
-            Cell(_p(r.mwu_p), bold=bool(r.mwu_p < 0.05), numeric=True),
+            Cell(_p(r.mwu_p), bold=bool(r.mwu_p < ALPHA), numeric=True),
         ])
     ds = ", ".join(dict.fromkeys(summary["dataset"])) if len(summary) else ""
     caption = (f"Split-seed study on {ds}: accuracy of each of {n_seeds} data-split seeds as % of "
                f"the mean over seeds (extremes and range = max - min, in percentage points), "
                f"random 80/20 hold-out (HO) vs 5-fold CV. Bold range: the smaller of the two; "
                f"p: two-sided Mann-Whitney U (Wilcoxon rank-sum) test of |% - 100| HO vs CV, bold "
-               f"when < 0.05.")
+               f"when < {ALPHA:g}.")
     return Table("seeds_summary", caption, [Block(header, rows, rules_after=rules)], summary)
 
 
@@ -161,11 +168,11 @@ def _deviation_section(summary: pd.DataFrame, pooled: pd.DataFrame, figm: list[s
                  f"{display_metric(r['metric'], int(r['cutoff']))}; "
                  f"range {_f(r[f'{s}_min_pct'])}-{_f(r[f'{s}_max_pct'])} %).")
     smaller = int((summary["cv_range"] < summary["holdout_range"]).sum())
-    sig = int((summary["mwu_p"] < 0.05).sum())
-    sig_cv = int(((summary["mwu_p"] < 0.05) & (summary["cv_median_abs_dev"]
+    sig = int((summary["mwu_p"] < ALPHA).sum())
+    sig_cv = int(((summary["mwu_p"] < ALPHA) & (summary["cv_median_abs_dev"]
                                                 < summary["holdout_median_abs_dev"])).sum())
     L.append(f"- CV has the smaller range in {smaller} of {len(summary)} (algorithm, metric@N) "
-             f"cells; |deviation| differs significantly (p < 0.05) in {sig}, of which {sig_cv} "
+             f"cells; |deviation| differs significantly (p < {ALPHA:g}) in {sig}, of which {sig_cv} "
              f"in favour of CV.")
     for c in sorted(summary["cutoff"].unique()):
         sub = summary[(summary["cutoff"] == c) & summary["metric"].isin(figm or summary["metric"])]

@@ -115,10 +115,10 @@ def test_stability_repeats_of_a_sampled_scope_lowered_to_the_budget(monkeypatch)
     est = run(TinyStore(), pairs=10, bootstrap=100, stability=5)
     assert set(est.table["repeats"]) == {5}  # a sampled scope: claims must survive 4 more seeds
     assert len(est.draws[("knn", "all", "ndcg", 10)]) == 5
-    monkeypatch.setattr(fl, "STABILITY_BUDGET_S", 0.0)
-    assert set(run(TinyStore(), pairs=10, bootstrap=100, stability=5).table["repeats"]) == {1}
-    monkeypatch.setattr(fl, "STABILITY_BUDGET_S", 1e6)
-    assert set(run(TinyStore(), pairs=15, bootstrap=100, stability=5).table["repeats"]) == {1}
+    assert set(run(TinyStore(), pairs=10, bootstrap=100, stability=5,
+                   stability_seconds=0.0).table["repeats"]) == {1}
+    assert set(run(TinyStore(), pairs=15, bootstrap=100, stability=5,
+                   stability_seconds=1e6).table["repeats"]) == {1}  # every pair: no other set
 
 
 def test_every_scope_and_metric_shares_the_user_draws():

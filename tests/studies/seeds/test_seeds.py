@@ -123,6 +123,17 @@ def test_summary_uses_mann_whitney_on_absolute_deviations() -> None:
         assert r.cv_max_abs_dev == pytest.approx(np.abs(cv - 100).max())
 
 
+def test_a_p_value_next_to_alpha_is_printed_on_its_side() -> None:
+    """The summary table bolds p < 0.05: 0.04986 is printed 0.0499 (bold), not 0.050; 0.0502
+    is printed 0.0502 (not bold)."""
+    from dptune.studies.seeds.report import summary_table
+
+    summ = summarize(per_seed_table(_cache_frame(np.random.default_rng(3), n_seeds=8), "toy"))
+    summ = summ.iloc[:2].assign(mwu_p=[0.04986, 0.0502])
+    md = summary_table(summ, 8).to_markdown()
+    assert "**0.0499**" in md and "| 0.0502 |" in md and "0.050 " not in md
+
+
 def test_mann_whitney_detects_a_clear_difference() -> None:
     rows = []
     for i in range(10):
