@@ -70,6 +70,7 @@ def test_sweep_is_a_plain_function_even_after_the_sweeper_is_imported():
 
 
 @pytest.mark.parametrize("module", ["dptune._api", "dptune.analysis.options", "dptune.config",
+                                    "dptune.report._format",
                                     "dptune._atomic", "dptune.grids", "dptune.analysis.dp.scale",
                                     "dptune.models._adapters"])
 def test_docstring_examples_run(module, monkeypatch):
@@ -271,7 +272,6 @@ def test_docs_examples_write_the_dp_csv_of_dptune_run(docs_run, tiny_swept):
 def test_frame_store_over_the_parquet_store_gives_the_same_dp(docs_run):
     d, env = docs_run
     per_user = pd.read_parquet(d / "results" / "per_user.parquet")
-    per_user = per_user[per_user["fold"] != "test"]
     store = env["store"]
     for alg in store.algorithms():
         rows = per_user[per_user["algorithm"] == alg].astype({"algorithm": str, "fold": str,

@@ -33,8 +33,9 @@ import pandas as pd
 from dptune.errors import input_error
 from dptune.vocab import metric_name
 
-__all__ = ["PER_USER_COLUMNS", "ID_COLUMNS", "user_ids", "read_table", "read_per_user",
-           "read_per_user_configs", "check_per_user", "check_configs"]
+__all__ = ["PER_USER_COLUMNS", "ID_COLUMNS", "VALUE_MAX", "user_ids", "read_table",
+           "read_per_user", "read_per_user_configs", "check_per_user", "check_configs",
+           "check_hyperparameter_values"]
 
 #: Every column a per-user table may have (a file of ``dptune dp --per-user``, or the frame of
 #: :class:`dptune.store.FrameStore`).
@@ -49,6 +50,10 @@ ID_COLUMNS = ("algorithm", "system", "fold", "user", "metric")
 #: spellings: R's ``NA``, Excel's ``#N/A``, ``nan``, ...); an id column knows only the empty cell.
 _NA_TEXT = ("", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND",
             "1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null")
+#: The largest magnitude of a value: the largest 32-bit float. A result store holds its values
+#: as 32-bit floats (a sweep's ``per_user.parquet``) and the bootstrap sums them as such, so a
+#: larger value could not be a store's and would overflow to infinity in the analysis.
+VALUE_MAX = float(np.finfo(np.float32).max)
 _PARQUET = {".parquet", ".pq"}
 _CSV = {".csv", ".tsv", ".txt"}
 
@@ -100,9 +105,28 @@ def _where(path: str | Path, i: int) -> str:
     return f"line {i + 2}" if text else f"row {i + 1}"
 
 
+def _numbers(values: pd.Series) -> pd.Series:
+    """``values`` as numbers, NaN where a cell is none (:func:`pandas.to_numeric` with
+    ``errors="coerce"``); a Python integer too large for a float (a DataFrame's ``10**400``,
+    which pandas cannot convert) becomes the largest float of its sign, so that the callers
+    refuse it as out of range (not as an infinity, which it is not)."""
+    try:
+        return pd.to_numeric(values, errors="coerce")
+    except OverflowError:
+        def number(x: object) -> float:
+            try:
+                return float(x)  # type: ignore[arg-type]
+            except OverflowError:
+                top = float(np.finfo(np.float64).max)
+                return top if x > 0 else -top  # type: ignore[operator]
+            except (TypeError, ValueError):
+                return np.nan
+        return values.map(number).astype(np.float64)
+
+
 def _integers(path: str | Path, df: pd.DataFrame, col: str, low: int) -> pd.Series:
     """Column ``col`` as int64, every value a finite integer >= ``low`` (and below 2^62)."""
-    v = pd.to_numeric(df[col], errors="coerce")
+    v = _numbers(df[col])
     with np.errstate(invalid="ignore"):
         bad = v.isna() | ~np.isfinite(v.astype(float)) | (v != np.floor(v)) | (v < low) \
             | (v.astype(float).abs() >= 2.0**62)
@@ -114,14 +138,27 @@ def _integers(path: str | Path, df: pd.DataFrame, col: str, low: int) -> pd.Seri
 
 
 def _split_metric(path: str | Path, metric: pd.Series) -> tuple[pd.Series, pd.Series]:
-    """``name@N`` into (name, N) when the file has no ``cutoff`` column."""
+    """``name@N`` into (name, N) when the file has no ``cutoff`` column: one ``@``, a name
+    before it (checked by the caller) and a positive integer N after it. A second ``@``
+    (``ndcg@10@5``) is refused here, naming the row: the analysis knows a metric by a name
+    without ``@`` and would otherwise blame its own option."""
     parts = metric.str.rsplit("@", n=1, expand=True)
     if parts.shape[1] != 2 or parts[1].isna().any():
+        i = 0 if parts.shape[1] != 2 else int(np.argmax(parts[1].isna().to_numpy()))
         raise input_error(path, "metric", "without a cutoff column every metric must be written "
-                          "name@N (e.g. ndcg@10)")
-    cut = pd.to_numeric(parts[1], errors="coerce")
-    if cut.isna().any() or (cut != np.floor(cut)).any() or (cut < 1).any():
-        raise input_error(path, "metric", "the N of name@N must be a positive integer")
+                          f"name@N (e.g. ndcg@10); {_where(path, i)} has {_shown(metric.iloc[i])}")
+    cut = _numbers(parts[1])
+    with np.errstate(invalid="ignore"):
+        bad = cut.isna() | (cut != np.floor(cut)) | (cut < 1) | (cut >= 2.0**62)
+    if bad.any():
+        i = int(np.argmax(bad.to_numpy()))
+        raise input_error(path, "metric", "the N of name@N must be a positive integer; "
+                          f"{_where(path, i)} has {_shown(metric.iloc[i])}")
+    twice = parts[0].str.contains("@", regex=False)
+    if twice.any():
+        i = int(np.argmax(twice.to_numpy()))
+        raise input_error(path, "metric", f"{_where(path, i)} has {_shown(metric.iloc[i])}, more "
+                          "than one @: write each metric name@N (e.g. ndcg@10)")
     return parts[0], cut.astype(np.int64)
 
 
@@ -138,9 +175,11 @@ def check_per_user(table: pd.DataFrame, path: str | Path = "per_user") -> pd.Dat
 
     Checked: known columns only; ``user``, ``metric``, ``value`` present; exactly one of
     ``config_id``, ``system``; no empty cell in a key column; integer ``config_id >= 0`` and
-    ``cutoff >= 1``; finite numeric ``value``; no duplicated (algorithm, configuration, fold,
-    user, metric, cutoff); some algorithm with two configurations (DP compares pairs; an
-    algorithm with one is reported without DP, as in a sweep).
+    ``cutoff >= 1``; a metric name (not empty, without ``@`` once its cutoff is split off);
+    finite numeric ``value`` of magnitude at most :data:`VALUE_MAX`; no duplicated (algorithm,
+    configuration, fold, user, metric, cutoff); some algorithm with two configurations (DP
+    compares pairs; an algorithm with one is reported without DP, as in a sweep); every
+    configuration with values on every validation fold (:func:`_check_complete`).
     """
     if not isinstance(table, pd.DataFrame):
         raise input_error(path, None, f"expected a pandas DataFrame, got {type(table).__name__}")
@@ -183,14 +222,26 @@ def check_per_user(table: pd.DataFrame, path: str | Path = "per_user") -> pd.Dat
         out["metric"], out["cutoff"] = _split_metric(path, metric)
     # nDCG, NDCG and ndcg are one metric, the vocabulary's (whose family it is in)
     out["metric"] = out["metric"].map(metric_name)
+    nameless = (out["metric"] == "").to_numpy()
+    if nameless.any():  # "@10", " ": the analysis would blame its primary_metric option
+        i = int(np.argmax(nameless))
+        raise input_error(path, "metric", f"{_where(path, i)} has {_shown(metric.iloc[i])}, "
+                          "which has no metric name")
     if df["value"].dtype.kind in "mM":  # a time read as its nanoseconds is no metric value
         raise input_error(path, "value", f"must hold numbers, not {df['value'].dtype} values")
-    value = pd.to_numeric(df["value"], errors="coerce")
-    bad = ~np.isfinite(value.to_numpy(dtype=np.float64))
+    value = _numbers(df["value"])
+    number = value.to_numpy(dtype=np.float64)
+    bad = ~np.isfinite(number)
     if bad.any():
         i = int(np.argmax(bad))
         raise input_error(path, "value",
                           f"must hold finite numbers; {_where(path, i)} has {_shown(df['value'].iloc[i])}")
+    big = np.abs(number) > VALUE_MAX
+    if big.any():
+        i = int(np.argmax(big))
+        raise input_error(path, "value", f"{_where(path, i)} has {_shown(df['value'].iloc[i])}, "
+                          f"beyond the 32-bit floats a result store holds values in (magnitude at "
+                          f"most {VALUE_MAX:.7g})")
     out["value"] = value.astype(np.float64)
     keys = ["algorithm", key, "fold", "user", "metric", "cutoff"]
     dup = out.duplicated(keys)
@@ -206,16 +257,21 @@ def check_per_user(table: pd.DataFrame, path: str | Path = "per_user") -> pd.Dat
 
 
 def _check_complete(path: str | Path, out: pd.DataFrame, key: str) -> None:
-    """Every configuration of an algorithm has values of every metric@N on every fold of that
-    algorithm (some users may lack values: the report says how many users its pairs compare).
-    Otherwise the pairs of a metric@N on a fold would compare no user; the line names what is
-    missing, and where, as a fold's or a configuration's."""
+    """Every configuration of an algorithm has values of every metric@N on every validation
+    fold of that algorithm (some users may lack values: the report says how many users its
+    pairs compare). Otherwise the pairs of a metric@N on a fold would compare no user; the line
+    names what is missing, and where, as a fold's or a configuration's.
+
+    The fold ``test`` (the held-out test split) is not checked: DP never reads it, and a sweep
+    evaluates only some configurations on it (its store's ``per_user.parquet`` holds just
+    those), so requiring every configuration there would refuse a store's own export."""
     cells = ["fold", "metric", "cutoff"]
     have = out[["algorithm", key, *cells]].drop_duplicates()
-    for alg, a in have.groupby("algorithm", sort=False):
+    for alg, every in have.groupby("algorithm", sort=False):
+        a = every[every["fold"] != "test"]
         folds = a["fold"].drop_duplicates()
         mcs = a[["metric", "cutoff"]].drop_duplicates()
-        configs = a[key].drop_duplicates()
+        configs = every[key].drop_duplicates()
         if len(a) == len(folds) * len(mcs) * len(configs):
             continue
         where = f"algorithm {alg}: " if alg != "runs" else ""
@@ -239,6 +295,33 @@ def _check_complete(path: str | Path, out: pd.DataFrame, key: str) -> None:
                           "every fold")
 
 
+def check_hyperparameter_values(path: str | Path, configs: pd.DataFrame, key: str,
+                                hps: list[str], rows: np.ndarray | None = None) -> None:
+    """Each hyperparameter of ``hps`` has a value for every configuration of an algorithm
+    or for none of them (then the algorithm does not use it, as a store's ``configs.csv``
+    leaves the columns of other algorithms' hyperparameters empty). ``configs`` has columns
+    ``algorithm``, ``key`` and ``hps``; ``rows`` (default: the positions) is the row of the
+    table, 0-based, each of its rows was read from, for the message (:func:`_where`).
+
+    A configuration without a value of a hyperparameter its algorithm uses would be left out
+    of that hyperparameter's scopes (``h=v``) without a word, and the importance (optuna's
+    fANOVA) fails on the missing value; refused instead, one line naming ``path``, the row
+    and the column."""
+    rows = np.arange(len(configs)) if rows is None else np.asarray(rows)
+    algs = configs["algorithm"].to_numpy()
+    for h in hps:
+        empty = configs[h].isna().to_numpy()
+        uses = set(algs[~empty])
+        gap = empty & np.isin(algs, list(uses))
+        if gap.any():
+            i = int(np.argmax(gap))
+            alg, cid = algs[i], configs[key].iloc[i]
+            raise input_error(path, h, f"{_where(path, int(rows[i]))} has no value (configuration "
+                              f"{alg}/{cid}), while other configurations of {alg} have one: give "
+                              "every configuration of an algorithm a value of each "
+                              "hyperparameter the algorithm uses")
+
+
 def read_per_user_configs(path: str | Path, per_user: pd.DataFrame) -> pd.DataFrame:
     """Read and validate the configurations file given with a per-user table (``dptune dp
     --per-user FILE --configs FILE``) for ``per_user`` (as returned by :func:`read_per_user`):
@@ -246,12 +329,14 @@ def read_per_user_configs(path: str | Path, per_user: pd.DataFrame) -> pd.DataFr
     ``configs.csv`` is read by :func:`dptune.store._files.read_configs`.
 
     Checked: the configuration column of the per-user file present (and ``algorithm`` when the
-    per-user file has more than the default algorithm); at least one hyperparameter column; no
-    duplicated configuration; every configuration of the per-user file described. Rows of other
+    per-user file has more than the default algorithm); at least one hyperparameter column, none
+    named as a per-user column (:data:`PER_USER_COLUMNS`: the two tables are joined); no
+    duplicated configuration; every configuration of the per-user file described, with a value
+    of each hyperparameter its algorithm uses (:func:`check_hyperparameter_values`). Rows of other
     configurations are dropped; the rest keep the file's order (which gives the algorithms'
     order in the reports, as a store's ``configs.csv`` gives the experiment's).
     """
-    return check_configs(read_table(path, "configurations file"), per_user, path)
+    return check_configs(read_table(path, "configurations file"), per_user, Path(path))
 
 
 def check_configs(table: pd.DataFrame, per_user: pd.DataFrame,
@@ -272,6 +357,11 @@ def check_configs(table: pd.DataFrame, per_user: pd.DataFrame,
     if not hps:
         raise input_error(path, None, "no hyperparameter column (expected algorithm, "
                           f"{key} and one column per hyperparameter)")
+    reserved = [c for c in hps if c in PER_USER_COLUMNS]
+    if reserved:
+        raise input_error(path, reserved[0], "reserved column name: it is a column of the "
+                          "per-user table, which the configurations are joined to; rename the "
+                          "hyperparameter")
     for col in ("algorithm", key):
         if df[col].isna().any():
             i = int(np.argmax(df[col].isna().to_numpy()))
@@ -289,5 +379,9 @@ def check_configs(table: pd.DataFrame, per_user: pd.DataFrame,
         row = missing.iloc[0]
         raise input_error(path, key, f"no row for configuration {row['algorithm']}/{row[key]} "
                           f"of the per-user file")
+    described = pd.MultiIndex.from_frame(df[["algorithm", key]]).isin(
+        pd.MultiIndex.from_frame(used))
+    check_hyperparameter_values(path, df[described], key, hps,
+                                np.flatnonzero(described))
     df = df.merge(used, on=["algorithm", key], how="inner")  # keeps the file's row order
     return df[["algorithm", key, *hps]].reset_index(drop=True)

@@ -114,8 +114,13 @@ class PerUserStore(FrameStore):
         what the values are (``"per-user"``, or ``"runs"`` for evaluated TREC runs), recorded
         in the store's manifest so that the report speaks of the data as it is.
         """
-        from dptune.errors import input_error
-        from dptune.store._per_user_file import check_configs, check_per_user
+        from dptune.errors import input_error, plain
+        from dptune.store._per_user_file import (
+            PER_USER_COLUMNS,
+            check_configs,
+            check_hyperparameter_values,
+            check_per_user,
+        )
 
         if not isinstance(per_user, pd.DataFrame):
             raise input_error(source, None,
@@ -124,21 +129,32 @@ class PerUserStore(FrameStore):
         missing = [h for h in hps if h not in per_user.columns]
         if missing:
             raise input_error(source, missing[0], "missing column (named in hyperparameters)")
+        reserved = [h for h in hps if h in PER_USER_COLUMNS]
+        if reserved:
+            raise input_error(source, "hyperparameters", f"{reserved[0]!r} is a column of the "
+                              "per-user table itself, not a hyperparameter")
         if hps and configs is not None:
             raise input_error(source, "hyperparameters",
                               "give configs or hyperparameters, not both")
         table = check_per_user(per_user.drop(columns=hps), source)
         if hps:
             key = "config_id" if "config_id" in table.columns else "system"
-            described = pd.concat([table[["algorithm", key]],
-                                   per_user[hps].reset_index(drop=True)],
-                                  axis=1).drop_duplicates()
-            twice = described.duplicated(["algorithm", key])
-            if twice.any():
-                row = described[twice].iloc[0]
-                raise input_error(source, hps[0], f"configuration {row['algorithm']}/{row[key]} "
-                                  "has more than one value")
-            configs = described
+            values = pd.concat([table[["algorithm", key]], per_user[hps].reset_index(drop=True)],
+                               axis=1)
+            # rows are the table's (check_per_user keeps them in order): errors name the row
+            check_hyperparameter_values(source, values, key, hps)
+            for h in hps:  # the column at fault, not the first hyperparameter
+                pairs = values[["algorithm", key, h]].drop_duplicates()
+                twice = pairs.duplicated(["algorithm", key], keep=False)
+                if twice.any():
+                    row = pairs[twice].iloc[0]
+                    both = pairs.loc[twice & (pairs["algorithm"] == row["algorithm"])
+                                     & (pairs[key] == row[key]), h]
+                    raise input_error(source, h, f"configuration {row['algorithm']}/{row[key]} "
+                                      "has more than one value (" + ", ".join(
+                                          plain(v) for v in both.iloc[:2]) + "): a "
+                                      "hyperparameter has one value per configuration")
+            configs = values.drop_duplicates()
         if configs is not None:
             configs = check_configs(configs, table, f"{source} (configurations)")
         return cls(table, configs, source=source, kind=kind)

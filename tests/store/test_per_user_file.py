@@ -116,12 +116,24 @@ def test_tab_separated(tmp_path: Path) -> None:
      "config_id 1 has no value of recall@10 on fold 0, which the other configurations have"),
     (GOOD + "bpr,0,1,17,ndcg,10,0.5\nbpr,1,1,17,ndcg,10,0.5\nbpr,0,1,17,ndcg,5,0.5\n"
      "bpr,1,1,17,ndcg,5,0.5\n", "fold", "fold 0 has no value of ndcg@5, which fold 1 has"),
+    # the test split may hold some configurations (a sweep's does), not a validation fold
+    (GOOD + "bpr,0,test,17,ndcg,10,0.5\n", None, None),
+    (GOOD + "bpr,2,test,17,ndcg,10,0.5\n", "config_id",
+     "config_id 2 has no value of ndcg@10 on fold 0, which the other configurations have"),
+    (GOOD.replace("0.2891", "1e39"), "value", "line 3 has 1e+39, beyond the 32-bit floats"),
+    (GOOD.replace("0.2891", "-1e300"), "value", "line 3 has -1e+300, beyond the 32-bit floats"),
+    ("config_id,user,metric,value\n0,1,@10,0.5\n1,1,@10,0.4\n", "metric",
+     "line 2 has '@10', which has no metric name"),
+    ("config_id,user,metric,value\n0,1,ndcg@10,0.5\n1,1,ndcg@10@5,0.4\n", "metric",
+     "line 3 has 'ndcg@10@5', more than one @"),
+    ("config_id,user,metric,value\n0,1,ndcg@10,0.5\n1,1,ndcg@1e30,0.4\n", "metric",
+     "positive integer; line 3 has 'ndcg@1e30'"),
 ])
 def test_bad_per_user_file_is_one_line(tmp_path: Path, text: str, field: str | None,
                                        words: str | None) -> None:
     path = _write(tmp_path, text)
     if words is None:
-        assert len(read_per_user(path)) == 4
+        assert len(read_per_user(path)) == text.count("\n") - 1
         return
     with pytest.raises(DptuneError) as ex:
         read_per_user(path)
@@ -185,8 +197,26 @@ def test_configs_file(tmp_path: Path) -> None:
                                    "factors": [10, 20]}  # config 2 is not in the per-user file
 
 
+def test_a_hyperparameter_of_another_algorithm_is_empty(tmp_path: Path) -> None:
+    """A store's configs.csv leaves a column empty for the algorithms without that
+    hyperparameter, and a configuration the per-user file lacks may miss a value: both are
+    read; only a configuration of the per-user file without a value its algorithm uses is
+    refused (test_bad_configs_file_is_one_line)."""
+    knn = GOOD.replace("bpr,", "knn,").split("\n", 1)[1]
+    per_user = read_per_user(_write(tmp_path, GOOD + knn))
+    text = ("algorithm,config_id,factors,k\nbpr,0,10,\nbpr,1,20,\nbpr,2,,\n"
+            "knn,0,,5\nknn,1,,10\n")
+    cfg = read_per_user_configs(_write(tmp_path, text, "configs.csv"), per_user)
+    assert cfg["factors"].tolist()[:2] == [10, 20] and cfg["k"].tolist()[2:] == [5, 10]
+
+
 @pytest.mark.parametrize(("text", "field", "words"), [
     (CONFIGS.replace("config_id", "id"), "config_id", "missing column"),
+    ("algorithm,config_id,factors,lr\nbpr,0,10,0.1\nbpr,1,20,\n", "lr",
+     "line 3 has no value (configuration bpr/1), while other configurations of bpr have one"),
+    ("algorithm,config_id,factors,lr\nbpr,0,10,NA\nbpr,1,20,0.1\n", "lr", "line 2 has no value"),
+    (CONFIGS.replace("factors", "value"), "value", "reserved column name"),
+    (CONFIGS.replace("factors", "fold"), "fold", "reserved column name"),
     (CONFIGS.replace("algorithm,", "").replace("bpr,", ""), "algorithm", "missing column"),
     ("algorithm,config_id\nbpr,0\nbpr,1\n", None, "no hyperparameter column"),
     (CONFIGS + "bpr,1,30\n", "config_id", "duplicated configuration bpr/1"),
