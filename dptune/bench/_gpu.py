@@ -342,8 +342,11 @@ def run_gpu(eng: Any, plan: GpuPlan,
             log(f"data {label}: {fd.train.nnz:,} training interactions, {len(fd.users):,} "
                 f"users evaluated, {fd.train.shape[1]:,} items")
             costs = measure_device(eng, fd, plan)
-            result["data"][label] = {"note": note, "costs": costs,
-                                     "projection": project_full_grid(costs),
+            # the units' costs added up (core_hours and its parts); not its "hours", which
+            # divides them among the CPU cores of a host run and means nothing for one device
+            # (the device's hours are sweep_projection's)
+            summed = {k: v for k, v in project_full_grid(costs).items() if k != "hours"}
+            result["data"][label] = {"note": note, "costs": costs, "projection": summed,
                                      "sweep_projection": device_full_grid(costs)}
             del fd, exp
             result["wall_seconds"] = time.perf_counter() - t_all
