@@ -526,6 +526,20 @@ def test_analyze_of_a_directory_that_is_not_a_store(tmp_path, capsys):
     assert not (tmp_path / "r").exists()
 
 
+@pytest.mark.parametrize("command", ["analyze", "status"])
+def test_a_file_given_as_the_results_directory_is_named_as_what_it_is(tmp_path, capsys, command):
+    """The experiment's file given where its results directory goes (a newcomer's first
+    guess) says so, instead of naming a manifest.json beneath a file."""
+    cfg = tmp_path / "exp.toml"
+    cfg.write_text('name = "x"\n')
+    assert main([command, str(cfg)]) == 2
+    line = _one_line(capsys, "exp.toml: an experiment file: give the results directory")
+    assert "manifest.json" not in line
+    (tmp_path / "table.csv").write_text("a\n")
+    assert main([command, str(tmp_path / "table.csv")]) == 2
+    _one_line(capsys, "table.csv: a file, not a results directory")
+
+
 @pytest.mark.parametrize(
     ("argv", "needles"),
     [

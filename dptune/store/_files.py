@@ -61,6 +61,11 @@ def read_manifest(root: Path) -> dict[str, Any]:
     except OSError:
         if (Path(root) / "per_user.parquet").is_dir():
             raise input_error(path, None, f"missing{heal}") from None
+        if Path(root).is_file():  # an experiment file, a per-user table: not a store
+            what = ("an experiment file: give the results directory its run wrote (or `dptune "
+                    "status --config` with the file)" if Path(root).suffix == ".toml" else
+                    "a file, not a results directory")
+            raise input_error(root, None, what) from None
         raise input_error(path, None, "not a dptune results directory (manifest.json missing)") from None
     try:
         manifest = json.loads(raw.decode())
