@@ -183,6 +183,13 @@ def _finite(v: Any) -> float:
     return f
 
 
+def _rounded(v: Any, digits: int) -> int | float:
+    """``v`` rounded to ``digits`` decimals, a finite number (:func:`_finite`); an integer
+    stays one (``16``, not ``16.0`` in configs.csv and the report)."""
+    f = _finite(v)
+    return v if isinstance(v, int) else round(f, digits)
+
+
 def _real(source: str, where: str, v: Any) -> float:
     """A grid number (an exponent's base, start, stop or step, a derived scale) as a float: a
     finite int or float as written, never text (``base = "2"``) or a bool; else the one-line
@@ -232,7 +239,7 @@ def _expand_param(source: str, name: str, spec: Any) -> list[Any]:
         if rounding == "int":
             vals = [int(math.floor(_finite(v) + 0.5)) for v in raw]
         elif digits is not None:
-            vals = [round(_finite(v), digits) for v in raw]
+            vals = [_rounded(v, digits) for v in raw]
         else:
             vals = list(raw)
     except (TypeError, ValueError):

@@ -57,6 +57,15 @@ def test_config_order_is_cartesian_last_fastest():
     assert list(g.frame("m")["config_id"]) == list(range(6))
 
 
+def test_digits_round_decimals_and_leave_integers_integers():
+    """``digits`` rounds a number to its decimals; an integer value stays an integer (16 was
+    written 16.0 in configs.csv and the report)."""
+    g = parse_grid({"params": {"factors": {"values": [16, 0, 32], "digits": 2},
+                               "lr": {"values": [0.012345, 2.0], "digits": 2}}})
+    assert g.values == {"factors": [16, 0, 32], "lr": [0.01, 2.0]}
+    assert all(type(v) is int for v in g.values["factors"])
+
+
 def test_single_value_grid():
     g = parse_grid({"params": {"k": {"values": [50]}}})
     assert g.size == 1 and g.configs() == [{"k": 50}]
