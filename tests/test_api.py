@@ -526,7 +526,7 @@ BAD_ARGUMENTS = [
     (lambda r, t: dptune.AnalysisOptions(pairz=3), "analysis: pairz: unknown field (did you "
      "mean 'pairs'?)"),
     (lambda r, t: dptune.AnalysisOptions(n_pairs=3), "analysis: n_pairs: renamed to 'pairs'"),
-    (lambda r, t: dptune.AnalysisOptions(*range(18)), "analysis: takes at most 17 options"),
+    (lambda r, t: dptune.AnalysisOptions(*range(19)), "analysis: takes at most 18 options"),
     (lambda r, t: dptune.AnalysisOptions(5, pairs=5), "analysis: pairs: given twice"),
     (lambda r, t: dptune.AnalysisOptions(pairs="5"), "analysis: pairs: must be an integer"),
     (lambda r, t: dptune.AnalysisOptions().replace(alpah=0.1), "analysis: alpah: unknown"),
