@@ -71,6 +71,15 @@ def read_table(path: str | Path, what: str) -> pd.DataFrame:
         if suffix in _CSV:
             sep = "\t" if suffix != ".csv" else ","
             header = pd.read_csv(path, sep=sep, nrows=0).columns
+            if len(header) == 1:  # one column named "a;b;c": another separator than the suffix's
+                other = next((s for s in (";", "\t", ",", "|") if s != sep and s in header[0]),
+                             None)
+                if other is not None:
+                    named = {";": "';'", "\t": "tab", ",": "','", "|": "'|'"}
+                    raise input_error(path, None, f"one column {str(header[0])[:60]!r}: its "
+                                      f"separator looks like {named[other]}, but a {suffix} "
+                                      f"{what} is read {named[sep]}-separated (.csv comma, "
+                                      ".tsv or .txt tab)")
             missing = {c: [""] if c in ID_COLUMNS else list(_NA_TEXT) for c in header}
             return pd.read_csv(path, sep=sep, dtype={c: str for c in ID_COLUMNS if c in header},
                                keep_default_na=False, na_values=missing)
@@ -322,6 +331,29 @@ def check_hyperparameter_values(path: str | Path, configs: pd.DataFrame, key: st
                               "hyperparameter the algorithm uses")
 
 
+def _check_distinct(path: str | Path, configs: pd.DataFrame, key: str, hps: list[str],
+                    rows: np.ndarray) -> None:
+    """No two configurations of an algorithm with the same value of every hyperparameter: the
+    analysis reads a configuration as a point of the grid, so such a pair would be counted in
+    a hyperparameter-value scope as differing "in the other hyperparameters" while it differs
+    in none, and no one-at-a-time scope could hold it. One line naming ``path``, the row
+    (``rows``: each row's, as :func:`check_hyperparameter_values` takes them) and both
+    configurations."""
+    same = configs.duplicated(["algorithm", *hps])
+    if not same.any():
+        return
+    i = int(np.argmax(same.to_numpy()))
+    row = configs.iloc[i]
+    first = configs[(configs["algorithm"] == row["algorithm"])
+                    & (configs[hps].eq(row[hps]) | (configs[hps].isna() & row[hps].isna()))
+                    .all(axis=1)].iloc[0]
+    values = ", ".join(f"{h}={row[h]}" for h in hps if not pd.isna(row[h]))
+    raise input_error(path, key, f"{_where(path, int(rows[i]))}: configuration "
+                      f"{row['algorithm']}/{row[key]} has the hyperparameters of configuration "
+                      f"{row['algorithm']}/{first[key]} ({values}); two configurations must "
+                      "differ in some hyperparameter (a pair of them differs in none)")
+
+
 def read_per_user_configs(path: str | Path, per_user: pd.DataFrame) -> pd.DataFrame:
     """Read and validate the configurations file given with a per-user table (``dptune dp
     --per-user FILE --configs FILE``) for ``per_user`` (as returned by :func:`read_per_user`):
@@ -383,5 +415,6 @@ def check_configs(table: pd.DataFrame, per_user: pd.DataFrame,
         pd.MultiIndex.from_frame(used))
     check_hyperparameter_values(path, df[described], key, hps,
                                 np.flatnonzero(described))
+    _check_distinct(path, df[described], key, hps, np.flatnonzero(described))
     df = df.merge(used, on=["algorithm", key], how="inner")  # keeps the file's row order
     return df[["algorithm", key, *hps]].reset_index(drop=True)

@@ -195,3 +195,36 @@ def test_a_bad_metric_of_a_file_names_its_line(tmp_path: Path, capsys) -> None:
     line = _refused(capsys, "dp", "--per-user", str(tmp_path / "pu.csv"), "--reports",
                     str(tmp_path / "r"))
     assert line.startswith(f"dptune: {tmp_path / 'pu.csv'}: metric: line 5 has 'ndcg@10@5'")
+
+
+def test_two_configurations_with_the_same_hyperparameters_are_named(tmp_path: Path,
+                                                                     capsys) -> None:
+    """Two configurations of one grid point: a pair of them differs in no hyperparameter, yet
+    a hyperparameter-value scope would count it as differing in the others (it was accepted
+    without a word). A configs file names its line and both configurations; a DataFrame's
+    hyperparameters the same."""
+    (tmp_path / "pu.csv").write_text(_table(test=()).to_csv(index=False))
+    same = CONFIGS.assign(lr=[0.1, 0.2, 0.1, 0.1])  # 3 is 2's grid point
+    same.to_csv(tmp_path / "cfg.csv", index=False)
+    line = _refused(capsys, "dp", "--per-user", str(tmp_path / "pu.csv"), "--configs",
+                    str(tmp_path / "cfg.csv"), "--reports", str(tmp_path / "r"))
+    assert "cfg.csv: config_id: line 5: configuration bpr/3 has the hyperparameters of " \
+           "configuration bpr/2 (factors=16, lr=0.1)" in line
+    assert not (tmp_path / "r").exists()
+    frame = _table(test=()).merge(same, on=["algorithm", "config_id"])
+    with pytest.raises(DptuneError, match="configuration bpr/3 has the hyperparameters of "
+                                          "configuration bpr/2"):
+        dptune.discriminative_power(frame, hyperparameters=["factors", "lr"])
+
+
+@pytest.mark.parametrize(("name", "sep", "said"), [("pu.csv", ";", "';'"), ("pu.tsv", ",", "','")])
+def test_a_file_written_with_another_separator_says_so(tmp_path: Path, capsys, name: str,
+                                                       sep: str, said: str) -> None:
+    """A semicolon-separated .csv (a European spreadsheet's) was "unknown column
+    'algorithm;config_id;...'": the line says which separator the file seems to have and
+    which one its suffix is read with."""
+    _table(test=()).to_csv(tmp_path / name, sep=sep, index=False)
+    line = _refused(capsys, "dp", "--per-user", str(tmp_path / name), "--reports",
+                    str(tmp_path / "r"))
+    assert f"its separator looks like {said}" in line and "unknown column" not in line
+    assert not (tmp_path / "r").exists()
