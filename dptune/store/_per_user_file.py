@@ -217,6 +217,12 @@ def check_per_user(table: pd.DataFrame, path: str | Path = "per_user") -> pd.Dat
                        index=df.index)
     out[key] = _integers(path, df, key, 0) if key == "config_id" else df[key].astype(str)
     out["fold"] = df["fold"].astype(str) if "fold" in cols else "0"
+    like_test = (out["fold"].str.strip().str.lower() == "test") & (out["fold"] != "test")
+    if like_test.any():  # "TEST" would be read as a validation fold, its values in every DP
+        i = int(np.argmax(like_test.to_numpy()))
+        raise input_error(path, "fold", f"{_where(path, i)} has {_shown(out['fold'].iloc[i])}: "
+                          "the held-out test split is the fold named test, in lower case; "
+                          "name a validation fold otherwise")
     out["user"] = user_ids(df["user"])
     metric = df["metric"].astype(str)
     if "cutoff" in cols:

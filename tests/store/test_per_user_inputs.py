@@ -228,3 +228,14 @@ def test_a_file_written_with_another_separator_says_so(tmp_path: Path, capsys, n
                     str(tmp_path / "r"))
     assert f"its separator looks like {said}" in line and "unknown column" not in line
     assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("fold", ["TEST", "Test", " test"])
+def test_a_test_fold_written_otherwise_is_named(fold: str) -> None:
+    """A fold "TEST" was read as a validation fold, the held-out values entering every DP;
+    metric names are read in any case, so a researcher would not expect that."""
+    table = _table(test=(0, 1, 2, 3))
+    table["fold"] = table["fold"].replace("test", fold)
+    with pytest.raises(DptuneError, match="per_user: fold: row .* the held-out test split is "
+                                          "the fold named test, in lower case"):
+        dptune.discriminative_power(table)
