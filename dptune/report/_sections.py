@@ -86,8 +86,7 @@ def _claims_text(options: Any) -> str:
              f"check off: stability = {s})" if s <= 1 else
              f"when the pairs are a sample, it must hold under each of {s} pair seeds (fewer "
              f"when the extra seeds would take over stability_seconds = {budget:g} s per "
-             "algorithm; "
-             "the verdict says how many ran)")
+             "algorithm; the verdict says how many ran)")
     return (f"family-wise error rate {option(options, 'alpha')} per family of metrics (and per "
             "metric@N for the hyperparameters): every pair compared at once by a bootstrap "
             f"max-t test, stepped down (Romano-Wolf); a claim must rest on at least min_pairs = "

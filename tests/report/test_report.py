@@ -1103,5 +1103,15 @@ def test_verdict_table_names_a_hyperparameter_only_when_it_dominates() -> None:
     assert "| Latent factors |" in md and "| none significantly |" in md
     assert ("Dominant hyperparameter for nDCG@10: Latent factors (DP per 25 pairs 1.20 "
             "[0.90, 1.60], P = 200 pairs differing in it alone), significantly lower than "
-            "Learning rate and Iterations") in md
+            "Learning rate and Iterations (family-wise error rate 5%, adjusted p = 0.010)") in md
     assert "No hyperparameter dominates significantly for nDCG@5" in md
+    # one-at-a-time pairs that are a sample, checked under 1 of the 5 pair seeds asked for:
+    # said beside the dominance claim and beside "significantly more than"
+    oat = dp["scope"].str.startswith("only:")
+    sampled = dp.assign(n_possible_pairs=dp["n_possible_pairs"].where(~oat, 500))
+    md = verdict_section(AnalysisResult(dp=DPEstimate(empty, empty, sampled, empty), verdict=v,
+                                        dominance=dominance), [])
+    seeds = ("family-wise error rate 5%, under 1 of the 5 pair seeds asked for: more would "
+             "have exceeded the time budget of the stability check")
+    assert f"significantly lower than Learning rate and Iterations ({seeds}, adjusted p" in md
+    assert f"significantly more than Iterations ({seeds})" in md
