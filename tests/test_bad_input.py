@@ -558,6 +558,14 @@ def test_a_file_given_as_the_results_directory_is_named_as_what_it_is(tmp_path, 
                      ["--pairs", ">= 1"], id="dp-pairs"),
         pytest.param(["seeds", "c.toml", "--jobs", "0"], ["--jobs", ">= 1"], id="seeds-jobs"),
         pytest.param(["slices", "r", "--base", "1"], ["--base", ">= 2"], id="slices-base"),
+        # an empty path fell back to the default folder and wrote there (exit 0)
+        pytest.param(["run", "c.toml", "--results", ""], ["--results", "must not be empty"],
+                     id="run-empty-results"),
+        pytest.param(["analyze", "r", "--reports", " "], ["--reports", "must not be empty"],
+                     id="analyze-blank-reports"),
+        pytest.param(["analyze", ""], ["RESULTS", "must not be empty"], id="analyze-empty-results"),
+        pytest.param(["seeds", "c.toml", "--results", ""], ["--results", "must not be empty"],
+                     id="seeds-empty-results"),
     ],
 )
 def test_command_line_errors_name_the_argument_not_an_internal_name(capsys, argv, needles):
@@ -748,6 +756,41 @@ def test_subgrid_out_that_is_a_directory_or_the_grid_is_refused(tmp_path, capsys
     assert _one_line(capsys).startswith(f"dptune: --out: {tmp_path / 'g1.toml'} is the --grid "
                                         "file this command reads; give another file to write")
     assert (tmp_path / "g1.toml").read_text() == grid and not any((tmp_path / "adir").iterdir())
+
+
+def test_subgrid_out_that_is_the_data_file_is_refused(tmp_path, capsys):
+    """``subgrid --out`` the experiment's ratings file wrote a grid over the data (the grid and
+    experiment files were protected, the data file not)."""
+    cfg = _setup(tmp_path)
+    assert _run(cfg, tmp_path, "--no-analyze") == 0
+    capsys.readouterr()
+    data = (tmp_path / "ratings.csv").read_bytes()
+    assert main(["subgrid", str(tmp_path / "results"), "--algorithm", "uknn", "--out",
+                 str(tmp_path / "ratings.csv")]) == 2
+    _one_line(capsys, "--out", "is the data file the sweep in")
+    assert (tmp_path / "ratings.csv").read_bytes() == data
+
+
+def test_an_input_file_in_the_reports_folder_is_refused_before_it_is_replaced(tmp_path,
+                                                                              capsys):
+    """A per-user table named dp.csv in the --reports folder was replaced by the report's
+    dp.csv (exit 0, the data lost); qrels named pairs.csv and a ratings file named dp.csv the
+    same. Any input file in the report folder is refused before any work: which names the
+    report writes is known only after the analysis."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "dp.csv").write_text("algorithm,config_id,fold,user,metric,value\n")
+    assert main(["dp", "--per-user", str(out / "dp.csv"), "--reports", str(out)]) == 2
+    _one_line(capsys, f"--reports: {out} holds --per-user {out / 'dp.csv'}, which the report "
+                      "could replace")
+    cfg = _setup(tmp_path)
+    (out / "ratings.csv").write_bytes((tmp_path / "ratings.csv").read_bytes())
+    cfg.write_text(cfg.read_text().replace(str(tmp_path / "ratings.csv"), str(out / "ratings.csv")))
+    assert main(["run", str(cfg), "--results", str(tmp_path / "results"), "--reports", str(out),
+                 "--no-progress"]) == 2
+    _one_line(capsys, "holds data.source")
+    assert not (tmp_path / "results").exists()
+    assert sorted(p.name for p in out.iterdir()) == ["dp.csv", "ratings.csv"]
 
 
 @pytest.mark.parametrize("where", ["per_user.parquet", ".", "sub/reports"])

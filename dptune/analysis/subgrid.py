@@ -109,13 +109,19 @@ def _check_out(out: Path, store: ResultStore, man: dict[str, Any], grid: str | P
     file being read, inside a results directory (``store`` or any other:
     :func:`~dptune.store._outside.check_outside_store`), or the grid file the sweep of an
     algorithm of ``store`` read (``recorded``, per algorithm: writing it would change that
-    experiment's set-up), or the experiment file of ``store`` (its manifest ``man``)."""
+    experiment's set-up), or the experiment file or the data file of ``store`` (its manifest
+    ``man``)."""
     check_out_file(out, "--out", {"--grid": grid})
     check_outside_store(out, "--out", store.root)
     experiment = str(man.get("experiment_file", ""))
     if experiment and Path(experiment).is_file() and same_file(out, experiment):
         raise input_error("--out", None, f"{out} is the experiment file of {store.root}; "
                           "writing a grid over it would lose that experiment, give another file "
+                          "to write")
+    data = str((man.get("dataset") or {}).get("source", ""))
+    if data and Path(data).is_file() and same_file(out, data):
+        raise input_error("--out", None, f"{out} is the data file the sweep in {store.root} "
+                          "read; writing a grid over it would lose the data, give another file "
                           "to write")
     for name, swept in recorded.items():
         if swept is not None and same_file(out, swept.source):

@@ -30,13 +30,16 @@ def _default(kind: str, name: str) -> Path:
 
 
 def _check_reports(reports: str | Path, results: str | Path | None = None,
-                   inputs: dict[str, str | Path] | None = None) -> None:
+                   inputs: dict[str, str | Path | None] | None = None) -> None:
     """The reports folder can be written (or made) and lies outside every results directory,
     ``results`` (the command's own, which may not exist yet) included: a report's files in a
     store would replace its files or pass for its parts. It is not the working directory or a
     folder above it (the report folder is published by one rename, which would pull the shell's
-    folder away), nor the folder of an input (``inputs``: flag -> path, e.g. ``--runs``, whose
-    reader would then take the report's files for its own). One line naming --reports."""
+    folder away), nor the folder of an input or a folder inside it (``inputs``: flag -> path,
+    e.g. ``--runs``, whose reader would then take the report's files for its own), nor the
+    folder an input file lies in (a per-user table named ``dp.csv``, qrels named ``pairs.csv``:
+    the report's file of that name would replace it; which names the report writes is known
+    only after the analysis, so any input file there is refused). One line naming --reports."""
     from dptune.store._outside import check_outside_store
 
     check_writable_dir(Path(reports), "--reports")
@@ -44,10 +47,16 @@ def _check_reports(reports: str | Path, results: str | Path | None = None,
     check_not_working_dir(reports, "--reports")  # before any work (the writer checks again)
     target = Path(reports).resolve()
     for flag, path in (inputs or {}).items():
+        if path is None or not str(path).strip():
+            continue
         source = Path(path).resolve()
         if target == source or source in target.parents:
             raise input_error("--reports", None, f"{reports} is inside {flag} {path}, whose "
                               "files the command reads: give a folder outside it")
+        if source.parent == target and source.is_file():
+            raise input_error("--reports", None, f"{reports} holds {flag} {path}, which the "
+                              "report could replace (it writes its files there): give another "
+                              "folder, or move the file")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -64,7 +73,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     reports = Path(args.reports) if args.reports else _default("reports", exp.name)
     check_writable_dir(results, "--results")
     if not args.no_analyze:
-        _check_reports(reports, results)
+        _check_reports(reports, results, {
+            "the experiment file": exp.source, "data.source": exp.data_path,
+            **{f"the grid of {a.name}": a.grid_path for a in exp.algorithms if a.grid}})
     progress = not args.no_progress
     store, nr = run_sweep(exp, results, jobs=args.jobs or exp.sweep.jobs, progress=progress,
                           storage=args.storage, noise_seeds=overrides.get("noise_seeds"),
@@ -260,7 +271,8 @@ def cmd_dp(args: argparse.Namespace) -> int:
         if scoring:  # they say how runs are scored; a per-user table is scored already
             raise input_error(f"--{scoring[0]}", None, "only with --runs, not with --per-user "
                               "(the per-user table holds its metric values already)")
-        _check_reports(args.reports)
+        _check_reports(args.reports, inputs={"--per-user": args.per_user,
+                                             "--configs": args.configs})
         files = analyze_per_user(args.per_user, args.reports, args.configs,
                                  progress=not args.no_progress, **overrides)
         print(f"reports: {args.reports} ({len(files)} files)")
@@ -278,7 +290,8 @@ def cmd_dp(args: argparse.Namespace) -> int:
             raise input_error(flag, None, f"{path} does not exist")
     if not Path(args.runs).is_dir():
         raise input_error("--runs", None, f"{args.runs} is not a directory of run files")
-    _check_reports(args.reports, inputs={"--runs": args.runs})
+    _check_reports(args.reports, inputs={"--runs": args.runs, "--qrels": args.qrels,
+                                         "--train": args.train})
     files = analyze_runs(args.runs, args.qrels, args.train, args.reports, cutoffs=args.cutoffs,
                          threshold=args.threshold,
                          relevance_aware=args.novelty == "relevance-aware", order=args.order,
