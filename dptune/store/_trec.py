@@ -34,7 +34,9 @@ ORDERS: tuple[str, ...] = ("trec", "rank")
 
 
 def _read_lines(path: str | Path) -> tuple[list[list[str]], np.ndarray]:
-    """Split a text file into whitespace-separated fields; return (fields, 1-based line numbers)."""
+    """Split a text file into whitespace-separated fields; return (fields, 1-based line numbers).
+    A UTF-8 byte-order mark (an editor's on Windows) is not text: it would stick to the first
+    user id (``\ufeff1`` a user apart from ``1``, silently left unevaluated)."""
     try:
         data = Path(path).read_bytes()
     except FileNotFoundError:
@@ -44,7 +46,7 @@ def _read_lines(path: str | Path) -> tuple[list[list[str]], np.ndarray]:
     except OSError as err:
         raise input_error(path, None, f"cannot read file: {err.strerror or err}") from None
     try:
-        text = data.decode("utf-8")
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError as err:
         line = data[: err.start].count(b"\n") + 1
         raise input_error(path, f"line {line}", "not UTF-8 text") from None

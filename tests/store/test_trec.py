@@ -28,6 +28,17 @@ def _write(tmp_path, name: str, text: str):
 # --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("reader", ["run", "qrels"])
+def test_a_byte_order_mark_is_not_part_of_the_first_user(tmp_path, reader):
+    """A run or qrels file saved with a UTF-8 byte-order mark read its first user as
+    "\\ufeff1", a user apart from "1" (left unevaluated without a word)."""
+    text = "1 Q0 5 1 0.5 t\n2 Q0 6 1 0.4 t\n" if reader == "run" else "1 0 5 4\n2 0 6 3\n"
+    path = tmp_path / reader
+    path.write_bytes(b"\xef\xbb\xbf" + text.encode())
+    df = read_run(path) if reader == "run" else read_qrels(path)
+    assert df["user"].tolist() == ["1", "2"]
+
+
 def test_readers_round_trip(tmp_path):
     run = _write(
         tmp_path,
