@@ -324,7 +324,21 @@ def parse(argv: list[str]) -> argparse.Namespace:
                  for o in a.option_strings if o.startswith("--")]
         hint = did_you_mean(flag, shown) if flag else ""
         command.error(f"unrecognized arguments: {' '.join(extra)}{hint}")
+    _refuse_empty(_command_parser(parser, args), args)
     return args
+
+
+def _refuse_empty(command: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """An empty value given to a flag or argument (``--results ''``, a variable that expanded
+    to nothing) is one line naming it: every value a command takes names something, and an
+    empty path fell back silently to the default folder, writing where the user did not ask."""
+    for action in command._actions:
+        value = getattr(args, action.dest, None)
+        values = value if isinstance(value, list) else [value]
+        if any(isinstance(v, str) and not v.strip() for v in values):
+            name = action.option_strings[-1] if action.option_strings else action.metavar \
+                or action.dest
+            command.error(f"argument {name}: must not be empty")
 
 
 def _command_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
