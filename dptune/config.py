@@ -31,7 +31,7 @@ from dptune.errors import (
 )
 from dptune.grids import Grid, check_size, load_grid
 from dptune.models._adapters import is_known_type
-from dptune.vocab import DEVICES, FORMATS, METRICS
+from dptune.vocab import DEVICES, FORMATS, METRICS, SEED_RANGE
 
 if TYPE_CHECKING:
     from dptune.analysis.options import AnalysisOptions
@@ -41,9 +41,8 @@ _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")  # used with fullmatch: no 
 #: path, the experiment file's name): not settings, so an experiment file may not write them.
 _INTERNAL = {"internal": True}
 
-#: Valid ranges of the experiment's numbers, checked when it is read (before any work):
-#: seeds are 32-bit (numpy's and optuna's generators take no larger seed);
-SEED_RANGE = (0, 2**32 - 1)
+#: Valid ranges of the experiment's numbers, checked when it is read (before any work): seeds
+#: are :data:`dptune.vocab.SEED_RANGE`;
 #: a top-N list longer than the store's int16 ``cutoff`` column can hold is refused;
 MAX_CUTOFF = 2**15 - 1
 #: no more folds than the split's int8 fold labels hold (``MAX_FOLDS``, 127, of

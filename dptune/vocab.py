@@ -26,6 +26,7 @@ __all__ = [
     "HYPERPARAMETER_NAMES",
     "HYPERPARAMETER_ORDER",
     "CSV_FLOAT",
+    "SEED_RANGE",
     "display_algorithm",
     "display_metric",
     "metric_name",
@@ -96,6 +97,10 @@ HYPERPARAMETER_ORDER: tuple[str, ...] = ("factors", "iterations", "epochs", "lea
 
 #: printf format of floats in every written CSV (enough digits to round-trip a float32 value).
 CSV_FLOAT = "%.10g"
+
+#: The range of every seed an experiment or the analysis takes: 32-bit (numpy's and optuna's
+#: generators take no larger seed; a larger analysis seed silently sampled other pairs).
+SEED_RANGE = (0, 2**32 - 1)
 
 
 def display_algorithm(key: str) -> str:

@@ -18,7 +18,7 @@ from typing import Any
 from dptune.analysis.dp.paired_tests import paired_test
 from dptune.analysis.source import ResultSource
 from dptune.errors import check_int, input_error, suggest
-from dptune.vocab import CORRECTIONS, METRICS, RENAMED_OPTIONS, TESTS
+from dptune.vocab import CORRECTIONS, METRICS, RENAMED_OPTIONS, SEED_RANGE, TESTS
 
 __all__ = ["AnalysisOptions", "TESTS", "CORRECTIONS", "PAIRS", "VALUE_PAIRS",
            "DEFAULT_FAMILIES", "MIN_PAIRS", "MIN_BOOTSTRAP", "MAX_BOOTSTRAP", "MAX_RESAMPLES",
@@ -278,7 +278,9 @@ def validate_options(values: Mapping[str, Any], source: object = "analysis",
                     ("min_fold_users", 0), ("noise_seeds", 0), ("seed", 0), ("min_pairs", 1)):
         if key not in out or (key in ("seed", "value_pairs") and out[key] is None):
             continue
-        out[key] = check_int(out[key], source, f"{prefix}{key}", lo)
+        # a seed has an experiment seed's range (numpy seeds beyond it silently differ)
+        out[key] = check_int(out[key], source, f"{prefix}{key}", lo,
+                             SEED_RANGE[1] if key == "seed" else None)
     if out.get("noise_seeds") == 1:
         raise bad("noise_seeds", "needs 0 (off) or at least 2 seeds")
     if out.get("n_resamples", 0) > MAX_RESAMPLES:

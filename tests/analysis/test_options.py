@@ -18,7 +18,7 @@ BASE = {"name": "x", "algorithms": [{"name": "u", "type": "userknn", "grid": GRI
 
 BAD = [
     ("pairs", 0), ("pairs", "many"), ("pairs", 2.5), ("pairs", True),
-    ("seed", -1), ("seed", "x"),
+    ("seed", -1), ("seed", "x"), ("seed", 2**32), ("seed", 10**20),
     ("test", "anova"), ("alpha", 0), ("alpha", 1.0), ("alpha", "0.05"), ("alpha", True),
     ("correction", "bonferroni"), ("n_resamples", 0), ("bootstrap", -1),
     ("primary_metric", ""), ("primary_metric", "ndcg@10"), ("primary_metric", 3),
