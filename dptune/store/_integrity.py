@@ -188,7 +188,7 @@ def problem(part: Path) -> str | None:
     entry_file = entry_path(part)
     try:
         st = part.stat()
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # the part folder gone, or a file now
         return "missing"
     try:
         est = entry_file.stat().st_mtime_ns

@@ -45,6 +45,20 @@ def test_a_manifest_of_valid_json_but_not_a_dptune_manifest_is_one_line(
     assert tree_digest(root) == before and not (tmp_path / "rep").exists()
 
 
+def test_a_parts_folder_that_is_a_file_is_reported_not_a_crash(tiny_swept, tmp_path, capsys):
+    """``per_user.parquet`` replaced by a file: ``status`` ended in NotADirectoryError; every
+    part is then missing, as ``analyze`` says in one line."""
+    root = tmp_path / "results"
+    shutil.copytree(tiny_swept / "results", root)
+    shutil.rmtree(root / PARTS)
+    (root / PARTS).write_text("x")
+    assert main(["status", str(root)]) == 0
+    out = capsys.readouterr().out
+    assert f"{root / PARTS}/" in out and "(missing)" in out
+    assert main(["analyze", str(root), "--reports", str(tmp_path / "rep"), "--no-progress"]) == 2
+    assert "(missing)" in one_error_line(capsys.readouterr().err)
+
+
 def test_a_file_in_the_parts_folder_that_is_not_a_part_is_foreign_not_a_crash(
         tiny_swept, tmp_path, capsys):
     """Reports written into ``per_user.parquet/`` (``pvalues.parquet``) used to break every
