@@ -496,11 +496,20 @@ def parse_experiment(data: dict, source: str = "<memory>", config_path: Path | N
     return replace(exp, data_path=_data_path(exp.data, data_base, source, check_data))
 
 
+#: Longest experiment or algorithm name: a name is part of file names (``results/<name>``,
+#: ``<algorithm>__<fold>__<unit>.parquet`` and its set-aside ``~N`` copies), which most file
+#: systems cap at 255 bytes; a longer one failed with "File name too long" mid-sweep.
+MAX_NAME = 100
+
+
 def _check_name(name: object, source: str, where: str) -> str:
     """An experiment's or an algorithm's name (``where``), usable in file names: letters,
-    digits, '.', '_' or '-', all of it (no final newline)."""
+    digits, '.', '_' or '-', all of it (no final newline), at most :data:`MAX_NAME` of them."""
     if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
         raise input_error(source, where, "must be letters, digits, '.', '_' or '-'")
+    if len(name) > MAX_NAME:
+        raise input_error(source, where, f"has {len(name)} characters, at most {MAX_NAME}: it "
+                          "is part of the names of the files the sweep writes")
     return name
 
 

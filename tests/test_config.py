@@ -399,6 +399,17 @@ def test_an_algorithm_name_with_a_double_underscore_is_refused(tmp_path):
                            "the algorithm, fold and unit in the names of its results")
 
 
+@pytest.mark.parametrize("old", ['name = "userknn"', 'name = "t"'])
+def test_a_name_too_long_for_a_file_name_is_refused_when_read(tmp_path, old):
+    """A 300-character algorithm name failed mid-sweep with "File name too long" (its parts
+    are named by it) after configs.csv and the manifest were written; an experiment's made
+    an unwritable results folder."""
+    cfg = _write(tmp_path, BASE.replace(old, old.split('"')[0] + '"' + "u" * 300 + '"'))
+    field = "algorithms[0].name" if "userknn" in old else "name"
+    assert _error(cfg) == (f"{cfg}: {field}: has 300 characters, at most 100: it is part of "
+                           "the names of the files the sweep writes")
+
+
 def test_an_experiment_built_in_python_reads_its_grid_like_a_file():
     """dptune.Experiment(...) with a grid file: check_experiment reads the grid (relative to the
     working directory: the experiment has no file) and gives what load_experiment gives."""

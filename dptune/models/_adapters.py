@@ -210,9 +210,15 @@ class PythonFamily(SignatureFamily):
         if self.takes_seed and "seed" not in kwargs:
             kwargs["seed"] = seed
         try:
-            return self.factory(**kwargs)
+            model = self.factory(**kwargs)
         except TypeError as err:
             raise input_error("algorithm", self.type, f"bad parameters: {err}") from None
+        if not (callable(getattr(model, "fit", None)) and callable(getattr(model, "score", None))):
+            # a factory is any callable: what it returned is known only now (python:os:getcwd
+            # gave a str, whose missing fit was an AttributeError from inside the sweep)
+            raise input_error("algorithm", self.type, f"returned a {type(model).__name__}, not "
+                              "a model with methods fit(X) and score(users)")
+        return model
 
 
 #: Python types a constructor parameter can be checked against, by annotation name.

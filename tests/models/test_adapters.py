@@ -138,6 +138,11 @@ def test_python_family_signature_seed_and_errors():
         get_family("python:dptune.models.examples")
     with pytest.raises(DptuneError, match="needs methods fit"):
         get_family("python:collections:OrderedDict")
+    # a factory that is not a class: what it returns is checked when the grid is checked,
+    # before the sweep (python:os:getcwd gave a str, an AttributeError from inside the sweep)
+    with pytest.raises(DptuneError, match="python:os:getcwd: returned a str, not a model with "
+                                          r"methods fit\(X\) and score\(users\)"):
+        get_family("python:os:getcwd").check([{}], source="g.toml")
 
 
 def test_python_family_required_parameter():
