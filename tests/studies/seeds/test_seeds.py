@@ -379,6 +379,26 @@ def test_file_and_flag_share_one_rule(tmp_path, capsys, monkeypatch, extra, flag
     assert flag == f"dptune: {flag_at}: {problem}"
 
 
+@pytest.mark.parametrize("where", [".", "per_user.parquet"])
+def test_results_in_a_sweeps_store_are_refused(tiny_swept, tmp_path, capsys, where) -> None:
+    """``--results`` a sweep's results directory (or a folder in it) wrote the study's stores
+    into that store; one line naming the flag, the store unchanged."""
+    import shutil
+
+    from conftest import tree_digest
+
+    root = tmp_path / "store"
+    shutil.copytree(tiny_swept / "results", root)
+    before = tree_digest(root)
+    cfg = _exp(tmp_path, "[seeds]\nn_seeds = 2\n", bpr=False)
+    assert _main(["seeds", str(cfg), "--results", str(root / where), "--reports",
+                  str(tmp_path / "P"), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"dptune: --results: {root / where} ") and "\n" not in err, err
+    assert "the results directory" in err and tree_digest(root) == before
+    assert not (tmp_path / "P").exists()
+
+
 def test_the_default_folders_are_checked_before_any_work(tmp_path, capsys, monkeypatch) -> None:
     """Without ``--results`` / ``--reports`` the default folders are checked as the given ones
     are, before the study computes anything: a file where ``reports/`` goes is one line."""
