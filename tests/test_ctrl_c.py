@@ -21,6 +21,7 @@ import sys
 import time
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -153,9 +154,14 @@ def test_ctrl_c_stops_each_stage_of_run(finished, tmp_path, stage, removed):
     cfg, results = finished
     root = tmp_path / "results"
     shutil.copytree(results, root)
-    for p in root.glob(removed):  # not computed yet: no part, no index entry
+    gone = []
+    for p in root.glob(removed):  # not computed yet: no part, no index entry, no trial
         p.unlink()
         (root / "index" / p.parent.name / f"{p.name}.json").unlink()
+        gone.append(p.name)
+    trials = pd.read_csv(root / "trials.csv", dtype=str)
+    listed = trials["algorithm"] + "__" + trials["fold"] + "__" + trials["unit"] + ".parquet"
+    trials[~listed.isin(gone)].to_csv(root / "trials.csv", index=False, lineterminator="\n")
     kept = _parts(root)
     res, pid = _interrupt(tmp_path, stage, ["run", str(cfg), "--results", str(root),
                                             "--reports", str(tmp_path / "rep"), "--jobs", "2"])

@@ -277,12 +277,29 @@ def entry_fingerprints(root: Path) -> set[str]:
 
 
 def lost_parts(root: Path, directory: str) -> list[Path]:
-    """Parts of ``root/directory`` that were written (they have an index entry) but are gone."""
+    """Parts of ``root/directory`` that were written but are gone: they have an index entry,
+    or (the part folder of a sweep) ``trials.csv``, which the last finished run wrote from the
+    parts there were, lists them. The second catches a part lost with its entry, or with the
+    whole index folder, which otherwise read as a sweep that never computed it: the analysis
+    went on with fewer folds without a word."""
     index = Path(root) / INDEX_DIR / directory
-    if not index.is_dir():
-        return []
-    return [Path(root) / directory / e.name[: -len(".json")] for e in sorted(index.glob("*.json"))
-            if not (Path(root) / directory / e.name[: -len(".json")]).exists()]
+    names = {e.name[: -len(".json")] for e in index.glob("*.json")} if index.is_dir() else set()
+    if directory == "per_user.parquet":
+        names |= _trial_parts(Path(root))
+    return [Path(root) / directory / n for n in sorted(names)
+            if not (Path(root) / directory / n).exists()]
+
+
+def _trial_parts(root: Path) -> set[str]:
+    """The part names ``<algorithm>__<fold>__<unit>.parquet`` of ``root/trials.csv`` (none when
+    it is missing or unreadable: it is derived, and a damaged one is rewritten by the run)."""
+    import pandas as pd
+
+    try:
+        t = pd.read_csv(root / "trials.csv", usecols=["algorithm", "fold", "unit"], dtype=str)
+    except (OSError, ValueError):
+        return set()
+    return {f"{a}__{f}__{u}.parquet" for a, f, u in t.itertuples(index=False)}
 
 
 def lost_problem(part: Path) -> str:

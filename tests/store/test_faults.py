@@ -171,6 +171,34 @@ def test_a_store_from_before_index_entries_is_checked_and_adopted(pristine, tmp_
     assert len(list((root / INDEX_DIR).glob("*/*.json"))) == len(times)  # entries recorded
 
 
+@pytest.mark.parametrize("index", ["entry", "folder"])
+def test_a_part_lost_with_its_index_entry_is_found_by_trials_csv(pristine, tmp_path, capsys,
+                                                                  index):
+    """A part deleted with its index entry, or with the whole index folder, read as a unit never
+    computed: ``analyze`` went on with fewer folds without a word. ``trials.csv`` (written by
+    the last finished run from the parts there were) lists it: analyze refuses it in one line
+    and run recomputes exactly that unit."""
+    cfg, results, before = pristine
+    root = tmp_path / "results"
+    shutil.copytree(results, root)
+    part = sorted((root / PARTS).glob("*.parquet"))[0]
+    part.unlink()
+    if index == "entry":
+        (root / INDEX_DIR / PARTS / f"{part.name}.json").unlink()
+    else:
+        shutil.rmtree(root / INDEX_DIR)
+    assert main(["analyze", str(root), "--reports", str(tmp_path / "rep"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    _one_line(err, part)
+    assert "damaged (missing); `dptune run` will recompute it" in err
+    times = _mtimes(root)
+    run_sweep(cfg, root, jobs=1, progress=False)
+    redone = {n for n, t in _mtimes(root).items() if times.get(n) != t}
+    assert redone == {part.name}
+    pd.testing.assert_frame_equal(_values(root)[f"{PARTS}/{part.name}"],
+                                  before[f"{PARTS}/{part.name}"])
+
+
 def test_status_lists_damaged_parts(pristine, tmp_path, capsys):
     root, target = _copy_damaged(pristine, tmp_path, "bpr-part", "garble")
     rc = main(["status", str(root), "--reports", str(tmp_path / "rep")])
