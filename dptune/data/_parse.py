@@ -162,7 +162,8 @@ def _dates(values: pd.Series, text: pd.Series, numbers: np.ndarray, source: str,
     ISO-8601 date, or a number among dates, is an error naming its line. ``None`` when no value
     is a date (a numeric column with bad text: the caller names the first non-number)."""
     dates = pd.to_datetime(text, utc=True, format="ISO8601", errors="coerce")
-    bad = dates.isna().to_numpy()
+    # a number is no date even where ISO-8601 reads it as one ("1234" the year 1234)
+    bad = dates.isna().to_numpy() | numbers
     if bad.all() and numbers.any():
         return None
     if bad.any():

@@ -171,6 +171,9 @@ def test_numeric_timestamps_keep_their_unit(tmp_path, unit):
         (["2024-03-01", "2024-03-01", "1709251200"], ["line 4", "'1709251200' is a number but "
                                                       "line 2 holds the date '2024-03-01'"]),
         (["17", "2024-03-01x"], ["line 3", "'2024-03-01x' is not a finite number"]),
+        # 4-digit numbers read as ISO-8601 years (1234 became 1234-01-01) among a date
+        (["1234", "2020-01-01", "5000"], ["line 2", "'1234' is a number but line 3 holds the "
+                                          "date '2020-01-01'"]),
     ],
 )
 def test_bad_timestamp_names_the_file_line(tmp_path, rows, needles):
