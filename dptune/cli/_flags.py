@@ -115,8 +115,8 @@ def cutoffs(text: str) -> tuple[int, ...]:
     instead of being refused; a cutoff given twice is refused as the experiment file refuses it."""
     from dptune.config import MAX_CUTOFF
 
-    try:
-        vals = tuple(int(x) for x in text.split(",") if x.strip())
+    try:  # an empty item ("1,,5", "5,") is a typo, not nothing: refused as any bad item
+        vals = tuple(int(x) for x in text.split(","))
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
     if not vals or any(v < 1 for v in vals):
