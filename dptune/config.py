@@ -365,6 +365,9 @@ def _data_path(d: DataConfig, config_path: Path | None, source: str, check: bool
         return d.source
     p = Path(d.source).expanduser()
     found = p if p.is_absolute() else config_path.parent / p
+    if check and found.is_dir():  # "" and "." name the experiment's own folder
+        raise input_error(source, "data.source", f"{d.source!r} is a folder ({found.resolve()}), "
+                          f"not a data file nor a known data set ({', '.join(KNOWN_DATASETS)})")
     if found.exists() or not check:
         return str(found.resolve())
     hint = ""

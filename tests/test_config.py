@@ -399,6 +399,17 @@ def test_an_algorithm_name_with_a_double_underscore_is_refused(tmp_path):
                            "the algorithm, fold and unit in the names of its results")
 
 
+@pytest.mark.parametrize("value", ['""', '"."'])
+def test_a_data_source_that_is_a_folder_names_the_field(tmp_path, value):
+    """source = "" named the experiment's folder and failed as "<folder>: is a directory"
+    without the file or the field."""
+    (tmp_path / "g.toml").write_text("[params.k]\nvalues = [5]\n")
+    cfg = tmp_path / "e.toml"
+    cfg.write_text(f'name = "x"\n[data]\nsource = {value}\n[[algorithms]]\nname = "a"\n'
+                   'type = "userknn"\ngrid = "g.toml"\n')
+    assert _error(cfg).startswith(f"{cfg}: data.source: {value[1:-1]!r} is a folder")
+
+
 @pytest.mark.parametrize("old", ['name = "userknn"', 'name = "t"'])
 def test_a_name_too_long_for_a_file_name_is_refused_when_read(tmp_path, old):
     """A 300-character algorithm name failed mid-sweep with "File name too long" (its parts
