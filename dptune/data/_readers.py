@@ -172,17 +172,22 @@ def _detect_format(
         if len(fields) >= 2 and _is_number(fields[-1]) and _is_number(fields[-2]):
             raise input_error(
                 source,
-                "fmt",
-                "the file has no header, so its column order is ambiguous: pass fmt='amazon' "
-                "(item,user,rating,timestamp) or fmt='csv' with columns= and a header line",
+                "format",
+                "the file has no header, so its column order is ambiguous: give the format "
+                "'amazon' (item,user,rating,timestamp), or 'csv' with columns and a header line "
+                f"({_FORMAT_WHERE})",
             )
         return "csv", sep
     raise input_error(
         source,
-        "fmt",
-        f"cannot tell the format from the file name and its first line {first[:60]!r}; "
-        "pass fmt= one of " + ", ".join(FORMATS[1:]),
+        "format",
+        f"cannot tell the format from the file name and its first line {first[:60]!r}; give "
+        f"one of {', '.join(FORMATS[1:])} ({_FORMAT_WHERE})",
     )
+
+
+#: Where a reader of ratings gives their format, named in the errors that ask for it.
+_FORMAT_WHERE = "data.format of an experiment, --format of dptune data, fmt= in Python"
 
 
 def _scan_lines(data: bytes, sep: str) -> tuple[np.ndarray, np.ndarray]:

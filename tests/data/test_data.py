@@ -101,8 +101,9 @@ def test_auto_detection(tmp_path, fmt):
 
 def test_auto_amazon_headerless_csv_is_ambiguous(tmp_path):
     path = write(tmp_path / "amazon.csv", as_lines(ROWS, "amazon"))
-    msg = expect_error("fmt", read_ratings, path)
+    msg = expect_error("format", read_ratings, path)
     assert "amazon.csv" in msg and "amazon" in msg and "columns" in msg
+    assert "data.format of an experiment" in msg  # not only the Python argument's name
 
 
 def test_gzip_and_parquet(tmp_path):
