@@ -50,6 +50,7 @@ from dptune.store._identity import (
     meta_problem,
     name_problem,
 )
+from dptune.store._schema import PARTS
 
 __all__ = ["INDEX_DIR", "entry_path", "checksum", "verify", "record", "problem", "verified",
            "damaged_error", "heal", "lost_parts", "lost_problem", "lost_error", "check_lost",
@@ -284,7 +285,7 @@ def lost_parts(root: Path, directory: str) -> list[Path]:
     went on with fewer folds without a word."""
     index = Path(root) / INDEX_DIR / directory
     names = {e.name[: -len(".json")] for e in index.glob("*.json")} if index.is_dir() else set()
-    if directory == "per_user.parquet":
+    if directory == PARTS:
         names |= _trial_parts(Path(root))
     return [Path(root) / directory / n for n in sorted(names)
             if not (Path(root) / directory / n).exists()]
