@@ -569,6 +569,9 @@ def test_a_file_given_as_the_results_directory_is_named_as_what_it_is(tmp_path, 
         pytest.param(["analyze", ""], ["RESULTS", "must not be empty"], id="analyze-empty-results"),
         pytest.param(["seeds", "c.toml", "--results", ""], ["--results", "must not be empty"],
                      id="seeds-empty-results"),
+        # seeds --grid '' means "skip the grid part": the empty value passes the parser, and
+        # the missing c.toml is what is refused
+        pytest.param(["seeds", "c.toml", "--grid", ""], ["c.toml"], id="seeds-empty-grid-skips"),
     ],
 )
 def test_command_line_errors_name_the_argument_not_an_internal_name(capsys, argv, needles):
@@ -772,6 +775,11 @@ def test_subgrid_out_that_is_the_data_file_is_refused(tmp_path, capsys):
                  str(tmp_path / "ratings.csv")]) == 2
     _one_line(capsys, "--out", "is the data file the sweep in")
     assert (tmp_path / "ratings.csv").read_bytes() == data
+    # any other file not named .toml: a grid file is TOML (a .csv got TOML, exit 0)
+    assert main(["subgrid", str(tmp_path / "results"), "--algorithm", "uknn", "--out",
+                 str(tmp_path / "sub.csv")]) == 2
+    _one_line(capsys, "--out", "sub.csv is not named .toml")
+    assert not (tmp_path / "sub.csv").exists()
 
 
 def test_an_input_file_in_the_reports_folder_is_refused_before_it_is_replaced(tmp_path,

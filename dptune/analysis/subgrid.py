@@ -110,7 +110,7 @@ def _check_out(out: Path, store: ResultStore, man: dict[str, Any], grid: str | P
     :func:`~dptune.store._outside.check_outside_store`), or the grid file the sweep of an
     algorithm of ``store`` read (``recorded``, per algorithm: writing it would change that
     experiment's set-up), or the experiment file or the data file of ``store`` (its manifest
-    ``man``)."""
+    ``man``), or not named ``.toml`` (a ``.csv`` got TOML)."""
     check_out_file(out, "--out", {"--grid": grid})
     check_outside_store(out, "--out", store.root)
     experiment = str(man.get("experiment_file", ""))
@@ -128,6 +128,9 @@ def _check_out(out: Path, store: ResultStore, man: dict[str, Any], grid: str | P
             raise input_error("--out", None, f"{out} is the grid file the sweep in "
                               f"{store.root} read for {name}; writing it would change "
                               "that experiment, give another file to write")
+    if Path(out).suffix.lower() != ".toml":  # a grid file is TOML (an experiment's grid = ...)
+        raise input_error("--out", None, f"{out} is not named .toml; the sub-grid is a grid file "
+                          "(TOML), which an experiment's grid = reads: give a name ending in .toml")
 
 
 @dataclass(frozen=True)

@@ -355,6 +355,10 @@ def cmd_seeds(args: argparse.Namespace) -> int:
 
     configs = _config_ids(args.config_id)
     grid = None if args.grid is None else [g.strip() for g in args.grid.split(",") if g.strip()]
+    twice = sorted({g for g in grid or () if grid.count(g) > 1})
+    if twice:  # the study would run that algorithm's grid part once, silently
+        raise input_error("--grid", None, f"names {', '.join(twice)} twice; give each algorithm "
+                          "once")
     exp, settings = load_seed_experiment(args.config)
     folder = seeds_folder_name(exp)
     results, label = ((args.results, "--results") if args.results else

@@ -243,7 +243,8 @@ def build_parser() -> argparse.ArgumentParser:
     sd.add_argument("--config-id", action="append", default=[], metavar="ALG=ID",
                     help="run ALG with grid configuration ID instead of the default (repeatable)")
     sd.add_argument("--grid", metavar="ALG,ALG,...",
-                    help="algorithms of the grid part ('' to skip; default: [seeds] of the experiment)")
+                    help="algorithms of the grid part ('' to skip; default: [seeds] of the "
+                    "experiment)").empty_allowed = True  # '' means no algorithm: _refuse_empty
     sd.add_argument("--grid-seeds", type=grid_seeds, metavar="S", help="seeds of the grid part, "
                     "0 to skip it or at least 2 (default: [seeds] of the experiment)")
     progress_option(sd)
@@ -331,8 +332,12 @@ def parse(argv: list[str]) -> argparse.Namespace:
 def _refuse_empty(command: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """An empty value given to a flag or argument (``--results ''``, a variable that expanded
     to nothing) is one line naming it: every value a command takes names something, and an
-    empty path fell back silently to the default folder, writing where the user did not ask."""
+    empty path fell back silently to the default folder, writing where the user did not ask.
+    A flag whose empty value means something (``seeds --grid ''``: skip the grid part) is
+    marked ``empty_allowed`` where it is declared."""
     for action in command._actions:
+        if getattr(action, "empty_allowed", False):
+            continue
         value = getattr(args, action.dest, None)
         values = value if isinstance(value, list) else [value]
         if any(isinstance(v, str) and not v.strip() for v in values):

@@ -323,6 +323,8 @@ def test_even_grid_takes_the_lower_middle() -> None:
                  id="config-id-unknown-algorithm"),
     pytest.param("[seeds]\nn_seeds = 2\n", ["--grid", "userknn,nope"],
                  "--grid: no algorithm named 'nope' in {cfg} (userknn)", id="grid-unknown"),
+    pytest.param("[seeds]\nn_seeds = 2\n", ["--grid", "userknn,userknn"],
+                 "--grid: names userknn twice; give each algorithm once", id="grid-twice"),
     pytest.param("[seeds]\nn_seeds = 2\n", ["--grid-seeds", "1"],
                  "seeds: argument --grid-seeds: needs 0 (skip) or at least 2 seeds",
                  id="grid-seeds-1"),
