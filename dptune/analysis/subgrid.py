@@ -113,16 +113,13 @@ def _check_out(out: Path, store: ResultStore, man: dict[str, Any], grid: str | P
     ``man``), or not named ``.toml`` (a ``.csv`` got TOML)."""
     check_out_file(out, "--out", {"--grid": grid})
     check_outside_store(out, "--out", store.root)
-    experiment = str(man.get("experiment_file", ""))
-    if experiment and Path(experiment).is_file() and same_file(out, experiment):
-        raise input_error("--out", None, f"{out} is the experiment file of {store.root}; "
-                          "writing a grid over it would lose that experiment, give another file "
-                          "to write")
-    data = str((man.get("dataset") or {}).get("source", ""))
-    if data and Path(data).is_file() and same_file(out, data):
-        raise input_error("--out", None, f"{out} is the data file the sweep in {store.root} "
-                          "read; writing a grid over it would lose the data, give another file "
-                          "to write")
+    for path, what in (
+            (man.get("experiment_file", ""), f"the experiment file of {store.root}; writing a "
+             "grid over it would lose that experiment"),
+            ((man.get("dataset") or {}).get("source", ""), f"the data file the sweep in "
+             f"{store.root} read; writing a grid over it would lose the data")):
+        if path and Path(str(path)).is_file() and same_file(out, str(path)):
+            raise input_error("--out", None, f"{out} is {what}, give another file to write")
     for name, swept in recorded.items():
         if swept is not None and same_file(out, swept.source):
             raise input_error("--out", None, f"{out} is the grid file the sweep in "

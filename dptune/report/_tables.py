@@ -316,8 +316,8 @@ def pick(values: pd.DataFrame, vrow: dict | None, cutoff: int
     rest = v[~v["metric"].isin([rec, *tied])]
     # the highest DP among the others (none when every other metric is tied with the best)
     worst, worst_tied = None, []
-    if len(rest):
-        top = _by_dp(rest[rest["mean_p"] == rest["mean_p"].max()])
+    if len(rest):  # v, and so rest, is in _by_dp's order: the first of the highest is named
+        top = rest[rest["mean_p"] == rest["mean_p"].max()]
         worst, worst_tied = top.iloc[0], [str(m) for m in top["metric"].iloc[1:]]
     return identical_text(rec, tied, cutoff), best, tied, worst, worst_tied
 

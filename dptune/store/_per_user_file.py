@@ -419,8 +419,8 @@ def check_configs(table: pd.DataFrame, per_user: pd.DataFrame,
                           f"of the per-user file")
     described = pd.MultiIndex.from_frame(df[["algorithm", key]]).isin(
         pd.MultiIndex.from_frame(used))
-    check_hyperparameter_values(path, df[described], key, hps,
-                                np.flatnonzero(described))
-    _check_distinct(path, df[described], key, hps, np.flatnonzero(described))
+    mine, rows = df[described], np.flatnonzero(described)
+    check_hyperparameter_values(path, mine, key, hps, rows)
+    _check_distinct(path, mine, key, hps, rows)
     df = df.merge(used, on=["algorithm", key], how="inner")  # keeps the file's row order
     return df[["algorithm", key, *hps]].reset_index(drop=True)
