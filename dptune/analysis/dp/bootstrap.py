@@ -50,7 +50,11 @@ The replicates are therefore computed once every fold's group sums are in
 equal (``min d = max d``) has ``p = 1`` in every replicate when they are 0, else 0; a replicate
 whose variance is below ``1e-14 sum_u c_j(u)^2`` likewise (the one rule of
 :func:`dptune.analysis.dp.paired_tests.paired_t`, which every t statistic here goes through).
-``p`` from ``|t|`` uses a table of the exact two-sided tail on 4,097 points of ``x = |t| / (1 +
+The group sums enter the products as float32 in units of a power of two per pair, ``2^e_j``
+with ``2^(e_j - 1) <= max_u |d_j(u)| < 2^e_j`` (``1`` for a pair of zero differences): every
+statistic above is unchanged by a common scale of a pair's differences, a power of two scales
+a float exactly, and a per-user value near the float32 limit would otherwise square to
+infinity. ``p`` from ``|t|`` uses a table of the exact two-sided tail on 4,097 points of ``x = |t| / (1 +
 |t|)`` in ``[0, 1]`` with linear interpolation (absolute error below 1e-6 for every ``t`` and
 ``df``; :func:`dptune.analysis.dp.paired_tests.table_pvalue`: the kernels cannot call scipy).
 
@@ -427,8 +431,9 @@ class FoldMoments:
     ``k dbar_j`` (``dbar_j`` for a constant pair, :func:`shrink_factor`); ``n`` users and their
     keys ``users`` (as :func:`user_draws` hashes them); ``starts``/``weights`` of
     :func:`user_draws`; ``coarse``: the weights of the coarser groupings
-    (:func:`coarse_weights`; empty: no extrapolation). ``n < 2``: no test, ``p = 1``
-    everywhere."""
+    (:func:`coarse_weights`; empty: no extrapolation); ``unit``: each pair's power of two
+    (module docstring), ``c1t`` and ``c2t`` being in units of ``unit`` and ``unit^2``. ``n <
+    2``: no test, ``p = 1`` everywhere."""
 
     p: np.ndarray
     dbar: np.ndarray
@@ -442,7 +447,15 @@ class FoldMoments:
     users: np.ndarray
     starts: np.ndarray
     weights: np.ndarray
+    unit: np.ndarray
     coarse: tuple[np.ndarray, ...] = ()
+
+    def scaled(self, centre: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(delta, c2tot, size)`` of the replicates' kernels in the units of ``c1t``/``c2t``:
+        the bootstrap world's difference of each pair (its own for a constant pair, else
+        ``centre``), ``sum_u c_j(u)^2`` and ``max_u |d_j(u)|``."""
+        u = self.unit
+        return np.where(self.constant, self.dbar, centre) / u, self.c2tot / (u * u), self.size / u
 
 
 def fold_moments(values: np.ndarray, rows_a: np.ndarray, rows_b: np.ndarray, perm: np.ndarray,
@@ -463,14 +476,16 @@ def fold_moments(values: np.ndarray, rows_a: np.ndarray, rows_b: np.ndarray, per
         return FoldMoments(np.ones(n_pairs), empty, np.ones(n_pairs, dtype=bool), empty, empty,
                            np.zeros((0, n_pairs), np.float32), np.zeros((0, n_pairs), np.float32),
                            empty, n, np.asarray(users), np.asarray(starts), np.asarray(weights),
-                           coarse)
+                           np.ones(n_pairs), coarse)
     dbar, c1, c2, constant, size = pair_moments(values, rows_a, rows_b, perm, starts, columns)
     k = shrink_factor(point_t(dbar, c2, size, n, squared=True), constant, n)
     shrunk = np.where(constant, dbar, dbar * k)
+    unit = np.ldexp(1.0, np.frexp(size)[1])  # 2^e > size >= 2^(e-1); size 0: 1
     return FoldMoments(point_pvalues(dbar, c2, size, n), dbar, constant, size,
-                       c2.sum(axis=1), np.ascontiguousarray(c1.T, dtype=np.float32),
-                       np.ascontiguousarray(c2.T, dtype=np.float32), shrunk, n,
-                       np.asarray(users), np.asarray(starts), np.asarray(weights), coarse)
+                       c2.sum(axis=1), np.ascontiguousarray((c1 / unit[:, None]).T, np.float32),
+                       np.ascontiguousarray((c2 / (unit * unit)[:, None]).T, np.float32),
+                       shrunk, n, np.asarray(users), np.asarray(starts), np.asarray(weights),
+                       unit, coarse)
 
 
 def shared_share(folds: Sequence[FoldMoments]) -> float:
@@ -552,8 +567,8 @@ def fold_replicate_means(moments: FoldMoments, weights_pairs: np.ndarray,
     s1w, s2w, nstar = _group_products(m, n_boot, level)
     out = np.zeros(n_boot)
     t2 = np.zeros(n_boot)
-    _replicate_sums(s1w, s2w, nstar, np.where(m.constant, m.dbar, centre), m.c2tot, m.size,
-                    weights_pairs, t_tail_table(m.n - 1), out, t2)
+    _replicate_sums(s1w, s2w, nstar, *m.scaled(centre), weights_pairs, t_tail_table(m.n - 1),
+                    out, t2)
     if sizes is not None:
         sizes += world_size(t2, weights_pairs @ (~m.constant).astype(np.float64), m.n)
     return out / n_pairs
@@ -569,8 +584,7 @@ def fold_replicate_pvalues(moments: FoldMoments, centre: np.ndarray, rows: int) 
         return np.ones((rows, len(m.p)))
     s1w, s2w, nstar = _group_products(m, rows, None)
     out = np.empty((rows, len(m.p)))
-    _replicate_pvalues(s1w, s2w, nstar, np.where(m.constant, m.dbar, centre), m.c2tot,
-                       m.size, t_tail_table(m.n - 1), out)
+    _replicate_pvalues(s1w, s2w, nstar, *m.scaled(centre), t_tail_table(m.n - 1), out)
     return out
 
 

@@ -162,6 +162,24 @@ def test_known_answer_noisy_copy_is_less_discriminative():
     assert 0.0 <= lo <= point <= hi <= 1.0
 
 
+@pytest.mark.filterwarnings("error")
+def test_the_replicates_do_not_depend_on_the_scale_of_the_values():
+    # every statistic of a replicate is unchanged by a common scale of the differences; the
+    # float32 group sums are kept in a power of two per pair, so values near the float32 limit
+    # (whose squares were infinity in float32) give the replicates of ordinary ones
+    rng = np.random.default_rng(4)
+    diffs = [rng.normal(0.05, 1.0, size=(2, 12, 200)) * rng.random((1, 12, 1))
+             for _ in range(2)]
+    diffs[0][:, 3] = 0.0  # a pair with no difference, and a constant non-zero one
+    diffs[1][:, 5] = 0.25
+    base = bootstrap.bootstrap_mean_p(diffs, n_boot=64, seed=3)
+    exact = bootstrap.bootstrap_mean_p([d * 2.0**100 for d in diffs], n_boot=64, seed=3)
+    assert np.array_equal(exact, base)  # a power of two scales every float exactly
+    for scale in (1e-30, 1e20, 1e36):
+        assert np.allclose(bootstrap.bootstrap_mean_p([d * scale for d in diffs], n_boot=64,
+                                                      seed=3), base, rtol=0, atol=1e-5)
+
+
 def test_groups_keep_the_spread_of_the_user_bootstrap():
     rng = np.random.default_rng(2)
     n = 2000
