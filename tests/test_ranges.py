@@ -100,12 +100,19 @@ BPR_LR = ('[params.factors]\nvalues = [4]\n[params.iterations]\nvalues = [1]\n'
     (BPR_LR.format(lr="1e300"), ("learning_rate", "must be at most 3.4e+38", "float32")),
     (BPR_LR.format(lr="0.1").replace("scale = 0.05", "scale = 1e308"),
      ("user_reg", "must be at most 3.4e+38", "float32")),
+    # 0 in float32: the model would train nothing
+    (BPR_LR.format(lr="5e-324"), ("learning_rate", "must be at least 1.4e-45", "5e-324 is 0")),
+    # a unit that would never end: refused by its projected time, naming the unit
+    (BPR_LR.format(lr="0.1").replace("values = [1]", "values = [1, 10000000000000]"),
+     ("grid.toml: bpr:", "iterations = 1 to 10000000000000", "years a fold on one core",
+      "beyond the 30 days a unit may take")),
 ])
 def test_an_out_of_range_model_hyperparameter_is_refused_before_any_work(tmp_path, capsys,
                                                                         grid, words):
     """The built-in models' ranges (BPR-MF: factors >= 1, iterations >= 0, learning_rate > 0,
-    since a rate of 0 trains nothing, user_reg and item_reg >= 0; KNN: k >= 1) are checked for
-    every configuration of the grid before any work: one line naming the grid file and the
+    since a rate of 0 trains nothing, nor one that is 0 in float32, user_reg and item_reg >= 0;
+    KNN: k >= 1) are checked for every configuration of the grid before any work, and so is the
+    projected time of each unit (at most 30 days): one line naming the grid file and the
     hyperparameter, exit 2, nothing written."""
     cfg = _experiment(tmp_path, name="bpr", type="bpr-mf", grid=grid)
     results = tmp_path / "results"

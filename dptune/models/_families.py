@@ -52,11 +52,14 @@ def _int_value(cfg: dict, key: str, source: str, lo: int) -> int:
 #: The largest hyperparameter value a float32 model can hold (BPR-MF trains in float32: a
 #: larger learning rate or regularisation is inf there, and training ends in NaN after work).
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
+#: The smallest positive float32 (a subnormal): a positive value below half of it is 0 there.
+_FLOAT32_TINY = float(np.finfo(np.float32).smallest_subnormal)
 
 
 def _float_value(cfg: dict, key: str, source: str, positive: bool = False) -> float:
     """``cfg[key]`` as a finite float >= 0 (> 0 with ``positive``: a learning rate of 0 trains
-    nothing) that float32 holds; else one error naming ``source`` and ``key``."""
+    nothing, nor does one that is 0 in float32) that float32 holds; else one error naming
+    ``source`` and ``key``."""
     v = cfg[key]
     if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not (
         math.isfinite(v) and (v > 0 if positive else v >= 0)
@@ -66,6 +69,9 @@ def _float_value(cfg: dict, key: str, source: str, positive: bool = False) -> fl
     if v > _FLOAT32_MAX:
         raise input_error(source, key, f"must be at most {_FLOAT32_MAX:.3g} (the model trains in "
                           f"float32), got {plain(v)}")
+    if positive and np.float32(v) == 0:
+        raise input_error(source, key, f"must be at least {_FLOAT32_TINY:.3g} (the model trains "
+                          f"in float32, where {plain(v)} is 0)")
     return float(v)
 
 

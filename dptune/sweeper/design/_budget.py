@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from dptune.errors import input_error
+from dptune.errors import input_error, plain
 from dptune.sweeper._cost import CostModel, SweepShape
 from dptune.sweeper._warmup import cold_kernels
 
@@ -26,7 +26,8 @@ if TYPE_CHECKING:
     from dptune.config import Budget, Experiment
     from dptune.sweeper.design._design import AlgorithmDesign, Design
 
-__all__ = ["Projection", "projection", "budget_rounds", "hours_text", "TEST_UNITS"]
+__all__ = ["Projection", "projection", "budget_rounds", "check_unit_seconds", "hours_text",
+           "TEST_UNITS", "MAX_UNIT_SECONDS"]
 
 
 @dataclass(frozen=True)
@@ -100,8 +101,21 @@ class Projection:
 TEST_UNITS = 3
 
 
+#: The longest one unit may be projected to take (30 days on one core, or on the device): a
+#: unit of the paper's ML-1M grid takes minutes, so a grid value that makes one take longer is
+#: a typo (``iterations = 1e12``) far more often than a plan, and a sweep would start work it
+#: cannot finish.
+MAX_UNIT_SECONDS = 30 * 86400.0
+
+
 def hours_text(seconds: float) -> str:
-    """``"1.4 h"``, ``"35 min"``, ``"40 s"`` or ``"0.4 s"``."""
+    """``"1.4 h"``, ``"35 min"``, ``"40 s"`` or ``"0.4 s"``; ``"12 days"``, ``"1.5 years"``,
+    ``"4,750 years"`` beyond two days."""
+    if seconds >= 365 * 86400:
+        years = seconds / (365 * 86400)
+        return f"{years:.1f} years" if years < 10 else f"{years:,.0f} years"
+    if seconds >= 2 * 86400:
+        return f"{seconds / 86400:.0f} days"
     if seconds >= 3600:
         return f"{seconds / 3600:.1f} h"
     if seconds >= 60:
@@ -190,6 +204,34 @@ def _noise_config_seconds(exp: Experiment, d: AlgorithmDesign, n: int, shape: Sw
     if not per or any(p is None for p in per):
         return None
     return float(np.mean(per))
+
+
+def check_unit_seconds(exp: Experiment, design: Design, shape: SweepShape,
+                       model: CostModel | None = None) -> None:
+    """Refuse, before any work, a unit of the rounds ``design`` runs that the cost model
+    projects beyond :data:`MAX_UNIT_SECONDS`: one line naming the algorithm's grid file, the
+    unit's hyperparameters and its projected time. Model types without a cost model pass."""
+    model = model or CostModel.for_device(exp.sweep.device)
+    where = "one core" if model.device == "cpu" else f"one {model.device} device"
+    for name, d in design.algorithms.items():
+        grid = exp.grids[d.algorithm]
+        configs = grid.configs()
+        for u in d.units[:d.units_for(d.budget_rounds)]:
+            unit = [configs[c] for c in u.config_ids]
+            s = model.unit_seconds(d.type, unit, shape.validation)
+            if s is None:
+                break
+            if s > MAX_UNIT_SECONDS:
+                spans = []
+                for k in grid.free:
+                    v = sorted({c[k] for c in unit})
+                    spans.append(f"{k} = {plain(v[0])}" if len(v) == 1
+                                 else f"{k} = {plain(v[0])} to {plain(v[-1])}")
+                text = ", ".join(spans)
+                raise input_error(grid.source, None, f"{name}: the unit of {text} is projected "
+                                  f"at {hours_text(s)} a fold on {where} (cost model), beyond "
+                                  f"the {MAX_UNIT_SECONDS / 86400:.0f} days a unit may take; "
+                                  "is a value a typo?")
 
 
 def budget_rounds(budget: Budget | None, exp: Experiment, design: Design, shape: SweepShape,

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from dptune._atomic import write_text
 from dptune.errors import DptuneError
 from dptune.sweeper._cost import shape_from_manifest
-from dptune.sweeper.design._budget import budget_rounds
+from dptune.sweeper.design._budget import budget_rounds, check_unit_seconds
 from dptune.sweeper.design._design import AlgorithmDesign, Design, DesignUnit, experiment_design
 
 if TYPE_CHECKING:
@@ -101,8 +101,11 @@ def resolve_design(exp: Experiment, manifest: dict[str, Any], budget: Budget | N
             and recorded.algorithms.keys() == design.algorithms.keys() \
             and all(_same_units(recorded.algorithms[n], d) for n, d in design.algorithms.items()):
         design = recorded
-    rounds = budget_rounds(budget, exp, design, shape_from_manifest(manifest), jobs)
-    return design.with_rounds(rounds, None if budget is None else budget.text)
+    shape = shape_from_manifest(manifest)
+    rounds = budget_rounds(budget, exp, design, shape, jobs)
+    design = design.with_rounds(rounds, None if budget is None else budget.text)
+    check_unit_seconds(exp, design, shape)
+    return design
 
 
 def experiment_budget(exp: Experiment) -> Budget | None:
