@@ -58,13 +58,24 @@ _PARQUET = {".parquet", ".pq"}
 _CSV = {".csv", ".tsv", ".txt"}
 
 
+def _text_suffix(path: Path) -> str:
+    """The suffix that names a file's format: ``.csv`` for ``x.csv`` and for the gzip-compressed
+    ``x.csv.gz`` (a text table may be compressed, as a ratings file may; pandas decompresses it
+    by its name), else the last suffix."""
+    suffixes = [s.lower() for s in path.suffixes]
+    if len(suffixes) >= 2 and suffixes[-1] == ".gz" and suffixes[-2] in _CSV:
+        return suffixes[-2]
+    return path.suffix.lower()
+
+
 def read_table(path: str | Path, what: str) -> pd.DataFrame:
-    """A CSV (``.csv``, ``.tsv``/``.txt`` tab-separated) or Parquet (``.parquet``, ``.pq``, or a
-    directory of Parquet parts) file as a DataFrame; ``what`` names it in errors."""
+    """A CSV (``.csv``, ``.tsv``/``.txt`` tab-separated, each also gzip-compressed as ``.csv.gz``
+    ...) or Parquet (``.parquet``, ``.pq``, or a directory of Parquet parts) file as a
+    DataFrame; ``what`` names it in errors."""
     path = Path(path)
     if not path.exists():
         raise input_error(path, None, f"{what} not found")
-    suffix = path.suffix.lower()
+    suffix = _text_suffix(path)
     try:
         if path.is_dir() or suffix in _PARQUET:
             return pd.read_parquet(path)
@@ -87,7 +98,8 @@ def read_table(path: str | Path, what: str) -> pd.DataFrame:
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise input_error(path, None, f"cannot read {what}: {first}") from None
     raise input_error(path, None, f"{what}: unknown format {suffix or '(no suffix)'!r} "
-                      f"(expected .csv, .tsv, .parquet or a directory of Parquet parts)")
+                      f"(expected .csv, .tsv, each maybe .gz, .parquet or a directory of "
+                      "Parquet parts)")
 
 
 def user_ids(values: pd.Series) -> pd.Series:
@@ -110,7 +122,7 @@ def _where(path: str | Path, i: int) -> str:
     0-based position of an in-memory table (``path`` is then its name, a ``str``)."""
     if not isinstance(path, Path):
         return f"row {i}"
-    text = path.suffix.lower() in _CSV and not path.is_dir()
+    text = _text_suffix(path) in _CSV and not path.is_dir()
     return f"line {i + 2}" if text else f"row {i + 1}"
 
 

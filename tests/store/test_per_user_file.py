@@ -43,6 +43,21 @@ def test_reads_csv_and_parquet_alike(tmp_path: Path) -> None:
     assert np.allclose(a["value"], [0.3562, 0.2891, 0.0, 0.1934])
 
 
+@pytest.mark.parametrize("name", ["per_user.csv.gz", "per_user.tsv.GZ", "configs.txt.gz"])
+def test_a_gzip_compressed_text_table_is_read_as_its_text(tmp_path: Path, name: str) -> None:
+    """``.csv.gz`` (``.tsv.gz``, ``.txt.gz``): the same table as the uncompressed file, and a
+    bad value is named by the line an editor shows once it is decompressed."""
+    import gzip
+
+    text = GOOD if ".csv" in name else GOOD.replace(",", "\t")
+    (tmp_path / name).write_bytes(gzip.compress(text.encode()))
+    pd.testing.assert_frame_equal(read_per_user(tmp_path / name),
+                                  read_per_user(_write(tmp_path, GOOD)))
+    (tmp_path / name).write_bytes(gzip.compress(text.replace("0.2891", "high").encode()))
+    with pytest.raises(DptuneError, match="line 3 has 'high'"):
+        read_per_user(tmp_path / name)
+
+
 def test_defaults_and_metric_at_cutoff(tmp_path: Path) -> None:
     text = "system,user,metric,value\nA,1,ndcg@5,0.5\nB,1,ndcg@5,0.25\nA,2,recall@10,1\nB,2,recall@10,0\n"
     df = read_per_user(_write(tmp_path, text))
