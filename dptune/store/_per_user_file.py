@@ -271,10 +271,16 @@ def check_per_user(table: pd.DataFrame, path: str | Path = "per_user") -> pd.Dat
                           f"most {VALUE_MAX:.7g})")
     out["value"] = value.astype(np.float64)
     keys = ["algorithm", key, "fold", "user", "metric", "cutoff"]
-    dup = out.duplicated(keys)
-    if dup.any():
-        row = out[dup].iloc[0]
-        raise input_error(path, "user", "duplicated row for " + ", ".join(f"{k}={row[k]}" for k in keys))
+    dup = out.duplicated(keys, keep=False).to_numpy()
+    if dup.any():  # name both rows and only the columns the table has (no fold: one fold)
+        first = int(np.argmax(dup))
+        same = np.flatnonzero(dup & (out[keys] == out[keys].iloc[first]).all(axis=1).to_numpy())
+        shown = [k for k in keys if k in cols or (k == "cutoff" and "cutoff" not in cols)]
+        what = ", ".join(f"{k}={out[k].iloc[first]}" for k in shown)
+        whole = "" if "fold" in cols else " (without a fold column the table is one fold)"
+        raise input_error(path, None, f"{_where(path, int(same[0]))} and "
+                          f"{_where(path, int(same[1]))} are the same row, {what}: one value per "
+                          f"configuration, fold, user and metric@N{whole}")
     n_cfg = out.groupby("algorithm", sort=False)[key].nunique()
     if (n_cfg < 2).all():
         raise input_error(path, key, "no algorithm has two configurations; DP compares pairs of "
