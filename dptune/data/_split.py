@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from dptune.errors import input_error
+from dptune.errors import input_error, plain
 
 __all__ = [
     "FOLD_METHODS",
@@ -266,6 +266,11 @@ def split_holdout(
     else:
         holdout = leave_one_out_random(ratings, seed, min_user_interactions)
     check_users_kept(ratings, holdout, min_user_interactions, source)
+    if not len(holdout.train) and len(holdout.test):  # train_ratio below 1 / (largest user)
+        most = int(ratings.groupby("user").size().max())
+        raise input_error(source, "split.train_ratio", f"{plain(train_ratio)} leaves no rating "
+                          f"for training: each user trains on floor(train_ratio x its ratings), "
+                          f"and the most any user has is {most}; give at least 1/{most}")
     return holdout
 
 

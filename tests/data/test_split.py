@@ -331,3 +331,19 @@ def test_a_split_that_drops_every_user_names_the_experiment_file():
             "exp.toml: split.min_user_interactions: all 4 users were dropped: each has fewer "
             "than 10 ratings (the most any user has is 3)")
     assert len(split_holdout(frame, "random", min_user_interactions=3).train) == 8
+
+
+def test_a_train_ratio_that_leaves_no_training_rating_names_the_ratio():
+    """A train ratio below 1 / (the most ratings a user has) trains every user on floor(0) = 0
+    ratings: the error names ``split.train_ratio`` and the smallest ratio that trains someone,
+    not the folds that are empty in consequence. That ratio itself splits."""
+    frame = table([(u, i, i) for u in range(4) for i in range(3 + u)])  # at most 6 ratings
+    for method in ("temporal", "random"):
+        with pytest.raises(DptuneError) as err:
+            split_holdout(frame, method, train_ratio=1e-9, min_user_interactions=1,
+                          source="exp.toml")
+        assert str(err.value) == (
+            "exp.toml: split.train_ratio: 1e-09 leaves no rating for training: each user trains "
+            "on floor(train_ratio x its ratings), and the most any user has is 6; give at least "
+            "1/6")
+        assert len(split_holdout(frame, method, train_ratio=1 / 6, min_user_interactions=1).train) == 1
