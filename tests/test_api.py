@@ -551,6 +551,25 @@ def test_a_file_given_as_the_folder_to_write_into_is_one_line(write, small_resul
     assert out.read_text() == "kept" and list(tmp_path.iterdir()) == [out]
 
 
+@pytest.mark.parametrize("write, name", [
+    (lambda r, out: dptune.Report.from_result(r).write(out), "Report.write: out_dir"),
+    (lambda r, out: r.write_data(out), "write_data: out")], ids=["report", "data"])
+@pytest.mark.parametrize("inside", [".", "reports"])
+def test_a_results_directory_is_no_folder_to_write_into(write, name, inside, small_result,
+                                                        tmp_path):
+    """As ``dptune analyze --reports`` does, the API refuses to write a report or the data
+    files into a results directory or a folder inside one (a report's files would replace the
+    store's or pass for its parts): one line, the store untouched."""
+    store = tmp_path / "results"
+    (store / "per_user.parquet").mkdir(parents=True)
+    (store / "manifest.json").write_text('{"experiment": {}, "algorithms": []}')
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    with pytest.raises(DptuneError, match=rf"^{name}: .*results.* (is a results directory|lies "
+                       "inside the results directory).*give a path outside it"):
+        write(small_result, store / inside)
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+
+
 @pytest.mark.parametrize("call, message", BAD_ARGUMENTS,
                          ids=[m[:45] for _, m in BAD_ARGUMENTS])
 def test_a_wrong_argument_is_one_line_naming_it(call, message, small_result, tmp_path):

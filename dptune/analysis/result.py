@@ -252,8 +252,12 @@ class AnalysisResult:
 
     def write_data(self, out: str | Path) -> list[Path]:
         """Write every data table into ``out`` (atomically, :func:`write_table`); return the
-        paths."""
+        paths. A folder that is or lies in a results directory is refused (a data file there
+        would replace a store's file or pass for a part)."""
+        from dptune.store._outside import check_outside_store
+
         check_path(out, "write_data", "out", "the folder to write into")
+        check_outside_store(out, "write_data: out")
         out = Path(out)
         check_folder(out)
         return [write_table(df, out / DATA_FILES[key]) for key, df in self.tables().items()]

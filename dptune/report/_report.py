@@ -330,8 +330,13 @@ class Report:
         and report.html into ``out_dir``; return the paths in :meth:`file_names` order.
 
         The folder is written beside ``out_dir`` and published by one rename
-        (:func:`dptune._atomic.staged_folder`): never half-written, a full disk is one line."""
+        (:func:`dptune._atomic.staged_folder`): never half-written, a full disk is one line.
+        A folder that is or lies in a results directory is refused (its files would replace the
+        store's or pass for its parts), as ``dptune analyze --reports`` refuses it."""
+        from dptune.store._outside import check_outside_store
+
         check_path(out_dir, "Report.write", "out_dir", "the report folder")
+        check_outside_store(out_dir, "Report.write: out_dir")
         out = Path(out_dir)
         with staged_folder(out) as stage:
             written = self._write_files(stage)
