@@ -365,13 +365,9 @@ def cmd_seeds(args: argparse.Namespace) -> int:
                       (settings.cache, f"{exp.source}: seeds.cache") if settings.cache else
                       (str(_default("results", folder)), "--results"))
     check_writable_dir(Path(results), label)
-    from dptune.store._outside import results_dir_of
+    from dptune.store._outside import check_outside_store
 
-    inside = results_dir_of(results)
-    if inside is not None:  # its stores would be written into another store's folder
-        where = "is" if Path(results).resolve() == inside else "lies inside"
-        raise input_error(label, None, f"{results} {where} the results directory {inside} of "
-                          "a sweep; the study keeps its own stores: give another folder")
+    check_outside_store(results, label)  # its stores would be written into a sweep's store
     reports = args.reports or str(_default("reports", folder))
     _check_reports(reports)  # the study's --results is a cache of its own stores, not one
     files = run_seeds_study(exp, args.seeds, reports, configs or None, jobs=args.jobs,
