@@ -174,10 +174,12 @@ def _deviation_section(summary: pd.DataFrame, pooled: pd.DataFrame, figm: list[s
     L.append(f"- CV has the smaller range in {smaller} of {len(summary)} (algorithm, metric@N) "
              f"cells; |deviation| differs significantly (p < {ALPHA:g}) in {sig}, of which {sig_cv} "
              f"in favour of CV.")
+    over = (f"{', '.join(display_metric(m) for m in figm)} of every algorithm" if figm
+            else "every metric and algorithm")
     for c in sorted(summary["cutoff"].unique()):
         sub = summary[(summary["cutoff"] == c) & summary["metric"].isin(figm or summary["metric"])]
         L.append(f"- N = {c}: median range {_f(sub['holdout_range'].median())} points (HO) vs "
-                 f"{_f(sub['cv_range'].median())} (CV).")
+                 f"{_f(sub['cv_range'].median())} (CV), over {over}.")
     L += ["", "Pooled per algorithm as in the paper (|dev| over "
           f"{' + '.join(display_metric(m) for m in figm)} x every cutoff x seed; the "
           "pooled values share seeds and are not independent):", ""]
