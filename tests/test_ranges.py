@@ -201,3 +201,52 @@ def test_nan_scores_name_the_model_configuration_fold_and_items(tmp_path, capsys
     # the fold the design order reached first: either of the two
     assert "on fold 0:" in line or "on fold 1:" in line
     assert "top_n" not in line
+
+
+RAISING_MODEL = '''
+import numpy as np
+
+
+class Picky:
+    """Refuses ``a > 1`` when it is fitted, or when it scores (a value only the model can
+    refuse)."""
+
+    def __init__(self, a=1.0, when="fit"):
+        self.a, self.when = a, when
+
+    def fit(self, X):
+        if self.when == "fit" and self.a > 1:
+            raise ValueError("a too large\\nsecond line")
+        self.n_items = X.shape[1]
+        return self
+
+    def score(self, users):
+        if self.a > 1:
+            raise RuntimeError("cannot score")
+        return np.ones((len(users), self.n_items))
+'''
+
+
+@pytest.mark.parametrize("when, words", [
+    ("fit", ("fit() raised ValueError: a too large",)),
+    ("score", ("score() raised RuntimeError: cannot score",)),
+])
+def test_an_outside_model_that_raises_is_one_line_and_the_fix_runs(tmp_path, capsys,
+                                                                   monkeypatch, when, words):
+    """A model of your own (or cornac's, implicit's) that raises in fit() or score() stops the
+    run with one line naming the model, the configuration, the fold and its exception's first
+    line (it was the model's traceback); the corrected grid runs in the same directory."""
+    (tmp_path / "picky.py").write_text(RAISING_MODEL)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    cfg = _experiment(tmp_path, name="picky", type="python:picky:Picky",
+                      grid=f'[params.a]\nvalues = [1.0, 2.0]\n[params.when]\nvalues = ["{when}"]\n')
+    results = tmp_path / "results"
+    line = _refused(capsys, ["run", str(cfg), "--results", str(results), "--no-progress",
+                             "--no-analyze"],
+                    "ranges.toml: algorithms[0]: model python:picky:Picky (picky), "
+                    f"configuration 1 (a=2.0, when='{when}'), on fold ", *words)
+    assert "second line" not in line
+    (tmp_path / "grid.toml").write_text(
+        f'[params.a]\nvalues = [1.0, 0.5]\n[params.when]\nvalues = ["{when}"]\n')
+    assert main(["run", str(cfg), "--results", str(results), "--no-progress",
+                 "--no-analyze"]) == 0, capsys.readouterr().err

@@ -311,7 +311,9 @@ def _check_kind(value: Any, kinds: tuple[type, ...] | None, source: str, key: st
 class ShapeChecked:
     """A fitted Python model whose ``score`` output is checked: ``(len(users), n_items)``
     numbers, else one error naming the model, the expected and the actual shape (instead of a
-    traceback deep in the evaluation). Every other attribute is the model's own."""
+    traceback deep in the evaluation). A scipy sparse matrix (``X[users] @ S``, the natural
+    score of a linear item-item model) is made dense: its missing entries score 0. Every other
+    attribute is the model's own."""
 
     def __init__(self, model: Any, name: str, n_items: int) -> None:
         self.model, self.name, self.n_items = model, name, n_items
@@ -319,8 +321,11 @@ class ShapeChecked:
     def score(self, users: Any) -> Any:
         """``model.score(users)``, checked."""
         import numpy as np
+        import scipy.sparse as sparse
 
         out = self.model.score(users)
+        if sparse.issparse(out):
+            out = out.toarray()
         expected = (len(users), self.n_items)
         shape = getattr(out, "shape", None)
         if shape is None:

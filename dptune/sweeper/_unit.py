@@ -10,9 +10,10 @@ import numpy as np
 
 from dptune.config import Experiment
 from dptune.engine import engine_for, evaluate_on, family_on
-from dptune.errors import input_error, plain
+from dptune.errors import DptuneError, input_error, plain
 from dptune.metrics import METRICS, NaNScores
 from dptune.models import get_family
+from dptune.models._adapters import SignatureFamily
 from dptune.store._store import PARTS, ResultStore, UnitResult, part_name
 from dptune.sweeper._plan import Task, _algorithm, derive_seed
 from dptune.sweeper._prepare import prepare
@@ -41,12 +42,23 @@ def compute_unit(exp: Experiment, task: Task) -> UnitResult:
     rows = [METRICS.index(m) for m in ev.metrics]
     cutoffs = tuple(int(c) for c in ev.cutoffs)
     eng = engine_for(exp.sweep.device)
+    family = get_family(alg.type)
+    outside = isinstance(family, SignatureFamily)  # cornac, implicit, your own: may raise
+    fitted = family_on(family, eng).fit_unit(fd.train, unit_cfgs, seed)
     out: dict[int, tuple[np.ndarray, float, float]] = {}
     t0 = time.perf_counter()
-    for local, model in family_on(get_family(alg.type), eng).fit_unit(fd.train, unit_cfgs, seed):
+    while True:
+        # an outside family fits its configurations one by one, in order: the next is the one
+        # whose fit may raise
+        upcoming = task.config_ids[min(len(out), len(task.config_ids) - 1)]
+        with named_model(exp, task.algorithm, upcoming, task.fold, "fit", outside):
+            item = next(fitted, None)
+        if item is None:
+            break
+        local, model = item
         t1 = time.perf_counter()
         cid = task.config_ids[local]
-        with named_model(exp, task.algorithm, cid, task.fold):
+        with named_model(exp, task.algorithm, cid, task.fold, "score", outside):
             vals = evaluate_on(eng, model, fd.users, fd.train, fd.relevant, cutoffs, fd.efd,
                                fd.epc, block=ev.user_block,
                                relevance_aware=ev.novelty == "relevance-aware")
@@ -63,23 +75,39 @@ def compute_unit(exp: Experiment, task: Task) -> UnitResult:
 
 
 @contextmanager
-def named_model(exp: Experiment, algorithm: str, config_id: int, fold: str) -> Iterator[None]:
+def named_model(exp: Experiment, algorithm: str, config_id: int, fold: str,
+                step: str = "score", outside: bool = False) -> Iterator[None]:
     """A model's NaN scores (:class:`dptune.metrics.NaNScores`) as one line naming the
     experiment's algorithm, its model type, the configuration and the fold, and how many
-    items (exit code 2): the run stops, as for any unit that fails."""
-    try:
-        yield
-    except NaNScores as err:
+    items (exit code 2): the run stops, as for any unit that fails. With ``outside`` (a cornac,
+    implicit or your own model) any exception its ``step`` (``fit`` or ``score``) raises is
+    such a line too, with the exception's type and first line: only the model itself can
+    refuse some values of its grid, and its traceback is not dptune's (a built-in model's
+    exception stays one, a defect to report)."""
+
+    def line(problem: str) -> DptuneError:
         alg = _algorithm(exp, algorithm)
         i = [a.name for a in exp.algorithms].index(algorithm)
         cfg = exp.grids[algorithm].configs()[config_id]
         shown = ", ".join(f"{k}={plain(v)}" for k, v in cfg.items()) or "no hyperparameter"
         where = "the test split" if fold == "test" else f"fold {fold}"
-        raise input_error(exp.source, f"algorithms[{i}]",
-                          f"model {alg.type} ({algorithm}), configuration {config_id} ({shown}), "
-                          f"on {where}: score() returned NaN for {err.items} of {err.n_items} "
-                          f"items ({err.users} users); a model must score every item with a "
-                          "number (-inf to rank an item last)") from None
+        return input_error(exp.source, f"algorithms[{i}]", f"model {alg.type} ({algorithm}), "
+                           f"configuration {config_id} ({shown}), on {where}: {problem}")
+
+    try:
+        yield
+    except NaNScores as err:
+        raise line(f"score() returned NaN for {err.items} of {err.n_items} items ({err.users} "
+                   "users); a model must score every item with a number (-inf to rank an item "
+                   "last)") from None
+    except DptuneError:
+        raise
+    except Exception as err:  # noqa: BLE001 - an outside model's own refusal, named
+        if not outside:
+            raise
+        text = str(err).strip().splitlines()
+        raise line(f"{step}() raised {type(err).__name__}"
+                   + (f": {text[0][:200]}" if text else "")) from None
 
 
 def _primary_mean(exp: Experiment, store: ResultStore, task: Task) -> float:

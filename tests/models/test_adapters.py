@@ -374,3 +374,32 @@ def test_implicit_scores_rank_like_implicits_own_recommend(name, params):
 def test_implicit_unknown_model_is_an_error():
     with pytest.raises(DptuneError, match="implicit:svd is not one of implicit:als"):
         get_family("implicit:svd")
+
+
+def test_python_model_sparse_scores_are_read_as_dense():
+    """``X[users] @ S`` of scipy sparse matrices is a natural score of your own item-item
+    model: evaluated as its dense array (missing entries score 0), not a traceback."""
+    import scipy.sparse as sp
+
+    class ItemItem:
+        def fit(self, X):
+            self.X = sp.csr_matrix(X)
+            self.S = (self.X.T @ self.X).tocsr()
+            return self
+
+        def score(self, users):
+            return self.X[users] @ self.S
+
+    class Dense(ItemItem):
+        def score(self, users):
+            return super().score(users).toarray()
+
+    from dptune.models import PythonFamily
+
+    X = random_matrix()
+    efd, epc = novelty_vectors(X)
+    got = []
+    for cls in (ItemItem, Dense):
+        (_, model), = PythonFamily(cls, type_name="item-item").fit_unit(X, [{}], seed=0)
+        got.append(evaluate(model, np.arange(1, 17), X, X, (1, 5), efd, epc, block=16))
+    assert np.array_equal(got[0], got[1])
