@@ -3,6 +3,7 @@ through the report package's table model."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -117,9 +118,10 @@ def _findings(dpt: pd.DataFrame, cutoff: int) -> list[str]:
 def slices_report_md(exp: Experiment, man: dict[str, Any], dataset: str, dpt: pd.DataFrame,
                      mt: pd.DataFrame, algs: list[str], folds: list[str], cutoff: int,
                      primary: tuple[str, int], base: int, pairs_src: str, test: str,
-                     results_dir: str | Path) -> str:
+                     results_dir: str | Path, left_out: Sequence[str] = ()) -> str:
     """``slices_report.md``: settings, findings, mean DP ranks, then per algorithm the DP and
-    the metrics of every slice at ``cutoff``."""
+    the metrics of every slice at ``cutoff``; ``left_out``: the store's algorithms of one
+    configuration (no pairs, so no DP), named in the settings."""
     ev = man.get("evaluation", {})
     L = [f"# Slice analysis: {dataset}", "",
          "Metrics, miss rate and discriminative power per user slice (slicing as in "
@@ -141,6 +143,8 @@ def slices_report_md(exp: Experiment, man: dict[str, Any], dataset: str, dpt: pd
               f"validation; pooled over (fold, user)"),
              ("Miss rate", "fraction of users with no relevant item in the top N (precision@N = 0)"),
              ("Relevance", f"rating >= {ev.get('relevance_threshold', exp.evaluation.relevance_threshold)}"),
+             *([("Left out", ", ".join(display_algorithm(a) for a in left_out)
+                 + ": one configuration, so no pair to compare")] if left_out else []),
          ]),
          "", "![DP per slice](slices_figure.png)", "", "## Findings", ""]
     L += _findings(dpt, cutoff)

@@ -219,6 +219,16 @@ def run_slices_study(results_dir: str | Path, out_dir: str | Path,
     for a in algs:
         if a not in store.algorithms():
             raise input_error("--algorithms", None, f"no algorithm {a!r} in {store.root}")
+    # DP compares pairs of configurations: an algorithm of one configuration (a popularity
+    # baseline) has none, so it is left out by default and refused when named
+    single = [a for a in algs if len(store.configs(a)) < 2]
+    if algorithms is not None and single:
+        raise input_error("--algorithms", None, f"{single[0]} has one configuration in "
+                          f"{store.root}: a slice's DP compares pairs of configurations")
+    algs = [a for a in algs if a not in single]
+    if not algs:
+        raise input_error(results_dir, None, "no algorithm has two configurations: a slice's "
+                          "DP compares pairs of configurations")
     if reports_dir is not None:
         check_main_reports(reports_dir, store, algs)
     cuts = sorted({int(c) for a in algs for _, c in store.metric_cutoffs(a)})
@@ -247,7 +257,7 @@ def run_slices_study(results_dir: str | Path, out_dir: str | Path,
                  else f"sampled as the main analysis samples them ({n_pairs} at most, "
                  f"analysis seed {seed})")
     md = slices_report_md(exp, man, dataset, dpt, mt, algs, folds, cutoff, primary, base,
-                          pairs_src, test.label, results_dir)
+                          pairs_src, test.label, results_dir, left_out=single)
     with open(out / "slices_report.md", "w", encoding="utf-8", newline="\n") as fh:
         fh.write(md)
     files.append(out / "slices_report.md")

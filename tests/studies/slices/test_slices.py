@@ -392,3 +392,27 @@ def test_main_reports_of_another_analysis_are_refused(knn_swept, tmp_path, capsy
     assert err.startswith(f"dptune: --main-reports: {main_reports / 'pairs.csv'} {why}: these "
                           "reports are of another analysis; give the reports directory"), err
     assert "\n" not in err and not (tmp_path / "out").exists()
+
+
+def test_an_algorithm_of_one_configuration_is_left_out_and_said(tmp_path) -> None:
+    """A popularity baseline (one configuration) has no pair to compare: the study leaves it
+    out and says so in the settings (it stopped with "n_pairs: must be >= 1", naming
+    nothing); named on its own it is refused with one line naming it."""
+    from conftest import KNN_EXPERIMENT
+
+    from dptune.config import load_experiment
+    from dptune.sweeper import run_experiment
+
+    (tmp_path / "knn.toml").write_text("[params.k]\nvalues = [10, 20]\n")
+    (tmp_path / "one.toml").write_text("[params.k]\nvalues = [10]\n")
+    cfg = tmp_path / "tiny.toml"
+    cfg.write_text(KNN_EXPERIMENT.format(grid=tmp_path / "knn.toml") + (
+        f'[[algorithms]]\nname = "single"\ntype = "itemknn"\ngrid = "{tmp_path / "one.toml"}"\n'))
+    run_experiment(load_experiment(cfg), tmp_path / "results", jobs=1, progress=False)
+    files = run_slices_study(tmp_path / "results", tmp_path / "out")
+    report = files[-1].read_text()
+    assert "| Left out | single: one configuration, so no pair to compare |" in report
+    dp = pd.read_csv(tmp_path / "out" / "slices_dp.csv")
+    assert set(dp["algorithm"]) == {"userknn"}
+    with pytest.raises(DptuneError, match=r"^--algorithms: single has one configuration"):
+        run_slices_study(tmp_path / "results", tmp_path / "out2", algorithms=["single"])
