@@ -27,6 +27,7 @@ __all__ = [
     "HYPERPARAMETER_ORDER",
     "CSV_FLOAT",
     "SEED_RANGE",
+    "NA_TEXT",
     "display_algorithm",
     "display_metric",
     "metric_name",
@@ -101,6 +102,12 @@ CSV_FLOAT = "%.10g"
 #: The range of every seed an experiment or the analysis takes: 32-bit (numpy's and optuna's
 #: generators take no larger seed; a larger analysis seed silently sampled other pairs).
 SEED_RANGE = (0, 2**32 - 1)
+
+#: What marks a missing number in a text file that dptune reads (pandas' default spellings:
+#: R's ``NA``, Excel's ``#N/A``, ``nan``, ...). An id column (a user, an item, a system) knows
+#: only the empty cell: a user called ``NA`` or ``null`` is a user.
+NA_TEXT = ("", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND",
+           "1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null")
 
 
 def display_algorithm(key: str) -> str:

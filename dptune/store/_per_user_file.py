@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from dptune.errors import input_error
-from dptune.vocab import metric_name
+from dptune.vocab import NA_TEXT, metric_name
 
 __all__ = ["PER_USER_COLUMNS", "ID_COLUMNS", "VALUE_MAX", "user_ids", "read_table",
            "read_per_user", "read_per_user_configs", "check_per_user", "check_configs",
@@ -46,10 +46,6 @@ PER_USER_COLUMNS = ("algorithm", "system", "config_id", "fold", "user", "metric"
 #: ``0042`` and ``42`` stay two users (two systems, two folds) and a user called ``NA`` or
 #: ``null`` stays a user. Only an empty cell is missing.
 ID_COLUMNS = ("algorithm", "system", "fold", "user", "metric")
-#: What marks a missing number or hyperparameter value in a text file (pandas' default
-#: spellings: R's ``NA``, Excel's ``#N/A``, ``nan``, ...); an id column knows only the empty cell.
-_NA_TEXT = ("", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND",
-            "1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null")
 #: The largest magnitude of a value: the largest 32-bit float. A result store holds its values
 #: as 32-bit floats (a sweep's ``per_user.parquet``) and the bootstrap sums them as such, so a
 #: larger value could not be a store's and would overflow to infinity in the analysis.
@@ -91,7 +87,7 @@ def read_table(path: str | Path, what: str) -> pd.DataFrame:
                                       f"separator looks like {named[other]}, but a {suffix} "
                                       f"{what} is read {named[sep]}-separated (.csv comma, "
                                       ".tsv or .txt tab)")
-            missing = {c: [""] if c in ID_COLUMNS else list(_NA_TEXT) for c in header}
+            missing = {c: [""] if c in ID_COLUMNS else list(NA_TEXT) for c in header}
             return pd.read_csv(path, sep=sep, dtype={c: str for c in ID_COLUMNS if c in header},
                                keep_default_na=False, na_values=missing)
     except (OSError, ValueError, ImportError) as err:

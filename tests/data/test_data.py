@@ -324,6 +324,21 @@ def test_string_ids_sorted_as_strings(tmp_path):
     assert ds.item_ids.tolist() == ["x10", "x9"]
 
 
+def test_a_user_or_item_called_na_is_an_id_and_a_rating_na_is_missing(tmp_path):
+    """A text file's ids know only the empty cell as missing (as the per-user and run readers
+    do): users ``NA`` and ``null`` and item ``None`` are ids (they were "missing id"); a
+    rating written ``NA`` is a missing number, named by its line."""
+    text = "user,item,rating,timestamp\nNA,1,5,1\nnull,None,4,2\nNA,None,3,3\n"
+    ds = load_dataset(str(write(tmp_path / "na.csv", text)))
+    assert ds.user_ids.tolist() == ["NA", "null"] and ds.item_ids.tolist() == ["1", "None"]
+    headerless = write(tmp_path / "na.tsv", "NA\t1\t5\t1\nnull\t2\t4\t2\n")
+    assert read_ratings(headerless, fmt="csv", sep="\t", header=False,
+                        columns={"user": 0, "item": 1, "rating": 2, "timestamp": 3}
+                        )["user"].tolist() == ["NA", "null"]
+    expect_error("rating: line 3: missing", read_ratings,
+                 write(tmp_path / "bad.csv", "user,item,rating,timestamp\na,1,5,1\nb,2,NA,2\n"))
+
+
 def test_kcore_fixed_point():
     # item 9 has one rating; removing it drops user 3 below 2, which drops item 8 below 2.
     frame = pd.DataFrame(
