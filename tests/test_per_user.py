@@ -118,7 +118,7 @@ def test_every_documented_call_renders_a_per_user_result(tmp_path: Path) -> None
     pd.testing.assert_frame_equal(res.dp.table, dptune.discriminative_power(df).dp.table)
     rep = dptune.Report.from_result(res)
     md = rep.to_markdown()
-    assert "| Per-user table | per_user |" in md and "| Folds | 1 (0) |" in md
+    assert "| Per-user table | per_user |" in md and "| Folds | 1 validation (0) |" in md
     assert "| Algorithms | runs (6 configurations) |" in md
     assert "| Configurations | runs: " + ", ".join(f"{s} = run{s}" for s in range(6)) + " |" in md
     assert "## Noise floor (A/A pairs)\n\nOff (`noise_seeds = 0`)." in md

@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 
 from dptune.report._format import fmt_setting
+from dptune.vocab import fold_key
 
 __all__ = ["PAIRS_SETTING", "VALUE_PAIRS_SETTING", "CLAIMS_SETTING", "settings_rows", "flatten",
            "find_setting", "outside_settings"]
@@ -141,13 +142,15 @@ def outside_settings(manifest: Mapping[str, Any], options: Any,
     systems = "; ".join(f"{a}: " + ", ".join(f"{int(r.config_id)} = {r.system}"
                                              for r in c.itertuples(index=False))
                         for a, c in named.items() if "system" in c.columns)
-    folds = sorted(str(f) for f in manifest.get("folds", ()))
+    folds = sorted((str(f) for f in manifest.get("folds", ())), key=fold_key)
+    validation = [f for f in folds if f != "test"]  # what the DP is averaged over
+    test = "; and the test split (test), which the DP does not use" if "test" in folds else ""
     incomplete = incomplete_text(manifest.get("incomplete") or ())
     return {
         **sources,
         "Algorithms": ", ".join(f"{a} ({len(c)} configurations)" for a, c in named.items()),
         **({"Configurations": systems} if systems else {}),
-        "Folds": f"{len(folds)} ({', '.join(folds)})",
+        "Folds": f"{len(validation)} validation ({', '.join(validation)}){test}",
         **({USERS_SETTING: incomplete} if incomplete else {}),
         PAIRS_SETTING: options.pairs,
         VALUE_PAIRS_SETTING: options.scope_value_pairs,

@@ -68,6 +68,10 @@ def test_a_stores_export_gives_its_dp_csv_though_its_test_split_holds_some_confi
                  "--bootstrap", str(man["analysis"]["bootstrap"])]) == 0
     want = tiny_swept_every_stage / "reports" / "dp.csv"
     assert (out / "dp.csv").read_bytes() == want.read_bytes()
+    # the settings count the folds the DP is averaged over, and name the test split apart
+    # (they said "3 (0, 1, test)" beside captions of 2 folds)
+    assert ("| Folds | 2 validation (0, 1); and the test split (test), which the DP does not "
+            "use |") in (out / "report.md").read_text()
 
 
 def test_a_frame_whose_test_fold_holds_some_configurations_gives_the_dp_without_it() -> None:

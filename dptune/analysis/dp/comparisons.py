@@ -38,9 +38,23 @@ power and keeps the family-wise error rate (Romano & Wolf, 2005, Theorem 3). A p
 replicates never differ (``se_h = 0``: two metrics that give the same p-value on every pair,
 such as Precision@1 and nDCG@1 with binary relevance) is not tested: ``p~ = 1``, never a claim.
 
+**Unpaired** (``paired=False``, the hyperparameters' comparisons). Metrics of a family are
+measured on the same pairs of configurations, and pairing their replicates is what carries
+their strong correlation into ``se_h``. Two one-at-a-time scopes hold *different* pairs (those
+differing in ``h`` only, those differing in ``x`` only), and there the paired replicates
+overstate how the two estimates move together: in the simulations of section 12 of
+``docs/statistics.md`` (equal weak effects) the replicates put their correlation at about 0.4
+where the estimates' own was 0.1 or below, so ``se_h`` ran about 20% short of the spread of
+``D_h`` and one hyperparameter was named dominant in 8-10% of the runs at ``alpha`` = 5%.
+Unpaired, estimate ``k``'s replicates are shifted by ``k floor(B / K)`` positions before the
+statistics are formed, so that each ``D*_{h,r}`` is a difference of two independent draws and
+``se_h^2`` estimates the sum of the two variances: the test then assumes no covariance between
+the scopes, which errs towards fewer claims when the true covariance is positive.
+
 The error rate is measured, not assumed: :mod:`dptune.studies.simulations.error_rates` simulates
 families whose metrics are equally discriminative and counts the rows with a false claim
-(``docs/statistics.md``, section 11).
+(``docs/statistics.md``, section 11), and grids whose hyperparameters are equally dominant
+(section 12).
 """
 
 from __future__ import annotations
@@ -129,14 +143,18 @@ def cluster_factor(groups: int, alpha: float) -> float:
 
 
 def stepdown_maxt(estimates: np.ndarray, replicates: np.ndarray,
-                  se_factor: float = 1.0) -> Comparisons:
+                  se_factor: float = 1.0, paired: bool = True) -> Comparisons:
     """Every pairwise comparison of ``K`` estimates with step-down max-t adjusted p-values.
 
     ``estimates`` ``(K,)``, ``replicates`` ``(K, B)`` paired bootstrap replicates (the same
     draws for every estimate). Formulas in the module docstring. ``K < 2``: no comparison.
     ``se_factor`` (>= 1) widens every standard error before the statistics are formed,
     ``t_h = D_h / (se_factor se_h)`` against the same bootstrap law (the dominance claims use
-    :func:`cluster_factor`; 1 is the metrics' claims).
+    :func:`cluster_factor`; 1 is the metrics' claims). ``paired=False`` (the dominance claims)
+    decouples the replicates before anything is formed: estimate ``k``'s are shifted by ``k
+    floor(B / K)`` positions (cyclically), so that replicate ``r`` of two estimates comes from
+    two independent draws and ``se_h^2`` estimates ``Var(theta^_i) + Var(theta^_j)``, the
+    variance of the difference of independent estimates (module docstring, "unpaired").
     """
     if not (np.isfinite(se_factor) and float(se_factor) >= 1.0):
         raise input_error("comparisons", "se_factor", f"must be a number >= 1, got {se_factor}")
@@ -148,6 +166,11 @@ def stepdown_maxt(estimates: np.ndarray, replicates: np.ndarray,
     if not (np.all(np.isfinite(est)) and np.all(np.isfinite(reps))):
         raise input_error("comparisons", "estimates", "need finite estimates and replicates")
     k, n_boot = reps.shape
+    if not paired and k > 1:  # replicate r of estimate i beside another draw of estimate j
+        if n_boot < k:
+            raise input_error("comparisons", "replicates", f"unpaired comparisons of {k} "
+                              f"estimates need at least {k} replicates, got {n_boot}")
+        reps = np.stack([np.roll(reps[i], i * (n_boot // k)) for i in range(k)])
     a, b = np.triu_indices(k, k=1)
     diff = est[a] - est[b]
     d_star = reps[a] - reps[b]  # (H, B)
@@ -175,7 +198,8 @@ def stepdown_maxt(estimates: np.ndarray, replicates: np.ndarray,
 
 def compare_estimates(estimates: Mapping[str, float],
                       replicates: Mapping[str, np.ndarray],
-                      se_factor: float = 1.0) -> tuple[list[str], Comparisons]:
+                      se_factor: float = 1.0, paired: bool = True
+                      ) -> tuple[list[str], Comparisons]:
     """:func:`stepdown_maxt` of named estimates: ``(labels, comparisons)`` with labels in the
     order of ``estimates``; every label needs replicates of one common length."""
     labels = [str(x) for x in estimates]
@@ -185,4 +209,4 @@ def compare_estimates(estimates: Mapping[str, float],
     est = np.array([float(estimates[x]) for x in labels])
     reps = np.vstack([np.asarray(replicates[x], dtype=np.float64).ravel() for x in labels]) \
         if labels else np.zeros((0, 1))
-    return labels, stepdown_maxt(est, reps, se_factor)
+    return labels, stepdown_maxt(est, reps, se_factor, paired)

@@ -63,7 +63,7 @@ FAMILY_CLAIM_COLUMNS = ["metric_a", "metric_b", "p_adjusted", "p_adjusted_first"
 
 
 def family_claims(draws: Mapping[int, Mapping[str, tuple[float, np.ndarray]]],
-                  alpha: float, se_factor: float = 1.0) -> pd.DataFrame:
+                  alpha: float, se_factor: float = 1.0, paired: bool = True) -> pd.DataFrame:
     """Every ordered claim "``metric_a`` significantly more discriminative than ``metric_b``"
     of one family, and whether it holds under every stability repeat.
 
@@ -75,7 +75,7 @@ def family_claims(draws: Mapping[int, Mapping[str, tuple[float, np.ndarray]]],
     ``p_adjusted_first`` (repeat 0's), ``prob_min`` / ``prob_first`` (share of replicates with
     ``a`` lower: the smallest over the repeats / repeat 0's), ``held`` (significant under every
     repeat) and ``dropped`` (significant under repeat 0 only, not under every repeat).
-    ``se_factor``: :func:`dptune.analysis.dp.comparisons.stepdown_maxt`'s.
+    ``se_factor``, ``paired``: :func:`dptune.analysis.dp.comparisons.stepdown_maxt`'s.
     """
     from dptune.analysis.dp.comparisons import compare_estimates
 
@@ -87,7 +87,8 @@ def family_claims(draws: Mapping[int, Mapping[str, tuple[float, np.ndarray]]],
     for k in sorted(draws):
         d = draws[k]
         labels, comp = compare_estimates({m: v[0] for m, v in d.items()},
-                                         {m: v[1] for m, v in d.items()}, se_factor)
+                                         {m: v[1] for m, v in d.items()}, se_factor,
+                                         paired)
         for i, a in enumerate(labels):
             for j, b in enumerate(labels):
                 if i == j:

@@ -55,8 +55,8 @@ _RENAME = {"metric_a": "a", "metric_b": "b", "prob_min": "pr_more_discriminative
 
 
 def _claims(by_repeat: Mapping[int, Mapping[str, tuple[float, object]]], alpha: float,
-            head: dict, se_factor: float = 1.0) -> pd.DataFrame:
-    c = sb.family_claims(by_repeat, alpha, se_factor).rename(columns=_RENAME)
+            head: dict, se_factor: float = 1.0, paired: bool = True) -> pd.DataFrame:
+    c = sb.family_claims(by_repeat, alpha, se_factor, paired).rename(columns=_RENAME)
     for k, v in head.items():
         c.insert(len(c.columns), k, v)
     return c
@@ -122,7 +122,7 @@ def hyperparameter_comparisons(dp: pd.DataFrame, draws: Draws, alpha: float, min
         parts.append(_claims(by_rep, alpha, {"algorithm": str(alg), "cutoff": int(cutoff),
                                              "kind": "hyperparameters", "group": str(metric)},
                              cluster_factor(groups.get((str(alg), str(metric), int(cutoff)),
-                                                       GROUPS), alpha)))
+                                                       GROUPS), alpha), paired=False))
     return _frame(parts)
 
 
