@@ -10,13 +10,16 @@ when it is significant under every pair seed, :func:`dptune.analysis.dp.stabilit
 - ``kind = "hyperparameters"``: within one (algorithm, metric@N), every pair of hyperparameters
   compared on the DP of their one-at-a-time scopes ``only:<h>`` (pairs that differ in ``h``
   only). The dominant hyperparameter reads these (:mod:`dptune.analysis.verdict.dominance`).
-  These comparisons widen every standard error by the small-sample factor of the bootstrap's
-  user groups (:func:`dptune.analysis.dp.comparisons.cluster_factor`, 1.028 for ``GROUPS`` =
-  64; the fewest groups of the scopes' folds, ``min(users, 64)``, as the interval reads them,
-  so 1.096 on folds of 20 users): with
-  two hyperparameters of equal, weak effects and a per-user taste kept from fold to fold, the
-  unwidened test named one "dominant" in 6.0-6.7% of 600 runs, the widened one in 5.3-5.7%
-  (``docs/statistics.md`` section 12).
+  Two scopes hold different pairs, and their paired replicates overstate how the two DPs move
+  together, so these comparisons are *unpaired*
+  (:func:`dptune.analysis.dp.comparisons.stepdown_maxt` with ``paired=False``: the standard
+  error of a difference is that of two independent estimates) and widen every standard error
+  by the small-sample factor of the bootstrap's user groups
+  (:func:`dptune.analysis.dp.comparisons.cluster_factor`, 1.028 for ``GROUPS`` = 64; the
+  fewest groups of the scopes' folds, ``min(users, 64)``, as the interval reads them, so 1.096
+  on folds of 20 users). With two hyperparameters of equal effects, the paired test named one
+  "dominant" in 6.3-9.3% of 600 runs on four of six population shapes; the unpaired one in
+  1.8-5.3% (``docs/statistics.md`` section 12).
 
 A comparison needs the bootstrap's replicates (a test with an interval and ``bootstrap > 0``)
 and at least ``min_pairs`` pairs in each scope compared; without them there is no row, so no
@@ -42,7 +45,8 @@ __all__ = ["CLAIM_COLUMNS", "metric_comparisons", "hyperparameter_comparisons",
 #: significantly more discriminative than ``b``" (lower DP per 25 pairs). ``p_adjusted``: the
 #: step-down adjusted p-value (the largest over the stability repeats; ``_first``: the main
 #: estimate's); ``pr_more_discriminative``: the share of bootstrap replicates in which ``a`` has
-#: the lower DP (the smallest over the repeats; descriptive, not the test); ``held``: the claim
+#: the lower DP (the smallest over the repeats; descriptive, not the test; for the unpaired
+#: hyperparameters' comparisons, of the replicates as the test pairs them); ``held``: the claim
 #: is significant at family-wise level alpha under every repeat; ``dropped``: significant under
 #: the main estimate only.
 CLAIM_COLUMNS = ["algorithm", "cutoff", "kind", "group", "a", "b", "p_adjusted",

@@ -118,3 +118,31 @@ def test_a_wider_standard_error_scales_t_and_never_adds_a_claim():
     assert (wide.p_adjusted >= plain.p_adjusted).all()
     with pytest.raises(DptuneError, match="se_factor"):
         stepdown_maxt(est, reps, se_factor=0.9)
+
+
+def test_unpaired_replicates_give_the_standard_error_of_independent_estimates():
+    """``paired=False`` (the dominance claims) shifts estimate ``k``'s replicates by ``k
+    floor(B / K)``: each difference of replicates is one of two independent draws, so ``se^2``
+    is the sum of the two variances whatever the replicates' correlation. Two estimates whose
+    replicates move together (correlation 0.9) have a paired standard error of about
+    ``sqrt(2 * 0.1)`` times theirs and an unpaired one of about ``sqrt(2)`` times: the unpaired
+    test is the one that claims less."""
+    rng = np.random.default_rng(3)
+    b = 4000
+    common, own = rng.standard_normal(b), rng.standard_normal((3, b))
+    reps = np.sqrt(0.9) * common + np.sqrt(0.1) * own  # (3, B), unit variance, corr 0.9
+    est = np.array([0.0, 0.5, 1.5])
+    paired = stepdown_maxt(est, reps)
+    unpaired = stepdown_maxt(est, reps, paired=False)
+    assert np.allclose(paired.se, np.sqrt(0.2), rtol=0.06)
+    assert np.allclose(unpaired.se, np.sqrt(2.0), rtol=0.06)
+    # by hand: the shifts are 0, B // 3 and 2 (B // 3) positions
+    shifted = np.stack([np.roll(reps[i], i * (b // 3)) for i in range(3)])
+    assert np.allclose(unpaired.se, [np.std(shifted[i] - shifted[j], ddof=1)
+                                     for i, j in ((0, 1), (0, 2), (1, 2))], rtol=0, atol=1e-12)
+    assert (unpaired.p_adjusted >= paired.p_adjusted).all() and paired.lower(0, 2, 0.05)
+    assert not unpaired.lower(0, 1, 0.05)
+    again = stepdown_maxt(est, reps, paired=False)  # no randomness: the same every time
+    assert np.array_equal(again.p_adjusted, unpaired.p_adjusted)
+    with pytest.raises(DptuneError, match="unpaired comparisons of 3 estimates need at least 3"):
+        stepdown_maxt(est, reps[:, :2], paired=False)
