@@ -47,9 +47,12 @@ for every fold, ``delta_j = (1/F) sum_f k_f dbar_{j,f}``, blended with each fold
 ``k_f dbar_{j,f}`` by the share of users the folds have in common (:func:`bootstrap_centres`).
 The replicates are therefore computed once every fold's group sums are in
 (:class:`FoldMoments`). A pair whose differences are all
-equal (``min d = max d``) has ``p = 1`` in every replicate when they are 0, else 0; a replicate
-whose variance is below ``1e-14 sum_u c_j(u)^2`` likewise (the one rule of
-:func:`dptune.analysis.dp.paired_tests.paired_t`, which every t statistic here goes through).
+equal (``min d = max d``) has ``p = 1`` in every replicate when they are 0, else 0. A replicate
+whose users drawn all have one difference (a pair that differs on a few users only, none of
+them drawn) is read as the test of those users reads it: ``p = 1`` when their own, uncentred
+difference is 0, else 0 (:func:`_replicate_t`; shifted to the world's difference, it was a
+constant non-zero difference, ``p = 0``, in every such replicate). Every other statistic goes
+through the one rule of :func:`dptune.analysis.dp.paired_tests.paired_t`.
 The group sums enter the products as float32 in units of a power of two per pair, ``2^e_j``
 with ``2^(e_j - 1) <= max_u |d_j(u)| < 2^e_j`` (``1`` for a pair of zero differences): every
 statistic above is unchanged by a common scale of a pair's differences, a power of two scales
@@ -113,6 +116,7 @@ from numba import njit, prange
 from scipy import special
 
 from dptune.analysis.dp.paired_tests import (
+    ZERO_VARIANCE_RTOL,
     paired_t,
     paired_t_statistics,
     t_pvalues,
@@ -344,26 +348,47 @@ def point_pvalues(dbar: np.ndarray, c2: np.ndarray, size: np.ndarray, n: int) ->
     return t_pvalues(point_t(dbar, c2, size, n), n - 1)
 
 
+#: A replicate whose users drawn all have one difference (:func:`_replicate_t`): its variance is
+#: at most this share of the weighted sum of squares it comes from, and that difference is 0
+#: when it is at most this times the pair's largest ``|d(u)|`` (both the rounding of the
+#: float32 group sums they are read back from, about 1e-7).
+DEGENERATE_RTOL = 1e-5
+
+
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def _replicate_t(s1w, s2w, ns, r, j, dbar, c2tot, size):  # pragma: no cover - numba
-    """The t statistic of pair ``j`` in replicate ``r`` (the module docstring's ``t_rj``). A
-    pair whose differences are constant has ``C1 = C2 = 0`` exactly, hence ``var = 0`` and
-    ``c2tot = 0``, ``dbar`` its own difference and ``size = |dbar|``: the rule of
-    :func:`dptune.analysis.dp.paired_tests.paired_t` gives it 0 when 0, else ``+-inf``."""
+def _replicate_t(s1w, s2w, ns, r, j, delta, own, c2tot, size):  # pragma: no cover - numba
+    """The t statistic of pair ``j`` in replicate ``r`` (the module docstring's ``t_rj``).
+
+    A replicate whose users drawn all have the same difference (``(n*_r - 1) var* <=
+    DEGENERATE_RTOL sum_g w_rg C2[j, g]``, the float32 rounding of the sums: a pair that
+    differs on a few users only, none of them drawn) is read
+    as those users' own differences, uncentred, ``d0 = m_rj + dbar_j``, which is what the
+    test of such a sample gives: ``t = 0`` (``p = 1``) when ``d0`` is 0 (up to
+    :data:`DEGENERATE_RTOL`), else ``+-inf``. Shifted to the world's difference ``delta_j`` as
+    the other replicates are, every such replicate was a constant non-zero difference, ``p =
+    0``, however little the pair differed. A pair whose differences are all equal (``C1 = C2
+    = 0``, ``c2tot = 0``) is that case in every replicate, its own difference ``delta_j =
+    dbar_j``: 0 when 0, else ``+-inf``."""
     m = s1w[r, j] / ns
     var = (s2w[r, j] - ns * m * m) / (ns - 1.0)
-    return paired_t(m + dbar[j], var, ns, c2tot[j], size[j])
+    if var * (ns - 1.0) <= DEGENERATE_RTOL * s2w[r, j] or var <= ZERO_VARIANCE_RTOL * c2tot[j]:
+        d0 = m + own[j]
+        if abs(d0) <= DEGENERATE_RTOL * size[j]:
+            return 0.0
+        return d0 * np.inf
+    return paired_t(m + delta[j], var, ns, c2tot[j], size[j])
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def _replicate_p(s1w, s2w, ns, r, j, dbar, c2tot, size, table):  # pragma: no cover - numba
+def _replicate_p(s1w, s2w, ns, r, j, delta, own, c2tot, size,
+                 table):  # pragma: no cover - numba
     """The p-value ``p_rj`` of :func:`_replicate_t`'s statistic (1 for a constant zero
     difference, 0 for a constant non-zero one)."""
-    return table_pvalue(_replicate_t(s1w, s2w, ns, r, j, dbar, c2tot, size), table)
+    return table_pvalue(_replicate_t(s1w, s2w, ns, r, j, delta, own, c2tot, size), table)
 
 
 @njit(cache=True, nogil=True, error_model="numpy", parallel=True)
-def _replicate_sums(s1w, s2w, nstar, dbar, c2tot, size, mult, table,
+def _replicate_sums(s1w, s2w, nstar, delta, own, c2tot, size, mult, table,
                     out, t2):  # pragma: no cover - numba
     n_boot, n_pairs = s1w.shape
     for r in prange(n_boot):  # replicates are independent: each thread owns its out[r]
@@ -374,7 +399,7 @@ def _replicate_sums(s1w, s2w, nstar, dbar, c2tot, size, mult, table,
             c = mult[r, j]
             if c == 0.0:
                 continue
-            t = _replicate_t(s1w, s2w, ns, r, j, dbar, c2tot, size)
+            t = _replicate_t(s1w, s2w, ns, r, j, delta, own, c2tot, size)
             acc += c * table_pvalue(t, table)
             if abs(t) < np.inf:  # a constant non-zero pair (t = +-inf) has no size to add
                 acc2 += c * t * t
@@ -383,12 +408,12 @@ def _replicate_sums(s1w, s2w, nstar, dbar, c2tot, size, mult, table,
 
 
 @njit(cache=True, nogil=True, error_model="numpy", parallel=True)
-def _replicate_pvalues(s1w, s2w, nstar, dbar, c2tot, size, table,
+def _replicate_pvalues(s1w, s2w, nstar, delta, own, c2tot, size, table,
                        out):  # pragma: no cover - numba
     n_boot, n_pairs = out.shape
     for r in prange(n_boot):
         for j in range(n_pairs):
-            out[r, j] = _replicate_p(s1w, s2w, nstar[r], r, j, dbar, c2tot, size, table)
+            out[r, j] = _replicate_p(s1w, s2w, nstar[r], r, j, delta, own, c2tot, size, table)
 
 
 def shrink_factor(t2: np.ndarray, constant: np.ndarray, n: int) -> float:
@@ -450,12 +475,14 @@ class FoldMoments:
     unit: np.ndarray
     coarse: tuple[np.ndarray, ...] = ()
 
-    def scaled(self, centre: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(delta, c2tot, size)`` of the replicates' kernels in the units of ``c1t``/``c2t``:
-        the bootstrap world's difference of each pair (its own for a constant pair, else
-        ``centre``), ``sum_u c_j(u)^2`` and ``max_u |d_j(u)|``."""
+    def scaled(self, centre: np.ndarray) -> tuple[np.ndarray, ...]:
+        """``(delta, dbar, c2tot, size)`` of the replicates' kernels in the units of
+        ``c1t``/``c2t``: the bootstrap world's difference of each pair (its own for a constant
+        pair, else ``centre``), its observed mean difference, ``sum_u c_j(u)^2`` and ``max_u
+        |d_j(u)|``."""
         u = self.unit
-        return np.where(self.constant, self.dbar, centre) / u, self.c2tot / (u * u), self.size / u
+        return (np.where(self.constant, self.dbar, centre) / u, self.dbar / u,
+                self.c2tot / (u * u), self.size / u)
 
 
 def fold_moments(values: np.ndarray, rows_a: np.ndarray, rows_b: np.ndarray, perm: np.ndarray,

@@ -180,6 +180,29 @@ def test_the_replicates_do_not_depend_on_the_scale_of_the_values():
                                                       seed=3), base, rtol=0, atol=1e-5)
 
 
+@pytest.mark.parametrize("differing", [1, 2, 3])
+def test_a_replicate_that_draws_none_of_the_differing_users_has_no_difference(differing):
+    """A pair that differs on a few of 640 users (a binary metric at N = 1 on two near-equal
+    configurations): a replicate that draws none of them holds users whose differences are all
+    0, and the test of such a sample gives p = 1. Shifted to the bootstrap world's difference
+    like the other replicates, they were a constant non-zero difference, p = 0, in a third of
+    the replicates for one differing user (the float32 sums' rounding kept their variance just
+    above the zero rule)."""
+    n = 640
+    d = np.zeros((1, n))
+    d[0, :differing] = 1.0
+    perm, starts, w = bootstrap.user_draws(np.arange(n), 1000, 7, 64)
+    fm = bootstrap.fold_moments(np.vstack([d, np.zeros((1, n))]), np.array([0]), np.array([1]),
+                                perm, starts, w, np.arange(n))
+    p = bootstrap.fold_replicate_pvalues(fm, fm.shrunk, 1000)[:, 0]
+    group = [np.searchsorted(starts, np.flatnonzero(perm == u)[0], side="right") - 1
+             for u in range(differing)]
+    none_drawn = (w[:, group] == 0).all(axis=1)
+    assert none_drawn.sum() > 50  # about exp(-differing) of the replicates
+    assert (p[none_drawn] == 1.0).all()
+    assert (p > 0).all()
+
+
 def test_groups_keep_the_spread_of_the_user_bootstrap():
     rng = np.random.default_rng(2)
     n = 2000
