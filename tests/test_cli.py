@@ -664,3 +664,15 @@ def test_ctrl_c_while_the_parser_loads_is_one_line(monkeypatch, capsys):
     assert main(["status", "--results", "nowhere"]) == 130
     err = capsys.readouterr().err
     assert err == "dptune: interrupted before the command started; nothing was done\n"
+
+
+@pytest.mark.parametrize("module", ["dptune", "dptune.cli"])
+def test_python_dash_m_runs_the_command(module):
+    """``python -m dptune`` is the ``dptune`` command, as ``python -m dptune.cli`` is (a
+    newcomer's first try failed: no ``__main__``)."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", module, "--version"], capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.startswith("dptune "), out
