@@ -119,6 +119,9 @@ def test_every_documented_call_renders_a_per_user_result(tmp_path: Path) -> None
     rep = dptune.Report.from_result(res)
     md = rep.to_markdown()
     assert "| Per-user table | per_user |" in md and "| Folds | 1 validation (0) |" in md
+    # one metric of its family: said in the singular (it was "the 1 accuracy metrics select")
+    assert ("Downstream: the one accuracy metric selects configuration 5; there is no other to "
+            "compare it with.") in md
     assert "| Algorithms | runs (6 configurations) |" in md
     assert "| Configurations | runs: " + ", ".join(f"{s} = run{s}" for s in range(6)) + " |" in md
     assert "## Noise floor (A/A pairs)\n\nOff (`noise_seeds = 0`)." in md

@@ -304,9 +304,11 @@ def downstream_sentence(rd: _Reader, r: dict) -> str:
         return ""
     n_cfg = int(g["config_id"].nunique())
     head = (f"Downstream: the {len(g)} {family} metrics select {n_cfg} configuration"
-            f"{'' if n_cfg == 1 else 's'}")
+            f"{'' if n_cfg == 1 else 's'}" if len(g) > 1 else
+            f"Downstream: the one {family} metric selects configuration {g['config_id'].iloc[0]}")
     if n_cfg == 1:
-        return head + ", so the choice among them does not matter here."
+        return head + (", so the choice among them does not matter here." if len(g) > 1
+                       else "; there is no other to compare it with.")
     if not rd.test_split:
         return head + "; the data has no held-out values (no fold named test), so whether " \
             "they differ beyond these folds is unknown."
