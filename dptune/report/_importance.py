@@ -23,7 +23,7 @@ import pandas as pd
 from dptune.report._format import dp_text, ordered_metrics
 from dptune.report._sections import option
 from dptune.report._table import Block, Cell
-from dptune.vocab import display_algorithm, display_metric
+from dptune.vocab import display_algorithm, display_hyperparameter, display_metric
 
 __all__ = ["comparison_sentences", "importance_section"]
 
@@ -181,7 +181,8 @@ def importance_section(configs: Any, result: Any) -> str:
             rows.append([Cell(display_metric(metric, cutoff)),
                          Cell("DP per 25 pairs, only h varies")]
                         + [Cell(t, numeric=True) for t in texts])
-        header = [Cell(h) for h in ["Metric", "Evaluator", *hps]]
+        header = [Cell(h) for h in ["Metric", "Evaluator",
+                                    *(display_hyperparameter(h, alg) for h in hps)]]
         lines += [Block(header, rows).to_markdown(), ""]
         note = _same_top_note(a, cutoff)
         if note:

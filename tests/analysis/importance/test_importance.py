@@ -307,7 +307,7 @@ def test_the_importance_section_shows_every_scale_and_one_answer():
         "ranks iterations (0.80) > factors (0.20)" in s
     assert "Table 5" not in s and "analyses agree" not in s
     body = rep_imp.importance_section(store, result)
-    assert "| Metric | Evaluator | factors | iterations |" in body
+    assert "| Metric | Evaluator | Latent factors | Iterations |" in body  # as every table
     assert "DP per 25 pairs, only h varies" in body and "6.00 [5.00, 7.00] (P = 25)" in body
     result = dataclasses.replace(result, importance=importance.iloc[0:0])
     assert "nothing to attribute" in rep_imp.importance_section(store, result)
