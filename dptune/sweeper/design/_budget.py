@@ -228,8 +228,10 @@ def check_unit_seconds(exp: Experiment, design: Design, shape: SweepShape,
                     spans.append(f"{k} = {plain(v[0])}" if len(v) == 1
                                  else f"{k} = {plain(v[0])} to {plain(v[-1])}")
                 text = ", ".join(spans)
-                raise input_error(grid.source, None, f"{name}: the unit of {text} is projected "
-                                  f"at {hours_text(s)} a fold on {where} (cost model), beyond "
+                written = next(a.grid for a in exp.algorithms if a.name == d.algorithm)
+                # named as the grid's value errors name it: as the experiment writes it
+                raise input_error(written or grid.source, None, f"{name}: the unit of {text} is "
+                                  f"projected at {hours_text(s)} a fold on {where} (cost model), beyond "
                                   f"the {MAX_UNIT_SECONDS / 86400:.0f} days a unit may take; "
                                   "is a value a typo?")
 
