@@ -257,8 +257,10 @@ def check_per_user(table: pd.DataFrame, path: str | Path = "per_user") -> pd.Dat
     bad = ~np.isfinite(number)
     if bad.any():
         i = int(np.argmax(bad))
-        raise input_error(path, "value",
-                          f"must hold finite numbers; {_where(path, i)} has {_shown(df['value'].iloc[i])}")
+        cell = df["value"].iloc[i]
+        has = ("has no value (an empty cell, or NA)" if pd.isna(cell) and isinstance(path, Path)
+               else f"has {_shown(cell)}")
+        raise input_error(path, "value", f"must hold finite numbers; {_where(path, i)} {has}")
     big = np.abs(number) > VALUE_MAX
     if big.any():
         i = int(np.argmax(big))

@@ -165,8 +165,8 @@ def test_bad_per_user_file_is_one_line(tmp_path: Path, text: str, field: str | N
 
 
 @pytest.mark.parametrize(("text", "shown"), [
-    (GOOD.replace("0.2891", ""), "line 3 has nan"),
-    (GOOD.replace("0.2891", "nan"), "line 3 has nan"),
+    (GOOD.replace("0.2891", ""), "line 3 has no value (an empty cell, or NA)"),
+    (GOOD.replace("0.2891", "NA"), "line 3 has no value (an empty cell, or NA)"),
     (GOOD.replace("0.2891", "inf"), "line 3 has inf"),
     (GOOD.replace("0.2891", "high"), "line 3 has 'high'"),
     (GOOD.replace("bpr,1,0,17", "bpr,1.5,0,17"), "line 3 has 1.5"),
