@@ -115,6 +115,8 @@ def test_every_documented_call_renders_a_per_user_result(tmp_path: Path) -> None
     res = dptune.analyze(df)
     assert res.noise is None and res.importance is None and res.options.seed == 42
     assert list(res.configurations["system"]) == [f"run{s}" for s in range(6)]
+    # no column for a judge the data has no values of (EPC, novelty's, had one of NaN)
+    assert [c for c in res.best.columns if c.startswith("test_")] == ["test_value", "test_ndcg"]
     pd.testing.assert_frame_equal(res.dp.table, dptune.discriminative_power(df).dp.table)
     rep = dptune.Report.from_result(res)
     md = rep.to_markdown()

@@ -45,9 +45,11 @@ def best_table(store: ResultStore, primary: tuple[str, int],
     configuration sits at an end of a numeric hyperparameter's grid, ``;``-joined in the file), rows in the store's algorithm order, then cutoff,
     then :data:`dptune.vocab.METRICS` order. ``judges``: further metrics whose test value at the
     primary cutoff gets a ``test_<metric>`` column (the verdict's judge of each family of
-    metrics, so that a family's choices are compared on a metric of the same family).
+    metrics, so that a family's choices are compared on a metric of the same family), when the
+    store has that metric.
     """
-    extra = [m for m in dict.fromkeys(judges) if m != primary[0]]
+    have = {m for a in store.algorithms() for m, _ in store.metric_cutoffs(a)}
+    extra = [m for m in dict.fromkeys(judges) if m != primary[0] and m in have]
     best = store.best_configs()
     summ = store.summary()
     test = summ[summ["fold"] == "test"].set_index(["algorithm", "config_id", "metric", "cutoff"])["mean"]
