@@ -85,7 +85,8 @@ def claims_legend(alpha: float, test_split: bool = True, intervals: bool = True)
         f"not clearly better than re-training noise. {downstream} A hyperparameter "
         "*dominates* when the DP of the pairs of configurations that differ in it alone "
         "(its one-at-a-time scope) is significantly lower than that of every other "
-        "hyperparameter, with the same error control."
+        "hyperparameter, with the same error control; on this grid's values: a hyperparameter "
+        "given values further apart changes the metric more when it alone changes."
     )
 
 
