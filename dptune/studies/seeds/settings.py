@@ -44,6 +44,11 @@ __all__ = [
 #: Split kinds of the study, in report order.
 SPLITS: tuple[str, ...] = ("holdout", "cv")
 SPLIT_NAMES: dict[str, str] = {"holdout": "Hold-out", "cv": "5-fold CV"}
+#: The most data-split seeds a study takes: each seed splits the data and trains every chosen
+#: configuration again (the default is 20, as in the paper), and the study lists its seeds
+#: before it starts, so a typo such as 99999999999 would fill the memory before any progress.
+MAX_SEEDS = 10_000
+
 _SEED_KEYS = {"n_seeds", "train_ratio", "folds", "configs", "figure_metrics", "grid_algorithms",
               "grid_seeds", "cache"}
 
@@ -104,7 +109,7 @@ def check_config(exp: Experiment, alg: str, spec: Any, source: object, field: st
 def check_grid_seeds(value: Any, source: object, field: str | None) -> int:
     """``value`` as the number of seeds of the grid part: 0 (skip it) or at least 2 (a
     stability across seeds needs two); else one line ``<source>: <field>: <problem>``."""
-    n = check_int(value, source, field, 0)
+    n = check_int(value, source, field, 0, MAX_SEEDS)
     if n == 1:
         raise input_error(source, field, "needs 0 (skip) or at least 2 seeds")
     return n
@@ -128,7 +133,7 @@ def parse_seed_settings(table: Any, source: str) -> SeedSettings:
                               f"unknown field (allowed: {', '.join(sorted(_SEED_KEYS))})")
     kw: dict[str, Any] = {}
     if "n_seeds" in table:
-        kw["n_seeds"] = check_int(table["n_seeds"], source, "seeds.n_seeds", 2)
+        kw["n_seeds"] = check_int(table["n_seeds"], source, "seeds.n_seeds", 2, MAX_SEEDS)
     if "folds" in table:
         kw["folds"] = check_int(table["folds"], source, "seeds.folds", 2, MAX_FOLDS)
     if "grid_seeds" in table:

@@ -50,6 +50,7 @@ from dptune.studies.seeds.runs import (
     study_ratings,
 )
 from dptune.studies.seeds.settings import (
+    MAX_SEEDS,
     SPLITS,
     SeedSettings,
     check_algorithm,
@@ -101,7 +102,7 @@ def _settings(exp: Experiment, st: SeedSettings, n_seeds: int | None,
     (``--seeds``, ``--config-id``, ``--grid``, ``--grid-seeds``), not the file's key it
     replaces, with the same problem text as the file's key would get."""
     if n_seeds is not None:
-        st = replace(st, n_seeds=check_int(n_seeds, "--seeds", "", 2))
+        st = replace(st, n_seeds=check_int(n_seeds, "--seeds", "", 2, MAX_SEEDS))
     if st.n_seeds < 2:
         raise input_error("--seeds", None, "the study needs at least 2 seeds")
     if configs:

@@ -358,6 +358,9 @@ def test_seeds_checks_everything_before_any_work(tmp_path, capsys, monkeypatch, 
     pytest.param("grid_seeds = 1\n", ["--grid-seeds", "1"], "seeds.grid_seeds",
                  "seeds: argument --grid-seeds", "needs 0 (skip) or at least 2 seeds",
                  id="grid-seeds-1"),
+    pytest.param("grid_seeds = 20000\n", ["--grid-seeds", "20000"], "seeds.grid_seeds",
+                 "seeds: argument --grid-seeds",
+                 "must be an integer from 0 to 10,000, got 20000", id="grid-seeds-too-many"),
 ])
 def test_file_and_flag_share_one_rule(tmp_path, capsys, monkeypatch, extra, flags, file_key,
                                       flag_at, problem) -> None:
@@ -379,6 +382,23 @@ def test_file_and_flag_share_one_rule(tmp_path, capsys, monkeypatch, extra, flag
     # a flag argparse refuses ends with where its help is
     flag = errs["flag"].removesuffix(" (see dptune seeds --help)")
     assert flag == f"dptune: {flag_at}: {problem}"
+
+
+def test_a_number_of_seeds_beyond_the_cap_is_refused_before_any_work(tmp_path, capsys,
+                                                                    monkeypatch) -> None:
+    """``--seeds 99999999999`` listed its seeds first and filled the memory, with no line
+    printed; the file's ``n_seeds`` and the flag are refused above 10,000, one line each."""
+    monkeypatch.chdir(tmp_path)
+    base = ["--results", str(tmp_path / "R"), "--reports", str(tmp_path / "P"), "--no-progress"]
+    cfg = _exp(tmp_path, "[seeds]\nn_seeds = 20000\n", bpr=False)
+    assert _main(["seeds", str(cfg), *base]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"dptune: {cfg}: seeds.n_seeds: must be an integer from 2 to 10,000, got 20000")
+    cfg = _exp(tmp_path, "[seeds]\nn_seeds = 2\n", bpr=False)
+    assert _main(["seeds", str(cfg), *base, "--seeds", "99999999999"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "dptune: --seeds: must be an integer from 2 to 10,000, got 99999999999")
+    assert not any((tmp_path / d).exists() for d in ("R", "P", "results", "reports"))
 
 
 @pytest.mark.parametrize("where", [".", "per_user.parquet"])
