@@ -69,7 +69,8 @@ GLOSSARY = """\
   are not significantly less discriminative than the lowest DP; any of them is as good a
   choice on this evidence.
 - **A/A noise floor**: the DP of pairs that are one configuration re-trained with different
-  seeds (no real difference), with its own 95% interval; a metric is clearly below it when the
+  seeds (no difference of configuration: what re-training alone changes), with its own 95%
+  interval; a metric is clearly below it when the
   floor exceeds its DP by more than both intervals' half-widths combined, sqrt(h_DP^2 +
   h_floor^2), and is flagged otherwise.
 - **Scopes**: *all* (pairs of the whole grid), *h=v* (pairs of configurations sharing the value v

@@ -236,12 +236,15 @@ def noise_section(configs: Any, result: Any) -> str:
     lines = [
         "The best configuration(s) of each stochastic algorithm by validation "
         f"{primary} were re-trained with different seeds on every validation fold; every pair of "
-        "seeds is an A/A pair (same configuration, no real difference), tested over the fold's "
+        "seeds is an A/A pair (same configuration: what re-training alone changes), tested over "
+        "the fold's "
         "users with the DP's test. Per fold the A/A p-values are sorted decreasingly and "
         "resampled to the DP's P positions, then averaged over folds: each metric's A/A curve "
         "(Figure 1's grey band spans its panel's metrics' A/A curves, from the lowest to the "
         "highest at each pair rank, their mean dashed). The floor is on the scale of every DP here: 25 x the mean A/A p-value, with its "
-        "95% interval over folds; an exactly true null gives 12.5. A metric is clearly below "
+        "95% interval over folds. Pairs of models that did not differ at all would give 12.5; "
+        "re-trained models do differ, so a floor below 12.5 is the difference re-training "
+        "alone makes. A metric is clearly below "
         "its floor "
         f"when {rule}; otherwise it is flagged: its configuration differences are not clearly "
         "larger than re-training noise.",

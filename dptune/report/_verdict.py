@@ -63,8 +63,8 @@ def claims_legend(alpha: float, test_split: bool = True, intervals: bool = True)
             "less discriminative, the metrics of a family are offered as choices with *no "
             "difference tested*, no hyperparameter is named dominant, and the lowest DP alone "
             "does not make a metric the better one. The *A/A noise floor* is the DP of pairs "
-            "that are one configuration re-trained with different seeds (no real difference; "
-            f"report.md, section Noise floor). {downstream}")
+            "that are one configuration re-trained with different seeds (no difference of "
+            f"configuration; report.md, section Noise floor). {downstream}")
     return (
         f"{scale}, with its "
         "95% bootstrap interval in brackets. *Significantly less discriminative* is a claim with "
@@ -76,9 +76,11 @@ def claims_legend(alpha: float, test_split: bool = True, intervals: bool = True)
         "significant difference*: B is not significantly less discriminative than A, the "
         "lowest DP, so either is an equal choice; the lowest DP alone does not make A the "
         "better one. *Pr(more discriminative)* is the share of bootstrap replicates in which "
-        "the recommended metric has the lower DP: a description, not a test. The *A/A noise "
+        "the recommended metric has the lower DP (under the pair seed whose DPs are printed): a "
+        "description, not a test. The *A/A noise "
         "floor* is the DP of pairs that are one configuration re-trained with different seeds "
-        "(no real difference; report.md, section Noise floor), itself an estimate with an "
+        "(no difference of configuration; report.md, section Noise floor), itself an estimate "
+        "with an "
         "interval: a metric is *clearly below* it when the floor exceeds its DP by more than "
         "both intervals' half-widths combined, sqrt(h_DP^2 + h_floor^2) (a one-sided test at "
         "about 2.5%); otherwise it is "

@@ -151,7 +151,7 @@ def slices_report_md(exp: Experiment, man: dict[str, Any], dataset: str, dpt: pd
     L += ["", f"Mean rank of each metric's DP within a slice at N = {cutoff} (1 = most "
           f"discriminative; history and popularity slices where not every metric ties):", "",
           _mean_rank_table(dpt, cutoff)]
-    L += ["", "DP grows for every metric as a slice gets smaller (a paired test on fewer users "
+    L += ["", "DP tends to grow for every metric as a slice gets smaller (a paired test on fewer users "
           "has less power), so read the ranking of metrics *within* a slice; `dp_rank` in "
           "`slices_dp.csv` is that ranking (1 = most discriminative).", ""]
     for alg in algs:
