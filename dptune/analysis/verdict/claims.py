@@ -66,13 +66,17 @@ def _claims(by_repeat: Mapping[int, Mapping[str, tuple[float, object]]], alpha: 
     return c
 
 
-def _by_repeat(draws: Draws, keys: Mapping[str, tuple[str, str, str, int]]
-               ) -> dict[int, dict[str, tuple[float, object]]]:
+def _by_repeat(draws: Draws, keys: Mapping[str, tuple[str, str, str, int]],
+               whole: Sequence[str] = ()) -> dict[int, dict[str, tuple[float, object]]]:
     """label -> draw key as repeat -> label -> (estimate, replicates), over the repeats every
-    label has."""
+    label has. A label in ``whole`` (a scope that holds every pair of its stratum, so every
+    pair seed gives it the same pairs) has one repeat, which stands for every pair seed of the
+    others: a one-at-a-time scope of all its pairs beside a sampled one is compared under
+    each of the sampled one's seeds (it was the first only)."""
     lists = {label: draws.get(key, []) for label, key in keys.items()}
-    n = min((len(v) for v in lists.values()), default=0)
-    return {k: {label: v[k] for label, v in lists.items()} for k in range(n)}
+    sampled = [len(v) for label, v in lists.items() if not (label in whole and len(v) == 1)]
+    n = min(sampled, default=min((len(v) for v in lists.values()), default=0))
+    return {k: {label: v[min(k, len(v) - 1)] for label, v in lists.items()} for k in range(n)}
 
 
 def metric_comparisons(dp: pd.DataFrame, draws: Draws, families: Families, alpha: float,
@@ -120,7 +124,9 @@ def hyperparameter_comparisons(dp: pd.DataFrame, draws: Draws, alpha: float, min
         ok = g[(g["n_pairs"].astype(int) >= int(min_pairs)) & ~g["no_evidence"].astype(bool)]
         keys = {str(s)[len("only:"):]: (str(alg), str(s), str(metric), int(cutoff))
                 for s in ok["scope"]}
-        by_rep = _by_repeat(draws, keys)
+        whole = [str(r.scope)[len("only:"):] for r in ok.itertuples(index=False)
+                 if int(r.n_pairs) == int(r.n_possible_pairs)]
+        by_rep = _by_repeat(draws, keys, whole)
         if len(keys) < 2 or not by_rep:
             continue
         parts.append(_claims(by_rep, alpha, {"algorithm": str(alg), "cutoff": int(cutoff),

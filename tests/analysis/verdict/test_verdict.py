@@ -378,3 +378,25 @@ def test_the_hyperparameters_small_sample_factor_reads_the_fewest_user_groups():
     usual = cl.hyperparameter_comparisons(dp, draws_by, 0.05, 10)
     assert len(usual) == 2 and (wide["p_adjusted"].to_numpy() >= usual["p_adjusted"].to_numpy()).all()
     assert (wide["p_adjusted"] > usual["p_adjusted"]).any()
+
+
+def test_a_scope_of_every_pair_stands_for_every_pair_seed_of_a_sampled_one():
+    """``only:a`` holds every pair of its stratum (one repeat: any pair seed gives the same
+    pairs), ``only:b`` a sample checked under 3 pair seeds: the comparison runs under all 3,
+    ``only:a``'s one estimate beside each (it ran under the first only, ``repeats = 1``), and
+    a claim that fails under a later seed of ``only:b`` is dropped."""
+    rng = np.random.default_rng(0)
+    reps = {s: rng.normal(0.0, 0.01, 400) for s in range(4)}
+    a = [(0.10, 0.10 + reps[0])]
+    b = [(0.30, 0.30 + reps[1]), (0.31, 0.31 + reps[2]), (0.11, 0.11 + reps[3])]
+    draws = {("bpr", "only:a", "ndcg", 10): a, ("bpr", "only:b", "ndcg", 10): b}
+    dp = pd.DataFrame({"algorithm": "bpr", "scope": ["only:a", "only:b"], "metric": "ndcg",
+                       "cutoff": 10, "n_pairs": [12, 20], "n_possible_pairs": [12, 90],
+                       "no_evidence": False})
+    out = cl.hyperparameter_comparisons(dp, draws, 0.05, 10).set_index(["a", "b"])
+    row = out.loc[("a", "b")]
+    assert row["repeats"] == 3 and bool(row["significant_first"]) and not bool(row["held"])
+    assert bool(row["dropped"]) and row["p_adjusted"] > 0.05 >= row["p_adjusted_first"]
+    # both sampled: the repeats every label has, as before
+    sampled = dp.assign(n_possible_pairs=[90, 90])
+    assert cl.hyperparameter_comparisons(sampled, draws, 0.05, 10)["repeats"].eq(1).all()
