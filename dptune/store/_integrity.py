@@ -31,6 +31,8 @@ from __future__ import annotations
 import json
 import mmap
 import os
+import shutil
+import stat
 import time
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -191,6 +193,10 @@ def problem(part: Path) -> str | None:
         st = part.stat()
     except (FileNotFoundError, NotADirectoryError):  # the part folder gone, or a file now
         return "missing"
+    if not stat.S_ISREG(st.st_mode):  # a folder (or a device) where a part goes
+        return "not a file"
+    if not os.access(part, os.R_OK):  # chmod 000: named, not a PermissionError deep inside
+        return "unreadable (permission denied)"
     try:
         est = entry_file.stat().st_mtime_ns
     except FileNotFoundError:
@@ -407,7 +413,10 @@ def heal(root: Path, parts: list[Path], fingerprint: str | None) -> list[tuple[P
             set_aside(part)
             continue
         try:
-            os.unlink(part)
+            if part.is_dir() and not part.is_symlink():
+                shutil.rmtree(part)  # a folder in a part's place: its unit is computed again
+            else:
+                os.unlink(part)
         except FileNotFoundError:
             pass
         entry_path(part).unlink(missing_ok=True)

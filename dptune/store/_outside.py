@@ -25,6 +25,8 @@ __all__ = ["is_results_dir", "results_dir_of", "check_outside_store", "check_res
 #: own; anything else in a directory without a manifest belongs to somebody else.
 STORE_ENTRIES = frozenset({PARTS, NOISE_DIR, INDEX_DIR, QUARANTINE, "configs.csv", "users.csv",
                            "trials.csv", "optuna.db", "design.json",  # the sweeper's DESIGN_FILE
+                           "noise_trials.csv",  # the noise floor's trials
+                           "reports.txt",  # dptune run's record of its report folders
                            "manifest.json"})
 
 

@@ -528,3 +528,63 @@ def test_a_full_disk_while_writing_the_reports_leaves_the_folder_as_it_was(
     assert sorted(p.name for p in reports.iterdir()) == ["notes.txt", "report.md"]
     assert (reports / "report.md").read_text() == "the previous report\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["reports"]  # no staging folder left
+
+
+def test_a_deleted_manifest_is_rewritten_by_run(pristine, tmp_path):
+    """``status`` and ``analyze`` say that ``dptune run`` rewrites a deleted manifest.json; it
+    refused instead ("holds files ... but no manifest.json"), taking the noise floor's trials
+    and the record of report folders for somebody else's files. It rewrites it now, and
+    computes nothing again."""
+    cfg, _, before = pristine
+    root, _ = _copy_damaged(pristine, tmp_path, "manifest", "delete")
+    (root / "reports.txt").write_text("reports/synthetic\n")  # as dptune run records them
+    times = _mtimes(root)
+    run_sweep(cfg, root, jobs=1, progress=False)
+    assert (root / "manifest.json").is_file() and _mtimes(root) == times
+    assert _values(root).keys() == before.keys()
+
+
+def test_a_folder_in_a_parts_place_is_named_and_its_unit_computed_again(pristine, tmp_path,
+                                                                         capsys):
+    """A folder where a part goes: ``analyze`` names it in one line, ``run`` removes it and
+    computes the unit again (it crashed with IsADirectoryError)."""
+    cfg, _, before = pristine
+    root, target = _copy_damaged(pristine, tmp_path, "bpr-part", "delete")
+    target.mkdir()
+    (target / "x").write_text("")
+    assert main(["analyze", str(root), "--reports", str(tmp_path / "rep")]) == 2
+    err = capsys.readouterr().err
+    _one_line(err, target)
+    assert "not a file" in err
+    run_sweep(cfg, root, jobs=1, progress=False)
+    pd.testing.assert_frame_equal(_values(root)[f"{PARTS}/{target.name}"],
+                                  before[f"{PARTS}/{target.name}"])
+
+
+def test_an_unreadable_part_is_named_not_a_traceback(pristine, tmp_path, capsys, monkeypatch):
+    """A part its user may not read (``chmod 000``; the test runs as any user, so the
+    permission is what ``os.access`` answers): ``analyze`` names it in one line (a
+    PermissionError from the checksum before), ``run`` computes its unit again."""
+    import os
+
+    import dptune.store._integrity as integrity
+
+    cfg, _, before = pristine
+    root, target = _copy_damaged(pristine, tmp_path, "bpr-part", "garble")
+    shutil.copy2(pristine[1] / PARTS / target.name, target)  # the part intact, but unreadable
+    real, stamp = os.access, target.stat().st_mtime_ns
+
+    def access(p, mode, *a, **k):  # this file, as written, is unreadable; its rewrite is not
+        if Path(p) == target and mode == os.R_OK and target.stat().st_mtime_ns == stamp:
+            return False
+        return real(p, mode, *a, **k)
+
+    monkeypatch.setattr(integrity.os, "access", access)
+    assert main(["analyze", str(root), "--reports", str(tmp_path / "rep")]) == 2
+    err = capsys.readouterr().err
+    _one_line(err, target)
+    assert "unreadable (permission denied)" in err
+    run_sweep(cfg, root, jobs=1, progress=False)
+    assert target.stat().st_mtime_ns != stamp  # removed and computed again
+    pd.testing.assert_frame_equal(_values(root)[f"{PARTS}/{target.name}"],
+                                  before[f"{PARTS}/{target.name}"])
