@@ -45,6 +45,7 @@ from dptune.analysis.dp.pairs import scope_seed
 from dptune.analysis.dp.scale import REFERENCE_P
 from dptune.errors import input_error
 from dptune.store._noise_parts import (
+    NOISE_DIR,
     noise_part_meta,
     noise_part_paths,
     rank_configs,
@@ -53,7 +54,7 @@ from dptune.store._noise_parts import (
 from dptune.store._store import ResultStore
 from dptune.vocab import fold_key, metric_key
 
-__all__ = ["NoiseFloor", "aa_pvalues", "noise_floor_table",
+__all__ = ["NoiseFloor", "aa_pvalues", "noise_floor_table", "check_noise_complete",
            "compare_with_floor", "aa_band", "PVALUE_COLUMNS", "CURVE_COLUMNS", "FLOOR_COLUMNS",
            "VERSUS_COLUMNS", "BAND_COLUMNS", "RULE_MARGIN", "RULE_PLAIN"]
 
@@ -160,6 +161,35 @@ def _positions(n_pairs: int | Mapping[tuple[str, str, int], int], key: tuple[str
     if isinstance(n_pairs, Mapping):
         return int(n_pairs.get(key, 0))
     return int(n_pairs)
+
+
+def check_noise_complete(store: ResultStore) -> None:
+    """Refuse, before any work, a noise floor that a stopped run left with some folds only:
+    every configuration with noise-floor parts must have one on each validation fold of its
+    algorithm. An interrupted noise-floor stage left such a floor, which the analysis read
+    as a floor of fewer folds while the report said every fold. One line naming the folder,
+    the configuration and its folds, and the ways on: ``dptune run`` finishes it, or the
+    analysis leaves the floor out (``--noise-seeds 0``)."""
+    root = Path(store.root)
+    parts = noise_part_paths(root)
+    if not parts:
+        return
+    have: dict[tuple[str, int], set[str]] = {}
+    for path in parts:
+        meta = noise_part_meta(path)
+        have.setdefault((str(meta["algorithm"]), int(meta["config_id"])), set()).add(
+            str(meta["fold"]))
+    for (alg, cid), folds in sorted(have.items()):
+        if alg not in store.algorithms():
+            continue
+        every = [f for f in store.folds(alg) if f != "test"]
+        missing = [f for f in every if f not in folds]
+        if missing:
+            raise input_error(root / NOISE_DIR, None, f"the noise floor of {alg} configuration "
+                              f"{cid} has {len(every) - len(missing)} of its {len(every)} "
+                              f"validation folds (fold {', '.join(missing)} missing: a run "
+                              "stopped during it); dptune run finishes it, or leave the floor "
+                              "out with --noise-seeds 0")
 
 
 def noise_floor_table(

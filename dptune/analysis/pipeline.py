@@ -89,6 +89,8 @@ def analyze(store: ResultStore | str | Path | pd.DataFrame,
                               "seed; give one (AnalysisOptions(seed=...))")
         opts = opts.replace(seed=seed)
     check_primary(store, opts)
+    if opts.noise_seeds > 0 and isinstance(store, ResultStore):
+        noisemod.check_noise_complete(store)  # before the fold loop: nothing computed in vain
     estimate = run_fold_loop(store, opts, progress)
     dg.check_fold_users(dg.fold_user_counts(estimate.pvalues), opts.min_fold_users)
     with_dp = set(estimate.table["algorithm"])

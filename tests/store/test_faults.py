@@ -588,3 +588,30 @@ def test_an_unreadable_part_is_named_not_a_traceback(pristine, tmp_path, capsys,
     assert target.stat().st_mtime_ns != stamp  # removed and computed again
     pd.testing.assert_frame_equal(_values(root)[f"{PARTS}/{target.name}"],
                                   before[f"{PARTS}/{target.name}"])
+
+
+def test_a_noise_floor_a_stopped_run_left_on_some_folds_is_refused_then_finished(
+        pristine, tmp_path, capsys):
+    """A run stopped during the noise floor leaves parts on some folds only, no entry for the
+    rest and no noise_trials.csv yet: ``analyze`` read it as a floor of fewer folds, while
+    the report said every fold. It is one line naming the configuration's folds, before any
+    work; ``dptune run`` finishes it, and ``--noise-seeds 0`` analyses without it."""
+    cfg, _, before = pristine
+    root = tmp_path / "results"
+    shutil.copytree(pristine[1], root)
+    gone = sorted((root / NOISE_DIR).glob("bpr-mf__1__*.parquet"))[0]
+    gone.unlink()
+    (root / INDEX_DIR / NOISE_DIR / f"{gone.name}.json").unlink()
+    (root / "noise_trials.csv").unlink()
+    assert main(["analyze", str(root), "--reports", str(tmp_path / "rep")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"dptune: {root / NOISE_DIR}: the noise floor of bpr-mf "
+                          "configuration ") and "\n" not in err, err
+    assert ("has 1 of its 2 validation folds (fold 1 missing: a run stopped during it); dptune "
+            "run finishes it, or leave the floor out with --noise-seeds 0") in err
+    assert not (tmp_path / "rep").exists()
+    assert main(["analyze", str(root), "--reports", str(tmp_path / "rep"),
+                 "--noise-seeds", "0"]) == 0
+    run_sweep(cfg, root, jobs=1, progress=False)
+    assert _values(root).keys() == before.keys()
+    assert main(["analyze", str(root), "--reports", str(tmp_path / "rep2")]) == 0
