@@ -180,6 +180,26 @@ def check_folder(path: str | os.PathLike[str], shown: object = None) -> None:
                           "is a file, not a folder: give a folder to write into")
 
 
+#: A staged folder untouched this long belongs to a writer that died mid-write (``kill -9``
+#: while a report was written): the next write of the same folder removes it. A live writer
+#: adds files to its stage within seconds; the store's hidden temporaries follow the same rule.
+STALE_STAGE_S = 3600.0
+
+
+def _remove_stale_stages(final: Path) -> None:
+    """Remove the staged folders of ``final`` (``.<name>.<uuid>.tmp`` beside it) that no write
+    has touched for :data:`STALE_STAGE_S`."""
+    import time
+
+    cutoff = time.time() - STALE_STAGE_S
+    for stage in final.parent.glob(f".{final.name}.*.tmp"):
+        try:
+            if stage.is_dir() and not stage.is_symlink() and stage.stat().st_mtime < cutoff:
+                shutil.rmtree(stage, ignore_errors=True)
+        except OSError:  # removed meanwhile, or not ours to read: left as it is
+            continue
+
+
 @contextmanager
 def staged_folder(path: str | os.PathLike[str]) -> Iterator[Path]:
     """Yield a new, empty, hidden folder beside ``path`` (``.<name>.<uuid>.tmp``) to write a
@@ -200,6 +220,7 @@ def staged_folder(path: str | os.PathLike[str]) -> Iterator[Path]:
     check_folder(final, shown)
     check_not_working_dir(shown)  # the rename would replace the shell's folder
     final.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale_stages(final)
     stage = final.with_name(f".{final.name}.{uuid.uuid4().hex}.tmp")
     try:
         stage.mkdir()

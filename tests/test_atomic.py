@@ -79,3 +79,27 @@ def test_the_working_directory_or_a_folder_above_it_is_not_replaced(tmp_path, mo
             (stage / "a.csv").write_text("x")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["here"]
     assert [p.name for p in here.iterdir()] == ["mine.txt"]
+
+
+def test_a_stage_left_by_a_killed_writer_is_removed_by_the_next_write(tmp_path):
+    """``kill -9`` while a report is written leaves its staged folder beside it; the next
+    write of that folder removes a stage untouched for an hour (its writer is dead) and keeps
+    a recent one (a writer may still be at work), and no other folder's."""
+    import os
+    import time
+
+    from dptune._atomic import STALE_STAGE_S
+
+    out = tmp_path / "reports"
+    dead, live = tmp_path / ".reports.aaaa.tmp", tmp_path / ".reports.bbbb.tmp"
+    other = tmp_path / ".other.cccc.tmp"
+    for d in (dead, live, other):
+        (d / "sub").mkdir(parents=True)
+        (d / "sub" / "report.md").write_text("half")
+    old = time.time() - STALE_STAGE_S - 60
+    for d in (dead, other):
+        os.utime(d, (old, old))
+    with staged_folder(out) as stage:
+        (stage / "report.md").write_text("new")
+    assert not dead.exists() and live.is_dir() and other.is_dir()
+    assert (out / "report.md").read_text() == "new"
