@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from dptune.analysis.noise import NoiseFloor
 
 __all__ = ["AnalysisResult", "MetricFamilies", "DATA_FILES", "DP_COLUMNS", "CURVES_COLUMNS",
-           "write_table"]
+           "write_table", "check_output_folder"]
 
 #: Data file written for each table of the result, keyed by its attribute path (``dp.table`` is
 #: ``result.dp.table``), in writing order; a table that is None is not written. The tables of
@@ -252,15 +252,24 @@ class AnalysisResult:
 
     def write_data(self, out: str | Path) -> list[Path]:
         """Write every data table into ``out`` (atomically, :func:`write_table`); return the
-        paths. A folder that is or lies in a results directory is refused (a data file there
-        would replace a store's file or pass for a part)."""
-        from dptune.store._outside import check_outside_store
-
-        check_path(out, "write_data", "out", "the folder to write into")
-        check_outside_store(out, "write_data: out")
+        paths. A folder that is or lies in a results directory is refused
+        (:func:`check_output_folder`)."""
+        check_output_folder(out, "write_data", "out", "the folder to write into")
         out = Path(out)
         check_folder(out)
         return [write_table(df, out / DATA_FILES[key]) for key, df in self.tables().items()]
+
+
+def check_output_folder(out: object, function: str, argument: str, what: str) -> None:
+    """The folder a result's files are about to be written into (``write_data``'s, the
+    report's), checked before any is: a path (one line naming ``function: argument`` and
+    ``what`` it needs otherwise) that is no results directory and lies in none, since a data
+    file or report there would replace a store's file or pass for a part (as ``dptune analyze
+    --reports`` refuses it)."""
+    from dptune.store._outside import check_outside_store
+
+    check_path(out, function, argument, what)
+    check_outside_store(out, f"{function}: {argument}")
 
 
 def write_table(df: pd.DataFrame, path: Path) -> Path:

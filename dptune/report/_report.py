@@ -30,8 +30,8 @@ from pathlib import Path
 import pandas as pd
 
 from dptune._atomic import staged_folder, write_bytes
-from dptune.analysis.result import DATA_FILES, AnalysisResult, MetricFamilies
-from dptune.errors import check_path, input_error
+from dptune.analysis.result import DATA_FILES, AnalysisResult, MetricFamilies, check_output_folder
+from dptune.errors import input_error
 from dptune.report._document import (
     INTRO,
     ReportFigure,
@@ -332,11 +332,9 @@ class Report:
         The folder is written beside ``out_dir`` and published by one rename
         (:func:`dptune._atomic.staged_folder`): never half-written, a full disk is one line.
         A folder that is or lies in a results directory is refused (its files would replace the
-        store's or pass for its parts), as ``dptune analyze --reports`` refuses it."""
-        from dptune.store._outside import check_outside_store
-
-        check_path(out_dir, "Report.write", "out_dir", "the report folder")
-        check_outside_store(out_dir, "Report.write: out_dir")
+        store's or pass for its parts), as ``dptune analyze --reports`` refuses it
+        (:func:`dptune.analysis.result.check_output_folder`)."""
+        check_output_folder(out_dir, "Report.write", "out_dir", "the report folder")
         out = Path(out_dir)
         with staged_folder(out) as stage:
             written = self._write_files(stage)
