@@ -28,6 +28,7 @@ __all__ = [
     "CSV_FLOAT",
     "SEED_RANGE",
     "NA_TEXT",
+    "na_values",
     "display_algorithm",
     "display_metric",
     "metric_name",
@@ -108,6 +109,14 @@ SEED_RANGE = (0, 2**32 - 1)
 #: only the empty cell: a user called ``NA`` or ``null`` is a user.
 NA_TEXT = ("", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND",
            "1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null")
+
+
+def na_values(columns: Iterable[str], ids: Iterable[str]) -> dict[str, list[str]]:
+    """pandas' ``na_values`` (with ``keep_default_na=False``) for a text file's ``columns``:
+    an id column (one of ``ids``) knows only the empty cell as missing, any other column
+    :data:`NA_TEXT` too."""
+    ids = set(ids)
+    return {c: [""] if c in ids else list(NA_TEXT) for c in columns}
 
 
 def display_algorithm(key: str) -> str:

@@ -28,19 +28,12 @@ import pandas as pd
 from dptune.data._options import COLUMNS, _check_columns, _check_sep, _positions, parse_columns
 from dptune.data._parse import _finish
 from dptune.errors import input_error
-from dptune.vocab import FORMATS, NA_TEXT
+from dptune.vocab import FORMATS, na_values
 
 __all__ = ["COLUMNS", "FORMATS", "parse_columns", "read_ratings"]
 
 _ML_CSV_HEADER = ("userId", "movieId", "rating", "timestamp")
 
-
-def _missing(columns, ids: Mapping[str, type]) -> dict[str, list[str]]:
-    """``na_values`` of a text file's columns: an id column's only missing value is the empty
-    cell (a user or item called ``NA`` or ``null`` is one, as in every other reader of
-    dptune), a rating's or timestamp's also pandas' spellings of a missing number
-    (:data:`dptune.vocab.NA_TEXT`)."""
-    return {c: [""] if c in ids else list(NA_TEXT) for c in columns}
 _RECBOLE_NAMES = {
     "user": "user_id",
     "item": "item_id",
@@ -285,13 +278,13 @@ def _read_text(
             ids = {resolved["user"]: str, resolved["item"]: str}
             frame = pd.read_csv(
                 io.BytesIO(data), header=0, usecols=list(set(resolved.values())), dtype=ids,
-                keep_default_na=False, na_values=_missing(head, ids), **read
+                keep_default_na=False, na_values=na_values(head, ids), **read
             )
             frame = pd.DataFrame({k: frame[c] for k, c in resolved.items()})
         else:
             ids = {"user": str, "item": str}
             frame = pd.read_csv(io.BytesIO(data), header=None, names=layout, dtype=ids,
-                                keep_default_na=False, na_values=_missing(layout, ids), **read)
+                                keep_default_na=False, na_values=na_values(layout, ids), **read)
             frame = frame[[c for c in COLUMNS if c in frame.columns]]
     except pd.errors.ParserError as err:
         match = re.search(r"line (\d+)", str(err))

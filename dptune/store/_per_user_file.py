@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from dptune.errors import input_error
-from dptune.vocab import NA_TEXT, metric_name
+from dptune.vocab import metric_name, na_values
 
 __all__ = ["PER_USER_COLUMNS", "ID_COLUMNS", "VALUE_MAX", "user_ids", "read_table",
            "read_per_user", "read_per_user_configs", "check_per_user", "check_configs",
@@ -87,7 +87,7 @@ def read_table(path: str | Path, what: str) -> pd.DataFrame:
                                       f"separator looks like {named[other]}, but a {suffix} "
                                       f"{what} is read {named[sep]}-separated (.csv comma, "
                                       ".tsv or .txt tab)")
-            missing = {c: [""] if c in ID_COLUMNS else list(NA_TEXT) for c in header}
+            missing = na_values(header, ID_COLUMNS)
             return pd.read_csv(path, sep=sep, dtype={c: str for c in ID_COLUMNS if c in header},
                                keep_default_na=False, na_values=missing)
     except (OSError, ValueError, ImportError) as err:
