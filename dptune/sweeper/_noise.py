@@ -97,7 +97,6 @@ def run_noise_task(exp: Experiment, task: NoiseTask, root: str | Path, seeds: in
     from dptune.engine import engine_for, evaluate_on, family_on
     from dptune.metrics import METRICS
     from dptune.models import get_family
-    from dptune.models._adapters import SignatureFamily
     from dptune.sweeper._plan import derive_seed
     from dptune.sweeper._prepare import prepare
     from dptune.sweeper._unit import named_model
@@ -115,7 +114,6 @@ def run_noise_task(exp: Experiment, task: NoiseTask, root: str | Path, seeds: in
     users = np.asarray(fd.users, dtype=np.int32)
     eng = engine_for(exp.sweep.device)
     family = family_on(get_family(task.algorithm_type), eng)
-    outside = isinstance(get_family(task.algorithm_type), SignatureFamily)  # may raise: named
 
     old: dict[int, np.ndarray] = {}
     old_meta: dict[int, tuple[int, float, float]] = {}
@@ -140,12 +138,12 @@ def run_noise_task(exp: Experiment, task: NoiseTask, root: str | Path, seeds: in
             continue
         seed = derive_seed(exp.seed, task.algorithm, task.fold, task.params, "noise", s)
         t0 = time.perf_counter()
-        with named_model(exp, task.algorithm, task.config_id, task.fold, "fit", outside):
+        with named_model(exp, task.algorithm, task.config_id, task.fold, "fit"):
             item = next(family.fit_unit(fd.train, [dict(task.config)], seed), None)
         if item is None:  # pragma: no cover - every family yields one model per configuration
             raise input_error("noise floor", task.algorithm, "the model family yielded no model")
         t1 = time.perf_counter()
-        with named_model(exp, task.algorithm, task.config_id, task.fold, "score", outside):
+        with named_model(exp, task.algorithm, task.config_id, task.fold, "score"):
             vals = evaluate_on(eng, item[1], fd.users, fd.train, fd.relevant, cutoffs, fd.efd,
                                fd.epc, block=ev.user_block,
                                relevance_aware=ev.novelty == "relevance-aware")

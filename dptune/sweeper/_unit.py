@@ -42,23 +42,21 @@ def compute_unit(exp: Experiment, task: Task) -> UnitResult:
     rows = [METRICS.index(m) for m in ev.metrics]
     cutoffs = tuple(int(c) for c in ev.cutoffs)
     eng = engine_for(exp.sweep.device)
-    family = get_family(alg.type)
-    outside = isinstance(family, SignatureFamily)  # cornac, implicit, your own: may raise
-    fitted = family_on(family, eng).fit_unit(fd.train, unit_cfgs, seed)
+    fitted = family_on(get_family(alg.type), eng).fit_unit(fd.train, unit_cfgs, seed)
     out: dict[int, tuple[np.ndarray, float, float]] = {}
     t0 = time.perf_counter()
     while True:
         # an outside family fits its configurations one by one, in order: the next is the one
         # whose fit may raise
         upcoming = task.config_ids[min(len(out), len(task.config_ids) - 1)]
-        with named_model(exp, task.algorithm, upcoming, task.fold, "fit", outside):
+        with named_model(exp, task.algorithm, upcoming, task.fold, "fit"):
             item = next(fitted, None)
         if item is None:
             break
         local, model = item
         t1 = time.perf_counter()
         cid = task.config_ids[local]
-        with named_model(exp, task.algorithm, cid, task.fold, "score", outside):
+        with named_model(exp, task.algorithm, cid, task.fold, "score"):
             vals = evaluate_on(eng, model, fd.users, fd.train, fd.relevant, cutoffs, fd.efd,
                                fd.epc, block=ev.user_block,
                                relevance_aware=ev.novelty == "relevance-aware")
@@ -76,12 +74,13 @@ def compute_unit(exp: Experiment, task: Task) -> UnitResult:
 
 @contextmanager
 def named_model(exp: Experiment, algorithm: str, config_id: int, fold: str,
-                step: str = "score", outside: bool = False) -> Iterator[None]:
+                step: str = "score") -> Iterator[None]:
     """A model's NaN scores (:class:`dptune.metrics.NaNScores`) as one line naming the
     experiment's algorithm, its model type, the configuration and the fold, and how many
-    items (exit code 2): the run stops, as for any unit that fails. With ``outside`` (a cornac,
-    implicit or your own model) any exception its ``step`` (``fit`` or ``score``) raises is
-    such a line too, with the exception's type and first line: only the model itself can
+    items (exit code 2): the run stops, as for any unit that fails. For a model from outside
+    dptune (a cornac, implicit or your own model: a
+    :class:`~dptune.models._adapters.SignatureFamily`) any exception its ``step`` (``fit`` or
+    ``score``) raises is such a line too, with the exception's type and first line: only the model itself can
     refuse some values of its grid, and its traceback is not dptune's (a built-in model's
     exception stays one, a defect to report)."""
 
@@ -103,7 +102,7 @@ def named_model(exp: Experiment, algorithm: str, config_id: int, fold: str,
     except DptuneError:
         raise
     except Exception as err:  # noqa: BLE001 - an outside model's own refusal, named
-        if not outside:
+        if not isinstance(get_family(_algorithm(exp, algorithm).type), SignatureFamily):
             raise
         text = str(err).strip().splitlines()
         raise line(f"{step}() raised {type(err).__name__}"
