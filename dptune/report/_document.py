@@ -37,8 +37,8 @@ PAPER_PAIRS = 25
 INTRO = (
     "Discriminative power (DP) of evaluation metrics over hyperparameter grids, after Anelli "
     "et al. (RecSys 2019): for pairs of configurations, paired p-values per fold, sorted "
-    "decreasingly and averaged over folds; the paper's DP is the sum of the averaged curve, P x "
-    "the mean p-value. Every DP in this report is DP per 25 pairs (25 x the mean p-value: the "
+    "decreasingly and averaged over folds; the paper's DP is the sum of the averaged curve, P × "
+    "the mean p-value. Every DP in this report is DP per 25 pairs (25 × the mean p-value: the "
     "paper's DP when P = 25, between 0 and 25), so that rows with different P compare, with P, "
     "the number of pairs of configurations, beside it. Lower DP = more discriminative."
 )
@@ -53,8 +53,8 @@ GLOSSARY_TEST_SPLIT = """
 GLOSSARY = """\
 - **P**: the number of pairs of configurations a DP rests on (every pair of the scope, or a
   seeded sample of them); "P = 25 of 990" is a sample of 25 of the 990 pairs.
-- **DP per 25 pairs**: 25 x the mean p-value of the P pairs over the folds; 0 = every pair told
-  apart with certainty, 25 = none (every p-value 1). The paper's DP is P x the mean p-value
+- **DP per 25 pairs**: 25 × the mean p-value of the P pairs over the folds; 0 = every pair told
+  apart with certainty, 25 = none (every p-value 1). The paper's DP is P × the mean p-value
   (`dp_sum` in `dp.csv`).
 - **95% interval**: a bootstrap interval over users (and over pairs when they are a sample,
   and over units for an algorithm of a grid sample), inside [0, 25]; its coverage is

@@ -337,16 +337,17 @@ class Report:
         check_output_folder(out_dir, "Report.write", "out_dir", "the report folder")
         out = Path(out_dir)
         with staged_folder(out) as stage:
-            written = self._write_files(stage)
+            written = self._write_files(stage, out.resolve().name)
         return [out / p.relative_to(stage) for p in written]
 
-    def _write_files(self, out: Path) -> list[Path]:
-        """Write every file of :meth:`write` into the folder ``out``; return their paths."""
+    def _write_files(self, out: Path, label_prefix: str) -> list[Path]:
+        """Write every file of :meth:`write` into the folder ``out``; return their paths.
+        ``label_prefix`` (the published folder's name) starts every table's LaTeX label."""
         written: list[Path] = []
         if self.result is not None:
             written += self.result.write_data(out)
         for table in self.tables.values():
-            written += _write_table(out, table)
+            written += _write_table(out, table, label_prefix)
         pngs: dict[str, bytes] = {}
         for fig in self.figures.values():
             png = palette_png(fig.figure)
@@ -422,11 +423,12 @@ def _write_text(path: Path, text: str) -> Path:
     return write_bytes(path, text.encode("utf-8"), fsync=False)
 
 
-def _write_table(out_dir: Path, table: Table) -> list[Path]:
-    """Write ``<name>.md``, ``<name>.csv`` and ``<name>.tex``."""
+def _write_table(out_dir: Path, table: Table, label_prefix: str) -> list[Path]:
+    """Write ``<name>.md``, ``<name>.csv`` and ``<name>.tex`` (labelled
+    ``tab:<label_prefix>:<name>``)."""
     return [
         _write_text(out_dir / f"{table.name}.md", table.to_markdown()),
         _write_text(out_dir / f"{table.name}.csv", table.to_csv()),
-        _write_text(out_dir / f"{table.name}.tex", table.to_latex()),
+        _write_text(out_dir / f"{table.name}.tex", table.to_latex(f"{label_prefix}:{table.name}")),
     ]
 

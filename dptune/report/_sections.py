@@ -68,7 +68,7 @@ def _bootstrap_text(options: Any, groups: int | None = None) -> str:
 #: the studentised arcsine interval the row describes.
 GRID_SAMPLE_INTERVAL = (
     "; for the algorithms of the grid sample the units are resampled too, and the interval is "
-    "the estimate +- t(m - 1) x its standard error put together from the variances of users, "
+    "the estimate ± t(m - 1) × its standard error put together from the variances of users, "
     "pairs and units (m = the units run), symmetric on the p-value scale and clipped to [0, 1]"
 )
 
@@ -241,7 +241,7 @@ def noise_section(configs: Any, result: Any) -> str:
         "users with the DP's test. Per fold the A/A p-values are sorted decreasingly and "
         "resampled to the DP's P positions, then averaged over folds: each metric's A/A curve "
         "(Figure 1's grey band spans its panel's metrics' A/A curves, from the lowest to the "
-        "highest at each pair rank, their mean dashed). The floor is on the scale of every DP here: 25 x the mean A/A p-value, with its "
+        "highest at each pair rank, their mean dashed). The floor is on the scale of every DP here: 25 × the mean A/A p-value, with its "
         "95% interval over folds. Pairs of models that did not differ at all would give 12.5; "
         "re-trained models do differ, so a floor below 12.5 is the difference re-training "
         "alone makes. A metric is clearly below "

@@ -226,7 +226,7 @@ def _compare(name: str, hi: pd.Series, lo: pd.Series, best: pd.DataFrame | None,
 
 
 def sakai_table_md(dp: pd.DataFrame, cutoff: int) -> str | None:
-    """Markdown table of Sakai-style DP (share of significant pairs +- sd), scope ``all``."""
+    """Markdown table of Sakai-style DP (share of significant pairs ± sd), scope ``all``."""
     sub = scope_all(dp)
     sub = sub[(sub["cutoff"] == cutoff) & sub["sakai"].notna()]
     if sub.empty:

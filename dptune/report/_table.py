@@ -17,7 +17,8 @@ import pandas as pd
 
 from dptune.report._format import fmt, is_missing
 
-__all__ = ["Cell", "Block", "Table", "simple_block", "marked_cells", "md_escape", "tex_escape"]
+__all__ = ["Cell", "Block", "Table", "simple_block", "marked_cells", "md_escape", "tex_escape",
+           "latex_label"]
 
 
 @dataclass(frozen=True)
@@ -81,9 +82,14 @@ class Table:
             parts += [md_escape(note), ""]
         return "\n".join(parts).rstrip("\n") + "\n"
 
-    def to_latex(self) -> str:
+    def to_latex(self, label: str | None = None) -> str:
         """Render as a LaTeX ``table`` float with booktabs rules (needs ``booktabs`` and
         ``graphicx``) that fits the line it is set in.
+
+        ``label`` is the float's ``\\label`` (``tab:<label>``, its characters kept to letters,
+        digits, ``-``, ``.`` and ``:``), by default the table's name. A written report passes
+        its folder's name before the table's (``tab:anelli2019-ml1m-knn:table3``), so that two
+        reports pasted into one paper do not define the same label.
 
         Two commands, defined in the float only (``\\providecommand``: a document's own
         definition wins): ``\\dptunefit`` sets a tabular at its natural size, or scales it down
@@ -102,7 +108,7 @@ class Table:
             lines.append(_TEX_STACK)
         lines += [
             f"\\caption{{{tex_escape(self.caption)}}}",
-            f"\\label{{tab:{self.name.replace('_', '-')}}}",
+            f"\\label{{tab:{latex_label(self.name if label is None else label)}}}",
             # a caption above a table gets no space under it in the standard classes
             "\\medskip",
         ]
@@ -139,6 +145,13 @@ _TEX_FIT = ("\\providecommand{\\dptunefit}[1]{\\sbox0{#1}\\ifdim\\wd0>\\linewidt
 #: The stacked cell of :meth:`Table.to_latex`: the value, and its detail under it, smaller.
 _TEX_STACK = ("\\providecommand{\\dptunestack}[2]{\\begin{tabular}[t]{@{}r@{}}#1\\\\"
               "{\\scriptsize #2}\\end{tabular}}")
+
+
+def latex_label(text: str) -> str:
+    """``text`` as the key of a LaTeX ``\\label``: letters, digits, ``-``, ``.`` and ``:``
+    kept, every other character (``_``, spaces, braces, non-ASCII letters) as ``-``."""
+    return "".join(ch if (ch.isascii() and ch.isalnum()) or ch in "-.:" else "-"
+                   for ch in str(text))
 
 
 def md_escape(text: str) -> str:
@@ -188,6 +201,7 @@ _TEX_ESCAPES = {
     "^": "\\textasciicircum{}",
     "–": "--",
     "±": "$\\pm$",
+    "×": "$\\times$",
     "†": "$^\\dagger$",
     "§": "$^\\S$",
     "<": "\\textless{}",

@@ -8,7 +8,7 @@
 - :func:`table5`: DP among configurations sharing one hyperparameter value (paper Table 5).
 - :func:`one_at_a_time_table`: DP of pairs that differ in one hyperparameter only.
 
-Every DP is **DP per 25 pairs** (``dp_per_25`` of dp.csv: 25 x the mean p-value of the row's P
+Every DP is **DP per 25 pairs** (``dp_per_25`` of dp.csv: 25 × the mean p-value of the row's P
 pairs, the paper's DP when P = 25), with P in every row and the 95% interval where the analysis
 computed one. A mark (bold, underline) needs at least ``min_pairs`` pairs: fewer are shown, never
 ranked. On a grid sample (a store holding some of its grid's units), a DP whose scope has pairs
@@ -153,7 +153,7 @@ def table1(datasets: pd.DataFrame | None) -> Table:
     csv = ds[list(DATASET_INPUT)].reset_index(drop=True)
     return Table(
         "table1",
-        "Data set statistics (sparsity = 1 - ratings / (users x items)).",
+        "Data set statistics (sparsity = 1 - ratings / (users × items)).",
         [Block(header, rows)] if rows else [],
         csv,
         number="Table 1",
@@ -261,7 +261,7 @@ def table3(dp: pd.DataFrame, verdict: pd.DataFrame | None = None,
         csv["unsampled_share"] = shares
     by_family = families is not None
     caption = (
-        "Discriminative power over the whole grid as DP per 25 pairs (25 x the mean "
+        "Discriminative power over the whole grid as DP per 25 pairs (25 × the mean "
         "p-value of the row's P pairs; the paper's DP when P = 25; lower is more "
         f"discriminative); {pairs_note(sub)}"
         + ("; in brackets its 95% bootstrap interval" if has_ci else "")

@@ -54,7 +54,7 @@ def claims_legend(alpha: float, test_split: bool = True, intervals: bool = True)
         "*Downstream* asks whether the choice of metric matters: which configuration each "
         "metric of the family selects; the data has no held-out values, so whether these "
         "differ beyond the data at hand is not judged.")
-    scale = ("How to read it: lower DP = more discriminative; every DP is DP per 25 pairs (25 x "
+    scale = ("How to read it: lower DP = more discriminative; every DP is DP per 25 pairs (25 × "
              "the mean p-value of its P pairs of configurations; the paper's DP when P = 25)")
     if not intervals:
         return (

@@ -128,7 +128,7 @@ def test_the_report_states_the_design_everywhere(stores, grid_sample_analyses, t
     row = next(ln for ln in md.splitlines() if ln.startswith("| Bootstrap |"))
     assert "studentised interval of the mean p-value on the arcsine scale" in row
     assert ("for the algorithms of the grid sample the units are resampled too, and the "
-            "interval is the estimate +- t(m - 1) x its standard error") in row
+            "interval is the estimate ± t(m - 1) × its standard error") in row
     assert "grid sample the units" not in Report.from_result(
         grid_sample_analyses["full"]).to_markdown()
 

@@ -26,7 +26,7 @@ from dptune.analysis.noise import aa_band  # noqa: E402
 from dptune.analysis.result import MetricFamilies  # noqa: E402
 from dptune.errors import DptuneError  # noqa: E402
 from dptune.report._figures import palette_png  # noqa: E402
-from dptune.report._table import Cell, _md_cell
+from dptune.report._table import Cell, _md_cell, latex_label
 
 METRICS = ("ndcg", "precision", "recall", "mrr", "efd", "epc")
 # Paper Table 3 (MovieLens), in the paper's column order EFD, EPC, MRR, nDCG, Prec, Rec.
@@ -706,15 +706,31 @@ def test_every_latex_table_compiles_and_fits_the_line(tmp_path: Path) -> None:
         assert "LaTeX Warning: Command" not in log  # no command redefined by the tables
 
 
+def test_latex_labels_name_the_report_folder(written: tuple[Path, list[Path]]) -> None:
+    """Each written table's label is ``tab:<report folder>:<table>``: two reports pasted into
+    one paper define no label twice (every report's Table 3 was ``tab:table3``)."""
+    out, _ = written
+    folder = latex_label(out.name)
+    labels = {p.stem: re.findall(r"\\label\{([^}]*)\}", p.read_text())
+              for p in out.glob("*.tex")}
+    assert {"table1", "table3", "table4", "table5"} <= set(labels)
+    for stem, found in labels.items():
+        assert found == [f"tab:{folder}:{latex_label(stem)}"], stem
+    assert latex_label("ml 1m_knn{é}") == "ml-1m-knn---"
+    assert "\\label{tab:x:table3}" in report.table3(make_dp()).to_latex("x:table3")
+
+
 def test_rerun_is_byte_identical(written: tuple[Path, list[Path]], tmp_path: Path) -> None:
     """The same report written again, over a copy of the first (one write checks both a rerun
-    and writing over an existing report): the same files, byte for byte."""
+    and writing over an existing report, of the same name: the tables' LaTeX labels carry the
+    folder's name): the same files, byte for byte."""
     import shutil
 
     out, paths = written
-    shutil.copytree(out, tmp_path / "b")
-    old = {p.name: p.stat().st_ino for p in (tmp_path / "b").iterdir()}
-    again = _write(tmp_path / "b")
+    copy = tmp_path / "b" / out.name
+    shutil.copytree(out, copy)
+    old = {p.name: p.stat().st_ino for p in copy.iterdir()}
+    again = _write(copy)
     assert [p.name for p in again] == [p.name for p in paths]
     assert all(p.stat().st_ino != old[p.name] for p in again)  # each written anew, none kept
     for a, b in zip(paths, again, strict=True):

@@ -56,7 +56,7 @@ def _metrics_section(mt: pd.DataFrame, alg: str, cutoff: int) -> str:
     """Mean of every metric and the miss rate per slice of one algorithm at ``cutoff``."""
     d = mt[(mt["algorithm"] == alg) & (mt["cutoff"] == cutoff)]
     metrics = [m for m in METRICS if m in set(d["metric"])]
-    header = ["Slice kind", "Slice", "n (fold x user)"] + [display_metric(m, cutoff) for m in metrics] + [f"miss rate@{cutoff}"]
+    header = ["Slice kind", "Slice", "n (fold × user)"] + [display_metric(m, cutoff) for m in metrics] + [f"miss rate@{cutoff}"]
     rows = []
     for kind in ["all", *SLICE_KINDS]:
         dk = d[d["slice_kind"] == kind].sort_values("bin")
@@ -137,7 +137,7 @@ def slices_report_md(exp: Experiment, man: dict[str, Any], dataset: str, dpt: pd
               f"metrics restricted to the relevant items of a popularity bin would need every "
               f"model retrained; users are sliced by what they hold out instead"),
              ("Pairs", f"{pairs_src} (scope all, the main analysis's pairs)"),
-             ("Test", f"{test}; p-value curves averaged over folds; DP per 25 pairs = 25 x the "
+             ("Test", f"{test}; p-value curves averaged over folds; DP per 25 pairs = 25 × the "
               "mean p-value (the paper's DP when P = 25)"),
              ("Metrics per slice", f"configuration chosen by {display_metric(*primary)} on "
               f"validation; pooled over (fold, user)"),
@@ -156,7 +156,7 @@ def slices_report_md(exp: Experiment, man: dict[str, Any], dataset: str, dpt: pd
           "`slices_dp.csv` is that ranking (1 = most discriminative).", ""]
     for alg in algs:
         L += [f"## {display_algorithm(alg)}", "",
-              f"DP per 25 pairs (25 x the mean p-value) per slice at N = {cutoff} (lower = more "
+              f"DP per 25 pairs (25 × the mean p-value) per slice at N = {cutoff} (lower = more "
               f"discriminative; bold = lowest of the row; every row on the same "
               f"P = {int(dpt.loc[dpt['algorithm'] == alg, 'n_pairs'].max())} pairs):", "",
               _dp_section(dpt, alg, cutoff), "",

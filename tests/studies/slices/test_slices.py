@@ -213,7 +213,7 @@ def test_end_to_end_writes_every_file(slices_study) -> None:
     np.testing.assert_allclose(dpt["dp_per_25"], dpt["dp_sum"] * 25 / dpt["n_pairs"], rtol=1e-9)
     assert dpt["dp_per_25"].between(0, 25).all()
     report = (out / "slices_report.md").read_text()
-    assert "DP per 25 pairs (25 x the mean p-value) per slice" in report
+    assert "DP per 25 pairs (25 × the mean p-value) per slice" in report
     # history bins partition the users of every fold
     bins = pd.read_csv(out / "slices_bins.csv")
     per_kind = bins.groupby(["slice_kind", "fold"])["n_users"].sum().unstack("slice_kind")
