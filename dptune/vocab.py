@@ -100,6 +100,13 @@ HYPERPARAMETER_ORDER: tuple[str, ...] = ("factors", "iterations", "epochs", "lea
 #: printf format of floats in every written CSV (enough digits to round-trip a float32 value).
 CSV_FLOAT = "%.10g"
 
+#: The slice study's default for the fewest users a slice must have in every fold for its
+#: metrics' DPs to be ranked, counted in the findings and drawn (``dptune slices
+#: --min-users``). Below about ten users a paired test has little power, and a metric of few
+#: levels (precision@1, a hit) gives it p-values of few levels: the ranking of the metrics
+#: would be read off ties and noise. A reporting rule, not a test.
+SLICE_MIN_USERS = 10
+
 #: The range of every seed an experiment or the analysis takes: 32-bit (numpy's and optuna's
 #: generators take no larger seed; a larger analysis seed silently sampled other pairs).
 SEED_RANGE = (0, 2**32 - 1)

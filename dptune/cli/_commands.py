@@ -388,7 +388,8 @@ def cmd_slices(args: argparse.Namespace) -> int:
     _check_reports(args.reports, store.root)
     files = run_slices_study(store.root, args.reports, args.main_reports, base=args.base,
                              n_pairs=args.pairs, seed=args.seed, test=args.test,
-                             experiment=args.experiment, cutoff=args.cutoff)
+                             experiment=args.experiment, cutoff=args.cutoff,
+                             min_users=args.min_users)
     print(f"slices: {len(files)} files in {args.reports} (see {files[-1]})")
     return 0
 

@@ -35,7 +35,7 @@ from dptune.cli._flags import (
 )
 from dptune.errors import did_you_mean
 from dptune.store._trec import ORDERS
-from dptune.vocab import DEVICES, FORMATS, METRICS, TESTS
+from dptune.vocab import DEVICES, FORMATS, METRICS, SLICE_MIN_USERS, TESTS
 
 DESCRIPTION = """\
 Discriminative power of recommender-system metrics under hyperparameter tuning: sweep the
@@ -267,6 +267,9 @@ def build_parser() -> argparse.ArgumentParser:
     sl.add_argument("--test", choices=TESTS, help="paired test (default: the manifest's)")
     sl.add_argument("--cutoff", type=int_at_least(1), metavar="N",
                     help="cutoff of the figure and tables (default: the primary cutoff)")
+    sl.add_argument("--min-users", type=int_at_least(2), default=SLICE_MIN_USERS, metavar="U",
+                    help="fewest users a slice must have in every fold to be ranked and drawn "
+                    f"(default {SLICE_MIN_USERS})")
     sl.set_defaults(func=c.cmd_slices)
 
     dt = _sub(sub, "data", "fetch data sets or print their statistics (Table 1)")

@@ -103,6 +103,12 @@ class Report:
     #: :attr:`~dptune.analysis.result.AnalysisResult.test_split`); the text speaks of one only
     #: then.
     test_split: bool = True
+    #: What starts every table's LaTeX label, ``tab:<label>:<table>``, so that the tables of
+    #: two reports pasted into one paper have labels of their own: the experiment file's stem
+    #: (``anelli2019-ml1m-knn``), the outside data file's, else ``dptune``
+    #: (:func:`report_label`). The same analysis written anywhere has the same labels; set it
+    #: to tell apart two reports of one experiment.
+    label: str = "dptune"
 
     def _add_dp_figures(self, dp: pd.DataFrame, families: MetricFamilies) -> None:
         """One DP figure per cutoff (``figure_dp``, ``figure_dp_at{N}``), shown in the verdict
@@ -259,7 +265,7 @@ class Report:
             lead = sample_text if lead is None else f"{lead}\n\n{sample_text}"
         rep = cls(name, primary, tables, figures, sections, lead=lead, result=result,
                   verdict=verdict, data_files=[DATA_FILES[key] for key in result.tables()],
-                  test_split=test_split)
+                  test_split=test_split, label=report_label(result.manifest))
         rep._add_dp_figures(dp, families)
         return rep
 
@@ -337,17 +343,16 @@ class Report:
         check_output_folder(out_dir, "Report.write", "out_dir", "the report folder")
         out = Path(out_dir)
         with staged_folder(out) as stage:
-            written = self._write_files(stage, out.resolve().name)
+            written = self._write_files(stage)
         return [out / p.relative_to(stage) for p in written]
 
-    def _write_files(self, out: Path, label_prefix: str) -> list[Path]:
-        """Write every file of :meth:`write` into the folder ``out``; return their paths.
-        ``label_prefix`` (the published folder's name) starts every table's LaTeX label."""
+    def _write_files(self, out: Path) -> list[Path]:
+        """Write every file of :meth:`write` into the folder ``out``; return their paths."""
         written: list[Path] = []
         if self.result is not None:
             written += self.result.write_data(out)
         for table in self.tables.values():
-            written += _write_table(out, table, label_prefix)
+            written += _write_table(out, table, self.label)
         pngs: dict[str, bytes] = {}
         for fig in self.figures.values():
             png = palette_png(fig.figure)
@@ -389,6 +394,23 @@ class _Configurations:
     def hyperparameters(self, algorithm: str) -> list[str]:
         """The algorithm's free hyperparameters (derived ones are shown, not swept)."""
         return list(self._free.get(algorithm, []))
+
+
+def report_label(manifest: Mapping[str, object] | None) -> str:
+    """The :attr:`Report.label` of a result's manifest: the stem of its experiment file
+    (``experiment_file``), else of its outside data's source file (``dataset.source``: a
+    per-user table, a folder of runs), else ``dptune``."""
+    manifest = manifest or {}
+    dataset = manifest.get("dataset")
+    for source in (manifest.get("experiment_file"),
+                   dataset.get("source") if isinstance(dataset, Mapping) else None):
+        if isinstance(source, str) and source.strip():
+            name = Path(source.strip()).name
+            for suffix in (".gz", ".parquet", ".csv", ".tsv", ".toml", ".txt"):
+                name = name.removesuffix(suffix)
+            if name:
+                return name
+    return "dptune"
 
 
 def _check_result(result: object, where: str) -> None:

@@ -706,31 +706,40 @@ def test_every_latex_table_compiles_and_fits_the_line(tmp_path: Path) -> None:
         assert "LaTeX Warning: Command" not in log  # no command redefined by the tables
 
 
-def test_latex_labels_name_the_report_folder(written: tuple[Path, list[Path]]) -> None:
-    """Each written table's label is ``tab:<report folder>:<table>``: two reports pasted into
-    one paper define no label twice (every report's Table 3 was ``tab:table3``)."""
+def test_latex_labels_name_the_report(written: tuple[Path, list[Path]], tmp_path: Path) -> None:
+    """Each written table's label is ``tab:<report label>:<table>``, the label being the
+    experiment file's stem: two reports pasted into one paper define no label twice (every
+    report's Table 3 was ``tab:table3``), and one analysis written twice has the same labels."""
+    from dptune.report._report import report_label
+
     out, _ = written
-    folder = latex_label(out.name)
+    rep = _report()
+    assert rep.label == report_label(rep.result.manifest)
     labels = {p.stem: re.findall(r"\\label\{([^}]*)\}", p.read_text())
               for p in out.glob("*.tex")}
     assert {"table1", "table3", "table4", "table5"} <= set(labels)
     for stem, found in labels.items():
-        assert found == [f"tab:{folder}:{latex_label(stem)}"], stem
+        assert found == [f"tab:{latex_label(rep.label)}:{latex_label(stem)}"], stem
+    rep.label = "ml1m_design"
+    rep.write(tmp_path / "other")
+    assert "\\label{tab:ml1m-design:table3}" in (tmp_path / "other" / "table3.tex").read_text()
+    assert report_label({"experiment_file": "/x/experiments/anelli2019-ml1m-knn.toml"}) == \
+        "anelli2019-ml1m-knn"
+    assert report_label({"dataset": {"source": "runs/per_user.csv.gz"}}) == "per_user"
+    assert report_label({"dataset": {"source": ""}}) == report_label(None) == "dptune"
     assert latex_label("ml 1m_knn{é}") == "ml-1m-knn---"
     assert "\\label{tab:x:table3}" in report.table3(make_dp()).to_latex("x:table3")
 
 
 def test_rerun_is_byte_identical(written: tuple[Path, list[Path]], tmp_path: Path) -> None:
     """The same report written again, over a copy of the first (one write checks both a rerun
-    and writing over an existing report, of the same name: the tables' LaTeX labels carry the
-    folder's name): the same files, byte for byte."""
+    and writing over an existing report): the same files, byte for byte."""
     import shutil
 
     out, paths = written
-    copy = tmp_path / "b" / out.name
-    shutil.copytree(out, copy)
-    old = {p.name: p.stat().st_ino for p in copy.iterdir()}
-    again = _write(copy)
+    shutil.copytree(out, tmp_path / "b")
+    old = {p.name: p.stat().st_ino for p in (tmp_path / "b").iterdir()}
+    again = _write(tmp_path / "b")
     assert [p.name for p in again] == [p.name for p in paths]
     assert all(p.stat().st_ino != old[p.name] for p in again)  # each written anew, none kept
     for a, b in zip(paths, again, strict=True):

@@ -16,13 +16,15 @@ __all__ = ["slices_figure", "users_text"]
 
 def slices_figure(dp_table: pd.DataFrame, cutoff: int) -> Any:
     """DP per slice per metric at ``cutoff``: rows = slice kinds, one panel per algorithm; x = the
-    log-scaled bins (with mean users per fold), y = DP per 25 pairs (25 x the mean p-value, so
-    that panels with different P share a scale; lower = more discriminative)."""
+    log-scaled bins (with mean users per fold), y = DP per 25 pairs (25 × the mean p-value, so
+    that panels with different P share a scale; lower = more discriminative). Only the ranked
+    slices are drawn (``ranked``: enough users in every fold)."""
     from matplotlib.figure import Figure
 
     d = dp_table[(dp_table["cutoff"] == cutoff) & dp_table["slice_kind"].isin(SLICE_KINDS)]
     algs = list(dict.fromkeys(d["algorithm"]))
     kinds = [k for k in SLICE_KINDS if k in set(d["slice_kind"])]
+    d = d[d["ranked"].astype(bool)]
     fig = Figure(figsize=(4.6 * max(1, len(algs)), 3.4 * max(1, len(kinds))), dpi=100,
                  layout="constrained")
     axes = fig.subplots(max(1, len(kinds)), max(1, len(algs)), squeeze=False)
@@ -44,6 +46,9 @@ def slices_figure(dp_table: pd.DataFrame, cutoff: int) -> Any:
             ax.set_ylabel(f"DP per 25 pairs (P = {n_pairs})", fontsize=8)
             ax.set_title(f"{display_algorithm(alg)}: {kind}", fontsize=9)
             ax.grid(True, alpha=0.3, linewidth=0.5)
+            if not bins:
+                ax.text(0.5, 0.5, "no slice with enough users", transform=ax.transAxes,
+                        ha="center", va="center", fontsize=8)
             if r == 0 and c == 0:
                 ax.legend(fontsize=7, ncol=2)
     fig.suptitle(f"DP per 25 pairs per slice at N = {cutoff} (log-scaled bins; lower = more discriminative; "

@@ -23,6 +23,11 @@ those of the configuration the primary metric selects on validation
 
 Caveat: a paired test on fewer users has less power, so DP rises (worse) in small slices for
 every metric; compare metrics *within* a slice (the ``dp_rank`` column), and slices with care.
+A slice with fewer than ``min_users`` users (default
+:data:`dptune.vocab.SLICE_MIN_USERS`) in some fold is not
+ranked, counted in the findings or drawn: its DP, kept in ``slices_dp.csv``, is mostly the
+lack of users (a slice with under 2 users in a fold has p = 1 there, so an empty slice has the
+largest DP, 25 per 25 pairs).
 """
 
 from __future__ import annotations
@@ -51,13 +56,13 @@ from dptune.studies.slices.bins import (
 from dptune.studies.slices.dp import main_pairs, read_pairs, slice_dp, slice_metrics
 from dptune.studies.slices.figure import slices_figure
 from dptune.studies.slices.report import slices_report_md
-from dptune.vocab import CSV_FLOAT, fold_key
+from dptune.vocab import CSV_FLOAT, SLICE_MIN_USERS, fold_key
 
 __all__ = ["run_slices_study"]
 
 _DP_COLUMNS = ["dataset", "algorithm", "slice_kind", "slice", "bin", "lo", "hi", "n_users_mean",
                "n_users_min", "metric", "cutoff", "dp_per_25", "dp_per_25_plus_sd",
-               "dp_per_25_minus_sd", "n_pairs", "dp_sum", "n_folds", "sakai", "dp_rank"]
+               "dp_per_25_minus_sd", "n_pairs", "dp_sum", "n_folds", "sakai", "ranked", "dp_rank"]
 _METRIC_COLUMNS = ["dataset", "algorithm", "config_id", "slice_kind", "slice", "bin", "lo", "hi",
                    "n_obs", "metric", "cutoff", "mean", "miss_rate"]
 
@@ -143,9 +148,12 @@ def _primary_config(store: ResultStore, best: pd.DataFrame, alg: str,
 
 def _slice_tables(store: ResultStore, algs: Sequence[str], kinds: dict[str, pd.DataFrame],
                   dataset: str, pairs_of: Any, primary: tuple[str, int], test: PairedTest,
-                  alpha: float, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+                  alpha: float, seed: int, min_users: int = SLICE_MIN_USERS
+                  ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``(slices_dp, slices_metrics)`` of every algorithm and slice; ``pairs_of(alg)`` gives the
-    algorithm's pairs. ``dp_rank`` ranks the metrics' DP within (algorithm, slice, cutoff)."""
+    algorithm's pairs. ``ranked``: the slice has at least ``min_users`` users in every fold;
+    ``dp_rank`` ranks the metrics' DP within (algorithm, slice, cutoff) of the ranked slices
+    (empty for the others)."""
     members = {k: members_by_slice(v) for k, v in kinds.items()}
     info = {k: v.drop_duplicates("slice").set_index("slice")[["bin", "lo", "hi"]]
             for k, v in kinds.items()}
@@ -168,8 +176,10 @@ def _slice_tables(store: ResultStore, algs: Sequence[str], kinds: dict[str, pd.D
             dp_parts.append(d)
             metric_parts.append(m)
     dpt = pd.concat(dp_parts, ignore_index=True)
-    dpt["dp_rank"] = dpt.groupby(["algorithm", "slice_kind", "slice", "cutoff"])["dp_per_25"].rank(
-        method="min").astype(int)
+    dpt["ranked"] = dpt["n_users_min"] >= min_users
+    ranks = dpt[dpt["ranked"]].groupby(["algorithm", "slice_kind", "slice", "cutoff"])[
+        "dp_per_25"].rank(method="min")
+    dpt["dp_rank"] = ranks.reindex(dpt.index).astype("Int64")
     return dpt[_DP_COLUMNS], pd.concat(metric_parts, ignore_index=True)[_METRIC_COLUMNS]
 
 
@@ -187,7 +197,7 @@ def run_slices_study(results_dir: str | Path, out_dir: str | Path,
                      n_pairs: int | None = None, seed: int | None = None,
                      test: str | None = None, experiment: str | Path | None = None,
                      algorithms: Sequence[str] | None = None, cutoff: int | None = None,
-                     ) -> list[Path]:
+                     min_users: int = SLICE_MIN_USERS) -> list[Path]:
     """Metrics, miss rate and DP per user slice of a results directory; returns the files written
     (``slices_report.md`` last).
 
@@ -196,7 +206,8 @@ def run_slices_study(results_dir: str | Path, out_dir: str | Path,
     ``seed`` and ``test`` default to the manifest's ``[analysis]`` settings; ``experiment``
     overrides the manifest's ``experiment_file`` (needed to recompute the folds' training
     data); ``cutoff`` (default: the primary cutoff) is the one in the figure and the Markdown
-    tables (the CSV files hold every cutoff).
+    tables (the CSV files hold every cutoff); ``min_users`` (at least 2): the fewest users a
+    slice must have in every fold to be ranked, counted and drawn (:data:`SLICE_MIN_USERS`).
 
     Example (skipped here: it needs a result store)::
 
@@ -215,6 +226,10 @@ def run_slices_study(results_dir: str | Path, out_dir: str | Path,
     primary = (ana.get("primary_metric", "ndcg"), int(ana.get("primary_cutoff", 10)))
     cutoff = int(cutoff if cutoff is not None else primary[1])
     base = check_base(base)
+    if isinstance(min_users, bool) or not isinstance(min_users, (int, np.integer)) \
+            or min_users < 2:
+        raise input_error("slices", "min_users", f"must be an integer >= 2 (a paired test needs "
+                          f"two users), got {min_users!r}")
     algs = list(algorithms) if algorithms is not None else store.algorithms()
     for a in algs:
         if a not in store.algorithms():
@@ -243,7 +258,7 @@ def run_slices_study(results_dir: str | Path, out_dir: str | Path,
     kinds = _slicings(prepare(exp), folds, base)
     dpt, mt = _slice_tables(store, algs, kinds, dataset,
                             lambda alg: main_pairs(store, alg, n_pairs, seed, reports_dir),
-                            primary, test, alpha, seed)
+                            primary, test, alpha, seed, int(min_users))
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     files = []
@@ -257,7 +272,8 @@ def run_slices_study(results_dir: str | Path, out_dir: str | Path,
                  else f"sampled as the main analysis samples them ({n_pairs} at most, "
                  f"analysis seed {seed})")
     md = slices_report_md(exp, man, dataset, dpt, mt, algs, folds, cutoff, primary, base,
-                          pairs_src, test.label, results_dir, left_out=single)
+                          pairs_src, test.label, results_dir, left_out=single,
+                          min_users=int(min_users))
     with open(out / "slices_report.md", "w", encoding="utf-8", newline="\n") as fh:
         fh.write(md)
     files.append(out / "slices_report.md")

@@ -224,6 +224,51 @@ def test_end_to_end_writes_every_file(slices_study) -> None:
     assert "Mean training popularity" in (out / "slices_report.md").read_text()
 
 
+def test_small_slices_are_listed_but_not_ranked_counted_or_drawn(slices_study, tmp_path,
+                                                                  capsys) -> None:
+    """A slice with fewer than ``min_users`` users in some fold keeps its DP in slices_dp.csv
+    but has no rank, no DP in the report's table (its size and why instead), no place in the
+    findings or mean ranks, and no point in the figure: an empty slice's DP is 25 (p = 1 where
+    no test can be made), which used to be ranked, counted as a tie and drawn."""
+    from dptune.studies.slices.figure import slices_figure
+
+    d, out, _ = slices_study
+    default = pd.read_csv(out / "slices_dp.csv")
+    sizes = sorted(set(default.loc[default.slice_kind != "all", "n_users_min"]))
+    assert len(sizes) >= 3
+    floor = int(sizes[len(sizes) // 2])  # some slices on either side
+    run_slices_study(d / "results", tmp_path / "s", d / "reports", min_users=floor)
+    dpt = pd.read_csv(tmp_path / "s" / "slices_dp.csv")
+    assert (dpt["ranked"] == (dpt["n_users_min"] >= floor)).all()
+    assert dpt["ranked"].any() and not dpt["ranked"].all()
+    assert (dpt["dp_rank"].isna() == ~dpt["ranked"]).all()
+    pd.testing.assert_series_equal(dpt["dp_per_25"], default["dp_per_25"])  # DPs kept
+    report = (tmp_path / "s" / "slices_report.md").read_text()
+    small = dpt[~dpt.ranked & (dpt.cutoff == dpt.cutoff.max())].drop_duplicates(
+        ["slice_kind", "slice"])
+    for _, r in small.iterrows():
+        row = next(line for line in report.splitlines()
+                   if line.startswith(f"| {r.slice_kind} | {r.slice} |") and "too few" in line)
+        assert f"too few users (fewest in a fold: {r.n_users_min} < {floor})" in row
+        assert row.count("| – |") >= 1
+    assert "users in a fold left out" in report
+    assert f"| Slices ranked | those with at least {floor} users in every fold" in report
+    # the figure draws the ranked slices only
+    cutoff = int(dpt.cutoff.max())
+    fig = slices_figure(dpt, cutoff)
+    drawn = {len(line.get_xdata()) for ax in fig.axes for line in ax.get_lines()}
+    panel = dpt[(dpt.cutoff == cutoff) & (dpt.slice_kind != "all")]
+    ranked = panel[panel.ranked].groupby(["algorithm", "slice_kind"])["slice"].nunique()
+    assert drawn == set(ranked)
+    # too small a floor is one line before any work
+    with pytest.raises(DptuneError, match="min_users: must be an integer >= 2"):
+        run_slices_study(d / "results", tmp_path / "bad", min_users=1)
+    assert _main(["slices", str(d / "results"), "--reports", str(tmp_path / "bad"),
+                  "--min-users", "1"]) == 2
+    assert "--min-users" in capsys.readouterr().err
+    assert not (tmp_path / "bad").exists()
+
+
 def test_history_is_recomputed_from_each_folds_training_data(knn_swept) -> None:
     from dptune.config import load_experiment
     from dptune.sweeper import prepare
