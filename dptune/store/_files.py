@@ -209,8 +209,12 @@ def check_file(root: Path, name: str) -> None:
 
 
 def write_configs(root: Path, frames: Sequence[pd.DataFrame]) -> None:
-    """Write ``configs.csv``: one row per (algorithm, config_id), hyperparameters as columns."""
-    df = pd.concat(list(frames), ignore_index=True, sort=False)
+    """Write ``configs.csv``: one row per (algorithm, config_id), hyperparameters as columns.
+
+    Each value is written as its own grid gave it: a column that two algorithms share, or that
+    one of them lacks (an empty cell), would make pandas write every integer in it as a float
+    (``k = 10.0``), so the frames are joined as Python objects."""
+    df = pd.concat([f.astype(object) for f in frames], ignore_index=True, sort=False)
     write_text(Path(root) / "configs.csv", df.to_csv(index=False, lineterminator="\n"))
     _update_checksums(root)
 

@@ -35,6 +35,25 @@ def store(tmp_path):
     return s
 
 
+def test_configs_csv_writes_each_value_as_its_grid_gave_it(tmp_path):
+    """An integer hyperparameter stays an integer in configs.csv when another algorithm lacks
+    its column or shares it with floats (it was written ``10.0``); floats keep their digits."""
+    s = ResultStore(tmp_path / "r")
+    s.create()
+    s.write_configs([
+        pd.DataFrame({"algorithm": "userknn", "config_id": [0, 1], "k": [10, 20]}),
+        pd.DataFrame({"algorithm": "bpr-mf", "config_id": [0, 1], "factors": [8, 16],
+                      "learning_rate": [0.1, 1.0]}),
+        pd.DataFrame({"algorithm": "mine", "config_id": [0], "k": [0.5]}),
+    ])
+    assert (tmp_path / "r" / "configs.csv").read_text().splitlines() == [
+        "algorithm,config_id,k,factors,learning_rate",
+        "userknn,0,10,,", "userknn,1,20,,",
+        "bpr-mf,0,,8,0.1", "bpr-mf,1,,16,1.0",
+        "mine,0,0.5,,",
+    ]
+
+
 def test_roundtrip_and_one_dataset(store):
     u1 = _unit("a", "0", "u00000", [0, 1], [3, 5, 9])
     u2 = _unit("a", "0", "u00001", [2], [3, 5, 9], seed=8)
