@@ -344,14 +344,14 @@ def _load_grid(path: Path, a: AlgorithmConfig) -> Grid:
     (:func:`dptune.sweeper.validate_experiment`); so does the error of a type without a model."""
     from dptune.models._families import get_family  # loads the models' compiled kernels
 
-    grid = load_grid(path, max_configs=None)
+    grid = load_grid(path, max_configs=None, shown=a.grid)
     try:
         family = get_family(a.type)
     except DptuneError:
         family = None
     if family is not None:
         family.validate(grid.axis_configs(), a.grid)
-    check_size(grid)
+    check_size(grid, shown=a.grid)
     return grid
 
 

@@ -75,9 +75,9 @@ def check_path(value: object, source: object, field: str, what: str = "a path") 
                           f"{type(value).__name__}")
 
 
-def read_toml(path: object, what: str) -> dict:
+def read_toml(path: object, what: str, shown: object = None) -> dict:
     """Parse a TOML file; an unreadable file, one that is not UTF-8 text (TOML files are UTF-8)
-    or invalid TOML is a one-line error naming the file.
+    or invalid TOML is a one-line error naming the file (as ``shown`` when given).
 
     ``what`` names the kind of file in the message (``"grid file"``, ``"experiment file"``).
     """
@@ -85,20 +85,21 @@ def read_toml(path: object, what: str) -> dict:
 
     import tomllib
 
+    named = path if shown is None else shown
     try:
         raw = Path(path).read_bytes()
     except OSError as err:
-        raise input_error(path, None, f"cannot read {what} ({err.strerror})") from None
+        raise input_error(named, None, f"cannot read {what} ({err.strerror})") from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:
         line = raw.count(b"\n", 0, err.start) + 1
-        raise input_error(path, f"line {line}", f"not UTF-8 text (byte 0x{raw[err.start]:02x}); "
+        raise input_error(named, f"line {line}", f"not UTF-8 text (byte 0x{raw[err.start]:02x}); "
                           f"save the {what} as UTF-8, as TOML requires") from None
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
-        raise input_error(path, None, f"invalid TOML: {err}") from None
+        raise input_error(named, None, f"invalid TOML: {err}") from None
 
 
 def same_file(a: object, b: object) -> bool:

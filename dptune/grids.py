@@ -20,7 +20,7 @@ import json
 import math
 import numbers
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -266,15 +266,16 @@ def _expand_param(source: str, name: str, spec: Any) -> list[Any]:
     return out
 
 
-def check_size(grid: Grid, max_configs: int = MAX_CONFIGS) -> None:
-    """The one-line error ``<grid file>: params: N configurations (a x b x ... values of ...); a
-    grid has at most <max_configs>`` when the grid is larger than :data:`MAX_CONFIGS`; computed
-    from the value counts, without expanding the grid."""
+def check_size(grid: Grid, max_configs: int = MAX_CONFIGS, shown: str | None = None) -> None:
+    """The one-line error ``<grid file>: params: N configurations (a x b x ... values of ...);
+    a grid has at most <max_configs>`` when the grid is larger than :data:`MAX_CONFIGS`;
+    computed from the value counts, without expanding the grid. ``shown``: how the message
+    names the file (default: ``grid.source``)."""
     size = grid.size
     if size <= max_configs:
         return
     counts = " x ".join(f"{len(v):,} {n}" for n, v in grid.values.items())
-    raise input_error(grid.source, "params", f"{size:,} configurations ({counts}); a grid has "
+    raise input_error(shown or grid.source, "params", f"{size:,} configurations ({counts}); a grid has "
                       f"at most {max_configs:,}: use fewer values or a coarser exponent step")
 
 
@@ -320,12 +321,16 @@ def parse_grid(data: dict, source: str = "<memory>", *,
     return grid
 
 
-def load_grid(path: str | Path, *, max_configs: int | None = MAX_CONFIGS) -> Grid:
+def load_grid(path: str | Path, *, max_configs: int | None = MAX_CONFIGS,
+              shown: str | None = None) -> Grid:
     """Read and expand a grid TOML file; errors name the file and the key (``max_configs``:
-    :func:`parse_grid`)."""
+    :func:`parse_grid`). ``shown``: how the errors name the file (an experiment's grid as the
+    experiment writes it, as the errors of its values do; default: ``path``); the grid's
+    ``source`` is ``path`` either way."""
     path = Path(path)
-    data = read_toml(path, "grid file")
-    return parse_grid(data, str(path), max_configs=max_configs)
+    name = str(path) if shown is None else shown
+    grid = parse_grid(read_toml(path, "grid file", shown=name), name, max_configs=max_configs)
+    return replace(grid, source=str(path))
 
 
 def restrict(grid: Grid, keep: dict[str, list[Any]]) -> Grid:

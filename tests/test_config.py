@@ -308,7 +308,8 @@ def test_a_bad_value_of_a_huge_grid_is_named_without_expanding_it(tmp_path, monk
     (tmp_path / "huge.toml").write_text(
         f"[params.factors]\nvalues = {list(range(1, 101))}\n"
         f"[params.iterations]\nvalues = {list(range(100))}\n[params.learning_rate]{good}")
-    assert _error(cfg).startswith(f"{(tmp_path / 'huge.toml').resolve()}: params: 99,990,000 "
+    # named as its values' errors name it: as the experiment writes it
+    assert _error(cfg).startswith("huge.toml: params: 99,990,000 "
                                   "configurations (100 factors x 100 iterations x 9,999 "
                                   "learning_rate); a grid has at most 100,000")
 
@@ -358,8 +359,15 @@ def _run_setup(tmp_path, *, data="", split="", sweep="",
 
 @pytest.mark.parametrize(("kw", "start"), [
     pytest.param({"grid2": "[params.k]\nvalues = [5, 10]\nexclude = [5, 10]\n"},
-                 "{dir}/g2.toml: params.k.exclude: excludes every value of k (5, 10); a "
+                 "g2.toml: params.k.exclude: excludes every value of k (5, 10); a "
                  "hyperparameter needs at least one value", id="exclude-every-value"),
+    # the grid file is named as the experiment writes it, whatever is wrong with it: its
+    # format and size named the resolved path, its values the path as written
+    pytest.param({"grid2": "[params.k\nvalues = [5]\n"}, "g2.toml: invalid TOML",
+                 id="grid-not-toml"),
+    pytest.param({"grid2": "[params.k]\nvalues = [0, 5]\n"}, "g2.toml: ", id="grid-value"),
+    pytest.param({"grid2": "[params.k]\nvalues = [5]\n[params.shrink]\nvalues = [1]\n"},
+                 "g2.toml: ", id="grid-unknown-hyperparameter"),
     pytest.param({"sweep": "[sweep]\nstorage = 5"},
                  "{cfg}: sweep.storage: must be an optuna storage URL", id="storage-number"),
     pytest.param({"data": "kcore = 500"},
