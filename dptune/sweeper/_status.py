@@ -10,7 +10,7 @@ from typing import Any
 from dptune.config import Experiment
 from dptune.errors import DptuneError, input_error
 from dptune.store._integrity import entry_fingerprints, verified
-from dptune.store._store import ResultStore
+from dptune.store._store import PARTS, ResultStore
 from dptune.sweeper._claims import _live_running
 from dptune.sweeper._cost import shape_from_manifest
 from dptune.sweeper._plan import Task, _key, test_tasks
@@ -154,7 +154,10 @@ def status(exp: Experiment | None, results: str | Path, storage_url: str | None 
     out["projection"] = (_projection(exp, store, design, validation_done) if have_parts
                          else None)
     out["damaged"] = [(str(p), why) for p, why in store.damaged()] if have_parts else []
-    out.update(stages(exp, store, validation_done and have_parts, reports))
+    # a damaged validation part is a validation unit not done: the stages after it wait
+    damaged = sum(Path(p).parent.name == PARTS and Path(p).name.split("__")[1:2] != ["test"]
+                  for p, _ in out["damaged"])
+    out.update(stages(exp, store, validation_done and have_parts, reports, damaged=damaged))
     return out
 
 
@@ -281,13 +284,15 @@ def _newest(store: ResultStore) -> float:
 
 
 def stages(exp: Experiment, store: ResultStore, validation_done: bool,
-           reports: str | Path | None = None) -> dict[str, dict[str, Any]]:
+           reports: str | Path | None = None, damaged: int = 0) -> dict[str, dict[str, Any]]:
     """State of the test split, the noise floor and the analysis of a results directory.
 
     ``test``: ``off`` (``evaluation.test_split = false``), ``waiting`` (validation units
     missing: the best configurations are not known yet), else done / incomplete with counts.
     ``noise``: ``off`` (``analysis.noise_seeds = 0``), ``none`` (no stochastic algorithm),
-    ``waiting``, else parts done / planned. ``analysis``: ``missing`` (no report.md),
+    ``waiting``, else parts done / planned; a stage ``waiting`` says when ``damaged``
+    validation parts are among what it waits for (a sweep that had finished reads so after
+    one of its parts was damaged). ``analysis``: ``missing`` (no report.md),
     ``stale`` (a result is newer than report.md) or ``done``.
 
     ``unknown`` where this machine cannot tell: a stage that is not off without a results
@@ -298,6 +303,9 @@ def stages(exp: Experiment, store: ResultStore, validation_done: bool,
     ``dptune analyze`` without ``--reports`` would overwrite.
     """
     out: dict[str, dict[str, Any]] = {}
+    wait = "waiting for the validation units" + (
+        f" ({damaged} damaged validation part{'s' if damaged != 1 else ''} above among them: "
+        "`dptune run` recomputes them first)" if damaged else "")
     unknown = {"state": "unknown", "text": f"not known here: no results directory {store.root} "
                "on this machine (the counts above are the database's)"}
     if not exp.evaluation.test_split:
@@ -305,7 +313,7 @@ def stages(exp: Experiment, store: ResultStore, validation_done: bool,
     elif not store.exists():
         out["test"] = unknown
     elif not validation_done:
-        out["test"] = {"state": "waiting", "text": "waiting for the validation units"}
+        out["test"] = {"state": "waiting", "text": wait}
     else:
         tasks = test_tasks(exp, store)
         out["test"] = _count(sum(store.has_part(t.algorithm, t.fold, t.unit) for t in tasks),
@@ -316,7 +324,7 @@ def stages(exp: Experiment, store: ResultStore, validation_done: bool,
     elif not store.exists():
         out["noise"] = unknown
     elif not validation_done:
-        out["noise"] = {"state": "waiting", "text": "waiting for the validation units"}
+        out["noise"] = {"state": "waiting", "text": wait}
     else:
         parts, skipped = _noise_parts(exp, store)
         if not parts:
