@@ -47,7 +47,6 @@ from functools import lru_cache
 import numpy as np
 from numba import njit, prange
 from scipy import special
-from scipy import stats as _st
 
 from dptune.errors import input_error
 from dptune.vocab import CORRECTIONS, TESTS
@@ -390,10 +389,12 @@ def ttest_pvalues(values: np.ndarray, rows_a: np.ndarray, rows_b: np.ndarray,
 
 def _wilcoxon_pvalues(d: np.ndarray) -> np.ndarray:
     """Wilcoxon signed-rank p-value per row (``zero_method="wilcox"``); all-zero rows -> 1."""
+    from scipy import stats  # on first use: scipy.stats takes about a second to import
+
     out = np.ones(d.shape[0], dtype=np.float64)
     for i, row in enumerate(d):
         if np.any(row != 0.0):
-            out[i] = float(_st.wilcoxon(row, zero_method="wilcox").pvalue)
+            out[i] = float(stats.wilcoxon(row, zero_method="wilcox").pvalue)
     return out
 
 
@@ -573,7 +574,9 @@ def ks_uniform(p: np.ndarray) -> tuple[float, float]:
     arr = _as_pvalues(p, "p")
     if arr.size == 0:
         raise input_error("stats", "p", "no p-values to test")
-    res = _st.kstest(arr, "uniform")
+    from scipy import stats  # on first use: scipy.stats takes about a second to import
+
+    res = stats.kstest(arr, "uniform")
     return float(res.statistic), float(res.pvalue)
 
 
