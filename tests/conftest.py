@@ -32,9 +32,25 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
+
+
+def _cache_bytecode() -> None:
+    """Let this run cache compiled bytecode, whatever the environment says.
+
+    The suite starts a few hundred Python processes (each ``dptune`` command it runs, the
+    sweeps' worker pools, the distributed workers), and pytest rewrites every test module's
+    asserts. Where writing bytecode is turned off (``PYTHONDONTWRITEBYTECODE``, which some
+    containers set), each of them compiled dptune's modules from source again, and each pytest
+    worker rewrote every test module again on every run. Nothing a test checks depends on it."""
+    sys.dont_write_bytecode = False
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
+
+_cache_bytecode()
 
 
 def _share_the_cores() -> None:
