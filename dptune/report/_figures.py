@@ -47,7 +47,7 @@ FIG_DPI: int = 200
 MAX_PANEL_COLUMNS: int = 3
 _SVG_HASH_SALT = "dptune-report"
 #: One marker per metric position in the table order, so that overlapping curves stay apart.
-_MARKERS: tuple[str, ...] = ("o", "s", "^", "D", "v", "P", "X", "*")
+MARKERS: tuple[str, ...] = ("o", "s", "^", "D", "v", "P", "X", "*")
 _BAND_ALPHA = 0.10
 
 
@@ -138,7 +138,7 @@ def figure1(
                 # a curve identical to another one is dashed over it, so both stay visible
                 linestyle=(k % 3 * 2, (4, 4)) if same else "-",
                 zorder=2.2 if same else 2.0,
-                marker=_MARKERS[k % len(_MARKERS)],
+                marker=MARKERS[k % len(MARKERS)],
                 markersize=3.5,
                 markevery=max(1, len(x) // 12),
                 label=label,

@@ -9,6 +9,7 @@ import pandas as pd
 
 from dptune.metrics import METRICS
 from dptune.report import display_algorithm, display_metric
+from dptune.report._figures import MARKERS
 from dptune.studies.slices.bins import SLICE_KINDS
 from dptune.vocab import METRIC_COLORS
 
@@ -34,9 +35,11 @@ def slices_figure(dp_table: pd.DataFrame, cutoff: int) -> Any:
             g = d[(d["algorithm"] == alg) & (d["slice_kind"] == kind)].sort_values("bin")
             bins = list(dict.fromkeys(g["slice"]))
             x = np.arange(len(bins))
-            for m in [m for m in METRICS if m in set(g["metric"])]:
+            # a marker of its own per metric, as in Figure 1: the lines stay apart in greyscale
+            for k, m in enumerate([m for m in METRICS if m in set(g["metric"])]):
                 gm = g[g["metric"] == m].set_index("slice").reindex(bins)
-                ax.plot(x, gm["dp_per_25"].to_numpy(float), marker="o", markersize=3, linewidth=1.4,
+                ax.plot(x, gm["dp_per_25"].to_numpy(float), marker=MARKERS[k % len(MARKERS)],
+                        markersize=3.5, linewidth=1.4,
                         color=METRIC_COLORS.get(m, "0.3"), label=display_metric(m, cutoff))
             n_users = g.drop_duplicates("slice").set_index("slice").reindex(bins)["n_users_mean"]
             ax.set_xticks(x, [f"{b} n={users_text(v)}" for b, v in zip(bins, n_users, strict=True)],

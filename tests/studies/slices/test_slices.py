@@ -260,6 +260,9 @@ def test_small_slices_are_listed_but_not_ranked_counted_or_drawn(slices_study, t
     panel = dpt[(dpt.cutoff == cutoff) & (dpt.slice_kind != "all")]
     ranked = panel[panel.ranked].groupby(["algorithm", "slice_kind"])["slice"].nunique()
     assert drawn == set(ranked)
+    for ax in fig.axes:  # each metric its own marker: the lines stay apart in greyscale
+        markers = [line.get_marker() for line in ax.get_lines()]
+        assert len(set(markers)) == len(markers)
     # too small a floor is one line before any work
     with pytest.raises(DptuneError, match="min_users: must be an integer >= 2"):
         run_slices_study(d / "results", tmp_path / "bad", min_users=1)
