@@ -25,9 +25,10 @@ __all__ = ["Cell", "Block", "Table", "simple_block", "marked_cells", "md_escape"
 class Cell:
     """One table cell: its text and markup (rendered per format, never stored pre-marked).
 
-    ``detail`` is a second part of the cell, a DP's interval ``[lo, hi]``: after the text on one
-    line in Markdown (``5.382 [4.618, 6.253]``), on a second, smaller line under it in LaTeX, so
-    that a table of intervals is about half as wide on a page. Markup marks the text."""
+    ``detail`` is a second part of the cell, a DP's interval ``[lo, hi]`` or the metrics tied
+    with the one named: after the text on one line in Markdown (``5.382 [4.618, 6.253]``), on a
+    second, smaller line under it in LaTeX, so that a table of intervals is about half as wide
+    on a page. Markup marks the text."""
 
     text: str
     bold: bool = False
@@ -142,9 +143,10 @@ class Table:
 #: line when wider than it.
 _TEX_FIT = ("\\providecommand{\\dptunefit}[1]{\\sbox0{#1}\\ifdim\\wd0>\\linewidth"
             "\\resizebox{\\linewidth}{!}{\\usebox0}\\else\\usebox0\\fi}")
-#: The stacked cell of :meth:`Table.to_latex`: the value, and its detail under it, smaller.
-_TEX_STACK = ("\\providecommand{\\dptunestack}[2]{\\begin{tabular}[t]{@{}r@{}}#1\\\\"
-              "{\\scriptsize #2}\\end{tabular}}")
+#: The stacked cell of :meth:`Table.to_latex`: the value, and its detail under it, smaller;
+#: aligned as its column (optional argument: ``r``, or ``l`` in a column of text).
+_TEX_STACK = ("\\providecommand{\\dptunestack}[3][r]{\\begin{tabular}[t]{@{}#1@{}}#2\\\\"
+              "{\\scriptsize #3}\\end{tabular}}")
 
 
 def latex_label(text: str) -> str:
@@ -214,8 +216,9 @@ def tex_escape(text: str) -> str:
     return "".join(_TEX_ESCAPES.get(ch, ch) for ch in str(text))
 
 
-def _tex_cell(cell: Cell) -> str:
-    """Render one cell as LaTeX with its markup (its detail stacked under its text)."""
+def _tex_cell(cell: Cell, left: bool = False) -> str:
+    """Render one cell as LaTeX with its markup (its detail stacked under its text, aligned
+    left in a column of text, ``left``)."""
     text = tex_escape(cell.text)
     if not text:
         return ""
@@ -224,7 +227,7 @@ def _tex_cell(cell: Cell) -> str:
     if cell.bold:
         text = f"\\textbf{{{text}}}"
     if cell.detail:
-        text = f"\\dptunestack{{{text}}}{{{tex_escape(cell.detail)}}}"
+        text = f"\\dptunestack{'[l]' if left else ''}{{{text}}}{{{tex_escape(cell.detail)}}}"
     return text
 
 
@@ -239,7 +242,8 @@ def _tex_block(block: Block) -> list[str]:
     lines.append("\\midrule")
     for i, row in enumerate(block.rows):
         cells = row + [Cell("")] * (width - len(row))
-        lines.append(" & ".join(_tex_cell(c) for c in cells) + " \\\\")
+        lines.append(" & ".join(_tex_cell(c, not n) for c, n in zip(cells, numeric, strict=True))
+                     + " \\\\")
         if i in block.rules_after and i != len(block.rows) - 1:
             lines.append("\\midrule")
     lines += ["\\bottomrule", "\\end{tabular}}"]

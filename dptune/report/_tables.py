@@ -322,13 +322,19 @@ def pick(values: pd.DataFrame, vrow: dict | None, cutoff: int
     return identical_text(rec, tied, cutoff), best, tied, worst, worst_tied
 
 
+def identical_cell(metric: str, tied: Sequence[str], cutoff: int) -> Cell:
+    """``nDCG@1`` with the detail ``(identical: Precision@1, MRR@1)``: a metric named for those
+    with exactly its DP (one line in Markdown; in LaTeX the detail under the name, so that
+    Table 4 stays narrow)."""
+    detail = ("(identical: " + ", ".join(display_metric(m, cutoff) for m in tied) + ")"
+              if tied else "")
+    return Cell(display_metric(metric, cutoff), detail=detail)
+
+
 def identical_text(metric: str, tied: Sequence[str], cutoff: int) -> str:
-    """``nDCG@1 (identical: Precision@1, MRR@1)``: a metric named for those with exactly its
-    DP."""
-    text = display_metric(metric, cutoff)
-    if tied:
-        text += " (identical: " + ", ".join(display_metric(m, cutoff) for m in tied) + ")"
-    return text
+    """``nDCG@1 (identical: Precision@1, MRR@1)``: :func:`identical_cell` on one line."""
+    cell = identical_cell(metric, tied, cutoff)
+    return f"{cell.text} {cell.detail}" if cell.detail else cell.text
 
 
 def table4(dp: pd.DataFrame, verdict: pd.DataFrame | None = None,
@@ -383,9 +389,10 @@ def table4(dp: pd.DataFrame, verdict: pd.DataFrame | None = None,
                 row += [Cell(family)] if by_family else []
                 row += [
                     Cell(_n_pairs_text(g["n_pairs"]), numeric=True),
-                    Cell(text),
-                    Cell(identical_text(worst["metric"], worst_tied, cutoff)
-                         if worst is not None else MISSING),
+                    identical_cell(best["metric"], tied, cutoff) if best is not None
+                    else Cell(text),
+                    identical_cell(worst["metric"], worst_tied, cutoff) if worst is not None
+                    else Cell(MISSING),
                     dp_cell(best),
                     Cell(fmt(best["dp_per_25_plus_sd"]) if best is not None else MISSING,
                          numeric=True),
