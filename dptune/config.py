@@ -421,6 +421,9 @@ def _validate(exp: Experiment, src: str) -> None:
     # the [analysis] options are validated by AnalysisOptions (parse time); only their
     # agreement with the evaluation is checked here
     _choice(src, "analysis.primary_metric", a.primary_metric, tuple(e.metrics))
+    for name, members in a.families:  # an experiment's metrics are dptune's
+        for m in members:
+            _choice(src, f"analysis.families.{name}", m, METRICS)
     if a.primary_cutoff not in e.cutoffs:
         raise input_error(src, "analysis.primary_cutoff", f"{a.primary_cutoff} is not in evaluation.cutoffs")
     check_int(exp.sweep.jobs, src, "sweep.jobs", 1, MAX_JOBS)

@@ -18,7 +18,7 @@ from typing import Any
 from dptune.analysis.dp.paired_tests import paired_test
 from dptune.analysis.source import ResultSource
 from dptune.errors import check_int, input_error, suggest
-from dptune.vocab import CORRECTIONS, METRICS, RENAMED_OPTIONS, SEED_RANGE, TESTS
+from dptune.vocab import CORRECTIONS, METRICS, RENAMED_OPTIONS, SEED_RANGE, TESTS, metric_name
 
 __all__ = ["AnalysisOptions", "TESTS", "CORRECTIONS", "PAIRS", "VALUE_PAIRS",
            "DEFAULT_FAMILIES", "MIN_PAIRS", "MIN_BOOTSTRAP", "MAX_BOOTSTRAP", "MAX_RESAMPLES",
@@ -330,8 +330,12 @@ def check_names(values: Mapping[str, Any], source: object = "analysis",
 
 def _families(value: Any, bad: Any) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """``{name: [metrics]}`` (or its ``[[name, [metrics]], ...]`` form, as a manifest stores
-    it) as a tuple of ``(name, metrics)``; every metric known, in one family only, no family
-    empty."""
+    it) as a tuple of ``(name, metrics)``; every metric in one family only, no family empty.
+
+    A metric is dptune's (``nDCG`` is ``ndcg``: :func:`dptune.vocab.metric_name`) or, for
+    outside data, one of its own (``hr``): whether the results hold it is checked against them
+    when the analysis starts (:func:`dptune.analysis.pipeline.check_families`), an
+    experiment's families against its evaluation's metrics when it is read."""
     items = list(value.items()) if isinstance(value, Mapping) else value
     if isinstance(items, (str, bytes)) or not isinstance(items, (list, tuple)) or not items:
         raise bad("families", f"must be a table of families, e.g. {{ accuracy = [\"ndcg\"] }}, "
@@ -343,11 +347,15 @@ def _families(value: Any, bad: Any) -> tuple[tuple[str, tuple[str, ...]], ...]:
         name, metrics = item
         if isinstance(metrics, str) or not isinstance(metrics, (list, tuple)) or not metrics:
             raise bad(f"families.{name}", f"needs a non-empty list of metrics, got {metrics!r}")
+        names = []
         for m in metrics:
-            if m not in METRICS:
-                raise bad(f"families.{name}", f"{m!r} is not one of {', '.join(METRICS)}")
+            if not isinstance(m, str) or not m.strip() or "@" in m:
+                raise bad(f"families.{name}", f"needs metric names without a cutoff "
+                          f"(such as {', '.join(METRICS)}), got {m!r}")
+            m = metric_name(m)
+            names.append(m)
             if m in seen:
                 raise bad(f"families.{name}", f"{m!r} is already in family {seen[m]!r}")
             seen[m] = name
-        out.append((name, tuple(metrics)))
+        out.append((name, tuple(names)))
     return tuple(out)

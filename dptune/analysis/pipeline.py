@@ -27,14 +27,14 @@ from dptune.analysis.result import AnalysisResult
 from dptune.analysis.selection import best_table, configuration_count, datasets_table
 from dptune.analysis.verdict.build import build_verdict
 from dptune.analysis.verdict.families import family_judges
-from dptune.errors import input_error
+from dptune.errors import did_you_mean, input_error
 from dptune.store._files import check_not_study
 from dptune.store._per_user_store import PerUserStore
 from dptune.store._store import ResultStore
-from dptune.vocab import metric_rank
+from dptune.vocab import METRICS, metric_rank
 
 __all__ = ["analyze", "outside_options", "configurations_table", "check_arguments",
-           "check_primary"]
+           "check_primary", "check_families"]
 
 
 def analyze(store: ResultStore | str | Path | pd.DataFrame,
@@ -89,6 +89,7 @@ def analyze(store: ResultStore | str | Path | pd.DataFrame,
                               "seed; give one (AnalysisOptions(seed=...))")
         opts = opts.replace(seed=seed)
     check_primary(store, opts)
+    check_families(store, opts)
     if opts.noise_seeds > 0 and isinstance(store, ResultStore):
         noisemod.check_noise_complete(store)  # before the fold loop: nothing computed in vain
     estimate = run_fold_loop(store, opts, progress)
@@ -191,6 +192,22 @@ def check_primary(store: ResultStore | PerUserStore, opts: AnalysisOptions) -> N
     names = sorted({m for m, _ in have}, key=metric_rank)
     raise input_error("analysis", "primary_metric", f"the results have no {metric!r}; they have "
                       f"{', '.join(names)}")
+
+
+def check_families(store: ResultStore | PerUserStore, opts: AnalysisOptions) -> None:
+    """One error naming the family when it names a metric that is neither dptune's nor one of
+    the results' (outside data's own metrics, ``hr``, may join a family: a typo must not
+    quietly leave the metric it meant to its default family), before any work. A dptune
+    metric the results lack is no error: the default families name every one."""
+    have = {str(m) for a in store.algorithms() for m, _ in store.metric_cutoffs(a)}
+    for name, members in opts.families:
+        for m in members:
+            if m not in METRICS and m not in have:
+                names = sorted(have, key=metric_rank)
+                raise input_error("analysis", f"families.{name}", f"{m!r} is neither a dptune "
+                                  f"metric ({', '.join(METRICS)}) nor one of the results' "
+                                  f"(they have {', '.join(names)})"
+                                  + did_you_mean(m, [*METRICS, *names]))
 
 
 def _noise_floor(store: ResultStore, opts: AnalysisOptions,

@@ -6,6 +6,7 @@ import doctest
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from dptune.analysis import options as options_module
@@ -138,7 +139,9 @@ def test_families_and_min_pairs():
     ("ndcg", "families", "must be a table of families"),
     ({"a": []}, "families.a", "needs a non-empty list of metrics"),
     ({"a": "ndcg"}, "families.a", "needs a non-empty list of metrics"),
-    ({"a": ["map"]}, "families.a", "'map' is not one of"),
+    ({"a": ["map"]}, "families.a", "'map' is not one of"),  # an experiment's are dptune's
+    ({"a": ["ndcg@10"]}, "families.a", "needs metric names without a cutoff"),
+    ({"a": ["ndcg", 3]}, "families.a", "needs metric names without a cutoff"),
     ({"a": ["ndcg"], "b": ["ndcg", "efd"]}, "families.b", "'ndcg' is already in family 'a'"),
 ])
 def test_bad_families_are_one_line(value, field, problem):
@@ -148,6 +151,37 @@ def test_bad_families_are_one_line(value, field, problem):
     assert msg.startswith(f"exp.toml: analysis.{field}: {problem}") and "\n" not in msg
     with pytest.raises(DptuneError, match="analysis: min_pairs: must be an integer >= 1"):
         AnalysisOptions(min_pairs=0)
+
+
+def _outside_table(seed: int = 0) -> pd.DataFrame:
+    """Six systems, 30 users, two folds, nDCG@10 and an outside metric ``hr@10`` of their own."""
+    rng = np.random.default_rng(seed)
+    rows = [{"system": f"s{s}", "fold": f, "user": u, "metric": m, "cutoff": 10,
+             "value": float(np.clip(rng.random() * 0.5 + s / 12, 0, 1))}
+            for s in range(6) for f in ("0", "1") for u in range(30) for m in ("ndcg", "hr")]
+    return pd.DataFrame(rows)
+
+
+def test_an_outside_metric_joins_a_family():
+    """Outside data's own metric (``hr``) may be named in a family, and is then ranked with
+    that family's metrics; it stood in a family 'other' of its own, since a family could name
+    dptune's metrics only. A name dptune does not know and the results do not hold is refused
+    before any work, with the names they have (a typo would leave the metric it meant out)."""
+    import dptune
+
+    fam = AnalysisOptions(families={"accuracy": ["nDCG", "hr"]}).families
+    assert fam == (("accuracy", ("ndcg", "hr")),)
+    table = _outside_table()
+    res = dptune.discriminative_power(table, pairs=15, families={"accuracy": ["ndcg", "hr"]})
+    verdict = res.verdict[res.verdict["cutoff"] == 10]
+    assert list(verdict["family"]) == ["accuracy"]  # one family, both metrics in it
+    alone = dptune.discriminative_power(table, pairs=15)
+    assert sorted(alone.verdict["family"]) == ["accuracy", "other"]  # as it was by default
+    with pytest.raises(DptuneError) as err:
+        dptune.discriminative_power(table, pairs=15, families={"accuracy": ["ndcg", "hrr"]})
+    msg = str(err.value)
+    assert msg.startswith("analysis: families.accuracy: 'hrr' is neither a dptune metric") \
+        and "(they have ndcg, hr)" in msg and "did you mean" in msg and "\n" not in msg, msg
 
 
 def test_bad_family_on_the_command_line_is_one_line_and_exit_2(tmp_path, capsys):
