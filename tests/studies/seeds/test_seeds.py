@@ -258,6 +258,9 @@ def test_end_to_end_writes_every_file(tiny_study) -> None:
     assert len(kt) == 4  # one seed pair x (3 cutoffs + all)
     report = (d / "out" / "seeds_report.md").read_text()
     assert "Mann-Whitney" in report and "seeds_figure.png" in report
+    # the LaTeX table's label names the experiment, as a report's tables do
+    tex = (d / "out" / "seeds_summary.tex").read_text()
+    assert "\\label{tab:tiny:seeds-summary}" in tex  # the experiment file is tiny.toml
     assert str(d) not in report  # the experiment is named without this machine's absolute path
 
 
