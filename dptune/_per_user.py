@@ -70,11 +70,21 @@ def analyze_runs(runs: str | Path, qrels: str | Path, train: str | Path,
     dropped = "; ".join(f"fold {f}: {len(u)} of {seen[f]} users ({', '.join(u[:5])}"
                         + (f" and {len(u) - 5} more" if len(u) > 5 else "") + ")"
                         for f, u in left.items() if u)
+    unranked = "; ".join(f"fold {f}, {s}: {len(u)} ({', '.join(u[:5])}"
+                         + (f" and {len(u) - 5} more" if len(u) > 5 else "") + ")"
+                         for f, by in table.attrs["missing_from_run"].items()
+                         for s, u in by.items() if u)
+    in_train = "; ".join(f"fold {f}: {n}" for f, n in table.attrs["relevant_in_train"].items()
+                         if n)
     sources = {"Runs": str(runs), "Qrels": str(qrels), "Train": str(train),
-               "Relevance threshold": f"rating >= {threshold:g}",
+               "Relevance threshold": f"rating >= {threshold:g} (binary relevance: nDCG's gain "
+               "is 1, not the grade)",
                "Users without a relevant item (not evaluated)": dropped or "none",
+               "Evaluated users a run does not rank (scored 0 on every metric)":
+               unranked or "none",
+               "Relevant pairs that are also training pairs (never a hit)": in_train or "none",
                "Metric variant": "novelty metrics relevance-" +
-               ("aware" if relevance_aware else "unaware") + "; binary-gain nDCG",
+               ("aware" if relevance_aware else "unaware"),
                "Run order": "trec_eval (score, then item id descending)" if order == "trec"
                else "rank field"}
     return _report(store, reports_dir, progress, sources, overrides)

@@ -219,14 +219,17 @@ def test_evaluate_says_which_users_it_leaves_out(tmp_path, capsys):
                  "--out", str(out)]) == 0
     captured = capsys.readouterr()
     assert "3 users x 18 metric@cutoff; 3 users without a relevant item not evaluated" in captured.out
-    assert captured.err.strip() == (
+    assert captured.err.strip().splitlines() == [
         f"dptune: note: 3 of 6 users of the run and qrels have no relevant item in {qrels} "
-        "(rating >= 4) and are not evaluated: 0042, r9, u3")
+        "(rating >= 4) and are not evaluated: 0042, r9, u3",
+        # 42 has a relevant item and no line in the run: scored 0, which is said too
+        f"dptune: note: 1 of 3 evaluated users has no line in {run} and scores 0 on every "
+        "metric (as trec_eval -c scores them; without -c it leaves them out): 42"]
     assert sorted(set(pd.read_csv(out, dtype={"user": str})["user"])) == ["42", "u1", "u2"]
     assert main(["evaluate", "--run", str(run), "--qrels", str(qrels), "--train", str(train),
                  "--out", str(out), "--threshold", "2"]) == 0
     captured = capsys.readouterr()  # r9 (in the run only) is the one user left out
-    assert "; 1 user without" in captured.out and captured.err.strip().endswith("is not evaluated: r9")
+    assert "; 1 user without" in captured.out and "is not evaluated: r9\n" in captured.err
 
 
 @pytest.mark.parametrize("argv, line", [

@@ -55,6 +55,13 @@ def test_runs_report_speaks_of_its_own_data(runs_report: Path) -> None:
         assert "| Test value |" not in text and "differs significantly on test" not in text
     users = pd.read_csv(runs_report / "table1.csv")
     assert int(users.iloc[0]["users"]) == len(RUN_USERS) + 26  # 0042 and 42 are two users
+    # what trec_eval would score otherwise is said in the settings, "none" when nothing
+    md = (runs_report / "report.md").read_text()
+    assert re.search(r"\| Evaluated users a run does not rank \(scored 0 on every metric\) "
+                     r"\| (none|fold )", md)
+    assert re.search(r"\| Relevant pairs that are also training pairs \(never a hit\) \| "
+                     r"(none|fold )", md)
+    assert "binary relevance: nDCG's gain is 1, not the grade" in md
 
 
 def test_outside_store_records_what_it_is(tmp_path: Path) -> None:

@@ -225,6 +225,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     """``dptune evaluate``: per-user metrics of one external TREC run; the users left out for
     having no relevant item are counted on stdout and named on stderr."""
     from dptune.store._trec import (
+        coverage_lines,
         evaluate_run,
         not_evaluated_line,
         read_qrels,
@@ -251,8 +252,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
           f"metric@cutoff" + (f"; {left} user{'' if left == 1 else 's'} without a relevant item "
                               "not evaluated" if left else ""))
     line = not_evaluated_line(df, args.qrels, args.threshold)
-    if line:
-        print(f"dptune: note: {line}", file=sys.stderr)
+    for note in ([line] if line else []) + coverage_lines(
+            df.attrs["missing_from_run"], df.attrs["relevant_in_train"], args.run, args.qrels,
+            args.train, int(df["user"].nunique())):
+        print(f"dptune: note: {note}", file=sys.stderr)
     return 0
 
 

@@ -56,7 +56,9 @@ ranking of a user: the run's training items (pairs listed in train) are removed 
 the rest is ordered (--order) and cut at N; this is dptune's own protocol (a model ranks every
 item the user has not rated in training).
   --order trec  score descending, ties by item id descending (string order), the rank field
-                ignored: trec_eval's order, so per-user values equal trec_eval's (default)
+                ignored: trec_eval's order, so per-user values equal trec_eval's on
+                binary relevance (default; nDCG's gain is 1, not the qrels grade; a user
+                without a line in the run scores 0, as with trec_eval -c)
   --order rank  the rank field ascending, ties by file order, the score ignored"""
 
 DP_LAYOUT = TREC_FORMATS + """

@@ -75,12 +75,17 @@ def read_runs(runs: str | Path, qrels: str | Path, train: str | Path,
     qrels and training pairs (``cutoffs``, ``threshold``, ``relevance_aware`` and ``order`` as
     there). Every problem is one line naming the file. ``attrs["not_evaluated"]`` maps each
     fold to the users of its runs and qrels that have no relevant item and so no values
-    (sorted ids), ``attrs["users_seen"]`` to the number of those users.
+    (sorted ids), ``attrs["users_seen"]`` to the number of those users;
+    ``attrs["missing_from_run"]`` maps each fold to each system's evaluated users without a
+    line in its run (scored 0), ``attrs["relevant_in_train"]`` each fold to its relevant pairs
+    that are also training pairs (:func:`~dptune.store.evaluate_run`).
     """
     fold_dirs, systems = run_files(runs)
     frames = []
     left: dict[str, set[str]] = {}
     seen: dict[str, set[str]] = {}
+    missing: dict[str, dict[str, list[str]]] = {}
+    in_train: dict[str, int] = {}
     for fold, d in fold_dirs.items():
         q = read_qrels(_per_fold(Path(qrels), fold))
         t = read_train(_per_fold(Path(train), fold))
@@ -89,11 +94,15 @@ def read_runs(runs: str | Path, qrels: str | Path, train: str | Path,
                               relevance_aware=relevance_aware, order=order)
             left.setdefault(fold, set()).update(df.attrs["not_evaluated"])
             seen.setdefault(fold, set()).update(df["user"].unique(), df.attrs["not_evaluated"])
+            missing.setdefault(fold, {})[name] = df.attrs["missing_from_run"]
+            in_train[fold] = df.attrs["relevant_in_train"]
             frames.append(df.assign(system=name, fold=fold))
     table = pd.concat(frames, ignore_index=True)[["system", "fold", "user", "metric", "cutoff",
                                                  "value"]]
     table.attrs["not_evaluated"] = {f: sorted(u) for f, u in left.items()}
     table.attrs["users_seen"] = {f: len(u) for f, u in seen.items()}
+    table.attrs["missing_from_run"] = missing
+    table.attrs["relevant_in_train"] = in_train
     return table
 
 

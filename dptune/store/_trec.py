@@ -73,21 +73,17 @@ def _check_width(
         )
 
 
-def _numeric(
-    path: str | Path, values: list[str], numbers: np.ndarray, column: str, integer: bool = False
-) -> np.ndarray:
+def _numeric(path: str | Path, values: list[str], numbers: np.ndarray, column: str) -> np.ndarray:
     """Parse a column of numbers; name the column and line of the first bad value."""
     parsed = pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy(
         dtype=np.float64
     )
     bad = ~np.isfinite(parsed)
-    if integer:
-        bad |= np.isfinite(parsed) & (parsed != np.round(parsed))
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        kind = "an integer" if integer else "a finite number"
-        raise input_error(path, f"line {numbers[i]}", f"{column} {values[i]!r} is not {kind}")
-    return parsed.astype(np.int64) if integer else parsed
+        raise input_error(path, f"line {numbers[i]}",
+                          f"{column} {values[i]!r} is not a finite number")
+    return parsed
 
 
 def _ids(values: list[str]) -> pd.Series:
@@ -114,11 +110,12 @@ def read_run(path: str | Path) -> pd.DataFrame:
     Why: external rankings (other libraries, published runs) are evaluated and compared with the
     same metric code as dptune's own models.
 
-    ``user``/``item`` are strings, ``score`` float64, ``rank`` int64; rows keep file order (the
-    tie-breaker of the rank-field order, see :func:`evaluate_run`). Raises a
+    ``user``/``item`` are strings, ``score`` float64, ``rank`` float64 (any finite number:
+    trec_eval's order ignores the field, and the rank order only sorts by it); rows keep file
+    order (the tie-breaker of the rank-field order, see :func:`evaluate_run`). Raises a
     :class:`~dptune.errors.DptuneError` naming the file and line for a line without exactly 6
-    fields, a non-numeric or non-finite score, a non-integer rank, an item listed twice for one
-    user, or an empty file.
+    fields, a non-numeric or non-finite score or rank, an item listed twice for one user, or an
+    empty file.
     """
     fields, numbers = _read_lines(path)
     _check_width(path, fields, numbers, 6, "user Q0 item rank score tag", exact=True)
@@ -127,7 +124,7 @@ def read_run(path: str | Path) -> pd.DataFrame:
             "user": _ids([f[0] for f in fields]),
             "item": _ids([f[2] for f in fields]),
             "score": _numeric(path, [f[4] for f in fields], numbers, "score"),
-            "rank": _numeric(path, [f[3] for f in fields], numbers, "rank", integer=True),
+            "rank": _numeric(path, [f[3] for f in fields], numbers, "rank"),
         }
     )
     _reject_duplicates(path, df, numbers, "run")
@@ -229,12 +226,19 @@ def evaluate_run(
       ignored. The first ``max(cutoffs)`` rows form the top-N list. A user with fewer rows gets
       empty positions: never a hit, no novelty, but still counted in Precision's ``N`` and in
       the EPC/EFD denominator ``sum_{r<=N} disc(r)``.
-    * Relevant items: qrels rows with ``rating >= threshold``.
+    * Relevant items: qrels rows with ``rating >= threshold``; relevance is binary (nDCG's gain
+      is 1 for a relevant item, not its grade as in trec_eval's ``ndcg_cut``), so per-user
+      values equal trec_eval's on binary qrels.
     * Users evaluated: every user with at least one relevant item; such a user missing from the
-      run scores 0 on every metric. Users of the run or the qrels without a relevant item
-      cannot be scored (every metric divides by, or counts, relevant items) and are left out;
-      the result says which (``attrs["not_evaluated"]``: their ids, sorted;
-      ``attrs["users_seen"]``: the users of the run and the qrels), so that a caller can say so.
+      run scores 0 on every metric (as with trec_eval ``-c``; without it trec_eval leaves the
+      user out): ``attrs["missing_from_run"]`` names them. Users of the run or the qrels
+      without a relevant item cannot be scored (every metric divides by, or counts, relevant
+      items) and are left out; the result says which (``attrs["not_evaluated"]``: their ids,
+      sorted; ``attrs["users_seen"]``: the users of the run and the qrels), so that a caller
+      can say so.
+    * A relevant (user, item) pair that is also in ``train`` is removed from the run's list
+      with the other training pairs but stays relevant: it can never be a hit, so it caps the
+      user's recall. ``attrs["relevant_in_train"]`` counts such pairs.
     * Novelty (EFD/EPC) from ``train`` (:func:`dptune.metrics.novelty_vectors`); items that
       appear only in the run or qrels are unseen in training and get the maximum novelty.
     * Ids: one shared encoding of users and items over run, qrels and train (all as strings).
@@ -272,7 +276,9 @@ def evaluate_run(
         raise input_error(
             _source(qrels, "qrels"),
             "rating",
-            f"no rating >= {thr:g} (the relevance threshold): no user to evaluate",
+            f"no rating >= {thr:g} (the relevance threshold, --threshold): no user to "
+            f"evaluate; the highest rating is {float(np.max(rating)):g}"
+            if rating.size else "no rows",
         )
     row_of = np.full(n_users, -1, dtype=np.int64)
     row_of[eval_users] = np.arange(eval_users.size)
@@ -322,6 +328,11 @@ def evaluate_run(
     )
     out.attrs["users_seen"] = int(seen.size)
     out.attrs["not_evaluated"] = [str(u) for u in user_ids[np.setdiff1d(seen, eval_users)]]
+    out.attrs["missing_from_run"] = [str(u) for u in
+                                     user_ids[np.setdiff1d(eval_users, run_u)]]
+    rel_pairs = qrels_u[is_rel] * n_items + qrels_i[is_rel]
+    out.attrs["relevant_in_train"] = int(np.isin(
+        rel_pairs, train_u * n_items + train_i).sum()) if train_u.size else 0
     return out
 
 
@@ -340,6 +351,28 @@ def not_evaluated_line(per_user: pd.DataFrame, qrels: str | Path, threshold: flo
     return (f"{len(left)} of {seen} users of the run and qrels {'has' if one else 'have'} no "
             f"relevant item in {qrels} (rating >= {float(threshold):g}) and "
             f"{'is' if one else 'are'} not evaluated: {shown}")
+
+
+def coverage_lines(missing: Sequence[str], in_train: int, run: str | Path, qrels: str | Path,
+                   train: str | Path, n_users: int, most: int = 5) -> list[str]:
+    """The lines that say what :func:`evaluate_run` scored in a way a reader may not expect:
+    the ``missing`` evaluated users (of ``n_users``) without a line in ``run``, scored 0 on
+    every metric, and the ``in_train`` relevant pairs of ``qrels`` also in ``train``, which
+    cap recall. Empty when neither happened."""
+    out = []
+    if missing:
+        shown = ", ".join(missing[:most]) + (f" and {len(missing) - most} more"
+                                             if len(missing) > most else "")
+        one = len(missing) == 1
+        out.append(f"{len(missing)} of {n_users} evaluated users {'has' if one else 'have'} no "
+                   f"line in {run} and {'scores' if one else 'score'} 0 on every metric (as "
+                   f"trec_eval -c scores them; without -c it leaves them out): {shown}")
+    if in_train:
+        out.append(f"{in_train} relevant (user, item) pair{'s' if in_train != 1 else ''} of "
+                   f"{qrels} {'are' if in_train != 1 else 'is'} also in {train}: removed from "
+                   f"the run's lists with the training pairs but still relevant, so never a "
+                   f"hit (recall cannot reach 1 for those users)")
+    return out
 
 
 def write_per_user(df: pd.DataFrame, path: str | Path) -> None:

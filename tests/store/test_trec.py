@@ -51,7 +51,7 @@ def test_readers_round_trip(tmp_path):
     assert df["item"].tolist() == ["i10", "i2", "i10"]
     assert df["score"].tolist() == [0.9, 0.8, -3.0]
     assert df["rank"].tolist() == [1, 2, 1]
-    assert df["score"].dtype == np.float64 and df["rank"].dtype == np.int64
+    assert df["score"].dtype == np.float64 and df["rank"].dtype == np.float64
     assert pd.api.types.is_string_dtype(df["user"]) and pd.api.types.is_string_dtype(df["item"])
     assert df.attrs["source"] == str(run)
 
@@ -71,7 +71,7 @@ def test_readers_round_trip(tmp_path):
         (read_run, "u1 Q0 a 1 0.5 t extra\n", "line 1", "expected 6 fields"),
         (read_run, "u1 Q0 a 1 0.5 t\nu1 Q0 b 2 high t\n", "line 2", "score 'high'"),
         (read_run, "u1 Q0 a 1 nan t\n", "line 1", "score 'nan'"),
-        (read_run, "u1 Q0 a 1.5 0.5 t\n", "line 1", "rank '1.5' is not an integer"),
+        (read_run, "u1 Q0 a inf 0.5 t\n", "line 1", "rank 'inf' is not a finite number"),
         (read_run, "u1 Q0 a first 0.5 t\n", "line 1", "rank 'first'"),
         (read_run, "u1 Q0 a 1 0.5 t\nu1 Q0 a 2 0.4 t\n", "line 2", "twice in the run"),
         (read_qrels, "u1 0 a 4\nu1 0 b\n", "line 2", "expected 4 fields"),
@@ -170,6 +170,7 @@ def test_evaluate_run_by_hand(tmp_path):
     # uB ranked only x (not relevant); uC is absent from the run: all zeros
     for user in ("uB", "uC"):
         assert (df.loc[df["user"] == user, "value"] == 0).all()
+    assert df.attrs["missing_from_run"] == ["uC"]  # scored 0, as trec_eval -c scores it
 
 
 def test_evaluate_run_relevance_unaware_and_threshold(tmp_path):
@@ -184,12 +185,43 @@ def test_evaluate_run_relevance_unaware_and_threshold(tmp_path):
     df3 = _hand(tmp_path, cutoffs=(1,), threshold=3)
     assert _values(df3, "uA", "precision") == [1.0]
     assert "uD" not in set(df3["user"])
-    with pytest.raises(DptuneError, match="no rating >= 9"):
+    with pytest.raises(DptuneError, match=r"no rating >= 9 \(the relevance threshold, "
+                       r"--threshold\): no user to evaluate; the highest rating is \d"):
         _hand(tmp_path, threshold=9)
     with pytest.raises(DptuneError, match="cutoffs"):
         _hand(tmp_path, cutoffs=(0, 5))
     with pytest.raises(DptuneError, match="threshold"):
         _hand(tmp_path, threshold="high")
+
+
+def test_what_trec_eval_would_score_otherwise_is_said(tmp_path, capsys):
+    """A user with relevant items and no line in the run scores 0 (trec_eval -c's choice; plain
+    trec_eval leaves the user out), and a relevant pair that is also a training pair is never a
+    hit: ``evaluate`` says both (they were silent), and so does the report of ``dp --runs``. A
+    rank field that is not an integer is read (trec_eval ignores it)."""
+    from dptune.store._trec import coverage_lines
+
+    run = _write(tmp_path, "run", "u1 Q0 a 1 2.0 t\nu1 Q0 b 2.5 1.0 t\n")
+    qrels = _write(tmp_path, "q", "u1 0 a 1\nu1 0 b 1\nu2 0 b 1\n")
+    train = _write(tmp_path, "t", "u1 a\n")
+    df = evaluate_run(read_run(run), read_qrels(qrels), read_train(train), cutoffs=(2,),
+                      threshold=1)
+    assert df.attrs["missing_from_run"] == ["u2"] and df.attrs["relevant_in_train"] == 1
+    assert _values(df, "u1", "recall") == [0.5]  # a is relevant, but a training pair
+    lines = coverage_lines(["u2"], 1, "run", "q", "t", 2)
+    assert lines == [
+        "1 of 2 evaluated users has no line in run and scores 0 on every metric (as trec_eval "
+        "-c scores them; without -c it leaves them out): u2",
+        "1 relevant (user, item) pair of q is also in t: removed from the run's lists with the "
+        "training pairs but still relevant, so never a hit (recall cannot reach 1 for those "
+        "users)"]
+    assert coverage_lines([], 0, "run", "q", "t", 2) == []
+    out = tmp_path / "pu.csv"
+    assert main(["evaluate", "--run", str(run), "--qrels", str(qrels), "--train", str(train),
+                 "--threshold", "1", "--cutoffs", "2", "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert f"dptune: note: 1 of 2 evaluated users has no line in {run}" in err
+    assert f"dptune: note: 1 relevant (user, item) pair of {qrels} is also in {train}" in err
 
 
 def test_training_items_leave_the_run_before_the_cut(tmp_path):
