@@ -26,7 +26,7 @@ from dptune.report._format import (
     verdict_choices,
 )
 from dptune.report._inputs import CURVE_INPUT, DP_INPUT, NOISE_INPUT, require, scope_all
-from dptune.vocab import display_algorithm, display_metric, metric_color, metric_key
+from dptune.vocab import display_algorithm, display_metric, metric_color, metric_key, tie_value
 
 __all__ = [
     "PANEL_SIZE",
@@ -114,7 +114,8 @@ def figure1(
             color = metric_color(m, extra_colors)
             # identical curves are named as the verdict and Table 4 name them: after the first
             # of them in the vocabulary's order (their tie rule)
-            first = min((o for o in metrics if np.array_equal(means[o], y)),
+            first = min((o for o in metrics
+                         if np.array_equal(tie_value(means[o]), tie_value(y))),
                         key=lambda o: metric_key(o, cutoff))
             same = display_metric(first, cutoff) if first != m else None
             label = (f"{display_metric(m, cutoff)}, DP per 25 pairs {float(hit.iloc[0]):.2f}"

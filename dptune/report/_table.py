@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from dptune.report._format import fmt, is_missing
+from dptune.vocab import tie_value
 
 __all__ = ["Cell", "Block", "Table", "simple_block", "marked_cells", "md_escape", "tex_escape",
            "latex_label"]
@@ -258,9 +259,11 @@ def marked_cells(
     """Numeric cells for one comparison group: the lowest bold, optionally the highest underlined.
 
     Marks are set only when at least two values are present (one value is not "the best" of
-    anything); exact ties are all marked; the highest is not underlined when it equals the lowest.
+    anything); ties (the tie rule's, :func:`dptune.vocab.tie_value`) are all marked; the highest
+    is not underlined when it equals the lowest.
     """
-    arr = np.array([np.nan if is_missing(v) else float(v) for v in values], dtype=float)
+    arr = tie_value(np.array([np.nan if is_missing(v) else float(v) for v in values],
+                             dtype=float))
     texts = list(texts) if texts is not None else [fmt(v) for v in arr]
     present = ~np.isnan(arr)
     lo = hi = np.nan

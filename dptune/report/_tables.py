@@ -53,7 +53,13 @@ from dptune.report._inputs import (
     value_scopes,
 )
 from dptune.report._table import Block, Cell, Table, marked_cells
-from dptune.vocab import display_algorithm, display_hyperparameter, display_metric, metric_rank
+from dptune.vocab import (
+    display_algorithm,
+    display_hyperparameter,
+    display_metric,
+    metric_rank,
+    tie_value,
+)
 
 __all__ = ["table1", "table3", "table4", "table5", "one_at_a_time_table", "best_worst"]
 
@@ -66,11 +72,17 @@ def _no_evidence(values: pd.DataFrame) -> pd.Series:
     return values["no_evidence"].fillna(False).astype(bool)
 
 def _by_dp(frame: pd.DataFrame) -> pd.DataFrame:
-    """Rows by ``mean_p`` ascending (lower = more discriminative), equal values in
-    :data:`dptune.vocab.METRICS` order: the order in which the verdict states metrics
-    (:func:`dptune.analysis.verdict.families.order_metrics`), for a table shown without one."""
-    return (frame.assign(_o=frame["metric"].map(metric_rank))
-            .sort_values(["mean_p", "_o"], kind="stable").drop(columns="_o"))
+    """Rows by ``mean_p`` ascending (lower = more discriminative), equal values (the tie rule's,
+    :func:`dptune.vocab.tie_value`) in :data:`dptune.vocab.METRICS` order: the order in which
+    the verdict states metrics (:func:`dptune.analysis.verdict.families.order_metrics`), for a
+    table shown without one."""
+    return (frame.assign(_o=frame["metric"].map(metric_rank), _v=_tie(frame))
+            .sort_values(["_v", "_o"], kind="stable").drop(columns=["_o", "_v"]))
+
+
+def _tie(frame: pd.DataFrame) -> pd.Series:
+    """``mean_p`` as the tie rule compares it (:func:`dptune.vocab.tie_value`)."""
+    return tie_value(frame["mean_p"])
 
 
 def best_worst(values: pd.DataFrame) -> tuple[pd.Series, pd.Series] | None:
@@ -85,7 +97,7 @@ def best_worst(values: pd.DataFrame) -> tuple[pd.Series, pd.Series] | None:
     if ev.empty:
         return None
     best = ev.iloc[0]
-    rest = v[v["mean_p"] > best["mean_p"]]
+    rest = v[_tie(v) > tie_value(best["mean_p"])]
     worst = rest.iloc[-1] if len(rest) else best
     return best.drop("_ne"), worst.drop("_ne")
 
@@ -183,11 +195,11 @@ def _marks(c: pd.DataFrame, vrows: list[dict], families: MetricFamilies | None,
             bw = best_worst(g)
             if bw is None:
                 continue
-            best = {str(m) for m in g.loc[g["mean_p"] == bw[0]["mean_p"], "metric"]}
+            best = {str(m) for m in g.loc[_tie(g) == tie_value(bw[0]["mean_p"]), "metric"]}
         bold |= best
         rest = g[~g["metric"].isin(best)]
         if len(rest):
-            under |= {str(m) for m in rest.loc[rest["mean_p"] == rest["mean_p"].max(), "metric"]}
+            under |= {str(m) for m in rest.loc[_tie(rest) == _tie(rest).max(), "metric"]}
     return bold, under
 
 
@@ -311,13 +323,13 @@ def pick(values: pd.DataFrame, vrow: dict | None, cutoff: int
             return "no evidence", None, [], None, []
         best = bw[0]
         rec = str(best["metric"])
-        tied = [str(m) for m in v.loc[(v["mean_p"] == best["mean_p"]) & ~_no_evidence(v),
+        tied = [str(m) for m in v.loc[(_tie(v) == tie_value(best["mean_p"])) & ~_no_evidence(v),
                                       "metric"] if m != rec]
     rest = v[~v["metric"].isin([rec, *tied])]
     # the highest DP among the others (none when every other metric is tied with the best)
     worst, worst_tied = None, []
     if len(rest):  # v, and so rest, is in _by_dp's order: the first of the highest is named
-        top = rest[rest["mean_p"] == rest["mean_p"].max()]
+        top = rest[_tie(rest) == _tie(rest).max()]
         worst, worst_tied = top.iloc[0], [str(m) for m in top["metric"].iloc[1:]]
     return identical_text(rec, tied, cutoff), best, tied, worst, worst_tied
 

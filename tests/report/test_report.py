@@ -420,6 +420,14 @@ def test_table3_and_table4_with_no_evidence_and_ties() -> None:
     assert r[3:5] == ["nDCG@1 (identical: Precision@1, MRR@1)", "Recall@1"]
     # in LaTeX the tied metrics go under the name, smaller and aligned left: the column is as
     # narrow as one metric's name (Table 4 of the ML-1M design was 631 pt wide, scaled to 5.5 pt)
+    # equal but for the last bit of the float sums: a tie all the same, in Table 4 as in the
+    # verdict (Precision@5 was named the worst and Recall@5 left out)
+    bits = pd.DataFrame([_dp_row("a", "all", m, 1, v * P) for m, v in (
+        ("ndcg", 0.01), ("precision", 0.5), ("recall", 0.5))])
+    bits["mean_p"] = [0.01, 0.04163948417797548, 0.041639484177975465]
+    assert bits["mean_p"].iloc[1] != bits["mean_p"].iloc[2]
+    r = _find_row(_md_rows(report.table4(bits).to_markdown()), "a", "1")
+    assert r[3:5] == ["nDCG@1", "Precision@1 (identical: Recall@1)"]
     tex = report.table4(tie).to_latex()
     assert "\\dptunestack[l]{nDCG@1}{(identical: Precision@1, MRR@1)} & Recall@1" in tex
     assert "\\providecommand{\\dptunestack}[3][r]" in tex

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 import pandas as pd
 
 from dptune.analysis.options import DEFAULT_FAMILIES
-from dptune.vocab import metric_rank
+from dptune.vocab import metric_rank, tie_value
 
 __all__ = ["Families", "OTHER_FAMILY", "completed_families", "family_groups", "family_judge",
            "family_judges", "judge_order", "order_metrics"]
@@ -95,8 +95,9 @@ def family_judges(families: Families, primary_metric: str, metrics: Iterable[str
 
 
 def order_metrics(frame: pd.DataFrame, value: str = "mean_p") -> pd.DataFrame:
-    """Rows sorted by ``value`` ascending (lower = more discriminative), equal values in
+    """Rows sorted by ``value`` ascending (lower = more discriminative), equal values (to
+    :data:`dptune.vocab.TIE_DECIMALS` decimals, :func:`dptune.vocab.tie_value`) in
     :data:`dptune.vocab.METRICS` order: the one tie rule of the verdict, Tables 3 and 4 and the
     DP figure."""
-    return (frame.assign(_o=frame["metric"].map(metric_rank))
-            .sort_values([value, "_o"], kind="stable").drop(columns="_o"))
+    return (frame.assign(_o=frame["metric"].map(metric_rank), _v=tie_value(frame[value]))
+            .sort_values(["_v", "_o"], kind="stable").drop(columns=["_o", "_v"]))

@@ -14,7 +14,8 @@ DP of scope ``all`` (dp.csv; every pair of the grid up to the cap, else a seeded
 - **recommended**: the metric with the lowest DP (mean p-value) among the metrics with evidence
   (not every p-value 1); equal values are ordered as :data:`dptune.vocab.METRICS` (the tie rule
   shared with Tables 3 and 4, :func:`dptune.analysis.verdict.families.order_metrics`); the
-  metrics whose value equals it exactly are listed as ``identical``. None when no metric has
+  metrics whose value equals it (to :data:`dptune.vocab.TIE_DECIMALS` decimals: equal in exact
+  arithmetic) are listed as ``identical``. None when no metric has
   evidence.
 - **less discriminative**: the metrics whose comparison with the recommended one is a claim
   that holds (comparisons.csv, kind ``metrics``: significant at family-wise level ``alpha``
@@ -48,6 +49,7 @@ import pandas as pd
 from dptune.analysis.options import DEFAULT_FAMILIES, MIN_PAIRS
 from dptune.analysis.verdict.families import Families, family_groups, order_metrics
 from dptune.errors import input_error
+from dptune.vocab import tie_value
 
 __all__ = ["VERDICT_COLUMNS", "recommend", "verdict_table"]
 
@@ -99,7 +101,7 @@ def _recommend_one(alg: str, cutoff: int, family: str, g: pd.DataFrame, c: pd.Da
         return row
     best = str(ev["metric"].iloc[0])
     others = [str(m) for m in ev["metric"].iloc[1:]]
-    same = ev["mean_p"].to_numpy() == ev["mean_p"].iloc[0]
+    same = tie_value(ev["mean_p"].to_numpy()) == tie_value(ev["mean_p"].iloc[0])
     identical = [str(m) for m, s in zip(ev["metric"], same, strict=True) if s and m != best]
     mine = c[c["a"] == best].set_index("b") if len(c) else pd.DataFrame()
     less = [m for m in others if m in mine.index and bool(mine.at[m, "held"])]

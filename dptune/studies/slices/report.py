@@ -16,7 +16,7 @@ from dptune.report import Cell, display_algorithm, display_metric
 from dptune.studies._markdown import markdown_table, shown_path
 from dptune.studies.slices.bins import KIND_NAMES, SLICE_KINDS
 from dptune.studies.slices.figure import users_text
-from dptune.vocab import SLICE_MIN_USERS
+from dptune.vocab import SLICE_MIN_USERS, tie_value
 
 __all__ = ["slices_report_md"]
 
@@ -51,7 +51,7 @@ def _dp_section(dpt: pd.DataFrame, alg: str, cutoff: int, min_users: int) -> str
                              f"too few users (fewest in a fold: {int(ds['n_users_min'].iloc[0])} "
                              f"< {min_users})"])
                 continue
-            vals = [float(ds.loc[m, "dp_per_25"]) for m in metrics]
+            vals = [float(tie_value(ds.loc[m, "dp_per_25"])) for m in metrics]
             lo = min(vals)
             cells = [Cell(_f(v), bold=v == lo) for v in vals]
             best = [display_metric(m) for m, v in zip(metrics, vals, strict=True) if v == lo]
@@ -81,7 +81,8 @@ def _mean_rank_table(dpt: pd.DataFrame, cutoff: int) -> str:
     (ranked, and not every metric tied)."""
     d = dpt[(dpt["cutoff"] == cutoff) & dpt["slice_kind"].isin(SLICE_KINDS) & dpt["ranked"]]
     keys = ["algorithm", "slice_kind", "slice"]
-    informative = d.groupby(keys)["dp_per_25"].transform("nunique") > 1
+    informative = d.assign(_t=tie_value(d["dp_per_25"])).groupby(keys)["_t"].transform(
+        "nunique") > 1
     d = d[informative]
     metrics = [m for m in METRICS if m in set(d["metric"])]
     rows = []
@@ -103,7 +104,8 @@ def _findings(dpt: pd.DataFrame, cutoff: int, min_users: int) -> list[str]:
     d = dpt[dpt["cutoff"] == cutoff]
     for alg in dict.fromkeys(d["algorithm"]):
         ref = d[(d["algorithm"] == alg) & (d["slice_kind"] == "all")]
-        ref_best = ref.loc[ref["dp_per_25"] == ref["dp_per_25"].min(), "metric"].tolist()
+        ref_t = tie_value(ref["dp_per_25"])
+        ref_best = ref.loc[ref_t == ref_t.min(), "metric"].tolist()
         for kind in SLICE_KINDS:
             dk = d[(d["algorithm"] == alg) & (d["slice_kind"] == kind)]
             if dk.empty:
@@ -114,11 +116,12 @@ def _findings(dpt: pd.DataFrame, cutoff: int, min_users: int) -> list[str]:
                 if not bool(g["ranked"].iloc[0]):
                     n_small += 1
                     continue
-                if g["dp_per_25"].nunique() == 1:  # every metric ties
+                t = tie_value(g["dp_per_25"])
+                if t.nunique() == 1:  # every metric ties
                     n_tied += 1
                     continue
                 n_slices += 1
-                for m in g.loc[g["dp_per_25"] == g["dp_per_25"].min(), "metric"]:
+                for m in g.loc[t == t.min(), "metric"]:
                     wins[m] = wins.get(m, 0) + 1
             ranked = sorted(wins.items(), key=lambda kv: (-kv[1], METRICS.index(kv[0]) if kv[0] in METRICS else 99))
             text = ", ".join(f"{display_metric(m, cutoff)} in {k}/{n_slices}" for m, k in ranked)

@@ -56,7 +56,7 @@ from dptune.studies.slices.bins import (
 from dptune.studies.slices.dp import main_pairs, read_pairs, slice_dp, slice_metrics
 from dptune.studies.slices.figure import slices_figure
 from dptune.studies.slices.report import slices_report_md
-from dptune.vocab import CSV_FLOAT, SLICE_MIN_USERS, fold_key
+from dptune.vocab import CSV_FLOAT, SLICE_MIN_USERS, fold_key, tie_value
 
 __all__ = ["run_slices_study"]
 
@@ -177,8 +177,8 @@ def _slice_tables(store: ResultStore, algs: Sequence[str], kinds: dict[str, pd.D
             metric_parts.append(m)
     dpt = pd.concat(dp_parts, ignore_index=True)
     dpt["ranked"] = dpt["n_users_min"] >= min_users
-    ranks = dpt[dpt["ranked"]].groupby(["algorithm", "slice_kind", "slice", "cutoff"])[
-        "dp_per_25"].rank(method="min")
+    ranks = dpt[dpt["ranked"]].assign(_t=lambda d: tie_value(d["dp_per_25"])).groupby(
+        ["algorithm", "slice_kind", "slice", "cutoff"])["_t"].rank(method="min")
     dpt["dp_rank"] = ranks.reindex(dpt.index).astype("Int64")
     return dpt[_DP_COLUMNS], pd.concat(metric_parts, ignore_index=True)[_METRIC_COLUMNS]
 

@@ -220,6 +220,16 @@ def test_tie_rule_and_identical_metrics():
     # equal values: the order of dptune.vocab.METRICS; the others with the same value are ties
     assert r["recommended"] == "ndcg" and r["identical"] == ["precision", "mrr"]
     assert list(order_metrics(dp)["metric"]) == ["ndcg", "precision", "mrr", "recall"]
+    # equal in exact arithmetic, apart in the last bit of the float sums (Precision and Recall
+    # when every user holds as many relevant items): still one value, in METRICS order
+    dp = _dp_rows({"precision": 0.04163948417797548, "recall": 0.041639484177975465,
+                   "ndcg": 0.5})
+    r = rules.verdict_table(dp, _NO_CLAIMS).iloc[0]
+    assert r["recommended"] == "precision" and r["identical"] == ["recall"]
+    assert list(order_metrics(dp)["metric"]) == ["precision", "recall", "ndcg"]
+    # a real difference, however small a DP shows it, is no tie
+    dp = _dp_rows({"precision": 0.0416394842, "recall": 0.0416394841})
+    assert rules.verdict_table(dp, _NO_CLAIMS).iloc[0]["identical"] == []
 
 
 def test_too_few_pairs_no_claim_but_the_numbers():
