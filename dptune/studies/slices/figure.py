@@ -25,6 +25,7 @@ def slices_figure(dp_table: pd.DataFrame, cutoff: int) -> Any:
     d = dp_table[(dp_table["cutoff"] == cutoff) & dp_table["slice_kind"].isin(SLICE_KINDS)]
     algs = list(dict.fromkeys(d["algorithm"]))
     kinds = [k for k in SLICE_KINDS if k in set(d["slice_kind"])]
+    n_pairs_of = d.groupby("algorithm")["n_pairs"].max()  # of every slice, drawn or not
     d = d[d["ranked"].astype(bool)]
     fig = Figure(figsize=(4.6 * max(1, len(algs)), 3.4 * max(1, len(kinds))), dpi=100,
                  layout="constrained")
@@ -44,7 +45,7 @@ def slices_figure(dp_table: pd.DataFrame, cutoff: int) -> Any:
             n_users = g.drop_duplicates("slice").set_index("slice").reindex(bins)["n_users_mean"]
             ax.set_xticks(x, [f"{b} n={users_text(v)}" for b, v in zip(bins, n_users, strict=True)],
                           fontsize=6.5, rotation=40, ha="right", rotation_mode="anchor")
-            n_pairs = int(g["n_pairs"].max()) if len(g) else 0
+            n_pairs = int(n_pairs_of.get(alg, 0))
             ax.set_ylim(0, 25 * 1.02)  # 25 x a mean p-value: at most 25
             ax.set_ylabel(f"DP per 25 pairs (P = {n_pairs})", fontsize=8)
             ax.set_title(f"{display_algorithm(alg)}: {kind}", fontsize=9)
@@ -52,8 +53,9 @@ def slices_figure(dp_table: pd.DataFrame, cutoff: int) -> Any:
             if not bins:
                 ax.text(0.5, 0.5, "no slice with enough users", transform=ax.transAxes,
                         ha="center", va="center", fontsize=8)
-            if r == 0 and c == 0:
-                ax.legend(fontsize=7, ncol=2)
+    drawn = [ax for ax in axes.flat if ax.get_lines()]
+    if drawn:  # the legend in the first panel with lines (one with none would warn, and be empty)
+        drawn[0].legend(fontsize=7, ncol=2)
     fig.suptitle(f"DP per 25 pairs per slice at N = {cutoff} (log-scaled bins; lower = more discriminative; "
                  f"n = mean users per fold)", fontsize=10)
     return fig

@@ -39,7 +39,7 @@ def _dp_section(dpt: pd.DataFrame, alg: str, cutoff: int, min_users: int) -> str
     size and no DP."""
     d = dpt[(dpt["algorithm"] == alg) & (dpt["cutoff"] == cutoff)]
     metrics = [m for m in METRICS if m in set(d["metric"])]
-    header = ["Slice kind", "Slice", "users/fold"] + [display_metric(m, cutoff) for m in metrics] + ["most discriminative"]
+    header = ["Slice kind", "Slice", "users/fold"] + [display_metric(m, cutoff) for m in metrics] + ["lowest DP (no test)"]
     rows = []
     for kind in ["all", *SLICE_KINDS]:
         dk = d[d["slice_kind"] == kind].sort_values("bin")
@@ -93,6 +93,8 @@ def _mean_rank_table(dpt: pd.DataFrame, cutoff: int) -> str:
         cells = [Cell(f"{ranks[m]:.2f}", bold=ranks[m] == lo) for m in metrics]
         rows.append([display_algorithm(alg), str(da[keys[1:]].drop_duplicates().shape[0]),
                      *cells])
+    if not rows:
+        return "(no ranked slice of a history or popularity kind)"
     header = ["Algorithm", "slices"] + [display_metric(m, cutoff) for m in metrics]
     return _md(header, rows, numeric_from=1)
 
@@ -179,7 +181,10 @@ def slices_report_md(exp: Experiment, man: dict[str, Any], dataset: str, dpt: pd
           _mean_rank_table(dpt, cutoff)]
     L += ["", "DP tends to grow for every metric as a slice gets smaller (a paired test on fewer users "
           "has less power), so read the ranking of metrics *within* a slice; `dp_rank` in "
-          "`slices_dp.csv` is that ranking (1 = most discriminative).", ""]
+          "`slices_dp.csv` is that ranking (1 = most discriminative). Within a slice no test "
+          "compares the metrics: the lowest DP and the ranks describe, they claim nothing, and "
+          "DPs a few hundredths apart are as good as equal (the main report's verdict tests "
+          "the metrics on all users).", ""]
     for alg in algs:
         L += [f"## {display_algorithm(alg)}", "",
               f"DP per 25 pairs (25 × the mean p-value) per slice at N = {cutoff} (lower = more "

@@ -126,7 +126,38 @@ def check_main_reports(reports_dir: str | Path, store: ResultStore | None = None
             raise input_error("--main-reports", None, f"{pairs} pairs {alg}'s configuration "
                               f"{unknown[0]}, which {store.root} does not hold: these reports "
                               f"are of another analysis; {fix}")
+    _check_same_results(d, store, algorithms, fix)
     return pairs
+
+
+def _check_same_results(d: Path, store: ResultStore, algorithms: Sequence[str], fix: str) -> None:
+    """The main reports' ``best_configs.csv`` against the store: each configuration it names
+    must have the same hyperparameters here (:func:`dptune.analysis.selection.params_text`) and
+    the same validation mean. Configuration ids alone fit the reports of any grid of as many
+    configurations, whose pairs would then be read as these results' (another experiment's
+    k = 80 for this one's k = 10)."""
+    from dptune.analysis.selection import params_text
+
+    path = d / "best_configs.csv"
+    if not path.is_file():
+        raise input_error("--main-reports", None, f"{d} holds no best_configs.csv, which "
+                          f"tells the reports of these results from others; {fix}")
+    best = pd.read_csv(path)
+    mine = store.best_configs().set_index(["algorithm", "metric", "cutoff"])
+    for r in best[best["algorithm"].astype(str).isin(list(algorithms))].itertuples(index=False):
+        cfg = store.configs(str(r.algorithm))
+        row = cfg[cfg["config_id"] == int(r.config_id)]
+        here = params_text(row.iloc[0], store.hyperparameters(str(r.algorithm))) if len(row) \
+            else None
+        key = (str(r.algorithm), str(r.metric), int(r.cutoff))
+        mean = float(mine.at[key, "validation_mean"]) if key in mine.index else None
+        if here != str(r.params if isinstance(r.params, str) else "") or mean is None or \
+                not np.isclose(mean, float(r.validation_mean), rtol=1e-9, atol=1e-12):
+            raise input_error("--main-reports", None, f"{path} is of other results: its "
+                              f"{r.algorithm} configuration {int(r.config_id)} ({r.params}, "
+                              f"validation {r.metric}@{int(r.cutoff)} "
+                              f"{float(r.validation_mean):.6g}) is not {store.root}'s "
+                              f"({here}, {'none' if mean is None else f'{mean:.6g}'}); {fix}")
 
 
 def _slicings(prep: Any, folds: list[str], base: int) -> dict[str, pd.DataFrame]:
@@ -151,7 +182,8 @@ def _slice_tables(store: ResultStore, algs: Sequence[str], kinds: dict[str, pd.D
                   alpha: float, seed: int, min_users: int = SLICE_MIN_USERS
                   ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``(slices_dp, slices_metrics)`` of every algorithm and slice; ``pairs_of(alg)`` gives the
-    algorithm's pairs. ``ranked``: the slice has at least ``min_users`` users in every fold;
+    algorithm's pairs. ``ranked``: the slice has at least ``min_users`` users in every fold, or
+    is the reference slice ``all``;
     ``dp_rank`` ranks the metrics' DP within (algorithm, slice, cutoff) of the ranked slices
     (empty for the others)."""
     members = {k: members_by_slice(v) for k, v in kinds.items()}
@@ -176,7 +208,8 @@ def _slice_tables(store: ResultStore, algs: Sequence[str], kinds: dict[str, pd.D
             dp_parts.append(d)
             metric_parts.append(m)
     dpt = pd.concat(dp_parts, ignore_index=True)
-    dpt["ranked"] = dpt["n_users_min"] >= min_users
+    # the reference slice (every user: the main analysis's own DP) is ranked whatever its size
+    dpt["ranked"] = (dpt["n_users_min"] >= min_users) | (dpt["slice_kind"] == "all")
     ranks = dpt[dpt["ranked"]].assign(_t=lambda d: tie_value(d["dp_per_25"])).groupby(
         ["algorithm", "slice_kind", "slice", "cutoff"])["_t"].rank(method="min")
     dpt["dp_rank"] = ranks.reindex(dpt.index).astype("Int64")
@@ -218,6 +251,7 @@ def run_slices_study(results_dir: str | Path, out_dir: str | Path,
     check_not_study(store.root, man)
     exp = _find_experiment(store, man, experiment)
     ana = man.get("analysis", {})
+    given_pairs = n_pairs
     n_pairs = int(n_pairs if n_pairs is not None else ana.get("pairs", ana.get("n_pairs", 25)))
     seed = int(seed if seed is not None else man.get("seeds", {}).get("analysis", exp.analysis_seed))
     test = paired_test(check_test(test or ana.get("test", "t"), "slices"),
@@ -246,6 +280,10 @@ def run_slices_study(results_dir: str | Path, out_dir: str | Path,
                           "DP compares pairs of configurations")
     if reports_dir is not None:
         check_main_reports(reports_dir, store, algs)
+        if given_pairs is not None:  # the main reports' pairs.csv says which pairs, how many
+            raise input_error("--pairs", None, "the pairs come from --main-reports' pairs.csv; "
+                              "give --pairs only without --main-reports (the pairs are then "
+                              "sampled here)")
     cuts = sorted({int(c) for a in algs for _, c in store.metric_cutoffs(a)})
     if cutoff not in cuts:
         raise input_error("--cutoff", None, f"{cutoff} is not a cutoff of {store.root} (it has "

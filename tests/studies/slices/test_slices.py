@@ -3,6 +3,7 @@ end-to-end slice analysis of a sweep on the embedded data."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -253,6 +254,7 @@ def test_small_slices_are_listed_but_not_ranked_counted_or_drawn(slices_study, t
         assert row.count("| – |") >= 1
     assert "users in a fold left out" in report
     assert f"| Slices ranked | those with at least {floor} users in every fold" in report
+    assert dpt.loc[dpt.slice_kind == "all", "ranked"].all()  # the reference is always ranked
     # the figure draws the ranked slices only
     cutoff = int(dpt.cutoff.max())
     fig = slices_figure(dpt, cutoff)
@@ -263,6 +265,20 @@ def test_small_slices_are_listed_but_not_ranked_counted_or_drawn(slices_study, t
     for ax in fig.axes:  # each metric its own marker: the lines stay apart in greyscale
         markers = [line.get_marker() for line in ax.get_lines()]
         assert len(set(markers)) == len(markers)
+    # a floor above every slice: the reference row keeps its DPs, the findings their "on all
+    # users", the figure its P; no slice is drawn, and no warning of an empty legend leaks
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        run_slices_study(d / "results", tmp_path / "big", d / "reports", min_users=10**6)
+        fig = slices_figure(pd.read_csv(tmp_path / "big" / "slices_dp.csv"), cutoff)
+    big = (tmp_path / "big" / "slices_report.md").read_text()
+    assert "(no ranked slice of a history or popularity kind)" in big
+    assert "| all | all |" in big and "too few users (fewest in a fold" in big
+    assert not any(ax.get_lines() for ax in fig.axes)
+    p_all = int(dpt.loc[dpt.slice_kind == "all", "n_pairs"].max())
+    assert {ax.get_ylabel() for ax in fig.axes} == {f"DP per 25 pairs (P = {p_all})"}
     # too small a floor is one line before any work
     with pytest.raises(DptuneError, match="min_users: must be an integer >= 2"):
         run_slices_study(d / "results", tmp_path / "bad", min_users=1)
@@ -414,6 +430,39 @@ def test_main_reports_without_pairs_csv_is_refused(knn_swept, tmp_path, capsys, 
     assert err.startswith(f"dptune: --main-reports: {main_reports} {why}; give the reports "
                           "directory of the main analysis of these results") and "\n" not in err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("other", ["grid", "data", "no-best"])
+def test_main_reports_of_other_results_with_the_same_ids_are_refused(knn_swept, tmp_path, capsys,
+                                                                     other) -> None:
+    """The main reports of another experiment whose grid has as many configurations fitted
+    every check on ids: its pairs of k = 80..320 were read as these results' k = 10..160, and
+    the report said they were the main analysis's. Their best_configs.csv tells them apart
+    (each named configuration's hyperparameters and validation mean); reports without one are
+    refused too. With the right reports, --pairs is refused: their pairs.csv says how many."""
+    main_reports = tmp_path / "main"
+    shutil.copytree(knn_swept / "reports", main_reports)
+    best = pd.read_csv(main_reports / "best_configs.csv")
+    if other == "grid":
+        best.loc[0, "params"] = "k=99999"
+        why = "k=99999"
+    elif other == "data":
+        best.loc[0, "validation_mean"] += 0.01
+        why = "is not"
+    if other == "no-best":
+        (main_reports / "best_configs.csv").unlink()
+        why = "holds no best_configs.csv"
+    else:
+        best.to_csv(main_reports / "best_configs.csv", index=False)
+    assert _main(["slices", str(knn_swept / "results"), "--reports", str(tmp_path / "out"),
+                  "--main-reports", str(main_reports)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("dptune: --main-reports: ") and why in err and "\n" not in err, err
+    assert not (tmp_path / "out").exists()
+    assert _main(["slices", str(knn_swept / "results"), "--reports", str(tmp_path / "out"),
+                  "--main-reports", str(knn_swept / "reports"), "--pairs", "3"]) == 2
+    assert capsys.readouterr().err.startswith("dptune: --pairs: the pairs come from "
+                                              "--main-reports' pairs.csv")
 
 
 @pytest.mark.parametrize("other", ["algorithm", "configuration"])
