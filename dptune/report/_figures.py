@@ -166,8 +166,19 @@ def figure1(
         )
     for ax in list(axes.flat)[len(algorithms) :]:
         ax.set_visible(False)
-    fig.suptitle(f"Averaged p-value curves with ±1 sd across folds (cutoff {cutoff})")
+    fig.suptitle(_fitted(fig, f"Averaged p-value curves with ±1 sd across folds (cutoff "
+                              f"{cutoff})", 12), fontsize=12)
     return fig
+
+
+def _fitted(fig: Figure, title: str, fontsize: float) -> str:
+    """``title`` broken into lines that fit the figure's width at ``fontsize`` points (about
+    0.55 em a character): a one-panel figure (outside data has one algorithm) is narrower than
+    the titles, which were cut off at both sides."""
+    import textwrap
+
+    per_line = max(20, int(fig.get_figwidth() * 72 / (0.55 * fontsize)))
+    return textwrap.fill(title, per_line)
 
 
 #: Size of one DP-figure panel in inches (width, height per metric row + margin).
@@ -244,9 +255,9 @@ def dp_figure(dp: pd.DataFrame, verdict: pd.DataFrame | None, cutoff: int,
         ax.grid(True, axis="x", alpha=0.3, linewidth=0.5)
     for ax in list(axes.flat)[len(algorithms):]:
         ax.set_visible(False)
-    fig.suptitle(f"DP of each metric with its 95% interval (cutoff {cutoff}); star: "
-                 "recommended per family (several: no significant difference); dashed line: "
-                 "between families", fontsize=10)
+    fig.suptitle(_fitted(fig, f"DP of each metric with its 95% interval (cutoff {cutoff}); "
+                         "star: recommended per family (several: no significant difference); "
+                         "dashed line: between families", 10), fontsize=10)
     return fig
 
 

@@ -104,10 +104,10 @@ class Report:
     #: then.
     test_split: bool = True
     #: What starts every table's LaTeX label, ``tab:<label>:<table>``, so that the tables of
-    #: two reports pasted into one paper have labels of their own: the experiment file's stem
-    #: (``anelli2019-ml1m-knn``), the outside data file's, else ``dptune``
-    #: (:func:`report_label`). The same analysis written anywhere has the same labels; set it
-    #: to tell apart two reports of one experiment.
+    #: reports of two experiments pasted into one paper have labels of their own: the
+    #: experiment's name (``anelli2019-ml1m-knn``), the outside data file's stem, else
+    #: ``dptune`` (:func:`report_label`). The same analysis written anywhere has the same
+    #: labels; set it to tell apart two analyses of one experiment.
     label: str = "dptune"
 
     def _add_dp_figures(self, dp: pd.DataFrame, families: MetricFamilies) -> None:
@@ -397,11 +397,14 @@ class _Configurations:
 
 
 def report_label(manifest: Mapping[str, object] | None) -> str:
-    """The :attr:`Report.label` of a result's manifest: the stem of its experiment file
-    (``experiment_file``), else of its outside data's source file (``dataset.source``: a
-    per-user table, a folder of runs), else ``dptune``."""
+    """The :attr:`Report.label` of a result's manifest: its experiment's name (``experiment``),
+    else the stem of its experiment file (``experiment_file``), else of its outside data's
+    source file (``dataset.source``: a per-user table, a folder of runs), else ``dptune``."""
     manifest = manifest or {}
     dataset = manifest.get("dataset")
+    name = manifest.get("experiment")
+    if isinstance(name, str) and name.strip():
+        return name.strip()
     for source in (manifest.get("experiment_file"),
                    dataset.get("source") if isinstance(dataset, Mapping) else None):
         if isinstance(source, str) and source.strip():

@@ -242,9 +242,10 @@ def noise_section(configs: Any, result: Any) -> str:
         "resampled to the DP's P positions, then averaged over folds: each metric's A/A curve "
         "(Figure 1's grey band spans its panel's metrics' A/A curves, from the lowest to the "
         "highest at each pair rank, their mean dashed). The floor is on the scale of every DP here: 25 × the mean A/A p-value, with its "
-        "95% interval over folds. Pairs of models that did not differ at all would give 12.5; "
-        "re-trained models do differ, so a floor below 12.5 is the difference re-training "
-        "alone makes. A metric is clearly below "
+        "95% interval over folds. Pairs of models whose per-user values differed by chance "
+        "alone (no difference in truth) would give 12.5, uniform p-values; re-trained models "
+        "do differ, so a floor below 12.5 is the difference re-training alone makes (models "
+        "with equal values for every user would give 25). A metric is clearly below "
         "its floor "
         f"when {rule}; otherwise it is flagged: its configuration differences are not clearly "
         "larger than re-training noise.",

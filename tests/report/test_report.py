@@ -738,6 +738,7 @@ def test_latex_labels_name_the_report(written: tuple[Path, list[Path]], tmp_path
     assert "\\label{tab:ml1m-design:table3}" in (tmp_path / "other" / "table3.tex").read_text()
     assert report_label({"experiment_file": "/x/experiments/anelli2019-ml1m-knn.toml"}) == \
         "anelli2019-ml1m-knn"
+    assert report_label({"experiment": "audit", "experiment_file": "/x/exp.toml"}) == "audit"
     assert report_label({"dataset": {"source": "runs/per_user.csv.gz"}}) == "per_user"
     assert report_label({"dataset": {"source": ""}}) == report_label(None) == "dptune"
     assert latex_label("ml 1m_knn{é}") == "ml-1m-knn---"

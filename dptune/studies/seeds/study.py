@@ -184,7 +184,7 @@ def run_seeds_study(exp: Experiment | str | Path, n_seeds: int | None = None,
     tab = summary_table(summary, st.n_seeds)
     files += [_write(out / "seeds_summary.md", tab.to_markdown()),
               _csv(summary, out / "seeds_summary.csv"),
-              _write(out / "seeds_summary.tex", tab.to_latex(f"{report_label({'experiment_file': exp.source})}:seeds_summary"))]
+              _write(out / "seeds_summary.tex", tab.to_latex(f"{report_label({'experiment': exp.name})}:seeds_summary"))]
     files += save_figure(seeds_figure(per_seed, figm), out / "seeds_figure", creator="dptune")
     grid = kendall = stability = None
     if p.grid_seeds:

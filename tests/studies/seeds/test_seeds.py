@@ -260,7 +260,7 @@ def test_end_to_end_writes_every_file(tiny_study) -> None:
     assert "Mann-Whitney" in report and "seeds_figure.png" in report
     # the LaTeX table's label names the experiment, as a report's tables do
     tex = (d / "out" / "seeds_summary.tex").read_text()
-    assert "\\label{tab:tiny:seeds-summary}" in tex  # the experiment file is tiny.toml
+    assert "\\label{tab:tiny-seeds:seeds-summary}" in tex  # the experiment's name
     assert str(d) not in report  # the experiment is named without this machine's absolute path
 
 
