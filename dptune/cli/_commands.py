@@ -177,10 +177,13 @@ def cmd_status(args: argparse.Namespace) -> int:
     reports = args.reports or recorded_reports(results)
     # without --storage: the experiment's [sweep] storage (--config's, else the recorded one)
     st = status(exp, results, args.storage, reports=reports, source="--config")
-    # the rows count parts (a unit on one fold); the units: line below counts whole units
-    print(f"{'algorithm':<16}{'parts':>8}{'done':>8}{'running':>9}{'failed':>8}{'remaining':>11}")
+    # the rows count parts (a unit on one fold); the units: line below counts whole units. Done,
+    # running, failed and to do split the parts: each part in one of them
+    print(f"{'algorithm':<16}{'parts':>8}{'done':>8}{'running':>9}{'failed':>8}{'to do':>8}")
     for name, s in st["algorithms"].items():
-        print(f"{name:<16}{s['total']:>8}{s['done']:>8}{s['running']:>9}{s['failed']:>8}{s['remaining']:>11}")
+        to_do = s["remaining"] - s["running"] - s["failed"]
+        print(f"{name:<16}{s['total']:>8}{s['done']:>8}{s['running']:>9}{s['failed']:>8}"
+              f"{to_do:>8}")
     print(f"{'units:':<13}" + "; ".join(f"{name} {s['units']['text']}"
                                         for name, s in st["algorithms"].items()))
     if st["budget"] is not None:

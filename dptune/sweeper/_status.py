@@ -239,8 +239,9 @@ def _projection(exp: Experiment, store: ResultStore, design: Design,
     if full is None or run is None:
         return None
     jobs = full.jobs
+    budgeted = any(d.budget_units < d.total_units for d in design.algorithms.values())
     text = (f"full grid {hours_text(full.seconds)}"
-            + (f", this budget {hours_text(run.seconds)}" if run.seconds < full.seconds else "")
+            + (f", this budget {hours_text(run.seconds)}" if budgeted else "")
             + f" on {run.where} (projected by the cost model, "
             f"every stage counted: {run.stages_text()}; not a measurement)")
     return {"full_hours": full.hours, "budget_hours": run.hours, "jobs": jobs, "text": text,

@@ -207,6 +207,9 @@ def test_status_lists_damaged_parts(pristine, tmp_path, capsys):
     assert f"damaged:     {target}" in out and "`dptune run` will recompute it" in out
     bpr = next(line for line in out.splitlines() if line.startswith("bpr-mf"))
     assert bpr.split()[1:3] == ["4", "3"]  # total 4, done 3: the damaged unit is not done
+    # done, running, failed and to do split the parts (a running part was counted twice)
+    parts, *split = (int(x) for x in bpr.split()[1:])
+    assert sum(split) == parts and "to do" in out.splitlines()[0]
     # the stages after the validation units say why a finished sweep waits again
     stage = [line for line in out.splitlines() if "waiting for the validation units" in line]
     assert stage and all("(1 damaged validation part above among them: `dptune run` "

@@ -356,7 +356,7 @@ def _status_lines(out: str) -> dict[str, list[int]]:
 def test_sqlite_two_workers_and_a_killed_one(tmp_path, reference, capsys, monkeypatch):
     _scenario(tmp_path, reference, None, monkeypatch, k_elsewhere=False)
     out = capsys.readouterr().out
-    # parts, done, running, failed, remaining: the killed worker's unit is done, not failed
+    # parts, done, running, failed, to do: the killed worker's unit is done, not failed
     assert _status_lines(out) == {"userknn": [2, 2, 0, 0, 0], "bpr-mf": [4, 4, 0, 0, 0]}
 
 
