@@ -72,7 +72,7 @@ BAND_COLUMNS = ["algorithm", "cutoff", "position", "low", "high", "mean"]
 #: row: with DP's bootstrap interval, the margin of both estimates' errors; without it, DP
 #: below the floor as it is (no error rate).
 RULE_MARGIN = "clearly below if floor - DP > margin"
-RULE_PLAIN = "clearly below if DP < floor (no interval, no error rate)"
+RULE_PLAIN = "below if DP < floor (no interval: no test, no error rate)"
 
 
 def aa_pvalues(values_by_seed: np.ndarray, test: PairedTest, seed: int = 0) -> np.ndarray:

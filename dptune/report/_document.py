@@ -72,7 +72,8 @@ GLOSSARY = """\
   seeds (no difference of configuration: what re-training alone changes), with its own 95%
   interval; a metric is clearly below it when the
   floor exceeds its DP by more than both intervals' half-widths combined, sqrt(h_DP^2 +
-  h_floor^2), and is flagged otherwise.
+  h_floor^2), and is flagged otherwise (with the bootstrap off, DP has no interval: it is
+  only compared with the floor, *below* with no error rate).
 - **Scopes**: *all* (pairs of the whole grid), *h=v* (pairs of configurations sharing the value v
   of h: Table 5) and *only h* (pairs that differ in h alone: the one-at-a-time table and the
   dominant hyperparameter).

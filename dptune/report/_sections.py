@@ -231,8 +231,17 @@ def noise_section(configs: Any, result: Any) -> str:
         "the half-width of the floor's 95% interval, t over folds; a one-sided test at about "
         "2.5%, measured when a metric's DP is in truth its floor)"
         if has_ci
-        else "its DP is below the floor (no bootstrap: no error rate)"
+        else "its DP is below the floor"
     )
+    # without DP's interval the comparison is a description: "below", never "clearly"
+    below = "clearly below" if has_ci else "below"
+    verdict_words = ("A metric is clearly below its floor when {rule}; otherwise it is flagged: "
+                     "its configuration differences are not clearly larger than re-training "
+                     "noise." if has_ci else
+                     "With no bootstrap, DP has no interval, so the comparison is no test and "
+                     "has no error rate: a metric is below its floor when {rule} (the floor's "
+                     "own interval is shown, not used); otherwise it is flagged: its "
+                     "configuration differences are not larger than re-training noise.")
     lines = [
         "The best configuration(s) of each stochastic algorithm by validation "
         f"{primary} were re-trained with different seeds on every validation fold; every pair of "
@@ -245,10 +254,7 @@ def noise_section(configs: Any, result: Any) -> str:
         "95% interval over folds. Pairs of models whose per-user values differed by chance "
         "alone (no difference in truth) would give 12.5, uniform p-values; re-trained models "
         "do differ, so a floor below 12.5 is the difference re-training alone makes (models "
-        "with equal values for every user would give 25). A metric is clearly below "
-        "its floor "
-        f"when {rule}; otherwise it is flagged: its configuration differences are not clearly "
-        "larger than re-training noise.",
+        "with equal values for every user would give 25). " + verdict_words.format(rule=rule),
         "",
         "Runs: " + "; ".join(used) + ".",
         "",
@@ -282,7 +288,7 @@ def noise_section(configs: Any, result: Any) -> str:
         name = display_algorithm(alg)
         if bad.empty:
             lines.append(
-                f"- {name}: every metric@N is clearly below its noise floor "
+                f"- {name}: every metric@N is {below} its noise floor "
                 f"({len(ta)} of {len(ta)})."
             )
         else:
@@ -290,7 +296,7 @@ def noise_section(configs: Any, result: Any) -> str:
                 display_metric(m, c) for m, c in zip(bad["metric"], bad["cutoff"], strict=True)
             )
             lines.append(
-                f"- {name}: {len(bad)} of {len(ta)} metric@N not clearly below the noise "
+                f"- {name}: {len(bad)} of {len(ta)} metric@N not {below} the noise "
                 f"floor: {listed}."
             )
         if len(ta) and bool((ta["floor_mean_p"] >= 1.0).all()):

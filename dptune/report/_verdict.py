@@ -200,6 +200,10 @@ class _Reader:
         self.options = result.options
         floor = None if result.noise is None else result.noise.versus_dp
         self.floor_algs = set() if floor is None or floor.empty else set(floor["algorithm"])
+        #: "clearly below" the floor is a test (DP's interval against the floor's); without a
+        #: bootstrap the DP is only compared with the floor, and the words say so
+        plain = floor is not None and len(floor) and not bool(floor["ci_high"].notna().any())
+        self.below = "below" if plain else "clearly below"
         self.smallest_p = result.smallest_adjusted_p
         self.test_split = bool(result.test_split)
 
@@ -418,9 +422,9 @@ def verdict_sentences(result: Any) -> list[str]:
             s.append(f"No evidence (every p-value 1): {_metrics(r['no_evidence'], cutoff)}.")
         if alg in rd.floor_algs:
             nb = verdict_keys(r["not_below_floor"])
-            s.append("Not clearly below the A/A noise floor: " + _metrics(r["not_below_floor"],
-                                                                           cutoff) + "."
-                     if nb else "Every metric of the family is clearly below the A/A noise "
+            s.append(f"Not {rd.below} the A/A noise floor: "
+                     + _metrics(r["not_below_floor"], cutoff) + "."
+                     if nb else f"Every metric of the family is {rd.below} the A/A noise "
                      "floor.")
         ds = downstream_sentence(rd, r)
         if ds:
@@ -501,7 +505,7 @@ def summary_section(result: Any) -> str | None:
             numbers = (f"DP per 25 pairs {fmt(r['dp_per_25'], 2)}, {pair_count_text(r['n_pairs'])}"
                        + (f"; significantly less discriminative: "
                           f"{_metrics(r['less_discriminative'], cutoff)}" if less else "")
-                       + (f"; not clearly below the A/A noise floor: {_metrics(noisy, cutoff)}"
+                       + (f"; not {rd.below} the A/A noise floor: {_metrics(noisy, cutoff)}"
                           if noisy else ""))
             if not choices:
                 picks.append(f"{r['family']}: no recommendation "

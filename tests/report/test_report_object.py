@@ -217,3 +217,16 @@ def test_the_report_needs_no_store_and_build_is_gone(result, tmp_path):
     result.write_data(tmp_path)  # the data files Report.write writes first
     csv = pd.read_csv(tmp_path / "verdict.csv", keep_default_na=False)
     assert list(csv["choices"]) == [";".join(x) for x in v["choices"]]
+
+
+def test_without_a_bootstrap_nothing_is_clearly_below_the_noise_floor(swept):
+    """With the bootstrap off, DP has no interval, so its comparison with the A/A floor is no
+    test: the report says "below", with no error rate, where it said "clearly below" (and the
+    rule column "clearly below if DP < floor")."""
+    result = assemble_result(swept / "results", bootstrap=0)
+    assert set(result.noise.versus_dp["rule"]) == {"below if DP < floor (no interval: no test, "
+                                                   "no error rate)"}
+    md = Report.from_result(result).to_markdown()
+    assert "is clearly below its noise floor" not in md and "not clearly below the" not in md
+    assert "clearly larger" not in md
+    assert "With no bootstrap, DP has no interval, so the comparison is no test" in md
