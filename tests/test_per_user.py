@@ -129,11 +129,16 @@ def test_every_documented_call_renders_a_per_user_result(tmp_path: Path) -> None
     md = rep.to_markdown()
     assert "| Per-user table | per_user |" in md and "| Folds | 1 validation (0) |" in md
     # one metric of its family: said in the singular (it was "the 1 accuracy metrics select")
-    assert ("Downstream: the one accuracy metric selects configuration 5; there is no other to "
-            "compare it with.") in md
+    assert ("Downstream: the one accuracy metric selects configuration 5 (system=run5); there "
+            "is no other to compare it with.") in md
     assert "| Algorithms | runs (6 configurations) |" in md
     assert "| Configurations | runs: " + ", ".join(f"{s} = run{s}" for s in range(6)) + " |" in md
-    assert "## Noise floor (A/A pairs)\n\nOff (`noise_seeds = 0`)." in md
+    assert ("## Noise floor (A/A pairs)\n\nNone: outside data cannot be re-trained with other "
+            "seeds, which an A/A noise floor needs.") in md
+    # what this report has no part of is not explained to its reader
+    assert "*A/A noise floor* is" not in md and "*dominates*" not in md
+    assert ("Primary metric: nDCG@10. It sets the main cutoff of the figures and the summary; "
+            "which metric to tune with is the verdict's answer, not this one.") in md
     assert "| Test split |" not in md and "| Split seed |" not in md  # no experiment, no split
     written = rep.write(tmp_path / "rep")
     assert (tmp_path / "rep" / "report.md").read_text() == md

@@ -428,10 +428,16 @@ def files_section(data: list[str], tables: list[str], figures: list[str],
     return "\n".join(lines)
 
 
-def primary_line(primary: tuple[str, int], test_split: bool = True) -> str:
-    """What the primary metric is, and what it is used for."""
-    judge = "judges its own family's choices on the test split, " if test_split else ""
-    return (f"Primary metric: {display_metric(primary[0], int(primary[1]))}. It picks the "
-            "noise-floor configurations, is the metric of Table 5 and of the importance section, "
-            f"{judge}and sets the main cutoff of the figures and the summary; which metric to "
-            "tune with is the verdict's answer, not this one.")
+def primary_line(primary: tuple[str, int], test_split: bool = True, floor: bool = True,
+                 table5: bool = True, importance: bool = True) -> str:
+    """What the primary metric is, and what it is used for in this report: the noise floor's
+    configurations (``floor``), Table 5 and the importance section when the report has them,
+    the test split's judgement (``test_split``), the main cutoff."""
+    of = [t for t, has in (("Table 5", table5), ("the importance section", importance)) if has]
+    uses = ((["picks the noise-floor configurations"] if floor else [])
+            + ([f"is the metric of {' and of '.join(of)}"] if of else [])
+            + (["judges its own family's choices on the test split"] if test_split else [])
+            + ["sets the main cutoff of the figures and the summary"])
+    said = uses[0] if len(uses) == 1 else ", ".join(uses[:-1]) + " and " + uses[-1]
+    return (f"Primary metric: {display_metric(primary[0], int(primary[1]))}. It {said}; which "
+            "metric to tune with is the verdict's answer, not this one.")

@@ -307,7 +307,12 @@ class Report:
             parts.append(Section("Summary", summary).to_markdown())
         if verdict is not None:
             parts.append(Section("Verdict", verdict).to_markdown())
-        parts += [INTRO, primary_line(self.primary, self.test_split)]
+        res = self.result
+        parts += [INTRO, primary_line(
+            self.primary, self.test_split,
+            floor=res is None or res.noise is not None,
+            table5="table5" in self.tables and bool(self.tables["table5"].blocks),
+            importance=res is None or res.importance is not None)]
         parts += [s.to_markdown() for s in self.sections]
         parts.append(Section("Files", files_section(*self._file_groups())).to_markdown())
         text = "\n\n".join(parts)

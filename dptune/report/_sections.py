@@ -209,6 +209,9 @@ def noise_section(configs: Any, result: Any) -> str:
             + " deterministic (training uses no seed; re-training gives identical "
             "results): no noise floor."
         )
+    if result.outside:
+        return ("None: outside data cannot be re-trained with other seeds, which an A/A noise "
+                "floor needs.")
     if int(option(opts, "noise_seeds")) <= 0:
         return "Off (`noise_seeds = 0`)."
     table = None if result.noise is None else result.noise.versus_dp

@@ -38,12 +38,15 @@ __all__ = ["summary_section", "verdict_sentences", "verdict_section", "verdict_d
            "recommendation_text", "choices_text", "claims_legend"]
 
 
-def claims_legend(alpha: float, test_split: bool = True, intervals: bool = True) -> str:
+def claims_legend(alpha: float, test_split: bool = True, intervals: bool = True,
+                  floor: bool = True, dominance: bool = True) -> str:
     """What the verdict's words mean, said before the first of them is printed, with the error
     rate ``alpha`` as a number; ``test_split``: whether the data has held-out values (outside
     data may not: then no test split is spoken of); ``intervals``: whether the DPs have their
     bootstrap intervals and the claims built on them (not with the bootstrap off, nor under a
-    paired test without an interval): without them the legend speaks of neither."""
+    paired test without an interval): without them the legend speaks of neither; ``floor``:
+    whether there is an A/A noise floor, ``dominance``: whether configurations differ in
+    hyperparameters (not so for outside runs): the legend speaks of what the report has."""
     a = pct(alpha)
     downstream = (
         "*Downstream* asks whether the choice of metric matters: which configuration each "
@@ -62,9 +65,10 @@ def claims_legend(alpha: float, test_split: bool = True, intervals: bool = True)
             "interval (see Bootstrap in the settings). So no metric is called significantly "
             "less discriminative, the metrics of a family are offered as choices with *no "
             "difference tested*, no hyperparameter is named dominant, and the lowest DP alone "
-            "does not make a metric the better one. The *A/A noise floor* is the DP of pairs "
-            "that are one configuration re-trained with different seeds (no difference of "
-            f"configuration; report.md, section Noise floor). {downstream}")
+            "does not make a metric the better one."
+            + (" The *A/A noise floor* is the DP of pairs that are one configuration re-trained "
+               "with different seeds (no difference of configuration; report.md, section Noise "
+               "floor)." if floor else "") + f" {downstream}")
     return (
         f"{scale}, with its "
         "95% bootstrap interval in brackets. *Significantly less discriminative* is a claim with "
@@ -77,18 +81,19 @@ def claims_legend(alpha: float, test_split: bool = True, intervals: bool = True)
         "lowest DP, so either is an equal choice; the lowest DP alone does not make A the "
         "better one. *Pr(more discriminative)* is the share of bootstrap replicates in which "
         "the recommended metric has the lower DP (under the pair seed whose DPs are printed): a "
-        "description, not a test. The *A/A noise "
-        "floor* is the DP of pairs that are one configuration re-trained with different seeds "
-        "(no difference of configuration; report.md, section Noise floor), itself an estimate "
-        "with an "
-        "interval: a metric is *clearly below* it when the floor exceeds its DP by more than "
-        "both intervals' half-widths combined, sqrt(h_DP^2 + h_floor^2) (a one-sided test at "
-        "about 2.5%); otherwise it is "
-        f"not clearly better than re-training noise. {downstream} A hyperparameter "
-        "*dominates* when the DP of the pairs of configurations that differ in it alone "
-        "(its one-at-a-time scope) is significantly lower than that of every other "
-        "hyperparameter, with the same error control; on this grid's values: a hyperparameter "
-        "given values further apart changes the metric more when it alone changes."
+        "description, not a test."
+        + (" The *A/A noise floor* is the DP of pairs that are one configuration re-trained "
+           "with different seeds (no difference of configuration; report.md, section Noise "
+           "floor), itself an estimate with an interval: a metric is *clearly below* it when "
+           "the floor exceeds its DP by more than both intervals' half-widths combined, "
+           "sqrt(h_DP^2 + h_floor^2) (a one-sided test at about 2.5%); otherwise it is not "
+           "clearly better than re-training noise." if floor else "")
+        + f" {downstream}"
+        + (" A hyperparameter *dominates* when the DP of the pairs of configurations that "
+           "differ in it alone (its one-at-a-time scope) is significantly lower than that of "
+           "every other hyperparameter, with the same error control; on this grid's values: a "
+           "hyperparameter given values further apart changes the metric more when it alone "
+           "changes." if dominance else "")
     )
 
 
@@ -312,10 +317,13 @@ def downstream_sentence(rd: _Reader, r: dict) -> str:
     n_cfg = int(g["config_id"].nunique())
     head = (f"Downstream: the {len(g)} {family} metrics select {n_cfg} configuration"
             f"{'' if n_cfg == 1 else 's'}" if len(g) > 1 else
-            f"Downstream: the one {family} metric selects configuration {g['config_id'].iloc[0]}")
+            f"Downstream: the one {family} metric selects "
+            f"{_config(g['config_id'].iloc[0], g['params'].iloc[0])}")
     if n_cfg == 1:
-        return head + (", so the choice among them does not matter here." if len(g) > 1
-                       else "; there is no other to compare it with.")
+        only = _config(g["config_id"].iloc[0], g["params"].iloc[0])
+        return (f"Downstream: the {len(g)} {family} metrics all select {only}, so the choice "
+                "among them does not matter here." if len(g) > 1
+                else head + "; there is no other to compare it with.")
     if not rd.test_split:
         return head + "; the data has no held-out values (no fold named test), so whether " \
             "they differ beyond these folds is unknown."
@@ -566,8 +574,11 @@ def verdict_section(result: Any, figures: Sequence[tuple[str, int, str]] = ()) -
     if v is None or v.empty:
         return None
     opts = result.options
+    scopes = result.dp.table["scope"].astype(str)
     lines = [claims_legend(float(opts.alpha), bool(result.test_split),
-                           intervals=int(opts.bootstrap) > 0 and opts.paired_test.interval), ""]
+                           intervals=int(opts.bootstrap) > 0 and opts.paired_test.interval,
+                           floor=result.noise is not None,
+                           dominance=bool(scopes.str.startswith("only:").any())), ""]
     lines += [f"- {t}" for t in verdict_sentences(result)]
     lines += ["", _table(result).to_markdown(), ""]
     judged = ("each family's choice is judged on the test split by a metric of the same family"
