@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from conftest import RUN_USERS, write_runs
@@ -212,3 +213,20 @@ def test_the_docs_analysis_calls_work_on_a_per_user_result(tmp_path: Path) -> No
     assert dptune.analyze(df, mine).options.min_pairs == 20
     names = {p.name for p in results.write_data(tmp_path / "data")}
     assert {"dp.csv", "pairs.csv", "verdict.csv"} <= names and "noise_floor.csv" not in names
+
+
+def test_a_system_with_few_users_is_named_when_a_fold_has_too_few() -> None:
+    """A system with values for 5 users makes its pairs small in a fold of 60: the error named
+    the fold alone ("runs/fold 0: only 5 users"), which has 60; it now names the pair."""
+    import dptune
+    from dptune.errors import DptuneError
+
+    rng = np.random.default_rng(3)
+    rows = [{"system": f"s{s}", "user": u, "metric": "ndcg@10", "value": rng.random()}
+            for s in range(4) for u in range(60 if s < 3 else 5)]
+    with pytest.raises(DptuneError) as err:
+        dptune.discriminative_power(pd.DataFrame(rows))
+    msg = str(err.value)
+    assert ("only 5 users to test pairs on (the users every configuration of a scope has values "
+            "for; configuration 3 (system=s3) has values for 5), fewer than min_fold_users = "
+            "20") in msg, msg

@@ -93,7 +93,8 @@ def analyze(store: ResultStore | str | Path | pd.DataFrame,
     if opts.noise_seeds > 0 and isinstance(store, ResultStore):
         noisemod.check_noise_complete(store)  # before the fold loop: nothing computed in vain
     estimate = run_fold_loop(store, opts, progress)
-    dg.check_fold_users(dg.fold_user_counts(estimate.pvalues), opts.min_fold_users)
+    dg.check_fold_users(dg.fold_user_counts(estimate.pvalues), opts.min_fold_users,
+                        which=lambda alg, fold: _fewest_users(store, alg, fold))
     with_dp = set(estimate.table["algorithm"])
     estimate = dataclasses.replace(estimate, without={
         a: configuration_count(store, a) for a in store.algorithms() if a not in with_dp})
@@ -192,6 +193,25 @@ def check_primary(store: ResultStore | PerUserStore, opts: AnalysisOptions) -> N
     names = sorted({m for m, _ in have}, key=metric_rank)
     raise input_error("analysis", "primary_metric", f"the results have no {metric!r}; they have "
                       f"{', '.join(names)}")
+
+
+def _fewest_users(store: ResultStore | PerUserStore, alg: str, fold: str) -> str:
+    """Whose users a fold's tests had too few of: pairs are tested on the users every
+    configuration of their scope has values for, so a configuration with values for few users
+    (outside data) makes them few in a fold of many: ``configuration 3 (system=b.run) has
+    values for 5``. Counted on the first metric@N, for up to 200 configurations (an error's
+    detail; a sweep's configurations have the same users)."""
+    ids = [int(c) for c in store.configs(alg)["config_id"]]
+    if not ids or len(ids) > 200:
+        return "the users every configuration of a scope has values for"
+    metric, cutoff = store.metric_cutoffs(alg)[0]
+    counts = {c: len(store.read_matrix(alg, metric, cutoff, fold, [c])[0]) for c in ids}
+    low = min(counts, key=lambda c: (counts[c], c))
+    configs = store.configs(alg).set_index("config_id")
+    system = configs["system"].get(low) if "system" in configs.columns else None
+    name = f"{low} (system={system})" if isinstance(system, str) else str(low)
+    return (f"the users every configuration of a scope has values for; configuration {name} "
+            f"has values for {counts[low]}")
 
 
 def check_families(store: ResultStore | PerUserStore, opts: AnalysisOptions) -> None:

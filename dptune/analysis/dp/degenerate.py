@@ -15,7 +15,7 @@ reported with confidence.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 import pandas as pd
@@ -39,20 +39,24 @@ def fold_user_counts(pvalues: pd.DataFrame) -> dict[tuple[str, str], int]:
 
 
 def check_fold_users(counts: Mapping[tuple[str, str], int], minimum: int = MIN_FOLD_USERS,
-                     source: str = "analysis") -> None:
+                     source: str = "analysis",
+                     which: Callable[[str, str], str] | None = None) -> None:
     """Raise a one-line error for the first (algorithm, fold) with fewer than ``minimum`` users.
 
     The message names the algorithm, the fold, the count and the option (``min_fold_users``)
-    that lowers the bar. ``minimum = 0`` turns the check off.
+    that lowers the bar; ``which(algorithm, fold)``, when given, says whose users they are (the
+    pair with the fewest: a configuration of outside data with values for few users makes its
+    pairs small in a fold of many users). ``minimum = 0`` turns the check off.
     """
     minimum = check_int(minimum, source, "min_fold_users", 0)
     for (alg, fold), n in counts.items():
         if int(n) < int(minimum):
+            whose = f" ({which(alg, fold)})" if which is not None else ""
             raise input_error(
                 source, f"{alg}/fold {fold}",
-                f"only {int(n)} users to test pairs on, fewer than min_fold_users = {int(minimum)}"
-                "; DP over so few users is not evidence (use more data or fewer folds, or lower "
-                "--min-fold-users)")
+                f"only {int(n)} users to test pairs on{whose}, fewer than min_fold_users = "
+                f"{int(minimum)}; DP over so few users is not evidence (use more data or fewer "
+                "folds, or lower --min-fold-users)")
 
 
 def no_evidence(pvalues: pd.DataFrame) -> pd.DataFrame:
