@@ -318,7 +318,10 @@ def core_sections(
     settings_md = simple_block(["Setting", "Value"], settings_rows(settings), [False, False])
     out = [
         Section("Pairs", pair_sampling_text(dp, (settings or {}).get(PAIRS_SETTING),
-                                    (settings or {}).get(VALUE_PAIRS_SETTING))),
+                                            (settings or {}).get(VALUE_PAIRS_SETTING))
+                + (" Of a grid sample, these are the pairs of the configurations its units hold, "
+                   "not of the full grid (Grid sample in the settings says how many of the "
+                   "grid's there are)." if "Grid sample" in (settings or {}) else "")),
         Section("Data sets", tables["table1"].to_markdown()),
         Section("Experiment settings", settings_md.to_markdown()),
         Section(

@@ -226,7 +226,8 @@ class Report:
                 table1(result.datasets),
                 table3(dp, verdict, families, result.options.min_pairs),
                 table4(dp, verdict, families),
-                table5(dp, primary, hyperparameter_order, result.options.min_pairs),
+                table5(dp, primary, hyperparameter_order, result.options.min_pairs,
+                       grid=_grid_values(result)),
                 one_at_a_time_table(dp, primary, hyperparameter_order,
                                     result.options.min_pairs),
             )
@@ -399,6 +400,21 @@ class _Configurations:
     def hyperparameters(self, algorithm: str) -> list[str]:
         """The algorithm's free hyperparameters (derived ones are shown, not swept)."""
         return list(self._free.get(algorithm, []))
+
+
+def _grid_values(result: AnalysisResult) -> dict[str, dict[str, list[object]]]:
+    """Per algorithm, each free hyperparameter's values in the grid (the result's
+    configurations are the whole grid's, run or not): Table 5 lists those no configuration of a
+    budget's units has."""
+    if result.configurations is None:
+        return {}
+    cf = _Configurations(result)
+    out: dict[str, dict[str, list[object]]] = {}
+    for alg in cf.algorithms():
+        rows = cf.configs(alg)
+        out[alg] = {h: list(pd.unique(rows[h].dropna())) for h in cf.hyperparameters(alg)
+                    if h in rows.columns}
+    return out
 
 
 def report_label(manifest: Mapping[str, object] | None) -> str:

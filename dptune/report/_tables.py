@@ -59,12 +59,15 @@ from dptune.vocab import (
     display_metric,
     metric_rank,
     tie_value,
+    value_norm,
 )
 
 __all__ = ["table1", "table3", "table4", "table5", "one_at_a_time_table", "best_worst"]
 
 #: Marks a Table 5 group with fewer pairs than ``min_pairs``: shown, not ranked.
 TOO_FEW = "‡"
+#: Table 5's DP cell of a grid value that no configuration of the results has.
+NOT_RUN = "not run"
 
 
 def _no_evidence(values: pd.DataFrame) -> pd.Series:
@@ -468,8 +471,13 @@ def table5(
     primary: tuple[str, int] = ("ndcg", 10),
     hyperparameter_order: Mapping[str, Sequence[object]] | None = None,
     min_pairs: int = MIN_PAIRS,
+    grid: Mapping[str, Mapping[str, Sequence[object]]] | None = None,
 ) -> Table:
     """Table 5: DP per 25 pairs among configurations that share one value of a hyperparameter.
+
+    ``grid`` (per algorithm, each hyperparameter's values in the grid) adds the values no
+    configuration of the results has (a budget's units that do not hold them), marked
+    :data:`NOT_RUN` with no DP: the row shows the grid's values, not only those run.
 
     Markdown/LaTeX: for the primary metric@cutoff, one block per algorithm; per hyperparameter a
     row of its values, a row of DP values (the lowest bold, as in the paper) and a row of the
@@ -516,6 +524,9 @@ def table5(
             if prim.empty:
                 continue
             shown = [v for v in values if v in prim.index]
+            run = {value_norm(v) for v in shown}  # "10" of a scope is the grid's 10
+            missing = [v for v in (grid or {}).get(alg, {}).get(h, ())
+                       if value_norm(v) not in run]
             dps = [prim.at[v, "dp_per_25"] for v in shown]
             npairs = [prim.at[v, "n_pairs"] for v in shown]
             # a group with too few pairs is shown but not ranked (never bold)
@@ -530,6 +541,15 @@ def table5(
             dp_cells = marked_cells(ranked, texts)  # the lowest of the whole row bold
             p_cells = [Cell(_n_pairs_text(pd.Series([prim.at[v, "n_pairs"]])), numeric=True)
                        for v in shown]
+            if missing:  # in value order among those run: no DP, never ranked
+                cells = {v: (vc, dc, pc) for v, vc, dc, pc
+                         in zip(shown, value_cells, dp_cells, p_cells, strict=True)}
+                cells |= {str(v): (Cell(display_value(v), numeric=True),
+                                   Cell(NOT_RUN, numeric=True), Cell("0", numeric=True))
+                          for v in missing}
+                shown = ordered_values(list(cells), order.get(h))
+                value_cells, dp_cells, p_cells = (
+                    [cells[v][k] for v in shown] for k in range(3))
             name = display_hyperparameter(h, alg)
             for start in range(0, len(shown), VALUES_PER_ROW):
                 end = start + VALUES_PER_ROW
@@ -561,6 +581,9 @@ def table5(
             f"{TOO_FEW} too few pairs (fewer than min_pairs = {int(min_pairs)}) to rank this "
             "group: its DP is shown but not compared.")
     notes += unsampled_note(shares)
+    if any(c.text == NOT_RUN for b in blocks for r in b.rows for c in r):
+        notes.append(f"{NOT_RUN}: a value of the grid that no configuration of these results "
+                     "has (the units a budget ran do not hold it), so it has no DP.")
     return Table("table5", caption, blocks, csv, notes, number="Table 5")
 
 

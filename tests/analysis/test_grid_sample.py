@@ -123,6 +123,8 @@ def test_the_report_states_the_design_everywhere(stores, grid_sample_analyses, t
     for t in ("table3", "table4", "table5"):
         assert want in (tmp_path / "r" / f"{t}.md").read_text()
     assert (tmp_path / "r" / "grid_sample.csv").exists()
+    # the Pairs section's "all M pairs" are the sample's, and it says so
+    assert "Of a grid sample, these are the pairs of the configurations its units hold" in md
     # the settings' Bootstrap row describes the full grid's studentised arcsine interval; it
     # also says how a grid sample's interval is read (symmetric, Student's t over the units)
     row = next(ln for ln in md.splitlines() if ln.startswith("| Bootstrap |"))

@@ -454,6 +454,25 @@ def test_table4_with_confidence_interval() -> None:
     assert "dptunestack" not in report.table4(make_dp()).to_latex()
 
 
+def test_table5_lists_the_grid_values_no_configuration_has() -> None:
+    """A budget's units may hold no configuration with some value of the grid: Table 5 listed
+    the values run only, so that a reader took the grid for one of fewer values. They are now
+    in the row, in value order, marked 'not run' with no DP and P = 0, and never bold."""
+    grid = {"bpr-mf": {"factors": [9, 10, 15, 20, 160], "iterations": [1, 2, 4]}}
+    t = report.table5(make_dp(), grid=grid)
+    rows = _md_rows(t.to_markdown())
+    values = next(r for r in rows if r[0] == "Latent factors")
+    at = values.index("15")
+    assert values[1:] == ["9", "10", "15", "20", "160"]
+    dps = rows[rows.index(values) + 1]
+    assert dps[at] == "not run" and rows[rows.index(values) + 2][at] == "0"
+    assert "**" not in dps[at]
+    assert any("not run: a value of the grid that no configuration" in n for n in t.notes)
+    # every value run: the table as before, no note
+    assert not any("not run" in n for n in report.table5(make_dp(), grid={
+        "bpr-mf": {"factors": [9, 10, 20, 160]}}).notes)
+
+
 def test_table5_continues_a_long_row_on_the_next_rows() -> None:
     """A hyperparameter with more than 8 values (the paper's 14 iteration counts) continues on
     the next rows, so that the table fits a page; the lowest DP of the whole row is bold, once,
