@@ -133,6 +133,11 @@ def test_every_documented_call_renders_a_per_user_result(tmp_path: Path) -> None
     assert ("Downstream: the one accuracy metric selects configuration 5 (system=run5); there "
             "is no other to compare it with.") in md
     assert "| Algorithms | runs (6 configurations) |" in md
+    # one fold has no spread over folds: no "± 0.000", no "Best + Std Dev" equal to the best
+    assert "(one fold: no sd)" in md and "± 0.000" not in md
+    t4 = rep.tables["table4"].to_markdown()
+    row = next(ln for ln in t4.splitlines() if ln.startswith("| runs"))
+    assert row.split("|")[-3].strip() == "–", row
     assert "| Configurations | runs: " + ", ".join(f"{s} = run{s}" for s in range(6)) + " |" in md
     assert ("## Noise floor (A/A pairs)\n\nNone: outside data cannot be re-trained with other "
             "seeds, which an A/A noise floor needs.") in md

@@ -293,6 +293,11 @@ def _count(value: object) -> int | None:
         return None
 
 
+def _one_fold(dp: pd.DataFrame) -> bool:
+    """Whether every DP rests on one fold (outside data of one fold): no spread over folds."""
+    return "n_folds" in dp.columns and len(dp) > 0 and int(dp["n_folds"].max()) < 2
+
+
 def core_sections(
     tables: Mapping[str, Table],
     figures: Mapping[str, ReportFigure],
@@ -337,8 +342,9 @@ def core_sections(
         alpha = find_setting(flatten(settings or {}), ("alpha", "significance_level"))
         level = f"alpha = {fmt_setting(alpha[1])}" if alpha else "the configured alpha"
         body = (
-            f"Share of the pairs whose p-value is below {level} (mean ± sd over "
-            f"folds), N = {cutoff}, scope all; higher is more discriminative.\n\n{sakai}"
+            f"Share of the pairs whose p-value is below {level} ("
+            + ("one fold: no sd" if _one_fold(dp) else "mean ± sd over folds")
+            + f"), N = {cutoff}, scope all; higher is more discriminative.\n\n{sakai}"
         )
         out.append(Section("Sakai-style DP", body))
     out.append(Section("P-value curves (Figure 1)", _figure_section(figures, cutoff, noise)))

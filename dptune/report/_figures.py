@@ -166,8 +166,10 @@ def figure1(
         )
     for ax in list(axes.flat)[len(algorithms) :]:
         ax.set_visible(False)
-    fig.suptitle(_fitted(fig, f"Averaged p-value curves with ±1 sd across folds (cutoff "
-                              f"{cutoff})", 12), fontsize=12)
+    one = "n_folds" in dp.columns and len(dp) and int(dp["n_folds"].max()) < 2
+    spread = "one fold, no sd" if one else "with ±1 sd across folds"
+    fig.suptitle(_fitted(fig, f"Averaged p-value curves {spread} (cutoff {cutoff})", 12),
+                 fontsize=12)
     return fig
 
 

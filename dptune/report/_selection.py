@@ -243,8 +243,10 @@ def sakai_table_md(dp: pd.DataFrame, cutoff: int) -> str | None:
         for m in metrics:
             if m in a.index:
                 sd = a.at[m, "sakai_sd"]
-                row.append(fmt(a.at[m, "sakai"]) + ("" if is_missing(sd) else f" ± {fmt(sd)}")
-                           + mark)
+                # one fold has no spread: its sd of 0 is no number to show
+                one = "n_folds" in a.columns and int(a.at[m, "n_folds"]) < 2
+                row.append(fmt(a.at[m, "sakai"])
+                           + ("" if is_missing(sd) or one else f" ± {fmt(sd)}") + mark)
             else:
                 row.append(MISSING)
         rows.append(row)

@@ -409,7 +409,9 @@ def table4(dp: pd.DataFrame, verdict: pd.DataFrame | None = None,
                     identical_cell(worst["metric"], worst_tied, cutoff) if worst is not None
                     else Cell(MISSING),
                     dp_cell(best),
-                    Cell(fmt(best["dp_per_25_plus_sd"]) if best is not None else MISSING,
+                    # one fold has no spread: its "+ sd" would repeat the DP
+                    Cell(fmt(best["dp_per_25_plus_sd"]) if best is not None
+                         and int(best.get("n_folds", 2)) >= 2 else MISSING,
                          numeric=True),
                     dp_cell(worst),
                 ]
