@@ -214,6 +214,13 @@ def _expand_param(source: str, name: str, spec: Any) -> list[Any]:
         raw = spec["values"]
         if not isinstance(raw, list) or not raw:
             raise input_error(source, f"{where}.values", "must be a non-empty list")
+        # a value written twice is a typo (10, 10 for 10, 100), not a wish for one value;
+        # values an exponent or rounding makes equal are merged below, as documented
+        twice = [v for i, v in enumerate(raw) if any(
+            v == w and isinstance(v, bool) == isinstance(w, bool) for w in raw[:i])]
+        if twice:
+            raise input_error(source, f"{where}.values", f"lists {twice[0]!r} twice; a grid "
+                              "value is written once")
     else:
         if "base" not in spec or "exponent" not in spec:
             raise input_error(source, where, "needs 'values', or 'base' and 'exponent'")

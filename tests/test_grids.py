@@ -248,6 +248,20 @@ def test_a_grid_that_excludes_every_value_is_refused_at_load():
                                      "round": "int", "exclude": [1]}}}, "g.toml")
 
 
+def test_a_value_written_twice_is_refused_and_rounding_merges_values():
+    """``values = [10, 10]`` became one configuration without a word (a typo for 10, 100);
+    values that rounding or an exponent makes equal are still merged, as documented."""
+    with pytest.raises(DptuneError) as err:
+        parse_grid({"params": {"k": {"values": [10, 20, 10]}}}, "g.toml")
+    assert str(err.value) == "g.toml: params.k.values: lists 10 twice; a grid value is written once"
+    with pytest.raises(DptuneError, match="lists 1.0 twice"):  # one number, written twice
+        parse_grid({"params": {"k": {"values": [1, 1.0]}}}, "g.toml")
+    merged = parse_grid({"params": {"k": {"base": 2, "exponent": {"start": 0, "stop": 0.4,
+                                                                  "step": 0.2},
+                                          "round": "int"}}}, "g.toml")
+    assert merged.values["k"] == [1]
+
+
 def test_a_grid_larger_than_the_cap_is_refused_before_it_is_expanded(tmp_path, monkeypatch):
     """The size is the product of the value counts: a grid beyond MAX_CONFIGS is one line
     giving the count and the cap, and no configuration is ever built (it hung before)."""
