@@ -315,9 +315,12 @@ def parse_grid(data: dict, source: str = "<memory>", *,
         text = next((v for v in values[src] if isinstance(v, bool)
                      or not isinstance(v, numbers.Real)), None)
         if text is not None:  # a derived value is source x scale: "cosine" x 0.5 is nothing
+            quoted = isinstance(text, str) and _number_text(text)
             raise input_error(source, f"{where}.from", f"{src!r} has a value that is not a "
-                              f"number ({plain(text)}); a derived hyperparameter is its source "
-                              "times the scale")
+                              f"number: params.{src}.values holds {text!r}"
+                              + (", a string (write the number without quotes)" if quoted
+                                 else "") + "; a derived hyperparameter is its source times "
+                              "the scale")
         derived[name] = (src, _real(source, f"{where}.scale", spec.get("scale", 1.0)))
     family = data.get("family")
     if family is not None and not isinstance(family, str):
@@ -326,6 +329,15 @@ def parse_grid(data: dict, source: str = "<memory>", *,
     if max_configs is not None:
         check_size(grid, max_configs)
     return grid
+
+
+def _number_text(text: str) -> bool:
+    """Whether ``text`` reads as a number (``"0.1"``: a number quoted by mistake)."""
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def load_grid(path: str | Path, *, max_configs: int | None = MAX_CONFIGS,

@@ -322,13 +322,19 @@ def test_exponent_numbers_are_numbers_not_text(spec, start):
     pytest.param({"reg": {"from": "lr", "scale": "0.05"}},
                  "g.toml: derived.reg.scale: must be a finite number, got '0.05'", id="scale-text"),
     pytest.param({"reg": {"from": "sim", "scale": 2}},
-                 "g.toml: derived.reg.from: 'sim' has a value that is not a number ('cosine')",
-                 id="text-source"),
+                 "g.toml: derived.reg.from: 'sim' has a value that is not a number: "
+                 "params.sim.values holds 'cosine'; a derived", id="text-source"),
+    # a number quoted by mistake: the source's field is named, and the likely fix
+    pytest.param({"reg": {"from": "q", "scale": 2}},
+                 "g.toml: derived.reg.from: 'q' has a value that is not a number: "
+                 "params.q.values holds '0.1', a string (write the number without quotes)",
+                 id="quoted-number"),
 ])
 def test_a_derived_hyperparameter_needs_numbers(derived, start):
     """A text scale was read as a number; a text source failed with a TypeError traceback when
     the grid was expanded."""
     with pytest.raises(DptuneError) as err:
-        parse_grid({"params": {"lr": {"values": [0.1]}, "sim": {"values": ["cosine"]}},
+        parse_grid({"params": {"lr": {"values": [0.1]}, "sim": {"values": ["cosine"]},
+                               "q": {"values": ["0.1", 0.05]}},
                     "derived": derived}, "g.toml")
     assert str(err.value).startswith(start), str(err.value)

@@ -92,7 +92,7 @@ BPR_LR = ('[params.factors]\nvalues = [4]\n[params.iterations]\nvalues = [1]\n'
 @pytest.mark.parametrize("grid, words", [
     (BPR_LR.format(lr="0.0"), ("learning_rate", "must be a finite number > 0", "got 0.0")),
     (BPR_LR.format(lr="-0.01"), ("learning_rate", "> 0", "-0.01")),
-    (BPR_LR.format(lr="0.05").replace("values = [4]", "values = [0]"),
+    (BPR_LR.format(lr="0.1").replace("values = [4]", "values = [0]"),
      ("factors", "must be an integer >= 1", "got 0")),
     (BPR_LR.format(lr="0.1").replace("scale = 0.05", "scale = -1"),
      ("user_reg", "must be a finite number >= 0", "-0.05")),

@@ -199,14 +199,16 @@ def _fewest_users(store: ResultStore | PerUserStore, alg: str, fold: str) -> str
     """Whose users a fold's tests had too few of: pairs are tested on the users every
     configuration of their scope has values for, so a configuration with values for few users
     (outside data) makes them few in a fold of many: ``configuration 3 (system=b.run) has
-    values for 5``. Counted on the first metric@N, for up to 200 configurations (an error's
-    detail; a sweep's configurations have the same users)."""
+    values for 5``; empty when every configuration has the same users (a sweep's: the fold is
+    small). Counted on the first metric@N, for up to 200 configurations (an error's detail)."""
     ids = [int(c) for c in store.configs(alg)["config_id"]]
     if not ids or len(ids) > 200:
-        return "the users every configuration of a scope has values for"
+        return ""
     metric, cutoff = store.metric_cutoffs(alg)[0]
     counts = {c: len(store.read_matrix(alg, metric, cutoff, fold, [c])[0]) for c in ids}
     low = min(counts, key=lambda c: (counts[c], c))
+    if counts[low] == max(counts.values()):  # every configuration has them all: the fold's
+        return ""
     configs = store.configs(alg).set_index("config_id")
     system = configs["system"].get(low) if "system" in configs.columns else None
     name = f"{low} (system={system})" if isinstance(system, str) else str(low)

@@ -51,7 +51,8 @@ def check_fold_users(counts: Mapping[tuple[str, str], int], minimum: int = MIN_F
     minimum = check_int(minimum, source, "min_fold_users", 0)
     for (alg, fold), n in counts.items():
         if int(n) < int(minimum):
-            whose = f" ({which(alg, fold)})" if which is not None else ""
+            said = which(alg, fold) if which is not None else ""
+            whose = f" ({said})" if said else ""
             raise input_error(
                 source, f"{alg}/fold {fold}",
                 f"only {int(n)} users to test pairs on{whose}, fewer than min_fold_users = "
