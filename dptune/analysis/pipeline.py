@@ -226,10 +226,14 @@ def check_families(store: ResultStore | PerUserStore, opts: AnalysisOptions) -> 
         for m in members:
             if m not in METRICS and m not in have:
                 names = sorted(have, key=metric_rank)
+                # an outside metric's name is kept as written: HR is not hr
+                same = [n for n in names if n.lower() == m.lower()]
                 raise input_error("analysis", f"families.{name}", f"{m!r} is neither a dptune "
                                   f"metric ({', '.join(METRICS)}) nor one of the results' "
                                   f"(they have {', '.join(names)})"
-                                  + did_you_mean(m, [*METRICS, *names]))
+                                  + (f" (did you mean {same[0]!r}? an outside metric's name is "
+                                     "matched as written)" if same
+                                     else did_you_mean(m, [*METRICS, *names])))
 
 
 def _noise_floor(store: ResultStore, opts: AnalysisOptions,

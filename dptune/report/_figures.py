@@ -167,9 +167,9 @@ def figure1(
     for ax in list(axes.flat)[len(algorithms) :]:
         ax.set_visible(False)
     one = "n_folds" in dp.columns and len(dp) and int(dp["n_folds"].max()) < 2
-    spread = "one fold, no sd" if one else "with ±1 sd across folds"
-    fig.suptitle(_fitted(fig, f"Averaged p-value curves {spread} (cutoff {cutoff})", 12),
-                 fontsize=12)
+    title = (f"Averaged p-value curves (one fold, no sd; cutoff {cutoff})" if one else
+             f"Averaged p-value curves with ±1 sd across folds (cutoff {cutoff})")
+    fig.suptitle(_fitted(fig, title, 12), fontsize=12)
     return fig
 
 

@@ -182,6 +182,9 @@ def test_an_outside_metric_joins_a_family():
     msg = str(err.value)
     assert msg.startswith("analysis: families.accuracy: 'hrr' is neither a dptune metric") \
         and "(they have ndcg, hr)" in msg and "did you mean" in msg and "\n" not in msg, msg
+    with pytest.raises(DptuneError, match="did you mean 'hr'\\? an outside metric's name is "
+                       "matched as written"):
+        dptune.discriminative_power(table, pairs=15, families={"accuracy": ["ndcg", "HR"]})
 
 
 def test_bad_family_on_the_command_line_is_one_line_and_exit_2(tmp_path, capsys):
