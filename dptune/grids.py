@@ -27,6 +27,7 @@ from typing import Any
 import pandas as pd
 
 from dptune.errors import input_error, plain, read_toml
+from dptune.vocab import value_norm
 
 _TOP_KEYS = {"family", "description", "params", "derived"}
 _PARAM_KEYS = {"values", "base", "exponent", "round", "exclude", "digits", "description"}
@@ -315,7 +316,8 @@ def parse_grid(data: dict, source: str = "<memory>", *,
         text = next((v for v in values[src] if isinstance(v, bool)
                      or not isinstance(v, numbers.Real)), None)
         if text is not None:  # a derived value is source x scale: "cosine" x 0.5 is nothing
-            quoted = isinstance(text, str) and _number_text(text)
+            # "0.1": a number quoted by mistake (it reads as one)
+            quoted = isinstance(text, str) and isinstance(value_norm(text), float)
             raise input_error(source, f"{where}.from", f"{src!r} has a value that is not a "
                               f"number: params.{src}.values holds {text!r}"
                               + (", a string (write the number without quotes)" if quoted
@@ -329,15 +331,6 @@ def parse_grid(data: dict, source: str = "<memory>", *,
     if max_configs is not None:
         check_size(grid, max_configs)
     return grid
-
-
-def _number_text(text: str) -> bool:
-    """Whether ``text`` reads as a number (``"0.1"``: a number quoted by mistake)."""
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
 
 
 def load_grid(path: str | Path, *, max_configs: int | None = MAX_CONFIGS,
