@@ -90,8 +90,9 @@ class Table:
 
         ``label`` is the float's ``\\label`` (``tab:<label>``, its characters kept to letters,
         digits, ``-``, ``.`` and ``:``), by default the table's name. A written report passes
-        its folder's name before the table's (``tab:anelli2019-ml1m-knn:table3``), so that two
-        reports pasted into one paper do not define the same label.
+        its label (the experiment's name) before the table's (``tab:anelli2019-ml1m-knn:table3``),
+        so that the reports of two experiments pasted into one paper do not define the same
+        label.
 
         Two commands, defined in the float only (``\\providecommand``: a document's own
         definition wins): ``\\dptunefit`` sets a tabular at its natural size, or scales it down
