@@ -14,7 +14,7 @@ do) and importance only when configurations with hyperparameters are given.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -57,14 +57,28 @@ def analyze_per_user(per_user: str | Path, reports_dir: str | Path,
 def analyze_runs(runs: str | Path, qrels: str | Path, train: str | Path,
                  reports_dir: str | Path, cutoffs: Sequence[int] = (1, 5, 10),
                  threshold: float = 4.0, relevance_aware: bool = True, order: str = "trec", *,
-                 progress: bool = False, **overrides: Any) -> list[Path]:
+                 progress: bool = False, on_note: Callable[[str], None] | None = None,
+                 **overrides: Any) -> list[Path]:
     """``dptune dp --runs``: evaluate a directory of TREC runs into a per-user table
     (:func:`dptune.store.read_runs`; one configuration per run file) and analyse it as
-    :func:`analyze_per_user` does."""
+    :func:`analyze_per_user` does. ``on_note`` is given each line of what a run scores
+    otherwise than trec_eval would (:func:`dptune.store._trec.coverage_lines`: users a run does
+    not rank, relevant pairs that are training pairs), as ``dptune evaluate`` prints them."""
     from dptune.store._runs import read_runs
+    from dptune.store._trec import coverage_lines
 
     table = read_runs(runs, qrels, train, cutoffs=cutoffs, threshold=threshold,
                       relevance_aware=relevance_aware, order=order)
+    if on_note is not None:
+        for fold, by in table.attrs["missing_from_run"].items():
+            evaluated = table.attrs["users_seen"][fold] - len(table.attrs["not_evaluated"][fold])
+            for system, users in by.items():
+                for line in coverage_lines(users, 0, f"{system} (fold {fold})", qrels, train,
+                                           evaluated):
+                    on_note(line)
+            for line in coverage_lines([], table.attrs["relevant_in_train"][fold], runs,
+                                       f"{qrels} (fold {fold})", train, evaluated):
+                on_note(line)
     store = PerUserStore.from_frame(table, source=runs, kind="runs")
     left, seen = table.attrs["not_evaluated"], table.attrs["users_seen"]
     dropped = "; ".join(f"fold {f}: {len(u)} of {seen[f]} users ({', '.join(u[:5])}"

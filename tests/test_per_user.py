@@ -235,3 +235,21 @@ def test_a_system_with_few_users_is_named_when_a_fold_has_too_few() -> None:
     assert ("only 5 users to test pairs on (the users every configuration of a scope has values "
             "for; configuration 3 (system=s3) has values for 5), fewer than min_fold_users = "
             "20") in msg, msg
+
+
+def test_dp_runs_says_what_trec_eval_would_score_otherwise(tmp_path: Path, capsys) -> None:
+    """``dp --runs`` prints, as ``evaluate`` does, the users a run does not rank (scored 0) and
+    the relevant pairs that are training pairs; it said so only in the report's settings."""
+    users = tuple(f"u{k}" for k in range(30))
+    runs, qrels, train = write_runs(tmp_path, ("a.run", "b.run"), users=users)
+    b = runs / "b.run"
+    b.write_text("".join(ln + "\n" for ln in b.read_text().splitlines()
+                         if not ln.startswith("u7 ")))
+    assert main(["dp", "--runs", str(runs), "--qrels", str(qrels), "--train", str(train),
+                 "--reports", str(tmp_path / "rep"), "--bootstrap", "0", "--stability", "0",
+                 "--no-progress"]) == 0
+    err = capsys.readouterr().err
+    assert ("dptune: note: 1 of 30 evaluated users has no line in b.run (fold 0) and scores 0 "
+            "on every metric (as trec_eval -c scores them; without -c it leaves them out): u7"
+            ) in err, err
+    assert f"relevant (user, item) pairs of {qrels} (fold 0) are also in {train}" in err, err

@@ -301,7 +301,9 @@ def cmd_dp(args: argparse.Namespace) -> int:
     files = analyze_runs(args.runs, args.qrels, args.train, args.reports, cutoffs=args.cutoffs,
                          threshold=args.threshold,
                          relevance_aware=args.novelty == "relevance-aware", order=args.order,
-                         progress=not args.no_progress, **overrides)
+                         progress=not args.no_progress,
+                         on_note=lambda line: print(f"dptune: note: {line}", file=sys.stderr),
+                         **overrides)
     print(f"reports: {args.reports} ({len(files)} files)")
     return 0
 
