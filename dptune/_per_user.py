@@ -20,6 +20,7 @@ from typing import Any
 
 from dptune.analysis.options import AnalysisOptions
 from dptune.analysis.pipeline import analyze
+from dptune.errors import first_few
 from dptune.report._settings import outside_settings
 from dptune.store._per_user_file import read_per_user, read_per_user_configs
 from dptune.store._per_user_store import PerUserStore
@@ -81,11 +82,9 @@ def analyze_runs(runs: str | Path, qrels: str | Path, train: str | Path,
                 on_note(line)
     store = PerUserStore.from_frame(table, source=runs, kind="runs")
     left, seen = table.attrs["not_evaluated"], table.attrs["users_seen"]
-    dropped = "; ".join(f"fold {f}: {len(u)} of {seen[f]} users ({', '.join(u[:5])}"
-                        + (f" and {len(u) - 5} more" if len(u) > 5 else "") + ")"
+    dropped = "; ".join(f"fold {f}: {len(u)} of {seen[f]} users ({first_few(u, 5)})"
                         for f, u in left.items() if u)
-    unranked = "; ".join(f"fold {f}, {s}: {len(u)} ({', '.join(u[:5])}"
-                         + (f" and {len(u) - 5} more" if len(u) > 5 else "") + ")"
+    unranked = "; ".join(f"fold {f}, {s}: {len(u)} ({first_few(u, 5)})"
                          for f, by in table.attrs["missing_from_run"].items()
                          for s, u in by.items() if u)
     in_train = "; ".join(f"fold {f}: {n}" for f, n in table.attrs["relevant_in_train"].items()

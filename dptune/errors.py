@@ -38,6 +38,13 @@ def suggest(key: str, allowed: Sequence[str]) -> str:
     return did_you_mean(key, allowed) or f" (allowed: {', '.join(allowed)})"
 
 
+def first_few(names: Sequence[object], most: int) -> str:
+    """``a, b, c and 2 more``: the first ``most`` of ``names``, and how many are left out; the
+    one way a message lists ids, files or users."""
+    shown = ", ".join(str(n) for n in names[:most])
+    return shown + (f" and {len(names) - most} more" if len(names) > most else "")
+
+
 def plain(value: object) -> str:
     """``value`` as a message shows it: Python's ``repr`` of the value, numpy scalars first
     turned into Python numbers (``inf``, ``3``, ``0.5``, not ``np.float64(inf)``), text

@@ -13,7 +13,7 @@ import json
 import os
 from pathlib import Path
 
-from dptune.errors import check_path, input_error
+from dptune.errors import check_path, first_few, input_error
 from dptune.store._identity import QUARANTINE
 from dptune.store._integrity import INDEX_DIR
 from dptune.store._schema import NOISE_DIR, PARTS
@@ -106,8 +106,7 @@ def check_results_target(results: str | os.PathLike[str]) -> None:
     names = sorted(p.name for p in d.iterdir() if not p.name.startswith("."))
     foreign = [n for n in names if not _store_entry(n)] if PARTS in names else names
     if foreign:
-        shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3
-                                          else "")
+        shown = first_few(foreign, 3)
         raise input_error(d, None, f"holds files ({shown}) but no manifest.json: it is no "
                           "results directory, and a sweep would replace or mix with them; give "
                           "a new or empty folder, or the results directory of this experiment")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from dptune.errors import input_error
+from dptune.errors import first_few, input_error
 from dptune.store._trec import evaluate_run, read_qrels, read_run, read_train
 
 __all__ = ["read_runs", "run_files"]
@@ -58,9 +58,7 @@ def run_files(runs: str | Path) -> tuple[dict[str, Path], list[str]]:
 
 def _names(paths: Sequence[Path], most: int = 3) -> str:
     """``a, b, c and 2 more``: the first names of ``paths``."""
-    names = [p.name for p in paths]
-    shown = ", ".join(names[:most])
-    return shown + (f" and {len(names) - most} more" if len(names) > most else "")
+    return first_few([p.name for p in paths], most)
 
 
 def read_runs(runs: str | Path, qrels: str | Path, train: str | Path,

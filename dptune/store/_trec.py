@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from dptune.errors import input_error
+from dptune.errors import first_few, input_error
 from dptune.metrics import METRICS, metrics_from_topn, novelty_vectors
 
 #: How :func:`evaluate_run` orders a user's run rows: ``trec`` (score descending, ties by item
@@ -345,7 +345,7 @@ def not_evaluated_line(per_user: pd.DataFrame, qrels: str | Path, threshold: flo
     left = list(per_user.attrs.get("not_evaluated", []))
     if not left:
         return None
-    shown = ", ".join(left[:most]) + (f" and {len(left) - most} more" if len(left) > most else "")
+    shown = first_few(left, most)
     seen = int(per_user.attrs.get("users_seen", len(left)))
     one = len(left) == 1
     return (f"{len(left)} of {seen} users of the run and qrels {'has' if one else 'have'} no "
@@ -361,8 +361,7 @@ def coverage_lines(missing: Sequence[str], in_train: int, run: str | Path, qrels
     cap recall. Empty when neither happened."""
     out = []
     if missing:
-        shown = ", ".join(missing[:most]) + (f" and {len(missing) - most} more"
-                                             if len(missing) > most else "")
+        shown = first_few(missing, most)
         one = len(missing) == 1
         out.append(f"{len(missing)} of {n_users} evaluated users {'has' if one else 'have'} no "
                    f"line in {run} and {'scores' if one else 'score'} 0 on every metric (as "
