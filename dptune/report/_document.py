@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from dptune.report._format import fmt_setting, ordered_algorithms
+from dptune.report._format import fmt_setting, one_fold, ordered_algorithms
 from dptune.report._selection import best_table_md, sakai_table_md, selection_sentences
 from dptune.report._settings import (
     PAIRS_SETTING,
@@ -293,11 +293,6 @@ def _count(value: object) -> int | None:
         return None
 
 
-def _one_fold(dp: pd.DataFrame) -> bool:
-    """Whether every DP rests on one fold (outside data of one fold): no spread over folds."""
-    return "n_folds" in dp.columns and len(dp) > 0 and int(dp["n_folds"].max()) < 2
-
-
 def core_sections(
     tables: Mapping[str, Table],
     figures: Mapping[str, ReportFigure],
@@ -343,7 +338,7 @@ def core_sections(
         level = f"alpha = {fmt_setting(alpha[1])}" if alpha else "the configured alpha"
         body = (
             f"Share of the pairs whose p-value is below {level} ("
-            + ("one fold: no sd" if _one_fold(dp) else "mean ± sd over folds")
+            + ("one fold: no sd" if one_fold(dp) else "mean ± sd over folds")
             + f"), N = {cutoff}, scope all; higher is more discriminative.\n\n{sakai}"
         )
         out.append(Section("Sakai-style DP", body))

@@ -19,6 +19,7 @@ from dptune._atomic import write_bytes
 from dptune.analysis.result import MetricFamilies
 from dptune.report._format import (
     UNSAMPLED,
+    one_fold,
     ordered_algorithms,
     ordered_metrics,
     pct,
@@ -166,8 +167,7 @@ def figure1(
         )
     for ax in list(axes.flat)[len(algorithms) :]:
         ax.set_visible(False)
-    one = "n_folds" in dp.columns and len(dp) and int(dp["n_folds"].max()) < 2
-    title = (f"Averaged p-value curves (one fold, no sd; cutoff {cutoff})" if one else
+    title = (f"Averaged p-value curves (one fold, no sd; cutoff {cutoff})" if one_fold(dp) else
              f"Averaged p-value curves with ±1 sd across folds (cutoff {cutoff})")
     fig.suptitle(_fitted(fig, title, 12), fontsize=12)
     return fig

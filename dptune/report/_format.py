@@ -49,6 +49,8 @@ __all__ = [
     "unsampled_note",
     "verdict_choices",
     "verdict_keys",
+    "one_fold",
+    "floor_below",
 ]
 
 MISSING = "–"  # shown for a missing value in Markdown (LaTeX gets "--")
@@ -271,6 +273,23 @@ def grid_sample_text(grid_sample: pd.DataFrame | None) -> str | None:
             "that share a value of a unit hyperparameter) has no stand-in among the units run, "
             "so it is the DP of the pairs there are, without interval or claim "
             "(unsampled_share in dp.csv).")
+
+
+def one_fold(rows: pd.DataFrame | Mapping[str, object]) -> bool:
+    """Whether DP rows (dp.csv's, or one row) rest on one fold: no spread over folds, so no sd
+    is shown (its 0 is no number) and nothing says one is."""
+    if isinstance(rows, pd.DataFrame):
+        return "n_folds" in rows.columns and len(rows) > 0 and int(rows["n_folds"].max()) < 2
+    n = rows.get("n_folds")
+    return n is not None and not is_missing(n) and int(n) < 2  # type: ignore[arg-type]
+
+
+def floor_below(versus: pd.DataFrame | None) -> str:
+    """How a DP below its A/A noise floor is said (noise_floor.csv's rows): ``clearly below``
+    where DP has an interval (a test at about 2.5%); ``below`` where it has none (no bootstrap:
+    a plain comparison, no test). With no floor rows, the tested words."""
+    plain = versus is not None and len(versus) > 0 and not bool(versus["ci_high"].notna().any())
+    return "below" if plain else "clearly below"
 
 
 def verdict_keys(value: object) -> list[str]:

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from dptune.data._fetch import portable_path
-from dptune.report._format import display_value, dp_text, ordered_metrics
+from dptune.report._format import display_value, dp_text, floor_below, ordered_metrics
 from dptune.report._settings import CLAIMS_SETTING, PAIRS_SETTING, VALUE_PAIRS_SETTING
 from dptune.report._table import Block, Cell
 from dptune.vocab import display_algorithm, display_metric
@@ -237,7 +237,7 @@ def noise_section(configs: Any, result: Any) -> str:
         else "its DP is below the floor"
     )
     # without DP's interval the comparison is a description: "below", never "clearly"
-    below = "clearly below" if has_ci else "below"
+    below = floor_below(table)
     verdict_words = ("A metric is clearly below its floor when {rule}; otherwise it is flagged: "
                      "its configuration differences are not clearly larger than re-training "
                      "noise." if has_ci else

@@ -15,6 +15,7 @@ from dptune.report._format import (
     display_params,
     fmt,
     is_missing,
+    one_fold,
     ordered_algorithms,
     ordered_metrics,
     p_text,
@@ -243,8 +244,7 @@ def sakai_table_md(dp: pd.DataFrame, cutoff: int) -> str | None:
         for m in metrics:
             if m in a.index:
                 sd = a.at[m, "sakai_sd"]
-                # one fold has no spread: its sd of 0 is no number to show
-                one = "n_folds" in a.columns and int(a.at[m, "n_folds"]) < 2
+                one = one_fold(a.loc[m])  # its sd of 0 is no number to show
                 row.append(fmt(a.at[m, "sakai"])
                            + ("" if is_missing(sd) or one else f" ± {fmt(sd)}") + mark)
             else:

@@ -33,6 +33,7 @@ from dptune.report._format import (
     display_value,
     fmt,
     is_missing,
+    one_fold,
     ordered_algorithms,
     ordered_hyperparameters,
     ordered_metrics,
@@ -411,7 +412,7 @@ def table4(dp: pd.DataFrame, verdict: pd.DataFrame | None = None,
                     dp_cell(best),
                     # one fold has no spread: its "+ sd" would repeat the DP
                     Cell(fmt(best["dp_per_25_plus_sd"]) if best is not None
-                         and int(best.get("n_folds", 2)) >= 2 else MISSING,
+                         and not one_fold(best) else MISSING,
                          numeric=True),
                     dp_cell(worst),
                 ]

@@ -20,6 +20,7 @@ from dptune.report._format import (
     adjusted_p_text,
     display_params,
     dp_text,
+    floor_below,
     fmt,
     grid_sample_text,
     is_missing,
@@ -205,10 +206,7 @@ class _Reader:
         self.options = result.options
         floor = None if result.noise is None else result.noise.versus_dp
         self.floor_algs = set() if floor is None or floor.empty else set(floor["algorithm"])
-        #: "clearly below" the floor is a test (DP's interval against the floor's); without a
-        #: bootstrap the DP is only compared with the floor, and the words say so
-        plain = floor is not None and len(floor) and not bool(floor["ci_high"].notna().any())
-        self.below = "below" if plain else "clearly below"
+        self.below = floor_below(floor)
         self.smallest_p = result.smallest_adjusted_p
         self.test_split = bool(result.test_split)
 
