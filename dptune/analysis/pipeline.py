@@ -201,7 +201,8 @@ def _fewest_users(store: ResultStore | PerUserStore, alg: str, fold: str) -> str
     (outside data) makes them few in a fold of many: ``configuration 3 (system=b.run) has
     values for 5``; empty when every configuration has the same users (a sweep's: the fold is
     small). Counted on the first metric@N, for up to 200 configurations (an error's detail)."""
-    ids = [int(c) for c in store.configs(alg)["config_id"]]
+    configs = store.configs(alg).set_index("config_id")
+    ids = [int(c) for c in configs.index]
     if not ids or len(ids) > 200:
         return ""
     metric, cutoff = store.metric_cutoffs(alg)[0]
@@ -209,7 +210,6 @@ def _fewest_users(store: ResultStore | PerUserStore, alg: str, fold: str) -> str
     low = min(counts, key=lambda c: (counts[c], c))
     if counts[low] == max(counts.values()):  # every configuration has them all: the fold's
         return ""
-    configs = store.configs(alg).set_index("config_id")
     system = configs["system"].get(low) if "system" in configs.columns else None
     name = f"{low} (system={system})" if isinstance(system, str) else str(low)
     return (f"the users every configuration of a scope has values for; configuration {name} "

@@ -39,7 +39,6 @@ import pandas as pd
 from dptune.config import Experiment
 from dptune.errors import check_int, input_error
 from dptune.report import save_figure
-from dptune.report._report import report_label
 from dptune.studies.seeds.figure import seeds_figure
 from dptune.studies.seeds.report import seeds_report_md, summary_table
 from dptune.studies.seeds.runs import (
@@ -184,7 +183,7 @@ def run_seeds_study(exp: Experiment | str | Path, n_seeds: int | None = None,
     tab = summary_table(summary, st.n_seeds)
     files += [_write(out / "seeds_summary.md", tab.to_markdown()),
               _csv(summary, out / "seeds_summary.csv"),
-              _write(out / "seeds_summary.tex", tab.to_latex(f"{report_label({'experiment': exp.name})}:seeds_summary"))]
+              _write(out / "seeds_summary.tex", tab.to_latex(f"{exp.name}:seeds_summary"))]
     files += save_figure(seeds_figure(per_seed, figm), out / "seeds_figure", creator="dptune")
     grid = kendall = stability = None
     if p.grid_seeds:
