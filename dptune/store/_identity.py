@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dptune.store._schema import NOISE_DIR, validation_unit
+from dptune.store._schema import NOISE_DIR, part_fields, validation_unit
 
 __all__ = ["QUARANTINE", "IDENTITY_KEYS", "Foreign", "Expected", "AlgorithmGrid", "expected",
            "identity", "name_problem", "entry_problem", "meta_problem"]
@@ -128,18 +128,11 @@ def expected(root: Path) -> Expected | None:
     return exp
 
 
-def _split(name: str) -> tuple[str, str, str] | None:
-    if not name.endswith(".parquet"):
-        return None
-    pieces = name[: -len(".parquet")].split("__")
-    return (pieces[0], pieces[1], pieces[2]) if len(pieces) == 3 else None
-
-
 def name_problem(part: Path, exp: Expected) -> Foreign | None:
     """Why the name of ``part`` (a unit's or a noise-floor part) names nothing of this
     experiment's grid, or ``None``."""
     part = Path(part)
-    pieces = _split(part.name)
+    pieces = part_fields(part.name)
     noise = part.parent.name == NOISE_DIR
     shape = "<algorithm>__<fold>__c<config id>" if noise else "<algorithm>__<fold>__<unit>"
     if pieces is None:
@@ -207,7 +200,7 @@ def meta_problem(part: Path, meta: dict[str, Any], exp: Expected) -> Foreign | N
     """Why the footer metadata of ``part`` describes something else than its name, another
     experiment or configurations outside the grid, or ``None``."""
     part = Path(part)
-    pieces = _split(part.name)
+    pieces = part_fields(part.name)
     if pieces is None:  # pragma: no cover - name_problem refuses it first
         return Foreign("its name is not a part name")
     alg, fold, unit = pieces

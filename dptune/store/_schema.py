@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 
 __all__ = ["PARTS", "NOISE_DIR", "LAYOUT", "STALE_TEMPORARY_S", "SCHEMA", "TRIAL_COLUMNS", "UnitResult",
-           "part_name", "validation_unit"]
+           "part_name", "part_fields", "validation_unit"]
 
 PARTS = "per_user.parquet"
 #: Directory of the noise-floor parts (the A/A runs, :mod:`dptune.store._noise_parts`).
@@ -80,3 +80,12 @@ def validation_unit(k: int) -> str:
 def part_name(algorithm: str, fold: str, unit: str) -> str:
     """File name of the part holding one unit's results."""
     return f"{algorithm}__{fold}__{unit}.parquet"
+
+
+def part_fields(name: str) -> tuple[str, str, str] | None:
+    """``(algorithm, fold, unit)`` of a part's file name (:func:`part_name` read back), or
+    None when the name is not of that shape."""
+    if not name.endswith(".parquet"):
+        return None
+    pieces = name[: -len(".parquet")].split("__")
+    return (pieces[0], pieces[1], pieces[2]) if len(pieces) == 3 else None

@@ -10,6 +10,7 @@ from typing import Any
 from dptune.config import Experiment
 from dptune.errors import DptuneError, input_error
 from dptune.store._integrity import entry_fingerprints, verified
+from dptune.store._schema import part_fields
 from dptune.store._store import PARTS, ResultStore
 from dptune.sweeper._claims import _live_running
 from dptune.sweeper._cost import shape_from_manifest
@@ -155,7 +156,8 @@ def status(exp: Experiment | None, results: str | Path, storage_url: str | None 
                          else None)
     out["damaged"] = [(str(p), why) for p, why in store.damaged()] if have_parts else []
     # a damaged validation part is a validation unit not done: the stages after it wait
-    damaged = sum(Path(p).parent.name == PARTS and Path(p).name.split("__")[1:2] != ["test"]
+    damaged = sum(Path(p).parent.name == PARTS
+                  and (part_fields(Path(p).name) or ("", "", ""))[1] != "test"
                   for p, _ in out["damaged"])
     out.update(stages(exp, store, validation_done and have_parts, reports, damaged=damaged))
     return out
