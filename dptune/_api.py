@@ -76,7 +76,7 @@ def discriminative_power(per_user: pd.DataFrame, *, hyperparameters: Sequence[st
         >>> import numpy as np, pandas as pd, dptune
         >>> rng = np.random.default_rng(0)
         >>> per_user = pd.DataFrame([
-        ...     {"system": f"s{s}", "user": u, "metric": "ndcg@10", "value": rng.random() + s / 10}
+        ...     {"system": f"s{s}", "user": u, "metric": "ndcg@10", "value": 0.7 * rng.random() + s / 10}
         ...     for s in range(4) for u in range(50)])
         >>> res = dptune.discriminative_power(per_user, bootstrap=0)
         >>> res.dp.table[["algorithm", "scope", "metric", "cutoff", "n_pairs"]].to_dict("records")

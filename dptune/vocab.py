@@ -17,6 +17,7 @@ __all__ = [
     "CORRECTIONS",
     "DEVICES",
     "METRICS",
+    "METRIC_RANGES",
     "TABLE_METRIC_ORDER",
     "METRIC_NAMES",
     "METRIC_COLORS",
@@ -63,6 +64,20 @@ DEVICES: tuple[str, ...] = ("cpu", "cuda")
 METRICS: tuple[str, ...] = ("ndcg", "precision", "recall", "mrr", "efd", "epc")
 #: Column order of metrics in the report's tables and legends (the paper's Table 3 order).
 TABLE_METRIC_ORDER: tuple[str, ...] = ("efd", "epc", "mrr", "ndcg", "precision", "recall")
+#: The values each metric of :data:`METRICS` can take for one user (:mod:`dptune.metrics` gives
+#: the formulas): nDCG, Precision, Recall, MRR and EPC lie in [0, 1]; EFD, a sum of
+#: ``-log2`` of shares weighted by a normalised discount, is >= 0 and unbounded. A per-user
+#: table from outside dptune that names one of these metrics is checked against its range
+#: (:func:`dptune.store.check_per_user`): a value outside it is another quantity under the
+#: metric's name (a difference, a z-score, a column taken for another).
+METRIC_RANGES: dict[str, tuple[float, float]] = {
+    "ndcg": (0.0, 1.0),
+    "precision": (0.0, 1.0),
+    "recall": (0.0, 1.0),
+    "mrr": (0.0, 1.0),
+    "efd": (0.0, math.inf),
+    "epc": (0.0, 1.0),
+}
 #: Display names of the metric keys.
 METRIC_NAMES: dict[str, str] = {
     "ndcg": "nDCG",

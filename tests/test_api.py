@@ -35,7 +35,7 @@ def _table(seed: int = 0, n_sys: int = 5, n_users: int = 40, folds=("0", "1", "2
     for f in folds:
         base = rng.random(n_users)
         for s in range(n_sys):
-            v = base + 0.03 * s + rng.normal(0, 0.1, n_users)
+            v = np.clip(0.8 * base + 0.03 * s + rng.normal(0, 0.1, n_users), 0.0, 1.0)
             for u in range(n_users):
                 rows.append({"system": f"sys{s}", "fold": f, "user": f"u{u}", "metric": "ndcg",
                              "cutoff": 10, "value": v[u]})

@@ -659,6 +659,22 @@ def test_dp_per_user_refuses_the_options_of_runs(tmp_path, capsys, flag, value):
     assert not (tmp_path / "rep").exists()
 
 
+def test_dp_per_user_refuses_a_value_outside_its_metrics_range(tmp_path, capsys):
+    """An nDCG of -0.4 (a difference of two systems, a z-score written under the metric's
+    name) was analysed and reported as nDCG's DP: refused before any work, one line naming the
+    file's line, the metric and its range, nothing written."""
+    table = _per_user_table(tmp_path)
+    df = pd.read_csv(table)
+    df.loc[7, "value"] = -0.4
+    df.to_csv(table, index=False)
+    assert main(["dp", "--per-user", str(table), "--reports", str(tmp_path / "rep"),
+                 "--no-progress"]) == 2
+    line = _one_line(capsys)
+    assert line.startswith(f"dptune: {table}: value: line 9 has -0.4 for ndcg, whose per-user "
+                           "values lie in [0, 1]"), line
+    assert not (tmp_path / "rep").exists()
+
+
 @pytest.mark.parametrize("command", ["run", "worker", "status"])
 def test_an_empty_storage_is_refused(tmp_path, capsys, command):
     """``--storage ''`` fell back to the default SQLite file of the results directory (a worker

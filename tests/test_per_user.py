@@ -109,7 +109,7 @@ def _docs_frame() -> pd.DataFrame:
 
     rng = np.random.default_rng(0)
     return pd.DataFrame(
-        [{"system": f"run{s}", "user": u, "metric": "ndcg@10", "value": rng.random() + 0.05 * s}
+        [{"system": f"run{s}", "user": u, "metric": "ndcg@10", "value": 0.75 * rng.random() + 0.05 * s}
          for s in range(6) for u in range(100)])
 
 

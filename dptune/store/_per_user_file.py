@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from dptune.errors import input_error
-from dptune.vocab import metric_name, na_values
+from dptune.vocab import METRIC_RANGES, metric_name, na_values
 
 __all__ = ["PER_USER_COLUMNS", "ID_COLUMNS", "VALUE_MAX", "user_ids", "read_table",
            "read_per_user", "read_per_user_configs", "check_per_user", "check_configs",
@@ -193,7 +193,8 @@ def check_per_user(table: pd.DataFrame, path: str | Path = "per_user") -> pd.Dat
     Checked: known columns only; ``user``, ``metric``, ``value`` present; exactly one of
     ``config_id``, ``system``; no empty cell in a key column; integer ``config_id >= 0`` and
     ``cutoff >= 1``; a metric name (not empty, without ``@`` once its cutoff is split off);
-    finite numeric ``value`` of magnitude at most :data:`VALUE_MAX`; no duplicated (algorithm,
+    finite numeric ``value`` of magnitude at most :data:`VALUE_MAX`, and within its metric's
+    range for dptune's metrics (:func:`_check_ranges`); no duplicated (algorithm,
     configuration, fold, user, metric, cutoff); some algorithm with two configurations (DP
     compares pairs; an algorithm with one is reported without DP, as in a sweep); every
     configuration with values on every validation fold (:func:`_check_complete`).
@@ -268,6 +269,7 @@ def check_per_user(table: pd.DataFrame, path: str | Path = "per_user") -> pd.Dat
                           f"beyond the 32-bit floats a result store holds values in (magnitude at "
                           f"most {VALUE_MAX:.7g})")
     out["value"] = value.astype(np.float64)
+    _check_ranges(path, out, df["value"])
     keys = ["algorithm", key, "fold", "user", "metric", "cutoff"]
     dup = out.duplicated(keys, keep=False).to_numpy()
     if dup.any():  # name both rows and only the columns the table has (no fold: one fold)
@@ -285,6 +287,36 @@ def check_per_user(table: pd.DataFrame, path: str | Path = "per_user") -> pd.Dat
                           "configurations")
     _check_complete(path, out, key)
     return out.reset_index(drop=True)
+
+
+#: How far a value may stray beyond its metric's range (:data:`dptune.vocab.METRIC_RANGES`) and
+#: still be read as on its edge: the rounding of a value computed in 32-bit floats (an nDCG of
+#: 1.0000001).
+RANGE_SLACK = 1e-6
+
+
+def _check_ranges(path: str | Path, out: pd.DataFrame, cells: pd.Series) -> None:
+    """Every value of one of dptune's metrics lies in that metric's range
+    (:data:`dptune.vocab.METRIC_RANGES`, give or take :data:`RANGE_SLACK`): an nDCG of -0.5
+    or a Precision of 3 is another quantity under the metric's name, and its DP would be
+    reported as the metric's. A metric dptune does not define (``hr``, ``map``) may take any
+    value. One line naming the row, its metric and the range."""
+    metric = out["metric"].to_numpy()
+    value = out["value"].to_numpy()
+    bad = np.zeros(len(out), dtype=bool)
+    for name, (low, high) in METRIC_RANGES.items():
+        on = metric == name
+        if on.any():
+            bad |= on & ((value < low - RANGE_SLACK) | (value > high + RANGE_SLACK))
+    if bad.any():
+        i = int(np.argmax(bad))
+        name = metric[i]
+        low, high = METRIC_RANGES[name]
+        span = f"lie in [{low:g}, {high:g}]" if np.isfinite(high) else f"are >= {low:g}"
+        raise input_error(path, "value", f"{_where(path, i)} has {_shown(cells.iloc[i])} for "
+                          f"{name}, whose per-user values {span}: a value outside is "
+                          "another quantity under the metric's name (name it otherwise, e.g. "
+                          f"{name}_diff, to analyse it as an outside metric)")
 
 
 def _check_complete(path: str | Path, out: pd.DataFrame, key: str) -> None:

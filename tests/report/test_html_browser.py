@@ -174,7 +174,8 @@ def _report_dir(tmp_path: Path) -> Path:
                 user = rng.uniform(0.1, 0.5, 60)
                 for m in metrics:
                     for c in (5, 10):
-                        v = user + 0.02 * cid + rng.normal(0, 0.1 + 0.02 * metrics.index(m), 60)
+                        v = np.clip(user + 0.02 * cid + rng.normal(0, 0.1 + 0.02 * metrics.index(m),
+                                                                   60), 0.0, 1.0)
                         rows += [{"algorithm": alg, "config_id": cid, "fold": fold,
                                   "user": f"u{u}", "metric": m, "cutoff": c, "value": x,
                                   "factors" if alg == "bpr-mf" else "k": a,

@@ -143,6 +143,18 @@ def test_tab_separated(tmp_path: Path) -> None:
      "config_id 2 has no value of ndcg@10 on fold 0, which the other configurations have"),
     (GOOD.replace("0.2891", "1e39"), "value", "line 3 has 1e+39, beyond the 32-bit floats"),
     (GOOD.replace("0.2891", "-1e300"), "value", "line 3 has -1e+300, beyond the 32-bit floats"),
+    # a value outside its metric's range is another quantity under the metric's name
+    (GOOD.replace("0.2891", "-0.5"), "value",
+     "line 3 has -0.5 for ndcg, whose per-user values lie in [0, 1]: a value outside is another "
+     "quantity under the metric's name (name it otherwise, e.g. ndcg_diff, to analyse it as an "
+     "outside metric)"),
+    (GOOD.replace("ndcg", "Precision").replace("0.1934", "3.5"), "value",
+     "line 5 has 3.5 for precision, whose per-user values lie in [0, 1]"),
+    (GOOD.replace("ndcg", "efd").replace("0.0", "-0.25"), "value",
+     "line 4 has -0.25 for efd, whose per-user values are >= 0"),
+    (GOOD.replace("ndcg", "efd").replace("0.2891", "7.5"), None, None),  # EFD has no top
+    (GOOD.replace("0.2891", "1.0000001").replace("0.0", "-1e-9"), None, None),  # rounding
+    (GOOD.replace("ndcg", "hr").replace("0.2891", "-3"), None, None),  # an outside metric
     ("config_id,user,metric,value\n0,1,@10,0.5\n1,1,@10,0.4\n", "metric",
      "line 2 has '@10', which has no metric name"),
     ("config_id,user,metric,value\n0,1,ndcg@10,0.5\n1,1,ndcg@10@5,0.4\n", "metric",
