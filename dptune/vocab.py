@@ -239,13 +239,29 @@ def value_norm(value: object) -> object:
 def display_value(value: object) -> str:
     """The one display format of a hyperparameter value in every table and sentence of the
     report: integers as they are, other numbers to 6 significant digits (``0.025000487`` ->
-    ``0.0250005``), text as is. CSV files keep the full precision."""
+    ``0.0250005``), text as is. CSV files keep the full precision.
+
+    Numbers from 10^-6 up to 10^6 are written without an exponent (``1.2207e-05`` is
+    ``0.000012207``), so that the values of one hyperparameter in a row of Table 5 (learning
+    rates from 1.2e-05 to 0.2) and in the sentences that name a configuration share one
+    notation: a reader compares them by their digits, never an exponent beside a run of
+    zeros. Beyond that range, scientific notation (``1e-07``)."""
     norm = value_norm(value)
     if isinstance(norm, float) and math.isfinite(norm) and not norm.is_integer():
+        if 1e-6 <= abs(norm) < 1e6:
+            return _positional(norm)
         return f"{norm:.6g}"
     if isinstance(norm, float) and math.isfinite(norm) and isinstance(value, float):
         return str(int(norm))
     return str(value)
+
+
+def _positional(x: float) -> str:
+    """``x`` to 6 significant digits without an exponent, trailing zeros dropped."""
+    import numpy as np
+
+    return np.format_float_positional(x, precision=6, unique=False, fractional=False,
+                                      trim="-")
 
 
 _PARAM = re.compile(r"([A-Za-z_][\w.-]*)=(.*?)(?=, [A-Za-z_][\w.-]*=|$)")
