@@ -44,6 +44,7 @@ __all__ = [
     "on_its_side",
     "pair_seeds_text",
     "pct",
+    "pct_is",
     "UNSAMPLED",
     "unsampled_share",
     "unsampled_note",
@@ -222,8 +223,24 @@ def pair_seeds_text(repeats: int, requested: int, sampled: bool) -> str:
 
 
 def pct(x: object) -> str:
-    """A share as a whole percent: ``93%``."""
-    return MISSING if is_missing(x) else f"{100.0 * float(x):.0f}%"  # type: ignore[arg-type]
+    """A share as a whole percent: ``93%``. A share strictly between 0 and 1 is never written
+    as the whole or none of it: 0.997 is ``>99%`` and 0.003 ``<1%``, since "Pr(more
+    discriminative) = 100%" beside a difference that is not significant reads as certain."""
+    if is_missing(x):
+        return MISSING
+    share = float(x)  # type: ignore[arg-type]
+    text = f"{100.0 * share:.0f}%"
+    if text == "100%" and share < 1.0:
+        return ">99%"
+    if text == "0%" and share > 0.0:
+        return "<1%"
+    return text
+
+
+def pct_is(x: object) -> str:
+    """:func:`pct` after a name: ``= 93%``, ``> 99%``, ``< 1%``."""
+    text = pct(x)
+    return f"{text[0]} {text[1:]}" if text[:1] in "<>" and text != MISSING else f"= {text}"
 
 
 def unsampled_share(rows: pd.DataFrame) -> pd.Series:

@@ -287,6 +287,46 @@ def test_each_sentence_reads_its_numbers_under_one_pair_seed_and_names_a_dropped
     assert "(family-wise error rate 5%, under all 5 pair seeds): Recall@10" in line
 
 
+def test_a_dropped_dominance_claim_is_named_as_a_dropped_metric_claim_is():
+    """The ML-100K sub-grid's verdict said "Learning rate ... not significantly more than
+    Iterations" of a comparison whose first-seed adjusted p was 0.048, and named no dropped
+    claim, while a dropped metric claim is named. A hyperparameter comparison significant under
+    the first pair seed only is now named with both adjusted p-values."""
+    from types import SimpleNamespace
+
+    from dptune.report._verdict import dominance_sentence
+
+    dom = {"algorithm": "bpr-mf", "cutoff": 1, "metric": "recall", "answer": "tied",
+           "hyperparameter": "learning_rate", "dp_per_25": 6.1, "ci_low": 4.32, "ci_high": 8.17,
+           "n_pairs": 25, "over": ["factors"], "tied": ["iterations"], "repeats": 5,
+           "too_few_pairs": [], "p_adjusted": 0.01}
+    claims = pd.DataFrame({
+        "b": ["factors", "iterations"], "p_adjusted": [0.01, 0.308],
+        "p_adjusted_first": [0.004, 0.048], "repeats": [5, 5], "dropped": [False, True]},
+    ).set_index("b")
+    rd = SimpleNamespace(
+        dom=lambda *a: dom, hyperparameter_claims=lambda *a: claims,
+        options=SimpleNamespace(alpha=0.05, stability=5, min_pairs=10), smallest_p=0.001,
+        oat_sampled=lambda *a: True)
+    text = dominance_sentence(rd, "bpr-mf", 1, "recall")
+    assert text.endswith(
+        "but not significantly more than Iterations. Claim dropped, significant under the "
+        "first pair seed but not under all 5: Learning rate over Iterations (first seed: "
+        "adjusted p = 0.048; the largest over the seeds: adjusted p = 0.308)."), text
+    claims["dropped"] = False  # nothing dropped: nothing said
+    assert "dropped" not in dominance_sentence(rd, "bpr-mf", 1, "recall")
+
+
+def test_a_share_strictly_between_0_and_1_is_never_written_as_all_or_none():
+    """Pr(more discriminative) = 0.997 was written "100%" beside a difference that is not
+    significant, as if certain."""
+    from dptune.report._format import pct, pct_is
+
+    assert [pct(x) for x in (0.997, 0.999, 1.0, 0.003, 0.0, 0.93, 0.994, 0.006)] == [
+        ">99%", ">99%", "100%", "<1%", "0%", "93%", "99%", "1%"]
+    assert [pct_is(x) for x in (0.997, 0.003, 0.93)] == ["> 99%", "< 1%", "= 93%"]
+
+
 def test_a_claim_checked_under_fewer_pair_seeds_than_asked_for_says_so():
     """The stability check lowered by its time budget (dp.csv's ``repeats`` below the
     ``stability`` option) is said beside every claim it concerns and in the settings; with
