@@ -256,8 +256,11 @@ def noise_section(configs: Any, result: Any) -> str:
         "highest at each pair rank, their mean dashed). The floor is on the scale of every DP here: 25 × the mean A/A p-value, with its "
         "95% interval over folds. Pairs of models whose per-user values differed by chance "
         "alone (no difference in truth) would give 12.5, uniform p-values; re-trained models "
-        "do differ, so a floor below 12.5 is the difference re-training alone makes (models "
-        "with equal values for every user would give 25). " + verdict_words.format(rule=rule),
+        "do differ, so a floor below 12.5 is the difference re-training alone makes. A floor "
+        "near or above 12.5 says re-training moves that metric no more than chance would: "
+        "users whose values re-training leaves unchanged (a top-N list that keeps its relevant "
+        "items) push it up, and models with equal values for every user would give 25. "
+        + verdict_words.format(rule=rule),
         "",
         "Runs: " + "; ".join(used) + ".",
         "",
