@@ -265,12 +265,14 @@ def unsampled_note(shares: Sequence[float]) -> list[str]:
             "(unsampled_share in dp.csv)."]
 
 
-def grid_sample_text(grid_sample: pd.DataFrame | None) -> str | None:
+def grid_sample_text(grid_sample: pd.DataFrame | None, marked: bool = True) -> str | None:
     """What the analysis holds of each algorithm's grid when a store holds a subset of its
     units (grid_sample.csv): "BPR-MF: 45 of 225 units per fold (20%; full grid: 3,150
     configurations, 630 here)", and how the numbers stand for the full grid's; None when every
     grid is complete. The one wording of the lead, the summary, the verdict, the tables'
-    notes and the settings."""
+    notes and the settings. ``marked``: whether the text it goes with may show a DP marked
+    :data:`UNSAMPLED`, which it then explains (a table without one, or the summary, is not
+    told of a mark it lacks)."""
     if grid_sample is None or grid_sample.empty:
         return None
     parts = []
@@ -285,11 +287,11 @@ def grid_sample_text(grid_sample: pd.DataFrame | None) -> str | None:
         parts.append(text)
     return ("Grid sample: " + "; ".join(parts) + ". Each DP of these algorithms estimates the "
             "full grid's: its pairs are weighted by the share of the full grid's pairs they "
-            "stand for, and its interval also resamples the units. A DP marked "
-            f"{UNSAMPLED} cannot: part of the full grid's pairs of its scope (pairs of units "
-            "that share a value of a unit hyperparameter) has no stand-in among the units run, "
-            "so it is the DP of the pairs there are, without interval or claim "
-            "(unsampled_share in dp.csv).")
+            "stand for, and its interval also resamples the units."
+            + (f" A DP marked {UNSAMPLED} cannot: part of the full grid's pairs of its scope "
+               "(pairs of units that share a value of a unit hyperparameter) has no stand-in "
+               "among the units run, so it is the DP of the pairs there are, without interval "
+               "or claim (unsampled_share in dp.csv)." if marked else ""))
 
 
 def one_fold(rows: pd.DataFrame | Mapping[str, object]) -> bool:

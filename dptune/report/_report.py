@@ -49,7 +49,7 @@ from dptune.report._figures import (
     palette_png,
     save_figure,
 )
-from dptune.report._format import grid_sample_text
+from dptune.report._format import UNSAMPLED, grid_sample_text
 from dptune.report._inputs import (
     BEST_INPUT,
     CURVE_INPUT,
@@ -234,8 +234,11 @@ class Report:
         }
         if sample_text is not None:
             for t in tables.values():
-                if t.name != "table1":
-                    t.notes.append(sample_text)
+                if t.name != "table1":  # the mark explained where a DP has it, and once
+                    marked = (any(UNSAMPLED in c.text for b in t.blocks for r in b.rows
+                                  for c in r)
+                              and not any(UNSAMPLED in n for n in t.notes))
+                    t.notes.append(grid_sample_text(result.dp.grid_sample, marked))
         fig_cutoffs = sorted(curves.loc[curves["scope"] == "all", "cutoff"].unique().tolist())
         figures: dict[str, ReportFigure] = {}
         for n in [cutoff] + [c for c in fig_cutoffs if c != cutoff]:

@@ -55,6 +55,7 @@ from dptune.report._inputs import (
 )
 from dptune.report._table import Block, Cell, Table, marked_cells
 from dptune.vocab import (
+    METRICS,
     display_algorithm,
     display_hyperparameter,
     display_metric,
@@ -455,7 +456,7 @@ def table4(dp: pd.DataFrame, verdict: pd.DataFrame | None = None,
     notes = []
     if any(r["identical"] or r["worst_identical"] for r in records):
         notes.append("identical: the same DP exactly (e.g. the same p-value on every pair); the first "
-                     "in the metric order is named.")
+                     f"in the order {', '.join(display_metric(m) for m in METRICS)} is named.")
     if any(c.text == "no evidence" for r in rows for c in r):
         notes.append("no evidence: every p-value is 1, so no metric is best or worst.")
     if any("too few pairs" in c.text for r in rows for c in r):

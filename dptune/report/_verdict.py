@@ -533,7 +533,7 @@ def summary_section(result: Any) -> str | None:
                                   "novelty_variant"))
              + " Lower DP = more discriminative; DP per 25 pairs, P, *significantly* and the "
              "other terms are explained where the verdict starts, just below.", ""]
-    sample = grid_sample_text(result.dp.grid_sample)
+    sample = grid_sample_text(result.dp.grid_sample, marked=False)  # no DP marked here
     if sample:
         lines = [sample, "", *lines]
     for alg in ordered_algorithms(at["algorithm"].astype(str).unique()):

@@ -133,6 +133,17 @@ def test_the_report_states_the_design_everywhere(stores, grid_sample_analyses, t
             "interval is the estimate ± t(m - 1) × its standard error") in row
     assert "grid sample the units" not in Report.from_result(
         grid_sample_analyses["full"]).to_markdown()
+    # the mark § is explained where a DP may carry it, and once: a table none of whose DPs is
+    # marked, and the verdict, are not told of it
+    from dptune.report._format import UNSAMPLED
+
+    mark = f"A DP marked {UNSAMPLED} cannot"
+    assert mark not in verdict
+    for t in ("table3", "table4", "table5", "one_at_a_time"):
+        text = (tmp_path / "r" / f"{t}.md").read_text()
+        marked = any(UNSAMPLED in ln for ln in text.splitlines() if ln.startswith("|"))
+        notes = [ln for ln in text.splitlines() if UNSAMPLED in ln and not ln.startswith("|")]
+        assert len(notes) == (1 if marked else 0), (t, notes)
 
 
 def test_one_round_holds_every_stratum_of_the_whole_grid_and_gets_a_verdict(stores):

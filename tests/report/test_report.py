@@ -366,7 +366,8 @@ def test_table4_names_the_first_of_metrics_tied_for_worst() -> None:
         "recall", "ndcg", "precision;mrr")
     assert _find_row(_md_rows(t.to_markdown()), "BPR-MF", "1")[3:5] == [
         "Recall@1", "nDCG@1 (identical: Precision@1, MRR@1)"]
-    assert any("the first in the metric order is named" in n for n in t.notes)
+    assert any("the first in the order nDCG, Precision, Recall, MRR, EFD, EPC is named" in n
+               for n in t.notes)
 
 
 def _verdict_rows(rows):
