@@ -401,7 +401,9 @@ FILE_NOTES: dict[str, str] = {
     "noise_curves.csv": "the A/A curves",
     "noise_pvalues.parquet": "every A/A p-value (Parquet)",
     "importance.csv": "fANOVA and PED-ANOVA importances",
-    "best_configs.csv": "the best configuration per metric@N with its test value",
+    "best_configs.csv": "the best configuration per metric@N with its test value (`test_value`: "
+                        "that metric@N; each `test_<metric>`: that metric at the primary cutoff, "
+                        "whatever the row's cutoff)",
     "verdict.csv": "the verdict, one row per algorithm, cutoff and family of metrics",
     "verdict.md": "the summary and the verdict on their own",
     "report.md": "this report",

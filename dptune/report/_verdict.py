@@ -624,14 +624,22 @@ def verdict_section(result: Any, figures: Sequence[tuple[str, int, str]] = ()) -
         "metrics), or, under Dominant hyperparameter, no answer: the algorithm varies fewer "
         "than two hyperparameters (every pair of configurations then differs in its one "
         "hyperparameter; that is Table 3), only one of them has enough one-at-a-time pairs, "
-        "or no metric is recommended. *Too few pairs*: no one-at-a-time scope has min_pairs "
-        f"= {int(result.options.min_pairs)} pairs. All columns are in `verdict.csv`; every "
+        "or no metric is recommended. "
+        + (f"*Too few pairs*: no one-at-a-time scope has min_pairs = "
+           f"{int(result.options.min_pairs)} pairs. " if _any_too_few(result) else "")
+        + "All columns are in `verdict.csv`; every "
         "claim's test is in `comparisons.csv`, the dominant hyperparameter in "
         "`dominance.csv`.")
     for stem, n, caption in figures:
         lines += ["", f"![DP of each metric with its 95% interval, N = {n}]({stem}.png)", "",
                   f"{caption} ([SVG]({stem}.svg))"]
     return "\n".join(lines)
+
+
+def _any_too_few(result: Any) -> bool:
+    """Whether some dominance answer is "too few pairs" (the verdict table then shows it)."""
+    d = result.dominance
+    return d is not None and not d.empty and bool((d["answer"] == "too_few_pairs").any())
 
 
 def verdict_document(summary: str | None, body: str | None, title: str | None = None

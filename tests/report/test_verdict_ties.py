@@ -376,3 +376,15 @@ def test_a_test_splits_p_value_is_printed_on_its_side_of_alpha():
     line = next(ln for ln in verdict_section(res).splitlines()
                 if ln.startswith("- User-kNN") and ", accuracy: " in ln)
     assert "(p = 0.0498, significant)" in line and "(p = 0.0502)" in line
+
+
+def test_the_legend_explains_too_few_pairs_only_where_the_table_shows_it():
+    """The ML-1M KNN verdict, none of whose algorithms varies two hyperparameters, explained
+    a "Too few pairs" answer its table never shows."""
+    res = _result()
+    assert "*Too few pairs*" not in verdict_section(res)
+    dom = pd.DataFrame([{"algorithm": "bpr-mf", "cutoff": 10, "metric": "ndcg",
+                         "answer": "too_few_pairs", "too_few_pairs": []}])
+    text = verdict_section(replace(res, dominance=dom))
+    assert "*Too few pairs*: no one-at-a-time scope has min_pairs = " in text
+    assert "| too few pairs |" in text
