@@ -285,7 +285,9 @@ def grid_sample_text(grid_sample: pd.DataFrame | None, marked: bool = True) -> s
             text += (f", {int(r['units_partial'])} unit{'s' if int(r['units_partial']) != 1 else ''}"
                      " with results in some folds only left out")
         parts.append(text)
-    return ("Grid sample: " + "; ".join(parts) + ". Each DP of these algorithms estimates the "
+    return ("Grid sample: " + "; ".join(parts) + " (a unit: one model trained per fold, with "
+            "every configuration it serves at once, such as its iteration snapshots). Each DP "
+            "of these algorithms estimates the "
             "full grid's: its pairs are weighted by the share of the full grid's pairs they "
             "stand for, and its interval also resamples the units."
             + (f" A DP marked {UNSAMPLED} cannot: part of the full grid's pairs of its scope "
