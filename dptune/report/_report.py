@@ -235,8 +235,7 @@ class Report:
         if sample_text is not None:
             for t in tables.values():
                 if t.name != "table1":  # the mark explained where a DP has it, and once
-                    marked = (any(UNSAMPLED in c.text for b in t.blocks for r in b.rows
-                                  for c in r)
+                    marked = (any(UNSAMPLED in c.text for c in t.cells())
                               and not any(UNSAMPLED in n for n in t.notes))
                     t.notes.append(grid_sample_text(result.dp.grid_sample, marked))
         fig_cutoffs = sorted(curves.loc[curves["scope"] == "all", "cutoff"].unique().tolist())

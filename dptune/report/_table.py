@@ -9,7 +9,7 @@ flags and rendered per format, never pre-marked in the text, so the formats cann
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -70,6 +70,11 @@ class Table:
     notes: list[str] = field(default_factory=list)
     number: str = ""
 
+    def cells(self) -> Iterator[Cell]:
+        """Every body cell of every block, in order (what a note or a LaTeX command is needed
+        for is read off them)."""
+        return (c for b in self.blocks for r in b.rows for c in r)
+
     def to_markdown(self) -> str:
         """Render as Markdown: a caption line ("Table N: caption"), then each block (GFM pipe
         tables)."""
@@ -107,7 +112,7 @@ class Table:
             "\\centering",
             _TEX_FIT,
         ]
-        if any(c.detail for b in self.blocks for r in b.rows for c in r):
+        if any(c.detail for c in self.cells()):
             lines.append(_TEX_STACK)
         lines += [
             f"\\caption{{{tex_escape(self.caption)}}}",

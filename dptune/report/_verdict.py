@@ -10,7 +10,7 @@ beside it; "P" is only ever a number of pairs; the probability from the bootstra
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pandas as pd
@@ -298,16 +298,33 @@ def _claim_sentences(rd: _Reader, r: dict, members: list[str]) -> list[str]:
                 items.append(f"{display_metric(m, cutoff)} (DP per 25 pairs {fmt(v, 2)}, "
                              f"Pr(more discriminative) {pct_is(pr)})")
         out.append("Not significantly less discriminative: " + ", ".join(items) + ".")
-    dropped = [m for m in c.index if bool(c.at[m, "dropped"])] if "dropped" in c.columns else []
+    dropped = _dropped_sentence(rd, c, lambda m: display_metric(m, cutoff),
+                                int(r["stability_repeats"]))
     if dropped:
-        items = ", ".join(
-            f"{display_metric(m, cutoff)} (first seed: "
-            f"{adjusted_p_text(c.at[m, 'p_adjusted_first'], rd.smallest_p, alpha)}; the largest "
-            f"over the seeds: {adjusted_p_text(c.at[m, 'p_adjusted'], rd.smallest_p, alpha)})"
-            for m in dropped)
-        out.append(f"Claim{'s' if len(dropped) > 1 else ''} dropped, significant under the first "
-                   f"pair seed but not under all {int(r['stability_repeats'])}: {items}.")
+        out.append(dropped)
     return out
+
+
+def _dropped_sentence(rd: _Reader, claims: pd.DataFrame, name: Callable[[str], str],
+                      repeats: int) -> str:
+    """The claims of ``claims`` (comparisons.csv's rows of one ``a``, indexed by ``b``)
+    significant under the first pair seed but not under all ``repeats``, each named by
+    ``name(b)`` with both adjusted p-values; ``""`` when none. The one wording of a dropped
+    claim, a metric's or a dominance claim's."""
+    if claims.empty or "dropped" not in claims.columns:
+        return ""
+    dropped = [b for b in claims.index if bool(claims.at[b, "dropped"])]
+    if not dropped:
+        return ""
+    alpha = float(rd.options.alpha)
+    items = ", ".join(
+        f"{name(b)} (first seed: "
+        f"{adjusted_p_text(claims.at[b, 'p_adjusted_first'], rd.smallest_p, alpha)}; the "
+        f"largest over the seeds: "
+        f"{adjusted_p_text(claims.at[b, 'p_adjusted'], rd.smallest_p, alpha)})"
+        for b in dropped)
+    return (f"Claim{'s' if len(dropped) > 1 else ''} dropped, significant under the first "
+            f"pair seed but not under all {int(repeats)}: {items}.")
 
 
 def _config(config_id: int, params: object) -> str:
@@ -325,13 +342,12 @@ def downstream_sentence(rd: _Reader, r: dict) -> str:
     if g.empty:
         return ""
     n_cfg = int(g["config_id"].nunique())
+    first = _config(g["config_id"].iloc[0], g["params"].iloc[0])
     head = (f"Downstream: the {len(g)} {family} metrics select {n_cfg} configuration"
             f"{'' if n_cfg == 1 else 's'}" if len(g) > 1 else
-            f"Downstream: the one {family} metric selects "
-            f"{_config(g['config_id'].iloc[0], g['params'].iloc[0])}")
+            f"Downstream: the one {family} metric selects {first}")
     if n_cfg == 1:
-        only = _config(g["config_id"].iloc[0], g["params"].iloc[0])
-        return (f"Downstream: the {len(g)} {family} metrics all select {only}, so the choice "
+        return (f"Downstream: the {len(g)} {family} metrics all select {first}, so the choice "
                 "among them does not matter here." if len(g) > 1
                 else head + "; there is no other to compare it with.")
     if not rd.test_split:
@@ -394,30 +410,13 @@ def dominance_sentence(rd: _Reader, alg: str, cutoff: int, metric: str) -> str:
         text += (f", significantly more than {_hps(over, alg)} (family-wise error rate "
                  f"{pct(rd.options.alpha)}{seeds})")
     text += f", but not significantly more than {_hps(tied, alg)}{few_text}."
-    return text + _dropped_hyperparameters(rd, alg, cutoff, metric, str(d["hyperparameter"]), h)
-
-
-def _dropped_hyperparameters(rd: _Reader, alg: str, cutoff: int, metric: str, key: str,
-                             shown: str) -> str:
-    """The dominance claims of ``key`` (shown as ``shown``) significant under the first pair
-    seed but not under every stability repeat, as the metric claims' "Claim dropped"
-    sentence says them; ``""`` when none. Without it the verdict said "not significantly
-    more than Iterations" of a comparison whose first-seed adjusted p was 0.048."""
-    c = rd.hyperparameter_claims(alg, cutoff, metric, key)
-    if c.empty or "dropped" not in c.columns:
-        return ""
-    dropped = [b for b in c.index if bool(c.at[b, "dropped"])]
-    if not dropped:
-        return ""
-    alpha = float(rd.options.alpha)
-    items = ", ".join(
-        f"{shown} over {display_hyperparameter(str(b), alg)} (first seed: "
-        f"{adjusted_p_text(c.at[b, 'p_adjusted_first'], rd.smallest_p, alpha)}; the largest "
-        f"over the seeds: {adjusted_p_text(c.at[b, 'p_adjusted'], rd.smallest_p, alpha)})"
-        for b in dropped)
-    n = int(c.at[dropped[0], "repeats"])
-    return (f" Claim{'s' if len(dropped) > 1 else ''} dropped, significant under the first "
-            f"pair seed but not under all {n}: {items}.")
+    # a dominance claim the pair seeds dropped is said as a metric's is (without it the verdict
+    # said "not significantly more than Iterations" of a first-seed adjusted p of 0.048)
+    c = rd.hyperparameter_claims(alg, cutoff, metric, str(d["hyperparameter"]))
+    dropped = _dropped_sentence(
+        rd, c, lambda b: f"{h} over {display_hyperparameter(str(b), alg)}",
+        int(c["repeats"].iloc[0]) if len(c) else 1)  # one stability check per metric@N
+    return text + (f" {dropped}" if dropped else "")
 
 
 def verdict_sentences(result: Any) -> list[str]:
