@@ -270,9 +270,10 @@ def grid_sample_text(grid_sample: pd.DataFrame | None, marked: bool = True) -> s
     units (grid_sample.csv): "BPR-MF: 45 of 225 units per fold (20%; full grid: 3,150
     configurations, 630 here)", and how the numbers stand for the full grid's; None when every
     grid is complete. The one wording of the lead, the summary, the verdict, the tables'
-    notes and the settings. ``marked``: whether the text it goes with may show a DP marked
-    :data:`UNSAMPLED`, which it then explains (a table without one, or the summary, is not
-    told of a mark it lacks)."""
+    notes and the settings. ``marked``: whether it explains the mark :data:`UNSAMPLED` (the
+    settings, the lead); not in the summary and the verdict, which show no marked DP, nor in a
+    table's notes: a table that marks a DP says so in a note of its own
+    (:func:`unsampled_note`)."""
     if grid_sample is None or grid_sample.empty:
         return None
     parts = []

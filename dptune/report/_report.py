@@ -49,7 +49,7 @@ from dptune.report._figures import (
     palette_png,
     save_figure,
 )
-from dptune.report._format import UNSAMPLED, grid_sample_text
+from dptune.report._format import grid_sample_text
 from dptune.report._inputs import (
     BEST_INPUT,
     CURVE_INPUT,
@@ -233,11 +233,11 @@ class Report:
             )
         }
         if sample_text is not None:
+            # a table that marks a DP explains the mark in a note of its own (unsampled_note)
+            table_text = grid_sample_text(result.dp.grid_sample, marked=False)
             for t in tables.values():
-                if t.name != "table1":  # the mark explained where a DP has it, and once
-                    marked = (any(UNSAMPLED in c.text for c in t.cells())
-                              and not any(UNSAMPLED in n for n in t.notes))
-                    t.notes.append(grid_sample_text(result.dp.grid_sample, marked))
+                if t.name != "table1":
+                    t.notes.append(table_text)
         fig_cutoffs = sorted(curves.loc[curves["scope"] == "all", "cutoff"].unique().tolist())
         figures: dict[str, ReportFigure] = {}
         for n in [cutoff] + [c for c in fig_cutoffs if c != cutoff]:

@@ -159,6 +159,13 @@ def test_one_round_holds_every_stratum_of_the_whole_grid_and_gets_a_verdict(stor
     assert not v["too_few_pairs"].any() and (v["recommended"] != "").all()
     per_value = dp[(dp["algorithm"] == "bpr-mf") & dp["scope"].str.contains("=")]
     assert (per_value["unsampled_share"] > 0).any() and (per_value["unsampled_share"] == 0).any()
+    # Table 5 marks those DPs and explains the mark once, in its own note (the grid sample's
+    # note beside it does not repeat it)
+    from dptune.report._format import UNSAMPLED
+
+    t5 = Report.from_result(res).tables["table5"]
+    assert any(UNSAMPLED in c.text for c in t5.cells())
+    assert len([n for n in t5.notes if UNSAMPLED in n]) == 1
 
 
 def _first_units(store: ResultStore, n: int) -> _UnitsView:
