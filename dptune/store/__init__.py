@@ -3,7 +3,6 @@
 from dptune.store._frame import FrameStore
 from dptune.store._noise_parts import (
     NOISE_DIR,
-    NOISE_SCHEMA,
     deterministic_algorithms,
     noise_part_name,
     noise_part_paths,
@@ -14,6 +13,7 @@ from dptune.store._noise_parts import (
 from dptune.store._outside import check_outside_store, results_dir_of
 from dptune.store._per_user_file import PER_USER_COLUMNS
 from dptune.store._runs import read_runs
+from dptune.store._schema import NOISE_SCHEMA
 from dptune.store._store import (
     FoldBuffer,
     FoldSlice,

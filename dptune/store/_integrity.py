@@ -14,8 +14,10 @@ A part that fails (truncated, garbled, emptied, its entry missing or damaged) is
 readers refuse it with one line naming the file (:func:`damaged_error`), the sweep counts its
 unit as not done and :func:`heal` removes it (with its entry) so that ``dptune run`` computes
 exactly that unit again. A store written before entries existed (no ``index`` directory) is
-checked structurally instead (the part's footer and every column decode, row counts agree with
-its metadata) and ``dptune run`` records the entries (:func:`heal`).
+checked structurally instead (the part's footer decodes, its columns are a part's, each page
+matches the CRC-32 in its header, every column decodes, row counts agree with its metadata)
+and ``dptune run`` records the entries (:func:`heal`); so is a part of a store whose whole
+``index`` folder is gone.
 
 Verified bytes are not enough: the part must also be *from this experiment*. Its name, its
 entry and its footer metadata each say which experiment set-up, algorithm, fold, unit and
@@ -52,9 +54,9 @@ from dptune.store._identity import (
     meta_problem,
     name_problem,
 )
-from dptune.store._schema import PARTS
+from dptune.store._schema import NOISE_DIR, PARTS, schema_of
 
-__all__ = ["INDEX_DIR", "entry_path", "checksum", "verify", "record", "problem", "verified",
+__all__ = ["INDEX_DIR", "META_CRC", "footer_text", "entry_path", "checksum", "verify", "record", "problem", "verified",
            "damaged_error", "heal", "lost_parts", "lost_problem", "lost_error", "check_lost",
            "quarantine_dir", "set_aside",
            "set_aside_if_foreign", "footer_meta", "entry_fingerprints", "store_fingerprint"]
@@ -103,6 +105,64 @@ def verify(parts: Iterable[Path], threads: int | None = None) -> None:
         return
     with ThreadPoolExecutor(max_workers=n) as pool:
         list(pool.map(problem, parts))
+
+
+#: Key of the footer metadata's own CRC-32 (:func:`footer_text`).
+META_CRC = "meta_crc32"
+
+
+def footer_text(meta: dict[str, Any]) -> str:
+    """The ``dptune`` footer metadata of a part as written: ``meta`` as JSON (sorted keys) with
+    :data:`META_CRC`, the CRC-32 of the same JSON without it. The index entry's checksum covers
+    the whole file; this one is what vouches for the metadata when the entry is gone (the
+    metadata says which row group holds which metric and cutoff, which configurations and
+    seeds the part holds)."""
+    body = {k: v for k, v in meta.items() if k != META_CRC}
+    return json.dumps({**body, META_CRC: f"{crc32(_canonical(body)):08x}"}, sort_keys=True)
+
+
+def _canonical(meta: dict[str, Any]) -> bytes:
+    return json.dumps(meta, sort_keys=True).encode()
+
+
+def _footer_problem(meta: dict[str, Any], table: Any, directory: str) -> str | None:
+    """Why a part's decoded ``table`` and its footer metadata ``meta`` disagree, or ``None``:
+    the metadata's own CRC-32 (parts written before it carry none), then what the metadata
+    says against the data: one algorithm and fold, the configurations (and seeds), users,
+    and one (metric, cutoff) per row group in the metadata's order."""
+    if META_CRC in meta:
+        body = {k: v for k, v in meta.items() if k != META_CRC}
+        if meta[META_CRC] != f"{crc32(_canonical(body)):08x}":
+            return "its metadata differs from the checksum written with it"
+    n_cfg = len(meta.get("config_ids", [0]))
+    seeds = meta.get("seed_indices", [0])
+    n_users = int(meta["n_users"])
+    per = n_cfg * len(seeds) * n_users
+    groups = [(m, int(c)) for m in meta["metrics"] for c in meta["cutoffs"]]
+    if table.num_rows != per * len(groups):
+        return f"holds {table.num_rows} rows, its metadata says {per * len(groups)}"
+    if _distinct(table, "algorithm") not in ([], [meta.get("algorithm")]) \
+            or _distinct(table, "fold") not in ([], [str(meta.get("fold"))]):
+        return "its algorithm or fold differs from its metadata's"
+    ids = meta.get("config_ids", [meta.get("config_id")])
+    if table.num_rows and _distinct(table, "config_id") != sorted(ids):
+        return "its configurations differ from its metadata's"
+    if directory == NOISE_DIR and table.num_rows and _distinct(table, "seed_index") != sorted(seeds):
+        return "its seeds differ from its metadata's"
+    if table.num_rows and len(_distinct(table, "user")) != n_users:
+        return "its users differ from its metadata's"
+    for k, (metric, cutoff) in enumerate(groups):
+        rows = table.slice(k * per, per)
+        if per and (_distinct(rows, "metric") != [metric] or _distinct(rows, "cutoff") != [cutoff]):
+            return f"its row group {k} is not {metric}@{cutoff}, as its metadata says"
+    return None
+
+
+def _distinct(table: Any, column: str) -> list[Any]:
+    """The distinct values of ``table``'s ``column``, sorted."""
+    import pyarrow.compute as pc
+
+    return sorted(pc.unique(table.column(column)).to_pylist())
 
 
 def record(part: Path, fingerprint: str | None = None, source: Path | None = None,
@@ -159,23 +219,28 @@ def footer_meta(part: Path) -> dict[str, Any]:
 
 
 def _structural(part: Path) -> tuple[str | None, dict[str, Any] | None]:
-    """Checks of a part without an entry (a store written before entries existed): the footer,
-    every column decodes, and the row count agrees with the ``dptune`` metadata. Returns the
-    problem and the metadata."""
+    """Checks of a part without an entry (a store written before entries existed, or whose
+    ``index`` folder is gone): the footer, the columns' names and types, every page's own
+    CRC-32 (:data:`~dptune.store._schema.PAGE_CHECKSUM`; parts written before page checksums
+    carry none), every column decodes, and the ``dptune`` metadata is sound and says what the
+    data holds (:func:`_footer_problem`). Returns the problem and the metadata."""
     import pyarrow.parquet as pq
 
     try:
-        pf = pq.ParquetFile(part)
-        meta = json.loads((pf.schema_arrow.metadata or {})[b"dptune"])
-        table = pf.read(use_threads=False)
+        meta = json.loads((pq.read_schema(part).metadata or {})[b"dptune"])
+        # the dataset reader: it also checks each column chunk's recorded type
+        table = pq.read_table(part, page_checksum_verification=True, use_threads=False)
     except Exception as err:  # noqa: BLE001 - any decoding failure means a damaged part
         return f"unreadable ({type(err).__name__})", None
-    n_cfg = len(meta.get("config_ids", [0]))
-    n_seed = len(meta.get("seed_indices", [0]))
-    expected = n_cfg * n_seed * int(meta["n_users"]) * len(meta["metrics"]) * len(meta["cutoffs"])
-    if table.num_rows != expected:
-        return f"holds {table.num_rows} rows, its metadata says {expected}", None
-    return None, meta
+    want = schema_of(part.parent.name)
+    # names and types; nullability aside (parts written before every column was required)
+    if [(f.name, f.type) for f in table.schema] != [(f.name, f.type) for f in want]:
+        return f"columns {table.schema.names}, a part has {want.names}", None
+    try:
+        found = _footer_problem(meta, table, part.parent.name)
+    except (KeyError, TypeError, ValueError, AttributeError) as err:  # metadata of another shape
+        return f"unreadable metadata ({type(err).__name__})", None
+    return (found, None) if found else (None, meta)
 
 
 def problem(part: Path) -> str | None:

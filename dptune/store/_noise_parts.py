@@ -13,7 +13,6 @@ family calls stochastic, :func:`dptune.models.is_stochastic`) and which configur
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -31,19 +30,18 @@ from dptune.store._integrity import check_lost as check_lost_parts
 from dptune.store._integrity import (
     damaged_error,
     footer_meta,
+    footer_text,
     problem,
     record,
     set_aside_if_foreign,
     store_fingerprint,
     verified,
 )
-from dptune.store._schema import NOISE_DIR
-from dptune.store._schema import SCHEMA as STORE_SCHEMA
+from dptune.store._schema import NOISE_DIR, NOISE_SCHEMA, PAGE_CHECKSUM
 
 __all__ = [
     "check_count",
     "NOISE_DIR",
-    "NOISE_SCHEMA",
     "NOISE_TRIAL_COLUMNS",
     "deterministic_algorithms",
     "rank_configs",
@@ -56,8 +54,6 @@ __all__ = [
     "noise_trials",
 ]
 
-#: Columns of a noise-floor part: those of ``per_user.parquet`` plus the seed's index.
-NOISE_SCHEMA = pa.schema([*STORE_SCHEMA, pa.field("seed_index", pa.int16(), nullable=False)])
 #: Columns of ``noise_trials.csv``.
 NOISE_TRIAL_COLUMNS = ["algorithm", "config_id", "fold", "seed_index", "seed", "fit_seconds",
                        "eval_seconds", "n_users"]
@@ -162,7 +158,7 @@ def write_noise_part(root: str | Path, algorithm: str, config_id: int, fold: str
     fingerprint = store_fingerprint(root)
     if fingerprint:
         meta["fingerprint"] = fingerprint
-    schema = NOISE_SCHEMA.with_metadata({"dptune": json.dumps(meta, sort_keys=True)})
+    schema = NOISE_SCHEMA.with_metadata({"dptune": footer_text(meta)})
     n = n_users * len(order)
     seed_col = np.repeat(np.asarray(order, dtype=np.int16), n_users)
     user_col = np.tile(users, len(order))
@@ -186,7 +182,8 @@ def _write_rows(tmp: Path, schema: pa.Schema, algorithm: str, config_id: int, fo
                 order: list[int], user_col: np.ndarray, seed_col: np.ndarray, n: int) -> None:
     """The rows of a noise-floor part: one row group per (metric, cutoff), sorted by seed
     index then user."""
-    with pq.ParquetWriter(tmp, schema, compression="zstd") as writer:
+    with pq.ParquetWriter(tmp, schema, compression="zstd",
+                          write_page_checksum=PAGE_CHECKSUM) as writer:
         for i, metric in enumerate(metrics):
             for j, cutoff in enumerate(cutoffs):
                 vals = (np.concatenate([arrays[s][i, j] for s in order]) if order

@@ -9,7 +9,6 @@ that died mid-write are swept by :func:`remove_stale_temporaries`.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from pathlib import Path
@@ -21,8 +20,16 @@ import pyarrow.parquet as pq
 
 from dptune._atomic import publish_once, temporary_path
 from dptune._resources import on_full_disk
-from dptune.store._integrity import record, set_aside_if_foreign, verified
-from dptune.store._schema import LAYOUT, PARTS, SCHEMA, STALE_TEMPORARY_S, UnitResult, part_name
+from dptune.store._integrity import footer_text, record, set_aside_if_foreign, verified
+from dptune.store._schema import (
+    LAYOUT,
+    PAGE_CHECKSUM,
+    PARTS,
+    SCHEMA,
+    STALE_TEMPORARY_S,
+    UnitResult,
+    part_name,
+)
 
 __all__ = ["COMPRESSION", "part_metadata", "write_part", "remove_stale_temporaries"]
 
@@ -79,7 +86,8 @@ def _write_row_groups(tmp: Path, res: UnitResult, schema: pa.Schema) -> None:
     users = np.tile(res.users.astype(np.int32), n_cfg)
     cfg = np.repeat(np.asarray(res.config_ids, dtype=np.int32), n_users)
     with pq.ParquetWriter(tmp, schema, compression=COMPRESSION,
-                          use_dictionary=[n for n in SCHEMA.names if n != "value"]) as writer:
+                          use_dictionary=[n for n in SCHEMA.names if n != "value"],
+                          write_page_checksum=PAGE_CHECKSUM) as writer:
         for i, metric in enumerate(res.metrics):
             for j, cutoff in enumerate(res.cutoffs):
                 vals = np.concatenate([np.asarray(v[i, j], dtype=np.float32) for v in res.values]) \
@@ -114,7 +122,7 @@ def write_part(root: Path, res: UnitResult, fingerprint: str | None = None) -> P
     meta = part_metadata(res)
     if fingerprint:
         meta["fingerprint"] = fingerprint
-    schema = SCHEMA.with_metadata({"dptune": json.dumps(meta, sort_keys=True)})
+    schema = SCHEMA.with_metadata({"dptune": footer_text(meta)})
     try:
         with on_full_disk(final.parent):  # one line naming the directory, the unit not done
             _write_row_groups(tmp, res, schema)

@@ -12,7 +12,9 @@ Layout of a results directory (a documented contract; see README and docs/design
   means.
 - ``index/<part directory>/<part name>.json``: the size, CRC-32 and experiment fingerprint of
   every part, written with it; a part is trusted only when it matches
-  (:mod:`dptune.store._integrity`).
+  (:mod:`dptune.store._integrity`). Each data page of a part also carries the CRC-32 of its
+  own bytes (Parquet's page checksum, :data:`PAGE_CHECKSUM`), so a part whose entry is gone is
+  still checked byte for byte when it is decoded.
 - ``configs.csv``, ``users.csv``, ``manifest.json`` (with a checksum of itself and of the two
   CSV files); ``trials.csv`` is derived from the parts.
 """
@@ -24,8 +26,9 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["PARTS", "NOISE_DIR", "LAYOUT", "STALE_TEMPORARY_S", "SCHEMA", "TRIAL_COLUMNS", "UnitResult",
-           "part_name", "part_fields", "validation_unit"]
+__all__ = ["PARTS", "NOISE_DIR", "LAYOUT", "STALE_TEMPORARY_S", "SCHEMA", "NOISE_SCHEMA",
+           "PAGE_CHECKSUM", "schema_of", "TRIAL_COLUMNS", "UnitResult", "part_name",
+           "part_fields", "validation_unit"]
 
 PARTS = "per_user.parquet"
 #: Directory of the noise-floor parts (the A/A runs, :mod:`dptune.store._noise_parts`).
@@ -47,6 +50,24 @@ SCHEMA = pa.schema(
         pa.field("value", pa.float32(), nullable=False),
     ]
 )
+#: Columns of a noise-floor part (:mod:`dptune.store._noise_parts`): those of
+#: ``per_user.parquet`` plus the seed's index.
+NOISE_SCHEMA = pa.schema([*SCHEMA, pa.field("seed_index", pa.int16(), nullable=False)])
+#: Parts are written with Parquet's page checksums (``write_page_checksum``): the CRC-32 of each
+#: page's bytes in its header. The index entry's CRC-32 of the whole file is what a part is
+#: verified against; the page checksums are what is left when the entry is gone (the whole
+#: ``index`` folder deleted, or a store copied without it). Without them, a flipped bit in a
+#: page of values decodes to another value and the part reads as sound; with them, the reader
+#: (``page_checksum_verification``) refuses it. Parts written before carry none and are
+#: decoded as before.
+PAGE_CHECKSUM = True
+
+
+def schema_of(directory: str) -> pa.Schema:
+    """The schema of the parts in ``directory`` (:data:`PARTS` or :data:`NOISE_DIR`)."""
+    return NOISE_SCHEMA if directory == NOISE_DIR else SCHEMA
+
+
 TRIAL_COLUMNS = ["algorithm", "config_id", "fold", "seed", "unit", "fit_seconds",
                  "eval_seconds", "n_users"]
 

@@ -25,6 +25,7 @@ from dptune.analysis.dp import paired_tests
 from dptune.analysis.dp.curves import pvalue_curve, resample_curve
 from dptune.analysis.options import AnalysisOptions
 from dptune.errors import DptuneError
+from dptune.store import NOISE_SCHEMA
 from dptune.store import _noise_parts as parts
 from dptune.store._store import ResultStore, UnitResult
 from dptune.sweeper import _noise as sweep_noise
@@ -147,7 +148,7 @@ def test_write_noise_part_schema_metadata_atomic(tmp_path):
     assert [p.name for p in paths][:2] == ["bpr__0__c000000.parquet", "bpr__0__c000001.parquet"]
     assert not [p for p in os.listdir(tmp_path / parts.NOISE_DIR) if p.startswith(".")]
     df = pd.read_parquet(tmp_path / parts.NOISE_DIR)
-    assert list(df.columns) == parts.NOISE_SCHEMA.names
+    assert list(df.columns) == NOISE_SCHEMA.names
     assert str(df["seed_index"].dtype) == "int16" and str(df["value"].dtype) == "float32"
     trials = parts.noise_trials(tmp_path)
     assert len(trials) == 2 * 2 * 4 and trials["seed"].tolist()[:4] == [100, 101, 102, 103]

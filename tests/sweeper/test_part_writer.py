@@ -35,6 +35,7 @@ import dptune.store._parts as parts_module
 import dptune.store._store as store_module
 import dptune.sweeper._worker as worker_module
 from dptune.config import load_experiment
+from dptune.store._integrity import META_CRC
 from dptune.store._schema import PARTS
 from dptune.store._store import ResultStore
 from dptune.store._writer import PART_QUEUE, PartWriter
@@ -82,12 +83,13 @@ def _sweep(cfg: Path, results: Path) -> ResultStore:
 
 
 def _values(root: Path) -> dict[str, tuple[pd.DataFrame, dict]]:
-    """Every part's rows and its metadata without the timings (which differ run to run)."""
+    """Every part's rows and its metadata without the timings (which differ run to run) and
+    the metadata's checksum, which covers them."""
     out = {}
     for p in sorted((root / PARTS).glob("[!.]*.parquet")):
         table = pq.read_table(p)
         meta = store_module.part_meta(p)
-        for key in ("fit_seconds", "eval_seconds"):
+        for key in ("fit_seconds", "eval_seconds", META_CRC):
             meta.pop(key)
         out[p.name] = (table.to_pandas(), meta)
     return out
