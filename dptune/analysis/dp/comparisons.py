@@ -35,8 +35,16 @@ and ``h`` is rejected at level ``alpha`` when ``p~_h <= alpha``: ``theta_i != th
 sign of ``D_h``. The first step is the single-step max-t (a simultaneous interval for every
 difference); each later step drops the hypotheses already rejected from the maximum, which gains
 power and keeps the family-wise error rate (Romano & Wolf, 2005, Theorem 3). A pair whose
-replicates never differ (``se_h = 0``: two metrics that give the same p-value on every pair,
-such as Precision@1 and nDCG@1 with binary relevance) is not tested: ``p~ = 1``, never a claim.
+replicates never differ is not tested: ``p~ = 1``, never a claim, and no replicate counts as
+lower. Two metrics that give the same p-value on every pair of configurations do so: Precision@1
+and nDCG@1 with binary relevance, or Precision@10 and Recall@10 when every user has one
+relevant item (one is ten times the other, so every t statistic is the same). Their replicates
+are computed from float32 sums (:mod:`dptune.analysis.dp.bootstrap`) and may differ by that
+rounding, about 1e-8 of the replicates' size, unless the two values differ by a power of two;
+"never differ" is therefore ``se_h <= IDENTICAL_RTOL x`` the replicates' largest absolute
+value (:data:`IDENTICAL_RTOL`). Tested, such a pair's rounding was read as a difference: a
+share of about 50% "more discriminative" in ``comparisons.csv``, and a hypothesis in the
+maximum that raised every other claim's critical value.
 
 **Unpaired** (``paired=False``, the hyperparameters' comparisons). Metrics of a family are
 measured on the same pairs of configurations, and pairing their replicates is what carries
@@ -69,8 +77,14 @@ import pandas as pd
 from dptune.analysis.dp.bootstrap import small_sample_factor
 from dptune.errors import input_error
 
-__all__ = ["COMPARISON_COLUMNS", "Comparisons", "stepdown_maxt", "compare_estimates",
+__all__ = ["COMPARISON_COLUMNS", "IDENTICAL_RTOL", "Comparisons", "stepdown_maxt", "compare_estimates",
            "cluster_factor"]
+
+#: Relative size of the replicates' differences below which a pair is not tested (module
+#: docstring): ten times the float32 rounding of the replicates (about 1e-7 relative), ten
+#: thousand times below the smallest difference of mean p-values a report can show (1e-4 in
+#: DP per 25 pairs is 4e-6 in mean p-value).
+IDENTICAL_RTOL = 1e-6
 
 #: Columns of a comparison table: one row per unordered pair of estimates ``(a, b)``.
 COMPARISON_COLUMNS = ["a", "b", "difference", "se", "t", "p_adjusted", "prob_a_lower"]
@@ -178,7 +192,7 @@ def stepdown_maxt(estimates: np.ndarray, replicates: np.ndarray,
     se = d_star.std(axis=1, ddof=1) if n_boot > 1 else np.zeros(len(a))
     scale = np.maximum(np.abs(reps[a]).max(axis=1, initial=0.0),
                        np.abs(reps[b]).max(axis=1, initial=0.0))
-    testable = se > 1e-12 * np.maximum(scale, 1e-300)
+    testable = se > IDENTICAL_RTOL * np.maximum(scale, 1e-300)
     with np.errstate(divide="ignore", invalid="ignore"):
         t = np.where(testable, diff / np.where(testable, se * float(se_factor), 1.0), 0.0)
         null = np.abs(d_star - d_star.mean(axis=1, keepdims=True)) / np.where(
@@ -193,8 +207,8 @@ def stepdown_maxt(estimates: np.ndarray, replicates: np.ndarray,
         running = max(running, p)
         p_adj[h] = running
     return Comparisons(a=a, b=b, difference=diff, se=se, t=t, p_adjusted=p_adj,
-                       prob_a_lower=(reps[a] < reps[b]).mean(axis=1),
-                       prob_b_lower=(reps[b] < reps[a]).mean(axis=1))
+                       prob_a_lower=np.where(testable, (reps[a] < reps[b]).mean(axis=1), 0.0),
+                       prob_b_lower=np.where(testable, (reps[b] < reps[a]).mean(axis=1), 0.0))
 
 
 def compare_estimates(estimates: Mapping[str, float],

@@ -76,6 +76,47 @@ def test_identical_metrics_are_never_a_claim():
     assert not c.lower(0, 1, 0.05) and not c.lower(1, 0, 0.05)
 
 
+def test_twins_that_differ_by_float32_rounding_are_identical_and_cost_no_claim():
+    """Precision@10 and Recall@10 with one relevant item per user give the same p-value on
+    every pair; their replicates, from float32 sums, differed by about 1e-8 and were tested: a
+    50% share 'more discriminative' and a hypothesis in the maximum that cost the real claim."""
+    rng = np.random.default_rng(3)
+    r = rng.normal(0.3, 0.01, 999)
+    twin = r * (1 + rng.normal(0, 3e-8, r.size))  # the float32 rounding of the same replicate
+    strong = r - 0.004 + rng.normal(0, 0.002, r.size)
+    est = np.array([0.296, 0.3, 0.3 * (1 + 1e-9)])
+    three = stepdown_maxt(est, np.vstack([strong, r, twin]))
+    two = stepdown_maxt(est[:2], np.vstack([strong, r]))
+    assert three.p_adjusted[2] == 1.0 and three.t[2] == 0.0  # (1, 2): the twins
+    assert three.prob_a_lower[2] == 0.0 and three.prob_b_lower[2] == 0.0
+    assert three.p_adjusted[0] == two.p_adjusted[0]  # the claim as without the twin
+    assert three.p_adjusted[1] == two.p_adjusted[0]
+    # a difference of a thousandth of the replicates' spread is still tested
+    near = stepdown_maxt(est[1:], np.vstack([r, r + rng.normal(0, 1e-5, r.size)]))
+    assert near.t[0] != 0.0 and 0.0 < near.prob_a_lower[0] < 1.0
+
+
+def test_proportional_metrics_are_identical_in_the_comparisons():
+    """End to end: leave-one-out values, Recall@10 = 10 x Precision@10 for every user."""
+    import pandas as pd
+
+    from dptune import discriminative_power
+
+    rng = np.random.default_rng(13)
+    frames = []
+    for f in range(3):
+        for s in range(6):
+            hit = (rng.random(60) < 0.2 + 0.05 * s).astype(float)
+            for metric, v in (("precision@10", hit / 10), ("recall@10", hit)):
+                frames.append(pd.DataFrame({"system": f"s{s}", "fold": f"f{f}",
+                                            "user": np.arange(60), "metric": metric, "value": v}))
+    res = discriminative_power(pd.concat(frames), bootstrap=200)
+    rows = res.comparisons
+    assert len(rows) == 2 and (rows["p_adjusted"] == 1.0).all()
+    assert (rows["pr_more_discriminative"] == 0.0).all()
+    assert list(res.verdict["identical"].iloc[0]) == ["recall"]
+
+
 def test_named_comparisons_and_bad_input():
     rng = np.random.default_rng(1)
     labels, c = compare_estimates({"ndcg": 0.1, "recall": 0.3},
