@@ -101,7 +101,7 @@ def claims_legend(alpha: float, test_split: bool = True, intervals: bool = True,
 
 def _split(names: object) -> list[str]:
     """One of the dominance table's lists of hyperparameters (``over``, ``tied``,
-    ``too_few_pairs``: lists in the result) as a list of names."""
+    ``too_few_pairs``, ``no_evidence``: lists in the result) as a list of names."""
     return [] if names is None or not isinstance(names, (list, tuple)) else [str(h) for h in names]
 
 
@@ -380,11 +380,18 @@ def dominance_sentence(rd: _Reader, alg: str, cutoff: int, metric: str) -> str:
     name = display_metric(metric, cutoff)
     answer = d["answer"]
     few = _split(d.get("too_few_pairs"))
-    few_text = (f" ({_hps(few, alg)}: fewer than min_pairs = {int(rd.options.min_pairs)} "
-                "one-at-a-time pairs, not compared)") if few else ""
+    silent = _split(d.get("no_evidence"))
+    why = ([f"{_hps(few, alg)}: fewer than min_pairs = {int(rd.options.min_pairs)} "
+            "one-at-a-time pairs"] if few else []) + (
+        [f"{_hps(silent, alg)}: no evidence, changing "
+         f"{'it' if len(silent) == 1 else 'each'} alone never changed {name}, every p-value 1"]
+        if silent else [])
+    few_text = f" ({'; '.join(why)}; not compared)" if why else ""
     if answer == "too_few_pairs":
         return (f"No hyperparameter is named for {name}: no one-at-a-time scope has "
                 f"min_pairs = {int(rd.options.min_pairs)} pairs{few_text}.")
+    if answer == "no_evidence":
+        return f"No hyperparameter is named for {name}: none could be compared{few_text}."
     h = display_hyperparameter(str(d["hyperparameter"]), alg)
     num = (f"DP per 25 pairs {dp_text(d['dp_per_25'], d['ci_low'], d['ci_high'])}, "
            f"{pair_count_text(d['n_pairs'])} pairs differing in it alone")
@@ -485,8 +492,9 @@ def _dominant_cell(r: dict, rd: _Reader) -> str:
     alg = str(r["algorithm"])
     if d["answer"] == "dominant":
         return display_hyperparameter(str(d["hyperparameter"]), alg)
-    if d["answer"] in ("too_few_pairs", "single"):
-        return "too few pairs" if d["answer"] == "too_few_pairs" else MISSING
+    if d["answer"] in ("too_few_pairs", "single", "no_evidence"):
+        return {"too_few_pairs": "too few pairs", "no_evidence": "no evidence"}.get(
+            str(d["answer"]), MISSING)
     if d["answer"] == "no_bootstrap":
         return "no claim (no bootstrap)"
     return "none significantly"
@@ -622,10 +630,14 @@ def verdict_section(result: Any, figures: Sequence[tuple[str, int, str]] = ()) -
         f"different things); {judged}. {MISSING} in the table: none (an empty list of "
         "metrics), or, under Dominant hyperparameter, no answer: the algorithm varies fewer "
         "than two hyperparameters (every pair of configurations then differs in its one "
-        "hyperparameter; that is Table 3), only one of them has enough one-at-a-time pairs, "
-        "or no metric is recommended. "
+        "hyperparameter; that is Table 3), only one of them can be compared (each other one "
+        "has too few one-at-a-time pairs or no evidence), or no metric is recommended. "
         + (f"*Too few pairs*: no one-at-a-time scope has min_pairs = "
-           f"{int(result.options.min_pairs)} pairs. " if _any_too_few(result) else "")
+           f"{int(result.options.min_pairs)} pairs. " if _any_answer(result, "too_few_pairs")
+           else "")
+        + ("*No evidence*: none can be compared, and changing some hyperparameter alone never "
+           "changed the metric (every p-value of its one-at-a-time pairs is 1). "
+           if _any_answer(result, "no_evidence") else "")
         + "All columns are in `verdict.csv`; every "
         "claim's test is in `comparisons.csv`, the dominant hyperparameter in "
         "`dominance.csv`.")
@@ -635,10 +647,10 @@ def verdict_section(result: Any, figures: Sequence[tuple[str, int, str]] = ()) -
     return "\n".join(lines)
 
 
-def _any_too_few(result: Any) -> bool:
-    """Whether some dominance answer is "too few pairs" (the verdict table then shows it)."""
+def _any_answer(result: Any, answer: str) -> bool:
+    """Whether some dominance answer is ``answer`` (the verdict table then shows it)."""
     d = result.dominance
-    return d is not None and not d.empty and bool((d["answer"] == "too_few_pairs").any())
+    return d is not None and not d.empty and bool((d["answer"] == answer).any())
 
 
 def verdict_document(summary: str | None, body: str | None, title: str | None = None

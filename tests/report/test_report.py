@@ -1174,3 +1174,17 @@ def test_verdict_table_names_a_hyperparameter_only_when_it_dominates() -> None:
              "have exceeded the time budget of the stability check")
     assert f"significantly lower than Learning rate and Iterations ({seeds}, adjusted p" in md
     assert f"significantly more than Iterations ({seeds})" in md
+    # a hyperparameter whose one-at-a-time pairs never differ is named with the reason
+    silent = pd.DataFrame([{**dom, "cutoff": 10, "answer": "single", "no_evidence": ["iterations"]},
+                           {**dom, "cutoff": 5, "answer": "no_evidence", "hyperparameter": "",
+                            "no_evidence": ["iterations"], "too_few_pairs": ["factors"]}])
+    md = verdict_section(AnalysisResult(dp=DPEstimate(empty, empty, dp, empty), verdict=v,
+                                        dominance=silent), [])
+    assert ("Only one hyperparameter could be compared for nDCG@10: Latent factors (DP per 25 "
+            "pairs 1.20 [0.90, 1.60], P = 200 pairs differing in it alone) (Iterations: no "
+            "evidence, changing it alone never changed nDCG@10, every p-value 1; not "
+            "compared).") in md
+    assert ("No hyperparameter is named for nDCG@5: none could be compared (Latent factors: "
+            "fewer than min_pairs = 10 one-at-a-time pairs; Iterations: no evidence, changing "
+            "it alone never changed nDCG@5, every p-value 1; not compared).") in md
+    assert "| no evidence |" in md and "*No evidence*: none can be compared" in md

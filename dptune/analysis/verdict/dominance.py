@@ -23,8 +23,13 @@ supporting evidence, each on its own scale, and never vote.
 
 Answers (column ``answer``): ``dominant`` (the lowest is significantly below every other);
 ``none`` (it is not: ``over`` lists those it is significantly below, ``tied`` the others);
-``no_bootstrap`` (no interval, hence no claim); ``single`` (only one hyperparameter has a
-one-at-a-time scope with enough pairs); ``too_few_pairs`` (none has ``min_pairs`` pairs).
+``no_bootstrap`` (no interval, hence no claim); ``single`` (only one hyperparameter could be
+compared: each other one has too few pairs or no evidence); ``no_evidence`` (none could be
+compared, and some because its pairs never differ); ``too_few_pairs`` (none could be
+compared, each for having fewer than ``min_pairs`` pairs). A hyperparameter has *too few
+pairs* when its one-at-a-time scope holds fewer than ``min_pairs`` pairs (column
+``too_few_pairs``) and *no evidence* when every p-value of its scope is 1: changing it alone
+never changed the metric on any pair (column ``no_evidence``); neither is compared.
 Algorithms with fewer than two free hyperparameters have no row.
 """
 
@@ -39,7 +44,7 @@ __all__ = ["DOMINANCE_COLUMNS", "dominance_table"]
 
 DOMINANCE_COLUMNS = ["algorithm", "metric", "cutoff", "answer", "hyperparameter", "dp_per_25",
                      "ci_low", "ci_high", "n_pairs", "over", "tied", "too_few_pairs",
-                     "p_adjusted", "repeats", "compared"]
+                     "no_evidence", "p_adjusted", "repeats", "compared"]
 
 
 def _h_rank(h: str) -> tuple[int, str]:
@@ -57,7 +62,7 @@ def dominance_table(dp: pd.DataFrame, comparisons: pd.DataFrame, min_pairs: int,
 
     ``dp``: dp.csv; ``comparisons``: comparisons.csv. ``hyperparameter``/``dp_per_25``/
     ``ci_*``/``n_pairs``: the lowest one-at-a-time DP with enough pairs; ``over``/``tied``/
-    ``too_few_pairs``: lists of hyperparameters (``;``-joined in dominance.csv);
+    ``too_few_pairs``/``no_evidence``: lists of hyperparameters (``;``-joined in dominance.csv);
     ``p_adjusted``: the largest adjusted
     p-value of its comparisons with the others; ``compared``: how many hyperparameters were
     compared."""
@@ -70,13 +75,16 @@ def dominance_table(dp: pd.DataFrame, comparisons: pd.DataFrame, min_pairs: int,
         absent = [h for h in (expected or {}).get(str(alg), []) if h not in set(g["h"])]
         few = sorted([*g.loc[g["n_pairs"].astype(int) < int(min_pairs), "h"], *absent],
                      key=_h_rank)
-        ok = g[(g["n_pairs"].astype(int) >= int(min_pairs)) & ~g["no_evidence"].astype(bool)]
+        enough = g["n_pairs"].astype(int) >= int(min_pairs)
+        silent = enough & g["no_evidence"].astype(bool)
+        ok = g[enough & ~silent]
         row = {"algorithm": alg, "metric": metric, "cutoff": int(cutoff), "answer": "",
                "hyperparameter": "", "dp_per_25": np.nan, "ci_low": np.nan, "ci_high": np.nan,
                "n_pairs": 0, "over": [], "tied": [], "too_few_pairs": few,
+               "no_evidence": sorted(g.loc[silent, "h"], key=_h_rank),
                "p_adjusted": np.nan, "repeats": 0, "compared": len(ok)}
         if ok.empty:
-            rows.append(row | {"answer": "too_few_pairs"})
+            rows.append(row | {"answer": "no_evidence" if silent.any() else "too_few_pairs"})
             continue
         ok = ok.assign(_r=ok["h"].map(_h_rank)).sort_values(["mean_p", "_r"], kind="stable")
         best = ok.iloc[0]

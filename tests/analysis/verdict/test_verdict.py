@@ -309,6 +309,28 @@ def test_dominance_needs_enough_pairs():
     assert cl.hyperparameter_comparisons(dp, {}, 0.05, 10).empty
 
 
+def test_a_hyperparameter_without_evidence_is_named_as_such_not_as_too_few_pairs():
+    """A one-at-a-time scope with enough pairs whose p-values are all 1 (changing the
+    hyperparameter alone never changed the metric) is not compared; the answer said "too few
+    pairs" with an empty list, or "single" as if the other had too few pairs."""
+    both = _only_rows({"factors": 1.0, "iterations": 1.0}, {"factors": 50, "iterations": 50})
+    both["no_evidence"] = True
+    r = dominance_table(both, _NO_CLAIMS, 10).iloc[0]
+    assert (r["answer"], r["no_evidence"], r["too_few_pairs"], r["compared"]) == (
+        "no_evidence", ["factors", "iterations"], [], 0)
+    one = _only_rows({"factors": 0.2, "iterations": 1.0}, {"factors": 50, "iterations": 50})
+    one["no_evidence"] = one["scope"] == "only:iterations"
+    r = dominance_table(one, _NO_CLAIMS, 10).iloc[0]
+    assert (r["answer"], r["hyperparameter"], r["no_evidence"], r["too_few_pairs"]) == (
+        "single", "factors", ["iterations"], [])
+    # too few pairs of one, no evidence of the other: neither compared, both named
+    mixed = _only_rows({"factors": 0.2, "iterations": 1.0}, {"factors": 4, "iterations": 50})
+    mixed["no_evidence"] = mixed["scope"] == "only:iterations"
+    r = dominance_table(mixed, _NO_CLAIMS, 10).iloc[0]
+    assert (r["answer"], r["no_evidence"], r["too_few_pairs"]) == (
+        "no_evidence", ["iterations"], ["factors"])
+
+
 def _dp_rows(mean_p, n_pairs=45, no_evidence=()):
     """dp.csv rows of scope ``all`` for one algorithm at N = 10 with the given mean p-values."""
     return pd.DataFrame([{"algorithm": "knn", "scope": "all", "metric": m, "cutoff": 10,
