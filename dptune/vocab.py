@@ -26,6 +26,7 @@ __all__ = [
     "ALGORITHM_ORDER",
     "HYPERPARAMETER_NAMES",
     "HYPERPARAMETER_ORDER",
+    "FACTOR_MODEL_NAMES",
     "CSV_FLOAT",
     "SEED_RANGE",
     "NA_TEXT",
@@ -111,6 +112,9 @@ HYPERPARAMETER_NAMES: dict[str, str] = {
     "epochs": "Iterations",
     "learning_rate": "Learning rate",
 }
+#: Parts of an algorithm's name that say its ``k`` is a number of latent factors (cornac's BPR,
+#: MF, WMF, PMF, NMF, ALS-style models; :func:`display_hyperparameter`).
+FACTOR_MODEL_NAMES: tuple[str, ...] = ("bpr", "mf", "als")
 #: Default row order of hyperparameters (the paper's Table 5 order); others follow, sorted.
 HYPERPARAMETER_ORDER: tuple[str, ...] = ("factors", "iterations", "epochs", "learning_rate", "k")
 
@@ -166,14 +170,17 @@ def display_hyperparameter(key: str, algorithm: str | None = None) -> str:
     """Return the display name of a hyperparameter key (``learning_rate`` -> ``Learning rate``).
 
     ``k`` means two things: the neighbourhood size of the kNN models (User-kNN, Item-kNN,
-    cornac's UserKNN/ItemKNN) and the number of latent factors of most cornac models (BPR, MF,
-    WMF, ...). With the ``algorithm`` it belongs to, it is "Nearest neighbors" when the
-    algorithm's name contains ``knn`` and "Latent factors" otherwise; without, plain ``k``.
+    cornac's UserKNN/ItemKNN) and the number of latent factors of cornac's factor models (BPR,
+    MF, WMF, ...). With the ``algorithm`` it belongs to, it is "Nearest neighbors" when the
+    algorithm's name contains ``knn``, "Latent factors" when it names a factor model
+    (:data:`FACTOR_MODEL_NAMES`), else plain ``k``: an algorithm of a per-user table can be
+    anything, and its ``k`` a cutoff or BM25's k1, which no name should be guessed for.
     """
     if key == "k":
-        if algorithm is None:
-            return "k"
-        return "Nearest neighbors" if "knn" in str(algorithm).lower() else "Latent factors"
+        name = str(algorithm).lower() if algorithm is not None else ""
+        if "knn" in name:
+            return "Nearest neighbors"
+        return "Latent factors" if any(t in name for t in FACTOR_MODEL_NAMES) else "k"
     return HYPERPARAMETER_NAMES.get(key, key)
 
 

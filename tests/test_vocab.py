@@ -12,6 +12,8 @@ from dptune.vocab import display_hyperparameter
     ("userknn", "Nearest neighbors"), ("itemknn", "Nearest neighbors"),
     ("cornac-ItemKNN", "Nearest neighbors"), ("bpr", "Latent factors"),
     ("cornac-wmf", "Latent factors"), (None, "k"),
+    # a per-user table's own algorithm: its k may be anything, no name is guessed
+    ("ranker", "k"), ("bm25", "k"),
 ])
 def test_k_is_labelled_by_the_algorithm(algorithm, label):
     assert display_hyperparameter("k", algorithm) == label
