@@ -43,8 +43,9 @@ __all__ = [
     "fold_key",
     "metric_rank",
     "metric_key",
-    "TIE_DECIMALS",
+    "TIE_TOL",
     "tie_value",
+    "same_values",
 ]
 
 #: Ratings file formats the readers understand (:func:`dptune.data.read_ratings`); "auto" guesses.
@@ -213,21 +214,52 @@ def metric_rank(metric: str) -> int:
     return METRICS.index(metric) if metric in METRICS else len(METRICS)
 
 
-#: Decimals at which two mean p-values (or two points of p-value curves) are one value: the tie
-#: rule's tolerance. Two metrics whose per-user values are proportional (Precision@N and
+#: Distance within which two mean p-values (or two points of p-value curves) are one value: the
+#: tie rule's tolerance. Two metrics whose per-user values are proportional (Precision@N and
 #: Recall@N when every user holds as many relevant items) give the same p-values in exact
 #: arithmetic, which floating-point sums can miss in the last bit (0.041639484177975465 and
-#: 0.04163948417797548); a real difference of DPs is never this small.
-TIE_DECIMALS = 12
+#: 0.04163948417797548); a real difference of DPs is never this small. On the DP-per-25 scale
+#: the same rule is ``25 x TIE_TOL`` (``scale=25``).
+TIE_TOL = 1e-12
 
 
-def tie_value(values: object) -> object:
-    """``values`` (a number, an array or a Series of mean p-values) rounded to
-    :data:`TIE_DECIMALS`: what the tie rule compares, so that equal-in-exact-arithmetic DPs are
-    identical everywhere (the verdict, Tables 3 and 4, the figures)."""
+def tie_value(values: object, scale: float = 1.0) -> object:
+    """What the tie rule compares: ``values`` (an array or a Series of mean p-values, or of DPs
+    per 25 pairs with ``scale=25``) with every run of values within ``scale x`` :data:`TIE_TOL`
+    of the next (in sorted order) given the run's smallest value; NaN stays NaN, a single
+    number is itself. So equal-in-exact-arithmetic DPs are one value everywhere (the verdict,
+    the dominance answer, the tables, the figures, the slices), and two values one ulp apart
+    are never split, as rounding to a number of decimals splits them when they straddle a
+    rounding boundary (0.2000000000015 and 0.20000000000149998). The runs are of the values
+    given together: compare members of one call's result, never with another call's."""
+    import numpy as np
+    import pandas as pd
+
+    if np.ndim(values) == 0:
+        return values
+    flat = np.asarray(values, dtype=float).ravel()
+    order = np.argsort(flat, kind="stable")  # NaN last
+    s = flat[order]
+    n = int(np.count_nonzero(~np.isnan(s)))
+    start = np.zeros(len(s), dtype=bool)
+    start[:1] = True
+    start[1:n] = np.diff(s[:n]) > float(scale) * TIE_TOL
+    first = np.maximum.accumulate(np.where(start, np.arange(len(s)), 0))
+    out = np.empty_like(flat)
+    out[order] = np.where(np.isnan(s), np.nan, s[first])
+    out = out.reshape(np.shape(values))
+    return pd.Series(out, index=values.index, name=values.name) \
+        if isinstance(values, pd.Series) else out
+
+
+def same_values(a: object, b: object, scale: float = 1.0) -> bool:
+    """Whether two arrays (two p-value curves) are one value point by point under the tie rule
+    (within ``scale x`` :data:`TIE_TOL`; NaN equals NaN)."""
     import numpy as np
 
-    return np.round(values, TIE_DECIMALS)
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    return x.shape == y.shape and bool(np.all(
+        (np.abs(x - y) <= float(scale) * TIE_TOL) | (np.isnan(x) & np.isnan(y))))
 
 
 def metric_key(metric: str, cutoff: int) -> tuple[int, str, int]:

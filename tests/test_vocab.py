@@ -45,3 +45,55 @@ def test_a_hyperparameter_value_has_one_notation(value, text):
     from dptune.vocab import display_value
 
     assert display_value(value) == text
+
+
+def test_the_tie_rule_is_a_distance_not_a_rounding():
+    """Two values one ulp apart are one value even when they straddle a boundary of rounding to
+    12 decimals (which split them); values 1e-12 apart in a run take the run's smallest; NaN
+    stays NaN; a Series keeps its index; the DP-per-25 scale widens the distance 25 times."""
+    import numpy as np
+    import pandas as pd
+
+    from dptune.vocab import TIE_TOL, same_values, tie_value
+
+    a = 0.2000000000015
+    b = np.nextafter(a, 0)
+    assert np.round(a, 12) != np.round(b, 12)  # what the rounding rule did
+    assert tie_value(np.array([a, b]))[0] == tie_value(np.array([a, b]))[1] == b
+    got = tie_value(np.array([0.3, 0.1, 0.1 + 0.5 * TIE_TOL, np.nan, 0.1 + 3 * TIE_TOL]))
+    assert got[1] == got[2] == 0.1 and got[4] == 0.1 + 3 * TIE_TOL and np.isnan(got[3])
+    assert got[0] == 0.3
+    s = pd.Series([0.5, 0.5 + 1e-15], index=[7, 3], name="mean_p")
+    t = tie_value(s)
+    assert list(t.index) == [7, 3] and t.name == "mean_p" and t.nunique() == 1
+    assert tie_value(0.25) == 0.25
+    dp = np.array([5.0, 5.0 + 20 * TIE_TOL])
+    assert tie_value(dp)[0] != tie_value(dp)[1] and tie_value(dp, scale=25)[1] == 5.0
+    assert same_values([0.1, np.nan], [0.1 + 1e-13, np.nan])
+    assert not same_values([0.1], [0.1 + 1e-11]) and not same_values([0.1], [0.1, 0.2])
+
+
+def test_the_verdict_and_the_dominance_apply_the_tie_rule():
+    """A tie one ulp apart, straddling a rounding boundary, named nDCG's identical (the verdict)
+    and ordered by the grid (the dominance answer ranked raw mean p-values)."""
+    import numpy as np
+    import pandas as pd
+
+    from dptune.analysis.verdict.dominance import dominance_table
+    from dptune.analysis.verdict.rules import recommend
+
+    a = 0.2000000000015
+    b = np.nextafter(a, 0)
+
+    def row(metric, mean_p, scope="all"):
+        return {"algorithm": "x", "scope": scope, "metric": metric, "cutoff": 10,
+                "mean_p": mean_p, "dp_per_25": 25 * mean_p, "ci_low": np.nan,
+                "ci_high": np.nan, "n_pairs": 100, "n_possible_pairs": 100, "n_folds": 3,
+                "no_evidence": False, "unsampled_share": 0.0}
+
+    none = pd.DataFrame(columns=["kind"])
+    r = recommend(pd.DataFrame([row("ndcg", a), row("recall", b)]), none).iloc[0]
+    assert (r["recommended"], list(r["identical"])) == ("ndcg", ["recall"])
+    d = dominance_table(pd.DataFrame([row("ndcg", a, "only:factors"),
+                                      row("ndcg", b, "only:iterations")]), none, 10).iloc[0]
+    assert d["hyperparameter"] == "factors"

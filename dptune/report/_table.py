@@ -262,14 +262,15 @@ def marked_cells(
     texts: Sequence[str] | None = None,
     underline_max: bool = False,
 ) -> list[Cell]:
-    """Numeric cells for one comparison group: the lowest bold, optionally the highest underlined.
+    """Numeric cells for one comparison group of DPs per 25 pairs: the lowest bold, optionally
+    the highest underlined.
 
     Marks are set only when at least two values are present (one value is not "the best" of
-    anything); ties (the tie rule's, :func:`dptune.vocab.tie_value`) are all marked; the highest
-    is not underlined when it equals the lowest.
+    anything); ties (the tie rule's on the DP-per-25 scale, :func:`dptune.vocab.tie_value`
+    with ``scale=25``) are all marked; the highest is not underlined when it equals the lowest.
     """
     arr = tie_value(np.array([np.nan if is_missing(v) else float(v) for v in values],
-                             dtype=float))
+                             dtype=float), scale=25)
     texts = list(texts) if texts is not None else [fmt(v) for v in arr]
     present = ~np.isnan(arr)
     lo = hi = np.nan

@@ -90,6 +90,13 @@ def _tie(frame: pd.DataFrame) -> pd.Series:
     return tie_value(frame["mean_p"])
 
 
+def _tied_with(frame: pd.DataFrame, metric: str) -> pd.Series:
+    """True for the rows of ``frame`` whose ``mean_p`` is ``metric``'s under the tie rule
+    (its own row included)."""
+    ties = _tie(frame)
+    return ties == ties[frame["metric"] == metric].iloc[0]
+
+
 def best_worst(values: pd.DataFrame) -> tuple[pd.Series, pd.Series] | None:
     """Best (lowest DP) and worst (highest DP) rows of one group, by the verdict's tie rule
     (equal values in :data:`dptune.vocab.METRICS` order, :func:`_by_dp`). The best is a metric
@@ -102,7 +109,8 @@ def best_worst(values: pd.DataFrame) -> tuple[pd.Series, pd.Series] | None:
     if ev.empty:
         return None
     best = ev.iloc[0]
-    rest = v[_tie(v) > tie_value(best["mean_p"])]
+    ties = _tie(v)
+    rest = v[ties > ties[v["metric"] == best["metric"]].iloc[0]]
     worst = rest.iloc[-1] if len(rest) else best
     return best.drop("_ne"), worst.drop("_ne")
 
@@ -200,7 +208,7 @@ def _marks(c: pd.DataFrame, vrows: list[dict], families: MetricFamilies | None,
             bw = best_worst(g)
             if bw is None:
                 continue
-            best = {str(m) for m in g.loc[_tie(g) == tie_value(bw[0]["mean_p"]), "metric"]}
+            best = {str(m) for m in g.loc[_tied_with(g, bw[0]["metric"]), "metric"]}
         bold |= best
         rest = g[~g["metric"].isin(best)]
         if len(rest):
@@ -328,8 +336,8 @@ def pick(values: pd.DataFrame, vrow: dict | None, cutoff: int
             return "no evidence", None, [], None, []
         best = bw[0]
         rec = str(best["metric"])
-        tied = [str(m) for m in v.loc[(_tie(v) == tie_value(best["mean_p"])) & ~_no_evidence(v),
-                                      "metric"] if m != rec]
+        tied = [str(m) for m in v.loc[_tied_with(v, rec) & ~_no_evidence(v), "metric"]
+                if m != rec]
     rest = v[~v["metric"].isin([rec, *tied])]
     # the highest DP among the others (none when every other metric is tied with the best)
     worst, worst_tied = None, []

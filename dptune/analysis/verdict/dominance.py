@@ -38,7 +38,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dptune.vocab import HYPERPARAMETER_ORDER
+from dptune.vocab import HYPERPARAMETER_ORDER, tie_value
 
 __all__ = ["DOMINANCE_COLUMNS", "dominance_table"]
 
@@ -86,7 +86,9 @@ def dominance_table(dp: pd.DataFrame, comparisons: pd.DataFrame, min_pairs: int,
         if ok.empty:
             rows.append(row | {"answer": "no_evidence" if silent.any() else "too_few_pairs"})
             continue
-        ok = ok.assign(_r=ok["h"].map(_h_rank)).sort_values(["mean_p", "_r"], kind="stable")
+        # the tie rule of the metrics: equal DPs in the grid's order of hyperparameters
+        ok = ok.assign(_v=tie_value(ok["mean_p"]), _r=ok["h"].map(_h_rank)).sort_values(
+            ["_v", "_r"], kind="stable")
         best = ok.iloc[0]
         row |= {"hyperparameter": best["h"], "dp_per_25": float(best["dp_per_25"]),
                 "ci_low": float(best["ci_low"]), "ci_high": float(best["ci_high"]),

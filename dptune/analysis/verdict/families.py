@@ -95,8 +95,8 @@ def family_judges(families: Families, primary_metric: str, metrics: Iterable[str
 
 
 def order_metrics(frame: pd.DataFrame, value: str = "mean_p") -> pd.DataFrame:
-    """Rows sorted by ``value`` ascending (lower = more discriminative), equal values (to
-    :data:`dptune.vocab.TIE_DECIMALS` decimals, :func:`dptune.vocab.tie_value`) in
+    """Rows sorted by ``value`` ascending (lower = more discriminative), equal values (within
+    :data:`dptune.vocab.TIE_TOL`, :func:`dptune.vocab.tie_value`) in
     :data:`dptune.vocab.METRICS` order: the one tie rule of the verdict, Tables 3 and 4 and the
     DP figure."""
     return (frame.assign(_o=frame["metric"].map(metric_rank), _v=tie_value(frame[value]))

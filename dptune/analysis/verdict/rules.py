@@ -14,7 +14,7 @@ DP of scope ``all`` (dp.csv; every pair of the grid up to the cap, else a seeded
 - **recommended**: the metric with the lowest DP (mean p-value) among the metrics with evidence
   (not every p-value 1); equal values are ordered as :data:`dptune.vocab.METRICS` (the tie rule
   shared with Tables 3 and 4, :func:`dptune.analysis.verdict.families.order_metrics`); the
-  metrics whose value equals it (to :data:`dptune.vocab.TIE_DECIMALS` decimals: equal in exact
+  metrics whose value equals it (within :data:`dptune.vocab.TIE_TOL`: equal in exact
   arithmetic) are listed as ``identical``. None when no metric has
   evidence.
 - **less discriminative**: the metrics whose comparison with the recommended one is a claim
@@ -101,7 +101,8 @@ def _recommend_one(alg: str, cutoff: int, family: str, g: pd.DataFrame, c: pd.Da
         return row
     best = str(ev["metric"].iloc[0])
     others = [str(m) for m in ev["metric"].iloc[1:]]
-    same = tie_value(ev["mean_p"].to_numpy()) == tie_value(ev["mean_p"].iloc[0])
+    ties = tie_value(ev["mean_p"].to_numpy())
+    same = ties == ties[0]
     identical = [str(m) for m, s in zip(ev["metric"], same, strict=True) if s and m != best]
     mine = c[c["a"] == best].set_index("b") if len(c) else pd.DataFrame()
     less = [m for m in others if m in mine.index and bool(mine.at[m, "held"])]

@@ -51,7 +51,8 @@ def _dp_section(dpt: pd.DataFrame, alg: str, cutoff: int, min_users: int) -> str
                              f"too few users (fewest in a fold: {int(ds['n_users_min'].iloc[0])} "
                              f"< {min_users})"])
                 continue
-            vals = [float(tie_value(ds.loc[m, "dp_per_25"])) for m in metrics]
+            vals = list(tie_value(np.array([float(ds.loc[m, "dp_per_25"]) for m in metrics]),
+                                  scale=25))
             lo = min(vals)
             cells = [Cell(_f(v), bold=v == lo) for v in vals]
             best = [display_metric(m) for m, v in zip(metrics, vals, strict=True) if v == lo]
@@ -81,8 +82,8 @@ def _mean_rank_table(dpt: pd.DataFrame, cutoff: int) -> str:
     (ranked, and not every metric tied)."""
     d = dpt[(dpt["cutoff"] == cutoff) & dpt["slice_kind"].isin(SLICE_KINDS) & dpt["ranked"]]
     keys = ["algorithm", "slice_kind", "slice"]
-    informative = d.assign(_t=tie_value(d["dp_per_25"])).groupby(keys)["_t"].transform(
-        "nunique") > 1
+    ties = d.groupby(keys)["dp_per_25"].transform(lambda s: tie_value(s, scale=25))
+    informative = d.assign(_t=ties).groupby(keys)["_t"].transform("nunique") > 1
     d = d[informative]
     metrics = [m for m in METRICS if m in set(d["metric"])]
     rows = []
@@ -106,7 +107,7 @@ def _findings(dpt: pd.DataFrame, cutoff: int, min_users: int) -> list[str]:
     d = dpt[dpt["cutoff"] == cutoff]
     for alg in dict.fromkeys(d["algorithm"]):
         ref = d[(d["algorithm"] == alg) & (d["slice_kind"] == "all")]
-        ref_t = tie_value(ref["dp_per_25"])
+        ref_t = tie_value(ref["dp_per_25"], scale=25)
         ref_best = ref.loc[ref_t == ref_t.min(), "metric"].tolist()
         for kind in SLICE_KINDS:
             dk = d[(d["algorithm"] == alg) & (d["slice_kind"] == kind)]
@@ -118,7 +119,7 @@ def _findings(dpt: pd.DataFrame, cutoff: int, min_users: int) -> list[str]:
                 if not bool(g["ranked"].iloc[0]):
                     n_small += 1
                     continue
-                t = tie_value(g["dp_per_25"])
+                t = tie_value(g["dp_per_25"], scale=25)
                 if t.nunique() == 1:  # every metric ties
                     n_tied += 1
                     continue

@@ -210,8 +210,10 @@ def _slice_tables(store: ResultStore, algs: Sequence[str], kinds: dict[str, pd.D
     dpt = pd.concat(dp_parts, ignore_index=True)
     # the reference slice (every user: the main analysis's own DP) is ranked whatever its size
     dpt["ranked"] = (dpt["n_users_min"] >= min_users) | (dpt["slice_kind"] == "all")
-    ranks = dpt[dpt["ranked"]].assign(_t=lambda d: tie_value(d["dp_per_25"])).groupby(
-        ["algorithm", "slice_kind", "slice", "cutoff"])["_t"].rank(method="min")
+    keys = ["algorithm", "slice_kind", "slice", "cutoff"]
+    ranked = dpt[dpt["ranked"]]
+    ties = ranked.groupby(keys)["dp_per_25"].transform(lambda s: tie_value(s, scale=25))
+    ranks = ranked.assign(_t=ties).groupby(keys)["_t"].rank(method="min")
     dpt["dp_rank"] = ranks.reindex(dpt.index).astype("Int64")
     return dpt[_DP_COLUMNS], pd.concat(metric_parts, ignore_index=True)[_METRIC_COLUMNS]
 
