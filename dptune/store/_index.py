@@ -26,7 +26,7 @@ from dptune.store._integrity import (
 from dptune.store._schema import PARTS, TRIAL_COLUMNS
 
 __all__ = ["Index", "part_paths", "part_meta", "build_index", "trials_frame", "summary_frame",
-           "best_configs_frame"]
+           "VALIDATION_COLUMNS", "validation_means", "best_configs_frame"]
 
 #: ``{(algorithm, fold): {config_id: (part path, part metadata)}}``
 Index = dict[tuple[str, str], dict[int, tuple[Path, dict[str, Any]]]]
@@ -124,17 +124,37 @@ def summary_frame(index: Index) -> pd.DataFrame:
     return df.sort_values(cols[:5], kind="stable").reset_index(drop=True)
 
 
-def best_configs_frame(summary: pd.DataFrame) -> pd.DataFrame:
-    """The configuration each metric@cutoff would pick: highest mean over validation folds of
-    the per-fold mean over users, ``validation_mean = (1/F) sum_f mean_f`` (ties: lowest
-    config_id). Columns ``algorithm, metric, cutoff, config_id, validation_mean, n_folds``."""
-    s = summary[summary["fold"] != "test"]
-    cols = ["algorithm", "metric", "cutoff", "config_id", "validation_mean", "n_folds"]
+#: Columns of :func:`validation_means`, best first within each (algorithm, metric, cutoff).
+VALIDATION_COLUMNS = ["algorithm", "metric", "cutoff", "config_id", "validation_mean", "n_folds"]
+
+
+def validation_means(summary: pd.DataFrame, algorithm: str | None = None,
+                     metric: str | None = None, cutoff: int | None = None) -> pd.DataFrame:
+    """The one score of a configuration by a metric@cutoff, for every choice made from the
+    validation folds (the best configuration of each metric, the noise floor's
+    configurations, the importance studies' objective): the mean over the validation folds
+    of the per-fold mean over users, ``validation_mean = (1/F) sum_f mean_f``, with ``F`` in
+    ``n_folds``. Rows best first within each (algorithm, metric, cutoff): highest
+    ``validation_mean``, ties by the lower ``config_id``. ``algorithm``/``metric``/``cutoff``
+    select rows before the means are taken. Columns :data:`VALIDATION_COLUMNS`."""
+    keep = summary["fold"] != "test"
+    for col, want in (("algorithm", algorithm), ("metric", metric), ("cutoff", cutoff)):
+        if want is not None:
+            keep &= summary[col] == (int(want) if col == "cutoff" else want)
+    s = summary[keep]
     if s.empty:
-        return pd.DataFrame(columns=cols)
+        return pd.DataFrame(columns=VALIDATION_COLUMNS)
     g = s.groupby(["algorithm", "metric", "cutoff", "config_id"], sort=True)["mean"]
     m = g.mean().rename("validation_mean").reset_index()
     m["n_folds"] = g.size().to_numpy()
     m = m.sort_values(["algorithm", "metric", "cutoff", "validation_mean", "config_id"],
                       ascending=[True, True, True, False, True], kind="stable")
-    return m.groupby(["algorithm", "metric", "cutoff"], sort=False).head(1)[cols].reset_index(drop=True)
+    return m[VALIDATION_COLUMNS].reset_index(drop=True)
+
+
+def best_configs_frame(summary: pd.DataFrame) -> pd.DataFrame:
+    """The configuration each metric@cutoff would pick: the first of :func:`validation_means`
+    (highest mean over the validation folds; ties: lowest config_id). Columns
+    :data:`VALIDATION_COLUMNS`."""
+    m = validation_means(summary)
+    return m.groupby(["algorithm", "metric", "cutoff"], sort=False).head(1).reset_index(drop=True)

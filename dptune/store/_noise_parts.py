@@ -26,6 +26,7 @@ import pyarrow.parquet as pq
 from dptune._atomic import temporary_path
 from dptune._resources import on_full_disk
 from dptune.errors import check_int, input_error
+from dptune.store._index import validation_means
 from dptune.store._integrity import check_lost as check_lost_parts
 from dptune.store._integrity import (
     damaged_error,
@@ -95,17 +96,11 @@ class HasSummary(Protocol):
 def rank_configs(store: HasSummary, algorithm: str, metric: str, cutoff: int) -> list[int]:
     """Configuration ids of ``algorithm`` from best to worst by ``metric@cutoff``.
 
-    Score = mean over the validation folds of the per-fold mean over users
-    (:meth:`dptune.store.ResultStore.summary`); ties broken by the lower ``config_id``. The first
+    Score = mean over the validation folds of the per-fold mean over users, ties broken by the
+    lower ``config_id`` (:func:`dptune.store._index.validation_means`, the store's one rule). The first
     element is the configuration :meth:`dptune.store.ResultStore.best_configs` picks.
     """
-    s = store.summary()
-    s = s[(s["algorithm"] == algorithm) & (s["fold"] != "test") & (s["metric"] == metric)
-          & (s["cutoff"] == int(cutoff))]
-    if s.empty:
-        return []
-    m = s.groupby("config_id", sort=True)["mean"].mean().reset_index()
-    m = m.sort_values(["mean", "config_id"], ascending=[False, True], kind="stable")
+    m = validation_means(store.summary(), algorithm, metric, cutoff)
     return [int(c) for c in m["config_id"]]
 
 

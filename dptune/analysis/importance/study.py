@@ -50,6 +50,7 @@ from dptune.analysis.importance.fanova import (
 )
 from dptune.analysis.source import ResultSource
 from dptune.errors import input_error
+from dptune.store._index import validation_means
 from dptune.vocab import METRICS
 
 __all__ = [
@@ -66,7 +67,6 @@ __all__ = [
     "fanova_study",
     "fanova_importances",
     "tree_marginal_variances",
-    "validation_means",
     "importance_table",
     "hyperparameter_importance",
 ]
@@ -260,13 +260,6 @@ def _normalised(raw: Mapping[str, float]) -> dict[str, float]:
     return {h: float(v) / total for h, v in raw.items()}
 
 
-def validation_means(summary: pd.DataFrame, algorithm: str, metric: str, cutoff: int) -> pd.Series:
-    """Per configuration, the mean over validation folds of the per-fold mean (index config_id)."""
-    s = summary[(summary["algorithm"] == algorithm) & (summary["fold"] != "test")
-                & (summary["metric"] == metric) & (summary["cutoff"] == int(cutoff))]
-    return s.groupby("config_id", sort=True)["mean"].mean()
-
-
 def importance_table(configs: pd.DataFrame, hyperparameters: Sequence[str],
                      values: Mapping[int, float], seed: int = 0,
                      evaluators: Sequence[str] = EVALUATORS,
@@ -316,8 +309,11 @@ def hyperparameter_importance(store: ResultSource, cutoff: int, metrics: Sequenc
                                                       if m in _METRIC_ORDER else 99, m))
         study = build_study(configs, hps) if ms else None  # one study for every metric
         for m in ms:
-            vals = validation_means(summary, alg, m, cutoff)
-            jobs.append((alg, m, (configs, hps, vals.to_dict(), seed, evaluators, study)))
+            # the objective: the store's one score of a configuration (validation folds)
+            vals = validation_means(summary, alg, m, cutoff).sort_values("config_id")
+            jobs.append((alg, m, (configs, hps, dict(zip(vals["config_id"].astype(int),
+                                                         vals["validation_mean"], strict=True)),
+                                  seed, evaluators, study)))
     tables = [importance_table(*args) for _, _, args in jobs]
     out = []
     first: dict[tuple[str, frozenset[int]], str] = {}  # (algorithm, top set) -> first metric

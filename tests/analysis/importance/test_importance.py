@@ -19,6 +19,7 @@ from dptune.analysis.options import AnalysisOptions
 from dptune.analysis.result import AnalysisResult
 from dptune.errors import DptuneError
 from dptune.report import _importance as rep_imp
+from dptune.store._index import validation_means
 
 
 def test_distribution_for_grid_values():
@@ -264,9 +265,9 @@ def test_hyperparameter_importance_over_a_store():
                                                                         ["recall", 10]]
     assert len(t) == 2 * 2 * 3
     # the objective is the mean over validation folds (the test fold's +5 is ignored)
-    vm = imp.validation_means(FakeStore().summary(), "bpr", "ndcg", 10)
+    vm = validation_means(FakeStore().summary(), "bpr", "ndcg", 10)
     _, y = _grid(0.02)
-    np.testing.assert_allclose(vm.to_numpy(), [y[c] for c in vm.index])
+    np.testing.assert_allclose(vm["validation_mean"], [y[c] for c in vm["config_id"]])
 
 
 def _dp(rows: list[tuple[str, float]], n_pairs: int = 25) -> pd.DataFrame:
