@@ -27,7 +27,7 @@ from dptune.report._format import (
     verdict_choices,
 )
 from dptune.report._inputs import CURVE_INPUT, DP_INPUT, NOISE_INPUT, require, scope_all
-from dptune.vocab import display_algorithm, display_metric, metric_color, metric_key, tie_value
+from dptune.vocab import display_algorithm, display_metric, metric_color, metric_key, same_values
 
 __all__ = [
     "PANEL_SIZE",
@@ -116,7 +116,7 @@ def figure1(
             # identical curves are named as the verdict and Table 4 name them: after the first
             # of them in the vocabulary's order (their tie rule)
             first = min((o for o in metrics
-                         if np.array_equal(tie_value(means[o]), tie_value(y))),
+                         if same_values(means[o], y)),
                         key=lambda o: metric_key(o, cutoff))
             same = display_metric(first, cutoff) if first != m else None
             label = (f"{display_metric(m, cutoff)}, DP per 25 pairs {float(hit.iloc[0]):.2f}"
@@ -194,6 +194,21 @@ def _dp_rows(dp: pd.DataFrame, cutoff: int) -> pd.DataFrame:
     return r.dropna(subset=["dp_per_25"])
 
 
+def _has_interval(rows: pd.DataFrame) -> bool:
+    """Whether some DP of ``rows`` has its 95% interval (none with the bootstrap off or under a
+    paired test without an interval): the figure, its title and caption say what is drawn."""
+    if rows.empty or not {"ci_low", "ci_high"} <= set(rows.columns):
+        return False
+    lo = pd.to_numeric(rows["ci_low"], errors="coerce").to_numpy(dtype=float)
+    hi = pd.to_numeric(rows["ci_high"], errors="coerce").to_numpy(dtype=float)
+    return bool((np.isfinite(lo) & np.isfinite(hi)).any())
+
+
+#: How the DP figure's caption says it has no interval and no test.
+_NO_INTERVAL = ("without an interval (the bootstrap is off, or the paired test has none; see "
+                "Bootstrap in the settings)")
+
+
 def dp_figure(dp: pd.DataFrame, verdict: pd.DataFrame | None, cutoff: int,
               families: MetricFamilies | None = None) -> Figure:
     """The DP figure of one cutoff, beside the verdict: per algorithm (one panel), each metric's
@@ -206,8 +221,10 @@ def dp_figure(dp: pd.DataFrame, verdict: pd.DataFrame | None, cutoff: int,
     too few pairs, no evidence); a metric without evidence (every p-value 1) is grey. Every
     panel has the same x scale, from 0 to the largest interval end of the figure, so that
     panels compare at a glance. Lower = more discriminative. ``dp``: dp.csv (scope ``all`` is
-    drawn)."""
+    drawn). Without intervals (the bootstrap off, or a paired test without one) the verdict
+    tests no difference: the title says so, and the stars are the metrics it offers untested."""
     rows = _dp_rows(dp, cutoff)
+    interval = _has_interval(rows)
     algorithms = ordered_algorithms(rows["algorithm"].unique())
     nrows, ncols = _panel_grid(len(algorithms))
     n_metrics = max(1, rows.groupby("algorithm")["metric"].nunique().max()) if len(rows) else 1
@@ -248,7 +265,8 @@ def dp_figure(dp: pd.DataFrame, verdict: pd.DataFrame | None, cutoff: int,
                 lab.set_fontweight("bold")
         ax.set_ylim(-0.7, len(order) - 0.3)
         ax.set_xlim(0.0, xmax)
-        ax.set_xlabel("DP per 25 pairs, 95% interval (lower: more discriminative)", fontsize=8)
+        ax.set_xlabel("DP per 25 pairs" + (", 95% interval" if interval else "")
+                      + " (lower: more discriminative)", fontsize=8)
         pairs = int(ra["n_pairs"].max()) if len(ra) else 0
         share = float(unsampled_share(ra).max()) if len(ra) else 0.0
         ax.set_title(f"{display_algorithm(alg)} (N = {cutoff}, P = {pairs} pairs"
@@ -257,9 +275,11 @@ def dp_figure(dp: pd.DataFrame, verdict: pd.DataFrame | None, cutoff: int,
         ax.grid(True, axis="x", alpha=0.3, linewidth=0.5)
     for ax in list(axes.flat)[len(algorithms):]:
         ax.set_visible(False)
-    fig.suptitle(_fitted(fig, f"DP of each metric with its 95% interval (cutoff {cutoff}); "
-                         "star: recommended per family (several: no significant difference); "
-                         "dashed line: between families", 10), fontsize=10)
+    title = (f"DP of each metric with its 95% interval (cutoff {cutoff}); star: recommended "
+             "per family (several: no significant difference)" if interval else
+             f"DP of each metric, no interval (cutoff {cutoff}); star: the metrics offered per "
+             "family (no difference tested)")
+    fig.suptitle(_fitted(fig, f"{title}; dashed line: between families", 10), fontsize=10)
     return fig
 
 
@@ -283,7 +303,9 @@ def _dp_order(metrics: list[str], verdict: pd.DataFrame,
 
 
 def dp_figure_caption(dp: pd.DataFrame, cutoff: int, stem_title: str = "DP figure") -> str:
-    """The caption of :func:`dp_figure`: what is drawn and P, the pairs of each algorithm."""
+    """The caption of :func:`dp_figure`: what is drawn and P, the pairs of each algorithm; with
+    no interval (the bootstrap off, or a paired test without one) no difference is tested, and
+    the caption says the stars are the metrics offered untested."""
     rows = _dp_rows(dp, cutoff)
     pairs = []
     uncovered = bool(len(rows)) and bool((unsampled_share(rows) > 0).any())
@@ -293,10 +315,15 @@ def dp_figure_caption(dp: pd.DataFrame, cutoff: int, stem_title: str = "DP figur
         possible = int(ra["n_possible_pairs"].max()) if "n_possible_pairs" in ra.columns else n
         pairs.append(f"{display_algorithm(alg)} P = {n}"
                      + ("" if n >= possible else f" of {possible}"))
-    return (f"{stem_title}: DP per 25 pairs of each metric with its 95% interval at N = {cutoff}, "
-            "one panel per algorithm, all on one x scale (lower = more discriminative); star "
-            "and bold label: the verdict's recommended metric of each family and every metric "
-            "not significantly less discriminative than it (equal choices); grey: no evidence; "
+    stars = ("with its 95% interval at N = {n}, one panel per algorithm, all on one x scale "
+             "(lower = more discriminative); star and bold label: the verdict's recommended "
+             "metric of each family and every metric not significantly less discriminative than "
+             "it (equal choices)" if _has_interval(rows) else
+             _NO_INTERVAL + " at N = {n}, one panel per algorithm, all on one x scale "
+             "(lower = more discriminative); star and bold label: the metrics the verdict "
+             "offers in each family, with no difference tested (the lowest DP alone does not "
+             "make a metric the better one)").format(n=cutoff)
+    return (f"{stem_title}: DP per 25 pairs of each metric {stars}; grey: no evidence; "
             "pairs of "
             f"configurations: {', '.join(pairs)}."
             + (f" {UNSAMPLED} in a panel's title: the share of the full grid's pairs (pairs of "

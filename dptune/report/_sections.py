@@ -136,7 +136,10 @@ def experiment_settings(manifest: Mapping[str, Any], options: Any,
     """The settings table of a sweep's report: data, split, evaluation and analysis options
     (``options``: :class:`dptune.AnalysisOptions`; ``bootstrap_groups`` and ``stochastic``:
     the result's :attr:`~dptune.analysis.result.AnalysisResult.bootstrap_groups` and
-    :attr:`~dptune.analysis.result.AnalysisResult.stochastic`)."""
+    :attr:`~dptune.analysis.result.AnalysisResult.stochastic`). The primary metric's row names
+    the metric; what it is used for is said once, in the line before the report's sections
+    (:func:`dptune.report._document.primary_line`), which knows what the report holds (a Table
+    5, a noise floor): the row named them all in a report that had neither."""
     sp, ev = manifest["split"], manifest["evaluation"]
     cutoff = int(option(options, "primary_cutoff"))
     primary_text = display_metric(option(options, "primary_metric"), cutoff)
@@ -154,9 +157,8 @@ def experiment_settings(manifest: Mapping[str, Any], options: Any,
         "Metric variant": f"novelty metrics {ev['novelty_variant']}; binary-gain nDCG",
         "Protocol": ev["protocol"],
         "Cutoffs": ", ".join(str(c) for c in ev["cutoffs"]),
-        "Primary metric": f"{primary_text}: picks the noise-floor configurations, is the metric "
-        "of Table 5, judges its own family's choices on the test split and sets the main cutoff "
-        "of the figures and the summary; it is not a recommendation (the verdict is)",
+        "Primary metric": f"{primary_text} (what it is used for: the line \"Primary metric\" "
+        "before the sections); it is not a recommendation (the verdict is)",
         PAIRS_SETTING: option(options, "pairs"),
         VALUE_PAIRS_SETTING: options.scope_value_pairs,
         "Pair-sampling seed": seed,

@@ -26,18 +26,27 @@ from dptune.report._format import (
 )
 from dptune.report._inputs import BEST_INPUT, DP_INPUT, require, scope_all
 from dptune.report._table import simple_block
+from dptune.report._verdict import _config, _tested
 from dptune.vocab import display_algorithm, display_metric
 
 __all__ = ["best_table_md", "selection_sentences", "sakai_table_md"]
 
 
+def _params(params: object) -> str:
+    """A configuration's parameters as the report prints them; ``""`` when it has none (a
+    per-user table without ``--configs`` names no hyperparameters)."""
+    return "" if is_missing(params) else display_params(params)
+
+
 def best_table_md(best: pd.DataFrame, primary: tuple[str, int], test_split: bool = True) -> str:
     """Markdown table of the configuration each metric@N selects on validation, with test values
-    (without a test split, as outside data may have none: the mean over the folds alone)."""
+    (without a test split, as outside data may have none: the mean over the folds alone). The
+    Parameters column is left out when no configuration has any (nothing to show in it)."""
     extra = [c for c in best.columns if c.startswith("test_") and c != "test_value"]
     if not test_split:
         best, extra = best.drop(columns=extra), []
-    header = ["Algorithm", "Metric", "Config", "Parameters",
+    with_params = any(_params(p) for p in best["params"])
+    header = ["Algorithm", "Metric", "Config"] + (["Parameters"] if with_params else []) + [
               "Validation mean" if test_split else "Mean over the folds"]
     header += ["Test value"] if test_split else []
     header += [f"Test {display_metric(c[len('test_') :], primary[1])}" for c in extra]
@@ -52,13 +61,14 @@ def best_table_md(best: pd.DataFrame, primary: tuple[str, int], test_split: bool
             display_algorithm(r.algorithm),
             display_metric(r.metric, r.cutoff),
             str(int(r.config_id)),
-            display_params(r.params),
+            *([_params(r.params) or MISSING] if with_params else []),
             fmt(r.validation_mean, 4),
         ]
         row += [fmt(r.test_value, 4)] if test_split else []
         row += [fmt(getattr(r, c), 4) for c in extra]
         rows.append(row)
-    numeric = [False, False, True, False, True] + [True] * (len(header) - 5)
+    numeric = [False, False, True] + ([False] if with_params else [])
+    numeric += [True] * (len(header) - len(numeric))
     return simple_block(header, rows, numeric).to_markdown()
 
 
@@ -136,9 +146,14 @@ def selection_sentences(
                 continue
             judge = families.judge(family, members) if family and families is not None \
                 else metric
-            tie = vrow is not None and str(lo["metric"]) in verdict_choices(vrow)
+            # without a test (no bootstrap, or a paired test without an interval) the verdict
+            # offers every metric as a choice: that is no finding of equality
+            tested = vrow is not None and _tested(vrow)
+            tie = tested and str(lo["metric"]) in verdict_choices(vrow)
+            untested = vrow is not None and not tested
             test = _downstream_test(downstream, alg, cutoff, family, str(lo["metric"]))
-            out.append(_compare(name, hi, lo, best, alg, (judge, cutoff), test_split, tie, test))
+            out.append(_compare(name, hi, lo, best, alg, (judge, cutoff), test_split, tie, test,
+                                untested))
     return out
 
 
@@ -156,9 +171,11 @@ def _downstream_test(downstream: pd.DataFrame | None, alg: str, cutoff: int, fam
 
 def _compare(name: str, hi: pd.Series, lo: pd.Series, best: pd.DataFrame | None, alg: str,
              judge: tuple[str, int], test_split: bool = True, tie: bool = False,
-             test: pd.Series | None = None) -> str:
+             test: pd.Series | None = None, untested: bool = False) -> str:
     """One sentence: the choices of the most and the least discriminative metric on test;
     ``tie``: the verdict finds no significant difference between the two (equal choices);
+    ``untested``: the verdict tested no difference (verdict.csv ``tested`` false: no bootstrap,
+    or a paired test without an interval), said as such, not as equal choices;
     ``test``: the downstream test of the two choices (:func:`_downstream_test`), which alone
     may call the difference higher or lower (its p printed on the side of the analysis' alpha,
     dp.csv's ``alpha``, that it is on)."""
@@ -172,6 +189,10 @@ def _compare(name: str, hi: pd.Series, lo: pd.Series, best: pd.DataFrame | None,
         f"(DP per 25 pairs {fmt(lo['dp_per_25'], 2)}; {pair_count_text(hi['n_pairs'])})."
         + (" The verdict finds no significant difference between the two: they are equal "
            "choices." if tie else "")
+        + (" No difference between the two is tested (no bootstrap: it is off, or the test has "
+           "no interval; see Bootstrap in the settings): the lower DP alone does not make either "
+           "the better one." if untested
+           else "")
     )
     if best is None or not len(best):
         return head + " No best-configuration table was given."
@@ -186,23 +207,24 @@ def _compare(name: str, hi: pd.Series, lo: pd.Series, best: pd.DataFrame | None,
     if pick["hi"] is None or pick["lo"] is None:
         return head + " The best-configuration table lacks one of them."
     ch, cl = int(pick["hi"]["config_id"]), int(pick["lo"]["config_id"])
-    ph, pl = display_params(pick["hi"]["params"]), display_params(pick["lo"]["params"])
+    # "configuration 5 (k=10)", or "configuration 5" when it has no parameters
+    ph, pl = _config(ch, pick["hi"]["params"]), _config(cl, pick["lo"]["params"])
     th = _primary_test_value(best, alg, ch, judge)
     tl = _primary_test_value(best, alg, cl, judge)
     if not test_split:
         if ch == cl:
-            return head + f" Both select configuration {ch} ({ph})."
-        return head + (f" {hname} selects configuration {ch} ({ph}); {lname} selects "
-                       f"configuration {cl} ({pl}); the data has no held-out values to compare "
+            return head + f" Both select {ph}."
+        return head + (f" {hname} selects {ph}; {lname} selects "
+                       f"{pl}; the data has no held-out values to compare "
                        "them on.")
     if ch == cl:
-        tail = f" Both select configuration {ch} ({ph})"
+        tail = f" Both select {ph}"
         tail += f", test {pname} {fmt(th, 4)}." if not math.isnan(th) else "."
     elif not math.isnan(th) and not math.isnan(tl):
         diff = th - tl
         tail = (
-            f" {hname} selects configuration {ch} ({ph}), test {pname} "
-            f"{fmt(th, 4)}; {lname} selects configuration {cl} ({pl}), "
+            f" {hname} selects {ph}, test {pname} "
+            f"{fmt(th, 4)}; {lname} selects {pl}, "
             f"test {pname} {fmt(tl, 4)}; difference {diff:+.4f}"
         )
         tested = (test is not None and int(test["config_id"]) == cl
@@ -218,9 +240,9 @@ def _compare(name: str, hi: pd.Series, lo: pd.Series, best: pd.DataFrame | None,
                      "the two choices score alike on the test split.")
     else:
         tail = (
-            f" {hname} selects configuration {ch} ({ph}), own test value "
-            f"{fmt(pick['hi']['test_value'], 4)}; {lname} selects configuration {cl} "
-            f"({pl}), own test value {fmt(pick['lo']['test_value'], 4)}; "
+            f" {hname} selects {ph}, own test value "
+            f"{fmt(pick['hi']['test_value'], 4)}; {lname} selects {pl}, "
+            f"own test value {fmt(pick['lo']['test_value'], 4)}; "
             f"no common test {pname} to compare them on."
         )
     return head + tail

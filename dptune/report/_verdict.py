@@ -166,7 +166,7 @@ def choices_text(row: dict, n: int) -> str:
 def _why(row: dict) -> str:
     """Why a row offers several choices: no significant difference, or no test at all."""
     return ("no significant difference" if _tested(row)
-            else "no difference tested (no bootstrap)")
+            else "no difference tested (no bootstrap interval)")
 
 
 def _tested(row: dict) -> bool:
@@ -399,7 +399,7 @@ def dominance_sentence(rd: _Reader, alg: str, cutoff: int, metric: str) -> str:
         return (f"Only one hyperparameter could be compared for {name}: {h} ({num})"
                 f"{few_text}.")
     if answer == "no_bootstrap":
-        return (f"No hyperparameter is named dominant for {name} (no bootstrap, so no "
+        return (f"No hyperparameter is named dominant for {name} (no bootstrap interval, so no "
                 f"difference is claimed); {h} has the lowest one-at-a-time DP ({num}){few_text}.")
     over = _split(d["over"])
     reps = d.get("repeats")
@@ -496,14 +496,17 @@ def _dominant_cell(r: dict, rd: _Reader) -> str:
         return {"too_few_pairs": "too few pairs", "no_evidence": "no evidence"}.get(
             str(d["answer"]), MISSING)
     if d["answer"] == "no_bootstrap":
-        return "no claim (no bootstrap)"
+        return "no claim (no bootstrap interval)"
     return "none significantly"
 
 
 def _table(result: Any) -> Block:
     """The verdict's key columns as one table (every column is in verdict.csv)."""
     rd = _Reader(result)
-    header = ["Algorithm", "N", "Family", "Tune with", "DP per 25 pairs [95% CI]", "P",
+    opts = result.options
+    interval = int(opts.bootstrap) > 0 and opts.paired_test.interval  # else no CI to show
+    header = ["Algorithm", "N", "Family", "Tune with",
+              "DP per 25 pairs [95% CI]" if interval else "DP per 25 pairs", "P",
               "Significantly less discriminative", "Not significantly less", "Dominant hyperparameter"]
     rows = []
     for r in _ordered(result.verdict).to_dict("records"):
@@ -641,8 +644,10 @@ def verdict_section(result: Any, figures: Sequence[tuple[str, int, str]] = ()) -
         + "All columns are in `verdict.csv`; every "
         "claim's test is in `comparisons.csv`, the dominant hyperparameter in "
         "`dominance.csv`.")
+    drawn = ("with its 95% interval" if int(opts.bootstrap) > 0 and opts.paired_test.interval
+             else "without an interval (no difference tested)")
     for stem, n, caption in figures:
-        lines += ["", f"![DP of each metric with its 95% interval, N = {n}]({stem}.png)", "",
+        lines += ["", f"![DP of each metric {drawn}, N = {n}]({stem}.png)", "",
                   f"{caption} ([SVG]({stem}.svg))"]
     return "\n".join(lines)
 

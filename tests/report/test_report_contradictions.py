@@ -1,0 +1,137 @@
+"""A report never contradicts itself when nothing was tested: with the bootstrap off
+(``bootstrap = 0``) or under a paired test without an interval (``test = "wilcoxon"``) the
+verdict offers every metric of a family with *no difference tested*, so no other part of the
+report may call two metrics equal choices, speak of a 95% interval the DP figure does not draw,
+name parts of the report it does not have (the primary metric's uses) or print a configuration
+as ``configuration 5 ()`` when it has no parameters.
+
+The results are built with the public API, ``dptune.discriminative_power`` on a per-user table
+(columns ``config_id, fold, user, metric, value``: no system names, no hyperparameters), as
+``dptune dp --per-user pu.csv --bootstrap 0`` reads it.
+"""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+
+import dptune  # noqa: E402
+from dptune.report import Report  # noqa: E402
+from dptune.report._document import primary_line  # noqa: E402
+from dptune.report._sections import experiment_settings  # noqa: E402
+
+#: What the verdict is not allowed to be contradicted with when it tested nothing.
+EQUAL = "no significant difference between the two: they are equal choices"
+
+
+def _per_user() -> pd.DataFrame:
+    """Six configurations (ids 0-5, no system names, no hyperparameters), two validation folds
+    and a test split, 60 users, three accuracy metrics@10 whose DPs differ."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for c in range(6):
+        for fold in ("0", "1", "test"):
+            for u in range(60):
+                base = rng.random()
+                for metric, step in (("ndcg@10", 0.05), ("precision@10", 0.03),
+                                     ("recall@10", 0.0)):
+                    rows.append({"config_id": c, "fold": fold, "user": u, "metric": metric,
+                                 "value": min(1.0, 0.6 * base + step * c + 0.1 * rng.random())})
+    return pd.DataFrame(rows)
+
+
+@pytest.fixture(scope="module")
+def untested() -> dict[str, tuple[object, str]]:
+    """The result and report.md of the same table with the bootstrap off and under the
+    Wilcoxon test (no interval), keyed by what switched the test off."""
+    df = _per_user()
+    out = {}
+    for key, opts in (("bootstrap 0", {"bootstrap": 0}),
+                      ("wilcoxon", {"test": "wilcoxon", "bootstrap": 50})):
+        res = dptune.discriminative_power(df, stability=0, **opts)
+        out[key] = (res, Report.from_result(res).to_markdown())
+    return out
+
+
+def _selection(md: str) -> str:
+    start = md.index("### Does the most discriminative metric also choose well?")
+    return md[start:md.index("\n## ", start)]
+
+
+@pytest.mark.parametrize("key", ["bootstrap 0", "wilcoxon"])
+def test_an_untested_verdict_is_not_called_equal_choices(untested, key) -> None:
+    """Nothing tested: the selection section says so, as the verdict does, instead of "no
+    significant difference: they are equal choices" (the verdict lists every metric as a
+    choice only because nothing was compared)."""
+    res, md = untested[key]
+    assert not bool(res.verdict["tested"].astype(bool).any())
+    assert "no difference tested" in md  # the verdict's own words
+    section = _selection(md)
+    assert EQUAL not in section
+    assert "No difference between the two is tested (no bootstrap: it is off, or the test " \
+           "has no interval; see Bootstrap in the settings)" in section
+    # the verdict table shows no interval column it cannot fill
+    assert "| Tune with | DP per 25 pairs | P |" in md and "[95% CI]" not in md
+    assert "no difference tested (no bootstrap interval)" in md
+
+
+@pytest.mark.parametrize("key", ["bootstrap 0", "wilcoxon"])
+def test_the_dp_figure_without_interval_says_what_it_draws(untested, key) -> None:
+    """No interval drawn: neither the figure's title and axis, nor its caption, nor the alt
+    text of report.md speak of a 95% interval or of metrics not significantly less
+    discriminative."""
+    res, md = untested[key]
+    rep = Report.from_result(res)
+    fig = rep.figures["figure_dp"].figure
+    title = fig._suptitle.get_text().replace("\n", " ")
+    assert "95%" not in title and "no significant difference" not in title
+    assert "no interval" in title and "no difference tested" in title
+    assert all("95%" not in ax.get_xlabel() for ax in fig.axes)
+    alt = next(ln for ln in md.splitlines() if ln.startswith("![DP of each metric"))
+    assert "95%" not in alt and "without an interval" in alt
+    caption = md.splitlines()[md.splitlines().index(alt) + 2]
+    assert caption.startswith("DP figure:")
+    assert "95%" not in caption and "not significantly less discriminative" not in caption
+    assert "without an interval" in caption and "no difference tested" in caption
+
+
+def test_a_configuration_without_parameters_has_no_empty_parentheses(untested) -> None:
+    """A per-user table without ``--configs`` names no parameters: "configuration 5", never
+    "configuration 5 ()", and the best-configuration table has no empty Parameters column."""
+    _, md = untested["bootstrap 0"]
+    assert "()" not in md
+    best = md[md.index("## Best configuration per metric"):]
+    header = next(ln for ln in best.splitlines() if ln.startswith("| Algorithm | Metric"))
+    assert "Parameters" not in header
+    assert "selects configuration 5, test nDCG@10" in _selection(md)
+
+
+def test_the_primary_metric_row_names_only_what_the_report_has(untested) -> None:
+    """The settings table's Primary metric row (a sweep's settings) said the metric "picks the
+    noise-floor configurations, is the metric of Table 5" in a report with neither. It now
+    names the metric and points to the line before the sections, the one place that says its
+    uses, and that line names only the parts the report has."""
+    res, _ = untested["bootstrap 0"]
+    manifest = {
+        "experiment": "x", "dataset": {"name": "d", "source": "d.csv"},
+        "split": {"method": "temporal", "train_ratio": 0.8, "min_user_interactions": 5,
+                  "dropped_users": 0, "folds": 2, "fold_method": "user_stratified",
+                  "split_seed": 1},
+        "evaluation": {"relevance_rule": "rating >= 4", "relevance_threshold": 4.0,
+                       "novelty_variant": "relevance-aware", "protocol": "all unrated items",
+                       "cutoffs": [10]},
+    }
+    settings = experiment_settings(manifest, res.options)
+    rep = Report.from_result(res, settings=settings)
+    md = rep.to_markdown()
+    row = next(ln for ln in md.splitlines() if ln.startswith("| Primary metric |"))
+    assert "noise-floor" not in row and "Table 5" not in row and "importance" not in row
+    assert 'the line "Primary metric" before the sections' in row
+    line = primary_line(("ndcg", 10), True, floor=False, table5=False, importance=False)
+    assert line in md and md.index(line) < md.index(row)
+    assert "noise-floor" not in line and "Table 5" not in line
