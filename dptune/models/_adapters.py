@@ -29,7 +29,7 @@ from typing import Any
 
 import scipy.sparse as sp
 
-from dptune.errors import input_error, plain
+from dptune.errors import DptuneError, input_error, plain
 from dptune.models._base import Family, Recommender, _binary_csr
 from dptune.models._cornac import DETERMINISTIC_CORNAC, CornacModel, cornac_class
 from dptune.models._implicit import ImplicitModel, implicit_class
@@ -308,6 +308,22 @@ def _check_kind(value: Any, kinds: tuple[type, ...] | None, source: str, key: st
     raise input_error(source, key, f"must be {want} for {model}, got {plain(value)}")
 
 
+class ScoreShapeError(DptuneError):
+    """A Python model's ``score`` returned the wrong shape (:class:`ShapeChecked`): the one line
+    ``<model type>: score: <problem>``, exit code 2, wherever the model is scored; ``problem``
+    is kept apart so that the sweep can name the configuration and the fold as for any other
+    failing unit (:func:`dptune.sweeper._unit.named_model`), which the model type alone does
+    not."""
+
+    def __init__(self, model: str, problem: str) -> None:
+        super().__init__(str(input_error(model, "score", problem)))
+        self.model, self.problem = model, problem
+
+    def __reduce__(self) -> tuple[type, tuple[str, str]]:
+        """Rebuilt from both fields when a worker process hands it back (pickle)."""
+        return type(self), (self.model, self.problem)
+
+
 class ShapeChecked:
     """A fitted Python model whose ``score`` output is checked: ``(len(users), n_items)``
     numbers, else one error naming the model, the expected and the actual shape (instead of a
@@ -335,9 +351,9 @@ class ShapeChecked:
                 shape = None
         if tuple(shape or ()) != expected:
             got = f"shape {tuple(shape)}" if shape is not None else f"a {type(out).__name__}"
-            raise input_error(self.name, "score",
-                              f"returned {got}, expected {expected} (one row per user of the "
-                              "block, one column per item of the training matrix)")
+            raise ScoreShapeError(self.name, f"returned {got}, expected {expected} (one row per "
+                                  "user of the block, one column per item of the training "
+                                  "matrix)")
         return out
 
     def __getattr__(self, attr: str) -> Any:

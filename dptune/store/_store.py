@@ -256,13 +256,52 @@ class ResultStore:
     def _configs(self) -> pd.DataFrame:
         return read_configs(self.root)
 
+    @cached_property
+    def _configs_text(self) -> pd.DataFrame | None:
+        """``configs.csv`` as text, cell by cell (an empty cell is ``""``), with the rows and
+        columns of :attr:`_configs`; ``None`` when the text does not line up with them (the
+        file changed between the two reads) or cannot be read again.
+
+        The file is written with each value as its grid gave it
+        (:func:`dptune.store._files.write_configs`), so the text keeps the grid's type where
+        the parsed frame cannot: a column shared by two algorithms, or one that another
+        algorithm lacks (an empty cell), is parsed as float for every row."""
+        parsed = self._configs
+        try:
+            text = pd.read_csv(self.root / "configs.csv", dtype=str, keep_default_na=False)
+        except (OSError, ValueError, UnicodeDecodeError):
+            return None
+        if list(text.columns) != list(parsed.columns) or len(text) != len(parsed):
+            return None
+        return text
+
     def configs(self, algorithm: str) -> pd.DataFrame:
         """``config_id`` and hyperparameter columns of one algorithm (columns it does not use
-        dropped); an algorithm the store does not have is a one-line error."""
-        df = self._configs[self._configs["algorithm"] == algorithm].drop(columns="algorithm")
+        dropped); an algorithm the store does not have is a one-line error.
+
+        A hyperparameter every configuration of the algorithm has as an integer in
+        ``configs.csv`` (its grid's values are integers: ``k = 20``) is an ``int64`` column,
+        its values read from the file's text: the file pads the columns other algorithms use
+        with empty cells, which makes pandas parse every value of such a column as a float
+        (``k = 20.0``). A grid's float that happens to be whole (``lamb = 20.0``, written so)
+        stays a float."""
+        rows = (self._configs["algorithm"] == algorithm).to_numpy()
+        df = self._configs[rows].drop(columns="algorithm")
         if df.empty:
             self._check_algorithm(algorithm)
-        return df.dropna(axis=1, how="all").reset_index(drop=True)
+        df = df.dropna(axis=1, how="all")
+        text = self._configs_text
+        for col in df.columns if text is not None else ():
+            if col == "config_id" or df[col].dtype.kind != "f":
+                continue
+            cells = text.loc[rows, col]
+            if not cells.str.fullmatch(r"[+-]?[0-9]+").all():
+                continue
+            try:
+                df[col] = np.array([int(v) for v in cells], dtype=np.int64)
+            except OverflowError:
+                pass  # beyond int64: the parsed values stay
+        return df.reset_index(drop=True)
 
     def hyperparameters(self, algorithm: str) -> list[str]:
         """The free (swept) hyperparameters of an algorithm; derived ones are excluded."""

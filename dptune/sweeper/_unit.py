@@ -13,7 +13,7 @@ from dptune.engine import engine_for, evaluate_on, family_on
 from dptune.errors import DptuneError, input_error, plain
 from dptune.metrics import METRICS, NaNScores
 from dptune.models import get_family
-from dptune.models._adapters import SignatureFamily
+from dptune.models._adapters import ScoreShapeError, SignatureFamily
 from dptune.store._store import PARTS, ResultStore, UnitResult, part_name
 from dptune.sweeper._plan import Task, _algorithm, derive_seed
 from dptune.sweeper._prepare import prepare
@@ -77,7 +77,9 @@ def named_model(exp: Experiment, algorithm: str, config_id: int, fold: str,
                 step: str = "score") -> Iterator[None]:
     """A model's NaN scores (:class:`dptune.metrics.NaNScores`) as one line naming the
     experiment's algorithm, its model type, the configuration and the fold, and how many
-    items (exit code 2): the run stops, as for any unit that fails. For a model from outside
+    items (exit code 2): the run stops, as for any unit that fails. So is a score block of the
+    wrong shape from your own model (:class:`~dptune.models._adapters.ScoreShapeError`, which
+    alone names only the model type). For a model from outside
     dptune (a cornac, implicit or your own model: a
     :class:`~dptune.models._adapters.SignatureFamily`) any exception its ``step`` (``fit`` or
     ``score``) raises is such a line too, with the exception's type and first line: only the model itself can
@@ -99,6 +101,8 @@ def named_model(exp: Experiment, algorithm: str, config_id: int, fold: str,
         raise line(f"score() returned NaN for {err.items} of {err.n_items} items ({err.users} "
                    "users); a model must score every item with a number (-inf to rank an item "
                    "last)") from None
+    except ScoreShapeError as err:  # your own model's score(): the shape it returned
+        raise line(f"score() {err.problem}") from None
     except DptuneError:
         raise
     except Exception as err:  # noqa: BLE001 - an outside model's own refusal, named
