@@ -611,15 +611,16 @@ def test_subgrid_warns_when_the_best_configuration_is_on_the_grid_edge(tiny_swep
     """The tiny BPR grid has two values per hyperparameter: the best is on an edge of each;
     placed in a wider grid where it is inside, no warning."""
     out = tmp_path / "sub.toml"
-    assert main(["subgrid", str(tiny_swept_every_stage / "results"), "--radius", "1", "--out", str(out)]) == 0
+    assert main(["subgrid", str(tiny_swept_every_stage / "results"), "--algorithm", "bpr-mf",
+                 "--radius", "1", "--out", str(out)]) == 0
     err = capsys.readouterr().err
     assert "dptune: warning: bpr-mf: the best configuration sits on the edge of the grid" in err
     assert "factors=" in err
     wide = tmp_path / "wide.toml"
     wide.write_text(BPR.replace("[8, 16]", "[4, 8, 16, 32]").replace("[1, 3]", "[0, 1, 3, 5]")
                     .replace("[0.05, 0.1]", "[0.025, 0.05, 0.1, 0.2]"))
-    assert main(["subgrid", str(tiny_swept_every_stage / "results"), "--radius", "1", "--grid", str(wide),
-                 "--out", str(out)]) == 0
+    assert main(["subgrid", str(tiny_swept_every_stage / "results"), "--algorithm", "bpr-mf",
+                 "--radius", "1", "--grid", str(wide), "--out", str(out)]) == 0
     assert "warning" not in capsys.readouterr().err
 
 

@@ -258,7 +258,8 @@ def validate_options(values: Mapping[str, Any], source: object = "analysis",
     ``None`` or ``>= 1``; ``bootstrap`` 0 (off) or :data:`MIN_BOOTSTRAP` to
     :data:`MAX_BOOTSTRAP`; ``stability, min_fold_users >= 0``; ``noise_seeds`` 0 or >= 2; ``seed`` ``None`` or >= 0;
     ``0 < alpha < 1``; ``test`` in :data:`TESTS`, ``correction`` in :data:`CORRECTIONS`,
-    ``primary_metric`` a metric's name without ``@N`` (its presence in the results is
+    ``primary_metric`` a metric's name without ``@N``, dptune's in any case (``NDCG`` is
+    ``ndcg``: :func:`dptune.vocab.metric_name`) (its presence in the results is
     checked by :func:`dptune.analyze`, before any work; an experiment's by its
     ``evaluation.metrics``); ``importance`` a boolean;
     ``min_pairs >= 1``; ``families`` a non-empty table of non-empty metric lists, every metric
@@ -309,6 +310,9 @@ def validate_options(values: Mapping[str, Any], source: object = "analysis",
         if not isinstance(m, str) or not m or "@" in m or m != m.strip():
             raise bad("primary_metric", f"must be a metric's name without its cutoff (one of "
                       f"{', '.join(METRICS)}, or a metric of a per-user table), got {m!r}")
+        # any case of a dptune metric's name is that metric (NDCG is ndcg), as a per-user
+        # table's names are read; an outside metric's name is kept as written
+        out["primary_metric"] = metric_name(m)
     if "importance" in out and not isinstance(out["importance"], bool):
         raise bad("importance", f"must be true or false, got {out['importance']!r}")
     if "families" in out:

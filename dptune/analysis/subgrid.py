@@ -16,12 +16,22 @@ from typing import Any
 import pandas as pd
 
 from dptune._atomic import write_text
-from dptune.errors import DptuneError, check_int, check_out_file, check_path, input_error, same_file
+from dptune.errors import (
+    DptuneError,
+    check_int,
+    check_out_file,
+    check_path,
+    input_error,
+    plain,
+    same_file,
+)
 from dptune.grids import Grid, edge_warning, grid_edges, load_grid, subgrid_around
 from dptune.store._outside import check_outside_store
 from dptune.store._store import ResultStore
+from dptune.vocab import metric_name
 
-__all__ = ["grid_from_store", "best_params", "write_subgrid", "WrittenSubgrid"]
+__all__ = ["grid_from_store", "best_params", "write_subgrid", "WrittenSubgrid",
+           "subgrid_algorithm"]
 
 
 def _plain(value: Any) -> Any:
@@ -90,6 +100,36 @@ def _rebuilt(store: ResultStore, man: dict[str, Any], algorithm: str,
     return Grid(values=values, derived=derived, family=family, source=str(store.root))
 
 
+def subgrid_algorithm(store: ResultStore, algorithm: str | None,
+                      man: dict[str, Any] | None = None) -> str:
+    """The algorithm whose sub-grid is written: ``algorithm`` when it is one of ``store``'s,
+    else (``None``, ``--algorithm`` left out) the store's only algorithm with hyperparameters to
+    vary (a grid of more than one configuration); one line naming ``--algorithm`` when the
+    name is not the store's or when several algorithms could be meant (they are listed), so
+    that the command never picks one the user did not ask for. ``man``: the store's manifest,
+    when already read."""
+    man = store.manifest() if man is None else man
+    listed = [a for a in man.get("algorithms", []) if isinstance(a, dict) and "name" in a]
+    names = [str(a["name"]) for a in listed]
+    if algorithm is not None:
+        if algorithm not in names:
+            raise input_error("--algorithm", None, f"{algorithm!r} is not an algorithm of "
+                              f"{store.root} ({', '.join(names)})")
+        return algorithm
+    # a manifest without n_configs (an earlier version) counts an algorithm with free
+    # hyperparameters as varying them
+    varied = [str(a["name"]) for a in listed if a.get("free") and a.get("n_configs", 2) > 1]
+    if len(varied) == 1:
+        return varied[0]
+    if not varied:
+        raise input_error(store.root, None, "has no algorithm with hyperparameters to vary "
+                          f"({', '.join(names) or 'none'} each have one configuration); a "
+                          "sub-grid needs a grid to narrow")
+    raise input_error("--algorithm", None, f"missing: {store.root} has {len(varied)} "
+                      f"algorithms with hyperparameters to vary ({', '.join(varied)}); name "
+                      "one, e.g. --algorithm " + varied[0])
+
+
 def best_params(store: ResultStore, algorithm: str, metric: str, cutoff: int) -> dict[str, Any]:
     """The free hyperparameters of the configuration ``metric@cutoff`` selects on validation
     (:meth:`ResultStore.best_configs`), as plain Python values."""
@@ -142,7 +182,7 @@ class WrittenSubgrid:
     edge_warning: str | None
 
 
-def write_subgrid(results: str | Path | ResultStore, algorithm: str, metric: str, cutoff: int,
+def write_subgrid(results: str | Path | ResultStore, algorithm: str | None, metric: str, cutoff: int,
                   radius: int, out: str | Path, grid: str | Path | None = None) -> WrittenSubgrid:
     """The paper's sub-grid: best value of each hyperparameter by mean metric@cutoff over the
     validation folds (:func:`best_params`), +- ``radius`` neighbours in ``grid`` (default: the
@@ -151,13 +191,25 @@ def write_subgrid(results: str | Path | ResultStore, algorithm: str, metric: str
 
     ``out`` is checked first (:func:`_check_out`), the store and the grid are read and the file
     composed next, and ``out`` is written last, atomically, so that a refused call writes
-    nothing and a file ``out`` replaces is never left half written. Returns the file, the best
-    configuration and the edge warning of that reference grid (:class:`WrittenSubgrid`)."""
+    nothing and a file ``out`` replaces is never left half written. ``algorithm`` ``None``
+    means the store's only algorithm with hyperparameters to vary
+    (:func:`subgrid_algorithm`); ``metric`` is dptune's in any case (``NDCG``). A sub-grid of
+    one configuration (``radius`` 0, or a grid of one) is refused: ``dptune run`` would refuse
+    it, nothing to compare. Returns the file, the best configuration and the edge warning of
+    that reference grid (:class:`WrittenSubgrid`)."""
     check_path(out, "--out", "", "the grid file to write")
     radius = check_int(radius, "--radius", None, 0)
+    if radius == 0:  # the best value of each hyperparameter alone: one configuration
+        raise input_error("--radius", None, "0 keeps only the best value of each "
+                          "hyperparameter, one configuration, which dptune run refuses "
+                          "(nothing to compare): give a radius of at least 1")
+    if not isinstance(metric, str):
+        raise input_error("--metric", None, f"needs a metric's name, got {plain(metric)}")
+    metric = metric_name(metric)  # NDCG is ndcg: any case of a dptune metric's name
     store = results if isinstance(results, ResultStore) else ResultStore(results)
     out = Path(out)
     man = store.manifest()
+    algorithm = subgrid_algorithm(store, algorithm, man)
     recorded = {a["name"]: _recorded_grid(man, a["name"], a) for a in man["algorithms"]}
     _check_out(out, store, man, grid, recorded)
     chosen = best_params(store, algorithm, metric, cutoff)
@@ -167,6 +219,15 @@ def write_subgrid(results: str | Path | ResultStore, algorithm: str, metric: str
         if h not in ref.values or v not in ref.values[h]:
             raise input_error(grid or store.root, f"params.{h}", f"best value {v!r} is not a value of this grid")
     sub = subgrid_around(ref, chosen, radius)
+    if sub.size < 2:  # every hyperparameter has one value in the grid: nothing to compare
+        what = ("the grid" if grid is not None
+                else f"its grid in {store.root}")
+        raise input_error(grid if grid is not None else "--algorithm",
+                          None if grid is not None else algorithm,
+                          f"{what} has one configuration, so the sub-grid would too, which "
+                          "dptune run refuses (nothing to compare): give "
+                          + ("a grid" if grid is not None else "an algorithm")
+                          + " with hyperparameters to vary")
     header = (f"# Sub-grid of {algorithm} around its best configuration by {metric}@{cutoff} "
               f"(+-{radius} grid neighbours), from {store.root}\n"
               f"# best: {', '.join(f'{k}={v}' for k, v in chosen.items())}\n")

@@ -153,11 +153,13 @@ def cmd_worker(args: argparse.Namespace) -> int:
     """``dptune worker``: one more worker on a shared sweep."""
     from dptune.config import load_experiment
     from dptune.sweeper._manifest import init_results
+    from dptune.sweeper._run import check_sweep_data
     from dptune.sweeper._worker import worker
 
     exp = _on_device(load_experiment(args.config), None)
     results = Path(args.results) if args.results else _default("results", exp.name)
     check_writable_dir(results, "--results")
+    check_sweep_data(exp, args.storage)  # as dptune run: a cutoff beyond the data's items
     _, _, design = init_results(exp, results, args.storage, budget=args.budget)
     n = worker(exp, results, args.storage, design=design)
     print(f"worker finished: {n} units computed here")
@@ -310,18 +312,17 @@ def cmd_dp(args: argparse.Namespace) -> int:
 
 def cmd_subgrid(args: argparse.Namespace) -> int:
     """``dptune subgrid``: the paper's sub-grid around the best configuration; warns when that
-    configuration sits on the edge of the grid."""
-    from dptune.analysis.subgrid import write_subgrid
+    configuration sits on the edge of the grid. ``--algorithm`` left out means the store's only
+    algorithm with hyperparameters to vary; with several, it is asked for in one line listing
+    them (:func:`dptune.analysis.subgrid.subgrid_algorithm`), never guessed."""
+    from dptune.analysis.subgrid import subgrid_algorithm, write_subgrid
 
     store = _store(results_of(args))
     if not store.part_paths():
         raise input_error(store.root, None, "holds no results yet (no unit finished); "
                           "run the sweep first (dptune run)")
-    names = [a["name"] for a in store.manifest().get("algorithms", [])]
-    if args.algorithm not in names:
-        raise input_error("--algorithm", None, f"{args.algorithm!r} is not an algorithm of "
-                          f"{store.root} ({', '.join(names)})")
-    written = write_subgrid(store, args.algorithm, args.metric, args.cutoff, args.radius,
+    algorithm = subgrid_algorithm(store, args.algorithm)
+    written = write_subgrid(store, algorithm, args.metric, args.cutoff, args.radius,
                             args.out, grid=args.grid)
     if written.edge_warning:
         print(f"dptune: warning: {written.edge_warning}", file=sys.stderr)

@@ -35,7 +35,7 @@ from dptune.cli._flags import (
 )
 from dptune.errors import did_you_mean
 from dptune.store._trec import ORDERS
-from dptune.vocab import DEVICES, FORMATS, METRICS, SLICE_MIN_USERS, TESTS
+from dptune.vocab import DEVICES, FORMATS, METRICS, SLICE_MIN_USERS, TESTS, metric_name
 
 DESCRIPTION = """\
 Discriminative power of recommender-system metrics under hyperparameter tuning: sweep the
@@ -218,11 +218,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     g = _sub(sub, "subgrid", "the paper's sub-grid around the best value of each hyperparameter")
     results_argument(g)
-    g.add_argument("--algorithm", default="bpr-mf", metavar="NAME", help="algorithm of the experiment")
-    g.add_argument("--metric", choices=METRICS, default="ndcg", help="metric that picks the best configuration")
+    g.add_argument("--algorithm", default=None, metavar="NAME",
+                   help="algorithm of the experiment (default: the store's only algorithm with "
+                   "hyperparameters to vary; required when it has several)")
+    # any case of a dptune metric's name is that metric (NDCG is ndcg), as everywhere else
+    g.add_argument("--metric", type=metric_name, choices=METRICS, default="ndcg",
+                   help="metric that picks the best configuration (any case)")
     g.add_argument("--cutoff", type=int_at_least(1), default=10, metavar="N", help="cutoff of --metric")
-    g.add_argument("--radius", type=int_at_least(0), default=2, metavar="R",
-                   help="grid neighbours kept on each side of the best value")
+    # radius 0 keeps the best configuration alone: a grid dptune run refuses (nothing to compare)
+    g.add_argument("--radius", type=int_at_least(1), default=2, metavar="R",
+                   help="grid neighbours kept on each side of the best value, at least 1")
     g.add_argument("--out", required=True, metavar="FILE", help="grid TOML file to write")
     g.add_argument("--grid", metavar="FILE", help="grid to place the sub-grid in, e.g. grids/bpr-mf.toml "
                    "(default: the swept grid)")

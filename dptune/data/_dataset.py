@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib.resources
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -284,6 +284,28 @@ def load_dataset(
     name = path.name[:-3] if path.name.lower().endswith(".gz") else path.name
     name = name.rsplit(".", 1)[0] if "." in name else name
     return _build(raw, name, str(path), min_rating, int(kcore), log, experiment)
+
+
+def check_cutoffs(ds: Dataset, cutoffs: Sequence[int], source: str) -> None:
+    """One line naming ``source`` (the experiment file) and ``evaluation.cutoffs`` when a cutoff
+    is not below the number of items of the loaded data ``ds``, before any unit starts.
+
+    A user's top-N list is drawn from the items outside their training data, fewer than the
+    data's items: a cutoff at or above that number lists every item the user can be
+    recommended, so every configuration scores the same (Recall@N = 1 for every user) and the
+    metric@N tells nothing apart, while looking like a result (its DP the number of pairs).
+    The experiment file alone cannot tell this (:data:`dptune.config.MAX_CUTOFF` bounds a
+    cutoff before the data is read)."""
+    n_items = ds.n_items
+    over = sorted(int(c) for c in cutoffs if int(c) >= n_items)
+    if over:
+        shown = (f"{over[0]:,} is" if len(over) == 1 else
+                 " and ".join(f"{c:,}" for c in over) + " are")
+        raise input_error(source, "evaluation.cutoffs",
+                          f"{shown} not below the {n_items:,} items of the data ({ds.name}): a "
+                          "top-N list that long holds every item a user can be recommended, so "
+                          "every configuration scores the same at that cutoff (Recall = 1); "
+                          f"give cutoffs below {n_items:,}")
 
 
 def dataset_stats(ds: Dataset) -> dict:

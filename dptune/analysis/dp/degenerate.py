@@ -4,7 +4,9 @@ reported with confidence.
 - **Too few users per fold**: a paired test over a handful of users says little, and DP over
   such folds is mostly ties at p = 1. A validation fold with fewer than ``min_fold_users``
   (default 20) users on which the pairs are tested is refused with one line naming the
-  algorithm, the fold and the count (:func:`check_fold_users`).
+  algorithm, the fold and the count (:func:`check_fold_users`): a sweep's folds before the
+  fold loop starts, from the users it recorded (:func:`recorded_fold_users`), any other's
+  after it, from the users the pairs were tested on (:func:`fold_user_counts`).
 - **No evidence**: a (algorithm, scope, metric@N) whose p-values are all 1 (every pair has
   identical per-user values, or fewer than two users) carries no information: its DP is P and
   its "rank" among metrics is a tie. :func:`no_evidence` flags it; the verdict never recommends
@@ -15,15 +17,18 @@ reported with confidence.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from dptune.errors import check_int, input_error
+from dptune.vocab import fold_key
 
-__all__ = ["MIN_FOLD_USERS", "fold_user_counts", "check_fold_users", "no_evidence",
-           "capped_band"]
+__all__ = ["MIN_FOLD_USERS", "fold_user_counts", "recorded_fold_users", "check_fold_users",
+           "no_evidence", "capped_band"]
 
 #: Default minimum number of users of a validation fold.
 MIN_FOLD_USERS = 20
@@ -36,6 +41,29 @@ def fold_user_counts(pvalues: pd.DataFrame) -> dict[tuple[str, str], int]:
         return {}
     g = pvalues.groupby(["algorithm", "fold"], sort=False)["n_users"].min()
     return {(str(a), str(f)): int(n) for (a, f), n in g.items()}
+
+
+def recorded_fold_users(store: Any) -> dict[tuple[str, str], int]:
+    """``(algorithm, fold) -> users`` of every validation fold as the sweep recorded them
+    (the manifest's ``split.users_evaluated``), known before any fold is read, in the order
+    :func:`fold_user_counts` gives after the fold loop (the store's algorithms, folds in
+    :func:`dptune.vocab.fold_key` order); empty when the manifest records none (outside data,
+    a store of an earlier version).
+
+    A sweep's configurations score every evaluated user, so these are the users its pairs are
+    tested on, and no fold can test pairs on more: :func:`check_fold_users` on them refuses,
+    before the analysis starts its progress bar, what it would refuse after the fold loop. A
+    per-user table's configurations may share fewer users; those are counted in the loop."""
+    evaluated = (store.manifest().get("split") or {}).get("users_evaluated")
+    if not isinstance(evaluated, Mapping):
+        return {}
+    out: dict[tuple[str, str], int] = {}
+    for alg in store.algorithms():
+        for fold in sorted((str(f) for f in store.folds(alg) if str(f) != "test"), key=fold_key):
+            n = evaluated.get(fold)
+            if isinstance(n, numbers.Integral) and not isinstance(n, bool):
+                out[(str(alg), fold)] = int(n)
+    return out
 
 
 def check_fold_users(counts: Mapping[tuple[str, str], int], minimum: int = MIN_FOLD_USERS,
