@@ -31,7 +31,7 @@ from dptune.errors import (
 )
 from dptune.grids import Grid, check_size, load_grid
 from dptune.models._adapters import is_known_type
-from dptune.vocab import DEVICES, FORMATS, METRICS, SEED_RANGE
+from dptune.vocab import DEVICES, FORMATS, METRICS, SEED_RANGE, metric_name
 
 if TYPE_CHECKING:
     from dptune.analysis.options import AnalysisOptions
@@ -492,7 +492,8 @@ def parse_experiment(data: dict, source: str = "<memory>", config_path: Path | N
         description=str(data.get("description", "")),
         data=_build(DataConfig, data.get("data", {}), source, "data."),
         split=_build(SplitConfig, data.get("split", {}), source, "split."),
-        evaluation=_build(EvaluationConfig, data.get("evaluation", {}), source, "evaluation."),
+        evaluation=_build(EvaluationConfig, _metric_names(data.get("evaluation", {})), source,
+                          "evaluation."),
         analysis=_analysis(data.get("analysis", {}), source),
         sweep=_build(SweepConfig, data.get("sweep", {}), source, "sweep."),
         algorithms=tuple(algos),
@@ -500,6 +501,16 @@ def parse_experiment(data: dict, source: str = "<memory>", config_path: Path | N
     )
     _validate(exp, source)
     return replace(exp, data_path=_data_path(exp.data, data_base, source, check_data))
+
+
+def _metric_names(evaluation: Any) -> Any:
+    """``[evaluation]`` with its ``metrics`` as the vocabulary's keys (``NDCG`` is ``ndcg``:
+    :func:`dptune.vocab.metric_name`), as every other place that reads a metric's name; any
+    other value is left for the checks to name."""
+    if isinstance(evaluation, dict) and isinstance(evaluation.get("metrics"), list):
+        return {**evaluation, "metrics": [metric_name(m) if isinstance(m, str) else m
+                                          for m in evaluation["metrics"]]}
+    return evaluation
 
 
 #: Longest experiment or algorithm name: a name is part of file names (``results/<name>``,

@@ -180,6 +180,14 @@ def test_primary_metric_in_an_experiment_file_is_matched_whatever_its_case(tmp_p
     cfg.write_text(cfg.read_text().replace('"NDCG"', '"HR"'))
     with pytest.raises(DptuneError, match="analysis.primary_metric: 'HR' is not one of"):
         load_experiment(cfg)
+    # evaluation.metrics too: the same experiment as with the vocabulary's keys
+    cfg.write_text(cfg.read_text().replace('"HR"', '"nDCG"').replace(
+        "test_split = false", 'test_split = false\nmetrics = ["NDCG", "Recall"]'))
+    exp = load_experiment(cfg)
+    assert exp.evaluation.metrics == ("ndcg", "recall")
+    lower = tmp_path / "lower.toml"
+    lower.write_text(cfg.read_text().replace('["NDCG", "Recall"]', '["ndcg", "recall"]'))
+    assert load_experiment(lower).fingerprint() == exp.fingerprint()
 
 
 def _per_user_table() -> pd.DataFrame:
