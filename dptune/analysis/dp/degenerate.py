@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Callable, Mapping
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from dptune.analysis.source import ResultSource
 from dptune.errors import check_int, input_error
 from dptune.vocab import fold_key
 
@@ -43,7 +43,7 @@ def fold_user_counts(pvalues: pd.DataFrame) -> dict[tuple[str, str], int]:
     return {(str(a), str(f)): int(n) for (a, f), n in g.items()}
 
 
-def recorded_fold_users(store: Any) -> dict[tuple[str, str], int]:
+def recorded_fold_users(store: ResultSource) -> dict[tuple[str, str], int]:
     """``(algorithm, fold) -> users`` of every validation fold as the sweep recorded them
     (the manifest's ``split.users_evaluated``), known before any fold is read, in the order
     :func:`fold_user_counts` gives after the fold loop (the store's algorithms, folds in
