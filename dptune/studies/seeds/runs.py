@@ -32,7 +32,7 @@ from dptune._parallel import run_parallel
 from dptune.analysis.dp.fold_loop import run_fold_loop
 from dptune.analysis.dp.pairs import format_value
 from dptune.config import Experiment
-from dptune.data._dataset import load_dataset
+from dptune.data._dataset import check_cutoffs, load_dataset
 from dptune.data._split import kfold_labels, random_holdout
 from dptune.errors import input_error
 from dptune.metrics import METRICS, evaluate
@@ -63,12 +63,15 @@ _DATA: dict[str, tuple[pd.DataFrame, tuple[int, int], str]] = {}
 
 def study_ratings(exp: Experiment) -> tuple[pd.DataFrame, tuple[int, int], str]:
     """Ratings of users with at least ``split.min_user_interactions`` ratings (cached per process),
-    the matrix shape and the data set name. Both splits see the same users."""
+    the matrix shape and the data set name. Both splits see the same users. A cutoff not below
+    the data's number of items is refused here, as ``dptune run`` refuses it
+    (:func:`dptune.data._dataset.check_cutoffs`)."""
     key = exp.fingerprint()
     if key not in _DATA:
         d = exp.data
         ds = load_dataset(exp.data_file, fmt=d.format, min_rating=d.min_rating, kcore=d.kcore,
                           experiment=exp.source, **d.reader_options())
+        check_cutoffs(ds, exp.evaluation.cutoffs, exp.source)
         r = ds.ratings
         counts = np.bincount(r["user"].to_numpy(), minlength=ds.n_users)
         keep = counts[r["user"].to_numpy()] >= exp.split.min_user_interactions

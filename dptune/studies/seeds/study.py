@@ -128,6 +128,7 @@ def _plan(exp: Experiment, st: SeedSettings, cache_dir: str | Path | None) -> Se
     if not galgs:
         n_grid = 0
     n_grid = check_grid_seeds(n_grid, exp.source, "seeds.grid_seeds")  # a SeedSettings given whole
+    study_ratings(exp)  # the data read and checked (its cutoffs) before the cache is made
     root = Path(cache_dir or st.cache or Path("results") / seeds_folder_name(exp))
     p = SeedPlan(exp=exp, settings=st, configs=chosen, seeds=tuple(split_seeds(exp, st.n_seeds)),
                  grid_algorithms=tuple(galgs), grid_seeds=n_grid,

@@ -347,6 +347,21 @@ def test_seeds_checks_everything_before_any_work(tmp_path, capsys, monkeypatch, 
     assert not any((tmp_path / d).exists() for d in ("R", "P", "results", "reports"))
 
 
+def test_a_cutoff_beyond_the_datas_items_is_refused_before_any_work(tmp_path, capsys,
+                                                                      monkeypatch) -> None:
+    """As ``dptune run`` refuses it: a top-N list of every item scores every configuration
+    the same; one line naming the file and ``evaluation.cutoffs``, nothing written."""
+    cfg = _exp(tmp_path, "[seeds]\nn_seeds = 2\n", bpr=False)
+    cfg.write_text(cfg.read_text().replace("cutoffs = [1, 5, 10]", "cutoffs = [10, 20000]"))
+    monkeypatch.chdir(tmp_path)
+    assert _main(["seeds", str(cfg), "--results", str(tmp_path / "R"), "--reports",
+                  str(tmp_path / "P"), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"dptune: {cfg}: evaluation.cutoffs: 20,000 is not below the ") \
+        and "\n" not in err, err
+    assert not any((tmp_path / d).exists() for d in ("R", "P", "results", "reports"))
+
+
 @pytest.mark.parametrize(("extra", "flags", "file_key", "flag_at", "problem"), [
     pytest.param('grid_algorithms = ["nope"]\n', ["--grid", "nope"], "seeds.grid_algorithms",
                  "--grid", "no algorithm named 'nope' in {cfg} (userknn)",
