@@ -503,10 +503,8 @@ def _dominant_cell(r: dict, rd: _Reader) -> str:
 def _table(result: Any) -> Block:
     """The verdict's key columns as one table (every column is in verdict.csv)."""
     rd = _Reader(result)
-    opts = result.options
-    interval = int(opts.bootstrap) > 0 and opts.paired_test.interval  # else no CI to show
     header = ["Algorithm", "N", "Family", "Tune with",
-              "DP per 25 pairs [95% CI]" if interval else "DP per 25 pairs", "P",
+              "DP per 25 pairs [95% CI]" if _intervals(result) else "DP per 25 pairs", "P",
               "Significantly less discriminative", "Not significantly less", "Dominant hyperparameter"]
     rows = []
     for r in _ordered(result.verdict).to_dict("records"):
@@ -620,7 +618,7 @@ def verdict_section(result: Any, figures: Sequence[tuple[str, int, str]] = ()) -
     opts = result.options
     scopes = result.dp.table["scope"].astype(str)
     lines = [claims_legend(float(opts.alpha), bool(result.test_split),
-                           intervals=int(opts.bootstrap) > 0 and opts.paired_test.interval,
+                           intervals=_intervals(result),
                            floor=result.noise is not None,
                            dominance=bool(scopes.str.startswith("only:").any())), ""]
     lines += [f"- {t}" for t in verdict_sentences(result)]
@@ -644,12 +642,19 @@ def verdict_section(result: Any, figures: Sequence[tuple[str, int, str]] = ()) -
         + "All columns are in `verdict.csv`; every "
         "claim's test is in `comparisons.csv`, the dominant hyperparameter in "
         "`dominance.csv`.")
-    drawn = ("with its 95% interval" if int(opts.bootstrap) > 0 and opts.paired_test.interval
+    drawn = ("with its 95% interval" if _intervals(result)
              else "without an interval (no difference tested)")
     for stem, n, caption in figures:
         lines += ["", f"![DP of each metric {drawn}, N = {n}]({stem}.png)", "",
                   f"{caption} ([SVG]({stem}.svg))"]
     return "\n".join(lines)
+
+
+def _intervals(result: Any) -> bool:
+    """Whether the result's DPs have 95% intervals (a bootstrap, under a test that has one):
+    without, no difference is tested, and no part of the verdict may speak of an interval."""
+    opts = result.options
+    return int(opts.bootstrap) > 0 and bool(opts.paired_test.interval)
 
 
 def _any_answer(result: Any, answer: str) -> bool:

@@ -56,8 +56,8 @@ from dptune.store._identity import (
 )
 from dptune.store._schema import NOISE_DIR, PARTS, schema_of
 
-__all__ = ["INDEX_DIR", "META_CRC", "footer_text", "entry_path", "checksum", "verify", "record", "problem", "verified",
-           "damaged_error", "heal", "lost_parts", "lost_problem", "lost_error", "check_lost",
+__all__ = ["INDEX_DIR", "META_CRC", "footer_text", "entry_path", "checksum", "verify", "record",
+           "problem", "verified", "damaged_error", "heal", "lost_parts", "lost_problem", "lost_error", "check_lost",
            "quarantine_dir", "set_aside",
            "set_aside_if_foreign", "footer_meta", "entry_fingerprints", "store_fingerprint"]
 
