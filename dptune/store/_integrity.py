@@ -125,11 +125,14 @@ def _canonical(meta: dict[str, Any]) -> bytes:
     return json.dumps(meta, sort_keys=True).encode()
 
 
-def _footer_problem(meta: dict[str, Any], table: Any, directory: str) -> str | None:
+def _footer_problem(meta: dict[str, Any], table: Any, directory: str,
+                    group_rows: list[int]) -> str | None:
     """Why a part's decoded ``table`` and its footer metadata ``meta`` disagree, or ``None``:
     the metadata's own CRC-32 (parts written before it carry none), then what the metadata
     says against the data: one algorithm and fold, the configurations (and seeds), users,
-    and one (metric, cutoff) per row group in the metadata's order."""
+    and one (metric, cutoff) per row group in the metadata's order, each of the same rows
+    (``group_rows``: the file's rows per row group), since the readers find a metric@N's
+    values by the position of its row group."""
     if META_CRC in meta:
         body = {k: v for k, v in meta.items() if k != META_CRC}
         if meta[META_CRC] != f"{crc32(_canonical(body)):08x}":
@@ -141,6 +144,9 @@ def _footer_problem(meta: dict[str, Any], table: Any, directory: str) -> str | N
     groups = [(m, int(c)) for m in meta["metrics"] for c in meta["cutoffs"]]
     if table.num_rows != per * len(groups):
         return f"holds {table.num_rows} rows, its metadata says {per * len(groups)}"
+    if per and group_rows != [per] * len(groups):
+        return (f"holds {len(group_rows)} row groups, its metadata says {len(groups)} of "
+                f"{per} rows")
     if _distinct(table, "algorithm") not in ([], [meta.get("algorithm")]) \
             or _distinct(table, "fold") not in ([], [str(meta.get("fold"))]):
         return "its algorithm or fold differs from its metadata's"
@@ -227,7 +233,9 @@ def _structural(part: Path) -> tuple[str | None, dict[str, Any] | None]:
     import pyarrow.parquet as pq
 
     try:
-        meta = json.loads((pq.read_schema(part).metadata or {})[b"dptune"])
+        footer = pq.ParquetFile(part).metadata
+        meta = json.loads((footer.schema.to_arrow_schema().metadata or {})[b"dptune"])
+        group_rows = [footer.row_group(i).num_rows for i in range(footer.num_row_groups)]
         # the dataset reader: it also checks each column chunk's recorded type
         table = pq.read_table(part, page_checksum_verification=True, use_threads=False)
     except Exception as err:  # noqa: BLE001 - any decoding failure means a damaged part
@@ -237,7 +245,7 @@ def _structural(part: Path) -> tuple[str | None, dict[str, Any] | None]:
     if [(f.name, f.type) for f in table.schema] != [(f.name, f.type) for f in want]:
         return f"columns {table.schema.names}, a part has {want.names}", None
     try:
-        found = _footer_problem(meta, table, part.parent.name)
+        found = _footer_problem(meta, table, part.parent.name, group_rows)
     except (KeyError, TypeError, ValueError, AttributeError) as err:  # metadata of another shape
         return f"unreadable metadata ({type(err).__name__})", None
     return (found, None) if found else (None, meta)

@@ -14,6 +14,7 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
@@ -214,8 +215,11 @@ def test_a_flipped_bit_is_refused_without_the_index_folder(pristine, tmp_path, k
 
 def test_a_part_written_before_page_and_metadata_checksums_is_adopted(pristine, tmp_path):
     """Parts written before pages and footer metadata carried their own CRC-32 are decoded and
-    checked against their metadata as before, not refused for lacking them."""
+    checked against their metadata as before, not refused for lacking them, and read as
+    before; the same rows in other row groups are refused (the readers find a metric@N by the
+    position of its row group)."""
     from dptune.store import _integrity
+    from dptune.store._store import ResultStore
 
     _, results, before = pristine
     root = tmp_path / "results"
@@ -225,9 +229,23 @@ def test_a_part_written_before_page_and_metadata_checksums_is_adopted(pristine, 
     table = pq.read_table(part)
     meta = json.loads(table.schema.metadata[b"dptune"])
     del meta[_integrity.META_CRC]
-    pq.write_table(table.replace_schema_metadata({"dptune": json.dumps(meta, sort_keys=True)}),
-                   part)
+    old = table.replace_schema_metadata({"dptune": json.dumps(meta, sort_keys=True)})
+    per = len(old) // (len(meta["metrics"]) * len(meta["cutoffs"]))
+    pq.write_table(old, part, row_group_size=per)  # one row group per metric@N, no checksums
     assert _integrity.problem(part) is None
+    # read as the analysis reads it (row groups by position): the part's own values
+    got = ResultStore(root).read_fold(meta["algorithm"], meta["fold"], meta["config_ids"],
+                                      [("recall", 10)])
+    want = old.to_pandas().query("metric == 'recall' and cutoff == 10")
+    for r, cid in enumerate(got.config_ids):
+        rows = want[want["config_id"] == cid].sort_values("user")
+        np.testing.assert_array_equal(got.values[0, r, np.searchsorted(got.users, rows["user"])],
+                                      rows["value"].to_numpy())
+    pd.testing.assert_frame_equal(_values(root)[f"{PARTS}/{part.name}"],
+                                  before[f"{PARTS}/{part.name}"])
+    pq.write_table(old, part)  # the same rows in one row group
+    _integrity._CACHE.clear()
+    assert "row groups" in _integrity.problem(part)
 
 
 @pytest.mark.parametrize("index", ["entry", "folder"])
