@@ -154,20 +154,14 @@ def test_a_cutoff_beyond_the_items_of_the_data_is_refused_before_the_sweep(tmp_p
 
 def test_a_cutoff_equal_to_the_items_is_refused_one_below_is_not(tmp_path):
     """The bound is the number of items: N = items lists every item; N = items - 1 passes."""
-    from dptune.sweeper._run import check_sweep_data
+    from dptune.data._dataset import check_cutoffs
 
-    base = _experiment(tmp_path, "edge", bpr_grid([4], [1], [0.05]))
-    n_items = load_dataset(str(tmp_path / "ratings.csv")).n_items
-    for cutoffs, refused in (([10, n_items], True), ([10, n_items - 1], False)):
-        cfg = tmp_path / f"edge{cutoffs[-1]}.toml"
-        cfg.write_text(base.read_text().replace("cutoffs = [5, 10]", f"cutoffs = {cutoffs}"))
-        exp = load_experiment(cfg)
-        if refused:
-            with pytest.raises(DptuneError, match=rf"evaluation.cutoffs: {n_items} is not "
-                                                  rf"below the {n_items} items"):
-                check_sweep_data(exp)
-        else:
-            check_sweep_data(exp)
+    _experiment(tmp_path, "edge", bpr_grid([4], [1], [0.05]))
+    ds = load_dataset(str(tmp_path / "ratings.csv"))
+    with pytest.raises(DptuneError, match=rf"edge.toml: evaluation.cutoffs: {ds.n_items} is "
+                                          rf"not below the {ds.n_items} items"):
+        check_cutoffs(ds, [10, ds.n_items], "edge.toml")
+    check_cutoffs(ds, [10, ds.n_items - 1], "edge.toml")
 
 
 # ------------------------------------------------------------------------------ 4. metric case

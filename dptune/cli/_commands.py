@@ -153,13 +153,11 @@ def cmd_worker(args: argparse.Namespace) -> int:
     """``dptune worker``: one more worker on a shared sweep."""
     from dptune.config import load_experiment
     from dptune.sweeper._manifest import init_results
-    from dptune.sweeper._run import check_sweep_data
     from dptune.sweeper._worker import worker
 
     exp = _on_device(load_experiment(args.config), None)
     results = Path(args.results) if args.results else _default("results", exp.name)
     check_writable_dir(results, "--results")
-    check_sweep_data(exp, args.storage)  # as dptune run: a cutoff beyond the data's items
     _, _, design = init_results(exp, results, args.storage, budget=args.budget)
     n = worker(exp, results, args.storage, design=design)
     print(f"worker finished: {n} units computed here")

@@ -11,7 +11,7 @@ from typing import Any
 
 from dptune._version import __version__
 from dptune.config import NOT_FINGERPRINTED, Budget, Experiment
-from dptune.data._dataset import dataset_stats
+from dptune.data._dataset import check_cutoffs, dataset_stats
 from dptune.errors import DptuneError, input_error
 from dptune.models import get_family
 from dptune.store._integrity import entry_fingerprints
@@ -234,7 +234,8 @@ def init_results(exp: Experiment, results: str | Path, storage_url: str | None =
     return the store, the prepared data and the design the sweep follows.
 
     Everything that can be checked is checked before the first write: grids against their
-    models, the data and every fold (a fold without users is an error), the budget (``budget``,
+    models, the data and every fold (a fold without users is an error), the cutoffs against the
+    data's items (:func:`dptune.data._dataset.check_cutoffs`), the budget (``budget``,
     else the experiment's ``[sweep] budget``, in whole rounds of the design order on ``jobs``
     cores, default ``[sweep] jobs``: :func:`dptune.sweeper.design.resolve_design`), the results
     directory (writable, same experiment set-up) and the optuna storage (reachable), the
@@ -246,6 +247,7 @@ def init_results(exp: Experiment, results: str | Path, storage_url: str | None =
     where = storage_place(storage_url, exp)  # what a message about the storage names
     check_url(storage_url, where)
     prep = prepare(exp)
+    check_cutoffs(prep.dataset, exp.evaluation.cutoffs, exp.source)
     fold_users = prep.check_folds(exp.analysis.min_fold_users if min_fold_users is None
                                   else min_fold_users)
     check_memory(exp, prep, exp.sweep.jobs if jobs is None else jobs)

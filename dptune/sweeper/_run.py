@@ -14,26 +14,7 @@ from dptune.store._store import ResultStore
 from dptune.sweeper._local import run_experiment
 from dptune.sweeper._noise import NoiseRun, run_noise_floor
 
-__all__ = ["sweep", "run_sweep", "check_sweep_data"]
-
-
-def check_sweep_data(exp: Experiment, storage: str | None = None) -> None:
-    """What the experiment asks of its data, checked once the data is loaded and before any
-    unit starts or anything is written: a cutoff of ``evaluation.cutoffs`` at or above the
-    number of items (:func:`dptune.data._dataset.check_cutoffs`), which the experiment file
-    alone cannot tell. The grids and the storage URL (``storage``, else ``[sweep] storage``)
-    are checked first, as the sweep checks them (cheap, and before the data is read); the data
-    loaded here is the one the sweep then uses (:func:`dptune.sweeper._prepare.prepare` keeps
-    it for the process)."""
-    from dptune.data._dataset import check_cutoffs
-    from dptune.sweeper._manifest import validate_experiment
-    from dptune.sweeper._prepare import prepare
-    from dptune.sweeper._storage import check_url, storage_place
-
-    validate_experiment(exp)
-    url = storage or exp.sweep.storage
-    check_url(url, storage_place(url, exp))
-    check_cutoffs(prepare(exp).dataset, exp.evaluation.cutoffs, exp.source)
+__all__ = ["sweep", "run_sweep"]
 
 
 def run_sweep(exp: Experiment | str | Path, results: str | Path | None = None,
@@ -62,7 +43,6 @@ def run_sweep(exp: Experiment | str | Path, results: str | Path | None = None,
     root = Path(results) if results is not None else Path("results") / exp.name
     if budget is not None and not isinstance(budget, Budget):
         budget = parse_budget(budget, "budget", None)
-    check_sweep_data(exp, storage)  # nothing written, no unit started, when refused
     store = run_experiment(exp, root, storage_url=storage, jobs=jobs, progress=progress,
                            budget=budget, min_fold_users=min_fold_users)
     seeds = int(exp.analysis.noise_seeds if noise_seeds is None else noise_seeds)
