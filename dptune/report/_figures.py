@@ -18,6 +18,7 @@ from matplotlib.ticker import MaxNLocator
 from dptune._atomic import write_bytes
 from dptune.analysis.result import MetricFamilies
 from dptune.report._format import (
+    NO_INTERVAL_WHY,
     UNSAMPLED,
     one_fold,
     ordered_algorithms,
@@ -26,7 +27,14 @@ from dptune.report._format import (
     unsampled_share,
     verdict_choices,
 )
-from dptune.report._inputs import CURVE_INPUT, DP_INPUT, NOISE_INPUT, require, scope_all
+from dptune.report._inputs import (
+    CURVE_INPUT,
+    DP_INPUT,
+    NOISE_INPUT,
+    has_intervals,
+    require,
+    scope_all,
+)
 from dptune.vocab import display_algorithm, display_metric, metric_color, metric_key, same_values
 
 __all__ = [
@@ -194,21 +202,6 @@ def _dp_rows(dp: pd.DataFrame, cutoff: int) -> pd.DataFrame:
     return r.dropna(subset=["dp_per_25"])
 
 
-def _has_interval(rows: pd.DataFrame) -> bool:
-    """Whether some DP of ``rows`` has its 95% interval (none with the bootstrap off or under a
-    paired test without an interval): the figure, its title and caption say what is drawn."""
-    if rows.empty or not {"ci_low", "ci_high"} <= set(rows.columns):
-        return False
-    lo = pd.to_numeric(rows["ci_low"], errors="coerce").to_numpy(dtype=float)
-    hi = pd.to_numeric(rows["ci_high"], errors="coerce").to_numpy(dtype=float)
-    return bool((np.isfinite(lo) & np.isfinite(hi)).any())
-
-
-#: How the DP figure's caption says it has no interval and no test.
-_NO_INTERVAL = ("without an interval (the bootstrap is off, or the paired test has none; see "
-                "Bootstrap in the settings)")
-
-
 def dp_figure(dp: pd.DataFrame, verdict: pd.DataFrame | None, cutoff: int,
               families: MetricFamilies | None = None) -> Figure:
     """The DP figure of one cutoff, beside the verdict: per algorithm (one panel), each metric's
@@ -224,7 +217,7 @@ def dp_figure(dp: pd.DataFrame, verdict: pd.DataFrame | None, cutoff: int,
     drawn). Without intervals (the bootstrap off, or a paired test without one) the verdict
     tests no difference: the title says so, and the stars are the metrics it offers untested."""
     rows = _dp_rows(dp, cutoff)
-    interval = _has_interval(rows)
+    interval = has_intervals(dp)
     algorithms = ordered_algorithms(rows["algorithm"].unique())
     nrows, ncols = _panel_grid(len(algorithms))
     n_metrics = max(1, rows.groupby("algorithm")["metric"].nunique().max()) if len(rows) else 1
@@ -318,8 +311,8 @@ def dp_figure_caption(dp: pd.DataFrame, cutoff: int, stem_title: str = "DP figur
     stars = ("with its 95% interval at N = {n}, one panel per algorithm, all on one x scale "
              "(lower = more discriminative); star and bold label: the verdict's recommended "
              "metric of each family and every metric not significantly less discriminative than "
-             "it (equal choices)" if _has_interval(rows) else
-             _NO_INTERVAL + " at N = {n}, one panel per algorithm, all on one x scale "
+             "it (equal choices)" if has_intervals(dp) else
+             f"without an interval ({NO_INTERVAL_WHY})" + " at N = {n}, one panel per algorithm, all on one x scale "
              "(lower = more discriminative); star and bold label: the metrics the verdict "
              "offers in each family, with no difference tested (the lowest DP alone does not "
              "make a metric the better one)").format(n=cutoff)

@@ -26,6 +26,8 @@ from dptune.vocab import (
 __all__ = [
     "grid_sample_text",
     "MISSING",
+    "NO_INTERVAL",
+    "NO_INTERVAL_WHY",
     "FEWER_PAIRS",
     "is_missing",
     "fmt",
@@ -55,6 +57,10 @@ __all__ = [
 ]
 
 MISSING = "–"  # shown for a missing value in Markdown (LaTeX gets "--")
+#: Why a report has no interval and tests no difference, short (in a parenthesis) and whole.
+NO_INTERVAL = "no bootstrap interval"
+NO_INTERVAL_WHY = ("the bootstrap is off, or the paired test has no interval; see Bootstrap in "
+                   "the settings")
 FEWER_PAIRS = "†"  # marks a DP computed on fewer pairs than the others it is compared with
 #: Marks a DP of a scope that the units of a grid sample do not cover (``unsampled_share`` > 0
 #: in dp.csv): the DP of the pairs there are, not an estimate of the full grid's; never ranked.

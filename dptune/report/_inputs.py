@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import pandas as pd
 
 from dptune.analysis.result import CURVES_COLUMNS, DP_COLUMNS
@@ -23,6 +24,7 @@ __all__ = [
     "require",
     "check_unique",
     "scope_all",
+    "has_intervals",
     "value_scopes",
     "only_scopes",
     "pairs_note",
@@ -81,6 +83,19 @@ def check_unique(df: pd.DataFrame, keys: Sequence[str], source: str) -> None:
 def scope_all(dp: pd.DataFrame) -> pd.DataFrame:
     """Rows of the whole-grid scope (Tables 3 and 4)."""
     return dp[dp["scope"] == "all"]
+
+
+def has_intervals(dp: pd.DataFrame) -> bool:
+    """Whether some whole-grid DP of ``dp`` has its 95% interval (none with the bootstrap off,
+    or under a paired test without one; the verdict then tests no difference). The one test of
+    every part of a report that speaks of intervals or of a tested difference: the verdict's
+    legend, table and alt text, the DP figure, the choose-well sentences."""
+    rows = scope_all(dp)
+    if rows.empty or not {"ci_low", "ci_high"} <= set(rows.columns):
+        return False
+    lo = pd.to_numeric(rows["ci_low"], errors="coerce").to_numpy(dtype=float)
+    hi = pd.to_numeric(rows["ci_high"], errors="coerce").to_numpy(dtype=float)
+    return bool((np.isfinite(lo) & np.isfinite(hi)).any())
 
 
 def value_scopes(dp: pd.DataFrame) -> pd.DataFrame:

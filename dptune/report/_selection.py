@@ -11,6 +11,8 @@ import pandas as pd
 from dptune.analysis.result import MetricFamilies
 from dptune.report._format import (
     MISSING,
+    NO_INTERVAL,
+    NO_INTERVAL_WHY,
     UNSAMPLED,
     display_params,
     fmt,
@@ -24,7 +26,7 @@ from dptune.report._format import (
     unsampled_share,
     verdict_choices,
 )
-from dptune.report._inputs import BEST_INPUT, DP_INPUT, require, scope_all
+from dptune.report._inputs import BEST_INPUT, DP_INPUT, has_intervals, require, scope_all
 from dptune.report._table import simple_block
 from dptune.report._verdict import _config, _tested
 from dptune.vocab import display_algorithm, display_metric
@@ -146,15 +148,23 @@ def selection_sentences(
                 continue
             judge = families.judge(family, members) if family and families is not None \
                 else metric
-            # without a test (no bootstrap, or a paired test without an interval) the verdict
-            # offers every metric as a choice: that is no finding of equality
+            # without intervals (no bootstrap, or a paired test without one) the verdict offers
+            # every metric as a choice: that is no finding of equality. With intervals a row
+            # can be untested too (one metric of the family with evidence): no test is said
+            # then, and no bootstrap blamed
             tested = vrow is not None and _tested(vrow)
             tie = tested and str(lo["metric"]) in verdict_choices(vrow)
-            untested = vrow is not None and not tested
+            untested = vrow is not None and not tested and not has_intervals(a)
             test = _downstream_test(downstream, alg, cutoff, family, str(lo["metric"]))
             out.append(_compare(name, hi, lo, best, alg, (judge, cutoff), test_split, tie, test,
                                 untested))
     return out
+
+
+def _no_evidence(row: pd.Series) -> bool:
+    """dp.csv's ``no_evidence`` of one row (every p-value of the scope 1)."""
+    v = row.get("no_evidence")
+    return False if v is None or is_missing(v) else str(v).strip().lower() in ("true", "1")
 
 
 def _downstream_test(downstream: pd.DataFrame | None, alg: str, cutoff: int, family: str,
@@ -186,13 +196,13 @@ def _compare(name: str, hi: pd.Series, lo: pd.Series, best: pd.DataFrame | None,
     head = (
         f"{name}: the most discriminative metric at N = {cutoff} is {hname} "
         f"(DP per 25 pairs {fmt(hi['dp_per_25'], 2)}), the least discriminative {lname} "
-        f"(DP per 25 pairs {fmt(lo['dp_per_25'], 2)}; {pair_count_text(hi['n_pairs'])})."
+        f"(DP per 25 pairs {fmt(lo['dp_per_25'], 2)}"
+        + ("; no evidence: every p-value 1" if _no_evidence(lo) else "")
+        + f"; {pair_count_text(hi['n_pairs'])})."
         + (" The verdict finds no significant difference between the two: they are equal "
            "choices." if tie else "")
-        + (" No difference between the two is tested (no bootstrap: it is off, or the test has "
-           "no interval; see Bootstrap in the settings): the lower DP alone does not make either "
-           "the better one." if untested
-           else "")
+        + (f" No difference between the two is tested ({NO_INTERVAL}: {NO_INTERVAL_WHY}): the "
+           "lower DP alone does not make either the better one." if untested else "")
     )
     if best is None or not len(best):
         return head + " No best-configuration table was given."

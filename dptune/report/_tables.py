@@ -496,7 +496,8 @@ def table5(
     P behind each; at most :data:`VALUES_PER_ROW` values a row, so that the table fits a page
     (the paper's 14 iteration counts continue on a second group of three rows, named
     "(continued)"). A group with fewer than ``min_pairs`` pairs is shown, marked ``‡``, and not
-    ranked: too few pairs to call it the lowest DP of its row. CSV: every metric and cutoff in
+    ranked: too few pairs to call it the lowest DP of its row; nor is one without evidence
+    (every p-value 1), whose DP 25 is no finding. CSV: every metric and cutoff in
     long form ``algorithm, hyperparameter, value, metric, cutoff, n_pairs, dp_per_25``.
     """
     dp = require(dp, DP_INPUT, "dp")
@@ -506,6 +507,7 @@ def table5(
     blocks: list[Block] = []
     records = []
     shares: list[float] = []
+    any_silent = False  # a value without evidence, shown and not ranked
     for alg in ordered_algorithms(sub["algorithm"].unique()):
         a = sub[sub["algorithm"] == alg]
         rows: list[list[Cell]] = []
@@ -548,7 +550,11 @@ def table5(
             shares += cover
             texts = [fmt(d) + (TOO_FEW if f else "") + (UNSAMPLED if u > 0 else "")
                      for d, f, u in zip(dps, few, cover, strict=True)]
-            ranked = [np.nan if f or u > 0 else d for d, f, u in zip(dps, few, cover, strict=True)]
+            # no evidence (every p-value 1 at that value): shown, not ranked, as in the verdict
+            silent = _no_evidence(prim).reindex(shown).fillna(False).tolist()
+            any_silent |= any(silent)
+            ranked = [np.nan if f or u > 0 or s else d
+                      for d, f, u, s in zip(dps, few, cover, silent, strict=True)]
             value_cells = [Cell(display_value(v), numeric=True) for v in shown]
             dp_cells = marked_cells(ranked, texts)  # the lowest of the whole row bold
             p_cells = [Cell(_n_pairs_text(pd.Series([prim.at[v, "n_pairs"]])), numeric=True)
@@ -592,6 +598,9 @@ def table5(
         notes.append(
             f"{TOO_FEW} too few pairs (fewer than min_pairs = {int(min_pairs)}) to rank this "
             "group: its DP is shown but not compared.")
+    if any_silent:
+        notes.append("A value whose p-values are all 1 (no evidence: no pair of configurations "
+                     "sharing it differs) shows DP per 25 pairs 25 and is not ranked.")
     notes += unsampled_note(shares)
     if any(c.text == NOT_RUN for b in blocks for r in b.rows for c in r):
         notes.append(f"{NOT_RUN}: a value of the grid that no configuration of these results "
@@ -644,13 +653,18 @@ def one_at_a_time_table(
             continue
         grid = {(r.hyperparameter, r.metric): (r.dp_per_25, r.n_pairs)
                 for r in prim.itertuples(index=False)}
+        silent = set(zip(prim.loc[_no_evidence(prim), "hyperparameter"],
+                         prim.loc[_no_evidence(prim), "metric"], strict=True))
         columns: list[list[Cell]] = []
         for m in metrics:
             dps = [grid.get((h, m), (np.nan, np.nan))[0] for h in hyper]
             few = [not is_missing(grid.get((h, m), (np.nan, np.nan))[1])
                    and int(grid[(h, m)][1]) < int(min_pairs) for h in hyper]
             texts = [fmt(d) + (TOO_FEW if f else "") for d, f in zip(dps, few, strict=True)]
-            ranked = [np.nan if f else d for d, f in zip(dps, few, strict=True)]
+            # too few pairs, or no evidence (changing it alone never changed the metric): shown,
+            # not ranked, as the dominance answer does not compare them
+            ranked = [np.nan if f or (h, m) in silent else d
+                      for h, d, f in zip(hyper, dps, few, strict=True)]
             cells = marked_cells(ranked, texts)
             if len(hyper) < 2:
                 cells = [Cell(c.text, numeric=True) for c in cells]
@@ -677,6 +691,10 @@ def one_at_a_time_table(
     if any(TOO_FEW in c.text for r in rows for c in r):
         notes.append(f"{TOO_FEW} too few pairs (fewer than min_pairs = {int(min_pairs)}) to "
                      "rank this hyperparameter: its DP is shown but not compared.")
+    if _no_evidence(only_scopes(dp)[lambda d: d["cutoff"] == cutoff]).any():
+        notes.append("A hyperparameter whose one-at-a-time p-values are all 1 at a metric "
+                     "(no evidence: changing it alone never changed the metric) shows DP per 25 "
+                     "pairs 25 there and is not ranked.")
     return Table(
         "one_at_a_time",
         caption,

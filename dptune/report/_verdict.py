@@ -17,6 +17,8 @@ import pandas as pd
 
 from dptune.report._format import (
     MISSING,
+    NO_INTERVAL,
+    NO_INTERVAL_WHY,
     adjusted_p_text,
     display_params,
     dp_text,
@@ -33,6 +35,7 @@ from dptune.report._format import (
     verdict_choices,
     verdict_keys,
 )
+from dptune.report._inputs import has_intervals
 from dptune.report._table import Block, Cell
 from dptune.vocab import display_algorithm, display_hyperparameter, display_metric
 
@@ -166,7 +169,7 @@ def choices_text(row: dict, n: int) -> str:
 def _why(row: dict) -> str:
     """Why a row offers several choices: no significant difference, or no test at all."""
     return ("no significant difference" if _tested(row)
-            else "no difference tested (no bootstrap interval)")
+            else f"no difference tested ({NO_INTERVAL})")
 
 
 def _tested(row: dict) -> bool:
@@ -265,8 +268,7 @@ def _claim_sentences(rd: _Reader, r: dict, members: list[str]) -> list[str]:
     if not others:
         return []
     if c.empty:
-        return ["No difference is claimed (no bootstrap: it is off, or the test has no "
-                "interval; see Bootstrap in the settings); the others: "
+        return [f"No difference is claimed ({NO_INTERVAL}: {NO_INTERVAL_WHY}); the others: "
                 + _numbers(rd, alg, cutoff, others) + "."]
     out = []
     top = rd.row(alg, cutoff, best)
@@ -399,7 +401,7 @@ def dominance_sentence(rd: _Reader, alg: str, cutoff: int, metric: str) -> str:
         return (f"Only one hyperparameter could be compared for {name}: {h} ({num})"
                 f"{few_text}.")
     if answer == "no_bootstrap":
-        return (f"No hyperparameter is named dominant for {name} (no bootstrap interval, so no "
+        return (f"No hyperparameter is named dominant for {name} ({NO_INTERVAL}, so no "
                 f"difference is claimed); {h} has the lowest one-at-a-time DP ({num}){few_text}.")
     over = _split(d["over"])
     reps = d.get("repeats")
@@ -496,7 +498,7 @@ def _dominant_cell(r: dict, rd: _Reader) -> str:
         return {"too_few_pairs": "too few pairs", "no_evidence": "no evidence"}.get(
             str(d["answer"]), MISSING)
     if d["answer"] == "no_bootstrap":
-        return "no claim (no bootstrap interval)"
+        return f"no claim ({NO_INTERVAL})"
     return "none significantly"
 
 
@@ -636,8 +638,9 @@ def verdict_section(result: Any, figures: Sequence[tuple[str, int, str]] = ()) -
         + (f"*Too few pairs*: no one-at-a-time scope has min_pairs = "
            f"{int(result.options.min_pairs)} pairs. " if _any_answer(result, "too_few_pairs")
            else "")
-        + ("*No evidence*: none can be compared, and changing some hyperparameter alone never "
-           "changed the metric (every p-value of its one-at-a-time pairs is 1). "
+        + ("*No evidence* under Dominant hyperparameter: none can be compared, and changing "
+           "some hyperparameter alone never changed the metric (every p-value of its "
+           "one-at-a-time pairs is 1). "
            if _any_answer(result, "no_evidence") else "")
         + "All columns are in `verdict.csv`; every "
         "claim's test is in `comparisons.csv`, the dominant hyperparameter in "
@@ -651,10 +654,10 @@ def verdict_section(result: Any, figures: Sequence[tuple[str, int, str]] = ()) -
 
 
 def _intervals(result: Any) -> bool:
-    """Whether the result's DPs have 95% intervals (a bootstrap, under a test that has one):
-    without, no difference is tested, and no part of the verdict may speak of an interval."""
-    opts = result.options
-    return int(opts.bootstrap) > 0 and bool(opts.paired_test.interval)
+    """Whether the result's DPs have 95% intervals (:func:`dptune.report._inputs.
+    has_intervals`): without, no difference is tested, and no part of the verdict may speak of
+    an interval."""
+    return has_intervals(result.dp.table)
 
 
 def _any_answer(result: Any, answer: str) -> bool:

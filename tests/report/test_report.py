@@ -549,6 +549,28 @@ def test_table5_hyperparameter_order() -> None:
     assert _find_row(rows, "Latent factors")[1:] == ["160", "20", "10", "9"]
 
 
+def test_a_scope_without_evidence_is_shown_and_never_bold() -> None:
+    """Two hyperparameters whose one-at-a-time p-values are all 1 (DP 25 each) were both bold
+    as "separates configurations most often" beside a dominance answer of no evidence; a value
+    of Table 5 without evidence could be the bold lowest of its row in the same way. Both are
+    shown, not ranked, and a note says why."""
+    dp = make_dp()
+    only = (dp["scope"].isin(["only:factors", "only:iterations", "only:learning_rate"])
+            & (dp["metric"] == "ndcg"))
+    dp.loc[only, ["no_evidence", "dp_per_25", "mean_p"]] = [True, 25.0, 1.0]
+    rows = _md_rows(report.one_at_a_time_table(dp, ("ndcg", 10)).to_markdown())
+    ndcg = rows[0].index("nDCG@10")
+    cells = [_find_row(rows, "BPR-MF", h)[ndcg]
+             for h in ("Latent factors", "Iterations", "Learning rate")]
+    assert cells == ["25.000"] * 3
+    assert any("no evidence" in n for n in report.one_at_a_time_table(dp, ("ndcg", 10)).notes)
+    value = (dp["scope"] == "factors=20") & (dp["metric"] == "ndcg") & (dp["cutoff"] == 10)
+    dp.loc[value, ["no_evidence", "dp_per_25", "mean_p"]] = [True, 0.0, 0.0]  # lowest, silent
+    t5 = report.table5(dp, ("ndcg", 10))
+    assert "**0.000**" not in t5.to_markdown() and "**0.00**" not in t5.to_markdown()
+    assert any("no evidence" in n for n in t5.notes)
+
+
 def test_one_at_a_time_bold_per_metric_column() -> None:
     t = report.one_at_a_time_table(make_dp(), ("ndcg", 10))
     rows = _md_rows(t.to_markdown())
@@ -1187,4 +1209,4 @@ def test_verdict_table_names_a_hyperparameter_only_when_it_dominates() -> None:
     assert ("No hyperparameter is named for nDCG@5: none could be compared (Latent factors: "
             "fewer than min_pairs = 10 one-at-a-time pairs; Iterations: no evidence, changing "
             "it alone never changed nDCG@5, every p-value 1; not compared).") in md
-    assert "| no evidence |" in md and "*No evidence*: none can be compared" in md
+    assert "| no evidence |" in md and "*No evidence* under Dominant hyperparameter: none can be compared" in md

@@ -73,8 +73,8 @@ def test_an_untested_verdict_is_not_called_equal_choices(untested, key) -> None:
     assert "no difference tested" in md  # the verdict's own words
     section = _selection(md)
     assert EQUAL not in section
-    assert "No difference between the two is tested (no bootstrap: it is off, or the test " \
-           "has no interval; see Bootstrap in the settings)" in section
+    assert "No difference between the two is tested (no bootstrap interval: the bootstrap is " \
+           "off, or the paired test has no interval; see Bootstrap in the settings)" in section
     # the verdict table shows no interval column it cannot fill
     assert "| Tune with | DP per 25 pairs | P |" in md and "[95% CI]" not in md
     assert "no difference tested (no bootstrap interval)" in md
@@ -135,3 +135,24 @@ def test_the_primary_metric_row_names_only_what_the_report_has(untested) -> None
     line = primary_line(("ndcg", 10), True, floor=False, table5=False, importance=False)
     assert line in md and md.index(line) < md.index(row)
     assert "noise-floor" not in line and "Table 5" not in line
+
+
+def test_a_family_with_one_metric_of_evidence_blames_no_bootstrap() -> None:
+    """With the bootstrap on, a family whose other metric has no evidence (the same values for
+    every configuration) is untested too (nothing to compare it with). The choose-well
+    sentence said "no bootstrap: it is off" beside a settings table saying it was on; it now
+    says no test, and names the other metric's missing evidence."""
+    df = _per_user()
+    same = df["metric"] == "precision@10"
+    first = df[same & (df["config_id"] == 0)].set_index(["fold", "user"])["value"]
+    df.loc[same, "value"] = [first[(f, u)] for f, u in zip(df.loc[same, "fold"],
+                                                           df.loc[same, "user"], strict=True)]
+    df = df[df["metric"] != "recall@10"]
+    res = dptune.discriminative_power(df, stability=0, bootstrap=200)
+    assert not bool(res.verdict["tested"].astype(bool).any())
+    md = Report.from_result(res).to_markdown()
+    section = _selection(md)
+    assert "no bootstrap" not in section and EQUAL not in section
+    assert "the least discriminative Precision@10 (DP per 25 pairs 25.00; no evidence: every " \
+           "p-value 1;" in section
+    assert "[95% CI]" in md  # the intervals are there
