@@ -81,9 +81,9 @@ __all__ = ["COMPARISON_COLUMNS", "IDENTICAL_RTOL", "Comparisons", "stepdown_maxt
            "cluster_factor"]
 
 #: Relative size of the replicates' differences below which a pair is not tested (module
-#: docstring): ten times the float32 rounding of the replicates (about 1e-7 relative), ten
-#: thousand times below the smallest difference of mean p-values a report can show (1e-4 in
-#: DP per 25 pairs is 4e-6 in mean p-value).
+#: docstring): about a hundred times the rounding the float32 sums leave in the replicates
+#: (about 1e-8 of their size), and far below the smallest difference of mean p-values a report
+#: shows (0.01 in DP per 25 pairs is 4e-4 in mean p-value; the replicates are at most 1).
 IDENTICAL_RTOL = 1e-6
 
 #: Columns of a comparison table: one row per unordered pair of estimates ``(a, b)``.
@@ -98,8 +98,9 @@ class Comparisons:
     the studentized difference, ``p_adjusted[h]`` the step-down adjusted p-value (the smallest
     family-wise level at which ``h`` is rejected; 1 for an untestable pair) and
     ``prob_a_lower[h] = (1/B) #{r : theta*_{a,r} < theta*_{b,r}}``, the share of replicates in
-    which ``a`` is the lower one (descriptive; ties count for neither), ``prob_b_lower[h]`` the
-    same for ``b``. ``a[h] < b[h]`` are positions in the estimates given."""
+    which ``a`` is the lower one (descriptive; ties count for neither; 0 for a pair not tested,
+    whose replicates differ by rounding only), ``prob_b_lower[h]`` the same for ``b``. ``a[h] <
+    b[h]`` are positions in the estimates given."""
 
     a: np.ndarray
     b: np.ndarray

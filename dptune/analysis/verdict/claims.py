@@ -46,7 +46,8 @@ __all__ = ["CLAIM_COLUMNS", "metric_comparisons", "hyperparameter_comparisons",
 #: step-down adjusted p-value (the largest over the stability repeats; ``_first``: the main
 #: estimate's); ``pr_more_discriminative``: the share of bootstrap replicates in which ``a`` has
 #: the lower DP (the smallest over the repeats; descriptive, not the test; for the unpaired
-#: hyperparameters' comparisons, of the replicates as the test pairs them); ``held``: the claim
+#: hyperparameters' comparisons, of the replicates as the test pairs them; 0 for a pair not
+#: tested, whose replicates differ by rounding only); ``held``: the claim
 #: is significant at family-wise level alpha under every repeat; ``dropped``: significant under
 #: the main estimate only.
 CLAIM_COLUMNS = ["algorithm", "cutoff", "kind", "group", "a", "b", "p_adjusted",
