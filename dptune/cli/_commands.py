@@ -313,14 +313,13 @@ def cmd_subgrid(args: argparse.Namespace) -> int:
     configuration sits on the edge of the grid. ``--algorithm`` left out means the store's only
     algorithm with hyperparameters to vary; with several, it is asked for in one line listing
     them (:func:`dptune.analysis.subgrid.subgrid_algorithm`), never guessed."""
-    from dptune.analysis.subgrid import subgrid_algorithm, write_subgrid
+    from dptune.analysis.subgrid import write_subgrid
 
     store = _store(results_of(args))
     if not store.part_paths():
         raise input_error(store.root, None, "holds no results yet (no unit finished); "
                           "run the sweep first (dptune run)")
-    algorithm = subgrid_algorithm(store, args.algorithm)
-    written = write_subgrid(store, algorithm, args.metric, args.cutoff, args.radius,
+    written = write_subgrid(store, args.algorithm, args.metric, args.cutoff, args.radius,
                             args.out, grid=args.grid)
     if written.edge_warning:
         print(f"dptune: warning: {written.edge_warning}", file=sys.stderr)
