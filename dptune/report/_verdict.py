@@ -413,15 +413,18 @@ def dominance_sentence(rd: _Reader, alg: str, cutoff: int, metric: str) -> str:
                 f"{adjusted_p_text(d['p_adjusted'], rd.smallest_p, float(rd.options.alpha))})"
                 f"{few_text}.")
     tied = _split(d["tied"])
+    c = rd.hyperparameter_claims(alg, cutoff, metric, str(d["hyperparameter"]))
     text = (f"No hyperparameter dominates significantly for {name}: {h} separates "
             f"configurations most often by itself ({num})")
     if over:
+        held = [b for b in over if b in c.index]  # the claims' largest adjusted p, as a
+        p_text = ("" if not held else ", " + adjusted_p_text(  # dominant one's is said
+            float(c.loc[held, "p_adjusted"].max()), rd.smallest_p, float(rd.options.alpha)))
         text += (f", significantly more than {_hps(over, alg)} (family-wise error rate "
-                 f"{pct(rd.options.alpha)}{seeds})")
+                 f"{pct(rd.options.alpha)}{seeds}{p_text})")
     text += f", but not significantly more than {_hps(tied, alg)}{few_text}."
     # a dominance claim the pair seeds dropped is said as a metric's is (without it the verdict
     # said "not significantly more than Iterations" of a first-seed adjusted p of 0.048)
-    c = rd.hyperparameter_claims(alg, cutoff, metric, str(d["hyperparameter"]))
     dropped = _dropped_sentence(
         rd, c, lambda b: f"{h} over {display_hyperparameter(str(b), alg)}",
         int(c["repeats"].iloc[0]) if len(c) else 1)  # one stability check per metric@N
