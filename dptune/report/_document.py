@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import pandas as pd
 
 from dptune.report._format import fmt_setting, one_fold, ordered_algorithms
+from dptune.report._inputs import has_intervals
+from dptune.report._sections import corrected_words
 from dptune.report._selection import best_table_md, sakai_table_md, selection_sentences
 from dptune.report._settings import (
     PAIRS_SETTING,
@@ -27,7 +29,7 @@ from dptune.report._table import Table, simple_block
 from dptune.vocab import display_algorithm, display_hyperparameter, display_metric
 
 __all__ = ["Section", "ReportFigure", "core_sections", "gap_sentence", "files_section", "INTRO",
-           "GLOSSARY", "pair_sampling_text", "sampling_lead"]
+           "glossary", "pair_sampling_text", "sampling_lead"]
 
 #: The settings-table key that holds the ``pairs`` option.
 #: The paper's number of pairs per scope (a seeded sample when a scope has more).
@@ -43,19 +45,16 @@ INTRO = (
     "the number of pairs of configurations, beside it. Lower DP = more discriminative."
 )
 
-#: The glossary's entry for the test split, when the data has one.
-GLOSSARY_TEST_SPLIT = """
-- **Test split** / **downstream**: the held-out part of each user's interactions, used by no
-  fold and no selection; downstream, the configurations the family's metrics select on the
-  validation folds are compared on it (paired t-test over the test users)."""
-
-#: What every term of the report means (the report's last section before the files).
-GLOSSARY = """\
+#: The glossary's entries, each said only in a report that has what it defines
+#: (:func:`glossary`).
+GLOSSARY_HEAD = """\
 - **P**: the number of pairs of configurations a DP rests on (every pair of the scope, or a
   seeded sample of them); "P = 25 of 990" is a sample of 25 of the 990 pairs.
 - **DP per 25 pairs**: 25 × the mean p-value of the P pairs over the folds; 0 = every pair told
   apart with certainty, 25 = none (every p-value 1). The paper's DP is P × the mean p-value
   (`dp_sum` in `dp.csv`).
+"""
+GLOSSARY_CLAIMS = """\
 - **95% interval**: a bootstrap interval over users (and over pairs when they are a sample,
   and over units for an algorithm of a grid sample), inside [0, 25]; its coverage is
   measured by simulation.
@@ -68,12 +67,21 @@ GLOSSARY = """\
 - **Equal choices** ("tune with A or B, no significant difference"): metrics of a family that
   are not significantly less discriminative than the lowest DP; any of them is as good a
   choice on this evidence.
+"""
+GLOSSARY_UNTESTED = """\
+- **No difference tested**: without a bootstrap interval (the bootstrap is off, or the
+  paired test has none) no two metrics are compared: a family offers every metric with
+  evidence, and the lowest DP alone does not make a metric the better one.
+"""
+GLOSSARY_FLOOR = """\
 - **A/A noise floor**: the DP of pairs that are one configuration re-trained with different
   seeds (no difference of configuration: what re-training alone changes), with its own 95%
   interval; a metric is clearly below it when the
   floor exceeds its DP by more than both intervals' half-widths combined, sqrt(h_DP^2 +
   h_floor^2), and is flagged otherwise (with the bootstrap off, DP has no interval: it is
   only compared with the floor, *below* with no error rate).
+"""
+GLOSSARY_TAIL = """\
 - **Scopes**: *all* (pairs of the whole grid), *h=v* (pairs of configurations sharing the value v
   of h: Table 5) and *only h* (pairs that differ in h alone: the one-at-a-time table and the
   dominant hyperparameter).
@@ -91,6 +99,20 @@ GLOSSARY = """\
   they measure the novelty of the whole list, relevant or not.
 - **Families**: metrics are ranked against metrics of their own family only (accuracy: nDCG,
   Precision, Recall, MRR; novelty: EPC, EFD, unless configured otherwise)."""
+#: The glossary's entry for the test split, when the data has one.
+GLOSSARY_TEST_SPLIT = """
+- **Test split** / **downstream**: the held-out part of each user's interactions, used by no
+  fold and no selection; downstream, the configurations the family's metrics select on the
+  validation folds are compared on it (paired t-test over the test users)."""
+
+
+def glossary(intervals: bool, floor: bool, test_split: bool) -> str:
+    """What every term of the report means (its last section before the files), naming only
+    what the report has: the intervals and claims (``intervals``, else that no difference is
+    tested), the A/A noise floor (``floor``), the test split (``test_split``)."""
+    return (GLOSSARY_HEAD + (GLOSSARY_CLAIMS if intervals else GLOSSARY_UNTESTED)
+            + (GLOSSARY_FLOOR if floor else "") + GLOSSARY_TAIL
+            + (GLOSSARY_TEST_SPLIT if test_split else ""))
 
 
 @dataclass
@@ -336,8 +358,9 @@ def core_sections(
     if sakai:
         alpha = find_setting(flatten(settings or {}), ("alpha", "significance_level"))
         level = f"alpha = {fmt_setting(alpha[1])}" if alpha else "the configured alpha"
+        correction = dp["correction"].iloc[0] if "correction" in dp and len(dp) else "none"
         body = (
-            f"Share of the pairs whose p-value is below {level} ("
+            f"Share of the pairs whose p-value{corrected_words(correction)} is below {level} ("
             + ("one fold: no sd" if one_fold(dp) else "mean ± sd over folds")
             + f"), N = {cutoff}, scope all; higher is more discriminative.\n\n{sakai}"
         )
@@ -346,7 +369,7 @@ def core_sections(
     out.append(Section("Best configuration per metric",
                        _best_section(dp, best, primary, gap, verdict, families, test_split,
                                      downstream)))
-    out.append(Section("Glossary", GLOSSARY + (GLOSSARY_TEST_SPLIT if test_split else "")))
+    out.append(Section("Glossary", glossary(has_intervals(dp), noise, test_split)))
     return out
 
 

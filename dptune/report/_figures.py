@@ -23,6 +23,7 @@ from dptune.report._format import (
     one_fold,
     ordered_algorithms,
     ordered_metrics,
+    pair_count_text,
     pct,
     unsampled_share,
     verdict_choices,
@@ -261,8 +262,11 @@ def dp_figure(dp: pd.DataFrame, verdict: pd.DataFrame | None, cutoff: int,
         ax.set_xlabel("DP per 25 pairs" + (", 95% interval" if interval else "")
                       + " (lower: more discriminative)", fontsize=8)
         pairs = int(ra["n_pairs"].max()) if len(ra) else 0
+        possible = (ra["n_possible_pairs"].max() if len(ra) and "n_possible_pairs" in ra
+                    else None)
         share = float(unsampled_share(ra).max()) if len(ra) else 0.0
-        ax.set_title(f"{display_algorithm(alg)} (N = {cutoff}, P = {pairs} pairs"
+        ax.set_title(f"{display_algorithm(alg)} (N = {cutoff}, "
+                     f"{pair_count_text(pairs, possible)} pairs"
                      + (f"; {UNSAMPLED} {pct(share)} of the grid's pairs uncovered)"
                         if share > 0 else ")"))
         ax.grid(True, axis="x", alpha=0.3, linewidth=0.5)

@@ -205,8 +205,11 @@ class Report:
         if settings is None and result.manifest:
             settings = (outside_settings(result.manifest, result.options, result.configurations)
                         if result.outside
-                        else experiment_settings(result.manifest, result.options,
-                                                 result.bootstrap_groups, result.stochastic))
+                        else experiment_settings(
+                            result.manifest, result.options, result.bootstrap_groups,
+                            result.stochastic, None if result.noise is None else {
+                                a: (len(c), int(result.noise.seeds.get(a, 0)))
+                                for a, c in result.noise.configs.items()}))
         note = stability_note(dp, result.options)
         if note and settings and CLAIMS_SETTING in settings:
             settings = {**settings, CLAIMS_SETTING: settings[CLAIMS_SETTING] + note}

@@ -18,6 +18,7 @@ from dptune.vocab import display_algorithm, display_metric
 
 __all__ = [
     "option",
+    "corrected_words",
     "experiment_settings",
     "noise_section",
 ]
@@ -27,6 +28,15 @@ _CORRECTION_TEXT = {
     "holm": "Holm step-down (family-wise error)",
     "bh": "Benjamini-Hochberg (false discovery rate)",
 }
+
+def corrected_words(correction: object) -> str:
+    """How the Sakai DP's p-values were corrected, said after "p-value" (``""`` for none):
+    the fraction is of a fold's pairs whose adjusted p-value is below alpha."""
+    key = str(correction)
+    if key in ("none", "", "nan"):
+        return ""
+    return f", adjusted over a fold's pairs by {_CORRECTION_TEXT.get(key, key)},"
+
 
 def option(options: Any, name: str, default: Any = None) -> Any:
     """One analysis option by name, from an ``AnalysisOptions`` object or a plain mapping."""
@@ -112,10 +122,14 @@ def stability_note(dp: Any, options: Any) -> str:
 
 
 def _noise_text(options: Any, primary_text: str,
-                stochastic: Mapping[str, bool] | None = None) -> str:
+                stochastic: Mapping[str, bool] | None = None,
+                used: Mapping[str, tuple[int, int]] | None = None) -> str:
     """The settings row of the A/A noise floor; ``stochastic``: which algorithms train with a
     seed (the result's :attr:`~dptune.analysis.result.AnalysisResult.stochastic`), when known:
-    with none, there are no seeds to re-train with, whatever the option asks for."""
+    with none, there are no seeds to re-train with, whatever the option asks for. ``used``:
+    per algorithm, the configurations and the most seeds the floor was computed from (the
+    result's noise floor): the row says what was used, and what was asked when the store held
+    less (``--noise-seeds 10`` of a store of 5 seeds)."""
     s = int(option(options, "noise_seeds"))
     if s <= 0:
         return "off"
@@ -123,20 +137,35 @@ def _noise_text(options: Any, primary_text: str,
         return ("none: every algorithm is deterministic (training uses no seed; re-training "
                 "gives identical results)")
     n = int(option(options, "noise_configs"))
-    which = "the best configuration" if n == 1 else f"the {n} best configurations"
+
+    def runs(seeds: int, configs: int) -> str:
+        which = "the best configuration" if configs == 1 else f"the {configs} best configurations"
+        return f"{seeds} seeds of {which}"
+
+    asked = runs(s, n)
+    kinds = sorted(set((used or {}).values()))
+    said = asked if len(kinds) != 1 else runs(kinds[0][1], kinds[0][0])
+    if len(kinds) > 1:  # algorithms with different runs: each named
+        said = "; ".join(f"{display_algorithm(a)}: {runs(k, c)}" for a, (c, k) in used.items())
+    less = bool(kinds) and said != asked
     return (
-        f"{s} seeds of {which} by validation {primary_text} per stochastic algorithm, on "
-        "every validation fold; A/A pairs tested with the DP's test"
+        f"{said} by validation {primary_text} per stochastic algorithm, on every validation "
+        "fold; A/A pairs tested with the DP's test"
+        + (f" ({asked} asked for; the store holds fewer)" if less else "")
     )
 
 
 def experiment_settings(manifest: Mapping[str, Any], options: Any,
                         bootstrap_groups: int | None = None,
-                        stochastic: Mapping[str, bool] | None = None) -> dict[str, Any]:
+                        stochastic: Mapping[str, bool] | None = None,
+                        noise_used: Mapping[str, tuple[int, int]] | None = None
+                        ) -> dict[str, Any]:
     """The settings table of a sweep's report: data, split, evaluation and analysis options
     (``options``: :class:`dptune.AnalysisOptions`; ``bootstrap_groups`` and ``stochastic``:
     the result's :attr:`~dptune.analysis.result.AnalysisResult.bootstrap_groups` and
-    :attr:`~dptune.analysis.result.AnalysisResult.stochastic`). The primary metric's row names
+    :attr:`~dptune.analysis.result.AnalysisResult.stochastic`; ``noise_used``: per algorithm,
+    the configurations and seeds its noise floor was computed from, :func:`_noise_text`). The
+    primary metric's row names
     the metric; what it is used for is said once, in the line before the report's sections
     (:func:`dptune.report._document.primary_line`), which knows what the report holds (a Table
     5, a noise floor): the row named them all in a report that had neither."""
@@ -165,12 +194,12 @@ def experiment_settings(manifest: Mapping[str, Any], options: Any,
         "Statistical test": _test_text(options),
         "Alpha": alpha,
         "Correction (Sakai DP)": _CORRECTION_TEXT[correction],
-        "Sakai DP": f"fraction of pairs with p < {alpha} (correction of that fraction: "
-        f"{correction})",
+        "Sakai DP": f"fraction of a fold's pairs whose p-value{corrected_words(correction)} is "
+        f"below {alpha}",
         "Fold sd": "sample standard deviation across folds (ddof=1)",
         "Bootstrap": _bootstrap_text(options, bootstrap_groups),
         CLAIMS_SETTING: _claims_text(options),
-        "Noise floor": _noise_text(options, primary_text, stochastic),
+        "Noise floor": _noise_text(options, primary_text, stochastic, noise_used),
         "Hyperparameter importance": (
             f"fANOVA and PED-ANOVA (optuna) of the mean validation metric@{cutoff}, seed {seed}"
             if option(options, "importance")

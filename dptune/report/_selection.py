@@ -198,7 +198,7 @@ def _compare(name: str, hi: pd.Series, lo: pd.Series, best: pd.DataFrame | None,
         f"(DP per 25 pairs {fmt(hi['dp_per_25'], 2)}), the least discriminative {lname} "
         f"(DP per 25 pairs {fmt(lo['dp_per_25'], 2)}"
         + ("; no evidence: every p-value 1" if _no_evidence(lo) else "")
-        + f"; {pair_count_text(hi['n_pairs'])})."
+        + f"; {pair_count_text(hi['n_pairs'], hi.get('n_possible_pairs'))})."
         + (" The verdict finds no significant difference between the two: they are equal "
            "choices." if tie else "")
         + (f" No difference between the two is tested ({NO_INTERVAL}: {NO_INTERVAL_WHY}): the "

@@ -290,10 +290,12 @@ def table3(dp: pd.DataFrame, verdict: pd.DataFrame | None = None,
         "p-value of the row's P pairs; the paper's DP when P = 25; lower is more "
         f"discriminative); {pairs_note(sub)}"
         + ("; in brackets its 95% bootstrap interval" if has_ci else "")
-        + (". Bold: the metrics of each family the verdict recommends: the lowest DP and every "
-           "metric not significantly less discriminative than it (equal choices; with no "
-           "bootstrap nothing is tested, and every metric with evidence is bold); underlined: "
-           "the highest DP among the family's significantly less discriminative metrics."
+        + ((". Bold: the metrics of each family the verdict recommends: the lowest DP and every "
+            "metric not significantly less discriminative than it (equal choices); underlined: "
+            "the highest DP among the family's significantly less discriminative metrics."
+            if has_ci else
+            ". Bold: the metrics of each family the verdict offers, every metric with evidence "
+            "(no interval, so no difference is tested and none is underlined).")
            if by_family else ". Bold: lowest DP of the row; underlined: highest.")
     )
     notes = ([f"No evidence ({'; '.join(dead)}): every p-value is 1, so no metric is the most "
@@ -368,7 +370,7 @@ def table4(dp: pd.DataFrame, verdict: pd.DataFrame | None = None,
     DP + sd, worst DP, all per 25 pairs.
 
     The best metric is the verdict's recommended metric of the row when ``verdict`` is given
-    ("too few pairs (P = k)" or "no evidence" when it recommends none), else the lowest DP by
+    ("too few pairs, P = k" or "no evidence" when it recommends none), else the lowest DP by
     the verdict's tie rule; metrics with exactly the same value are stated as ties. With
     ``families`` (the result's :attr:`~dptune.analysis.result.AnalysisResult.metric_families`),
     one row per family: metrics are compared
@@ -468,7 +470,7 @@ def table4(dp: pd.DataFrame, verdict: pd.DataFrame | None = None,
     if any(c.text == "no evidence" for r in rows for c in r):
         notes.append("no evidence: every p-value is 1, so no metric is best or worst.")
     if any("too few pairs" in c.text for r in rows for c in r):
-        notes.append("too few pairs (P = k): fewer pairs of configurations than min_pairs, too "
+        notes.append("too few pairs, P = k: fewer pairs of configurations than min_pairs, too "
                      "few to rank metrics (their DP is in Table 3).")
     return Table("table4", caption, [Block(header, rows, rules_after=rules)] if rows else [], csv,
                  notes, number="Table 4")
@@ -590,8 +592,8 @@ def table5(
     caption = (
         f"DP per 25 pairs of {display_metric(metric, cutoff)} among configurations "
         "sharing one value of a hyperparameter (pairs differ in the other hyperparameters); "
-        "bold: lowest DP of the row; P: the pairs behind each value. The CSV holds every metric "
-        "and cutoff."
+        "bold: lowest DP of the row among the values ranked (the notes say which are not); P: "
+        "the pairs behind each value. The CSV holds every metric and cutoff."
     )
     notes = _left_out_note(dp, set(sub["algorithm"]))
     if any(TOO_FEW in c.text for b in blocks for r in b.rows for c in r):
@@ -685,7 +687,8 @@ def one_at_a_time_table(
         f"One hyperparameter at a time (cutoff {cutoff}): DP per 25 pairs of the P pairs of "
         "configurations that differ in that hyperparameter only, all others fixed. Bold: per "
         "algorithm and metric, the hyperparameter that by itself separates configurations most "
-        "often (lowest DP); whether it dominates significantly is in the verdict."
+        "often (lowest DP among those ranked: the notes say which are not); whether it "
+        "dominates significantly is in the verdict."
     )
     notes = _left_out_note(dp, set(sub["algorithm"]))
     if any(TOO_FEW in c.text for r in rows for c in r):

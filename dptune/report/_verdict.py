@@ -131,11 +131,12 @@ def _unsampled(row: dict) -> float:
 
 def recommendation_text(row: dict, n: int) -> str:
     """What the verdict recommends for one row: the metric (with its exact ties), "too few
-    pairs (P = k)" or "no evidence"; the one wording of the verdict table and Table 4."""
+    pairs, P = k" (``P = k of m`` for a sample) or "no evidence"; the one wording of the
+    verdict table and Table 4."""
     if _unsampled(row) > 0:
         return f"too few units ({pct(_unsampled(row))} of the grid's pairs unsampled)"
     if bool(row.get("too_few_pairs")) and not is_missing(row.get("too_few_pairs")):
-        return f"too few pairs (P = {int(row['n_pairs'])})"
+        return f"too few pairs, {pair_count_text(row['n_pairs'], row.get('n_possible_pairs'))}"
     rec = row.get("recommended")
     if not rec or is_missing(rec):
         return "no evidence"
@@ -154,7 +155,7 @@ def choices_text(row: dict, n: int) -> str:
     """What the verdict recommends for one row, as equal choices: "nDCG@10" when the evidence
     backs one metric; "Precision@10 or nDCG@10, no significant difference (lowest DP:
     Precision@10)" when others are not significantly less discriminative (verdict.csv
-    ``choices``); "too few pairs (P = k)" or "no evidence" when it recommends none. The one
+    ``choices``); "too few pairs, P = k" or "no evidence" when it recommends none. The one
     wording of the summary, the verdict's sentences and the verdict table."""
     choices = verdict_choices(row)
     if len(choices) < 2 or _unsampled(row) > 0 or (
@@ -198,6 +199,11 @@ class _Reader:
             ["algorithm", "cutoff"], sort=False)}
         self.all = whole.set_index(["algorithm", "cutoff", "metric"]).sort_index()
         oat = dp[dp["scope"].astype(str).str.startswith("only:")]
+        #: (algorithm, cutoff, metric, hyperparameter) -> the pairs its only-scope could have
+        self._oat_possible = {
+            (str(r.algorithm), int(r.cutoff), str(r.metric), str(r.scope)[len("only:"):]):
+            r.n_possible_pairs for r in oat.itertuples(index=False)
+        } if "n_possible_pairs" in oat.columns else {}
         self._oat_sampled = {
             key: bool((g["n_pairs"] < g["n_possible_pairs"]).any())
             for key, g in oat.groupby(["algorithm", "cutoff", "metric"], sort=False)
@@ -224,6 +230,11 @@ class _Reader:
 
     def row(self, alg: str, cutoff: int, metric: str) -> pd.Series:
         return self.all.loc[(alg, cutoff, metric)]
+
+    def oat_possible(self, alg: str, cutoff: int, metric: str, hyperparameter: str) -> object:
+        """The pairs the one-at-a-time scope of ``hyperparameter`` could have (its P is a
+        sample of them when smaller), or None."""
+        return self._oat_possible.get((alg, cutoff, metric, hyperparameter))
 
     def oat_sampled(self, alg: str, cutoff: int, metric: str) -> bool:
         """Whether some one-at-a-time scope of ``metric``@``cutoff`` has a sample of its
@@ -396,7 +407,8 @@ def dominance_sentence(rd: _Reader, alg: str, cutoff: int, metric: str) -> str:
         return f"No hyperparameter is named for {name}: none could be compared{few_text}."
     h = display_hyperparameter(str(d["hyperparameter"]), alg)
     num = (f"DP per 25 pairs {dp_text(d['dp_per_25'], d['ci_low'], d['ci_high'])}, "
-           f"{pair_count_text(d['n_pairs'])} pairs differing in it alone")
+           f"{pair_count_text(d['n_pairs'], rd.oat_possible(alg, cutoff, metric, str(d['hyperparameter'])))}"
+           " pairs differing in it alone")
     if answer == "single":
         return (f"Only one hyperparameter could be compared for {name}: {h} ({num})"
                 f"{few_text}.")
@@ -508,9 +520,11 @@ def _dominant_cell(r: dict, rd: _Reader) -> str:
 def _table(result: Any) -> Block:
     """The verdict's key columns as one table (every column is in verdict.csv)."""
     rd = _Reader(result)
-    header = ["Algorithm", "N", "Family", "Tune with",
-              "DP per 25 pairs [95% CI]" if _intervals(result) else "DP per 25 pairs", "P",
-              "Significantly less discriminative", "Not significantly less", "Dominant hyperparameter"]
+    tested = _intervals(result)  # without intervals no difference is tested: the other
+    header = ["Algorithm", "N", "Family", "Tune with",  # metrics are "not tested", no finding
+              "DP per 25 pairs [95% CI]" if tested else "DP per 25 pairs", "P",
+              "Significantly less discriminative",
+              "Not significantly less" if tested else "Not tested", "Dominant hyperparameter"]
     rows = []
     for r in _ordered(result.verdict).to_dict("records"):
         n = int(r["cutoff"])
@@ -557,7 +571,8 @@ def summary_section(result: Any) -> str | None:
             choices = verdict_choices(r)
             # a choice whose DP is not clearly below re-training noise is said with it
             noisy = [m for m in verdict_keys(r.get("not_below_floor")) if m in choices]
-            numbers = (f"DP per 25 pairs {fmt(r['dp_per_25'], 2)}, {pair_count_text(r['n_pairs'])}"
+            numbers = (f"DP per 25 pairs {fmt(r['dp_per_25'], 2)}, "
+                       f"{pair_count_text(r['n_pairs'], r.get('n_possible_pairs'))}"
                        + (f"; significantly less discriminative: "
                           f"{_metrics(r['less_discriminative'], cutoff)}" if less else "")
                        + (f"; not {rd.below} the A/A noise floor: {_metrics(noisy, cutoff)}"

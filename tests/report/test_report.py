@@ -393,7 +393,7 @@ def test_table4_best_is_the_verdicts_recommendation_per_family() -> None:
     row = _find_row(rows, "BPR-MF", "10")
     assert [row[2], row[4]] == ["accuracy", "nDCG@10"]
     nov = [r for r in rows if r[:3] == ["BPR-MF", "10", "novelty"]][0]
-    assert nov[4:6] == ["too few pairs (P = 3)", "–"]
+    assert nov[4:6] == ["too few pairs, P = 3", "–"]
     # without a verdict row, the same tie rule on DP inside each family
     acc = t.csv[(t.csv["algorithm"] == "userknn") & (t.csv["cutoff"] == 10)]
     assert set(acc["best_metric"]) <= {"ndcg", "precision", "recall", "mrr", "epc", "efd"}

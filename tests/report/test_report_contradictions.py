@@ -77,6 +77,7 @@ def test_an_untested_verdict_is_not_called_equal_choices(untested, key) -> None:
            "off, or the paired test has no interval; see Bootstrap in the settings)" in section
     # the verdict table shows no interval column it cannot fill
     assert "| Tune with | DP per 25 pairs | P |" in md and "[95% CI]" not in md
+    assert "| Not tested |" in md and "Not significantly less" not in md
     assert "no difference tested (no bootstrap interval)" in md
 
 
@@ -156,3 +157,55 @@ def test_a_family_with_one_metric_of_evidence_blames_no_bootstrap() -> None:
     assert "the least discriminative Precision@10 (DP per 25 pairs 25.00; no evidence: every " \
            "p-value 1;" in section
     assert "[95% CI]" in md  # the intervals are there
+
+
+def test_the_settings_say_the_noise_floor_that_was_used(synthetic_swept, tmp_path) -> None:
+    """The settings row said "5 seeds of the 2 best configurations" (the options) beside a noise
+    section of 2 seeds of one configuration (what the store held). It now says what was used,
+    and what was asked for when the store held less; the Sakai row says its p-values' correction
+    in words (it said "correction of that fraction: holm")."""
+    from dptune._api import analyze_results
+
+    out = tmp_path / "rep"
+    analyze_results(synthetic_swept / "results", out, noise_seeds=5, noise_configs=2,
+                    bootstrap=0, stability=0, correction="holm")
+    md = (out / "report.md").read_text()
+    row = next(ln for ln in md.splitlines() if ln.startswith("| Noise floor |"))
+    assert row.startswith("| Noise floor | 2 seeds of the best configuration by validation "), row
+    assert "(5 seeds of the 2 best configurations asked for; the store holds fewer)" in row
+    assert "Runs: BPR-MF: config" in md and "2 seeds" in md
+    sakai = next(ln for ln in md.splitlines() if ln.startswith("| Sakai DP |"))
+    assert "whose p-value, adjusted over a fold's pairs by Holm step-down (family-wise " \
+           "error), is below 0.05" in sakai, sakai
+    assert "Share of the pairs whose p-value, adjusted over a fold's pairs by Holm" in md
+
+
+@pytest.mark.parametrize("key", ["bootstrap 0", "wilcoxon"])
+def test_the_glossary_and_table_3_define_only_what_the_report_has(untested, key) -> None:
+    """The glossary defined "95% interval", "significantly less discriminative", "Pr(more
+    discriminative)" and "equal choices" in reports that have none of them, and "A/A noise
+    floor" in reports without a floor; Table 3's caption described underlined "significantly
+    less discriminative" metrics. Each is said only where the report has it."""
+    _, md = untested[key]
+    gloss = md[md.index("## Glossary"):]
+    gloss = gloss[:gloss.index("\n## ")]
+    assert "**No difference tested**" in gloss
+    for absent in ("**95% interval**", "**Equal choices**", "**Pr(more discriminative)**",
+                   "**A/A noise floor**"):
+        assert absent not in gloss, absent
+    caption = next(ln for ln in md.splitlines() if ln.startswith("Table 3: Discriminative"))
+    assert "significantly less discriminative" not in caption
+    assert "no difference is tested and none is underlined" in caption
+
+
+def test_a_sample_of_pairs_is_said_as_one_everywhere() -> None:
+    """With --pairs 10 of 15 the verdict said "P = 10 of 15" and the summary, the choose-well
+    sentences and the DP figure's panels "P = 10"."""
+    res = dptune.discriminative_power(_per_user(), pairs=10, stability=0, bootstrap=200)
+    md = Report.from_result(res).to_markdown()
+    summary = md[md.index("## Summary"):md.index("## Verdict")]
+    assert "P = 10 of 15" in summary and "P = 10)" not in summary and "P = 10;" not in summary
+    assert "; P = 10 of 15)." in _selection(md)
+    fig = Report.from_result(res).figures["figure_dp"].figure
+    titles = [ax.get_title() for ax in fig.axes if ax.get_visible()]
+    assert titles and all("P = 10 of 15 pairs" in t for t in titles), titles

@@ -307,8 +307,9 @@ def test_a_dropped_dominance_claim_is_named_as_a_dropped_metric_claim_is():
     rd = SimpleNamespace(
         dom=lambda *a: dom, hyperparameter_claims=lambda *a: claims,
         options=SimpleNamespace(alpha=0.05, stability=5, min_pairs=10), smallest_p=0.001,
-        oat_sampled=lambda *a: True)
+        oat_sampled=lambda *a: True, oat_possible=lambda *a: 500)
     text = dominance_sentence(rd, "bpr-mf", 1, "recall")
+    assert "P = 25 of 500 pairs differing in it alone" in text  # a sample, said as one
     assert text.endswith(
         "but not significantly more than Iterations. Claim dropped, significant under the "
         "first pair seed but not under all 5: Learning rate over Iterations (first seed: "

@@ -57,7 +57,7 @@ def test_defaults_give_intervals_and_a_verdict(tiny_swept):
     assert "## Summary" in verdict_md and "## Verdict" in verdict_md
     t4 = pd.read_csv(tiny_swept / "reports" / "table4.csv", keep_default_na=False)
     assert list(t4["family"][:2]) == ["accuracy", "novelty"] and t4["best_metric"].eq("").all()
-    assert "too few pairs (P = 3)" in (tiny_swept / "reports" / "table4.md").read_text()
+    assert "too few pairs, P = 3" in (tiny_swept / "reports" / "table4.md").read_text()
     # listed as data files in report.md, with what they hold
     data_line = next(line for line in (tiny_swept / "reports" / "report.md").read_text().splitlines()
                      if line.startswith("- Data (CSV): "))
