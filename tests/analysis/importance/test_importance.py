@@ -302,7 +302,7 @@ def test_the_importance_section_shows_every_scale_and_one_answer():
                             options=AnalysisOptions(seed=1))
     (s,) = rep_imp.comparison_sentences(importance, result, {"bpr": "BPR-MF"})
     assert s.startswith("BPR-MF, nDCG@10: Dominant hyperparameter for nDCG@10: Iterations "
-                        "(DP per 25 pairs 3.00 [2.00, 4.00], P = 25 pairs differing in it alone)")
+                        "(DP per 25 pairs 3.00 [2.00, 4.00], P = 25 of 99 pairs differing in it alone)")
     assert "significantly lower than Latent factors" in s
     assert "Supporting evidence, not a vote: fANOVA (share of the variance of the mean metric) "\
         "ranks iterations (0.80) > factors (0.20)" in s
