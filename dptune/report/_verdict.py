@@ -170,7 +170,7 @@ def choices_text(row: dict, n: int) -> str:
 def _why(row: dict) -> str:
     """Why a row offers several choices: no significant difference, or no test at all."""
     return ("no significant difference" if _tested(row)
-            else f"no difference tested ({NO_INTERVAL})")
+            else f"no difference tested: {NO_INTERVAL}")
 
 
 def _tested(row: dict) -> bool:
@@ -394,17 +394,18 @@ def dominance_sentence(rd: _Reader, alg: str, cutoff: int, metric: str) -> str:
     answer = d["answer"]
     few = _split(d.get("too_few_pairs"))
     silent = _split(d.get("no_evidence"))
-    why = ([f"{_hps(few, alg)}: fewer than min_pairs = {int(rd.options.min_pairs)} "
-            "one-at-a-time pairs"] if few else []) + (
-        [f"{_hps(silent, alg)}: no evidence, changing "
-         f"{'it' if len(silent) == 1 else 'each'} alone never changed {name}, every p-value 1"]
+    # the hyperparameters not compared, after the sentence's own parentheses, not inside them
+    why = ([f"{_hps(few, alg)} (fewer than min_pairs = {int(rd.options.min_pairs)} "
+            "one-at-a-time pairs)"] if few else []) + (
+        [f"{_hps(silent, alg)} (no evidence: changing "
+         f"{'it' if len(silent) == 1 else 'each'} alone never changed {name}, every p-value 1)"]
         if silent else [])
-    few_text = f" ({'; '.join(why)}; not compared)" if why else ""
+    few_text = f"; not compared: {' and '.join(why)}" if why else ""
     if answer == "too_few_pairs":
         return (f"No hyperparameter is named for {name}: no one-at-a-time scope has "
                 f"min_pairs = {int(rd.options.min_pairs)} pairs{few_text}.")
     if answer == "no_evidence":
-        return f"No hyperparameter is named for {name}: none could be compared{few_text}."
+        return f"No hyperparameter is named for {name}{few_text}."
     h = display_hyperparameter(str(d["hyperparameter"]), alg)
     num = (f"DP per 25 pairs {dp_text(d['dp_per_25'], d['ci_low'], d['ci_high'])}, "
            f"{pair_count_text(d['n_pairs'], rd.oat_possible(alg, cutoff, metric, str(d['hyperparameter'])))}"

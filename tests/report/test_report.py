@@ -1203,10 +1203,9 @@ def test_verdict_table_names_a_hyperparameter_only_when_it_dominates() -> None:
     md = verdict_section(AnalysisResult(dp=DPEstimate(empty, empty, dp, empty), verdict=v,
                                         dominance=silent), [])
     assert ("Only one hyperparameter could be compared for nDCG@10: Latent factors (DP per 25 "
-            "pairs 1.20 [0.90, 1.60], P = 200 pairs differing in it alone) (Iterations: no "
-            "evidence, changing it alone never changed nDCG@10, every p-value 1; not "
-            "compared).") in md
-    assert ("No hyperparameter is named for nDCG@5: none could be compared (Latent factors: "
-            "fewer than min_pairs = 10 one-at-a-time pairs; Iterations: no evidence, changing "
-            "it alone never changed nDCG@5, every p-value 1; not compared).") in md
+            "pairs 1.20 [0.90, 1.60], P = 200 pairs differing in it alone); not compared: "
+            "Iterations (no evidence: changing it alone never changed nDCG@10, every p-value "
+            "1).") in md
+    assert ("No hyperparameter is named for nDCG@5; not compared: Latent factors (fewer than min_pairs = 10 one-at-a-time pairs) and Iterations (no "
+            "evidence: changing it alone never changed nDCG@5, every p-value 1).") in md
     assert "| no evidence |" in md and "*No evidence* under Dominant hyperparameter: none can be compared" in md

@@ -134,7 +134,7 @@ def test_without_a_bootstrap_the_choices_say_no_difference_was_tested():
     assert not res.verdict["tested"].any()
     summary = summary_section(res)
     assert ("accuracy: tune with nDCG@10, Precision@10, Recall@10 or MRR@10, no difference "
-            "tested (no bootstrap interval) (lowest DP: nDCG@10") in summary
+            "tested: no bootstrap interval (lowest DP: nDCG@10") in summary
 
 
 def test_table3_bolds_every_choice_and_underlines_only_a_significant_loser():
