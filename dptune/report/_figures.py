@@ -20,6 +20,7 @@ from dptune.analysis.result import MetricFamilies
 from dptune.report._format import (
     NO_INTERVAL_WHY,
     UNSAMPLED,
+    fmt,
     one_fold,
     ordered_algorithms,
     ordered_metrics,
@@ -128,7 +129,7 @@ def figure1(
                          if same_values(means[o], y)),
                         key=lambda o: metric_key(o, cutoff))
             same = display_metric(first, cutoff) if first != m else None
-            label = (f"{display_metric(m, cutoff)}, DP per 25 pairs {float(hit.iloc[0]):.2f}"
+            label = (f"{display_metric(m, cutoff)}, DP per 25 pairs {fmt(hit.iloc[0])}"
                      if len(hit) else display_metric(m, cutoff))
             if same is None:
                 ax.fill_between(

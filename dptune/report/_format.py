@@ -26,6 +26,7 @@ from dptune.vocab import (
 __all__ = [
     "grid_sample_text",
     "MISSING",
+    "DP_DECIMALS",
     "NO_INTERVAL",
     "NO_INTERVAL_WHY",
     "FEWER_PAIRS",
@@ -115,8 +116,15 @@ def is_missing(x: object) -> bool:
         return False
 
 
-def fmt(x: object, decimals: int = 3) -> str:
-    """Format a number with a fixed number of decimals; missing values as an en dash."""
+#: Decimals of every DP per 25 pairs a report writes, in its tables, sentences and figures
+#: alike: a DP read 10.475 in a table and 10.47 in the text read as two roundings of two
+#: numbers.
+DP_DECIMALS = 3
+
+
+def fmt(x: object, decimals: int = DP_DECIMALS) -> str:
+    """Format a number with a fixed number of decimals (default :data:`DP_DECIMALS`, a DP's);
+    missing values as an en dash."""
     if is_missing(x):
         return MISSING
     return f"{float(x):.{decimals}f}"
@@ -136,8 +144,9 @@ def fmt_setting(value: object) -> str:
     return str(value)
 
 
-def dp_text(value: object, low: object = None, high: object = None, decimals: int = 2) -> str:
-    """A DP per 25 pairs with its interval when there is one: ``5.21 [4.10, 6.30]``."""
+def dp_text(value: object, low: object = None, high: object = None,
+            decimals: int = DP_DECIMALS) -> str:
+    """A DP per 25 pairs with its interval when there is one: ``5.214 [4.102, 6.300]``."""
     text = fmt(value, decimals)
     if not is_missing(low) and not is_missing(high) and low is not None and high is not None:
         text += f" [{fmt(low, decimals)}, {fmt(high, decimals)}]"

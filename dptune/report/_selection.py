@@ -195,8 +195,8 @@ def _compare(name: str, hi: pd.Series, lo: pd.Series, best: pd.DataFrame | None,
     hname, lname = display_metric(hi["metric"], cutoff), display_metric(lo["metric"], cutoff)
     head = (
         f"{name}: the most discriminative metric at N = {cutoff} is {hname} "
-        f"(DP per 25 pairs {fmt(hi['dp_per_25'], 2)}), the least discriminative {lname} "
-        f"(DP per 25 pairs {fmt(lo['dp_per_25'], 2)}"
+        f"(DP per 25 pairs {fmt(hi['dp_per_25'])}), the least discriminative {lname} "
+        f"(DP per 25 pairs {fmt(lo['dp_per_25'])}"
         + ("; no evidence: every p-value 1" if _no_evidence(lo) else "")
         + f"; {pair_count_text(hi['n_pairs'], hi.get('n_possible_pairs'))})."
         + (" The verdict finds no significant difference between the two: they are equal "

@@ -291,7 +291,7 @@ def _claim_sentences(rd: _Reader, r: dict, members: list[str]) -> list[str]:
     if less:
         items = ", ".join(
             f"{display_metric(m, cutoff)} (DP per 25 pairs "
-            f"{fmt(rd.row(alg, cutoff, m)['dp_per_25'], 2)}, "
+            f"{fmt(rd.row(alg, cutoff, m)['dp_per_25'])}, "
             f"{adjusted_p_text(c.at[m, 'p_adjusted'], rd.smallest_p, alpha)})" for m in less)
         out.append(f"Significantly less discriminative (family-wise error rate "
                    f"{pct(alpha)}{seeds}): {items}.")
@@ -308,7 +308,7 @@ def _claim_sentences(rd: _Reader, r: dict, members: list[str]) -> list[str]:
                 # the share under the pairs the DPs printed rest on (the first pair seed), not
                 # the smallest over the stability repeats: a sentence reads its numbers together
                 pr = c.at[m, "pr_more_discriminative_first"] if m in c.index else float("nan")
-                items.append(f"{display_metric(m, cutoff)} (DP per 25 pairs {fmt(v, 2)}, "
+                items.append(f"{display_metric(m, cutoff)} (DP per 25 pairs {fmt(v)}, "
                              f"Pr(more discriminative) {pct_is(pr)})")
         out.append("Not significantly less discriminative: " + ", ".join(items) + ".")
     dropped = _dropped_sentence(rd, c, lambda m: display_metric(m, cutoff),
@@ -572,7 +572,7 @@ def summary_section(result: Any) -> str | None:
             choices = verdict_choices(r)
             # a choice whose DP is not clearly below re-training noise is said with it
             noisy = [m for m in verdict_keys(r.get("not_below_floor")) if m in choices]
-            numbers = (f"DP per 25 pairs {fmt(r['dp_per_25'], 2)}, "
+            numbers = (f"DP per 25 pairs {fmt(r['dp_per_25'])}, "
                        f"{pair_count_text(r['n_pairs'], r.get('n_possible_pairs'))}"
                        + (f"; significantly less discriminative: "
                           f"{_metrics(r['less_discriminative'], cutoff)}" if less else "")

@@ -89,7 +89,7 @@ def test_the_summary_and_the_verdict_say_a_tie_is_a_tie():
     assert v.at[("userknn", "accuracy"), "choices"] == ["ndcg", "precision"]
     summary = summary_section(res)
     assert ("**User-kNN**: accuracy: tune with nDCG@10 or Precision@10, no significant difference "
-            "(lowest DP: nDCG@10, DP per 25 pairs 2.90, P = 45; significantly less "
+            "(lowest DP: nDCG@10, DP per 25 pairs 2.900, P = 45; significantly less "
             "discriminative: Recall@10, MRR@10); novelty: tune with EPC@10 or EFD@10, no "
             "significant difference (lowest DP: EPC@10") in summary
     # one choice where every claim holds: "tune with X", nothing more
@@ -102,8 +102,8 @@ def test_the_summary_and_the_verdict_say_a_tie_is_a_tie():
     line = next(ln for ln in body.splitlines() if ln.startswith("- ") and ", accuracy: " in ln
                 and "N = 10" in ln and "BPR" not in ln)
     assert ": tune with nDCG@10 or Precision@10, no significant difference (lowest DP: " \
-           "nDCG@10, DP per 25 pairs 2.90 [2.32, 3.48]; P = 45, 3 folds)." in line
-    assert "Not significantly less discriminative: Precision@10 (DP per 25 pairs 3.05, " \
+           "nDCG@10, DP per 25 pairs 2.900 [2.320, 3.480]; P = 45, 3 folds)." in line
+    assert "Not significantly less discriminative: Precision@10 (DP per 25 pairs 3.050, " \
            "Pr(more discriminative) = 58%)" in line
     row = next(ln for ln in body.splitlines() if ln.startswith("| ") and "| accuracy |" in ln
                and "BPR" not in ln)
@@ -280,7 +280,7 @@ def test_each_sentence_reads_its_numbers_under_one_pair_seed_and_names_a_dropped
     dp = _sampled(_dp())
     res = frames_result(dp, _curves(), verdict=verdict_table(dp, c), comparisons=c)
     line = _bpr_line(res)
-    assert "Precision@10 (DP per 25 pairs 10.25, Pr(more discriminative) = 97%)" in line
+    assert "Precision@10 (DP per 25 pairs 10.250, Pr(more discriminative) = 97%)" in line
     assert ("Claim dropped, significant under the first pair seed but not under all 5: "
             "Precision@10 (first seed: adjusted p = 0.036; the largest over the seeds: "
             "adjusted p = 0.081).") in line

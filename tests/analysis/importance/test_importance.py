@@ -302,14 +302,14 @@ def test_the_importance_section_shows_every_scale_and_one_answer():
                             options=AnalysisOptions(seed=1))
     (s,) = rep_imp.comparison_sentences(importance, result, {"bpr": "BPR-MF"})
     assert s.startswith("BPR-MF, nDCG@10: Dominant hyperparameter for nDCG@10: Iterations "
-                        "(DP per 25 pairs 3.00 [2.00, 4.00], P = 25 of 99 pairs differing in it alone)")
+                        "(DP per 25 pairs 3.000 [2.000, 4.000], P = 25 of 99 pairs differing in it alone)")
     assert "significantly lower than Latent factors" in s
     assert "Supporting evidence, not a vote: fANOVA (share of the variance of the mean metric) "\
         "ranks iterations (0.80) > factors (0.20)" in s
     assert "Table 5" not in s and "analyses agree" not in s
     body = rep_imp.importance_section(store, result)
     assert "| Metric | Evaluator | Latent factors | Iterations |" in body  # as every table
-    assert "DP per 25 pairs, only h varies" in body and "6.00 [5.00, 7.00] (P = 25)" in body
+    assert "DP per 25 pairs, only h varies" in body and "6.000 [5.000, 7.000] (P = 25)" in body
     result = dataclasses.replace(result, importance=importance.iloc[0:0])
     assert "nothing to attribute" in rep_imp.importance_section(store, result)
     assert not math.isnan(importance["importance"].sum())
