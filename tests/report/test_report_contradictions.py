@@ -22,8 +22,6 @@ import pytest  # noqa: E402
 
 import dptune  # noqa: E402
 from dptune.report import Report  # noqa: E402
-from dptune.report._document import primary_line  # noqa: E402
-from dptune.report._sections import experiment_settings  # noqa: E402
 
 #: What the verdict is not allowed to be contradicted with when it tested nothing.
 EQUAL = "no significant difference between the two: they are equal choices"
@@ -112,32 +110,6 @@ def test_a_configuration_without_parameters_has_no_empty_parentheses(untested) -
     assert "selects configuration 5, test nDCG@10" in _selection(md)
 
 
-def test_the_primary_metric_row_names_only_what_the_report_has(untested) -> None:
-    """The settings table's Primary metric row (a sweep's settings) said the metric "picks the
-    noise-floor configurations, is the metric of Table 5" in a report with neither. It now
-    names the metric and points to the line before the sections, the one place that says its
-    uses, and that line names only the parts the report has."""
-    res, _ = untested["bootstrap 0"]
-    manifest = {
-        "experiment": "x", "dataset": {"name": "d", "source": "d.csv"},
-        "split": {"method": "temporal", "train_ratio": 0.8, "min_user_interactions": 5,
-                  "dropped_users": 0, "folds": 2, "fold_method": "user_stratified",
-                  "split_seed": 1},
-        "evaluation": {"relevance_rule": "rating >= 4", "relevance_threshold": 4.0,
-                       "novelty_variant": "relevance-aware", "protocol": "all unrated items",
-                       "cutoffs": [10]},
-    }
-    settings = experiment_settings(manifest, res.options)
-    rep = Report.from_result(res, settings=settings)
-    md = rep.to_markdown()
-    row = next(ln for ln in md.splitlines() if ln.startswith("| Primary metric |"))
-    assert "noise-floor" not in row and "Table 5" not in row and "importance" not in row
-    assert 'the line "Primary metric" before the sections' in row
-    line = primary_line(("ndcg", 10), True, floor=False, table5=False, importance=False)
-    assert line in md and md.index(line) < md.index(row)
-    assert "noise-floor" not in line and "Table 5" not in line
-
-
 def test_a_family_with_one_metric_of_evidence_blames_no_bootstrap() -> None:
     """With the bootstrap on, a family whose other metric has no evidence (the same values for
     every configuration) is untested too (nothing to compare it with). The choose-well
@@ -178,6 +150,14 @@ def test_the_settings_say_the_noise_floor_that_was_used(synthetic_swept, tmp_pat
     assert "whose p-value, adjusted over a fold's pairs by Holm step-down (family-wise " \
            "error), is below 0.05" in sakai, sakai
     assert "Share of the pairs whose p-value, adjusted over a fold's pairs by Holm" in md
+    # the primary metric's row said it "picks the noise-floor configurations, is the metric of
+    # Table 5" in reports with neither: it names the metric and points to the one line that
+    # says its uses, which names only what the report has
+    row = next(ln for ln in md.splitlines() if ln.startswith("| Primary metric |"))
+    assert "noise-floor" not in row and "Table 5" not in row
+    assert 'the line "Primary metric" before the sections' in row
+    line = next(ln for ln in md.splitlines() if ln.startswith("Primary metric: "))
+    assert md.index(line) < md.index(row) and "picks the noise-floor configurations" in line
 
 
 @pytest.mark.parametrize("key", ["bootstrap 0", "wilcoxon"])
