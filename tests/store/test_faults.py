@@ -191,7 +191,7 @@ def test_a_flipped_bit_is_refused_without_the_index_folder(pristine, tmp_path, k
     data = part.read_bytes()
     meta = _integrity._structural(part)[1]
     refused = 0
-    places = range(0, len(data), max(1, len(data) // 600))  # every page, header and the footer
+    places = range(0, len(data), max(1, len(data) // 300))  # every page, header and the footer
     for i in places:
         flipped = bytearray(data)
         flipped[i] ^= 1 << (i % 8)
