@@ -33,6 +33,7 @@ __all__ = [
     "is_missing",
     "fmt",
     "fmt_setting",
+    "flag",
     "value_norm",
     "display_value",
     "display_params",
@@ -128,6 +129,14 @@ def fmt(x: object, decimals: int = DP_DECIMALS) -> str:
     if is_missing(x):
         return MISSING
     return f"{float(x):.{decimals}f}"
+
+
+def flag(row: Mapping[str, object], key: str) -> bool:
+    """A yes/no column of one result row (verdict.csv's ``tested``, dp.csv's ``no_evidence``):
+    True for ``True``, ``1`` or the text ``true``/``1`` (a row read back from CSV); missing is
+    False."""
+    v = row.get(key)
+    return False if v is None or is_missing(v) else str(v).strip().lower() in ("true", "1")
 
 
 def fmt_setting(value: object) -> str:

@@ -143,9 +143,13 @@ def _noise_text(options: Any, primary_text: str,
         return f"{seeds} seeds of {which}"
 
     asked = runs(s, n)
-    kinds = sorted(set((used or {}).values()))
-    said = asked if len(kinds) != 1 else runs(kinds[0][1], kinds[0][0])
-    if len(kinds) > 1:  # algorithms with different runs: each named
+    kinds = set((used or {}).values())  # (configurations, seeds) of each algorithm's floor
+    if not kinds:
+        said = asked
+    elif len(kinds) == 1:
+        ((c, k),) = kinds
+        said = runs(k, c)
+    else:  # algorithms with different runs: each named
         said = "; ".join(f"{display_algorithm(a)}: {runs(k, c)}" for a, (c, k) in used.items())
     less = bool(kinds) and said != asked
     return (
@@ -165,10 +169,10 @@ def experiment_settings(manifest: Mapping[str, Any], options: Any,
     the result's :attr:`~dptune.analysis.result.AnalysisResult.bootstrap_groups` and
     :attr:`~dptune.analysis.result.AnalysisResult.stochastic`; ``noise_used``: per algorithm,
     the configurations and seeds its noise floor was computed from, :func:`_noise_text`). The
-    primary metric's row names
-    the metric; what it is used for is said once, in the line before the report's sections
-    (:func:`dptune.report._document.primary_line`), which knows what the report holds (a Table
-    5, a noise floor): the row named them all in a report that had neither."""
+    primary metric's row names the metric; what it is used for is said once, in the line
+    before the report's sections (:func:`dptune.report._document.primary_line`), which knows
+    what the report holds (a Table 5, a noise floor): the row named them all in a report that
+    had neither."""
     sp, ev = manifest["split"], manifest["evaluation"]
     cutoff = int(option(options, "primary_cutoff"))
     primary_text = display_metric(option(options, "primary_metric"), cutoff)

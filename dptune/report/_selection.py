@@ -15,6 +15,7 @@ from dptune.report._format import (
     NO_INTERVAL_WHY,
     UNSAMPLED,
     display_params,
+    flag,
     fmt,
     is_missing,
     one_fold,
@@ -161,12 +162,6 @@ def selection_sentences(
     return out
 
 
-def _no_evidence(row: pd.Series) -> bool:
-    """dp.csv's ``no_evidence`` of one row (every p-value of the scope 1)."""
-    v = row.get("no_evidence")
-    return False if v is None or is_missing(v) else str(v).strip().lower() in ("true", "1")
-
-
 def _downstream_test(downstream: pd.DataFrame | None, alg: str, cutoff: int, family: str,
                      metric: str) -> pd.Series | None:
     """The downstream row of ``metric``'s choice compared with the recommended metric's (its
@@ -197,7 +192,7 @@ def _compare(name: str, hi: pd.Series, lo: pd.Series, best: pd.DataFrame | None,
         f"{name}: the most discriminative metric at N = {cutoff} is {hname} "
         f"(DP per 25 pairs {fmt(hi['dp_per_25'])}), the least discriminative {lname} "
         f"(DP per 25 pairs {fmt(lo['dp_per_25'])}"
-        + ("; no evidence: every p-value 1" if _no_evidence(lo) else "")
+        + ("; no evidence: every p-value 1" if flag(lo, "no_evidence") else "")
         + f"; {pair_count_text(hi['n_pairs'], hi.get('n_possible_pairs'))})."
         + (" The verdict finds no significant difference between the two: they are equal "
            "choices." if tie else "")

@@ -22,6 +22,7 @@ from dptune.report._format import (
     adjusted_p_text,
     display_params,
     dp_text,
+    flag,
     floor_below,
     fmt,
     grid_sample_text,
@@ -174,9 +175,9 @@ def _why(row: dict) -> str:
 
 
 def _tested(row: dict) -> bool:
-    """verdict.csv ``tested``: the family's metrics were compared (a bootstrap)."""
-    v = row.get("tested")
-    return False if v is None or is_missing(v) else str(v).strip().lower() in ("true", "1")
+    """verdict.csv ``tested``: the family's metrics were compared (a bootstrap, and two
+    metrics of the family with evidence)."""
+    return flag(row, "tested")
 
 
 def _ordered(verdict: pd.DataFrame) -> pd.DataFrame:
