@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import bpr_grid, one_error_line, tree_digest, write_synthetic_ratings
+from conftest import EXPERIMENT, bpr_grid, one_error_line, tree_digest, write_synthetic_ratings
 
 import dptune
 from dptune.analysis.options import AnalysisOptions
@@ -21,35 +21,13 @@ from dptune.data._dataset import load_dataset
 from dptune.errors import DptuneError
 from dptune.grids import load_grid
 
-#: 2 folds, cutoffs 5 and 10, no test split, no noise floor: a sweep of seconds.
-EXPERIMENT = """
-name = "{name}"
-seed = 7
-[data]
-source = "{data}"
-[split]
-folds = 2
-[evaluation]
-cutoffs = {cutoffs}
-test_split = false
-[analysis]
-noise_seeds = 0
-{analysis}
-[[algorithms]]
-name = "userknn"
-type = "userknn"
-grid = "{knn}"
-[[algorithms]]
-name = "bpr-mf"
-type = "bpr-mf"
-grid = "{bpr}"
-"""
-
 
 def _experiment(d: Path, name: str, bpr: str, cutoffs: str = "[5, 10]",
                 analysis: str = "") -> Path:
     """The synthetic data (120 users, 80 items), a UserKNN grid of two values, the BPR-MF
-    grid ``bpr`` and :data:`EXPERIMENT` in ``d``; returns the experiment file."""
+    grid ``bpr`` and conftest's :data:`EXPERIMENT` (2 folds, no test split, no noise floor: a
+    sweep of seconds) with ``cutoffs`` and the ``[analysis]`` lines ``analysis`` in ``d``;
+    returns the experiment file."""
     d.mkdir(parents=True, exist_ok=True)
     data = d / "ratings.csv"
     if not data.exists():
@@ -57,9 +35,10 @@ def _experiment(d: Path, name: str, bpr: str, cutoffs: str = "[5, 10]",
     (d / "knn.toml").write_text("[params.k]\nvalues = [5, 10]\n")
     (d / f"{name}-bpr.toml").write_text(bpr)
     cfg = d / f"{name}.toml"
-    cfg.write_text(EXPERIMENT.format(name=name, data=data.as_posix(), cutoffs=cutoffs,
-                                     analysis=analysis, knn=(d / "knn.toml").as_posix(),
-                                     bpr=(d / f"{name}-bpr.toml").as_posix()))
+    text = EXPERIMENT.format(name=name, source=data.as_posix(), knn=(d / "knn.toml").as_posix(),
+                             bpr=(d / f"{name}-bpr.toml").as_posix())
+    cfg.write_text(text.replace("[evaluation]\n", f"[evaluation]\ncutoffs = {cutoffs}\n")
+                   .replace("[analysis]\n", f"[analysis]\n{analysis}\n"))
     return cfg
 
 
