@@ -655,8 +655,8 @@ def one_at_a_time_table(
             continue
         grid = {(r.hyperparameter, r.metric): (r.dp_per_25, r.n_pairs)
                 for r in prim.itertuples(index=False)}
-        silent = set(zip(prim.loc[_no_evidence(prim), "hyperparameter"],
-                         prim.loc[_no_evidence(prim), "metric"], strict=True))
+        none = prim[_no_evidence(prim)]
+        silent = set(zip(none["hyperparameter"], none["metric"], strict=True))
         columns: list[list[Cell]] = []
         for m in metrics:
             dps = [grid.get((h, m), (np.nan, np.nan))[0] for h in hyper]
@@ -694,7 +694,7 @@ def one_at_a_time_table(
     if any(TOO_FEW in c.text for r in rows for c in r):
         notes.append(f"{TOO_FEW} too few pairs (fewer than min_pairs = {int(min_pairs)}) to "
                      "rank this hyperparameter: its DP is shown but not compared.")
-    if _no_evidence(only_scopes(dp)[lambda d: d["cutoff"] == cutoff]).any():
+    if _no_evidence(sub[sub["cutoff"] == cutoff]).any():
         notes.append("A hyperparameter whose one-at-a-time p-values are all 1 at a metric "
                      "(no evidence: changing it alone never changed the metric) shows DP per 25 "
                      "pairs 25 there and is not ranked.")
