@@ -17,6 +17,7 @@ import shutil
 import socket
 import struct
 import subprocess
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -118,11 +119,15 @@ class DevTools:
 
 @pytest.fixture
 def chromium(tmp_path):
-    """A headless Chromium with a fresh profile; yields a DevTools session on one page."""
+    """A headless Chromium with a fresh profile; yields a DevTools session on one page. Its
+    temporary files (the profile lock's socket folder, under ``$TMPDIR``) go to a short-named
+    folder of their own, deleted afterwards: nothing is left in the machine's /tmp. (Not the
+    test's own folder: a Unix socket's path must stay under 108 bytes.)"""
     exe = _browser()
+    scratch = tempfile.TemporaryDirectory(prefix="dptune-chromium-")
     proc = subprocess.Popen([exe, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}",
                              "about:blank"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, env={**os.environ, "TMPDIR": scratch.name})
     try:
         port = None
         end = time.monotonic() + WAIT_S
@@ -147,6 +152,7 @@ def chromium(tmp_path):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+        scratch.cleanup()
 
 
 @pytest.fixture(scope="module")
