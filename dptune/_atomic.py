@@ -43,10 +43,11 @@ def atomic_path(path: str | os.PathLike[str], fsync: bool = True) -> Iterator[Pa
     """Yield a temporary path to write; on success it replaces ``path``, on error it is removed.
 
     >>> import tempfile
-    >>> d = Path(tempfile.mkdtemp())
-    >>> with atomic_path(d / "a.txt") as tmp:
-    ...     _ = tmp.write_text("done")
-    >>> (d / "a.txt").read_text()
+    >>> with tempfile.TemporaryDirectory() as name:
+    ...     d = Path(name)
+    ...     with atomic_path(d / "a.txt") as tmp:
+    ...         _ = tmp.write_text("done")
+    ...     (d / "a.txt").read_text()
     'done'
     """
     final = Path(path)
