@@ -237,6 +237,30 @@ def test_a_system_with_few_users_is_named_when_a_fold_has_too_few() -> None:
             "20") in msg, msg
 
 
+def test_a_tables_fold_of_too_few_users_is_refused_before_the_fold_loop(monkeypatch) -> None:
+    """A per-user table whose second fold holds 8 users: the refusal came after the fold loop
+    (and its progress bar), as for any fold the loop had to count. The table's users per fold
+    are known when it is read, so it now comes first, with the same line; a system with few
+    users in a fold of many still needs the loop to be found (the test above)."""
+    import dptune
+    from dptune.analysis import pipeline
+    from dptune.errors import DptuneError
+
+    def no_loop(*args, **kwargs):
+        raise AssertionError("the fold loop started")
+
+    monkeypatch.setattr(pipeline, "run_fold_loop", no_loop)
+    rng = np.random.default_rng(4)
+    rows = [{"system": f"s{s}", "fold": f, "user": u, "metric": m, "value": rng.random()}
+            for s in range(4) for f, n in (("0", 60), ("1", 8)) for u in range(n)
+            for m in ("ndcg@10", "recall@10")]
+    with pytest.raises(DptuneError) as err:
+        dptune.discriminative_power(pd.DataFrame(rows))
+    assert str(err.value) == ("analysis: runs/fold 1: only 8 users to test pairs on, fewer than "
+                              "min_fold_users = 20; DP over so few users is not evidence "
+                              "(use more data or fewer folds, or lower --min-fold-users)"), err.value
+
+
 def test_dp_runs_says_what_trec_eval_would_score_otherwise(tmp_path: Path, capsys) -> None:
     """``dp --runs`` prints, as ``evaluate`` does, the users a run does not rank (scored 0) and
     the relevant pairs that are training pairs; it said so only in the report's settings."""

@@ -130,6 +130,18 @@ class FrameStore:
             return users
         return np.searchsorted(self._users, users)
 
+    def fold_users(self) -> dict[str, dict[str, int]]:
+        """``algorithm -> validation fold -> users``: the fewest users with a value, over the
+        fold's metrics@N. No pair of the fold is tested on more (a pair's users have a value
+        for both its configurations), so a fold refused on these counts would be refused after
+        the fold loop too, and is refused before it (the test split is never part of DP)."""
+        out: dict[str, dict[str, int]] = {}
+        for (alg, fold, _metric, _cutoff), (_ids, users, _values) in self._matrices.items():
+            if fold != "test":
+                folds = out.setdefault(alg, {})
+                folds[fold] = min(folds.get(fold, len(users)), len(users))
+        return out
+
     def incomplete(self) -> list[dict[str, object]]:
         """Where the table is not complete: one record per (algorithm, fold, metric@N) in which
         some configuration has no value for a user that another configuration has (validation

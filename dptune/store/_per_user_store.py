@@ -200,7 +200,9 @@ class PerUserStore(FrameStore):
         floor), where the values come from (``source``, one of :data:`SOURCES`) and the folds
         they hold (``folds``, ``test`` among them only when the data has a test split), and
         where the table is not complete (``incomplete``, :meth:`FrameStore.incomplete`: how many
-        users the pairs of a configuration that lacks values are compared on)."""
+        users the pairs of a configuration that lacks values are compared on), and the most
+        users any pair of a validation fold can be tested on (``fold_users``,
+        :meth:`FrameStore.fold_users`), which the analysis checks before its fold loop."""
         what = "runs" if self.kind == "runs" else "per-user table"
         return {
             "experiment": f"{what} {self.root.name}",
@@ -212,4 +214,5 @@ class PerUserStore(FrameStore):
             "algorithms": [{"name": a, "type": "external", "free": self._free.get(a, [])}
                            for a in self._order],
             "incomplete": self._incomplete,
+            "fold_users": self.fold_users(),
         }

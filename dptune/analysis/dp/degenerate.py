@@ -4,9 +4,10 @@ reported with confidence.
 - **Too few users per fold**: a paired test over a handful of users says little, and DP over
   such folds is mostly ties at p = 1. A validation fold with fewer than ``min_fold_users``
   (default 20) users on which the pairs are tested is refused with one line naming the
-  algorithm, the fold and the count (:func:`check_fold_users`): a sweep's folds before the
-  fold loop starts, from the users it recorded (:func:`recorded_fold_users`), any other's
-  after it, from the users the pairs were tested on (:func:`fold_user_counts`).
+  algorithm, the fold and the count (:func:`check_fold_users`): before the fold loop starts,
+  from the users the store's manifest records (:func:`recorded_fold_users`: a sweep's
+  evaluated users, a per-user table's users with values), and after it, from the users the
+  pairs were tested on (:func:`fold_user_counts`: a table's configurations may share fewer).
 - **No evidence**: a (algorithm, scope, metric@N) whose p-values are all 1 (every pair has
   identical per-user values, or fewer than two users) carries no information: its DP is P and
   its "rank" among metrics is a tie. :func:`no_evidence` flags it; the verdict never recommends
@@ -44,23 +45,28 @@ def fold_user_counts(pvalues: pd.DataFrame) -> dict[tuple[str, str], int]:
 
 
 def recorded_fold_users(store: ResultSource) -> dict[tuple[str, str], int]:
-    """``(algorithm, fold) -> users`` of every validation fold as the sweep recorded them
-    (the manifest's ``split.users_evaluated``), known before any fold is read, in the order
-    :func:`fold_user_counts` gives after the fold loop (the store's algorithms, folds in
-    :func:`dptune.vocab.fold_key` order); empty when the manifest records none (outside data,
-    a store of an earlier version).
+    """``(algorithm, fold) -> users`` of every validation fold as the store's manifest records
+    them, known before any fold is read, in the order :func:`fold_user_counts` gives after the
+    fold loop (the store's algorithms, folds in :func:`dptune.vocab.fold_key` order); empty
+    when the manifest records none (a store of an earlier version).
 
-    A sweep's configurations score every evaluated user, so these are the users its pairs are
-    tested on, and no fold can test pairs on more: :func:`check_fold_users` on them refuses,
-    before the analysis starts its progress bar, what it would refuse after the fold loop. A
-    per-user table's configurations may share fewer users; those are counted in the loop."""
-    evaluated = (store.manifest().get("split") or {}).get("users_evaluated")
-    if not isinstance(evaluated, Mapping):
-        return {}
+    A sweep records the users it evaluated per fold (``split.users_evaluated``); its
+    configurations score every one of them, so these are the users its pairs are tested on. A
+    per-user table records, per algorithm and fold, the fewest users with a value for any of
+    its metrics@N (``fold_users``); its pairs may share fewer, which are counted in the loop.
+    Either way no fold can test pairs on more: :func:`check_fold_users` on these refuses,
+    before the analysis starts its progress bar, what it would refuse after the fold loop."""
+    man = store.manifest()
+    evaluated = (man.get("split") or {}).get("users_evaluated")
+    per_algorithm = man.get("fold_users")
     out: dict[tuple[str, str], int] = {}
     for alg in store.algorithms():
+        counts = evaluated if isinstance(evaluated, Mapping) else (
+            per_algorithm.get(str(alg)) if isinstance(per_algorithm, Mapping) else None)
+        if not isinstance(counts, Mapping):
+            continue
         for fold in sorted((str(f) for f in store.folds(alg) if str(f) != "test"), key=fold_key):
-            n = evaluated.get(fold)
+            n = counts.get(fold)
             if isinstance(n, numbers.Integral) and not isinstance(n, bool):
                 out[(str(alg), fold)] = int(n)
     return out
