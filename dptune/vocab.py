@@ -18,6 +18,8 @@ __all__ = [
     "DEVICES",
     "METRICS",
     "METRIC_RANGES",
+    "RULE_MARGIN",
+    "RULE_PLAIN",
     "TABLE_METRIC_ORDER",
     "METRIC_NAMES",
     "METRIC_COLORS",
@@ -213,6 +215,13 @@ def metric_rank(metric: str) -> int:
     """Position of ``metric`` in :data:`METRICS`; unknown metrics after them."""
     return METRICS.index(metric) if metric in METRICS else len(METRICS)
 
+
+#: noise_floor.csv ``rule``: what "clearly below the floor" (``flagged`` false) required of a
+#: row (:func:`dptune.analysis.noise.compare_with_floor`): with DP's bootstrap interval, the
+#: margin of both estimates' errors (a one-sided test); without it, DP below the floor as it
+#: is (no test, no error rate). The report says "clearly below" of rows of the first rule only.
+RULE_MARGIN = "clearly below if floor - DP > margin"
+RULE_PLAIN = "below if DP < floor (no interval: no test, no error rate)"
 
 #: Distance within which two mean p-values (or two points of p-value curves) are one value: the
 #: tie rule's tolerance. Two metrics whose per-user values are proportional (Precision@N and

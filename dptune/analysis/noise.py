@@ -52,7 +52,7 @@ from dptune.store._noise_parts import (
     read_noise_values,
 )
 from dptune.store._store import ResultStore
-from dptune.vocab import fold_key, metric_key
+from dptune.vocab import RULE_MARGIN, RULE_PLAIN, fold_key, metric_key
 
 __all__ = ["NoiseFloor", "aa_pvalues", "noise_floor_table", "check_noise_complete",
            "compare_with_floor", "aa_band", "PVALUE_COLUMNS", "CURVE_COLUMNS", "FLOOR_COLUMNS",
@@ -68,11 +68,8 @@ VERSUS_COLUMNS = ["algorithm", "metric", "cutoff", "dp_per_25", "ci_low", "ci_hi
                   "floor_per_25", "floor_per_25_sd", "floor_ci_low", "floor_ci_high", "floor_mean_p",
                   "ratio", "margin", "flagged", "rule"]
 BAND_COLUMNS = ["algorithm", "cutoff", "position", "low", "high", "mean"]
-#: noise_floor.csv ``rule``: what "clearly below the floor" (``flagged`` false) required of a
-#: row: with DP's bootstrap interval, the margin of both estimates' errors; without it, DP
-#: below the floor as it is (no error rate).
-RULE_MARGIN = "clearly below if floor - DP > margin"
-RULE_PLAIN = "below if DP < floor (no interval: no test, no error rate)"
+# noise_floor.csv's ``rule`` values (RULE_MARGIN, RULE_PLAIN) are in the vocabulary, where the
+# report reads them.
 
 
 def aa_pvalues(values_by_seed: np.ndarray, test: PairedTest, seed: int = 0) -> np.ndarray:

@@ -15,6 +15,7 @@ import pandas as pd
 from dptune.vocab import (
     ALGORITHM_ORDER,
     HYPERPARAMETER_ORDER,
+    RULE_MARGIN,
     TABLE_METRIC_ORDER,
     display_algorithm,
     display_params,
@@ -330,12 +331,24 @@ def one_fold(rows: pd.DataFrame | Mapping[str, object]) -> bool:
     return n is not None and not is_missing(n) and int(n) < 2  # type: ignore[arg-type]
 
 
-def floor_below(versus: pd.DataFrame | None) -> str:
-    """How a DP below its A/A noise floor is said (noise_floor.csv's rows): ``clearly below``
-    where DP has an interval (a test at about 2.5%); ``below`` where it has none (no bootstrap:
-    a plain comparison, no test). With no floor rows, the tested words."""
-    plain = versus is not None and len(versus) > 0 and not bool(versus["ci_high"].notna().any())
-    return "below" if plain else "clearly below"
+def floor_below(versus: pd.DataFrame | None, negated: bool = False) -> str:
+    """How "below its A/A noise floor" is said of some of noise_floor.csv's rows, by the rule
+    the analysis decided each by (``rule``): :data:`~dptune.vocab.RULE_MARGIN`, DP has an
+    interval and the comparison is a test at about 2.5%; :data:`~dptune.vocab.RULE_PLAIN`, no
+    interval and no test.
+
+    Of rows that are below (``negated`` false): ``clearly below`` only when every row was
+    tested, else ``below``, so that no sentence lends the test's words to a row that had
+    none. Of rows that are not (``not ...``, ``negated``): ``below`` only when no row was
+    tested (not below at all), else ``clearly below`` (a tested row may be below, only not
+    clearly; an untested one is not below, so not clearly below either). With no rows, the
+    tested words."""
+    if versus is None or len(versus) == 0:
+        return "clearly below"
+    tested = (versus["rule"] == RULE_MARGIN if "rule" in versus.columns
+              else versus["ci_high"].notna())
+    clearly = bool(tested.any()) if negated else bool(tested.all())
+    return "clearly below" if clearly else "below"
 
 
 def verdict_keys(value: object) -> list[str]:

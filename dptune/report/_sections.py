@@ -263,23 +263,23 @@ def noise_section(configs: Any, result: Any) -> str:
         cfgs = ", ".join(_config_text(configs, alg, c) for c in result.noise.configs.get(alg, ()))
         used.append(f"{display_algorithm(alg)}: {cfgs}, {seeds} seeds")
     has_ci = bool(table["ci_high"].notna().any())
-    rule = (
-        "the floor exceeds its DP by more than both estimates' errors together (floor - DP > "
-        "sqrt(h_DP^2 + h_floor^2), the upper half-width of DP's 95% bootstrap interval and "
-        "the half-width of the floor's 95% interval, t over folds; a one-sided test at about "
-        "2.5%, measured when a metric's DP is in truth its floor)"
-        if has_ci
-        else "its DP is below the floor"
-    )
-    # without DP's interval the comparison is a description: "below", never "clearly"
-    below = floor_below(table)
-    verdict_words = ("A metric is clearly below its floor when {rule}; otherwise it is flagged: "
-                     "its configuration differences are not clearly larger than re-training "
-                     "noise." if has_ci else
+    # the rule the analysis applied to each row (noise_floor.csv's ``rule``): the test where DP
+    # has an interval; without one the comparison is a description, "below", never "clearly"
+    tested = floor_below(table) == "clearly below"
+    rule = ("the floor exceeds its DP by more than both estimates' errors together (floor - DP > "
+            "sqrt(h_DP^2 + h_floor^2), the upper half-width of DP's 95% bootstrap interval and "
+            "the half-width of the floor's 95% interval, t over folds; a one-sided test at "
+            "about 2.5% for each metric@N, measured when a metric's DP is in truth its floor)")
+    test_words = (f"A metric is clearly below its floor when {rule}; otherwise it is flagged: "
+                  "its configuration differences are not clearly larger than re-training noise.")
+    plain_words = ("a metric is below its floor when its DP is below the floor (the floor's own "
+                   "interval is shown, not used); otherwise it is flagged: its configuration "
+                   "differences are not larger than re-training noise.")
+    verdict_words = (test_words if tested else
                      "With no bootstrap, DP has no interval, so the comparison is no test and "
-                     "has no error rate: a metric is below its floor when {rule} (the floor's "
-                     "own interval is shown, not used); otherwise it is flagged: its "
-                     "configuration differences are not larger than re-training noise.")
+                     "has no error rate: " + plain_words if not has_ci else
+                     test_words + " A DP without an interval (see the table) is compared "
+                     "with no test and no error rate: " + plain_words)
     lines = [
         "The best configuration(s) of each stochastic algorithm by validation "
         f"{primary} were re-trained with different seeds on every validation fold; every pair of "
@@ -295,7 +295,7 @@ def noise_section(configs: Any, result: Any) -> str:
         "near or above 12.5 says re-training moves that metric no more than chance would: "
         "users whose values re-training leaves unchanged (a top-N list that keeps its relevant "
         "items) push it up, and models with equal values for every user would give 25. "
-        + verdict_words.format(rule=rule),
+        + verdict_words,
         "",
         "Runs: " + "; ".join(used) + ".",
         "",
@@ -329,7 +329,7 @@ def noise_section(configs: Any, result: Any) -> str:
         name = display_algorithm(alg)
         if bad.empty:
             lines.append(
-                f"- {name}: every metric@N is {below} its noise floor "
+                f"- {name}: every metric@N is {floor_below(ta)} its noise floor "
                 f"({len(ta)} of {len(ta)})."
             )
         else:
@@ -337,7 +337,8 @@ def noise_section(configs: Any, result: Any) -> str:
                 display_metric(m, c) for m, c in zip(bad["metric"], bad["cutoff"], strict=True)
             )
             lines.append(
-                f"- {name}: {len(bad)} of {len(ta)} metric@N not {below} the noise "
+                f"- {name}: {len(bad)} of {len(ta)} metric@N not "
+                f"{floor_below(bad, negated=True)} the noise "
                 f"floor: {listed}."
             )
         if len(ta) and bool((ta["floor_mean_p"] >= 1.0).all()):

@@ -26,6 +26,7 @@ from dptune.report._format import (
     unsampled_note,
     unsampled_share,
     verdict_choices,
+    verdict_keys,
 )
 from dptune.report._inputs import BEST_INPUT, DP_INPUT, has_intervals, require, scope_all
 from dptune.report._table import simple_block
@@ -156,9 +157,10 @@ def selection_sentences(
             tested = vrow is not None and _tested(vrow)
             tie = tested and str(lo["metric"]) in verdict_choices(vrow)
             untested = vrow is not None and not tested and not has_intervals(a)
+            shown = tested and str(lo["metric"]) in verdict_keys(vrow["less_discriminative"])
             test = _downstream_test(downstream, alg, cutoff, family, str(lo["metric"]))
             out.append(_compare(name, hi, lo, best, alg, (judge, cutoff), test_split, tie, test,
-                                untested))
+                                untested, shown))
     return out
 
 
@@ -176,11 +178,14 @@ def _downstream_test(downstream: pd.DataFrame | None, alg: str, cutoff: int, fam
 
 def _compare(name: str, hi: pd.Series, lo: pd.Series, best: pd.DataFrame | None, alg: str,
              judge: tuple[str, int], test_split: bool = True, tie: bool = False,
-             test: pd.Series | None = None, untested: bool = False) -> str:
+             test: pd.Series | None = None, untested: bool = False,
+             shown: bool = False) -> str:
     """One sentence: the choices of the most and the least discriminative metric on test;
     ``tie``: the verdict finds no significant difference between the two (equal choices);
     ``untested``: the verdict tested no difference (verdict.csv ``tested`` false: no bootstrap,
-    or a paired test without an interval), said as such, not as equal choices;
+    or a paired test without an interval), said as such, not as equal choices; ``shown``: the
+    verdict finds the second significantly less discriminative (only then are the two called
+    the most and the least discriminative metric; otherwise the metric of lowest and highest DP);
     ``test``: the downstream test of the two choices (:func:`_downstream_test`), which alone
     may call the difference higher or lower (its p printed on the side of the analysis' alpha,
     dp.csv's ``alpha``, that it is on)."""
@@ -188,9 +193,12 @@ def _compare(name: str, hi: pd.Series, lo: pd.Series, best: pd.DataFrame | None,
     alpha = float(hi["alpha"]) if "alpha" in hi.index and not is_missing(hi["alpha"]) else None
     pname = display_metric(*judge)
     hname, lname = display_metric(hi["metric"], cutoff), display_metric(lo["metric"], cutoff)
+    # "most discriminative" only where the verdict found the difference; else the DPs' order
+    most, least = (("most discriminative metric", "least discriminative") if shown
+                   else ("metric of lowest DP", "highest"))
     head = (
-        f"{name}: the most discriminative metric at N = {cutoff} is {hname} "
-        f"(DP per 25 pairs {fmt(hi['dp_per_25'])}), the least discriminative {lname} "
+        f"{name}: the {most} at N = {cutoff} is {hname} "
+        f"(DP per 25 pairs {fmt(hi['dp_per_25'])}), the {least} {lname} "
         f"(DP per 25 pairs {fmt(lo['dp_per_25'])}"
         + ("; no evidence: every p-value 1" if flag(lo, "no_evidence") else "")
         + f"; {pair_count_text(hi['n_pairs'], hi.get('n_possible_pairs'))})."
@@ -241,8 +249,8 @@ def _compare(name: str, hi: pd.Series, lo: pd.Series, best: pd.DataFrame | None,
                      f"{'higher' if diff > 0 else 'lower'} for the most discriminative metric's "
                      "choice.")
         else:
-            tail += (f", not significant (p = {p_text(test['p'], alpha)}): a tie within noise, "
-                     "the two choices score alike on the test split.")
+            tail += (f", not significant (p = {p_text(test['p'], alpha)}): a tie within noise; "
+                     "the test split shows no difference between the two choices.")
     else:
         tail = (
             f" {hname} selects {ph}, own test value "

@@ -10,7 +10,7 @@ beside it; "P" is only ever a number of pairs; the probability from the bootstra
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import pandas as pd
@@ -84,16 +84,17 @@ def claims_legend(alpha: float, test_split: bool = True, intervals: bool = True,
         f"is at most {a}, although the recommended one was chosen as the lowest; its *adjusted "
         "p* is the smallest such rate at which the claim holds. *Tune with A or B, no "
         "significant difference*: B is not significantly less discriminative than A, the "
-        "lowest DP, so either is an equal choice; the lowest DP alone does not make A the "
-        "better one. *Pr(more discriminative)* is the share of bootstrap replicates in which "
+        "lowest DP, so either is an equal choice (no difference was shown, which is not a "
+        "difference shown to be absent); the lowest DP alone does not make A the better one. *Pr(more discriminative)* is the share of bootstrap replicates in which "
         "the recommended metric has the lower DP (under the pair seed whose DPs are printed): a "
         "description, not a test."
         + (" The *A/A noise floor* is the DP of pairs that are one configuration re-trained "
            "with different seeds (no difference of configuration; report.md, section Noise "
            "floor), itself an estimate with an interval: a metric is *clearly below* it when "
            "the floor exceeds its DP by more than both intervals' half-widths combined, "
-           "sqrt(h_DP^2 + h_floor^2) (a one-sided test at about 2.5%); otherwise it is not "
-           "clearly better than re-training noise." if floor else "")
+           "sqrt(h_DP^2 + h_floor^2) (a one-sided test at about 2.5% for each metric@N on its "
+           "own, not corrected over a family); otherwise it is not clearly better than "
+           "re-training noise." if floor else "")
         + f" {downstream}"
         + (" A hyperparameter *dominates* when the DP of the pairs of configurations that "
            "differ in it alone (its one-at-a-time scope) is significantly lower than that of "
@@ -217,9 +218,20 @@ class _Reader:
         self.options = result.options
         floor = None if result.noise is None else result.noise.versus_dp
         self.floor_algs = set() if floor is None or floor.empty else set(floor["algorithm"])
-        self.below = floor_below(floor)
+        self._floor = floor
         self.smallest_p = result.smallest_adjusted_p
         self.test_split = bool(result.test_split)
+
+    def below(self, alg: str, cutoff: int, metrics: Iterable[str], negated: bool = False) -> str:
+        """How "below the A/A noise floor" is said of these metrics of (algorithm, cutoff)
+        (``negated``: in "not ... below"): :func:`~dptune.report._format.floor_below` of their
+        rows of noise_floor.csv."""
+        f = self._floor
+        if f is None or f.empty:
+            return floor_below(None)
+        keys = {str(m) for m in metrics}
+        return floor_below(f[(f["algorithm"].astype(str) == alg) & (f["cutoff"] == cutoff)
+                             & f["metric"].astype(str).isin(keys)], negated)
 
     def metrics_all(self) -> list[str]:
         """Every metric of scope ``all``."""
@@ -489,10 +501,10 @@ def verdict_sentences(result: Any) -> list[str]:
             s.append(f"No evidence (every p-value 1): {_metrics(r['no_evidence'], cutoff)}.")
         if alg in rd.floor_algs:
             nb = verdict_keys(r["not_below_floor"])
-            s.append(f"Not {rd.below} the A/A noise floor: "
+            s.append(f"Not {rd.below(alg, cutoff, nb, negated=True)} the A/A noise floor: "
                      + _metrics(r["not_below_floor"], cutoff) + "."
-                     if nb else f"Every metric of the family is {rd.below} the A/A noise "
-                     "floor.")
+                     if nb else "Every metric of the family is "
+                     f"{rd.below(alg, cutoff, members)} the A/A noise floor.")
         ds = downstream_sentence(rd, r)
         if ds:
             s.append(ds)
@@ -577,7 +589,9 @@ def summary_section(result: Any) -> str | None:
                        f"{pair_count_text(r['n_pairs'], r.get('n_possible_pairs'))}"
                        + (f"; significantly less discriminative: "
                           f"{_metrics(r['less_discriminative'], cutoff)}" if less else "")
-                       + (f"; not {rd.below} the A/A noise floor: {_metrics(noisy, cutoff)}"
+                       + (f"; not {rd.below(alg, cutoff, noisy, negated=True)} the A/A noise "
+                          "floor: "
+                          f"{_metrics(noisy, cutoff)}"
                           if noisy else ""))
             if not choices:
                 picks.append(f"{r['family']}: no recommendation "

@@ -157,8 +157,8 @@ def _check_table4(folder: Path, v: pd.DataFrame) -> list[str]:
 
 def _check_choose_well(md: str, v: pd.DataFrame) -> list[str]:
     out = []
-    for m in re.finditer(r"^- (.+?)(?:, (\w+))?: the most discriminative metric at N = (\d+) "
-                         r"is (\S+)", md, flags=re.M):
+    for m in re.finditer(r"^- (.+?)(?:, (\w+))?: the (?:most discriminative metric|metric of "
+                         r"lowest DP) at N = (\d+) is (\S+)", md, flags=re.M):
         alg_name, family, cutoff, metric = m.group(1), m.group(2), int(m.group(3)), m.group(4)
         rows = v[(v["algorithm"].map(display_algorithm) == alg_name) & (v["cutoff"] == cutoff)]
         if family:

@@ -979,8 +979,8 @@ def test_selection_sentences_state_numbers() -> None:
     assert len(s) == 3
     item, user, bpr = s
     assert bpr.startswith(
-        "BPR-MF: the most discriminative metric at N = 10 is Precision@10 (DP per 25 pairs "
-        "0.585)")
+        "BPR-MF: the metric of lowest DP at N = 10 is Precision@10 (DP per 25 pairs "
+        "0.585)")  # no verdict was given: no difference found, none called "most discriminative"
     assert "Recall@10 (DP per 25 pairs 1.314; P = 25)" in bpr
     assert "configuration 7" in bpr and "0.1234" in bpr and "configuration 3" in bpr
     # without the analysis' downstream test the difference is stated, never called higher
@@ -995,8 +995,8 @@ def test_selection_sentences_state_numbers() -> None:
 @pytest.mark.parametrize("p, significant, words", [
     (0.0004, True, "difference +0.0234, significant (p = 0.0004): higher for the most "
      "discriminative metric's choice."),
-    (0.58, False, "difference +0.0234, not significant (p = 0.58): a tie within noise, the two "
-     "choices score alike on the test split."),
+    (0.58, False, "difference +0.0234, not significant (p = 0.58): a tie within noise; the test "
+     "split shows no difference between the two choices."),
 ])
 def test_selection_sentences_call_a_difference_higher_only_when_it_is_significant(
         p, significant, words) -> None:
@@ -1116,9 +1116,9 @@ def test_selection_sentences_per_family_judge_like_with_like() -> None:
     fam = (("accuracy", ("ndcg", "precision", "recall", "mrr")), ("novelty", ("epc", "efd")))
     families = MetricFamilies.of_metrics(dp["metric"], fam, "ndcg")
     acc, nov = report.selection_sentences(dp, best, ("ndcg", 10), None, families)
-    assert acc.startswith("a, accuracy: the most discriminative metric at N = 10 is nDCG@10")
+    assert acc.startswith("a, accuracy: the metric of lowest DP at N = 10 is nDCG@10")
     assert "test nDCG@10 0.3000" in acc and "EPC" not in acc
-    assert nov.startswith("a, novelty: the most discriminative metric at N = 10 is EPC@10")
+    assert nov.startswith("a, novelty: the metric of lowest DP at N = 10 is EPC@10")
     assert "test EPC@10 0.4000" in nov and "test EPC@10 0.3500" in nov and "nDCG" not in nov
 
 

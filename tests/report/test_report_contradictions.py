@@ -126,7 +126,7 @@ def test_a_family_with_one_metric_of_evidence_blames_no_bootstrap() -> None:
     md = Report.from_result(res).to_markdown()
     section = _selection(md)
     assert "no bootstrap" not in section and EQUAL not in section
-    assert "the least discriminative Precision@10 (DP per 25 pairs 25.000; no evidence: every " \
+    assert "the highest Precision@10 (DP per 25 pairs 25.000; no evidence: every " \
            "p-value 1;" in section
     assert "[95% CI]" in md  # the intervals are there
 

@@ -219,6 +219,41 @@ def test_the_report_needs_no_store_and_build_is_gone(result, tmp_path):
     assert list(csv["choices"]) == [";".join(x) for x in v["choices"]]
 
 
+def test_a_floor_row_decided_without_a_test_is_never_said_clearly_below(swept):
+    """The report said "clearly below" of every row of noise_floor.csv when any row had an
+    interval. A row the analysis decided by the plain comparison (a DP without interval: a
+    grid sample's pairs without stand-ins, say) was then given the test's words and its 2.5%.
+    The words now follow each row's ``rule``: a sentence about rows of both rules says
+    "below", and the section explains both."""
+    import dataclasses
+
+    # the tiny grid's 5 pairs, ranked (so that the verdict speaks of the floor)
+    result = assemble_result(swept / "results", bootstrap=BOOTSTRAP, min_pairs=5)
+    versus = result.noise.versus_dp.copy()
+    assert set(versus["rule"]) == {vocab.RULE_MARGIN}
+    one = versus.index[0]
+    alg, metric, cutoff = versus.loc[one, ["algorithm", "metric", "cutoff"]]
+    versus.loc[one, ["ci_low", "ci_high", "margin"]] = float("nan")
+    versus.loc[one, "rule"] = vocab.RULE_PLAIN
+    # every row below its floor (this tiny store's are not), as the verdict then says
+    versus["flagged"] = False
+    result = dataclasses.replace(
+        result, noise=dataclasses.replace(result.noise, versus_dp=versus),
+        verdict=result.verdict.assign(not_below_floor=[[] for _ in range(len(result.verdict))]))
+    md = Report.from_result(result).to_markdown()
+    name = vocab.display_algorithm(alg)
+    assert f"- {name}: every metric@N is below its noise floor" in md, md
+    assert "A DP without an interval (see the table) is compared with no test" in md
+    fam = next(f for f, ms in result.metric_families.of([metric]))
+    head = f"- {name}, N = {cutoff}, {fam}: "
+    sentence = [s for s in md.splitlines() if s.startswith(head)]
+    assert len(sentence) == 1 and "Every metric of the family is below the A/A noise floor." \
+        in sentence[0], sentence
+    others = [s for s in md.splitlines() if s.startswith(f"- {name}, N = ")
+              and "Every metric of the family is" in s and not s.startswith(head)]
+    assert others and all("is clearly below the A/A" in s for s in others), others
+
+
 def test_without_a_bootstrap_nothing_is_clearly_below_the_noise_floor(swept):
     """With the bootstrap off, DP has no interval, so its comparison with the A/A floor is no
     test: the report says "below", with no error rate, where it said "clearly below" (and the
