@@ -20,6 +20,7 @@ precision; Markdown/LaTeX use display names and 3 decimals.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -31,6 +32,7 @@ from dptune.report._format import (
     MISSING,
     UNSAMPLED,
     display_value,
+    flag,
     fmt,
     is_missing,
     one_fold,
@@ -364,6 +366,19 @@ def identical_text(metric: str, tied: Sequence[str], cutoff: int) -> str:
     return f"{cell.text} {cell.detail}" if cell.detail else cell.text
 
 
+def _worst_versus_best(vrow: dict | None, worst: pd.Series | None) -> str:
+    """Table 4's ``worst_vs_best``: ``significant`` when the verdict finds the worst metric
+    significantly less discriminative than its recommendation, ``tie`` when it compared them
+    and found no difference, empty when it compared nothing (no verdict, no interval, a metric
+    without evidence)."""
+    if vrow is None or worst is None or not flag(vrow, "tested"):
+        return ""
+    metric = str(worst["metric"])
+    if metric in verdict_keys(vrow.get("less_discriminative")):
+        return "significant"
+    return "tie" if metric in verdict_choices(vrow) else ""
+
+
 def table4(dp: pd.DataFrame, verdict: pd.DataFrame | None = None,
            families: MetricFamilies | None = None) -> Table:
     """Table 4: per (algorithm, cutoff[, family]) P, the best and worst metric, best DP, best
@@ -378,6 +393,11 @@ def table4(dp: pd.DataFrame, verdict: pd.DataFrame | None = None,
     mean + sd curve, the paper's worst-case check of whether the best metric stays ahead across
     folds. When ``dp`` carries an interval, the best and worst DP show it (CSV ``best_ci_low,
     best_ci_high, worst_ci_low, worst_ci_high``).
+
+    Where the verdict compared the family's metrics, the worst metric is marked "(tie)" when it
+    is not significantly less discriminative than the best (one of the verdict's equal
+    choices): the two names then order two DPs within noise, no difference found (CSV
+    ``worst_vs_best``: ``significant``, ``tie``, empty where nothing was tested).
     """
     dp = require(dp, DP_INPUT, "dp")
     sub = scope_all(dp)
@@ -412,14 +432,18 @@ def table4(dp: pd.DataFrame, verdict: pd.DataFrame | None = None,
                 g = c[c["metric"].isin(members)]
                 vrow = _verdict_row(verdict, alg, int(cutoff), family)
                 text, best, tied, worst, worst_tied = pick(g, vrow, int(cutoff))
+                versus = _worst_versus_best(vrow, worst)
+                worst_cell = (identical_cell(worst["metric"], worst_tied, cutoff)
+                              if worst is not None else Cell(MISSING))
+                if versus == "tie":
+                    worst_cell = dataclasses.replace(worst_cell, text=worst_cell.text + " (tie)")
                 row = [Cell(display_algorithm(alg)), Cell(str(int(cutoff)), numeric=True)]
                 row += [Cell(family)] if by_family else []
                 row += [
                     Cell(_n_pairs_text(g["n_pairs"]), numeric=True),
                     identical_cell(best["metric"], tied, cutoff) if best is not None
                     else Cell(text),
-                    identical_cell(worst["metric"], worst_tied, cutoff) if worst is not None
-                    else Cell(MISSING),
+                    worst_cell,
                     dp_cell(best),
                     # one fold has no spread: its "+ sd" would repeat the DP
                     Cell(fmt(best["dp_per_25_plus_sd"]) if best is not None
@@ -435,6 +459,7 @@ def table4(dp: pd.DataFrame, verdict: pd.DataFrame | None = None,
                     "identical": ";".join(tied),
                     "worst_metric": worst["metric"] if worst is not None else "",
                     "worst_identical": ";".join(worst_tied),
+                    "worst_vs_best": versus,
                     "best_dp_per_25": num(best, "dp_per_25"),
                     "best_dp_per_25_plus_sd": num(best, "dp_per_25_plus_sd"),
                     "worst_dp_per_25": num(worst, "dp_per_25"),
@@ -448,7 +473,7 @@ def table4(dp: pd.DataFrame, verdict: pd.DataFrame | None = None,
         if rows:
             rules.add(len(rows) - 1)
     columns = (["algorithm", "cutoff"] + (["family"] if by_family else []) + [
-        "n_pairs", "best_metric", "identical", "worst_metric", "worst_identical",
+        "n_pairs", "best_metric", "identical", "worst_metric", "worst_identical", "worst_vs_best",
         "best_dp_per_25",
         "best_dp_per_25_plus_sd", "worst_dp_per_25",
     ] + (["best_ci_low", "best_ci_high", "worst_ci_low", "worst_ci_high"] if has_ci else []))
@@ -467,6 +492,9 @@ def table4(dp: pd.DataFrame, verdict: pd.DataFrame | None = None,
     if any(r["identical"] or r["worst_identical"] for r in records):
         notes.append("identical: the same DP exactly (e.g. the same p-value on every pair); the first "
                      f"in the order {', '.join(display_metric(m) for m in METRICS)} is named.")
+    if any(r["worst_vs_best"] == "tie" for r in records):
+        notes.append("(tie): the worst metric is not significantly less discriminative than the "
+                     "best; the two DPs differ within noise, and either is an equal choice.")
     if any(c.text == "no evidence" for r in rows for c in r):
         notes.append("no evidence: every p-value is 1, so no metric is best or worst.")
     if any("too few pairs" in c.text for r in rows for c in r):

@@ -323,10 +323,12 @@ def test_table4_best_worst() -> None:
         "identical",
         "worst_metric",
         "worst_identical",
+        "worst_vs_best",
         "best_dp_per_25",
         "best_dp_per_25_plus_sd",
         "worst_dp_per_25",
     ]
+    assert set(t.csv["worst_vs_best"]) == {""}  # no verdict: nothing was compared
     r = t.csv[(t.csv["algorithm"] == "bpr-mf") & (t.csv["cutoff"] == 10)].iloc[0]
     assert (r["best_metric"], r["worst_metric"]) == ("precision", "recall")
     assert r["best_dp_per_25"] == pytest.approx(0.585)
@@ -400,6 +402,33 @@ def test_table4_best_is_the_verdicts_recommendation_per_family() -> None:
     for r in acc.itertuples():
         members = dict(fam)[r.family]
         assert r.best_metric in members and (not r.worst_metric or r.worst_metric in members)
+
+
+@pytest.mark.parametrize("tested, less, choices, said, cell", [
+    (True, [], ["precision", "recall"], "tie", "Recall@10 (tie)"),
+    (True, ["recall"], ["precision"], "significant", "Recall@10"),
+    (False, [], ["precision", "recall", "ndcg", "mrr"], "", "Recall@10"),
+])
+def test_table4_says_a_worst_metric_within_noise_of_the_best_is_a_tie(
+        tested, less, choices, said, cell) -> None:
+    """Table 4 named a best and a worst metric where the verdict found no difference between
+    them (Pr(more discriminative) 54%): pasted alone, it showed a tie as a win. The worst is
+    now marked "(tie)" where the verdict compared the two and found none, with a note, and
+    the CSV says which (``worst_vs_best``)."""
+    dp = make_dp()
+    dp = dp[dp["metric"].isin(["ndcg", "precision", "recall", "mrr"])]
+    fam = (("accuracy", ("ndcg", "precision", "recall", "mrr")),)
+    verdict = pd.DataFrame([{"algorithm": "bpr-mf", "cutoff": 10, "family": "accuracy",
+                             "recommended": "precision", "identical": "",
+                             "too_few_pairs": False, "n_pairs": 25, "tested": tested,
+                             "less_discriminative": less, "choices": choices}])
+    t = report.table4(dp, verdict, MetricFamilies.of_metrics(dp["metric"], fam, "ndcg"))
+    r = t.csv[(t.csv["algorithm"] == "bpr-mf") & (t.csv["cutoff"] == 10)].iloc[0]
+    assert (r["best_metric"], r["worst_metric"], r["worst_vs_best"]) == (
+        "precision", "recall", said)
+    assert _find_row(_md_rows(t.to_markdown()), "BPR-MF", "10")[5] == cell
+    assert any(n.startswith("(tie): the worst metric is not significantly less") for n in
+               t.notes) == (said == "tie")
 
 
 def test_table3_and_table4_with_no_evidence_and_ties() -> None:
@@ -663,6 +692,7 @@ def test_csv_columns_exact(written: tuple[Path, list[Path]]) -> None:
             "identical",
             "worst_metric",
             "worst_identical",
+            "worst_vs_best",
             "best_dp_per_25",
             "best_dp_per_25_plus_sd",
             "worst_dp_per_25",

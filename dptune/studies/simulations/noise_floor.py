@@ -45,24 +45,26 @@ from dptune.analysis.dp.paired_tests import paired_test
 from dptune.analysis.dp.pairs import sample_pairs, scope_seed
 from dptune.analysis.dp.scale import REFERENCE_P
 from dptune.analysis.noise import aa_pvalues, compare_with_floor
-from dptune.errors import check_int
+from dptune.errors import check_int, input_error
 from dptune.studies.simulations.coverage import replication_seed, share_sd
 from dptune.studies.simulations.error_rates import clip_metric
 
 __all__ = ["FloorCase", "FLOOR_STUDY_COLUMNS", "FLOOR_CASES", "QUICK_FLOOR_CASES",
            "run_floor", "floor_claim_study"]
 
-FLOOR_STUDY_COLUMNS = ["case", "configs", "users", "folds", "seeds", "effect", "clipped",
-                       "runs", "mean_dp", "mean_floor", "false_below", "false_below_se",
-                       "false_below_ci", "false_below_ci_se", "floor_coverage",
-                       "floor_coverage_se"]
+FLOOR_STUDY_COLUMNS = ["case", "configs", "users", "folds", "seeds", "effect", "folds_kind",
+                       "taste", "clipped", "runs", "mean_dp", "mean_floor", "false_below",
+                       "false_below_se", "false_below_ci", "false_below_ci_se",
+                       "floor_coverage", "floor_coverage_se"]
 
 
 @dataclass(frozen=True)
 class FloorCase:
     """One population and design (module docstring): ``configs`` configurations (every pair
     tested), ``seeds`` seeds of the re-trained configuration, ``users`` users in each of
-    ``folds`` folds, the models' own shifts of sd ``effect / sqrt(users)``, ``clip``."""
+    ``folds`` folds, the models' own shifts of sd ``effect / sqrt(users)``, ``clip``; with
+    ``shared`` the same users in every fold, keeping their level and (``taste`` > 0) their
+    per-user effect of each model from fold to fold."""
 
     name: str
     configs: int = 10
@@ -71,18 +73,38 @@ class FloorCase:
     seeds: int = 5
     effect: float = 0.0
     clip: bool = False
+    shared: bool = False
+    taste: float = 0.0
 
     def __post_init__(self) -> None:
         check_int(self.configs, "noise floor", "configs", 2)
         check_int(self.users, "noise floor", "users", 3)
         check_int(self.folds, "noise floor", "folds", 2)
         check_int(self.seeds, "noise floor", "seeds", 2)
+        if not 0.0 <= float(self.taste) < 1.0:
+            raise input_error("noise floor", "taste", f"must be in [0, 1), got {self.taste}")
+        if self.taste and not self.shared:
+            raise input_error("noise floor", "taste", "a per-user effect kept from fold to fold "
+                              "needs shared folds (shared=True)")
 
-    def draw(self, rng: np.random.Generator, models: int) -> np.ndarray:
-        """``(models, users)`` values of ``models`` trained models on one fold's fresh users."""
+    def users_of(self, rng: np.random.Generator, models: int) -> tuple[np.ndarray, np.ndarray]:
+        """What a user keeps from fold to fold (shared folds): the level ``b_u`` ``(1, users)``
+        and the per-user effect ``t_mu`` of each of ``models`` models ``(models, users)``."""
+        return rng.standard_normal((1, self.users)), rng.standard_normal((models, self.users))
+
+    def draw(self, rng: np.random.Generator, models: int,
+             users: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+        """``(models, users)`` values of ``models`` trained models on one fold: of the given
+        ``users`` (:meth:`users_of`; shared folds), else of fresh ones."""
         delta = self.effect / np.sqrt(self.users) * rng.standard_normal((models, 1))
-        x = delta + rng.standard_normal((1, self.users)) + rng.standard_normal(
-            (models, self.users))
+        if users is None:
+            x = delta + rng.standard_normal((1, self.users)) + rng.standard_normal(
+                (models, self.users))
+        else:
+            b, t = users
+            e = rng.standard_normal((models, self.users))
+            x = delta + b + (np.sqrt(self.taste) * t + np.sqrt(1.0 - self.taste) * e
+                             if self.taste else e)
         return clip_metric(x) if self.clip else x
 
 
@@ -98,10 +120,12 @@ def run_floor(case: FloorCase, seed: int, n_boot: int = 1000) -> dict:
                              test=test, bootstrap=int(n_boot), seed=s0,
                              draws=UserDraws(int(n_boot), s0)))
     floor = FoldCurves(case.folds, n_pairs, 0.05)
+    models = case.configs + case.seeds  # the grid's models, then the seeds'
+    kept = case.users_of(rng, models) if case.shared else None
     for f in range(case.folds):
-        x = case.draw(rng, case.configs + case.seeds)  # the grid's models, then the seeds'
-        run.add_fold(f, str(f), FoldView.of_table(np.arange(case.users) + f * case.users,
-                                                   {"m": x[:case.configs]}))
+        x = case.draw(rng, models, kept)
+        ids = np.arange(case.users) + (0 if case.shared else f * case.users)
+        run.add_fold(f, str(f), FoldView.of_table(ids, {"m": x[:case.configs]}))
         floor.add(f, aa_pvalues(x[case.configs:], test, seed=s0))
     rows, _, _ = run.finish()
     s = floor.summary()
@@ -120,23 +144,26 @@ def run_floor(case: FloorCase, seed: int, n_boot: int = 1000) -> dict:
 
 
 def floor_claim_study(cases: Sequence[FloorCase], runs: int = 400, n_boot: int = 1000,
-                      seed: int = 0) -> pd.DataFrame:
+                      seed: int = 0, first_index: int = 0) -> pd.DataFrame:
     """One row of :data:`FLOOR_STUDY_COLUMNS` per case, from ``runs`` runs each (one numba and
-    one BLAS thread meanwhile)."""
+    one BLAS thread meanwhile). Case ``i`` is seeded as case ``first_index + i`` of a study, so
+    the last cases of a study rerun alone give the whole study's numbers."""
     runs = check_int(runs, "noise floor", "runs", 1)
     rows = []
     with one_thread():
-        for ci, case in enumerate(cases):
+        for ci, case in enumerate(cases, start=int(first_index)):
             out = [run_floor(case, replication_seed(seed, ci, r), n_boot) for r in range(runs)]
             below = np.array([o["below"] for o in out])
             below_ci = np.array([o["below_ci"] for o in out])
             floors = np.array([o["floor"] for o in out])
-            truth = REFERENCE_P / 2 if case.effect == 0 else float(floors.mean())
+            exact = case.effect == 0 and not case.clip
+            truth = REFERENCE_P / 2 if exact else float(floors.mean())
             covered = np.array([lo <= truth <= hi for lo, hi in (o["floor_ci"] for o in out)])
 
             rows.append({
                 "case": case.name, "configs": case.configs, "users": case.users,
                 "folds": case.folds, "seeds": case.seeds, "effect": case.effect,
+                "folds_kind": "shared" if case.shared else "independent", "taste": case.taste,
                 "clipped": case.clip, "runs": runs,
                 "mean_dp": float(np.mean([o["dp"] for o in out])),
                 "mean_floor": float(floors.mean()),
