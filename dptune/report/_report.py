@@ -232,7 +232,7 @@ class Report:
                 table5(dp, primary, hyperparameter_order, result.options.min_pairs,
                        grid=_grid_values(result)),
                 one_at_a_time_table(dp, primary, hyperparameter_order,
-                                    result.options.min_pairs),
+                                    result.options.min_pairs, result.dominance),
             )
         }
         if sample_text is not None:

@@ -638,11 +638,44 @@ def table5(
     return Table("table5", caption, blocks, csv, notes, number="Table 5")
 
 
+def _dominance_note(dominance: pd.DataFrame | None, cutoff: int,
+                    algorithms: Sequence[str], metrics: Sequence[str]) -> str:
+    """The verdict's dominance answers at ``cutoff`` in one sentence per algorithm, metrics in
+    the table's column order: the hyperparameter that dominates significantly at each metric,
+    or "none" (dominance.csv ``answer``; a metric it could not compare is said with its
+    reason)."""
+    if dominance is None or dominance.empty:
+        return ""
+    words = {"none": "none", "no_bootstrap": "not tested (no interval)",
+             "single": "one hyperparameter compared", "no_evidence": "no evidence",
+             "too_few_pairs": "too few pairs"}
+    parts = []
+    for alg in algorithms:
+        d = dominance[(dominance["algorithm"] == alg) & (dominance["cutoff"] == cutoff)]
+        if d.empty:
+            continue
+        said: dict[str, list[str]] = {}
+        for m in metrics:
+            for r in d[d["metric"] == m].itertuples():
+                text = (display_hyperparameter(str(r.hyperparameter), alg)
+                        if r.answer == "dominant" else words.get(str(r.answer), str(r.answer)))
+                said.setdefault(text, []).append(display_metric(m, cutoff))
+        parts.append(f"{display_algorithm(alg)}: " + "; ".join(
+            f"{text} at {', '.join(ms)}" if len(said) > 1
+            else f"{text} at any metric" if text == "none" else f"{text} at every metric"
+            for text, ms in said.items()))
+    if not parts:
+        return ""
+    return ("Dominant hyperparameter (a DP significantly lower than every other's; the "
+            "verdict's answer, dominance.csv): " + ". ".join(parts) + ".")
+
+
 def one_at_a_time_table(
     dp: pd.DataFrame,
     primary: tuple[str, int] = ("ndcg", 10),
     hyperparameter_order: Mapping[str, Sequence[object]] | None = None,
     min_pairs: int = MIN_PAIRS,
+    dominance: pd.DataFrame | None = None,
 ) -> Table:
     """One-hyperparameter-at-a-time DP: pairs that differ in one hyperparameter only.
 
@@ -650,9 +683,11 @@ def one_at_a_time_table(
     metric@primary cutoff. Bold marks, per algorithm and metric column, the hyperparameter with
     the lowest DP among those with at least ``min_pairs`` pairs (when two or more have): the
     one that by itself separates configurations most often. Whether it *dominates* (is
-    significantly lower than every other) is the verdict's answer (dominance.csv). A scope with
-    fewer pairs is marked ``‡`` and not ranked. CSV long form with all cutoffs: ``algorithm,
-    hyperparameter, metric, cutoff, n_pairs, dp_per_25, ci_low, ci_high``.
+    significantly lower than every other) is the verdict's answer (dominance.csv): with
+    ``dominance`` a note under the table gives it per algorithm and metric, so that a table
+    pasted alone does not show a bold lowest DP as a dominance the verdict did not find. A
+    scope with fewer pairs is marked ``‡`` and not ranked. CSV long form with all cutoffs:
+    ``algorithm, hyperparameter, metric, cutoff, n_pairs, dp_per_25, ci_low, ci_high``.
     """
     dp = require(dp, DP_INPUT, "dp")
     sub = only_scopes(dp)
@@ -722,6 +757,10 @@ def one_at_a_time_table(
     if any(TOO_FEW in c.text for r in rows for c in r):
         notes.append(f"{TOO_FEW} too few pairs (fewer than min_pairs = {int(min_pairs)}) to "
                      "rank this hyperparameter: its DP is shown but not compared.")
+    said = _dominance_note(dominance, cutoff, ordered_algorithms(sub["algorithm"].unique()),
+                           metrics)
+    if said:
+        notes.append(said)
     if _no_evidence(sub[sub["cutoff"] == cutoff]).any():
         notes.append("A hyperparameter whose one-at-a-time p-values are all 1 at a metric "
                      "(no evidence: changing it alone never changed the metric) shows DP per 25 "

@@ -431,6 +431,27 @@ def test_table4_says_a_worst_metric_within_noise_of_the_best_is_a_tie(
                t.notes) == (said == "tie")
 
 
+def test_one_at_a_time_table_says_the_verdicts_dominance_under_it() -> None:
+    """The one-at-a-time table bolds the lowest DP per metric; pasted alone it showed a
+    hyperparameter bold at every metric where the verdict found none dominant. A note under
+    it now gives the verdict's answer per metric, in the table's column order."""
+    dp = pd.DataFrame([_dp_row("bpr-mf", f"only:{h}", m, 10, v) | {"hyperparameter": h}
+                       for h, base in (("factors", 3.0), ("learning_rate", 1.0))
+                       for m, v in (("ndcg", base), ("epc", base + 0.5))])
+    dom = pd.DataFrame([{"algorithm": "bpr-mf", "metric": "ndcg", "cutoff": 10,
+                         "answer": "dominant", "hyperparameter": "learning_rate"},
+                        {"algorithm": "bpr-mf", "metric": "epc", "cutoff": 10,
+                         "answer": "none", "hyperparameter": "learning_rate"}])
+    t = report.one_at_a_time_table(dp, ("ndcg", 10), None, 1, dom)
+    assert ("Dominant hyperparameter (a DP significantly lower than every other's; the "
+            "verdict's answer, dominance.csv): BPR-MF: none at EPC@10; Learning rate at "
+            "nDCG@10.") in t.notes, t.notes
+    none = report.one_at_a_time_table(dp, ("ndcg", 10), None, 1, dom.assign(answer="none"))
+    assert any(n.endswith("BPR-MF: none at any metric.") for n in none.notes), none.notes
+    assert not any(n.startswith("Dominant") for n in report.one_at_a_time_table(
+        dp, ("ndcg", 10), None, 1).notes)
+
+
 def test_table3_and_table4_with_no_evidence_and_ties() -> None:
     # every p-value 1: DP = P for every metric; Table 4 names neither best nor worst
     dead = pd.DataFrame([_dp_row("a", "all", m, 10, float(P)) for m in ("ndcg", "recall")]
