@@ -876,6 +876,12 @@ def test_a_figure_has_one_layout_for_its_png_and_svg() -> None:
     assert [ax.get_position().bounds for ax in fig.axes] == boxes
     img = mpimg.imread(io.BytesIO(first))
     assert img.shape[:2] == report.figure_pixel_size(3)
+    # its resolution is the figure's: a document that includes it without a width sizes it
+    # as drawn (it had none, so LaTeX read 72 dpi and placed it at 38 inches)
+    from PIL import Image
+
+    dpi = Image.open(io.BytesIO(first)).info["dpi"]
+    assert [round(d) for d in dpi] == [round(fig.dpi)] * 2
 
 
 @pytest.mark.parametrize("rc", [{}, {"figure.constrained_layout.use": True},
