@@ -165,7 +165,12 @@ def figure1(
         ax.set_ylim(0.0, 1.0)
         ax.set_xlabel("Pair rank (p-values sorted in decreasing order)")
         ax.set_ylabel("p-value (mean over folds)")
-        ax.set_title(f"{display_algorithm(alg)} (N = {cutoff}, P = {max_pos} pairs)")
+        ra = dp_all[dp_all["algorithm"] == alg]
+        possible = (ra["n_possible_pairs"].max() if len(ra) and "n_possible_pairs" in ra
+                    else None)
+        # the pairs said as the DP figure and the text say them ("P = 1000 of 21945")
+        ax.set_title(_fitted(fig, f"{display_algorithm(alg)} (N = {cutoff}, "
+                             f"{pair_count_text(max_pos, possible)} pairs)", 12, ncols))
         ax.grid(True, alpha=0.3, linewidth=0.5)
         # below the panel, so that no curve hides behind it
         ax.legend(
@@ -183,13 +188,16 @@ def figure1(
     return fig
 
 
-def _fitted(fig: Figure, title: str, fontsize: float) -> str:
+def _fitted(fig: Figure, title: str, fontsize: float, panels: int = 0) -> str:
     """``title`` broken into lines that fit the figure's width at ``fontsize`` points (about
-    0.55 em a character): a one-panel figure (outside data has one algorithm) is narrower than
-    the titles, which were cut off at both sides."""
+    0.55 em a character), or with ``panels`` side by side, one panel's width less its axis
+    labels (about an inch): a one-panel figure (outside data has one algorithm) is narrower
+    than the titles, which were cut off at both sides, and a panel's title ("BPR-MF (N = 10,
+    P = 1000 of 21945 pairs)") ran past its panel's edge."""
     import textwrap
 
-    per_line = max(20, int(fig.get_figwidth() * 72 / (0.55 * fontsize)))
+    width = fig.get_figwidth() / panels - 1.0 if panels else fig.get_figwidth()
+    per_line = max(20, int(width * 72 / (0.55 * fontsize)))
     return textwrap.fill(title, per_line)
 
 
@@ -266,10 +274,10 @@ def dp_figure(dp: pd.DataFrame, verdict: pd.DataFrame | None, cutoff: int,
         possible = (ra["n_possible_pairs"].max() if len(ra) and "n_possible_pairs" in ra
                     else None)
         share = float(unsampled_share(ra).max()) if len(ra) else 0.0
-        ax.set_title(f"{display_algorithm(alg)} (N = {cutoff}, "
-                     f"{pair_count_text(pairs, possible)} pairs"
-                     + (f"; {UNSAMPLED} {pct(share)} of the grid's pairs uncovered)"
-                        if share > 0 else ")"))
+        ax.set_title(_fitted(fig, f"{display_algorithm(alg)} (N = {cutoff}, "
+                             f"{pair_count_text(pairs, possible)} pairs"
+                             + (f"; {UNSAMPLED} {pct(share)} of the grid's pairs uncovered)"
+                                if share > 0 else ")"), 12, ncols))
         ax.grid(True, axis="x", alpha=0.3, linewidth=0.5)
     for ax in list(axes.flat)[len(algorithms):]:
         ax.set_visible(False)
@@ -369,7 +377,7 @@ def palette_png(fig: Figure) -> bytes:
     deterministic (zlib's default level: about 7 times faster than Pillow's ``optimize``, for
     files 10-16% larger). Its one metadata is its resolution (the figure's dpi, a ``pHYs``
     chunk), so that a document that includes it without a width (LaTeX's
-    ``\includegraphics``, a word processor) sizes it as drawn, not at 72 dpi.
+    ``includegraphics``, a word processor) sizes it as drawn, not at 72 dpi.
 
     Maximum coverage, not median cut: on the figures of ML-1M and ML-100K reports its largest
     colour error is 3-18 of 255 where median cut's is 49-66 (some anti-aliased pixels of a

@@ -864,6 +864,25 @@ def test_png_opens_with_expected_size(written: tuple[Path, list[Path]]) -> None:
     assert svg.lstrip().startswith("<?xml") and "<dc:date>" not in svg
 
 
+def test_figure_titles_say_a_sample_of_pairs_as_the_text_does_and_fit_their_panel() -> None:
+    """Figure 1 titled a sample of pairs "P = 25 pairs" where the DP figure and the text say
+    "P = 25 of 990"; and the DP figure's panel title ran past its panel's right edge."""
+    dp = make_dp()
+    dp.loc[dp["algorithm"] == "bpr-mf", "n_possible_pairs"] = 21945
+    titles = [ax.get_title() for ax in report.figure1(make_curves(), dp, 10).axes
+              if ax.get_visible() and ax.get_title()]
+    assert f"BPR-MF (N = 10, P = {P} of 21945 pairs)" in titles, titles
+    from dptune.report._figures import dp_figure
+
+    fig = dp_figure(dp, None, 10)
+    panels = [ax.get_title() for ax in fig.axes if ax.get_visible() and ax.get_title()]
+    assert "BPR-MF (N = 10, P = 25 of 21945 pairs)" in panels, panels
+    for t in panels:
+        longest = max(len(line) for line in t.splitlines())
+        # a line at 12 pt fits one panel's width less its labels (0.55 em a character)
+        assert longest * 0.55 * 12 / 72 <= fig.get_figwidth() / len(panels) - 1.0 + 1e-9
+
+
 def test_a_figure_has_one_layout_for_its_png_and_svg() -> None:
     """The PNG's draw fixes the layout: drawing again gives the same pixels (constrained layout
     run a second time moved Figure 1's panels), so the SVG saved after it shows that layout."""
