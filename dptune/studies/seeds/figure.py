@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from dptune.report import display_algorithm, display_metric
+from dptune.studies.seeds.settings import SeedSettings
 
 __all__ = ["seeds_figure"]
 
@@ -24,9 +25,12 @@ def _hbox(ax: Any, data: list[np.ndarray], positions: list[float]) -> None:
         ax.boxplot(data, vert=False, **kw)
 
 
-def seeds_figure(per_seed: pd.DataFrame, metrics: Sequence[str]) -> Any:
+def seeds_figure(per_seed: pd.DataFrame, metrics: Sequence[str],
+                 settings: SeedSettings | None = None) -> Any:
     """One panel per algorithm x metric x cutoff: the seeds' % of mean for hold-out (top row) and
-    CV (bottom row), box plot (quartiles, whiskers to 1.5 IQR) with every seed as a dot."""
+    CV (bottom row), box plot (quartiles, whiskers to 1.5 IQR) with every seed as a dot; the
+    title names the study's splits (``settings``, the defaults when none)."""
+    settings = settings if settings is not None else SeedSettings()
     from matplotlib.figure import Figure
 
     algs = list(dict.fromkeys(per_seed["algorithm"]))
@@ -63,5 +67,5 @@ def seeds_figure(per_seed: pd.DataFrame, metrics: Sequence[str]) -> Any:
     n = int(per_seed["seed_index"].nunique())
     ds = ", ".join(dict.fromkeys(per_seed["dataset"]))
     fig.suptitle(f"{ds}: accuracy of each data-split seed relative to the mean over {n} seeds "
-                 f"(HO = random 80/20 hold-out, CV = 5-fold cross-validation)", fontsize=9)
+                 f"({settings.design_text()})", fontsize=9)
     return fig

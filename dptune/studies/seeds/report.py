@@ -17,7 +17,8 @@ from dptune.report import Block, Cell, Table, display_algorithm, display_metric
 from dptune.report._format import on_its_side
 from dptune.studies._markdown import markdown_table, shown_path
 from dptune.studies.seeds.runs import SeedPlan, config_text
-from dptune.studies.seeds.settings import SPLIT_NAMES, SPLITS
+from dptune.studies.seeds.settings import SPLITS, SeedSettings
+from dptune.vocab import display_params
 
 __all__ = ["summary_table", "seeds_report_md"]
 
@@ -31,8 +32,13 @@ def _f(x: Any, d: int = 2) -> str:
     return "–" if not np.isfinite(v) else f"{v:.{d}f}"
 
 
-#: The level at which the tables bold a p-value.
+#: The family-wise level of the claims: the tables bold a Holm-adjusted p-value below it, and
+#: the text calls such a difference significant.
 ALPHA = 0.05
+
+#: The kinds of the metrics, named in the summary table's caption (the table holds every
+#: metric@N of the study, not only accuracy).
+_METRIC_KINDS = (("accuracy", ("ndcg", "precision", "recall", "mrr")), ("novelty", ("efd", "epc")))
 
 
 def _p(x: Any) -> str:
@@ -50,11 +56,38 @@ def _frame_table(df: pd.DataFrame) -> str:
     return markdown_table(list(df.columns), list(df.itertuples(index=False)), aligned=False)
 
 
-def summary_table(summary: pd.DataFrame, n_seeds: int) -> Table:
-    """``seeds_summary`` as a report table: extremes and range per split, the smaller range bold."""
+def _measured(metrics: Any) -> str:
+    """What the table's values are, by kind: ``accuracy (nDCG, Precision) and novelty (EFD)``;
+    a metric of no known kind is named as it is."""
+    present = list(dict.fromkeys(metrics))
+    parts = []
+    for kind, keys in _METRIC_KINDS:
+        names = [display_metric(m) for m in keys if m in present]
+        if names:
+            parts.append(f"{kind} ({', '.join(names)})")
+    known = {m for _, keys in _METRIC_KINDS for m in keys}
+    other = [display_metric(m) for m in present if m not in known]
+    if other:
+        parts.append(f"other metrics ({', '.join(other)})")
+    return " and ".join(parts) if parts else "metric"
+
+
+def _family(summary: pd.DataFrame) -> int:
+    """The number of cells the summary's ``p_holm`` is adjusted over (``holm_family``)."""
+    return int(summary["holm_family"].iloc[0]) if len(summary) else 0
+
+
+def summary_table(summary: pd.DataFrame, n_seeds: int,
+                  settings: SeedSettings | None = None) -> Table:
+    """``seeds_summary`` as a report table: extremes and range per split, the smaller range bold,
+    the Holm-adjusted p of :func:`dptune.studies.seeds.stats.holm_over_cells` (bold below
+    :data:`ALPHA`); the caption names the study's splits (``settings``, the defaults when
+    none)."""
+    settings = settings if settings is not None else SeedSettings()
     header = [Cell(t) for t in ("Algorithm", "Metric")] + [
         Cell(t, numeric=True) for t in (
-            "HO min %", "HO max %", "HO range", "CV min %", "CV max %", "CV range", "p (MWU)")]
+            "HO min %", "HO max %", "HO range", "CV min %", "CV max %", "CV range",
+            "p (MWU, Holm)")]
     rows, rules = [], set()
     prev = None
     for i, r in enumerate(summary.itertuples(index=False)):
@@ -71,14 +104,16 @@ def summary_table(summary: pd.DataFrame, n_seeds: int) -> Table:
             Cell(_f(r.cv_min_pct), numeric=True),
             Cell(_f(r.cv_max_pct), numeric=True),
             Cell(_f(cv), bold=bool(cv < ho), numeric=True),
-            Cell(_p(r.mwu_p), bold=bool(r.mwu_p < ALPHA), numeric=True),
+            Cell(_p(r.p_holm), bold=bool(r.p_holm < ALPHA), numeric=True),
         ])
     ds = ", ".join(dict.fromkeys(summary["dataset"])) if len(summary) else ""
-    caption = (f"Split-seed study on {ds}: accuracy of each of {n_seeds} data-split seeds as % of "
-               f"the mean over seeds (extremes and range = max - min, in percentage points), "
-               f"random 80/20 hold-out (HO) vs 5-fold CV. Bold range: the smaller of the two; "
-               f"p: two-sided Mann-Whitney U (Wilcoxon rank-sum) test of |% - 100| HO vs CV, bold "
-               f"when < {ALPHA:g}.")
+    caption = (f"Split-seed study on {ds}: {_measured(summary['metric'])} of each of {n_seeds} "
+               f"data-split seeds as % of the mean over seeds (extremes and range = max - min, in "
+               f"percentage points), {settings.design_text()}. Bold range: the "
+               f"smaller of the two; p: two-sided Mann-Whitney U (Wilcoxon rank-sum) test of "
+               f"|% - 100| HO vs CV, Holm-adjusted over the {_family(summary)} (algorithm, "
+               f"metric@N) cells of the study (family-wise error rate {ALPHA:.0%}), bold when "
+               f"< {ALPHA:g}; the unadjusted p is mwu_p in seeds_summary.csv.")
     return Table("seeds_summary", caption, [Block(header, rows, rules_after=rules)], summary)
 
 
@@ -103,7 +138,8 @@ def _grid_findings(grid: pd.DataFrame, stab: pd.DataFrame, kendall: pd.DataFrame
                    f"of {len(s)} metric@N; least stable "
                    f"{display_metric(worst['metric'], int(worst['cutoff']))} "
                    f"({round(worst['modal_share'] * n_seeds)}/{n_seeds} seeds pick "
-                   f"{worst['modal_best_params']}, {int(worst['n_distinct_best'])} distinct).")
+                   f"{display_params(worst['modal_best_params'])}, "
+                   f"{int(worst['n_distinct_best'])} distinct).")
         tops = []
         for c in sorted(s["cutoff"].unique()):
             g = grid[(grid["algorithm"] == alg) & (grid["cutoff"] == c) & (grid["dp_rank"] == 1)]
@@ -126,7 +162,8 @@ def _settings_section(p: SeedPlan, dataset: str, trials: pd.DataFrame) -> list[s
     for a in exp.algorithms:
         cid, cfg = p.configs[a.name]
         tag = f"config_id {cid}" if cid >= 0 else "not in the grid"
-        cfg_lines.append(f"{display_algorithm(a.name)}: {config_text(cfg, exp.grids[a.name].free)} ({tag})")
+        text = display_params(config_text(cfg, exp.grids[a.name].free))
+        cfg_lines.append(f"{display_algorithm(a.name)}: {text} ({tag})")
     fit = trials.groupby(["algorithm", "split"])["fit_seconds"].sum()
     settings = [
         ("Experiment", f"`{shown_path(exp.source)}` ({exp.name})"),
@@ -145,8 +182,11 @@ def _settings_section(p: SeedPlan, dataset: str, trials: pd.DataFrame) -> list[s
                        f"with a relevant held-out item; novelty {ev.novelty}"),
         ("% of mean", "100 * v_i / mean_i(v_i), per split (mean of the column = 100)"),
         ("HO vs CV test", "two-sided Mann-Whitney U (Wilcoxon rank-sum) of abs(% - 100): the "
-                          "splits of one seed are unrelated draws, so the samples are unpaired"),
-        ("Fit time (sum over seeds and folds)", "; ".join(f"{display_algorithm(a.name)} {SPLIT_NAMES[s]} "
+                          "splits of one seed are unrelated draws, so the samples are unpaired; "
+                          "per cell, p Holm-adjusted over every (algorithm, metric@N) cell of the "
+                          f"study (family-wise error rate {ALPHA:.0%}); pooled per algorithm, one "
+                          "value per seed (its mean abs(% - 100) over the pooled cells)"),
+        ("Fit time (sum over seeds and folds)", "; ".join(f"{display_algorithm(a.name)} {st.split_name(s)} "
                                     f"{fit.get((a.name, s), 0.0):.0f} s"
                                     for a in exp.algorithms for s in SPLITS)),
     ]
@@ -155,6 +195,7 @@ def _settings_section(p: SeedPlan, dataset: str, trials: pd.DataFrame) -> list[s
 
 
 def _deviation_section(summary: pd.DataFrame, pooled: pd.DataFrame, figm: list[str],
+                       settings: SeedSettings,
                        n_seeds: int) -> list[str]:
     """``## Deviation from the mean accuracy``: key numbers, pooled tests, the summary table."""
     L = ["", "## Deviation from the mean accuracy", "",
@@ -163,36 +204,47 @@ def _deviation_section(summary: pd.DataFrame, pooled: pd.DataFrame, figm: list[s
         col = f"{s}_max_abs_dev"
         sub = summary[summary["metric"].isin(figm)] if figm else summary
         r = sub.loc[sub[col].idxmax()]
-        L.append(f"- Largest deviation under {SPLIT_NAMES[s]} ({', '.join(display_metric(m) for m in figm)}): "
+        L.append(f"- Largest deviation under {settings.split_name(s)} ({', '.join(display_metric(m) for m in figm)}): "
                  f"{_f(r[col])} % ({display_algorithm(r['algorithm'])}, "
                  f"{display_metric(r['metric'], int(r['cutoff']))}; "
                  f"range {_f(r[f'{s}_min_pct'])}-{_f(r[f'{s}_max_pct'])} %).")
     smaller = int((summary["cv_range"] < summary["holdout_range"]).sum())
-    sig = int((summary["mwu_p"] < ALPHA).sum())
-    sig_cv = int(((summary["mwu_p"] < ALPHA) & (summary["cv_median_abs_dev"]
-                                                < summary["holdout_median_abs_dev"])).sum())
+    sig = summary["p_holm"] < ALPHA
+    sig_cv = int((sig & (summary["cv_median_abs_dev"] < summary["holdout_median_abs_dev"])).sum())
     L.append(f"- CV has the smaller range in {smaller} of {len(summary)} (algorithm, metric@N) "
-             f"cells; |deviation| differs significantly (p < {ALPHA:g}) in {sig}, of which {sig_cv} "
-             f"in favour of CV.")
+             f"cells; |deviation| differs significantly in {int(sig.sum())} (Holm-adjusted "
+             f"p < {ALPHA:g} over the {_family(summary)} cells, family-wise error rate "
+             f"{ALPHA:.0%}), of which {sig_cv} in favour of CV.")
     over = (f"{', '.join(display_metric(m) for m in figm)} of every algorithm" if figm
             else "every metric and algorithm")
     for c in sorted(summary["cutoff"].unique()):
         sub = summary[(summary["cutoff"] == c) & summary["metric"].isin(figm or summary["metric"])]
         L.append(f"- N = {c}: median range {_f(sub['holdout_range'].median())} points (HO) vs "
                  f"{_f(sub['cv_range'].median())} (CV), over {over}.")
-    L += ["", "Pooled per algorithm as in the paper (|dev| over "
-          f"{' + '.join(display_metric(m) for m in figm)} x every cutoff x seed; the "
-          "pooled values share seeds and are not independent):", ""]
+    pooled_cells = f"{' + '.join(display_metric(m) for m in figm)} x every cutoff"
+    L += ["", f"Pooled per algorithm as in the paper: the largest and the median |dev| over "
+          f"{pooled_cells} x seed, as descriptions (the pooled values share seeds and are not "
+          f"independent). The test is over the seeds, the independent units: each seed of a "
+          f"split is reduced to one value, its mean |dev| over {pooled_cells}, and p is the "
+          f"two-sided Mann-Whitney U test of these per-seed means, HO vs CV (n = seeds per "
+          f"split; one test per algorithm, not adjusted for multiplicity).", ""]
     L += [_frame_table(pd.DataFrame({
         "Algorithm": [display_algorithm(a) for a in pooled["algorithm"]],
-        "n (HO / CV)": [f"{a} / {b}" for a, b in zip(pooled["n_holdout"], pooled["n_cv"], strict=True)],
+        "pooled values (HO / CV)": [f"{a} / {b}" for a, b in zip(
+            pooled["n_holdout"], pooled["n_cv"], strict=True)],
         "max abs dev HO %": [_f(v) for v in pooled["holdout_max_abs_dev"]],
         "max abs dev CV %": [_f(v) for v in pooled["cv_max_abs_dev"]],
         "median abs dev HO %": [_f(v, 3) for v in pooled["holdout_median_abs_dev"]],
         "median abs dev CV %": [_f(v, 3) for v in pooled["cv_median_abs_dev"]],
-        "p (MWU)": [_p(v) for v in pooled["mwu_p"]],
+        "seeds (HO / CV)": [f"{a} / {b}" for a, b in zip(
+            pooled["n_seeds_holdout"], pooled["n_seeds_cv"], strict=True)],
+        "median seed-mean abs dev HO %": [
+            _f(v, 3) for v in pooled["holdout_median_seed_mean_abs_dev"]],
+        "median seed-mean abs dev CV %": [_f(v, 3) for v in pooled["cv_median_seed_mean_abs_dev"]],
+        "p (MWU over seeds)": [_p(v) for v in pooled["mwu_p"]],
     })), ""]
-    tab = summary_table(summary[summary["metric"].isin(figm)] if figm else summary, n_seeds)
+    tab = summary_table(summary[summary["metric"].isin(figm)] if figm else summary, n_seeds,
+                        settings)
     return L + [tab.to_markdown(), "All metrics: `seeds_summary.csv` / `seeds_summary.md` / "
                 "`seeds_summary.tex`; every seed: `seeds_per_seed.csv`.", ""]
 
@@ -215,7 +267,7 @@ def _grid_section(p: SeedPlan, grid: pd.DataFrame, kendall: pd.DataFrame,
     L += [_frame_table(pd.DataFrame({
         "Algorithm": [display_algorithm(a) for a in stab["algorithm"]],
         "Metric": [display_metric(m, int(c)) for m, c in zip(stab["metric"], stab["cutoff"], strict=True)],
-        "modal best": stab["modal_best_params"],
+        "modal best": [display_params(v) for v in stab["modal_best_params"]],
         "seeds picking it": [f"{round(s * n)}/{n}" for s in stab["modal_share"]],
         "distinct best": stab["n_distinct_best"],
         "DP per 25 pairs, mean ± sd": [f"{_f(a, 3)} ± {_f(b, 3)}" for a, b in zip(
@@ -246,7 +298,7 @@ def seeds_report_md(p: SeedPlan, dataset: str, summary: pd.DataFrame, pooled: pd
                     "Reproduces the design of Wegmeth et al. (PERSPECTIVES 2023) inside dptune "
                     "(see `docs/seeds-and-slices.md`).", ""]
     L += _settings_section(p, dataset, trials)
-    L += _deviation_section(summary, pooled, figm, len(p.seeds))
+    L += _deviation_section(summary, pooled, figm, p.settings, len(p.seeds))
     if grid is not None and len(grid):
         L += _grid_section(p, grid, kendall, stability.copy())
     L += ["## Files", "",

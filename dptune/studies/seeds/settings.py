@@ -27,7 +27,6 @@ from dptune.sweeper._plan import derive_seed
 
 __all__ = [
     "SPLITS",
-    "SPLIT_NAMES",
     "SeedSettings",
     "parse_seed_settings",
     "load_seed_experiment",
@@ -43,7 +42,6 @@ __all__ = [
 
 #: Split kinds of the study, in report order.
 SPLITS: tuple[str, ...] = ("holdout", "cv")
-SPLIT_NAMES: dict[str, str] = {"holdout": "Hold-out", "cv": "5-fold CV"}
 #: The most data-split seeds a study takes: each seed splits the data and trains every chosen
 #: configuration again (the default is 20, as in the paper), and the study lists its seeds
 #: before it starts, so a typo such as 99999999999 would fill the memory before any progress.
@@ -71,6 +69,16 @@ class SeedSettings:
     grid_algorithms: tuple[str, ...] | None = None
     grid_seeds: int | None = None
     cache: str | None = None
+
+    def split_name(self, split: str) -> str:
+        """How a split kind of :data:`SPLITS` is named: ``Hold-out``, ``5-fold CV``."""
+        return "Hold-out" if split == "holdout" else f"{self.folds}-fold CV"
+
+    def design_text(self) -> str:
+        """The two splits in words: ``random 80/20 hold-out (HO) vs 5-fold CV``."""
+        train = 100.0 * self.train_ratio
+        return (f"random {train:g}/{100.0 - train:g} hold-out (HO) vs "
+                f"{self.folds}-fold CV")
 
 
 def check_algorithm(exp: Experiment, name: str, source: object, field: str | None) -> None:

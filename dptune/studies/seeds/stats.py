@@ -8,8 +8,12 @@ Per data set, algorithm, split, metric and cutoff, with ``v_i`` the value of see
 
 Hold-out vs CV: a two-sided **Mann-Whitney U test** (the Wilcoxon *rank-sum* test,
 ``scipy.stats.mannwhitneyu``) of ``|dev_i|`` under hold-out against ``|dev_i|`` under CV; the
-samples are unpaired (hold-out seed ``s`` and CV seed ``s`` share only the integer). The metric
-rankings of two seeds are compared with Kendall's tau-b (``scipy.stats.kendalltau``).
+samples are unpaired (hold-out seed ``s`` and CV seed ``s`` share only the integer). The per-cell
+p-values of one study are one family: they are Holm-adjusted over its cells
+(:func:`dptune.analysis.dp.paired_tests.holm`, family-wise error rate at the level of the
+claims). The pooled comparison per algorithm tests one value per seed and split (the mean
+``|dev_i|`` over the pooled cells of that seed), as the seeds are the independent units. The
+metric rankings of two seeds are compared with Kendall's tau-b (``scipy.stats.kendalltau``).
 """
 
 from __future__ import annotations
@@ -22,11 +26,13 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
+from dptune.analysis.dp.paired_tests import holm
 from dptune.metrics import METRICS
 from dptune.studies.seeds.settings import SPLITS
 
 __all__ = ["PER_SEED_COLUMNS", "pct_of_mean", "per_seed_table", "order_rows", "summarize",
-           "pooled_tests", "kendall_table", "grid_stability"]
+           "holm_over_cells", "seed_mean_abs_dev", "pooled_tests", "kendall_table",
+           "grid_stability"]
 
 PER_SEED_COLUMNS = ["dataset", "algorithm", "split", "seed", "metric", "cutoff", "value",
                     "pct_of_mean", "seed_index", "config_id"]
@@ -98,7 +104,8 @@ def summarize(per_seed: pd.DataFrame) -> pd.DataFrame:
 
     Columns: ``dataset, algorithm, metric, cutoff, n_seeds, <split>_mean, <split>_min_pct,
     <split>_max_pct, <split>_range, <split>_max_abs_dev, <split>_median_abs_dev`` for split in
-    hold-out and cv, then ``mwu_u, mwu_p``.
+    hold-out and cv, then ``mwu_u, mwu_p`` (the cell's own, unadjusted p) and ``p_holm,
+    holm_family`` (:func:`holm_over_cells`: every row of the result is one family).
     """
     rows = []
     keys = ["dataset", "algorithm", "metric", "cutoff"]
@@ -119,31 +126,77 @@ def summarize(per_seed: pd.DataFrame) -> pd.DataFrame:
             row[f"{s}_median_abs_dev"] = float(np.nanmedian(devs[s])) if ok.size else np.nan
         row["mwu_u"], row["mwu_p"] = _mwu(devs["holdout"], devs["cv"])
         rows.append(row)
-    return pd.DataFrame(rows)
+    return holm_over_cells(pd.DataFrame(rows))
+
+
+def holm_over_cells(summary: pd.DataFrame) -> pd.DataFrame:
+    """``summary`` with ``p_holm``: its ``mwu_p`` Holm-adjusted over all its rows (the study's
+    family of (algorithm, metric@N) cells; :func:`dptune.analysis.dp.paired_tests.holm`), so
+    that ``p_holm < alpha`` claims a difference with a family-wise error rate of at most
+    ``alpha``; and ``holm_family``, the number m of tests adjusted over (the cells with a
+    p-value). A cell without a p-value (NaN) stays NaN and is not counted."""
+    out = summary.copy()
+    p = out["mwu_p"].to_numpy(dtype=float) if len(out) else np.empty(0)
+    ok = np.isfinite(p)
+    adj = np.full(p.shape, np.nan)
+    adj[ok] = holm(p[ok])
+    out["p_holm"] = adj
+    out["holm_family"] = int(ok.sum())
+    return out
+
+
+def seed_mean_abs_dev(per_seed: pd.DataFrame) -> pd.DataFrame:
+    """One value per (dataset, algorithm, split, seed): the mean ``|dev_i|`` over the rows of
+    that seed in ``per_seed`` (every metric@N given; NaN deviations skipped). Columns
+    ``dataset, algorithm, split, seed_index, mean_abs_dev``; a seed whose deviations are all
+    NaN has NaN."""
+    d = per_seed.assign(abs_dev=_abs_dev(per_seed["pct_of_mean"].to_numpy(float)))
+    g = d.groupby(["dataset", "algorithm", "split", "seed_index"], sort=False)["abs_dev"]
+    return g.mean().rename("mean_abs_dev").reset_index()
 
 
 def pooled_tests(per_seed: pd.DataFrame, metrics: Sequence[str]) -> pd.DataFrame:
-    """Per algorithm, as in Wegmeth et al.: ``|dev|`` of every (metric in ``metrics``, cutoff,
-    seed) pooled, hold-out vs CV, two-sided Mann-Whitney U. The pooled observations share seeds,
-    so they are not independent; the per-cell tests of :func:`summarize` are the clean ones.
+    """Per algorithm, as in Wegmeth et al., over every (metric in ``metrics``, cutoff, seed):
+    the largest and the median ``|dev|`` of the pooled values per split (descriptions: the
+    pooled values share seeds, so they are not independent observations), and a test that
+    is valid: the seeds are the independent units, so each seed of a split is reduced to one
+    value first, its mean ``|dev|`` over the pooled cells (:func:`seed_mean_abs_dev`), and
+    the two-sided Mann-Whitney U compares the hold-out seeds' values with the CV seeds'
+    (``n_seeds_holdout`` vs ``n_seeds_cv`` observations, not the pooled counts).
 
-    Columns ``dataset, algorithm, metrics, n_holdout, n_cv, holdout_max_abs_dev, cv_max_abs_dev,
-    holdout_median_abs_dev, cv_median_abs_dev, mwu_u, mwu_p``.
+    Columns ``dataset, algorithm, metrics, n_holdout, n_cv`` (pooled values),
+    ``holdout_max_abs_dev, cv_max_abs_dev, holdout_median_abs_dev, cv_median_abs_dev`` (over
+    the pooled values), ``n_seeds_holdout, n_seeds_cv, holdout_median_seed_mean_abs_dev,
+    cv_median_seed_mean_abs_dev`` (over the per-seed means), ``mwu_u, mwu_p`` (on the
+    per-seed means).
     """
     rows = []
     sel = per_seed[per_seed["metric"].isin(list(metrics))]
+    per = seed_mean_abs_dev(sel)
     for (ds, alg), g in sel.groupby(["dataset", "algorithm"], sort=False):
         d = {s: _abs_dev(g.loc[g["split"] == s, "pct_of_mean"].to_numpy(float)) for s in SPLITS}
-        u, p = _mwu(d["holdout"], d["cv"])
+        pa = per[(per["dataset"] == ds) & (per["algorithm"] == alg)]
+        m = {s: pa.loc[pa["split"] == s, "mean_abs_dev"].to_numpy(float) for s in SPLITS}
+        u, p = _mwu(m["holdout"], m["cv"])
         rows.append({"dataset": ds, "algorithm": alg, "metrics": "+".join(metrics),
                      "n_holdout": int(np.isfinite(d["holdout"]).sum()),
                      "n_cv": int(np.isfinite(d["cv"]).sum()),
-                     "holdout_max_abs_dev": float(np.nanmax(d["holdout"])),
-                     "cv_max_abs_dev": float(np.nanmax(d["cv"])),
-                     "holdout_median_abs_dev": float(np.nanmedian(d["holdout"])),
-                     "cv_median_abs_dev": float(np.nanmedian(d["cv"])),
+                     "holdout_max_abs_dev": _nan_stat(np.nanmax, d["holdout"]),
+                     "cv_max_abs_dev": _nan_stat(np.nanmax, d["cv"]),
+                     "holdout_median_abs_dev": _nan_stat(np.nanmedian, d["holdout"]),
+                     "cv_median_abs_dev": _nan_stat(np.nanmedian, d["cv"]),
+                     "n_seeds_holdout": int(np.isfinite(m["holdout"]).sum()),
+                     "n_seeds_cv": int(np.isfinite(m["cv"]).sum()),
+                     "holdout_median_seed_mean_abs_dev": _nan_stat(np.nanmedian, m["holdout"]),
+                     "cv_median_seed_mean_abs_dev": _nan_stat(np.nanmedian, m["cv"]),
                      "mwu_u": u, "mwu_p": p})
     return pd.DataFrame(rows)
+
+
+def _nan_stat(f: Any, x: np.ndarray) -> float:
+    """``f(x)`` over the finite values of ``x`` (``np.nanmax``, ``np.nanmedian``); NaN when
+    there are none."""
+    return float(f(x)) if np.isfinite(x).any() else float("nan")
 
 
 def kendall_table(grid: pd.DataFrame) -> pd.DataFrame:

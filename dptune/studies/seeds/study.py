@@ -14,8 +14,9 @@ For S data-split seeds ``s_0 .. s_{S-1}`` (``s_i = derive_seed(split seed, "seed
 Every algorithm runs with one *default configuration* (:mod:`dptune.studies.seeds.settings`).
 Evaluation is the pipeline's: "all unrated items", relevance = rating >= threshold, users with
 at least one relevant held-out item, per-user metrics averaged over users. The statistics
-(``pct_i = 100 v_i / mean``, Mann-Whitney U of ``|pct_i - 100|`` hold-out vs CV, Kendall's tau-b
-between seeds' DP rankings) are in :mod:`dptune.studies.seeds.stats`.
+(``pct_i = 100 v_i / mean``, Mann-Whitney U of ``|pct_i - 100|`` hold-out vs CV per cell,
+Holm-adjusted over the study's cells, and pooled per algorithm over one value per seed; Kendall's
+tau-b between seeds' DP rankings) are in :mod:`dptune.studies.seeds.stats`.
 
 Beyond the paper, for a grid (default: the experiment's KNN algorithms, whose whole grid costs
 one similarity per fold): on the CV folds of every seed, the whole grid is trained and evaluated
@@ -181,11 +182,11 @@ def run_seeds_study(exp: Experiment | str | Path, n_seeds: int | None = None,
     pooled = pooled_tests(per_seed, figm)
     files = [_csv(per_seed, out / "seeds_per_seed.csv"), _csv(trials, out / "seeds_trials.csv"),
              _csv(pooled, out / "seeds_pooled.csv")]
-    tab = summary_table(summary, st.n_seeds)
+    tab = summary_table(summary, st.n_seeds, st)
     files += [_write(out / "seeds_summary.md", tab.to_markdown()),
               _csv(summary, out / "seeds_summary.csv"),
               _write(out / "seeds_summary.tex", tab.to_latex(f"{exp.name}:seeds_summary"))]
-    files += save_figure(seeds_figure(per_seed, figm), out / "seeds_figure", creator="dptune")
+    files += save_figure(seeds_figure(per_seed, figm, st), out / "seeds_figure", creator="dptune")
     grid = kendall = stability = None
     if p.grid_seeds:
         grid = pd.concat([grid_rows(p, i, dataset) for i in range(p.grid_seeds)], ignore_index=True)

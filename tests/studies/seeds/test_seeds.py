@@ -11,12 +11,14 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
+from dptune.analysis.dp.paired_tests import holm
 from dptune.cli import main as _main
 from dptune.config import parse_experiment
 from dptune.errors import DptuneError
 from dptune.studies import run_seeds_study
 from dptune.studies.seeds.runs import _CACHE_COLUMNS
 from dptune.studies.seeds.settings import (
+    SeedSettings,
     default_config,
     load_seed_experiment,
     resolve_configs,
@@ -25,6 +27,7 @@ from dptune.studies.seeds.settings import (
 from dptune.studies.seeds.stats import (
     PER_SEED_COLUMNS,
     grid_stability,
+    holm_over_cells,
     kendall_table,
     pct_of_mean,
     per_seed_table,
@@ -121,17 +124,67 @@ def test_summary_uses_mann_whitney_on_absolute_deviations() -> None:
         assert r.holdout_max_pct == pytest.approx(ho.max())
         assert r.holdout_range == pytest.approx(ho.max() - ho.min())
         assert r.cv_max_abs_dev == pytest.approx(np.abs(cv - 100).max())
+    # one family: every cell of the study, Holm-adjusted by the one implementation
+    assert summ["p_holm"].to_numpy() == pytest.approx(holm(summ["mwu_p"].to_numpy()))
+    assert (summ["holm_family"] == 4).all()
 
 
 def test_a_p_value_next_to_alpha_is_printed_on_its_side() -> None:
-    """The summary table bolds p < 0.05: 0.04986 is printed 0.0499 (bold), not 0.050; 0.0502
-    is printed 0.0502 (not bold)."""
+    """The summary table bolds a Holm-adjusted p < 0.05: 0.04986 is printed 0.0499 (bold), not
+    0.050; 0.0502 is printed 0.0502 (not bold)."""
     from dptune.studies.seeds.report import summary_table
 
     summ = summarize(per_seed_table(_cache_frame(np.random.default_rng(3), n_seeds=8), "toy"))
-    summ = summ.iloc[:2].assign(mwu_p=[0.04986, 0.0502])
+    summ = summ.iloc[:2].assign(p_holm=[0.04986, 0.0502])
     md = summary_table(summ, 8).to_markdown()
     assert "**0.0499**" in md and "| 0.0502 |" in md and "0.050 " not in md
+
+
+def test_significance_is_claimed_by_the_holm_adjusted_p() -> None:
+    """Raw p-values 0.01, 0.03, 0.04 and 0.5 over a study of 4 cells: three are below 0.05, but
+    Holm-adjusted (0.04, 0.09, 0.09, 0.5) only the first is, so the table bolds one p and the
+    text counts one significant cell (it bolded and counted three, unadjusted)."""
+    from dptune.studies.seeds.report import _deviation_section, summary_table
+
+    ps = per_seed_table(_cache_frame(np.random.default_rng(3), n_seeds=8), "toy")
+    summ = holm_over_cells(summarize(ps).assign(mwu_p=[0.01, 0.03, 0.04, 0.5]))
+    assert summ["p_holm"].to_numpy() == pytest.approx([0.04, 0.09, 0.09, 0.5])
+    assert summ["mwu_p"].tolist() == [0.01, 0.03, 0.04, 0.5]  # the raw p is kept
+    assert (summ["holm_family"] == 4).all()
+    # a cell without a p-value is left out of the family
+    nan = holm_over_cells(summ.assign(mwu_p=[0.01, np.nan, 0.04, 0.5]))
+    assert nan["p_holm"].iloc[1] != nan["p_holm"].iloc[1] and (nan["holm_family"] == 3).all()
+    assert nan["p_holm"].iloc[[0, 2, 3]].to_numpy() == pytest.approx([0.03, 0.08, 0.5])
+
+    tab = summary_table(summ, 8)
+    md = tab.to_markdown()
+    assert md.count("**0.040**") == 1 and "| 0.090 |" in md and "**0.090**" not in md
+    assert "p (MWU, Holm)" in md
+    assert ("Holm-adjusted over the 4 (algorithm, metric@N) cells of the study (family-wise "
+            "error rate 5%), bold when < 0.05; the unadjusted p is mwu_p in "
+            "seeds_summary.csv") in tab.caption
+    pooled = pooled_tests(ps, ["ndcg"])
+    text = "\n".join(_deviation_section(summ, pooled, ["ndcg", "precision"], SeedSettings(), 8))
+    assert ("|deviation| differs significantly in 1 (Holm-adjusted p < 0.05 over the 4 cells, "
+            "family-wise error rate 5%)") in text
+
+
+def test_the_caption_names_what_the_table_holds() -> None:
+    """The summary table holds every metric@N, novelty (EFD, EPC) too: its caption names the
+    metrics by kind instead of calling every row accuracy."""
+    from dptune.studies.seeds.report import summary_table
+
+    summ = summarize(per_seed_table(_cache_frame(np.random.default_rng(3), n_seeds=8), "toy"))
+    assert "on toy: accuracy (nDCG, Precision) of each of 8 data-split seeds" in \
+        summary_table(summ, 8).caption
+    summ = pd.concat([summ, summ.assign(metric="efd"), summ.assign(metric="epc")])
+    assert ("on toy: accuracy (nDCG, Precision) and novelty (EFD, EPC) of each of 8 data-split "
+            "seeds") in summary_table(summ, 8).caption
+    # the splits are the study's: a 3-fold study with a 75/25 hold-out said "80/20 ... 5-fold"
+    assert "random 80/20 hold-out (HO) vs 5-fold CV." in summary_table(summ, 8).caption
+    other = SeedSettings(train_ratio=0.75, folds=3)
+    assert "random 75/25 hold-out (HO) vs 3-fold CV." in summary_table(summ, 8, other).caption
+    assert other.split_name("cv") == "3-fold CV" and other.split_name("holdout") == "Hold-out"
 
 
 def test_mann_whitney_detects_a_clear_difference() -> None:
@@ -145,6 +198,27 @@ def test_mann_whitney_detects_a_clear_difference() -> None:
     assert summ["mwu_p"].iloc[0] < 1e-3
     pooled = pooled_tests(ps, ["ndcg"])
     assert pooled["mwu_p"].iloc[0] == pytest.approx(summ["mwu_p"].iloc[0])
+
+
+def test_the_pooled_test_is_over_seeds_not_pooled_values() -> None:
+    """The pooled values of one seed share that seed's split, so the test takes one value per
+    seed and split (the mean |dev| over the pooled metric@N) and compares the 10 hold-out seeds
+    with the 10 CV seeds; it used to test the 40 + 40 pooled values as if independent."""
+    ps = per_seed_table(_cache_frame(np.random.default_rng(4), n_seeds=10), "toy")
+    pooled = pooled_tests(ps, ["ndcg", "precision"])
+    r = pooled.iloc[0]
+    assert (r.n_holdout, r.n_cv) == (40, 40)  # 2 metrics x 2 cutoffs x 10 seeds: descriptions
+    assert (r.n_seeds_holdout, r.n_seeds_cv) == (10, 10)  # the test's n
+    dev = ps.assign(d=(ps["pct_of_mean"] - 100).abs())
+    means = {s: dev[dev.split == s].groupby("seed_index")["d"].mean().to_numpy()
+             for s in ("holdout", "cv")}
+    res = sps.mannwhitneyu(means["holdout"], means["cv"], alternative="two-sided")
+    assert r.mwu_p == pytest.approx(res.pvalue) and r.mwu_u == pytest.approx(res.statistic)
+    assert 0 <= r.mwu_u <= 10 * 10
+    assert r.holdout_median_seed_mean_abs_dev == pytest.approx(np.median(means["holdout"]))
+    # the paper's descriptions stay over the pooled values
+    assert r.holdout_max_abs_dev == pytest.approx(dev[dev.split == "holdout"]["d"].max())
+    assert r.cv_median_abs_dev == pytest.approx(dev[dev.split == "cv"]["d"].median())
 
 
 # ------------------------------------------------------------------ Kendall tau and stability
@@ -204,6 +278,22 @@ def test_default_config_is_the_grid_middle(tmp_path: Path) -> None:
                               f"{exp.source} (userknn, bpr-mf)")
 
 
+def test_settings_show_hyperparameters_to_six_digits(tmp_path: Path) -> None:
+    """The settings row shows a configuration's values as every dptune table does
+    (``display_value``: 0.05000097370407906 is 0.050001), not the full float."""
+    from dptune.studies.seeds.report import _settings_section
+    from dptune.studies.seeds.runs import SeedPlan
+
+    exp, st = load_seed_experiment(_exp(tmp_path))
+    chosen = resolve_configs(exp, {"bpr-mf": {"learning_rate": 0.05000097370407906}})
+    plan = SeedPlan(exp=exp, settings=st, configs=chosen, seeds=(1, 2), grid_algorithms=(),
+                    grid_seeds=0, cache=tmp_path)
+    trials = pd.DataFrame({"algorithm": ["userknn"], "split": ["holdout"], "fit_seconds": [1.0]})
+    text = "\n".join(_settings_section(plan, "toy", trials))
+    assert "BPR-MF: factors=8, iterations=1, learning_rate=0.050001 (not in the grid)" in text
+    assert "0.05000097" not in text
+
+
 def test_seed_table_is_validated(tmp_path: Path) -> None:
     exp, st = load_seed_experiment(_exp(tmp_path, "[seeds]\nn_seeds = 4\n[seeds.configs]\nuserknn = 1\n"))
     assert st.n_seeds == 4 and st.configs == {"userknn": 1}
@@ -258,6 +348,13 @@ def test_end_to_end_writes_every_file(tiny_study) -> None:
     assert len(kt) == 4  # one seed pair x (3 cutoffs + all)
     report = (d / "out" / "seeds_report.md").read_text()
     assert "Mann-Whitney" in report and "seeds_figure.png" in report
+    summ = pd.read_csv(d / "out" / "seeds_summary.csv")
+    assert {"mwu_p", "p_holm", "holm_family"} <= set(summ.columns)
+    assert (summ["holm_family"] == len(summ)).all()
+    pooled = pd.read_csv(d / "out" / "seeds_pooled.csv")
+    assert (pooled["n_seeds_holdout"] == 2).all() and (pooled["n_seeds_cv"] == 2).all()
+    assert "Holm-adjusted p < 0.05 over the" in report and "p (MWU over seeds)" in report
+    assert "not independent): p" not in report
     # the LaTeX table's label names the experiment, as a report's tables do
     tex = (d / "out" / "seeds_summary.tex").read_text()
     assert "\\label{tab:tiny-seeds:seeds-summary}" in tex  # the experiment's name
