@@ -3,29 +3,46 @@ noise floor when in truth its DP is the floor.
 
 A *floor case* is a stochastic algorithm whose configurations differ from each other exactly as
 much as one configuration re-trained with another seed differs from itself: every trained
-model ``m`` (a configuration of the grid, or a seed of the re-trained one) scores user ``u``
+model ``m`` (a configuration of the grid, or a seed of the re-trained one) scores user ``u`` of
+fold ``f``
 
-    x_m(u) = delta_m + b_u + e_mu,    delta_m ~ N(0, effect^2 / n),  b_u, e_mu ~ N(0, 1),
+    x_m(u, f) = delta_mf + b_u + sqrt(taste) t_mu + sqrt(1 - taste) e_muf,
+    delta_mf ~ N(0, effect^2 / n),  b_u, t_mu, e_muf ~ N(0, 1),
 
-``delta_m`` the model's own shift (what a seed changes in a trained model; 0 with ``effect =
-0``, an exact null whose p-values are uniform), ``b_u`` the user's level, shared by every model
-of a fold, ``e_mu`` the model's per-user noise. The grid's pairs of configurations and the
-seeds' A/A pairs then have one law, so the metric's DP *is* its floor and "clearly below" is a
-false claim. With ``clip`` every value is read as a metric bounded in [0, 1] with about a
-quarter of the values 0 (:func:`dptune.studies.simulations.error_rates.clip_metric`).
+``delta_mf`` the model's own shift (what a seed changes in a trained model, drawn for every
+fold's training; 0 with ``effect = 0``, an exact null whose p-values are uniform), ``b_u`` the
+user's level, shared by every model of a fold, ``e_muf`` the model's per-user noise on the
+fold. Every fold draws fresh users (``b_u`` and the rest drawn anew), unless the folds are
+``shared``: then the same ``n`` users are in every fold (user-stratified folds, as
+:class:`dptune.studies.simulations.error_rates.FamilyCase` and ``DominanceCase`` model them)
+and keep ``b_u`` from fold to fold, and with ``taste`` > 0 (it needs shared folds) a *per-user
+effect* of every model: ``t_mu``, user ``u``'s response to model ``m`` (how much the model
+suits that user beyond its shift), ``taste`` its share of the per-user noise
+(``DominanceCase``'s taste; the coverage study's ``c_ku``). A configuration of the grid keeps
+its ``t_mu`` from fold to fold (the same hyperparameters, trained on each fold, suit the same
+users); a seed of the re-trained configuration draws its own on every fold, as a sweep's noise
+floor does: it derives each re-training's seed from the fold too, so seed ``s`` of two folds are
+two unrelated models. On one fold every model's ``t_mu`` has the one law, so the grid's pairs
+of configurations and the seeds' A/A pairs have one law there, the metric's DP *is* its floor
+and "clearly below" is a false claim. (A per-user effect that a seed kept across folds would
+make the folds' A/A means move together, which the floor's interval over folds does not allow
+for: measured, 5-6% false claims and 73-77% coverage at ``taste`` 0.5-0.8.) With ``clip`` every value is read as a metric bounded in
+[0, 1] with about a quarter of the values 0
+(:func:`dptune.studies.simulations.error_rates.clip_metric`).
 
-A *run* draws ``folds`` folds of fresh users and passes them through the analysis' own code:
-the DP of every pair of ``configs`` configurations with its bootstrap interval
-(:class:`dptune.analysis.dp.fold_loop.ScopeRun`), the floor from the ``seeds (seeds - 1) / 2``
-A/A p-values of each fold (:func:`dptune.analysis.noise.aa_pvalues`, the fold loop's
-accumulator) and the flag of :func:`dptune.analysis.noise.compare_with_floor`.
+A *run* draws ``folds`` folds (of fresh users, or of the same ones) and passes them through
+the analysis' own code: the DP of every pair of ``configs`` configurations with its bootstrap
+interval (:class:`dptune.analysis.dp.fold_loop.ScopeRun`), the floor from each fold's
+``seeds (seeds - 1) / 2`` A/A p-values (:func:`dptune.analysis.noise.aa_pvalues`, the fold
+loop's accumulator) and the flag of :func:`dptune.analysis.noise.compare_with_floor`.
 ``false_below`` is the share of runs that call the metric clearly below its floor (to be at
 most about 2.5%, the one-sided level of the rule), with its Monte Carlo sd; ``false_below_ci``
 is the same for the rule that read DP's interval alone (``ci_high < floor``), which ignored the
 floor's own error. ``floor_coverage`` is the share of runs whose floor interval
-(``floor_ci_low``, ``floor_ci_high``) holds the true floor: 12.5 under the exact null, else the
-mean floor of the case's runs (a Monte Carlo truth; its error is the runs' sd over
-``sqrt(runs)``, far inside the intervals).
+(``floor_ci_low``, ``floor_ci_high``) holds the true floor: 12.5 under the exact null
+(unclipped, ``effect = 0``, with or without per-user effects: each fold's A/A differences are
+then i.i.d. normal with mean 0), else the mean floor of the case's runs (a Monte Carlo truth;
+its error is the runs' sd over ``sqrt(runs)``, far inside the intervals).
 
 Only the tests and ``docs/statistics.md`` (section 5) run this study; the analysis never
 imports it.
@@ -87,24 +104,30 @@ class FloorCase:
             raise input_error("noise floor", "taste", "a per-user effect kept from fold to fold "
                               "needs shared folds (shared=True)")
 
-    def users_of(self, rng: np.random.Generator, models: int) -> tuple[np.ndarray, np.ndarray]:
+    def users_of(self, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
         """What a user keeps from fold to fold (shared folds): the level ``b_u`` ``(1, users)``
-        and the per-user effect ``t_mu`` of each of ``models`` models ``(models, users)``."""
-        return rng.standard_normal((1, self.users)), rng.standard_normal((models, self.users))
+        and the per-user effect ``t_cu`` of each of the grid's ``configs`` configurations
+        ``(configs, users)``. The seeds' effects are not kept (:meth:`draw`)."""
+        return (rng.standard_normal((1, self.users)),
+                rng.standard_normal((self.configs, self.users)))
 
     def draw(self, rng: np.random.Generator, models: int,
              users: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
-        """``(models, users)`` values of ``models`` trained models on one fold: of the given
-        ``users`` (:meth:`users_of`; shared folds), else of fresh ones."""
+        """``(models, users)`` values of ``models`` trained models on one fold (the grid's
+        configurations first): of the given ``users`` (:meth:`users_of`; shared folds), whose
+        per-user effects the configurations keep while every further model (a seed) draws its
+        own for this fold, else of fresh users."""
         delta = self.effect / np.sqrt(self.users) * rng.standard_normal((models, 1))
         if users is None:
             x = delta + rng.standard_normal((1, self.users)) + rng.standard_normal(
                 (models, self.users))
         else:
-            b, t = users
+            b, kept = users
             e = rng.standard_normal((models, self.users))
-            x = delta + b + (np.sqrt(self.taste) * t + np.sqrt(1.0 - self.taste) * e
-                             if self.taste else e)
+            if self.taste:
+                t = np.vstack([kept, rng.standard_normal((models - len(kept), self.users))])
+                e = np.sqrt(self.taste) * t + np.sqrt(1.0 - self.taste) * e
+            x = delta + b + e
         return clip_metric(x) if self.clip else x
 
 
@@ -121,7 +144,7 @@ def run_floor(case: FloorCase, seed: int, n_boot: int = 1000) -> dict:
                              draws=UserDraws(int(n_boot), s0)))
     floor = FoldCurves(case.folds, n_pairs, 0.05)
     models = case.configs + case.seeds  # the grid's models, then the seeds'
-    kept = case.users_of(rng, models) if case.shared else None
+    kept = case.users_of(rng) if case.shared else None
     for f in range(case.folds):
         x = case.draw(rng, models, kept)
         ids = np.arange(case.users) + (0 if case.shared else f * case.users)
@@ -185,12 +208,20 @@ FLOOR_CASES = (
     FloorCase("15 configs, 10 folds, model shifts 2", configs=15, folds=10, effect=2.0),
     FloorCase("15 configs, 10 folds, model shifts 2, clipped", configs=15, folds=10, effect=2.0,
               clip=True),
+    FloorCase("10 configs, 3 folds, shared folds, per-user effects 0.8, exact null", shared=True,
+              taste=0.8),
+    FloorCase("10 configs, 3 folds, shared folds, per-user effects 0.5, model shifts 2, clipped",
+              shared=True, taste=0.5, effect=2.0, clip=True),
+    FloorCase("15 configs, 10 folds, shared folds, per-user effects 0.5, exact null", configs=15,
+              folds=10, shared=True, taste=0.5),
 )
 
-#: The default test run's quick variant: smaller folds, an exact null and clipped models with
-#: shifts of their own.
+#: The default test run's quick variant: smaller folds, an exact null, clipped models with
+#: shifts of their own, and the same users in every fold with per-user effects.
 QUICK_FLOOR_CASES = (
     FloorCase("8 configs, 5 folds, exact null", configs=8, users=150, folds=5),
     FloorCase("8 configs, 5 folds, model shifts 2, clipped", configs=8, users=150, folds=5,
               effect=2.0, clip=True),
+    FloorCase("8 configs, 5 folds, shared folds, per-user effects 0.5, exact null", configs=8,
+              users=150, folds=5, shared=True, taste=0.5),
 )

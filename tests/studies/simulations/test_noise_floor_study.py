@@ -1,7 +1,8 @@
 """The noise floor's claim, measured (dptune.studies.simulations.noise_floor): a metric whose DP
 is in truth its A/A floor must be called "clearly below" it in at most about 2.5% of the runs
-(the rule's one-sided level), under an exact null, under models with shifts of their own, and
-with clipped values. The rule that read DP's interval alone, ignoring the floor's own error,
+(the rule's one-sided level), under an exact null, under models with shifts of their own, with
+clipped values, and over folds of the same users with per-user effects that each configuration
+keeps from fold to fold. The rule that read DP's interval alone, ignoring the floor's own error,
 made that claim in 10-25% of such runs, and the quick check would catch its return."""
 
 import numpy as np
@@ -24,6 +25,28 @@ def test_the_floor_case_is_what_it_says():
     assert clipped.min() == 0.0 and clipped.max() <= 1.0 and 0.2 < (clipped == 0).mean() < 0.3
     with pytest.raises(DptuneError, match="folds"):
         nf.FloorCase("one fold", folds=1)  # a floor needs a spread over folds
+    # shared folds: the same users keep their level and each configuration's per-user effect
+    # (taste 0.5 of the per-user noise) from fold to fold; two configurations' per-user
+    # differences then correlate 0.5 between folds, and not at all over folds of fresh users
+    tasty = nf.FloorCase("t", configs=3, users=4000, shared=True, taste=0.5)
+    kept = tasty.users_of(rng)
+    one, two = tasty.draw(rng, 5, kept), tasty.draw(rng, 5, kept)
+    assert 0.45 < np.corrcoef(one[0] - one[1], two[0] - two[1])[0, 1] < 0.55
+    # one configuration's values: the level and the per-user effect, (1 + 0.5) / 2 of the
+    # variance
+    assert 0.7 < np.corrcoef(one[2], two[2])[0, 1] < 0.8
+    # a seed (rows after the configurations) is another model on every fold, as a sweep
+    # derives it: two seeds' differences do not correlate between folds, and one seed's values
+    # share the level only (1 / 2 of the variance)
+    assert abs(np.corrcoef(one[3] - one[4], two[3] - two[4])[0, 1]) < 0.06
+    assert 0.45 < np.corrcoef(one[3], two[3])[0, 1] < 0.55
+    fresh = nf.FloorCase("f", users=4000)
+    one, two = fresh.draw(rng, 2), fresh.draw(rng, 2)
+    assert abs(np.corrcoef(one[0] - one[1], two[0] - two[1])[0, 1]) < 0.06
+    with pytest.raises(DptuneError, match="taste"):
+        nf.FloorCase("a taste of fresh users", taste=0.5)  # nothing to keep from fold to fold
+    with pytest.raises(DptuneError, match="taste"):
+        nf.FloorCase("all taste", shared=True, taste=1.0)
 
 
 def test_quick_a_metric_at_its_floor_is_rarely_clearly_below():
