@@ -128,6 +128,13 @@ def test_an_out_of_range_model_hyperparameter_is_refused_before_any_work(tmp_pat
     (["analyze", "results", "--bootstrap", "10000000000"], ("--bootstrap", "10,000,000,000")),
     (["run", "x.toml", "--jobs", "100000000000"], ("--jobs", "from 1 to 1,024")),
     (["analyze", "results", "--n-resamples", "10000000000"], ("--n-resamples", "100,000")),
+    # a seed past 32 bits: `run` swept the whole grid, then its analysis refused "analysis:
+    # seed"; `slices` took it
+    (["run", "x.toml", "--seed", "4294967296"], ("--seed", "from 0 to 4,294,967,295")),
+    (["analyze", "results", "--seed", "4294967296"], ("--seed", "4,294,967,295")),
+    (["dp", "--per-user", "x.csv", "--seed", "4294967296"], ("--seed", "4,294,967,295")),
+    (["slices", "results", "--seed", "4294967296"], ("--seed", "4,294,967,295")),
+    (["data", "synth", "--out", "x.csv", "--seed", "4294967296"], ("--seed", "4,294,967,295")),
 ])
 def test_an_out_of_range_flag_is_refused_while_parsing(capsys, argv, words):
     _refused(capsys, argv, *words)

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from dptune.errors import input_error
-from dptune.vocab import CORRECTIONS, RENAMED_OPTIONS, TESTS
+from dptune.vocab import CORRECTIONS, RENAMED_OPTIONS, SEED_RANGE, TESTS
 
 
 # --------------------------------------------------------------------------- value types
@@ -48,6 +48,11 @@ def int_between(lo: int, hi: int) -> Callable[[str], int]:
             raise argparse.ArgumentTypeError(f"must be an integer from {lo} to {hi:,}, got {value:,}")
         return value
     return parse
+
+
+#: An argparse type: a seed, in :data:`dptune.vocab.SEED_RANGE` (refused with the flag's name
+#: when the arguments are read, not after a sweep that the analysis's seed check follows).
+seed_value = int_between(*SEED_RANGE)
 
 
 def bootstrap_replicates(text: str) -> int:
@@ -358,7 +363,7 @@ ANALYSIS_FLAGS: tuple[Flag, ...] = (
          {"type": int_at_least(1), "metavar": "P"}),
     Flag("--value-pairs", "value_pairs", "the same cap for each hyperparameter-value and "
          "one-at-a-time scope (Table 5)", {"type": int_at_least(1), "metavar": "P"}),
-    Flag("--seed", "seed", "pair-sampling seed", {"type": int_at_least(0), "metavar": "SEED"}),
+    Flag("--seed", "seed", "pair-sampling seed", {"type": seed_value, "metavar": "SEED"}),
     Flag("--test", "test", "paired significance test", {"choices": TESTS}),
     Flag("--alpha", "alpha", "significance level of the analysis: the family-wise error rate of "
          "the verdict's claims (a metric significantly less discriminative, the dominant "

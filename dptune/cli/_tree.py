@@ -30,6 +30,7 @@ from dptune.cli._flags import (
     reports_option,
     results_argument,
     results_option,
+    seed_value,
     storage_option,
     synth_default,
 )
@@ -269,7 +270,7 @@ def build_parser() -> argparse.ArgumentParser:
     sl.add_argument("--experiment", metavar="CONFIG", help="experiment TOML (default: the manifest's)")
     sl.add_argument("--base", type=int_at_least(2), default=2, metavar="B", help="base of the log-scaled bins")
     sl.add_argument("--pairs", type=int_at_least(1), metavar="P", help="pairs P (default: the manifest's)")
-    sl.add_argument("--seed", type=int_at_least(0), metavar="SEED",
+    sl.add_argument("--seed", type=seed_value, metavar="SEED",
                     help="pair-sampling seed (default: the manifest's)")
     sl.add_argument("--test", choices=TESTS, help="paired test (default: the manifest's)")
     sl.add_argument("--cutoff", type=int_at_least(1), metavar="N",
@@ -307,7 +308,7 @@ def build_parser() -> argparse.ArgumentParser:
     sy.add_argument("--preset", choices=["amazon-movies"], help="a named shape (Amazon Movies: "
                     "16,141 users, 111,537 items, 858,314 ratings); the flags below override it "
                     "(default: none, the sizes below)")
-    sy.add_argument("--seed", type=int_at_least(0), default=0, help="random seed")
+    sy.add_argument("--seed", type=seed_value, default=0, help="random seed")
     for flag, kind, metavar, what in (
             ("users", int_at_least(1), "N", "users"), ("items", int_at_least(1), "N", "items"),
             ("ratings", int_at_least(1), "N", "distinct (user, item) ratings"),
