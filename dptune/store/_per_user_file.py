@@ -369,10 +369,22 @@ def check_hyperparameter_values(path: str | Path, configs: pd.DataFrame, key: st
     A configuration without a value of a hyperparameter its algorithm uses would be left out
     of that hyperparameter's scopes (``h=v``) without a word, and the importance (optuna's
     fANOVA) fails on the missing value; refused instead, one line naming ``path``, the row
-    and the column."""
+    and the column. So is a number that is infinite or beyond float32's range (``inf``,
+    ``1e39``): no grid holds it, and the importance's forest, which reads values as float32,
+    failed on it with a traceback after the whole analysis."""
     rows = np.arange(len(configs)) if rows is None else np.asarray(rows)
     algs = configs["algorithm"].to_numpy()
+    big = float(np.finfo(np.float32).max)
     for h in hps:
+        number = pd.to_numeric(configs[h], errors="coerce").to_numpy(dtype=float)
+        with np.errstate(invalid="ignore"):
+            huge = np.isinf(number) | (np.abs(number) > big)
+        if huge.any():
+            i = int(np.argmax(huge))
+            raise input_error(path, h, f"{_where(path, int(rows[i]))} has the value "
+                              f"{configs[h].iloc[i]} (configuration {algs[i]}/"
+                              f"{configs[key].iloc[i]}): a hyperparameter's number must be "
+                              f"finite and within +-{big:.4g}")
         empty = configs[h].isna().to_numpy()
         uses = set(algs[~empty])
         gap = empty & np.isin(algs, list(uses))

@@ -255,6 +255,11 @@ def test_a_hyperparameter_of_another_algorithm_is_empty(tmp_path: Path) -> None:
     (CONFIGS + "bpr,1,30\n", "config_id", "duplicated configuration bpr/1"),
     ("algorithm,config_id,factors\nbpr,0,10\n", "config_id", "no row for configuration bpr/1"),
     (CONFIGS.replace("bpr,1,20", "bpr,x,20"), "config_id", "integers >= 0"),
+    # the importance's float32 forest failed on these after the whole analysis, with a traceback
+    (CONFIGS.replace("bpr,1,20", "bpr,1,inf"), "factors", "line 3 has the value inf "
+     "(configuration bpr/1): a hyperparameter's number must be finite"),
+    (CONFIGS.replace("bpr,0,10", "bpr,0,-inf"), "factors", "line 2 has the value -inf"),
+    (CONFIGS.replace("bpr,1,20", "bpr,1,1e39"), "factors", "line 3 has the value 1e+39"),
 ])
 def test_bad_configs_file_is_one_line(tmp_path: Path, text: str, field: str | None,
                                       words: str) -> None:
