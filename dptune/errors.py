@@ -159,13 +159,16 @@ def check_not_working_dir(path: object, label: str | None = None) -> None:
 
 
 def check_writable_dir(path: object, label: str) -> None:
-    """Check, without creating anything, that directory ``path`` exists and is writable or can
-    be created; else one error naming ``label`` (the flag) and the path.
+    """Check, leaving nothing behind, that directory ``path`` exists and is writable or can be
+    created; else one error naming ``label`` (the flag) and the path.
 
     A path under a file, or whose nearest existing ancestor is not writable, fails here, before
-    any work, instead of after a sweep of hours.
+    any work, instead of after a sweep of hours. The permission bits are read first, then a
+    file is created in that folder and removed at once: the bits alone say yes where a write
+    still fails (a pseudo-file system such as /proc, an NFS share that maps root to nobody).
     """
     import os
+    import tempfile
     from pathlib import Path
 
     p = Path(str(path))
@@ -174,11 +177,21 @@ def check_writable_dir(path: object, label: str) -> None:
             raise input_error(label, None, f"{p} is not writable: it is a file, not a directory")
         if not os.access(p, os.W_OK | os.X_OK):
             raise input_error(label, None, f"{p} is not writable (permission denied)")
-        return
-    parent = p.absolute().parent
-    while not parent.exists():
-        parent = parent.parent
-    if not parent.is_dir():
-        raise input_error(label, None, f"{p} is not writable: {parent} is a file, not a directory")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise input_error(label, None, f"{p} is not writable: cannot create it in {parent} (permission denied)")
+        where, what = p, f"{p} is not writable"
+    else:
+        parent = p.absolute().parent
+        while not parent.exists():
+            parent = parent.parent
+        if not parent.is_dir():
+            raise input_error(label, None, f"{p} is not writable: {parent} is a file, not a "
+                              "directory")
+        if not os.access(parent, os.W_OK | os.X_OK):
+            raise input_error(label, None, f"{p} is not writable: cannot create it in {parent} "
+                              "(permission denied)")
+        where, what = parent, f"{p} is not writable: cannot create it in {parent}"
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".dptune-probe-", dir=where)
+    except OSError as err:
+        raise input_error(label, None, f"{what} ({err.strerror or err})") from None
+    os.close(fd)
+    os.unlink(probe)

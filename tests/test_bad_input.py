@@ -314,6 +314,38 @@ def test_unwritable_results_directory(tmp_path, capsys):
     _one_line(capsys, str(blocker / "results"), "not writable")
 
 
+def test_a_folder_whose_permissions_say_writable_but_is_not_is_refused_before_the_sweep(
+        tmp_path, capsys, monkeypatch):
+    """The permission bits say yes where a write still fails (/proc; an NFS share mapping root
+    to nobody): the sweep ran, then the report's write failed with a traceback. The check now
+    creates a file there (and removes it) before any work."""
+    import tempfile
+
+    from dptune.errors import DptuneError, check_writable_dir
+
+    cfg = _setup(tmp_path)
+    blocked = tmp_path / "share"
+    blocked.mkdir()
+    real = tempfile.mkstemp
+
+    def refuse(*args, **kwargs):  # what the share does to a write, whatever its bits say
+        if str(kwargs.get("dir", "")).startswith(str(blocked)):
+            raise PermissionError(13, "Permission denied")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(tempfile, "mkstemp", refuse)
+    results = tmp_path / "results"
+    assert main(["run", str(cfg), "--results", str(results), "--reports",
+                 str(blocked / "reports"), "--no-progress"]) == 2
+    _one_line(capsys, str(blocked / "reports"), "not writable", "Permission denied")
+    assert not results.exists() and list(blocked.iterdir()) == []
+    before = sorted(tmp_path.iterdir())
+    check_writable_dir(tmp_path / "fine", "--reports")  # a real folder passes, leaving nothing
+    assert sorted(tmp_path.iterdir()) == before
+    with pytest.raises(DptuneError, match="not writable"):
+        check_writable_dir(blocked, "--reports")
+
+
 @pytest.mark.parametrize("command", ["run", "worker"])
 def test_unreachable_storage_is_one_line_before_any_work(tmp_path, capsys, command):
     """PostgreSQL on a closed port: one line (password masked), exit 2, and nothing written
