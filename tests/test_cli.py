@@ -593,6 +593,11 @@ def test_status_checks_the_reports_folder_the_run_wrote(tiny_swept, tmp_path, ca
     # --reports overrides the record; the default folder needs no flag in the advice
     line = analysis_line("--reports", str(Path("reports") / "tiny"))
     assert line.endswith(f"reports/tiny/report.md not written yet (dptune analyze {results})"), line
+    # a file given as --reports (the data, the TOML) is a mistyped flag: it was taken as a
+    # folder and the advice named a command that would fail
+    assert main(["status", str(results), "--reports", str(results / "trials.csv")]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"dptune: --reports: {results / 'trials.csv'} is a file, not a report folder")
     # a record that cannot be read is none; the default reports/tiny is of results/tiny, not
     # of these results, so nothing is claimed (an analyze without --reports would overwrite it)
     (results / REPORTS_RECORD).write_bytes(b"\xff\xfe")

@@ -172,6 +172,9 @@ def cmd_status(args: argparse.Namespace) -> int:
     from dptune.store._integrity import quarantine_dir
     from dptune.sweeper._status import status
 
+    if args.reports and Path(args.reports).exists() and not Path(args.reports).is_dir():
+        # a report folder to read: a file there is a mistyped flag (the data, the TOML)
+        raise input_error("--reports", None, f"{args.reports} is a file, not a report folder")
     exp = load_experiment(args.config) if args.config else None
     results = results_of(args, _default("results", exp.name) if exp else None)
     reports = args.reports or recorded_reports(results)
