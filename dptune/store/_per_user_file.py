@@ -232,6 +232,10 @@ def check_per_user(table: pd.DataFrame, path: str | Path = "per_user") -> pd.Dat
         raise input_error(path, "fold", f"{_where(path, i)} has {_shown(out['fold'].iloc[i])}: "
                           "the held-out test split is the fold named test, in lower case; "
                           "name a validation fold otherwise")
+    if len(out) and (out["fold"] == "test").all():  # the analysis said "store: runs: folds"
+        raise input_error(path, "fold", "every row is of the test split (fold test): DP is "
+                          "measured on validation folds; name the folds the configurations "
+                          "were chosen on (e.g. 0, 1, ...)")
     out["user"] = user_ids(df["user"])
     metric = df["metric"].astype(str)
     if "cutoff" in cols:

@@ -272,6 +272,15 @@ def test_bad_configs_file_is_one_line(tmp_path: Path, text: str, field: str | No
     assert msg.startswith(f"{path}: {field}: " if field else f"{path}: ")
 
 
+def test_a_table_of_the_test_split_only_names_the_file_and_column(tmp_path: Path) -> None:
+    """Every row in fold test: the analysis said "store: runs: folds: no validation folds",
+    naming neither the file nor the column."""
+    path = _write(tmp_path, GOOD.replace(",0,17,", ",test,17,").replace(",0,23,", ",test,23,"))
+    with pytest.raises(DptuneError) as err:
+        read_per_user(path)
+    assert str(err.value).startswith(f"{path}: fold: every row is of the test split"), err.value
+
+
 @pytest.mark.parametrize(("text", "where"), [
     (GOOD.replace("0.2891", "high"), "line 3 has 'high'"),
     (GOOD.replace("bpr,1,0,17,ndcg", "bpr,1,0,,ndcg"), "empty value in line 3"),
