@@ -5,6 +5,7 @@ store), the checks made before the first write, and the experiment read back fro
 from __future__ import annotations
 
 import platform
+from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -40,25 +41,36 @@ def _versions() -> dict[str, str]:
     return out
 
 
-def data_digest(prep: Prepared) -> str:
-    """SHA-256 of what the per-user results are computed from: every interaction of the test
-    split and of the training part (user, item, rating, timestamp, as int64/float64 bytes, in
-    the split's order) and the fold label of each training interaction. A data file changed in
-    place (rows added, removed or edited) gives another digest, while the experiment's settings,
-    and so its fingerprint, stay the same."""
+def frames_digest(frames: Sequence[Any], labels: Any = None) -> str:
+    """SHA-256 (its first 16 hex digits) of tables of interactions: every column of each of
+    ``frames`` in turn (in sorted order of the column names: the name, then the values as
+    int64/float64 bytes in the table's row order), then ``labels`` (as int64) when given. The
+    one digest of data in dptune: :func:`data_digest` is it over a sweep's split, the split-seed
+    study's cache key over the ratings it reads
+    (:func:`dptune.studies.seeds.runs.fingerprint`)."""
     import hashlib
 
     import numpy as np
 
     h = hashlib.sha256()
-    for frame in (prep.holdout.train, prep.holdout.test):
+    for frame in frames:
         for col in sorted(frame.columns):
             values = frame[col].to_numpy()
             kind = np.float64 if values.dtype.kind == "f" else np.int64
             h.update(col.encode())
             h.update(np.ascontiguousarray(values.astype(kind)).tobytes())
-    h.update(np.ascontiguousarray(np.asarray(prep.labels, dtype=np.int64)).tobytes())
+    if labels is not None:
+        h.update(np.ascontiguousarray(np.asarray(labels, dtype=np.int64)).tobytes())
     return h.hexdigest()[:16]
+
+
+def data_digest(prep: Prepared) -> str:
+    """:func:`frames_digest` of what the per-user results are computed from: every interaction
+    of the test split and of the training part (user, item, rating, timestamp, in the split's
+    order) and the fold label of each training interaction. A data file changed in place (rows
+    added, removed or edited) gives another digest, while the experiment's settings, and so its
+    fingerprint, stay the same."""
+    return frames_digest((prep.holdout.train, prep.holdout.test), prep.labels)
 
 
 def build_manifest(exp: Experiment, prep: Prepared, fold_users: dict[str, int]) -> dict[str, Any]:
@@ -308,13 +320,18 @@ def _note_set_aside(store: ResultStore, healed: list[tuple[Path, str]]) -> None:
           "computed again", file=sys.stderr)
 
 
+#: What a refused sweep advises (:func:`_check_data`).
+_DATA_FIX = "use another --results directory, or restore the data"
+
+
 def _check_data(old: dict[str, Any] | None, manifest: dict[str, Any], exp: Experiment,
-                root: Path) -> None:
+                root: Path, fix: str = _DATA_FIX) -> None:
     """Refuse a results directory (``root``, whose results recorded the manifest ``old``, as
     :func:`_check_setup` read it; None: nothing to protect, or a damaged manifest written again)
     made from other data under the same settings: a data file changed in place since (its
     digest, :func:`data_digest`, differs; a store from before digests were recorded: the data
-    set's counts differ), whose parts would be mixed with the new data's in one analysis."""
+    set's counts differ), whose parts would be mixed with the new data's in one analysis.
+    ``fix``: what the line advises."""
     if old is None:
         return
     was, now = old.get("data_digest"), manifest["data_digest"]
@@ -328,8 +345,19 @@ def _check_data(old: dict[str, Any] | None, manifest: dict[str, Any], exp: Exper
     what = ", ".join(f"{k} {before[k]} now {after[k]}" for k in counts
                      if before[k] != after[k]) or f"data digest {was}, now {now}"
     raise input_error(exp.data_file, None, f"is not the data the results in {root} were "
-                      f"made from ({what}): it changed since; use another --results directory, "
-                      "or restore the data")
+                      f"made from ({what}): it changed since; {fix}")
+
+
+def check_results_data(manifest: dict[str, Any], exp: Experiment, prep: Prepared, root: Path,
+                       fix: str) -> None:
+    """Refuse to read the results in ``root`` (their manifest ``manifest``) beside data that is
+    not the data they were made from: ``prep``, the experiment's data as it is now, checked as
+    ``dptune run`` and ``dptune worker`` check it (:func:`_check_data`: the digest, or the
+    data set's counts for a store from before digests). A command that recomputes anything from
+    the data (``dptune slices``: the users' slices) would otherwise mix the new data's numbers
+    with the stored per-user values of the old. ``fix``: what the one line advises."""
+    _check_data(manifest, {"data_digest": data_digest(prep),
+                           "dataset": dataset_stats(prep.dataset)}, exp, root, fix)
 
 
 def _check_setup(store: ResultStore, exp: Experiment) -> dict[str, Any] | None:

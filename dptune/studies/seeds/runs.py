@@ -10,8 +10,9 @@ per seed (model seed ``derive_seed(experiment seed, algorithm, "cv-grid", s_i, f
 
 Resumable: each (seed, split) result is a small Parquet file of per-user *means* written
 atomically, each grid unit a store part written atomically by the store; a rerun skips what
-exists. The cache lives in ``<cache>/<fingerprint>/``, the fingerprint covering the data,
-evaluation, grids and the chosen configurations.
+exists. The cache lives in ``<cache>/<fingerprint>/``, the fingerprint covering the data
+(its settings and its content: :func:`fingerprint`), evaluation, grids and the chosen
+configurations.
 """
 
 from __future__ import annotations
@@ -39,8 +40,9 @@ from dptune.metrics import METRICS, evaluate
 from dptune.models import get_family
 from dptune.store._store import ResultStore, UnitResult
 from dptune.studies.seeds.settings import SPLITS, SeedSettings
+from dptune.sweeper._manifest import frames_digest
 from dptune.sweeper._plan import derive_seed, plan
-from dptune.sweeper._prepare import FoldData, fold_data
+from dptune.sweeper._prepare import FoldData, _file_state, fold_data
 
 __all__ = ["SeedPlan", "study_ratings", "seed_folds", "fingerprint", "execute",
            "read_defaults", "grid_rows", "config_text"]
@@ -58,15 +60,17 @@ _GRID_COLUMNS = ["dataset", "algorithm", "seed_index", "seed", "metric", "cutoff
 # Data
 
 
-_DATA: dict[str, tuple[pd.DataFrame, tuple[int, int], str]] = {}
+_DATA: dict[tuple[str, tuple[int, int] | None], tuple[pd.DataFrame, tuple[int, int], str]] = {}
 
 
 def study_ratings(exp: Experiment) -> tuple[pd.DataFrame, tuple[int, int], str]:
     """Ratings of users with at least ``split.min_user_interactions`` ratings (cached per process),
     the matrix shape and the data set name. Both splits see the same users. A cutoff not below
     the data's number of items is refused here, as ``dptune run`` refuses it
-    (:func:`dptune.data._dataset.check_cutoffs`)."""
-    key = exp.fingerprint()
+    (:func:`dptune.data._dataset.check_cutoffs`). Cached by the experiment's fingerprint and
+    the data file's size and modification time, as the sweep's :func:`prepare` is: a file
+    edited in place is read again."""
+    key = (exp.fingerprint(), _file_state(exp.data_file))
     if key not in _DATA:
         d = exp.data
         ds = load_dataset(exp.data_file, fmt=d.format, min_rating=d.min_rating, kcore=d.kcore,
@@ -119,10 +123,20 @@ class SeedPlan:
 
 def fingerprint(exp: Experiment, st: SeedSettings,
                 configs: Mapping[str, tuple[int, dict[str, Any]]]) -> str:
-    """First 12 hex digits of the SHA-256 of the experiment's fingerprint, the split settings
-    and the chosen configurations: the cache directory of one study."""
-    blob = json.dumps({"exp": exp.fingerprint(), "ratio": st.train_ratio, "folds": st.folds,
-                       "configs": {a: c for a, (_, c) in configs.items()}},
+    """First 12 hex digits of the SHA-256 of the experiment's fingerprint, the data's content,
+    the split settings and the chosen configurations: the cache directory of one study.
+
+    The experiment's fingerprint covers the ``[data]`` settings (the file's path), not what the
+    file holds, so the content is added: the digest of the ratings the study splits
+    (:func:`study_ratings`; :func:`dptune.sweeper._manifest.frames_digest`, the digest of a
+    sweep's manifest) and the matrix shape. A data file edited in place (rows added, removed or
+    changed) gives another fingerprint, so the study computes afresh in a new cache directory
+    instead of reporting the cached results of the old data; the old directory is left as it
+    is. One pass over the ratings, once per study."""
+    ratings, shape, _ = study_ratings(exp)
+    blob = json.dumps({"exp": exp.fingerprint(), "data": frames_digest((ratings,)),
+                       "shape": [int(n) for n in shape], "ratio": st.train_ratio,
+                       "folds": st.folds, "configs": {a: c for a, (_, c) in configs.items()}},
                       sort_keys=True, default=repr)
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 

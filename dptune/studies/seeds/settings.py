@@ -6,8 +6,12 @@ an algorithm is the grid's middle value of each free hyperparameter (index
 ``floor((n - 1) / 2)`` of its ``n`` values in grid order), unless ``[seeds.configs]`` or the
 caller names another one. Every bad value is a one-line input error naming the file and key,
 or the flag (``--grid``, ``--config-id``, ``--grid-seeds``) of an override. Each rule is one
-function (:func:`check_algorithm`, :func:`check_config`, :func:`check_grid_seeds`) that both
-routes call with where the value came from, so that a problem reads the same on both.
+function (:func:`check_algorithm`, :func:`check_config`, :func:`check_grid_seeds`,
+:func:`check_once`) that both routes call with where the value came from, so that a problem
+reads the same on both. A list names each entry once (``grid_algorithms = ["userknn",
+"userknn"]`` doubled every row of the grid part); ``figure_metrics`` names at least one metric,
+whose names are case-insensitive as everywhere in dptune (``NDCG`` is ``ndcg``:
+:func:`dptune.vocab.metric_name`).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from dptune.data._split import MAX_FOLDS
 from dptune.errors import check_int, input_error, read_toml
 from dptune.models import get_family
 from dptune.sweeper._plan import derive_seed
+from dptune.vocab import metric_name
 
 __all__ = [
     "SPLITS",
@@ -33,6 +38,7 @@ __all__ = [
     "check_algorithm",
     "check_config",
     "check_grid_seeds",
+    "check_once",
     "validate_settings",
     "check_choices",
     "split_seeds",
@@ -58,7 +64,9 @@ class SeedSettings:
     ``configs`` maps an algorithm name to a ``config_id`` (int) or a table of hyperparameter
     values (missing ones take the grid's middle value); ``grid_algorithms`` ``None`` means the
     experiment's KNN algorithms, ``()`` skips the grid part; ``grid_seeds`` ``None`` means all
-    ``n_seeds``; ``cache`` ``None`` means ``results/seeds-<experiment name>``.
+    ``n_seeds``; ``cache`` ``None`` means ``results/seeds-<experiment name>``. The names of
+    ``figure_metrics`` are kept as the vocabulary's keys (:func:`dptune.vocab.metric_name`:
+    ``NDCG`` is ``ndcg``), however the file or the caller writes them.
     """
 
     n_seeds: int = 20
@@ -69,6 +77,11 @@ class SeedSettings:
     grid_algorithms: tuple[str, ...] | None = None
     grid_seeds: int | None = None
     cache: str | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.figure_metrics, (list, tuple)):
+            object.__setattr__(self, "figure_metrics", tuple(
+                metric_name(m) if isinstance(m, str) else m for m in self.figure_metrics))
 
     def split_name(self, split: str) -> str:
         """How a split kind of :data:`SPLITS` is named: ``Hold-out``, ``5-fold CV``."""
@@ -123,6 +136,28 @@ def check_grid_seeds(value: Any, source: object, field: str | None) -> int:
     return n
 
 
+def check_once(names: Any, source: object, field: str | None, what: str) -> None:
+    """The one-line error ``<source>: <field>: names x twice; give each <what> once`` when a
+    list of names (algorithms, metrics) holds one twice: the study would silently do its work
+    twice (a grid algorithm named twice doubled its rows of ``seeds_grid.csv`` and the seeds
+    counted in ``seeds_grid_stability.csv``). ``--grid`` gives this refusal too."""
+    names = list(names)
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise input_error(source, field, f"names {', '.join(twice)} twice; give each {what} "
+                          "once")
+
+
+def _check_lists(st: SeedSettings, source: object) -> None:
+    """The list settings whatever the route: each name once, and a figure metric at least
+    (an empty ``figure_metrics`` fell back on other metrics, silently)."""
+    if not st.figure_metrics:
+        raise input_error(source, "seeds.figure_metrics", "names no metric; the figure and the "
+                          "pooled test need at least one")
+    check_once(st.figure_metrics, source, "seeds.figure_metrics", "metric")
+    check_once(st.grid_algorithms or (), source, "seeds.grid_algorithms", "algorithm")
+
+
 def _str_list(value: Any, source: str, key: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise input_error(source, key, f"must be a list of names, got {value!r}")
@@ -163,7 +198,9 @@ def parse_seed_settings(table: Any, source: str) -> SeedSettings:
         if not isinstance(table["cache"], str):
             raise input_error(source, "seeds.cache", "must be a path string")
         kw["cache"] = table["cache"]
-    return SeedSettings(**kw)
+    st = SeedSettings(**kw)
+    _check_lists(st, source)
+    return st
 
 
 def load_seed_experiment(path: str | Path) -> tuple[Experiment, SeedSettings]:
@@ -186,8 +223,10 @@ def load_seed_experiment(path: str | Path) -> tuple[Experiment, SeedSettings]:
 
 
 def validate_settings(exp: Experiment, st: SeedSettings) -> None:
-    """Check the settings against the experiment: figure metrics evaluated, algorithms named."""
+    """Check the settings against the experiment: figure metrics evaluated, algorithms named,
+    each list naming each entry once (and one figure metric at least)."""
     src = exp.source
+    _check_lists(st, src)
     for m in st.figure_metrics:
         if m not in exp.evaluation.metrics:
             raise input_error(src, "seeds.figure_metrics", f"{m!r} is not an evaluated metric")

@@ -7,7 +7,10 @@ hand:
 
 - ``history``: the user's training-history length in that validation fold, i.e. the number of
   distinct training items (row of the fold's binarised training matrix), recomputed with
-  ``sweep.prepare(experiment).fold(f)`` from the experiment named in the results manifest;
+  ``sweep.prepare(experiment).fold(f)`` from the experiment named in the results manifest,
+  whose data must be the data the results were made from (the manifest's data digest, checked
+  as ``dptune run`` checks it: a data file changed since the sweep is one line, nothing
+  written);
 - ``popularity``: the mean popularity of the user's *relevant held-out items* in that fold,
   ``pop(u) = (1 / |R_u|) sum_{i in R_u} users_f(i)`` with ``users_f(i)`` the number of training
   users of item ``i`` in fold ``f``. The store keeps per-user metric values, not the ranked
@@ -69,7 +72,9 @@ _METRIC_COLUMNS = ["dataset", "algorithm", "config_id", "slice_kind", "slice", "
 
 def _find_experiment(store: ResultStore, man: dict[str, Any], experiment: str | Path | None) -> Experiment:
     """The experiment of the store (``experiment`` or the manifest's ``experiment_file``, looked
-    up from the working directory and the store's parents); its fingerprint must match."""
+    up from the working directory and the store's parents); its fingerprint must match. The
+    fingerprint covers the settings, not the data file's content: that is :func:`_same_data`'s
+    check."""
     if experiment is not None:
         path = Path(experiment)
     else:
@@ -88,6 +93,23 @@ def _find_experiment(store: ResultStore, man: dict[str, Any], experiment: str | 
                           f"{exp.fingerprint()} vs {man['fingerprint']}): the training folds "
                           f"cannot be recomputed from it")
     return exp
+
+
+def _same_data(store: ResultStore, man: dict[str, Any], exp: Experiment) -> Any:
+    """The experiment's data as it is now, prepared (``sweep.prepare``), once it is the data
+    the results were made from: the slices are rebuilt from it while the metrics are the
+    store's per-user values, so a data file changed since the sweep would mix the two. Checked
+    by the sweep's own check (:func:`dptune.sweeper._manifest.check_results_data`, the one
+    ``dptune run`` and ``dptune worker`` make: the manifest's data digest), one line naming
+    the data file."""
+    from dptune.sweeper._manifest import check_results_data
+    from dptune.sweeper._prepare import prepare
+
+    prep = prepare(exp)
+    check_results_data(man, exp, prep, store.root,
+                       "restore the data, or sweep this data into another results directory "
+                       "and slice that")
+    return prep
 
 
 def check_main_reports(reports_dir: str | Path, store: ResultStore | None = None,
@@ -291,11 +313,10 @@ def run_slices_study(results_dir: str | Path, out_dir: str | Path,
         raise input_error("--cutoff", None, f"{cutoff} is not a cutoff of {store.root} (it has "
                           f"N = {', '.join(map(str, cuts))})")
 
-    from dptune.sweeper._prepare import prepare
-
+    prep = _same_data(store, man, exp)
     dataset = man.get("dataset", {}).get("name", exp.data.source)
     folds = sorted({f for a in algs for f in store.folds(a)}, key=fold_key)
-    kinds = _slicings(prepare(exp), folds, base)
+    kinds = _slicings(prep, folds, base)
     dpt, mt = _slice_tables(store, algs, kinds, dataset,
                             lambda alg: main_pairs(store, alg, n_pairs, seed, reports_dir),
                             primary, test, alpha, seed, int(min_users))

@@ -428,6 +428,18 @@ def test_even_grid_takes_the_lower_middle() -> None:
     pytest.param("[seeds]\nn_seeds = 2\n", ["--grid-seeds", "1"],
                  "seeds: argument --grid-seeds: needs 0 (skip) or at least 2 seeds",
                  id="grid-seeds-1"),
+    pytest.param("[seeds]\nn_seeds = 2\ngrid_algorithms = [\"userknn\", \"userknn\"]\n", [],
+                 "{cfg}: seeds.grid_algorithms: names userknn twice; give each algorithm once",
+                 id="file-grid-twice"),
+    pytest.param("[seeds]\nn_seeds = 2\nfigure_metrics = [\"ndcg\", \"ndcg\"]\n", [],
+                 "{cfg}: seeds.figure_metrics: names ndcg twice; give each metric once",
+                 id="file-figure-metrics-twice"),
+    pytest.param("[seeds]\nn_seeds = 2\nfigure_metrics = [\"ndcg\", \"NDCG\"]\n", [],
+                 "{cfg}: seeds.figure_metrics: names ndcg twice; give each metric once",
+                 id="file-figure-metrics-twice-in-two-cases"),
+    pytest.param("[seeds]\nn_seeds = 2\nfigure_metrics = []\n", [],
+                 "{cfg}: seeds.figure_metrics: names no metric; the figure and the pooled test "
+                 "need at least one", id="file-figure-metrics-empty"),
 ])
 def test_seeds_checks_everything_before_any_work(tmp_path, capsys, monkeypatch, extra, flags,
                                                   start) -> None:
@@ -470,6 +482,9 @@ def test_a_cutoff_beyond_the_datas_items_is_refused_before_any_work(tmp_path, ca
                  "seeds.configs.userknn", "--config-id: userknn",
                  "config_id 99 is not in 0..2 (the configurations of the grid of userknn)",
                  id="config-id-out-of-range"),
+    pytest.param('grid_algorithms = ["userknn", "userknn"]\n', ["--grid", "userknn,userknn"],
+                 "seeds.grid_algorithms", "--grid", "names userknn twice; give each algorithm once",
+                 id="algorithm-twice-grid"),
     pytest.param("grid_seeds = 1\n", ["--grid-seeds", "1"], "seeds.grid_seeds",
                  "seeds: argument --grid-seeds", "needs 0 (skip) or at least 2 seeds",
                  id="grid-seeds-1"),
@@ -563,3 +578,68 @@ def test_analyze_of_a_seed_stores_grid_part_is_one_line(tiny_study, capsys) -> N
         assert err.startswith(f"dptune: {store}: holds a part of a study (seed-study grid part")
         assert "dptune seeds" in err and "\n" not in err
         assert not (d / "rep").exists()
+
+
+def test_figure_metrics_are_case_insensitive_and_each_list_names_once(tmp_path) -> None:
+    """``figure_metrics = ["NDCG"]`` was refused as "not an evaluated metric" while metric
+    names are case-insensitive everywhere else in dptune; a duplicate or an empty list was
+    taken silently, and ``grid_algorithms`` named twice doubled the grid part's rows. The
+    settings keep the vocabulary's names whatever the route (file, ``SeedSettings``), and each
+    route refuses the duplicates and the empty list in one line naming the key."""
+    from dptune.studies.seeds.settings import parse_seed_settings, validate_settings
+
+    exp, st = load_seed_experiment(_exp(tmp_path, '[seeds]\nfigure_metrics = ["NDCG", '
+                                               '" Precision"]\n'))
+    assert st.figure_metrics == ("ndcg", "precision")
+    given = SeedSettings(figure_metrics=["nDCG"])
+    assert given.figure_metrics == ("ndcg",)
+    validate_settings(exp, given)
+    for bad, key, why in (
+            (SeedSettings(figure_metrics=("ndcg", "NDCG")), "figure_metrics",
+             "names ndcg twice; give each metric once"),
+            (SeedSettings(figure_metrics=()), "figure_metrics",
+             "names no metric; the figure and the pooled test need at least one"),
+            (SeedSettings(grid_algorithms=("userknn", "bpr-mf", "userknn")), "grid_algorithms",
+             "names userknn twice; give each algorithm once")):
+        with pytest.raises(DptuneError) as err:
+            validate_settings(exp, bad)
+        assert str(err.value) == f"{exp.source}: seeds.{key}: {why}"
+    with pytest.raises(DptuneError) as err:
+        parse_seed_settings({"grid_algorithms": ["bpr-mf", "bpr-mf"]}, "x.toml")
+    assert str(err.value) == ("x.toml: seeds.grid_algorithms: names bpr-mf twice; give each "
+                              "algorithm once")
+    # an empty grid list still skips the grid part
+    assert parse_seed_settings({"grid_algorithms": []}, "x.toml").grid_algorithms == ()
+
+
+def test_a_data_file_changed_in_place_gets_a_fresh_cache(tmp_path) -> None:
+    """The cache key covered the ``[data]`` settings (the file's path), not the file's content:
+    a rating added to the file gave the old data's numbers from the cache. The key now holds
+    the digest of the ratings the study reads, so the changed file is computed afresh in a new
+    cache directory: its numbers are those of a study of the new data in an empty cache."""
+    from conftest import write_synthetic_ratings
+
+    data = write_synthetic_ratings(tmp_path / "syn.csv", 60, 40, 25)
+    (tmp_path / "knn.toml").write_text("[params.k]\nvalues = [5, 10]\n")
+    cfg = tmp_path / "syn.toml"
+    cfg.write_text(f'name = "syn"\nseed = 3\n[data]\nsource = "{data}"\n[split]\n'
+                   "min_user_interactions = 5\n[evaluation]\ncutoffs = [5, 10]\n"
+                   f'[[algorithms]]\nname = "userknn"\ntype = "userknn"\n'
+                   f'grid = "{tmp_path / "knn.toml"}"\n[seeds]\nn_seeds = 2\nfolds = 2\n'
+                   "grid_seeds = 0\n")
+
+    def study(cache: str) -> pd.DataFrame:
+        run_seeds_study(cfg, out_dir=tmp_path / cache / "out", cache_dir=tmp_path / cache,
+                        progress=False)
+        return pd.read_csv(tmp_path / cache / "out" / "seeds_per_seed.csv")
+
+    old = study("cache")
+    ratings = pd.read_csv(data)
+    seen = set(ratings.loc[ratings["user"] == 0, "item"])
+    item = next(i for i in range(40) if i not in seen)
+    with open(data, "a") as fh:  # one rating more for the first user
+        fh.write(f"0,{item},5.0,{int(ratings['timestamp'].max()) + 1}\n")
+    new = study("cache")
+    assert len([d for d in (tmp_path / "cache").iterdir() if d.name != "out"]) == 2
+    pd.testing.assert_frame_equal(new, study("fresh"))
+    assert not new.equals(old)

@@ -513,3 +513,50 @@ def test_an_algorithm_of_one_configuration_is_left_out_and_said(tmp_path) -> Non
     assert set(dp["algorithm"]) == {"userknn"}
     with pytest.raises(DptuneError, match=r"^--algorithms: single has one configuration"):
         run_slices_study(tmp_path / "results", tmp_path / "out2", algorithms=["single"])
+
+
+@pytest.mark.parametrize("change", ["append", "edit"])
+def test_data_changed_since_the_sweep_is_refused(tmp_path, capsys, change) -> None:
+    """The slices are rebuilt from the data file while the metrics are the store's per-user
+    values: a file changed in place since the sweep (a rating appended, or one edited, which
+    keeps every count) gave a report of mixed numbers. Refused as ``dptune run`` refuses it:
+    one line naming the data file, exit 2, nothing written; the same data again (the file
+    written anew, the content restored) is accepted."""
+    from conftest import write_synthetic_ratings
+
+    from dptune.config import load_experiment
+    from dptune.sweeper import run_experiment
+
+    data = write_synthetic_ratings(tmp_path / "syn.csv", 120, 80, 30)
+    (tmp_path / "knn.toml").write_text("[params.k]\nvalues = [5, 10]\n")
+    cfg = tmp_path / "syn.toml"
+    cfg.write_text(f'name = "syn"\nseed = 7\n[data]\nsource = "{data}"\n[split]\nfolds = 2\n'
+                   "[evaluation]\ncutoffs = [5, 10]\ntest_split = false\n[analysis]\npairs = 1\n"
+                   f'[[algorithms]]\nname = "userknn"\ntype = "userknn"\n'
+                   f'grid = "{tmp_path / "knn.toml"}"\n')
+    run_experiment(load_experiment(cfg), tmp_path / "rr", jobs=1, progress=False)
+    original = data.read_text()
+    ratings = pd.read_csv(data)
+    if change == "append":  # a new item of the first user: one rating more
+        seen = set(ratings.loc[ratings["user"] == 0, "item"])
+        item = next(i for i in range(80) if i not in seen)
+        data.write_text(original + f"0,{item},5.0,{int(ratings['timestamp'].max()) + 1}\n")
+        what = f"(ratings {len(ratings)} now {len(ratings) + 1})"
+    else:  # one rating edited: the same counts, other data
+        ratings.loc[0, "rating"] = 1.0 if ratings.loc[0, "rating"] == 5.0 else 5.0
+        ratings.to_csv(data, index=False)
+        digest = ResultStore(tmp_path / "rr").manifest()["data_digest"]
+        what = f"(data digest {digest}, now "
+    assert _main(["slices", str(tmp_path / "rr"), "--reports", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"dptune: {data}: is not the data the results in {tmp_path / 'rr'} "
+                          f"were made from {what}") and "\n" not in err, err
+    assert err.endswith("): it changed since; restore the data, or sweep this data into "
+                        "another results directory and slice that"), err
+    assert not (tmp_path / "out").exists()
+    with pytest.raises(DptuneError, match=r"is not the data the results in .* were made from"):
+        run_slices_study(tmp_path / "rr", tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+    data.write_text(original)  # restored: a new modification time, the same data
+    assert _main(["slices", str(tmp_path / "rr"), "--reports", str(tmp_path / "out")]) == 0
+    assert (tmp_path / "out" / "slices_report.md").exists()
