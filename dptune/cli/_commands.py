@@ -359,15 +359,12 @@ def cmd_seeds(args: argparse.Namespace) -> int:
     ``--config-id`` against the experiment's grids, and the results and reports directories
     (given or default)."""
     from dptune.studies import run_seeds_study
-    from dptune.studies.seeds.settings import load_seed_experiment
+    from dptune.studies.seeds.settings import check_once, load_seed_experiment
     from dptune.studies.seeds.study import seeds_folder_name
 
     configs = _config_ids(args.config_id)
     grid = None if args.grid is None else [g.strip() for g in args.grid.split(",") if g.strip()]
-    twice = sorted({g for g in grid or () if grid.count(g) > 1})
-    if twice:  # the study would run that algorithm's grid part once, silently
-        raise input_error("--grid", None, f"names {', '.join(twice)} twice; give each algorithm "
-                          "once")
+    check_once(grid or (), "--grid", None, "algorithm")
     exp, settings = load_seed_experiment(args.config)
     folder = seeds_folder_name(exp)
     results, label = ((args.results, "--results") if args.results else

@@ -293,7 +293,8 @@ def seeds_report_md(p: SeedPlan, dataset: str, summary: pd.DataFrame, pooled: pd
                     grid: pd.DataFrame | None, kendall: pd.DataFrame | None,
                     stability: pd.DataFrame | None, trials: pd.DataFrame) -> str:
     """``seeds_report.md``: settings, deviation from the mean, the grid part, the files."""
-    figm = [m for m in p.settings.figure_metrics if m in set(summary["metric"])]
+    figm = p.settings.figure_metrics_of(
+        [m for m in p.exp.evaluation.metrics if m in set(summary["metric"])])
     L: list[str] = [f"# Split-seed study: {dataset}", "",
                     "Reproduces the design of Wegmeth et al. (PERSPECTIVES 2023) inside dptune "
                     "(see `docs/seeds-and-slices.md`).", ""]

@@ -16,7 +16,7 @@ whose names are case-insensitive as everywhere in dptune (``NDCG`` is ``ndcg``:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -64,16 +64,18 @@ class SeedSettings:
     ``configs`` maps an algorithm name to a ``config_id`` (int) or a table of hyperparameter
     values (missing ones take the grid's middle value); ``grid_algorithms`` ``None`` means the
     experiment's KNN algorithms, ``()`` skips the grid part; ``grid_seeds`` ``None`` means all
-    ``n_seeds``; ``cache`` ``None`` means ``results/seeds-<experiment name>``. The names of
-    ``figure_metrics`` are kept as the vocabulary's keys (:func:`dptune.vocab.metric_name`:
-    ``NDCG`` is ``ndcg``), however the file or the caller writes them.
+    ``n_seeds``; ``cache`` ``None`` means ``results/seeds-<experiment name>``;
+    ``figure_metrics`` ``None`` means nDCG and Precision where the experiment evaluates them,
+    else its first two metrics (:meth:`figure_metrics_of`). The names of ``figure_metrics`` are
+    kept as the vocabulary's keys (:func:`dptune.vocab.metric_name`: ``NDCG`` is ``ndcg``),
+    however the file or the caller writes them.
     """
 
     n_seeds: int = 20
     train_ratio: float = 0.8
     folds: int = 5
     configs: Mapping[str, Any] = field(default_factory=dict)
-    figure_metrics: tuple[str, ...] = ("ndcg", "precision")
+    figure_metrics: tuple[str, ...] | None = None
     grid_algorithms: tuple[str, ...] | None = None
     grid_seeds: int | None = None
     cache: str | None = None
@@ -82,6 +84,14 @@ class SeedSettings:
         if isinstance(self.figure_metrics, (list, tuple)):
             object.__setattr__(self, "figure_metrics", tuple(
                 metric_name(m) if isinstance(m, str) else m for m in self.figure_metrics))
+
+    def figure_metrics_of(self, evaluated: Sequence[str]) -> list[str]:
+        """The metrics of the figure, the pooled test and the report's table among the
+        ``evaluated`` ones: those given, else nDCG and Precision where evaluated, else the
+        first two (an experiment without Precision was refused for a key it never set)."""
+        if self.figure_metrics is not None:
+            return [m for m in self.figure_metrics if m in evaluated]
+        return [m for m in ("ndcg", "precision") if m in evaluated] or list(evaluated[:2])
 
     def split_name(self, split: str) -> str:
         """How a split kind of :data:`SPLITS` is named: ``Hold-out``, ``5-fold CV``."""
@@ -151,10 +161,10 @@ def check_once(names: Any, source: object, field: str | None, what: str) -> None
 def _check_lists(st: SeedSettings, source: object) -> None:
     """The list settings whatever the route: each name once, and a figure metric at least
     (an empty ``figure_metrics`` fell back on other metrics, silently)."""
-    if not st.figure_metrics:
+    if st.figure_metrics is not None and not st.figure_metrics:
         raise input_error(source, "seeds.figure_metrics", "names no metric; the figure and the "
                           "pooled test need at least one")
-    check_once(st.figure_metrics, source, "seeds.figure_metrics", "metric")
+    check_once(st.figure_metrics or (), source, "seeds.figure_metrics", "metric")
     check_once(st.grid_algorithms or (), source, "seeds.grid_algorithms", "algorithm")
 
 
@@ -227,7 +237,7 @@ def validate_settings(exp: Experiment, st: SeedSettings) -> None:
     each list naming each entry once (and one figure metric at least)."""
     src = exp.source
     _check_lists(st, src)
-    for m in st.figure_metrics:
+    for m in st.figure_metrics or ():
         if m not in exp.evaluation.metrics:
             raise input_error(src, "seeds.figure_metrics", f"{m!r} is not an evaluated metric")
     for a in st.grid_algorithms or ():

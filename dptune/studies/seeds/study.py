@@ -178,7 +178,7 @@ def run_seeds_study(exp: Experiment | str | Path, n_seeds: int | None = None,
     cache, trials = read_defaults(p, dataset)
     per_seed = per_seed_table(cache, dataset)
     summary = order_rows(summarize(per_seed), ["dataset", "algorithm", "metric", "cutoff"])
-    figm = [m for m in st.figure_metrics if m in exp.evaluation.metrics] or list(exp.evaluation.metrics[:2])
+    figm = st.figure_metrics_of(exp.evaluation.metrics)
     pooled = pooled_tests(per_seed, figm)
     files = [_csv(per_seed, out / "seeds_per_seed.csv"), _csv(trials, out / "seeds_trials.csv"),
              _csv(pooled, out / "seeds_pooled.csv")]

@@ -612,6 +612,25 @@ def test_figure_metrics_are_case_insensitive_and_each_list_names_once(tmp_path) 
     assert parse_seed_settings({"grid_algorithms": []}, "x.toml").grid_algorithms == ()
 
 
+def test_the_default_figure_metrics_are_those_the_experiment_evaluates(tmp_path) -> None:
+    """The default figure metrics were nDCG and Precision, checked as if the file named them:
+    an experiment without Precision was refused for a key it never set. Unset, they are nDCG
+    and Precision where evaluated, else the first two metrics; named, they are checked."""
+    from dataclasses import replace
+
+    from dptune.studies.seeds.settings import validate_settings
+
+    exp, st = load_seed_experiment(_exp(tmp_path, ""))
+    assert st.figure_metrics is None
+    assert st.figure_metrics_of(["ndcg", "precision", "recall"]) == ["ndcg", "precision"]
+    assert st.figure_metrics_of(["recall", "ndcg", "mrr"]) == ["ndcg"]
+    assert st.figure_metrics_of(["recall", "mrr", "epc"]) == ["recall", "mrr"]
+    no_precision = replace(exp, evaluation=replace(exp.evaluation, metrics=("ndcg", "recall")))
+    validate_settings(no_precision, st)  # nothing was set, nothing is refused
+    with pytest.raises(DptuneError, match="'precision' is not an evaluated metric"):
+        validate_settings(no_precision, SeedSettings(figure_metrics=("precision",)))
+
+
 def test_a_data_file_changed_in_place_gets_a_fresh_cache(tmp_path) -> None:
     """The cache key covered the ``[data]`` settings (the file's path), not the file's content:
     a rating added to the file gave the old data's numbers from the cache. The key now holds
