@@ -275,11 +275,14 @@ def noise_section(configs: Any, result: Any) -> str:
     plain_words = ("a metric is below its floor when its DP is below the floor (the floor's own "
                    "interval is shown, not used); otherwise it is flagged: its configuration "
                    "differences are not larger than re-training noise.")
-    verdict_words = (test_words if tested else
-                     "With no bootstrap, DP has no interval, so the comparison is no test and "
-                     "has no error rate: " + plain_words if not has_ci else
-                     test_words + " A DP without an interval (see the table) is compared "
-                     "with no test and no error rate: " + plain_words)
+    if tested:  # every row by the test
+        verdict_words = test_words
+    elif not has_ci:  # no row has an interval: no bootstrap
+        verdict_words = ("With no bootstrap, DP has no interval, so the comparison is no test "
+                         "and has no error rate: " + plain_words)
+    else:  # rows of both rules
+        verdict_words = (test_words + " A DP without an interval (see the table) is compared "
+                         "with no test and no error rate: " + plain_words)
     lines = [
         "The best configuration(s) of each stochastic algorithm by validation "
         f"{primary} were re-trained with different seeds on every validation fold; every pair of "
