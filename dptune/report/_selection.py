@@ -235,10 +235,13 @@ def _compare(name: str, hi: pd.Series, lo: pd.Series, best: pd.DataFrame | None,
         tail += f", test {pname} {fmt(th, 4)}." if not math.isnan(th) else "."
     elif not math.isnan(th) and not math.isnan(tl):
         diff = th - tl
+        # the difference of the two values as printed, so that it reads as their difference
+        # (0.1127 and 0.1135 are -0.0008 apart, though the raw values are -0.000877 apart)
+        shown = float(fmt(th, 4)) - float(fmt(tl, 4))
         tail = (
             f" {hname} selects {ph}, test {pname} "
             f"{fmt(th, 4)}; {lname} selects {pl}, "
-            f"test {pname} {fmt(tl, 4)}; difference {diff:+.4f}"
+            f"test {pname} {fmt(tl, 4)}; difference {shown:+.4f}"
         )
         tested = (test is not None and int(test["config_id"]) == cl
                   and int(test["recommended_config"]) == ch and not is_missing(test["p"]))

@@ -1092,6 +1092,18 @@ def test_selection_sentences_call_a_difference_higher_only_when_it_is_significan
     assert "(not tested)." in bpr
 
 
+def test_a_difference_of_two_printed_values_is_their_difference_as_printed() -> None:
+    """0.1127 and 0.1135 were said to differ by -0.0009 (the raw -0.000877): a reader who
+    subtracts the printed values gets -0.0008, and the sentence read as contradicting itself."""
+    best = make_best()
+    mask = (best["algorithm"] == "bpr-mf") & (best["cutoff"] == 10)
+    best.loc[mask & (best["metric"] == "precision"), "test_ndcg"] = 0.11274
+    best.loc[mask & (best["metric"] == "recall"), "test_ndcg"] = 0.11352
+    bpr = report.selection_sentences(make_dp(), best, ("ndcg", 10))[2]
+    assert "test nDCG@10 0.1127" in bpr and "test nDCG@10 0.1135" in bpr, bpr
+    assert "difference -0.0008 (not tested)." in bpr, bpr
+
+
 def test_settings_rows_always_name_threshold_and_variant() -> None:
     rows = report.settings_rows({})
     assert rows[:2] == [("Relevance threshold", "not recorded"), ("Metric variant", "not recorded")]

@@ -95,15 +95,20 @@ def summary_table(summary: pd.DataFrame, n_seeds: int,
             rules.add(i - 1)
         prev = r.algorithm
         ho, cv = r.holdout_range, r.cv_range
+        # a range as the difference of its extremes as printed (102.84 - 97.08 reads 5.76, not
+        # the raw 5.75); the bold compares the raw ranges
+        ho_shown = float(_f(r.holdout_max_pct)) - float(_f(r.holdout_min_pct)) \
+            if np.isfinite(ho) else ho
+        cv_shown = float(_f(r.cv_max_pct)) - float(_f(r.cv_min_pct)) if np.isfinite(cv) else cv
         rows.append([
             Cell(display_algorithm(r.algorithm)),
             Cell(display_metric(r.metric, int(r.cutoff))),
             Cell(_f(r.holdout_min_pct), numeric=True),
             Cell(_f(r.holdout_max_pct), numeric=True),
-            Cell(_f(ho), bold=bool(ho < cv), numeric=True),
+            Cell(_f(ho_shown), bold=bool(ho < cv), numeric=True),
             Cell(_f(r.cv_min_pct), numeric=True),
             Cell(_f(r.cv_max_pct), numeric=True),
-            Cell(_f(cv), bold=bool(cv < ho), numeric=True),
+            Cell(_f(cv_shown), bold=bool(cv < ho), numeric=True),
             Cell(_p(r.p_holm), bold=bool(r.p_holm < ALPHA), numeric=True),
         ])
     ds = ", ".join(dict.fromkeys(summary["dataset"])) if len(summary) else ""

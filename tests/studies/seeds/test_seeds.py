@@ -612,6 +612,21 @@ def test_figure_metrics_are_case_insensitive_and_each_list_names_once(tmp_path) 
     assert parse_seed_settings({"grid_algorithms": []}, "x.toml").grid_algorithms == ()
 
 
+def test_a_range_is_the_difference_of_its_extremes_as_printed() -> None:
+    """HO 97.08 to 102.84 was printed with the range 5.75 (the raw 5.7536): 27 of 108 ranges
+    of the committed table read as wrong subtractions. The bold still compares raw ranges."""
+    from dptune.studies.seeds.report import summary_table
+
+    row = {"dataset": "toy", "algorithm": "userknn", "metric": "ndcg", "cutoff": 1,
+           "holdout_min_pct": 97.0838, "holdout_max_pct": 102.8374, "holdout_range": 5.7536,
+           "cv_min_pct": 99.0, "cv_max_pct": 101.0, "cv_range": 2.0, "p_holm": 0.5,
+           "holm_family": 1}
+    cells = summary_table(pd.DataFrame([row]), 8).blocks[0].rows[0]
+    assert [c.text for c in cells[2:8]] == ["97.08", "102.84", "5.76", "99.00", "101.00",
+                                            "2.00"]
+    assert cells[7].bold and not cells[4].bold
+
+
 def test_the_default_figure_metrics_are_those_the_experiment_evaluates(tmp_path) -> None:
     """The default figure metrics were nDCG and Precision, checked as if the file named them:
     an experiment without Precision was refused for a key it never set. Unset, they are nDCG
