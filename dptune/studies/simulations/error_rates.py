@@ -207,10 +207,13 @@ def claim_rates(lam: np.ndarray, runs: Sequence[dict], key: str = "named") -> tu
 
 
 def family_error_rates(case: FamilyCase, runs: int = 200, n_boot: int = 1000,
-                       alpha: float = 0.05, seed: int = 0, case_index: int = 0) -> dict:
-    """One row of :data:`ERROR_COLUMNS` for ``case`` from ``runs`` runs."""
+                       alpha: float = 0.05, seed: int = 0, case_index: int = 0,
+                       stability: int = 5) -> dict:
+    """One row of :data:`ERROR_COLUMNS` for ``case`` from ``runs`` runs, each with
+    ``stability`` pair seeds when its pairs are sampled (the analysis's default 5; 1 is what
+    a large grid gets when ``stability_seconds`` affords no repeat)."""
     runs = check_int(runs, "error rates", "runs", 1)
-    out = [run_family(case, replication_seed(seed, case_index, s), n_boot, alpha)
+    out = [run_family(case, replication_seed(seed, case_index, s), n_boot, alpha, stability)
            for s in range(runs)]
     fr, pw = claim_rates(case.lambdas, out, "named")
     fr0, pw0 = claim_rates(case.lambdas, out, "named_former")
@@ -271,11 +274,12 @@ QUICK_FAMILY_CASES = (
 
 
 def error_rate_study(cases: Sequence[FamilyCase] = NULL_CASES + PARTIAL_CASES, runs: int = 200,
-                     n_boot: int = 1000, alpha: float = 0.05, seed: int = 0) -> pd.DataFrame:
+                     n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
+                     stability: int = 5) -> pd.DataFrame:
     """:func:`family_error_rates` of every case (one numba and one BLAS thread meanwhile: a
     parallel kernel's start-up costs more than a fold of a few hundred users)."""
     with one_thread():
-        rows = [family_error_rates(c, runs, n_boot, alpha, seed, i)
+        rows = [family_error_rates(c, runs, n_boot, alpha, seed, i, stability)
                 for i, c in enumerate(cases)]
     return pd.DataFrame(rows, columns=ERROR_COLUMNS)
 
