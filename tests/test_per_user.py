@@ -256,9 +256,22 @@ def test_a_tables_fold_of_too_few_users_is_refused_before_the_fold_loop(monkeypa
             for m in ("ndcg@10", "recall@10")]
     with pytest.raises(DptuneError) as err:
         dptune.discriminative_power(pd.DataFrame(rows))
-    assert str(err.value) == ("analysis: runs/fold 1: only 8 users to test pairs on, fewer than "
+    assert str(err.value) == ("per_user: runs/fold 1: only 8 users to test pairs on, fewer than "
                               "min_fold_users = 20; DP over so few users is not evidence "
                               "(use more data or fewer folds, or lower --min-fold-users)"), err.value
+
+
+def test_a_files_fold_of_too_few_users_is_named_with_the_file(tmp_path: Path, capsys) -> None:
+    """``dp --per-user FILE`` of 5 users said "analysis: runs/fold 0: only 5 users", naming no
+    file; it names the file now, before any work."""
+    rng = np.random.default_rng(5)
+    path = tmp_path / "few.csv"
+    pd.DataFrame([{"config_id": c, "user": u, "metric": "ndcg@10", "value": rng.random()}
+                  for c in range(4) for u in range(5)]).to_csv(path, index=False)
+    assert main(["dp", "--per-user", str(path), "--reports", str(tmp_path / "rep")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"dptune: {path}: runs/fold 0: only 5 users to test pairs on"), err
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "rep").exists()
 
 
 def test_dp_runs_says_what_trec_eval_would_score_otherwise(tmp_path: Path, capsys) -> None:

@@ -92,10 +92,13 @@ def analyze(store: ResultStore | str | Path | pd.DataFrame,
     check_families(store, opts)
     if opts.noise_seeds > 0 and isinstance(store, ResultStore):
         noisemod.check_noise_complete(store)  # before the fold loop: nothing computed in vain
-    # a sweep's fold sizes are recorded: refused now, before the fold loop's progress bar
-    dg.check_fold_users(dg.recorded_fold_users(store), opts.min_fold_users)
+    # fold sizes are recorded: refused now, before the fold loop's progress bar; a per-user
+    # table's refusal names its file (a sweep's, the analysis)
+    source = (str((man.get("dataset") or {}).get("source") or "analysis")
+              if isinstance(store, PerUserStore) else "analysis")
+    dg.check_fold_users(dg.recorded_fold_users(store), opts.min_fold_users, source)
     estimate = run_fold_loop(store, opts, progress)
-    dg.check_fold_users(dg.fold_user_counts(estimate.pvalues), opts.min_fold_users,
+    dg.check_fold_users(dg.fold_user_counts(estimate.pvalues), opts.min_fold_users, source,
                         which=lambda alg, fold: _fewest_users(store, alg, fold))
     with_dp = set(estimate.table["algorithm"])
     estimate = dataclasses.replace(estimate, without={
