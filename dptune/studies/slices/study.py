@@ -89,9 +89,14 @@ def _find_experiment(store: ResultStore, man: dict[str, Any], experiment: str | 
                               f"--experiment)")
     exp = load_experiment(path)
     if man.get("fingerprint") and exp.fingerprint() != man["fingerprint"]:
-        raise input_error(path, None, f"does not match the results in {store.root} (fingerprint "
-                          f"{exp.fingerprint()} vs {man['fingerprint']}): the training folds "
-                          f"cannot be recomputed from it")
+        from dptune.sweeper._manifest import setup_changes
+
+        # the settings that differ, as `dptune run` names them; the fingerprints when unknown
+        changed = setup_changes(man, exp)
+        what = ("; ".join(changed) if changed else
+                f"fingerprint {exp.fingerprint()} vs {man['fingerprint']}")
+        raise input_error(path, None, f"does not match the results in {store.root} ({what}): "
+                          "the training folds cannot be recomputed from it")
     return exp
 
 

@@ -560,3 +560,16 @@ def test_data_changed_since_the_sweep_is_refused(tmp_path, capsys, change) -> No
     data.write_text(original)  # restored: a new modification time, the same data
     assert _main(["slices", str(tmp_path / "rr"), "--reports", str(tmp_path / "out")]) == 0
     assert (tmp_path / "out" / "slices_report.md").exists()
+    if change == "append":
+        # another set-up is named by the setting that differs, as `dptune run` names it (it
+        # said "fingerprint 255d8f38... vs 7c48e62f...")
+        other = tmp_path / "other.toml"
+        other.write_text(cfg.read_text().replace("folds = 2", "folds = 3"))
+        capsys.readouterr()
+        assert _main(["slices", str(tmp_path / "rr"), "--experiment", str(other), "--reports",
+                      str(tmp_path / "o3")]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err == (f"dptune: {other}: does not match the results in {tmp_path / 'rr'} "
+                       "(split.folds: 2 -> 3): the training folds cannot be recomputed from "
+                       "it"), err
+        assert not (tmp_path / "o3").exists()
