@@ -520,10 +520,11 @@ MAX_NAME = 100
 
 
 def _check_name(name: object, source: str, where: str) -> str:
-    """An experiment's or an algorithm's name (``where``), usable in file names: letters,
+    """An experiment's or an algorithm's name (``where``), usable in file names: ASCII letters,
     digits, '.', '_' or '-', all of it (no final newline), at most :data:`MAX_NAME` of them."""
     if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
-        raise input_error(source, where, "must be letters, digits, '.', '_' or '-'")
+        raise input_error(source, where, "must be ASCII letters (a-z, A-Z), digits, '.', '_' or "
+                          f"'-', starting with a letter or digit; got {name!r}")
     if len(name) > MAX_NAME:
         raise input_error(source, where, f"has {len(name)} characters, at most {MAX_NAME}: it "
                           "is part of the names of the files the sweep writes")

@@ -407,6 +407,14 @@ def test_an_algorithm_name_with_a_double_underscore_is_refused(tmp_path):
                            "the algorithm, fold and unit in the names of its results")
 
 
+def test_a_name_of_other_letters_says_ascii(tmp_path):
+    """``tïny`` was refused as "must be letters, digits, ...", though ï is a letter: only ASCII
+    ones are meant, and the line says so and shows the name."""
+    cfg = _write(tmp_path, BASE.replace('name = "userknn"', 'name = "usér"'))
+    assert _error(cfg) == (f"{cfg}: algorithms[0].name: must be ASCII letters (a-z, A-Z), "
+                           "digits, '.', '_' or '-', starting with a letter or digit; got 'usér'")
+
+
 @pytest.mark.parametrize("value", ['""', '"."'])
 def test_a_data_source_that_is_a_folder_names_the_field(tmp_path, value):
     """source = "" named the experiment's folder and failed as "<folder>: is a directory"

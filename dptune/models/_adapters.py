@@ -414,7 +414,8 @@ def register(name: str, factory: Callable[..., Any], stochastic: bool | None = N
     """
     if not isinstance(name, str) or not _NAME_RE.fullmatch(name) or name in _RESERVED or ":" in name:
         raise input_error("register", "name",
-                          f"must be letters, digits, '.', '_' or '-' and not a built-in type, "
+                          "must be ASCII letters (a-z, A-Z), digits, '.', '_' or '-', starting "
+                          "with a letter, and not a built-in type, "
                           f"got {name!r}")
     if not callable(factory):
         raise input_error("register", name, f"{factory!r} is not a class or callable")
