@@ -25,8 +25,6 @@ from dptune.report._format import (
     pair_count_text,
     unsampled_note,
     unsampled_share,
-    verdict_choices,
-    verdict_keys,
 )
 from dptune.report._inputs import BEST_INPUT, DP_INPUT, has_intervals, require, scope_all
 from dptune.report._table import simple_block
@@ -121,7 +119,7 @@ def selection_sentences(
     (``downstream``, downstream.csv: the paired t-test of the two configurations over the test
     users on the judge) finds it significant, and a tie within noise otherwise.
     """
-    from dptune.report._tables import _verdict_row, pick
+    from dptune.report._tables import _verdict_row, _worst_versus_best, pick
     from dptune.report._verdict import recommendation_text
 
     dp = require(dp, DP_INPUT, "dp")
@@ -154,13 +152,11 @@ def selection_sentences(
             # every metric as a choice: that is no finding of equality. With intervals a row
             # can be untested too (one metric of the family with evidence): no test is said
             # then, and no bootstrap blamed
-            tested = vrow is not None and _tested(vrow)
-            tie = tested and str(lo["metric"]) in verdict_choices(vrow)
-            untested = vrow is not None and not tested and not has_intervals(a)
-            shown = tested and str(lo["metric"]) in verdict_keys(vrow["less_discriminative"])
+            untested = vrow is not None and not _tested(vrow) and not has_intervals(a)
             test = _downstream_test(downstream, alg, cutoff, family, str(lo["metric"]))
-            out.append(_compare(name, hi, lo, best, alg, (judge, cutoff), test_split, tie, test,
-                                untested, shown))
+            # the verdict's finding about the two, as Table 4 reads it for its best and worst
+            out.append(_compare(name, hi, lo, best, alg, (judge, cutoff), test_split,
+                                _worst_versus_best(vrow, lo), test, untested))
     return out
 
 
@@ -177,15 +173,15 @@ def _downstream_test(downstream: pd.DataFrame | None, alg: str, cutoff: int, fam
 
 
 def _compare(name: str, hi: pd.Series, lo: pd.Series, best: pd.DataFrame | None, alg: str,
-             judge: tuple[str, int], test_split: bool = True, tie: bool = False,
-             test: pd.Series | None = None, untested: bool = False,
-             shown: bool = False) -> str:
+             judge: tuple[str, int], test_split: bool = True, versus: str = "",
+             test: pd.Series | None = None, untested: bool = False) -> str:
     """One sentence: the choices of the most and the least discriminative metric on test;
-    ``tie``: the verdict finds no significant difference between the two (equal choices);
+    ``versus``: the verdict's finding about the two (Table 4's ``worst_vs_best``): ``tie``, no
+    significant difference (equal choices); ``significant``, the second is significantly less
+    discriminative (only then are the two called the most and the least discriminative metric;
+    otherwise the metric of lowest and highest DP); empty, nothing compared;
     ``untested``: the verdict tested no difference (verdict.csv ``tested`` false: no bootstrap,
-    or a paired test without an interval), said as such, not as equal choices; ``shown``: the
-    verdict finds the second significantly less discriminative (only then are the two called
-    the most and the least discriminative metric; otherwise the metric of lowest and highest DP);
+    or a paired test without an interval), said as such, not as equal choices;
     ``test``: the downstream test of the two choices (:func:`_downstream_test`), which alone
     may call the difference higher or lower (its p printed on the side of the analysis' alpha,
     dp.csv's ``alpha``, that it is on)."""
@@ -194,7 +190,8 @@ def _compare(name: str, hi: pd.Series, lo: pd.Series, best: pd.DataFrame | None,
     pname = display_metric(*judge)
     hname, lname = display_metric(hi["metric"], cutoff), display_metric(lo["metric"], cutoff)
     # "most discriminative" only where the verdict found the difference; else the DPs' order
-    most, least = (("most discriminative metric", "least discriminative") if shown
+    most, least = (("most discriminative metric", "least discriminative")
+                   if versus == "significant"
                    else ("metric of lowest DP", "highest"))
     head = (
         f"{name}: the {most} at N = {cutoff} is {hname} "
@@ -203,7 +200,7 @@ def _compare(name: str, hi: pd.Series, lo: pd.Series, best: pd.DataFrame | None,
         + ("; no evidence: every p-value 1" if flag(lo, "no_evidence") else "")
         + f"; {pair_count_text(hi['n_pairs'], hi.get('n_possible_pairs'))})."
         + (" The verdict finds no significant difference between the two: they are equal "
-           "choices." if tie else "")
+           "choices." if versus == "tie" else "")
         + (f" No difference between the two is tested ({NO_INTERVAL}: {NO_INTERVAL_WHY}): the "
            "lower DP alone does not make either the better one." if untested else "")
     )
@@ -237,11 +234,11 @@ def _compare(name: str, hi: pd.Series, lo: pd.Series, best: pd.DataFrame | None,
         diff = th - tl
         # the difference of the two values as printed, so that it reads as their difference
         # (0.1127 and 0.1135 are -0.0008 apart, though the raw values are -0.000877 apart)
-        shown = float(fmt(th, 4)) - float(fmt(tl, 4))
+        printed = float(fmt(th, 4)) - float(fmt(tl, 4))
         tail = (
             f" {hname} selects {ph}, test {pname} "
             f"{fmt(th, 4)}; {lname} selects {pl}, "
-            f"test {pname} {fmt(tl, 4)}; difference {shown:+.4f}"
+            f"test {pname} {fmt(tl, 4)}; difference {printed:+.4f}"
         )
         tested = (test is not None and int(test["config_id"]) == cl
                   and int(test["recommended_config"]) == ch and not is_missing(test["p"]))
