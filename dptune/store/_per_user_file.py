@@ -378,17 +378,16 @@ def check_hyperparameter_values(path: str | Path, configs: pd.DataFrame, key: st
     failed on it with a traceback after the whole analysis."""
     rows = np.arange(len(configs)) if rows is None else np.asarray(rows)
     algs = configs["algorithm"].to_numpy()
-    big = float(np.finfo(np.float32).max)
     for h in hps:
         number = pd.to_numeric(configs[h], errors="coerce").to_numpy(dtype=float)
         with np.errstate(invalid="ignore"):
-            huge = np.isinf(number) | (np.abs(number) > big)
+            huge = np.abs(number) > VALUE_MAX  # an infinity too; NaN (a string, empty) not
         if huge.any():
             i = int(np.argmax(huge))
             raise input_error(path, h, f"{_where(path, int(rows[i]))} has the value "
                               f"{configs[h].iloc[i]} (configuration {algs[i]}/"
                               f"{configs[key].iloc[i]}): a hyperparameter's number must be "
-                              f"finite and within +-{big:.4g}")
+                              f"finite and within +-{VALUE_MAX:.4g}")
         empty = configs[h].isna().to_numpy()
         uses = set(algs[~empty])
         gap = empty & np.isin(algs, list(uses))
