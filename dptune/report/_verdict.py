@@ -200,16 +200,9 @@ class _Reader:
         self._metrics = {key: list(g["metric"]) for key, g in whole.groupby(
             ["algorithm", "cutoff"], sort=False)}
         self.all = whole.set_index(["algorithm", "cutoff", "metric"]).sort_index()
-        oat = dp[dp["scope"].astype(str).str.startswith("only:")]
-        #: (algorithm, cutoff, metric, hyperparameter) -> the pairs its only-scope could have
-        self._oat_possible = {
-            (str(r.algorithm), int(r.cutoff), str(r.metric), str(r.scope)[len("only:"):]):
-            r.n_possible_pairs for r in oat.itertuples(index=False)
-        } if "n_possible_pairs" in oat.columns else {}
-        self._oat_sampled = {
-            key: bool((g["n_pairs"] < g["n_possible_pairs"]).any())
-            for key, g in oat.groupby(["algorithm", "cutoff", "metric"], sort=False)
-        } if {"n_pairs", "n_possible_pairs"} <= set(oat.columns) else {}
+        #: the one-at-a-time scopes' rows, which :meth:`oat_possible` and :meth:`oat_sampled`
+        #: read (a table without ``n_possible_pairs`` knows no sample)
+        self._oat = dp[dp["scope"].astype(str).str.startswith("only:")]
         self.comparisons = result.comparisons if result.comparisons is not None else \
             pd.DataFrame(columns=["algorithm", "cutoff", "kind", "group", "a", "b"])
         self.dominance = result.dominance if result.dominance is not None else pd.DataFrame()
@@ -244,15 +237,26 @@ class _Reader:
     def row(self, alg: str, cutoff: int, metric: str) -> pd.Series:
         return self.all.loc[(alg, cutoff, metric)]
 
+    def _oat_rows(self, alg: str, cutoff: int, metric: str) -> pd.DataFrame:
+        """The one-at-a-time rows of ``metric``@``cutoff``; none without ``n_possible_pairs``."""
+        o = self._oat
+        if "n_possible_pairs" not in o.columns:
+            return o.iloc[:0]
+        return o[(o["algorithm"].astype(str) == alg) & (o["cutoff"] == cutoff)
+                 & (o["metric"].astype(str) == metric)]
+
     def oat_possible(self, alg: str, cutoff: int, metric: str, hyperparameter: str) -> object:
         """The pairs the one-at-a-time scope of ``hyperparameter`` could have (its P is a
         sample of them when smaller), or None."""
-        return self._oat_possible.get((alg, cutoff, metric, hyperparameter))
+        rows = self._oat_rows(alg, cutoff, metric)
+        rows = rows[rows["scope"].astype(str) == f"only:{hyperparameter}"]
+        return rows["n_possible_pairs"].iloc[0] if len(rows) else None
 
     def oat_sampled(self, alg: str, cutoff: int, metric: str) -> bool:
         """Whether some one-at-a-time scope of ``metric``@``cutoff`` has a sample of its
         pairs (the dominance claims' pairs: checked under the stability repeats)."""
-        return self._oat_sampled.get((alg, cutoff, metric), False)
+        rows = self._oat_rows(alg, cutoff, metric)
+        return bool((rows["n_pairs"] < rows["n_possible_pairs"]).any())
 
     def claims(self, alg: str, cutoff: int, family: str, best: str) -> pd.DataFrame:
         c = self.comparisons
