@@ -5,8 +5,10 @@ one reproducible figure saver every dptune figure goes through.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import math
+import textwrap
 from pathlib import Path
 
 import matplotlib
@@ -14,6 +16,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
+from matplotlib.transforms import ScaledTranslation
 
 from dptune._atomic import write_bytes
 from dptune.analysis.result import MetricFamilies
@@ -43,19 +46,53 @@ __all__ = [
     "PANEL_SIZE",
     "FIG_DPI",
     "MAX_PANEL_COLUMNS",
+    "TEXT_WIDTH",
+    "COLUMN_WIDTH",
+    "MIN_PANEL_WIDTH",
+    "FONT_SIZES",
     "figure1",
     "dp_figure",
     "dp_figure_caption",
     "figure_pixel_size",
+    "figure_width",
     "save_figure",
     "palette_png",
 ]
 
-#: Size of one Figure 1 panel in inches, the figure dpi and panels per row: a figure with ``n``
-#: panels is ``min(n, 3)`` panels wide, so its pixel size is fixed by the number of algorithms.
-PANEL_SIZE: tuple[float, float] = (4.6, 5.2)
+#: The widest a figure is drawn, in inches: the text width of a two-column paper (ACM's
+#: ``acmart`` 7.0 in, IEEE's ``IEEEtran`` 7.16 in). Every figure is drawn at the size it is
+#: printed, so that placed at its natural size (``\includegraphics{figure1.png}``: the PNG
+#: says its dpi) or at ``\linewidth`` of a paper's full width its text prints at the sizes of
+#: :data:`FONT_SIZES`; drawn wider (13.8 in before) it had to be scaled to half, its 8-10 pt
+#: text printing at 4-5 pt.
+TEXT_WIDTH: float = 7.0
+#: The width of a one-panel figure, in inches: one column of a two-column paper (ACM 3.33 in,
+#: IEEE 3.5 in), so that it prints unscaled in either.
+COLUMN_WIDTH: float = 3.33
+#: The narrowest a panel is drawn, in inches: its axis labels, tick labels and legend (the
+#: longest entry, "Precision@10, DP per 25 pairs 1.855 (identical to nDCG@10)", broken in two)
+#: fit it at :data:`FONT_SIZES`. Panels per row: as many as fit :data:`TEXT_WIDTH`.
+MIN_PANEL_WIDTH: float = 3.3
+#: Panels per row: ``floor(TEXT_WIDTH / MIN_PANEL_WIDTH)`` = 2; more panels wrap into rows.
+MAX_PANEL_COLUMNS: int = int(TEXT_WIDTH // MIN_PANEL_WIDTH)
+#: Size of one Figure 1 panel in inches (width, height): a figure of ``n >= 2`` panels is
+#: :data:`TEXT_WIDTH` wide (``min(n, 2)`` panels per row) and ``ceil(n / 2)`` panels high, a
+#: one-panel figure :data:`COLUMN_WIDTH` wide (:func:`figure_width`).
+PANEL_SIZE: tuple[float, float] = (TEXT_WIDTH / MAX_PANEL_COLUMNS, 3.9)
+#: The figures' dpi: the PNG's pixels per printed inch (a figure of two or more panels is 1400
+#: pixels wide); the SVG, drawn at the same size in inches, is the one to print sharper.
 FIG_DPI: int = 200
-MAX_PANEL_COLUMNS: int = 3
+#: The font size in points of each kind of text of the report's figures, as printed at their
+#: drawn size (at least 7 pt, the smallest that venues' figure guidelines accept; the text of a
+#: paper is 9-10 pt): set on every text artist (and in an rc context around the figure's
+#: construction), never in matplotlib's global state.
+FONT_SIZES: dict[str, float] = {
+    "suptitle": 9.0,
+    "title": 8.0,
+    "label": 8.0,
+    "tick": 7.0,
+    "legend": 7.0,
+}
 _SVG_HASH_SALT = "dptune-report"
 #: One marker per metric position in the table order, so that overlapping curves stay apart.
 MARKERS: tuple[str, ...] = ("o", "s", "^", "D", "v", "P", "X", "*")
@@ -68,13 +105,33 @@ def _panel_grid(n_panels: int) -> tuple[int, int]:
     return max(1, math.ceil(n_panels / ncols)), ncols
 
 
+def figure_width(n_panels: int) -> float:
+    """Width in inches of a figure of ``n_panels`` panels side by side or wrapped in rows:
+    :data:`COLUMN_WIDTH` for one panel, else :data:`TEXT_WIDTH` (never wider)."""
+    return COLUMN_WIDTH if _panel_grid(n_panels)[1] == 1 else TEXT_WIDTH
+
+
 def figure_pixel_size(n_panels: int) -> tuple[int, int]:
-    """Pixel (height, width) of a Figure 1 PNG with ``n_panels`` panels (for callers and tests)."""
-    nrows, ncols = _panel_grid(n_panels)
+    """Pixel (height, width) of a Figure 1 PNG with ``n_panels`` panels (for callers and tests):
+    its size in inches (:func:`figure_width` by ``PANEL_SIZE[1]`` a row) times :data:`FIG_DPI`."""
+    nrows, _ = _panel_grid(n_panels)
     return (
         round(PANEL_SIZE[1] * nrows * FIG_DPI),
-        round(PANEL_SIZE[0] * ncols * FIG_DPI),
+        round(figure_width(n_panels) * FIG_DPI),
     )
+
+
+def _rc() -> contextlib.AbstractContextManager[None]:
+    """The rc settings a figure is built in: :data:`FONT_SIZES` for text no call sizes."""
+    return matplotlib.rc_context({
+        "font.size": FONT_SIZES["label"],
+        "axes.titlesize": FONT_SIZES["title"],
+        "axes.labelsize": FONT_SIZES["label"],
+        "xtick.labelsize": FONT_SIZES["tick"],
+        "ytick.labelsize": FONT_SIZES["tick"],
+        "legend.fontsize": FONT_SIZES["legend"],
+        "figure.titlesize": FONT_SIZES["suptitle"],
+    })
 
 
 def figure1(
@@ -93,8 +150,16 @@ def figure1(
     Precision, Recall, MRR, EFD, EPC), as the verdict and Table 4 name ties. A given ``noise_band`` (the A/A band of the
     result's noise floor, :attr:`dptune.analysis.noise.NoiseFloor.band`: columns ``algorithm,
     cutoff, position, low, high, mean``) is drawn as one grey band per panel, its mean dashed.
-    Built on :class:`matplotlib.figure.Figure` directly (no pyplot state, Agg rendering).
+    Built on :class:`matplotlib.figure.Figure` directly (no pyplot state, Agg rendering), at
+    its printed size: :func:`figure_width` wide (at most :data:`TEXT_WIDTH`, two panels a row),
+    its text at :data:`FONT_SIZES`.
     """
+    with _rc():
+        return _figure1(curves, dp, cutoff, noise_band)
+
+
+def _figure1(curves: pd.DataFrame, dp: pd.DataFrame, cutoff: int,
+             noise_band: pd.DataFrame | None) -> Figure:
     curves = require(curves, CURVE_INPUT, "curves")
     dp = require(dp, DP_INPUT, "dp")
     noise = require(noise_band, NOISE_INPUT, "noise_band") if noise_band is not None else None
@@ -103,8 +168,10 @@ def figure1(
     algorithms = ordered_algorithms(c["algorithm"].unique())
     nrows, ncols = _panel_grid(len(algorithms))
     fig = Figure(
-        figsize=(PANEL_SIZE[0] * ncols, PANEL_SIZE[1] * nrows), dpi=FIG_DPI, layout="constrained"
+        figsize=(figure_width(len(algorithms)), PANEL_SIZE[1] * nrows), dpi=FIG_DPI,
+        layout="constrained",
     )
+    panel_width = fig.get_figwidth() / ncols
     axes = fig.subplots(nrows, ncols, squeeze=False)
     dp_all = scope_all(dp)
     dp_all = dp_all[dp_all["cutoff"] == cutoff]
@@ -141,7 +208,7 @@ def figure1(
                     linewidth=0,
                 )
             else:
-                label += f" (identical to {same})"
+                label = _legend_label(label, f"(identical to {same})", panel_width)
             ax.plot(
                 x,
                 y,
@@ -163,48 +230,91 @@ def figure1(
         else:
             ax.set_xlim(0.5, 1.5)
         ax.set_ylim(0.0, 1.0)
-        ax.set_xlabel("Pair rank (p-values sorted in decreasing order)")
-        ax.set_ylabel("p-value (mean over folds)")
+        ax.tick_params(labelsize=FONT_SIZES["tick"])
+        ax.set_xlabel("Pair rank (p-values sorted in decreasing order)",
+                      fontsize=FONT_SIZES["label"])
+        ax.set_ylabel("p-value (mean over folds)", fontsize=FONT_SIZES["label"])
         ra = dp_all[dp_all["algorithm"] == alg]
         possible = (ra["n_possible_pairs"].max() if len(ra) and "n_possible_pairs" in ra
                     else None)
         # the pairs said as the DP figure and the text say them ("P = 1000 of 21945")
         ax.set_title(_fitted(fig, f"{display_algorithm(alg)} (N = {cutoff}, "
-                             f"{pair_count_text(max_pos, possible)} pairs)", 12, ncols))
+                             f"{pair_count_text(max_pos, possible)} pairs)",
+                             FONT_SIZES["title"], ncols, _Y_LABELS), fontsize=FONT_SIZES["title"])
         ax.grid(True, alpha=0.3, linewidth=0.5)
-        # below the panel, so that no curve hides behind it
+        # below the panel, so that no curve hides behind it: a fixed distance under the axes
+        # (its tick labels and x label), whatever the panel's height
         ax.legend(
-            fontsize=8,
+            fontsize=FONT_SIZES["legend"],
             loc="upper center",
-            bbox_to_anchor=(0.5, -0.17),
+            bbox_to_anchor=(0.5, 0.0),
+            bbox_transform=ax.transAxes + ScaledTranslation(0.0, -_BELOW_AXES,
+                                                            fig.dpi_scale_trans),
             frameon=False,
-            handlelength=3.0,
+            handlelength=_HANDLE_LENGTH,
+            borderaxespad=0.0,
         )
     for ax in list(axes.flat)[len(algorithms) :]:
         ax.set_visible(False)
     title = (f"Averaged p-value curves (one fold, no sd; cutoff {cutoff})" if one_fold(dp) else
              f"Averaged p-value curves with ±1 sd across folds (cutoff {cutoff})")
-    fig.suptitle(_fitted(fig, title, 12), fontsize=12)
+    # one or two lines (one panel): its height is the one figure_pixel_size gives
+    _suptitle(fig, title, grow=False)
     return fig
 
 
-def _fitted(fig: Figure, title: str, fontsize: float, panels: int = 0) -> str:
+def _suptitle(fig: Figure, title: str, grow: bool = True) -> None:
+    """``title`` over the figure, broken into lines that fit its width (:func:`_fitted`); with
+    ``grow`` the figure taller by each line past the first (the DP figure's title takes two to
+    four lines), so that its panels keep their height."""
+    text = _fitted(fig, title, FONT_SIZES["suptitle"])
+    fig.suptitle(text, fontsize=FONT_SIZES["suptitle"])
+    if grow:
+        fig.set_figheight(fig.get_figheight() + text.count("\n") * 1.2 * FONT_SIZES["suptitle"] / 72)
+
+
+#: Inches of a Figure 1 panel's width its y axis' tick and axis labels take at :data:`FONT_SIZES`
+#: (a panel's title fits the rest).
+_Y_LABELS = 0.6
+#: Figure 1's legend handles, in font sizes: long enough to show a dashed curve's dashes.
+_HANDLE_LENGTH = 3.0
+#: Inches from a Figure 1 panel's axes down to its legend: its tick marks and labels and its
+#: x label at :data:`FONT_SIZES`, and a gap.
+_BELOW_AXES = (3.5 + 3.5 + 1.2 * FONT_SIZES["tick"] + 4.0 + 1.2 * FONT_SIZES["label"] + 5.0) / 72
+
+
+def _legend_label(label: str, tail: str, panel_width: float) -> str:
+    """``label`` and ``tail`` on one line when the legend entry fits the panel's width (its text
+    about 0.53 em a character, the handle and pads 4.6 em), else ``tail`` on a second line: a
+    panel two to a row of :data:`TEXT_WIDTH` is too narrow for "Precision@10, DP per 25 pairs
+    1.855 (identical to nDCG@10)" at :data:`FONT_SIZES`."""
+    one = f"{label} {tail}"
+    size = FONT_SIZES["legend"]
+    if (0.53 * len(one) + _HANDLE_LENGTH + 1.6) * size / 72 <= panel_width - 0.15:
+        return one
+    return f"{label}\n{tail}"
+
+
+def _fitted(fig: Figure, title: str, fontsize: float, panels: int = 0,
+            margin: float = 1.0) -> str:
     """``title`` broken into lines that fit the figure's width at ``fontsize`` points (about
     0.55 em a character), or with ``panels`` side by side, one panel's width less its axis
-    labels (about an inch): a one-panel figure (outside data has one algorithm) is narrower
-    than the titles, which were cut off at both sides, and a panel's title ("BPR-MF (N = 10,
-    P = 1000 of 21945 pairs)") ran past its panel's edge."""
-    import textwrap
-
-    width = fig.get_figwidth() / panels - 1.0 if panels else fig.get_figwidth()
+    labels (``margin``, about an inch): a one-panel figure (outside data has one algorithm)
+    is narrower than the titles, which were cut off at both sides, and a panel's title
+    ("BPR-MF (N = 10, P = 1000 of 21945 pairs)") ran past its panel's edge."""
+    width = fig.get_figwidth() / panels - margin if panels else fig.get_figwidth()
     per_line = max(20, int(width * 72 / (0.55 * fontsize)))
     return textwrap.fill(title, per_line)
 
 
-#: Size of one DP-figure panel in inches (width, height per metric row + margin).
-DP_PANEL_WIDTH = 4.6
-_DP_ROW_HEIGHT = 0.42
-_DP_MARGIN = 1.4
+#: Size of one DP-figure panel in inches (width; height: a margin for the titles and the x
+#: axis, and a row per metric and one more): as Figure 1's, :func:`figure_width` by
+#: :data:`MAX_PANEL_COLUMNS` (a one-panel figure is :data:`COLUMN_WIDTH` wide).
+DP_PANEL_WIDTH = PANEL_SIZE[0]
+_DP_ROW_HEIGHT = 0.3
+_DP_MARGIN = 1.1
+#: Inches of a DP-figure panel's width its metric labels take ("Precision@10" in bold).
+_DP_Y_LABELS = 0.9
 
 
 def _dp_rows(dp: pd.DataFrame, cutoff: int) -> pd.DataFrame:
@@ -225,14 +335,22 @@ def dp_figure(dp: pd.DataFrame, verdict: pd.DataFrame | None, cutoff: int,
     panel has the same x scale, from 0 to the largest interval end of the figure, so that
     panels compare at a glance. Lower = more discriminative. ``dp``: dp.csv (scope ``all`` is
     drawn). Without intervals (the bootstrap off, or a paired test without one) the verdict
-    tests no difference: the title says so, and the stars are the metrics it offers untested."""
+    tests no difference: the title says so, and the stars are the metrics it offers untested.
+    Drawn at its printed size, as :func:`figure1`: at most :data:`TEXT_WIDTH` wide, two panels
+    a row, its text at :data:`FONT_SIZES`."""
+    with _rc():
+        return _dp_figure(dp, verdict, cutoff, families)
+
+
+def _dp_figure(dp: pd.DataFrame, verdict: pd.DataFrame | None, cutoff: int,
+               families: MetricFamilies | None) -> Figure:
     rows = _dp_rows(dp, cutoff)
     interval = has_intervals(dp)
     algorithms = ordered_algorithms(rows["algorithm"].unique())
     nrows, ncols = _panel_grid(len(algorithms))
     n_metrics = max(1, rows.groupby("algorithm")["metric"].nunique().max()) if len(rows) else 1
     height = _DP_MARGIN + _DP_ROW_HEIGHT * (n_metrics + 1)
-    fig = Figure(figsize=(DP_PANEL_WIDTH * ncols, height * nrows), dpi=FIG_DPI,
+    fig = Figure(figsize=(figure_width(len(algorithms)), height * nrows), dpi=FIG_DPI,
                  layout="constrained")
     axes = fig.subplots(nrows, ncols, squeeze=False)
     v = verdict if verdict is not None else pd.DataFrame(columns=["algorithm", "cutoff"])
@@ -257,7 +375,7 @@ def dp_figure(dp: pd.DataFrame, verdict: pd.DataFrame | None, cutoff: int,
                                                    yi + 0.15], color=color, linewidth=1.2)
             star = m in rec
             ax.plot([float(r["dp_per_25"])], [yi], marker="*" if star else "o",
-                    markersize=13 if star else 6, color=color, markeredgecolor="black",
+                    markersize=11 if star else 5.5, color=color, markeredgecolor="black",
                     markeredgewidth=0.6, linestyle="none")
         for b in breaks:
             ax.axhline(y[b] - 0.5, color="0.5", linewidth=0.8, linestyle="--")
@@ -268,8 +386,8 @@ def dp_figure(dp: pd.DataFrame, verdict: pd.DataFrame | None, cutoff: int,
                 lab.set_fontweight("bold")
         ax.set_ylim(-0.7, len(order) - 0.3)
         ax.set_xlim(0.0, xmax)
-        ax.set_xlabel("DP per 25 pairs" + (", 95% interval" if interval else "")
-                      + " (lower: more discriminative)", fontsize=8)
+        ax.tick_params(labelsize=FONT_SIZES["tick"])
+        ax.set_xlabel(_dp_xlabel(fig, interval, ncols), fontsize=FONT_SIZES["label"])
         pairs = int(ra["n_pairs"].max()) if len(ra) else 0
         possible = (ra["n_possible_pairs"].max() if len(ra) and "n_possible_pairs" in ra
                     else None)
@@ -277,7 +395,8 @@ def dp_figure(dp: pd.DataFrame, verdict: pd.DataFrame | None, cutoff: int,
         ax.set_title(_fitted(fig, f"{display_algorithm(alg)} (N = {cutoff}, "
                              f"{pair_count_text(pairs, possible)} pairs"
                              + (f"; {UNSAMPLED} {pct(share)} of the grid's pairs uncovered)"
-                                if share > 0 else ")"), 12, ncols))
+                                if share > 0 else ")"), FONT_SIZES["title"], ncols, _DP_Y_LABELS),
+                     fontsize=FONT_SIZES["title"])
         ax.grid(True, axis="x", alpha=0.3, linewidth=0.5)
     for ax in list(axes.flat)[len(algorithms):]:
         ax.set_visible(False)
@@ -285,8 +404,17 @@ def dp_figure(dp: pd.DataFrame, verdict: pd.DataFrame | None, cutoff: int,
              "per family (several: no significant difference)" if interval else
              f"DP of each metric, no interval (cutoff {cutoff}); star: the metrics offered per "
              "family (no difference tested)")
-    fig.suptitle(_fitted(fig, f"{title}; dashed line: between families", 10), fontsize=10)
+    _suptitle(fig, f"{title}; dashed line: between families")
     return fig
+
+
+def _dp_xlabel(fig: Figure, interval: bool, ncols: int) -> str:
+    """The DP figure's x label, "(lower: more discriminative)" on a line of its own where a
+    panel is too narrow for one line (two to a row: its y labels take an inch)."""
+    head = "DP per 25 pairs" + (", 95% interval" if interval else "")
+    one = f"{head} (lower: more discriminative)"
+    fits = _fitted(fig, one, FONT_SIZES["label"], ncols) == one
+    return one if fits else f"{head}\n(lower: more discriminative)"
 
 
 def _dp_order(metrics: list[str], verdict: pd.DataFrame,

@@ -856,7 +856,7 @@ def test_rerun_is_byte_identical(written: tuple[Path, list[Path]], tmp_path: Pat
 def test_png_opens_with_expected_size(written: tuple[Path, list[Path]]) -> None:
     out, _ = written
     h, w = report.figure_pixel_size(3)
-    assert (h, w) == (1040, 2760)  # 4.6 x 5.2 in panels at 200 dpi
+    assert (h, w) == (1560, 1400)  # 7 in wide, two rows of 3.9 in panels, at 200 dpi
     for name in ("figure1.png", "figure1_at5.png"):
         img = mpimg.imread(out / name)
         assert img.shape[:2] == (h, w), name
@@ -877,10 +877,14 @@ def test_figure_titles_say_a_sample_of_pairs_as_the_text_does_and_fit_their_pane
     fig = dp_figure(dp, None, 10)
     panels = [ax.get_title() for ax in fig.axes if ax.get_visible() and ax.get_title()]
     assert "BPR-MF (N = 10, P = 25 of 21945 pairs)" in panels, panels
+    from dptune.report._figures import FONT_SIZES, MAX_PANEL_COLUMNS
+
     for t in panels:
         longest = max(len(line) for line in t.splitlines())
-        # a line at 12 pt fits one panel's width less its labels (0.55 em a character)
-        assert longest * 0.55 * 12 / 72 <= fig.get_figwidth() / len(panels) - 1.0 + 1e-9
+        # a line at the title's size fits one panel's width (two to a row) less its metric
+        # labels (0.55 em a character)
+        width = fig.get_figwidth() / MAX_PANEL_COLUMNS - 0.9
+        assert longest * 0.55 * FONT_SIZES["title"] / 72 <= width + 1e-9
 
 
 def test_a_figure_has_one_layout_for_its_png_and_svg() -> None:
@@ -982,7 +986,8 @@ def test_identical_curves_are_named_by_the_tie_rule() -> None:
                                            ).to_numpy()
     ax = report.figure1(curves, make_dp(), 10).axes[0]
     lines = {ln.get_label().split(",")[0]: ln for ln in ax.get_lines()}
-    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    # an entry too long for a panel two to a row of 7 in is broken before "(identical"
+    labels = [t.get_text().replace("\n", " ") for t in ax.get_legend().get_texts()]
     assert [lb for lb in labels if "identical" in lb] == [
         "MRR@10, DP per 25 pairs 1.766 (identical to nDCG@10)",
         "Precision@10, DP per 25 pairs 1.855 (identical to nDCG@10)"]
@@ -996,9 +1001,11 @@ def test_figure_grid_wraps_and_hides_unused_panels() -> None:
     curves = make_curves()
     extra = curves[curves["algorithm"] == "bpr-mf"].assign(algorithm="cornac:VAECF")
     fig = report.figure1(pd.concat([curves, extra]), make_dp(), 10)
-    assert [ax.get_visible() for ax in fig.axes] == [True, True, True, True, False, False]
-    assert report.figure_pixel_size(4) == (2080, 2760)
-    assert tuple(round(x) for x in fig.get_size_inches() * fig.dpi) == (2760, 2080)
+    assert [ax.get_visible() for ax in fig.axes] == [True, True, True, True]  # 2 x 2
+    three = report.figure1(curves, make_dp(), 10)
+    assert [ax.get_visible() for ax in three.axes] == [True, True, True, False]
+    assert report.figure_pixel_size(4) == (1560, 1400)
+    assert tuple(round(x) for x in fig.get_size_inches() * fig.dpi) == (1400, 1560)
     assert fig.dpi == report.FIG_DPI == 200
 
 
