@@ -32,8 +32,9 @@ __all__ = [
 ]
 
 # the input columns are the fold loop's output contract
-#: dp.csv columns a report needs (``unsampled_share`` is optional: 0 when absent).
-DP_INPUT = tuple(c for c in DP_COLUMNS if c != "unsampled_share")
+#: dp.csv columns a report needs (``unsampled_share`` and ``unit_clusters`` are optional: the
+#: report reads neither from a full grid's dp.csv).
+DP_INPUT = tuple(c for c in DP_COLUMNS if c not in ("unsampled_share", "unit_clusters"))
 CURVE_INPUT = tuple(CURVES_COLUMNS)
 DATASET_INPUT = ("dataset", "users", "items", "ratings", "sparsity")
 BEST_INPUT = (

@@ -326,6 +326,14 @@ class ScopeRun:
         return np.ones(len(self.table_pairs)) if w is None else w[self.order]
 
     @property
+    def unit_clusters(self) -> float:
+        """The fewest independent draws of units any repeat's pairs rest on
+        (:attr:`dptune.analysis.dp.units.PairDesign.clusters`; NaN when every unit is
+        present)."""
+        return (np.nan if self.designs is None else
+                float(min(d.clusters for d in self.designs)))
+
+    @property
     def unsampled(self) -> float:
         """The full grid's share of the scope's pairs in strata with no pair here (0 when
         every unit is present)."""
@@ -423,7 +431,7 @@ class ScopeRun:
                     "ci_low": float(lo), "ci_high": float(hi), "dp_sum": s["dp_sum"],
                     "sakai": s["sakai"], "sakai_sd": s["sakai_sd"],
                     "no_evidence": self.curves[mc].all_one, "repeats": self.repeats,
-                    "unsampled_share": self.unsampled,
+                    "unsampled_share": self.unsampled, "unit_clusters": self.unit_clusters,
                 })
                 curves.append(pd.DataFrame({
                     "algorithm": self.algorithm, "scope": self.scope, "metric": mc[0],

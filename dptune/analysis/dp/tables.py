@@ -39,7 +39,7 @@ DP_COLUMNS = [
     "algorithm", "scope", "metric", "cutoff", "n_pairs", "n_possible_pairs", "n_folds",
     "mean_p", "mean_p_sd", "dp_per_25", "dp_per_25_plus_sd", "dp_per_25_minus_sd", "ci_low",
     "ci_high", "dp_sum", "sakai", "sakai_sd", "no_evidence", "repeats", "unsampled_share",
-    "test", "correction", "alpha",
+    "unit_clusters", "test", "correction", "alpha",
 ]
 CURVES_COLUMNS = ["algorithm", "scope", "metric", "cutoff", "position", "mean", "sd"]
 

@@ -19,7 +19,15 @@ when it is significant under every pair seed, :func:`dptune.analysis.dp.stabilit
   fewest groups of the scopes' folds, ``min(users, 64)``, as the interval reads them, so 1.096
   on folds of 20 users). With two hyperparameters of equal effects, the paired test named one
   "dominant" in 6.3-9.3% of 600 runs on four of six population shapes; the unpaired one in
-  1.8-5.3% (``docs/statistics.md`` section 12).
+  1.8-5.3% (``docs/statistics.md`` section 12). On a store holding a subset of its grid's
+  units the factor is that of the fewest independent draws of units the compared scopes rest
+  on when they are fewer (``unit_clusters`` in dp.csv,
+  :attr:`dptune.analysis.dp.units.PairDesign.clusters`): the pairs that change a unit
+  hyperparameter alone come from the few pairs of units present that share every other value
+  (6 or 7 at one round of BPR-MF's grid), and what another sample of units would change is
+  read off that many. Counting the users' groups alone, one round of a 14 x 14 grid of 14
+  configurations per unit made a false "significantly more than" in 6.75-7.25% of 400
+  replications; counting the pairs of units, in 0.75-1.5%.
 
 A comparison needs the bootstrap's replicates (a test with an interval and ``bootstrap > 0``)
 and at least ``min_pairs`` pairs in each scope compared; without them there is no row, so no
@@ -39,7 +47,7 @@ from dptune.analysis.dp.tables import Draws
 from dptune.analysis.verdict.families import Families, family_groups
 
 __all__ = ["CLAIM_COLUMNS", "metric_comparisons", "hyperparameter_comparisons",
-           "comparisons_table", "user_groups"]
+           "comparisons_table", "user_groups", "unit_clusters"]
 
 #: comparisons.csv: one row per ordered pair ``(a, b)`` of a group: the claim "``a`` is
 #: significantly more discriminative than ``b``" (lower DP per 25 pairs). ``p_adjusted``: the
@@ -112,17 +120,31 @@ def user_groups(pvalues: pd.DataFrame) -> dict[tuple[str, str, int], int]:
             for (a, m, c), n in fewest.items()}
 
 
+def unit_clusters(scopes: pd.DataFrame) -> int:
+    """The fewest independent draws of units among ``scopes`` (dp.csv rows): their
+    ``unit_clusters`` (a store holding a subset of its grid's units, at least 2), or
+    :data:`GROUPS` when every unit is present (then the users' groups alone count)."""
+    if "unit_clusters" not in scopes.columns:
+        return GROUPS
+    c = pd.to_numeric(scopes["unit_clusters"], errors="coerce").dropna()
+    return GROUPS if c.empty else max(2, int(c.min()))
+
+
 def hyperparameter_comparisons(dp: pd.DataFrame, draws: Draws, alpha: float, min_pairs: int,
                                groups: Mapping[tuple[str, str, int], int] | None = None
                                ) -> pd.DataFrame:
     """The ``hyperparameters`` rows of comparisons.csv (module docstring). ``groups``: the
     fewest user groups of each (algorithm, metric@N)'s scopes (:func:`user_groups`; default
-    ``GROUPS``), whose small-sample factor widens the comparisons' standard errors."""
+    ``GROUPS``); on a grid sample the fewest independent draws of units of the scopes compared
+    (:func:`unit_clusters`) when fewer: the small-sample factor of that many widens the
+    comparisons' standard errors."""
     groups = groups or {}
     only = dp[dp["scope"].str.startswith("only:")]
     parts = []
     for (alg, metric, cutoff), g in only.groupby(["algorithm", "metric", "cutoff"], sort=False):
         ok = g[(g["n_pairs"].astype(int) >= int(min_pairs)) & ~g["no_evidence"].astype(bool)]
+        n_groups = min(groups.get((str(alg), str(metric), int(cutoff)), GROUPS),
+                       unit_clusters(ok))
         keys = {str(s)[len("only:"):]: (str(alg), str(s), str(metric), int(cutoff))
                 for s in ok["scope"]}
         whole = [str(r.scope)[len("only:"):] for r in ok.itertuples(index=False)
@@ -132,8 +154,7 @@ def hyperparameter_comparisons(dp: pd.DataFrame, draws: Draws, alpha: float, min
             continue
         parts.append(_claims(by_rep, alpha, {"algorithm": str(alg), "cutoff": int(cutoff),
                                              "kind": "hyperparameters", "group": str(metric)},
-                             cluster_factor(groups.get((str(alg), str(metric), int(cutoff)),
-                                                       GROUPS), alpha), paired=False))
+                             cluster_factor(n_groups, alpha), paired=False))
     return _frame(parts)
 
 

@@ -295,3 +295,21 @@ def test_grid_sample_interval_is_the_assembled_sd_times_z_inside_0_1():
                 (0.3, reps, 0.0), (0.3, reps, np.inf)):
         with pytest.raises(DptuneError, match="grid sample"):
             un.grid_sample_interval(*bad)
+
+
+def test_clusters_are_the_units_and_pairs_of_units_a_scopes_pairs_rest_on():
+    """Hand-counted on a 2 x 2 grid of 3 iterations with three units present: the pairs of one
+    unit rest on that unit, the pairs between two units on that pair of units, however many
+    configuration pairs each holds."""
+    configs, units = _grid(2, 2, 3)
+    sample = _sample(configs, units, [0, 1, 2])  # units (8, .1), (8, .05), (16, .1)
+    within = np.array([[0, 1], [0, 2], [1, 2], [3, 4]])  # two pairs' units: unit 0 and unit 1
+    assert un.pair_design(sample, within, "only", "iterations").clusters == 2
+    # learning rate alone changes: units 0 and 1 at each iteration -- one pair of units
+    rates = np.array([[0, 3], [1, 4], [2, 5]])
+    assert un.pair_design(sample, rates, "only", "learning_rate").clusters == 1
+    # factors alone: units 0 and 2, one pair of units; with the rates' pairs, two
+    factors = np.array([[0, 6], [1, 7]])
+    assert un.pair_design(sample, factors, "only", "factors").clusters == 1
+    assert un.pair_design(sample, np.vstack([rates, factors]), "all").clusters == 2
+    assert un.pair_design(sample, np.vstack([within, rates]), "all").clusters == 3

@@ -410,6 +410,23 @@ def test_the_hyperparameters_small_sample_factor_reads_the_fewest_user_groups():
     usual = cl.hyperparameter_comparisons(dp, draws_by, 0.05, 10)
     assert len(usual) == 2 and (wide["p_adjusted"].to_numpy() >= usual["p_adjusted"].to_numpy()).all()
     assert (wide["p_adjusted"] > usual["p_adjusted"]).any()
+    # a grid sample's scopes resting on 20 independent draws of units (and 64 user groups):
+    # the same factor as 20 user groups; every unit present (NaN) changes nothing
+    few_units = cl.hyperparameter_comparisons(dp.assign(unit_clusters=[20.0, 40.0]), draws_by,
+                                              0.05, 10)
+    np.testing.assert_allclose(few_units["p_adjusted"], wide["p_adjusted"])
+    full = cl.hyperparameter_comparisons(dp.assign(unit_clusters=np.nan), draws_by, 0.05, 10)
+    np.testing.assert_allclose(full["p_adjusted"], usual["p_adjusted"])
+
+
+def test_the_fewest_draws_of_units_of_the_scopes_compared_count():
+    """``unit_clusters``: the smallest of the scopes' (at least 2), 64 groups when every unit
+    is present (NaN, or a dp.csv without the column)."""
+    rows = pd.DataFrame({"unit_clusters": [14.0, 6.0, np.nan]})
+    assert cl.unit_clusters(rows) == 6
+    assert cl.unit_clusters(rows.assign(unit_clusters=1.0)) == 2
+    assert cl.unit_clusters(rows.assign(unit_clusters=np.nan)) == 64
+    assert cl.unit_clusters(pd.DataFrame({"scope": ["only:a"]})) == 64
 
 
 def test_a_scope_of_every_pair_stands_for_every_pair_seed_of_a_sampled_one():
