@@ -49,7 +49,7 @@ from dptune._threads import one_thread
 from dptune.analysis.dp import stability as sb
 from dptune.analysis.dp.fold_loop import FoldView, ScopePlan, ScopeRun, UserDraws
 from dptune.analysis.dp.paired_tests import paired_test
-from dptune.analysis.dp.pairs import sample_pairs, scope_seed
+from dptune.analysis.dp.pairs import sample_pairs, scope_seed, scopes
 from dptune.analysis.dp.scale import REFERENCE_P
 from dptune.errors import check_int, input_error
 from dptune.studies.simulations.coverage import (
@@ -63,6 +63,7 @@ __all__ = ["FamilyCase", "family_users", "family_values", "ERROR_COLUMNS", "NULL
            "QUICK_FAMILY_CASES", "clip_metric",
            "run_family", "family_error_rates", "error_rate_study", "DominanceCase",
            "DOMINANCE_ERROR_COLUMNS", "DOMINANCE_CASES", "DOMINANCE_SHAPE_CASES",
+           "DOMINANCE_SAMPLED_CASES", "check_taste", "taste_users", "taste_values",
            "QUICK_DOMINANCE_CASES", "true_only_mean_p",
            "run_grid", "dominance_error_rates", "dominance_study", "family_lambdas", "claim_rates"]
 
@@ -288,9 +289,41 @@ def error_rate_study(cases: Sequence[FamilyCase] = NULL_CASES + PARTIAL_CASES, r
 # the dominant hyperparameter
 # --------------------------------------------------------------------------------------------
 
-DOMINANCE_ERROR_COLUMNS = ["case", "hyperparameters", "values", "betas", "runs", "false_dominant",
-                     "false_dominant_se", "false_over", "power", "coverage", "coverage_se",
-                     "mean_width"]
+DOMINANCE_ERROR_COLUMNS = ["case", "hyperparameters", "values", "betas", "pairs",
+                           "possible_pairs", "stability", "runs", "false_dominant",
+                           "false_dominant_se", "false_over", "false_over_se", "power",
+                           "coverage", "coverage_se", "mean_width"]
+
+
+def check_taste(taste: float, shared: bool) -> None:
+    """A per-user taste kept from fold to fold: a share in [0, 1) of the per-user noise, and
+    only over folds of the same users."""
+    if not 0.0 <= float(taste) < 1.0:
+        raise input_error("error rates", "taste", f"must be in [0, 1), got {taste}")
+    if taste and not shared:
+        raise input_error("error rates", "taste", "a taste kept from fold to fold needs "
+                          "shared folds (shared=True)")
+
+
+def taste_users(rng: np.random.Generator, configs: int, users: int,
+                n_tables: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """What ``users`` users keep from fold to fold: their level ``b_u`` ``(T, 1, n)`` and
+    their taste for each of ``configs`` configurations ``t_cu`` ``(T, configs, n)``, all
+    standard normal."""
+    return (rng.standard_normal((n_tables, 1, users)),
+            rng.standard_normal((n_tables, configs, users)))
+
+
+def taste_values(rng: np.random.Generator, mu: np.ndarray, users: tuple[np.ndarray, np.ndarray],
+                 taste: float, clip: bool) -> np.ndarray:
+    """``(T, configs, users)`` values of one fold, ``x_c(u) = mu_c + b_u + sqrt(taste) t_cu +
+    sqrt(1 - taste) e_cu`` for the users' ``(b_u, t_cu)`` (:func:`taste_users`) and fresh fold
+    noise ``e_cu``, read as a clipped metric with ``clip`` (:func:`clip_metric`). The
+    dominance cases here and on a grid sample draw their folds with it."""
+    b, t = users
+    e = rng.standard_normal(t.shape)
+    x = mu[None, :, None] + b + np.sqrt(taste) * t + np.sqrt(1.0 - taste) * e
+    return clip_metric(x) if clip else x
 
 
 @dataclass(frozen=True)
@@ -308,7 +341,12 @@ class DominanceCase:
     taste for each configuration that the user keeps from fold to fold, ``sqrt(taste) t_cu``,
     and fold noise ``sqrt(1 - taste) e_cu`` (it needs ``shared``); ``clip`` reads the value as a
     metric bounded in [0, 1] with many zeros (:func:`clip_metric`: about a quarter of the
-    values at 0)."""
+    values at 0).
+
+    ``pairs``: the cap of each one-at-a-time scope, as the analysis' ``value_pairs``: a scope
+    with more pairs is a seeded sample of that many, drawn by the analysis' own sampler
+    (:func:`dptune.analysis.dp.pairs.scopes`) under each pair seed of the stability repeats;
+    None takes every pair."""
 
     name: str
     betas: tuple[float, ...] = (2.0, 2.0, 2.0)
@@ -318,13 +356,12 @@ class DominanceCase:
     shared: bool = False
     taste: float = 0.0
     clip: bool = False
+    pairs: int | None = None
 
     def __post_init__(self) -> None:
-        if not 0.0 <= float(self.taste) < 1.0:
-            raise input_error("error rates", "taste", f"must be in [0, 1), got {self.taste}")
-        if self.taste and not self.shared:
-            raise input_error("error rates", "taste", "a taste kept from fold to fold needs "
-                              "shared folds (shared=True)")
+        check_taste(self.taste, self.shared)
+        if self.pairs is not None:
+            check_int(self.pairs, "error rates", "pairs", 1)
 
     @property
     def grid(self) -> np.ndarray:
@@ -337,6 +374,20 @@ class DominanceCase:
         g = np.linspace(-1.0, 1.0, self.values)
         return (g[self.grid] * np.asarray(self.betas)).sum(axis=1) / np.sqrt(self.users)
 
+    def configs(self) -> pd.DataFrame:
+        """The grid as the analysis reads it: ``config_id`` and a column ``h0, h1, ..`` of
+        value indices per hyperparameter."""
+        grid = self.grid
+        return pd.DataFrame({"config_id": np.arange(len(grid)),
+                             **{f"h{i}": grid[:, i] for i in range(grid.shape[1])}})
+
+    @property
+    def possible_pairs(self) -> int:
+        """Pairs of one one-at-a-time scope: ``values^(H-1) C(values, 2)``, every
+        hyperparameter's the same."""
+        v, h = int(self.values), len(self.betas)
+        return v ** (h - 1) * v * (v - 1) // 2
+
     def only_pairs(self, h: int) -> np.ndarray:
         """Every pair of configurations that differ in hyperparameter ``h`` only."""
         grid = self.grid
@@ -346,20 +397,16 @@ class DominanceCase:
         return np.column_stack([a[keep], b[keep]]).astype(np.int64)
 
     def users_of(self, rng: np.random.Generator, n_tables: int = 1) -> tuple[np.ndarray, ...]:
-        """What a user keeps from fold to fold: ``b_u`` ``(T, 1, n)`` and the taste ``t_cu``
-        ``(T, configs, n)``."""
-        return (rng.standard_normal((n_tables, 1, self.users)),
-                rng.standard_normal((n_tables, len(self.grid), self.users)))
+        """What a user keeps from fold to fold (:func:`taste_users`)."""
+        return taste_users(rng, len(self.grid), self.users, n_tables)
 
     def draw(self, rng: np.random.Generator, n_tables: int = 1,
              users: tuple[np.ndarray, ...] | None = None) -> np.ndarray:
-        """``(n_tables, configs, users)`` values of one fold: of the given ``users``
-        (:meth:`users_of`; shared folds), else of fresh ones."""
-        mu = self.means()
-        b, t = self.users_of(rng, n_tables) if users is None else users
-        e = rng.standard_normal((n_tables, len(mu), self.users))
-        x = mu[None, :, None] + b + np.sqrt(self.taste) * t + np.sqrt(1.0 - self.taste) * e
-        return clip_metric(x) if self.clip else x
+        """``(n_tables, configs, users)`` values of one fold (:func:`taste_values`): of the
+        given ``users`` (:meth:`users_of`; shared folds), else of fresh ones."""
+        return taste_values(rng, self.means(),
+                            self.users_of(rng, n_tables) if users is None else users,
+                            self.taste, self.clip)
 
 
 def true_only_mean_p(case: DominanceCase, n_samples: int = 2000, seed: int = 0) -> np.ndarray:
@@ -378,11 +425,13 @@ def true_only_mean_p(case: DominanceCase, n_samples: int = 2000, seed: int = 0) 
 
 
 def run_grid(case: DominanceCase, seed: int, n_boot: int = 1000, alpha: float = 0.05,
-             min_pairs: int = 10) -> dict:
-    """One run of ``case`` through the analysis' own code (:class:`ScopeRun` of every
-    ``only:h`` scope with shared user draws, :func:`dptune.analysis.verdict.claims.
-    hyperparameter_comparisons`, :func:`dptune.analysis.verdict.dominance.dominance_table`):
-    the dominance row and each scope's ``(mean p, ci_low, ci_high)`` on the mean-p scale."""
+             min_pairs: int = 10, stability: int = 5) -> dict:
+    """One run of ``case`` through the analysis' own code (the one-at-a-time scopes of
+    :func:`dptune.analysis.dp.pairs.scopes`, each :class:`ScopeRun` with shared user draws and,
+    when its pairs are a sample, ``stability`` pair seeds; :func:`dptune.analysis.verdict.
+    claims.hyperparameter_comparisons`, :func:`dptune.analysis.verdict.dominance.
+    dominance_table`): the dominance row and each scope's ``(mean p, ci_low, ci_high)`` on the
+    mean-p scale."""
     from dptune.analysis.verdict.claims import hyperparameter_comparisons
     from dptune.analysis.verdict.dominance import dominance_table
 
@@ -390,10 +439,12 @@ def run_grid(case: DominanceCase, seed: int, n_boot: int = 1000, alpha: float = 
     s0 = int(rng.integers(2**31))
     names = [f"h{i}" for i in range(len(case.betas))]
     draws = UserDraws(int(n_boot), s0)
-    runs = [ScopeRun(ScopePlan("sim", f"only:{h}", [case.only_pairs(i)],
-                               len(case.only_pairs(i)), case.folds, [("m", 10)],
-                               test=paired_test("t"), bootstrap=int(n_boot), seed=s0,
-                               draws=draws)) for i, h in enumerate(names)]
+    cap = case.possible_pairs if case.pairs is None else int(case.pairs)
+    only = [s for s in scopes(case.configs(), names, value_pairs=cap) if s.kind == "only"]
+    runs = [ScopeRun(ScopePlan("sim", s.name,
+                               [s.pairs(k, s0) for k in range(stability if s.sampled else 1)],
+                               s.n_possible, case.folds, [("m", 10)], test=paired_test("t"),
+                               bootstrap=int(n_boot), seed=s0, draws=draws)) for s in only]
     kept = case.users_of(rng) if case.shared else None
     for f in range(case.folds):
         ids_f = np.arange(case.users) + (0 if case.shared else f * case.users)
@@ -417,7 +468,7 @@ def run_grid(case: DominanceCase, seed: int, n_boot: int = 1000, alpha: float = 
 
 def dominance_error_rates(case: DominanceCase, runs: int = 200, n_boot: int = 1000,
                           alpha: float = 0.05, seed: int = 0, case_index: int = 0,
-                          truth_samples: int = 2000) -> dict:
+                          truth_samples: int = 2000, stability: int = 5) -> dict:
     """One row of :data:`DOMINANCE_ERROR_COLUMNS`: ``false_dominant`` = share of runs that name a
     hyperparameter dominant although another is in truth at least as discriminating;
     ``false_over`` = share of runs with any false "significantly more than" claim; ``power`` =
@@ -429,12 +480,17 @@ def dominance_error_rates(case: DominanceCase, runs: int = 200, n_boot: int = 10
     spacing of its values (the others are equal within a pair, and every hyperparameter has the
     same values), so ``h`` is at least as discriminating as ``x`` exactly when ``|beta_h| >=
     |beta_x|``; equal betas are equal truths, which Monte Carlo estimates of ``theta`` would
-    split by their noise (a claim for the one estimated lowest then never counted as false)."""
+    split by their noise (a claim for the one estimated lowest then never counted as false).
+
+    ``stability``: the pair seeds of a sampled scope (``case.pairs`` below its possible pairs;
+    the analysis' default 5, and 1 where ``stability_seconds`` affords no repeat); a claim
+    holds only when it holds under every seed."""
     theta = true_only_mean_p(case, truth_samples, seed=seed * 1000 + case_index)
     names = [f"h{i}" for i in range(len(case.betas))]
     th = dict(zip(names, theta, strict=True))
     strength = dict(zip(names, np.abs(np.asarray(case.betas, dtype=float)), strict=True))
-    out = [run_grid(case, replication_seed(seed, case_index, s), n_boot, alpha) for s in range(runs)]
+    out = [run_grid(case, replication_seed(seed, case_index, s), n_boot, alpha,
+                    stability=stability) for s in range(runs)]
     false_dom, false_over, hits, cover, widths = [], [], [], [], []
     top = max(strength.values())
     best = next(iter(h for h, s in strength.items() if s == top)) \
@@ -450,11 +506,14 @@ def dominance_error_rates(case: DominanceCase, runs: int = 200, n_boot: int = 10
         for name, (_, lo, hi) in o["intervals"].items():
             cover.append(lo <= th[name] <= hi)
             widths.append(25.0 * (hi - lo))
-    fd, c = float(np.mean(false_dom)), float(np.mean(cover))
+    fd, fo, c = float(np.mean(false_dom)), float(np.mean(false_over)), float(np.mean(cover))
+    n_pairs = case.possible_pairs if case.pairs is None else min(case.pairs, case.possible_pairs)
     return {"case": case.name, "hyperparameters": len(case.betas), "values": case.values,
-            "betas": ", ".join(f"{b:g}" for b in case.betas), "runs": runs,
+            "betas": ", ".join(f"{b:g}" for b in case.betas), "pairs": n_pairs,
+            "possible_pairs": case.possible_pairs,
+            "stability": stability if n_pairs < case.possible_pairs else 1, "runs": runs,
             "false_dominant": fd, "false_dominant_se": share_sd(fd, runs),
-            "false_over": float(np.mean(false_over)),
+            "false_over": fo, "false_over_se": share_sd(fo, runs),
             "power": float(np.mean(hits)) if best is not None else float("nan"),
             "coverage": c, "coverage_se": share_sd(c, len(cover)),
             "mean_width": float(np.mean(widths))}
@@ -488,6 +547,21 @@ DOMINANCE_SHAPE_CASES = (
              shared=True, taste=0.5),
 )
 
+#: One-at-a-time scopes whose pairs are a sample (the analysis' cap below the scope's pairs: 30
+#: of the 96 of each of three hyperparameters of 4 values, 48 of the 224 of each of two of 8:
+#: the regime of a large grid's report), claimed under every pair seed of the stability repeats or under
+#: one: equal effects over independent folds, and clipped over folds of the same users with a
+#: kept taste.
+DOMINANCE_SAMPLED_CASES = (
+    DominanceCase("3 x 4 values, equal effects, 30 of 96 pairs", (2.0, 2.0, 2.0), values=4,
+                  pairs=30),
+    DominanceCase("3 x 4 values, equal effects, shared folds, taste 0.5, clipped, 30 of 96 "
+                  "pairs", (2.0, 2.0, 2.0), values=4, pairs=30, shared=True, taste=0.5,
+                  clip=True),
+    DominanceCase("2 x 8 values, equal effects, 48 of 224 pairs", (2.0, 2.0), values=8,
+                  pairs=48),
+)
+
 #: The default test run's quick variant: the standard null case and a clipped one over folds of
 #: the same users with a kept taste.
 QUICK_DOMINANCE_CASES = (
@@ -498,9 +572,10 @@ QUICK_DOMINANCE_CASES = (
 
 
 def dominance_study(cases: Sequence[DominanceCase] = DOMINANCE_CASES, runs: int = 200,
-                    n_boot: int = 1000, alpha: float = 0.05, seed: int = 0) -> pd.DataFrame:
+                    n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
+                    stability: int = 5) -> pd.DataFrame:
     """:func:`dominance_error_rates` of every case (one numba and one BLAS thread)."""
     with one_thread():
-        rows = [dominance_error_rates(c, runs, n_boot, alpha, seed, i)
+        rows = [dominance_error_rates(c, runs, n_boot, alpha, seed, i, stability=stability)
                 for i, c in enumerate(cases)]
     return pd.DataFrame(rows, columns=DOMINANCE_ERROR_COLUMNS)

@@ -52,15 +52,20 @@ from dptune._threads import one_thread
 from dptune.analysis.dp.fold_loop import FoldView, ScopePlan, ScopeRun, UserDraws
 from dptune.analysis.dp.paired_tests import paired_test
 from dptune.analysis.dp.pairs import scope_seed, scopes
+from dptune.analysis.dp.scale import REFERENCE_P
 from dptune.analysis.dp.units import UnitSample, pair_design, unit_multipliers
-from dptune.errors import check_int
+from dptune.analysis.options import MIN_PAIRS
+from dptune.errors import check_int, input_error
 from dptune.store._store import ResultStore
-from dptune.studies.simulations.coverage import replication_seed, share_sd
+from dptune.studies.simulations.coverage import fold_pvalues, replication_seed, share_sd
 from dptune.studies.simulations.error_rates import (
+    check_taste,
     claim_rates,
     family_lambdas,
     family_users,
     family_values,
+    taste_users,
+    taste_values,
 )
 from dptune.sweeper.design import design_order
 
@@ -70,7 +75,9 @@ __all__ = ["GridCase", "GRID_SAMPLE_STUDY_COLUMNS", "FULL_GRID_CASES", "QUICK_GR
            "replicate", "grid_sample_study", "GridClaimsCase", "GRID_CLAIMS_COLUMNS",
            "GRID_CLAIMS_CASES", "GRID_CLAIMS_SHAPE_CASES", "QUICK_GRID_CLAIMS_CASES",
            "claims_replicate",
-           "grid_sample_claims_study"]
+           "grid_sample_claims_study", "GridDominanceCase", "GRID_DOMINANCE_COLUMNS",
+           "GRID_DOMINANCE_CASES", "QUICK_GRID_DOMINANCE_CASES", "dominance_replicate",
+           "grid_sample_dominance_study"]
 
 GRID_SAMPLE_STUDY_COLUMNS = ["case", "units_total", "configs_total", "rounds", "units", "budget",
                        "replications", "truth", "truth_se", "mean_estimate", "bias",
@@ -83,7 +90,8 @@ class GridCase:
     """One synthetic grid (module docstring): ``n_a x n_b`` units of ``n_i`` configurations,
     ``users`` per fold, ``folds``, ``effect``; ``rounds``: the budgets studied, in whole rounds
     of the design order (a round holds ``max(n_a, n_b)`` units); ``pairs``: the cap of scope
-    ``all``; ``bootstrap``: replicates of each interval."""
+    ``all``; ``bootstrap``: replicates of each interval; ``betas``: the weights of ``s_a, s_b,
+    s_i`` in ``mu`` (1 each: the module docstring's grid)."""
 
     name: str
     n_a: int
@@ -95,6 +103,7 @@ class GridCase:
     rounds: tuple[int, ...]
     pairs: int = 1000
     bootstrap: int = 400
+    betas: tuple[float, float, float] = (1.0, 1.0, 1.0)
 
     @property
     def units_total(self) -> int:
@@ -112,11 +121,14 @@ class GridCase:
                              "i": i.ravel()})
 
     def means(self) -> np.ndarray:
-        """``mu`` of every configuration, in config_id order."""
+        """``mu`` of every configuration, in config_id order: ``(effect / sqrt(n)) (beta_a s_a +
+        beta_b s_b + beta_i s_i)``."""
         def spread(n: int) -> np.ndarray:
             return np.linspace(-1.0, 1.0, n) if n > 1 else np.zeros(1)
         c = self.configs()
-        s = spread(self.n_a)[c["a"]] + spread(self.n_b)[c["b"]] + spread(self.n_i)[c["i"]]
+        ba, bb, bi = (float(b) for b in self.betas)
+        s = (ba * spread(self.n_a)[c["a"]] + bb * spread(self.n_b)[c["b"]]
+             + bi * spread(self.n_i)[c["i"]])
         return self.effect * s / np.sqrt(self.users)
 
 
@@ -488,4 +500,251 @@ QUICK_GRID_CLAIMS_CASES = (
     GridClaimsCase("10 x 10 x 3, 4 equal metrics, rho 0.7",
                    GridCase("10 x 10 units x 3", 10, 10, 3, 120, 3, 1.0, (1,), pairs=300,
                             bootstrap=200)),
+)
+
+
+# --------------------------------------------------------------------------------------------
+# the dominant hyperparameter on a grid sample
+# --------------------------------------------------------------------------------------------
+
+#: :func:`grid_sample_dominance_study`'s summary: one row per (case, budget).
+GRID_DOMINANCE_COLUMNS = ["case", "betas", "folds_kind", "taste", "clipped", "rounds", "units",
+                          "units_total", "stability", "replications", "false_dominant",
+                          "false_dominant_se", "false_over", "false_over_se", "power",
+                          "all_compared", "mean_pairs", "coverage", "coverage_se",
+                          "coverage_by", "value_coverage", "value_coverage_se",
+                          "value_intervals"]
+
+_GRID_HYPERPARAMETERS = ("a", "b", "i")
+
+
+@dataclass(frozen=True)
+class GridDominanceCase:
+    """The dominant hyperparameter where the design report decides it: the one-at-a-time
+    scopes of a grid sample (the first whole rounds of a design order of ``grid``'s units),
+    each sampled down to ``grid.pairs`` pairs under ``stability`` pair seeds when it holds
+    more, weighted to stand for the full grid's and bootstrapped over users and units, as the
+    analysis does it (:func:`dptune.analysis.dp.fold_loop.plan_runs`).
+
+    User ``u`` of configuration ``c`` scores ``x_c(u) = mu_c + b_u + sqrt(taste) t_cu +
+    sqrt(1 - taste) e_cu`` (:func:`dptune.studies.simulations.error_rates.taste_values`),
+    ``mu_c`` the grid's means with weights ``grid.betas`` (:meth:`GridCase.means`); with
+    ``shared`` the same users, keeping ``b_u`` and their taste ``t_cu``, are in every fold;
+    with ``clip`` every value is read as a metric bounded in [0, 1] with about a quarter of the
+    values 0.
+
+    The three hyperparameters have the same number of values (``n_a = n_b = n_i``), so the
+    truth is read off the design: ``h`` is at least as discriminating as ``x`` over the full
+    grid exactly when ``|beta_h| >= |beta_x|``, and equal betas are equal truths, however
+    differently the sample's units give each its pairs (the inner ``i`` has every pair of a
+    unit present; ``a`` and ``b`` only those between present units that share the other)."""
+
+    name: str
+    grid: GridCase
+    shared: bool = False
+    taste: float = 0.0
+    clip: bool = False
+    stability: int = 5
+
+    def __post_init__(self) -> None:
+        g = self.grid
+        if not g.n_a == g.n_b == g.n_i:
+            raise input_error("grid sample dominance", "grid",
+                              f"needs as many values of each hyperparameter (n_a = n_b = n_i), "
+                              f"got {g.n_a}, {g.n_b}, {g.n_i}")
+        check_taste(self.taste, self.shared)
+        check_int(self.stability, "grid sample dominance", "stability", 1)
+
+    @property
+    def strength(self) -> dict[str, float]:
+        """How discriminating each hyperparameter truly is, up to a common factor."""
+        return dict(zip(_GRID_HYPERPARAMETERS, np.abs(np.asarray(self.grid.betas, dtype=float)),
+                        strict=True))
+
+    def truth(self, n_samples: int = 200, seed: int = 0,
+              kinds: Sequence[str] = ("only",)) -> dict[str, float]:
+        """The full grid's expected mean p-value of every scope of ``kinds`` (``only``: the
+        one-at-a-time scopes, ``value``: the per-value ones), by scope name: over every pair of
+        the scope, at ``grid.users`` users per fold, from ``n_samples`` fresh folds
+        (:func:`dptune.studies.simulations.coverage.fold_pvalues`); what each interval of a
+        grid sample's scope estimates."""
+        g = self.grid
+        rng = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(10**6,)))
+        configs, mu = g.configs(), g.means()
+        every = len(mu) * (len(mu) - 1) // 2
+        wanted = {x.name: x.pairs(0, 0)
+                  for x in scopes(configs, list(_GRID_HYPERPARAMETERS), 1, every)
+                  if x.kind in kinds}
+        sums = dict.fromkeys(wanted, 0.0)
+        chunk = 10
+        for start in range(0, n_samples, chunk):
+            n = min(chunk, n_samples - start)
+            x = taste_values(rng, mu, taste_users(rng, len(mu), g.users, n), self.taste,
+                             self.clip)
+            for name, pairs in wanted.items():
+                sums[name] += float(fold_pvalues(x, pairs[:, 0], pairs[:, 1]).mean(axis=1).sum())
+        return {name: s / n_samples for name, s in sums.items()}
+
+
+def dominance_replicate(case: GridDominanceCase, seed: int, alpha: float = 0.05,
+                        min_pairs: int = MIN_PAIRS,
+                        kinds: Sequence[str] = ("only",)) -> dict[int, dict]:
+    """One replication: fresh users and a fresh design order; per budget in
+    ``case.grid.rounds``, the dominance row of :func:`dptune.analysis.verdict.dominance.
+    dominance_table` (the hyperparameters' comparisons of :func:`dptune.analysis.verdict.
+    claims.hyperparameter_comparisons` on the grid sample's one-at-a-time scopes), each
+    one-at-a-time scope's pair count (``pairs``, by hyperparameter) and every scope's ``(DP
+    per 25, ci_low, ci_high)`` (``scopes``, by name; ``kinds`` adds ``value`` to run the
+    per-value scopes too, which no claim reads)."""
+    from dptune.analysis.verdict.claims import hyperparameter_comparisons
+    from dptune.analysis.verdict.dominance import dominance_table
+
+    g = case.grid
+    rng = np.random.default_rng(np.random.SeedSequence(int(seed)))
+    configs, mu = g.configs(), g.means()
+    kept = taste_users(rng, len(mu), g.users) if case.shared else None
+    folds = [taste_values(rng, mu, kept if kept is not None else
+                          taste_users(rng, len(mu), g.users), case.taste, case.clip)[0]
+             for _ in range(g.folds)]
+    order = design_order((g.n_a, g.n_b), int(rng.integers(2**31)))
+    positions = np.array([a * g.n_b + b for a, b in order.points])
+    hps = list(_GRID_HYPERPARAMETERS)
+    out: dict[int, dict] = {}
+    for r in g.rounds:
+        s = _Sample(g, configs, positions, min(g.units_total, r * g.round_size))
+        subset = not s.sample.complete
+        units = (unit_multipliers(g.bootstrap, len(s.present), g.units_total,
+                                  scope_seed(seed, "grid|units")) if subset else None)
+        draws = UserDraws(g.bootstrap, seed)
+        only = [x for x in scopes(s.configs, hps, g.pairs, g.pairs) if x.kind in kinds]
+        runs = [ScopeRun(ScopePlan(
+            "grid", x.name, [x.pairs(k, seed) for k in range(case.stability if x.sampled else 1)],
+            x.n_possible, g.folds, [("m", 10)], test=paired_test("t"), bootstrap=g.bootstrap,
+            seed=seed, draws=draws,
+            designer=(lambda pairs, x=x, s=s: pair_design(
+                s.sample, pairs, x.kind, x.hyperparameter, x.value)) if subset else None,
+            units=units)) for x in only]
+        for f, x in enumerate(folds):
+            ids_f = np.arange(g.users) + (0 if case.shared else f * g.users)
+            view = FoldView.of_table(ids_f, x)
+            for run in runs:
+                run.add_fold(f, str(f), view)
+            draws.clear()
+        rows, all_draws = [], {}
+        for run in runs:
+            rr, _, dd = run.finish()
+            rows += rr
+            all_draws.update(dd)
+        dp = pd.DataFrame(rows)
+        comp = hyperparameter_comparisons(dp, all_draws, alpha, min_pairs)
+        row = dominance_table(dp, comp, min_pairs, {"grid": hps}).iloc[0].to_dict()
+        out[r] = row | {"pairs": {str(x["scope"])[len("only:"):]: int(x["n_pairs"])
+                                  for x in rows if str(x["scope"]).startswith("only:")},
+                        "scopes": {str(x["scope"]): (float(x["dp_per_25"]), float(x["ci_low"]),
+                                                     float(x["ci_high"])) for x in rows}}
+    return out
+
+
+def grid_sample_dominance_study(cases: Sequence[GridDominanceCase], replications: int = 200,
+                                seed: int = 0, alpha: float = 0.05,
+                                truth_samples: int = 200,
+                                value_scopes: bool = False) -> pd.DataFrame:
+    """One row per (case, budget) of :data:`GRID_DOMINANCE_COLUMNS`: ``false_dominant``, the
+    share of replications naming a hyperparameter dominant although another is in truth at
+    least as discriminating; ``false_over``, the share with any false "significantly more
+    than" (the words of an answer ``none``), each with its Monte Carlo sd; ``power``, the share
+    naming the truly dominant one (when there is one); ``all_compared``, the share in which
+    every hyperparameter had enough one-at-a-time pairs to be compared; ``mean_pairs``, each
+    hyperparameter's mean pair count (``a/b/i``); ``coverage``, the share of the
+    one-at-a-time intervals that hold the full grid's value (:meth:`GridDominanceCase.truth`),
+    with its Monte Carlo sd, and per hyperparameter (``coverage_by``, ``a/b/i`` in percent).
+    With ``value_scopes`` the per-value scopes (``h = v``: Table 5's) run too: the share of
+    their intervals that hold the full grid's value (``value_coverage``, its sd) and how many
+    of them got an interval per replication (``value_intervals``; a value held by one unit
+    leaves a stratum of the full grid unsampled, hence no interval). One numba and one BLAS
+    thread meanwhile."""
+    replications = check_int(replications, "grid sample dominance", "replications", 1)
+    kinds = ("only", "value") if value_scopes else ("only",)
+    rows = []
+    with one_thread():
+        for ci, case in enumerate(cases):
+            theta = case.truth(truth_samples, seed=replication_seed(seed, ci, 10**6),
+                               kinds=kinds)
+            reps = [dominance_replicate(case, replication_seed(seed, ci, k), alpha,
+                                        kinds=kinds) for k in range(replications)]
+            strength = case.strength
+            top = max(strength.values())
+            best = ([h for h, v in strength.items() if v == top][0]
+                    if sum(v == top for v in strength.values()) == 1 else None)
+            for r in case.grid.rounds:
+                got = [rep[r] for rep in reps]
+                false_dom = [d["answer"] == "dominant" and any(
+                    strength[x] >= strength[d["hyperparameter"]] for x in strength
+                    if x != d["hyperparameter"]) for d in got]
+                false_over = [bool(d["hyperparameter"]) and any(
+                    strength[x] >= strength[d["hyperparameter"]] for x in d["over"])
+                    for d in got]
+                hits = [d["answer"] == "dominant" and d["hyperparameter"] == best for d in got]
+                fd, fo = float(np.mean(false_dom)), float(np.mean(false_over))
+                pairs = {h: np.mean([d["pairs"].get(h, 0) for d in got]) for h in strength}
+                held = {h: _held(got, theta, [f"only:{h}"]) for h in strength}
+                cover = [x for h in strength for x in held[h]]
+                cov = float(np.mean(cover)) if cover else float("nan")
+                per_value = _held(got, theta, [s for s in theta if not s.startswith("only:")])
+                vcov = float(np.mean(per_value)) if per_value else float("nan")
+                rows.append({
+                    "case": case.name, "betas": ", ".join(f"{b:g}" for b in case.grid.betas),
+                    "folds_kind": "shared" if case.shared else "independent",
+                    "taste": case.taste, "clipped": case.clip, "rounds": r,
+                    "units": min(case.grid.units_total, r * case.grid.round_size),
+                    "units_total": case.grid.units_total, "stability": case.stability,
+                    "replications": replications, "false_dominant": fd,
+                    "false_dominant_se": share_sd(fd, replications), "false_over": fo,
+                    "false_over_se": share_sd(fo, replications),
+                    "power": float(np.mean(hits)) if best is not None else float("nan"),
+                    "all_compared": float(np.mean([int(d["compared"]) == len(strength)
+                                                   for d in got])),
+                    "mean_pairs": "/".join(f"{pairs[h]:.0f}" for h in strength),
+                    "coverage": cov, "coverage_se": share_sd(cov, len(cover)),
+                    "coverage_by": "/".join(f"{100 * np.mean(held[h]):.1f}" if held[h] else "-"
+                                            for h in strength),
+                    "value_coverage": vcov, "value_coverage_se": share_sd(vcov, len(per_value)),
+                    "value_intervals": len(per_value) / replications,
+                })
+    return pd.DataFrame(rows, columns=GRID_DOMINANCE_COLUMNS)
+
+
+def _held(got: Sequence[dict], theta: dict[str, float], names: Sequence[str]) -> list[bool]:
+    """Whether each interval of the scopes ``names`` (those with one) in the replications
+    ``got`` holds its scope's full-grid value ``theta`` (mean-p scale; intervals per 25)."""
+    return [bool(lo <= REFERENCE_P * theta[name] <= hi) for d in got for name in names
+            if name in d["scopes"] for (_, lo, hi) in [d["scopes"][name]] if np.isfinite(lo)]
+
+
+def _bpr_shape(betas: tuple[float, float, float], rounds: tuple[int, ...] = (1,)) -> GridCase:
+    return GridCase(f"14 x 14 units x 14, betas {', '.join(f'{b:g}' for b in betas)}", 14, 14,
+                    14, 120, 3, 1.0, rounds, pairs=200, bootstrap=200, betas=betas)
+
+
+#: The documented study: the paper's BPR-MF shape as the design report meets it (14 x 14 units
+#: of 14 configurations, three hyperparameters of 14 values; one and two rounds of the design
+#: order; one-at-a-time scopes capped at 200 pairs, the design's cap, under 5 pair seeds and
+#: under 1), with equal effects (the null) over independent folds, folds of the same users with
+#: a kept taste, and clipped values; and one truly dominant hyperparameter for the power.
+GRID_DOMINANCE_CASES = (
+    GridDominanceCase("equal effects, 5 pair seeds", _bpr_shape((2.0, 2.0, 2.0), (1, 2))),
+    GridDominanceCase("equal effects, 1 pair seed", _bpr_shape((2.0, 2.0, 2.0)), stability=1),
+    GridDominanceCase("equal effects, same users, taste 0.5, clipped",
+                      _bpr_shape((2.0, 2.0, 2.0)), shared=True, taste=0.5, clip=True),
+    GridDominanceCase("equal weak effects, same users, taste 0.8",
+                      _bpr_shape((1.0, 1.0, 1.0)), shared=True, taste=0.8),
+    GridDominanceCase("one dominant (a)", _bpr_shape((6.0, 2.0, 2.0), (1, 2))),
+)
+
+#: The default test run's quick variant: one round of a 6 x 6 x 6 grid, equal effects,
+#: 60-pair scopes under 3 pair seeds.
+QUICK_GRID_DOMINANCE_CASES = (
+    GridDominanceCase("6 x 6 units x 6, equal effects",
+                      GridCase("6 x 6 units x 6", 6, 6, 6, 100, 3, 1.0, (1,), pairs=60,
+                               bootstrap=200, betas=(2.0, 2.0, 2.0)), stability=3),
 )
