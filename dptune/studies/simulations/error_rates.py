@@ -39,7 +39,7 @@ never imports them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -65,7 +65,7 @@ __all__ = ["FamilyCase", "family_users", "family_values", "ERROR_COLUMNS", "NULL
            "DOMINANCE_ERROR_COLUMNS", "DOMINANCE_CASES", "DOMINANCE_SHAPE_CASES",
            "DOMINANCE_SAMPLED_CASES", "check_taste", "taste_users", "taste_values",
            "QUICK_DOMINANCE_CASES", "true_only_mean_p",
-           "run_grid", "dominance_error_rates", "dominance_study", "family_lambdas", "claim_rates"]
+           "run_grid", "run_dominance", "dominance_error_rates", "dominance_study", "family_lambdas", "claim_rates"]
 
 ERROR_COLUMNS = ["case", "metrics", "weaker", "rho", "folds_kind", "clipped", "pairs",
                  "possible_pairs",
@@ -424,6 +424,33 @@ def true_only_mean_p(case: DominanceCase, n_samples: int = 2000, seed: int = 0) 
     return sums / n_samples
 
 
+def run_dominance(runs: Sequence[ScopeRun], folds: Iterable[tuple[np.ndarray, np.ndarray]],
+                  draws: UserDraws, alpha: float, min_pairs: int,
+                  expected: dict[str, list[str]] | None = None) -> tuple[dict, list[dict]]:
+    """The one-at-a-time ``runs`` of one grid through the analysis' own code: every fold of
+    ``folds`` (its users' ids and ``(configs, users)`` values) tested by every run, the user
+    draws ``draws`` shared by the runs and cleared after each fold as the fold loop does; then
+    :func:`dptune.analysis.verdict.claims.hyperparameter_comparisons` and
+    :func:`dptune.analysis.verdict.dominance.dominance_table` (``expected``: its argument).
+    Returns ``(dominance row, dp rows)``."""
+    from dptune.analysis.verdict.claims import hyperparameter_comparisons
+    from dptune.analysis.verdict.dominance import dominance_table
+
+    for f, (ids, values) in enumerate(folds):
+        view = FoldView.of_table(ids, values)
+        for run in runs:
+            run.add_fold(f, str(f), view)
+        draws.clear()
+    rows, all_draws = [], {}
+    for run in runs:
+        got, _, each = run.finish()
+        rows += got
+        all_draws.update(each)
+    dp = pd.DataFrame(rows)
+    comp = hyperparameter_comparisons(dp, all_draws, alpha, min_pairs)
+    return dominance_table(dp, comp, min_pairs, expected).iloc[0].to_dict(), rows
+
+
 def run_grid(case: DominanceCase, seed: int, n_boot: int = 1000, alpha: float = 0.05,
              min_pairs: int = 10, stability: int = 5) -> dict:
     """One run of ``case`` through the analysis' own code (the one-at-a-time scopes of
@@ -432,9 +459,6 @@ def run_grid(case: DominanceCase, seed: int, n_boot: int = 1000, alpha: float = 
     claims.hyperparameter_comparisons`, :func:`dptune.analysis.verdict.dominance.
     dominance_table`): the dominance row and each scope's ``(mean p, ci_low, ci_high)`` on the
     mean-p scale."""
-    from dptune.analysis.verdict.claims import hyperparameter_comparisons
-    from dptune.analysis.verdict.dominance import dominance_table
-
     rng = np.random.default_rng(np.random.SeedSequence(int(seed)))
     s0 = int(rng.integers(2**31))
     names = [f"h{i}" for i in range(len(case.betas))]
@@ -446,20 +470,9 @@ def run_grid(case: DominanceCase, seed: int, n_boot: int = 1000, alpha: float = 
                                s.n_possible, case.folds, [("m", 10)], test=paired_test("t"),
                                bootstrap=int(n_boot), seed=s0, draws=draws)) for s in only]
     kept = case.users_of(rng) if case.shared else None
-    for f in range(case.folds):
-        ids_f = np.arange(case.users) + (0 if case.shared else f * case.users)
-        view = FoldView.of_table(ids_f, case.draw(rng, users=kept)[0])
-        for r in runs:
-            r.add_fold(f, str(f), view)
-        draws.clear()
-    rows, all_draws = [], {}
-    for r in runs:
-        rr, _, dd = r.finish()
-        rows += rr
-        all_draws.update(dd)
-    dp = pd.DataFrame(rows)
-    comp = hyperparameter_comparisons(dp, all_draws, alpha, min_pairs)
-    dom = dominance_table(dp, comp, min_pairs).iloc[0].to_dict()
+    folds = ((np.arange(case.users) + (0 if case.shared else f * case.users),
+              case.draw(rng, users=kept)[0]) for f in range(case.folds))
+    dom, rows = run_dominance(runs, folds, draws, alpha, min_pairs)
     scale = REFERENCE_P
     intervals = {str(r["scope"])[len("only:"):]: (r["mean_p"], r["ci_low"] / scale,
                                                   r["ci_high"] / scale) for r in rows}

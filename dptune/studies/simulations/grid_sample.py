@@ -64,6 +64,7 @@ from dptune.studies.simulations.error_rates import (
     family_lambdas,
     family_users,
     family_values,
+    run_dominance,
     taste_users,
     taste_values,
 )
@@ -596,9 +597,6 @@ def dominance_replicate(case: GridDominanceCase, seed: int, alpha: float = 0.05,
     one-at-a-time scope's pair count (``pairs``, by hyperparameter) and every scope's ``(DP
     per 25, ci_low, ci_high)`` (``scopes``, by name; ``kinds`` adds ``value`` to run the
     per-value scopes too, which no claim reads)."""
-    from dptune.analysis.verdict.claims import hyperparameter_comparisons
-    from dptune.analysis.verdict.dominance import dominance_table
-
     g = case.grid
     rng = np.random.default_rng(np.random.SeedSequence(int(seed)))
     configs, mu = g.configs(), g.means()
@@ -624,20 +622,9 @@ def dominance_replicate(case: GridDominanceCase, seed: int, alpha: float = 0.05,
             designer=(lambda pairs, x=x, s=s: pair_design(
                 s.sample, pairs, x.kind, x.hyperparameter, x.value)) if subset else None,
             units=units)) for x in only]
-        for f, x in enumerate(folds):
-            ids_f = np.arange(g.users) + (0 if case.shared else f * g.users)
-            view = FoldView.of_table(ids_f, x)
-            for run in runs:
-                run.add_fold(f, str(f), view)
-            draws.clear()
-        rows, all_draws = [], {}
-        for run in runs:
-            rr, _, dd = run.finish()
-            rows += rr
-            all_draws.update(dd)
-        dp = pd.DataFrame(rows)
-        comp = hyperparameter_comparisons(dp, all_draws, alpha, min_pairs)
-        row = dominance_table(dp, comp, min_pairs, {"grid": hps}).iloc[0].to_dict()
+        row, rows = run_dominance(
+            runs, ((np.arange(g.users) + (0 if case.shared else f * g.users), x)
+                   for f, x in enumerate(folds)), draws, alpha, min_pairs, {"grid": hps})
         out[r] = row | {"pairs": {str(x["scope"])[len("only:"):]: int(x["n_pairs"])
                                   for x in rows if str(x["scope"]).startswith("only:")},
                         "scopes": {str(x["scope"]): (float(x["dp_per_25"]), float(x["ci_low"]),
@@ -708,7 +695,9 @@ def grid_sample_dominance_study(cases: Sequence[GridDominanceCase], replications
                     "coverage": cov, "coverage_se": share_sd(cov, len(cover)),
                     "coverage_by": "/".join(f"{100 * np.mean(held[h]):.1f}" if held[h] else "-"
                                             for h in strength),
-                    "value_coverage": vcov, "value_coverage_se": share_sd(vcov, len(per_value)),
+                    "value_coverage": vcov,
+                    "value_coverage_se": (share_sd(vcov, len(per_value)) if per_value
+                                          else float("nan")),
                     "value_intervals": len(per_value) / replications,
                 })
     return pd.DataFrame(rows, columns=GRID_DOMINANCE_COLUMNS)
