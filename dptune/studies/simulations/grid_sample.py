@@ -513,8 +513,7 @@ GRID_DOMINANCE_COLUMNS = ["case", "betas", "folds_kind", "taste", "clipped", "ro
                           "units_total", "stability", "replications", "false_dominant",
                           "false_dominant_se", "false_over", "false_over_se", "power",
                           "all_compared", "mean_pairs", "coverage", "coverage_se",
-                          "coverage_by", "value_coverage", "value_coverage_se",
-                          "value_intervals"]
+                          "coverage_by"]
 
 _GRID_HYPERPARAMETERS = ("a", "b", "i")
 
@@ -562,20 +561,18 @@ class GridDominanceCase:
         return dict(zip(_GRID_HYPERPARAMETERS, np.abs(np.asarray(self.grid.betas, dtype=float)),
                         strict=True))
 
-    def truth(self, n_samples: int = 200, seed: int = 0,
-              kinds: Sequence[str] = ("only",)) -> dict[str, float]:
-        """The full grid's expected mean p-value of every scope of ``kinds`` (``only``: the
-        one-at-a-time scopes, ``value``: the per-value ones), by scope name: over every pair of
-        the scope, at ``grid.users`` users per fold, from ``n_samples`` fresh folds
-        (:func:`dptune.studies.simulations.coverage.fold_pvalues`); what each interval of a
-        grid sample's scope estimates."""
+    def truth(self, n_samples: int = 200, seed: int = 0) -> dict[str, float]:
+        """The full grid's expected mean p-value of every one-at-a-time scope, by scope name:
+        over every pair of the scope, at ``grid.users`` users per fold, from ``n_samples`` fresh
+        folds (:func:`dptune.studies.simulations.coverage.fold_pvalues`); what each
+        one-at-a-time interval of a grid sample estimates."""
         g = self.grid
         rng = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(10**6,)))
         configs, mu = g.configs(), g.means()
         every = len(mu) * (len(mu) - 1) // 2
         wanted = {x.name: x.pairs(0, 0)
                   for x in scopes(configs, list(_GRID_HYPERPARAMETERS), 1, every)
-                  if x.kind in kinds}
+                  if x.kind == "only"}
         sums = dict.fromkeys(wanted, 0.0)
         chunk = 10
         for start in range(0, n_samples, chunk):
@@ -588,15 +585,13 @@ class GridDominanceCase:
 
 
 def dominance_replicate(case: GridDominanceCase, seed: int, alpha: float = 0.05,
-                        min_pairs: int = MIN_PAIRS,
-                        kinds: Sequence[str] = ("only",)) -> dict[int, dict]:
+                        min_pairs: int = MIN_PAIRS) -> dict[int, dict]:
     """One replication: fresh users and a fresh design order; per budget in
     ``case.grid.rounds``, the dominance row of :func:`dptune.analysis.verdict.dominance.
     dominance_table` (the hyperparameters' comparisons of :func:`dptune.analysis.verdict.
     claims.hyperparameter_comparisons` on the grid sample's one-at-a-time scopes), each
-    one-at-a-time scope's pair count (``pairs``, by hyperparameter) and every scope's ``(DP
-    per 25, ci_low, ci_high)`` (``scopes``, by name; ``kinds`` adds ``value`` to run the
-    per-value scopes too, which no claim reads)."""
+    scope's pair count (``pairs``, by hyperparameter) and ``(DP per 25, ci_low, ci_high)``
+    (``scopes``, by name)."""
     g = case.grid
     rng = np.random.default_rng(np.random.SeedSequence(int(seed)))
     configs, mu = g.configs(), g.means()
@@ -614,19 +609,19 @@ def dominance_replicate(case: GridDominanceCase, seed: int, alpha: float = 0.05,
         units = (unit_multipliers(g.bootstrap, len(s.present), g.units_total,
                                   scope_seed(seed, "grid|units")) if subset else None)
         draws = UserDraws(g.bootstrap, seed)
-        only = [x for x in scopes(s.configs, hps, g.pairs, g.pairs) if x.kind in kinds]
+        only = [x for x in scopes(s.configs, hps, g.pairs, g.pairs) if x.kind == "only"]
         runs = [ScopeRun(ScopePlan(
             "grid", x.name, [x.pairs(k, seed) for k in range(case.stability if x.sampled else 1)],
             x.n_possible, g.folds, [("m", 10)], test=paired_test("t"), bootstrap=g.bootstrap,
             seed=seed, draws=draws,
             designer=(lambda pairs, x=x, s=s: pair_design(
-                s.sample, pairs, x.kind, x.hyperparameter, x.value)) if subset else None,
+                s.sample, pairs, "only", x.hyperparameter)) if subset else None,
             units=units)) for x in only]
         row, rows = run_dominance(
             runs, ((np.arange(g.users) + (0 if case.shared else f * g.users), x)
                    for f, x in enumerate(folds)), draws, alpha, min_pairs, {"grid": hps})
         out[r] = row | {"pairs": {str(x["scope"])[len("only:"):]: int(x["n_pairs"])
-                                  for x in rows if str(x["scope"]).startswith("only:")},
+                                  for x in rows},
                         "scopes": {str(x["scope"]): (float(x["dp_per_25"]), float(x["ci_low"]),
                                                      float(x["ci_high"])) for x in rows}}
     return out
@@ -634,8 +629,7 @@ def dominance_replicate(case: GridDominanceCase, seed: int, alpha: float = 0.05,
 
 def grid_sample_dominance_study(cases: Sequence[GridDominanceCase], replications: int = 200,
                                 seed: int = 0, alpha: float = 0.05,
-                                truth_samples: int = 200,
-                                value_scopes: bool = False) -> pd.DataFrame:
+                                truth_samples: int = 200) -> pd.DataFrame:
     """One row per (case, budget) of :data:`GRID_DOMINANCE_COLUMNS`: ``false_dominant``, the
     share of replications naming a hyperparameter dominant although another is in truth at
     least as discriminating; ``false_over``, the share with any false "significantly more
@@ -645,20 +639,14 @@ def grid_sample_dominance_study(cases: Sequence[GridDominanceCase], replications
     hyperparameter's mean pair count (``a/b/i``); ``coverage``, the share of the
     one-at-a-time intervals that hold the full grid's value (:meth:`GridDominanceCase.truth`),
     with its Monte Carlo sd, and per hyperparameter (``coverage_by``, ``a/b/i`` in percent).
-    With ``value_scopes`` the per-value scopes (``h = v``: Table 5's) run too: the share of
-    their intervals that hold the full grid's value (``value_coverage``, its sd) and how many
-    of them got an interval per replication (``value_intervals``; a value held by one unit
-    leaves a stratum of the full grid unsampled, hence no interval). One numba and one BLAS
-    thread meanwhile."""
+    One numba and one BLAS thread meanwhile."""
     replications = check_int(replications, "grid sample dominance", "replications", 1)
-    kinds = ("only", "value") if value_scopes else ("only",)
     rows = []
     with one_thread():
         for ci, case in enumerate(cases):
-            theta = case.truth(truth_samples, seed=replication_seed(seed, ci, 10**6),
-                               kinds=kinds)
-            reps = [dominance_replicate(case, replication_seed(seed, ci, k), alpha,
-                                        kinds=kinds) for k in range(replications)]
+            theta = case.truth(truth_samples, seed=replication_seed(seed, ci, 10**6))
+            reps = [dominance_replicate(case, replication_seed(seed, ci, k), alpha)
+                    for k in range(replications)]
             strength = case.strength
             top = max(strength.values())
             best = ([h for h, v in strength.items() if v == top][0]
@@ -677,8 +665,6 @@ def grid_sample_dominance_study(cases: Sequence[GridDominanceCase], replications
                 held = {h: _held(got, theta, [f"only:{h}"]) for h in strength}
                 cover = [x for h in strength for x in held[h]]
                 cov = float(np.mean(cover)) if cover else float("nan")
-                per_value = _held(got, theta, [s for s in theta if not s.startswith("only:")])
-                vcov = float(np.mean(per_value)) if per_value else float("nan")
                 rows.append({
                     "case": case.name, "betas": ", ".join(f"{b:g}" for b in case.grid.betas),
                     "folds_kind": "shared" if case.shared else "independent",
@@ -695,10 +681,6 @@ def grid_sample_dominance_study(cases: Sequence[GridDominanceCase], replications
                     "coverage": cov, "coverage_se": share_sd(cov, len(cover)),
                     "coverage_by": "/".join(f"{100 * np.mean(held[h]):.1f}" if held[h] else "-"
                                             for h in strength),
-                    "value_coverage": vcov,
-                    "value_coverage_se": (share_sd(vcov, len(per_value)) if per_value
-                                          else float("nan")),
-                    "value_intervals": len(per_value) / replications,
                 })
     return pd.DataFrame(rows, columns=GRID_DOMINANCE_COLUMNS)
 
