@@ -29,22 +29,27 @@ __all__ = ["analyze_per_user", "analyze_runs"]
 
 
 def _report(store: PerUserStore, reports_dir: str | Path, progress: bool,
-            sources: dict[str, object], overrides: dict[str, Any]) -> list[Path]:
+            sources: dict[str, object], overrides: dict[str, Any],
+            label: str | None = None) -> list[Path]:
     from dptune.report._report import Report
 
     options = AnalysisOptions.for_outside(store, **overrides)
     result = analyze(store, options, progress=progress)
     settings = outside_settings(result.manifest, result.options, result.configurations, sources)
-    return Report.from_result(result, settings=settings).write(reports_dir)
+    report = Report.from_result(result, settings=settings)
+    if label is not None:
+        report.label = label
+    return report.write(reports_dir)
 
 
 def analyze_per_user(per_user: str | Path, reports_dir: str | Path,
                      configs: str | Path | None = None, *, progress: bool = False,
-                     **overrides: Any) -> list[Path]:
+                     label: str | None = None, **overrides: Any) -> list[Path]:
     """``dptune dp --per-user``: analyse a per-user file (and its configurations file) and
     write every data file, table, figure and ``report.md`` into ``reports_dir``; return the
     paths. ``overrides`` are :class:`AnalysisOptions` fields
-    (:meth:`AnalysisOptions.for_outside`).
+    (:meth:`AnalysisOptions.for_outside`); ``label`` starts the tables' LaTeX labels
+    (:attr:`dptune.report.Report.label`; default: the file's name).
     Exported from a dptune store, ``per_user.parquet`` + ``configs.csv`` give the sweep's
     ``dp.csv``."""
     table = read_per_user(per_user)
@@ -52,14 +57,14 @@ def analyze_per_user(per_user: str | Path, reports_dir: str | Path,
     store = PerUserStore(table, cfg, source=per_user)
     sources = {"Per-user table": str(per_user),
                "Configurations": str(configs) if configs is not None else "none (scope all only)"}
-    return _report(store, reports_dir, progress, sources, overrides)
+    return _report(store, reports_dir, progress, sources, overrides, label)
 
 
 def analyze_runs(runs: str | Path, qrels: str | Path, train: str | Path,
                  reports_dir: str | Path, cutoffs: Sequence[int] = (1, 5, 10),
                  threshold: float = 4.0, relevance_aware: bool = True, order: str = "trec", *,
                  progress: bool = False, on_note: Callable[[str], None] | None = None,
-                 **overrides: Any) -> list[Path]:
+                 label: str | None = None, **overrides: Any) -> list[Path]:
     """``dptune dp --runs``: evaluate a directory of TREC runs into a per-user table
     (:func:`dptune.store.read_runs`; one configuration per run file) and analyse it as
     :func:`analyze_per_user` does. ``on_note`` is given each line of what a run scores
@@ -100,4 +105,4 @@ def analyze_runs(runs: str | Path, qrels: str | Path, train: str | Path,
                ("aware" if relevance_aware else "unaware"),
                "Run order": "trec_eval (score, then item id descending)" if order == "trec"
                else "rank field"}
-    return _report(store, reports_dir, progress, sources, overrides)
+    return _report(store, reports_dir, progress, sources, overrides, label)

@@ -283,7 +283,7 @@ def cmd_dp(args: argparse.Namespace) -> int:
         _check_reports(args.reports, inputs={"--per-user": args.per_user,
                                              "--configs": args.configs})
         files = analyze_per_user(args.per_user, args.reports, args.configs,
-                                 progress=not args.no_progress, **overrides)
+                                 progress=not args.no_progress, label=args.label, **overrides)
         print(f"reports: {args.reports} ({len(files)} files)")
         return 0
     for flag in ("runs", "qrels", "train"):
@@ -306,7 +306,7 @@ def cmd_dp(args: argparse.Namespace) -> int:
                          relevance_aware=args.novelty == "relevance-aware", order=args.order,
                          progress=not args.no_progress,
                          on_note=lambda line: print(f"dptune: note: {line}", file=sys.stderr),
-                         **overrides)
+                         label=args.label, **overrides)
     print(f"reports: {args.reports} ({len(files)} files)")
     return 0
 

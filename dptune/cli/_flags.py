@@ -55,6 +55,19 @@ def int_between(lo: int, hi: int) -> Callable[[str], int]:
 seed_value = int_between(*SEED_RANGE)
 
 
+def table_label(text: str) -> str:
+    """An argparse type: what starts the LaTeX labels of a report's tables (``tab:<it>:table3``):
+    ASCII letters, digits, ``-``, ``.`` and ``:``, at most 100 characters, as a ``\\label``
+    key keeps them (:func:`dptune.report._table.latex_label` would turn anything else into
+    ``-``, so that two different names could give one label)."""
+    value = text.strip()
+    if not value or len(value) > 100 or not all(
+            (ch.isascii() and ch.isalnum()) or ch in "-.:" for ch in value):
+        raise argparse.ArgumentTypeError(
+            f"must be 1 to 100 ASCII letters, digits, '-', '.' or ':', got {text!r}")
+    return value
+
+
 def bootstrap_replicates(text: str) -> int:
     """An argparse type: 0 (off) or a number of bootstrap replicates in the documented range
     (:data:`dptune.analysis.options.MIN_BOOTSTRAP` .. ``MAX_BOOTSTRAP``)."""

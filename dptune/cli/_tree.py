@@ -33,6 +33,7 @@ from dptune.cli._flags import (
     seed_value,
     storage_option,
     synth_default,
+    table_label,
 )
 from dptune.errors import did_you_mean
 from dptune.store._trec import ORDERS
@@ -205,6 +206,10 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--configs", metavar="FILE",
                    help="with --per-user: algorithm, config_id and one column per hyperparameter "
                    "(default: none, so DP of scope all only)")
+    d.add_argument("--label", type=table_label, default=None, metavar="NAME",
+                   help="what starts the LaTeX labels of the report's tables, tab:NAME:table3 "
+                   "(default: the input file's or folder's name; give two analyses of files of "
+                   "one name labels of their own)")
     reports_option(d, default="reports/runs")
     d.set_defaults(reports="reports/runs")
     _run_options(d, "with --runs: ", unset=True)

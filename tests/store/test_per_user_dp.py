@@ -43,6 +43,28 @@ def test_csv_without_configs_and_systems(tiny_swept: Path, tmp_path: Path) -> No
     dp = pd.read_csv(tmp_path / "r" / "dp.csv")
     assert set(dp["scope"]) == {"all"} and set(dp["algorithm"]) == {"runs"}
     assert set(dp["n_pairs"]) == {3}
+    # the LaTeX labels start with the file's name, or with --label: two analyses of files
+    # of one name pasted into one paper had the same labels
+    assert "\\label{tab:per-user-table-per-user.csv:table3}" in (
+        tmp_path / "r" / "table3.tex").read_text()
+    rc = main(["dp", "--per-user", str(path), "--reports", str(tmp_path / "r2"), "--pairs", "3",
+               "--bootstrap", "40", "--label", "ml1m.knn:v2"])
+    assert rc == 0
+    assert "\\label{tab:ml1m.knn:v2:table3}" in (tmp_path / "r2" / "table3.tex").read_text()
+
+
+@pytest.mark.parametrize("label", ["", "  ", "with space", "tab_1", "x" * 101, "caf\u00e9"])
+def test_a_label_a_latex_key_cannot_keep_is_refused_before_any_work(
+        label: str, tmp_path: Path, capsys) -> None:
+    """Every character of ``--label`` must survive as a \\label key (a ``_`` or a space would
+    become ``-``, so two names could give one label); refused at parse time, naming the flag,
+    before the per-user file is even read."""
+    rc = main(["dp", "--per-user", str(tmp_path / "missing.csv"), "--label", label,
+               "--reports", str(tmp_path / "r")])
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert "--label" in err and "missing.csv" not in err, err
+    assert not (tmp_path / "r").exists()
 
 
 def test_bad_per_user_input_exits_2(tmp_path: Path, capsys, monkeypatch) -> None:
