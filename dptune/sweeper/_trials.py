@@ -39,11 +39,20 @@ if TYPE_CHECKING:
     import optuna
     from optuna.trial import FrozenTrial
 
-__all__ = ["MAX_TOLD_ELSEWHERE", "Queued", "run_trials"]
+__all__ = ["MAX_TOLD_ELSEWHERE", "Queued", "mark_interrupted", "run_trials"]
 
 #: How many trials of this worker may be found finished by another worker (:func:`_told_elsewhere`)
 #: before the worker gives up: the storage is then shared with workers of another sweep.
 MAX_TOLD_ELSEWHERE = 1000
+
+
+def mark_interrupted(trial: optuna.Trial) -> None:
+    """Record that the trial was interrupted (Ctrl-C, a stop signal), not failed by its unit:
+    ``dptune status`` counts its unit as to do, not as failed."""
+    try:
+        trial.set_user_attr("state", "interrupted")
+    except Exception:  # noqa: BLE001 - the storage may be going away with the process
+        pass
 
 
 @dataclass(frozen=True)
@@ -128,13 +137,17 @@ def run_trials(study: optuna.Study, objective: Objective,
 
     def finish(wait: bool, after: bool = True) -> None:
         """Tell the queued trials whose parts are written, in order (all, waiting for each,
-        with ``wait``). A part whose write failed fails its trial, and its error is raised."""
+        with ``wait``). A part whose write failed fails its trial, and its error is raised;
+        so does a Ctrl-C (a stop signal) that comes while a part is waited for, its trial
+        marked interrupted (:func:`mark_interrupted`)."""
         while queued and (wait or queued[0][1].part.done()):
             trial, q = queued.popleft()
             try:
                 q.part.result()
                 value = q.value()
-            except BaseException:
+            except BaseException as err:
+                if isinstance(err, (KeyboardInterrupt, SystemExit)):
+                    mark_interrupted(trial)
                 tell(trial, state=TrialState.FAIL, after=False)
                 raise
             tell(trial, value, after=after)

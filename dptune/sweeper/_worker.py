@@ -34,7 +34,7 @@ from dptune.sweeper._storage import (
     storage_errors,
     storage_place,
 )
-from dptune.sweeper._trials import Queued, run_trials
+from dptune.sweeper._trials import Queued, mark_interrupted, run_trials
 from dptune.sweeper._unit import _primary_mean, compute_unit
 from dptune.sweeper.design import Design, sweep_design
 
@@ -45,14 +45,6 @@ if TYPE_CHECKING:
     from optuna.trial import FrozenTrial
 
 MAX_PASSES = 3  # grid walks per worker and algorithm before giving up on failed units
-
-
-def _mark_interrupted(trial: optuna.Trial) -> None:
-    """Record that the trial was interrupted (Ctrl-C, a stop signal), not failed by its unit."""
-    try:
-        trial.set_user_attr("state", "interrupted")
-    except Exception:  # noqa: BLE001 - the storage may be going away with the process
-        pass
 
 
 def worker(exp: Experiment, results: str | Path, storage_url: str | None = None,
@@ -151,7 +143,7 @@ def _walk(exp: Experiment, root: Path, store: ResultStore, writer: PartWriter,
             try:
                 return evaluate_point(trial, study, space, lookup, patient)
             except (KeyboardInterrupt, SystemExit):
-                _mark_interrupted(trial)  # the trial fails; status counts it pending
+                mark_interrupted(trial)  # the trial fails; status counts it pending
                 raise
         return objective
 

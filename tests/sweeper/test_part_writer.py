@@ -298,6 +298,58 @@ def test_ctrl_c_with_parts_queued_loses_nothing_and_resumes_exactly(tmp_path, mo
     _assert_no_trial_done_without_its_part(cfg, results)
 
 
+def test_ctrl_c_while_a_queued_part_is_waited_for_is_no_failed_unit(tmp_path, monkeypatch,
+                                                                    experiment, reference):
+    """Ctrl-C while the worker waits for its last part (every grid point taken, the part still
+    being written; the stopping process cuts the write short): the trial was told FAIL without
+    saying it was interrupted, so ``dptune status`` counted its unit as failed, where an
+    interrupted unit is to do. It is marked interrupted; the run again computes that unit."""
+    from concurrent.futures import Future
+
+    import dptune.store._writer as writer_module
+    from dptune.sweeper._status import status
+
+    waited = threading.Event()
+    submitted = []
+
+    class Waited(Future):
+        """The last part's future: Ctrl-C comes while the worker waits for it."""
+
+        def result(self, timeout=None):
+            if len(submitted) == TASKS and self is submitted[-1]:
+                waited.set()
+                raise KeyboardInterrupt
+            return super().result(timeout)
+
+    def future():
+        fut = Waited()
+        submitted.append(fut)
+        return fut
+
+    def hold(k: int) -> None:
+        if k == TASKS - 1:  # the last write: on until the interrupt, then cut short
+            assert waited.wait(GUARD)
+            raise OSError("the process stopped during the write")
+
+    monkeypatch.setattr(writer_module, "Future", future)
+    monkeypatch.setattr(store_module, "write_part", _Recorder().write(store_module.write_part,
+                                                                      hold))
+    cfg, results = experiment, tmp_path / "results"
+    with pytest.raises(KeyboardInterrupt):
+        _sweep(cfg, results)
+    assert len(list((results / PARTS).glob("[!.]*.parquet"))) == TASKS - 1
+    states = {t.state: t.user_attrs.get("state") for t in _trials(cfg, results)
+              if t.state != optuna.trial.TrialState.COMPLETE}
+    assert states == {optuna.trial.TrialState.FAIL: "interrupted"}
+    bpr = status(None, results)["algorithms"]["bpr-mf"]
+    assert (bpr["done"], bpr["failed"], bpr["remaining"]) == (TASKS - 1, 0, 1), bpr
+
+    monkeypatch.undo()
+    store = _sweep(cfg, results)
+    _assert_complete_and_verified(store.root)
+    _assert_same_values(store.root, reference)
+
+
 #: Imported by the killed process (PYTHONPATH): its first part is written; the second write
 #: marks itself ``held`` and never ends; each part handed to the writer marks ``submitted-N``.
 HELD_WRITES = """
