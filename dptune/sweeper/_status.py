@@ -33,6 +33,7 @@ from dptune.sweeper.design import (
     projection,
     read_design,
 )
+from dptune.sweeper.design._record import orders_units_of
 
 
 def status(exp: Experiment | None, results: str | Path, storage_url: str | None = None,
@@ -84,8 +85,9 @@ def status(exp: Experiment | None, results: str | Path, storage_url: str | None 
         check_same_setup(exp, store, source or exp.source)
     folds = [str(f) for f in range(exp.split.folds)]
     design = read_design(store.root) if have_parts else None
-    if design is None or design.fingerprint != exp.fingerprint():
-        design = experiment_design(exp)
+    planned = experiment_design(exp)
+    if design is None or not orders_units_of(design, planned):  # another set-up, or damaged
+        design = planned
     storage_url = storage_url or exp.sweep.storage
     default_db = store.root / "optuna.db"
     storage = None

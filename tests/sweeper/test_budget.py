@@ -145,6 +145,33 @@ def test_a_store_without_a_recorded_design_gets_its_experiments(budgeted, tmp_pa
     assert read_design(tmp_path / "nowhere") is None
 
 
+@pytest.mark.parametrize("damage", ["rounds", "unit"])
+def test_a_damaged_design_that_still_parses_is_not_trusted(budgeted, tmp_path, capsys, damage):
+    """``design.json`` has no checksum: a digit changed by a bad disk still parses. A budget of
+    more rounds than the design has stopped ``dptune status`` with an ``IndexError``; a unit's
+    name changed made it count a finished unit of the store as never computed. Such a design
+    is read as none (status shows the experiment's, the store's units all counted), and the
+    run writes it again."""
+    import json
+    import shutil
+
+    cfg, results = budgeted
+    copy = tmp_path / "results"
+    shutil.copytree(results, copy)
+    data = json.loads((copy / DESIGN_FILE).read_text())
+    bpr = next(a for a in data["algorithms"] if a["name"] == "bpr-mf")
+    if damage == "rounds":
+        bpr["budget_rounds"] = len(bpr["round_ends"]) + 3
+    else:
+        bpr["units"][0]["unit"] = "u00009"
+    (copy / DESIGN_FILE).write_text(json.dumps(data))
+    assert main(["status", str(copy)]) == 0
+    out = capsys.readouterr().out
+    assert "bpr-mf 2 of 4 units" in out, out
+    assert _run(cfg, copy, "--budget", "2") == 0
+    assert read_design(copy).algorithms["bpr-mf"].budget_units == 2  # written again
+
+
 @pytest.mark.parametrize("value", ["0", "-3", "150%", "0%", "abc", "2x", "0h", "1.5"])
 def test_a_bad_budget_flag_is_one_line_exit_2(tmp_path, capsys, value):
     cfg = _experiment(tmp_path / "exp")

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from dptune.config import Budget, Experiment
 
 __all__ = ["DESIGN_FILE", "experiment_budget", "resolve_design", "write_design", "recorded_design",
-           "sweep_design", "read_design"]
+           "orders_units_of", "sweep_design", "read_design"]
 
 DESIGN_FILE = "design.json"
 FORMAT = 1
@@ -66,9 +66,25 @@ def _from_json(data: dict[str, Any]) -> Design:
             algorithm=name, type=str(a["type"]), dimensions=tuple(a["dimensions"]),
             sizes=tuple(int(s) for s in a["sizes"]), seed=int(a["seed"]), method=str(a["method"]),
             units=tuple(units), round_ends=ends, budget_rounds=int(a["budget_rounds"]))
-    return Design(seed=int(data["seed"]), fingerprint=str(data["fingerprint"]),
-                  folds=tuple(str(f) for f in data["folds"]), algorithms=algs,
-                  budget=data.get("budget"))
+    return _consistent(Design(seed=int(data["seed"]), fingerprint=str(data["fingerprint"]),
+                              folds=tuple(str(f) for f in data["folds"]), algorithms=algs,
+                              budget=data.get("budget")))
+
+
+def _consistent(design: Design) -> Design:
+    """``design``, or a ``ValueError`` when its rounds do not fit its units: every algorithm's
+    ``round_ends`` rising to its number of units, its ``budget_rounds`` one of them, its unit
+    names distinct. ``design.json`` carries no checksum, and a damaged one that still parses
+    (a digit changed by a bad disk) would otherwise be trusted: ``dptune status`` stopped
+    with an ``IndexError`` on a budget of more rounds than the design has."""
+    for d in design.algorithms.values():
+        ends = d.round_ends
+        if not ends or ends[-1] != len(d.units) \
+                or any(b <= a for a, b in zip((0, *ends[:-1]), ends, strict=True)) \
+                or not 1 <= d.budget_rounds <= len(ends) \
+                or len({u.unit for u in d.units}) != len(d.units):
+            raise ValueError(f"the design of {d.algorithm} does not fit its units")
+    return design
 
 
 def recorded_design(root: str | Path) -> Design | None:
@@ -90,6 +106,16 @@ def _same_units(a: AlgorithmDesign, b: AlgorithmDesign) -> bool:
                                                                       for u in b.units)
 
 
+def orders_units_of(recorded: Design, design: Design) -> bool:
+    """Whether the ``recorded`` design (``design.json``) orders the units of ``design`` (the
+    experiment's): the same set-up, algorithms and units (names and configuration ids). Only
+    then is its order (and budget) followed or reported; a ``design.json`` damaged in a unit's
+    name would otherwise count a unit of the grid as never computed."""
+    return recorded.fingerprint == design.fingerprint \
+        and recorded.algorithms.keys() == design.algorithms.keys() \
+        and all(_same_units(recorded.algorithms[n], d) for n, d in design.algorithms.items())
+
+
 def resolve_design(exp: Experiment, manifest: dict[str, Any], budget: Budget | None,
                    jobs: int | None = None, recorded: Design | None = None) -> Design:
     """The design a sweep runs: the order recorded in the results directory when it belongs to
@@ -97,9 +123,7 @@ def resolve_design(exp: Experiment, manifest: dict[str, Any], budget: Budget | N
     with the rounds of ``budget`` (:func:`dptune.sweeper.design.budget_rounds`; its errors
     happen here, before any unit is computed)."""
     design = experiment_design(exp)
-    if recorded is not None and recorded.fingerprint == design.fingerprint \
-            and recorded.algorithms.keys() == design.algorithms.keys() \
-            and all(_same_units(recorded.algorithms[n], d) for n, d in design.algorithms.items()):
+    if recorded is not None and orders_units_of(recorded, design):
         design = recorded
     shape = shape_from_manifest(manifest)
     rounds = budget_rounds(budget, exp, design, shape, jobs)
@@ -123,7 +147,7 @@ def sweep_design(exp: Experiment, root: str | Path) -> Design:
     from dptune.store._files import read_manifest
 
     rec = recorded_design(root)
-    if rec is not None and rec.fingerprint == exp.fingerprint():
+    if rec is not None and orders_units_of(rec, experiment_design(exp)):
         return rec
     return resolve_design(exp, read_manifest(Path(root)), experiment_budget(exp))
 
