@@ -36,8 +36,9 @@ import os
 import shutil
 import stat
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +60,8 @@ from dptune.store._schema import NOISE_DIR, PARTS, schema_of
 __all__ = ["INDEX_DIR", "META_CRC", "footer_text", "entry_path", "checksum", "verify", "record",
            "problem", "verified", "damaged_error", "heal", "lost_parts", "lost_problem", "lost_error", "check_lost",
            "quarantine_dir", "set_aside",
-           "set_aside_if_foreign", "footer_meta", "entry_fingerprints", "store_fingerprint"]
+           "set_aside_if_foreign", "footer_meta", "entry_fingerprints", "store_fingerprint",
+           "PUBLISH_LOCK", "publishing"]
 
 #: Directory of the index entries inside a results directory.
 INDEX_DIR = "index"
@@ -267,7 +269,11 @@ def problem(part: Path) -> str | None:
     except (FileNotFoundError, NotADirectoryError):  # the part folder gone, or a file now
         return "missing"
     if not stat.S_ISREG(st.st_mode):  # a folder (or a device) where a part goes
-        return "not a file"
+        # ... or under a name no part has (a Parquet data set written there by hand is a
+        # folder ``mine.parquet/``): foreign, set aside with what it holds, never deleted
+        exp = expected(part.parent.parent)
+        foreign = name_problem(part, exp) if exp is not None else None
+        return foreign if foreign is not None else "not a file"
     if not os.access(part, os.R_OK):  # chmod 000: named, not a PermissionError deep inside
         return "unreadable (permission denied)"
     try:
@@ -372,14 +378,23 @@ def lost_parts(root: Path, directory: str) -> list[Path]:
 
 def _trial_parts(root: Path) -> set[str]:
     """The part names ``<algorithm>__<fold>__<unit>.parquet`` of ``root/trials.csv`` (none when
-    it is missing or unreadable: it is derived, and a damaged one is rewritten by the run)."""
+    it is missing or unreadable: it is derived, and a damaged one is rewritten by the run).
+
+    A name that no part of this experiment can have (a row cut short, a digit changed: fold
+    ``9`` of 2 folds) is left out: it says that ``trials.csv`` is damaged, not that a part was
+    lost, and it was named as "an index entry without its part" that is not from this
+    experiment, a file that does not exist, which ``dptune run`` claimed to set aside."""
     import pandas as pd
 
     try:
         t = pd.read_csv(root / "trials.csv", usecols=["algorithm", "fold", "unit"], dtype=str)
     except (OSError, ValueError):
         return set()
-    return {f"{a}__{f}__{u}.parquet" for a, f, u in t.itertuples(index=False)}
+    names = {f"{a}__{f}__{u}.parquet" for a, f, u in t.itertuples(index=False)}
+    exp = expected(root)
+    if exp is None:
+        return names
+    return {n for n in names if name_problem(root / PARTS / n, exp) is None}
 
 
 def lost_problem(part: Path) -> str:
@@ -458,6 +473,38 @@ def set_aside(part: Path) -> Path | None:
         except FileNotFoundError:
             pass
     return moved
+
+
+#: Lock file of a results directory, held while a part and its index entry are put in place.
+PUBLISH_LOCK = ".publish.lock"
+
+
+@contextmanager
+def publishing(root: Path) -> Iterator[None]:
+    """Hold ``root``'s publishing lock (``flock`` of :data:`PUBLISH_LOCK`, a hidden file every
+    reader ignores) while a writer puts a part and its index entry in place.
+
+    A part and its entry are two files: two writers of the same part (two ``dptune run`` on one
+    results directory both train the noise floor, both compute a test-split unit) could
+    otherwise interleave, one writer's entry landing beside the other's part (same values,
+    other timings, so other bytes), a part read as damaged as soon as the run finished. Where
+    no lock can be taken (no ``fcntl``, a file system without locks) the writers go on
+    without it, as before."""
+    try:
+        import fcntl
+
+        fh = open(Path(root) / PUBLISH_LOCK, "a")  # noqa: SIM115 - closed below
+    except (ImportError, OSError):
+        yield
+        return
+    try:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        except OSError:
+            pass
+        yield
+    finally:
+        fh.close()  # releases the lock
 
 
 def set_aside_if_foreign(part: Path) -> None:

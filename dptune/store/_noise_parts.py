@@ -33,6 +33,7 @@ from dptune.store._integrity import (
     footer_meta,
     footer_text,
     problem,
+    publishing,
     record,
     set_aside_if_foreign,
     store_fingerprint,
@@ -164,9 +165,10 @@ def write_noise_part(root: str | Path, algorithm: str, config_id: int, fold: str
                         user_col, seed_col, n)
             with open(tmp, "rb") as fh:
                 os.fsync(fh.fileno())
-            set_aside_if_foreign(final)
-            record(final, fingerprint, source=tmp, meta=meta)
-            os.replace(tmp, final)
+            with publishing(root):  # the part and its entry, not another writer's between
+                set_aside_if_foreign(final)
+                record(final, fingerprint, source=tmp, meta=meta)
+                os.replace(tmp, final)
     finally:
         tmp.unlink(missing_ok=True)  # a write that failed (a full disk) leaves nothing behind
     return final

@@ -20,7 +20,13 @@ import pyarrow.parquet as pq
 
 from dptune._atomic import publish_once, temporary_path
 from dptune._resources import on_full_disk
-from dptune.store._integrity import footer_text, record, set_aside_if_foreign, verified
+from dptune.store._integrity import (
+    footer_text,
+    publishing,
+    record,
+    set_aside_if_foreign,
+    verified,
+)
 from dptune.store._schema import (
     LAYOUT,
     PAGE_CHECKSUM,
@@ -128,13 +134,14 @@ def write_part(root: Path, res: UnitResult, fingerprint: str | None = None) -> P
             _write_row_groups(tmp, res, schema)
             with open(tmp, "rb") as fh:
                 os.fsync(fh.fileno())
-            set_aside_if_foreign(final)
-            if publish_once(tmp, final):
-                record(final, fingerprint, meta=meta)
-            elif not verified(final):
-                _write_row_groups(tmp, res, schema)  # the discarded copy, written again
-                record(final, fingerprint, source=tmp, meta=meta)
-                os.replace(tmp, final)
+            with publishing(root):  # the part and its entry, not another writer's between
+                set_aside_if_foreign(final)
+                if publish_once(tmp, final):
+                    record(final, fingerprint, meta=meta)
+                elif not verified(final):
+                    _write_row_groups(tmp, res, schema)  # the discarded copy, written again
+                    record(final, fingerprint, source=tmp, meta=meta)
+                    os.replace(tmp, final)
     finally:
         tmp.unlink(missing_ok=True)  # a write that failed (a full disk) leaves nothing behind
     return final

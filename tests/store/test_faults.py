@@ -699,3 +699,56 @@ def test_a_noise_floor_a_stopped_run_left_on_some_folds_is_refused_then_finished
     run_sweep(cfg, root, jobs=1, progress=False)
     assert _values(root).keys() == before.keys()
     assert main(["analyze", str(root), "--reports", str(tmp_path / "rep2")]) == 0
+
+
+def test_a_data_set_folder_in_the_parts_folder_is_set_aside_not_deleted(pristine, tmp_path,
+                                                                       capsys):
+    """A folder under a name no part has (a partitioned Parquet data set written into the part
+    folder by hand, ``mine.parquet/``) was "not a file" to be recomputed: ``status`` said
+    ``dptune run`` would recompute it, and ``run`` deleted it with what it held. It is not from
+    this experiment: named so, and set aside in ``quarantine/`` whole, as such a file is."""
+    cfg, _, before = pristine
+    root = tmp_path / "results"
+    shutil.copytree(pristine[1], root)
+    mine = root / PARTS / "mine.parquet"
+    (mine / "b=x").mkdir(parents=True)
+    (mine / "b=x" / "0.parquet").write_bytes(b"the user's own data")
+    assert main(["status", str(root), "--reports", str(tmp_path / "rep")]) == 0
+    out = capsys.readouterr().out
+    assert f"foreign:     {mine} (not from this experiment" in out, out
+    assert main(["analyze", str(root), "--reports", str(tmp_path / "rep")]) == 2
+    err = capsys.readouterr().err
+    _one_line(err, mine)
+    assert "not from this experiment" in err
+    times = {name: t for name, t in _mtimes(root).items() if name != mine.name}
+    run_sweep(cfg, root, jobs=1, progress=False)
+    kept = quarantine_dir(mine) / mine.name / "b=x" / "0.parquet"
+    assert kept.read_bytes() == b"the user's own data" and not mine.exists()
+    assert _mtimes(root) == times  # nothing computed again
+    assert _values(root).keys() == before.keys()
+
+
+def test_a_trials_csv_damaged_in_a_digit_is_no_lost_part(pristine, tmp_path, capsys):
+    """``trials.csv`` is derived, and the analysis reads it only to find parts that were lost
+    with their index entries. A digit changed in it (fold ``9`` of 2 folds) named a part no
+    unit of this experiment has: ``analyze`` refused the complete store, naming "an index
+    entry without its part" that does not exist, and ``run`` said it had set that aside. A name
+    outside the grid is no lost part: the analysis runs, and ``run`` rewrites the file."""
+    cfg, _, before = pristine
+    root = tmp_path / "results"
+    shutil.copytree(pristine[1], root)
+    text = (root / "trials.csv").read_text().splitlines()
+    row = text[1].split(",")
+    row[2] = "9"  # the fold of the first row
+    (root / "trials.csv").write_text("\n".join([text[0], ",".join(row), *text[2:]]) + "\n")
+    assert main(["status", str(root), "--reports", str(tmp_path / "rep")]) == 0
+    out = capsys.readouterr().out
+    assert "foreign:" not in out and "damaged:" not in out, out
+    assert main(["analyze", str(root), "--reports", str(tmp_path / "rep"), "--no-progress"]) == 0
+    capsys.readouterr()
+    times = _mtimes(root)
+    run_sweep(cfg, root, jobs=1, progress=False)
+    assert "set aside" not in capsys.readouterr().err
+    assert not (root / "quarantine").exists() and _mtimes(root) == times
+    assert ",9," not in (root / "trials.csv").read_text()
+    assert _values(root).keys() == before.keys()

@@ -102,6 +102,59 @@ def test_duplicate_write_is_idempotent_and_leaves_no_temp(store):
     assert store.has_part("a", "0", "u00000") and not store.has_part("a", "1", "u00000")
 
 
+def test_two_writers_of_one_part_never_leave_one_entry_beside_the_others_part(tmp_path,
+                                                                             monkeypatch):
+    """Two ``dptune run`` on one results directory both train the noise floor: one writer had
+    recorded its part's index entry when the other recorded its own and put its part in place,
+    and the first then put its part over that one. The entry of one beside the part of the
+    other (same values, other timings, so other bytes): a part read as damaged right after the
+    runs. A writer puts its part and its entry in place under the directory's publishing
+    lock; the test holds the first writer between the two steps until the second one either
+    finished (no lock) or waits for the lock."""
+    import fcntl
+    import threading
+
+    import dptune.store._noise_parts as noise_parts
+    from dptune.store._integrity import problem
+
+    guard = 60  # only ends a test whose awaited state never comes
+    real_record, real_flock = noise_parts.record, fcntl.flock
+    recorded, second_on = threading.Event(), threading.Event()
+
+    def record(*args, **kwargs):
+        out = real_record(*args, **kwargs)
+        if threading.current_thread().name == "first":  # its entry recorded, its part not in place
+            recorded.set()
+            second_on.wait(guard)
+        return out
+
+    def flock(fd, operation):
+        if threading.current_thread().name == "second" and operation == fcntl.LOCK_EX:
+            second_on.set()  # the second writer waits for the lock the first one holds
+        return real_flock(fd, operation)
+
+    monkeypatch.setattr(noise_parts, "record", record)
+    monkeypatch.setattr(fcntl, "flock", flock)
+    users = np.arange(5, dtype=np.int32)
+    values = {s: np.full((1, 1, 5), 0.5, np.float32) for s in (0, 1)}
+
+    def write(seconds: float) -> None:
+        noise_parts.write_noise_part(tmp_path, "bpr", 0, "0", {"factors": 8}, users, ["ndcg"],
+                                     [10], values, {0: 11, 1: 12}, {0: (seconds, 0.0),
+                                                                    1: (seconds, 0.0)})
+
+    first = threading.Thread(target=write, args=(1.0,), name="first")
+    first.start()
+    assert recorded.wait(guard)
+    second = threading.Thread(target=write, args=(2.0,), name="second")
+    second.start()
+    second.join(guard)
+    second_on.set()
+    first.join(guard)
+    assert not first.is_alive() and not second.is_alive()
+    assert problem(noise_parts.noise_part_path(tmp_path, "bpr", 0, "0")) is None
+
+
 def test_hidden_temp_file_is_not_read(store):
     store.write_unit(_unit("a", "0", "u00000", [0], [1, 2]))
     (store.root / PARTS / ".a__0__u00001.parquet.deadbeef.tmp").write_bytes(b"half written")
