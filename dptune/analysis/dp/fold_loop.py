@@ -592,8 +592,10 @@ def run_fold_loop(store: ResultSource, options: Any, progress: bool = False,
     plans = []
     for alg in algs:
         folds = sorted((str(f) for f in store.folds(alg) if str(f) != "test"), key=fold_key)
-        if not folds:
-            raise input_error("store", f"{alg}: folds", "no validation folds")
+        if not folds:  # a store whose every unit of alg lacks some fold (a run stopped early)
+            raise input_error(getattr(store, "root", "store"), alg,
+                              "no unit has results in every validation fold yet (dptune run "
+                              "computes them)")
         mcs = sorted({(str(m), int(c)) for m, c in store.metric_cutoffs(alg)},
                      key=lambda mc: metric_key(*mc))
         sample = un.unit_sample(store, alg)

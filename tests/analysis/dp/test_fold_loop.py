@@ -317,3 +317,25 @@ def test_pairs_resampled_only_when_sampled():
     for srun in (full, part):
         row = srun.finish()[0][0]
         assert 0.0 <= row["ci_low"] <= row["dp_per_25"] <= row["ci_high"] <= 25.0
+
+
+def test_an_algorithm_without_a_complete_unit_is_named_with_its_results_folder() -> None:
+    """A run stopped before any unit of an algorithm had every validation fold: the analysis
+    said "store: bpr-mf: folds: no validation folds", naming no folder and no way out."""
+    from pathlib import Path
+
+    from dptune.errors import DptuneError
+
+    class Stopped:
+        root = Path("results/tiny")
+
+        def algorithms(self):
+            return ["bpr-mf"]
+
+        def folds(self, algorithm):
+            return ["test"]
+
+    with pytest.raises(DptuneError) as err:
+        fl.run_fold_loop(Stopped(), AnalysisOptions())
+    assert str(err.value) == ("results/tiny: bpr-mf: no unit has results in every validation "
+                              "fold yet (dptune run computes them)")
