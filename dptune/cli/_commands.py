@@ -203,6 +203,8 @@ def cmd_status(args: argparse.Namespace) -> int:
                   f"aside in {quarantine_dir(Path(path))}/")
         else:
             print(f"damaged:     {path} ({why}); `dptune run` will recompute it")
+    for line in st["side_files"]:  # configs.csv, users.csv: analyze refuses, run rewrites
+        print(f"damaged:     {line}")
     return 0
 
 

@@ -20,7 +20,8 @@ from dptune.errors import DptuneError, input_error
 CHECKED = ("configs.csv", "users.csv")
 
 __all__ = ["check_file", "write_manifest", "read_manifest", "manifest_problem", "check_not_study",
-           "write_configs", "read_configs", "write_users", "write_trials_csv"]
+           "SIDE_FILES", "side_file_problems", "write_configs", "read_configs", "write_users",
+           "write_trials_csv"]
 
 #: Sections of a manifest that are JSON objects when present (readers index into them).
 _OBJECTS = ("config", "dataset", "split", "seeds", "analysis", "files", "versions")
@@ -206,6 +207,34 @@ def check_file(root: Path, name: str) -> None:
     if _digest(path.read_bytes()) != expected:
         raise input_error(path, None, "damaged (its checksum differs from the manifest's); "
                           "`dptune run` with the experiment's file rewrites it")
+
+
+#: The files a sweep derives beside its parts and rewrites when damaged; ``analyze`` reads them.
+SIDE_FILES = ("configs.csv", "users.csv")
+
+
+def side_file_problems(root: Path) -> list[str]:
+    """One line per file of :data:`SIDE_FILES` that is missing or not the one the manifest's
+    checksum records (:func:`check_file`), each naming the file and saying that ``dptune run``
+    rewrites it: what ``dptune status`` lists beside the damaged parts (it was silent, while
+    ``analyze`` refused the store). Nothing when the manifest itself cannot be read (status
+    says so first)."""
+    try:
+        read_manifest(root)
+    except DptuneError:
+        return []
+    out = []
+    for name in SIDE_FILES:
+        path = Path(root) / name
+        try:
+            check_file(root, name)
+        except DptuneError as err:
+            out.append(str(err))
+            continue
+        if not path.is_file():
+            out.append(str(input_error(path, None, "missing; `dptune run` with the "
+                                       "experiment's file rewrites it")))
+    return out
 
 
 def write_configs(root: Path, frames: Sequence[pd.DataFrame]) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 
 from dptune.config import Experiment
 from dptune.errors import DptuneError, input_error
+from dptune.store._files import side_file_problems
 from dptune.store._integrity import entry_fingerprints, verified
 from dptune.store._schema import part_fields
 from dptune.store._store import PARTS, ResultStore
@@ -157,6 +158,7 @@ def status(exp: Experiment | None, results: str | Path, storage_url: str | None 
     out["projection"] = (_projection(exp, store, design, validation_done) if have_parts
                          else None)
     out["damaged"] = [(str(p), why) for p, why in store.damaged()] if have_parts else []
+    out["side_files"] = side_file_problems(store.root) if have_parts else []
     # a damaged validation part is a validation unit not done: the stages after it wait
     damaged = sum(Path(p).parent.name == PARTS
                   and (part_fields(Path(p).name) or ("", "", ""))[1] != "test"

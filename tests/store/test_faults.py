@@ -293,6 +293,26 @@ def test_status_lists_damaged_parts(pristine, tmp_path, capsys):
                          "recomputes them first)" in line for line in stage), out
 
 
+@pytest.mark.parametrize(("name", "how"), [("configs.csv", "garble"), ("users.csv", "truncate"),
+                                           ("configs.csv", "delete")])
+def test_status_lists_a_damaged_side_file_that_analyze_refuses(pristine, tmp_path, capsys,
+                                                               name, how):
+    """``configs.csv`` or ``users.csv`` damaged or gone: ``analyze`` refused the store and
+    ``run`` rewrites the file, but ``status`` said nothing. It now names the file beside the
+    damaged parts, in the words the analysis refuses it with."""
+    _, results, _ = pristine
+    root = tmp_path / "results"
+    shutil.copytree(results, root)
+    _damage(root / name, how)
+    rc = main(["status", str(root), "--reports", str(tmp_path / "rep")])
+    out = capsys.readouterr().out
+    assert rc == 0
+    line = next(x for x in out.splitlines() if name in x)
+    assert line.startswith(f"damaged:     {root / name}: ") and "`dptune run`" in line, out
+    assert ("missing" if how == "delete" else "checksum") in line, line
+    assert sum(x.startswith("damaged:") for x in out.splitlines()) == 1, out
+
+
 def _dp(root: Path) -> pd.DataFrame:
     """The rows of ``dp.csv`` of a store (the analysis without writing the report)."""
     from dptune.analysis.options import AnalysisOptions
