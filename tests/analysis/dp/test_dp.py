@@ -317,7 +317,7 @@ def test_analysis_columns_and_order(analysis_and_store) -> None:
         "algorithm", "scope", "metric", "cutoff", "n_pairs", "n_possible_pairs", "n_folds",
         "mean_p", "mean_p_sd", "dp_per_25", "dp_per_25_plus_sd", "dp_per_25_minus_sd",
         "ci_low", "ci_high", "dp_sum", "sakai", "sakai_sd", "no_evidence", "repeats",
-        "unsampled_share", "test", "correction", "alpha",
+        "unsampled_share", "unit_clusters", "test", "correction", "alpha",
     ]
     assert list(res.curves.columns[:7]) == [
         "algorithm",
