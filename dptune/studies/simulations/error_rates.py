@@ -39,8 +39,9 @@ never imports them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -65,7 +66,7 @@ __all__ = ["FamilyCase", "family_users", "family_values", "ERROR_COLUMNS", "NULL
            "DOMINANCE_ERROR_COLUMNS", "DOMINANCE_CASES", "DOMINANCE_SHAPE_CASES",
            "DOMINANCE_SAMPLED_CASES", "check_taste", "taste_users", "taste_values",
            "QUICK_DOMINANCE_CASES", "true_only_mean_p",
-           "run_grid", "run_dominance", "dominance_error_rates", "dominance_study", "family_lambdas", "claim_rates"]
+           "run_grid", "run_dominance", "expected_mean_p", "dominance_error_rates", "dominance_study", "family_lambdas", "claim_rates"]
 
 ERROR_COLUMNS = ["case", "metrics", "weaker", "rho", "folds_kind", "clipped", "pairs",
                  "possible_pairs",
@@ -413,15 +414,26 @@ def true_only_mean_p(case: DominanceCase, n_samples: int = 2000, seed: int = 0) 
     """``theta_h`` of every hyperparameter: the expected mean p-value of its one-at-a-time
     pairs at ``case.users`` users per fold, from ``n_samples`` fresh folds (Monte Carlo error
     well below the intervals' widths; p-values: :func:`dptune.studies.simulations.coverage.fold_pvalues`)."""
+    pairs = {h: case.only_pairs(h) for h in range(len(case.betas))}
+    theta = expected_mean_p(case.draw, pairs, n_samples, seed, chunk=200)
+    return np.array([theta[h] for h in pairs])
+
+
+def expected_mean_p(draw: Callable[[np.random.Generator, int], np.ndarray],
+                    pairs: dict[Any, np.ndarray], n_samples: int, seed: int,
+                    chunk: int) -> dict[Any, float]:
+    """The expected mean p-value of each set of ``pairs`` (key -> ``(P, 2)`` configuration
+    rows) over ``n_samples`` fresh folds, ``draw(rng, T)`` giving ``T`` of them ``(T,
+    configs, users)`` at a time (``chunk``; memory), p-values by
+    :func:`dptune.studies.simulations.coverage.fold_pvalues`: the truth a simulated interval
+    is checked against, seeded ``SeedSequence(seed, spawn_key=(10**6,))``."""
     rng = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(10**6,)))
-    sums = np.zeros(len(case.betas))
-    chunk = 200
+    sums = dict.fromkeys(pairs, 0.0)
     for start in range(0, n_samples, chunk):
-        x = case.draw(rng, min(chunk, n_samples - start))
-        for h in range(len(case.betas)):
-            p = case.only_pairs(h)
-            sums[h] += fold_pvalues(x, p[:, 0], p[:, 1]).mean(axis=1).sum()
-    return sums / n_samples
+        x = draw(rng, min(chunk, n_samples - start))
+        for key, p in pairs.items():
+            sums[key] += float(fold_pvalues(x, p[:, 0], p[:, 1]).mean(axis=1).sum())
+    return {key: s / n_samples for key, s in sums.items()}
 
 
 def run_dominance(runs: Sequence[ScopeRun], folds: Iterable[tuple[np.ndarray, np.ndarray]],

@@ -40,7 +40,7 @@ MovieLens-100K, 10 folds); its numbers are in ``docs/statistics.md`` section 16.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -57,10 +57,11 @@ from dptune.analysis.dp.units import UnitSample, pair_design, unit_multipliers
 from dptune.analysis.options import MIN_PAIRS
 from dptune.errors import check_int, input_error
 from dptune.store._store import ResultStore
-from dptune.studies.simulations.coverage import fold_pvalues, replication_seed, share_sd
+from dptune.studies.simulations.coverage import replication_seed, share_sd
 from dptune.studies.simulations.error_rates import (
     check_taste,
     claim_rates,
+    expected_mean_p,
     family_lambdas,
     family_users,
     family_values,
@@ -167,6 +168,22 @@ class _Sample:
         self.ids = self.sample.present_configs
         self.configs = configs[configs["config_id"].isin(self.ids)]
 
+    def units(self, bootstrap: int, seed: int) -> np.ndarray | None:
+        """The bootstrap's unit multipliers of this sample, seeded as the fold loop seeds an
+        algorithm's (:func:`dptune.analysis.dp.fold_loop.plan_runs`); None when it holds every
+        unit (the full grid's own route)."""
+        if self.sample.complete:
+            return None
+        return unit_multipliers(bootstrap, len(self.present), len(self.sample.units),
+                                scope_seed(seed, "grid|units"))
+
+    def designer(self, kind: str, hyperparameter: str = "") -> Callable | None:
+        """The :class:`ScopePlan` ``designer`` of a scope of ``kind`` (pairs -> their
+        :func:`dptune.analysis.dp.units.pair_design`); None when it holds every unit."""
+        if self.sample.complete:
+            return None
+        return lambda pairs: pair_design(self.sample, pairs, kind, hyperparameter)
+
 
 def _fold_values(case: GridCase, mu: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """``(configs, users)`` values of one fold's fresh users."""
@@ -180,11 +197,8 @@ def _estimate(case: GridCase, s: _Sample | None, configs: pd.DataFrame,
     a grid sample, by the tool's :class:`ScopeRun`."""
     cfg = configs if s is None else s.configs
     scope = scopes(cfg, ["a", "b", "i"], case.pairs)[0]
-    designer = units = None
-    if s is not None and not s.sample.complete:  # every unit: the full grid's own route
-        designer = lambda pairs: pair_design(s.sample, pairs, "all")  # noqa: E731
-        units = unit_multipliers(bootstrap, len(s.present), case.units_total,
-                                 scope_seed(seed, "grid|units"))
+    designer = None if s is None else s.designer("all")
+    units = None if s is None else s.units(bootstrap, seed)
     run = ScopeRun(ScopePlan("grid", "all", [scope.pairs(0, seed)], scope.n_possible,
                              case.folds, [("m", 1)], test=paired_test("t"), bootstrap=bootstrap,
                              seed=seed, draws=UserDraws(bootstrap, seed), designer=designer,
@@ -416,15 +430,10 @@ def claims_replicate(case: GridClaimsCase, seed: int, alpha: float = 0.05) -> di
     for r in g.rounds:
         s = _Sample(g, configs, positions, min(g.units_total, r * g.round_size))
         scope = scopes(s.configs, ["a", "b", "i"], g.pairs)[0]
-        designer = units = None
-        if not s.sample.complete:
-            designer = lambda pairs, s=s: pair_design(s.sample, pairs, "all")  # noqa: E731
-            units = unit_multipliers(g.bootstrap, len(s.present), g.units_total,
-                                     scope_seed(seed, "grid|units"))
         run = ScopeRun(ScopePlan("grid", "all", [scope.pairs(0, seed)], scope.n_possible,
                                  g.folds, mcs, test=paired_test("t"), bootstrap=g.bootstrap,
                                  seed=seed, draws=UserDraws(g.bootstrap, seed),
-                                 designer=designer, units=units))
+                                 designer=s.designer("all"), units=s.units(g.bootstrap, seed)))
         for f, x in enumerate(folds):
             ids_f = np.arange(g.users) + (0 if case.shared else f * g.users)
             run.add_fold(f, str(f), FoldView.of_table(
@@ -567,21 +576,14 @@ class GridDominanceCase:
         folds (:func:`dptune.studies.simulations.coverage.fold_pvalues`); what each
         one-at-a-time interval of a grid sample estimates."""
         g = self.grid
-        rng = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(10**6,)))
         configs, mu = g.configs(), g.means()
         every = len(mu) * (len(mu) - 1) // 2
         wanted = {x.name: x.pairs(0, 0)
                   for x in scopes(configs, list(_GRID_HYPERPARAMETERS), 1, every)
                   if x.kind == "only"}
-        sums = dict.fromkeys(wanted, 0.0)
-        chunk = 10
-        for start in range(0, n_samples, chunk):
-            n = min(chunk, n_samples - start)
-            x = taste_values(rng, mu, taste_users(rng, len(mu), g.users, n), self.taste,
-                             self.clip)
-            for name, pairs in wanted.items():
-                sums[name] += float(fold_pvalues(x, pairs[:, 0], pairs[:, 1]).mean(axis=1).sum())
-        return {name: s / n_samples for name, s in sums.items()}
+        return expected_mean_p(
+            lambda rng, n: taste_values(rng, mu, taste_users(rng, len(mu), g.users, n),
+                                        self.taste, self.clip), wanted, n_samples, seed, chunk=10)
 
 
 def dominance_replicate(case: GridDominanceCase, seed: int, alpha: float = 0.05,
@@ -605,18 +607,14 @@ def dominance_replicate(case: GridDominanceCase, seed: int, alpha: float = 0.05,
     out: dict[int, dict] = {}
     for r in g.rounds:
         s = _Sample(g, configs, positions, min(g.units_total, r * g.round_size))
-        subset = not s.sample.complete
-        units = (unit_multipliers(g.bootstrap, len(s.present), g.units_total,
-                                  scope_seed(seed, "grid|units")) if subset else None)
+        units = s.units(g.bootstrap, seed)
         draws = UserDraws(g.bootstrap, seed)
         only = [x for x in scopes(s.configs, hps, g.pairs, g.pairs) if x.kind == "only"]
         runs = [ScopeRun(ScopePlan(
             "grid", x.name, [x.pairs(k, seed) for k in range(case.stability if x.sampled else 1)],
             x.n_possible, g.folds, [("m", 10)], test=paired_test("t"), bootstrap=g.bootstrap,
             seed=seed, draws=draws,
-            designer=(lambda pairs, x=x, s=s: pair_design(
-                s.sample, pairs, "only", x.hyperparameter)) if subset else None,
-            units=units)) for x in only]
+            designer=s.designer("only", x.hyperparameter), units=units)) for x in only]
         row, rows = run_dominance(
             runs, ((np.arange(g.users) + (0 if case.shared else f * g.users), x)
                    for f, x in enumerate(folds)), draws, alpha, min_pairs, {"grid": hps})
