@@ -257,7 +257,7 @@ class PairDesign:
         """Whether the scope's unsampled share allows an interval and claims."""
         return self.unsampled <= UNSAMPLED_TOLERANCE
 
-    @property
+    @cached_property
     def clusters(self) -> int:
         """How many independent draws of the sample of units the pairs rest on: the distinct
         units of the within-unit pairs plus the distinct pairs of units of the others. Every
