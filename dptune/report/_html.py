@@ -1,7 +1,7 @@
 """report.html: report.md rendered as one self-contained web page.
 
 The Markdown is rendered by ``markdown-it-py`` (CommonMark with GFM tables, raw HTML allowed for
-the ``<u>`` marks the tables use); then every figure is inlined as a base64 PNG (the figure
+the ``<ins>`` underline marks the tables use); then every figure is inlined as a base64 PNG (the figure
 linked from report.md is embedded where report.md embeds it; figures that report.md only links
 to are embedded right after the paragraph that links to them, and the link points at them),
 every table is wrapped so that it scrolls sideways on a narrow screen, and one stylesheet makes

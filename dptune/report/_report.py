@@ -17,7 +17,7 @@ per-user table's result renders as a sweep's does, and the report computes nothi
 
 Conventions: lower DP = more discriminative = better. CSV files are machine-readable (raw
 algorithm/metric keys, full-precision numbers, no markup); Markdown and LaTeX use display names,
-3 decimals, ``**bold**`` / ``<u>underline</u>`` and ``\\textbf{}`` / ``\\underline{}``. LaTeX
+3 decimals, ``**bold**`` / ``<ins>underline</ins>`` and ``\\textbf{}`` / ``\\underline{}``. LaTeX
 tables need ``\\usepackage{booktabs}``.
 """
 

@@ -174,7 +174,9 @@ def _md_cell(cell: Cell) -> str:
     if not text:
         return ""
     if cell.underline:
-        text = f"<u>{text}</u>"
+        # <ins>, not <u>: the HTML sanitisers of GitHub and its kin keep <ins> and strip <u>,
+        # and browsers draw <ins> underlined
+        text = f"<ins>{text}</ins>"
     if cell.bold:
         text = f"**{text}**"
     return text

@@ -144,7 +144,7 @@ def test_table3_bolds_every_choice_and_underlines_only_a_significant_loser():
     cells = [c.strip() for c in knn.split("|")[1:-1]]
     # EFD@N | EPC@N | MRR@N | nDCG@N | Precision@N | Recall@N
     assert cells[3:] == ["**5.250 [4.200, 6.300]**", "**5.000 [4.000, 6.000]**",
-                         "<u>8.750 [7.000, 10.500]</u>", "**2.900 [2.320, 3.480]**",
+                         "<ins>8.750 [7.000, 10.500]</ins>", "**2.900 [2.320, 3.480]**",
                          "**3.050 [2.440, 3.660]**", "7.500 [6.000, 9.000]"]
     assert "not significantly less discriminative" in md
 
