@@ -429,6 +429,10 @@ FILE_NOTES: dict[str, str] = {
                         "whatever the row's cutoff)",
     "verdict.csv": "the verdict, one row per algorithm, cutoff and family of metrics",
     "verdict.md": "the summary and the verdict on their own",
+    "methods.md": "how these numbers were computed, as text for a paper's methods section, "
+    "with its references",
+    "methods.tex": "the same text for LaTeX, citing the keys of `references.bib`",
+    "references.bib": "the BibTeX entries the methods text cites",
     "report.md": "this report",
     "report.html": "this report as one self-contained web page (tables and figures inlined)",
 }

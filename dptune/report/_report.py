@@ -4,7 +4,8 @@
 the analysis' data files (``result.write_data``: dp.csv, curves.csv, ..., verdict.csv),
 ``table1``, ``table3``, ``table4``, ``table5``, ``one_at_a_time`` (each ``.md``, ``.csv``,
 ``.tex``), ``figure1`` (+ ``figure1_at{N}`` for every other cutoff, PNG and SVG), ``verdict.md``
-(when the analysis has a verdict), ``report.md`` (the verdict first, then data sets, settings,
+(when the analysis has a verdict), ``methods.md``, ``methods.tex`` and ``references.bib`` (how
+the numbers were computed, as text for a paper), ``report.md`` (the verdict first, then data sets, settings,
 Tables 3-5, Figure 1, the best configuration per metric, the analysis' sections and the list of
 every file) and ``report.html`` (report.md as one self-contained page). Everything written is a
 pure function of the inputs: a rerun gives byte-identical files (figures included).
@@ -58,6 +59,7 @@ from dptune.report._inputs import (
     require,
     scope_all,
 )
+from dptune.report._methods import Methods, methods_of
 from dptune.report._settings import (
     CLAIMS_SETTING,
     PAIRS_SETTING,
@@ -109,6 +111,9 @@ class Report:
     #: ``dptune`` (:func:`report_label`). The same analysis written anywhere has the same
     #: labels; set it to tell apart two analyses of one experiment.
     label: str = "dptune"
+    #: The methods text (:class:`~dptune.report._methods.Methods`: methods.md, methods.tex and
+    #: references.bib) of a report built from a result, else None.
+    methods: Methods | None = None
 
     def _add_dp_figures(self, dp: pd.DataFrame, families: MetricFamilies) -> None:
         """One DP figure per cutoff (``figure_dp``, ``figure_dp_at{N}``), shown in the verdict
@@ -271,7 +276,8 @@ class Report:
             lead = sample_text if lead is None else f"{lead}\n\n{sample_text}"
         rep = cls(name, primary, tables, figures, sections, lead=lead, result=result,
                   verdict=verdict, data_files=[DATA_FILES[key] for key in result.tables()],
-                  test_split=test_split, label=report_label(result.manifest))
+                  test_split=test_split, label=report_label(result.manifest),
+                  methods=methods_of(result))
         rep._add_dp_figures(dp, families)
         return rep
 
@@ -293,6 +299,8 @@ class Report:
         figures = [f"{stem}.{ext}" for stem in self.figures for ext in ("png", "svg")]
         has_verdict = self.verdict is not None and not self.verdict.empty
         docs = ["verdict.md"] if has_verdict else []
+        if self.methods is not None:
+            docs += ["methods.md", "methods.tex", "references.bib"]
         return list(self.data_files), tables, figures, docs + ["report.md", "report.html"]
 
     def file_names(self) -> list[str]:
@@ -375,6 +383,10 @@ class Report:
                                    else None, body, self.title)
         if verdict is not None:
             written.append(_write_text(out / "verdict.md", verdict))
+        if self.methods is not None:
+            written += [_write_text(out / "methods.md", self.methods.to_markdown()),
+                        _write_text(out / "methods.tex", self.methods.to_latex()),
+                        _write_text(out / "references.bib", self.methods.to_bibtex())]
         md = self.to_markdown(body)
         written.append(_write_text(out / "report.md", md))
         written.append(_write_text(out / "report.html", self.to_html(pngs, md)))
