@@ -241,32 +241,53 @@ def _count(n: int, word: str) -> str:
     return f"{n:,} {word}{'' if n == 1 else 's'}"
 
 
+def _number(value: object) -> float | None:
+    """``value`` as a finite float, or None (a manifest written by hand may hold None)."""
+    try:
+        x = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return x if x == x and abs(x) != float("inf") else None
+
+
 def _data_paragraph(manifest: Mapping[str, Any]) -> str:
+    """The data, its split and the evaluation protocol, from a sweep's manifest (what it does
+    not record is not said)."""
     ds, sp, ev = manifest["dataset"], manifest["split"], manifest["evaluation"]
+    counts = [_number(ds.get(k)) for k in ("users", "items", "ratings")]
     stats = ""
-    if all(k in ds for k in ("users", "items", "ratings")):
-        stats = (f" ({_count(int(ds['users']), 'user')}, {_count(int(ds['items']), 'item')}, "
-                 f"{_count(int(ds['ratings']), 'interaction')})")
-    split = _SPLITS.get(str(sp["method"]), f"{sp['method']} hold-out, train ratio "
-                        "{ratio}").format(ratio=pct(float(sp["train_ratio"])))
-    dropped = int(sp.get("dropped_users", 0))
-    least = int(sp.get("min_user_interactions", 0))
+    if all(counts):
+        stats = " (" + ", ".join(_count(int(n), w) for n, w in  # type: ignore[arg-type]
+                                 zip(counts, ("user", "item", "interaction"), strict=True)) + ")"
+    method, ratio = str(sp.get("method")), _number(sp.get("train_ratio"))
+    if method in _SPLITS and (ratio is not None or "{ratio}" not in _SPLITS[method]):
+        split = "split per user: " + _SPLITS[method].format(ratio=pct(ratio or 0.0))
+    else:
+        split = f"split into training part and test split by the method {method!r}"
+    dropped = int(_number(sp.get("dropped_users")) or 0)
+    least = int(_number(sp.get("min_user_interactions")) or 0)
     drop = (f"; users with fewer than {least} interactions are left out "
             f"({'none here' if not dropped else _count(dropped, 'user')})" if least > 1 else "")
     k = int(sp["folds"])
     rest = "the other fold" if k == 2 else f"the other {k - 1} folds"
-    folds = _FOLDS.get(str(sp["fold_method"]), f"fold method {sp['fold_method']}")
+    folds = _FOLDS.get(str(sp.get("fold_method")), f"fold method {sp.get('fold_method')!r}")
+    threshold = _number(ev.get("relevance_threshold"))
     relevant = ("every held-out interaction is relevant (implicit feedback)"
                 if ev.get("implicit_feedback") else
-                f"an item is relevant when its rating is at least "
-                f"{float(ev['relevance_threshold']):g}")
+                f"an item is relevant when its rating is at least {threshold:g}"
+                if threshold is not None else f"relevance: {ev.get('relevance_rule')}")
+    protocol = str(ev.get("protocol", ""))
+    candidates = ("every item not in the user's training data is a candidate (all unrated "
+                  "items)" if protocol.startswith("all unrated items") else
+                  f"the candidate items are: {protocol}")
+    seed = sp.get("split_seed")
     return ("The protocol is that of a study of the discriminative power of metrics under "
-            f"cross-validation [@anelli2019]. The data set "
-            f"{ds['name']}{stats} is split per user: {split}{drop}. The training part is "
-            f"divided into {k} folds for cross-validation ({folds}); every configuration is "
-            f"trained on {rest} and evaluated on the remaining one, in turn for each fold. In evaluation, {relevant}, every item not in the user's training data is "
-            "a candidate (all unrated items), and users with no relevant held-out item are "
-            f"not evaluated. The split seed is {sp['split_seed']}.")
+            f"cross-validation [@anelli2019]. The data set {ds['name']}{stats} is {split}"
+            f"{drop}. The training part is divided into {k} folds for cross-validation "
+            f"({folds}); every configuration is trained on {rest} and evaluated on the "
+            f"remaining one, in turn for each fold. In evaluation, {relevant}, {candidates}, "
+            "and users with no relevant held-out item are not evaluated."
+            + ("" if seed is None else f" The split seed is {seed}."))
 
 
 def _grid_paragraph(result: Any) -> str:

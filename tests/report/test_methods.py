@@ -91,6 +91,14 @@ def test_only_what_the_analysis_ran_is_said(every_stage):
                                                                         test="wilcoxon"))
     assert ("the bootstrap resamples t-tests and the test here is the"
             in methods_of(wilcoxon).to_markdown())
+    # a manifest written by hand: what it does not record (None) is not said
+    given = {**result.manifest, "split": {**result.manifest["split"], "method": "given",
+                                          "train_ratio": None, "split_seed": None,
+                                          "fold_method": "given"},
+             "evaluation": {**result.manifest["evaluation"], "protocol": "runs"}}
+    text = methods_of(dataclasses.replace(result, manifest=given)).to_markdown()
+    assert "by the method 'given'" in text and "None" not in text and "split seed" not in text
+    assert "the candidate items are: runs" in text
     bare = dataclasses.replace(result, manifest={}, importance=None,
                                options=dataclasses.replace(result.options, seed=None))
     text = methods_of(bare).to_markdown()
