@@ -29,7 +29,7 @@ from dptune.errors import (
     read_toml,
     suggest,
 )
-from dptune.grids import Grid, check_size, load_grid
+from dptune.grids import MAX_CONFIGS, Grid, check_size, load_grid
 from dptune.models._adapters import is_known_type
 from dptune.vocab import DEVICES, FORMATS, METRICS, SEED_RANGE, metric_name
 
@@ -153,6 +153,9 @@ def parse_budget(value: Any, source: str | Path, field_: str | None) -> Budget:
     if isinstance(value, int):
         if value < 1:
             raise bad(f"{value} units: needs at least 1")
+        if value > MAX_CONFIGS:  # no grid holds more units (and float() of 10**400 overflows)
+            raise bad(f"{value:,} units: more than any grid holds (at most {MAX_CONFIGS:,} "
+                      "configurations); leave the budget out to run every unit")
         return Budget("units", float(value), str(value), str(source), field_)
     text = value.strip().lower().replace(" ", "")
     if text.isdigit():
@@ -384,6 +387,8 @@ def _data_path(d: DataConfig, config_path: Path | None, source: str, check: bool
 
 def _validate(exp: Experiment, src: str) -> None:
     s, e, a = exp.split, exp.evaluation, exp.analysis
+    if not isinstance(exp.description, str):  # free text: a number or a table is a misplaced key
+        raise input_error(src, "description", f"must be a string, got {plain(exp.description)}")
     _choice(src, "split.method", s.method, SPLIT_METHODS)
     _choice(src, "split.fold_method", s.fold_method, ("user_stratified", "random", "user_temporal"))
     if s.folds < 2:
@@ -489,7 +494,7 @@ def parse_experiment(data: dict, source: str = "<memory>", config_path: Path | N
         name=name,
         source=source,
         seed=seed,
-        description=str(data.get("description", "")),
+        description=data.get("description", ""),
         data=_build(DataConfig, data.get("data", {}), source, "data."),
         split=_build(SplitConfig, data.get("split", {}), source, "split."),
         evaluation=_build(EvaluationConfig, _metric_names(data.get("evaluation", {})), source,

@@ -145,7 +145,9 @@ def exponent_values(base: float, start: float, stop: float, step: float) -> list
     span = (stop - start) / step  # inf when the range overflows a float: too many values
     count = math.floor(span + 1e-9) + 1 if math.isfinite(span) else math.inf
     if count > MAX_VALUES:
-        many = f"{count:,}" if math.isfinite(count) else f"more than {MAX_VALUES:,}"
+        # a step typo (1e-300) gives a count of hundreds of digits: shown as a number, not spelt
+        many = (f"more than {MAX_VALUES:,}" if not math.isfinite(count)
+                else f"{count:,}" if count < 10**15 else f"about {float(count):.3g}")
         raise ValueError(f"{many} values; a grid hyperparameter takes at most {MAX_VALUES:,}")
     count = int(count)
     out = []
@@ -169,6 +171,13 @@ def _check_keys(source: str, prefix: str, table: dict, allowed: set[str]) -> Non
             raise input_error(
                 source, f"{prefix}{key}", f"unknown key (allowed: {', '.join(sorted(allowed))})"
             )
+
+
+def _check_text(source: str, where: str, value: Any) -> None:
+    """A ``description`` (free text, optional): a string when given; a number or a table there
+    is a misplaced key, not text."""
+    if value is not None and not isinstance(value, str):
+        raise input_error(source, where, f"must be a string, got {plain(value)}")
 
 
 def _finite(v: Any) -> float:
@@ -209,6 +218,10 @@ def _expand_param(source: str, name: str, spec: Any) -> list[Any]:
     rounding = spec.get("round", "none")
     if not isinstance(rounding, str) or rounding not in _ROUND:
         raise input_error(source, f"{where}.round", f"must be one of {sorted(_ROUND)}")
+    if rounding == "int" and "digits" in spec:  # one rounding each: digits would be ignored
+        raise input_error(source, f"{where}.digits", 'not with round = "int", which rounds to '
+                          "integers: give one of them")
+    _check_text(source, f"{where}.description", spec.get("description"))
     if "values" in spec:
         if "base" in spec or "exponent" in spec:
             raise input_error(source, where, "give either 'values' or 'base'+'exponent', not both")
@@ -327,6 +340,7 @@ def parse_grid(data: dict, source: str = "<memory>", *,
     family = data.get("family")
     if family is not None and not isinstance(family, str):
         raise input_error(source, "family", f"must be a string, got {family!r}")
+    _check_text(source, "description", data.get("description"))
     grid = Grid(values=values, derived=derived, family=family, source=source)
     if max_configs is not None:
         check_size(grid, max_configs)

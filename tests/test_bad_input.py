@@ -458,6 +458,9 @@ def _nothing_computed(tmp_path: Path) -> None:
         pytest.param("--test", "z", ["--test", "invalid choice"], id="test-choice"),
         pytest.param("--correction", "bonf", ["--correction", "invalid choice"], id="correction-choice"),
         pytest.param("--seed", "-1", ["--seed", ">= 0"], id="seed-negative"),
+        # float() of the 401-digit number overflowed: a traceback
+        pytest.param("--budget", "1" + "0" * 400, ["--budget", "more than any grid holds"],
+                     id="budget-beyond-a-float"),
     ],
 )
 def test_bad_run_flag_is_one_line_before_any_work(tmp_path, capsys, flag, value, needles):
@@ -465,6 +468,63 @@ def test_bad_run_flag_is_one_line_before_any_work(tmp_path, capsys, flag, value,
     assert main(["run", str(cfg), "--results", str(tmp_path / "results"), "--no-progress",
                      flag, value]) == 2
     _one_line(capsys, *needles)
+    _nothing_computed(tmp_path)
+
+
+@pytest.mark.parametrize(("argv", "needles"), [
+    pytest.param(["run", "{cfg}", "--results", "{tmp}/a", "--results", "{tmp}/results"],
+                 ["--results: given twice", "--results {tmp}/a and --results {tmp}/results"],
+                 id="run-results"),
+    pytest.param(["run", "{cfg}", "--results", "{tmp}/results", "--jobs", "1", "--jobs", "2"],
+                 ["--jobs: given twice (--jobs 1 and --jobs 2)"], id="run-jobs"),
+    pytest.param(["run", "{cfg}", "--results", "{tmp}/results", "--importance",
+                  "--no-importance"], ["given twice (--importance and --no-importance)"],
+                 id="run-importance-both-ways"),
+    pytest.param(["run", "{cfg}", "--results", "{tmp}/results", "--budget", "2h", "--budget",
+                  "3"], ["--budget: given twice (--budget 2h and --budget 3)"], id="run-budget"),
+    pytest.param(["evaluate", "--run", "{tmp}/r", "--qrels", "{tmp}/q", "--train", "{tmp}/t",
+                  "--out", "{tmp}/results/o.csv", "--cutoffs", "5", "--cutoffs", "1,10"],
+                 ["evaluate: argument --cutoffs: given twice (--cutoffs 5 and --cutoffs 1,10)"],
+                 id="evaluate-cutoffs"),
+    pytest.param(["data", "info", "{tmp}/ratings.csv", "--header", "--no-header"],
+                 ["data info: argument --no-header: given twice"], id="data-info-header"),
+])
+def test_a_flag_given_twice_with_two_values_is_refused(tmp_path, capsys, argv, needles):
+    """argparse kept the last value silently: ``run --results a --results b`` swept into b,
+    ``--importance --no-importance`` turned it off, ``evaluate --cutoffs 5 --cutoffs 1,10``
+    scored at 1 and 10 only. One line naming the flag and both values, nothing written."""
+    cfg = _setup(tmp_path)
+    fill = {"{cfg}": str(cfg), "{tmp}": str(tmp_path)}
+
+    def filled(text: str) -> str:
+        for key, value in fill.items():
+            text = text.replace(key, value)
+        return text
+
+    assert main([filled(a) for a in argv]) == 2
+    _one_line(capsys, *map(filled, needles))
+    _nothing_computed(tmp_path)
+    assert not (tmp_path / "a").exists()
+
+
+def test_the_same_value_twice_is_kept(tmp_path, capsys):
+    """A flag repeated with its value (a script adding ``--no-progress`` again) is harmless: the
+    run goes on to the experiment, here a missing one."""
+    assert main(["run", str(tmp_path / "nope.toml"), "--no-progress", "--no-progress",
+                 "--jobs", "2", "--jobs", "2"]) == 2
+    _one_line(capsys, "nope.toml: cannot read experiment file")
+
+
+@pytest.mark.parametrize(("flag", "value"), [("--pairs", "5"), ("--bootstrap", "0"),
+                                             ("--no-importance", None)])
+def test_an_analysis_flag_with_no_analyze_is_refused(tmp_path, capsys, flag, value):
+    """``run --no-analyze --pairs 5`` skipped the analysis that --pairs sets, silently; the
+    flags the sweep itself reads (the noise floor's, --min-fold-users) still go with it."""
+    cfg = _setup(tmp_path)
+    argv = ["run", str(cfg), "--results", str(tmp_path / "results"), "--no-analyze", flag]
+    assert main(argv + ([value] if value else [])) == 2
+    shown = flag.replace("--no-", "--")
+    _one_line(capsys, f"dptune: {shown}: not with --no-analyze")
     _nothing_computed(tmp_path)
 
 
@@ -593,6 +653,9 @@ def test_a_file_given_as_the_results_directory_is_named_as_what_it_is(tmp_path, 
                      ["--pairs", ">= 1"], id="dp-pairs"),
         pytest.param(["seeds", "c.toml", "--jobs", "0"], ["--jobs", ">= 1"], id="seeds-jobs"),
         pytest.param(["slices", "r", "--base", "1"], ["--base", ">= 2"], id="slices-base"),
+        # a base beyond int64 reached numpy's log after the store was read: a traceback
+        pytest.param(["slices", "r", "--reports", "x", "--base", str(10**30)],
+                     ["--base", "from 2 to 1,000,000"], id="slices-base-beyond-int64"),
         # an empty path fell back to the default folder and wrote there (exit 0)
         pytest.param(["run", "c.toml", "--results", ""], ["--results", "must not be empty"],
                      id="run-empty-results"),

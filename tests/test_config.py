@@ -224,14 +224,23 @@ def _error(path) -> str:
     pytest.param('data_path = "/etc/passwd"\n', "data_path: unknown field: the data is named by "
                  'source in the [data] table ([data] source = "<data set or file>")',
                  id="data_path"),
+    pytest.param("description = 5\n", "description: must be a string, got 5",
+                 id="description-number"),
+    pytest.param("description = { text = 'x' }\n", "description: must be a string, got {'text'",
+                 id="description-table"),
+    pytest.param("[sweep]\nbudget = 100001\n", "sweep.budget: 100,001 units: more than any grid "
+                 "holds (at most 100,000 configurations)", id="budget-beyond-any-grid"),
 ])
 def test_bad_values_are_refused_when_the_experiment_is_read(tmp_path, extra, start):
     """Each used to pass parsing: ``storage = 5`` failed with a traceback after creating the
     results folder; ``metrics = []`` blamed analysis.primary_metric; ``format = "xls"`` named
     the data file and the argument ``fmt``; ``data_path`` (the resolved data.source, filled in
-    by dptune) was accepted and ignored."""
+    by dptune) was accepted and ignored; ``description = 5`` (free text) became the text '5'
+    and a table its repr; a budget of more units than any grid holds ran every unit, and one
+    beyond a float's range (``--budget 1000...0``) failed with a traceback."""
     text = _with_grid(BASE)
-    text = extra + text if extra.startswith("data_path") else text + extra
+    top = extra.startswith(("data_path", "description"))
+    text = extra + text if top else text + extra
     cfg = tmp_path / "exp.toml"
     cfg.write_text(text)
     assert _error(cfg).startswith(f"{cfg}: {start}")

@@ -109,6 +109,31 @@ def test_bad_grid_names_file_and_key(data, field):
     assert str(err.value).startswith(f"grids/bad.toml: {field}")
 
 
+@pytest.mark.parametrize(("data", "start"), [
+    pytest.param({"description": 5, "params": {"k": {"values": [1]}}},
+                 "description: must be a string, got 5", id="description-number"),
+    pytest.param({"params": {"k": {"values": [1], "description": ["a"]}}},
+                 "params.k.description: must be a string, got ['a']", id="param-description-list"),
+    pytest.param({"params": {"k": {"values": [1.4, 2.6], "round": "int", "digits": 2}}},
+                 'params.k.digits: not with round = "int"', id="digits-and-round-int"),
+])
+def test_keys_accepted_but_not_used_as_written_are_refused(data, start):
+    """A description that is not text (a misplaced key) was kept as it was, and ``digits``
+    beside ``round = "int"`` was ignored (values 1, 3, not 1.4, 2.6): one line naming the key."""
+    with pytest.raises(DptuneError) as err:
+        parse_grid(data, "grids/bad.toml")
+    assert str(err.value).startswith(f"grids/bad.toml: {start}"), str(err.value)
+
+
+def test_an_exponent_count_of_hundreds_of_digits_is_shown_as_a_number():
+    """A step typo of 1e-300 gave a line that spelt out a 301-digit count."""
+    with pytest.raises(DptuneError) as err:
+        parse_grid({"params": {"k": {"base": 2, "exponent": {"start": 1, "stop": 3,
+                                                             "step": 1e-300}}}}, "g.toml")
+    assert str(err.value) == ("g.toml: params.k.exponent: about 2e+300 values; a grid "
+                              "hyperparameter takes at most 10,000")
+
+
 def test_invalid_toml_is_one_line(tmp_path):
     p = tmp_path / "g.toml"
     p.write_text("[params.k\nvalues = [1]")

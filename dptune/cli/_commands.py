@@ -66,9 +66,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     from dptune.config import load_experiment
     from dptune.sweeper._run import run_sweep
 
+    overrides = analysis_overrides(args)
+    if args.no_analyze:  # only the noise floor's and the folds' flags act on the sweep
+        from dptune.cli._flags import ANALYSIS_FLAGS, SWEEP_ANALYSIS_FIELDS
+
+        idle = [f.flag for f in ANALYSIS_FLAGS
+                if f.field in overrides and f.field not in SWEEP_ANALYSIS_FIELDS]
+        if idle:
+            raise input_error(idle[0], None, "not with --no-analyze, which skips the analysis "
+                              "it sets: give it to dptune analyze, or leave out --no-analyze")
     exp = load_experiment(args.config)
     exp = _on_device(exp, args.device)
-    overrides = analysis_overrides(args)
     results = Path(args.results) if args.results else _default("results", exp.name)
     reports = Path(args.reports) if args.reports else _default("reports", exp.name)
     check_writable_dir(results, "--results")

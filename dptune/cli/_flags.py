@@ -408,6 +408,12 @@ ANALYSIS_FLAGS: tuple[Flag, ...] = (
 )
 
 
+#: The analysis flags that ``dptune run`` also hands to the sweep (the noise floor it trains,
+#: the folds it checks before the first unit); the others act on the analysis alone, so they
+#: are refused with ``--no-analyze``.
+SWEEP_ANALYSIS_FIELDS: tuple[str, ...] = ("noise_seeds", "noise_configs", "min_fold_users")
+
+
 def analysis_flags(p: argparse.ArgumentParser, run: bool = False,
                    title: str = "analysis (default: the experiment's [analysis] settings)",
                    skip: tuple[str, ...] = (), outside: bool = False) -> None:

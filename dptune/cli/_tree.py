@@ -22,6 +22,7 @@ from dptune.cli._flags import (
     deprecated_flag,
     grid_seeds,
     int_at_least,
+    int_between,
     jobs_option,
     number,
     progress_option,
@@ -91,11 +92,50 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
         return f"{text} (default: {default})"
 
 
+def _once(base: type[argparse.Action]) -> type[argparse.Action]:
+    """``base`` (an option's action) that refuses the option given twice with different values
+    (``--results a --results b``, ``--importance --no-importance``): argparse keeps the last one
+    silently, so the command would write or compute where the first one did not ask. The same
+    value twice (a script adding ``--no-progress`` again) is harmless and kept; a repeatable
+    flag (``--config-id``, an ``append``) is not wrapped."""
+
+    class Once(base):  # type: ignore[misc, valid-type]
+        def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                     values: object, option_string: str | None = None) -> None:
+            super().__call__(parser, namespace, values, option_string)
+            if not self.option_strings:  # a positional is consumed once
+                return
+            given = parser.__dict__.setdefault("_given", {})
+            shown = option_string if self.nargs == 0 else f"{option_string} {_shown(values)}"
+            value = getattr(namespace, self.dest, None)
+            if self.dest in given and given[self.dest][1] != value:
+                parser.error(f"argument {option_string}: given twice ({given[self.dest][0]} and "
+                             f"{shown}); give it once")
+            given[self.dest] = (shown, value)
+
+    Once.__name__ = Once.__qualname__ = f"Once{base.__name__}"
+    return Once
+
+
+def _shown(value: object) -> str:
+    """A flag's parsed value as the command line wrote it (a budget's text, cutoffs 1,5,10)."""
+    if isinstance(value, tuple):
+        return ",".join(map(str, value))
+    return str(getattr(value, "text", value))
+
+
 class _Parser(argparse.ArgumentParser):
-    """An ArgumentParser whose errors are one line, exit code 2, and whose former flag names
-    (:func:`dptune.cli._flags.deprecated_flag`) set their new flag with one warning line."""
+    """An ArgumentParser whose errors are one line, exit code 2, whose former flag names
+    (:func:`dptune.cli._flags.deprecated_flag`) set their new flag with one warning line, and
+    whose options refuse two different values (:func:`_once`)."""
+
+    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(*args, **kwargs)
+        for name in (None, "store", "store_true", "store_false", argparse.BooleanOptionalAction):
+            self.register("action", name, _once(self._registry_get("action", name, name)))
 
     def parse_known_args(self, args=None, namespace=None):  # type: ignore[no-untyped-def, override]
+        self._given: dict[str, tuple[str, object]] = {}
         parsed, extra = super().parse_known_args(args, namespace)
         apply_deprecated(self, parsed)
         return parsed, extra
@@ -273,7 +313,10 @@ def build_parser() -> argparse.ArgumentParser:
     sl.add_argument("--main-reports", metavar="DIR", help="main reports directory whose pairs.csv gives "
                     "the pairs (default: the pairs are sampled here with --pairs and --seed)")
     sl.add_argument("--experiment", metavar="CONFIG", help="experiment TOML (default: the manifest's)")
-    sl.add_argument("--base", type=int_at_least(2), default=2, metavar="B", help="base of the log-scaled bins")
+    # a base beyond int64 failed in numpy's log with a traceback; past a million every count a
+    # user or item holds falls in one bin, so a larger base is a typo
+    sl.add_argument("--base", type=int_between(2, 1_000_000), default=2, metavar="B",
+                    help="base of the log-scaled bins, 2 to 1,000,000")
     sl.add_argument("--pairs", type=int_at_least(1), metavar="P", help="pairs P (default: the manifest's)")
     sl.add_argument("--seed", type=seed_value, metavar="SEED",
                     help="pair-sampling seed (default: the manifest's)")
