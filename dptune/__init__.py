@@ -12,7 +12,9 @@ report. The Python API, one front function per task (``docs/api.md``)::
     dptune.discriminative_power(per_user_df, pairs=25, test="t")      # any per-user table
 
 The names below are loaded on first use, so that ``import dptune`` (and the command line) stay
-fast; each comes from the module named in :data:`_EXPORTS`.
+fast; each comes from the module named in :data:`_EXPORTS`. So are the subpackages
+(``dptune.store``, ``dptune.errors``, ...), which a bare ``import dptune`` reaches by their
+dotted paths.
 """
 
 from __future__ import annotations
@@ -64,6 +66,14 @@ def __getattr__(name: str) -> Any:
         value = getattr(import_module(_EXPORTS[name]), name)
         globals()[name] = value
         return value
+    # a subpackage the docs name by its dotted path (``dptune.store.ResultStore``,
+    # ``dptune.errors.DptuneError``, ``dptune.sweeper.design.read_design``) after a bare
+    # ``import dptune``: imported on first use, as the names above are
+    if not name.startswith("_"):
+        from importlib.util import find_spec
+
+        if find_spec(f"{__name__}.{name}") is not None:
+            return import_module(f"{__name__}.{name}")
     raise AttributeError(f"module 'dptune' has no attribute {name!r}")
 
 

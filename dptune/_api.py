@@ -7,6 +7,7 @@ writes and the report never computes.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ import pandas as pd
 from dptune.analysis.options import AnalysisOptions
 from dptune.analysis.pipeline import analyze, stage
 from dptune.analysis.result import AnalysisResult
+from dptune.errors import input_error
 from dptune.store._store import ResultStore
 from dptune.sweeper._run import sweep
 
@@ -46,16 +48,19 @@ def analyze_results(results_dir: str | Path, reports_dir: str | Path, progress: 
     return write_report(result, reports_dir)
 
 
-def discriminative_power(per_user: pd.DataFrame, *, hyperparameters: Sequence[str] = (),
+def discriminative_power(per_user: pd.DataFrame | str | os.PathLike, *,
+                         hyperparameters: Sequence[str] = (),
                          configs: pd.DataFrame | None = None, progress: bool = False,
                          **options: Any) -> AnalysisResult:
     """DP of every metric@N of any long per-user table (Anelli et al., RecSys 2019), with its
     interval, claims and verdict: the :class:`AnalysisResult` that ``dptune.analyze`` gives a
     sweep's store, and whose report ``dptune dp --per-user`` writes for the same table.
 
-    ``per_user`` has one row per (configuration, fold, user, metric@N), columns ``[algorithm],
-    config_id | system, [fold], user, metric, [cutoff], value`` (checked as a per-user file is;
-    rows of fold ``"test"`` are not used for DP). The configurations' hyperparameters, for the
+    ``per_user`` (a DataFrame, or the path of a per-user file as ``dptune dp --per-user`` reads
+    it: CSV, TSV, either maybe gzip-compressed, or Parquet) has one row per (configuration,
+    fold, user, metric@N), columns ``[algorithm], config_id | system, [fold], user, metric,
+    [cutoff], value`` (checked as a per-user file is; rows of fold ``"test"`` are not used
+    for DP). The configurations' hyperparameters, for the
     ``h=v`` and ``only:h`` scopes, the dominant hyperparameter and importance, are further
     columns named in ``hyperparameters``, or a ``configs`` table (``algorithm, config_id |
     system`` and one column per hyperparameter). ``options`` are :class:`AnalysisOptions`
@@ -86,5 +91,16 @@ def discriminative_power(per_user: pd.DataFrame, *, hyperparameters: Sequence[st
     from dptune.store._per_user_store import PerUserStore
 
     check_arguments("discriminative_power", None, progress, configs, hyperparameters)
-    store = PerUserStore.from_frame(per_user, configs=configs, hyperparameters=hyperparameters)
+    source: str | Path = "per_user"
+    if isinstance(per_user, (str, os.PathLike)):  # a file: read as dptune dp --per-user reads it
+        from dptune.store._per_user_file import read_table
+
+        source = Path(per_user)
+        per_user = read_table(source, "per-user file")
+    elif not isinstance(per_user, pd.DataFrame):
+        raise input_error("discriminative_power", "per_user", "needs a pandas DataFrame or the "
+                          "path of a per-user file (CSV, TSV or Parquet), got "
+                          f"{type(per_user).__name__}")
+    store = PerUserStore.from_frame(per_user, configs=configs, hyperparameters=hyperparameters,
+                                    source=source)
     return analyze(store, AnalysisOptions.for_outside(store, **options), progress=progress)

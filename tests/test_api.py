@@ -54,6 +54,24 @@ def test_public_names():
         dptune.no_such_name  # noqa: B018
 
 
+def test_the_documented_dotted_paths_work_after_a_bare_import():
+    """``import dptune`` then ``dptune.store.ResultStore(...)`` (README),
+    ``dptune.sweeper.design.read_design`` (docs/api.md) or ``except dptune.errors.DptuneError``
+    raised ``AttributeError: module 'dptune' has no attribute 'store'`` unless something had
+    imported the subpackage before; each is now imported on first use."""
+    import subprocess
+    import sys
+
+    code = ("import dptune, sys; "
+            "assert 'dptune.store' not in sys.modules; "
+            "print(dptune.store.ResultStore.__name__, dptune.errors.DptuneError.__name__, "
+            "dptune.sweeper.design.read_design.__name__, type(dptune.sweep).__name__); "
+            "print(hasattr(dptune, 'no_such_name'), hasattr(dptune, '_no_such_name'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout.split() == ["ResultStore", "DptuneError", "read_design", "function",
+                                  "False", "False"], out.stderr
+
+
 def test_sweep_is_a_plain_function_even_after_the_sweeper_is_imported():
     """``dptune.sweep`` is the front function, never a module: the stage's package has its own
     name (``dptune.sweeper``), so importing it cannot rebind the public name."""
@@ -209,13 +227,40 @@ def test_a_metric_dptune_does_not_compute_is_analysed_in_a_family_of_its_own():
     (lambda d: d, {"hyperparameters": ["k"]}, "per_user: k: missing column"),
     (lambda d: d.assign(k=range(len(d))), {"hyperparameters": ["k"]},
      "per_user: k: configuration runs/sys0 has more than one value"),
-    (lambda d: d.to_dict(), {}, "per_user: expected a pandas DataFrame, got dict"),
+    (lambda d: d.to_dict(), {}, "discriminative_power: per_user: needs a pandas DataFrame or "
+     "the path of a per-user file (CSV, TSV or Parquet), got dict"),
 ])
 def test_discriminative_power_checks_the_table_as_a_file(change, kwargs, message):
     """A DataFrame is checked as ``dptune dp --per-user`` checks a file: one line, the column."""
     with pytest.raises(DptuneError) as err:
         dptune.discriminative_power(change(_table(n_sys=3, n_users=5)), **kwargs)
     assert str(err.value).startswith(message) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("name", ["pu.csv", "pu.tsv", "pu.csv.gz", "pu.parquet"])
+def test_discriminative_power_reads_a_per_user_file(name, tmp_path):
+    """A per-user file's path is read as ``dptune dp --per-user`` reads it (it was refused:
+    ``per_user: expected a pandas DataFrame, got str``): the DataFrame's numbers, the file's
+    name in the result, and a bad row named by the file's line."""
+    df = _table(n_sys=3, n_users=25, folds=("0",)).assign(k=lambda d: d.system.str[3:].astype(int))
+    path = tmp_path / name
+    if name.endswith(".parquet"):
+        df.to_parquet(path)
+    else:
+        df.to_csv(path, sep="\t" if name.endswith(".tsv") else ",", index=False)
+    kw = {"hyperparameters": ["k"], "bootstrap": 0, "stability": 0}
+    res = dptune.discriminative_power(str(path) if name.endswith(".gz") else path, **kw)
+    pd.testing.assert_frame_equal(res.dp.table, dptune.discriminative_power(df, **kw).dp.table)
+    assert res.manifest["experiment"] == f"per-user table {name}"
+    assert res.configurations["k"].tolist() == [0, 1, 2]
+    if name == "pu.csv":
+        lines = path.read_text().splitlines()
+        lines[3] = lines[3].replace(lines[3].split(",")[-2], "x")
+        path.write_text("\n".join(lines) + "\n")
+        with pytest.raises(DptuneError, match=r"pu.csv: value: must hold finite numbers; line 4 "):
+            dptune.discriminative_power(path, **kw)
+    with pytest.raises(DptuneError, match=r"none.csv: per-user file not found$"):
+        dptune.discriminative_power(tmp_path / "none.csv")
 
 
 # ------------------------------------------------------------------ docs/api.md, end to end
@@ -490,7 +535,8 @@ BAD_ARGUMENTS = [
      "needs a list of column names, got 'k'"),
     (lambda r, t: dptune.analyze(t, hyperparameters=["k"]), "analyze: hyperparameters: only a "
      "per-user table takes them"),
-    (lambda r, t: dptune.discriminative_power(None), "per_user: expected a pandas DataFrame"),
+    (lambda r, t: dptune.discriminative_power(None), "discriminative_power: per_user: needs a "
+     "pandas DataFrame or the path of a per-user file"),
     (lambda r, t: dptune.discriminative_power(_table(), hyperparameters="k"),
      "discriminative_power: hyperparameters: needs a list"),
     (lambda r, t: dptune.discriminative_power(_table(), progress=None),

@@ -15,9 +15,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
+import numpy as np
+
 from dptune.analysis.dp.paired_tests import paired_test
 from dptune.analysis.source import ResultSource
-from dptune.errors import check_int, input_error, suggest
+from dptune.errors import check_int, input_error, plain, suggest
 from dptune.vocab import CORRECTIONS, METRICS, RENAMED_OPTIONS, SEED_RANGE, TESTS, metric_name
 
 __all__ = ["AnalysisOptions", "TESTS", "CORRECTIONS", "PAIRS", "VALUE_PAIRS",
@@ -251,7 +253,8 @@ def value_pairs_of(pairs: int, value_pairs: int | None) -> int:
 def validate_options(values: Mapping[str, Any], source: object = "analysis",
                      prefix: str = "") -> dict[str, Any]:
     """Check every analysis option; return them coerced (numpy integers -> ``int``, integral
-    ``alpha`` -> ``float``). The one place where analysis options are validated.
+    ``alpha`` -> ``float``, a numpy ``importance`` -> ``bool``). The one place where analysis
+    options are validated.
 
     Rules: ``pairs, noise_configs, primary_cutoff >= 1``; ``n_resamples`` 1 to
     :data:`MAX_RESAMPLES`; ``value_pairs``
@@ -313,8 +316,11 @@ def validate_options(values: Mapping[str, Any], source: object = "analysis",
         # any case of a dptune metric's name is that metric (NDCG is ndcg), as a per-user
         # table's names are read; an outside metric's name is kept as written
         out["primary_metric"] = metric_name(m)
-    if "importance" in out and not isinstance(out["importance"], bool):
-        raise bad("importance", f"must be true or false, got {out['importance']!r}")
+    if "importance" in out:
+        flag = out["importance"]
+        if not isinstance(flag, (bool, np.bool_)):
+            raise bad("importance", f"must be true or false, got {plain(flag)}")
+        out["importance"] = bool(flag)  # a numpy bool (a DataFrame cell's) as Python's
     if "families" in out:
         out["families"] = _families(out["families"], bad)
     return out

@@ -166,6 +166,18 @@ def _check_configs(root: Path, slot: Slot, algorithm: str, fold: str, ids: np.nd
                           f"no results for config_id {missing[:5]}")
 
 
+def _config_ids(root: Path, config_ids: object) -> np.ndarray:
+    """``config_ids`` as a 1-d int64 array; anything else is one line naming the argument."""
+    try:
+        ids = np.asarray(config_ids, dtype=np.int64)
+    except (TypeError, ValueError, OverflowError):
+        ids = None
+    if ids is None or ids.ndim != 1:
+        raise input_error(root, "config_ids", "must be a list of integer configuration ids, "
+                          f"got {str(config_ids)[:40]}")
+    return ids
+
+
 def _check_slice(root: Path, meta: dict[str, Any], metric: str, cutoff: int) -> None:
     """One line naming ``metric`` or ``cutoff`` when the part of metadata ``meta`` does not hold
     it, with the ones it holds (every part of a store holds the same)."""
@@ -200,14 +212,10 @@ def read_matrix(root: Path, slot: Slot, algorithm: str, metric: str, cutoff: int
     results, or a metric or cutoff the parts do not hold, is one line naming the argument
     (:func:`_check_slice`).
     """
-    try:
-        ids = np.asarray(config_ids, dtype=np.int64)
-    except (TypeError, ValueError, OverflowError):
-        ids = None
-    if ids is None or ids.ndim != 1:
-        raise input_error(root, "config_ids", "must be a list of integer configuration ids, "
-                          f"got {str(config_ids)[:40]}")
+    ids = _config_ids(root, config_ids)
     _check_configs(root, slot, algorithm, fold, ids)
+    if not len(ids):  # no configuration: no row, and no user to join on
+        return np.zeros(0, dtype=np.int32), np.zeros((0, 0))
     parts = _parts_of(slot, ids)
     for wanted in parts.values():
         _check_slice(root, slot[wanted[0]][1], metric, cutoff)
@@ -222,10 +230,12 @@ def read_matrix(root: Path, slot: Slot, algorithm: str, metric: str, cutoff: int
     usr = np.concatenate([c[1] for c in chunks])
     val = np.concatenate([c[2] for c in chunks]).astype(np.float64)
     users, col = np.unique(usr, return_inverse=True)
-    row = np.searchsorted(np.sort(ids), cfg)
-    order = np.argsort(ids, kind="stable")
-    mat = np.full((len(ids), len(users)), np.nan)
-    mat[order[row], col] = val
+    # one row per distinct configuration, then the requested order (an id asked for twice has
+    # its row twice, as FoldSlice.matrix gives it)
+    distinct, back = np.unique(ids, return_inverse=True)
+    mat = np.full((len(distinct), len(users)), np.nan)
+    mat[np.searchsorted(distinct, cfg), col] = val
+    mat = mat[back]
     present = ~np.isnan(mat).any(axis=0)
     return users[present].astype(np.int32), mat[:, present]
 
@@ -418,9 +428,15 @@ def read_fold(root: Path, slot: Slot, algorithm: str, fold: str, config_ids: Seq
     until the buffer's next use). :meth:`FoldSlice.matrix` gives exactly what
     :func:`read_matrix` returns for any subset.
     """
-    ids = np.unique(np.asarray(config_ids, dtype=np.int64))
+    ids = np.unique(_config_ids(root, config_ids))
     _check_configs(root, slot, algorithm, fold, ids)
-    mcs = tuple((str(m), int(c)) for m, c in metric_cutoffs)
+    try:
+        mcs = tuple((str(m), int(c)) for m, c in metric_cutoffs)
+    except (TypeError, ValueError):
+        raise input_error(root, "metric_cutoffs", "must be a list of (metric, cutoff) pairs, "
+                          f"got {str(metric_cutoffs)[:40]}") from None
+    for metric, cutoff in mcs if len(ids) else ():  # every part holds the same metrics@N
+        _check_slice(root, slot[int(ids[0])][1], metric, cutoff)
     if not len(ids) or not mcs:
         return FoldSlice(algorithm, str(fold), ids, mcs, np.zeros(0, dtype=np.int32),
                          np.empty((len(mcs), len(ids), 0), dtype=np.float32))

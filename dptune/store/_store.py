@@ -283,8 +283,9 @@ class ResultStore:
         ``configs.csv`` (its grid's values are integers: ``k = 20``) is an ``int64`` column,
         its values read from the file's text: the file pads the columns other algorithms use
         with empty cells, which makes pandas parse every value of such a column as a float
-        (``k = 20.0``). A grid's float that happens to be whole (``lamb = 20.0``, written so)
-        stays a float."""
+        (``k = 20.0``), or parse it as text when another algorithm's values in it are text. A
+        grid's float that happens to be whole (``lamb = 20.0``, written so) stays a float; a
+        column of ``True``/``False`` is ``bool``."""
         rows = (self._configs["algorithm"] == algorithm).to_numpy()
         df = self._configs[rows].drop(columns="algorithm")
         if df.empty:
@@ -292,15 +293,20 @@ class ResultStore:
         df = df.dropna(axis=1, how="all")
         text = self._configs_text
         for col in df.columns if text is not None else ():
-            if col == "config_id" or df[col].dtype.kind != "f":
+            if col == "config_id" or df[col].dtype.kind in "iub":
                 continue
             cells = text.loc[rows, col]
-            if not cells.str.fullmatch(r"[+-]?[0-9]+").all():
-                continue
-            try:
-                df[col] = np.array([int(v) for v in cells], dtype=np.int64)
-            except OverflowError:
-                pass  # beyond int64: the parsed values stay
+            if cells.str.fullmatch(r"[+-]?[0-9]+").all():
+                try:
+                    df[col] = np.array([int(v) for v in cells], dtype=np.int64)
+                except OverflowError:
+                    pass  # beyond int64: the parsed values stay
+            elif df[col].dtype.kind != "f" and cells.isin(["True", "False"]).all():
+                df[col] = (cells == "True").to_numpy()
+            elif df[col].dtype.kind != "f":  # beside another algorithm's text: floats as text
+                numbers = pd.to_numeric(cells, errors="coerce")
+                if numbers.notna().all():
+                    df[col] = numbers.to_numpy(np.float64)
         return df.reset_index(drop=True)
 
     def hyperparameters(self, algorithm: str) -> list[str]:

@@ -95,6 +95,15 @@ def test_values_are_coerced():
     assert type(validate_options({"n_resamples": np.int16(3)})["n_resamples"]) is int
 
 
+def test_a_numpy_bool_is_a_bool():
+    """``importance`` from a DataFrame cell or a numpy comparison (``np.True_``) is a boolean
+    like Python's: it was refused as ``must be true or false, got np.True_``."""
+    assert AnalysisOptions(importance=np.True_).importance is True
+    assert AnalysisOptions(importance=np.False_).importance is False
+    with pytest.raises(DptuneError, match=r"^analysis: importance: must be true or false, got 1$"):
+        AnalysisOptions(importance=np.int64(1))
+
+
 def test_resolve_merges_defaults_manifest_and_overrides():
     man = {"analysis": {"pairs": 15, "seed": None, "bootstrap": 40, "from_the_future": 1},
            "seeds": {"analysis": 42}}

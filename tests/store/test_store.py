@@ -54,6 +54,29 @@ def test_configs_csv_writes_each_value_as_its_grid_gave_it(tmp_path):
     ]
 
 
+def test_configs_reads_each_algorithms_values_with_their_own_type(tmp_path):
+    """``configs(alg)`` gives an integer hyperparameter as int64 and a boolean one as bool even
+    when the column is shared with another algorithm's text values (``k = "auto"``), which made
+    pandas read the whole column as text: ``k`` came back as the strings ``'10'``, ``'20'``
+    and ``norm`` as object; floats beside text come back as floats."""
+    s = ResultStore(tmp_path / "r").create()
+    s.write_manifest({"experiment": "t", "algorithms": [
+        {"name": n, "free": ["k", "lr"], "type": "userknn"} for n in ("a", "b")],
+        "evaluation": {"metrics": list(METRICS), "cutoffs": list(CUTOFFS)}})
+    s.write_configs([
+        pd.DataFrame({"algorithm": "a", "config_id": [0, 1], "k": [10, 20], "norm": [True, False],
+                      "lr": [0.5, 2.5]}),
+        pd.DataFrame({"algorithm": "b", "config_id": [0, 1], "k": ["auto", "x"],
+                      "lr": ["fast", "slow"]}),
+    ])
+    a, b = s.configs("a"), s.configs("b")
+    assert a.dtypes.astype(str).to_dict() == {"config_id": "int64", "k": "int64", "norm": "bool",
+                                              "lr": "float64"}
+    assert a.to_dict("list") == {"config_id": [0, 1], "k": [10, 20], "norm": [True, False],
+                                 "lr": [0.5, 2.5]}
+    assert b["k"].tolist() == ["auto", "x"] and b["lr"].tolist() == ["fast", "slow"]
+
+
 def test_roundtrip_and_one_dataset(store):
     u1 = _unit("a", "0", "u00000", [0, 1], [3, 5, 9])
     u2 = _unit("a", "0", "u00001", [2], [3, 5, 9], seed=8)
@@ -510,3 +533,35 @@ def test_an_argument_the_store_has_nothing_for_is_one_line_naming_it(store):
     assert store.configs("a")["k"].tolist() == [10, 20, 30]
     assert store.folds("a") == ["0"]
     assert store.read_matrix("a", "ndcg", 5, "0", [0, 1])[1].shape == (2, 3)
+
+
+def test_read_matrix_and_read_fold_take_any_list_of_ids_and_name_a_bad_argument(store):
+    """``read_matrix`` of an id given twice answered no user at all (every user seemed to lack
+    a value for the second copy) and of no id raised numpy's ``need at least one array to
+    concatenate``; ``read_fold`` named a metric@N the store lacks by its part file (``... .parquet:
+    NDCG@5: not stored in this part``) and let a single ``(metric, cutoff)`` pair or text ids
+    raise a bare ``ValueError``. Now: the row twice, nothing, or one line naming the argument."""
+    store.write_unit(_unit("a", "0", "u00000", [0, 1], [3, 5, 9]))
+    root = store.root
+    users, mat = store.read_matrix("a", "ndcg", 5, "0", [1, 0, 1])
+    one, ref = store.read_matrix("a", "ndcg", 5, "0", [1, 0])
+    assert users.tolist() == one.tolist() == [3, 5, 9]
+    np.testing.assert_array_equal(mat, ref[[0, 1, 0]])
+    np.testing.assert_array_equal(
+        mat, store.read_fold("a", "0", [0, 1], [("ndcg", 5)]).matrix("ndcg", 5, [1, 0, 1])[1])
+    users, mat = store.read_matrix("a", "ndcg", 5, "0", [])
+    assert users.shape == (0,) and mat.shape == (0, 0)
+    cases = [
+        (lambda: store.read_fold("a", "0", [0, 1], [("NDCG", 5)]),
+         f"{root}: metric: 'NDCG' is not stored (the store has ndcg, precision)"),
+        (lambda: store.read_fold("a", "0", [0, 1], [("ndcg", 10)]),
+         f"{root}: cutoff: 10 is not stored (the store has 1, 5)"),
+        (lambda: store.read_fold("a", "0", [0, 1], ("ndcg", 5)),
+         f"{root}: metric_cutoffs: must be a list of (metric, cutoff) pairs, got ('ndcg', 5)"),
+        (lambda: store.read_fold("a", "0", ["x"], [("ndcg", 5)]),
+         f"{root}: config_ids: must be a list of integer configuration ids"),
+    ]
+    for call, start in cases:
+        with pytest.raises(DptuneError) as err:
+            call()
+        assert str(err.value).startswith(start) and "\n" not in str(err.value), str(err.value)
