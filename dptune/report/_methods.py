@@ -440,6 +440,7 @@ def methods_of(result: Any) -> Methods | None:
     else:  # a result built by hand: nothing recorded about its data
         head = []
     inference = _inference_paragraph(result) + _downstream_sentence(result)
-    floor = [_floor_paragraph(result)] if result.noise is not None else []
+    floor = ([_floor_paragraph(result)] if result.noise is not None and not result.noise.floor.empty
+             else [])
     return Methods(tuple([*head, _dp_paragraph(result), inference, *floor,
                           _software_paragraph(result)]))

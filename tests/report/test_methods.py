@@ -87,6 +87,10 @@ def test_only_what_the_analysis_ran_is_said(every_stage):
     assert "Romano" not in text and "bootstrap replicates" not in text
     assert "noise floor" not in text and "test split, which no fold" not in text
     assert "romano2005" not in methods_of(off).to_bibtex()
+    # a floor of no run (every algorithm deterministic) is no floor
+    none_run = dataclasses.replace(result, noise=dataclasses.replace(
+        result.noise, floor=result.noise.floor[:0]))
+    assert "noise floor" not in methods_of(none_run).to_markdown()
     wilcoxon = dataclasses.replace(result, options=dataclasses.replace(result.options,
                                                                         test="wilcoxon"))
     assert ("the bootstrap resamples t-tests and the test here is the"
