@@ -16,6 +16,7 @@ import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from dptune.analysis import noise as noisemod
@@ -48,9 +49,10 @@ def analyze(store: ResultStore | str | Path | pd.DataFrame,
     config_id | system, [fold], user, metric, [cutoff], value``; its configurations'
     hyperparameters as a ``configs`` table or as the columns named in ``hyperparameters``),
     which takes the route of every outside input
-    (:meth:`dptune.store._per_user_store.PerUserStore.from_frame`). ``options`` default to the
-    experiment's own ``[analysis]`` settings recorded in the store's manifest
-    (:meth:`AnalysisOptions.resolve`), or for a per-user table the options of outside data
+    (:meth:`dptune.store._per_user_store.PerUserStore.from_frame`); the path of a per-user file
+    is refused with a line pointing to :func:`dptune.discriminative_power`, which reads it.
+    ``options`` default to the experiment's own ``[analysis]`` settings recorded in the store's
+    manifest (:meth:`AnalysisOptions.resolve`), or for a per-user table the options of outside data
     (:meth:`AnalysisOptions.for_outside`). Given options are used as they are on a store, a
     ``seed`` of ``None`` taking the manifest's analysis seed; on a per-user table they are
     taken as ``dptune dp --per-user`` takes its flags (:func:`outside_options`: what needs a
@@ -68,10 +70,14 @@ def analyze(store: ResultStore | str | Path | pd.DataFrame,
     check_arguments("analyze", options, progress, configs, hyperparameters)
     if isinstance(store, pd.DataFrame):
         store = PerUserStore.from_frame(store, configs=configs, hyperparameters=hyperparameters)
-    elif configs is not None or hyperparameters:
+    elif configs is not None or len(hyperparameters):
         raise input_error("analyze", "configs" if configs is not None else "hyperparameters",
                           "only a per-user table takes them (a store knows its own)")
     if isinstance(store, (str, Path)):
+        if Path(store).is_file() and Path(store).suffix != ".toml":  # .toml: ResultStore's line
+            raise input_error("analyze", "store", f"{store} is a file, not a results directory; "
+                              "read a per-user file (CSV, TSV or Parquet) with "
+                              "dptune.discriminative_power(path)")
         store = ResultStore(store)
     if not callable(getattr(store, "manifest", None)):
         raise input_error("analyze", "store", f"needs a result store, its directory or a "
@@ -176,7 +182,11 @@ def check_arguments(where: str, options: object, progress: object, configs: obje
     if configs is not None and not isinstance(configs, pd.DataFrame):
         raise input_error(where, "configs", "needs a pandas DataFrame of configurations, "
                           f"got {type(configs).__name__}")
-    if isinstance(hyperparameters, (str, bytes)) or not isinstance(hyperparameters, Sequence) \
+    # any sequence of names but a lone string: a list, a tuple, ``df.columns[5:]`` (a pandas
+    # Index), a one-dimensional numpy array of str
+    names = isinstance(hyperparameters, (Sequence, pd.Index)) or (
+        isinstance(hyperparameters, np.ndarray) and hyperparameters.ndim == 1)
+    if isinstance(hyperparameters, (str, bytes)) or not names \
             or not all(isinstance(h, str) for h in hyperparameters):
         raise input_error(where, "hyperparameters", "needs a list of column names, got "
                           f"{hyperparameters!r}")

@@ -32,7 +32,7 @@ import pandas as pd
 
 from dptune._atomic import staged_folder, write_bytes
 from dptune.analysis.result import DATA_FILES, AnalysisResult, MetricFamilies, check_output_folder
-from dptune.errors import input_error
+from dptune.errors import check_not_working_dir, input_error, plain
 from dptune.report._document import (
     INTRO,
     ReportFigure,
@@ -281,6 +281,11 @@ class Report:
         rep._add_dp_figures(dp, families)
         return rep
 
+    def __repr__(self) -> str:
+        return (f"Report(title={self.title!r}, tables={list(self.tables)}, "
+                f"figures={list(self.figures)}, files={len(self.file_names())}; write it with "
+                "rep.write(folder), or read rep.to_markdown())")
+
     def _repr_markdown_(self) -> str:
         """In a notebook: the summary and the verdict (:mod:`dptune.report._notebook`)."""
         from dptune.report._notebook import result_markdown
@@ -359,7 +364,9 @@ class Report:
         A folder that is or lies in a results directory is refused (its files would replace the
         store's or pass for its parts), as ``dptune analyze --reports`` refuses it
         (:func:`dptune.analysis.result.check_output_folder`)."""
+        _check_label(self.label)
         check_output_folder(out_dir, "Report.write", "out_dir", "the report folder")
+        check_not_working_dir(out_dir, "Report.write: out_dir")  # the rename would replace it
         out = Path(out_dir)
         with staged_folder(out) as stage:
             written = self._write_files(stage)
@@ -452,6 +459,14 @@ def report_label(manifest: Mapping[str, object] | None) -> str:
             if name:
                 return name
     return "dptune"
+
+
+def _check_label(label: object) -> None:
+    """One error naming :attr:`Report.label` when it is not a non-empty string, checked where it
+    is used (the tables' LaTeX labels, ``tab:<label>:<table>``): it is set by assignment."""
+    if not isinstance(label, str) or not label.strip():
+        raise input_error("Report.label", None, "needs a non-empty string (the tables' LaTeX "
+                          f"labels are tab:<label>:<table>), got {plain(label)}")
 
 
 def _check_result(result: object, where: str) -> None:

@@ -20,6 +20,7 @@ from report.report_checker import check_dp_figure, check_report
 from dptune import vocab
 from dptune.analysis.result import AnalysisResult
 from dptune.cli import main
+from dptune.errors import DptuneError
 from dptune.report import Report
 from dptune.store._store import ResultStore
 
@@ -265,3 +266,58 @@ def test_without_a_bootstrap_nothing_is_clearly_below_the_noise_floor(swept):
     assert "is clearly below its noise floor" not in md and "not clearly below the" not in md
     assert "clearly larger" not in md
     assert "With no bootstrap, DP has no interval, so the comparison is no test" in md
+
+
+@pytest.fixture(scope="module")
+def small_report() -> Report:
+    """The report of a small per-user table (three systems, no bootstrap): a second to make."""
+    import numpy as np
+
+    import dptune
+
+    rng = np.random.default_rng(0)
+    per_user = pd.DataFrame([{"system": f"s{s}", "user": u, "metric": "ndcg@10",
+                              "value": 0.7 * rng.random() + s / 10}
+                             for s in range(3) for u in range(25)])
+    return Report.from_result(dptune.discriminative_power(per_user, bootstrap=0, stability=0))
+
+
+def test_a_report_has_a_short_repr(small_report):
+    """``repr(rep)`` in a terminal dumped the whole dataclass (every DataFrame and figure, many
+    KB); it is one line, as ``repr`` of an AnalysisResult: the title, tables, figures, the
+    number of files, and how to see or write the report."""
+    text = repr(small_report)
+    assert text == (f"Report(title={small_report.title!r}, tables={list(small_report.tables)}, "
+                    f"figures={list(small_report.figures)}, "
+                    f"files={len(small_report.file_names())}; write it with "
+                    "rep.write(folder), or read rep.to_markdown())")
+    assert "\n" not in text and len(text) < 300 and "DataFrame" not in text
+
+
+@pytest.mark.parametrize("label", [3, None, "", "  ", ["a"]])
+def test_a_report_label_that_is_no_name_is_refused_when_written(small_report, label,
+                                                                tmp_path):
+    """``rep.label = 3`` was taken and wrote ``\\label{tab:3:table1}``: when the report is
+    written (the label is used there only), one line naming ``Report.label``; nothing
+    written."""
+    rep = copy.copy(small_report)
+    rep.label = label
+    with pytest.raises(DptuneError) as err:
+        rep.write(tmp_path / "rep")
+    assert str(err.value).startswith("Report.label: needs a non-empty string") and \
+        "\n" not in str(err.value)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_writing_a_report_over_the_working_directory_names_the_argument(small_report,
+                                                                         tmp_path,
+                                                                         monkeypatch):
+    """``rep.write(".")`` said ``.: is the working directory...`` without naming the call: one
+    line naming ``Report.write: out_dir``, as its other refusals do; nothing written."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(DptuneError) as err:
+        small_report.write(".")
+    assert str(err.value) == ("Report.write: out_dir: . is the working directory or holds it; "
+                              "it is written as a folder of its own: give one "
+                              "(e.g. reports/<name>)")
+    assert list(tmp_path.iterdir()) == []

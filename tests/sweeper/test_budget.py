@@ -142,7 +142,8 @@ def test_a_store_without_a_recorded_design_gets_its_experiments(budgeted, tmp_pa
     d = read_design(copy)
     assert d.budget is None and d.algorithms["bpr-mf"].total_units == 4
     assert sum(u.complete for u in d.algorithms["bpr-mf"].units) == 2
-    assert read_design(tmp_path / "nowhere") is None
+    (tmp_path / "empty").mkdir()  # a folder with no sweep's results: no design (a path that
+    assert read_design(tmp_path / "empty") is None  # does not exist: tests/sweeper/design)
 
 
 @pytest.mark.parametrize("damage", ["rounds", "unit"])

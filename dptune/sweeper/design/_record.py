@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dptune._atomic import write_text
-from dptune.errors import DptuneError
+from dptune.errors import DptuneError, check_path, input_error
 from dptune.sweeper._cost import shape_from_manifest
 from dptune.sweeper.design._budget import budget_rounds, check_unit_seconds
 from dptune.sweeper.design._design import AlgorithmDesign, Design, DesignUnit, experiment_design
@@ -167,10 +167,15 @@ def read_design(results: str | Path) -> Design | None:
 
     The design is ``design.json``'s; a store written before designs were recorded gets the
     design its experiment (``manifest.json``) has, without a budget; ``None`` when neither can
-    be read (not a results directory of a sweep)."""
+    be read (not a results directory of a sweep). A ``results`` that is no path, or a path
+    that does not exist, is one :class:`DptuneError` line naming ``read_design: results``."""
     from dptune.store._store import ResultStore
 
+    check_path(results, "read_design", "results", "a results directory")
     root = Path(results)
+    if not root.exists():
+        raise input_error("read_design", "results", f"{results} does not exist; give a results "
+                          "directory")
     design = recorded_design(root)
     store = ResultStore(root, skip_damaged=True)
     if design is None:

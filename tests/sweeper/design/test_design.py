@@ -279,3 +279,26 @@ def test_a_sweep_on_a_device_is_projected_and_budgeted_by_the_device_costs(paper
     two_hours = Budget("time", 2 * 3600, "2h", "exp.toml", "sweep.budget")
     assert budget_rounds(two_hours, paper, d, ML1M, jobs=2)["bpr-mf"] == 1
     assert budget_rounds(two_hours, dev, d, ML1M, jobs=2)["bpr-mf"] == 15
+
+
+@pytest.mark.parametrize("results, message", [
+    (None, "read_design: results: needs a results directory (a str or os.PathLike), got "
+     "NoneType"),
+    (3, "read_design: results: needs a results directory (a str or os.PathLike), got int"),
+    ("nowhere", "read_design: results: {tmp}/nowhere does not exist; give a results directory"),
+], ids=["none", "int", "missing"])
+def test_read_design_refuses_no_path_and_a_path_that_does_not_exist(results, message,
+                                                                     tmp_path):
+    """``read_design(None)`` ended in pathlib's TypeError and ``read_design("/nonexistent")``
+    returned None, as if a results directory held no design: each is one line naming
+    ``read_design: results``. A folder that holds no sweep's results (or a file) still has no
+    design: None, as documented (docs/api.md)."""
+    from dptune.sweeper.design import read_design
+
+    if results == "nowhere":
+        results = tmp_path / "nowhere"
+    with pytest.raises(DptuneError) as err:
+        read_design(results)
+    assert str(err.value) == message.format(tmp=tmp_path)
+    (tmp_path / "notes.txt").write_text("x")
+    assert read_design(tmp_path) is None and read_design(str(tmp_path / "notes.txt")) is None
