@@ -70,11 +70,22 @@ def analyze_runs(runs: str | Path, qrels: str | Path, train: str | Path,
     :func:`analyze_per_user` does. ``on_note`` is given each line of what a run scores
     otherwise than trec_eval would (:func:`dptune.store._trec.coverage_lines`: users a run does
     not rank, relevant pairs that are training pairs), as ``dptune evaluate`` prints them."""
+    from dptune.analysis.dp.degenerate import check_fold_users
     from dptune.store._runs import read_runs
     from dptune.store._trec import coverage_lines
 
+    minimum = AnalysisOptions.resolve(
+        None, min_fold_users=overrides.get("min_fold_users")).min_fold_users
+
+    def check_folds(users: dict[str, int]) -> None:
+        # every run scores each of a fold's evaluated users, so these are the users the
+        # analysis tests the fold's pairs on: refused as it would refuse them, before the runs
+        # are evaluated (and before their notes are printed)
+        check_fold_users({("runs", fold): n for fold, n in users.items() if fold != "test"},
+                         minimum, str(Path(runs)))
+
     table = read_runs(runs, qrels, train, cutoffs=cutoffs, threshold=threshold,
-                      relevance_aware=relevance_aware, order=order)
+                      relevance_aware=relevance_aware, order=order, check_folds=check_folds)
     if on_note is not None:
         for fold, by in table.attrs["missing_from_run"].items():
             evaluated = table.attrs["users_seen"][fold] - len(table.attrs["not_evaluated"][fold])

@@ -131,6 +131,12 @@ CSV_FLOAT = "%.10g"
 #: would be read off ties and noise. A reporting rule, not a test.
 SLICE_MIN_USERS = 10
 
+#: The bases of the slice study's log-scaled bins (``dptune slices --base``,
+#: ``run_slices_study(base=...)``): a base beyond int64 failed in numpy's log with a
+#: traceback, and past a million every count a user or item holds falls in one bin, so a larger
+#: base is a typo.
+SLICE_BASE_RANGE = (2, 1_000_000)
+
 #: The range of every seed an experiment or the analysis takes: 32-bit (numpy's and optuna's
 #: generators take no larger seed; a larger analysis seed silently sampled other pairs).
 SEED_RANGE = (0, 2**32 - 1)

@@ -38,7 +38,15 @@ from dptune.cli._flags import (
 )
 from dptune.errors import did_you_mean
 from dptune.store._trec import ORDERS
-from dptune.vocab import DEVICES, FORMATS, METRICS, SLICE_MIN_USERS, TESTS, metric_name
+from dptune.vocab import (
+    DEVICES,
+    FORMATS,
+    METRICS,
+    SLICE_BASE_RANGE,
+    SLICE_MIN_USERS,
+    TESTS,
+    metric_name,
+)
 
 DESCRIPTION = """\
 Discriminative power of recommender-system metrics under hyperparameter tuning: sweep the
@@ -313,10 +321,8 @@ def build_parser() -> argparse.ArgumentParser:
     sl.add_argument("--main-reports", metavar="DIR", help="main reports directory whose pairs.csv gives "
                     "the pairs (default: the pairs are sampled here with --pairs and --seed)")
     sl.add_argument("--experiment", metavar="CONFIG", help="experiment TOML (default: the manifest's)")
-    # a base beyond int64 failed in numpy's log with a traceback; past a million every count a
-    # user or item holds falls in one bin, so a larger base is a typo
-    sl.add_argument("--base", type=int_between(2, 1_000_000), default=2, metavar="B",
-                    help="base of the log-scaled bins, 2 to 1,000,000")
+    sl.add_argument("--base", type=int_between(*SLICE_BASE_RANGE), default=2, metavar="B",
+                    help="base of the log-scaled bins, {} to {:,}".format(*SLICE_BASE_RANGE))
     sl.add_argument("--pairs", type=int_at_least(1), metavar="P", help="pairs P (default: the manifest's)")
     sl.add_argument("--seed", type=seed_value, metavar="SEED",
                     help="pair-sampling seed (default: the manifest's)")

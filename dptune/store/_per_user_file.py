@@ -72,8 +72,10 @@ def read_table(path: str | Path, what: str) -> pd.DataFrame:
     if not path.exists():
         raise input_error(path, None, f"{what} not found")
     suffix = _text_suffix(path)
+    if path.is_dir():
+        return _read_parquet_dir(path, what)
     try:
-        if path.is_dir() or suffix in _PARQUET:
+        if suffix in _PARQUET:
             return pd.read_parquet(path)
         if suffix in _CSV:
             sep = "\t" if suffix != ".csv" else ","
@@ -90,12 +92,63 @@ def read_table(path: str | Path, what: str) -> pd.DataFrame:
             missing = na_values(header, ID_COLUMNS)
             return pd.read_csv(path, sep=sep, dtype={c: str for c in ID_COLUMNS if c in header},
                                keep_default_na=False, na_values=missing)
+    except UnicodeDecodeError as err:  # its position counts from pandas's block, not the file
+        if suffix not in _CSV:
+            raise input_error(path, None, f"cannot read {what}: {_first_line(err)}") from None
+        line, offset, byte = _first_non_utf8(path)
+        of = " of the decompressed text" if path.suffix.lower() == ".gz" else ""
+        raise input_error(path, f"line {line}", f"not UTF-8 text (byte 0x{byte:02x} at byte "
+                          f"offset {offset:,}{of}); save the {what} as UTF-8") from None
     except (OSError, ValueError, ImportError) as err:
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise input_error(path, None, f"cannot read {what}: {first}") from None
+        raise input_error(path, None, f"cannot read {what}: {_first_line(err)}") from None
     raise input_error(path, None, f"{what}: unknown format {suffix or '(no suffix)'!r} "
                       f"(expected .csv, .tsv, each maybe .gz, .parquet or a directory of "
                       "Parquet parts)")
+
+
+def _first_line(err: BaseException) -> str:
+    return str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+
+
+def _read_parquet_dir(path: Path, what: str) -> pd.DataFrame:
+    """A directory read as a table: its Parquet parts (a dptune store's ``per_user.parquet``).
+    A directory of none (empty, or the wrong folder) read as a table of no column, refused
+    as missing the first column looked for; it is refused here as what it is."""
+    try:
+        table = pd.read_parquet(path)
+    except (OSError, ValueError, ImportError) as err:
+        raise input_error(path, None, f"is a directory, read as the Parquet parts of a {what}, "
+                          f"and cannot be: {_first_line(err)}") from None
+    if len(table.columns) == 0:
+        raise input_error(path, None, f"is a directory holding no Parquet parts; give the "
+                          f"{what} (.csv, .tsv, each maybe .gz, .parquet) or a directory of "
+                          "its Parquet parts")
+    return table
+
+
+def _first_non_utf8(path: Path) -> tuple[int, int, int]:
+    """(1-based line, 0-based byte offset, the byte) of the first byte of a text file (after
+    decompression, for ``.gz``) that is not UTF-8: pandas's error counts from the start of the
+    block it was decoding, which names no place in the file. Read in blocks, once, and only
+    when pandas refused the file."""
+    import codecs
+    import gzip
+
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    opener = gzip.open if path.suffix.lower() == ".gz" else open
+    done, lines = 0, 1
+    with opener(path, "rb") as f:
+        while block := f.read(1 << 20):
+            held = decoder.getstate()[0]  # the start of a character cut by the last block
+            try:
+                decoder.decode(block)
+            except UnicodeDecodeError as err:
+                data = held + block
+                return (lines + data[:err.start].count(b"\n"), done - len(held) + err.start,
+                        data[err.start])
+            done, lines = done + len(block), lines + block.count(b"\n")
+    held = decoder.getstate()[0]  # a character cut by the end of the file
+    return lines, done - len(held), held[0] if held else 0
 
 
 def user_ids(values: pd.Series) -> pd.Series:

@@ -8,15 +8,22 @@ are only another way to write the per-user values down.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pandas as pd
 
 from dptune.errors import first_few, input_error
-from dptune.store._trec import evaluate_run, read_qrels, read_run, read_train
+from dptune.store._trec import (
+    check_threshold,
+    evaluate_run,
+    evaluated_users,
+    read_qrels,
+    read_run,
+    read_train,
+)
 
-__all__ = ["read_runs", "run_files"]
+__all__ = ["fold_files", "read_runs", "run_files"]
 
 
 def run_files(runs: str | Path) -> tuple[dict[str, Path], list[str]]:
@@ -63,7 +70,8 @@ def _names(paths: Sequence[Path], most: int = 3) -> str:
 
 def read_runs(runs: str | Path, qrels: str | Path, train: str | Path,
               cutoffs: Sequence[int] = (1, 5, 10), threshold: float = 4.0,
-              relevance_aware: bool = True, order: str = "trec") -> pd.DataFrame:
+              relevance_aware: bool = True, order: str = "trec",
+              check_folds: Callable[[dict[str, int]], None] | None = None) -> pd.DataFrame:
     """Evaluate every run of a runs directory: the long per-user table ``system, fold, user,
     metric, cutoff, value`` (systems in name order, then folds, then the rows of
     :func:`dptune.store.evaluate_run`).
@@ -77,16 +85,28 @@ def read_runs(runs: str | Path, qrels: str | Path, train: str | Path,
     ``attrs["missing_from_run"]`` maps each fold to each system's evaluated users without a
     line in its run (scored 0), ``attrs["relevant_in_train"]`` each fold to its relevant pairs
     that are also training pairs (:func:`~dptune.store.evaluate_run`).
+
+    Every fold's qrels is read before any run: ``check_folds``, when given, is then called
+    with the users each fold evaluates (its qrels users with a relevant item, every one of
+    whom each run scores), so that a caller refuses folds too small for its analysis
+    (``dptune dp --runs --min-fold-users``) before the runs are evaluated.
     """
     fold_dirs, systems = run_files(runs)
+    qrels_of = fold_files(qrels, list(fold_dirs), "qrels", runs)
+    train_of = fold_files(train, list(fold_dirs), "train", runs)
+    thr = check_threshold(threshold)
+    read = {path: read_qrels(path) for path in dict.fromkeys(qrels_of.values())}  # one file once
+    fold_qrels = {fold: read[path] for fold, path in qrels_of.items()}
+    if check_folds is not None:
+        check_folds({fold: evaluated_users(q, thr) for fold, q in fold_qrels.items()})
     frames = []
     left: dict[str, set[str]] = {}
     seen: dict[str, set[str]] = {}
     missing: dict[str, dict[str, list[str]]] = {}
     in_train: dict[str, int] = {}
     for fold, d in fold_dirs.items():
-        q = read_qrels(_per_fold(Path(qrels), fold))
-        t = read_train(_per_fold(Path(train), fold))
+        q = fold_qrels[fold]
+        t = read_train(train_of[fold])
         for name in systems:
             df = evaluate_run(read_run(d / name), q, t, cutoffs=cutoffs, threshold=threshold,
                               relevance_aware=relevance_aware, order=order)
@@ -104,10 +124,35 @@ def read_runs(runs: str | Path, qrels: str | Path, train: str | Path,
     return table
 
 
-def _per_fold(path: Path, fold: str) -> Path:
-    if path.is_dir():
-        hits = sorted(p for p in path.iterdir() if p.stem == fold or p.name == fold)
+def fold_files(path: str | Path, folds: Sequence[str], what: str,
+               runs: str | Path) -> dict[str, Path]:
+    """The ``what`` file (``"qrels"``, ``"train"``) of each of ``folds`` (the fold names of the
+    runs directory ``runs``): ``path`` itself for every fold when it is a file; when it is a
+    directory, the one file of each fold, whose stem (or whole name) is the fold's name
+    (hidden files are ignored; a file named exactly as a fold is that fold's). Refused in one
+    line naming the folder, before any run is read: a fold without a file, a fold with two
+    (``0.txt`` and ``0.qrels``: which one is meant is not for dptune to guess), and a file of
+    no fold of the runs (the README's layout is one file per fold; a file left over means a
+    fold of the runs is missing or misnamed, and its users would be left out without a
+    word)."""
+    path = Path(path)
+    if not path.is_dir():
+        return dict.fromkeys(folds, path)
+    entries = sorted(p for p in path.iterdir() if not p.name.startswith("."))
+    found: dict[str, list[Path]] = {fold: [] for fold in folds}
+    for p in entries:
+        fold = p.name if p.name in found else p.stem  # fold 0.1's file may be named 0.1
+        if fold not in found:
+            raise input_error(path, p.name, f"a {what} file of no fold of {runs} (its folds: "
+                              f"{first_few(list(folds), 5)}); the folder holds one file per "
+                              "fold, file stem = fold name")
+        found[fold].append(p)
+    for fold, hits in found.items():
         if not hits:
-            raise input_error(path, fold, "no file for this fold (expected a file whose stem is the fold name)")
-        return hits[0]
-    return path
+            raise input_error(path, f"fold {fold}", f"no {what} file for this fold (expected a "
+                              "file whose stem is the fold name)")
+        if len(hits) > 1:
+            raise input_error(path, f"fold {fold}", f"two {what} files for this fold, "
+                              f"{hits[0].name} and {hits[1].name}; keep one file per fold "
+                              "(file stem = fold name)")
+    return {fold: hits[0] for fold, hits in found.items()}

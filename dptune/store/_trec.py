@@ -200,6 +200,41 @@ def _check_cutoffs(cutoffs: Sequence[int]) -> np.ndarray:
     return np.unique(np.asarray(values, dtype=np.int64))
 
 
+def check_threshold(threshold: object) -> float:
+    """The relevance threshold as a finite float; else one line naming ``threshold``."""
+    try:
+        thr = float(threshold)  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):
+        thr = math.nan
+    if not math.isfinite(thr):
+        raise input_error("threshold", None, f"expected a finite number, got {threshold!r}")
+    return thr
+
+
+def _no_relevant(qrels: pd.DataFrame, rating: np.ndarray, thr: float) -> Exception:
+    return input_error(
+        _source(qrels, "qrels"),
+        "rating",
+        f"no rating >= {thr:g} (the relevance threshold, --threshold): no user to "
+        f"evaluate; the highest rating is {float(np.max(rating)):g}"
+        if rating.size else "no rows",
+    )
+
+
+def evaluated_users(qrels: pd.DataFrame, threshold: float = 4.0) -> int:
+    """How many users :func:`evaluate_run` evaluates against ``qrels``, whatever the run: the
+    users with a rating ``>= threshold``, each scored (a user the run does not rank scores
+    0). Known from the qrels alone, so a caller can refuse too few before evaluating a run;
+    a qrels without such a user is refused as :func:`evaluate_run` refuses it."""
+    thr = check_threshold(threshold)
+    _require(qrels, ("user", "item", "rating"), "qrels")
+    rating = qrels["rating"].to_numpy(dtype=np.float64)
+    users = qrels["user"].astype("str").to_numpy()[rating >= thr]
+    if users.size == 0:
+        raise _no_relevant(qrels, rating, thr)
+    return int(pd.unique(users).size)
+
+
 def evaluate_run(
     run: pd.DataFrame,
     qrels: pd.DataFrame,
@@ -250,12 +285,7 @@ def evaluate_run(
     cut = _check_cutoffs(cutoffs)
     if order not in ORDERS:
         raise input_error("order", None, f"{order!r} is not one of {', '.join(ORDERS)}")
-    try:
-        thr = float(threshold)
-    except (TypeError, ValueError):
-        thr = math.nan
-    if not math.isfinite(thr):
-        raise input_error("threshold", None, f"expected a finite number, got {threshold!r}")
+    thr = check_threshold(threshold)
     _require(run, ("user", "item", "score"), "run")
     _require(qrels, ("user", "item", "rating"), "qrels")
     _require(train, ("user", "item"), "train")
@@ -273,13 +303,7 @@ def evaluate_run(
     is_rel = rating >= thr
     eval_users = np.unique(qrels_u[is_rel])
     if eval_users.size == 0:
-        raise input_error(
-            _source(qrels, "qrels"),
-            "rating",
-            f"no rating >= {thr:g} (the relevance threshold, --threshold): no user to "
-            f"evaluate; the highest rating is {float(np.max(rating)):g}"
-            if rating.size else "no rows",
-        )
+        raise _no_relevant(qrels, rating, thr)
     row_of = np.full(n_users, -1, dtype=np.int64)
     row_of[eval_users] = np.arange(eval_users.size)
     relevant = sp.csr_array(

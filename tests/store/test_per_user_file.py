@@ -291,3 +291,42 @@ def test_bad_value_names_the_file_line(tmp_path: Path, text: str, where: str) ->
     with pytest.raises(DptuneError) as err:
         read_per_user(_write(tmp_path, text))
     assert where in str(err.value)
+
+
+def test_a_folder_of_no_parquet_parts_is_named_a_directory(tmp_path: Path) -> None:
+    """``--configs DIR`` (an empty folder, or one of CSV files) was read as Parquet parts of
+    no column and refused as missing its ``config_id`` column; now the line says what it is,
+    and a store's ``per_user.parquet`` directory still reads."""
+    per_user = read_per_user(_write(tmp_path, GOOD))
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(DptuneError) as ex:
+        read_per_user_configs(tmp_path / "empty", per_user)
+    assert str(ex.value) == (f"{tmp_path / 'empty'}: is a directory holding no Parquet parts; "
+                             "give the configurations file (.csv, .tsv, each maybe .gz, "
+                             ".parquet) or a directory of its Parquet parts")
+    (tmp_path / "texts").mkdir()
+    _write(tmp_path / "texts", CONFIGS, "configs.csv")
+    with pytest.raises(DptuneError, match=r"texts: is a directory, read as the Parquet parts of "
+                       r"a configurations file, and cannot be: ") as ex:
+        read_per_user_configs(tmp_path / "texts", per_user)
+    assert "\n" not in str(ex.value)
+    (tmp_path / "parts").mkdir()
+    pd.read_csv(tmp_path / "per_user.csv").to_parquet(tmp_path / "parts" / "part-0.parquet")
+    assert len(read_per_user(tmp_path / "parts")) == 4
+
+
+@pytest.mark.parametrize("name", ["per_user.csv", "per_user.csv.gz"])
+def test_a_byte_that_is_not_utf8_names_its_line(tmp_path: Path, name: str) -> None:
+    """A Latin-1 byte in line 4 was refused with pandas's position in its read block
+    ("position 1"), no line; now the line and the byte's offset in the (decompressed) text."""
+    import gzip
+
+    raw = GOOD.replace("bpr,0,0,23", "bpr\xe9,0,0,23").encode("latin-1")
+    path = tmp_path / name
+    path.write_bytes(gzip.compress(raw) if name.endswith(".gz") else raw)
+    offset = raw.index(b"\xe9")
+    of = " of the decompressed text" if name.endswith(".gz") else ""
+    with pytest.raises(DptuneError) as ex:
+        read_per_user(path)
+    assert str(ex.value) == (f"{path}: line 4: not UTF-8 text (byte 0xe9 at byte offset "
+                             f"{offset}{of}); save the per-user file as UTF-8")

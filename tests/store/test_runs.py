@@ -64,3 +64,79 @@ def test_users_without_a_relevant_item_are_counted(tmp_path: Path) -> None:
     assert "low" not in set(table["user"])
     assert table.attrs["not_evaluated"] == {"0": ["low"]}
     assert table.attrs["users_seen"] == {"0": len(RUN_USERS) + 1}
+
+
+def _fold_dir(tmp_path: Path, source: Path, *names: str) -> Path:
+    """A folder holding a copy of ``source`` under each of ``names``."""
+    d = tmp_path / f"{source.stem}-by-fold"
+    d.mkdir()
+    for name in names:
+        (d / name).write_text(source.read_text())
+    return d
+
+
+def test_two_files_of_one_fold_are_refused(tmp_path: Path, capsys) -> None:
+    """A qrels folder holding 0.txt and 0.qrels used the first by name without a word; now one
+    line naming the folder and both files, nothing written."""
+    runs, qrels, train = write_runs(tmp_path, ("a.run", "b.run"), folds=("0", "1"))
+    by_fold = _fold_dir(tmp_path, qrels, "0.txt", "0.qrels", "1.txt")
+    rep = tmp_path / "rep"
+    assert main(["dp", "--runs", str(runs), "--qrels", str(by_fold), "--train", str(train),
+                 "--reports", str(rep), "--no-progress"]) == 2
+    assert capsys.readouterr().err == (f"dptune: {by_fold}: fold 0: two qrels files for this "
+                                       "fold, 0.qrels and 0.txt; keep one file per fold (file "
+                                       "stem = fold name)\n")
+    assert not rep.exists()
+
+
+def test_a_file_of_no_fold_is_refused_before_any_run(tmp_path: Path, monkeypatch) -> None:
+    """The README: a directory of one file per fold. A train file of fold 1 beside a runs
+    folder of fold 0 alone was ignored (fold 1 of the runs missing, or misnamed); now refused
+    naming it, and, like a fold without a file, before any run is evaluated."""
+    import dptune.store._runs as runs_mod
+
+    runs, qrels, train = write_runs(tmp_path, ("a.run", "b.run"))
+    by_fold = _fold_dir(tmp_path, train, "0.txt", "1.txt")
+    monkeypatch.setattr(runs_mod, "evaluate_run", _no_evaluation)
+    with pytest.raises(DptuneError) as ex:
+        read_runs(runs, qrels, by_fold)
+    assert str(ex.value) == (f"{by_fold}: 1.txt: a train file of no fold of {runs} (its folds: "
+                             "0); the folder holds one file per fold, file stem = fold name")
+    (by_fold / "1.txt").unlink()
+    (by_fold / ".hidden").write_text("")  # hidden files are no folds' files
+    (by_fold / "0.txt").unlink()
+    with pytest.raises(DptuneError, match=r"train-by-fold: fold 0: no train file for this fold"):
+        read_runs(runs, qrels, by_fold)
+
+
+def _no_evaluation(*args, **kwargs):
+    raise AssertionError("a run was evaluated before the inputs were checked")
+
+
+def test_too_few_users_per_fold_are_refused_before_the_runs_are_evaluated(
+        tmp_path: Path, capsys, monkeypatch) -> None:
+    """``--min-fold-users`` was checked by the analysis, after every run was evaluated and its
+    notes printed: stderr held the notes, then the refusal. A fold's users are its qrels users
+    with a relevant item (each run scores all of them), known before any run: one line."""
+    import dptune.store._runs as runs_mod
+
+    runs, qrels, train = write_runs(tmp_path, ("a.run", "b.run"), folds=("0", "1"))
+    rep = tmp_path / "rep"
+    argv = ["dp", "--runs", str(runs), "--qrels", str(qrels), "--train", str(train),
+            "--reports", str(rep), "--no-progress"]
+    with monkeypatch.context() as m:
+        m.setattr(runs_mod, "evaluate_run", _no_evaluation)
+        assert main(argv) == 2
+    assert capsys.readouterr().err == (
+        f"dptune: {runs}: runs/fold 0: only {len(RUN_USERS)} users to test pairs on, fewer "
+        "than min_fold_users = 20; DP over so few users is not evidence (use more data or "
+        "fewer folds, or lower --min-fold-users)\n")
+    assert not rep.exists()
+    # the counts are the users the analysis tests pairs on: a user without a relevant item
+    # is none of them
+    with qrels.open("a") as f:
+        f.write("low 0 i1 1\n")
+    counts: dict[str, int] = {}
+    table = read_runs(runs, qrels, train, cutoffs=(5,), check_folds=counts.update)
+    assert counts == {f: table.loc[table["fold"] == f, "user"].nunique() for f in ("0", "1")}
+    assert counts == {"0": len(RUN_USERS), "1": len(RUN_USERS)}

@@ -12,7 +12,14 @@ from conftest import ranx_scores
 from dptune.cli import main
 from dptune.errors import DptuneError
 from dptune.metrics import METRICS
-from dptune.store._trec import evaluate_run, read_qrels, read_run, read_train, write_per_user
+from dptune.store._trec import (
+    evaluate_run,
+    evaluated_users,
+    read_qrels,
+    read_run,
+    read_train,
+    write_per_user,
+)
 
 D = [1.0 / math.log2(r + 1) for r in range(1, 11)]  # disc(1..10)
 
@@ -192,6 +199,22 @@ def test_evaluate_run_relevance_unaware_and_threshold(tmp_path):
         _hand(tmp_path, cutoffs=(0, 5))
     with pytest.raises(DptuneError, match="threshold"):
         _hand(tmp_path, threshold="high")
+
+
+@pytest.mark.parametrize("threshold", [4, 3, 4.5])
+def test_evaluated_users_are_known_from_the_qrels_alone(tmp_path, threshold):
+    """``evaluated_users`` (what ``dp --runs`` checks ``--min-fold-users`` on before any run is
+    evaluated) counts the users ``evaluate_run`` scores, whatever the run; a qrels without a
+    relevant item and a bad threshold are refused as ``evaluate_run`` refuses them."""
+    qrels = read_qrels(_write(tmp_path, "qrels", QRELS))
+    assert evaluated_users(qrels, threshold) == _hand(tmp_path, threshold=threshold)[
+        "user"].nunique()
+    for bad in (9, "high"):
+        with pytest.raises(DptuneError) as ours:
+            evaluated_users(qrels, bad)
+        with pytest.raises(DptuneError) as theirs:
+            _hand(tmp_path, threshold=bad)
+        assert str(ours.value) == str(theirs.value)
 
 
 def test_what_trec_eval_would_score_otherwise_is_said(tmp_path, capsys):

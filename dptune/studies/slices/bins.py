@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dptune.errors import input_error
+from dptune.errors import check_int, input_error
+from dptune.vocab import SLICE_BASE_RANGE
 
 __all__ = ["SLICE_KINDS", "KIND_NAMES", "check_base", "log_bin", "bin_bounds", "bin_label",
            "user_features", "assign_slices", "members_by_slice"]
@@ -33,10 +34,9 @@ KIND_NAMES: dict[str, str] = {
 
 
 def check_base(base: Any) -> int:
-    """The bin base as an int ``>= 2``; anything else is an input error."""
-    if isinstance(base, bool) or not isinstance(base, (int, np.integer)) or base < 2:
-        raise input_error("slices", "base", f"must be an integer >= 2, got {base!r}")
-    return int(base)
+    """The bin base as an int in :data:`dptune.vocab.SLICE_BASE_RANGE` (2 to 1,000,000, the
+    range of ``dptune slices --base``); anything else is one error line naming ``base``."""
+    return check_int(base, "slices", "base", *SLICE_BASE_RANGE)
 
 
 def log_bin(values: np.ndarray, base: int = 2) -> np.ndarray:

@@ -573,3 +573,22 @@ def test_data_changed_since_the_sweep_is_refused(tmp_path, capsys, change) -> No
                        "(split.folds: 2 -> 3): the training folds cannot be recomputed from "
                        "it"), err
         assert not (tmp_path / "o3").exists()
+
+
+@pytest.mark.parametrize("base", [10**30, 1_000_001, 1, 2.0, True])
+def test_a_base_out_of_the_clis_range_is_refused_in_python_too(base) -> None:
+    """``dptune slices --base`` takes 2 to 1,000,000; ``log_bin`` and the study's ``base=``
+    took any integer >= 2, and 10**30 ended in numpy's log with a traceback. Both routes now
+    refuse alike, naming the argument."""
+    with pytest.raises(DptuneError) as ex:
+        log_bin(np.array([5.0]), base=base)
+    assert str(ex.value) == ("slices: base: must be an integer from 2 to 1,000,000, got "
+                             f"{base!r}")
+    assert log_bin(np.array([5.0, 2e6]), base=1_000_000).tolist() == [0, 1]
+
+
+def test_the_study_refuses_a_huge_base_naming_it(knn_swept, tmp_path) -> None:
+    with pytest.raises(DptuneError, match=r"^slices: base: must be an integer from 2 to "
+                       r"1,000,000, got 10{30}$"):
+        run_slices_study(knn_swept / "results", tmp_path / "out", base=10**30)
+    assert not (tmp_path / "out").exists()
