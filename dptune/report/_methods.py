@@ -187,18 +187,14 @@ class Methods:
     @property
     def cited(self) -> list[str]:
         """The keys cited, in order of first citation."""
-        keys: list[str] = []
-        for p in self.paragraphs:
-            for group in _CITE.findall(p):
-                keys += [k.lstrip("@") for k in group.split("; ")]
+        keys = [k for p in self.paragraphs for group in _CITE.findall(p) for k in _keys(group)]
         return list(dict.fromkeys(keys))
 
     def to_markdown(self) -> str:
         """methods.md: a heading, the paragraphs with citations as "(Author, year)", and the
         references they cite."""
         def cite(m: re.Match[str]) -> str:
-            keys = [k.lstrip("@") for k in m.group(1).split("; ")]
-            return "(" + "; ".join(REFERENCES[k][0] for k in keys) + ")"
+            return "(" + "; ".join(REFERENCES[k][0] for k in _keys(m.group(1))) + ")"
 
         parts = ["# Methods", "",
                  "How the numbers of this report were computed, as text for a paper's methods "
@@ -217,8 +213,7 @@ class Methods:
             out, last = [], 0
             for m in _CITE.finditer(text):
                 out.append(tex_escape(text[last:m.start()]))
-                out.append("\\cite{" + ",".join(k.lstrip("@") for k in m.group(1).split("; "))
-                           + "}")
+                out.append("\\cite{" + ",".join(_keys(m.group(1))) + "}")
                 last = m.end()
             out.append(tex_escape(text[last:]))
             return "".join(out).replace(" \\cite", "~\\cite")
@@ -230,6 +225,11 @@ class Methods:
     def to_bibtex(self) -> str:
         """references.bib: the BibTeX entries of the works cited."""
         return "\n\n".join(REFERENCES[k][2] for k in self.cited) + "\n"
+
+
+def _keys(group: str) -> list[str]:
+    """The keys of one citation's inside, ``@a; @b`` (a match of :data:`_CITE`)."""
+    return [k.lstrip("@") for k in group.split("; ")]
 
 
 def _and(items: Sequence[str]) -> str:
