@@ -12,6 +12,12 @@ training kept running that way). So while a command runs (:func:`handling`):
   interrupt swallowed by a finalizer still stops the command;
 - an interrupt dropped by a finalizer prints nothing (the command's own line says it all);
 - a second Ctrl-C, while the command still stops, ends the process at once (exit code 130).
+
+SIGTERM (``kill PID``, what a job scheduler or ``docker stop`` sends before SIGKILL) takes the
+same route: the command stops as on Ctrl-C, ends its worker processes and says what is kept,
+with exit code 143 (128 + SIGTERM) instead of 130 (:func:`signal_number`). Without it the
+process died at once, and its pool's resource tracker printed warnings of leaked semaphores
+and memory-mapped folders after it.
 """
 
 from __future__ import annotations
@@ -24,9 +30,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["handling", "interrupted", "check"]
+__all__ = ["handling", "interrupted", "check", "signal_number"]
 
 _FLAG = threading.Event()
+#: The signal that interrupted the command (SIGINT or SIGTERM), for its exit code.
+_SIGNAL: list[int] = [signal.SIGINT]
+#: The signals handled: Ctrl-C, and the polite stop of ``kill``.
+_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def interrupted() -> bool:
@@ -41,10 +51,17 @@ def check() -> None:
         raise KeyboardInterrupt
 
 
+def signal_number() -> int:
+    """The signal that interrupted the command: SIGINT (Ctrl-C) or SIGTERM; its exit code is
+    128 plus it (130, 143)."""
+    return int(_SIGNAL[0])
+
+
 def _on_sigint(signum: int, frame: Any) -> None:
-    if _FLAG.is_set():  # the second Ctrl-C: stop now, without cleaning up further
+    if _FLAG.is_set():  # the second one: stop now, without cleaning up further
         os.write(2, b"dptune: interrupted again; stopped\n")
-        os._exit(130)
+        os._exit(128 + int(signum))
+    _SIGNAL[0] = int(signum)
     _FLAG.set()
     raise KeyboardInterrupt
 
@@ -60,20 +77,28 @@ def _quiet_unraisable(previous: Any) -> Any:
 
 @contextmanager
 def handling() -> Iterator[None]:
-    """Install the Ctrl-C handling above for the duration of a command (main thread only, and
-    only where SIGINT has Python's default handler: a command started with SIGINT ignored
-    stays so); Python's own handling is back when the command ends, however it ends."""
-    if (threading.current_thread() is not threading.main_thread()
-            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+    """Install the handling above for the duration of a command (main thread only), for each
+    of SIGINT and SIGTERM that has its default handler (a command started with one ignored, as
+    a background job's SIGINT is, stays so); the previous handlers are back when the command
+    ends, however it ends."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    defaults = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL}
+    taken = {s: signal.getsignal(s) for s in _SIGNALS if signal.getsignal(s) is defaults[s]}
+    if not taken:
         yield
         return
     _FLAG.clear()
+    _SIGNAL[0] = signal.SIGINT
     old_hook = sys.unraisablehook
-    signal.signal(signal.SIGINT, _on_sigint)
+    for s in taken:
+        signal.signal(s, _on_sigint)
     sys.unraisablehook = _quiet_unraisable(old_hook)
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        for s, previous in taken.items():
+            signal.signal(s, previous)
         sys.unraisablehook = old_hook
         _FLAG.clear()

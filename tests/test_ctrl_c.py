@@ -100,9 +100,11 @@ def _gone(pid: int) -> bool:
     return state in ("Z", "X")
 
 
-def _interrupt(tmp_path: Path, stage: str, argv: list[str]) -> tuple[subprocess.CompletedProcess, int]:
+def _interrupt(tmp_path: Path, stage: str, argv: list[str],
+               sigterm: bool = False) -> tuple[subprocess.CompletedProcess, int]:
     """Run ``dptune ARGV`` with the ``stage`` hook, SIGINT its process group once the stage
-    has started, and return its result and the pid that was doing the stage's work."""
+    has started (or, ``sigterm``, send SIGTERM to the command's own process alone, as ``kill
+    PID`` does), and return its result and the pid that was doing the stage's work."""
     hook = tmp_path / "hook"
     hook.mkdir()
     (hook / "sitecustomize.py").write_text(HOOK)
@@ -122,7 +124,10 @@ def _interrupt(tmp_path: Path, stage: str, argv: list[str]) -> tuple[subprocess.
     while not marker.exists() and p.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)  # waiting for the state: the stage has started
     assert marker.exists(), f"the {stage} stage never started: {p.poll()} {p.stderr.read() if p.poll() is not None else ''}"
-    os.killpg(p.pid, signal.SIGINT)
+    if sigterm:
+        os.kill(p.pid, signal.SIGTERM)
+    else:
+        os.killpg(p.pid, signal.SIGINT)
     try:
         out, err = p.communicate(timeout=GUARD)
     except subprocess.TimeoutExpired:
@@ -171,6 +176,38 @@ def test_ctrl_c_stops_each_stage_of_run(finished, tmp_path, stage, removed):
     assert _gone(pid), f"process {pid} still computes the {stage} stage"
     now = _parts(root)
     assert {k: now.get(k) for k in kept} == kept  # every finished part kept, untouched
+    from dptune.store._store import ResultStore
+
+    assert [why for _, why in ResultStore(root).damaged()] == []
+    assert not (tmp_path / "rep").exists()
+
+
+def test_sigterm_stops_a_sweep_as_ctrl_c_does(finished, tmp_path):
+    """``kill PID`` (SIGTERM to the command alone, as a job scheduler or ``docker stop`` sends
+    before SIGKILL) stops the sweep as Ctrl-C does: one line, exit code 143, its worker
+    processes ended, every finished part kept, the store undamaged, and no warning of leaked
+    semaphores or folders (the process used to die at once, and its pool's resource tracker
+    printed them after it)."""
+    cfg, results = finished
+    root = tmp_path / "results"
+    shutil.copytree(results, root)
+    part = root / "per_user.parquet" / "bpr-mf__1__u00001.parquet"
+    part.unlink()
+    (root / "index" / part.parent.name / f"{part.name}.json").unlink()
+    trials = pd.read_csv(root / "trials.csv", dtype=str)
+    listed = trials["algorithm"] + "__" + trials["fold"] + "__" + trials["unit"] + ".parquet"
+    trials[listed != part.name].to_csv(root / "trials.csv", index=False, lineterminator="\n")
+    kept = _parts(root)
+    res, pid = _interrupt(tmp_path, "sweep", ["run", str(cfg), "--results", str(root),
+                                              "--reports", str(tmp_path / "rep"), "--jobs", "2"],
+                          sigterm=True)
+    assert res.returncode == 143, res.stderr
+    line = _one_line(res.stderr)
+    assert line.startswith("dptune: interrupted (SIGTERM)") and "run the same command" in line
+    assert "leaked" not in res.stderr
+    assert _gone(pid), f"process {pid} still computes the sweep"
+    now = _parts(root)
+    assert {k: now.get(k) for k in kept} == kept
     from dptune.store._store import ResultStore
 
     assert [why for _, why in ResultStore(root).damaged()] == []

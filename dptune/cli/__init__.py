@@ -8,12 +8,13 @@ function per command, ``_api`` says where each API function lives. Bad input end
 
 from __future__ import annotations
 
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dptune._interrupt import handling
+from dptune._interrupt import handling, signal_number
 from dptune._resources import is_out_of_space, space_error
 from dptune.errors import DptuneError
 
@@ -59,9 +60,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"dptune: {err}", file=sys.stderr)
         return err.exit_code
     except KeyboardInterrupt:
-        print(f"dptune: interrupted; {_KEPT.get(args.func.__name__, _KEPT_DEFAULT)}",
+        by = "" if signal_number() == signal.SIGINT else " (SIGTERM)"
+        print(f"dptune: interrupted{by}; {_KEPT.get(args.func.__name__, _KEPT_DEFAULT)}",
               file=sys.stderr)
-        return 130
+        return 128 + signal_number()
     except MemoryError:
         print("dptune: out of memory: this command needed more memory than was free; finished "
               "results are kept (lower --jobs, or run it where more memory is free)",
