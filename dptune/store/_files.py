@@ -17,10 +17,12 @@ from dptune._atomic import write_text
 from dptune.errors import DptuneError, input_error
 
 #: Small files whose checksum the manifest records.
+#: The files a sweep derives beside its parts, whose checksums the manifest records and which
+#: ``dptune run`` rewrites when damaged; ``analyze`` reads them.
 CHECKED = ("configs.csv", "users.csv")
 
 __all__ = ["check_file", "write_manifest", "read_manifest", "manifest_problem", "check_not_study",
-           "SIDE_FILES", "side_file_problems", "write_configs", "read_configs", "write_users",
+           "side_file_problems", "write_configs", "read_configs", "write_users",
            "write_trials_csv"]
 
 #: Sections of a manifest that are JSON objects when present (readers index into them).
@@ -197,11 +199,13 @@ def check_not_study(root: Path, manifest: dict[str, Any]) -> None:
                           "reads the results of dptune run")
 
 
-def check_file(root: Path, name: str) -> None:
-    """``name`` (``configs.csv``, ``users.csv``) against the checksum in the manifest; a
-    difference is a one-line error."""
+def check_file(root: Path, name: str, manifest: dict[str, Any] | None = None) -> None:
+    """``name`` (``configs.csv``, ``users.csv``) against the checksum in the manifest (read
+    from ``root`` unless given); a difference is a one-line error."""
     path = Path(root) / name
-    expected = read_manifest(root).get("files", {}).get(name)
+    if manifest is None:
+        manifest = read_manifest(root)
+    expected = manifest.get("files", {}).get(name)
     if expected is None or not path.is_file():
         return
     if _digest(path.read_bytes()) != expected:
@@ -209,25 +213,21 @@ def check_file(root: Path, name: str) -> None:
                           "`dptune run` with the experiment's file rewrites it")
 
 
-#: The files a sweep derives beside its parts and rewrites when damaged; ``analyze`` reads them.
-SIDE_FILES = ("configs.csv", "users.csv")
-
-
 def side_file_problems(root: Path) -> list[str]:
-    """One line per file of :data:`SIDE_FILES` that is missing or not the one the manifest's
+    """One line per file of :data:`CHECKED` that is missing or not the one the manifest's
     checksum records (:func:`check_file`), each naming the file and saying that ``dptune run``
     rewrites it: what ``dptune status`` lists beside the damaged parts (it was silent, while
     ``analyze`` refused the store). Nothing when the manifest itself cannot be read (status
     says so first)."""
     try:
-        read_manifest(root)
+        manifest = read_manifest(root)
     except DptuneError:
         return []
     out = []
-    for name in SIDE_FILES:
+    for name in CHECKED:
         path = Path(root) / name
         try:
-            check_file(root, name)
+            check_file(root, name, manifest)
         except DptuneError as err:
             out.append(str(err))
             continue
