@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dptune.report._format import pct
+from dptune.report._sections import noise_runs, pair_seeds_run
 from dptune.report._table import tex_escape
 from dptune.vocab import RULE_MARGIN, display_algorithm, display_metric
 
@@ -346,11 +347,9 @@ def _inference_paragraph(result: Any) -> str:
     families = "; ".join(f"{name}: {_and([display_metric(m) for m in ms])}"
                          for name, ms in result.metric_families.groups)
     seeds = ""
-    dp = result.dp.table
-    sampled = dp[dp["n_pairs"] < dp["n_possible_pairs"]] if "n_possible_pairs" in dp else dp[:0]
-    if int(o.stability) > 1 and len(sampled) and "repeats" in sampled:
-        # per algorithm, the seeds its sampled scopes were checked under (as the settings row)
-        ran = sorted({int(r) for r in sampled.groupby("algorithm")["repeats"].max()})
+    run = pair_seeds_run(result.dp.table)  # as the settings row reads it
+    if int(o.stability) > 1 and run:
+        ran = sorted(set(run.values()))
         said = (f"each of {ran[0]} pair seeds" if len(ran) == 1 else
                 f"each of the {ran[0]} to {ran[-1]} pair seeds run (column repeats of dp.csv)")
         seeds = (f" Where the pairs are a sample, a claim must hold under {said}, so that it "
@@ -372,13 +371,13 @@ def _inference_paragraph(result: Any) -> str:
 
 def _floor_paragraph(result: Any) -> str:
     floor = result.noise
-    used = dict(floor.configs)  # algorithm -> the configurations re-trained
-    seeds = sorted({int(n) for n in floor.seeds.values()})
+    runs = noise_runs(floor).values()  # (configurations, seeds), as the settings row reads them
+    seeds = sorted({k for _, k in runs})
     primary = display_metric(*result.primary)
     how = (f"{seeds[0]} seeds" if len(seeds) == 1 else
            f"{seeds[0]} to {seeds[-1]} seeds" if seeds else "several seeds")
-    which = ("the best configuration" if not used or max(len(v) for v in used.values()) <= 1
-             else f"the {max(len(v) for v in used.values())} best configurations")
+    most = max((c for c, _ in runs), default=1)
+    which = "the best configuration" if most <= 1 else f"the {most} best configurations"
     verb = "is" if which == "the best configuration" else "are"
     versus = floor.versus_dp
     tested = (versus is not None and "rule" in versus and bool((versus["rule"] == RULE_MARGIN).any()))

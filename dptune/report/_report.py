@@ -181,6 +181,7 @@ class Report:
         from dptune.report._sections import (
             GRID_SAMPLE_INTERVAL,
             experiment_settings,
+            noise_runs,
             noise_section,
             stability_note,
         )
@@ -212,9 +213,8 @@ class Report:
                         if result.outside
                         else experiment_settings(
                             result.manifest, result.options, result.bootstrap_groups,
-                            result.stochastic, None if result.noise is None else {
-                                a: (len(c), int(result.noise.seeds.get(a, 0)))
-                                for a, c in result.noise.configs.items()}))
+                            result.stochastic,
+                            None if result.noise is None else noise_runs(result.noise)))
         note = stability_note(dp, result.options)
         if note and settings and CLAIMS_SETTING in settings:
             settings = {**settings, CLAIMS_SETTING: settings[CLAIMS_SETTING] + note}

@@ -103,18 +103,37 @@ def _claims_text(options: Any) -> str:
             f"{int(option(options, 'min_pairs'))} pairs; {seeds}")
 
 
+def pair_seeds_run(dp: Any) -> dict[str, int]:
+    """Per algorithm with sampled scopes (fewer pairs than possible), the pair seeds its claims
+    were checked under (dp.csv's ``repeats``, the most over those scopes), in dp.csv's order;
+    empty when dp.csv lacks the columns. The one reading of what the stability check ran, for
+    the settings row and the methods text."""
+    need = {"algorithm", "n_pairs", "n_possible_pairs", "repeats"}
+    if dp is None or not need <= set(dp.columns):
+        return {}
+    sampled = dp[dp["n_pairs"] < dp["n_possible_pairs"]]
+    return {str(a): int(r)
+            for a, r in sampled.groupby("algorithm", sort=False)["repeats"].max().items()}
+
+
+def noise_runs(noise: Any) -> dict[str, tuple[int, int]]:
+    """Per algorithm of a noise floor (:class:`dptune.analysis.noise.NoiseFloor`), the
+    configurations it re-trained and the most seeds of one of its runs; empty without one. The
+    one reading of the floor's runs, for the settings row and the methods text."""
+    if noise is None:
+        return {}
+    return {a: (len(c), int(noise.seeds.get(a, 0))) for a, c in noise.configs.items()}
+
+
 def stability_note(dp: Any, options: Any) -> str:
     """What the claims settings row adds about the stability check as run: the algorithms whose
     sampled scopes were checked under fewer pair seeds than ``options.stability`` asks for
-    (dp.csv's ``repeats``), or ``""``."""
+    (:func:`pair_seeds_run`), or ``""``."""
     s = int(option(options, "stability", 1))
-    need = {"algorithm", "scope", "n_pairs", "n_possible_pairs", "repeats"}
-    if s <= 1 or dp is None or not need <= set(dp.columns):
+    if s <= 1:
         return ""
-    sampled = dp[dp["n_pairs"] < dp["n_possible_pairs"]]
-    fewer = sampled.groupby("algorithm", sort=False)["repeats"].max()
-    fewer = fewer[fewer < s]
-    if fewer.empty:
+    fewer = {a: r for a, r in pair_seeds_run(dp).items() if r < s}
+    if not fewer:
         return ""
     runs = ", ".join(f"{display_algorithm(a)} ({int(r)} pair seed{'' if r == 1 else 's'})"
                      for a, r in fewer.items())
