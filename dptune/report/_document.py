@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from dptune.report._format import fmt_setting, one_fold, ordered_algorithms
+from dptune.report._format import and_list, fmt_setting, one_fold, ordered_algorithms
 from dptune.report._inputs import has_intervals
 from dptune.report._sections import corrected_words
 from dptune.report._selection import best_table_md, sakai_table_md, selection_sentences
@@ -471,6 +471,6 @@ def primary_line(primary: tuple[str, int], test_split: bool = True, floor: bool 
             + ([f"is the metric of {' and of '.join(of)}"] if of else [])
             + (["judges its own family's choices on the test split"] if test_split else [])
             + ["sets the main cutoff of the figures and the summary"])
-    said = uses[0] if len(uses) == 1 else ", ".join(uses[:-1]) + " and " + uses[-1]
+    said = and_list(uses)
     return (f"Primary metric: {display_metric(primary[0], int(primary[1]))}. It {said}; which "
             "metric to tune with is the verdict's answer, not this one.")

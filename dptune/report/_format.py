@@ -25,6 +25,7 @@ from dptune.vocab import (
 )
 
 __all__ = [
+    "and_list",
     "grid_sample_text",
     "MISSING",
     "DP_DECIMALS",
@@ -245,6 +246,12 @@ def pair_seeds_text(repeats: int, requested: int, sampled: bool) -> str:
         return f", under all {repeats} pair seeds"
     return (f", under {repeats} of the {requested} pair seeds asked for: more would have "
             "exceeded the time budget of the stability check")
+
+
+def and_list(items: Sequence[str]) -> str:
+    """Items as a sentence lists them: ``a``, ``a and b``, ``a, b and c`` (at least one)."""
+    items = list(items)
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def pct(x: object) -> str:

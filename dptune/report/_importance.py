@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dptune.report._format import dp_text, ordered_metrics
+from dptune.report._format import and_list, dp_text, ordered_metrics
 from dptune.report._sections import option
 from dptune.report._table import Block, Cell
 from dptune.vocab import display_algorithm, display_hyperparameter, display_metric
@@ -60,7 +60,7 @@ def _same_top_note(a: pd.DataFrame, cutoff: int) -> str | None:
     said = []
     for first, ms in groups.items():
         names = [display_metric(m, cutoff) for m in ordered_metrics(ms)]
-        who = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+        who = and_list(names)
         said.append(f"{who} put the same configurations there as {display_metric(first, cutoff)}"
                     f", so {'its' if len(names) == 1 else 'their'} PED-ANOVA row"
                     f"{'' if len(names) == 1 else 's'} equal {display_metric(first, cutoff)}'s")

@@ -13,11 +13,11 @@ LaTeX (``methods.tex``, ``\\cite{...}`` keys of ``references.bib``, :data:`REFER
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from dptune.report._format import pct
+from dptune.report._format import and_list, pct
 from dptune.report._sections import noise_runs, pair_seeds_run
 from dptune.report._table import tex_escape
 from dptune.vocab import RULE_MARGIN, display_algorithm, display_metric
@@ -233,11 +233,6 @@ def _keys(group: str) -> list[str]:
     return [k.lstrip("@") for k in group.split("; ")]
 
 
-def _and(items: Sequence[str]) -> str:
-    items = list(items)
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
-
-
 def _count(n: int, word: str) -> str:
     return f"{n:,} {word}{'' if n == 1 else 's'}"
 
@@ -301,8 +296,8 @@ def _grid_paragraph(result: Any) -> str:
     metrics = [display_metric(m) for m in ev["metrics"]]
     novelty = [m for m in ev["metrics"] if m in ("efd", "epc")]
     cite = " [@vargas2011]" if novelty else ""
-    text = (f"We sweep the hyperparameter grids of {_and(named)} and measure "
-            f"{_and(metrics)}{cite} at N = {_and([str(c) for c in ev['cutoffs']])} for every "
+    text = (f"We sweep the hyperparameter grids of {and_list(named)} and measure "
+            f"{and_list(metrics)}{cite} at N = {and_list([str(c) for c in ev['cutoffs']])} for every "
             "evaluated user of every fold.")
     sample = result.dp.grid_sample
     if sample is not None and not sample.empty:
@@ -310,7 +305,7 @@ def _grid_paragraph(result: Any) -> str:
                 f"{display_algorithm(str(r['algorithm']))} per fold ({int(r['configs']):,} of its "
                 f"{int(r['configs_total']):,} configurations)"
                 for r in sample.to_dict("records")]
-        text += (f" Of a grid this large a sample is run: {_and(runs)}; a training run serves "
+        text += (f" Of a grid this large a sample is run: {and_list(runs)}; a training run serves "
                  "every configuration it holds at once (such as its iteration snapshots). Each "
                  "DP of a sampled grid weights its pairs by the share of the full grid's pairs "
                  "they stand for, so it estimates the full grid's DP, and its interval also "
@@ -344,7 +339,7 @@ def _inference_paragraph(result: Any) -> str:
         return (f"DP has no interval and no difference between metrics is claimed: {why}. "
                 "Where several metrics of a family are offered, the lowest DP alone does not "
                 "make one the better choice.")
-    families = "; ".join(f"{name}: {_and([display_metric(m) for m in ms])}"
+    families = "; ".join(f"{name}: {and_list([display_metric(m) for m in ms])}"
                          for name, ms in result.metric_families.groups)
     seeds = ""
     run = pair_seeds_run(result.dp.table)  # as the settings row reads it
@@ -420,7 +415,7 @@ def _outside_paragraph(result: Any) -> str:
     named = [f"{display_algorithm(a)} ({_count(n, 'configuration')})" for a, n in counts.items()]
     folds = [str(f) for f in manifest.get("folds", ()) if str(f) != "test"]
     return (f"The per-user metric values were read from {what} ({source.rsplit('/', 1)[-1]}): "
-            f"{_and(named) if named else 'its systems'}"
+            f"{and_list(named) if named else 'its systems'}"
             + (f", over {_count(len(folds), 'fold')}" if folds else "") + ".")
 
 

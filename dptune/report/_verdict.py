@@ -20,6 +20,7 @@ from dptune.report._format import (
     NO_INTERVAL,
     NO_INTERVAL_WHY,
     adjusted_p_text,
+    and_list,
     display_params,
     dp_text,
     flag,
@@ -118,8 +119,7 @@ def _metrics(keys: object, cutoff: int) -> str:
 
 
 def _hps(items: Sequence[str], algorithm: str) -> str:
-    names = [display_hyperparameter(h, algorithm) for h in items]
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    return and_list([display_hyperparameter(h, algorithm) for h in items])
 
 
 def _unsampled(row: dict) -> float:
