@@ -55,7 +55,7 @@ from dptune.store._identity import (
     meta_problem,
     name_problem,
 )
-from dptune.store._schema import NOISE_DIR, PARTS, schema_of
+from dptune.store._schema import NOISE_DIR, PARTS, noise_part_name, part_name, schema_of
 
 __all__ = ["INDEX_DIR", "META_CRC", "footer_text", "entry_path", "checksum", "verify", "record",
            "problem", "verified", "damaged_error", "heal", "lost_parts", "lost_problem", "lost_error", "check_lost",
@@ -364,37 +364,53 @@ def entry_fingerprints(root: Path) -> set[str]:
 
 def lost_parts(root: Path, directory: str) -> list[Path]:
     """Parts of ``root/directory`` that were written but are gone: they have an index entry,
-    or (the part folder of a sweep) ``trials.csv``, which the last finished run wrote from the
-    parts there were, lists them. The second catches a part lost with its entry, or with the
-    whole index folder, which otherwise read as a sweep that never computed it: the analysis
-    went on with fewer folds without a word."""
+    or the list of runs that the last finished run wrote from the parts there were names them
+    (``trials.csv`` for the sweep's parts, ``noise_trials.csv`` for the noise floor's). The
+    second catches a part lost with its entry, or with the whole index folder, which otherwise
+    read as a unit never computed: the analysis went on with fewer folds, or without the
+    noise floor, without a word."""
     index = Path(root) / INDEX_DIR / directory
     names = {e.name[: -len(".json")] for e in index.glob("*.json")} if index.is_dir() else set()
-    if directory == PARTS:
-        names |= _trial_parts(Path(root))
+    names |= _trial_parts(Path(root), directory)
     return [Path(root) / directory / n for n in sorted(names)
             if not (Path(root) / directory / n).exists()]
 
 
-def _trial_parts(root: Path) -> set[str]:
-    """The part names ``<algorithm>__<fold>__<unit>.parquet`` of ``root/trials.csv`` (none when
+#: The list of runs each part folder's last finished run wrote: its file, the columns that name
+#: a part and the part's name from them (``part_name``, ``noise_part_name`` of
+#: :mod:`dptune.store._schema`).
+_TRIALS = {PARTS: ("trials.csv", ("algorithm", "fold", "unit"), part_name),
+           NOISE_DIR: ("noise_trials.csv", ("algorithm", "fold", "config_id"),
+                       lambda a, f, c: noise_part_name(a, c, f))}
+
+
+def _trial_parts(root: Path, directory: str) -> set[str]:
+    """The part names of ``directory`` that its list of runs (:data:`_TRIALS`) holds (none when
     it is missing or unreadable: it is derived, and a damaged one is rewritten by the run).
 
     A name that no part of this experiment can have (a row cut short, a digit changed: fold
-    ``9`` of 2 folds) is left out: it says that ``trials.csv`` is damaged, not that a part was
+    ``9`` of 2 folds) is left out: it says that the list is damaged, not that a part was
     lost, and it was named as "an index entry without its part" that is not from this
     experiment, a file that does not exist, which ``dptune run`` claimed to set aside."""
     import pandas as pd
 
+    if directory not in _TRIALS:
+        return set()
+    file, columns, name = _TRIALS[directory]
     try:
-        t = pd.read_csv(root / "trials.csv", usecols=["algorithm", "fold", "unit"], dtype=str)
+        t = pd.read_csv(root / file, usecols=list(columns), dtype=str)[list(columns)]
     except (OSError, ValueError):
         return set()
-    names = {f"{a}__{f}__{u}.parquet" for a, f, u in t.itertuples(index=False)}
+    names = set()
+    for row in t.itertuples(index=False):
+        try:
+            names.add(name(*row))
+        except (TypeError, ValueError):  # a configuration id that is no number: damaged
+            continue
     exp = expected(root)
     if exp is None:
         return names
-    return {n for n in names if name_problem(root / PARTS / n, exp) is None}
+    return {n for n in names if name_problem(root / directory / n, exp) is None}
 
 
 def lost_problem(part: Path) -> str:

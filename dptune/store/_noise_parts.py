@@ -39,7 +39,7 @@ from dptune.store._integrity import (
     store_fingerprint,
     verified,
 )
-from dptune.store._schema import NOISE_DIR, NOISE_SCHEMA, PAGE_CHECKSUM
+from dptune.store._schema import NOISE_DIR, NOISE_SCHEMA, PAGE_CHECKSUM, noise_part_name
 
 __all__ = [
     "check_count",
@@ -63,11 +63,6 @@ def check_count(value: Any, name: str, minimum: int) -> int:
     """An integer setting of the noise floor (seeds, configurations, positions, jobs), or a
     one-line input error naming it."""
     return check_int(value, "noise floor", name, minimum)
-
-
-def noise_part_name(algorithm: str, config_id: int, fold: str) -> str:
-    """File name of the part of one (algorithm, configuration, fold)."""
-    return f"{algorithm}__{fold}__c{int(config_id):06d}.parquet"
 
 
 def noise_part_path(root: str | Path, algorithm: str, config_id: int, fold: str) -> Path:

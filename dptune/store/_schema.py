@@ -103,6 +103,12 @@ def part_name(algorithm: str, fold: str, unit: str) -> str:
     return f"{algorithm}__{fold}__{unit}.parquet"
 
 
+def noise_part_name(algorithm: str, config_id: int, fold: str) -> str:
+    """File name of the noise-floor part of one (algorithm, configuration, fold): the shape of
+    :func:`part_name` with ``c`` and the configuration id in 6 digits as its unit."""
+    return part_name(algorithm, fold, f"c{int(config_id):06d}")
+
+
 def part_fields(name: str) -> tuple[str, str, str] | None:
     """``(algorithm, fold, unit)`` of a part's file name (:func:`part_name` read back), or
     None when the name is not of that shape."""

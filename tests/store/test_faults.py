@@ -276,6 +276,60 @@ def test_a_part_lost_with_its_index_entry_is_found_by_trials_csv(pristine, tmp_p
                                   before[f"{PARTS}/{part.name}"])
 
 
+@pytest.mark.parametrize("index", ["entries", "folder"])
+def test_a_noise_floor_lost_with_its_index_entries_is_found_by_noise_trials_csv(
+        pristine, tmp_path, capsys, index):
+    """Every noise-floor part deleted with its index entries (or with the whole index folder)
+    read as a store that never trained a floor: ``analyze`` reported "no noise floor" without
+    a word. ``noise_trials.csv`` (written by the last finished run from the parts there were)
+    lists them: ``analyze`` refuses in one line naming a lost part, ``status`` names every one,
+    ``run`` recomputes exactly those parts with the same values and ``analyze`` then goes on."""
+    cfg, results, before = pristine
+    root = tmp_path / "results"
+    shutil.copytree(results, root)
+    gone = sorted((root / NOISE_DIR).glob("*.parquet"))
+    assert gone
+    for part in gone:
+        part.unlink()
+        if index == "entries":
+            (root / INDEX_DIR / NOISE_DIR / f"{part.name}.json").unlink()
+    if index == "folder":
+        shutil.rmtree(root / INDEX_DIR)
+    assert main(["analyze", str(root), "--reports", str(tmp_path / "rep"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    _one_line(err, gone[0])
+    assert "damaged (missing); `dptune run` will recompute it" in err
+    assert not (tmp_path / "rep").exists()
+    assert main(["status", str(root), "--reports", str(tmp_path / "rep")]) == 0
+    out = capsys.readouterr().out
+    assert all(f"damaged:     {p}" in out for p in gone), out
+    times = _mtimes(root)
+    run_sweep(cfg, root, jobs=1, progress=False)
+    redone = {n for n, t in _mtimes(root).items() if times.get(n) != t}
+    assert redone == {p.name for p in gone}
+    for p in gone:
+        pd.testing.assert_frame_equal(_values(root)[f"{NOISE_DIR}/{p.name}"],
+                                      before[f"{NOISE_DIR}/{p.name}"])
+    assert main(["analyze", str(root), "--reports", str(tmp_path / "rep"), "--no-progress"]) == 0
+
+
+def test_a_noise_trials_csv_damaged_in_a_digit_is_no_lost_part(pristine, tmp_path):
+    """``noise_trials.csv`` is derived: a row naming no part of this experiment (fold 9 of 2)
+    says the list is damaged, not that a part was lost; the store is analysed as it is."""
+    _, results, _ = pristine
+    root = tmp_path / "results"
+    shutil.copytree(results, root)
+    text = (root / "noise_trials.csv").read_text().splitlines()
+    header = text[0].split(",")
+    row = text[1].split(",")
+    row[header.index("fold")] = "9"
+    row2 = text[1].split(",")
+    row2[header.index("config_id")] = "x"
+    (root / "noise_trials.csv").write_text(
+        "\n".join([text[0], ",".join(row), ",".join(row2), *text[2:]]) + "\n")
+    assert main(["analyze", str(root), "--reports", str(tmp_path / "rep"), "--no-progress"]) == 0
+
+
 def test_status_lists_damaged_parts(pristine, tmp_path, capsys):
     root, target = _copy_damaged(pristine, tmp_path, "bpr-part", "garble")
     rc = main(["status", str(root), "--reports", str(tmp_path / "rep")])
