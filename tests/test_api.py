@@ -515,6 +515,26 @@ def test_report_from_result_of_a_store_result_needs_no_store(docs_run, tmp_path)
     assert "## Noise floor (A/A pairs)" not in dptune.Report.from_result(bare).to_markdown()
 
 
+def test_the_results_configurations_keep_integer_hyperparameters_integer(docs_run):
+    """``res.configurations`` holds every algorithm's configurations in one table: a column
+    one algorithm fills with integers and another leaves empty was padded to float64
+    (``factors = 10.0``, ``k = 20.0``). It is integer where filled (pandas' nullable Int64)."""
+    _, env = docs_run
+    store, res = env["store"], env["results"]
+    table = res.configurations
+    ints = {c for alg in store.algorithms() for c, t in store.configs(alg).dtypes.items()
+            if pd.api.types.is_integer_dtype(t) and c != "config_id"}
+    assert ints and len(store.algorithms()) > 1
+    assert any(table[c].isna().any() for c in ints)  # some column is empty for an algorithm
+    for c in ints:
+        assert pd.api.types.is_integer_dtype(table[c].dtype), (c, table[c].dtype)
+    for alg in store.algorithms():
+        own = store.configs(alg)
+        rows = table[table["algorithm"] == alg].reset_index(drop=True)
+        for c in ints & set(own.columns):
+            assert rows[c].astype("int64").tolist() == own[c].tolist()
+
+
 # ------------------------------------------------ a wrong argument: one line naming it
 
 @pytest.fixture(scope="module")

@@ -159,13 +159,22 @@ def configurations_table(store: ResultStore | PerUserStore) -> pd.DataFrame:
     """Every configuration of the store, one row each: ``algorithm, config_id``, then the
     hyperparameter columns (empty where an algorithm does not use one; a per-user table's
     ``system`` names), in the store's algorithm order. The report names configurations by it
-    (the noise floor's, the importance section's counts) without reading the store."""
+    (the noise floor's, the importance section's counts) without reading the store.
+
+    A column that holds integers wherever an algorithm fills it (``factors``, ``k``) stays
+    integer: pandas' nullable ``Int64``, empty for the algorithms without it, where a plain
+    concatenation pads it to float64 (``factors = 10.0``)."""
     frames = [store.configs(a).assign(algorithm=a) for a in store.algorithms()]
     frames = [f for f in frames if len(f)]
     if not frames:
         return pd.DataFrame({"algorithm": pd.Series(dtype=object),
                              "config_id": pd.Series(dtype="int64")})
     table = pd.concat(frames, ignore_index=True)
+    for col in table.columns:
+        kinds = [f[col].dtype for f in frames if col in f.columns]
+        if table[col].dtype.kind == "f" and kinds and all(
+                pd.api.types.is_integer_dtype(k) for k in kinds):
+            table[col] = table[col].astype("Int64")
     return table[["algorithm", "config_id",
                   *[c for c in table.columns if c not in ("algorithm", "config_id")]]]
 
