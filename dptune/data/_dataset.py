@@ -27,7 +27,7 @@ from dptune.data._fetch import (
     portable_path,
 )
 from dptune.data._readers import COLUMNS, FORMATS, _read_bytes, read_ratings
-from dptune.errors import input_error
+from dptune.errors import check_path, input_error
 
 __all__ = [
     "COLUMNS",
@@ -113,6 +113,13 @@ def kcore_filter(ratings: pd.DataFrame, k: int) -> pd.DataFrame:
     """
     if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 0:
         raise input_error("data", "kcore", f"must be a non-negative integer, got {k!r}")
+    if not isinstance(ratings, pd.DataFrame):
+        raise input_error("kcore_filter", "ratings", "expected a DataFrame with columns user "
+                          f"and item, got {type(ratings).__name__}")
+    for column in ("user", "item"):
+        if column not in ratings.columns:
+            raise input_error("kcore_filter", "ratings", f"missing column {column!r} (found: "
+                              f"{', '.join(map(str, ratings.columns))})")
     u, _ = _sorted_codes(ratings["user"].to_numpy())
     i, _ = _sorted_codes(ratings["item"].to_numpy())
     keep, _ = _kcore_mask(u, i, int(k))
@@ -164,6 +171,10 @@ def _build(
     if not timed:
         log.append("no timestamp column: the file order stands in for time "
                    "(temporal splits are unavailable)")
+    if raw.attrs.get("time_ranks", False):
+        log.append("timestamps with fractions that whole numbers would tie for a user (such as 10.2 "
+                   "and 10.7): each is replaced by its rank in the column, which keeps their "
+                   "order")
 
     keep = _dedupe_latest(users, items, ts)
     n_dup = len(raw) - len(keep)
@@ -249,6 +260,7 @@ def load_dataset(
     experiment file whose ``[data]`` table set the filters (``DataConfig.reader_options``): an
     error about a filter names it and ``data.min_rating`` / ``data.kcore``, the data in the text.
     """
+    check_path(source, "load_dataset", "source", "a data set name or the path of a ratings file")
     if min_rating is not None and (
         isinstance(min_rating, bool)
         or not isinstance(min_rating, (int, float))
@@ -313,6 +325,9 @@ def dataset_stats(ds: Dataset) -> dict:
 
     Sparsity is a fraction (the paper prints it as a percentage: ML-1M 0.9553 -> 95.53%).
     """
+    if not isinstance(ds, Dataset):
+        raise input_error("dataset_stats", "ds", "expected a Dataset (from load_dataset), got "
+                          f"{type(ds).__name__}")
     n = len(ds.ratings)
     cells = ds.n_users * ds.n_items
     return {

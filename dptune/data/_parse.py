@@ -19,24 +19,67 @@ def _finish(frame: pd.DataFrame, source: str, where) -> pd.DataFrame:
 
     A frame without ``rating`` is implicit feedback (every rating 1.0, ``attrs["implicit"]``);
     one without ``timestamp`` gets the row position (``attrs["timestamps"] = False``), so that
-    "latest" means "last in file order" and every later stage keeps working unchanged.
+    "latest" means "last in file order" and every later stage keeps working unchanged; one whose
+    fractional timestamps truncation would tie within a user gets their ranks
+    (``attrs["time_ranks"] = True``, :func:`_time_ranks`).
     """
     n = len(frame)
     implicit = "rating" not in frame.columns
     timed = "timestamp" in frame.columns
+    users = _parse_ids(frame["user"], source, "user", where)
+    stamps = (_parse_timestamp(frame["timestamp"], source, where) if timed else
+              np.arange(n, dtype=np.int64))
+    ranked = timed and _fraction_ties(users, stamps, frame["timestamp"])
+    if ranked:
+        stamps = _time_ranks(frame["timestamp"])
     out = pd.DataFrame(
         {
-            "user": _parse_ids(frame["user"], source, "user", where),
+            "user": users,
             "item": _parse_ids(frame["item"], source, "item", where),
             "rating": (np.ones(n, dtype=np.float32) if implicit else
                        _parse_rating(frame["rating"], source, where)),
-            "timestamp": (_parse_timestamp(frame["timestamp"], source, where) if timed else
-                          np.arange(n, dtype=np.int64)),
+            "timestamp": stamps,
         }
     )
     out.attrs["implicit"] = implicit
     out.attrs["timestamps"] = timed
+    if ranked:  # said in the data's log (dptune.data._dataset._build)
+        out.attrs["time_ranks"] = True
     return out
+
+
+def _exact_times(values: pd.Series) -> np.ndarray | None:
+    """The timestamps as float64 when some has a fractional part (already validated by
+    :func:`_parse_timestamp`), else ``None``: only such a column can lose order by truncation."""
+    if pd.api.types.is_integer_dtype(values.dtype) or pd.api.types.is_datetime64_any_dtype(
+            values.dtype):
+        return None
+    if pd.api.types.is_numeric_dtype(values.dtype):
+        nums = values.to_numpy(dtype=np.float64)
+    else:
+        nums = pd.to_numeric(values.astype("str").str.strip(), errors="coerce").to_numpy(
+            dtype=np.float64, na_value=np.nan)
+        if np.isnan(nums).any():  # dates
+            return None
+    return nums if (nums != np.trunc(nums)).any() else None
+
+
+def _fraction_ties(users, stamps: np.ndarray, values: pd.Series) -> bool:
+    """Whether truncating fractional timestamps gave one user two different times the same
+    whole number (``10.2`` and ``10.7``): the truncated values would let the file order, not the
+    time, decide which came first, in the temporal splits and in the duplicates kept."""
+    exact = _exact_times(values)
+    if exact is None:
+        return False
+    frame = pd.DataFrame({"user": users, "second": stamps, "exact": exact})
+    return bool((frame.groupby(["user", "second"], sort=False)["exact"].nunique() > 1).any())
+
+
+def _time_ranks(values: pd.Series) -> np.ndarray:
+    """Fractional timestamps as their rank in the column (0 the earliest, equal times equal
+    ranks): every order and every tie of the file's times, as int64."""
+    exact = _exact_times(values)
+    return np.unique(exact, return_inverse=True)[1].reshape(-1).astype(np.int64)
 
 
 def _parse_ids(values: pd.Series, source: str, field: str, where) -> np.ndarray | pd.Series:
@@ -47,6 +90,10 @@ def _parse_ids(values: pd.Series, source: str, field: str, where) -> np.ndarray 
         raise input_error(source, field, f"{where(i)}: missing id (empty, None or NaN)")
     if pd.api.types.is_bool_dtype(values.dtype):
         raise input_error(source, field, "ids must be integers or strings, not booleans")
+    if _beyond_int64(values):
+        # an unsigned id above int64's range would wrap to a negative number: kept as text,
+        # as a text file's id of that size is
+        values = values.astype("str")
     if pd.api.types.is_integer_dtype(values.dtype):
         ints = values.to_numpy(dtype=np.int64)
         neg = ints < 0
@@ -62,14 +109,16 @@ def _parse_ids(values: pd.Series, source: str, field: str, where) -> np.ndarray 
         if bad.any():
             i = int(np.argmax(bad))
             raise input_error(
-                source, field, f"{where(i)}: id {floats[i]!r} is not a non-negative integer"
+                source, field, f"{where(i)}: id {plain(floats[i])} is not a non-negative integer"
             )
         return floats.astype(np.int64)
-    text = values.astype("str").str.strip()
+    raw = values.astype("str")
+    text = raw.str.strip()
     empty = (text == "").to_numpy()
     if empty.any():
         i = int(np.argmax(empty))
         raise input_error(source, field, f"{where(i)}: missing id (empty)")
+    _check_blanks(raw, text, source, field, where)
     if text.str.fullmatch(_NUMERIC_ID).all():
         return text.astype(np.int64).to_numpy()
     negative = text.str.fullmatch(_NEGATIVE_ID).to_numpy(dtype=bool)
@@ -77,6 +126,38 @@ def _parse_ids(values: pd.Series, source: str, field: str, where) -> np.ndarray 
         i = int(np.argmax(negative))
         raise input_error(source, field, f"{where(i)}: negative id {text.iloc[i]}")
     return text.reset_index(drop=True)
+
+
+def _beyond_int64(values: pd.Series) -> bool:
+    """Whether an unsigned integer column holds a value above int64's largest (a CSV column of
+    such numbers reads as uint64), which ``to_numpy(dtype=np.int64)`` would silently wrap to a
+    negative number."""
+    return (pd.api.types.is_unsigned_integer_dtype(values.dtype) and len(values) > 0
+            and int(values.max()) > np.iinfo(np.int64).max)
+
+
+def _check_blanks(raw: pd.Series, text: pd.Series, source: str, field: str, where) -> None:
+    """Refuse two different ids that differ only by blanks around them (``"a"`` and ``" a"``).
+
+    Ids are read without the blanks around them, so that ``1, 2, 4`` reads as with ``1,2,4``;
+    but where the same column holds an id both with and without such blanks, stripping them
+    would merge what the file writes as two ids, silently. The error names both lines.
+    """
+    changed = (raw != text).to_numpy()
+    if not changed.any():
+        return
+    pairs = pd.DataFrame({"raw": raw.to_numpy(), "text": text.to_numpy()})
+    distinct = pairs.drop_duplicates()
+    merged = distinct["text"][distinct["text"].duplicated()]
+    if merged.empty:
+        return
+    target = merged.iloc[0]
+    rows = np.flatnonzero((pairs["text"] == target).to_numpy())
+    i = int(rows[0])
+    j = int(next(r for r in rows if pairs["raw"].iat[r] != pairs["raw"].iat[i]))
+    raise input_error(source, field, f"{where(j)}: id {plain(pairs['raw'].iat[j])} and the id "
+                      f"{plain(pairs['raw'].iat[i])} of {where(i)} differ only by blanks around "
+                      "them, which are not read as part of an id; write the id one way")
 
 
 def _parse_number(values: pd.Series, source: str, field: str, where) -> np.ndarray:
@@ -115,7 +196,9 @@ def _parse_timestamp(values: pd.Series, source: str, where) -> np.ndarray:
     """Timestamps as int64, used only to order each user's ratings.
 
     * numbers (integers, or floats truncated toward zero) are kept as they are: any unit works
-      (seconds, milliseconds, a sequence number) as long as the whole column uses one;
+      (seconds, milliseconds, a sequence number) as long as the whole column uses one; where
+      truncating would tie two different times of one user (``10.7`` and ``10.2``), which the
+      file order would then decide, :func:`_finish` orders by the exact values instead;
     * dates and times (a datetime column of Parquet, or ISO-8601 text such as
       ``2024-03-01T12:00:00Z``, ``2024-03-01T12:00:00+02:00`` or ``2024-03-01``; without an
       offset the time is taken as UTC) become microseconds since 1970-01-01 UTC.
@@ -123,6 +206,10 @@ def _parse_timestamp(values: pd.Series, source: str, where) -> np.ndarray:
     A column mixing numbers and dates, a missing value or text that is neither is an error
     naming its line.
     """
+    if _beyond_int64(values):
+        i = int(np.argmax(values.to_numpy() > np.iinfo(np.int64).max))
+        raise input_error(source, "timestamp", f"{where(i)}: {plain(values.iloc[i])} is out of "
+                          "range (timestamps are 64-bit integers, or dates)")
     if pd.api.types.is_integer_dtype(values.dtype) and not values.isna().any():
         return values.to_numpy(dtype=np.int64)
     if pd.api.types.is_datetime64_any_dtype(values.dtype):

@@ -27,7 +27,7 @@ import pandas as pd
 
 from dptune.data._options import COLUMNS, _check_columns, _check_sep, _positions, parse_columns
 from dptune.data._parse import _finish
-from dptune.errors import input_error
+from dptune.errors import check_path, input_error
 from dptune.vocab import FORMATS, na_values
 
 __all__ = ["COLUMNS", "FORMATS", "parse_columns", "read_ratings"]
@@ -70,6 +70,7 @@ def read_ratings(
     ``attrs`` say ``implicit`` (no rating column: every rating is 1.0) and ``timestamps``
     (False: the row order stands in for time).
     """
+    check_path(path, "read_ratings", "path", "the path of a ratings file")
     p = Path(path)
     if p.is_dir():
         raise input_error(p, None, "is a directory, expected a ratings file")
@@ -191,22 +192,70 @@ def _detect_format(
 _FORMAT_WHERE = "data.format of an experiment, --format of dptune data, fmt= in Python"
 
 
+#: Bytes of a line that pandas skips as blank when none of them is the separator.
+_BLANK = b" \t\r"
+
+
 def _scan_lines(data: bytes, sep: str) -> tuple[np.ndarray, np.ndarray]:
     """Return (1-based numbers of the non-blank lines, number of ``sep``-fields on each).
 
-    Vectorised over the bytes so that million-line files are checked in milliseconds.
+    A line of only blanks (spaces, tabs, a carriage return; the separator not among them) is
+    blank, as pandas reads it: a trailing line of spaces is no record. Vectorised over the
+    bytes so that million-line files are checked in milliseconds.
     """
     buf = np.frombuffer(data, dtype=np.uint8)
-    newlines = np.flatnonzero(buf == 10)
-    starts = np.concatenate(([0], newlines + 1))
-    ends = np.concatenate((newlines, [len(buf)]))
-    last = np.maximum(ends - 1, 0)
-    has_cr = (ends > starts) & (buf[last] == 13) if len(buf) else np.zeros(len(ends), bool)
-    length = ends - starts - has_cr
-    seps = np.flatnonzero(buf == ord(sep))
-    fields = np.bincount(np.searchsorted(newlines, seps), minlength=len(starts)) + 1
-    keep = length > 0
+    starts = np.concatenate(([0], np.flatnonzero(buf == 10) + 1))
+    inside = starts[starts < len(buf)]  # a final newline opens no line of its own
+    filled = np.ones(256, dtype=bool)
+    filled[[b for b in _BLANK if b != ord(sep)] + [10]] = False
+    # each line's bytes with its newline: never an empty segment, so reduceat sums it
+    keep = np.zeros(len(starts), dtype=bool)
+    fields = np.ones(len(starts), dtype=np.int64)
+    if len(inside):
+        keep[: len(inside)] = np.add.reduceat(filled[buf], inside, dtype=np.int64) > 0
+        fields[: len(inside)] += np.add.reduceat(buf == ord(sep), inside, dtype=np.int64)
     return np.flatnonzero(keep) + 1, fields[keep]
+
+
+def _scan_quoted(text: str, sep: str, source: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_scan_lines` for a file with quoted fields: a separator or a line break inside
+    quotes (``"a,b"``) is part of the field, so the records are read by :mod:`csv` (the quoting
+    rules of pandas' reader). Returns the 1-based line each non-blank record starts on, its
+    number of fields, and the line it ends on (a quote left open runs to the end)."""
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=sep, quotechar='"',
+                        doublequote=True, strict=False)
+    blanks = "".join(chr(b) for b in _BLANK if b != ord(sep))
+    starts: list[int] = []
+    counts: list[int] = []
+    ends: list[int] = []
+    start = 1
+    try:
+        for row in reader:
+            if row and not (len(row) == 1 and not row[0].strip(blanks)):
+                starts.append(start)
+                counts.append(len(row))
+                ends.append(reader.line_num)
+            start = reader.line_num + 1
+    except csv.Error as err:  # a field beyond csv's size limit: a quote left open, mostly
+        raise input_error(source, f"line {start}", f"malformed record ({err}); a quote left "
+                          "open?") from None
+    return (np.asarray(starts, dtype=np.int64), np.asarray(counts, dtype=np.int64),
+            np.asarray(ends, dtype=np.int64))
+
+
+def _check_header_names(head: list[str], resolved: dict[str, object], source: str,
+                        line: int) -> None:
+    """Refuse a header that names a column dptune reads twice (``user,item,user``): pandas
+    would read the first and rename the second, so which one holds the users is the file's
+    ambiguity, not a choice to make silently."""
+    names = [h.strip() for h in head]
+    for key, column in resolved.items():
+        name = str(column).strip()
+        where = [i + 1 for i, h in enumerate(names) if h == name]
+        if len(where) > 1:
+            raise input_error(source, f"line {line}", f"the header names {name!r} (read as "
+                              f"{key}) {len(where)} times, as fields "
+                              f"{' and '.join(map(str, where))}; rename all but one")
 
 
 def _read_text(
@@ -222,6 +271,14 @@ def _read_text(
             raise input_error(
                 source, None, "contains control character 0x1f; not a MovieLens .dat file"
             )
+        # "1:::10": user "1:" and item "10", or "1" and ":10"? the file cannot say ("1::::10",
+        # an even run, is two separators around an empty field, refused as a missing id)
+        odd = next((m.start() for m in re.finditer(rb":{3,}", data) if len(m.group()) % 2), -1)
+        if odd >= 0:
+            line = data.count(b"\n", 0, odd) + 1
+            raise input_error(source, f"line {line}", "':::' "
+                              "cannot be split into fields separated by '::' one way only: an "
+                              "id next to the separator begins or ends with ':'")
         data = data.replace(b"::", _UNIT_SEP.encode())
         sep, shown_sep, layout = _UNIT_SEP, "::", ["user", "item", "rating", "timestamp"]
     elif fmt == "ml-udata":
@@ -241,7 +298,18 @@ def _read_text(
         raise input_error(source, "sep", f"must be a single ASCII character, got {sep!r}")
     shown_sep = {"\t": "tab", ",": "','", ";": "';'"}.get(shown_sep, repr(shown_sep))
 
-    line_numbers, fields = _scan_lines(data, sep)
+    encoding = "utf-8"
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        encoding = "latin-1"
+        text = data.decode("latin-1")
+    quoted = quoting != csv.QUOTE_NONE and b'"' in data
+    if quoted:
+        line_numbers, fields, last_lines = _scan_quoted(text, sep, source)
+    else:
+        line_numbers, fields = _scan_lines(data, sep)
+        last_lines = line_numbers
     if len(line_numbers) == 0:
         raise input_error(source, None, "file is empty")
     expected = len(layout) if layout else int(fields[0])
@@ -254,27 +322,27 @@ def _read_text(
             f"line {line_numbers[0]}",
             f"header has one field; expected fields separated by {shown_sep}",
         )
-    if quoting == csv.QUOTE_NONE or b'"' not in data:
-        bad = np.flatnonzero(fields != expected)
-        if len(bad):
-            i = bad[0]
-            like = " like the header" if header else ""
-            raise input_error(
-                source,
-                f"line {line_numbers[i]}",
-                f"expected {expected} fields separated by {shown_sep}{like}, found {fields[i]}; "
-                f"wrong separator or format? (fmt={fmt})",
-            )
-    encoding = "utf-8"
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        encoding = "latin-1"
+    bad = np.flatnonzero(fields != expected)
+    if len(bad):
+        i = bad[0]
+        like = " like the header" if header else ""
+        spans = (f"; its quoted field runs on to line {last_lines[i]}: a quote left open?"
+                 if last_lines[i] > line_numbers[i] else "")
+        raise input_error(
+            source,
+            f"line {line_numbers[i]}",
+            f"expected {expected} fields separated by {shown_sep}{like}, found {fields[i]}; "
+            f"wrong separator or format? (fmt={fmt}){spans}",
+        )
+    del text
     read = {"sep": sep, "quoting": quoting, "encoding": encoding, "engine": "c"}
     try:
         if header:
             head = pd.read_csv(io.BytesIO(data), nrows=0, **read).columns
             resolved = _resolve_columns(list(head), source, fmt, columns)
+            first = int(line_numbers[0])
+            _check_header_names(_header_fields(data, first, sep, quoting, encoding), resolved,
+                                source, first)
             ids = {resolved["user"]: str, resolved["item"]: str}
             frame = pd.read_csv(
                 io.BytesIO(data), header=0, usecols=list(set(resolved.values())), dtype=ids,
@@ -296,11 +364,21 @@ def _read_text(
         raise input_error(source, None, f"cannot parse as {fmt}: {err}") from None
 
     rows_to_lines = line_numbers[1:] if header else line_numbers
-    if len(rows_to_lines) != len(frame):  # quoted newlines: fall back to header-relative counting
+    if len(rows_to_lines) != len(frame):  # a record pandas reads otherwise: count from the top
         rows_to_lines = np.arange(len(frame)) + (2 if header else 1)
     if len(frame) == 0:
         raise input_error(source, None, "has a header but no ratings")
     return _finish(frame, source, lambda i: f"line {rows_to_lines[i]}")
+
+
+def _header_fields(data: bytes, line: int, sep: str, quoting: int, encoding: str) -> list[str]:
+    """The fields of the header, 1-based line ``line``, as written (pandas renames a repeated
+    name)."""
+    first = data.split(b"\n", line)[line - 1]
+    reader = csv.reader([first.decode(encoding).rstrip("\r")], delimiter=sep, quotechar='"',
+                        quoting=quoting)
+    row = next(reader, [])
+    return [f.lstrip("\ufeff") for f in row]
 
 
 def _resolve_columns(
