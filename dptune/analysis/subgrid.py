@@ -132,15 +132,34 @@ def subgrid_algorithm(store: ResultStore, algorithm: str | None,
 
 def best_params(store: ResultStore, algorithm: str, metric: str, cutoff: int) -> dict[str, Any]:
     """The free hyperparameters of the configuration ``metric@cutoff`` selects on validation
-    (:meth:`ResultStore.best_configs`), as plain Python values."""
-    best = store.best_configs()
-    row = best[(best["algorithm"] == algorithm) & (best["metric"] == metric) & (best["cutoff"] == cutoff)]
-    if row.empty:
-        raise input_error(store.root, "--metric/--cutoff", f"no results for {algorithm} {metric}@{cutoff}")
+    (the highest mean over the validation folds, as :meth:`ResultStore.best_configs` ranks
+    them), among the configurations with results in every validation fold, as plain Python
+    values (:func:`_best_id`)."""
+    cid, _, _ = _best_id(store, algorithm, metric, cutoff)
     free = grid_from_store(store, algorithm).free
     cfg = store.configs(algorithm)
-    mask = cfg["config_id"] == int(row["config_id"].iloc[0])
+    mask = cfg["config_id"] == cid
     return {h: _plain(cfg.loc[mask, h].iloc[0]) for h in free}
+
+
+def _best_id(store: ResultStore, algorithm: str, metric: str, cutoff: int
+             ) -> tuple[int, int, int]:
+    """``(config_id, configurations with results in every validation fold, configurations of
+    the grid)``: the best by ``metric@cutoff`` among the complete ones. A configuration of a
+    sweep still running (or stopped) with results in one fold only was ranked by that one
+    fold's mean, and could be picked over the ones measured on every fold."""
+    from dptune.store._index import validation_means
+
+    means = validation_means(store.summary(), algorithm, metric, cutoff)
+    if means.empty:
+        raise input_error(store.root, "--metric/--cutoff", f"no results for {algorithm} {metric}@{cutoff}")
+    folds = len(store.folds(algorithm))
+    full = means[means["n_folds"] == folds]
+    if full.empty:
+        raise input_error(store.root, algorithm, f"no configuration has results in all {folds} "
+                          "validation folds yet: finish the sweep (dptune run) first")
+    return (int(full["config_id"].iloc[0]), int(full["config_id"].nunique()),
+            len(store.configs(algorithm)))
 
 
 def _check_out(out: Path, store: ResultStore, man: dict[str, Any], grid: str | Path | None,
@@ -180,6 +199,9 @@ class WrittenSubgrid:
     path: Path
     best: dict[str, Any]
     edge_warning: str | None
+    #: The sentence saying the best is that of part of the grid (a sweep not finished, or run
+    #: on a budget): ``None`` when every configuration has results in every validation fold.
+    sample_warning: str | None = None
 
 
 def write_subgrid(results: str | Path | ResultStore, algorithm: str | None, metric: str, cutoff: int,
@@ -205,6 +227,12 @@ def write_subgrid(results: str | Path | ResultStore, algorithm: str | None, metr
                           "(nothing to compare): give a radius of at least 1")
     if not isinstance(metric, str):
         raise input_error("--metric", None, f"needs a metric's name, got {plain(metric)}")
+    # True was the cutoff 1 and 10.0 the cutoff 10, "10" no results: an integer, as the flag
+    cutoff = check_int(cutoff, "--cutoff", None, 1)
+    if algorithm is not None and not isinstance(algorithm, str):
+        raise input_error("--algorithm", None, f"needs an algorithm's name, got {plain(algorithm)}")
+    if grid is not None:
+        check_path(grid, "--grid", "", "the grid file to place the sub-grid in")
     metric = metric_name(metric)  # NDCG is ndcg: any case of a dptune metric's name
     store = results if isinstance(results, ResultStore) else ResultStore(results)
     out = Path(out)
@@ -213,6 +241,11 @@ def write_subgrid(results: str | Path | ResultStore, algorithm: str | None, metr
     recorded = {a["name"]: _recorded_grid(man, a["name"], a) for a in man["algorithms"]}
     _check_out(out, store, man, grid, recorded)
     chosen = best_params(store, algorithm, metric, cutoff)
+    _, n_done, n_grid = _best_id(store, algorithm, metric, cutoff)
+    sample = (None if n_done >= n_grid else
+              f"{algorithm}: the best of the {n_done} of {n_grid} configurations with results "
+              f"in every validation fold (the sweep of {store.root} is not finished, or ran on "
+              "a budget); the sub-grid is centred on it")
     ref = load_grid(grid) if grid is not None else _rebuilt(store, man, algorithm,
                                                              recorded.get(algorithm))
     for h, v in chosen.items():
@@ -230,10 +263,12 @@ def write_subgrid(results: str | Path | ResultStore, algorithm: str | None, metr
                           + " with hyperparameters to vary")
     header = (f"# Sub-grid of {algorithm} around its best configuration by {metric}@{cutoff} "
               f"(+-{radius} grid neighbours), from {store.root}\n"
-              f"# best: {', '.join(f'{k}={v}' for k, v in chosen.items())}\n")
+              f"# best: {', '.join(f'{k}={v}' for k, v in chosen.items())}\n"
+              + (f"# (the best of {n_done} of {n_grid} configurations: the sweep was not "
+                 "complete)\n" if sample else ""))
     family = f"family = {json.dumps(sub.family)}\n" if sub.family else ""
     text = header + family + replace(sub, family=None).to_toml()
     out.parent.mkdir(parents=True, exist_ok=True)
     write_text(out, text)
     return WrittenSubgrid(out, chosen, edge_warning(algorithm, chosen,
-                                                    grid_edges(ref.values, chosen)))
+                                                    grid_edges(ref.values, chosen)), sample)

@@ -334,8 +334,9 @@ def cmd_subgrid(args: argparse.Namespace) -> int:
                           "run the sweep first (dptune run)")
     written = write_subgrid(store, args.algorithm, args.metric, args.cutoff, args.radius,
                             args.out, grid=args.grid)
-    if written.edge_warning:
-        print(f"dptune: warning: {written.edge_warning}", file=sys.stderr)
+    for warning in (written.sample_warning, written.edge_warning):
+        if warning:
+            print(f"dptune: warning: {warning}", file=sys.stderr)
     print(f"sub-grid written to {written.path}")
     return 0
 
@@ -400,12 +401,13 @@ def cmd_slices(args: argparse.Namespace) -> int:
     ``--main-reports``."""
     from dptune.studies import run_slices_study
 
-    store = _store(results_of(args))
-    _check_reports(args.reports, store.root)
+    results = results_of(args)
+    _check_reports(args.reports, results)  # a flag, checked before the store is read
+    store = _store(results)
     files = run_slices_study(store.root, args.reports, args.main_reports, base=args.base,
                              n_pairs=args.pairs, seed=args.seed, test=args.test,
                              experiment=args.experiment, cutoff=args.cutoff,
-                             min_users=args.min_users)
+                             min_users=args.min_users, progress=not args.no_progress)
     print(f"slices: {len(files)} files in {args.reports} (see {files[-1]})")
     return 0
 

@@ -332,6 +332,7 @@ def build_parser() -> argparse.ArgumentParser:
     sl.add_argument("--min-users", type=int_at_least(2), default=SLICE_MIN_USERS, metavar="U",
                     help="fewest users a slice must have in every fold to be ranked and drawn "
                     f"(default {SLICE_MIN_USERS})")
+    progress_option(sl)
     sl.set_defaults(func=c.cmd_slices)
 
     dt = _sub(sub, "data", "fetch data sets or print their statistics (Table 1)")

@@ -37,6 +37,7 @@ from typing import Any
 
 import pandas as pd
 
+from dptune._atomic import staged_folder
 from dptune.config import Experiment
 from dptune.errors import check_int, input_error
 from dptune.report import save_figure
@@ -115,6 +116,15 @@ def _settings(exp: Experiment, st: SeedSettings, n_seeds: int | None,
         st = replace(st, grid_algorithms=tuple(grid_algorithms))
     if grid_seeds is not None:
         st = replace(st, grid_seeds=check_grid_seeds(grid_seeds, "--grid-seeds", None))
+    if st.grid_seeds is not None and st.grid_seeds > st.n_seeds:
+        # the grid part runs on the first grid_seeds of the study's seeds: more than there
+        # are was cut to n_seeds without a word, a study of other seeds than asked for
+        where = (("--grid-seeds", None) if grid_seeds is not None
+                 else (exp.source, "seeds.grid_seeds"))
+        of = "--seeds" if n_seeds is not None else "seeds.n_seeds"
+        raise input_error(*where, f"{st.grid_seeds} seeds for the grid part, more than the "
+                          f"study's {st.n_seeds} ({of}): the grid part runs on the first of "
+                          f"the study's seeds; give at most {st.n_seeds} (0 skips it)")
     validate_settings(exp, st)
     return st
 
@@ -163,18 +173,61 @@ def run_seeds_study(exp: Experiment | str | Path, n_seeds: int | None = None,
 
         files = run_seeds_study("experiments/seeds-quickstart.toml", n_seeds=3, out_dir="/tmp/s")
     """
+    jobs = _check_arguments(exp, out_dir, jobs, cache_dir)
     if isinstance(exp, (str, Path)):
         exp, file_settings = load_seed_experiment(exp)
         settings = settings or file_settings
     st = _settings(exp, settings or SeedSettings(), n_seeds, configs, grid_algorithms, grid_seeds)
+    out = Path(out_dir or Path("reports") / seeds_folder_name(exp))
+    _check_out(out)
     p = _plan(exp, st, cache_dir)
     tasks = [(i, s) for i in range(st.n_seeds) for s in SPLITS]
     tasks += [(i, "grid") for i in range(p.grid_seeds)]
-    execute(p, tasks, max(1, int(jobs)), progress)
+    execute(p, tasks, jobs, progress)
 
     _, _, dataset = study_ratings(exp)
-    out = Path(out_dir or Path("reports") / seeds_folder_name(exp))
-    out.mkdir(parents=True, exist_ok=True)
+    # the report is written into a staged folder and published whole (one rename): a Ctrl-C,
+    # a kill or a full disk while writing leaves the previous report as it was
+    with staged_folder(out) as stage:
+        names = [f.name for f in _report(p, st, exp, dataset, stage)]
+    return [out / name for name in names]
+
+
+def _check_arguments(exp: Any, out_dir: Any, jobs: Any, cache_dir: Any) -> int:
+    """The arguments of :func:`run_seeds_study` that its settings do not check, checked before
+    anything is read or trained: ``exp`` an experiment or a path, ``out_dir`` and
+    ``cache_dir`` paths when given, ``jobs`` an integer from 1 to
+    :data:`dptune.config.MAX_JOBS` (``jobs=0`` or ``2.5`` was read as 1 or 2 processes
+    without a word, ``"2"`` failed with a traceback). One line naming the argument; returns
+    ``jobs`` as an ``int``."""
+    from dptune.config import MAX_JOBS
+    from dptune.errors import check_path
+
+    if not isinstance(exp, Experiment):
+        check_path(exp, "seeds", "exp", "an Experiment or the path of an experiment file")
+    for name, value in (("out_dir", out_dir), ("cache_dir", cache_dir)):
+        if value is not None:
+            check_path(value, "seeds", name)
+    return check_int(jobs, "seeds", "jobs", 1, MAX_JOBS)
+
+
+def _check_out(out: Path) -> None:
+    """The report folder ``out`` can be written, before the first model trains (it was made
+    only after every seed had trained, so a file of that name cost the whole study): one
+    line naming it."""
+    from dptune.errors import check_not_working_dir, check_writable_dir
+
+    if out.exists() and not out.is_dir():
+        raise input_error("seeds", "out_dir", f"{out} is a file, not a folder to write the "
+                          "seeds report into")
+    check_writable_dir(out, "seeds: out_dir")
+    check_not_working_dir(out, "seeds: out_dir")
+
+
+def _report(p: SeedPlan, st: SeedSettings, exp: Experiment, dataset: str, out: Path
+            ) -> list[Path]:
+    """Write every report file of the finished study into folder ``out``; returns their paths
+    (``seeds_report.md`` last)."""
     cache, trials = read_defaults(p, dataset)
     per_seed = per_seed_table(cache, dataset)
     summary = order_rows(summarize(per_seed), ["dataset", "algorithm", "metric", "cutoff"])

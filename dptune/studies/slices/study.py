@@ -42,9 +42,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dptune._atomic import staged_folder
 from dptune.analysis.dp.paired_tests import PairedTest, check_test, paired_test
 from dptune.config import Experiment, load_experiment
-from dptune.errors import input_error
+from dptune.errors import check_int, input_error
 from dptune.report import save_figure
 from dptune.store._files import check_not_study
 from dptune.store._store import ResultStore
@@ -206,23 +207,29 @@ def _primary_config(store: ResultStore, best: pd.DataFrame, alg: str,
 
 def _slice_tables(store: ResultStore, algs: Sequence[str], kinds: dict[str, pd.DataFrame],
                   dataset: str, pairs_of: Any, primary: tuple[str, int], test: PairedTest,
-                  alpha: float, seed: int, min_users: int = SLICE_MIN_USERS
-                  ) -> tuple[pd.DataFrame, pd.DataFrame]:
+                  alpha: float, seed: int, min_users: int = SLICE_MIN_USERS,
+                  progress: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``(slices_dp, slices_metrics)`` of every algorithm and slice; ``pairs_of(alg)`` gives the
     algorithm's pairs. ``ranked``: the slice has at least ``min_users`` users in every fold, or
     is the reference slice ``all``;
     ``dp_rank`` ranks the metrics' DP within (algorithm, slice, cutoff) of the ranked slices
-    (empty for the others)."""
+    (empty for the others). With ``progress``, a tqdm bar (with its time left) counts the
+    (algorithm, slice kind) steps: with a resampling test a step can take minutes."""
+    from tqdm import tqdm
+
     members = {k: members_by_slice(v) for k, v in kinds.items()}
     info = {k: v.drop_duplicates("slice").set_index("slice")[["bin", "lo", "hi"]]
             for k, v in kinds.items()}
     best = store.best_configs()
     dp_parts, metric_parts = [], []
+    bar = tqdm(total=len(algs) * len(kinds), desc="slices", unit="step", disable=not progress,
+               dynamic_ncols=True)
     for alg in algs:
         mcs = store.metric_cutoffs(alg)
         pairs = pairs_of(alg)
         cid = _primary_config(store, best, alg, primary)
         for kind in kinds:
+            bar.set_postfix_str(f"{alg}, {kind}")
             d = slice_dp(store, alg, pairs, members[kind], mcs, test=test, alpha=alpha, seed=seed)
             m = slice_metrics(store, alg, cid, members[kind], mcs)
             for df in (d, m):
@@ -234,6 +241,8 @@ def _slice_tables(store: ResultStore, algs: Sequence[str], kinds: dict[str, pd.D
             m.insert(2, "config_id", cid)
             dp_parts.append(d)
             metric_parts.append(m)
+            bar.update(1)
+    bar.close()
     dpt = pd.concat(dp_parts, ignore_index=True)
     # the reference slice (every user: the main analysis's own DP) is ranked whatever its size
     dpt["ranked"] = (dpt["n_users_min"] >= min_users) | (dpt["slice_kind"] == "all")
@@ -254,12 +263,66 @@ def _bin_counts(kinds: dict[str, pd.DataFrame], dataset: str) -> pd.DataFrame:
     return counts
 
 
+def _check_arguments(results_dir: Any, out_dir: Any, reports_dir: Any, base: Any,
+                     n_pairs: Any, seed: Any, test: Any, experiment: Any, algorithms: Any,
+                     cutoff: Any, min_users: Any, progress: Any) -> list[str] | None:
+    """Every argument of :func:`run_slices_study` checked before any file is read or written:
+    a wrong one (a base of 1, a cutoff of 2.5, a seed of -1, a path that is a number, an
+    ``out_dir`` that is a file) is one line naming it (``slices: <argument>: <problem>``),
+    instead of being rounded silently, read from the manifest in its place, or refused only
+    after the store and the experiment's data were read. Returns ``algorithms`` as a list
+    (``None`` when not given); a single name given as a string is refused, since it would be
+    read letter by letter."""
+    from dptune.errors import check_not_working_dir, check_path, check_writable_dir
+    from dptune.vocab import SEED_RANGE
+
+    check_path(results_dir, "slices", "results_dir", "the results directory")
+    check_path(out_dir, "slices", "out_dir", "the folder to write the slice report into")
+    for name, value in (("reports_dir", reports_dir), ("experiment", experiment)):
+        if value is not None:
+            check_path(value, "slices", name)
+    check_base(base)
+    if n_pairs is not None:
+        check_int(n_pairs, "slices", "n_pairs", 1)
+    if seed is not None:
+        check_int(seed, "slices", "seed", *SEED_RANGE)
+    if test is not None:
+        check_test(test, "slices")
+    if cutoff is not None:
+        check_int(cutoff, "slices", "cutoff", 1)
+    if isinstance(min_users, bool) or not isinstance(min_users, (int, np.integer)) \
+            or min_users < 2:
+        raise input_error("slices", "min_users", f"must be an integer >= 2 (a paired test needs "
+                          f"two users), got {min_users!r}")
+    if not isinstance(progress, bool):
+        raise input_error("slices", "progress", f"must be True or False, got {progress!r}")
+    if algorithms is not None:
+        if isinstance(algorithms, (str, bytes)) or not all(isinstance(a, str) for a in algorithms):
+            raise input_error("slices", "algorithms", f"needs a list of algorithm names, got "
+                              f"{algorithms!r}")
+        algorithms = list(algorithms)
+        if not algorithms:
+            raise input_error("slices", "algorithms", "is empty: name at least one algorithm, "
+                              "or leave it out for every algorithm of the results")
+        twice = sorted({a for a in algorithms if algorithms.count(a) > 1})
+        if twice:
+            raise input_error("slices", "algorithms", f"names {twice[0]} twice; give each "
+                              "algorithm once")
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise input_error("slices", "out_dir", f"{out} is a file, not a folder to write the "
+                          "slice report into")
+    check_writable_dir(out, "slices: out_dir")
+    check_not_working_dir(out, "slices: out_dir")  # the report folder is published by a rename
+    return algorithms
+
+
 def run_slices_study(results_dir: str | Path, out_dir: str | Path,
                      reports_dir: str | Path | None = None, *, base: int = 2,
                      n_pairs: int | None = None, seed: int | None = None,
                      test: str | None = None, experiment: str | Path | None = None,
                      algorithms: Sequence[str] | None = None, cutoff: int | None = None,
-                     min_users: int = SLICE_MIN_USERS) -> list[Path]:
+                     min_users: int = SLICE_MIN_USERS, progress: bool = False) -> list[Path]:
     """Metrics, miss rate and DP per user slice of a results directory; returns the files written
     (``slices_report.md`` last).
 
@@ -269,12 +332,16 @@ def run_slices_study(results_dir: str | Path, out_dir: str | Path,
     overrides the manifest's ``experiment_file`` (needed to recompute the folds' training
     data); ``cutoff`` (default: the primary cutoff) is the one in the figure and the Markdown
     tables (the CSV files hold every cutoff); ``min_users`` (at least 2): the fewest users a
-    slice must have in every fold to be ranked, counted and drawn (:data:`SLICE_MIN_USERS`).
+    slice must have in every fold to be ranked, counted and drawn (:data:`SLICE_MIN_USERS`);
+    ``progress``: a progress bar with the time left on stderr (``dptune slices`` shows it).
 
     Example (skipped here: it needs a result store)::
 
         files = run_slices_study("results/quickstart", "reports/slices-quickstart")
     """
+    algorithms = _check_arguments(results_dir, out_dir, reports_dir, base, n_pairs, seed, test,
+                                  experiment, algorithms, cutoff, min_users, progress)
+    base = int(base)
     store = ResultStore(results_dir)
     man = store.manifest()
     check_not_study(store.root, man)
@@ -283,25 +350,21 @@ def run_slices_study(results_dir: str | Path, out_dir: str | Path,
     given_pairs = n_pairs
     n_pairs = int(n_pairs if n_pairs is not None else ana.get("pairs", ana.get("n_pairs", 25)))
     seed = int(seed if seed is not None else man.get("seeds", {}).get("analysis", exp.analysis_seed))
-    test = paired_test(check_test(test or ana.get("test", "t"), "slices"),
+    test = paired_test(check_test(test if test is not None else ana.get("test", "t"), "slices"),
                        int(ana.get("n_resamples", 1000)))
     alpha = float(ana.get("alpha", 0.05))
     primary = (ana.get("primary_metric", "ndcg"), int(ana.get("primary_cutoff", 10)))
     cutoff = int(cutoff if cutoff is not None else primary[1])
-    base = check_base(base)
-    if isinstance(min_users, bool) or not isinstance(min_users, (int, np.integer)) \
-            or min_users < 2:
-        raise input_error("slices", "min_users", f"must be an integer >= 2 (a paired test needs "
-                          f"two users), got {min_users!r}")
     algs = list(algorithms) if algorithms is not None else store.algorithms()
     for a in algs:
         if a not in store.algorithms():
-            raise input_error("--algorithms", None, f"no algorithm {a!r} in {store.root}")
+            raise input_error("slices", "algorithms", f"no algorithm {a!r} in {store.root} "
+                              f"({', '.join(store.algorithms())})")
     # DP compares pairs of configurations: an algorithm of one configuration (a popularity
     # baseline) has none, so it is left out by default and refused when named
     single = [a for a in algs if len(store.configs(a)) < 2]
     if algorithms is not None and single:
-        raise input_error("--algorithms", None, f"{single[0]} has one configuration in "
+        raise input_error("slices", "algorithms", f"{single[0]} has one configuration in "
                           f"{store.root}: a slice's DP compares pairs of configurations")
     algs = [a for a in algs if a not in single]
     if not algs:
@@ -324,15 +387,8 @@ def run_slices_study(results_dir: str | Path, out_dir: str | Path,
     kinds = _slicings(prep, folds, base)
     dpt, mt = _slice_tables(store, algs, kinds, dataset,
                             lambda alg: main_pairs(store, alg, n_pairs, seed, reports_dir),
-                            primary, test, alpha, seed, int(min_users))
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    files = []
-    for name, df in (("slices_dp.csv", dpt), ("slices_metrics.csv", mt),
-                     ("slices_bins.csv", _bin_counts(kinds, dataset))):
-        df.to_csv(out / name, index=False, float_format=CSV_FLOAT, lineterminator="\n")
-        files.append(out / name)
-    files += save_figure(slices_figure(dpt, cutoff), out / "slices_figure", creator="dptune")
+                            primary, test, alpha, seed, int(min_users),
+                            progress=progress)
     pairs_src = (f"`{shown_path(Path(reports_dir) / 'pairs.csv')}`" if reports_dir is not None
                  and (Path(reports_dir) / "pairs.csv").exists()
                  else f"sampled as the main analysis samples them ({n_pairs} at most, "
@@ -340,7 +396,18 @@ def run_slices_study(results_dir: str | Path, out_dir: str | Path,
     md = slices_report_md(exp, man, dataset, dpt, mt, algs, folds, cutoff, primary, base,
                           pairs_src, test.label, results_dir, left_out=single,
                           min_users=int(min_users))
-    with open(out / "slices_report.md", "w", encoding="utf-8", newline="\n") as fh:
-        fh.write(md)
-    files.append(out / "slices_report.md")
-    return files
+    out = Path(out_dir)
+    names: list[str] = []
+    # written into a staged folder and published whole (one rename): a Ctrl-C, a kill or a
+    # full disk while writing leaves the previous report as it was, not half of a new one
+    with staged_folder(out) as stage:
+        for name, df in (("slices_dp.csv", dpt), ("slices_metrics.csv", mt),
+                         ("slices_bins.csv", _bin_counts(kinds, dataset))):
+            df.to_csv(stage / name, index=False, float_format=CSV_FLOAT, lineterminator="\n")
+            names.append(name)
+        names += [f.name for f in save_figure(slices_figure(dpt, cutoff),
+                                              stage / "slices_figure", creator="dptune")]
+        with open(stage / "slices_report.md", "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(md)
+        names.append("slices_report.md")
+    return [out / name for name in names]

@@ -511,7 +511,7 @@ def test_an_algorithm_of_one_configuration_is_left_out_and_said(tmp_path) -> Non
     assert "| Left out | single: one configuration, so no pair to compare |" in report
     dp = pd.read_csv(tmp_path / "out" / "slices_dp.csv")
     assert set(dp["algorithm"]) == {"userknn"}
-    with pytest.raises(DptuneError, match=r"^--algorithms: single has one configuration"):
+    with pytest.raises(DptuneError, match=r"^slices: algorithms: single has one configuration"):
         run_slices_study(tmp_path / "results", tmp_path / "out2", algorithms=["single"])
 
 
