@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from dptune.report._format import and_list, fmt_setting, one_fold, ordered_algorithms
+from dptune.report._format import and_list, fmt, fmt_setting, one_fold, ordered_algorithms
 from dptune.report._inputs import has_intervals
 from dptune.report._sections import corrected_words
 from dptune.report._selection import best_table_md, sakai_table_md, selection_sentences
@@ -178,8 +178,8 @@ def gap_sentence(
     rank = {a: i for i, a in enumerate(ordered_algorithms(own["algorithm"].unique()))}
     own = own.assign(_a=own["algorithm"].map(rank)).sort_values("_a", kind="stable")
     examples = "; ".join(
-        f"{display_algorithm(r.algorithm)} {float(r.validation_mean):.3f} vs "
-        f"{float(r.test_value):.3f}"
+        f"{display_algorithm(r.algorithm)} {fmt(r.validation_mean, 4)} vs "
+        f"{fmt(r.test_value, 4)}"
         for r in own.itertuples(index=False)
     )
     method = str(split.get("method", "hold-out"))

@@ -200,13 +200,18 @@ def on_its_side(v: float, text: str, alpha: float | None) -> str:
 
 
 def p_text(p: object, alpha: float | None = None) -> str:
-    """A p-value to 2 significant digits (``0.013``, ``4.7e-05``), with more where they would
-    put it on the other side of the test's level ``alpha`` (:func:`on_its_side`); missing values
-    as an en dash."""
+    """A p-value to 2 significant digits (``0.013``, ``4.7e-05``, ``0.010``: a trailing zero
+    is a digit, so that 0.01005 does not read as known to one digit beside a 0.013), with more
+    where they would put it on the other side of the test's level ``alpha``
+    (:func:`on_its_side`); missing values as an en dash.
+
+        >>> p_text(0.01005), p_text(0.0999), p_text(1.3e-05), p_text(0.11)
+        ('0.010', '0.10', '1.3e-05', '0.11')
+    """
     if is_missing(p):
         return MISSING
     v = float(p)  # type: ignore[arg-type]
-    return on_its_side(v, f"{v:.2g}", alpha)
+    return on_its_side(v, f"{v:#.2g}", alpha)
 
 
 def adjusted_p_text(p: object, smallest: float | None = None,
@@ -214,13 +219,22 @@ def adjusted_p_text(p: object, smallest: float | None = None,
     """``adjusted p = 0.013``; at ``smallest``, the smallest value the bootstrap can give (the
     result's :attr:`~dptune.analysis.result.AnalysisResult.smallest_adjusted_p`; None without
     a bootstrap), ``adjusted p <= 0.001``. ``alpha``: the claims' family-wise level, which the
-    printed value is never rounded onto or across (:func:`on_its_side`)."""
+    printed value is never rounded onto or across (:func:`on_its_side`). From 0.01 on (as
+    printed) to 3 decimals, below to 2 significant digits: 0.00999 reads ``0.010`` as 0.0101
+    does, not ``0.01``.
+
+        >>> adjusted_p_text(0.00999), adjusted_p_text(0.0101), adjusted_p_text(0.002)
+        ('adjusted p = 0.010', 'adjusted p = 0.010', 'adjusted p = 0.002')
+    """
     if is_missing(p):
         return f"adjusted p {MISSING}"
     v = float(p)  # type: ignore[arg-type]
     if smallest and v <= smallest + 1e-15:
         return f"adjusted p <= {smallest:.2g}"
-    return "adjusted p = " + on_its_side(v, f"{v:.2g}" if v < 0.01 else f"{v:.3f}", alpha)
+    text = f"{v:.2g}"
+    if float(text) >= 0.01:  # rounded up to 0.01: printed as the values from 0.01 on are
+        text = f"{v:.3f}"
+    return "adjusted p = " + on_its_side(v, text, alpha)
 
 
 def pair_seeds_text(repeats: int, requested: int, sampled: bool) -> str:
@@ -270,7 +284,15 @@ def pct(x: object) -> str:
 
 
 def pct_is(x: object) -> str:
-    """:func:`pct` after a name: ``= 93%``, ``> 99%``, ``< 1%``."""
+    """A bootstrap share (Pr(more discriminative)) after its name: ``= 93%``, ``> 99%``,
+    ``< 1%``. A share of a finite number of replicates is never written as certain, not even
+    when every replicate agrees: 1.0 is ``> 99%`` and 0.0 ``< 1%`` (``= 100%`` beside a claim
+    that is not significant reads as a certainty contradicting it)."""
+    share = None if is_missing(x) else float(x)  # type: ignore[arg-type]
+    if share is not None and share >= 1.0:
+        return "> 99%"
+    if share is not None and share <= 0.0:
+        return "< 1%"
     text = pct(x)
     return f"{text[0]} {text[1:]}" if text[:1] in "<>" and text != MISSING else f"= {text}"
 

@@ -62,8 +62,9 @@ def _same_top_note(a: pd.DataFrame, cutoff: int) -> str | None:
         names = [display_metric(m, cutoff) for m in ordered_metrics(ms)]
         who = and_list(names)
         said.append(f"{who} put the same configurations there as {display_metric(first, cutoff)}"
-                    f", so {'its' if len(names) == 1 else 'their'} PED-ANOVA row"
-                    f"{'' if len(names) == 1 else 's'} equal {display_metric(first, cutoff)}'s")
+                    + (", so its PED-ANOVA row equals " if len(names) == 1
+                       else ", so their PED-ANOVA rows equal ")
+                    + f"{display_metric(first, cutoff)}'s")
     return ("Identical PED-ANOVA rows are not an error: PED-ANOVA sees a metric only through "
             f"which configurations are in its top quantile ({size}), not through their values; "
             + "; ".join(said) + ". fANOVA uses the values and tells them apart.")

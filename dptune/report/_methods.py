@@ -357,7 +357,7 @@ def _inference_paragraph(result: Any) -> str:
             f"fold's users in {result.bootstrap_groups} random groups (and the pairs, when "
             "they are a sample), the same draws for every metric, so that the metrics' "
             "replicates are paired. A metric is called significantly less discriminative "
-            "than the most discriminative metric of its family by a bootstrap max-t test, "
+            "than the metric of lowest DP in its family by a bootstrap max-t test, "
             f"stepped down [@romano2005], at a family-wise error rate of {o.alpha:g} within "
             f"each family of metrics ({families}); a claim rests on at least {int(o.min_pairs)} "
             f"pairs.{seeds} Metrics that are not significantly less discriminative than the "

@@ -178,6 +178,16 @@ def _noise_text(options: Any, primary_text: str,
     )
 
 
+def _dropped(n: object) -> str:
+    """How many users the split dropped, in words: "none here", "1 user", "12 users" (a bare
+    "(0)" after "dropped" read as a count of nothing or a setting)."""
+    try:
+        k = int(n)  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        return str(n)
+    return "none here" if k == 0 else f"{k:,} user{'' if k == 1 else 's'}"
+
+
 def experiment_settings(manifest: Mapping[str, Any], options: Any,
                         bootstrap_groups: int | None = None,
                         stochastic: Mapping[str, bool] | None = None,
@@ -201,7 +211,8 @@ def experiment_settings(manifest: Mapping[str, Any], options: Any,
         "Experiment": manifest["experiment"],
         "Data set": f"{manifest['dataset']['name']} ({portable_path(manifest['dataset']['source'])})",
         "Test split": f"{sp['method']} hold-out, train ratio {sp['train_ratio']}, "
-        f"users with < {sp['min_user_interactions']} interactions dropped ({sp['dropped_users']})",
+        f"users with < {sp['min_user_interactions']} interactions dropped "
+        f"({_dropped(sp['dropped_users'])})",
         "Validation": f"{sp['folds']}-fold cross-validation on the training part "
         f"({sp['fold_method']})",
         "Split seed": sp["split_seed"],
@@ -325,7 +336,10 @@ def noise_section(configs: Any, result: Any) -> str:
     if det_text:
         lines += [det_text, ""]
     header = ["Algorithm", "Metric", "DP per 25 pairs" + (" [95% CI]" if has_ci else ""), "P",
-              "Floor per 25 pairs [95% CI]", "DP / floor", "Below floor?"]
+              "Floor per 25 pairs [95% CI]", "DP / floor",
+              # "clearly" where the rows were tested: a DP below its floor, only not clearly
+              # (DP / floor 0.79), is not "no" to "Below floor?"
+              f"{floor_below(table).capitalize()} floor?"]
     rank = {m: i for i, m in enumerate(ordered_metrics(table["metric"].unique()))}
     t = table.assign(_m=table["metric"].map(rank))
     order = {a: i for i, a in enumerate(configs.algorithms())}

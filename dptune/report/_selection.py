@@ -14,6 +14,7 @@ from dptune.report._format import (
     NO_INTERVAL,
     NO_INTERVAL_WHY,
     UNSAMPLED,
+    and_list,
     display_params,
     flag,
     fmt,
@@ -25,6 +26,7 @@ from dptune.report._format import (
     pair_count_text,
     unsampled_note,
     unsampled_share,
+    verdict_choices,
 )
 from dptune.report._inputs import BEST_INPUT, DP_INPUT, has_intervals, require, scope_all
 from dptune.report._table import simple_block
@@ -155,8 +157,12 @@ def selection_sentences(
             untested = vrow is not None and not _tested(vrow) and not has_intervals(a)
             test = _downstream_test(downstream, alg, cutoff, family, str(lo["metric"]))
             # the verdict's finding about the two, as Table 4 reads it for its best and worst
+            # the recommended metric's equal choices: with any, it is not "the most
+            # discriminative metric" of its family, only the lowest DP of equals
+            equals = [m for m in (verdict_choices(vrow) if vrow is not None else [])
+                      if m != str(hi["metric"])]
             out.append(_compare(name, hi, lo, best, alg, (judge, cutoff), test_split,
-                                _worst_versus_best(vrow, lo), test, untested))
+                                _worst_versus_best(vrow, lo), test, untested, equals))
     return out
 
 
@@ -174,12 +180,15 @@ def _downstream_test(downstream: pd.DataFrame | None, alg: str, cutoff: int, fam
 
 def _compare(name: str, hi: pd.Series, lo: pd.Series, best: pd.DataFrame | None, alg: str,
              judge: tuple[str, int], test_split: bool = True, versus: str = "",
-             test: pd.Series | None = None, untested: bool = False) -> str:
+             test: pd.Series | None = None, untested: bool = False,
+             equals: list[str] | None = None) -> str:
     """One sentence: the choices of the most and the least discriminative metric on test;
     ``versus``: the verdict's finding about the two (Table 4's ``worst_vs_best``): ``tie``, no
     significant difference (equal choices); ``significant``, the second is significantly less
-    discriminative (only then are the two called the most and the least discriminative metric;
-    otherwise the metric of lowest and highest DP); empty, nothing compared;
+    discriminative (only then, and only when the first has no equal choice, are the two called
+    the most and the least discriminative metric; otherwise the metric of lowest and highest
+    DP); empty, nothing compared; ``equals``: the other metrics of the family the verdict
+    offers as equal choices with the first (not significantly less discriminative than it);
     ``untested``: the verdict tested no difference (verdict.csv ``tested`` false: no bootstrap,
     or a paired test without an interval), said as such, not as equal choices;
     ``test``: the downstream test of the two choices (:func:`_downstream_test`), which alone
@@ -189,9 +198,11 @@ def _compare(name: str, hi: pd.Series, lo: pd.Series, best: pd.DataFrame | None,
     alpha = float(hi["alpha"]) if "alpha" in hi.index and not is_missing(hi["alpha"]) else None
     pname = display_metric(*judge)
     hname, lname = display_metric(hi["metric"], cutoff), display_metric(lo["metric"], cutoff)
-    # "most discriminative" only where the verdict found the difference; else the DPs' order
+    # "most discriminative" only where the verdict found the difference and the first has no
+    # equal choice (a metric tied with it is as discriminative); else the DPs' order
+    equal_names = [display_metric(m, cutoff) for m in (equals or [])]
     most, least = (("most discriminative metric", "least discriminative")
-                   if versus == "significant"
+                   if versus == "significant" and not equal_names
                    else ("metric of lowest DP", "highest"))
     head = (
         f"{name}: the {most} at N = {cutoff} is {hname} "
@@ -201,6 +212,10 @@ def _compare(name: str, hi: pd.Series, lo: pd.Series, best: pd.DataFrame | None,
         + f"; {pair_count_text(hi['n_pairs'], hi.get('n_possible_pairs'))})."
         + (" The verdict finds no significant difference between the two: they are equal "
            "choices." if versus == "tie" else "")
+        + (f" The verdict finds {lname} significantly less discriminative than {hname}, and "
+           f"no significant difference {'between' if len(equal_names) == 1 else 'among'} "
+           f"{and_list([hname, *equal_names])}: equal choices."
+           if versus == "significant" and equal_names else "")
         + (f" No difference between the two is tested ({NO_INTERVAL}: {NO_INTERVAL_WHY}): the "
            "lower DP alone does not make either the better one." if untested else "")
     )
@@ -245,9 +260,10 @@ def _compare(name: str, hi: pd.Series, lo: pd.Series, best: pd.DataFrame | None,
         if not tested:
             tail += " (not tested)."
         elif bool(test["significant"]):
+            # the choice named by its metric: "the most discriminative metric's" would call
+            # the lowest DP the better metric where the verdict finds the two equal
             tail += (f", significant (p = {p_text(test['p'], alpha)}): "
-                     f"{'higher' if diff > 0 else 'lower'} for the most discriminative metric's "
-                     "choice.")
+                     f"{'higher' if diff > 0 else 'lower'} for {hname}'s choice.")
         else:
             tail += (f", not significant (p = {p_text(test['p'], alpha)}): a tie within noise; "
                      "the test split shows no difference between the two choices.")

@@ -377,8 +377,10 @@ def downstream_sentence(rd: _Reader, r: dict) -> str:
             f"{'' if n_cfg == 1 else 's'}" if len(g) > 1 else
             f"Downstream: the one {family} metric selects {first}")
     if n_cfg == 1:
-        return (f"Downstream: the {len(g)} {family} metrics all select {first}, so the choice "
-                "among them does not matter here." if len(g) > 1
+        every, among = ((f"both {family} metrics select", "between") if len(g) == 2 else
+                        (f"the {len(g)} {family} metrics all select", "among"))
+        return (f"Downstream: {every} {first}, so the choice {among} them does not matter "
+                "here." if len(g) > 1
                 else head + "; there is no other to compare it with.")
     if not rd.test_split:
         return head + "; the data has no held-out values (no fold named test), so whether " \

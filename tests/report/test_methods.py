@@ -58,6 +58,10 @@ def test_a_run_writes_its_methods_with_its_own_numbers(every_stage):
     assert f"{o.bootstrap} bootstrap replicates" in md
     assert f"family-wise error rate of {o.alpha:g}" in md
     assert "accuracy: nDCG, Precision, Recall and MRR; novelty: EFD and EPC" in md
+    # the claims are tested against the lowest DP, which is not "the most discriminative
+    # metric" where the verdict offers equal choices with it
+    assert "significantly less discriminative than the metric of lowest DP in its family" in md
+    assert "than the most discriminative metric" not in md
     assert "trained again with 5 seeds on every fold" in md and "one-sided test" in md
     assert "judged on the test split" in md
     assert f"dptune {m['versions']['dptune']}" in md

@@ -1084,8 +1084,8 @@ def test_selection_sentences_state_numbers() -> None:
 
 
 @pytest.mark.parametrize("p, significant, words", [
-    (0.0004, True, "difference +0.0234, significant (p = 0.0004): higher for the most "
-     "discriminative metric's choice."),
+    (0.0004, True, "difference +0.0234, significant (p = 0.00040): higher for Precision@10's "
+     "choice."),
     (0.58, False, "difference +0.0234, not significant (p = 0.58): a tie within noise; the test "
      "split shows no difference between the two choices."),
 ])

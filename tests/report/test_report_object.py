@@ -255,6 +255,25 @@ def test_a_floor_row_decided_without_a_test_is_never_said_clearly_below(swept):
     assert others and all("is clearly below the A/A" in s for s in others), others
 
 
+def test_the_floor_table_asks_the_question_its_rows_were_decided_by(result):
+    """The noise floor table's last column read "Below floor?" and answered "no: flagged" for a
+    DP below its floor, only not clearly (DP / floor 0.79 in the same row): a row contradicting
+    itself. Rows decided by the test ask "Clearly below floor?"; rows of the plain comparison
+    (no interval) "Below floor?"."""
+    import dataclasses
+
+    def header(res: AnalysisResult) -> list[str]:
+        md = Report.from_result(res).to_markdown()
+        line = next(ln for ln in md.splitlines() if ln.startswith("| ") and "DP / floor" in ln)
+        return [c.strip() for c in line.strip("|").split("|")]
+
+    assert set(result.noise.versus_dp["rule"]) == {vocab.RULE_MARGIN}
+    assert header(result)[-1] == "Clearly below floor?"
+    plain = result.noise.versus_dp.assign(rule=vocab.RULE_PLAIN)
+    result = dataclasses.replace(result, noise=dataclasses.replace(result.noise,
+                                                                     versus_dp=plain))
+    assert header(result)[-1] == "Below floor?"
+
 def test_without_a_bootstrap_nothing_is_clearly_below_the_noise_floor(swept):
     """With the bootstrap off, DP has no interval, so its comparison with the A/A floor is no
     test: the report says "below", with no error rate, where it said "clearly below" (and the
