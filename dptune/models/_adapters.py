@@ -46,6 +46,9 @@ __all__ = [
 
 # Constructor parameters that are not hyperparameters.
 _NOT_HYPER = ("self", "name", "seed", "verbose", "trainable")
+#: Columns the store writes beside a configuration's hyperparameters (``configs.csv``): a
+#: hyperparameter of the same name would clash with them.
+_STORE_COLUMNS = ("algorithm", "config_id")
 _NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*")  # used with fullmatch: no trailing newline
 _RESERVED = ("userknn", "itemknn", "bpr-mf")  # the built-in types
 _PREFIXES = ("cornac:", "implicit:", "python:")
@@ -95,10 +98,24 @@ class SignatureFamily(Family):
         """Unknown constructor keywords raise ``input_error`` naming the key (any key passes
         when the constructor takes ``**kwargs``); a value of the wrong type for its parameter
         (see :func:`_kinds`) raises ``input_error`` naming the key and the value."""
+        for cfg in configs:
+            for key in cfg:
+                if key in _STORE_COLUMNS:
+                    raise input_error(source, key, f"cannot be a hyperparameter of {self.type}: "
+                                      f"{key!r} is a column dptune writes beside every "
+                                      "configuration's hyperparameters (configs.csv); give the "
+                                      "constructor's parameter another name, or wrap the model "
+                                      "in a class whose parameter is named otherwise")
         out = [dict(c) for c in configs] if self._any_key else super().validate(configs, source)
         for cfg in out:
             for key, value in cfg.items():
-                _check_kind(value, self._kinds.get(key), source, key, self.type)
+                kinds = self._kinds.get(key)
+                _check_kind(value, kinds, source, key, self.type)
+                if _whole_only(kinds) and isinstance(value, numbers.Real) \
+                        and not isinstance(value, bool):
+                    # ``10.0`` passes for an integer parameter (a grid's powers are floats): the
+                    # model gets the integer it declares, not a float it would refuse at fit time
+                    cfg[key] = int(value)
         return out
 
     def check(self, configs: Sequence[dict], source: str = "algorithm") -> None:
@@ -135,7 +152,10 @@ class SignatureFamily(Family):
         X = _binary_csr(X)
         for idx, cfg in enumerate(configs):
             model = self.make(cfg, seed)
-            fitted = model.fit(X)
+            # a private copy: a model that reweights X in place (``X.data /= ...``) must not
+            # change the fold's training matrix, which masks the training items of every
+            # configuration and trains the next ones
+            fitted = model.fit(X.copy())
             yield idx, self.scored(fitted if callable(getattr(fitted, "score", None)) else model,
                                    X.shape[1])
 
@@ -297,6 +317,11 @@ def _fits(value: Any, kinds: tuple[type, ...]) -> bool:
     return isinstance(value, tuple(k for k in kinds if k not in (int, float, bool, type(None))))
 
 
+def _whole_only(kinds: tuple[type, ...] | None) -> bool:
+    """Whether ``kinds`` takes integers but not fractions (an ``int`` parameter)."""
+    return kinds is not None and int in kinds and float not in kinds
+
+
 def _check_kind(value: Any, kinds: tuple[type, ...] | None, source: str, key: str,
                 model: str) -> None:
     """``input_error(source, key, ...)`` unless ``value`` fits ``kinds`` (:func:`_fits`)."""
@@ -325,11 +350,18 @@ class ScoreShapeError(DptuneError):
 
 
 class ShapeChecked:
-    """A fitted Python model whose ``score`` output is checked: ``(len(users), n_items)``
-    numbers, else one error naming the model, the expected and the actual shape (instead of a
-    traceback deep in the evaluation). A scipy sparse matrix (``X[users] @ S``, the natural
-    score of a linear item-item model) is made dense: its missing entries score 0. Every other
-    attribute is the model's own."""
+    """A fitted Python model whose ``score`` output is checked: ``(len(users), n_items)`` real
+    numbers, else one error naming the model, the expected and the actual shape or type
+    (instead of a traceback deep in the evaluation, or scores silently converted). A scipy
+    sparse matrix (``X[users] @ S``, the natural score of a linear item-item model) is made
+    dense: its missing entries score 0. Integer or boolean scores become float64, exact up to
+    2**53 (float32 would merge integers above 2**24 into ties). Complex, text or other
+    non-numeric scores are refused: converting them would drop the imaginary part or read a
+    string as a number. The model gets its own copy of the block's user codes, and a block
+    that is a view of another array (a slice of scores the model keeps) is copied, because the
+    evaluation masks training items in the array it is handed: neither the sweep's users nor
+    the model's own state can be changed by the other. Every other attribute is the model's
+    own."""
 
     def __init__(self, model: Any, name: str, n_items: int) -> None:
         self.model, self.name, self.n_items = model, name, n_items
@@ -339,6 +371,7 @@ class ShapeChecked:
         import numpy as np
         import scipy.sparse as sparse
 
+        users = np.array(users, copy=True)  # the model may sort or shift them in place
         out = self.model.score(users)
         if sparse.issparse(out):
             out = out.toarray()
@@ -354,7 +387,23 @@ class ShapeChecked:
             raise ScoreShapeError(self.name, f"returned {got}, expected {expected} (one row per "
                                   "user of the block, one column per item of the training "
                                   "matrix)")
-        return out
+        arr = out if isinstance(out, np.ndarray) else None
+        if arr is None:
+            try:
+                arr = np.asarray(out)
+            except Exception:  # noqa: BLE001 - a value numpy cannot read: reported below
+                arr = np.empty(0, dtype=object)
+        if arr.dtype.kind in "biu":
+            return arr.astype(np.float64)
+        if arr.dtype.kind != "f":
+            kind = {"c": "complex numbers", "U": "text", "S": "bytes", "O": "Python objects"}
+            got = kind.get(arr.dtype.kind, f"values of dtype {arr.dtype}")
+            raise ScoreShapeError(self.name, f"returned {got} (dtype {arr.dtype}), expected real "
+                                  "numbers (a float array: higher is better, -inf ranks an item "
+                                  "last)")
+        if arr is out and arr.base is not None and arr.flags.writeable:
+            return arr.copy()  # a view of the model's own array: the evaluation writes into it
+        return arr
 
     def __getattr__(self, attr: str) -> Any:
         if attr == "model":  # not set yet (unpickling): no recursion
@@ -418,14 +467,23 @@ def register(name: str, factory: Callable[..., Any], stochastic: bool | None = N
                           "with a letter, and not a built-in type, "
                           f"got {name!r}")
     if not callable(factory):
-        raise input_error("register", name, f"{factory!r} is not a class or callable")
+        hint = ""
+        if callable(getattr(factory, "fit", None)) and callable(getattr(factory, "score", None)):
+            # a model object: the sweep builds one model per configuration itself
+            hint = (f": register the class {type(factory).__name__}, not an instance of it (the "
+                    "sweep builds a model per configuration, from the grid's hyperparameters)")
+        raise input_error("register", name, f"{factory!r} is not a class or callable{hint}")
     PythonFamily(factory, stochastic, type_name=name)  # checks fit/score now, not at sweep time
     _REGISTRY[name] = (factory, stochastic)
     module, qualname = getattr(factory, "__module__", None), getattr(factory, "__qualname__", "")
+    known = json.loads(os.environ.get(REGISTRY_ENV, "{}") or "{}")
     if module and module != "__main__" and "<" not in qualname:
-        known = json.loads(os.environ.get(REGISTRY_ENV, "{}") or "{}")
         known[name] = [f"{module}:{qualname}", stochastic]
-        os.environ[REGISTRY_ENV] = json.dumps(known, sort_keys=True)
+    else:
+        # not importable by another process: a worker that meets the name says why, instead of
+        # calling it an unknown type
+        known[name] = [None, stochastic, f"{module}.{qualname}"]
+    os.environ[REGISTRY_ENV] = json.dumps(known, sort_keys=True)
 
 
 def registered_family(name: str) -> PythonFamily | None:
@@ -439,7 +497,14 @@ def registered_family(name: str) -> PythonFamily | None:
     except json.JSONDecodeError:
         return None
     if name in known:
-        target, stochastic = known[name]
+        target, stochastic, *where = known[name]
+        if target is None:
+            raise input_error("algorithm", "type", f"{name!r} was registered with "
+                              f"dptune.models.register from {where[0] if where else '__main__'}"
+                              ", which the sweep's worker processes cannot import: sweep with "
+                              "jobs = 1, or define the model in a module of its own (a .py file "
+                              "in the current directory or on PYTHONPATH) and register it from "
+                              "there")
         return PythonFamily(_import_target(target), stochastic, type_name=name)
     return None
 
@@ -454,6 +519,9 @@ def is_known_type(algorithm_type: object) -> bool:
     if not isinstance(algorithm_type, str):
         return False
     t = algorithm_type.strip()
-    if t in _RESERVED or registered_family(t) is not None:
+    try:
+        if t in _RESERVED or registered_family(t) is not None:
+            return True
+    except DptuneError:  # registered, but not importable here: get_family says why
         return True
     return any(t.startswith(p) and len(t) > len(p) for p in _PREFIXES)

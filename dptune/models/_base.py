@@ -106,11 +106,13 @@ class Family(ABC):
         for cfg in configs:
             unknown = [k for k in cfg if k not in self.hyperparameters]
             if unknown:
+                seed = ("; the seed is not a hyperparameter: every unit gets its own, derived "
+                        "from the experiment's seed" if unknown[0] == "seed" else "")
                 raise input_error(
                     source, unknown[0],
                     f"unknown hyperparameter for {self.type!r} "
                     + (f"(expected: {', '.join(self.hyperparameters)})" if self.hyperparameters
-                       else "(it takes none: leave out the algorithm's grid)"),
+                       else "(it takes none: leave out the algorithm's grid)") + seed,
                 )
             missing = [k for k in self._required() if k not in cfg]
             if missing:
