@@ -98,7 +98,9 @@ def comparison_sentences(
         for ev in _evaluators(a):
             r = _ranked(a, ev)
             if r:
-                order = " > ".join(f"{h} ({v:.2f})" for h, v in r)
+                # the names and the 3 decimals of the table beside it (learning_rate (0.90)
+                # read as another quantity than its row's Learning rate 0.904)
+                order = " > ".join(f"{display_hyperparameter(h, alg)} ({v:.3f})" for h, v in r)
                 scale = f" ({_SCALE[ev]})" if ev in _SCALE else ""
                 parts.append(f"{_EVALUATORS.get(ev, ev)}{scale} ranks {order}")
         head = f"{names.get(alg, alg)}, {display_metric(metric, cutoff)}: "

@@ -305,7 +305,7 @@ def test_the_importance_section_shows_every_scale_and_one_answer():
                         "(DP per 25 pairs 3.000 [2.000, 4.000], P = 25 of 99 pairs differing in it alone)")
     assert "significantly lower than Latent factors" in s
     assert "Supporting evidence, not a vote: fANOVA (share of the variance of the mean metric) "\
-        "ranks iterations (0.80) > factors (0.20)" in s
+        "ranks Iterations (0.800) > Latent factors (0.200)" in s
     assert "Table 5" not in s and "analyses agree" not in s
     body = rep_imp.importance_section(store, result)
     assert "| Metric | Evaluator | Latent factors | Iterations |" in body  # as every table
