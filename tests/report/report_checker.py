@@ -91,7 +91,9 @@ def check_report(folder: Path) -> list[str]:
         for bad, why in ((r"\bDP (?!per 25 pairs)[-+]?\d", "a DP not per 25 pairs"),
                          (r"DP_floor|DP per pair\b|DP at P\b|dp_at_25|dp25",
                           "another DP scale"),
-                         (r"\bP (?:=|>=|<=) ?\d+(?:\.\d+)? ?%", "P used for a probability")):
+                         (r"\bP (?:=|>=|<=) ?\d+(?:\.\d+)? ?%", "P used for a probability"),
+                         (r"Pr\(more discriminative\) = (?:100|0)%",
+                          "a bootstrap share written as certain")):
             for m in re.finditer(bad, text):
                 problems.append(f"{name}: {why}: {text[max(0, m.start() - 40):m.end() + 20]!r}")
     for cap, header, _rows in _tables(md):
@@ -157,15 +159,19 @@ def _check_table4(folder: Path, v: pd.DataFrame) -> list[str]:
 
 def _check_choose_well(md: str, v: pd.DataFrame) -> list[str]:
     out = []
-    for m in re.finditer(r"^- (.+?)(?:, (\w+))?: the (?:most discriminative metric|metric of "
+    for m in re.finditer(r"^- (.+?)(?:, (\w+))?: the (most discriminative metric|metric of "
                          r"lowest DP) at N = (\d+) is (\S+)", md, flags=re.M):
-        alg_name, family, cutoff, metric = m.group(1), m.group(2), int(m.group(3)), m.group(4)
+        alg_name, family, cutoff, metric = m.group(1), m.group(2), int(m.group(4)), m.group(5)
         rows = v[(v["algorithm"].map(display_algorithm) == alg_name) & (v["cutoff"] == cutoff)]
         if family:
             rows = rows[rows["family"] == family]
         if len(rows) != 1 or display_metric(rows.iloc[0]["recommended"], cutoff) != metric:
             out.append(f"report.md: choose-well names {metric} for {alg_name} {family} N="
                        f"{cutoff}, the verdict {list(rows['recommended'])}")
+        elif m.group(3) == "most discriminative metric" and len(_choices(rows.iloc[0])) > 1:
+            out.append(f"report.md: choose-well calls {metric} the most discriminative metric "
+                       f"for {alg_name} {family} N={cutoff}, where the verdict offers "
+                       f"{_choices(rows.iloc[0])} as equal choices")
     return out
 
 

@@ -4,12 +4,15 @@ on planted contradictions that it must catch. The reports written by the other t
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
 import pandas as pd
 import pytest
 from report.report_checker import check_report
+
+from dptune.vocab import display_algorithm
 
 REPORTS = Path(__file__).parents[2] / "reports"
 COMMITTED = ("anelli2019-ml1m-knn", "anelli2019-ml100k-subgrid", "anelli2019-ml1m-design")
@@ -26,6 +29,13 @@ def test_the_checker_catches_what_it_claims(tmp_path):
     shutil.copytree(src, bad, ignore=shutil.ignore_patterns("*.png", "*.svg", "*.parquet"))
     md = (bad / "report.md").read_text()
     md += "\nnDCG@10, DP 3.124; Recall@10 (P = 96%); DP_floor 12.1.\n"
+    md += "\nRecall@10 (DP per 25 pairs 2.131, Pr(more discriminative) = 100%).\n"
+    # the choose-well sentence of a family whose recommendation has an equal choice
+    v0 = pd.read_csv(bad / "verdict.csv", keep_default_na=False)
+    tied = v0[(v0["cutoff"] == 10) & v0["choices"].str.contains(";")].iloc[0]
+    head = f"- {display_algorithm(tied['algorithm'])}, {tied['family']}: the "
+    md = re.sub(re.escape(head) + r"metric of lowest DP at N = 10 is",
+                head + "most discriminative metric at N = 10 is", md)
     (bad / "report.md").write_text(md)
     v = pd.read_csv(bad / "verdict.csv", keep_default_na=False)
     first = v.index[v["recommended"] != ""][0]
@@ -37,6 +47,8 @@ def test_the_checker_catches_what_it_claims(tmp_path):
     assert "a DP not per 25 pairs" in problems
     assert "P used for a probability" in problems and "another DP scale" in problems
     assert "table3.md" in problems and "table4.csv" in problems
+    assert "a bootstrap share written as certain" in problems
+    assert "choose-well calls" in problems and "as equal choices" in problems
 
 
 def test_a_run_with_every_stage_writes_a_consistent_report(tiny_swept_every_stage):
