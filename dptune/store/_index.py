@@ -136,7 +136,13 @@ def validation_means(summary: pd.DataFrame, algorithm: str | None = None,
     of the per-fold mean over users, ``validation_mean = (1/F) sum_f mean_f``, with ``F`` in
     ``n_folds``. Rows best first within each (algorithm, metric, cutoff): highest
     ``validation_mean``, ties by the lower ``config_id``. ``algorithm``/``metric``/``cutoff``
-    select rows before the means are taken. Columns :data:`VALIDATION_COLUMNS`."""
+    select rows before the means are taken. Columns :data:`VALIDATION_COLUMNS`.
+
+    Only the configurations with results in every validation fold the algorithm has in the
+    store take part: on a sweep still running, or stopped, a configuration measured on one fold
+    was ranked by that fold's mean alone and could be chosen (as the best configuration, the
+    noise floor's, the test split's) over the ones measured on every fold; the analysis
+    leaves such units out as well. On a complete store every configuration takes part."""
     keep = summary["fold"] != "test"
     for col, want in (("algorithm", algorithm), ("metric", metric), ("cutoff", cutoff)):
         if want is not None:
@@ -147,6 +153,8 @@ def validation_means(summary: pd.DataFrame, algorithm: str | None = None,
     g = s.groupby(["algorithm", "metric", "cutoff", "config_id"], sort=True)["mean"]
     m = g.mean().rename("validation_mean").reset_index()
     m["n_folds"] = g.size().to_numpy()
+    folds = s.groupby("algorithm", sort=False)["fold"].nunique()
+    m = m[m["n_folds"].to_numpy() == m["algorithm"].map(folds).to_numpy()]
     m = m.sort_values(["algorithm", "metric", "cutoff", "validation_mean", "config_id"],
                       ascending=[True, True, True, False, True], kind="stable")
     return m[VALIDATION_COLUMNS].reset_index(drop=True)

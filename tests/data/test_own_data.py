@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from data.own_data_helpers import one_line_error
 
 from dptune.cli import main
 from dptune.config import parse_experiment
@@ -18,14 +19,6 @@ ROOT = Path(__file__).resolve().parents[2]
 def write(path: Path, text: str) -> Path:
     path.write_text(text)
     return path
-
-
-def one_line_error(match: str, fn, *args, **kwargs) -> str:
-    with pytest.raises(DptuneError, match=match) as info:
-        fn(*args, **kwargs)
-    msg = str(info.value)
-    assert "\n" not in msg
-    return msg
 
 
 def test_other_column_names_no_ratings_no_timestamps(tmp_path):

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from data.own_data_helpers import one_line_error
 
 from dptune.cli import main
 from dptune.data import (
@@ -20,20 +21,11 @@ from dptune.data import (
     read_ratings,
     temporal_holdout,
 )
-from dptune.errors import DptuneError
 
 
 def write(path: Path, text: str) -> Path:
     path.write_bytes(text.encode())
     return path
-
-
-def one_line_error(match: str, fn, *args, **kwargs) -> str:
-    with pytest.raises(DptuneError, match=match) as info:
-        fn(*args, **kwargs)
-    msg = str(info.value)
-    assert "\n" not in msg
-    return msg
 
 
 # ---------------------------------------------------------------------------------------------

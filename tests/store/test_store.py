@@ -565,3 +565,23 @@ def test_read_matrix_and_read_fold_take_any_list_of_ids_and_name_a_bad_argument(
         with pytest.raises(DptuneError) as err:
             call()
         assert str(err.value).startswith(start) and "\n" not in str(err.value), str(err.value)
+
+
+def test_a_configuration_measured_on_some_folds_only_is_never_the_best():
+    """On a sweep still running (or stopped), a configuration with results in one of the
+    algorithm's validation folds was ranked by that fold's mean alone: here configuration 1,
+    measured on fold 0 only with the highest mean, was the best, the one the noise floor and
+    the test split then trained. The configurations measured on every fold the store has take
+    part, and only they; the test split's rows are never a fold."""
+    from dptune.store._index import best_configs_frame, validation_means
+
+    rows = [("a", 0, "0", 0.30), ("a", 0, "1", 0.20), ("a", 2, "0", 0.25), ("a", 2, "1", 0.24),
+            ("a", 1, "0", 0.90), ("a", 1, "test", 0.99),
+            ("b", 0, "0", 0.10), ("b", 1, "0", 0.40)]  # b: one fold so far, both on it
+    summary = pd.DataFrame([(a, c, f, "ndcg", 10, m) for a, c, f, m in rows],
+                           columns=["algorithm", "config_id", "fold", "metric", "cutoff", "mean"])
+    vm = validation_means(summary)
+    assert vm[vm["algorithm"] == "a"]["config_id"].tolist() == [0, 2]  # means 0.25, 0.245
+    assert vm[vm["algorithm"] == "a"]["n_folds"].tolist() == [2, 2]
+    best = best_configs_frame(summary).set_index("algorithm")["config_id"]
+    assert best.to_dict() == {"a": 0, "b": 1}
