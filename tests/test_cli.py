@@ -438,7 +438,7 @@ def test_same_flags_for_the_same_things():
         assert "--reports" in flags[f"dptune {cmd}"], cmd
     for cmd in ("run", "seeds"):
         assert "--jobs" in flags[f"dptune {cmd}"], cmd
-    for cmd in ("run", "analyze", "seeds"):
+    for cmd in ("run", "analyze", "seeds", "worker"):
         assert "--no-progress" in flags[f"dptune {cmd}"], cmd
     for cmd in ("run", "worker", "status"):
         assert "--storage" in flags[f"dptune {cmd}"], cmd

@@ -158,7 +158,8 @@ def _on_device(exp: Experiment, device: str | None) -> Experiment:
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
-    """``dptune worker``: one more worker on a shared sweep."""
+    """``dptune worker``: one more worker on a shared sweep, with the sweep's progress bar and
+    ETA (every worker's parts) unless ``--no-progress``."""
     from dptune.config import load_experiment
     from dptune.sweeper._manifest import init_results
     from dptune.sweeper._worker import worker
@@ -167,7 +168,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     results = Path(args.results) if args.results else _default("results", exp.name)
     check_writable_dir(results, "--results")
     _, _, design = init_results(exp, results, args.storage, budget=args.budget)
-    n = worker(exp, results, args.storage, design=design)
+    n = worker(exp, results, args.storage, design=design, progress=not args.no_progress)
     print(f"worker finished: {n} units computed here")
     return 0
 

@@ -211,6 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
     storage_option(w, required=True)
     results_option(w)
     budget_option(w)
+    progress_option(w)
     w.set_defaults(func=c.cmd_worker)
 
     s = _sub(sub, "status", "progress of a run: validation parts, a unit on one fold (done / "

@@ -492,21 +492,37 @@ def registered_family(name: str) -> PythonFamily | None:
     if name in _REGISTRY:
         factory, stochastic = _REGISTRY[name]
         return PythonFamily(factory, stochastic, type_name=name)
+    entry = _inherited(name)
+    if entry is None:
+        return None
+    target, stochastic, *_ = entry
+    check_importable(name)
+    return PythonFamily(_import_target(target), stochastic, type_name=name)
+
+
+def _inherited(name: str) -> list | None:
+    """What a sweep's worker process knows of a registered ``name``: the record
+    :func:`register` leaves in the environment it inherits (``[target, stochastic, where]``;
+    ``target`` None for a class it cannot import), or None."""
     try:
         known = json.loads(os.environ.get(REGISTRY_ENV, "{}") or "{}")
     except json.JSONDecodeError:
         return None
-    if name in known:
-        target, stochastic, *where = known[name]
-        if target is None:
-            raise input_error("algorithm", "type", f"{name!r} was registered with "
-                              f"dptune.models.register from {where[0] if where else '__main__'}"
-                              ", which the sweep's worker processes cannot import: sweep with "
-                              "jobs = 1, or define the model in a module of its own (a .py file "
-                              "in the current directory or on PYTHONPATH) and register it from "
-                              "there")
-        return PythonFamily(_import_target(target), stochastic, type_name=name)
-    return None
+    return known.get(name)
+
+
+def check_importable(name: str) -> None:
+    """One error for a ``name`` given to :func:`register` whose class a sweep's worker process
+    cannot import (a class of ``__main__``: a script, a notebook); nothing for any other name.
+    A worker raises it when it meets the name, and the sweep before it starts workers."""
+    entry = _inherited(name)
+    if entry is not None and entry[0] is None:
+        where = entry[2] if len(entry) > 2 else "__main__"
+        raise input_error("algorithm", "type", f"{name!r} was registered with "
+                          f"dptune.models.register from {where}, which the sweep's worker "
+                          "processes cannot import: sweep with jobs = 1, or define the model in "
+                          "a module of its own (a .py file in the current directory or on "
+                          "PYTHONPATH) and register it from there")
 
 
 def is_known_type(algorithm_type: object) -> bool:

@@ -12,8 +12,8 @@ recorded size and checksum is never recomputed (a damaged one is). See docs/dist
 Modules, one idea each: ``_prepare`` (fold data), ``_plan`` (units, tasks, seeds), ``_unit`` (one
 unit), ``_storage`` (optuna storage and heartbeats), ``_claims`` (who computes a grid point),
 ``_worker`` (a worker's loop), ``_manifest`` (set-up checks and manifest), ``_local`` (the local
-runner and its progress bar), ``_status`` (done / running / failed / remaining), ``_noise``
-(the A/A noise-floor runs), ``_run`` (the stage's front function :func:`sweep`, which
+runner), ``_progress`` (the progress bar of the runner and of ``dptune worker``), ``_status``
+(done / running / failed / remaining), ``_noise`` (the A/A noise-floor runs), ``_run`` (the stage's front function :func:`sweep`, which
 ``dptune run`` calls too), ``design/`` (the design order of the units, the budget in whole
 rounds, ``design.json`` and :func:`read_design`), ``_sampler`` (workers take grid points in
 design order) and ``_cost`` (the cost model behind time budgets and projections).

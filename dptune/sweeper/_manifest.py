@@ -145,6 +145,22 @@ def validate_experiment(exp: Experiment) -> None:
                           "algorithm, so give at least one algorithm a grid with two or more values")
 
 
+def check_worker_models(exp: Experiment, jobs: int) -> None:
+    """With ``jobs > 1``, refuse before any work a model type that the sweep's worker processes
+    cannot build: a name given to :func:`dptune.models.register` for a class of ``__main__`` (a
+    script, a notebook), which another process cannot import. It is the one line that the first
+    worker process would otherwise raise mid-sweep (``check_importable`` of
+    :mod:`dptune.models._adapters`), exit code 2, before anything is written. ``jobs = 1`` builds every
+    model in this process, where such a class works, so nothing is checked then."""
+    if jobs <= 1:
+        return
+    from dptune.models import _adapters
+
+    for alg in exp.algorithms:
+        if isinstance(alg.type, str):
+            _adapters.check_importable(alg.type.strip())
+
+
 def _grid_source(exp: Experiment, i: int) -> str:
     """What a message about ``algorithms[i]``'s configurations names: its grid file, else the
     experiment file's entry (an algorithm without a grid)."""

@@ -18,6 +18,7 @@ from dptune.sweeper._cost import shape_from_manifest
 from dptune.sweeper._plan import Task, _key, test_tasks
 from dptune.sweeper._recorded import experiment_from_manifest
 from dptune.sweeper._storage import (
+    FLAG,
     _safe_url,
     check_url,
     open_storage,
@@ -54,8 +55,12 @@ def status(exp: Experiment | None, results: str | Path, storage_url: str | None 
     nothing: their units are pending); ``remaining`` = total - done. The optuna
     side is read from ``storage_url``, else from the experiment's ``[sweep] storage`` (``exp``'s,
     else the one recorded in the results), else from ``RESULTS_DIR/optuna.db`` when it exists;
-    a damaged storage is not repaired here (``storage_problem`` says so, and the counts come
-    from the parts alone).
+    a damaged storage is not repaired here. One given as ``storage_url`` (``--storage``) that
+    cannot be opened (missing, damaged, unreachable) is a one-line error naming ``--storage``,
+    raised before anything else is read: the caller named it, and a report from the parts
+    alone would hide the mistake. One found by default (the experiment's, the results
+    directory's) that cannot be opened is reported in ``storage_problem`` and the counts come
+    from the parts alone (without parts, it is the error).
 
     ``units`` (per algorithm): ``done`` units whose every fold is done, of the full grid's
     ``total`` (``m of M units``), the ``budget`` units and ``rounds`` of ``round_size``, and a
@@ -78,6 +83,12 @@ def status(exp: Experiment | None, results: str | Path, storage_url: str | None 
     from optuna.trial import TrialState
 
     store = ResultStore(results, skip_damaged=True)
+    storage = None
+    given = storage_url is not None
+    if given:
+        # an explicit storage is the caller's input (``--storage``): one that cannot be read is
+        # bad input, refused before anything else is read, parts or not
+        storage = open_storage(storage_url, store.root, repair=False, where=FLAG)
     have_parts = store.exists()
     if exp is None:
         exp = experiment_from_manifest(store)
@@ -91,11 +102,10 @@ def status(exp: Experiment | None, results: str | Path, storage_url: str | None 
         design = planned
     storage_url = storage_url or exp.sweep.storage
     default_db = store.root / "optuna.db"
-    storage = None
     storage_problem = None
     where = storage_place(storage_url, exp)
     check_url(storage_url, where)  # a URL no server could answer is bad input, parts or not
-    if storage_url is not None or default_db.is_file():
+    if not given and (storage_url is not None or default_db.is_file()):
         try:
             storage = open_storage(storage_url, store.root, repair=False, where=where)
         except DptuneError as err:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from dptune._parallel import exit_if_orphaned
 from dptune.config import Experiment
+from dptune.errors import input_error
 from dptune.store._store import ResultStore
 from dptune.store._writer import PartWriter
 from dptune.sweeper._claims import (
@@ -28,6 +29,7 @@ from dptune.sweeper._claims import (
 )
 from dptune.sweeper._plan import Task, _key, plan
 from dptune.sweeper._prepare import prepare
+from dptune.sweeper._progress import Progress, compile_kernels, run_in_background
 from dptune.sweeper._storage import (
     heartbeat_settings,
     open_storage,
@@ -42,6 +44,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     import optuna
+    from optuna.storages import BaseStorage
     from optuna.trial import FrozenTrial
 
 MAX_PASSES = 3  # grid walks per worker and algorithm before giving up on failed units
@@ -49,7 +52,7 @@ MAX_PASSES = 3  # grid walks per worker and algorithm before giving up on failed
 
 def worker(exp: Experiment, results: str | Path, storage_url: str | None = None,
            algorithms: Sequence[str] | None = None, wait_seconds: float | None = None,
-           design: Design | None = None) -> int:
+           design: Design | None = None, progress: bool = True) -> int:
     """Work on the experiment's validation units until none of the budget is left; returns
     units computed here.
 
@@ -67,34 +70,56 @@ def worker(exp: Experiment, results: str | Path, storage_url: str | None = None,
     instead of watching the last units of this one); a second round waits for the units still
     owned by live workers and redoes those of dead ones. Units whose trials failed are queued
     again, for at most ``MAX_PASSES`` grid walks per algorithm.
+
+    ``progress``: a bar on stderr of the sweep's finished parts (those of every worker, read
+    from the shared results directory) with the time left, the bar of ``dptune run``
+    (:mod:`dptune.sweeper._progress`); the kernels are compiled before it starts, so that its
+    ETA is that of the units. The storage is opened and the data prepared first, so that a
+    problem with either is one line without a bar. ``dptune run``'s own worker processes draw
+    none (its process draws the bar).
     """
+    if not isinstance(progress, bool):
+        raise input_error("worker", "progress", f"must be True or False, got {progress!r}")
     root = Path(results)
     with storage_errors(storage_url, root):
-        return _work(exp, root, storage_url, algorithms, wait_seconds, design)
+        storage = open_storage(storage_url, root, where=storage_place(storage_url, exp))
+        folds = prepare(exp).fold_names
+        if design is None:
+            design = sweep_design(exp, root)
+        if not progress:
+            return _work(exp, root, storage, folds, algorithms, wait_seconds, design)
+        store = ResultStore(root)
+        tasks = [t for t in design.tasks() if algorithms is None or t.algorithm in algorithms]
+        if any(not store.has_part(t.algorithm, t.fold, t.unit) for t in tasks):
+            compile_kernels(exp, progress)
+        bar = Progress(store, tasks, f"{exp.name}: validation", progress, design)
+        try:
+            return run_in_background(
+                lambda: _work(exp, root, storage, folds, algorithms, wait_seconds, design),
+                bar.update)
+        finally:
+            bar.close()
 
 
-def _work(exp: Experiment, root: Path, storage_url: str | None,
+def _work(exp: Experiment, root: Path, storage: BaseStorage, folds: list[str],
           algorithms: Sequence[str] | None, wait_seconds: float | None,
-          design: Design | None) -> int:
+          design: Design) -> int:
     """The body of :func:`worker` (its storage errors become one line)."""
     store = ResultStore(root)
     # Every part is written by the part writer, overlapping the next units' computation;
     # leaving the block waits for the last ones (run_trials already has, even on an error).
     with PartWriter(store.write_unit) as writer:
-        return _walk(exp, root, store, writer, storage_url, algorithms, wait_seconds, design)
+        return _walk(exp, root, store, writer, storage, folds, algorithms, wait_seconds, design)
 
 
 def _walk(exp: Experiment, root: Path, store: ResultStore, writer: PartWriter,
-          storage_url: str | None, algorithms: Sequence[str] | None,
-          wait_seconds: float | None, design: Design | None) -> int:
-    """The grid walks of :func:`worker`, whose parts ``writer`` writes."""
+          storage: BaseStorage, folds: list[str], algorithms: Sequence[str] | None,
+          wait_seconds: float | None, design: Design) -> int:
+    """The grid walks of :func:`worker` on ``storage``, whose parts ``writer`` writes."""
     import optuna
 
-    storage = open_storage(storage_url, root, where=storage_place(storage_url, exp))
     interval, _ = heartbeat_settings()
     wait = min(1.0, float(interval)) if wait_seconds is None else wait_seconds
-    prep = prepare(exp)
-    folds = prep.fold_names
     me = worker_id()
     done_here = 0
 
@@ -154,8 +179,6 @@ def _walk(exp: Experiment, root: Path, store: ResultStore, writer: PartWriter,
                 study.stop()
         return stop_when_complete
 
-    if design is None:
-        design = sweep_design(exp, root)
     work = []
     for alg in exp.algorithms:
         if algorithms is not None and alg.name not in algorithms:

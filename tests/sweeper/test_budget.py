@@ -204,12 +204,13 @@ def test_a_time_budget_too_short_for_one_round_stops_before_any_work(tmp_path, c
 
 
 def test_progress_shows_m_of_m_units_and_the_projection(budgeted, capsys):
-    from dptune.sweeper._local import _announce, _Progress
+    from dptune.sweeper._local import _announce
+    from dptune.sweeper._progress import Progress
 
     cfg, results = budgeted
     design = read_design(results)
     store = ResultStore(results)
-    bar = _Progress(store, design.tasks(), "x", False, design)
+    bar = Progress(store, design.tasks(), "x", False, design)
     assert bar.units() == "userknn 1 of 1 units, bpr-mf 2 of 4 units (budget 2)"
     _announce(load_experiment(cfg), store, design, 2)
     line = capsys.readouterr().err.strip()

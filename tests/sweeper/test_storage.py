@@ -112,3 +112,23 @@ def test_status_reads_the_storage_the_results_recorded(tmp_path):
     problem = status(None, results, None)["storage_problem"]
     assert problem.startswith(f"{cfg}: sweep.storage: journal file")
     assert "does not exist" in problem and not journal.exists()
+
+
+def test_status_refuses_a_given_storage_it_cannot_open_before_reading_anything(tiny_swept,
+                                                                               tmp_path,
+                                                                               capsys):
+    """``dptune status RESULTS --storage sqlite:////missing.db`` on results with parts printed
+    the table with ``storage: --storage: ... does not exist`` below it and exited 0: a
+    storage the user named is bad input, one line naming ``--storage``, exit code 2, before
+    any of the status is read (nothing on stdout), and no file is made for it."""
+    from conftest import one_error_line
+
+    from dptune.cli import main
+
+    missing = tmp_path / "missing.db"
+    assert main(["status", str(tiny_swept / "results"), "--storage", f"sqlite:///{missing}"]) == 2
+    out, err = capsys.readouterr()
+    line = one_error_line(err)
+    assert line == (f"dptune: --storage: SQLite file '{missing}' does not exist (a reader does "
+                    "not create a storage)"), line
+    assert out == "" and not missing.exists()

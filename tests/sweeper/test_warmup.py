@@ -15,6 +15,7 @@ import tqdm
 from conftest import write_synthetic_experiment
 
 import dptune.sweeper._local as local
+import dptune.sweeper._progress as progress
 import dptune.sweeper._warmup as warmup
 from dptune.config import load_experiment
 
@@ -93,7 +94,7 @@ def test_a_long_compilation_is_shown_before_the_validation_bar_starts(tmp_path, 
                 shown.set()
 
     monkeypatch.setattr(tqdm, "tqdm", Line)
-    monkeypatch.setattr(local, "COMPILING_AFTER_S", 0.0)
+    monkeypatch.setattr(progress, "COMPILING_AFTER_S", 0.0)
     monkeypatch.setattr(warmup, "warm_kernels", lambda exp: shown.wait(300) and [])
     exp = load_experiment(_experiment(tmp_path))
     local.run_experiment(exp, tmp_path / "results", jobs=1, progress=True)
@@ -109,7 +110,7 @@ def test_fast_kernels_or_a_finished_sweep_show_no_compiling_line(tmp_path, capsy
     """Kernels loaded from the cache (faster than COMPILING_AFTER_S) show nothing; a sweep with
     every validation unit done does not warm them at all."""
     calls = []
-    monkeypatch.setattr(local, "COMPILING_AFTER_S", 3600.0)
+    monkeypatch.setattr(progress, "COMPILING_AFTER_S", 3600.0)
     monkeypatch.setattr(warmup, "warm_kernels", lambda exp: calls.append(exp.name) or [])
     exp = load_experiment(_experiment(tmp_path))
     if done_before:
