@@ -167,6 +167,11 @@ def test_ctrl_c_stops_each_stage_of_run(finished, tmp_path, stage, removed):
     trials = pd.read_csv(root / "trials.csv", dtype=str)
     listed = trials["algorithm"] + "__" + trials["fold"] + "__" + trials["unit"] + ".parquet"
     trials[~listed.isin(gone)].to_csv(root / "trials.csv", index=False, lineterminator="\n")
+    noise = pd.read_csv(root / "noise_trials.csv", dtype=str)  # the noise floor's runs
+    listed = (noise["algorithm"] + "__" + noise["fold"] + "__c"
+              + noise["config_id"].str.zfill(6) + ".parquet")
+    noise[~listed.isin(gone)].to_csv(root / "noise_trials.csv", index=False,
+                                     lineterminator="\n")
     kept = _parts(root)
     res, pid = _interrupt(tmp_path, stage, ["run", str(cfg), "--results", str(root),
                                             "--reports", str(tmp_path / "rep"), "--jobs", "2"])

@@ -328,6 +328,19 @@ def test_a_report_label_that_is_no_name_is_refused_when_written(small_report, la
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("label", [3, "", "  ", ["a"]])
+def test_a_table_label_that_is_no_name_is_refused(small_report, label):
+    """``table.to_latex(label=3)`` wrote ``\\label{tab:3}``, a key nobody chose: one line
+    naming ``Table.to_latex: label``; a name, or None for the table's own, is taken."""
+    table = next(iter(small_report.tables.values()))
+    with pytest.raises(DptuneError) as err:
+        table.to_latex(label=label)
+    assert str(err.value).startswith("Table.to_latex: label: needs a non-empty string") and \
+        "\n" not in str(err.value)
+    assert "\\label{tab:x:y}" in table.to_latex(label="x:y")
+    assert f"\\label{{tab:{table.name}}}" in table.to_latex()
+
+
 def test_writing_a_report_over_the_working_directory_names_the_argument(small_report,
                                                                          tmp_path,
                                                                          monkeypatch):
