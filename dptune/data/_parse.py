@@ -29,9 +29,10 @@ def _finish(frame: pd.DataFrame, source: str, where) -> pd.DataFrame:
     users = _parse_ids(frame["user"], source, "user", where)
     stamps = (_parse_timestamp(frame["timestamp"], source, where) if timed else
               np.arange(n, dtype=np.int64))
-    ranked = timed and _fraction_ties(users, stamps, frame["timestamp"])
+    exact = _exact_times(frame["timestamp"]) if timed else None
+    ranked = exact is not None and _fraction_ties(users, stamps, exact)
     if ranked:
-        stamps = _time_ranks(frame["timestamp"])
+        stamps = _time_ranks(exact)
     out = pd.DataFrame(
         {
             "user": users,
@@ -64,21 +65,19 @@ def _exact_times(values: pd.Series) -> np.ndarray | None:
     return nums if (nums != np.trunc(nums)).any() else None
 
 
-def _fraction_ties(users, stamps: np.ndarray, values: pd.Series) -> bool:
-    """Whether truncating fractional timestamps gave one user two different times the same
-    whole number (``10.2`` and ``10.7``): the truncated values would let the file order, not the
-    time, decide which came first, in the temporal splits and in the duplicates kept."""
-    exact = _exact_times(values)
-    if exact is None:
-        return False
+def _fraction_ties(users, stamps: np.ndarray, exact: np.ndarray) -> bool:
+    """Whether truncating fractional timestamps (``exact``, :func:`_exact_times`) gave one user
+    two different times the same whole number (``10.2`` and ``10.7``): the truncated values
+    would let the file order, not the time, decide which came first, in the temporal splits and
+    in the duplicates kept."""
     frame = pd.DataFrame({"user": users, "second": stamps, "exact": exact})
     return bool((frame.groupby(["user", "second"], sort=False)["exact"].nunique() > 1).any())
 
 
-def _time_ranks(values: pd.Series) -> np.ndarray:
-    """Fractional timestamps as their rank in the column (0 the earliest, equal times equal
-    ranks): every order and every tie of the file's times, as int64."""
-    exact = _exact_times(values)
+def _time_ranks(exact: np.ndarray) -> np.ndarray:
+    """Fractional timestamps (``exact``, :func:`_exact_times`) as their rank in the column (0
+    the earliest, equal times equal ranks): every order and every tie of the file's times, as
+    int64."""
     return np.unique(exact, return_inverse=True)[1].reshape(-1).astype(np.int64)
 
 
