@@ -158,6 +158,22 @@ def check_not_working_dir(path: object, label: str | None = None) -> None:
                else input_error(path, None, what))
 
 
+def check_report_folder(path: object, where: str, report: str) -> None:
+    """Before any work, the folder ``path`` a study's report is published into whole (the
+    ``out_dir`` of ``where``, ``slices`` or ``seeds``; :func:`dptune._atomic.staged_folder`): not
+    a file, writable or possible to create (:func:`check_writable_dir`), and not the working
+    directory or above it (:func:`check_not_working_dir`). One line naming ``where: out_dir``;
+    ``report`` says what would be written (``slice report``)."""
+    from pathlib import Path
+
+    p = Path(str(path))
+    if p.exists() and not p.is_dir():
+        raise input_error(where, "out_dir", f"{p} is a file, not a folder to write the {report} "
+                          "into")
+    check_writable_dir(p, f"{where}: out_dir")
+    check_not_working_dir(p, f"{where}: out_dir")
+
+
 def check_writable_dir(path: object, label: str) -> None:
     """Check, leaving nothing behind, that directory ``path`` exists and is writable or can be
     created; else one error naming ``label`` (the flag) and the path.

@@ -39,7 +39,7 @@ import pandas as pd
 
 from dptune._atomic import staged_folder
 from dptune.config import Experiment
-from dptune.errors import check_int, input_error
+from dptune.errors import check_int, check_report_folder, input_error
 from dptune.report import save_figure
 from dptune.studies.seeds.figure import seeds_figure
 from dptune.studies.seeds.report import seeds_report_md, summary_table
@@ -179,7 +179,7 @@ def run_seeds_study(exp: Experiment | str | Path, n_seeds: int | None = None,
         settings = settings or file_settings
     st = _settings(exp, settings or SeedSettings(), n_seeds, configs, grid_algorithms, grid_seeds)
     out = Path(out_dir or Path("reports") / seeds_folder_name(exp))
-    _check_out(out)
+    check_report_folder(out, "seeds", "seeds report")  # before the first model trains
     p = _plan(exp, st, cache_dir)
     tasks = [(i, s) for i in range(st.n_seeds) for s in SPLITS]
     tasks += [(i, "grid") for i in range(p.grid_seeds)]
@@ -209,19 +209,6 @@ def _check_arguments(exp: Any, out_dir: Any, jobs: Any, cache_dir: Any) -> int:
         if value is not None:
             check_path(value, "seeds", name)
     return check_int(jobs, "seeds", "jobs", 1, MAX_JOBS)
-
-
-def _check_out(out: Path) -> None:
-    """The report folder ``out`` can be written, before the first model trains (it was made
-    only after every seed had trained, so a file of that name cost the whole study): one
-    line naming it."""
-    from dptune.errors import check_not_working_dir, check_writable_dir
-
-    if out.exists() and not out.is_dir():
-        raise input_error("seeds", "out_dir", f"{out} is a file, not a folder to write the "
-                          "seeds report into")
-    check_writable_dir(out, "seeds: out_dir")
-    check_not_working_dir(out, "seeds: out_dir")
 
 
 def _report(p: SeedPlan, st: SeedSettings, exp: Experiment, dataset: str, out: Path

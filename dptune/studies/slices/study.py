@@ -273,7 +273,7 @@ def _check_arguments(results_dir: Any, out_dir: Any, reports_dir: Any, base: Any
     after the store and the experiment's data were read. Returns ``algorithms`` as a list
     (``None`` when not given); a single name given as a string is refused, since it would be
     read letter by letter."""
-    from dptune.errors import check_not_working_dir, check_path, check_writable_dir
+    from dptune.errors import check_path, check_report_folder
     from dptune.vocab import SEED_RANGE
 
     check_path(results_dir, "slices", "results_dir", "the results directory")
@@ -308,12 +308,7 @@ def _check_arguments(results_dir: Any, out_dir: Any, reports_dir: Any, base: Any
         if twice:
             raise input_error("slices", "algorithms", f"names {twice[0]} twice; give each "
                               "algorithm once")
-    out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise input_error("slices", "out_dir", f"{out} is a file, not a folder to write the "
-                          "slice report into")
-    check_writable_dir(out, "slices: out_dir")
-    check_not_working_dir(out, "slices: out_dir")  # the report folder is published by a rename
+    check_report_folder(out_dir, "slices", "slice report")
     return algorithms
 
 
