@@ -135,10 +135,14 @@ def best_params(store: ResultStore, algorithm: str, metric: str, cutoff: int) ->
     (the highest mean over the validation folds, as :meth:`ResultStore.best_configs` ranks
     them), among the configurations with results in every validation fold, as plain Python
     values (:func:`_best_id`)."""
-    cid, _, _ = _best_id(store, algorithm, metric, cutoff)
+    return _params_of(store, algorithm, _best_id(store, algorithm, metric, cutoff)[0])
+
+
+def _params_of(store: ResultStore, algorithm: str, config_id: int) -> dict[str, Any]:
+    """The free hyperparameters of configuration ``config_id``, as plain Python values."""
     free = grid_from_store(store, algorithm).free
     cfg = store.configs(algorithm)
-    mask = cfg["config_id"] == cid
+    mask = cfg["config_id"] == config_id
     return {h: _plain(cfg.loc[mask, h].iloc[0]) for h in free}
 
 
@@ -240,8 +244,8 @@ def write_subgrid(results: str | Path | ResultStore, algorithm: str | None, metr
     algorithm = subgrid_algorithm(store, algorithm, man)
     recorded = {a["name"]: _recorded_grid(man, a["name"], a) for a in man["algorithms"]}
     _check_out(out, store, man, grid, recorded)
-    chosen = best_params(store, algorithm, metric, cutoff)
-    _, n_done, n_grid = _best_id(store, algorithm, metric, cutoff)
+    cid, n_done, n_grid = _best_id(store, algorithm, metric, cutoff)  # best_params' choice
+    chosen = _params_of(store, algorithm, cid)
     sample = (None if n_done >= n_grid else
               f"{algorithm}: the best of the {n_done} of {n_grid} configurations with results "
               f"in every validation fold (the sweep of {store.root} is not finished, or ran on "
