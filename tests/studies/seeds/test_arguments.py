@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from studies.seeds.seeds_experiment import tiny_seeds_experiment
 
 from dptune.cli import main as _main
 from dptune.errors import DptuneError
@@ -13,26 +14,10 @@ from dptune.studies import run_seeds_study
 
 
 def _exp(tmp_path: Path, extra: str = "") -> Path:
-    """A one-algorithm seeds experiment on the embedded data (UserKNN, k in 10, 20, 40)."""
-    (tmp_path / "knn.toml").write_text("[params.k]\nvalues = [10, 20, 40]\n")
-    path = tmp_path / "tiny.toml"
-    path.write_text(f"""
-name = "tiny-seeds"
-seed = 3
-[split]
-min_user_interactions = 5
-[evaluation]
-cutoffs = [1, 5, 10]
-[[algorithms]]
-name = "userknn"
-type = "userknn"
-grid = "{tmp_path / 'knn.toml'}"
-[seeds]
-n_seeds = 2
-folds = 2
-grid_seeds = 0
-{extra}""")
-    return path
+    """A one-algorithm seeds study of 2 seeds and 2 folds, without the grid part, on the
+    embedded data (UserKNN, k in 10, 20, 40); ``extra``: more keys of its ``[seeds]`` table."""
+    return tiny_seeds_experiment(tmp_path, "[seeds]\nn_seeds = 2\nfolds = 2\ngrid_seeds = 0\n"
+                                 + extra, bpr=False)
 
 
 @pytest.mark.parametrize(("kwargs", "start"), [

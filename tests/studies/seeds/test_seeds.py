@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats as sps
+from studies.seeds.seeds_experiment import tiny_seeds_experiment as _exp
 
 from dptune.analysis.dp.paired_tests import holm
 from dptune.cli import main as _main
@@ -38,34 +39,6 @@ from dptune.studies.seeds.stats import (
 ROOT = Path(__file__).resolve().parents[3]
 
 
-
-
-def _exp(tmp_path: Path, extra: str = "", bpr: bool = True):
-    (tmp_path / "knn.toml").write_text("[params.k]\nvalues = [10, 20, 40]\n")
-    text = f"""
-name = "tiny-seeds"
-seed = 3
-[split]
-min_user_interactions = 5
-[evaluation]
-cutoffs = [1, 5, 10]
-[analysis]
-pairs = 5
-[[algorithms]]
-name = "userknn"
-type = "userknn"
-grid = "{tmp_path / 'knn.toml'}"
-"""
-    if bpr:
-        (tmp_path / "bpr.toml").write_text(
-            'family = "bpr-mf"\n[params.factors]\nvalues = [4, 8, 16]\n'
-            "[params.iterations]\nvalues = [1, 2]\n[params.learning_rate]\nvalues = [0.05, 0.1]\n"
-            '[derived]\nuser_reg = { from = "learning_rate", scale = 0.05 }\n'
-            'item_reg = { from = "learning_rate", scale = 0.005 }\n')
-        text += f'[[algorithms]]\nname = "bpr-mf"\ntype = "bpr-mf"\ngrid = "{tmp_path / "bpr.toml"}"\n'
-    path = tmp_path / "tiny.toml"
-    path.write_text(text + extra)
-    return path
 
 
 # ------------------------------------------------------------------ % of mean
