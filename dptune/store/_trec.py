@@ -228,11 +228,17 @@ def evaluated_users(qrels: pd.DataFrame, threshold: float = 4.0) -> int:
     a qrels without such a user is refused as :func:`evaluate_run` refuses it."""
     thr = check_threshold(threshold)
     _require(qrels, ("user", "item", "rating"), "qrels")
+    return int(pd.unique(qrels["user"].astype("str").to_numpy()[_relevant(qrels, thr)]).size)
+
+
+def _relevant(qrels: pd.DataFrame, thr: float) -> np.ndarray:
+    """Which qrels rows are relevant (``rating >= thr``), for :func:`evaluate_run` and
+    :func:`evaluated_users` alike; a qrels without a relevant row is refused."""
     rating = qrels["rating"].to_numpy(dtype=np.float64)
-    users = qrels["user"].astype("str").to_numpy()[rating >= thr]
-    if users.size == 0:
+    is_rel = rating >= thr
+    if not is_rel.any():
         raise _no_relevant(qrels, rating, thr)
-    return int(pd.unique(users).size)
+    return is_rel
 
 
 def evaluate_run(
@@ -299,11 +305,8 @@ def evaluate_run(
     run_u, qrels_u, train_u = np.split(ucode, [n_run, n_run + n_qrels])
     run_i, qrels_i, train_i = np.split(icode, [n_run, n_run + n_qrels])
 
-    rating = qrels["rating"].to_numpy(dtype=np.float64)
-    is_rel = rating >= thr
+    is_rel = _relevant(qrels, thr)
     eval_users = np.unique(qrels_u[is_rel])
-    if eval_users.size == 0:
-        raise _no_relevant(qrels, rating, thr)
     row_of = np.full(n_users, -1, dtype=np.int64)
     row_of[eval_users] = np.arange(eval_users.size)
     relevant = sp.csr_array(
