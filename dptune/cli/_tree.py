@@ -113,7 +113,8 @@ def _once(base: type[argparse.Action]) -> type[argparse.Action]:
             super().__call__(parser, namespace, values, option_string)
             if not self.option_strings:  # a positional is consumed once
                 return
-            given = parser.__dict__.setdefault("_given", {})
+            # this parse's record, which :meth:`_Parser.parse_known_args` starts
+            given = parser._given  # type: ignore[attr-defined]
             shown = option_string if self.nargs == 0 else f"{option_string} {_shown(values)}"
             value = getattr(namespace, self.dest, None)
             if self.dest in given and given[self.dest][1] != value:
