@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["handling", "interrupted", "check", "signal_number"]
+__all__ = ["handling", "interrupted", "check", "signal_number", "stop_event"]
 
 _FLAG = threading.Event()
 #: The signal that interrupted the command (SIGINT or SIGTERM), for its exit code.
@@ -46,9 +46,27 @@ def interrupted() -> bool:
 
 def check() -> None:
     """Raise ``KeyboardInterrupt`` when an interrupt was received (also one that a finalizer
-    swallowed). Called by the loops that wait for work."""
+    swallowed), or when the thread that calls this was asked to stop (:func:`stop_event`).
+    Called by the loops that wait for work and by the work between its units."""
     if _FLAG.is_set():
         raise KeyboardInterrupt
+    stop = getattr(threading.current_thread(), _STOP_ATTRIBUTE, None)
+    if stop is not None and stop.is_set():
+        raise KeyboardInterrupt
+
+
+#: The attribute of a helper thread that holds its stop request (:func:`stop_event`).
+_STOP_ATTRIBUTE = "dptune_stop"
+
+
+def stop_event(thread: threading.Thread) -> threading.Event:
+    """The stop request of a helper thread that runs work for a waiting main thread
+    (:func:`dptune._parallel.in_background`): once it is set, :func:`check` raises
+    ``KeyboardInterrupt`` in that thread. The request belongs to the thread, so a later
+    command's thread is not stopped by an earlier one's interrupt."""
+    stop = threading.Event()
+    setattr(thread, _STOP_ATTRIBUTE, stop)
+    return stop
 
 
 def signal_number() -> int:

@@ -101,9 +101,26 @@ def _with_settings(settings: dict[str, str], fn: Callable[..., Any], args: tuple
     return fn(*args)
 
 
-def _in_thread(work: Callable[[], Any]) -> Any:
-    """Run ``work()`` in a helper thread while the main thread waits, so that a Ctrl-C raises
-    :class:`KeyboardInterrupt` here at once; the workers are then terminated."""
+def in_background(work: Callable[[], Any], poll: Callable[[], None] | None = None,
+                  interval: float = 0.2) -> Any:
+    """``work()`` in a helper thread while the calling (main) thread waits for it, running
+    ``poll()`` every ``interval`` seconds (a progress bar); its result is returned and its
+    exception raised here.
+
+    Why a thread: a compiled kernel holds the thread that runs it, and Python delivers Ctrl-C
+    to the main thread only, between bytecodes; the waiting main thread answers it at once.
+
+    On an interrupt (Ctrl-C, a stop signal, also one a finalizer swallowed:
+    :mod:`dptune._interrupt`) or any other exception while it waits, the worker processes are
+    terminated and the helper thread is asked to stop: :func:`dptune._interrupt.check`, which
+    the work calls between its units, raises ``KeyboardInterrupt`` in that thread from then
+    on. The exception goes on here at once, without waiting for the unit in progress. A command
+    ends its process, and the thread with it; a Python session (a notebook) keeps running,
+    and without the request its thread went on with the whole sweep in the background after
+    the interrupt had returned control to the user. Now it ends after the unit in progress,
+    which is kept as any finished unit is."""
+    from dptune._interrupt import stop_event
+
     box: dict[str, Any] = {}
 
     def target() -> None:
@@ -112,14 +129,18 @@ def _in_thread(work: Callable[[], Any]) -> Any:
         except BaseException as err:  # noqa: BLE001 - re-raised in the caller's thread
             box["error"] = err
 
-    th = threading.Thread(target=target, name="dptune-parallel", daemon=True)
+    th = threading.Thread(target=target, name="dptune-work", daemon=True)
+    stop = stop_event(th)
     th.start()
     try:
         while th.is_alive():
-            th.join(0.2)
+            th.join(interval)
             check_interrupt()  # also an interrupt that a finalizer swallowed (dptune._interrupt)
-    except KeyboardInterrupt:
-        terminate_workers()
+            if poll is not None:
+                poll()
+    except BaseException:
+        stop.set()
+        terminate_workers()  # shut the worker pool down cleanly before the process ends
         raise
     if "error" in box:
         raise box["error"]
@@ -167,9 +188,9 @@ def run_parallel(fn: Callable[..., Any], calls: Sequence[tuple], jobs: int,
             return out
 
         # in the main thread, the work runs beside it, so that Ctrl-C stops the command at
-        # once even while a compiled kernel holds this thread (:func:`_in_thread`)
+        # once even while a compiled kernel holds this thread (:func:`in_background`)
         if threading.current_thread() is threading.main_thread():
-            return _in_thread(serial)
+            return in_background(serial)
         return serial()
     from joblib import Parallel, delayed, parallel_config
 
@@ -189,5 +210,5 @@ def run_parallel(fn: Callable[..., Any], calls: Sequence[tuple], jobs: int,
         return out
 
     if threading.current_thread() is threading.main_thread():
-        return _in_thread(work)
+        return in_background(work)
     return work()

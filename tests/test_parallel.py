@@ -5,9 +5,18 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
+import pytest
+
+from dptune._interrupt import check as check_interrupt
+from dptune._parallel import in_background
+
 ROOT = str(Path(__file__).resolve().parents[1])
+#: Only ends a test whose awaited state never comes; it never decides a result.
+GUARD = 120
 
 
 def _run(code: str) -> subprocess.CompletedProcess:
@@ -84,3 +93,28 @@ sys.exit(main(["analyze", "x"]))
     assert r.stderr.strip().splitlines() == [
         "dptune: interrupted; nothing was written (a reports folder is published only when "
         "complete); run the same command again"], r.stderr
+
+
+def test_work_interrupted_in_a_python_session_stops_at_its_next_check() -> None:
+    """Ctrl-C in the main thread while work runs beside it (a notebook: the process goes on):
+    the interrupt comes back at once, and the work stops at its next check instead of
+    running on in the background; a later call is not stopped by the earlier request."""
+    started, ended = threading.Event(), threading.Event()
+
+    def work() -> None:
+        try:
+            while True:  # ends only when asked to stop
+                check_interrupt()
+                started.set()
+                time.sleep(0.001)
+        finally:
+            ended.set()
+
+    def ctrl_c() -> None:  # the poll of a progress bar, where Ctrl-C lands
+        assert started.wait(GUARD)
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        in_background(work, ctrl_c, interval=0.001)
+    assert ended.wait(GUARD), "the work went on after the interrupt"
+    assert in_background(lambda: (check_interrupt(), "done")[1]) == "done"

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dptune._parallel import exit_if_orphaned, run_parallel
+from dptune._parallel import exit_if_orphaned, in_background, run_parallel
 from dptune.config import Budget, Experiment
 from dptune.errors import input_error
 from dptune.store._store import ResultStore
 from dptune.sweeper._manifest import check_worker_models, init_results
 from dptune.sweeper._plan import Task, test_tasks
-from dptune.sweeper._progress import Progress, compile_kernels, run_in_background
+from dptune.sweeper._progress import POLL_SECONDS, Progress, compile_kernels
 from dptune.sweeper._unit import run_unit
 from dptune.sweeper._worker import worker
 from dptune.sweeper.design import Design, hours_text, projection
@@ -64,13 +64,14 @@ def run_experiment(exp: Experiment, results: str | Path, storage_url: str | None
     bar = Progress(store, tasks, f"{exp.name}: validation", progress, design)
     try:
         for _attempt in range(3):
-            run_in_background(lambda: _parallel_workers(exp, root, storage_url, jobs, design),
-                               bar.update)
+            in_background(lambda: _parallel_workers(exp, root, storage_url, jobs, design),
+                          bar.update, POLL_SECONDS)
             missing = [t for t in tasks if not store.has_part(t.algorithm, t.fold, t.unit)]
             if not missing:
                 break
             # A worker died with trials marked RUNNING: finish them here, deterministically.
-            run_in_background(lambda m=missing: _run_tasks(exp, store, m, jobs), bar.update)
+            in_background(lambda m=missing: _run_tasks(exp, store, m, jobs), bar.update,
+                          POLL_SECONDS)
     finally:
         bar.close()
     store.refresh()
@@ -78,7 +79,7 @@ def run_experiment(exp: Experiment, results: str | Path, storage_url: str | None
         ttasks = test_tasks(exp, store)
         tbar = Progress(store, ttasks, f"{exp.name}: test split", progress)
         try:
-            run_in_background(lambda: _run_tasks(exp, store, ttasks, jobs), tbar.update)
+            in_background(lambda: _run_tasks(exp, store, ttasks, jobs), tbar.update, POLL_SECONDS)
         finally:
             tbar.close()
     store.refresh()

@@ -1,8 +1,8 @@
 """Progress of a sweep's validation units, shared by ``dptune run``'s local workers
 (:mod:`dptune.sweeper._local`) and ``dptune worker`` (:mod:`dptune.sweeper._worker`): a tqdm bar
 of finished parts (a unit on one fold) with the ETA, fed by polling the result store while the
-work runs in a thread (:func:`run_in_background`), and the line shown while the numba kernels
-are compiled before that bar starts its clock (:func:`compile_kernels`).
+work runs in a thread (:func:`dptune._parallel.in_background`), and the line shown while the
+numba kernels are compiled before that bar starts its clock (:func:`compile_kernels`).
 
 The bar counts the parts in the store, not the units this process computed, so with any number
 of workers on one results directory each bar shows the whole sweep's progress.
@@ -10,15 +10,16 @@ of workers on one results directory each bar shows the whole sweep's progress.
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
-from dptune._interrupt import check as check_interrupt
-from dptune._parallel import terminate_workers
+from dptune._parallel import in_background
 from dptune.config import Experiment
 from dptune.store._store import ResultStore
 from dptune.sweeper._plan import Task
 from dptune.sweeper.design import Design
+
+#: Seconds between two updates of a bar (each reads which parts the store has).
+POLL_SECONDS = 0.5
 
 
 class Progress:
@@ -71,32 +72,6 @@ class Progress:
             self.bar.close()
 
 
-def run_in_background(fn, poll, interval: float = 0.5):
-    """Run ``fn`` in a thread while the caller polls progress; re-raise its exception."""
-    box: dict[str, Any] = {}
-
-    def target():
-        try:
-            box["result"] = fn()
-        except BaseException as err:  # noqa: BLE001 - re-raised in the caller's thread
-            box["error"] = err
-
-    th = threading.Thread(target=target, daemon=True)
-    th.start()
-    try:
-        while th.is_alive():
-            th.join(interval)
-            check_interrupt()  # also an interrupt that a finalizer swallowed (dptune._interrupt)
-            poll()
-    except KeyboardInterrupt:
-        terminate_workers()  # shut the worker pool down cleanly before the process ends
-        raise
-    if "error" in box:
-        raise box["error"]
-    return box.get("result")
-
-
-
 #: Seconds the kernels may take to load before the compiling line is shown (loading them from
 #: numba's cache takes well under a second; compiling them, the first time, tens of seconds).
 COMPILING_AFTER_S = 1.0
@@ -129,7 +104,7 @@ def compile_kernels(exp: Experiment, progress: bool) -> None:
         line[0].refresh()
 
     try:
-        run_in_background(lambda: warm_kernels(exp), poll, interval=0.25)
+        in_background(lambda: warm_kernels(exp), poll, interval=0.25)
     finally:
         if line:
             line[0].close()

@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dptune._parallel import exit_if_orphaned
+from dptune._interrupt import check as check_interrupt
+from dptune._parallel import exit_if_orphaned, in_background
 from dptune.config import Experiment
 from dptune.errors import input_error
 from dptune.store._store import ResultStore
@@ -29,7 +30,7 @@ from dptune.sweeper._claims import (
 )
 from dptune.sweeper._plan import Task, _key, plan
 from dptune.sweeper._prepare import prepare
-from dptune.sweeper._progress import Progress, compile_kernels, run_in_background
+from dptune.sweeper._progress import POLL_SECONDS, Progress, compile_kernels
 from dptune.sweeper._storage import (
     heartbeat_settings,
     open_storage,
@@ -94,9 +95,9 @@ def worker(exp: Experiment, results: str | Path, storage_url: str | None = None,
             compile_kernels(exp, progress)
         bar = Progress(store, tasks, f"{exp.name}: validation", progress, design)
         try:
-            return run_in_background(
+            return in_background(
                 lambda: _work(exp, root, storage, folds, algorithms, wait_seconds, design),
-                bar.update)
+                bar.update, POLL_SECONDS)
         finally:
             bar.close()
 
@@ -154,6 +155,7 @@ def _walk(exp: Experiment, root: Path, store: ResultStore, writer: PartWriter,
                     raise optuna.TrialPruned("a live worker owns this unit")
                 state = "waited"
                 time.sleep(wait)
+                check_interrupt()
                 continue
             part = writer.submit(compute_unit(exp, task))
             return Queued(part, lambda: written(trial, task))
@@ -166,6 +168,7 @@ def _walk(exp: Experiment, root: Path, store: ResultStore, writer: PartWriter,
         def objective(trial: optuna.Trial) -> float | Queued:
             exit_if_orphaned()  # a worker whose parent was killed starts no unit
             try:
+                check_interrupt()  # a worker asked to stop (dptune._interrupt) starts none
                 return evaluate_point(trial, study, space, lookup, patient)
             except (KeyboardInterrupt, SystemExit):
                 mark_interrupted(trial)  # the trial fails; status counts it pending
@@ -206,6 +209,7 @@ def _walk(exp: Experiment, root: Path, store: ResultStore, writer: PartWriter,
             while missing(tasks) and _owned_by_live(study, missing(tasks)):
                 owned = True
                 time.sleep(wait)
+                check_interrupt()
             if owned or not missing(tasks):
                 continue  # done, or an owner died and the stale callback queued its point again
             # Units whose trials failed (or that lost their part): queue their points again.

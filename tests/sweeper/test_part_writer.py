@@ -350,6 +350,51 @@ def test_ctrl_c_while_a_queued_part_is_waited_for_is_no_failed_unit(tmp_path, mo
     _assert_same_values(store.root, reference)
 
 
+def test_an_interrupted_sweep_in_a_python_session_stops_after_its_unit(tmp_path, monkeypatch,
+                                                                        experiment, reference):
+    """Ctrl-C in a notebook while ``sweep(jobs=1)`` computes its second unit: control comes
+    back at once, and the sweep's thread, which went on with every other unit in the
+    background, stops after the unit in progress, which is kept; its next trial is marked
+    interrupted. The sweep run again computes only what is missing."""
+    import _thread
+
+    caught, ended = threading.Event(), threading.Event()
+    real_compute, real_work = worker_module.compute_unit, worker_module._work
+    computed = []
+
+    def work(*args, **kwargs):  # the sweep's work, in its thread
+        try:
+            return real_work(*args, **kwargs)
+        finally:
+            ended.set()
+
+    def compute_unit(exp, task):
+        computed.append(task)
+        if len(computed) == 2:
+            _thread.interrupt_main()  # Ctrl-C: KeyboardInterrupt in the waiting main thread
+            assert caught.wait(GUARD)
+        return real_compute(exp, task)
+
+    monkeypatch.setattr(worker_module, "compute_unit", compute_unit)
+    monkeypatch.setattr(worker_module, "_work", work)
+    cfg, results = experiment, tmp_path / "results"
+    with pytest.raises(KeyboardInterrupt):
+        _sweep(cfg, results)
+    caught.set()
+    # (not Thread.join: a join that Ctrl-C interrupted leaves the thread reported not alive)
+    assert ended.wait(GUARD), "the sweep went on after the interrupt"
+    assert len(computed) == 2  # no unit started after the interrupt
+    assert len(list((results / PARTS).glob("[!.]*.parquet"))) == 2
+    _assert_no_trial_done_without_its_part(cfg, results)
+    states = [t.user_attrs.get("state") for t in _trials(cfg, results)]
+    assert states.count("computed") == 2 and states.count("interrupted") == 1
+
+    monkeypatch.undo()
+    store = _sweep(cfg, results)
+    _assert_complete_and_verified(store.root)
+    _assert_same_values(store.root, reference)
+
+
 #: Imported by the killed process (PYTHONPATH): its first part is written; the second write
 #: marks itself ``held`` and never ends; each part handed to the writer marks ``submitted-N``.
 HELD_WRITES = """
