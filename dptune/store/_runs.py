@@ -8,7 +8,7 @@ are only another way to write the per-user values down.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -124,12 +124,24 @@ def read_runs(runs: str | Path, qrels: str | Path, train: str | Path,
     return table
 
 
+def _fold_of(name: str, folds: Collection[str]) -> str:
+    """The fold a file named ``name`` belongs to: its whole name when that is a fold's (fold
+    0.1's file may be named 0.1), else its stem, of the name without ``.gz`` when compressed
+    (``0.qrels.gz``, ``0.gz``)."""
+    plain = name[:-3] if name.endswith(".gz") and len(name) > 3 else name
+    for candidate in (name, plain):
+        if candidate in folds:
+            return candidate
+    return Path(plain).stem
+
+
 def fold_files(path: str | Path, folds: Sequence[str], what: str,
                runs: str | Path) -> dict[str, Path]:
     """The ``what`` file (``"qrels"``, ``"train"``) of each of ``folds`` (the fold names of the
     runs directory ``runs``): ``path`` itself for every fold when it is a file; when it is a
     directory, the one file of each fold, whose stem (or whole name) is the fold's name
-    (hidden files are ignored; a file named exactly as a fold is that fold's). Refused in one
+    (hidden files are ignored; a file named exactly as a fold is that fold's; a compressed
+    ``0.qrels.gz`` is fold 0's, as ``0.qrels`` is). Refused in one
     line naming the folder, before any run is read: a fold without a file, a fold with two
     (``0.txt`` and ``0.qrels``: which one is meant is not for dptune to guess), and a file of
     no fold of the runs (the README's layout is one file per fold; a file left over means a
@@ -141,7 +153,7 @@ def fold_files(path: str | Path, folds: Sequence[str], what: str,
     entries = sorted(p for p in path.iterdir() if not p.name.startswith("."))
     found: dict[str, list[Path]] = {fold: [] for fold in folds}
     for p in entries:
-        fold = p.name if p.name in found else p.stem  # fold 0.1's file may be named 0.1
+        fold = _fold_of(p.name, found)
         if fold not in found:
             raise input_error(path, p.name, f"a {what} file of no fold of {runs} (its folds: "
                               f"{first_few(list(folds), 5)}); the folder holds one file per "

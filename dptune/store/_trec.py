@@ -10,6 +10,9 @@ strings):
   timestamp are ignored; every listed pair counts as one training interaction and is removed
   from the run before it is cut at N).
 
+A gzip-compressed file (as TREC hands out its runs, ``input.bm25.gz``) is read as it is,
+whatever its name: it is known by its first bytes.
+
 Each reader returns a DataFrame whose ``attrs["source"]`` is the path, so later errors can name
 the file. :func:`evaluate_run` reuses :func:`dptune.metrics.metrics_from_topn`, so external runs
 are scored by exactly the code that scores dptune's own models.
@@ -35,8 +38,12 @@ ORDERS: tuple[str, ...] = ("trec", "rank")
 
 def _read_lines(path: str | Path) -> tuple[list[list[str]], np.ndarray]:
     """Split a text file into whitespace-separated fields; return (fields, 1-based line numbers).
-    A UTF-8 byte-order mark (an editor's on Windows) is not text: it would stick to the first
+    A gzip-compressed file is decompressed first (line numbers are those of its text). A
+    UTF-8 byte-order mark (an editor's on Windows) is not text: it would stick to the first
     user id (``\ufeff1`` a user apart from ``1``, silently left unevaluated)."""
+    import gzip
+    import zlib
+
     try:
         data = Path(path).read_bytes()
     except FileNotFoundError:
@@ -45,6 +52,11 @@ def _read_lines(path: str | Path) -> tuple[list[list[str]], np.ndarray]:
         raise input_error(path, None, "is a directory, expected a text file") from None
     except OSError as err:
         raise input_error(path, None, f"cannot read file: {err.strerror or err}") from None
+    if data[:2] == b"\x1f\x8b":
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as err:
+            raise input_error(path, None, f"broken gzip file: {err}") from None
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as err:

@@ -75,6 +75,23 @@ def _fold_dir(tmp_path: Path, source: Path, *names: str) -> Path:
     return d
 
 
+def test_compressed_fold_files_belong_to_their_fold(tmp_path: Path) -> None:
+    """A qrels folder of ``0.qrels.gz`` and ``1.qrels.gz`` (gzip-compressed, as TREC hands
+    out its files): each was taken for a fold named ``0.qrels``, of no fold of the runs. They
+    are folds 0 and 1's, and give the values of the plain files."""
+    import gzip
+
+    runs, qrels, train = write_runs(tmp_path, ("a.run", "b.run"), folds=("0", "1"))
+    packed = tmp_path / "qrels-gz"
+    packed.mkdir()
+    for fold in ("0", "1"):
+        (packed / f"{fold}.qrels.gz").write_bytes(gzip.compress(qrels.read_bytes()))
+    plain = _fold_dir(tmp_path, qrels, "0.qrels", "1.qrels")
+    got = read_runs(runs, packed, train, cutoffs=(5,))
+    expected = read_runs(runs, plain, train, cutoffs=(5,))
+    assert got.equals(expected) and set(got["fold"]) == {"0", "1"}
+
+
 def test_two_files_of_one_fold_are_refused(tmp_path: Path, capsys) -> None:
     """A qrels folder holding 0.txt and 0.qrels used the first by name without a word; now one
     line naming the folder and both files, nothing written."""

@@ -46,6 +46,35 @@ def test_a_byte_order_mark_is_not_part_of_the_first_user(tmp_path, reader):
     assert df["user"].tolist() == ["1", "2"]
 
 
+@pytest.mark.parametrize("reader", [read_run, read_qrels, read_train])
+def test_a_gzip_compressed_file_reads_as_its_text(tmp_path, reader):
+    """TREC hands out its runs gzip-compressed (``input.bm25.gz``): such a file was refused as
+    "not UTF-8 text". It is read as the text it holds, whatever its name; a cut-short one is
+    one line naming it."""
+    import gzip
+
+    text = {read_run: "u1 Q0 a 1 0.5 t\n\nu2 Q0 b 1 0.4 t\n", read_qrels: "u1 0 a 4\n\nu2 0 b 5\n",
+            read_train: "u1 a\n\nu2 b 9\n"}[reader]
+    plain = _write(tmp_path, "plain", text)
+    packed = tmp_path / "packed.gz"
+    packed.write_bytes(gzip.compress(text.encode()))
+    unnamed = tmp_path / "unnamed"
+    unnamed.write_bytes(packed.read_bytes())
+    expected = reader(plain)
+    for path in (packed, unnamed):
+        got = reader(path)
+        pd.testing.assert_frame_equal(got, expected)
+    cut = tmp_path / "cut.gz"
+    cut.write_bytes(packed.read_bytes()[:-6])
+    with pytest.raises(DptuneError) as err:
+        reader(cut)
+    assert str(err.value).startswith(f"{cut}: broken gzip file: ")
+    bad_line = tmp_path / "bad.gz"
+    bad_line.write_bytes(gzip.compress(text.encode() + b"x\n"))
+    with pytest.raises(DptuneError, match=r"bad.gz: line 4: "):
+        reader(bad_line)
+
+
 def test_readers_round_trip(tmp_path):
     run = _write(
         tmp_path,
