@@ -115,10 +115,10 @@ def in_background(work: Callable[[], Any], poll: Callable[[], None] | None = Non
     terminated and the helper thread is asked to stop: :func:`dptune._interrupt.check`, which
     the work calls between its units, raises ``KeyboardInterrupt`` in that thread from then
     on. The exception goes on here at once, without waiting for the unit in progress. A command
-    ends its process, and the thread with it; a Python session (a notebook) keeps running,
-    and without the request its thread went on with the whole sweep in the background after
-    the interrupt had returned control to the user. Now it ends after the unit in progress,
-    which is kept as any finished unit is."""
+    ends its process, and the thread with it; a notebook's process keeps running, and without
+    the request the thread would go on with the whole sweep in the background after the
+    interrupt gave control back to the user: it ends after the unit in progress, which is kept
+    as any finished unit is."""
     from dptune._interrupt import stop_event
 
     box: dict[str, Any] = {}

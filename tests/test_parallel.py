@@ -95,7 +95,7 @@ sys.exit(main(["analyze", "x"]))
         "complete); run the same command again"], r.stderr
 
 
-def test_work_interrupted_in_a_python_session_stops_at_its_next_check() -> None:
+def test_work_interrupted_in_a_notebook_stops_at_its_next_check() -> None:
     """Ctrl-C in the main thread while work runs beside it (a notebook: the process goes on):
     the interrupt comes back at once, and the work stops at its next check instead of
     running on in the background; a later call is not stopped by the earlier request."""

@@ -350,8 +350,8 @@ def test_ctrl_c_while_a_queued_part_is_waited_for_is_no_failed_unit(tmp_path, mo
     _assert_same_values(store.root, reference)
 
 
-def test_an_interrupted_sweep_in_a_python_session_stops_after_its_unit(tmp_path, monkeypatch,
-                                                                        experiment, reference):
+def test_an_interrupted_sweep_in_a_notebook_stops_after_its_unit(tmp_path, monkeypatch,
+                                                                  experiment, reference):
     """Ctrl-C in a notebook while ``sweep(jobs=1)`` computes its second unit: control comes
     back at once, and the sweep's thread, which went on with every other unit in the
     background, stops after the unit in progress, which is kept; its next trial is marked
