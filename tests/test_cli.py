@@ -553,6 +553,60 @@ def test_status_covers_test_split_noise_floor_and_analysis(tiny_swept_every_stag
     assert "not written yet" in capsys.readouterr().out
 
 
+def test_status_while_the_analysis_runs_says_so(tiny_swept, tmp_path, capsys, monkeypatch):
+    """While ``dptune analyze`` computes (minutes on a large store; its folder appears whole at
+    the end), ``dptune status`` said the report was "not written yet" and advised the very
+    command already running, which would start a second analysis of the same results. It
+    names the analysis in progress (host:pid, start); once it ends, the report's own state.
+    A mark left by a process known gone (``kill -9``) is no analysis in progress; one of
+    another host cannot be checked and is shown."""
+    import json
+    import os
+    import shutil
+    import socket
+    import subprocess
+
+    import dptune._api as api
+    from dptune.sweeper._analysing import mark_path
+    from dptune.sweeper._claims import pid_space
+
+    results = tmp_path / "results"
+    shutil.copytree(tiny_swept / "results", results)
+    reports = tmp_path / "rep"
+    real = api.analyze_results
+    seen = []
+
+    def analysis_line() -> str:
+        assert main(["status", str(results), "--reports", str(reports)]) == 0
+        out = capsys.readouterr().out
+        return next(line for line in out.splitlines() if line.startswith("analysis:"))
+
+    def analyze_results(*args, **kwargs):  # status asked while the analysis computes
+        seen.append(analysis_line())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(api, "analyze_results", analyze_results)
+    assert main(["analyze", str(results), "--reports", str(reports), "--no-progress",
+                 "--bootstrap", "0"]) == 0
+    me = f"{socket.gethostname()}:{os.getpid()}"
+    assert len(seen) == 1 and seen[0].startswith(
+        f"analysis:    {reports / 'report.md'} being written by the analysis of {me} "
+        "(host:pid), started 20"), seen
+    assert not mark_path(reports).exists()
+    assert analysis_line().endswith("report.md up to date")
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    mark = {"worker": f"{socket.gethostname()}:{gone.pid}", "pid_space": pid_space(),
+            "started": "2026-01-01T00:00:00+00:00"}
+    mark_path(reports).write_text(json.dumps(mark))
+    assert analysis_line().endswith("report.md up to date")
+    mark["worker"] = "elsewhere:12"
+    mark_path(reports).write_text(json.dumps(mark))
+    assert analysis_line().endswith("being written by the analysis of elsewhere:12 (host:pid), "
+                                    "started 2026-01-01T00:00:00+00:00")
+
+
 def test_status_checks_the_reports_folder_the_run_wrote(tiny_swept, tmp_path, capsys,
                                                         monkeypatch):
     """``dptune run --reports X`` records X in the results directory (reports.txt); ``dptune

@@ -13,6 +13,7 @@ from dptune.store._files import side_file_problems
 from dptune.store._integrity import entry_fingerprints, verified
 from dptune.store._schema import part_fields
 from dptune.store._store import PARTS, ResultStore
+from dptune.sweeper._analysing import analysis_in_progress
 from dptune.sweeper._claims import _live_running
 from dptune.sweeper._cost import shape_from_manifest
 from dptune.sweeper._plan import Task, _key, test_tasks
@@ -72,8 +73,9 @@ def status(exp: Experiment | None, results: str | Path, storage_url: str | None 
 
     The later stages (each a dict with a ``state`` and a one-line ``text``): ``test`` (units of
     the best configurations on the test split), ``noise`` (A/A noise-floor parts) and
-    ``analysis`` (``report.md`` in ``reports``, default ``reports/<name>``, and whether it is
-    newer than every result); see :func:`stages`.
+    ``analysis`` (``report.md`` in ``reports``, default ``reports/<name>``: being written by an
+    analysis in progress, :mod:`dptune.sweeper._analysing`, else whether it is newer than
+    every result); see :func:`stages`.
 
     An ``exp`` whose set-up is not the one of the results is refused, before anything is
     read from the storage (:func:`check_same_setup`; ``source`` names it in the message,
@@ -362,7 +364,12 @@ def stages(exp: Experiment, store: ResultStore, validation_done: bool,
     # the command that writes it: a folder other than the default is named
     analyze = f"dptune analyze {store.root}" + (
         f" --reports {report.parent}" if report.parent != default else "")
-    if not report.is_file():
+    running = analysis_in_progress(report.parent)
+    if running is not None:
+        out["analysis"] = {"state": "running", "report": str(report), "text": (
+            f"{report} being written by the analysis of {running['worker']} (host:pid), "
+            f"started {running.get('started', 'at an unknown time')}")}
+    elif not report.is_file():
         out["analysis"] = {"state": "missing", "report": str(report),
                            "text": f"{report} not written yet ({analyze})"}
     elif report.stat().st_mtime < _newest(store):
