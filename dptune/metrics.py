@@ -378,6 +378,15 @@ def nan_scores(nan: np.ndarray) -> NaNScores:
     return NaNScores(int(nan.any(axis=0).sum()), int(nan.any(axis=1).sum()), nan.shape[1])
 
 
+def _writeable_scores(scores: object) -> np.ndarray:
+    """A fresh array of ``scores`` for :func:`evaluate` to mask: float32 stays float32 (the
+    models' own precision), anything else becomes float64, exact for integers up to 2^53 and
+    for float64 itself. A read-only float64 block cast to float32 tied scores 1e-8 apart, and
+    integer scores above 2^24, whose order then fell to the item ids."""
+    arr = np.asarray(scores)
+    return np.array(arr, dtype=np.float32 if arr.dtype == np.float32 else np.float64)
+
+
 def evaluate(
     model: Scorer,
     users: np.ndarray,
@@ -411,10 +420,10 @@ def evaluate(
         scores = model.score(ub)
         if (
             not isinstance(scores, np.ndarray)
-            or not np.issubdtype(scores.dtype, np.floating)
+            or scores.dtype not in (np.float32, np.float64)
             or not scores.flags.writeable
         ):
-            scores = np.array(scores, dtype=np.float32)
+            scores = _writeable_scores(scores)
         if scores.shape != (ub.size, n_items):
             raise ValueError(
                 f"model.score returned shape {scores.shape}, expected {(ub.size, n_items)}"

@@ -430,6 +430,22 @@ def test_evaluate_masks_training_items_and_blocks():
     assert (scores[:, :5] == 10.0).all()
 
 
+@pytest.mark.parametrize("read_only", [False, True])
+@pytest.mark.parametrize(("close", "dtype"), [(1.0 + 1e-9, np.float64),
+                                              (2**24 + 1, np.int64)])
+def test_evaluate_keeps_the_order_of_close_scores(close, dtype, read_only):
+    """A score block that had to be copied (read-only, or not float) became float32: scores
+    1e-9 apart in float64, or integers above 2^24, tied, and the tie went to the lower item id,
+    so the relevant item 1, scored highest, was ranked second. float64 keeps them apart."""
+    base = 1.0 if dtype == np.float64 else 2**24
+    scores = np.array([[base, close, 0]], dtype=dtype)
+    train = sp.csr_matrix((1, 3), dtype=np.float32)
+    relevant = sp.csr_matrix(np.array([[0.0, 1.0, 0.0]]))
+    got = evaluate(FixedScores(scores, read_only=read_only), np.array([0]), train, relevant,
+                   (1,), np.ones(3), np.ones(3))
+    assert got[METRICS.index("precision"), 0, 0] == 1.0
+
+
 def test_evaluate_checks_model_output():
     class Bad:
         def score(self, users):
