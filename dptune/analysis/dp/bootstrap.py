@@ -321,7 +321,7 @@ def pair_moments(values: np.ndarray, rows_a: np.ndarray, rows_b: np.ndarray, per
     dbar = s1.sum(axis=1) / n
     c1 = s1 - dbar[:, None] * sizes
     c2 = np.maximum(s2 - 2.0 * dbar[:, None] * s1 + (dbar * dbar)[:, None] * sizes, 0.0)
-    constant = dmin == dmax
+    constant = (dmin == dmax) & np.isfinite(dbar)  # a NaN is not in min/max, but in the sums
     c1[constant] = 0.0
     c2[constant] = 0.0
     dbar[constant] = dmin[constant]

@@ -380,7 +380,10 @@ def ttest_pvalues(values: np.ndarray, rows_a: np.ndarray, rows_b: np.ndarray,
         _pair_sums_one(v, ra, rb, cols, s1, s2, dmin, dmax)
     dbar = s1 / float(n)
     ss = np.maximum(s2 - 2.0 * dbar * s1 + (dbar * dbar) * float(n), 0.0)
-    constant = dmin == dmax  # every difference equal: the sums' rounding removed
+    # every difference equal: the sums' rounding removed. A NaN or infinite difference is
+    # passed over by the running min/max but not by the sum, so a pair whose other
+    # differences are equal is not constant: its p-value is NaN (the caller's error), not 0 or 1
+    constant = (dmin == dmax) & np.isfinite(dbar)
     ss[constant] = 0.0
     dbar[constant] = dmin[constant]
     size = np.maximum(np.abs(dmin), np.abs(dmax))

@@ -543,3 +543,22 @@ def test_the_compiled_kernels_give_the_same_bits_on_one_and_two_threads(tmp_path
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip() == "7"
+
+
+@pytest.mark.parametrize("rest", [0.25, 0.0])
+def test_a_nan_beside_equal_differences_is_not_a_constant_pair(rest):
+    """The bootstrap's pass reads a pair's min and max difference beside its sums: a NaN among
+    differences that are otherwise equal was skipped by the first and read as a constant pair
+    (p = 0, or 1 for zeros), so the fold loop's NaN check never saw it."""
+    n = 6
+    d = np.full(n, rest)
+    d[3] = np.nan
+    values = np.vstack([d, np.zeros(n), np.linspace(0.0, 1.0, n)])
+    perm, starts, w = bootstrap.user_draws(np.arange(n), 10, 0)
+    fm = bootstrap.fold_moments(values, np.array([0, 2]), np.array([1, 1]), perm, starts, w,
+                                np.arange(n))
+    assert not fm.constant[0] and np.isnan(fm.p[0])
+    assert fm.p[1] == pytest.approx(st.ttest_rel(values[2], values[1]).pvalue, abs=1e-12)
+    dbar, _, _, constant, _ = bootstrap.pair_moments(values, np.array([0]), np.array([1]),
+                                                     perm, starts)
+    assert not constant[0] and np.isnan(dbar[0])

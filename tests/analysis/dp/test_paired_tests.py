@@ -227,3 +227,25 @@ def test_sakai_dp_by_hand() -> None:
 def test_ks_uniform_rejects_skewed_pvalues() -> None:
     p = _rng(4).random(300) ** 3
     assert paired_tests.ks_uniform(p)[1] < 1e-6
+
+
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")
+@pytest.mark.parametrize("rest", [1.0, 0.0])
+@pytest.mark.parametrize("where", [0, 2, 4])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_a_nan_beside_equal_differences_is_refused_by_the_tables_t_test(rest, where, dtype):
+    """A NaN (or infinite) value among differences that are otherwise all equal: the running
+    min and max of the compiled pass skip it, the sums do not. Read as "every difference
+    equal", the pair got p = 0 (or 1 for zeros) instead of the error every other NaN gets."""
+    a = np.full(5, rest)
+    for bad in (np.nan, np.inf):
+        a_bad = a.copy()
+        a_bad[where] = bad
+        values = np.vstack([a_bad, np.zeros(5)]).astype(dtype)
+        with pytest.raises(DptuneError, match="NaN or infinite"):
+            paired_tests.paired_test("t").pvalues(values, np.array([0]), np.array([1]))
+        p = paired_tests.ttest_pvalues(values, np.array([0]), np.array([1]))
+        assert np.isnan(p[0])
+    # every value infinite: not a constant difference either
+    values = np.vstack([np.full(5, np.inf), np.zeros(5)])
+    assert np.isnan(paired_tests.ttest_pvalues(values, np.array([0]), np.array([1]))[0])
