@@ -117,6 +117,7 @@ from scipy import special
 
 from dptune.analysis.dp.paired_tests import (
     ZERO_VARIANCE_RTOL,
+    constant_differences,
     paired_t,
     paired_t_statistics,
     t_pvalues,
@@ -321,7 +322,7 @@ def pair_moments(values: np.ndarray, rows_a: np.ndarray, rows_b: np.ndarray, per
     dbar = s1.sum(axis=1) / n
     c1 = s1 - dbar[:, None] * sizes
     c2 = np.maximum(s2 - 2.0 * dbar[:, None] * s1 + (dbar * dbar)[:, None] * sizes, 0.0)
-    constant = (dmin == dmax) & np.isfinite(dbar)  # a NaN is not in min/max, but in the sums
+    constant = constant_differences(dmin, dmax, dbar)
     c1[constant] = 0.0
     c2[constant] = 0.0
     dbar[constant] = dmin[constant]

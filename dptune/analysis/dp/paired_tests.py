@@ -56,6 +56,7 @@ __all__ = [
     "ZERO_MEAN_RTOL",
     "paired_t",
     "paired_t_statistics",
+    "constant_differences",
     "t_pvalues",
     "T_TABLE_STEPS",
     "t_tail_table",
@@ -133,6 +134,17 @@ def paired_t(mean: float, var: float, n: float, ss: float, size: float,
 def _paired_t_loop(mean, var, n, ss, size, squared, out):  # pragma: no cover - numba
     for i in range(out.shape[0]):
         out[i] = paired_t(mean[i], var[i], n[i], ss[i], size[i], squared)
+
+
+def constant_differences(dmin: np.ndarray, dmax: np.ndarray, dbar: np.ndarray) -> np.ndarray:
+    """Which pairs have every difference equal, from the running ``dmin``, ``dmax`` of their
+    differences and their mean ``dbar`` (the compiled sums of :func:`ttest_pvalues` and
+    :func:`dptune.analysis.dp.bootstrap.pair_moments`): ``dmin == dmax`` with a finite mean.
+    Such a pair's spread is set to 0 exactly (the sums' rounding removed). A NaN or infinite
+    difference is passed over by the running min/max but not by the sum, so a pair whose
+    other differences are equal is not constant: its p-value is NaN, which the callers refuse,
+    not 0 or 1."""
+    return (dmin == dmax) & np.isfinite(dbar)
 
 
 def paired_t_statistics(mean: np.ndarray, var: np.ndarray, n: np.ndarray | float,
@@ -380,10 +392,7 @@ def ttest_pvalues(values: np.ndarray, rows_a: np.ndarray, rows_b: np.ndarray,
         _pair_sums_one(v, ra, rb, cols, s1, s2, dmin, dmax)
     dbar = s1 / float(n)
     ss = np.maximum(s2 - 2.0 * dbar * s1 + (dbar * dbar) * float(n), 0.0)
-    # every difference equal: the sums' rounding removed. A NaN or infinite difference is
-    # passed over by the running min/max but not by the sum, so a pair whose other
-    # differences are equal is not constant: its p-value is NaN (the caller's error), not 0 or 1
-    constant = (dmin == dmax) & np.isfinite(dbar)
+    constant = constant_differences(dmin, dmax, dbar)
     ss[constant] = 0.0
     dbar[constant] = dmin[constant]
     size = np.maximum(np.abs(dmin), np.abs(dmax))
