@@ -99,6 +99,13 @@ MARKERS: tuple[str, ...] = ("o", "s", "^", "D", "v", "P", "X", "*")
 _BAND_ALPHA = 0.10
 
 
+def _plain(text: str) -> str:
+    """A name as text a figure shows as written: its dollar signs escaped, so that matplotlib
+    does not read the part between two as mathtext (an algorithm named ``cost $5 vs $10`` lost
+    its dollars and spaces; one named ``a$^$b`` stopped the report with a parse error)."""
+    return str(text).replace("$", "\\$")
+
+
 def _panel_grid(n_panels: int) -> tuple[int, int]:
     """(rows, columns) of the panel grid for ``n_panels`` algorithms."""
     ncols = max(1, min(n_panels, MAX_PANEL_COLUMNS))
@@ -195,9 +202,9 @@ def _figure1(curves: pd.DataFrame, dp: pd.DataFrame, cutoff: int,
             first = min((o for o in metrics
                          if same_values(means[o], y)),
                         key=lambda o: metric_key(o, cutoff))
-            same = display_metric(first, cutoff) if first != m else None
-            label = (f"{display_metric(m, cutoff)}, DP per 25 pairs {fmt(hit.iloc[0])}"
-                     if len(hit) else display_metric(m, cutoff))
+            same = _plain(display_metric(first, cutoff)) if first != m else None
+            name = _plain(display_metric(m, cutoff))
+            label = f"{name}, DP per 25 pairs {fmt(hit.iloc[0])}" if len(hit) else name
             if same is None:
                 ax.fill_between(
                     x,
@@ -238,7 +245,7 @@ def _figure1(curves: pd.DataFrame, dp: pd.DataFrame, cutoff: int,
         possible = (ra["n_possible_pairs"].max() if len(ra) and "n_possible_pairs" in ra
                     else None)
         # the pairs said as the DP figure and the text say them ("P = 1000 of 21945")
-        ax.set_title(_fitted(fig, f"{display_algorithm(alg)} (N = {cutoff}, "
+        ax.set_title(_fitted(fig, f"{_plain(display_algorithm(alg))} (N = {cutoff}, "
                              f"{pair_count_text(max_pos, possible)} pairs)",
                              FONT_SIZES["title"], ncols, _Y_LABELS), fontsize=FONT_SIZES["title"])
         ax.grid(True, alpha=0.3, linewidth=0.5)
@@ -380,7 +387,7 @@ def _dp_figure(dp: pd.DataFrame, verdict: pd.DataFrame | None, cutoff: int,
         for b in breaks:
             ax.axhline(y[b] - 0.5, color="0.5", linewidth=0.8, linestyle="--")
         ax.set_yticks(y)
-        labels = ax.set_yticklabels([display_metric(m, cutoff) for m in order])
+        labels = ax.set_yticklabels([_plain(display_metric(m, cutoff)) for m in order])
         for lab, m in zip(labels, order, strict=True):
             if m in rec:
                 lab.set_fontweight("bold")
@@ -392,7 +399,7 @@ def _dp_figure(dp: pd.DataFrame, verdict: pd.DataFrame | None, cutoff: int,
         possible = (ra["n_possible_pairs"].max() if len(ra) and "n_possible_pairs" in ra
                     else None)
         share = float(unsampled_share(ra).max()) if len(ra) else 0.0
-        ax.set_title(_fitted(fig, f"{display_algorithm(alg)} (N = {cutoff}, "
+        ax.set_title(_fitted(fig, f"{_plain(display_algorithm(alg))} (N = {cutoff}, "
                              f"{pair_count_text(pairs, possible)} pairs"
                              + (f"; {UNSAMPLED} {pct(share)} of the grid's pairs uncovered)"
                                 if share > 0 else ")"), FONT_SIZES["title"], ncols, _DP_Y_LABELS),

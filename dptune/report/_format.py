@@ -127,10 +127,12 @@ DP_DECIMALS = 3
 
 def fmt(x: object, decimals: int = DP_DECIMALS) -> str:
     """Format a number with a fixed number of decimals (default :data:`DP_DECIMALS`, a DP's);
-    missing values as an en dash."""
+    missing values as an en dash. A value that rounds to zero is ``0.000``, never ``-0.000``
+    (a negative zero, or -1e-12 left by floating-point arithmetic, is no negative number)."""
     if is_missing(x):
         return MISSING
-    return f"{float(x):.{decimals}f}"
+    text = f"{float(x):.{decimals}f}"
+    return text[1:] if text.startswith("-") and float(text) == 0.0 else text
 
 
 def flag(row: Mapping[str, object], key: str) -> bool:

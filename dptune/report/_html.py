@@ -1,7 +1,9 @@
 """report.html: report.md rendered as one self-contained web page.
 
-The Markdown is rendered by ``markdown-it-py`` (CommonMark with GFM tables, raw HTML allowed for
-the ``<ins>`` underline marks the tables use); then every figure is inlined as a base64 PNG (the figure
+The Markdown is rendered by ``markdown-it-py`` (CommonMark with GFM tables; raw HTML is shown as
+text, so that a name holding ``<script>`` or ``<b>`` reads as written, never run or applied,
+but for the one tag the report writes itself, the tables' ``<ins>`` underline:
+:func:`render_markdown`); then every figure is inlined as a base64 PNG (the figure
 linked from report.md is embedded where report.md embeds it; figures that report.md only links
 to are embedded right after the paragraph that links to them, and the link points at them),
 every table is wrapped so that it scrolls sideways on a narrow screen, and one stylesheet makes
@@ -19,7 +21,7 @@ from collections.abc import Mapping
 
 from markdown_it import MarkdownIt
 
-__all__ = ["markdown_to_html", "CSS"]
+__all__ = ["markdown_to_html", "render_markdown", "CSS"]
 
 #: The page's one stylesheet: a readable column on screens of any width, tables that scroll
 #: sideways on phones, and a print layout (no scrolling, no split figures or table rows).
@@ -69,6 +71,27 @@ _NUMBERS = re.compile(r"(\[-?[\d.]+, -?[\d.]+\]|(?<![\w.])-?\d[\d.]*(?:‡|†|�
 _CELL = re.compile(r'(<td style="text-align: ?right">)(.*?)(</td>)', re.S)
 _LINK = re.compile(r'<a href="([^"#:]+\.(?:png|svg))">')
 _PARAGRAPH = re.compile(r"<p>(?:(?!</p>).)*</p>", re.S)
+
+
+#: The one HTML report.md writes itself (the tables' underline): kept a tag in the page.
+_ALLOWED_HTML = frozenset({"<ins>", "</ins>"})
+
+
+def _escaped_html(renderer: object, tokens: list, idx: int, options: object, env: object) -> str:
+    """A raw HTML token of the Markdown as text (``<ins>`` and ``</ins>`` kept as tags)."""
+    content = tokens[idx].content
+    return content if content in _ALLOWED_HTML else html.escape(content, quote=False)
+
+
+def render_markdown(markdown: str) -> str:
+    """Markdown as HTML (CommonMark with GFM tables) whose raw HTML is shown as text, but for
+    the tables' ``<ins>`` underline: an algorithm, metric or hyperparameter named
+    ``<script>alert(1)</script>`` reads so in report.html and in a notebook, as in report.md's
+    text, instead of running."""
+    md = MarkdownIt("commonmark", {"html": True}).enable("table")
+    md.add_render_rule("html_inline", _escaped_html)
+    md.add_render_rule("html_block", _escaped_html)
+    return md.render(markdown)
 
 
 def _data_uri(png: bytes) -> str:
@@ -124,8 +147,7 @@ def markdown_to_html(
 ) -> str:
     """One self-contained HTML page from report.md and its figures (``images`` maps the PNG
     file names used in the Markdown to their PNG bytes)."""
-    md = MarkdownIt("commonmark", {"html": True}).enable("table")
-    body = md.render(markdown)
+    body = render_markdown(markdown)
     body = _inline_figures(body, images)
     body = _CELL.sub(lambda m: m.group(1) + _NUMBERS.sub(r'<span class="num">\1</span>',
                                                           m.group(2)) + m.group(3), body)

@@ -14,6 +14,7 @@ import pandas as pd
 
 from dptune.analysis.result import CURVES_COLUMNS, DP_COLUMNS
 from dptune.errors import input_error
+from dptune.report._format import fmt
 
 __all__ = [
     "DP_INPUT",
@@ -131,8 +132,9 @@ def pairs_note(dp: pd.DataFrame) -> str:
 
 
 def interval_text(row: pd.Series | None) -> str:
-    """`` [lo, hi]`` of a row's ``ci_low``/``ci_high`` (3 decimals), or ``""`` when absent."""
+    """`` [lo, hi]`` of a row's ``ci_low``/``ci_high`` (:func:`~dptune.report._format.fmt`, 3
+    decimals, as every DP), or ``""`` when absent."""
     if row is None or "ci_low" not in row.index or pd.isna(row["ci_low"]) or \
             pd.isna(row["ci_high"]):
         return ""
-    return f" [{float(row['ci_low']):.3f}, {float(row['ci_high']):.3f}]"
+    return f" [{fmt(row['ci_low'])}, {fmt(row['ci_high'])}]"

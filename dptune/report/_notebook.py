@@ -52,10 +52,9 @@ def result_markdown(result: Any) -> str:
 
 def result_html(result: Any) -> str:
     """HTML: :func:`result_markdown` rendered, followed by the DP figure inlined as a PNG."""
-    from markdown_it import MarkdownIt
+    from dptune.report._html import render_markdown
 
-    md = MarkdownIt("commonmark", {"html": True}).enable("table")
-    out = md.render(result_markdown(result))
+    out = render_markdown(result_markdown(result))
     fig = _figure_png(result)
     if fig is not None:
         png, caption = fig

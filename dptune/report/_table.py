@@ -9,6 +9,7 @@ flags and rendered per format, never pre-marked in the text, so the formats cann
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -169,9 +170,21 @@ def latex_label(text: str) -> str:
                    for ch in str(text))
 
 
+#: A ``<`` that starts raw HTML or an autolink in Markdown (a tag, a closing tag, a comment, a
+#: declaration): a ``<`` before a blank or a digit (``< 0.001``) starts nothing and is kept.
+_MD_TAG = re.compile(r"<(?=[A-Za-z/!?])")
+#: An ``&`` that starts a character reference (``&amp;``, ``&#60;``), which Markdown decodes.
+_MD_ENTITY = re.compile(r"&(?=#?[A-Za-z0-9]+;)")
+
+
 def md_escape(text: str) -> str:
-    """Escape characters that would break a Markdown table cell or start markup."""
-    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+    """Escape characters that would break a Markdown table cell or start markup: a backslash,
+    ``|``, a line break (``\\n``, ``\\r``: a space), a ``<`` that would open an HTML tag (a
+    name ``<b>x</b>`` is shown as written, not bold) and an ``&`` that would start a character
+    reference (``R&amp;D`` is not shown as ``R&D``)."""
+    text = str(text).replace("\\", "\\\\").replace("|", "\\|")
+    text = text.replace("\r\n", " ").replace("\r", " ").replace("\n", " ")
+    return _MD_ENTITY.sub(r"\\&", _MD_TAG.sub(r"\\<", text))
 
 
 def _md_cell(cell: Cell) -> str:
