@@ -170,12 +170,14 @@ def build_study(configs: pd.DataFrame, hyperparameters: Sequence[str],
     space = search_space(configs, hyperparameters)
     study = optuna.create_study(direction="maximize")
     trials = []
-    for row in configs.sort_values("config_id", kind="stable").itertuples(index=False):
-        cid = int(row.config_id)
+    # rows as dicts: itertuples renames a column that is no identifier (a hyperparameter
+    # named ``k&n`` or ``1st``), and getattr then found no such field
+    for row in configs.sort_values("config_id", kind="stable").to_dict("records"):
+        cid = int(row["config_id"])
         y = 0.0 if values is None else values.get(cid)
         if y is None or not math.isfinite(float(y)):
             continue
-        params = {h: _param_value(d, getattr(row, h)) for h, d in space.items()}
+        params = {h: _param_value(d, row[h]) for h, d in space.items()}
         trials.append(optuna.trial.create_trial(params=params, distributions=space, value=float(y),
                                                 user_attrs={"config_id": cid}))
     study.add_trials(trials)

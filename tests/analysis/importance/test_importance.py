@@ -65,6 +65,19 @@ def test_build_study_one_trial_per_configuration():
     assert study.direction.name == "MAXIMIZE"
 
 
+def test_build_study_takes_hyperparameter_names_that_are_no_identifiers():
+    """A per-user table's hyperparameters may be named anything (``k&n``, ``1st``, ``class``):
+    the rows were read with itertuples, which renames such columns, so the study failed with
+    an AttributeError. Same trials as under plain names."""
+    cfg, y = _grid()
+    odd = {"factors": "k&n", "iterations": "1st", "learning_rate": "class"}
+    plain = imp.build_study(cfg, list(odd), y)
+    renamed = imp.build_study(cfg.rename(columns=odd), list(odd.values()), y)
+    assert [{odd[h]: v for h, v in t.params.items()} for t in plain.trials] == \
+        [t.params for t in renamed.trials]
+    assert [t.value for t in plain.trials] == [t.value for t in renamed.trials]
+
+
 def test_importances_find_the_dominant_hyperparameter_and_are_seeded():
     cfg, y = _grid(0.02)
     t = imp.importance_table(cfg, ["factors", "iterations", "learning_rate"], y, seed=3)
