@@ -235,6 +235,7 @@ _TEX_ESCAPES = {
     "†": "$^\\dagger$",
     "§": "$^\\S$",
     "<": "\\textless{}",
+    "|": "\\textbar{}",  # LaTeX's default font encoding (OT1) prints a bare | as an em dash
     ">": "\\textgreater{}",
 }
 

@@ -98,6 +98,17 @@ def test_an_algorithm_named_with_dollars_is_drawn_as_written():
         fig.canvas.draw()
 
 
+def test_a_bar_is_a_bar_in_latex():
+    """LaTeX's default font encoding (OT1) prints a bare ``|`` as an em dash: the split-seed
+    table's caption ``|% - 100|`` read "—% - 100—" in a paper. It is ``\\textbar{}``."""
+    from dptune.report._table import Table, tex_escape
+
+    assert tex_escape("|% - 100|") == "\\textbar{}\\% - 100\\textbar{}"
+    block = simple_block(["Algorithm"], [["a|b"]], [False])
+    tex = Table("bars", "test of |x|", [block], pd.DataFrame({"Algorithm": ["a|b"]})).to_latex()
+    assert "a\\textbar{}b" in tex and "test of \\textbar{}x\\textbar{}" in tex
+
+
 def test_a_zero_is_never_printed_negative():
     """A DP or interval end of -0.0 (or -1e-12, floating-point arithmetic's zero) was printed
     ``-0.000`` in Markdown and LaTeX, a negative DP no analysis can give."""
