@@ -8,7 +8,7 @@ writes and the report never computes.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -68,7 +68,9 @@ def discriminative_power(per_user: pd.DataFrame | str | os.PathLike, *,
     ``dptune analyze`` with the analysis seed 42 of a sweep
     (:meth:`AnalysisOptions.for_outside`). A wrong argument is one
     :class:`dptune.errors.DptuneError` naming it (an unknown option, a bad value, a
-    noise floor, which outside data cannot have).
+    noise floor, which outside data cannot have), the options checked before the table is
+    read; a whole ``options=`` is refused with the way to give them (``**options``, or
+    ``dptune.analyze(per_user, options)``).
 
     One route for every input: this is ``dptune.analyze(per_user, AnalysisOptions.for_outside(
     store, **options))`` of the table's in-memory store. Per algorithm and scope, pairs of
@@ -91,6 +93,13 @@ def discriminative_power(per_user: pd.DataFrame | str | os.PathLike, *,
     from dptune.store._per_user_store import PerUserStore
 
     check_arguments("discriminative_power", None, progress, configs, hyperparameters)
+    if isinstance(options.get("options"), (AnalysisOptions, Mapping)):
+        # options=AnalysisOptions(...) or options={...}: the fields are keywords here
+        raise input_error("discriminative_power", "options", "takes the options' fields as "
+                          "keywords (pairs=25, test='t', ...): discriminative_power(per_user, "
+                          "**options), or dptune.analyze(per_user, options) for an "
+                          "AnalysisOptions")
+    AnalysisOptions.check_outside(**options)  # before the table is read and checked
     source: str | Path = "per_user"
     if isinstance(per_user, (str, os.PathLike)):  # a file: read as dptune dp --per-user reads it
         from dptune.store._per_user_file import read_table
@@ -98,9 +107,15 @@ def discriminative_power(per_user: pd.DataFrame | str | os.PathLike, *,
         source = Path(per_user)
         per_user = read_table(source, "per-user file")
     elif not isinstance(per_user, pd.DataFrame):
+        # a polars DataFrame or a pyarrow Table: its module named (a polars "DataFrame" is
+        # not pandas'), with the conversion
+        kind = type(per_user)
+        module = kind.__module__.split(".")[0]
+        name = kind.__name__ if module == "builtins" else f"{module}.{kind.__name__}"
+        hint = ("; convert it with .to_pandas()" if callable(getattr(per_user, "to_pandas", None))
+                else "")
         raise input_error("discriminative_power", "per_user", "needs a pandas DataFrame or the "
-                          "path of a per-user file (CSV, TSV or Parquet), got "
-                          f"{type(per_user).__name__}")
+                          f"path of a per-user file (CSV, TSV or Parquet), got {name}{hint}")
     store = PerUserStore.from_frame(per_user, configs=configs, hyperparameters=hyperparameters,
                                     source=source)
     return analyze(store, AnalysisOptions.for_outside(store, **options), progress=progress)

@@ -52,6 +52,7 @@ def analyze_per_user(per_user: str | Path, reports_dir: str | Path,
     (:attr:`dptune.report.Report.label`; default: the file's name).
     Exported from a dptune store, ``per_user.parquet`` + ``configs.csv`` give the sweep's
     ``dp.csv``."""
+    AnalysisOptions.check_outside(**overrides)  # before the file is read and checked
     table = read_per_user(per_user)
     cfg = read_per_user_configs(configs, table) if configs is not None else None
     store = PerUserStore(table, cfg, source=per_user)
@@ -74,6 +75,7 @@ def analyze_runs(runs: str | Path, qrels: str | Path, train: str | Path,
     from dptune.store._runs import read_runs
     from dptune.store._trec import coverage_lines
 
+    AnalysisOptions.check_outside(**overrides)  # before the runs are evaluated
     minimum = AnalysisOptions.resolve(
         None, min_fold_users=overrides.get("min_fold_users")).min_fold_users
 

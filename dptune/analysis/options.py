@@ -138,6 +138,11 @@ class AnalysisOptions:
         positional options or one given twice is one error line naming it, as a bad value is
         (a mistyped keyword in a notebook is not a ``TypeError`` from inside)."""
         names = [f.name for f in fields(cls)]
+        if len(args) == 1 and isinstance(args[0], Mapping):
+            # AnalysisOptions({"pairs": 25}) read the table as the value of ``pairs``
+            raise input_error("analysis", None, "takes its options by name, not as one table: "
+                              "AnalysisOptions(**options) or "
+                              "AnalysisOptions.from_mapping(options)")
         if len(args) > len(names):
             raise input_error("analysis", None, f"takes at most {len(names)} options by "
                               f"position, got {len(args)}; name them ({', '.join(names)})")
@@ -177,6 +182,11 @@ class AnalysisOptions:
             raise input_error("analysis", "manifest", "needs a store's manifest (a mapping, "
                               f"store.manifest()) or None, got {type(manifest).__name__}")
         manifest = manifest or {}
+        for key in ("analysis", "seeds"):  # a hand-made manifest: named, not a traceback
+            part = manifest.get(key)
+            if part is not None and not isinstance(part, Mapping):
+                raise input_error("analysis", f"manifest: {key}", "needs a table (a mapping) "
+                                  f"or None, got {type(part).__name__}")
         known = {f.name for f in fields(cls)}
         stored = dict(manifest.get("analysis") or {})
         if "pairs" not in stored and "n_pairs" in stored:  # a store of an earlier version
@@ -199,11 +209,7 @@ class AnalysisOptions:
                    for m in ("algorithms", "metric_cutoffs", "hyperparameters")):
             raise input_error("analysis", "store", "needs the in-memory store of outside data "
                               f"(PerUserStore), got {type(store).__name__}")
-        given = {k: v for k, v in overrides.items() if v is not None}
-        if given.get("noise_seeds", 0) or "noise_configs" in given:
-            key = "noise_seeds" if "noise_seeds" in given else "noise_configs"
-            raise input_error("analysis", key,
-                              "no noise floor for outside data (it needs retraining)")
+        given = cls.check_outside(**overrides)
         mcs = [mc for a in store.algorithms() for mc in store.metric_cutoffs(a)]
         metric, cutoff = ("ndcg", 10) if ("ndcg", 10) in mcs else (mcs[0] if mcs else
                                                                     ("ndcg", 10))
@@ -211,6 +217,20 @@ class AnalysisOptions:
         defaults = {"primary_metric": metric, "primary_cutoff": int(cutoff), "noise_seeds": 0,
                     "importance": has_hps}
         return cls.resolve({"seeds": {"analysis": OUTSIDE_SEED}}, **{**defaults, **given})
+
+    @staticmethod
+    def check_outside(**overrides: Any) -> dict[str, Any]:
+        """The ``overrides`` of :meth:`for_outside` that are given (not ``None``), checked
+        without the data: an unknown option, a bad value or a noise floor (which outside data
+        cannot have) is its one error line, so that a front function refuses it before it
+        reads and checks a per-user table."""
+        given = {k: v for k, v in overrides.items() if v is not None}
+        if given.get("noise_seeds", 0) or "noise_configs" in given:
+            key = "noise_seeds" if "noise_seeds" in given else "noise_configs"
+            raise input_error("analysis", key,
+                              "no noise floor for outside data (it needs retraining)")
+        validate_options(given)
+        return given
 
     @property
     def scope_value_pairs(self) -> int:

@@ -28,7 +28,7 @@ import pandas as pd
 from dptune._atomic import atomic_path, check_folder
 from dptune.analysis.dp.tables import CURVES_COLUMNS, DP_COLUMNS, DPEstimate
 from dptune.analysis.options import AnalysisOptions
-from dptune.errors import check_path
+from dptune.errors import check_path, input_error
 from dptune.vocab import CSV_FLOAT
 
 if TYPE_CHECKING:
@@ -159,6 +159,44 @@ class AnalysisResult:
     options: AnalysisOptions = field(default_factory=AnalysisOptions)
     manifest: Mapping[str, Any] = field(default_factory=dict)
     configurations: pd.DataFrame | None = None
+
+    def __post_init__(self) -> None:
+        """A result built by hand (or changed by ``dataclasses.replace``) is checked when it is
+        made: a part of the wrong kind is one line naming the field, not a traceback from
+        inside the report that reads it. A ``manifest`` of None is an empty one."""
+        def bad(name: str, want: str, value: object) -> Exception:
+            return input_error("AnalysisResult", name, f"needs {want}, got "
+                               f"{type(value).__name__}")
+
+        if not isinstance(self.dp, DPEstimate):
+            raise bad("dp", "the DP estimate of an analysis (result.dp, a DPEstimate)", self.dp)
+        for name in ("comparisons", "dominance", "downstream", "verdict", "best", "datasets",
+                     "importance"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, pd.DataFrame):
+                raise bad(name, "a pandas DataFrame or None", value)
+        if self.noise is not None:
+            from dptune.analysis.noise import NoiseFloor
+
+            if not isinstance(self.noise, NoiseFloor):
+                raise bad("noise", "the A/A noise floor of an analysis (result.noise) or None",
+                          self.noise)
+        if not isinstance(self.options, AnalysisOptions):
+            raise bad("options", "dptune.AnalysisOptions (a table of options: "
+                      "AnalysisOptions(**options))", self.options)
+        if self.manifest is None:
+            object.__setattr__(self, "manifest", {})
+        elif not isinstance(self.manifest, Mapping):
+            raise bad("manifest", "a store's manifest (a mapping) or None", self.manifest)
+        conf = self.configurations
+        if conf is not None:
+            if not isinstance(conf, pd.DataFrame):
+                raise bad("configurations", "a pandas DataFrame or None", conf)
+            missing = [c for c in ("algorithm", "config_id") if c not in conf.columns]
+            if missing:
+                raise input_error("AnalysisResult", "configurations", f"missing column "
+                                  f"{missing[0]!r} (columns algorithm, config_id and the "
+                                  "hyperparameters)")
 
     @property
     def primary(self) -> tuple[str, int]:
