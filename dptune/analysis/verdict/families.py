@@ -41,17 +41,23 @@ def completed_families(metrics: Iterable[str], families: Families = DEFAULT_FAMI
     them holds, grouped by their default family (module docstring), members in configured
     order (a left-out family in its default family's order)."""
     used = {str(m) for _, members in families for m in members}
-    names = {str(name) for name, _ in families}
     rest = [m for m in dict.fromkeys(str(m) for m in metrics) if m not in used]
     out = [(str(name), [str(m) for m in members]) for name, members in families]
+
+    def free(name: str) -> str:
+        """``name``, prefixed with ``other`` until no family has it (a configured family
+        named ``other`` keeps its name, and the metrics of no family become ``other other``:
+        two families of one name were one in the verdict's judges and two in its rows)."""
+        while name in {n for n, _ in out}:
+            name = f"{OTHER_FAMILY} {name}"
+        return name
+
     for name, members in DEFAULT_FAMILIES:
         if ms := [m for m in members if m in rest]:
-            while name in names:
-                name = f"{OTHER_FAMILY} {name}"
-            out.append((name, ms))
+            out.append((free(name), ms))
     defaults = {m for _, members in DEFAULT_FAMILIES for m in members}
     if stray := [m for m in rest if m not in defaults]:
-        out.append((OTHER_FAMILY, stray))
+        out.append((free(OTHER_FAMILY), stray))
     return out
 
 

@@ -191,6 +191,24 @@ def test_left_out_metrics_keep_their_default_family_and_its_judge():
         assert len({kinds[m] for m in ms}) == 1, (name, ms)
 
 
+def test_a_family_named_other_keeps_the_metrics_of_no_family_apart():
+    """A configured family named ``other`` beside a metric of no family (a per-user table's
+    ``hr``): both were called ``other``, two rows of one name in the verdict and one key of
+    the result's judges. The metrics of no family are ``other other``."""
+    from dptune.analysis.result import MetricFamilies
+
+    fam = (("accuracy", ("ndcg",)), ("other", ("epc",)))
+    metrics = ["ndcg", "epc", "hr"]
+    groups = family_groups(metrics, fam)
+    assert groups == [("accuracy", ["ndcg"]), ("other", ["epc"]), ("other other", ["hr"])]
+    result = MetricFamilies.of_metrics(metrics, fam, "ndcg")
+    assert list(result.judges) == ["accuracy", "other", "other other"]
+    v = rules.verdict_table(_dp_rows({"ndcg": 0.1, "epc": 0.2, "hr": 0.3}), _NO_CLAIMS,
+                            families=fam)
+    assert list(zip(v["family"], v["recommended"], strict=True)) == [
+        ("accuracy", "ndcg"), ("other", "epc"), ("other other", "hr")]
+
+
 @pytest.mark.parametrize("families", [
     DEFAULT_FAMILIES, (("accuracy", ("recall", "ndcg")), ("novelty", ("epc",))),
     (("accuracy", ("mrr",)),), (("mine", ("efd", "precision")),)])
