@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import numbers
 import os
 import re
 from collections.abc import Mapping
@@ -150,15 +151,21 @@ def parse_budget(value: Any, source: str | Path, field_: str | None) -> Budget:
 
     if isinstance(value, bool) or not isinstance(value, (int, str)):
         raise bad(f"{value!r} is not a budget")
+    too_many = (f"more than any grid holds (at most {MAX_CONFIGS:,} configurations); leave "
+                "the budget out to run every unit")
     if isinstance(value, int):
         if value < 1:
             raise bad(f"{value} units: needs at least 1")
         if value > MAX_CONFIGS:  # no grid holds more units (and float() of 10**400 overflows)
-            raise bad(f"{value:,} units: more than any grid holds (at most {MAX_CONFIGS:,} "
-                      "configurations); leave the budget out to run every unit")
+            raise bad(f"{_shown(value) if value >= 10**20 else f'{value:,} units'}: {too_many}")
         return Budget("units", float(value), str(value), str(source), field_)
     text = value.strip().lower().replace(" ", "")
-    if text.isdigit():
+    # decimal digits only: '²' is a digit to str.isdigit but no number to int(), and int()
+    # refuses to read more than 4,300 digits
+    if text.isdecimal():
+        if len(text.lstrip("0")) > len(str(MAX_CONFIGS)):
+            raise bad(f"{value.strip()[:24]}{'...' if len(value.strip()) > 24 else ''} units: "
+                      f"{too_many}")
         return parse_budget(int(text), source, field_)
     if text.endswith("%"):
         try:
@@ -175,6 +182,8 @@ def parse_budget(value: Any, source: str | Path, field_: str | None) -> Budget:
                                                       strict=True) if g)
     if not seconds > 0:
         raise bad(f"{value!r}: a time budget must be more than 0 seconds")
+    if not math.isfinite(seconds):  # hundreds of digits: a float's infinity, not a time
+        raise bad(f"{value.strip()[:24]}...: a time budget must be a finite time")
     return Budget("time", seconds, value.strip(), str(source), field_)
 
 
@@ -282,6 +291,9 @@ def _build(cls: type, table: Any, source: str, prefix: str) -> Any:
         elif isinstance(default, float):
             if not isinstance(val, (int, float)) or isinstance(val, bool):
                 raise input_error(source, f"{prefix}{key}", f"must be a number, got {val!r}")
+            if not _is_finite(val):  # an integer beyond a float's range (float() overflows)
+                raise input_error(source, f"{prefix}{key}", f"must be a finite number, got "
+                                  f"{_shown(val)}")
             val = float(val)
         elif (isinstance(default, str) or known[key].type == "str") and not isinstance(val, str):
             raise input_error(source, f"{prefix}{key}", f"must be a string, got {val!r}")
@@ -292,6 +304,24 @@ def _build(cls: type, table: Any, source: str, prefix: str) -> Any:
         missing = re.findall(r"'(\w+)'", str(err))
         raise input_error(source, f"{prefix}{missing[0] if missing else '?'}",
                           "required field is missing") from None
+
+
+def _is_finite(value: Any) -> bool:
+    """Whether the number ``value`` is finite as a float: an integer beyond a float's range
+    (``1e400`` written as digits) is not, where :func:`math.isfinite` raises
+    ``OverflowError``."""
+    try:
+        return math.isfinite(value)
+    except (OverflowError, TypeError):
+        return False
+
+
+def _shown(value: Any) -> str:
+    """``value`` as a message shows it (:func:`dptune.errors.plain`), an integer of more than
+    20 digits by its size, not spelt out (Python refuses to spell one of more than 4,300)."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**20:
+        return f"an integer of about {int(abs(value).bit_length() * math.log10(2)) + 1} digits"
+    return plain(value)
 
 
 def _options_class() -> type[AnalysisOptions]:
@@ -317,10 +347,33 @@ def _choice(source: str, where: str, value: Any, allowed: tuple[str, ...]) -> No
                           + did_you_mean(str(value), list(allowed)))
 
 
+#: Errors of the operating system or of :mod:`pathlib` on a path that cannot name a file:
+#: too long (``OSError``), holding a NUL character (``ValueError``), ``~user`` of no such user
+#: (``RuntimeError``).
+_PATH_ERRORS = (OSError, ValueError, RuntimeError)
+
+
+def _bad_path(source: str, field: str, what: str, path: str, err: Exception) -> Exception:
+    """The one-line error of a path that no file can have (:data:`_PATH_ERRORS`): ``path``
+    shortened to its first 60 characters, and the reason."""
+    shown = repr(path if len(path) <= 60 else path[:60] + "...")
+    why = getattr(err, "strerror", None) or str(err).rstrip(".") or type(err).__name__
+    return input_error(source, field, f"{what} {shown} cannot name a file ({why})")
+
+
 def _resolve(path: str, config_path: Path, source: str, field: str) -> Path:
     """A grid path of the experiment file ``config_path``: absolute, or relative to the folder
     of that file (whatever the working directory); a missing file is one error naming ``field``
-    (with the path to write when the file exists relative to the working directory instead)."""
+    (with the path to write when the file exists relative to the working directory instead),
+    and so is a path no file can have (too long, a NUL character, ``~user`` of no user)."""
+    try:
+        return _find_grid(path, config_path, source, field)
+    except _PATH_ERRORS as err:
+        raise _bad_path(source, field, "grid file", path, err) from None
+
+
+def _find_grid(path: str, config_path: Path, source: str, field: str) -> Path:
+    """:func:`_resolve`, whose path errors it lets through."""
     p = Path(path).expanduser()
     found = p if p.is_absolute() else config_path.parent / p
     if found.is_file():
@@ -328,6 +381,9 @@ def _resolve(path: str, config_path: Path, source: str, field: str) -> Path:
     if found.is_dir():
         raise input_error(source, field, f"grid file {path!r} is a directory ({found.resolve()}), "
                           "not a grid file")
+    if found.exists():  # a device or a pipe (/dev/null): there, but no file to read
+        raise input_error(source, field, f"grid file {path!r} ({found.resolve()}) is not a "
+                          "regular file")
     hint = ""
     if not p.is_absolute() and (Path.cwd() / p).is_file():
         rel = os.path.relpath(Path.cwd() / p, config_path.parent.resolve())
@@ -363,9 +419,18 @@ def _data_path(d: DataConfig, config_path: Path | None, source: str, check: bool
     to the folder of the experiment file ``config_path`` (like a grid path), as written when
     there is none (a table not read from a file: the working directory). With ``check``, a file
     missing there is one error naming ``data.source`` and the path tried (with the path to write
-    when the file exists relative to the working directory instead, as it was once read)."""
+    when the file exists relative to the working directory instead, as it was once read). A
+    path no file can have (too long, a NUL character, ``~user`` of no user) is one error."""
     if d.source in KNOWN_DATASETS or config_path is None:
         return d.source
+    try:
+        return _find_data(d, config_path, source, check)
+    except _PATH_ERRORS as err:
+        raise _bad_path(source, "data.source", "data file", d.source, err) from None
+
+
+def _find_data(d: DataConfig, config_path: Path, source: str, check: bool) -> str:
+    """:func:`_data_path` of a file path, whose path errors it lets through."""
     p = Path(d.source).expanduser()
     found = p if p.is_absolute() else config_path.parent / p
     if check and found.is_dir():  # "" and "." name the experiment's own folder
@@ -408,9 +473,9 @@ def _validate(exp: Experiment, src: str) -> None:
     if max(e.cutoffs) > MAX_CUTOFF:
         raise input_error(src, "evaluation.cutoffs", f"at most {MAX_CUTOFF:,} (the longest "
                           f"top-N list the store holds), got {max(e.cutoffs):,}")
-    if not math.isfinite(e.relevance_threshold):
+    if not _is_finite(e.relevance_threshold):
         raise input_error(src, "evaluation.relevance_threshold",
-                          f"must be a finite number, got {e.relevance_threshold}")
+                          f"must be a finite number, got {_shown(e.relevance_threshold)}")
     if len(set(e.cutoffs)) != len(e.cutoffs):
         raise input_error(src, "evaluation.cutoffs", "has duplicates")
     if not e.metrics:
@@ -451,8 +516,9 @@ def _validate_data(d: DataConfig, src: str) -> None:
         raise input_error(src, "data.kcore", "must be >= 0")
     if d.min_rating is not None and (isinstance(d.min_rating, bool)
                                      or not isinstance(d.min_rating, (int, float))
-                                     or not math.isfinite(d.min_rating)):
-        raise input_error(src, "data.min_rating", f"must be a finite number, got {d.min_rating!r}")
+                                     or not _is_finite(d.min_rating)):
+        raise input_error(src, "data.min_rating", f"must be a finite number, got "
+                          f"{_shown(d.min_rating)}")
     if d.header is not None and not isinstance(d.header, bool):
         raise input_error(src, "data.header", f"must be true or false, got {d.header!r}")
     _check_sep(src, d.sep, prefix="data.")
@@ -561,6 +627,44 @@ def _read_grid(a: AlgorithmConfig, i: int, config_path: Path,
     return _load_grid(gpath, a), replace(a, grid_path=str(gpath))
 
 
+#: The settings tables of an experiment and their classes, as :func:`check_experiment` checks
+#: the types of an experiment built in Python.
+_TABLES = (("data", DataConfig), ("split", SplitConfig), ("evaluation", EvaluationConfig),
+           ("sweep", SweepConfig))
+
+
+def _check_settings(exp: Experiment, source: str) -> None:
+    """The types of an experiment's settings built in Python, as :func:`_build` checks those of
+    a file (a Python or numpy number of either kind where a file's is one; a list or a tuple
+    where a file's is a list), so that ``SplitConfig(folds="3")`` is one line naming
+    ``split.folds``, not a ``TypeError`` of the range checks. Fields without a typed default
+    (``split.seed``, ``data.min_rating``, ...) are checked by :func:`_validate`."""
+    for attr, cls in _TABLES:
+        table = getattr(exp, attr)
+        if not isinstance(table, cls):
+            raise input_error(source, attr, f"must be a dptune.{cls.__name__}, got "
+                              f"{type(table).__name__}")
+        for name, f in _settings(cls).items():
+            default, val, where = f.default, getattr(table, name), f"{attr}.{name}"
+            if isinstance(default, tuple):
+                ok = isinstance(val, (list, tuple))
+                want = "a list"
+            elif isinstance(default, bool):
+                ok, want = isinstance(val, bool), "true or false"
+            elif isinstance(default, int):
+                ok = isinstance(val, numbers.Integral) and not isinstance(val, bool)
+                want = "an integer"
+            elif isinstance(default, float):
+                ok = isinstance(val, numbers.Real) and not isinstance(val, bool)
+                want = "a number"
+            elif isinstance(default, str):
+                ok, want = isinstance(val, str), "a string"
+            else:
+                continue
+            if not ok:
+                raise input_error(source, where, f"must be {want}, got {plain(val)}")
+
+
 def check_experiment(exp: Experiment) -> Experiment:
     """An :class:`Experiment` built in Python (``dptune.Experiment(...)``, or changed with
     ``dataclasses.replace``) checked as :func:`parse_experiment` checks a file, before any work:
@@ -574,11 +678,15 @@ def check_experiment(exp: Experiment) -> Experiment:
     source = str(exp.source) if exp.source else "<memory>"
     _check_name(exp.name, source, "name")
     check_int(exp.seed, source, "seed", SEED_RANGE[0], SEED_RANGE[1])
+    _check_settings(exp, source)
     if not exp.algorithms:
         raise input_error(source, "algorithms", "needs at least one algorithm")
     grids: dict[str, Grid] = {}
     algos = []
     for i, a in enumerate(exp.algorithms):
+        if not isinstance(a, AlgorithmConfig):
+            raise input_error(source, f"algorithms[{i}]", "must be a dptune.AlgorithmConfig, "
+                              f"got {type(a).__name__}")
         _check_algorithm(a, i, source, grids)
         if a.name in exp.grids:
             grids[a.name] = exp.grids[a.name]

@@ -210,6 +210,19 @@ def _real(source: str, where: str, v: Any) -> float:
         raise input_error(source, where, f"must be a finite number, got {plain(v)}") from None
 
 
+def _same(v: Any, w: Any) -> bool:
+    """Whether grid values ``v`` and ``w`` are one value: equal, and both or neither a bool
+    (Python's ``True == 1`` and ``False == 0.0``, but a grid's ``true`` is not its ``1``)."""
+    return v == w and _is_bool(v) == _is_bool(w)
+
+
+def _is_bool(v: Any) -> bool:
+    """A bool of Python or numpy (a value read back from a table is numpy's)."""
+    import numpy as np
+
+    return isinstance(v, (bool, np.bool_))
+
+
 def _expand_param(source: str, name: str, spec: Any) -> list[Any]:
     where = f"params.{name}"
     if not isinstance(spec, dict):
@@ -230,8 +243,7 @@ def _expand_param(source: str, name: str, spec: Any) -> list[Any]:
             raise input_error(source, f"{where}.values", "must be a non-empty list")
         # a value written twice is a typo (10, 10 for 10, 100), not a wish for one value;
         # values an exponent or rounding makes equal are merged below, as documented
-        twice = [v for i, v in enumerate(raw) if any(
-            v == w and isinstance(v, bool) == isinstance(w, bool) for w in raw[:i])]
+        twice = [v for i, v in enumerate(raw) if any(_same(v, w) for w in raw[:i])]
         if twice:
             raise input_error(source, f"{where}.values", f"lists {twice[0]!r} twice; a grid "
                               "value is written once")
@@ -274,11 +286,11 @@ def _expand_param(source: str, name: str, spec: Any) -> list[Any]:
     if not isinstance(excl, list):
         raise input_error(source, f"{where}.exclude", "must be a list")
     for e in excl:
-        if e not in vals:
+        if not any(_same(e, v) for v in vals):
             raise input_error(source, f"{where}.exclude", f"{e!r} is not a value of the grid")
     out: list[Any] = []
-    for v in vals:
-        if v not in excl and v not in out:
+    for v in vals:  # true is not 1 (Python's ==), neither as a value nor as an exclusion
+        if not any(_same(v, w) for w in (*excl, *out)):
             out.append(v)
     if not out:  # no configuration: the sweep would skip the algorithm only after the others
         raise input_error(source, f"{where}.exclude", f"excludes every value of {name} "
@@ -312,7 +324,7 @@ def parse_grid(data: dict, source: str = "<memory>", *,
         raise input_error(source, "params", "a grid needs at least one [params.<name>] table")
     values = {name: _expand_param(source, name, spec) for name, spec in params.items()}
     derived: dict[str, tuple[str, float]] = {}
-    derived_table = data.get("derived") or {}
+    derived_table = data.get("derived", {})  # "derived = []" or "= false" is no table either
     if not isinstance(derived_table, dict):
         raise input_error(source, "derived", "must be a table of derived hyperparameters "
                           "([derived] name = { from = ..., scale = ... })")
@@ -361,7 +373,8 @@ def load_grid(path: str | Path, *, max_configs: int | None = MAX_CONFIGS,
 
 def restrict(grid: Grid, keep: dict[str, list[Any]]) -> Grid:
     """A sub-grid keeping, for each named hyperparameter, only the listed values (in grid order)."""
-    values = {n: ([v for v in vals if v in keep[n]] if n in keep else list(vals))
+    values = {n: ([v for v in vals if any(_same(v, k) for k in keep[n])] if n in keep
+                  else list(vals))
               for n, vals in grid.values.items()}
     return Grid(values=values, derived=dict(grid.derived), family=grid.family, source=grid.source)
 
@@ -373,7 +386,9 @@ def subgrid_around(grid: Grid, best: dict[str, Any], radius: int = 2) -> Grid:
     for name, vals in grid.values.items():
         if name not in best:
             continue
-        i = vals.index(best[name])
+        i = next((j for j, v in enumerate(vals) if _same(v, best[name])), None)
+        if i is None:  # as list.index: the best value must be one of the grid's
+            raise ValueError(f"{best[name]!r} is not a value of {name}")
         keep[name] = vals[max(0, i - radius): i + radius + 1]
     return restrict(grid, keep)
 

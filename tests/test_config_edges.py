@@ -1,0 +1,244 @@
+"""Edges of experiment and grid files a researcher may write: numbers beyond a float's range,
+budgets of odd digits, paths no file can have, and grid values Python's ``==`` confuses
+(``true == 1``). Each is one error line naming the file and the field, or the values as
+written; never a traceback, never a silent change."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from conftest import one_error_line
+
+from dptune.cli import main
+from dptune.config import load_experiment, parse_budget
+from dptune.errors import DptuneError
+from dptune.grids import Grid, load_grid, subgrid_around
+
+ROOT = Path(__file__).resolve().parents[1]
+KNN = (ROOT / "grids" / "quickstart-knn.toml").as_posix()
+
+EXPERIMENT = """
+name = "edge"
+{top}
+[split]
+folds = 2
+{split}
+{tables}
+[[algorithms]]
+name = "uknn"
+type = "userknn"
+grid = "{grid}"
+"""
+
+#: An integer of 401 digits: valid TOML, but no float holds it (float() raises OverflowError).
+HUGE = "1" + "0" * 400
+
+
+def _experiment(tmp_path: Path, tables: str = "", grid: str = KNN, top: str = "",
+                split: str = "") -> Path:
+    path = tmp_path / "edge.toml"
+    path.write_text(EXPERIMENT.format(top=top, split=split, tables=tables, grid=grid),
+                    encoding="utf-8")
+    return path
+
+
+def _refused(path: Path, *needles: str) -> str:
+    with pytest.raises(DptuneError) as err:
+        load_experiment(path)
+    text = str(err.value)
+    assert "\n" not in text and str(path) in text, text
+    for needle in needles:
+        assert needle in text, text
+    return text
+
+
+# --- numbers beyond a float's range ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("split, tables, field", [
+    ("", f"[evaluation]\nrelevance_threshold = {HUGE}\n", "evaluation.relevance_threshold"),
+    (f"train_ratio = {HUGE}", "", "split.train_ratio"),
+    ("", f"[data]\nmin_rating = {HUGE}\n", "data.min_rating"),
+], ids=["relevance_threshold", "train_ratio", "min_rating"])
+def test_an_integer_beyond_a_float_is_one_error_naming_the_field(tmp_path, split, tables, field):
+    """``train_ratio = 1000...0`` (400 zeros) failed with OverflowError: int too large to
+    convert to float."""
+    path = _experiment(tmp_path, tables, split=split)
+    text = _refused(path, field, "must be a finite number", "401 digits")
+    assert HUGE not in text  # named by its size, not spelt out
+
+
+def test_an_integer_beyond_a_float_through_the_command_line(tmp_path, capsys):
+    path = _experiment(tmp_path, f"[evaluation]\nrelevance_threshold = {HUGE}\n")
+    assert main(["run", str(path), "--results", str(tmp_path / "results"), "--no-progress"]) == 2
+    line = one_error_line(capsys.readouterr().err)
+    assert "evaluation.relevance_threshold" in line and str(path) in line
+    assert not (tmp_path / "results").exists()
+
+
+# --- budgets --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("budget, needle", [
+    ("²", "is not a budget"),  # a digit to str.isdigit, no number to int()
+    ("9" * 5000, "more than any grid holds"),  # int() reads at most 4,300 digits
+    ("9" * 400 + "h", "a finite time"),  # a float's infinity, not a time
+], ids=["superscript", "5000-digits", "400-digit-hours"])
+def test_budget_of_odd_digits_is_one_error(tmp_path, budget, needle):
+    path = _experiment(tmp_path, f'[sweep]\nbudget = "{budget}"\n')
+    text = _refused(path, "sweep.budget", needle)
+    assert len(text) < 600, text  # the 5,000 digits are not copied into the message
+    with pytest.raises(DptuneError, match="--budget"):
+        parse_budget(budget, "--budget", None)
+
+
+def test_budgets_as_before():
+    assert parse_budget("12", "s", "b").amount == 12.0
+    assert parse_budget("0012", "s", "b").text == "12"
+    assert parse_budget("100000", "s", "b").amount == 100_000.0
+    assert parse_budget("1h30m", "s", "b").amount == 5400.0
+    with pytest.raises(DptuneError, match="100,001 units: more than any grid holds"):
+        parse_budget("100001", "s", "b")
+
+
+# --- paths no file can have -----------------------------------------------------------------
+
+#: A ``~user`` path of a user that does not exist: pathlib's expanduser raises RuntimeError.
+NO_USER = "~dptune-no-such-user-x9q/grid.toml"
+
+
+@pytest.mark.parametrize("grid, needle", [
+    ("a" * 5000 + ".toml", "cannot name a file"),  # OSError: File name too long
+    (NO_USER, "cannot name a file"),
+], ids=["too-long", "no-such-user"])
+def test_unusable_grid_path_is_one_error(tmp_path, grid, needle):
+    text = _refused(_experiment(tmp_path, grid=grid), "algorithms[0].grid", needle)
+    assert len(text) < 600, text
+
+
+@pytest.mark.parametrize("source", ["a" * 5000 + ".csv", NO_USER, "ratings\\u0000.csv"],
+                         ids=["too-long", "no-such-user", "nul"])
+def test_unusable_data_path_is_one_error(tmp_path, source):
+    text = _refused(_experiment(tmp_path, f'[data]\nsource = "{source}"\n'), "data.source",
+                    "cannot name a file")
+    assert len(text) < 600, text
+
+
+@pytest.mark.skipif(not Path(os.devnull).exists() or Path(os.devnull).is_file(),
+                    reason="needs a device file")
+def test_grid_path_to_a_device_is_not_reported_missing(tmp_path):
+    """``grid = "/dev/null"`` exists: the error says it is no regular file, not "not found"."""
+    text = _refused(_experiment(tmp_path, grid=Path(os.devnull).as_posix()),
+                    "algorithms[0].grid", "is not a regular file")
+    assert "not found" not in text
+
+
+# --- grid values: true is not 1 -------------------------------------------------------------
+
+
+def _grid(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "g.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("written, expected", [
+    ("[1, true]", [1, True]),
+    ("[true, 1]", [True, 1]),
+    ("[0.0, false]", [0.0, False]),
+])
+def test_a_bool_and_an_equal_number_are_two_values(tmp_path, written, expected):
+    """The duplicate check reads ``[1, true]`` as two values; the grid kept only the first."""
+    values = load_grid(_grid(tmp_path, f"[params.x]\nvalues = {written}\n")).values["x"]
+    assert values == expected
+    assert [type(v) for v in values] == [type(v) for v in expected]
+
+
+def test_excluding_true_does_not_drop_one(tmp_path):
+    """``exclude = [true]`` silently dropped ``k = 1`` from ``[1, 2]``."""
+    with pytest.raises(DptuneError, match=r"params\.k\.exclude: True is not a value of the grid"):
+        load_grid(_grid(tmp_path, "[params.k]\nvalues = [1, 2]\nexclude = [true]\n"))
+    grid = load_grid(_grid(tmp_path, "[params.x]\nvalues = [1, true, 2]\nexclude = [true]\n"))
+    assert grid.values["x"] == [1, 2] and type(grid.values["x"][0]) is int
+    grid = load_grid(_grid(tmp_path, "[params.x]\nvalues = [1, true, 2]\nexclude = [1]\n"))
+    assert grid.values["x"] == [True, 2] and grid.values["x"][0] is True
+
+
+def test_exclude_of_an_equal_number_as_before(tmp_path):
+    grid = load_grid(_grid(tmp_path, "[params.k]\nvalues = [10, 20]\nexclude = [10.0]\n"))
+    assert grid.values["k"] == [20]
+
+
+def test_subgrid_centres_on_the_bool_not_the_equal_number():
+    grid = Grid(values={"x": [1, True, 2, 3, 4]})
+    assert subgrid_around(grid, {"x": True}, 1).values["x"] == [1, True, 2]
+    assert [type(v) for v in subgrid_around(grid, {"x": 1}, 1).values["x"]] == [int, bool]
+
+
+@pytest.mark.parametrize("written", ["[]", "false", '""', "0"])
+def test_derived_that_is_no_table_is_one_error(tmp_path, written):
+    """``derived = false`` (or ``[]``, ``""``, ``0``) read silently as no derived
+    hyperparameter; any other key of the wrong type is an error."""
+    with pytest.raises(DptuneError, match=r"g\.toml: derived: must be a table"):
+        load_grid(_grid(tmp_path, f"derived = {written}\n[params.k]\nvalues = [10]\n"))
+    assert load_grid(_grid(tmp_path, "derived = {}\n[params.k]\nvalues = [10]\n")).derived == {}
+
+
+# --- an experiment built in Python ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(("table", "change", "field"), [
+    ("split", {"train_ratio": "0.8"}, "split.train_ratio"),
+    ("split", {"folds": "3"}, "split.folds"),
+    ("split", {"min_user_interactions": "5"}, "split.min_user_interactions"),
+    ("evaluation", {"user_block": "1024"}, "evaluation.user_block"),
+    ("evaluation", {"metrics": "ndcg"}, "evaluation.metrics"),  # read as 'n', 'd', 'c', 'g'
+    ("evaluation", {"test_split": 1}, "evaluation.test_split"),
+    ("data", {"kcore": "5"}, "data.kcore"),
+    ("split", None, "split"),  # a dict where a SplitConfig belongs
+], ids=["train_ratio", "folds", "min_user_interactions", "user_block", "metrics",
+        "test_split", "kcore", "table"])
+def test_a_setting_of_the_wrong_type_built_in_python_is_one_error(tmp_path, monkeypatch,
+                                                                  table, change, field):
+    """``dataclasses.replace(exp.split, folds="3")`` failed with a TypeError of the range
+    checks (``'<' not supported between instances of 'str' and 'int'``), from dptune.sweep."""
+    from dataclasses import replace
+
+    import dptune
+
+    monkeypatch.chdir(tmp_path)
+    exp = load_experiment(_experiment(tmp_path))
+    value = {"folds": 3} if change is None else replace(getattr(exp, table), **change)
+    with pytest.raises(DptuneError) as err:
+        dptune.sweep(replace(exp, **{table: value}), results=tmp_path / "results",
+                     progress=False)
+    assert str(err.value).startswith(f"{exp.source}: {field}: must be "), err.value
+    assert not (tmp_path / "results").exists()
+
+
+def test_numbers_of_numpy_and_lists_built_in_python_as_before(tmp_path):
+    from dataclasses import replace
+
+    import numpy as np
+
+    from dptune.config import check_experiment
+
+    exp = load_experiment(_experiment(tmp_path))
+    same = replace(exp, split=replace(exp.split, folds=np.int64(2), train_ratio=np.float32(0.5)),
+                   evaluation=replace(exp.evaluation, cutoffs=[1, 5, 10], relevance_threshold=4))
+    assert check_experiment(same).split.folds == 2
+
+
+def test_an_algorithm_as_a_dict_built_in_python_is_one_error(tmp_path):
+    """``algorithms=({"name": ...},)`` failed with AttributeError: 'dict' object has no
+    attribute 'name'."""
+    from dataclasses import replace
+
+    from dptune.config import check_experiment
+
+    exp = load_experiment(_experiment(tmp_path))
+    bad = replace(exp, algorithms=({"name": "uknn", "type": "userknn"},), grids={})
+    with pytest.raises(DptuneError, match=r"algorithms\[0\]: must be a dptune.AlgorithmConfig"):
+        check_experiment(bad)
