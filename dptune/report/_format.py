@@ -216,6 +216,24 @@ def p_text(p: object, alpha: float | None = None) -> str:
     return on_its_side(v, f"{v:#.2g}", alpha)
 
 
+#: The bound printed for a p-value that underflowed to 0 (a test statistic so large that
+#: its tail probability is below what a float holds): ``p < 1e-300``, never ``p = 0.0``.
+P_FLOOR = 1e-300
+
+
+def p_clause(p: object, alpha: float | None = None) -> str:
+    """``p = 0.013`` (:func:`p_text`); a p-value below :data:`P_FLOOR` (it underflowed to 0 or
+    nearly) is ``p < 1e-300``, which is what is known of it, where ``p = 0.0`` read as a
+    certainty.
+
+        >>> p_clause(0.013), p_clause(0.0), p_clause(2e-310)
+        ('p = 0.013', 'p < 1e-300', 'p < 1e-300')
+    """
+    if not is_missing(p) and 0.0 <= float(p) < P_FLOOR:  # type: ignore[arg-type]
+        return f"p < {P_FLOOR:g}"
+    return f"p = {p_text(p, alpha)}"
+
+
 def adjusted_p_text(p: object, smallest: float | None = None,
                     alpha: float | None = None) -> str:
     """``adjusted p = 0.013``; at ``smallest``, the smallest value the bootstrap can give (the

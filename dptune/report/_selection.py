@@ -22,7 +22,7 @@ from dptune.report._format import (
     one_fold,
     ordered_algorithms,
     ordered_metrics,
-    p_text,
+    p_clause,
     pair_count_text,
     unsampled_note,
     unsampled_share,
@@ -262,10 +262,10 @@ def _compare(name: str, hi: pd.Series, lo: pd.Series, best: pd.DataFrame | None,
         elif bool(test["significant"]):
             # the choice named by its metric: "the most discriminative metric's" would call
             # the lowest DP the better metric where the verdict finds the two equal
-            tail += (f", significant (p = {p_text(test['p'], alpha)}): "
+            tail += (f", significant ({p_clause(test['p'], alpha)}): "
                      f"{'higher' if diff > 0 else 'lower'} for {hname}'s choice.")
         else:
-            tail += (f", not significant (p = {p_text(test['p'], alpha)}): a tie within noise; "
+            tail += (f", not significant ({p_clause(test['p'], alpha)}): a tie within noise; "
                      "the test split shows no difference between the two choices.")
     else:
         tail = (

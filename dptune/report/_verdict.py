@@ -29,7 +29,7 @@ from dptune.report._format import (
     grid_sample_text,
     is_missing,
     ordered_algorithms,
-    p_text,
+    p_clause,
     pair_count_text,
     pair_seeds_text,
     pct,
@@ -396,7 +396,7 @@ def downstream_sentence(rd: _Reader, r: dict) -> str:
         who = ", ".join(display_metric(m, cutoff) for m in cg["metric"])
         sig = ", significant" if bool(x["significant"]) else ""
         parts.append(f"{who} select{'s' if len(cg) == 1 else ''} {_config(cid, x['params'])}: "
-                     f"{fmt(x['test_mean'], 4)} (p = {p_text(x['p'], rd.options.alpha)}{sig})")
+                     f"{fmt(x['test_mean'], 4)} ({p_clause(x['p'], rd.options.alpha)}{sig})")
     return (head + f"; judged on the test split by {judge} (same family; paired t-test over "
             f"{int(rec['n_test_users'])} test users) {display_metric(rec['metric'], cutoff)}'s "
             f"choice, {_config(rec['config_id'], rec['params'])}, scores "
