@@ -288,18 +288,25 @@ def and_list(items: Sequence[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
-def pct(x: object) -> str:
-    """A share as a whole percent: ``93%``. A share strictly between 0 and 1 is never written
-    as the whole or none of it: 0.997 is ``>99%`` and 0.003 ``<1%``, since "Pr(more
-    discriminative) = 100%" beside a difference that is not significant reads as certain."""
+def pct(x: object, decimals: int = 0) -> str:
+    """A share as a percent, whole by default: ``93%``. A share strictly between 0 and 1 is
+    never written as the whole or none of it: 0.997 is ``>99%`` and 0.003 ``<1%``, since
+    "Pr(more discriminative) = 100%" beside a difference that is not significant reads as
+    certain; with ``decimals = 2`` (a data set's sparsity) 0.99996 is ``>99.99%``, not
+    ``100.00%``, which reads as a matrix without a rating.
+
+        >>> pct(0.934), pct(0.997), pct(0.003), pct(0.99996, 2), pct(0.9553, 2)
+        ('93%', '>99%', '<1%', '>99.99%', '95.53%')
+    """
     if is_missing(x):
         return MISSING
     share = float(x)  # type: ignore[arg-type]
-    text = f"{100.0 * share:.0f}%"
-    if text == "100%" and share < 1.0:
-        return ">99%"
-    if text == "0%" and share > 0.0:
-        return "<1%"
+    text = f"{100.0 * share:.{decimals}f}%"
+    step = 10.0 ** -decimals
+    if text == f"{100.0:.{decimals}f}%" and share < 1.0:
+        return f">{100.0 - step:.{decimals}f}%"
+    if text == f"{0.0:.{decimals}f}%" and share > 0.0:
+        return f"<{step:.{decimals}f}%"
     return text
 
 

@@ -40,6 +40,7 @@ from dptune.report._format import (
     ordered_hyperparameters,
     ordered_metrics,
     ordered_values,
+    pct,
     unsampled_note,
     unsampled_share,
     verdict_choices,
@@ -157,21 +158,6 @@ def _left_out_note(dp: pd.DataFrame, shown: set[str]) -> list[str]:
     ]
 
 
-def _sparsity_text(sparsity: object) -> str:
-    """A data set's sparsity as a percent to 2 decimals (``99.37%``); one strictly between 0
-    and 1 is never written as the whole or none of it: 0.99996 (a large catalogue's) is
-    ``>99.99%``, not ``100.00%``, which reads as a matrix without a rating."""
-    if is_missing(sparsity):
-        return MISSING
-    share = float(sparsity)  # type: ignore[arg-type]
-    text = f"{100 * share:.2f}%"
-    if text == "100.00%" and share < 1.0:
-        return ">99.99%"
-    if text == "0.00%" and share > 0.0:
-        return "<0.01%"
-    return text
-
-
 def table1(datasets: pd.DataFrame | None) -> Table:
     """Table 1: data set statistics (users, items, ratings, sparsity as a percent, 2 decimals)."""
     if datasets is None:
@@ -186,7 +172,7 @@ def table1(datasets: pd.DataFrame | None) -> Table:
                 Cell(fmt(r.users, 0), numeric=True),
                 Cell(fmt(r.items, 0), numeric=True),
                 Cell(fmt(r.ratings, 0), numeric=True),
-                Cell(_sparsity_text(r.sparsity), numeric=True),
+                Cell(pct(r.sparsity, 2), numeric=True),
             ]
         )
     csv = ds[list(DATASET_INPUT)].reset_index(drop=True)
