@@ -17,7 +17,7 @@ import pandas as pd
 from dptune.analysis.options import AnalysisOptions
 from dptune.analysis.pipeline import analyze, stage
 from dptune.analysis.result import AnalysisResult
-from dptune.errors import input_error
+from dptune.errors import input_error, unexpected_type
 from dptune.store._store import ResultStore
 from dptune.sweeper._run import sweep
 
@@ -109,13 +109,9 @@ def discriminative_power(per_user: pd.DataFrame | str | os.PathLike, *,
     elif not isinstance(per_user, pd.DataFrame):
         # a polars DataFrame or a pyarrow Table: its module named (a polars "DataFrame" is
         # not pandas'), with the conversion
-        kind = type(per_user)
-        module = kind.__module__.split(".")[0]
-        name = kind.__name__ if module == "builtins" else f"{module}.{kind.__name__}"
-        hint = ("; convert it with .to_pandas()" if callable(getattr(per_user, "to_pandas", None))
-                else "")
         raise input_error("discriminative_power", "per_user", "needs a pandas DataFrame or the "
-                          f"path of a per-user file (CSV, TSV or Parquet), got {name}{hint}")
+                          "path of a per-user file (CSV, TSV or Parquet), got "
+                          f"{unexpected_type(per_user)}")
     store = PerUserStore.from_frame(per_user, configs=configs, hyperparameters=hyperparameters,
                                     source=source)
     return analyze(store, AnalysisOptions.for_outside(store, **options), progress=progress)

@@ -38,6 +38,20 @@ def suggest(key: str, allowed: Sequence[str]) -> str:
     return did_you_mean(key, allowed) or f" (allowed: {', '.join(allowed)})"
 
 
+def unexpected_type(value: object) -> str:
+    """How an error names the type of an argument it cannot take, after ``got``: a builtin
+    type by its name (``str``, ``NoneType``), any other by its top-level module and name
+    (``polars.DataFrame``, ``pyarrow.Table``, ``numpy.ndarray``: a polars ``DataFrame`` is not
+    pandas'), followed by ``; convert it with .to_pandas()`` when the object has that method
+    (a polars DataFrame, a pyarrow Table)."""
+    kind = type(value)
+    module = str(kind.__module__ or "builtins").split(".")[0]
+    name = kind.__name__ if module == "builtins" else f"{module}.{kind.__name__}"
+    hint = ("; convert it with .to_pandas()" if callable(getattr(value, "to_pandas", None))
+            else "")
+    return f"{name}{hint}"
+
+
 def first_few(names: Sequence[object], most: int) -> str:
     """``a, b, c and 2 more``: the first ``most`` of ``names``, and how many are left out; the
     one way a message lists ids, files or users."""

@@ -76,6 +76,52 @@ def test_a_polars_or_pyarrow_table_is_named_with_its_conversion():
         dptune.discriminative_power(_broken_table().to_numpy())
 
 
+def _polars_frame() -> object:
+    """An object named as a polars DataFrame is (polars itself is no dependency)."""
+    frame = type("DataFrame", (), {"__module__": "polars.dataframe.frame",
+                                   "to_pandas": lambda self: _broken_table()})
+    return frame()
+
+
+def test_analyze_names_a_polars_table_as_discriminative_power_does():
+    """``dptune.analyze(polars_df)`` said ``got DataFrame``: a polars DataFrame is not pandas',
+    and the message gave no conversion."""
+    with pytest.raises(DptuneError) as err:
+        dptune.analyze(_polars_frame())
+    assert str(err.value) == ("analyze: store: needs a result store, its directory or a per-user "
+                              "pandas DataFrame, got polars.DataFrame; convert it with "
+                              ".to_pandas()")
+    with pytest.raises(DptuneError, match=r"^analyze: configs: needs a pandas DataFrame of "
+                       r"configurations, got polars\.DataFrame; convert it with \.to_pandas\(\)$"):
+        dptune.analyze(_broken_table(), configs=_polars_frame())
+
+
+def test_a_pyarrow_table_is_named_by_every_front_function():
+    pa = pytest.importorskip("pyarrow")
+    table = pa.Table.from_pandas(_broken_table())
+    for call in (dptune.analyze, dptune.discriminative_power):
+        with pytest.raises(DptuneError, match=r"got pyarrow\.Table; convert it with "
+                           r"\.to_pandas\(\)$"):
+            call(table)
+
+
+def test_one_helper_names_an_unexpected_type():
+    """The front functions and the per-user checks name a type the same way."""
+    from dptune.errors import unexpected_type
+    from dptune.store._per_user_file import check_per_user
+    from dptune.store._per_user_store import PerUserStore
+
+    assert unexpected_type(_polars_frame()) == "polars.DataFrame; convert it with .to_pandas()"
+    assert unexpected_type(None) == "NoneType" and unexpected_type("x") == "str"
+    assert unexpected_type(_broken_table().to_numpy()) == "numpy.ndarray"
+    with pytest.raises(DptuneError, match=r"^per_user: expected a pandas DataFrame, got "
+                       r"polars\.DataFrame; convert it"):
+        check_per_user(_polars_frame())
+    with pytest.raises(DptuneError, match=r"^per_user: expected a pandas DataFrame, got "
+                       r"polars\.DataFrame; convert it"):
+        PerUserStore.from_frame(_polars_frame())
+
+
 @pytest.mark.parametrize("given", [dptune.AnalysisOptions(pairs=25), {"pairs": 25}])
 def test_options_given_whole_to_discriminative_power(given):
     """``discriminative_power(df, options=...)`` was ``unknown field (allowed: ...)``, without

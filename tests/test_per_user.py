@@ -258,7 +258,8 @@ def test_a_tables_fold_of_too_few_users_is_refused_before_the_fold_loop(monkeypa
         dptune.discriminative_power(pd.DataFrame(rows))
     assert str(err.value) == ("per_user: runs/fold 1: only 8 users to test pairs on, fewer than "
                               "min_fold_users = 20; DP over so few users is not evidence "
-                              "(use more data or fewer folds, or lower --min-fold-users)"), err.value
+                              "(use more data or fewer folds, or lower the minimum: "
+                              "--min-fold-users, or min_fold_users in Python)"), err.value
 
 
 def test_a_files_fold_of_too_few_users_is_named_with_the_file(tmp_path: Path, capsys) -> None:

@@ -28,7 +28,7 @@ from dptune.analysis.result import AnalysisResult
 from dptune.analysis.selection import best_table, configuration_count, datasets_table
 from dptune.analysis.verdict.build import build_verdict
 from dptune.analysis.verdict.families import family_judges
-from dptune.errors import did_you_mean, input_error
+from dptune.errors import did_you_mean, input_error, unexpected_type
 from dptune.store._files import check_not_study
 from dptune.store._per_user_store import PerUserStore
 from dptune.store._store import ResultStore
@@ -80,8 +80,8 @@ def analyze(store: ResultStore | str | Path | pd.DataFrame,
                               "dptune.discriminative_power(path)")
         store = ResultStore(store)
     if not callable(getattr(store, "manifest", None)):
-        raise input_error("analyze", "store", f"needs a result store, its directory or a "
-                          f"per-user DataFrame, got {type(store).__name__}")
+        raise input_error("analyze", "store", "needs a result store, its directory or a "
+                          f"per-user pandas DataFrame, got {unexpected_type(store)}")
     man = store.manifest()
     check_not_study(Path(getattr(store, "root", "per_user")), man)
     if isinstance(store, PerUserStore):
@@ -190,7 +190,7 @@ def check_arguments(where: str, options: object, progress: object, configs: obje
         raise input_error(where, "progress", f"must be True or False, got {progress!r}")
     if configs is not None and not isinstance(configs, pd.DataFrame):
         raise input_error(where, "configs", "needs a pandas DataFrame of configurations, "
-                          f"got {type(configs).__name__}")
+                          f"got {unexpected_type(configs)}")
     # any sequence of names but a lone string: a list, a tuple, ``df.columns[5:]`` (a pandas
     # Index), a one-dimensional numpy array of str
     names = isinstance(hyperparameters, (Sequence, pd.Index)) or (

@@ -25,12 +25,13 @@ Every problem is one line naming the file and the column (:func:`dptune.errors.i
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from dptune.errors import input_error
+from dptune.errors import did_you_mean, input_error, unexpected_type
 from dptune.vocab import METRIC_RANGES, metric_name, na_values
 
 __all__ = ["PER_USER_COLUMNS", "ID_COLUMNS", "VALUE_MAX", "user_ids", "read_table",
@@ -232,6 +233,44 @@ def _split_metric(path: str | Path, metric: pd.Series) -> tuple[pd.Series, pd.Se
     return parts[0], cut.astype(np.int64)
 
 
+def _normal_name(name: str) -> str:
+    """A column's name as dptune would spell it: lower case, no blanks around it, a blank or a
+    hyphen inside it an underscore (``' User'``, ``'SYSTEM'``, ``'Config ID'``)."""
+    return re.sub(r"[\s-]+", "_", name.strip().lower())
+
+
+def _unknown_hint(col: str, cols: list[str]) -> str:
+    """What an unknown column of a per-user table probably is, for its error: an index written
+    into a CSV file (``Unnamed: 0``: pandas's name for a column without a header), or a column
+    of :data:`PER_USER_COLUMNS` written in other case or with blanks (``SYSTEM``, ``' user'``:
+    names are matched as written); else the allowed columns."""
+    if re.fullmatch(r"Unnamed: \d+", col):
+        return (" (pandas's name for a column without a header: the index a table was "
+                "written with; write it with to_csv(..., index=False), or drop the column)")
+    near = _normal_name(col)
+    if near in PER_USER_COLUMNS and near not in cols:
+        return (did_you_mean(near, PER_USER_COLUMNS)[:-1] + " column names are matched as "
+                "written: lower case, without blanks)")
+    return f" (allowed: {', '.join(PER_USER_COLUMNS)})"
+
+
+def _index_hint(df: pd.DataFrame, col: str, path: str | Path) -> str:
+    """For a required column ``col`` a table lacks: `` (it is the table's index: ...)`` when the
+    table's index (a level of its MultiIndex) is named ``col`` (or spells it otherwise, in
+    another case), as after ``set_index`` or ``groupby``; the table's columns alone are read,
+    so the index must become a column (``reset_index()``). Empty otherwise."""
+    names = [str(n) for n in df.index.names if n is not None]
+    named = [n for n in names if _normal_name(n) == col]
+    if not named:
+        return ""
+    level = "a level of its MultiIndex" if df.index.nlevels > 1 else "its index"
+    shown = "" if named[0] == col else f" as {named[0]!r}"
+    fix = ("call reset_index() first" if not isinstance(path, Path)
+           else "write the file from table.reset_index()")
+    return (f" (the table has it{shown} as {level}, and only its columns are read: "
+            f"{fix})")
+
+
 def read_per_user(path: str | Path) -> pd.DataFrame:
     """Read and validate a per-user file (:func:`check_per_user`)."""
     return check_per_user(read_table(path, "per-user file"), Path(path))
@@ -243,17 +282,20 @@ def check_per_user(table: pd.DataFrame, path: str | Path = "per_user") -> pd.Dat
     filled in, types normalised: fold and metric str, cutoff int64, value float64). ``path``
     names the table in errors.
 
-    Checked: known columns only; ``user``, ``metric``, ``value`` present; exactly one of
+    Checked: known columns only (a name in other case or with blanks, ``SYSTEM``, or a CSV
+    file's written index, ``Unnamed: 0``, is named so: :func:`_unknown_hint`); ``user``,
+    ``metric``, ``value`` present (as columns: one in the index is named so,
+    :func:`_index_hint`); exactly one of
     ``config_id``, ``system``; no empty cell in a key column; integer ``config_id >= 0`` and
     ``cutoff >= 1``; a metric name (not empty, without ``@`` once its cutoff is split off);
-    finite numeric ``value`` of magnitude at most :data:`VALUE_MAX`, and within its metric's
+    finite real (not complex) numeric ``value`` of magnitude at most :data:`VALUE_MAX`, and within its metric's
     range for dptune's metrics (:func:`_check_ranges`); no duplicated (algorithm,
     configuration, fold, user, metric, cutoff); some algorithm with two configurations (DP
     compares pairs; an algorithm with one is reported without DP, as in a sweep); every
     configuration with values on every validation fold (:func:`_check_complete`).
     """
     if not isinstance(table, pd.DataFrame):
-        raise input_error(path, None, f"expected a pandas DataFrame, got {type(table).__name__}")
+        raise input_error(path, None, f"expected a pandas DataFrame, got {unexpected_type(table)}")
     df = table.copy()
     cols = [str(c) for c in df.columns]
     twice = sorted({c for c in cols if cols.count(c) > 1})
@@ -262,12 +304,15 @@ def check_per_user(table: pd.DataFrame, path: str | Path = "per_user") -> pd.Dat
     df.columns = cols
     unknown = [c for c in cols if c not in PER_USER_COLUMNS]
     if unknown:
-        raise input_error(path, unknown[0], f"unknown column (allowed: {', '.join(PER_USER_COLUMNS)})")
+        raise input_error(path, unknown[0], "unknown column" + _unknown_hint(unknown[0], cols))
     for col in ("user", "metric", "value"):
         if col not in cols:
-            raise input_error(path, col, "missing column")
+            raise input_error(path, col, "missing column" + _index_hint(df, col, path))
     if ("config_id" in cols) == ("system" in cols):
-        raise input_error(path, "config_id", "give exactly one of the columns config_id and system")
+        hint = "" if "system" in cols else (_index_hint(df, "system", path)
+                                            or _index_hint(df, "config_id", path))
+        raise input_error(path, "config_id", "give exactly one of the columns config_id and "
+                          f"system{hint}")
     if df.empty:
         raise input_error(path, None, "no rows")
     key = "config_id" if "config_id" in cols else "system"
@@ -311,6 +356,11 @@ def check_per_user(table: pd.DataFrame, path: str | Path = "per_user") -> pd.Dat
     if df["value"].dtype.kind in "mM":  # a time read as its nanoseconds is no metric value
         raise input_error(path, "value", f"must hold numbers, not {df['value'].dtype} values")
     value = _numbers(df["value"])
+    if df["value"].dtype.kind == "c" or value.dtype.kind == "c":  # else cast to real, a warning
+        complex_ = df["value"].map(lambda x: isinstance(x, (complex, np.complexfloating)))
+        i = int(np.argmax(complex_.to_numpy(dtype=bool)))
+        raise input_error(path, "value", f"must hold real numbers, not complex ones; "
+                          f"{_where(path, i)} has {_shown(df['value'].iloc[i])}")
     number = value.to_numpy(dtype=np.float64)
     bad = ~np.isfinite(number)
     if bad.any():

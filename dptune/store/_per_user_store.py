@@ -114,7 +114,7 @@ class PerUserStore(FrameStore):
         what the values are (``"per-user"``, or ``"runs"`` for evaluated TREC runs), recorded
         in the store's manifest so that the report speaks of the data as it is.
         """
-        from dptune.errors import input_error, plain
+        from dptune.errors import input_error, plain, unexpected_type
         from dptune.store._per_user_file import (
             PER_USER_COLUMNS,
             check_configs,
@@ -124,7 +124,7 @@ class PerUserStore(FrameStore):
 
         if not isinstance(per_user, pd.DataFrame):
             raise input_error(source, None,
-                              f"expected a pandas DataFrame, got {type(per_user).__name__}")
+                              f"expected a pandas DataFrame, got {unexpected_type(per_user)}")
         hps = list(hyperparameters)
         missing = [h for h in hps if h not in per_user.columns]
         if missing:

@@ -160,7 +160,7 @@ def test_a_value_beyond_the_stores_floats_is_refused_without_a_warning(value: ob
         warnings.simplefilter("error")
         with pytest.raises(DptuneError, match=r"^per_user: value: row 5 has .*, beyond the "
                            r"32-bit floats a result store holds values in"):
-            dptune.discriminative_power(table, bootstrap=20)
+            dptune.discriminative_power(table, bootstrap=40)
 
 
 def test_the_largest_float32_is_a_value() -> None:
@@ -243,3 +243,97 @@ def test_a_test_fold_written_otherwise_is_named(fold: str) -> None:
     with pytest.raises(DptuneError, match="per_user: fold: row .* the held-out test split is "
                                           "the fold named test, in lower case"):
         dptune.discriminative_power(table)
+
+
+@pytest.mark.parametrize(("column", "meant"), [
+    ("SYSTEM", "system"), ("User", "user"), (" user", "user"), ("value ", "value"),
+    ("Config ID", "config_id"), ("METRIC", "metric")])
+def test_a_column_written_in_other_case_or_with_blanks_is_named_with_its_spelling(
+        column: str, meant: str) -> None:
+    """``SYSTEM`` or ``' user'`` was "unknown column (allowed: ...)", listing the very name it
+    misspells without saying so: column names are matched as written."""
+    key = "config_id" if meant == "config_id" else "system"
+    table = _table(test=()).rename(columns={"config_id": key}).rename(columns={meant: column})
+    with pytest.raises(DptuneError) as err:
+        dptune.discriminative_power(table, bootstrap=0)
+    assert str(err.value) == (f"per_user: {column}: unknown column (did you mean '{meant}'? "
+                              "column names are matched as written: lower case, without "
+                              "blanks)")
+
+
+def test_a_column_far_from_any_keeps_the_allowed_list() -> None:
+    with pytest.raises(DptuneError, match=r"^per_user: score: unknown column \(allowed: "
+                                          r"algorithm, system, config_id"):
+        dptune.discriminative_power(_table(test=()).rename(columns={"value": "score"}))
+
+
+@pytest.mark.parametrize(("index", "words"), [
+    (["user"], "the table has it as its index"),
+    (["config_id", "user"], "the table has it as a level of its MultiIndex"),
+    (["algorithm", "config_id", "fold", "user", "metric", "cutoff"],
+     "the table has it as a level of its MultiIndex")])
+def test_a_required_column_in_the_index_says_to_reset_it(index: list[str], words: str) -> None:
+    """A table indexed by its users (``set_index``, a ``groupby`` result) was "user: missing
+    column", though the users are there, in the index."""
+    table = _table(test=()).set_index(index)
+    with pytest.raises(DptuneError) as err:
+        dptune.discriminative_power(table, bootstrap=0)
+    message = str(err.value)
+    assert message.startswith("per_user: user: missing column (")  # the first required one
+    assert f"({words}, and only its columns are read: call reset_index() first)" in message
+    assert "\n" not in message
+    res = dptune.discriminative_power(table.reset_index(), bootstrap=0)  # the fix works
+    assert len(res.dp.table)
+
+
+def test_a_system_named_otherwise_in_the_index_is_named() -> None:
+    table = _table(test=()).rename(columns={"config_id": "system"}).set_index("system")
+    with pytest.raises(DptuneError, match=r"^per_user: config_id: give exactly one of the "
+                                          r"columns config_id and system \(the table has it as "
+                                          r"its index.*call reset_index\(\) first\)$"):
+        dptune.discriminative_power(table, bootstrap=0)
+    table.index.name = "System"
+    with pytest.raises(DptuneError, match=r"has it as 'System' as its index"):
+        dptune.discriminative_power(table, bootstrap=0)
+
+
+def test_a_parquet_file_written_with_its_index_says_how_to_write_it(tmp_path: Path,
+                                                                     capsys) -> None:
+    """pandas writes a named index into a Parquet file and reads it back as the index."""
+    _table(test=()).set_index("user").to_parquet(tmp_path / "pu.parquet")
+    line = _refused(capsys, "dp", "--per-user", str(tmp_path / "pu.parquet"), "--reports",
+                    str(tmp_path / "r"))
+    assert line == (f"dptune: {tmp_path / 'pu.parquet'}: user: missing column (the table has "
+                    "it as its index, and only its columns are read: write the file from "
+                    "table.reset_index())")
+
+
+def test_a_csv_written_with_its_index_says_to_write_it_without(tmp_path: Path, capsys) -> None:
+    """``to_csv`` without ``index=False`` writes an unnamed first column, which pandas reads as
+    ``Unnamed: 0``: it was "unknown column (allowed: ...)", no word of the index. It is not
+    dropped without a word: it could be a column of data whose header cell is empty."""
+    _table(test=()).to_csv(tmp_path / "pu.csv")
+    line = _refused(capsys, "dp", "--per-user", str(tmp_path / "pu.csv"), "--reports",
+                    str(tmp_path / "r"))
+    assert line == (f"dptune: {tmp_path / 'pu.csv'}: Unnamed: 0: unknown column (pandas's name "
+                    "for a column without a header: the index a table was written with; write "
+                    "it with to_csv(..., index=False), or drop the column)")
+    with pytest.raises(DptuneError, match=r"^per_user: Unnamed: 0: unknown column .*"
+                                          r"index=False"):
+        dptune.discriminative_power(pd.read_csv(tmp_path / "pu.csv"))
+
+
+@pytest.mark.parametrize("kind", [complex, object])
+def test_a_complex_value_is_refused_not_cast_to_real(kind: type) -> None:
+    """A complex ``value`` column was cast to real, only numpy's ComplexWarning telling that
+    the imaginary parts were dropped."""
+    table = _table(test=()).astype({"value": kind})
+    table.loc[7, "value"] = 0.25 + 0.5j
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(DptuneError) as err:
+            dptune.discriminative_power(table, bootstrap=0)
+    want = 0 if kind is complex else 7  # a complex column: every cell is complex
+    shown = repr(complex(table["value"].iloc[want]))
+    assert str(err.value) == (f"per_user: value: must hold real numbers, not complex ones; "
+                              f"row {want} has {shown}")

@@ -147,7 +147,7 @@ def test_too_few_users_per_fold_are_refused_before_the_runs_are_evaluated(
     assert capsys.readouterr().err == (
         f"dptune: {runs}: runs/fold 0: only {len(RUN_USERS)} users to test pairs on, fewer "
         "than min_fold_users = 20; DP over so few users is not evidence (use more data or "
-        "fewer folds, or lower --min-fold-users)\n")
+        "fewer folds, or lower the minimum: --min-fold-users, or min_fold_users in Python)\n")
     assert not rep.exists()
     # the counts are the users the analysis tests pairs on: a user without a relevant item
     # is none of them

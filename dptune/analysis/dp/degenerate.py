@@ -8,6 +8,8 @@ reported with confidence.
   from the users the store's manifest records (:func:`recorded_fold_users`: a sweep's
   evaluated users, a per-user table's users with values), and after it, from the users the
   pairs were tested on (:func:`fold_user_counts`: a table's configurations may share fewer).
+  A fold of zero users is refused even with the minimum off (``min_fold_users = 0``): pairs
+  compared on no user are no comparison.
 - **No evidence**: a (algorithm, scope, metric@N) whose p-values are all 1 (every pair has
   identical per-user values, or fewer than two users) carries no information: its DP is P and
   its "rank" among metrics is a tie. :func:`no_evidence` flags it; the verdict never recommends
@@ -75,15 +77,26 @@ def recorded_fold_users(store: ResultSource) -> dict[tuple[str, str], int]:
 def check_fold_users(counts: Mapping[tuple[str, str], int], minimum: int = MIN_FOLD_USERS,
                      source: str = "analysis",
                      which: Callable[[str, str], str] | None = None) -> None:
-    """Raise a one-line error for the first (algorithm, fold) with fewer than ``minimum`` users.
+    """Raise a one-line error for the first (algorithm, fold) with fewer than ``minimum`` users,
+    or with none.
 
-    The message names the algorithm, the fold, the count and the option (``min_fold_users``)
-    that lowers the bar; ``which(algorithm, fold)``, when given, says whose users they are (the
-    pair with the fewest: a configuration of outside data with values for few users makes its
-    pairs small in a fold of many users). ``minimum = 0`` turns the check off.
+    The message names the algorithm, the fold, the count and the option that lowers the bar,
+    in both spellings (``--min-fold-users`` on the command line, ``min_fold_users`` in Python);
+    ``which(algorithm, fold)``, when given, says whose users they are (the pair with the
+    fewest: a configuration of outside data with values for few users makes its pairs small in
+    a fold of many users). ``minimum = 0`` turns the minimum off, but a fold of zero users is
+    refused whatever the minimum: configurations of outside data whose users do not overlap
+    have no user to be compared on, and each pair would be "tested" on none (p = 1).
     """
     minimum = check_int(minimum, source, "min_fold_users", 0)
     for (alg, fold), n in counts.items():
+        if int(n) == 0:
+            raise input_error(
+                source, f"{alg}/fold {fold}",
+                "no user to test pairs on: no user has values for every configuration "
+                "compared, and pairs compared on zero users (p = 1) are no comparison, even "
+                "with the minimum off (min_fold_users = 0); give the configurations values for "
+                "the same users")
         if int(n) < int(minimum):
             said = which(alg, fold) if which is not None else ""
             whose = f" ({said})" if said else ""
@@ -91,7 +104,7 @@ def check_fold_users(counts: Mapping[tuple[str, str], int], minimum: int = MIN_F
                 source, f"{alg}/fold {fold}",
                 f"only {int(n)} users to test pairs on{whose}, fewer than min_fold_users = "
                 f"{int(minimum)}; DP over so few users is not evidence (use more data or fewer "
-                "folds, or lower --min-fold-users)")
+                "folds, or lower the minimum: --min-fold-users, or min_fold_users in Python)")
 
 
 def no_evidence(pvalues: pd.DataFrame) -> pd.DataFrame:

@@ -46,3 +46,40 @@ def test_band_capped_to_unit_interval():
     hi, lo = dg.capped_band(mean, sd)
     assert np.allclose(hi, [1.0, 0.7, 0.35]) and np.allclose(lo, [0.79, 0.5, 0.0])
     assert hi.sum() <= len(mean)
+
+
+def test_the_fold_size_error_names_the_flag_and_the_python_argument():
+    """The refusal said only "lower --min-fold-users", a flag, when raised from a Python call
+    (``dptune.discriminative_power(df)``), whose argument is ``min_fold_users``."""
+    with pytest.raises(DptuneError) as err:
+        dg.check_fold_users({("knn", "0"): 7}, 20, "per_user")
+    assert str(err.value).endswith("(use more data or fewer folds, or lower the minimum: "
+                                   "--min-fold-users, or min_fold_users in Python)")
+
+
+@pytest.mark.parametrize("minimum", [0, 20])
+def test_a_fold_of_zero_users_is_refused_even_with_the_minimum_off(minimum):
+    with pytest.raises(DptuneError) as err:
+        dg.check_fold_users({("knn", "0"): 40, ("knn", "1"): 0}, minimum, "per_user")
+    msg = str(err.value)
+    assert msg.startswith("per_user: knn/fold 1: no user to test pairs on: no user has values "
+                          "for every configuration compared") and "\n" not in msg
+    dg.check_fold_users({("knn", "0"): 1}, 0)  # one user is the minimum's business
+
+
+def test_configurations_sharing_no_user_are_refused_not_given_a_dp():
+    """With ``min_fold_users=0`` and configurations whose users do not overlap on a fold, every
+    pair was compared on zero users (p = 1) and a DP of 25 per 25 pairs was reported without a
+    word."""
+    import dptune
+
+    rng = np.random.default_rng(3)
+    rows = [{"system": f"s{s}", "fold": f, "user": f"{f}-{u if f == '0' else f'{s}-{u}'}",
+             "metric": "ndcg@10", "value": rng.random()}
+            for s in range(3) for f in ("0", "1") for u in range(30)]
+    table = pd.DataFrame(rows)  # fold 0: every system has the same users; fold 1: none shared
+    with pytest.raises(DptuneError) as err:
+        dptune.discriminative_power(table, bootstrap=0, min_fold_users=0)
+    assert str(err.value).startswith("per_user: runs/fold 1: no user to test pairs on")
+    same = table[table["fold"] == "0"]
+    assert len(dptune.discriminative_power(same, bootstrap=0, min_fold_users=0).dp.table)
