@@ -21,11 +21,13 @@ from dptune.data._fetch import KNOWN_DATASETS
 from dptune.data._options import _check_columns, _check_sep
 from dptune.data._split import MAX_FOLDS, SPLIT_METHODS
 from dptune.errors import (
+    SPELT_DIGITS,
     DptuneError,
     check_int,
     check_path,
     did_you_mean,
     input_error,
+    is_finite,
     plain,
     read_toml,
     suggest,
@@ -157,7 +159,8 @@ def parse_budget(value: Any, source: str | Path, field_: str | None) -> Budget:
         if value < 1:
             raise bad(f"{value} units: needs at least 1")
         if value > MAX_CONFIGS:  # no grid holds more units (and float() of 10**400 overflows)
-            raise bad(f"{_shown(value) if value >= 10**20 else f'{value:,} units'}: {too_many}")
+            shown = plain(value) if value >= 10**SPELT_DIGITS else f"{value:,} units"
+            raise bad(f"{shown}: {too_many}")
         return Budget("units", float(value), str(value), str(source), field_)
     text = value.strip().lower().replace(" ", "")
     # decimal digits only: '²' is a digit to str.isdigit but no number to int(), and int()
@@ -291,9 +294,9 @@ def _build(cls: type, table: Any, source: str, prefix: str) -> Any:
         elif isinstance(default, float):
             if not isinstance(val, (int, float)) or isinstance(val, bool):
                 raise input_error(source, f"{prefix}{key}", f"must be a number, got {val!r}")
-            if not _is_finite(val):  # an integer beyond a float's range (float() overflows)
+            if not is_finite(val):  # an integer beyond a float's range (float() overflows)
                 raise input_error(source, f"{prefix}{key}", f"must be a finite number, got "
-                                  f"{_shown(val)}")
+                                  f"{plain(val)}")
             val = float(val)
         elif (isinstance(default, str) or known[key].type == "str") and not isinstance(val, str):
             raise input_error(source, f"{prefix}{key}", f"must be a string, got {val!r}")
@@ -304,24 +307,6 @@ def _build(cls: type, table: Any, source: str, prefix: str) -> Any:
         missing = re.findall(r"'(\w+)'", str(err))
         raise input_error(source, f"{prefix}{missing[0] if missing else '?'}",
                           "required field is missing") from None
-
-
-def _is_finite(value: Any) -> bool:
-    """Whether the number ``value`` is finite as a float: an integer beyond a float's range
-    (``1e400`` written as digits) is not, where :func:`math.isfinite` raises
-    ``OverflowError``."""
-    try:
-        return math.isfinite(value)
-    except (OverflowError, TypeError):
-        return False
-
-
-def _shown(value: Any) -> str:
-    """``value`` as a message shows it (:func:`dptune.errors.plain`), an integer of more than
-    20 digits by its size, not spelt out (Python refuses to spell one of more than 4,300)."""
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**20:
-        return f"an integer of about {int(abs(value).bit_length() * math.log10(2)) + 1} digits"
-    return plain(value)
 
 
 def _options_class() -> type[AnalysisOptions]:
@@ -473,9 +458,9 @@ def _validate(exp: Experiment, src: str) -> None:
     if max(e.cutoffs) > MAX_CUTOFF:
         raise input_error(src, "evaluation.cutoffs", f"at most {MAX_CUTOFF:,} (the longest "
                           f"top-N list the store holds), got {max(e.cutoffs):,}")
-    if not _is_finite(e.relevance_threshold):
+    if not is_finite(e.relevance_threshold):
         raise input_error(src, "evaluation.relevance_threshold",
-                          f"must be a finite number, got {_shown(e.relevance_threshold)}")
+                          f"must be a finite number, got {plain(e.relevance_threshold)}")
     if len(set(e.cutoffs)) != len(e.cutoffs):
         raise input_error(src, "evaluation.cutoffs", "has duplicates")
     if not e.metrics:
@@ -516,9 +501,9 @@ def _validate_data(d: DataConfig, src: str) -> None:
         raise input_error(src, "data.kcore", "must be >= 0")
     if d.min_rating is not None and (isinstance(d.min_rating, bool)
                                      or not isinstance(d.min_rating, (int, float))
-                                     or not _is_finite(d.min_rating)):
+                                     or not is_finite(d.min_rating)):
         raise input_error(src, "data.min_rating", f"must be a finite number, got "
-                          f"{_shown(d.min_rating)}")
+                          f"{plain(d.min_rating)}")
     if d.header is not None and not isinstance(d.header, bool):
         raise input_error(src, "data.header", f"must be true or false, got {d.header!r}")
     _check_sep(src, d.sep, prefix="data.")

@@ -59,14 +59,44 @@ def first_few(names: Sequence[object], most: int) -> str:
     return shown + (f" and {len(names) - most} more" if len(names) > most else "")
 
 
+#: Most digits of an integer :func:`plain` spells out; a longer one is named by its size.
+SPELT_DIGITS = 100
+
+
 def plain(value: object) -> str:
     """``value`` as a message shows it: Python's ``repr`` of the value, numpy scalars first
     turned into Python numbers (``inf``, ``3``, ``0.5``, not ``np.float64(inf)``), text
-    quoted (``'abc'``)."""
+    quoted (``'abc'``), an integer of more than :data:`SPELT_DIGITS` digits by its size
+    (``an integer of 401 digits``)."""
     item = getattr(value, "item", None)
     if item is not None and type(value).__module__ == "numpy" and getattr(value, "ndim", 1) == 0:
         value = item()
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**SPELT_DIGITS:
+        # by its size: hundreds of digits are no message, and Python refuses to spell out an
+        # integer of more than 4,300 (repr raises ValueError)
+        return f"{'a negative' if value < 0 else 'an'} integer of {_digits(value):,} digits"
     return repr(value)
+
+
+def _digits(value: int) -> int:
+    """The number of decimal digits of ``abs(value)``, without spelling it out."""
+    import math
+
+    n = abs(value)
+    digits = int((n.bit_length() - 1) * math.log10(2)) + 1
+    return digits + 1 if n >= 10**digits else digits
+
+
+def is_finite(value: object) -> bool:
+    """Whether the number ``value`` is finite as a float: an integer beyond a float's range
+    (``1e400`` written as 401 digits) is not, where :func:`math.isfinite` and ``float()``
+    raise ``OverflowError``; a value that is no number is not either."""
+    import math
+
+    try:
+        return math.isfinite(value)  # type: ignore[arg-type]
+    except (OverflowError, TypeError, ValueError):
+        return False
 
 
 def check_int(value: object, source: object, field: str | None, minimum: int,
@@ -98,10 +128,19 @@ def check_path(value: object, source: object, field: str, what: str = "a path") 
 
 def read_toml(path: object, what: str, shown: object = None) -> dict:
     """Parse a TOML file; an unreadable file, one that is not UTF-8 text (TOML files are UTF-8)
-    or invalid TOML is a one-line error naming the file (as ``shown`` when given).
+    or invalid TOML is a one-line error naming the file (as ``shown`` when given) and, for
+    invalid TOML, the line.
 
     ``what`` names the kind of file in the message (``"grid file"``, ``"experiment file"``).
+    A UTF-8 byte-order mark at the start (Windows Notepad writes one) is not content and is
+    skipped, as the project's other readers of text do. Invalid TOML found only at the end of
+    the document (an unclosed array) names the document's last line; an integer of more digits
+    than Python reads (4,300) and nesting deeper than Python's parser recurses are invalid
+    TOML too, naming their line, not a traceback.
     """
+    import codecs
+    import re
+    import sys
     from pathlib import Path
 
     import tomllib
@@ -111,6 +150,8 @@ def read_toml(path: object, what: str, shown: object = None) -> dict:
         raw = Path(path).read_bytes()
     except OSError as err:
         raise input_error(named, None, f"cannot read {what} ({err.strerror})") from None
+    if raw.startswith(codecs.BOM_UTF8):  # not content: positions are those an editor shows
+        raw = raw[len(codecs.BOM_UTF8):]
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -120,7 +161,55 @@ def read_toml(path: object, what: str, shown: object = None) -> dict:
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
-        raise input_error(named, None, f"invalid TOML: {err}") from None
+        message = str(err)
+        if message.endswith("(at end of document)"):
+            body = text.rstrip()
+            line = body.count("\n") + 1
+            column = len(body) - body.rfind("\n")
+            message = re.sub(r"\(at end of document\)$",
+                             f"(at line {line}, column {column}, the end of the document)",
+                             message)
+        raise input_error(named, None, f"invalid TOML: {message}") from None
+    except ValueError as err:  # int() of the parser: more digits than Python reads
+        line = _first_failing_line(text, ValueError)
+        limit = sys.get_int_max_str_digits()
+        problem = (f"an integer of more than {limit:,} digits, beyond what Python reads"
+                   if "integer string conversion" in str(err) else str(err))
+        raise input_error(named, None, f"invalid TOML: {problem} (at line {line})") from None
+    except RecursionError:
+        line = _first_failing_line(text, RecursionError)
+        raise input_error(named, None, "invalid TOML: arrays or inline tables nested too "
+                          f"deeply for Python's parser (at line {line})") from None
+
+
+def _first_failing_line(text: str, error: type[BaseException]) -> int:
+    """The line of ``text`` at which parsing it raises ``error`` (an exception that, unlike
+    :class:`tomllib.TOMLDecodeError`, carries no position): the fewest leading lines whose
+    parse raises it, by bisection. TOML is parsed from the start, so once a prefix of lines
+    raises it every longer one does; a shorter one parses or is merely unfinished."""
+    import tomllib
+
+    lines = text.split("\n")
+
+    def fails(n: int) -> bool:
+        try:
+            tomllib.loads("\n".join(lines[:n]))
+        except tomllib.TOMLDecodeError:  # an unfinished prefix (an array cut off); first, as
+            return False                  # it is a ValueError too
+        except error:
+            return True
+        except Exception:  # any other failure of a prefix is not the one sought
+            return False
+        return False
+
+    lo, hi = 1, len(lines)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if fails(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
 
 
 def same_file(a: object, b: object) -> bool:

@@ -143,7 +143,15 @@ def test_empty_validation_fold(tmp_path, capsys):
                      id="unknown-grid-key"),
         pytest.param("grid2", "[params.k]\nvalues = [5, 0]\n", ["g2.toml", "k", ">= 1"], id="bad-value"),
         pytest.param("grid2", "[params.k]\nvalues = []\n", ["g2.toml", "params.k.values"], id="empty-values"),
-        pytest.param("grid1", "[params.k]\nvalues = [5, 10\n", ["g1.toml", "invalid TOML"], id="broken-toml"),
+        pytest.param("grid1", "[params.k]\nvalues = [5, 10\n", ["g1.toml", "invalid TOML",
+                     "Unclosed array (at line 2, column "], id="broken-toml"),
+        # taken as whole numbers, and the store then wrote every k of the grid as a float
+        pytest.param("grid2", "[params.k]\nvalues = [5, 1e300]\n",
+                     ["g2.toml: k: must be an integer from 1 to 9,223,372,036,854,775,807 "
+                      "(int64's largest), got 1e+300"], id="k-1e300"),
+        pytest.param("grid2", "[params.k]\nvalues = [5, 100000000000000000000]\n",
+                     ["g2.toml: k: must be an integer from 1 to 9,223,372,036,854,775,807 "
+                      "(int64's largest), got 100000000000000000000"], id="k-10**20"),
     ],
 )
 def test_bad_grid_fails_before_anything_is_computed(tmp_path, capsys, which, grid, needles):

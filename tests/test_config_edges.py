@@ -1,7 +1,9 @@
 """Edges of experiment and grid files a researcher may write: numbers beyond a float's range,
-budgets of odd digits, paths no file can have, and grid values Python's ``==`` confuses
-(``true == 1``). Each is one error line naming the file and the field, or the values as
-written; never a traceback, never a silent change."""
+budgets of odd digits, paths no file can have, grid values Python's ``==`` confuses
+(``true == 1``), and TOML as editors save it or Python's parser cannot read it (a byte-order
+mark, an error at the end of the document, an integer of 5,000 digits). Each is one error
+line naming the file and the field, or the values as written; never a traceback, never a
+silent change."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from conftest import one_error_line
 
 from dptune.cli import main
 from dptune.config import load_experiment, parse_budget
-from dptune.errors import DptuneError
+from dptune.errors import DptuneError, read_toml
 from dptune.grids import Grid, load_grid, subgrid_around
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -242,3 +244,100 @@ def test_an_algorithm_as_a_dict_built_in_python_is_one_error(tmp_path):
     bad = replace(exp, algorithms=({"name": "uknn", "type": "userknn"},), grids={})
     with pytest.raises(DptuneError, match=r"algorithms\[0\]: must be a dptune.AlgorithmConfig"):
         check_experiment(bad)
+
+
+# --- TOML files as editors save them --------------------------------------------------------
+
+
+@pytest.mark.parametrize("tail, problem, where", [
+    ("a = [1, 2", "Unclosed array", "line 3, column 10"),  # no newline after the last line
+    ("a = [1, 2\n", "Unclosed array", "line 3, column 10"),
+    ("a = [1, 2\n\n   \n", "Unclosed array", "line 3, column 10"),  # blank lines after it
+    ("a = [1,\n  2,\n  # still in the array\n", "Invalid value", "line 5, column 23"),
+], ids=["no-newline", "newline", "blank-lines-after", "comment-last"])
+def test_a_toml_error_at_the_end_of_the_document_names_the_last_line(tmp_path, tail, problem,
+                                                                      where):
+    """An unclosed array on the last line said ``Unclosed array (at end of document)``, the one
+    invalid-TOML message without a line number."""
+    path = tmp_path / "grid.toml"
+    path.write_text("x = 1\ny = 2\n" + tail, encoding="utf-8")
+    with pytest.raises(DptuneError) as err:
+        read_toml(path, "grid file")
+    assert str(err.value) == (f"{path}: invalid TOML: {problem} (at {where}, the end of the "
+                              "document)")
+
+
+def test_other_toml_errors_are_named_as_before(tmp_path):
+    path = tmp_path / "grid.toml"
+    path.write_text("x = 1\ny = \nz = 2\n", encoding="utf-8")
+    with pytest.raises(DptuneError, match=r": invalid TOML: Invalid value \(at line 2, column "
+                       r"5\)$"):
+        read_toml(path, "grid file")
+
+
+def test_a_byte_order_mark_is_not_content(tmp_path):
+    """A file saved by Windows Notepad starts with a UTF-8 byte-order mark, which failed as
+    ``Invalid statement (at line 1, column 1)``: it is skipped, as the data readers skip it,
+    in an experiment file and in a grid file alike."""
+    grid = tmp_path / "grid.toml"
+    grid.write_bytes(b"\xef\xbb\xbf" + Path(KNN).read_bytes())
+    assert load_grid(grid).configs() == load_grid(KNN).configs()
+    plain_exp = load_experiment(_experiment(tmp_path, grid=grid.as_posix()))
+    path = tmp_path / "edge.toml"
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    exp = load_experiment(path)
+    assert (exp.name, exp.split.folds) == (plain_exp.name, plain_exp.split.folds) == ("edge", 2)
+    # an error after the mark still names its line and column as an editor shows them
+    path.write_bytes(b"\xef\xbb\xbfx = \n")
+    with pytest.raises(DptuneError, match=r"invalid TOML: Invalid value \(at line 1, column 5\)"):
+        read_toml(path, "experiment file")
+
+
+#: An integer of 5,000 digits: Python's TOML parser refuses more than 4,300 with a ValueError.
+LONG = "9" * 5000
+
+
+@pytest.mark.parametrize("text, line", [
+    (f"[params.k]\nvalues = [5, {LONG}]\n", 2),
+    (f"[params.k]\nvalues = [\n  5,\n  {LONG},\n]\n", 4),
+    (f"description = '{LONG}'\n[params.k]\nvalues = [{LONG}]\n", 3),  # digits in text are fine
+], ids=["in-line", "in-a-long-array", "after-a-string-of-digits"])
+def test_an_integer_of_more_digits_than_python_reads_is_one_error(tmp_path, capsys, text, line):
+    """``values = [5, 999...9]`` (5,000 digits) ended in a traceback: ``ValueError: Exceeds the
+    limit (4300 digits) for integer string conversion``."""
+    grid = tmp_path / "grid.toml"
+    grid.write_text(text, encoding="utf-8")
+    with pytest.raises(DptuneError) as err:
+        load_grid(grid)
+    message = str(err.value)
+    assert message == (f"{grid}: invalid TOML: an integer of more than 4,300 digits, beyond what "
+                       f"Python reads (at line {line})")
+    path = _experiment(tmp_path, grid=grid.as_posix())
+    assert main(["run", str(path), "--results", str(tmp_path / "results"), "--no-progress"]) == 2
+    assert one_error_line(capsys.readouterr().err) == f"dptune: {message}"
+    assert not (tmp_path / "results").exists()
+
+
+def test_nesting_deeper_than_python_parses_is_one_error(tmp_path):
+    """``[[[[...]]]]`` 5,000 deep ended in a ``RecursionError`` traceback."""
+    grid = tmp_path / "grid.toml"
+    grid.write_text("[params.k]\nvalues = [5]\nx = " + "[" * 5000 + "]" * 5000 + "\n",
+                    encoding="utf-8")
+    with pytest.raises(DptuneError, match=r"^.*grid.toml: invalid TOML: arrays or inline tables "
+                       r"nested too deeply for Python's parser \(at line 3\)$"):
+        load_grid(grid)
+
+
+# --- analysis options beyond a float's range ------------------------------------------------
+
+
+@pytest.mark.parametrize("field", ["alpha", "stability_seconds"])
+def test_an_analysis_float_beyond_a_float_is_one_error_naming_the_field(tmp_path, capsys, field):
+    """``[analysis] alpha = 1000...0`` (400 zeros) failed with OverflowError: int too large to
+    convert to float."""
+    path = _experiment(tmp_path, f"[analysis]\n{field} = {HUGE}\n")
+    text = _refused(path, f"analysis.{field}: must be", "an integer of 401 digits")
+    assert HUGE not in text  # named by its size, not spelt out
+    assert main(["run", str(path), "--results", str(tmp_path / "results"), "--no-progress"]) == 2
+    assert one_error_line(capsys.readouterr().err) == f"dptune: {text}"
+    assert not (tmp_path / "results").exists()

@@ -19,7 +19,7 @@ import numpy as np
 
 from dptune.analysis.dp.paired_tests import paired_test
 from dptune.analysis.source import ResultSource
-from dptune.errors import check_int, input_error, plain, suggest
+from dptune.errors import check_int, input_error, is_finite, plain, suggest
 from dptune.vocab import CORRECTIONS, METRICS, RENAMED_OPTIONS, SEED_RANGE, TESTS, metric_name
 
 __all__ = ["AnalysisOptions", "TESTS", "CORRECTIONS", "PAIRS", "VALUE_PAIRS",
@@ -317,13 +317,15 @@ def validate_options(values: Mapping[str, Any], source: object = "analysis",
         a = out["alpha"]
         if isinstance(a, bool) or not isinstance(a, numbers.Real):
             raise bad("alpha", f"must be a number, got {a!r}")
-        if not 0.0 < float(a) < 1.0:
-            raise bad("alpha", f"must be between 0 and 1, got {a!r}")
+        # an integer beyond a float's range (400 digits) is no float: is_finite, not float()
+        if not is_finite(a) or not 0.0 < float(a) < 1.0:
+            raise bad("alpha", f"must be between 0 and 1, got {plain(a)}")
         out["alpha"] = float(a)
     if "stability_seconds" in out:
         s = out["stability_seconds"]
-        if isinstance(s, bool) or not isinstance(s, numbers.Real) or not 0 <= float(s) < math.inf:
-            raise bad("stability_seconds", f"must be a number of seconds >= 0, got {s!r}")
+        if isinstance(s, bool) or not isinstance(s, numbers.Real) or not is_finite(s) \
+                or not 0 <= float(s) < math.inf:
+            raise bad("stability_seconds", f"must be a number of seconds >= 0, got {plain(s)}")
         out["stability_seconds"] = float(s)
     for key, allowed in (("test", TESTS), ("correction", CORRECTIONS)):
         if key in out and out[key] not in allowed:

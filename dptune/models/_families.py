@@ -40,12 +40,25 @@ FAMILY_TYPES = (
 )
 
 
+#: The largest integer hyperparameter of a built-in model (``k``, ``factors``,
+#: ``iterations``): int64's. A results store keeps an integer hyperparameter as an int64
+#: column; a larger value (``k = 1e300``, ``k = 10**20``) turned the whole column into floats
+#: (``5`` written as ``5.0``), and is a typo far more often than a plan.
+INT_MAX = int(np.iinfo(np.int64).max)
+
+
 def _int_value(cfg: dict, key: str, source: str, lo: int) -> int:
+    """``cfg[key]`` as an ``int`` from ``lo`` to :data:`INT_MAX`: an integer (Python or
+    numpy, not a bool) or an integral float (``10.0`` is 10); else one error naming ``source``
+    and ``key``."""
     v = cfg[key]
     if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or (
         isinstance(v, (float, np.floating)) and not float(v).is_integer()
     ) or v < lo:
         raise input_error(source, key, f"must be an integer >= {lo}, got {plain(v)}")
+    if int(v) > INT_MAX:
+        raise input_error(source, key, f"must be an integer from {lo} to {INT_MAX:,} (int64's "
+                          f"largest), got {plain(v)}")
     return int(v)
 
 

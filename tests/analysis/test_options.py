@@ -29,6 +29,12 @@ BAD = [
     ("stability_seconds", "60"), ("stability_seconds", float("inf")),
     ("stability_seconds", True), ("min_fold_users", -5),
     ("min_fold_users", 1.5), ("value_pairs", 0), ("value_pairs", 2.5), ("value_pairs", "all"),
+    # beyond a float's range: float() raised OverflowError; beyond 4,300 digits repr() raised
+    pytest.param("alpha", 10**400, id="alpha-10**400"),
+    pytest.param("alpha", -10**400, id="alpha--10**400"),
+    pytest.param("stability_seconds", 10**400, id="stability_seconds-10**400"),
+    pytest.param("alpha", 10**5000, id="alpha-10**5000"),
+    pytest.param("seed", 10**5000, id="seed-10**5000"),
 ]
 
 
@@ -208,3 +214,20 @@ def test_bad_family_on_the_command_line_is_one_line_and_exit_2(tmp_path, capsys)
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "analysis.families.accuracy: 'map' is not one of" in err
     assert not (tmp_path / "res").exists()  # refused before any work
+
+
+@pytest.mark.parametrize(("field", "value", "shown"), [
+    ("alpha", 10**400, "an integer of 401 digits"),
+    ("alpha", -10**400, "a negative integer of 401 digits"),
+    ("stability_seconds", -10**5000, "a negative integer of 5,001 digits"),
+    ("seed", 10**5000, "an integer of 5,001 digits"),
+    ("alpha", 2.5, "2.5"),
+    ("seed", 10**30, str(10**30)),  # a long integer is still spelt out up to 100 digits
+], ids=["alpha-10**400", "alpha--10**400", "stability_seconds--10**5000", "seed-10**5000",
+        "alpha-2.5", "seed-10**30"])
+def test_a_huge_integer_is_named_by_its_size(field, value, shown):
+    """An integer of hundreds of digits is named by its size, not spelt out (and one of more
+    than 4,300, which Python refuses to spell out, is no traceback)."""
+    with pytest.raises(DptuneError) as err:
+        AnalysisOptions(**{field: value})
+    assert str(err.value).endswith(f", got {shown}"), err.value
