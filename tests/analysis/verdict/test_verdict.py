@@ -349,8 +349,11 @@ def test_a_hyperparameter_without_evidence_is_named_as_such_not_as_too_few_pairs
         "no_evidence", ["iterations"], ["factors"])
 
 
-def _dp_rows(mean_p, n_pairs=45, no_evidence=()):
-    """dp.csv rows of scope ``all`` for one algorithm at N = 10 with the given mean p-values."""
+def _dp_rows_ci(mean_p, n_pairs=45, no_evidence=()):
+    """dp.csv rows of scope ``all`` for one algorithm at N = 10 with the given mean p-values and
+    an interval of +-1 around each DP (named apart from :func:`_dp_rows`, which this definition
+    used to shadow, so the tests above ran on these rows rather than on rows without an
+    interval)."""
     return pd.DataFrame([{"algorithm": "knn", "scope": "all", "metric": m, "cutoff": 10,
                           "mean_p": p, "dp_per_25": 25 * p, "ci_low": 25 * p - 1,
                           "ci_high": 25 * p + 1, "n_pairs": n_pairs, "n_possible_pairs": 45,
@@ -362,7 +365,7 @@ def test_choices_are_the_metrics_the_evidence_does_not_separate():
     """Ties said as ties: the recommended (lowest) metric and every metric whose claim of being
     less discriminative does not hold are equal choices, in DP order; a dropped claim (held
     under one pair seed only) does not separate; a held claim does."""
-    dp = _dp_rows({"ndcg": 0.20, "precision": 0.18, "recall": 0.40, "mrr": 0.22})
+    dp = _dp_rows_ci({"ndcg": 0.20, "precision": 0.18, "recall": 0.40, "mrr": 0.22})
     comparisons = pd.DataFrame([_claim("precision", "ndcg", False, p=0.3),
                                 _claim("precision", "recall", True),
                                 _claim("precision", "mrr", False, True)])
@@ -377,12 +380,12 @@ def test_choices_are_the_metrics_the_evidence_does_not_separate():
 
 
 def test_choices_without_a_test_without_evidence_and_on_too_few_pairs():
-    dp = _dp_rows({"ndcg": 0.20, "precision": 0.18, "recall": 0.40},
+    dp = _dp_rows_ci({"ndcg": 0.20, "precision": 0.18, "recall": 0.40},
                   no_evidence=("recall",))
     empty = pd.DataFrame(columns=cl.CLAIM_COLUMNS)
     r = rules.verdict_table(dp, empty).iloc[0]  # no bootstrap: nothing separates, nothing tested
     assert r["choices"] == ["precision", "ndcg"] and not bool(r["tested"])
-    few = rules.verdict_table(_dp_rows({"ndcg": 0.2, "precision": 0.18}, n_pairs=5), empty)
+    few = rules.verdict_table(_dp_rows_ci({"ndcg": 0.2, "precision": 0.18}, n_pairs=5), empty)
     assert few.iloc[0]["choices"] == [] and few.iloc[0]["recommended"] == ""
 
 

@@ -334,10 +334,24 @@ def test_end_to_end_writes_every_file(tiny_study) -> None:
     assert str(d) not in report  # the experiment is named without this machine's absolute path
 
 
-def test_rerun_resumes_from_the_cache(tiny_study) -> None:
+def test_rerun_resumes_from_the_cache(tiny_study, monkeypatch) -> None:
+    """Run again, the study reads every default run and grid part from its cache: no fold is
+    split or trained again (a fold read now fails the test), no cached file is rewritten, and
+    the report is the same."""
+    import dptune.studies.seeds.runs as runs_module
+
     d, _ = tiny_study
     parts = sorted((d / "cache").rglob("*.parquet"))
+    # the cache holds both kinds of work: 2 seeds x (hold-out, cv) default runs, and parts
+    # of the grid part (else the checks below would compare nothing)
+    assert sum(p.parent.name == "defaults" for p in parts) == 4, parts
+    assert any("grid" in p.parts for p in parts), parts
     stamps = {p: p.stat().st_mtime_ns for p in parts}
+
+    def no_fold(*args, **kwargs):
+        raise AssertionError("a cached seed's folds were split (and trained) again")
+
+    monkeypatch.setattr(runs_module, "seed_folds", no_fold)
     before = (d / "out" / "seeds_per_seed.csv").read_bytes()
     run_seeds_study(_exp(d, "[seeds]\nn_seeds = 2\nfolds = 3\ngrid_algorithms = [\"userknn\"]\n"),
                           out_dir=d / "out", cache_dir=d / "cache", progress=False)
