@@ -64,6 +64,11 @@ OUTSIDE_SEED = 42
 #: beyond 100,000 its arrays (replicates x pairs per fold and metric) outgrow a machine's
 #: memory for no gain in precision.
 MIN_BOOTSTRAP, MAX_BOOTSTRAP = 40, 100_000
+#: The most A/A noise-floor seeds: each is a training of every noise configuration on every
+#: fold, and the floor's pairs grow as S (S - 1) / 2; 5 (the default) give 10 pairs per
+#: configuration and fold. ``noise_seeds = 10**400`` was taken, and the run then trained the
+#: floor without end after its sweep.
+MAX_NOISE_SEEDS = 1_000
 #: Most ``n_resamples`` of the bootstrap and permutation tests: a p-value to 1e-5 is finer than
 #: any claim needs, and each resample costs a pass over every pair's users.
 MAX_RESAMPLES = 100_000
@@ -279,7 +284,8 @@ def validate_options(values: Mapping[str, Any], source: object = "analysis",
     Rules: ``pairs, noise_configs, primary_cutoff >= 1``; ``n_resamples`` 1 to
     :data:`MAX_RESAMPLES`; ``value_pairs``
     ``None`` or ``>= 1``; ``bootstrap`` 0 (off) or :data:`MIN_BOOTSTRAP` to
-    :data:`MAX_BOOTSTRAP`; ``stability, min_fold_users >= 0``; ``noise_seeds`` 0 or >= 2; ``seed`` ``None`` or >= 0;
+    :data:`MAX_BOOTSTRAP`; ``stability, min_fold_users >= 0``; ``noise_seeds`` 0 or 2 to :data:`MAX_NOISE_SEEDS`;
+    ``seed`` ``None`` or >= 0;
     ``0 < alpha < 1``; ``test`` in :data:`TESTS`, ``correction`` in :data:`CORRECTIONS`,
     ``primary_metric`` a metric's name without ``@N``, dptune's in any case (``NDCG`` is
     ``ndcg``: :func:`dptune.vocab.metric_name`) (its presence in the results is
@@ -303,16 +309,16 @@ def validate_options(values: Mapping[str, Any], source: object = "analysis",
         if key not in out or (key in ("seed", "value_pairs") and out[key] is None):
             continue
         # a seed has an experiment seed's range (numpy seeds beyond it silently differ)
-        out[key] = check_int(out[key], source, f"{prefix}{key}", lo,
-                             SEED_RANGE[1] if key == "seed" else None)
+        most = {"seed": SEED_RANGE[1], "noise_seeds": MAX_NOISE_SEEDS}.get(key)
+        out[key] = check_int(out[key], source, f"{prefix}{key}", lo, most)
     if out.get("noise_seeds") == 1:
         raise bad("noise_seeds", "needs 0 (off) or at least 2 seeds")
     if out.get("n_resamples", 0) > MAX_RESAMPLES:
         raise bad("n_resamples", f"must be an integer from 1 to {MAX_RESAMPLES:,}, got "
-                  f"{out['n_resamples']:,}")
+                  f"{plain(out['n_resamples'])}")
     if out.get("bootstrap") and not MIN_BOOTSTRAP <= out["bootstrap"] <= MAX_BOOTSTRAP:
         raise bad("bootstrap", f"must be 0 (off) or from {MIN_BOOTSTRAP} to {MAX_BOOTSTRAP:,} "
-                  f"replicates, got {out['bootstrap']:,}")
+                  f"replicates, got {plain(out['bootstrap'])}")
     if "alpha" in out:
         a = out["alpha"]
         if isinstance(a, bool) or not isinstance(a, numbers.Real):

@@ -35,6 +35,10 @@ BAD = [
     pytest.param("stability_seconds", 10**400, id="stability_seconds-10**400"),
     pytest.param("alpha", 10**5000, id="alpha-10**5000"),
     pytest.param("seed", 10**5000, id="seed-10**5000"),
+    # a noise floor of 10**400 seeds was taken, and trained without end after the sweep
+    pytest.param("noise_seeds", 10**400, id="noise_seeds-10**400"),
+    pytest.param("noise_seeds", 1001, id="noise_seeds-1001"),
+    pytest.param("bootstrap", 10**5000, id="bootstrap-10**5000"),
 ]
 
 
