@@ -282,6 +282,14 @@ def test_ctrl_c_with_parts_queued_loses_nothing_and_resumes_exactly(tmp_path, mo
     with pytest.raises(KeyboardInterrupt):
         _sweep(cfg, results)
     assert ("write", 1) in rec.events  # the second part was queued behind the first
+    _assert_two_kept_then_resumed(cfg, results, reference, monkeypatch)
+
+
+def _assert_two_kept_then_resumed(cfg, results, reference, monkeypatch) -> None:
+    """A sweep interrupted after two units: their parts on disk, whole, their trials computed
+    and the next one interrupted, no trial done without its part; run again (``monkeypatch``
+    undone), every unit's part exactly once with the uninterrupted run's values, the two kept
+    never written again."""
     before = {p.name: p.stat().st_mtime_ns for p in (results / PARTS).glob("[!.]*.parquet")}
     assert len(before) == 2
     assert ResultStore(results).damaged() == []
@@ -384,15 +392,7 @@ def test_an_interrupted_sweep_in_a_notebook_stops_after_its_unit(tmp_path, monke
     # (not Thread.join: a join that Ctrl-C interrupted leaves the thread reported not alive)
     assert ended.wait(GUARD), "the sweep went on after the interrupt"
     assert len(computed) == 2  # no unit started after the interrupt
-    assert len(list((results / PARTS).glob("[!.]*.parquet"))) == 2
-    _assert_no_trial_done_without_its_part(cfg, results)
-    states = [t.user_attrs.get("state") for t in _trials(cfg, results)]
-    assert states.count("computed") == 2 and states.count("interrupted") == 1
-
-    monkeypatch.undo()
-    store = _sweep(cfg, results)
-    _assert_complete_and_verified(store.root)
-    _assert_same_values(store.root, reference)
+    _assert_two_kept_then_resumed(cfg, results, reference, monkeypatch)
 
 
 #: Imported by the killed process (PYTHONPATH): its first part is written; the second write
