@@ -386,8 +386,14 @@ def test_an_interrupted_sweep_in_a_notebook_stops_after_its_unit(tmp_path, monke
     monkeypatch.setattr(worker_module, "compute_unit", compute_unit)
     monkeypatch.setattr(worker_module, "_work", work)
     cfg, results = experiment, tmp_path / "results"
-    with pytest.raises(KeyboardInterrupt):
-        _sweep(cfg, results)
+    # Python's own Ctrl-C handler, as in a notebook (a pytest-xdist worker ignores SIGINT, and
+    # interrupt_main then raises nothing)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            _sweep(cfg, results)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     caught.set()
     # (not Thread.join: a join that Ctrl-C interrupted leaves the thread reported not alive)
     assert ended.wait(GUARD), "the sweep went on after the interrupt"
