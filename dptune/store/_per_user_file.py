@@ -255,10 +255,10 @@ def _unknown_hint(col: str, cols: list[str]) -> str:
 
 
 def _index_hint(df: pd.DataFrame, col: str, path: str | Path) -> str:
-    """For a required column ``col`` a table lacks: `` (it is the table's index: ...)`` when the
-    table's index (a level of its MultiIndex) is named ``col`` (or spells it otherwise, in
-    another case), as after ``set_index`` or ``groupby``; the table's columns alone are read,
-    so the index must become a column (``reset_index()``). Empty otherwise."""
+    """For a required column ``col`` a table lacks: `` (the table has it as its index, and only
+    its columns are read: call reset_index() first)`` when the table's index (a level of its
+    MultiIndex) is named ``col`` (or spells it otherwise, in another case), as after
+    ``set_index`` or ``groupby``; for a file, how to write it so. Empty otherwise."""
     names = [str(n) for n in df.index.names if n is not None]
     named = [n for n in names if _normal_name(n) == col]
     if not named:
