@@ -570,6 +570,41 @@ def frames_result(dp, curves, *, datasets=None, best=None, noise_curves=None, ve
 RUN_USERS = ("0042", "42", "u7", "NA")
 
 
+#: Mean p-values of :func:`one_algorithm_frames`' metrics: two accuracy, two novelty.
+ONE_ALGORITHM_P = (("ndcg", 0.1), ("recall", 0.3), ("epc", 0.2), ("efd", 0.25))
+
+
+def one_algorithm_frames(algorithm: str = "knn"):
+    """dp.csv and curves.csv of one algorithm (scope all, N = 10, 15 pairs, 3 folds, an
+    interval around each DP), for a result built without a store (:func:`frames_result`)."""
+    import pandas as pd
+
+    dp = pd.DataFrame([{"algorithm": algorithm, "scope": "all", "metric": m, "cutoff": 10,
+                        "n_pairs": 15, "n_possible_pairs": 15, "n_folds": 3, "mean_p": p,
+                        "mean_p_sd": 0.01, "dp_per_25": 25 * p, "dp_per_25_plus_sd": 30 * p,
+                        "dp_per_25_minus_sd": 20 * p, "ci_low": 25 * p * 0.5,
+                        "ci_high": 25 * p * 1.5, "dp_sum": 15 * p, "sakai": 0.5,
+                        "sakai_sd": 0.1, "no_evidence": False, "repeats": 1, "test": "t",
+                        "correction": "none", "alpha": 0.05}
+                       for m, p in ONE_ALGORITHM_P])
+    curves = pd.DataFrame([{"algorithm": algorithm, "scope": "all", "metric": m, "cutoff": 10,
+                            "position": i, "mean": 0.5, "sd": 0.1}
+                           for m, _ in ONE_ALGORITHM_P for i in range(15)])
+    return dp, curves
+
+
+def one_algorithm_result(algorithm: str = "knn"):
+    """:func:`frames_result` of :func:`one_algorithm_frames`, with its verdict (no claims)."""
+    import pandas as pd
+
+    from dptune.analysis.verdict.claims import CLAIM_COLUMNS
+    from dptune.analysis.verdict.rules import verdict_table
+
+    dp, curves = one_algorithm_frames(algorithm)
+    none = pd.DataFrame(columns=CLAIM_COLUMNS)
+    return frames_result(dp, curves, verdict=verdict_table(dp, none), comparisons=none)
+
+
 def write_runs(root: Path, systems: tuple[str, ...], folds: tuple[str, ...] | None = None,
                users: tuple[str, ...] = RUN_USERS, seed: int = 0) -> tuple[Path, Path, Path]:
     """``root/runs`` (one run file per system; with ``folds``, one sub-folder per fold),

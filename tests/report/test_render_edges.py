@@ -9,7 +9,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 import pandas as pd  # noqa: E402
-from conftest import frames_result  # noqa: E402
+from conftest import one_algorithm_frames, one_algorithm_result  # noqa: E402
 from markdown_it import MarkdownIt  # noqa: E402
 from matplotlib import cbook  # noqa: E402
 
@@ -19,33 +19,7 @@ from dptune.report._inputs import interval_text  # noqa: E402
 from dptune.report._table import simple_block  # noqa: E402
 from dptune.report._tables import table1, table3  # noqa: E402
 
-METRIC_P = (("ndcg", 0.1), ("recall", 0.3), ("epc", 0.2), ("efd", 0.25))
 SCRIPT = "<script>alert(1)</script>"
-
-
-def _frames(algorithm: str) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """dp.csv and curves.csv of one algorithm (scope all, N = 10, 15 pairs, 3 folds)."""
-    dp = pd.DataFrame([{"algorithm": algorithm, "scope": "all", "metric": m, "cutoff": 10,
-                        "n_pairs": 15, "n_possible_pairs": 15, "n_folds": 3, "mean_p": p,
-                        "mean_p_sd": 0.01, "dp_per_25": 25 * p, "dp_per_25_plus_sd": 30 * p,
-                        "dp_per_25_minus_sd": 20 * p, "ci_low": 25 * p * 0.5,
-                        "ci_high": 25 * p * 1.5, "dp_sum": 15 * p, "sakai": 0.5,
-                        "sakai_sd": 0.1, "no_evidence": False, "repeats": 1, "test": "t",
-                        "correction": "none", "alpha": 0.05}
-                       for m, p in METRIC_P])
-    curves = pd.DataFrame([{"algorithm": algorithm, "scope": "all", "metric": m, "cutoff": 10,
-                            "position": i, "mean": 0.5, "sd": 0.1}
-                           for m, _ in METRIC_P for i in range(15)])
-    return dp, curves
-
-
-def _result(algorithm: str):
-    from dptune.analysis.verdict.claims import CLAIM_COLUMNS
-    from dptune.analysis.verdict.rules import verdict_table
-
-    dp, curves = _frames(algorithm)
-    none = pd.DataFrame(columns=CLAIM_COLUMNS)
-    return frames_result(dp, curves, verdict=verdict_table(dp, none), comparisons=none)
 
 
 def test_an_algorithm_named_with_html_is_text_in_report_html_and_the_notebook():
@@ -53,7 +27,7 @@ def test_an_algorithm_named_with_html_is_text_in_report_html_and_the_notebook():
     a notebook's rendering of the report (its Markdown was rendered with raw HTML on), and one
     named ``<b>x</b>`` was set bold: the page shows the name as written; the tables' own
     ``<ins>`` underline is still a tag."""
-    rep = Report.from_result(_result(SCRIPT))
+    rep = Report.from_result(one_algorithm_result(SCRIPT))
     page = rep.to_html()
     assert "<script>" not in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
@@ -83,9 +57,9 @@ def test_an_algorithm_named_with_dollars_is_drawn_as_written():
     """matplotlib reads text between two ``$`` as mathtext: an algorithm named ``a$^$b``
     stopped the report with a parse error when its figures were drawn, and one named
     ``cost $5 vs $10`` lost its dollars. The figures' titles and labels are plain text."""
-    rep = Report.from_result(_result("a$^$b"))
+    rep = Report.from_result(one_algorithm_result("a$^$b"))
     assert "a$^$b" in rep.to_html()  # every figure drawn
-    dp, curves = _frames("cost $5 vs $10")
+    dp, curves = one_algorithm_frames("cost $5 vs $10")
     dp = dp.assign(metric=dp["metric"].replace({"efd": "gain $x$"}))
     curves = curves.assign(metric=curves["metric"].replace({"efd": "gain $x$"}))
     for fig in (figure1(curves, dp, 10), dp_figure(dp, None, 10)):
@@ -112,7 +86,7 @@ def test_a_bar_is_a_bar_in_latex():
 def test_a_zero_is_never_printed_negative():
     """A DP or interval end of -0.0 (or -1e-12, floating-point arithmetic's zero) was printed
     ``-0.000`` in Markdown and LaTeX, a negative DP no analysis can give."""
-    dp, _ = _frames("knn")
+    dp, _ = one_algorithm_frames("knn")
     dp.loc[dp["metric"] == "ndcg", ["dp_per_25", "mean_p", "ci_low"]] = [-0.0, -0.0, -1e-12]
     t3 = table3(dp)
     for text in (t3.to_markdown(), t3.to_latex()):

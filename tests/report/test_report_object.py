@@ -163,25 +163,10 @@ def test_a_report_shows_the_verdict_and_the_dp_figure_in_a_notebook():
     table, and (HTML) the DP figure of the primary cutoff inlined as a PNG; the result itself
     holds numbers only."""
     import numpy as np
-    from conftest import frames_result
+    from conftest import frames_result, one_algorithm_frames, one_algorithm_result
 
-    from dptune.analysis.verdict.claims import CLAIM_COLUMNS
-    from dptune.analysis.verdict.rules import verdict_table
-
-    dp = pd.DataFrame([{"algorithm": "knn", "scope": "all", "metric": m, "cutoff": 10,
-                        "n_pairs": 15, "n_possible_pairs": 15, "n_folds": 3, "mean_p": p,
-                        "mean_p_sd": 0.01, "dp_per_25": 25 * p, "dp_per_25_plus_sd": 30 * p,
-                        "dp_per_25_minus_sd": 20 * p, "ci_low": 25 * p * 0.5,
-                        "ci_high": 25 * p * 1.5, "dp_sum": 15 * p, "sakai": 0.5,
-                        "sakai_sd": 0.1, "no_evidence": False, "repeats": 1, "test": "t",
-                        "correction": "none", "alpha": 0.05}
-                       for m, p in (("ndcg", 0.1), ("recall", 0.3), ("epc", 0.2),
-                                    ("efd", 0.25))])
-    curves = pd.DataFrame([{"algorithm": "knn", "scope": "all", "metric": m, "cutoff": 10,
-                            "position": i, "mean": 0.5, "sd": 0.1}
-                           for m in ("ndcg", "recall", "epc", "efd") for i in range(15)])
-    none = pd.DataFrame(columns=CLAIM_COLUMNS)
-    res = frames_result(dp, curves, verdict=verdict_table(dp, none), comparisons=none)
+    dp, curves = one_algorithm_frames("knn")
+    res = one_algorithm_result("knn")
     assert "AnalysisResult(algorithms=['knn']" in repr(res)
     rep = Report.from_result(res)
     md = rep._repr_markdown_()
