@@ -19,7 +19,6 @@ from __future__ import annotations
 import importlib
 import inspect
 import json
-import math
 import numbers
 import os
 import re
@@ -29,7 +28,7 @@ from typing import Any
 
 import scipy.sparse as sp
 
-from dptune.errors import DptuneError, input_error, plain
+from dptune.errors import DptuneError, input_error, is_finite, plain
 from dptune.models._base import Family, Recommender, _binary_csr
 from dptune.models._cornac import DETERMINISTIC_CORNAC, CornacModel, cornac_class
 from dptune.models._implicit import ImplicitModel, implicit_class
@@ -304,16 +303,28 @@ def _kinds(param: inspect.Parameter,
     return None
 
 
+#: The largest integer hyperparameter of any model (``k``, ``factors``, ``iterations``, an
+#: outside model's ``int`` argument): int64's. A results store keeps an integer
+#: hyperparameter as an int64 column; a larger value (``k = 1e300``, ``k = 10**20``) turned
+#: the whole column into floats (``5`` written as ``5.0``), and is a typo far more often than
+#: a plan.
+INT_MAX = 2**63 - 1
+
+
 def _fits(value: Any, kinds: tuple[type, ...]) -> bool:
-    """Whether ``value`` is of one of ``kinds`` (an ``int`` kind takes an integral number, a
-    ``float`` one any finite number; a bool is not a number)."""
+    """Whether ``value`` is of one of ``kinds`` (an ``int`` kind takes an integral number
+    within int64's range, :data:`INT_MAX`; a ``float`` one any finite number; a bool is not a
+    number). An integer beyond a float's range (400 digits) fits neither: ``float()`` of it
+    raised ``OverflowError``."""
     if value is None:
         return type(None) in kinds
     if isinstance(value, bool):
         return bool in kinds
     if isinstance(value, numbers.Real):
-        return (float in kinds or (int in kinds and float(value).is_integer())) \
-            and math.isfinite(value)
+        if not is_finite(value):
+            return False
+        whole = int in kinds and float(value).is_integer() and -INT_MAX - 1 <= value <= INT_MAX
+        return float in kinds or whole
     return isinstance(value, tuple(k for k in kinds if k not in (int, float, bool, type(None))))
 
 
@@ -327,8 +338,11 @@ def _check_kind(value: Any, kinds: tuple[type, ...] | None, source: str, key: st
     """``input_error(source, key, ...)`` unless ``value`` fits ``kinds`` (:func:`_fits`)."""
     if kinds is None or _fits(value, kinds):
         return
+    whole = isinstance(value, numbers.Integral) and not isinstance(value, bool)
     names = {bool: "true or false", int: "an integer", float: "a finite number",
              str: "a string", type(None): "none"}
+    if whole and int in kinds:  # an integer beyond int64's range (a store's integer column)
+        names[int] = f"an integer from {-INT_MAX - 1:,} to {INT_MAX:,} (int64)"
     want = " or ".join(names[k] for k in kinds if k is not type(None))
     raise input_error(source, key, f"must be {want} for {model}, got {plain(value)}")
 

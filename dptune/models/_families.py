@@ -17,6 +17,7 @@ import scipy.sparse as sp
 
 from dptune.errors import DptuneError, input_error, plain
 from dptune.models._adapters import (
+    INT_MAX,
     CornacFamily,
     ImplicitFamily,
     PythonFamily,
@@ -38,13 +39,6 @@ FAMILY_TYPES = (
     "userknn", "itemknn", "bpr-mf", "cornac:<ClassName>", "implicit:<als|bpr|...>",
     "python:<package.module>:<Class>",
 )
-
-
-#: The largest integer hyperparameter of a built-in model (``k``, ``factors``,
-#: ``iterations``): int64's. A results store keeps an integer hyperparameter as an int64
-#: column; a larger value (``k = 1e300``, ``k = 10**20``) turned the whole column into floats
-#: (``5`` written as ``5.0``), and is a typo far more often than a plan.
-INT_MAX = int(np.iinfo(np.int64).max)
 
 
 def _int_value(cfg: dict, key: str, source: str, lo: int) -> int:

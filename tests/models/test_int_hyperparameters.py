@@ -11,7 +11,7 @@ import pytest
 
 from dptune.errors import DptuneError
 from dptune.models import get_family
-from dptune.models._families import INT_MAX
+from dptune.models._adapters import INT_MAX
 
 BPR = {"factors": 4, "iterations": 2, "learning_rate": 0.1, "user_reg": 0.0, "item_reg": 0.0}
 
@@ -59,3 +59,22 @@ def test_whole_numbers_within_int64_are_taken_as_before(value, expected):
 def test_other_bad_integers_as_before(value, problem):
     with pytest.raises(DptuneError, match=f"^grid.toml: k: {problem}"):
         get_family("userknn").validate([{"k": value}], "grid.toml")
+
+
+@pytest.mark.parametrize("algorithm_type, key", [
+    ("cornac:BPR", "k"), ("cornac:BPR", "max_iter"),
+    ("python:dptune.models.examples:PureSVD", "factors"),
+])
+@pytest.mark.parametrize("value, shown", [
+    (10**400, "an integer of 401 digits"), (2**63, "9223372036854775808"),
+], ids=["10**400", "2**63"])
+def test_an_outside_models_integer_has_the_same_bound(algorithm_type, key, value, shown):
+    """An outside model's ``int`` argument (cornac's, your own) took any whole number, and one
+    of 400 digits stopped the check with an OverflowError (``float()`` of it): the same bound
+    as the built-in models', one line naming the grid file and the argument."""
+    with pytest.raises(DptuneError) as err:
+        get_family(algorithm_type).check([{key: value}], source="g.toml")
+    assert str(err.value).startswith(
+        f"g.toml: {key}: must be an integer from -9,223,372,036,854,775,808 to "
+        f"9,223,372,036,854,775,807 (int64) for {algorithm_type}, got {shown}"), str(err.value)
+    get_family(algorithm_type).check([{key: INT_MAX}], source="g.toml")  # the bound is taken
