@@ -83,6 +83,19 @@ def read_ratings(
     return _read_bytes(data, p.name, str(p), fmt, columns, sep, header)
 
 
+def decompressed(data: bytes, source: object) -> bytes:
+    """``data`` itself, or decompressed when it is gzip's (known by its first two bytes, not
+    by a file name: a ``.gz`` file may be named otherwise); a cut-short or damaged gzip file is
+    one line naming ``source``. The ratings files' reader and the TREC files'
+    (:mod:`dptune.store._trec`) both read through it."""
+    if data[:2] != b"\x1f\x8b":
+        return data
+    try:
+        return gzip.decompress(data)
+    except (OSError, EOFError, zlib.error) as err:
+        raise input_error(source, None, f"broken gzip file: {err}") from None
+
+
 def _read_bytes(
     data: bytes,
     filename: str,
@@ -104,11 +117,7 @@ def _read_bytes(
     sep = _check_sep(source, sep)
     columns = _check_columns(source, columns, header)
     name = filename.lower()
-    if data[:2] == b"\x1f\x8b":
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as err:
-            raise input_error(source, None, f"broken gzip file: {err}") from None
+    data = decompressed(data, source)
     if name.endswith(".gz"):
         name = name[:-3]
     if not data.strip():

@@ -41,8 +41,7 @@ def _read_lines(path: str | Path) -> tuple[list[list[str]], np.ndarray]:
     A gzip-compressed file is decompressed first (line numbers are those of its text). A
     UTF-8 byte-order mark (an editor's on Windows) is not text: it would stick to the first
     user id (``\ufeff1`` a user apart from ``1``, silently left unevaluated)."""
-    import gzip
-    import zlib
+    from dptune.data._readers import decompressed
 
     try:
         data = Path(path).read_bytes()
@@ -52,11 +51,7 @@ def _read_lines(path: str | Path) -> tuple[list[list[str]], np.ndarray]:
         raise input_error(path, None, "is a directory, expected a text file") from None
     except OSError as err:
         raise input_error(path, None, f"cannot read file: {err.strerror or err}") from None
-    if data[:2] == b"\x1f\x8b":
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as err:
-            raise input_error(path, None, f"broken gzip file: {err}") from None
+    data = decompressed(data, path)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as err:
