@@ -9,7 +9,6 @@ takes. Every check lives in :func:`validate_options`; a bad value is one line na
 from __future__ import annotations
 
 import dataclasses
-import math
 import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
@@ -330,7 +329,7 @@ def validate_options(values: Mapping[str, Any], source: object = "analysis",
     if "stability_seconds" in out:
         s = out["stability_seconds"]
         if isinstance(s, bool) or not isinstance(s, numbers.Real) or not is_finite(s) \
-                or not 0 <= float(s) < math.inf:
+                or float(s) < 0:
             raise bad("stability_seconds", f"must be a number of seconds >= 0, got {plain(s)}")
         out["stability_seconds"] = float(s)
     for key, allowed in (("test", TESTS), ("correction", CORRECTIONS)):
