@@ -39,13 +39,18 @@ def analyze_results(results_dir: str | Path, reports_dir: str | Path, progress: 
 
     ``overrides`` (any :class:`AnalysisOptions` field; ``None`` = not given) replace the
     experiment's ``[analysis]`` settings recorded in the store. Output is a pure function of the
-    store and the options: a rerun writes identical bytes. Returns the paths written.
+    store and the options: a rerun writes identical bytes. Returns the paths written. While it
+    runs, ``reports_dir`` is marked as being written (:mod:`dptune.sweeper._analysing`), which
+    ``dptune status`` reports.
     """
-    store = ResultStore(results_dir)
-    options = AnalysisOptions.resolve(store.manifest(), **overrides)
-    result = analyze(store, options, progress=progress)
-    stage(progress, f"the report (tables, figures, report.md) into {reports_dir}")
-    return write_report(result, reports_dir)
+    from dptune.sweeper._analysing import analysing
+
+    with analysing(reports_dir):
+        store = ResultStore(results_dir)
+        options = AnalysisOptions.resolve(store.manifest(), **overrides)
+        result = analyze(store, options, progress=progress)
+        stage(progress, f"the report (tables, figures, report.md) into {reports_dir}")
+        return write_report(result, reports_dir)
 
 
 def discriminative_power(per_user: pd.DataFrame | str | os.PathLike, *,

@@ -573,7 +573,7 @@ def test_status_while_the_analysis_runs_says_so(tiny_swept, tmp_path, capsys, mo
     results = tmp_path / "results"
     shutil.copytree(tiny_swept / "results", results)
     reports = tmp_path / "rep"
-    real = api.analyze_results
+    real = api.analyze
     seen = []
 
     def analysis_line() -> str:
@@ -581,11 +581,11 @@ def test_status_while_the_analysis_runs_says_so(tiny_swept, tmp_path, capsys, mo
         out = capsys.readouterr().out
         return next(line for line in out.splitlines() if line.startswith("analysis:"))
 
-    def analyze_results(*args, **kwargs):  # status asked while the analysis computes
+    def analyze(*args, **kwargs):  # status asked while the analysis computes
         seen.append(analysis_line())
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(api, "analyze_results", analyze_results)
+    monkeypatch.setattr(api, "analyze", analyze)
     assert main(["analyze", str(results), "--reports", str(reports), "--no-progress",
                  "--bootstrap", "0"]) == 0
     me = f"{socket.gethostname()}:{os.getpid()}"

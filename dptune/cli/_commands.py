@@ -64,7 +64,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     analysis."""
     from dptune._api import analyze_results
     from dptune.config import load_experiment
-    from dptune.sweeper._analysing import analysing
     from dptune.sweeper._run import run_sweep
 
     overrides = analysis_overrides(args)
@@ -96,8 +95,7 @@ def cmd_run(args: argparse.Namespace) -> int:
               + (f"; none for {', '.join(nr.skipped)} (deterministic)" if nr.skipped else ""))
     if not args.no_analyze:
         record_reports(store.root, reports)
-        with analysing(reports):
-            files = analyze_results(store.root, reports, progress=progress, **overrides)
+        files = analyze_results(store.root, reports, progress=progress, **overrides)
         print(f"reports: {reports} ({len(files)} files; see {reports / 'report.md'})")
     return 0
 
@@ -231,14 +229,12 @@ def _store(results: Path):
 def cmd_analyze(args: argparse.Namespace) -> int:
     """``dptune analyze``: tables, figures and report.md of a results directory."""
     from dptune._api import analyze_results
-    from dptune.sweeper._analysing import analysing
 
     store = _store(results_of(args))
     reports = Path(args.reports) if args.reports else _default("reports", store.manifest()["experiment"])
     _check_reports(reports, store.root)
-    with analysing(reports):
-        files = analyze_results(store.root, reports, progress=not args.no_progress,
-                                **analysis_overrides(args))
+    files = analyze_results(store.root, reports, progress=not args.no_progress,
+                            **analysis_overrides(args))
     print(f"reports: {reports} ({len(files)} files; see {reports / 'report.md'})")
     return 0
 
