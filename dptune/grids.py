@@ -216,6 +216,34 @@ def _same(v: Any, w: Any) -> bool:
     return v == w and _is_bool(v) == _is_bool(w)
 
 
+def _key(v: Any) -> tuple[Any, ...]:
+    """A hashable key with ``_key(v) == _key(w)`` exactly when :func:`_same` ``(v, w)``, so that
+    a list of values is checked for repeats in one pass (a value list of thousands compared
+    pairwise took seconds). A NaN equals nothing, and an unhashable value (a list, refused
+    later as a value) is taken as distinct: each call gives them a key of their own."""
+    if _is_bool(v):
+        return ("bool", bool(v))
+    try:
+        hash(v)
+    except TypeError:
+        return ("distinct", object())
+    if v != v:  # NaN
+        return ("distinct", object())
+    return ("value", v)
+
+
+def _first_repeat(values: list[Any]) -> int | None:
+    """The position of the first value of ``values`` that is :func:`_same` as an earlier one
+    (None: every value is distinct)."""
+    seen: set[tuple[Any, ...]] = set()
+    for i, v in enumerate(values):
+        k = _key(v)
+        if k in seen:
+            return i
+        seen.add(k)
+    return None
+
+
 def _is_bool(v: Any) -> bool:
     """A bool of Python or numpy (a value read back from a table is numpy's)."""
     import numpy as np
@@ -243,9 +271,9 @@ def _expand_param(source: str, name: str, spec: Any) -> list[Any]:
             raise input_error(source, f"{where}.values", "must be a non-empty list")
         # a value written twice is a typo (10, 10 for 10, 100), not a wish for one value;
         # values an exponent or rounding makes equal are merged below, as documented
-        twice = [v for i, v in enumerate(raw) if any(_same(v, w) for w in raw[:i])]
-        if twice:
-            raise input_error(source, f"{where}.values", f"lists {twice[0]!r} twice; a grid "
+        twice = _first_repeat(raw)
+        if twice is not None:
+            raise input_error(source, f"{where}.values", f"lists {raw[twice]!r} twice; a grid "
                               "value is written once")
     else:
         if "base" not in spec or "exponent" not in spec:
@@ -285,13 +313,16 @@ def _expand_param(source: str, name: str, spec: Any) -> list[Any]:
     excl = spec.get("exclude", [])
     if not isinstance(excl, list):
         raise input_error(source, f"{where}.exclude", "must be a list")
+    present = {_key(v) for v in vals}
     for e in excl:
-        if not any(_same(e, v) for v in vals):
+        if _key(e) not in present:
             raise input_error(source, f"{where}.exclude", f"{e!r} is not a value of the grid")
     out: list[Any] = []
+    dropped = {_key(e) for e in excl}
     for v in vals:  # true is not 1 (Python's ==), neither as a value nor as an exclusion
-        if not any(_same(v, w) for w in (*excl, *out)):
+        if _key(v) not in dropped:
             out.append(v)
+            dropped.add(_key(v))
     if not out:  # no configuration: the sweep would skip the algorithm only after the others
         raise input_error(source, f"{where}.exclude", f"excludes every value of {name} "
                           f"({', '.join(map(plain, excl))}); a hyperparameter needs at least one "
@@ -373,8 +404,8 @@ def load_grid(path: str | Path, *, max_configs: int | None = MAX_CONFIGS,
 
 def restrict(grid: Grid, keep: dict[str, list[Any]]) -> Grid:
     """A sub-grid keeping, for each named hyperparameter, only the listed values (in grid order)."""
-    values = {n: ([v for v in vals if any(_same(v, k) for k in keep[n])] if n in keep
-                  else list(vals))
+    kept = {n: {_key(k) for k in ks} for n, ks in keep.items()}
+    values = {n: ([v for v in vals if _key(v) in kept[n]] if n in keep else list(vals))
               for n, vals in grid.values.items()}
     return Grid(values=values, derived=dict(grid.derived), family=grid.family, source=grid.source)
 
