@@ -240,9 +240,28 @@ _TEX_ESCAPES = {
 }
 
 
+#: Greek letters, which LaTeX's default UTF-8 input does not set in text ("Unicode character α
+#: not set up for use with LaTeX"), as the math letters every engine has: a hyperparameter
+#: named ``λ`` or ``α`` is a common name. The capitals that look as Latin ones are those.
+_GREEK = dict(zip(
+    "αβγδεζηθικλμνξοπρςστυφχψωϑϕϵϱϖΓΔΘΛΞΠΣΥΦΨΩµ",
+    [*(f"\\ensuremath{{\\{n}}}" for n in (
+        "alpha beta gamma delta varepsilon zeta eta theta iota kappa lambda mu nu xi").split()),
+     "o", *(f"\\ensuremath{{\\{n}}}" for n in (
+        "pi rho varsigma sigma tau upsilon varphi chi psi omega vartheta phi epsilon varrho "
+        "varpi Gamma Delta Theta Lambda Xi Pi Sigma Upsilon Phi Psi Omega mu").split())],
+    strict=True)) | dict(zip("ΑΒΕΖΗΙΚΜΝΟΡΤΧ", "ABEZHIKMNOPTX", strict=True))
+
+
 def tex_escape(text: str) -> str:
-    """Escape LaTeX special characters (and map the few non-ASCII marks the tables use)."""
-    return "".join(_TEX_ESCAPES.get(ch, ch) for ch in str(text))
+    """Escape LaTeX special characters, map the few non-ASCII marks the tables use, and set
+    Greek letters as math letters (``λ`` as ``\\ensuremath{\\lambda}``).
+
+    Latin letters with accents (``é``, ``ü``, ``ø``, ``ß``) and typographic punctuation are
+    kept: LaTeX's UTF-8 input sets them with its default fonts. Other scripts are kept too,
+    for XeLaTeX or LuaLaTeX, which set any character their font has; pdflatex stops on them
+    unless the document declares them (``\\DeclareUnicodeCharacter``)."""
+    return "".join(_TEX_ESCAPES.get(ch) or _GREEK.get(ch, ch) for ch in str(text))
 
 
 def _tex_cell(cell: Cell, left: bool = False) -> str:

@@ -774,6 +774,17 @@ def test_latex_well_formed(written: tuple[Path, list[Path]]) -> None:
         assert "<ins>" not in tex and "**" not in tex
 
 
+def _need_pdflatex() -> None:
+    """Skip unless pdflatex with booktabs is installed."""
+    import shutil
+    import subprocess
+
+    if shutil.which("pdflatex") is None or shutil.which("kpsewhich") is None or not subprocess.run(
+            ["kpsewhich", "booktabs.sty"], capture_output=True, text=True).stdout.strip():
+        pytest.skip("no pdflatex with booktabs (bash .ci/run installs Debian's "
+                    "texlive-latex-recommended)")
+
+
 def _compile(tex_dir: Path, names: list[str], options: str) -> str:
     """pdflatex's log of an article (class ``options``) with ``names`` (files in ``tex_dir``)
     input one after another; fails on a LaTeX error."""
@@ -798,13 +809,7 @@ def test_every_latex_table_compiles_and_fits_the_line(tmp_path: Path) -> None:
     (booktabs and graphicx loaded), compiles with pdflatex and fits the line: of a one-column
     page, and of one column of a two-column page. Table 3 with intervals is wider than a column
     at its natural size, so it is scaled down to the line; before, it ran 400 pt off the page."""
-    import shutil
-    import subprocess
-
-    if shutil.which("pdflatex") is None or shutil.which("kpsewhich") is None or not subprocess.run(
-            ["kpsewhich", "booktabs.sty"], capture_output=True, text=True).stdout.strip():
-        pytest.skip("no pdflatex with booktabs (bash .ci/run installs Debian's "
-                    "texlive-latex-recommended)")
+    _need_pdflatex()
     dp = make_dp().assign(ci_low=lambda d: d["dp_per_25"] - 0.1,
                           ci_high=lambda d: d["dp_per_25"] + 0.1)
     out = tmp_path / "report"
@@ -818,6 +823,40 @@ def test_every_latex_table_compiles_and_fits_the_line(tmp_path: Path) -> None:
         log = _compile(out, names, options)
         assert "Overfull \\hbox" not in log, (options, log[log.index("Overfull"):][:400])
         assert "LaTeX Warning: Command" not in log  # no command redefined by the tables
+
+
+#: Names a researcher gives: Greek hyperparameters, accented data set and model names.
+_NON_ASCII = ("λ_reg", "α", "Ω-net", "Müller–Søren", "µ", "ς")
+
+
+def test_greek_letters_are_set_as_math_letters_and_latin_ones_kept() -> None:
+    """LaTeX's UTF-8 input sets accented Latin letters but stops on Greek ones ("Unicode
+    character α not set up for use with LaTeX"): those become the math letters every engine
+    has; other characters are kept as written (XeLaTeX and LuaLaTeX set them)."""
+    from dptune.report._table import tex_escape
+
+    assert tex_escape("λ_reg") == "\\ensuremath{\\lambda}\\_reg"
+    assert tex_escape("ΑΩας") == "A\\ensuremath{\\Omega}\\ensuremath{\\alpha}" \
+        "\\ensuremath{\\varsigma}"
+    assert tex_escape("Müller–Søren ß") == "Müller--Søren ß"
+    assert tex_escape("中") == "中"
+
+
+@pytest.mark.latex
+def test_a_table_of_greek_and_accented_names_compiles(tmp_path: Path) -> None:
+    """A table whose caption, block title, header and cells hold Greek and accented names
+    compiles with pdflatex as it is written (it stopped on the first Greek letter)."""
+    from dptune.report._table import Block, Table
+
+    _need_pdflatex()
+    names = list(_NON_ASCII)
+    rows = [[Cell(n), Cell("0.5", detail="[0.4, 0.6]", numeric=True)] for n in names]
+    table = Table("greek", f"DP of {', '.join(names)}",
+                  [Block([Cell("hyperparameter λ"), Cell("DP", numeric=True)], rows,
+                         title="α and β")], pd.DataFrame({"name": names}))
+    (tmp_path / "greek.tex").write_text(table.to_latex(), encoding="utf-8")
+    log = _compile(tmp_path, ["greek.tex"], "")
+    assert "not set up for use with LaTeX" not in log
 
 
 def test_latex_labels_name_the_report(written: tuple[Path, list[Path]], tmp_path: Path) -> None:
