@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from dptune.report import display_algorithm, display_metric
+from dptune.report._figures import _plain
 from dptune.studies.seeds.settings import SeedSettings
 
 __all__ = ["seeds_figure"]
@@ -29,7 +30,8 @@ def seeds_figure(per_seed: pd.DataFrame, metrics: Sequence[str],
                  settings: SeedSettings | None = None) -> Any:
     """One panel per algorithm x metric x cutoff: the seeds' % of mean for hold-out (top row) and
     CV (bottom row), box plot (quartiles, whiskers to 1.5 IQR) with every seed as a dot; the
-    title names the study's splits (``settings``, the defaults when none)."""
+    title names the study's splits (``settings``, the defaults when none). Names are shown as
+    written (dollar signs escaped: :func:`dptune.report._figures._plain`)."""
     settings = settings if settings is not None else SeedSettings()
     from matplotlib.figure import Figure
 
@@ -59,13 +61,15 @@ def seeds_figure(per_seed: pd.DataFrame, metrics: Sequence[str],
             ax.set_yticks([1.0, 0.0], ["HO", "CV"])
             ax.set_ylim(-0.6, 1.6)
             ax.grid(True, axis="x", alpha=0.3, linewidth=0.5)
-            ax.set_title(f"{display_algorithm(alg)} · {display_metric(m, int(c))}",
+            ax.set_title(f"{_plain(display_algorithm(alg))} · {display_metric(m, int(c))}",
                          fontsize=8)
             ax.tick_params(labelsize=7)
             if r == len(algs) - 1:
                 ax.set_xlabel("% of mean over seeds", fontsize=7)
     n = int(per_seed["seed_index"].nunique())
-    ds = ", ".join(dict.fromkeys(per_seed["dataset"]))
+    # names as written: a data set named after its file (d$x_$.csv) was read as mathtext, and
+    # the figure, the last step of a study, stopped with a parse error
+    ds = _plain(", ".join(dict.fromkeys(per_seed["dataset"])))
     fig.suptitle(f"{ds}: accuracy of each data-split seed relative to the mean over {n} seeds "
                  f"({settings.design_text()})", fontsize=9)
     return fig

@@ -177,7 +177,7 @@ def _settings_section(p: SeedPlan, dataset: str, trials: pd.DataFrame) -> list[s
         ("Data-split seeds", f"S = {len(p.seeds)}: s_i = derive_seed({exp.split_seed}, \"seed-study\", i); "
                              f"values in `seeds_per_seed.csv`"),
         ("Hold-out", f"split.random_holdout(ratings, {st.train_ratio}, s_i): per-user random "
-                     f"{round(st.train_ratio * 100)}/{round((1 - st.train_ratio) * 100)}"),
+                     f"{st.holdout_shares()}"),
         ("Cross-validation", f"split.kfold_labels(ratings, {st.folds}, s_i): global random "
                              f"{st.folds}-fold; a seed's value = mean over its {st.folds} folds"),
         ("Configurations", "; ".join(cfg_lines)),

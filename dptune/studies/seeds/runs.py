@@ -40,6 +40,7 @@ from dptune.metrics import METRICS, evaluate
 from dptune.models import get_family
 from dptune.store._store import ResultStore, UnitResult
 from dptune.studies.seeds.settings import SPLITS, SeedSettings
+from dptune.studies.seeds.stats import dp_ranks
 from dptune.sweeper._manifest import frames_digest
 from dptune.sweeper._plan import derive_seed, plan
 from dptune.sweeper._prepare import FoldData, _file_state, fold_data
@@ -313,7 +314,7 @@ def grid_rows(p: SeedPlan, index: int, dataset: str) -> pd.DataFrame:
     the analysis' fold loop (:func:`dptune.analysis.dp.fold_loop.run_fold_loop`) with the
     experiment's analysis options and seed, without the bootstrap (scope ``all``); ``dp_rank``
     = rank of the metric's DP among the metrics of its cutoff (1 = lowest DP = most
-    discriminative, ties share the lower rank).
+    discriminative, ties share the lower rank; :func:`dptune.studies.seeds.stats.dp_ranks`).
     """
     exp = p.exp
     store = ResultStore(grid_root(p, index))
@@ -326,8 +327,7 @@ def grid_rows(p: SeedPlan, index: int, dataset: str) -> pd.DataFrame:
                                                 "validation_mean": "best_value"})
     df = dpa.merge(best[["algorithm", "metric", "cutoff", "best_config_id", "best_value"]],
                    on=["algorithm", "metric", "cutoff"], how="left")
-    df["dp_rank"] = df.groupby(["algorithm", "cutoff"])["dp_per_25"].rank(
-        method="min").astype(int)
+    df["dp_rank"] = dp_ranks(df)
     df["best_params"] = [config_text(exp.grids[a].configs()[int(cid)], exp.grids[a].free)
                          for a, cid in zip(df["algorithm"], df["best_config_id"], strict=True)]
     df.insert(0, "seed", p.seeds[index])

@@ -97,11 +97,16 @@ class SeedSettings:
         """How a split kind of :data:`SPLITS` is named: ``Hold-out``, ``5-fold CV``."""
         return "Hold-out" if split == "holdout" else f"{self.folds}-fold CV"
 
+    def holdout_shares(self) -> str:
+        """The hold-out's training / test percentages, ``80/20`` (``75.5/24.5``, ``0.1/99.9``):
+        one text for every place that names them (the settings table rounded 0.755 to 76/24
+        and 0.001 to 0/100 while the caption and the figure said 75.5/24.5 and 0.1/99.9)."""
+        train = round(100.0 * self.train_ratio, 9)  # 100 x 0.07 is 7.000000000000001
+        return f"{train:g}/{round(100.0 - train, 9):g}"
+
     def design_text(self) -> str:
         """The two splits in words: ``random 80/20 hold-out (HO) vs 5-fold CV``."""
-        train = 100.0 * self.train_ratio
-        return (f"random {train:g}/{100.0 - train:g} hold-out (HO) vs "
-                f"{self.folds}-fold CV")
+        return f"random {self.holdout_shares()} hold-out (HO) vs {self.folds}-fold CV"
 
 
 def check_algorithm(exp: Experiment, name: str, source: object, field: str | None) -> None:

@@ -29,9 +29,10 @@ from scipy import stats as sps
 from dptune.analysis.dp.paired_tests import holm
 from dptune.metrics import METRICS
 from dptune.studies.seeds.settings import SPLITS
+from dptune.vocab import tie_value
 
 __all__ = ["PER_SEED_COLUMNS", "pct_of_mean", "per_seed_table", "order_rows", "summarize",
-           "holm_over_cells", "seed_mean_abs_dev", "pooled_tests", "kendall_table",
+           "holm_over_cells", "seed_mean_abs_dev", "pooled_tests", "dp_ranks", "kendall_table",
            "grid_stability"]
 
 PER_SEED_COLUMNS = ["dataset", "algorithm", "split", "seed", "metric", "cutoff", "value",
@@ -199,6 +200,24 @@ def _nan_stat(f: Any, x: np.ndarray) -> float:
     return float(f(x)) if np.isfinite(x).any() else float("nan")
 
 
+def _tied(grid: pd.DataFrame, by: Sequence[str]) -> pd.Series:
+    """``dp_per_25`` of ``grid`` under the tie rule of every dptune table
+    (:func:`dptune.vocab.tie_value`, scale 25), the values of each group of ``by`` together:
+    DPs equal in exact arithmetic (one ulp apart) are one value."""
+    return grid.groupby(list(by), sort=False)["dp_per_25"].transform(
+        lambda s: tie_value(s, scale=25))
+
+
+def dp_ranks(grid: pd.DataFrame) -> pd.Series:
+    """``dp_rank`` of every row of the grid part: the rank of the metric's DP among the metrics
+    of its (dataset, algorithm, seed, cutoff), 1 = lowest DP = most discriminative, ties share
+    the lower rank; DPs within :func:`dptune.vocab.tie_value` of each other tie (ranked raw,
+    two DPs one ulp apart made one metric the most discriminative of a seed where it ties)."""
+    keys = [k for k in ("dataset", "algorithm", "seed_index", "cutoff") if k in grid.columns]
+    tied = grid.assign(_t=_tied(grid, keys))
+    return tied.groupby(keys, sort=False)["_t"].rank(method="min").astype(int)
+
+
 def kendall_table(grid: pd.DataFrame) -> pd.DataFrame:
     """Kendall's tau-b between the DP rankings of every two seeds.
 
@@ -206,7 +225,9 @@ def kendall_table(grid: pd.DataFrame) -> pd.DataFrame:
     ``dp_per_25``. For each
     cutoff, the vector of the metrics' DP values of seed a is compared with seed b's
     (``scipy.stats.kendalltau``; ties handled by tau-b); cutoff ``"all"`` compares the vectors
-    over every metric@N. Columns ``dataset, algorithm, cutoff, seed_a, seed_b, tau, p_value``.
+    over every metric@N. A seed's DPs are compared under the tie rule
+    (:func:`dptune.vocab.tie_value`): two one ulp apart tie. Columns ``dataset, algorithm,
+    cutoff, seed_a, seed_b, tau, p_value``.
     """
     rows = []
     for (ds, alg), g in grid.groupby(["dataset", "algorithm"], sort=False):
@@ -215,6 +236,8 @@ def kendall_table(grid: pd.DataFrame) -> pd.DataFrame:
         groups = [(str(c), piv.xs(c, level="cutoff")) for c in sorted(g["cutoff"].unique())]
         groups.append(("all", piv))
         for label, sub in groups:
+            # each seed's DPs under the tie rule (one ulp apart: a tie, not an order)
+            sub = sub.apply(lambda col: tie_value(col, scale=25))
             for a, b in combinations(seeds_, 2):
                 x, y = sub[a].to_numpy(float), sub[b].to_numpy(float)
                 with np.errstate(all="ignore"):

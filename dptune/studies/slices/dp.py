@@ -24,46 +24,107 @@ from dptune.analysis.dp.fold_loop import FoldCurves, fold_views, metric_groups
 from dptune.analysis.dp.paired_tests import PairedTest
 from dptune.analysis.dp.pairs import sample_pairs, scope_seed
 from dptune.analysis.dp.scale import per_reference
+from dptune.analysis.dp.units import pair_design, unit_sample
 from dptune.analysis.source import ResultSource
 from dptune.errors import input_error
 from dptune.store import FoldBuffer
 from dptune.vocab import fold_key
 
-__all__ = ["main_pairs", "read_pairs", "slice_dp", "slice_metrics"]
+__all__ = ["main_pairs", "main_pair_design", "pair_weights", "read_pairs", "slice_dp",
+           "slice_metrics"]
 
 #: The columns of a main analysis's pairs.csv that the slices read.
 PAIRS_NEEDED = {"algorithm", "scope", "pair_index", "config_a", "config_b"}
 
 
+def read_table(path: str | Path, needed: set[str], what: str) -> pd.DataFrame:
+    """A CSV file of the main reports (``pairs.csv``, ``best_configs.csv``); one that cannot be
+    read (empty, not CSV, not UTF-8) or lacks a column of ``needed`` is one line naming the
+    file, instead of a pandas traceback after the flags were accepted."""
+    try:
+        df = pd.read_csv(path)
+    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as err:
+        raise input_error(path, None, f"cannot be read as {what} "
+                          f"({str(err).splitlines()[0] if str(err) else type(err).__name__})"
+                          ) from None
+    except OSError as err:
+        raise input_error(path, None, f"cannot be read ({err.strerror})") from None
+    if not needed <= set(df.columns):
+        raise input_error(path, None, f"missing columns {sorted(needed - set(df.columns))}")
+    return df
+
+
+def integer_column(df: pd.DataFrame, col: str, path: str | Path) -> np.ndarray:
+    """Column ``col`` of a main reports' file as integers; a value that is not one (text, a
+    blank, 2.5) is one line naming the file, the column and the value."""
+    v = pd.to_numeric(df[col], errors="coerce").to_numpy(dtype=np.float64)
+    bad = ~np.isfinite(v) | (v != np.round(v))
+    if bad.any():
+        raise input_error(path, col, f"must hold integers, got {df[col].iloc[int(np.argmax(bad))]!r}"
+                          f" in row {int(np.argmax(bad)) + 1}")
+    return v.astype(np.int64)
+
+
 def read_pairs(path: str | Path) -> pd.DataFrame:
-    """A main analysis's ``pairs.csv``; one that lacks a column of :data:`PAIRS_NEEDED` is
-    one line naming the file and the columns."""
-    df = pd.read_csv(path)
-    if not PAIRS_NEEDED <= set(df.columns):
-        raise input_error(path, None, f"missing columns {sorted(PAIRS_NEEDED - set(df.columns))}")
+    """A main analysis's ``pairs.csv``; one that cannot be read, lacks a column of
+    :data:`PAIRS_NEEDED` or holds a configuration id or pair index that is not an integer is
+    one line naming the file (and the column)."""
+    df = read_table(path, PAIRS_NEEDED, "a pairs.csv of the main analysis")
+    for col in ("pair_index", "config_a", "config_b"):
+        df[col] = integer_column(df, col, path)
     return df
 
 
 def main_pairs(store: ResultSource, algorithm: str, n_pairs: int, seed: int,
                reports_dir: str | Path | None = None) -> np.ndarray:
-    """The pairs of the main analysis for scope ``all``: from ``<reports_dir>/pairs.csv`` when it
-    holds them, else ``sample_pairs(ids, n_pairs, scope_seed(seed, "all"))`` (the fold loop's
-    pairs of scope ``all``)."""
+    """The pairs of the main analysis for scope ``all`` (:func:`main_pair_design` without the
+    weights)."""
+    return main_pair_design(store, algorithm, n_pairs, seed, reports_dir)[0]
+
+
+def main_pair_design(store: ResultSource, algorithm: str, n_pairs: int, seed: int,
+                     reports_dir: str | Path | None = None
+                     ) -> tuple[np.ndarray, np.ndarray | None]:
+    """``(pairs, weights)`` of the main analysis for scope ``all``: the pairs from
+    ``<reports_dir>/pairs.csv`` when it holds them, else as the analysis' fold loop plans
+    them (:func:`dptune.analysis.dp.fold_loop.plan_runs`): ``sample_pairs(ids, n_pairs,
+    scope_seed(seed, "all"))`` over the configurations of the units with results in every
+    validation fold; the weights by :func:`pair_weights`. Without them, a store of a budgeted
+    or stopped sweep was refused for the configurations it lacks, and the reference slice
+    ``all`` of the main reports' pairs was not the main analysis's DP (it was unweighted)."""
     if reports_dir is not None:
         path = Path(reports_dir) / "pairs.csv"
         if path.exists():
             df = read_pairs(path)
-            sel = df[(df["algorithm"] == algorithm) & (df["scope"] == "all")].sort_values("pair_index")
+            sel = df[(df["algorithm"].astype(str) == algorithm)
+                     & (df["scope"] == "all")].sort_values("pair_index")
             if len(sel):
-                return sel[["config_a", "config_b"]].to_numpy(dtype=np.int64)
-    ids = store.configs(algorithm)["config_id"].to_numpy()
-    return sample_pairs(ids, n_pairs, scope_seed(seed, "all"))
+                pairs = sel[["config_a", "config_b"]].to_numpy(dtype=np.int64)
+                return pairs, pair_weights(store, algorithm, pairs)
+    configs = store.configs(algorithm)
+    sample = unit_sample(store, algorithm)
+    if sample is not None and not sample.complete:
+        configs = configs[configs["config_id"].isin(sample.present_configs)]
+    pairs = sample_pairs(configs["config_id"].to_numpy(), n_pairs, scope_seed(seed, "all"))
+    return pairs, pair_weights(store, algorithm, pairs)
+
+
+def pair_weights(store: ResultSource, algorithm: str, pairs: np.ndarray) -> np.ndarray | None:
+    """The post-stratification weights of scope ``all``'s ``pairs`` (mean 1,
+    :func:`dptune.analysis.dp.units.pair_design`: the weights of the main analysis, which its
+    ``pairs.csv`` writes rounded) when the store holds a subset of its grid's units; None when
+    it holds every unit (every weight 1)."""
+    sample = unit_sample(store, algorithm)
+    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    if sample is None or sample.complete or not len(pairs):
+        return None
+    return pair_design(sample, pairs, "all").weights
 
 
 def slice_dp(store: ResultSource, algorithm: str, pairs: np.ndarray,
              members: Mapping[str, Mapping[str, np.ndarray]],
              metric_cutoffs: Sequence[tuple[str, int]], test: PairedTest, alpha: float = 0.05,
-             seed: int = 0) -> pd.DataFrame:
+             seed: int = 0, weights: np.ndarray | None = None) -> pd.DataFrame:
     """DP of every metric@N on the users of each slice.
 
     For fold ``f`` and slice ``s`` with users ``U_{s,f}``: ``V`` = the values of metric@N on
@@ -75,12 +136,20 @@ def slice_dp(store: ResultSource, algorithm: str, pairs: np.ndarray,
     :class:`dptune.analysis.dp.fold_loop.FoldCurves`: ``dp_per_25 = 25 x mean p`` with its fold
     sd band, ``sakai`` = mean over folds of the share of pairs with ``p < alpha``. Folds are the
     union of the slices' fold keys; a slice with fewer than 2 users in a fold gets ``p = 1``
-    there (no test can reject).
+    there (no test can reject). ``weights`` (``(P,)``, mean 1; None: every weight 1): the
+    pairs' post-stratification weights of a store that holds a subset of its grid's units
+    (:func:`main_pair_design`), applied as the fold loop applies them, so that the slice of
+    every user is the main analysis's DP.
 
     Columns ``slice, metric, cutoff, dp_per_25, dp_per_25_plus_sd, dp_per_25_minus_sd, dp_sum,
     n_pairs, n_folds, sakai, n_users_mean, n_users_min``.
     """
     pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    if weights is not None:
+        weights = np.asarray(weights, dtype=np.float64).reshape(-1)
+        if len(weights) != len(pairs):
+            raise input_error("slices", "weights", f"{len(weights)} weights for "
+                              f"{len(pairs)} pairs")
     ids = np.unique(pairs)
     rows_idx = np.searchsorted(ids, pairs)
     folds = sorted({str(f) for m in members.values() for f in m}, key=fold_key)
@@ -99,7 +168,7 @@ def slice_dp(store: ResultSource, algorithm: str, pairs: np.ndarray,
             for s in labels:
                 cols = _columns(users, columns, members[s].get(fold))
                 sizes[s][fi] = len(cols)
-                acc[(mc, s)].add(fi, test.pvalues(values, ra, rb, cols, seed=t_seed))
+                acc[(mc, s)].add(fi, test.pvalues(values, ra, rb, cols, seed=t_seed), weights)
     out = []
     for metric, cutoff in metric_cutoffs:
         for s in labels:

@@ -9,7 +9,7 @@ import pandas as pd
 
 from dptune.metrics import METRICS
 from dptune.report import display_algorithm, display_metric
-from dptune.report._figures import MARKERS
+from dptune.report._figures import MARKERS, _plain
 from dptune.studies.slices.bins import SLICE_KINDS
 from dptune.vocab import METRIC_COLORS
 
@@ -48,7 +48,7 @@ def slices_figure(dp_table: pd.DataFrame, cutoff: int) -> Any:
             n_pairs = int(n_pairs_of.get(alg, 0))
             ax.set_ylim(0, 25 * 1.02)  # 25 x a mean p-value: at most 25
             ax.set_ylabel(f"DP per 25 pairs (P = {n_pairs})", fontsize=8)
-            ax.set_title(f"{display_algorithm(alg)}: {kind}", fontsize=9)
+            ax.set_title(f"{_plain(display_algorithm(alg))}: {kind}", fontsize=9)
             ax.grid(True, alpha=0.3, linewidth=0.5)
             if not bins:
                 ax.text(0.5, 0.5, "no slice with enough users", transform=ax.transAxes,

@@ -57,7 +57,15 @@ from dptune.studies.slices.bins import (
     members_by_slice,
     user_features,
 )
-from dptune.studies.slices.dp import main_pairs, read_pairs, slice_dp, slice_metrics
+from dptune.studies.slices.dp import (
+    integer_column,
+    main_pair_design,
+    pair_weights,
+    read_pairs,
+    read_table,
+    slice_dp,
+    slice_metrics,
+)
 from dptune.studies.slices.figure import slices_figure
 from dptune.studies.slices.report import slices_report_md
 from dptune.vocab import CSV_FLOAT, SLICE_MIN_USERS, fold_key, tie_value
@@ -154,8 +162,37 @@ def check_main_reports(reports_dir: str | Path, store: ResultStore | None = None
             raise input_error("--main-reports", None, f"{pairs} pairs {alg}'s configuration "
                               f"{unknown[0]}, which {store.root} does not hold: these reports "
                               f"are of another analysis; {fix}")
+        _check_weights(pairs, sel, store, alg, fix)
     _check_same_results(d, store, algorithms, fix)
     return pairs
+
+
+def _check_weights(path: Path, sel: pd.DataFrame, store: ResultStore, alg: str, fix: str) -> None:
+    """The main reports' pairs of ``alg`` against the units the store holds now: each pair of
+    configurations with results in every validation fold, and the ``weight`` column (when
+    there) the post-stratification weight the store gives the pair
+    (:func:`dptune.studies.slices.dp.pair_weights`; 1 when it holds every unit). Reports made
+    while a sweep was stopped part way, of a store that has units more since, weigh their
+    pairs otherwise: the slice of every user would not be the main report's DP."""
+    from dptune.analysis.dp.units import unit_sample
+
+    pairs = sel[["config_a", "config_b"]].to_numpy(dtype=np.int64)
+    sample = unit_sample(store, alg)
+    if sample is not None and not sample.complete:
+        absent = sorted(set(pairs.ravel().tolist()) - set(sample.present_configs.tolist()))
+        if absent:
+            raise input_error("--main-reports", None, f"{path} pairs {alg}'s configuration "
+                              f"{absent[0]}, which has no results in every validation fold of "
+                              f"{store.root}: these reports are of another analysis; {fix}")
+    if "weight" not in sel.columns:
+        return
+    given = pd.to_numeric(sel["weight"], errors="coerce").to_numpy(dtype=np.float64)
+    w = pair_weights(store, alg, pairs)
+    want = np.ones(len(pairs)) if w is None else w
+    if not np.allclose(given, want, rtol=1e-6, atol=1e-9):
+        raise input_error("--main-reports", None, f"{path} weighs {alg}'s pairs otherwise than "
+                          f"the units {store.root} holds now do (the results changed since "
+                          f"that analysis: analyze them again); {fix}")
 
 
 def _check_same_results(d: Path, store: ResultStore, algorithms: Sequence[str], fix: str) -> None:
@@ -170,7 +207,11 @@ def _check_same_results(d: Path, store: ResultStore, algorithms: Sequence[str], 
     if not path.is_file():
         raise input_error("--main-reports", None, f"{d} holds no best_configs.csv, which "
                           f"tells the reports of these results from others; {fix}")
-    best = pd.read_csv(path)
+    best = read_table(path, {"algorithm", "metric", "cutoff", "config_id", "params",
+                             "validation_mean"}, "a best_configs.csv of the main analysis")
+    best["config_id"] = integer_column(best, "config_id", path)
+    best["cutoff"] = integer_column(best, "cutoff", path)
+    best["validation_mean"] = pd.to_numeric(best["validation_mean"], errors="coerce")
     mine = store.best_configs().set_index(["algorithm", "metric", "cutoff"])
     for r in best[best["algorithm"].astype(str).isin(list(algorithms))].itertuples(index=False):
         cfg = store.configs(str(r.algorithm))
@@ -210,7 +251,7 @@ def _slice_tables(store: ResultStore, algs: Sequence[str], kinds: dict[str, pd.D
                   alpha: float, seed: int, min_users: int = SLICE_MIN_USERS,
                   progress: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``(slices_dp, slices_metrics)`` of every algorithm and slice; ``pairs_of(alg)`` gives the
-    algorithm's pairs. ``ranked``: the slice has at least ``min_users`` users in every fold, or
+    algorithm's pairs and their weights (:func:`dptune.studies.slices.dp.main_pair_design`). ``ranked``: the slice has at least ``min_users`` users in every fold, or
     is the reference slice ``all``;
     ``dp_rank`` ranks the metrics' DP within (algorithm, slice, cutoff) of the ranked slices
     (empty for the others). With ``progress``, a tqdm bar (with its time left) counts the
@@ -226,11 +267,12 @@ def _slice_tables(store: ResultStore, algs: Sequence[str], kinds: dict[str, pd.D
                dynamic_ncols=True)
     for alg in algs:
         mcs = store.metric_cutoffs(alg)
-        pairs = pairs_of(alg)
+        pairs, weights = pairs_of(alg)
         cid = _primary_config(store, best, alg, primary)
         for kind in kinds:
             bar.set_postfix_str(f"{alg}, {kind}")
-            d = slice_dp(store, alg, pairs, members[kind], mcs, test=test, alpha=alpha, seed=seed)
+            d = slice_dp(store, alg, pairs, members[kind], mcs, test=test, alpha=alpha, seed=seed,
+                         weights=weights)
             m = slice_metrics(store, alg, cid, members[kind], mcs)
             for df in (d, m):
                 df.insert(0, "slice_kind", kind)
@@ -381,7 +423,7 @@ def run_slices_study(results_dir: str | Path, out_dir: str | Path,
     folds = sorted({f for a in algs for f in store.folds(a)}, key=fold_key)
     kinds = _slicings(prep, folds, base)
     dpt, mt = _slice_tables(store, algs, kinds, dataset,
-                            lambda alg: main_pairs(store, alg, n_pairs, seed, reports_dir),
+                            lambda alg: main_pair_design(store, alg, n_pairs, seed, reports_dir),
                             primary, test, alpha, seed, int(min_users),
                             progress=progress)
     pairs_src = (f"`{shown_path(Path(reports_dir) / 'pairs.csv')}`" if reports_dir is not None
