@@ -19,6 +19,7 @@ import itertools
 import json
 import math
 import numbers
+import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -73,6 +74,27 @@ class Grid:
         names = self.free
         return [self._with_derived(dict(zip(names, combo, strict=True)))
                 for combo in itertools.product(*(self.values[n] for n in names))]
+
+    def config(self, config_id: int) -> dict[str, Any]:
+        """Configuration ``config_id`` alone: ``configs()[config_id]`` (the same values, keys in
+        the same order) without expanding the grid, so that a unit of a grid of 100,000
+        configurations does not build them all to train its own few. Its value of each free
+        hyperparameter is a digit of the id in the mixed radix of the value counts (the last
+        hyperparameter varies fastest); an id outside the grid raises ``IndexError`` as the
+        list does (a negative one counts from the end)."""
+        size = self.size
+        i = operator.index(config_id)
+        if i < 0:
+            i += size
+        if not 0 <= i < size:
+            raise IndexError("list index out of range")
+        names = self.free
+        picks: list[Any] = []
+        for name in reversed(names):
+            vals = self.values[name]
+            i, j = divmod(i, len(vals))
+            picks.append(vals[j])
+        return self._with_derived(dict(zip(names, reversed(picks), strict=True)))
 
     def axis_configs(self) -> list[dict[str, Any]]:
         """Configurations that hold every value of every free hyperparameter at least once, one

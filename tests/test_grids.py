@@ -400,3 +400,46 @@ def test_a_long_value_list_is_checked_for_repeats_in_one_pass(monkeypatch):
         == 9_999
     with pytest.raises(DptuneError, match=r"params\.a\.values: lists 7 twice"):
         parse_grid({"params": {"a": {"values": [*values, 7]}}}, "g.toml")
+
+
+@given(st.lists(st.lists(_GRID_VALUES, min_size=0, max_size=4), min_size=0, max_size=3),
+       st.booleans())
+def test_a_configuration_by_id_is_the_expanded_grids(value_lists, derive):
+    """``Grid.config(i)`` decodes the id instead of expanding the grid; the expansion stays the
+    oracle: the same values (of the same types: a ``True`` is not a ``1``), keys in the same
+    order, negative ids from the end, and ``IndexError`` outside the grid."""
+    from dptune.grids import Grid
+
+    values = {f"h{i}": vals for i, vals in enumerate(value_lists)}
+    numeric = [n for n, vals in values.items()
+               if all(isinstance(v, (int, float, np.integer, np.floating))
+                      and not isinstance(v, (bool, np.bool_)) for v in vals)]
+    derived = {"d": (numeric[0], 0.5)} if derive and numeric else {}
+    grid = Grid(values=values, derived=derived)
+    expanded = grid.configs()
+
+    def same(a: dict, b: dict) -> bool:
+        return list(a) == list(b) and all(
+            type(a[k]) is type(b[k]) and (a[k] == b[k] or (a[k] != a[k] and b[k] != b[k]))
+            for k in a)
+
+    for i, cfg in enumerate(expanded):
+        assert same(grid.config(i), cfg)
+        assert same(grid.config(i - len(expanded)), cfg)
+    for bad in (len(expanded), -len(expanded) - 1):
+        with pytest.raises(IndexError):
+            grid.config(bad)
+
+
+def test_a_configuration_is_taken_without_expanding_a_large_grid(monkeypatch):
+    """A unit of a grid of 100,000 configurations takes its own few by id: the grid is not
+    expanded (which took a second, for every unit of the sweep)."""
+    from dptune.grids import Grid
+
+    grid = parse_grid({"params": {"a": {"values": list(range(1000))},
+                                  "b": {"values": [0.5 * i for i in range(100)]}},
+                       "derived": {"c": {"from": "b", "scale": 2.0}}})
+    monkeypatch.setattr(Grid, "configs", lambda self: pytest.fail("expanded the grid"))
+    assert grid.config(0) == {"a": 0, "b": 0.0, "c": 0.0}
+    assert grid.config(12_345) == {"a": 123, "b": 22.5, "c": 45.0}
+    assert grid.config(99_999) == {"a": 999, "b": 49.5, "c": 99.0}

@@ -47,14 +47,24 @@ def derive_seed(base: int, *parts: Any) -> int:
     return int(ss.generate_state(1, dtype=np.uint32)[0] >> 1)
 
 
-def unit_dimensions(exp: Experiment, algorithm: str) -> list[str]:
-    """Free hyperparameters constant within every unit: the optuna grid dimensions besides fold."""
+def _units(exp: Experiment, algorithm: str) -> tuple[list[dict[str, Any]], list[list[int]],
+                                                     list[str]]:
+    """The configurations of an algorithm's grid, its units (lists of config ids) and its
+    unit dimensions (:func:`unit_dimensions`), from one expansion and one validation of the
+    grid: on a grid of 100,000 configurations each takes seconds, and :func:`plan` once took
+    them for every fold."""
     alg = _algorithm(exp, algorithm)
     grid = exp.grids[algorithm]
     configs = grid.configs()
     units = get_family(alg.type).units(configs)
-    return [h for h in grid.free
+    dims = [h for h in grid.free
             if all(len({repr(configs[i][h]) for i in u}) == 1 for u in units)]
+    return configs, units, dims
+
+
+def unit_dimensions(exp: Experiment, algorithm: str) -> list[str]:
+    """Free hyperparameters constant within every unit: the optuna grid dimensions besides fold."""
+    return _units(exp, algorithm)[2]
 
 
 def plan_units(exp: Experiment, algorithm: str, config_ids: Sequence[int] | None = None) -> list[list[int]]:
@@ -68,14 +78,20 @@ def plan_units(exp: Experiment, algorithm: str, config_ids: Sequence[int] | None
 
 def plan(exp: Experiment, algorithm: str, folds: Iterable[str]) -> list[Task]:
     """Validation tasks of one algorithm: every unit on every fold."""
-    dims = unit_dimensions(exp, algorithm)
-    configs = exp.grids[algorithm].configs()
+    return plan_with_dimensions(exp, algorithm, folds)[0]
+
+
+def plan_with_dimensions(exp: Experiment, algorithm: str,
+                         folds: Iterable[str]) -> tuple[list[Task], list[str]]:
+    """:func:`plan` and :func:`unit_dimensions` together, the grid expanded and its units
+    formed once for every fold."""
+    configs, units, dims = _units(exp, algorithm)
     tasks = []
     for fold in folds:
-        for k, unit in enumerate(plan_units(exp, algorithm)):
+        for k, unit in enumerate(units):
             params = {h: configs[unit[0]][h] for h in dims}
             tasks.append(Task(algorithm, fold, validation_unit(k), tuple(unit), params))
-    return tasks
+    return tasks, dims
 
 
 def _algorithm(exp: Experiment, name: str):

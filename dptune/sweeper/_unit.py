@@ -35,8 +35,8 @@ def compute_unit(exp: Experiment, task: Task) -> UnitResult:
     prep = prepare(exp)
     fd = prep.fold(task.fold)
     alg = _algorithm(exp, task.algorithm)
-    configs = exp.grids[task.algorithm].configs()
-    unit_cfgs = [configs[c] for c in task.config_ids]
+    grid = exp.grids[task.algorithm]
+    unit_cfgs = [grid.config(c) for c in task.config_ids]  # not the whole grid, for every unit
     seed = derive_seed(exp.seed, task.algorithm, task.fold, task.params)
     ev = exp.evaluation
     rows = [METRICS.index(m) for m in ev.metrics]
@@ -89,7 +89,7 @@ def named_model(exp: Experiment, algorithm: str, config_id: int, fold: str,
     def line(problem: str) -> DptuneError:
         alg = _algorithm(exp, algorithm)
         i = [a.name for a in exp.algorithms].index(algorithm)
-        cfg = exp.grids[algorithm].configs()[config_id]
+        cfg = exp.grids[algorithm].config(config_id)
         shown = ", ".join(f"{k}={plain(v)}" for k, v in cfg.items()) or "no hyperparameter"
         where = "the test split" if fold == "test" else f"fold {fold}"
         return input_error(exp.source, f"algorithms[{i}]", f"model {alg.type} ({algorithm}), "

@@ -9,7 +9,7 @@ is verified is never recomputed.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,8 +42,6 @@ from dptune.sweeper._unit import _primary_mean, compute_unit
 from dptune.sweeper.design import Design, sweep_design
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     import optuna
     from optuna.storages import BaseStorage
     from optuna.trial import FrozenTrial
@@ -113,6 +111,33 @@ def _work(exp: Experiment, root: Path, storage: BaseStorage, folds: list[str],
         return _walk(exp, root, store, writer, storage, folds, algorithms, wait_seconds, design)
 
 
+def stop_when_written(tasks: Sequence[Task], written: Callable[[Task], bool]
+                      ) -> Callable[[optuna.Study, FrozenTrial], None]:
+    """A trial callback that stops the study once ``written(task)`` holds for every task.
+
+    It runs after every trial, so it does not check every part each time (a sweep of n tasks
+    would cost n x n part checks, hours for tens of thousands of tasks): it resumes from the
+    first task it last found missing (in design order the parts before it are mostly
+    written), and only once every task from there on has its part does it check them all
+    again, so that the study stops exactly when every part is written."""
+    start = 0
+
+    def first_missing(begin: int) -> int | None:
+        return next((i for i in range(begin, len(tasks)) if not written(tasks[i])), None)
+
+    def stop_when_complete(study: optuna.Study, trial: FrozenTrial) -> None:
+        nonlocal start
+        first = first_missing(start)
+        if first is None and start:
+            first = first_missing(0)
+        if first is None:
+            study.stop()
+        else:
+            start = first
+
+    return stop_when_complete
+
+
 def _walk(exp: Experiment, root: Path, store: ResultStore, writer: PartWriter,
           storage: BaseStorage, folds: list[str], algorithms: Sequence[str] | None,
           wait_seconds: float | None, design: Design) -> int:
@@ -177,10 +202,7 @@ def _walk(exp: Experiment, root: Path, store: ResultStore, writer: PartWriter,
 
     def make_stop(tasks: list[Task]) -> Callable[[optuna.Study, FrozenTrial], None]:
         """A callback that stops the study once every part of ``tasks`` is written."""
-        def stop_when_complete(study: optuna.Study, trial: FrozenTrial) -> None:
-            if not missing(tasks):
-                study.stop()
-        return stop_when_complete
+        return stop_when_written(tasks, lambda t: store.has_part(t.algorithm, t.fold, t.unit))
 
     work = []
     for alg in exp.algorithms:

@@ -123,17 +123,56 @@ def hours_text(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds >= 10 else f"{seconds:.1f} s"
 
 
-def _unit_costs(exp: Experiment, d: AlgorithmDesign, n: int, shape: SweepShape,
-                model: CostModel, test: bool = False) -> list[float] | None:
-    configs = exp.grids[d.algorithm].configs()
-    fold = shape.test if test else shape.validation
-    out = []
-    for u in d.units[:n]:
-        s = model.unit_seconds(d.type, [configs[c] for c in u.config_ids], fold)
-        if s is None:
-            return None
-        out.append(s)
-    return out
+class _Costs:
+    """The cost model's answers for one experiment, sweep shape and model, each computed once:
+    the grid's configurations, each unit's projected seconds and the noise floor's per-unit
+    costs. A time budget projects the run at every round boundary (:func:`budget_rounds`),
+    and computing them again for each one grew with rounds x units (minutes on a grid of
+    100,000 configurations); the answers are pure, so the projections are the same."""
+
+    def __init__(self, exp: Experiment, shape: SweepShape, model: CostModel) -> None:
+        self.exp, self.shape, self.model = exp, shape, model
+        self._configs: dict[str, list[dict]] = {}
+        self._units: dict[tuple[str, bool], list[float | None]] = {}
+        self._halves: dict[str, list[list[float] | None]] = {}
+        self._config: dict[tuple[str, int], float | None] = {}
+
+    def configs(self, d: AlgorithmDesign) -> list[dict]:
+        """The configurations of ``d``'s grid."""
+        if d.algorithm not in self._configs:
+            self._configs[d.algorithm] = self.exp.grids[d.algorithm].configs()
+        return self._configs[d.algorithm]
+
+    def units(self, d: AlgorithmDesign, n: int, test: bool = False) -> list[float] | None:
+        """Projected seconds of each of the first ``n`` units (``None``: no cost model)."""
+        done = self._units.setdefault((d.algorithm, test), [])
+        fold = self.shape.test if test else self.shape.validation
+        for u in d.units[len(done):n]:
+            if done and done[-1] is None:
+                break
+            configs = self.configs(d)
+            done.append(self.model.unit_seconds(d.type, [configs[c] for c in u.config_ids],
+                                                fold))
+        out = done[:n]
+        return None if any(s is None for s in out) else out  # type: ignore[return-value]
+
+    def config_seconds(self, d: AlgorithmDesign, config_id: int) -> float | None:
+        """Projected seconds of one configuration trained alone on a validation fold."""
+        key = (d.algorithm, int(config_id))
+        if key not in self._config:
+            self._config[key] = self.model.config_seconds(
+                d.type, self.configs(d)[config_id], self.shape.validation)
+        return self._config[key]
+
+    def costlier_halves(self, d: AlgorithmDesign, n: int) -> list[list[float] | None]:
+        """For each of the first ``n`` units, the costlier half of its configurations' seconds
+        (``None`` for a unit with a configuration the cost model cannot price)."""
+        done = self._halves.setdefault(d.algorithm, [])
+        for u in d.units[len(done):n]:
+            each = [self.config_seconds(d, c) for c in u.config_ids]
+            done.append(None if any(e is None for e in each)
+                        else sorted(each)[len(each) // 2:])  # type: ignore[type-var]
+        return done[:n]
 
 
 def projection(exp: Experiment, design: Design, shape: SweepShape,
@@ -149,9 +188,19 @@ def projection(exp: Experiment, design: Design, shape: SweepShape,
     (:meth:`CostModel.for_device`). ``winners``: per algorithm, the configurations the noise
     floor trains, once the validation has chosen them; ``cold``: the kernels still to compile
     (default :func:`dptune.sweeper._warmup.cold_kernels`)."""
+    model = model or CostModel.for_device(exp.sweep.device)
+    return _projection(exp, design, shape, rounds, jobs, model, winners, cold,
+                       _Costs(exp, shape, model))
+
+
+def _projection(exp: Experiment, design: Design, shape: SweepShape,
+                rounds: dict[str, int] | None, jobs: int | None, model: CostModel,
+                winners: Mapping[str, Sequence[int]] | None, cold: Sequence[str] | None,
+                costs: _Costs) -> Projection | None:
+    """:func:`projection` with the cost model's answers ``costs`` (:class:`_Costs`: of
+    ``exp``, ``shape`` and ``model``), kept from one projection to the next."""
     from dptune.models import is_stochastic
 
-    model = model or CostModel.for_device(exp.sweep.device)
     jobs = int(jobs or exp.sweep.jobs)
     lanes = model.workers(jobs)
     val = test = noise = 0.0
@@ -160,19 +209,19 @@ def projection(exp: Experiment, design: Design, shape: SweepShape,
     for name, d in design.algorithms.items():
         r = d.budget_rounds if rounds is None else rounds.get(name, d.budget_rounds)
         n = d.units_for(r)
-        costs = _unit_costs(exp, d, n, shape, model)
-        if costs is None:
+        unit_costs = costs.units(d, n)
+        if unit_costs is None:
             return None
-        val += sum(costs) * shape.folds
+        val += sum(unit_costs) * shape.folds
         grid = exp.grids[d.algorithm]
         swept.append((sum(len(u.config_ids) for u in d.units[:n]), len(grid.free)))
         if exp.evaluation.test_split and n:
-            tcosts = _unit_costs(exp, d, n, shape, model, test=True) or [0.0]
+            tcosts = costs.units(d, n, test=True) or [0.0]
             test += min(TEST_UNITS, n_metric, n) * float(np.mean(tcosts))
         seeds = int(exp.analysis.noise_seeds)
         if seeds and n and is_stochastic(d.type):
-            per = _noise_config_seconds(exp, d, n, shape, model,
-                                        None if winners is None else winners.get(name))
+            per = _noise_config_seconds(d, n, None if winners is None else winners.get(name),
+                                        costs)
             if per is None:
                 return None
             noise += seeds * int(exp.analysis.noise_configs) * shape.folds * per
@@ -185,22 +234,20 @@ def projection(exp: Experiment, design: Design, shape: SweepShape,
         device=model.device, noise_at_winners=winners is not None)
 
 
-def _noise_config_seconds(exp: Experiment, d: AlgorithmDesign, n: int, shape: SweepShape,
-                          model: CostModel, winners: Sequence[int] | None) -> float | None:
+def _noise_config_seconds(d: AlgorithmDesign, n: int, winners: Sequence[int] | None,
+                          costs: _Costs) -> float | None:
     """Projected single-core seconds of one noise-floor training of algorithm ``d``: the mean of
     ``winners`` when the validation has chosen them, else the mean of the costlier half of each
-    of the first ``n`` units' configurations (the longer-trained ones)."""
-    configs = exp.grids[d.algorithm].configs()
+    of the first ``n`` units' configurations (the longer-trained ones); ``costs``: the cost
+    model's answers (:class:`_Costs`)."""
     if winners:
-        per = [model.config_seconds(d.type, configs[c], shape.validation) for c in winners]
+        per = [costs.config_seconds(d, c) for c in winners]
     else:
         per = []
-        for u in d.units[:n]:
-            each = [model.config_seconds(d.type, configs[c], shape.validation)
-                    for c in u.config_ids]
-            if any(e is None for e in each):
+        for half in costs.costlier_halves(d, n):
+            if half is None:
                 return None
-            per.extend(sorted(each)[len(each) // 2:])
+            per.extend(half)
     if not per or any(p is None for p in per):
         return None
     return float(np.mean(per))
@@ -263,10 +310,11 @@ def budget_rounds(budget: Budget | None, exp: Experiment, design: Design, shape:
                                               side="right"))) for n, d in algs.items()}
 
     cold = cold_kernels(exp)
-    first = projection(exp, design, shape, at(0.0), jobs, model, cold=cold)
+    costs = _Costs(exp, shape, model)  # every projection below prices the same units
+    first = _projection(exp, design, shape, at(0.0), jobs, model, None, cold, costs)
     if first is None:
         missing = [f"{n} ({d.type})" for n, d in algs.items()
-                   if _unit_costs(exp, d, 1, shape, model) is None]
+                   if costs.units(d, 1) is None]
         raise input_error(source, field, f"a time budget ({budget.text}) needs a cost model, "
                           f"and {', '.join(missing)} has none; give a number of units or a "
                           "fraction of the grid instead")
@@ -279,7 +327,7 @@ def budget_rounds(budget: Budget | None, exp: Experiment, design: Design, shape:
     best = at(0.0)
     for q in fractions:
         r = at(q)
-        p = projection(exp, design, shape, r, jobs, model, cold=cold)
+        p = _projection(exp, design, shape, r, jobs, model, None, cold, costs)
         if p is None or p.seconds > budget.amount:
             break
         best = r

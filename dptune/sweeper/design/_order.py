@@ -65,6 +65,7 @@ first pair only once the first coset is walked; balance and permutation hold as 
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -97,8 +98,10 @@ class Order:
         return len(self.round_ends)
 
     def round_of(self, position: int) -> int:
-        """The round (0-based) of the point at ``position``."""
-        return int(np.searchsorted(self.round_ends, position, side="right"))
+        """The round (0-based) of the point at ``position``: a binary search of the tuple
+        itself (``np.searchsorted`` first copied the whole tuple into an array, so that naming
+        the round of every point of a grid of many rounds grew with the square of its size)."""
+        return bisect.bisect_right(self.round_ends, position)
 
 
 def _active(sizes: Sequence[int]) -> list[int]:
