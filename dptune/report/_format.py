@@ -98,12 +98,16 @@ def ordered_values(values: Iterable[str], order: Sequence[object] | None) -> lis
     numbers, so ``10`` matches ``"10"`` and ``0.1`` matches ``"0.10"``); the remaining values
     follow sorted numerically, non-numeric values last and sorted as text.
     """
-    given = [value_norm(v) for v in (order or [])]
+    # each normalised value's first position in ``order``, hashed: a grid's thousands of values
+    # are looked up in one pass, not searched once per value (as ``list.index`` would)
+    given: dict[object, int] = {}
+    for i, g in enumerate(value_norm(v) for v in (order or [])):
+        given.setdefault(g, i)
 
     def key(v: str) -> tuple[int, int, float, str]:
         norm = value_norm(v)
         if norm in given:
-            return (0, given.index(norm), 0.0, "")
+            return (0, given[norm], 0.0, "")
         if isinstance(norm, float):
             return (1, 0, norm, "")
         return (2, 0, 0.0, str(norm))

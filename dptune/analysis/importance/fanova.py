@@ -169,18 +169,51 @@ def tree_marginal_variances(left: np.ndarray, right: np.ndarray, feature: np.nda
         s = np.prod(np.stack([g.ravel() for g in np.meshgrid(*sizes, indexing="ij")], axis=1),
                     axis=1)
         w = vol / np.prod(width[:, cols], axis=1)
-        sw = np.empty(p.shape[0])
-        swv = np.empty(p.shape[0])
-        step = max(1, _CELL_BLOCK // max(leaf.size, 1))  # a categorical of k choices has 2^k cells
-        for b0 in range(0, p.shape[0], step):
-            q = p[b0:b0 + step]
-            inside = np.ones((q.shape[0], leaf.size), dtype=bool)
-            for k, c in enumerate(cols):
-                inside &= (plo[leaf, c] < q[:, k, None]) & (q[:, k, None] <= phi[leaf, c])
-            mass = inside.astype(np.float64)
-            sw[b0:b0 + step] = mass @ w
-            swv[b0:b0 + step] = mass @ (w * v)
+        if cols.size == 1:  # a number: each leaf covers one run of consecutive cells
+            sw, swv = _interval_sums(p[:, 0], plo[leaf, cols[0]], phi[leaf, cols[0]], w, v)
+        else:  # a categorical's one-hot columns
+            sw, swv = _box_sums(p, plo[leaf][:, cols], phi[leaf][:, cols], w, v)
         a = swv / sw
         weight = sw * s
         marginal[j] = float(np.average((a - np.average(a, weights=weight)) ** 2, weights=weight))
     return total, marginal
+
+
+def _interval_sums(centres: np.ndarray, low: np.ndarray, high: np.ndarray, w: np.ndarray,
+                   v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``sum_{L: low_L < p <= high_L} w_L`` and the same of ``w_L v_L`` at each of the sorted
+    cell ``centres`` ``p``: what the cells x leaves membership matrix gives one column, from a
+    difference array over the cells (each leaf adds its weight where its run of cells starts
+    and takes it back where it ends), in time linear in cells + leaves instead of their
+    product (a hyperparameter of thousands of values on a grid of thousands of configurations).
+    The running sums are carried in extended precision, so that the weights the leaves take
+    back leave no rounding of the ones still running."""
+    m = centres.size
+    start = np.searchsorted(centres, low, side="right")  # first cell with p > low
+    end = np.maximum(np.searchsorted(centres, high, side="right"), start)  # past last p <= high
+    out = []
+    for weights in (w, w * v):
+        diff = (np.bincount(start, weights=weights, minlength=m + 1).astype(np.longdouble)
+                - np.bincount(end, weights=weights, minlength=m + 1).astype(np.longdouble))
+        out.append(np.cumsum(diff)[:m].astype(np.float64))
+    return out[0], out[1]
+
+
+def _box_sums(centres: np.ndarray, low: np.ndarray, high: np.ndarray, w: np.ndarray,
+              v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``sum_{L: low_L < p <= high_L} w_L`` and the same of ``w_L v_L`` at each cell centre
+    ``p`` (a row of ``centres``; ``low``, ``high``: one row per leaf, one column per column of
+    the group), from the cells x leaves membership matrix, in blocks of cells."""
+    sw = np.empty(centres.shape[0])
+    swv = np.empty(centres.shape[0])
+    n_leaves = low.shape[0]
+    step = max(1, _CELL_BLOCK // max(n_leaves, 1))  # a categorical of k choices has 2^k cells
+    for b0 in range(0, centres.shape[0], step):
+        q = centres[b0:b0 + step]
+        inside = np.ones((q.shape[0], n_leaves), dtype=bool)
+        for k in range(centres.shape[1]):
+            inside &= (low[:, k] < q[:, k, None]) & (q[:, k, None] <= high[:, k])
+        mass = inside.astype(np.float64)
+        sw[b0:b0 + step] = mass @ w
+        swv[b0:b0 + step] = mass @ (w * v)
+    return sw, swv
