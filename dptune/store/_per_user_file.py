@@ -26,6 +26,7 @@ Every problem is one line naming the file and the column (:func:`dptune.errors.i
 from __future__ import annotations
 
 import re
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -208,29 +209,53 @@ def _integers(path: str | Path, df: pd.DataFrame, col: str, low: int) -> pd.Seri
     return v.astype(np.int64)
 
 
+def _distinct(values: pd.Series) -> tuple[np.ndarray, pd.Series]:
+    """``(codes, distinct)`` with ``distinct.take(codes)`` the values of ``values`` (a missing
+    value is a distinct value of its own). A column of millions of rows names a few metrics:
+    a step that runs Python per value (a name looked up, a split at ``@``) runs once per
+    distinct value and is spread back by the codes (:func:`_spread`), not once per row."""
+    codes, uniques = pd.factorize(values, use_na_sentinel=False)
+    return codes, pd.Series(uniques, dtype=values.dtype)
+
+
+def _spread(distinct: pd.Series, codes: np.ndarray, index: pd.Index) -> pd.Series:
+    """The per-row values of a result computed per distinct value (:func:`_distinct`), on the
+    rows' ``index``."""
+    out = distinct.take(codes)
+    out.index = index
+    return out
+
+
 def _split_metric(path: str | Path, metric: pd.Series) -> tuple[pd.Series, pd.Series]:
     """``name@N`` into (name, N) when the file has no ``cutoff`` column: one ``@``, a name
     before it (checked by the caller) and a positive integer N after it. A second ``@``
     (``ndcg@10@5``) is refused here, naming the row: the analysis knows a metric by a name
-    without ``@`` and would otherwise blame its own option."""
-    parts = metric.str.rsplit("@", n=1, expand=True)
+    without ``@`` and would otherwise blame its own option. Split once per distinct name
+    (:func:`_distinct`); a refused value is named by the first row holding it."""
+    codes, distinct = _distinct(metric)
+    parts = distinct.str.rsplit("@", n=1, expand=True)
+
+    def first(bad: pd.Series) -> int:  # the first row whose distinct value is bad
+        return int(np.argmax(bad.to_numpy(dtype=bool)[codes]))
+
     if parts.shape[1] != 2 or parts[1].isna().any():
-        i = 0 if parts.shape[1] != 2 else int(np.argmax(parts[1].isna().to_numpy()))
+        i = 0 if parts.shape[1] != 2 else first(parts[1].isna())
         raise input_error(path, "metric", "without a cutoff column every metric must be written "
                           f"name@N (e.g. ndcg@10); {_where(path, i)} has {_shown(metric.iloc[i])}")
     cut = _numbers(parts[1])
     with np.errstate(invalid="ignore"):
         bad = cut.isna() | (cut != np.floor(cut)) | (cut < 1) | (cut >= 2.0**62)
     if bad.any():
-        i = int(np.argmax(bad.to_numpy()))
+        i = first(bad)
         raise input_error(path, "metric", "the N of name@N must be a positive integer; "
                           f"{_where(path, i)} has {_shown(metric.iloc[i])}")
     twice = parts[0].str.contains("@", regex=False)
     if twice.any():
-        i = int(np.argmax(twice.to_numpy()))
+        i = first(twice)
         raise input_error(path, "metric", f"{_where(path, i)} has {_shown(metric.iloc[i])}, more "
                           "than one @: write each metric name@N (e.g. ndcg@10)")
-    return parts[0], cut.astype(np.int64)
+    return (_spread(parts[0], codes, metric.index),
+            _spread(cut.astype(np.int64), codes, metric.index))
 
 
 def _normal_name(name: str) -> str:
@@ -298,7 +323,7 @@ def check_per_user(table: pd.DataFrame, path: str | Path = "per_user") -> pd.Dat
         raise input_error(path, None, f"expected a pandas DataFrame, got {unexpected_type(table)}")
     df = table.copy()
     cols = [str(c) for c in df.columns]
-    twice = sorted({c for c in cols if cols.count(c) > 1})
+    twice = sorted(c for c, n in Counter(cols).items() if n > 1)  # one pass: a wide table
     if twice:
         raise input_error(path, twice[0], "duplicated column: each column once")
     df.columns = cols
@@ -347,7 +372,8 @@ def check_per_user(table: pd.DataFrame, path: str | Path = "per_user") -> pd.Dat
     else:
         out["metric"], out["cutoff"] = _split_metric(path, metric)
     # nDCG, NDCG and ndcg are one metric, the vocabulary's (whose family it is in)
-    out["metric"] = out["metric"].map(metric_name)
+    codes, names = _distinct(out["metric"])  # once per distinct name, not per row
+    out["metric"] = _spread(names.map(metric_name), codes, out.index)
     nameless = (out["metric"] == "").to_numpy()
     if nameless.any():  # "@10", " ": the analysis would blame its primary_metric option
         i = int(np.argmax(nameless))
@@ -408,16 +434,16 @@ def _check_ranges(path: str | Path, out: pd.DataFrame, cells: pd.Series) -> None
     or a Precision of 3 is another quantity under the metric's name, and its DP would be
     reported as the metric's. A metric dptune does not define (``hr``, ``map``) may take any
     value. One line naming the row, its metric and the range."""
-    metric = out["metric"].to_numpy()
+    codes, distinct = _distinct(out["metric"])  # each row's range by its name's code
+    names = distinct.tolist()
+    unbounded = (-np.inf, np.inf)  # a metric dptune does not define
+    low, high = np.array([METRIC_RANGES.get(n, unbounded) for n in names],
+                         dtype=np.float64).reshape(len(names), 2).T
     value = out["value"].to_numpy()
-    bad = np.zeros(len(out), dtype=bool)
-    for name, (low, high) in METRIC_RANGES.items():
-        on = metric == name
-        if on.any():
-            bad |= on & ((value < low - RANGE_SLACK) | (value > high + RANGE_SLACK))
+    bad = (value < low[codes] - RANGE_SLACK) | (value > high[codes] + RANGE_SLACK)
     if bad.any():
         i = int(np.argmax(bad))
-        name = metric[i]
+        name = names[codes[i]]
         low, high = METRIC_RANGES[name]
         span = f"lie in [{low:g}, {high:g}]" if np.isfinite(high) else f"are >= {low:g}"
         raise input_error(path, "value", f"{_where(path, i)} has {_shown(cells.iloc[i])} for "
@@ -492,7 +518,7 @@ def check_hyperparameter_values(path: str | Path, configs: pd.DataFrame, key: st
                               f"{configs[key].iloc[i]}): a hyperparameter's number must be "
                               f"finite and within +-{VALUE_MAX:.4g}")
         empty = configs[h].isna().to_numpy()
-        uses = set(algs[~empty])
+        uses = set(pd.unique(algs[~empty]))
         gap = empty & np.isin(algs, list(uses))
         if gap.any():
             i = int(np.argmax(gap))
@@ -552,7 +578,7 @@ def check_configs(table: pd.DataFrame, per_user: pd.DataFrame,
     key = "config_id" if "config_id" in per_user.columns else "system"
     if key not in df.columns:
         raise input_error(path, key, "missing column (the per-user file names configurations by it)")
-    algs = list(dict.fromkeys(per_user["algorithm"]))
+    algs = per_user["algorithm"].drop_duplicates().tolist()  # first-appearance order
     if "algorithm" not in df.columns:
         if algs != ["runs"]:
             raise input_error(path, "algorithm", "missing column (the per-user file has one)")

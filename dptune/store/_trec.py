@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -36,11 +37,69 @@ from dptune.metrics import METRICS, metrics_from_topn, novelty_vectors
 ORDERS: tuple[str, ...] = ("trec", "rank")
 
 
-def _read_lines(path: str | Path) -> tuple[list[list[str]], np.ndarray]:
-    """Split a text file into whitespace-separated fields; return (fields, 1-based line numbers).
-    A gzip-compressed file is decompressed first (line numbers are those of its text). A
-    UTF-8 byte-order mark (an editor's on Windows) is not text: it would stick to the first
-    user id (``\ufeff1`` a user apart from ``1``, silently left unevaluated)."""
+#: The characters ``str.split()`` splits at (Python's whitespace, ``str.isspace``) and those
+#: ``str.splitlines()`` breaks lines at (``"\r\n"`` is one break), as code points: a file's
+#: fields are found in one pass over its text (:func:`_read_lines`) and must be the fields a
+#: split of each line gives.
+_WHITESPACE = np.array([0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x1C, 0x1D, 0x1E, 0x1F, 0x20, 0x85, 0xA0,
+                        0x1680, *range(0x2000, 0x200B), 0x2028, 0x2029, 0x202F, 0x205F, 0x3000])
+_LINE_BREAKS = np.array([0x0A, 0x0B, 0x0C, 0x0D, 0x1C, 0x1D, 0x1E, 0x85, 0x2028, 0x2029])
+
+
+@dataclass(frozen=True)
+class _Lines:
+    """The records of a text file: ``tokens`` (every whitespace-separated field, in file
+    order, an object array of ``str``), and per non-blank line its 1-based line number
+    (``numbers``), its number of fields (``widths``) and the position of its first field in
+    ``tokens`` (``first``)."""
+
+    tokens: np.ndarray
+    first: np.ndarray
+    widths: np.ndarray
+    numbers: np.ndarray
+
+    def column(self, k: int) -> np.ndarray:
+        """Field ``k`` (0-based) of every line, an object array of ``str``; each line has more
+        than ``k`` fields (:func:`_check_width`)."""
+        return self.tokens[self.first + k]
+
+
+def _marks(code: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """Which of the code points ``code`` are among ``points``: a look-up table indexed by the
+    code point (every point above the table's last is none of them)."""
+    top = max(int(points.max()) + 1, 256)  # every byte indexes the table as it is
+    table = np.zeros(top + 1, dtype=bool)
+    table[points] = True
+    return table[code if code.dtype == np.uint8 else np.minimum(code, top)]
+
+
+def _split_lines(text: str) -> _Lines:
+    """:class:`_Lines` of ``text``: one ``str.split()`` of the whole text, and the line of each
+    field from the positions of its characters (line breaks counted before each field's first
+    character), so that no Python runs per line: a run file holds hundreds of thousands of
+    lines, and a split per line took seconds per run. The fields and line numbers are those of
+    ``[line.split() for line in text.splitlines()]``."""
+    tokens = np.asarray(text.split(), dtype=object)
+    if not tokens.size:
+        empty = np.zeros(0, dtype=np.int64)
+        return _Lines(tokens, empty, empty, empty)
+    code = (np.frombuffer(text.encode("ascii"), dtype=np.uint8) if text.isascii()
+            else np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32))
+    space, breaks = _marks(code, _WHITESPACE), _marks(code, _LINE_BREAKS)
+    breaks[1:] &= ~((code[1:] == 0x0A) & (code[:-1] == 0x0D))  # "\r\n": one line break
+    starts = np.flatnonzero(~space & np.concatenate(([True], space[:-1])))
+    line = np.searchsorted(np.flatnonzero(breaks), starts) + 1  # breaks before each field
+    first = np.flatnonzero(np.concatenate(([True], line[1:] != line[:-1])))
+    widths = np.diff(np.append(first, line.size))
+    return _Lines(tokens, first, widths, line[first])
+
+
+def _read_lines(path: str | Path) -> _Lines:
+    """Split a text file into whitespace-separated fields (:class:`_Lines`: the fields and
+    the 1-based number of each non-blank line). A gzip-compressed file is decompressed first
+    (line numbers are those of its text). A UTF-8 byte-order mark (an editor's on Windows) is
+    not text: it would stick to the first user id (``\ufeff1`` a user apart from ``1``,
+    silently left unevaluated)."""
     from dptune.data._readers import decompressed
 
     try:
@@ -57,18 +116,14 @@ def _read_lines(path: str | Path) -> tuple[list[list[str]], np.ndarray]:
     except UnicodeDecodeError as err:
         line = data[: err.start].count(b"\n") + 1
         raise input_error(path, f"line {line}", "not UTF-8 text") from None
-    split = [line.split() for line in text.splitlines()]
-    numbers = [number for number, parts in enumerate(split, start=1) if parts]
-    if not numbers:
+    lines = _split_lines(text)
+    if not lines.numbers.size:
         raise input_error(path, None, "empty file: no records")
-    fields = split if len(numbers) == len(split) else [parts for parts in split if parts]
-    return fields, np.asarray(numbers, dtype=np.int64)
+    return lines
 
 
-def _check_width(
-    path: str | Path, fields: list[list[str]], numbers: np.ndarray, n: int, layout: str, exact: bool
-) -> None:
-    widths = np.fromiter((len(f) for f in fields), dtype=np.int64, count=len(fields))
+def _check_width(path: str | Path, lines: _Lines, n: int, layout: str, exact: bool) -> None:
+    widths, numbers = lines.widths, lines.numbers
     bad = np.flatnonzero(widths != n) if exact else np.flatnonzero(widths < n)
     if bad.size:
         i = int(bad[0])
@@ -80,7 +135,7 @@ def _check_width(
         )
 
 
-def _numeric(path: str | Path, values: list[str], numbers: np.ndarray, column: str) -> np.ndarray:
+def _numeric(path: str | Path, values: np.ndarray, numbers: np.ndarray, column: str) -> np.ndarray:
     """Parse a column of numbers; name the column and line of the first bad value."""
     parsed = pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy(
         dtype=np.float64
@@ -93,7 +148,7 @@ def _numeric(path: str | Path, values: list[str], numbers: np.ndarray, column: s
     return parsed
 
 
-def _ids(values: list[str]) -> pd.Series:
+def _ids(values: np.ndarray) -> pd.Series:
     return pd.Series(values, dtype="str")
 
 
@@ -124,14 +179,15 @@ def read_run(path: str | Path) -> pd.DataFrame:
     fields, a non-numeric or non-finite score or rank, an item listed twice for one user, or an
     empty file.
     """
-    fields, numbers = _read_lines(path)
-    _check_width(path, fields, numbers, 6, "user Q0 item rank score tag", exact=True)
+    lines = _read_lines(path)
+    numbers = lines.numbers
+    _check_width(path, lines, 6, "user Q0 item rank score tag", exact=True)
     df = pd.DataFrame(
         {
-            "user": _ids([f[0] for f in fields]),
-            "item": _ids([f[2] for f in fields]),
-            "score": _numeric(path, [f[4] for f in fields], numbers, "score"),
-            "rank": _numeric(path, [f[3] for f in fields], numbers, "rank"),
+            "user": _ids(lines.column(0)),
+            "item": _ids(lines.column(2)),
+            "score": _numeric(path, lines.column(4), numbers, "score"),
+            "rank": _numeric(path, lines.column(3), numbers, "rank"),
         }
     )
     _reject_duplicates(path, df, numbers, "run")
@@ -148,13 +204,14 @@ def read_qrels(path: str | Path) -> pd.DataFrame:
     ``user``/``item`` are strings, ``rating`` float64. Errors name the file and line: a line
     without exactly 4 fields, a non-numeric rating, a (user, item) pair given twice, an empty file.
     """
-    fields, numbers = _read_lines(path)
-    _check_width(path, fields, numbers, 4, "user 0 item rating", exact=True)
+    lines = _read_lines(path)
+    numbers = lines.numbers
+    _check_width(path, lines, 4, "user 0 item rating", exact=True)
     df = pd.DataFrame(
         {
-            "user": _ids([f[0] for f in fields]),
-            "item": _ids([f[2] for f in fields]),
-            "rating": _numeric(path, [f[3] for f in fields], numbers, "rating"),
+            "user": _ids(lines.column(0)),
+            "item": _ids(lines.column(2)),
+            "rating": _numeric(path, lines.column(3), numbers, "rating"),
         }
     )
     _reject_duplicates(path, df, numbers, "qrels")
@@ -169,9 +226,9 @@ def read_train(path: str | Path) -> pd.DataFrame:
     from. Fields after the second are ignored; repeated pairs are kept (they count once, since
     novelty counts distinct users). Errors name the file and line (fewer than 2 fields, empty).
     """
-    fields, numbers = _read_lines(path)
-    _check_width(path, fields, numbers, 2, "user item ...", exact=False)
-    df = pd.DataFrame({"user": _ids([f[0] for f in fields]), "item": _ids([f[1] for f in fields])})
+    lines = _read_lines(path)
+    _check_width(path, lines, 2, "user item ...", exact=False)
+    df = pd.DataFrame({"user": _ids(lines.column(0)), "item": _ids(lines.column(1))})
     df.attrs["source"] = str(path)
     return df
 
