@@ -236,12 +236,12 @@ def _run_grid(p: SeedPlan, index: int) -> Path:
         for t in (t for t in tasks if t.fold == fd.fold):
             if store.has_part(t.algorithm, t.fold, t.unit):
                 continue
-            configs = exp.grids[t.algorithm].configs()
+            grid = exp.grids[t.algorithm]
             mseed = derive_seed(exp.seed, t.algorithm, "cv-grid", seed, t.fold, t.params)
             out: dict[int, tuple[np.ndarray, float, float]] = {}
             t0 = time.perf_counter()
             for local, model in get_family(types[t.algorithm]).fit_unit(
-                    fd.train, [configs[c] for c in t.config_ids], mseed):
+                    fd.train, [grid.config(c) for c in t.config_ids], mseed):
                 t1 = time.perf_counter()
                 vals = _eval(exp, model, fd)
                 t2 = time.perf_counter()
@@ -328,7 +328,7 @@ def grid_rows(p: SeedPlan, index: int, dataset: str) -> pd.DataFrame:
     df = dpa.merge(best[["algorithm", "metric", "cutoff", "best_config_id", "best_value"]],
                    on=["algorithm", "metric", "cutoff"], how="left")
     df["dp_rank"] = dp_ranks(df)
-    df["best_params"] = [config_text(exp.grids[a].configs()[int(cid)], exp.grids[a].free)
+    df["best_params"] = [config_text(exp.grids[a].config(int(cid)), exp.grids[a].free)
                          for a, cid in zip(df["algorithm"], df["best_config_id"], strict=True)]
     df.insert(0, "seed", p.seeds[index])
     df.insert(0, "seed_index", index)
