@@ -95,10 +95,10 @@ def bench_mini_grid(exp: Any, fd: Any, workdir: Path) -> dict[str, Any]:
 
     def naive() -> None:
         for t in tasks:
-            configs = exp.grids[t.algorithm].configs()
+            grid = exp.grids[t.algorithm]
             seed = derive_seed(exp.seed, t.algorithm, t.fold, t.params)
             for cid in t.config_ids:
-                model = _naive_config(types[t.algorithm], configs[cid], seed).fit(fd.train)
+                model = _naive_config(types[t.algorithm], grid.config(cid), seed).fit(fd.train)
                 evaluate_model(model, fd)
 
     with single_thread():
