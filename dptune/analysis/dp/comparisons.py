@@ -201,9 +201,13 @@ def stepdown_maxt(estimates: np.ndarray, replicates: np.ndarray,
     null[~testable] = 0.0
     p_adj = np.ones(len(a))
     order = [h for h in np.argsort(-np.abs(t), kind="stable") if testable[h]]
+    # max over the hypotheses not yet rejected, for every step at once: the running maximum of
+    # the ordered statistics from the last one back (one maximum per step over the rest was
+    # H^2 B operations: 13 s for 80 estimates)
+    rests = np.maximum.accumulate(null[order[::-1]], axis=0)[::-1] if order else null[:0]
     running = 0.0
     for s, h in enumerate(order):
-        rest = null[order[s:]].max(axis=0)  # max over the hypotheses not yet rejected
+        rest = rests[s]
         p = (1.0 + float(np.sum(rest >= abs(t[h]) * (1.0 - 1e-12)))) / (n_boot + 1.0)
         running = max(running, p)
         p_adj[h] = running

@@ -116,45 +116,79 @@ def _is_missing(value: Any) -> bool:
     return value is None or (isinstance(value, (float, np.floating)) and bool(np.isnan(value)))
 
 
-def _sorted_values(column: pd.Series) -> list[Any]:
-    """Distinct non-missing values of a column, numbers ascending, then other values by text."""
+#: Types whose equal values always have the same :func:`format_value` text, so that a column's
+#: texts can be computed once per distinct value (a ``Decimal`` or an object of another type
+#: may equal another of a different text: those are formatted one by one).
+_MEMO_TYPES = (bool, int, float, str, np.bool_, np.integer, np.floating)
+
+
+def _texts(values: list[Any]) -> list[str | None]:
+    """:func:`format_value` of each value, ``None`` for a missing one (:func:`_is_missing`).
+
+    Each distinct value (by type and value) is formatted once: a column of 100,000
+    configurations holds few distinct values, and formatting every element took seconds."""
+    memo: dict[tuple[type, Any], str | None] = {}
+    out: list[str | None] = []
+    for v in values:
+        if isinstance(v, _MEMO_TYPES):
+            key = (type(v), v)
+            t = memo.get(key, memo)
+            if t is memo:
+                t = memo[key] = None if _is_missing(v) else format_value(v)
+            out.append(t)  # type: ignore[arg-type]
+        else:
+            out.append(None if _is_missing(v) else format_value(v))
+    return out
+
+
+def _sorted_values(column: pd.Series, texts: list[str | None] | None = None) -> list[Any]:
+    """Distinct non-missing values of a column, numbers ascending, then other values by text.
+
+    ``texts``: :func:`_texts` of the column, when already computed."""
+    values = column.tolist()
+    texts = _texts(values) if texts is None else texts
     seen: dict[str, Any] = {}
-    for v in column.tolist():
-        if not _is_missing(v):
-            seen.setdefault(format_value(v), v)
+    for v, t in zip(values, texts, strict=True):
+        if t is not None:
+            seen.setdefault(t, v)
     return sorted(seen.values(), key=_value_sort_key)
 
 
 def _only_layout(
-    ids: np.ndarray, group: list[tuple[str, ...]], rank: np.ndarray
+    ids: np.ndarray, group: np.ndarray, rank: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The valid pairs of a one-at-a-time scope, counted without listing them.
 
+    ``group`` ``(n, G)``: integer codes of the other hyperparameters' values, each column
+    ordered as the values' texts are (so that rows compare as the tuples of texts do).
     Configurations are ordered by (group, rank of h's value, id) (``ids_o``). For position ``i``
     in a group of size ``s`` and ``end(i)`` = first position after ``i``'s value class, the
     valid partners of ``i`` are positions ``end(i) .. s - 1``; ``cnt(i) = s - end(i)``. Returns
-    ``(ids_o, end, cnt)``; the scope has ``sum cnt`` pairs."""
-    order = sorted(range(len(ids)), key=lambda x: (group[x], int(rank[x]), int(ids[x])))
+    ``(ids_o, end, cnt)``; the scope has ``sum cnt`` pairs. Sorted and counted with array
+    operations: a Python sort and scan of every configuration took seconds per scope on a grid
+    of 100,000."""
+    ids = np.asarray(ids, dtype=np.int64)
+    rank = np.asarray(rank, dtype=np.int64)
+    group = np.asarray(group, dtype=np.int64).reshape(len(ids), -1)
+    n = len(ids)
+    if n == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return ids[:0], empty, empty.copy()
+    # np.lexsort: the last key is the primary one
+    keys = [ids, rank, *(group[:, c] for c in range(group.shape[1] - 1, -1, -1))]
+    order = np.lexsort(keys)
     ids_o = ids[order]
-    grp_o = [group[x] for x in order]
+    grp_o = group[order]
     rank_o = rank[order]
-    n = len(order)
-    end = np.zeros(n, dtype=np.int64)
-    cnt = np.zeros(n, dtype=np.int64)
-    start = 0
-    while start < n:
-        stop = start
-        while stop < n and grp_o[stop] == grp_o[start]:
-            stop += 1
-        pos = start
-        while pos < stop:
-            cls_end = pos
-            while cls_end < stop and rank_o[cls_end] == rank_o[pos]:
-                cls_end += 1
-            end[pos:cls_end] = cls_end
-            cnt[pos:cls_end] = stop - cls_end
-            pos = cls_end
-        start = stop
+    new_group = np.ones(n, dtype=bool)
+    new_group[1:] = np.any(grp_o[1:] != grp_o[:-1], axis=1)
+    new_class = new_group.copy()
+    new_class[1:] |= rank_o[1:] != rank_o[:-1]
+    group_starts = np.flatnonzero(new_group)
+    class_starts = np.flatnonzero(new_class)
+    group_stop = np.append(group_starts[1:], n)[np.cumsum(new_group) - 1]
+    end = np.append(class_starts[1:], n)[np.cumsum(new_class) - 1].astype(np.int64)
+    cnt = (group_stop - end).astype(np.int64)
     return ids_o, end, cnt
 
 
@@ -251,29 +285,40 @@ def scopes(
     if len(hps) <= 1:
         return out
 
-    text = {
-        h: [format_value(v) if not _is_missing(v) else None for v in configs[h].tolist()]
-        for h in hps
-    }
+    text = {h: _texts(configs[h].tolist()) for h in hps}
     varied: list[tuple[str, list[Any]]] = []
     for h in hps:
-        values = _sorted_values(configs[h])
+        values = _sorted_values(configs[h], text[h])
         if len(values) > 1:
             varied.append((h, values))
     if len(varied) <= 1:  # one hyperparameter varies: its only scope is scope all
         return out
     for h, values in varied:
-        col = np.array([t if t is not None else "\0missing" for t in text[h]], dtype=object)
+        # the configurations of each text, found in one pass (not one scan of the column per
+        # value: thousands of values times 100,000 configurations took a minute)
+        col = [t if t is not None else "\0missing" for t in text[h]]
+        members: dict[str, list[int]] = {}
+        for x, t in enumerate(col):
+            members.setdefault(t, []).append(x)
         for v in values:
-            sub = ids_all[col == format_value(v)]
-            put(f"{h}={format_value(v)}", "value", h, format_value(v), n_value,
+            fv = format_value(v)
+            sub = ids_all[np.asarray(members.get(fv, []), dtype=np.int64)]
+            put(f"{h}={fv}", "value", h, fv, n_value,
                 len(sub) * (len(sub) - 1) // 2,
                 lambda seed, sub=sub: sample_pairs(sub, n_value, seed))
+    # each hyperparameter's texts as integer codes in the order of the texts (str(None) for
+    # a missing value), for the one-at-a-time scopes' sort
+    codes: dict[str, np.ndarray] = {}
+    for o in hps:
+        strs = np.empty(len(ids_all), dtype=object)
+        strs[:] = [str(t) for t in text[o]]
+        codes[o] = np.unique(strs, return_inverse=True)[1].astype(np.int64).ravel() \
+            if len(strs) else np.zeros(0, dtype=np.int64)
     for h, values in varied:
         rank_of = {format_value(v): r for r, v in enumerate(values)}
-        keep = [x for x, t in enumerate(text[h]) if t is not None]
+        keep = np.asarray([x for x, t in enumerate(text[h]) if t is not None], dtype=np.int64)
         others = [o for o in hps if o != h]
-        group = [tuple(str(text[o][x]) for o in others) for x in keep]
+        group = np.column_stack([codes[o][keep] for o in others])
         rank = np.array([rank_of[text[h][x]] for x in keep], dtype=np.int64)
         ids_o, end, cnt = _only_layout(ids_all[keep], group, rank)
         put(f"only:{h}", "only", h, "", n_value, int(cnt.sum()),
