@@ -337,13 +337,35 @@ def damaged_error(part: Path, why: str) -> DptuneError:
     return input_error(part, None, f"damaged ({why}); `dptune run` will recompute it")
 
 
+#: ``root -> ((manifest size, mtime_ns, inode), fingerprint)`` of this process.
+_FINGERPRINTS: dict[str, tuple[tuple[int, int, int], str | None]] = {}
+
+
 def store_fingerprint(root: Path) -> str | None:
-    """The experiment fingerprint of the manifest in ``root`` (``None`` when unreadable)."""
+    """The experiment fingerprint of the manifest in ``root`` (``None`` when unreadable).
+
+    Every part written asks for it (:meth:`dptune.store.ResultStore.write_unit`), and the
+    manifest grows with the grid (it lists every unit): parsed each time, a sweep of ``n``
+    units spent time in ``n`` parses of a manifest of size ``n``. The answer is therefore
+    kept for this process until the manifest file changes (its size, modification time or
+    inode: manifests are replaced atomically, so a rewrite is a new inode), as
+    :func:`dptune.store._identity.expected` keeps its expectations."""
+    path = Path(root) / "manifest.json"
     try:
-        fp = json.loads((Path(root) / "manifest.json").read_text()).get("fingerprint")
+        st = os.stat(path)
+    except OSError:
+        return None
+    stamp = (st.st_size, st.st_mtime_ns, st.st_ino)
+    hit = _FINGERPRINTS.get(str(root))
+    if hit is not None and hit[0] == stamp:
+        return hit[1]
+    try:
+        fp = json.loads(path.read_text()).get("fingerprint")
     except (OSError, ValueError, AttributeError):
         return None
-    return str(fp) if fp else None
+    found = str(fp) if fp else None
+    _FINGERPRINTS[str(root)] = (stamp, found)
+    return found
 
 
 def entry_fingerprints(root: Path) -> set[str]:

@@ -102,6 +102,14 @@ def status(exp: Experiment | None, results: str | Path, storage_url: str | None 
     planned = experiment_design(exp)
     if design is None or not orders_units_of(design, planned):  # another set-up, or damaged
         design = planned
+    # each validation part is checked once here: read_design checked the recorded design's
+    # (its folds_done), and every other answer is kept for the counts of parts and of units
+    checked: dict[tuple[str, str, str], bool] = {}
+    if have_parts and design is not planned:
+        for name, d in design.algorithms.items():
+            for u in d.units:
+                for f in design.folds:
+                    checked[(name, str(f), u.unit)] = f in u.folds_done
     storage_url = storage_url or exp.sweep.storage
     default_db = store.root / "optuna.db"
     storage_problem = None
@@ -144,7 +152,10 @@ def status(exp: Experiment | None, results: str | Path, storage_url: str | None 
 
         def done(t: Task, states: dict[str, set[TrialState]] = states) -> bool:
             if have_parts:
-                return store.has_part(t.algorithm, t.fold, t.unit)
+                key = (t.algorithm, t.fold, t.unit)
+                if key not in checked:
+                    checked[key] = store.has_part(t.algorithm, t.fold, t.unit)
+                return checked[key]
             return TrialState.COMPLETE in states.get(_key({"fold": t.fold, **t.params}), set())
 
         d = design.algorithms[a.name]
