@@ -30,14 +30,14 @@ from dptune.errors import input_error
 from dptune.store import FoldBuffer
 from dptune.vocab import fold_key
 
-__all__ = ["main_pairs", "main_pair_design", "pair_weights", "read_pairs", "slice_dp",
+__all__ = ["main_pairs", "main_pair_design", "all_scope_weights", "read_pairs", "slice_dp",
            "slice_metrics"]
 
 #: The columns of a main analysis's pairs.csv that the slices read.
 PAIRS_NEEDED = {"algorithm", "scope", "pair_index", "config_a", "config_b"}
 
 
-def read_table(path: str | Path, needed: set[str], what: str) -> pd.DataFrame:
+def read_main_csv(path: str | Path, needed: set[str], what: str) -> pd.DataFrame:
     """A CSV file of the main reports (``pairs.csv``, ``best_configs.csv``); one that cannot be
     read (empty, not CSV, not UTF-8) or lacks a column of ``needed`` is one line naming the
     file, instead of a pandas traceback after the flags were accepted."""
@@ -69,7 +69,7 @@ def read_pairs(path: str | Path) -> pd.DataFrame:
     """A main analysis's ``pairs.csv``; one that cannot be read, lacks a column of
     :data:`PAIRS_NEEDED` or holds a configuration id or pair index that is not an integer is
     one line naming the file (and the column)."""
-    df = read_table(path, PAIRS_NEEDED, "a pairs.csv of the main analysis")
+    df = read_main_csv(path, PAIRS_NEEDED, "a pairs.csv of the main analysis")
     for col in ("pair_index", "config_a", "config_b"):
         df[col] = integer_column(df, col, path)
     return df
@@ -89,7 +89,7 @@ def main_pair_design(store: ResultSource, algorithm: str, n_pairs: int, seed: in
     ``<reports_dir>/pairs.csv`` when it holds them, else as the analysis' fold loop plans
     them (:func:`dptune.analysis.dp.fold_loop.plan_runs`): ``sample_pairs(ids, n_pairs,
     scope_seed(seed, "all"))`` over the configurations of the units with results in every
-    validation fold; the weights by :func:`pair_weights`. Without them, a store of a budgeted
+    validation fold; the weights by :func:`all_scope_weights`. Without them, a store of a budgeted
     or stopped sweep was refused for the configurations it lacks, and the reference slice
     ``all`` of the main reports' pairs was not the main analysis's DP (it was unweighted)."""
     if reports_dir is not None:
@@ -100,16 +100,16 @@ def main_pair_design(store: ResultSource, algorithm: str, n_pairs: int, seed: in
                      & (df["scope"] == "all")].sort_values("pair_index")
             if len(sel):
                 pairs = sel[["config_a", "config_b"]].to_numpy(dtype=np.int64)
-                return pairs, pair_weights(store, algorithm, pairs)
+                return pairs, all_scope_weights(store, algorithm, pairs)
     configs = store.configs(algorithm)
     sample = unit_sample(store, algorithm)
     if sample is not None and not sample.complete:
         configs = configs[configs["config_id"].isin(sample.present_configs)]
     pairs = sample_pairs(configs["config_id"].to_numpy(), n_pairs, scope_seed(seed, "all"))
-    return pairs, pair_weights(store, algorithm, pairs)
+    return pairs, all_scope_weights(store, algorithm, pairs)
 
 
-def pair_weights(store: ResultSource, algorithm: str, pairs: np.ndarray) -> np.ndarray | None:
+def all_scope_weights(store: ResultSource, algorithm: str, pairs: np.ndarray) -> np.ndarray | None:
     """The post-stratification weights of scope ``all``'s ``pairs`` (mean 1,
     :func:`dptune.analysis.dp.units.pair_design`: the weights of the main analysis, which its
     ``pairs.csv`` writes rounded) when the store holds a subset of its grid's units; None when

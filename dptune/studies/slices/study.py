@@ -58,11 +58,11 @@ from dptune.studies.slices.bins import (
     user_features,
 )
 from dptune.studies.slices.dp import (
+    all_scope_weights,
     integer_column,
     main_pair_design,
-    pair_weights,
+    read_main_csv,
     read_pairs,
-    read_table,
     slice_dp,
     slice_metrics,
 )
@@ -171,7 +171,7 @@ def _check_weights(path: Path, sel: pd.DataFrame, store: ResultStore, alg: str, 
     """The main reports' pairs of ``alg`` against the units the store holds now: each pair of
     configurations with results in every validation fold, and the ``weight`` column (when
     there) the post-stratification weight the store gives the pair
-    (:func:`dptune.studies.slices.dp.pair_weights`; 1 when it holds every unit). Reports made
+    (:func:`dptune.studies.slices.dp.all_scope_weights`; 1 when it holds every unit). Reports made
     while a sweep was stopped part way, of a store that has units more since, weigh their
     pairs otherwise: the slice of every user would not be the main report's DP."""
     from dptune.analysis.dp.units import unit_sample
@@ -187,7 +187,7 @@ def _check_weights(path: Path, sel: pd.DataFrame, store: ResultStore, alg: str, 
     if "weight" not in sel.columns:
         return
     given = pd.to_numeric(sel["weight"], errors="coerce").to_numpy(dtype=np.float64)
-    w = pair_weights(store, alg, pairs)
+    w = all_scope_weights(store, alg, pairs)
     want = np.ones(len(pairs)) if w is None else w
     if not np.allclose(given, want, rtol=1e-6, atol=1e-9):
         raise input_error("--main-reports", None, f"{path} weighs {alg}'s pairs otherwise than "
@@ -207,7 +207,7 @@ def _check_same_results(d: Path, store: ResultStore, algorithms: Sequence[str], 
     if not path.is_file():
         raise input_error("--main-reports", None, f"{d} holds no best_configs.csv, which "
                           f"tells the reports of these results from others; {fix}")
-    best = read_table(path, {"algorithm", "metric", "cutoff", "config_id", "params",
+    best = read_main_csv(path, {"algorithm", "metric", "cutoff", "config_id", "params",
                              "validation_mean"}, "a best_configs.csv of the main analysis")
     best["config_id"] = integer_column(best, "config_id", path)
     best["cutoff"] = integer_column(best, "cutoff", path)
