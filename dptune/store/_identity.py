@@ -29,9 +29,10 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from dptune.store._schema import NOISE_DIR, part_fields, validation_unit
 
@@ -100,32 +101,52 @@ class Expected:
                    stamp=stamp)
 
 
-#: ``root -> ((manifest size, mtime_ns, inode), Expected | None)`` of this process.
-_CACHE: dict[str, tuple[tuple[int, int, int], Expected | None]] = {}
+#: A manifest file's ``(size, mtime_ns, inode)``: a rewrite changes it (manifests are replaced
+#: atomically, so a rewrite is a new inode).
+Stamp = tuple[int, int, int]
+
+_T = TypeVar("_T")
+
+
+def per_manifest(cache: dict[str, tuple[Stamp, _T | None]], root: Path,
+                 compute: Callable[[Stamp], _T | None]) -> _T | None:
+    """``compute(stamp)`` of the manifest in ``root``, kept in ``cache`` (``root -> (stamp,
+    answer)``, one per question, for this process) until the manifest file changes; ``None``
+    when there is no manifest. What is read off the manifest for every part read or written
+    is read once: the manifest lists every unit of the grid, so parsing it for each part grew
+    with the square of the grid."""
+    try:
+        st = os.stat(Path(root) / "manifest.json")
+    except OSError:
+        return None
+    stamp = (st.st_size, st.st_mtime_ns, st.st_ino)
+    hit = cache.get(str(root))
+    if hit is not None and hit[0] == stamp:
+        return hit[1]
+    answer = compute(stamp)
+    cache[str(root)] = (stamp, answer)
+    return answer
+
+
+#: ``root -> (manifest stamp, Expected | None)`` of this process.
+_CACHE: dict[str, tuple[Stamp, Expected | None]] = {}
 
 
 def expected(root: Path) -> Expected | None:
     """The expectations of the results directory ``root`` from its manifest (cached until the
-    manifest changes); ``None`` when it has no readable, undamaged manifest (then nothing can
-    be checked here, and the readers that need the manifest stop with their own line)."""
+    manifest changes, :func:`per_manifest`); ``None`` when it has no readable, undamaged
+    manifest (then nothing can be checked here, and the readers that need the manifest stop
+    with their own line)."""
     from dptune.errors import DptuneError
     from dptune.store._files import read_manifest
 
-    path = Path(root) / "manifest.json"
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    stamp = (st.st_size, st.st_mtime_ns, st.st_ino)
-    hit = _CACHE.get(str(root))
-    if hit is not None and hit[0] == stamp:
-        return hit[1]
-    try:
-        exp: Expected | None = Expected.of(read_manifest(Path(root)), stamp)
-    except (DptuneError, KeyError, TypeError, ValueError):
-        exp = None
-    _CACHE[str(root)] = (stamp, exp)
-    return exp
+    def of(stamp: Stamp) -> Expected | None:
+        try:
+            return Expected.of(read_manifest(Path(root)), stamp)
+        except (DptuneError, KeyError, TypeError, ValueError):
+            return None
+
+    return per_manifest(_CACHE, root, of)
 
 
 def name_problem(part: Path, exp: Expected) -> Foreign | None:

@@ -49,11 +49,13 @@ from dptune.errors import DptuneError, input_error
 from dptune.store._identity import (
     QUARANTINE,
     Foreign,
+    Stamp,
     entry_problem,
     expected,
     identity,
     meta_problem,
     name_problem,
+    per_manifest,
 )
 from dptune.store._schema import NOISE_DIR, PARTS, noise_part_name, part_name, schema_of
 
@@ -337,8 +339,8 @@ def damaged_error(part: Path, why: str) -> DptuneError:
     return input_error(part, None, f"damaged ({why}); `dptune run` will recompute it")
 
 
-#: ``root -> ((manifest size, mtime_ns, inode), fingerprint)`` of this process.
-_FINGERPRINTS: dict[str, tuple[tuple[int, int, int], str | None]] = {}
+#: ``root -> (manifest stamp, fingerprint)`` of this process.
+_FINGERPRINTS: dict[str, tuple[Stamp, str | None]] = {}
 
 
 def store_fingerprint(root: Path) -> str | None:
@@ -347,25 +349,16 @@ def store_fingerprint(root: Path) -> str | None:
     Every part written asks for it (:meth:`dptune.store.ResultStore.write_unit`), and the
     manifest grows with the grid (it lists every unit): parsed each time, a sweep of ``n``
     units spent time in ``n`` parses of a manifest of size ``n``. The answer is therefore
-    kept for this process until the manifest file changes (its size, modification time or
-    inode: manifests are replaced atomically, so a rewrite is a new inode), as
-    :func:`dptune.store._identity.expected` keeps its expectations."""
-    path = Path(root) / "manifest.json"
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    stamp = (st.st_size, st.st_mtime_ns, st.st_ino)
-    hit = _FINGERPRINTS.get(str(root))
-    if hit is not None and hit[0] == stamp:
-        return hit[1]
-    try:
-        fp = json.loads(path.read_text()).get("fingerprint")
-    except (OSError, ValueError, AttributeError):
-        return None
-    found = str(fp) if fp else None
-    _FINGERPRINTS[str(root)] = (stamp, found)
-    return found
+    kept for this process until the manifest file changes
+    (:func:`dptune.store._identity.per_manifest`)."""
+    def read(stamp: Stamp) -> str | None:
+        try:
+            fp = json.loads((Path(root) / "manifest.json").read_text()).get("fingerprint")
+        except (OSError, ValueError, AttributeError):
+            return None
+        return str(fp) if fp else None
+
+    return per_manifest(_FINGERPRINTS, root, read)
 
 
 def entry_fingerprints(root: Path) -> set[str]:
