@@ -125,23 +125,16 @@ def hours_text(seconds: float) -> str:
 
 class _Costs:
     """The cost model's answers for one experiment, sweep shape and model, each computed once:
-    the grid's configurations, each unit's projected seconds and the noise floor's per-unit
-    costs. A time budget projects the run at every round boundary (:func:`budget_rounds`),
+    each unit's projected seconds and the noise floor's per-unit costs (configurations taken
+    by id, :meth:`dptune.grids.Grid.config`). A time budget projects the run at every round boundary (:func:`budget_rounds`),
     and computing them again for each one grew with rounds x units (minutes on a grid of
     100,000 configurations); the answers are pure, so the projections are the same."""
 
     def __init__(self, exp: Experiment, shape: SweepShape, model: CostModel) -> None:
         self.exp, self.shape, self.model = exp, shape, model
-        self._configs: dict[str, list[dict]] = {}
         self._units: dict[tuple[str, bool], list[float | None]] = {}
         self._halves: dict[str, list[list[float] | None]] = {}
         self._config: dict[tuple[str, int], float | None] = {}
-
-    def configs(self, d: AlgorithmDesign) -> list[dict]:
-        """The configurations of ``d``'s grid."""
-        if d.algorithm not in self._configs:
-            self._configs[d.algorithm] = self.exp.grids[d.algorithm].configs()
-        return self._configs[d.algorithm]
 
     def units(self, d: AlgorithmDesign, n: int, test: bool = False) -> list[float] | None:
         """Projected seconds of each of the first ``n`` units (``None``: no cost model)."""
@@ -150,8 +143,8 @@ class _Costs:
         for u in d.units[len(done):n]:
             if done and done[-1] is None:
                 break
-            configs = self.configs(d)
-            done.append(self.model.unit_seconds(d.type, [configs[c] for c in u.config_ids],
+            grid = self.exp.grids[d.algorithm]
+            done.append(self.model.unit_seconds(d.type, [grid.config(c) for c in u.config_ids],
                                                 fold))
         out = done[:n]
         return None if any(s is None for s in out) else out  # type: ignore[return-value]
@@ -161,7 +154,7 @@ class _Costs:
         key = (d.algorithm, int(config_id))
         if key not in self._config:
             self._config[key] = self.model.config_seconds(
-                d.type, self.configs(d)[config_id], self.shape.validation)
+                d.type, self.exp.grids[d.algorithm].config(config_id), self.shape.validation)
         return self._config[key]
 
     def costlier_halves(self, d: AlgorithmDesign, n: int) -> list[list[float] | None]:
