@@ -30,7 +30,7 @@ from dptune.errors import input_error
 from dptune.store import FoldBuffer
 from dptune.vocab import fold_key
 
-__all__ = ["main_pairs", "main_pair_design", "all_scope_weights", "read_pairs", "slice_dp",
+__all__ = ["main_pair_design", "all_scope_weights", "read_pairs", "slice_dp",
            "slice_metrics"]
 
 #: The columns of a main analysis's pairs.csv that the slices read.
@@ -73,13 +73,6 @@ def read_pairs(path: str | Path) -> pd.DataFrame:
     for col in ("pair_index", "config_a", "config_b"):
         df[col] = integer_column(df, col, path)
     return df
-
-
-def main_pairs(store: ResultSource, algorithm: str, n_pairs: int, seed: int,
-               reports_dir: str | Path | None = None) -> np.ndarray:
-    """The pairs of the main analysis for scope ``all`` (:func:`main_pair_design` without the
-    weights)."""
-    return main_pair_design(store, algorithm, n_pairs, seed, reports_dir)[0]
 
 
 def main_pair_design(store: ResultSource, algorithm: str, n_pairs: int, seed: int,

@@ -30,7 +30,7 @@ from dptune.studies.slices.bins import (
     members_by_slice,
     user_features,
 )
-from dptune.studies.slices.dp import main_pairs, slice_dp, slice_metrics
+from dptune.studies.slices.dp import main_pair_design, slice_dp, slice_metrics
 
 T = paired_test("t")
 
@@ -128,7 +128,7 @@ class ToyStore:
 
 def test_slice_dp_equals_dp_on_the_subset_of_users() -> None:
     store = ToyStore()
-    pairs = main_pairs(store, "alg", 6, seed=11)
+    pairs = main_pair_design(store, "alg", 6, seed=11)[0]
     subset = {"0": np.arange(10, 40), "1": np.arange(30, 70, 2)}
     other = {"0": np.arange(0, 10), "1": np.arange(5, 30)}
     got = slice_dp(store, "alg", pairs, {"a": subset, "b": other}, store.mcs, T)
@@ -158,10 +158,10 @@ def test_main_pairs_match_the_main_analysis_and_pairs_csv(tmp_path: Path) -> Non
     store = ToyStore(n_configs=9)
     an = analyze(store, pairs=7, seed=5)
     want = an.pairs[an.pairs.scope == "all"].sort_values("pair_index")[["config_a", "config_b"]].to_numpy()
-    assert np.array_equal(main_pairs(store, "alg", 7, 5), want)
+    assert np.array_equal(main_pair_design(store, "alg", 7, 5)[0], want)
     AnalysisResult(dp=an).write_data(tmp_path)
     # pairs.csv wins over sampling (different n_pairs/seed would sample something else)
-    assert np.array_equal(main_pairs(store, "alg", 3, 99, tmp_path), want)
+    assert np.array_equal(main_pair_design(store, "alg", 3, 99, tmp_path)[0], want)
 
 
 def test_slice_metrics_and_miss_rate() -> None:
@@ -180,7 +180,7 @@ def test_slice_metrics_and_miss_rate() -> None:
 
 def test_empty_or_tiny_slices_get_p_one() -> None:
     store = ToyStore()
-    pairs = main_pairs(store, "alg", 4, seed=1)
+    pairs = main_pair_design(store, "alg", 4, seed=1)[0]
     got = slice_dp(store, "alg", pairs, {"one": {"0": np.array([3])}, "none": {"1": np.array([999])}},
                           store.mcs[:1], T)
     assert np.allclose(got["dp_sum"], len(pairs)) and np.allclose(got["dp_per_25"], 25.0)
@@ -370,7 +370,7 @@ def test_slices_read_each_fold_once_as_the_fold_loop_does(knn_swept, test) -> No
         for f in folds:
             users, _ = store.read_matrix(alg, *mcs[0], f, ids)
             members[name][f] = np.sort(rng.choice(users, len(users) // share, replace=False))
-    pairs = main_pairs(store, alg, 5, seed=7)
+    pairs = main_pair_design(store, alg, 5, seed=7)[0]
     batched, fallback = _Counted(store, True), _Counted(store, False)
     paired = paired_test(test, 200)
     got = slice_dp(batched, alg, pairs, members, mcs, paired, seed=7)
