@@ -238,11 +238,12 @@ def _same(v: Any, w: Any) -> bool:
     return v == w and _is_bool(v) == _is_bool(w)
 
 
-def _key(v: Any) -> tuple[Any, ...]:
-    """A hashable key with ``_key(v) == _key(w)`` exactly when :func:`_same` ``(v, w)``, so that
-    a list of values is checked for repeats in one pass (a value list of thousands compared
-    pairwise took seconds). A NaN equals nothing, and an unhashable value (a list, refused
-    later as a value) is taken as distinct: each call gives them a key of their own."""
+def value_key(v: Any) -> tuple[Any, ...]:
+    """A hashable key with ``value_key(v) == value_key(w)`` exactly when :func:`_same` ``(v, w)``
+    (so ``true`` and ``1`` differ), so that a list of values is checked for repeats, and a
+    value found in its list, in one pass (a value list of thousands compared pairwise took
+    seconds). A NaN equals nothing, and an unhashable value (a list, refused later as a value)
+    is taken as distinct: each call gives them a key of their own."""
     if _is_bool(v):
         return ("bool", bool(v))
     try:
@@ -259,7 +260,7 @@ def _first_repeat(values: list[Any]) -> int | None:
     (None: every value is distinct)."""
     seen: set[tuple[Any, ...]] = set()
     for i, v in enumerate(values):
-        k = _key(v)
+        k = value_key(v)
         if k in seen:
             return i
         seen.add(k)
@@ -335,16 +336,16 @@ def _expand_param(source: str, name: str, spec: Any) -> list[Any]:
     excl = spec.get("exclude", [])
     if not isinstance(excl, list):
         raise input_error(source, f"{where}.exclude", "must be a list")
-    present = {_key(v) for v in vals}
+    present = {value_key(v) for v in vals}
     for e in excl:
-        if _key(e) not in present:
+        if value_key(e) not in present:
             raise input_error(source, f"{where}.exclude", f"{e!r} is not a value of the grid")
     out: list[Any] = []
-    dropped = {_key(e) for e in excl}
+    dropped = {value_key(e) for e in excl}
     for v in vals:  # true is not 1 (Python's ==), neither as a value nor as an exclusion
-        if _key(v) not in dropped:
+        if value_key(v) not in dropped:
             out.append(v)
-            dropped.add(_key(v))
+            dropped.add(value_key(v))
     if not out:  # no configuration: the sweep would skip the algorithm only after the others
         raise input_error(source, f"{where}.exclude", f"excludes every value of {name} "
                           f"({', '.join(map(plain, excl))}); a hyperparameter needs at least one "
@@ -426,8 +427,8 @@ def load_grid(path: str | Path, *, max_configs: int | None = MAX_CONFIGS,
 
 def restrict(grid: Grid, keep: dict[str, list[Any]]) -> Grid:
     """A sub-grid keeping, for each named hyperparameter, only the listed values (in grid order)."""
-    kept = {n: {_key(k) for k in ks} for n, ks in keep.items()}
-    values = {n: ([v for v in vals if _key(v) in kept[n]] if n in keep else list(vals))
+    kept = {n: {value_key(k) for k in ks} for n, ks in keep.items()}
+    values = {n: ([v for v in vals if value_key(v) in kept[n]] if n in keep else list(vals))
               for n, vals in grid.values.items()}
     return Grid(values=values, derived=dict(grid.derived), family=grid.family, source=grid.source)
 

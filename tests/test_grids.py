@@ -377,9 +377,9 @@ def test_the_hashed_value_key_agrees_with_pairwise_sameness(values):
     """Repeats are found in one pass through a hashed key; it must say "the same value"
     exactly where the pairwise rule does (equal, and both or neither a bool; NaN equals
     nothing), which stays the oracle."""
-    from dptune.grids import _first_repeat, _key, _same
+    from dptune.grids import _first_repeat, _same, value_key
 
-    keys = [_key(v) for v in values]
+    keys = [value_key(v) for v in values]
     for i, v in enumerate(values):
         for j, w in enumerate(values):
             if i != j:

@@ -104,12 +104,19 @@ _VALUES = st.one_of(st.integers(-3, 3), st.booleans(), st.sampled_from([0.0, 1.0
 
 
 @given(st.lists(_VALUES, max_size=8), st.lists(_VALUES, max_size=8))
-def test_a_hashed_position_is_the_lists_index(values, asked):
-    """``_index_of`` answers as ``list.index`` does (the oracle), for the values the list holds
-    (the same objects, and values equal to them: a ``True`` finds a ``1`` listed first) and for
-    values it does not hold (``ValueError``)."""
+def test_a_hashed_position_is_the_first_same_value(values, asked):
+    """``_index_of`` gives the position of the first value the grid's own rule calls the same
+    (``_same``, the oracle: equal, and both or neither a bool, so a ``True`` is not a ``1``);
+    for a value with no such one it answers as ``list.index`` does (a NaN found by identity,
+    else ``ValueError``)."""
+    from dptune.grids import _same
+
     index = _index_of(values)
     for v in [*values, *asked]:
+        same = [j for j, w in enumerate(values) if _same(w, v)]
+        if same:
+            assert index(v) == same[0], (values, v)
+            continue
         try:
             want = values.index(v)
         except ValueError:

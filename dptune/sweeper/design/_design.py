@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from dptune.grids import value_key
 from dptune.sweeper._plan import Task, derive_seed, plan_with_dimensions
 from dptune.sweeper.design._order import METHOD, design_order
 
@@ -178,23 +179,20 @@ def algorithm_design(exp: Experiment, algorithm: str) -> AlgorithmDesign:
 
 
 def _index_of(values: list[Any]) -> Callable[[Any], int]:
-    """``values.index`` from one hashed pass over ``values``: the position of the first value
-    equal to the one asked for (``list.index`` scanned the list for every unit, a cost of
-    units x values: seconds on a grid of 100,000 units). Equal values hash alike (a ``True``
-    finds a ``1`` listed before it, as ``list.index`` does); a value the table does not hold,
-    or one that cannot be hashed, is left to ``list.index`` itself."""
-    first: dict[Any, int] = {}
-    try:
-        for i, v in enumerate(values):
-            first.setdefault(v, i)
-    except TypeError:  # an unhashable value in the list
-        return values.index
+    """The position of a value in ``values``, from one hashed pass over them (``list.index``
+    scanned the list for every unit, a cost of units x values: seconds on a grid of 100,000
+    units). Values are the same exactly when the grid's repeat check says so
+    (:func:`dptune.grids.value_key`: a ``True`` is not a ``1``, where ``list.index`` finds a
+    ``1`` listed before it), so the design and the grid read a value list one way. A value
+    without a key of its own (a NaN, an unhashable value) is left to ``list.index``,
+    which finds it by identity or equality."""
+    first: dict[tuple[Any, ...], int] = {}
+    for i, v in enumerate(values):
+        first.setdefault(value_key(v), i)
 
     def index(value: Any) -> int:
-        try:
-            return first[value]
-        except (KeyError, TypeError):
-            return values.index(value)
+        i = first.get(value_key(value))
+        return i if i is not None else values.index(value)
 
     return index
 
