@@ -35,7 +35,7 @@ import pandas as pd
 from dptune.errors import did_you_mean, input_error, unexpected_type
 from dptune.vocab import METRIC_RANGES, metric_name, na_values
 
-__all__ = ["PER_USER_COLUMNS", "ID_COLUMNS", "VALUE_MAX", "user_ids", "read_table",
+__all__ = ["PER_USER_COLUMNS", "ID_COLUMNS", "VALUE_MAX", "user_ids", "read_table", "integer_column",
            "read_per_user", "read_per_user_configs", "check_per_user", "check_configs",
            "check_hyperparameter_values"]
 
@@ -196,8 +196,10 @@ def _numbers(values: pd.Series) -> pd.Series:
         return values.map(number).astype(np.float64)
 
 
-def _integers(path: str | Path, df: pd.DataFrame, col: str, low: int) -> pd.Series:
-    """Column ``col`` as int64, every value a finite integer >= ``low`` (and below 2^62)."""
+def integer_column(path: str | Path, df: pd.DataFrame, col: str, low: int) -> pd.Series:
+    """Column ``col`` of the table read from ``path`` as int64, every value a finite integer
+    >= ``low`` (and below 2^62); a value that is not one (text, a blank, 2.5) is one line
+    naming the file, the column, the line or row (:func:`_where`) and the value."""
     v = _numbers(df[col])
     with np.errstate(invalid="ignore"):
         bad = v.isna() | ~np.isfinite(v.astype(float)) | (v != np.floor(v)) | (v < low) \
@@ -347,7 +349,7 @@ def check_per_user(table: pd.DataFrame, path: str | Path = "per_user") -> pd.Dat
             raise input_error(path, col, f"empty value in {_where(path, i)}")
     out = pd.DataFrame({"algorithm": df["algorithm"].astype(str) if "algorithm" in cols else "runs"},
                        index=df.index)
-    out[key] = _integers(path, df, key, 0) if key == "config_id" else df[key].astype(str)
+    out[key] = integer_column(path, df, key, 0) if key == "config_id" else df[key].astype(str)
     out["fold"] = df["fold"].astype(str) if "fold" in cols else "0"
     like_test = (out["fold"].str.strip().str.lower() == "test") & (out["fold"] != "test")
     if like_test.any():  # "TEST" would be read as a validation fold, its values in every DP
@@ -368,7 +370,7 @@ def check_per_user(table: pd.DataFrame, path: str | Path = "per_user") -> pd.Dat
             raise input_error(path, "metric", f"{_where(path, i)} has {_shown(metric.iloc[i])}, a "
                               "cutoff written into the name while the cutoff column gives one: "
                               "write the name alone (e.g. ndcg), or leave out the cutoff column")
-        out["metric"], out["cutoff"] = metric, _integers(path, df, "cutoff", 1)
+        out["metric"], out["cutoff"] = metric, integer_column(path, df, "cutoff", 1)
     else:
         out["metric"], out["cutoff"] = _split_metric(path, metric)
     # nDCG, NDCG and ndcg are one metric, the vocabulary's (whose family it is in)
@@ -597,7 +599,7 @@ def check_configs(table: pd.DataFrame, per_user: pd.DataFrame,
             i = int(np.argmax(df[col].isna().to_numpy()))
             raise input_error(path, col, f"empty value in {_where(path, i)}")
     df["algorithm"] = df["algorithm"].astype(str)
-    df[key] = _integers(path, df, key, 0) if key == "config_id" else df[key].astype(str)
+    df[key] = integer_column(path, df, key, 0) if key == "config_id" else df[key].astype(str)
     dup = df.duplicated(["algorithm", key])
     if dup.any():
         row = df[dup].iloc[0]

@@ -28,6 +28,7 @@ from dptune.analysis.dp.units import pair_design, unit_sample
 from dptune.analysis.source import ResultSource
 from dptune.errors import input_error
 from dptune.store import FoldBuffer
+from dptune.store._per_user_file import integer_column, read_table
 from dptune.vocab import fold_key
 
 __all__ = ["main_pair_design", "all_scope_weights", "read_pairs", "slice_dp",
@@ -38,31 +39,16 @@ PAIRS_NEEDED = {"algorithm", "scope", "pair_index", "config_a", "config_b"}
 
 
 def read_main_csv(path: str | Path, needed: set[str], what: str) -> pd.DataFrame:
-    """A CSV file of the main reports (``pairs.csv``, ``best_configs.csv``); one that cannot be
-    read (empty, not CSV, not UTF-8) or lacks a column of ``needed`` is one line naming the
-    file, instead of a pandas traceback after the flags were accepted."""
-    try:
-        df = pd.read_csv(path)
-    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as err:
-        raise input_error(path, None, f"cannot be read as {what} "
-                          f"({str(err).splitlines()[0] if str(err) else type(err).__name__})"
-                          ) from None
-    except OSError as err:
-        raise input_error(path, None, f"cannot be read ({err.strerror})") from None
+    """A CSV file of the main reports (``pairs.csv``, ``best_configs.csv``), read as every
+    table of dptune is (:func:`dptune.store._per_user_file.read_table`: names kept as written);
+    one that cannot be read (missing, empty, not CSV, not UTF-8) or lacks a column of
+    ``needed`` is one line naming the file, instead of a pandas traceback after the flags were
+    accepted. Its integer columns are read by
+    :func:`dptune.store._per_user_file.integer_column`."""
+    df = read_table(path, what)
     if not needed <= set(df.columns):
         raise input_error(path, None, f"missing columns {sorted(needed - set(df.columns))}")
     return df
-
-
-def integer_column(df: pd.DataFrame, col: str, path: str | Path) -> np.ndarray:
-    """Column ``col`` of a main reports' file as integers; a value that is not one (text, a
-    blank, 2.5) is one line naming the file, the column and the value."""
-    v = pd.to_numeric(df[col], errors="coerce").to_numpy(dtype=np.float64)
-    bad = ~np.isfinite(v) | (v != np.round(v))
-    if bad.any():
-        raise input_error(path, col, f"must hold integers, got {df[col].iloc[int(np.argmax(bad))]!r}"
-                          f" in row {int(np.argmax(bad)) + 1}")
-    return v.astype(np.int64)
 
 
 def read_pairs(path: str | Path) -> pd.DataFrame:
@@ -71,7 +57,7 @@ def read_pairs(path: str | Path) -> pd.DataFrame:
     one line naming the file (and the column)."""
     df = read_main_csv(path, PAIRS_NEEDED, "a pairs.csv of the main analysis")
     for col in ("pair_index", "config_a", "config_b"):
-        df[col] = integer_column(df, col, path)
+        df[col] = integer_column(Path(path), df, col, 0)
     return df
 
 

@@ -48,6 +48,7 @@ from dptune.config import Experiment, load_experiment
 from dptune.errors import check_int, input_error
 from dptune.report import save_figure
 from dptune.store._files import check_not_study
+from dptune.store._per_user_file import integer_column
 from dptune.store._store import ResultStore
 from dptune.studies._markdown import shown_path
 from dptune.studies.slices.bins import (
@@ -59,7 +60,6 @@ from dptune.studies.slices.bins import (
 )
 from dptune.studies.slices.dp import (
     all_scope_weights,
-    integer_column,
     main_pair_design,
     read_main_csv,
     read_pairs,
@@ -209,8 +209,8 @@ def _check_same_results(d: Path, store: ResultStore, algorithms: Sequence[str], 
                           f"tells the reports of these results from others; {fix}")
     best = read_main_csv(path, {"algorithm", "metric", "cutoff", "config_id", "params",
                              "validation_mean"}, "a best_configs.csv of the main analysis")
-    best["config_id"] = integer_column(best, "config_id", path)
-    best["cutoff"] = integer_column(best, "cutoff", path)
+    best["config_id"] = integer_column(path, best, "config_id", 0)
+    best["cutoff"] = integer_column(path, best, "cutoff", 1)
     best["validation_mean"] = pd.to_numeric(best["validation_mean"], errors="coerce")
     mine = store.best_configs().set_index(["algorithm", "metric", "cutoff"])
     for r in best[best["algorithm"].astype(str).isin(list(algorithms))].itertuples(index=False):

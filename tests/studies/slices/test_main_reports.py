@@ -107,17 +107,17 @@ def test_main_reports_weighing_the_pairs_otherwise_are_refused(budget_swept, tmp
 
 
 @pytest.mark.parametrize("name, text, says", [
-    ("pairs.csv", "", "pairs.csv: cannot be read"),
+    ("pairs.csv", "", "pairs.csv: cannot read a pairs.csv of the main analysis"),
     ("pairs.csv", "algorithm,scope,pair_index,config_a,config_b\nbpr,all,0,x,1\n",
-     "pairs.csv: config_a: must hold integers, got 'x'"),
+     "pairs.csv: config_a: must hold integers >= 0; line 2 has 'x'"),
     ("pairs.csv", "algorithm,scope,pair_index,config_a,config_b\nbpr,all,0,,1\n",
-     "pairs.csv: config_a: must hold integers"),
-    ("best_configs.csv", "", "best_configs.csv: cannot be read"),
+     "pairs.csv: config_a: must hold integers >= 0; line 2 has nan"),
+    ("best_configs.csv", "", "best_configs.csv: cannot read a best_configs.csv"),
     ("best_configs.csv", "algorithm,metric,cutoff\nbpr,ndcg,10\n",
      "best_configs.csv: missing columns ['config_id', 'params', 'validation_mean']"),
     ("best_configs.csv", "algorithm,metric,cutoff,config_id,params,validation_mean\n"
                          "bpr,ndcg,10,one,k=1,0.5\n",
-     "best_configs.csv: config_id: must hold integers, got 'one'"),
+     "best_configs.csv: config_id: must hold integers >= 0; line 2 has 'one'"),
 ])
 def test_damaged_main_reports_are_one_line(budget_swept, tmp_path, capsys, name, text,
                                            says) -> None:
