@@ -35,9 +35,9 @@ import pandas as pd
 from dptune.errors import did_you_mean, input_error, unexpected_type
 from dptune.vocab import METRIC_RANGES, metric_name, na_values
 
-__all__ = ["PER_USER_COLUMNS", "ID_COLUMNS", "VALUE_MAX", "user_ids", "read_table", "integer_column",
-           "read_per_user", "read_per_user_configs", "check_per_user", "check_configs",
-           "check_hyperparameter_values"]
+__all__ = ["PER_USER_COLUMNS", "ID_COLUMNS", "VALUE_MAX", "user_ids", "read_table",
+           "integer_column", "read_per_user", "read_per_user_configs", "check_per_user",
+           "check_configs", "check_hyperparameter_values"]
 
 #: Every column a per-user table may have (a file of ``dptune dp --per-user``, or the frame of
 #: :class:`dptune.store.FrameStore`).

@@ -209,8 +209,8 @@ def test_a_time_budget_takes_the_rounds_the_naive_search_takes(paper, stages):
 def test_a_time_budget_prices_each_unit_once(paper, monkeypatch):
     """The paper's BPR-MF grid (225 units, 15 rounds) under a budget that holds it whole: each
     unit is priced once on a validation fold (and once on the test split), and the grid
-    expanded at most once per algorithm, not at each of the 15 round boundaries (minutes on a grid of
-    100,000 configurations)."""
+    expanded at most once per algorithm, not at each of the 15 round boundaries (minutes on a
+    grid of 100,000 configurations)."""
     exp = replace(paper, evaluation=replace(paper.evaluation, test_split=True),
                   analysis=replace(paper.analysis, noise_seeds=3))
     d = experiment_design(exp)

@@ -126,9 +126,10 @@ def hours_text(seconds: float) -> str:
 class _Costs:
     """The cost model's answers for one experiment, sweep shape and model, each computed once:
     each unit's projected seconds and the noise floor's per-unit costs (configurations taken
-    by id, :meth:`dptune.grids.Grid.config`). A time budget projects the run at every round boundary (:func:`budget_rounds`),
-    and computing them again for each one grew with rounds x units (minutes on a grid of
-    100,000 configurations); the answers are pure, so the projections are the same."""
+    by id, :meth:`dptune.grids.Grid.config`). A time budget projects the run at every round
+    boundary (:func:`budget_rounds`), and computing them again for each one grew with rounds x
+    units (minutes on a grid of 100,000 configurations); the answers are pure, so the
+    projections are the same."""
 
     def __init__(self, exp: Experiment, shape: SweepShape, model: CostModel) -> None:
         self.exp, self.shape, self.model = exp, shape, model
