@@ -33,7 +33,8 @@ Conventions shared by every test (documented choices, see ``docs/design.md``):
   difference has ``p = 0`` (the rule of :func:`paired_t`).
 - Fewer than two users (``n < 2``): ``p = 1`` for every test. A single difference carries no
   information about its own variance, so no test can reject; counting the pair as "not
-  discriminated" keeps DP sums finite and comparable.
+  discriminated" keeps DP sums finite and comparable. A NaN or infinite value is refused
+  first, however few the users.
 - Resampling tests (``"bootstrap"``, ``"permutation"``) draw one set of resamples per call and use
   it for every pair (row); each row's p-value is still a valid marginal test. They are seeded and
   reproducible, and use the ``(1 + #{|T*| >= |T|}) / (B + 1)`` convention (never exactly 0).
@@ -377,12 +378,18 @@ def ttest_pvalues(values: np.ndarray, rows_a: np.ndarray, rows_b: np.ndarray,
     :func:`paired_t` and :func:`t_pvalues` (as
     :func:`dptune.analysis.dp.bootstrap.point_pvalues`); the per-user differences are never
     materialised. Equals :func:`paired_pvalues` with ``test="t"`` to rounding. ``n < 2``: every
-    p-value 1."""
+    p-value 1, except NaN for a pair whose one difference is NaN or infinite (refused by the
+    callers, as with more users)."""
     v = values if values.flags.c_contiguous else np.ascontiguousarray(values)
     cols = None if columns is None else np.sort(np.asarray(columns, dtype=np.int64))
     n = (v.shape[1] if cols is None else len(cols)) if n is None else int(n)
     if n < 2:
-        return np.ones(len(rows_a))
+        p = np.ones(len(rows_a))
+        if n == 1:
+            col = 0 if cols is None else int(cols[0])
+            d = v[np.asarray(rows_a), col].astype(np.float64) - v[np.asarray(rows_b), col]
+            p[~np.isfinite(d)] = np.nan
+        return p
     ra = np.ascontiguousarray(rows_a, dtype=np.int64)
     rb = np.ascontiguousarray(rows_b, dtype=np.int64)
     s1, s2, dmin, dmax = (np.empty(len(ra)) for _ in range(4))

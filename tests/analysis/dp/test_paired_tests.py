@@ -249,3 +249,23 @@ def test_a_nan_beside_equal_differences_is_refused_by_the_tables_t_test(rest, wh
     # every value infinite: not a constant difference either
     values = np.vstack([np.full(5, np.inf), np.zeros(5)])
     assert np.isnan(paired_tests.ttest_pvalues(values, np.array([0]), np.array([1]))[0])
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_a_single_user_with_a_nan_is_refused_not_given_p_1(bad):
+    """One user (``n < 2``: p = 1 by convention) whose value is NaN or infinite: the tables'
+    t-test refuses it as it does with more users, whether the user is the only column or one
+    column chosen of two; a finite single user keeps p = 1, and so does a pair whose bad value
+    lies in a column not used."""
+    values = np.array([[bad, 0.3], [0.5, 0.1], [0.2, 0.4]])
+    test = paired_tests.paired_test("t")
+    for columns in (np.array([0]), None):
+        v = values if columns is not None else values[:, :1]
+        with pytest.raises(DptuneError, match="NaN or infinite"):
+            test.pvalues(v, np.array([1, 0]), np.array([2, 1]), columns=columns)
+        p = paired_tests.ttest_pvalues(v, np.array([1, 0]), np.array([2, 1]), columns=columns)
+        assert p[0] == 1.0 and np.isnan(p[1])
+    p = test.pvalues(values, np.array([1, 0]), np.array([2, 1]), columns=np.array([1]))
+    assert p.tolist() == [1.0, 1.0]
+    with pytest.raises(DptuneError, match="NaN or infinite"):
+        paired_tests.paired_pvalues(values[0, :1], values[1, :1])
