@@ -314,9 +314,11 @@ def compare_with_floor(dp: pd.DataFrame, floor: pd.DataFrame) -> pd.DataFrame:
     bootstrap interval of DP, a metric is **clearly below** its floor when the difference is
     larger than the two estimates' uncertainties together,
 
-        floor_per_25 - dp_per_25 > margin = sqrt(h_dp^2 + h_floor^2),   h_dp = ci_high - dp_per_25,
+        floor_per_25 - dp_per_25 > margin = sqrt(h_dp^2 + h_floor^2),
+        h_dp = max(0, ci_high - dp_per_25),
 
-    the upper half-width of DP's 95% interval (the side the claim rests on): a one-sided test
+    the upper half-width of DP's 95% interval (the side the claim rests on; 0 for an interval
+    that ends below its estimate, whose upper side adds no uncertainty): a one-sided test
     of "DP below the floor" at about 2.5%, which
     :mod:`dptune.studies.simulations.noise_floor` measures when a metric's DP is in truth its
     floor. A floor of one fold has no spread to read, so nothing is clearly below it. Without
@@ -339,7 +341,7 @@ def compare_with_floor(dp: pd.DataFrame, floor: pd.DataFrame) -> pd.DataFrame:
     merged["floor_ci_low"] = (merged["floor_per_25"] - h_floor).clip(lower=0.0)
     merged["floor_ci_high"] = (merged["floor_per_25"] + h_floor).clip(upper=REFERENCE_P)
     has_ci = merged["ci_high"].notna()
-    h_dp = merged["ci_high"] - merged["dp_per_25"]
+    h_dp = (merged["ci_high"] - merged["dp_per_25"]).clip(lower=0.0)
     merged["margin"] = np.sqrt(h_dp**2 + h_floor**2).where(has_ci)
     difference = merged["floor_per_25"] - merged["dp_per_25"]
     below = np.where(has_ci, difference > merged["margin"], difference > 0)

@@ -100,6 +100,14 @@ def test_compare_with_floor_flags_on_the_one_scale():
     assert set(t["rule"]) == {noise.RULE_MARGIN}
     one = noise.compare_with_floor(ci, floor.assign(n_folds=1, floor_per_25_sd=np.nan))
     assert one["flagged"].all() and one["floor_ci_low"].isna().all()  # one fold: no spread
+    # an interval that ends below its estimate (recall: 8.0 to 8.2 around 8.4): its upper
+    # half-width is 0, not the -0.2 that squared would widen the margin; so the margin is the
+    # floor's own half-width, 1.591223, and 10 - 8.4 = 1.6 just clears it
+    below = ci.assign(dp_per_25=[3.0, 8.4, 10.0, 1.0], ci_low=[2.0, 8.0, 6.0, 0.5],
+                      ci_high=[4.0, 8.2, 10.5, 1.5])
+    t = noise.compare_with_floor(below, floor.assign(floor_per_25=[10.0, 10.0, 10.0]))
+    np.testing.assert_allclose(t["margin"][1], 1.591223, atol=1e-6)
+    assert t["flagged"].tolist() == [False, False, True]
 
 
 # ------------------------------------------------------------------ parts and the floor table
