@@ -18,7 +18,7 @@ from dptune.config import Experiment
 from dptune.data._dataset import Dataset, load_dataset
 from dptune.data._fetch import KNOWN_DATASETS
 from dptune.data._split import HoldOut, cv_fold_labels, split_holdout
-from dptune.errors import input_error
+from dptune.errors import input_error, plain
 from dptune.metrics import novelty_vectors
 
 
@@ -116,8 +116,8 @@ class Prepared:
             if f != "test" and n < minimum:
                 raise input_error(self.exp.source, "split.folds", f"fold {f} has {n} users with "
                                   "a relevant held-out item, fewer than analysis.min_fold_users = "
-                                  f"{minimum}, so the analysis would refuse it after the sweep: "
-                                  "use more data or fewer folds, or lower min_fold_users "
+                                  f"{plain(minimum)}, so the analysis would refuse it after the "
+                                  "sweep: use more data or fewer folds, or lower min_fold_users "
                                   "(--min-fold-users)")
             counts[f] = n
         return counts

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from dptune.analysis.source import ResultSource
-from dptune.errors import check_int, input_error
+from dptune.errors import check_int, input_error, plain
 from dptune.vocab import fold_key
 
 __all__ = ["MIN_FOLD_USERS", "fold_user_counts", "recorded_fold_users", "check_fold_users",
@@ -103,7 +103,7 @@ def check_fold_users(counts: Mapping[tuple[str, str], int], minimum: int = MIN_F
             raise input_error(
                 source, f"{alg}/fold {fold}",
                 f"only {int(n)} users to test pairs on{whose}, fewer than min_fold_users = "
-                f"{int(minimum)}; DP over so few users is not evidence (use more data or fewer "
+                f"{plain(int(minimum))}; DP over so few users is not evidence (use more data or fewer "
                 "folds, or lower the minimum: --min-fold-users, or min_fold_users in Python)")
 
 

@@ -29,6 +29,10 @@ def test_too_few_users_on_a_fold_is_a_one_line_error():
     with pytest.raises(DptuneError, match="min_fold_users"):
         dg.check_fold_users(counts, -1)
     assert dg.fold_user_counts(_pv([])) == {}
+    # a minimum of thousands of digits is named by its size (spelt out, Python's limit on
+    # integer-to-text conversion raised a ValueError in the message)
+    with pytest.raises(DptuneError, match="min_fold_users = an integer of 5,001 digits;"):
+        dg.check_fold_users(counts, 10**5000)
 
 
 def test_all_pvalues_one_is_no_evidence():
