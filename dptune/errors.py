@@ -4,6 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+#: The largest integer that any count or integer setting of dptune takes: int64's. A results
+#: store keeps integers as int64 columns and JSON numbers, and every count is compared with
+#: and stored beside numpy's int64 values. For a model's integer hyperparameter (``k``,
+#: ``factors``, an outside model's ``int`` argument) a larger value (``k = 1e300``,
+#: ``k = 10**20``) turned the whole column into floats (``5`` written as ``5.0``); for an
+#: analysis count (``pairs``, ``min_fold_users``) one of thousands of digits could not be
+#: written into the report at all. Either is a typo far more often than a plan.
+INT_MAX = 2**63 - 1
+
 
 class DptuneError(Exception):
     """Bad input or configuration; the CLI prints ``str(err)`` on one line and exits with 2.

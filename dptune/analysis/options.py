@@ -18,7 +18,7 @@ import numpy as np
 
 from dptune.analysis.dp.paired_tests import paired_test
 from dptune.analysis.source import ResultSource
-from dptune.errors import check_int, input_error, is_finite, plain, suggest
+from dptune.errors import INT_MAX, check_int, input_error, is_finite, plain, suggest
 from dptune.vocab import CORRECTIONS, METRICS, RENAMED_OPTIONS, SEED_RANGE, TESTS, metric_name
 
 __all__ = ["AnalysisOptions", "TESTS", "CORRECTIONS", "PAIRS", "VALUE_PAIRS",
@@ -283,8 +283,10 @@ def validate_options(values: Mapping[str, Any], source: object = "analysis",
     Rules: ``pairs, noise_configs, primary_cutoff >= 1``; ``n_resamples`` 1 to
     :data:`MAX_RESAMPLES`; ``value_pairs``
     ``None`` or ``>= 1``; ``bootstrap`` 0 (off) or :data:`MIN_BOOTSTRAP` to
-    :data:`MAX_BOOTSTRAP`; ``stability, min_fold_users >= 0``; ``noise_seeds`` 0 or 2 to :data:`MAX_NOISE_SEEDS`;
-    ``seed`` ``None`` or >= 0;
+    :data:`MAX_BOOTSTRAP`; ``stability, min_fold_users >= 0``; ``noise_seeds`` 0 or 2 to
+    :data:`MAX_NOISE_SEEDS`; ``seed`` ``None`` or >= 0 (in :data:`SEED_RANGE`); every other
+    count at most :data:`dptune.errors.INT_MAX` (int64's, what a store and the report's
+    numbers hold: a count of thousands of digits could not be written into the report);
     ``0 < alpha < 1``; ``test`` in :data:`TESTS`, ``correction`` in :data:`CORRECTIONS`,
     ``primary_metric`` a metric's name without ``@N``, dptune's in any case (``NDCG`` is
     ``ndcg``: :func:`dptune.vocab.metric_name`) (its presence in the results is
@@ -310,6 +312,9 @@ def validate_options(values: Mapping[str, Any], source: object = "analysis",
         # a seed has an experiment seed's range (numpy seeds beyond it silently differ)
         most = {"seed": SEED_RANGE[1], "noise_seeds": MAX_NOISE_SEEDS}.get(key)
         out[key] = check_int(out[key], source, f"{prefix}{key}", lo, most)
+        if out[key] > INT_MAX and key not in ("bootstrap", "n_resamples"):  # (their own below)
+            raise bad(key, f"must be an integer from {lo} to {INT_MAX:,} (int64's largest), "
+                      f"got {plain(out[key])}")
     if out.get("noise_seeds") == 1:
         raise bad("noise_seeds", "needs 0 (off) or at least 2 seeds")
     if out.get("n_resamples", 0) > MAX_RESAMPLES:

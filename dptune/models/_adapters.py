@@ -28,7 +28,7 @@ from typing import Any
 
 import scipy.sparse as sp
 
-from dptune.errors import DptuneError, input_error, is_finite, plain
+from dptune.errors import INT_MAX, DptuneError, input_error, is_finite, plain
 from dptune.models._base import Family, Recommender, _binary_csr
 from dptune.models._cornac import DETERMINISTIC_CORNAC, CornacModel, cornac_class
 from dptune.models._implicit import ImplicitModel, implicit_class
@@ -302,13 +302,6 @@ def _kinds(param: inspect.Parameter,
         return (str,)
     return None
 
-
-#: The largest integer hyperparameter of any model (``k``, ``factors``, ``iterations``, an
-#: outside model's ``int`` argument): int64's. A results store keeps an integer
-#: hyperparameter as an int64 column; a larger value (``k = 1e300``, ``k = 10**20``) turned
-#: the whole column into floats (``5`` written as ``5.0``), and is a typo far more often than
-#: a plan.
-INT_MAX = 2**63 - 1
 
 
 def _fits(value: Any, kinds: tuple[type, ...]) -> bool:

@@ -15,9 +15,8 @@ from collections.abc import Iterator
 import numpy as np
 import scipy.sparse as sp
 
-from dptune.errors import DptuneError, input_error, plain
+from dptune.errors import INT_MAX, DptuneError, input_error, plain
 from dptune.models._adapters import (
-    INT_MAX,
     CornacFamily,
     ImplicitFamily,
     PythonFamily,

@@ -12,7 +12,7 @@ import pytest
 from dptune.analysis import options as options_module
 from dptune.analysis.options import AnalysisOptions, validate_options
 from dptune.config import parse_experiment
-from dptune.errors import DptuneError
+from dptune.errors import INT_MAX, DptuneError
 
 GRID = str(Path(__file__).parents[2] / "grids" / "knn.toml")
 BASE = {"name": "x", "algorithms": [{"name": "u", "type": "userknn", "grid": GRID}]}
@@ -39,6 +39,12 @@ BAD = [
     pytest.param("noise_seeds", 10**400, id="noise_seeds-10**400"),
     pytest.param("noise_seeds", 1001, id="noise_seeds-1001"),
     pytest.param("bootstrap", 10**5000, id="bootstrap-10**5000"),
+    # counts beyond int64: one of thousands of digits was taken and stopped the report's
+    # writing with a ValueError (Python's integer-to-text limit)
+    *(pytest.param(key, value, id=f"{key}-{shown}")
+      for key in ("pairs", "value_pairs", "min_pairs", "stability", "min_fold_users",
+                  "noise_configs", "primary_cutoff")
+      for value, shown in ((2**63, "2**63"), (10**5000, "10**5000"))),
 ]
 
 
@@ -53,6 +59,20 @@ def test_defaults():
     # the extra pair seeds may take 5 s per algorithm (the store's analysis stays in its target)
     assert o.stability_seconds == 5.0 and AnalysisOptions(stability_seconds=60).stability_seconds \
         == 60.0
+
+
+def test_every_count_takes_int64s_largest():
+    """The bound of the counts is int64's largest integer, taken as it is."""
+    o = AnalysisOptions(pairs=INT_MAX, value_pairs=INT_MAX, min_pairs=INT_MAX, stability=INT_MAX,
+                        min_fold_users=INT_MAX, noise_configs=INT_MAX)
+    assert o.pairs == o.value_pairs == o.min_pairs == o.stability == o.min_fold_users == INT_MAX
+    assert o.noise_configs == INT_MAX == 2**63 - 1
+    with pytest.raises(DptuneError, match=r"pairs: must be an integer from 1 to "
+                       r"9,223,372,036,854,775,807 \(int64's largest\), got an integer of 5,001 "
+                       r"digits$"):
+        AnalysisOptions(pairs=10**5000)
+    with pytest.raises(DptuneError, match=r"pairs: must be an integer >= 1, got 0$"):
+        AnalysisOptions(pairs=0)  # below: the plain rule, without the bound's 19 digits
 
 
 def test_value_pairs_default_to_the_smaller_of_pairs_and_200():

@@ -9,9 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dptune.errors import DptuneError
+from dptune.errors import INT_MAX, DptuneError
 from dptune.models import get_family
-from dptune.models._adapters import INT_MAX
 
 BPR = {"factors": 4, "iterations": 2, "learning_rate": 0.1, "user_reg": 0.0, "item_reg": 0.0}
 
