@@ -582,7 +582,12 @@ BAD_ARGUMENTS = [
      "sweep: progress: must be True or False"),
     (lambda r, t: dptune.sweep(QUICKSTART, results=t, storage=5), "sweep: storage: needs an "
      "optuna storage URL"),
-    (lambda r, t: dptune.sweep(QUICKSTART, results=t, jobs=0), "jobs: must be a positive"),
+    (lambda r, t: dptune.sweep(QUICKSTART, results=t, jobs=0), "sweep: jobs: must be an "
+     "integer from 1 to 1,024, got 0"),
+    (lambda r, t: dptune.sweep(QUICKSTART, results=t, jobs=10**5000), "sweep: jobs: must be an "
+     "integer from 1 to 1,024, got an integer of 5,001 digits"),
+    (lambda r, t: dptune.sweep(QUICKSTART, results=t, jobs=2.0), "sweep: jobs: must be an "
+     "integer from 1 to 1,024, got 2.0"),
     (lambda r, t: dptune.sweep(QUICKSTART, results=t, budget=[3]), "budget: [3] is not a "
      "budget"),
     (lambda r, t: dptune.load_experiment(None), "load_experiment: path: needs the experiment "

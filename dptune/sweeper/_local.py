@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from dptune._parallel import exit_if_orphaned, in_background, run_parallel
-from dptune.config import Budget, Experiment
-from dptune.errors import input_error
+from dptune.config import MAX_JOBS, Budget, Experiment
+from dptune.errors import check_int
 from dptune.store._store import ResultStore
 from dptune.sweeper._manifest import check_worker_models, init_results
 from dptune.sweeper._plan import Task, test_tasks
@@ -48,9 +48,9 @@ def run_experiment(exp: Experiment, results: str | Path, storage_url: str | None
     then the chosen configurations on the test split; returns the store. ``min_fold_users``
     replaces the experiment's for the check of the folds before the sweep (``dptune run
     --min-fold-users``)."""
-    jobs = exp.sweep.jobs if jobs is None else jobs
-    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
-        raise input_error("jobs", None, f"must be a positive integer, got {jobs!r}")
+    # the experiment's own is checked with it; an argument as ``--jobs`` is (a count of
+    # thousands of digits stopped this check's message with a ValueError)
+    jobs = check_int(exp.sweep.jobs if jobs is None else jobs, "sweep", "jobs", 1, MAX_JOBS)
     check_worker_models(exp, jobs)  # before anything is written
     storage_url = storage_url or exp.sweep.storage
     root = Path(results)
