@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from dptune.errors import input_error, plain
+from dptune.errors import input_error, is_finite, plain
 
 __all__ = [
     "FOLD_METHODS",
@@ -68,19 +68,22 @@ def _check_ratings(ratings: pd.DataFrame, need: tuple[str, ...] = ("user", "time
 def _check_int(value: object, field: str, low: int, high: int | None = None) -> int:
     """An integer in [low, high], else an error naming ``field``."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise input_error(_SOURCE, field, f"must be an integer, got {value!r}")
+        raise input_error(_SOURCE, field, f"must be an integer, got {plain(value)}")
     if value < low or (high is not None and value > high):
         bound = f"between {low} and {high}" if high is not None else f"at least {low}"
-        raise input_error(_SOURCE, field, f"must be {bound}, got {value}")
+        raise input_error(_SOURCE, field, f"must be {bound}, got {plain(value)}")
     return int(value)
 
 
 def _check_ratio(train_ratio: object) -> float:
     """A train ratio strictly between 0 and 1."""
     if isinstance(train_ratio, bool) or not isinstance(train_ratio, (int, float, np.floating)):
-        raise input_error(_SOURCE, "split.train_ratio", f"must be a number, got {train_ratio!r}")
-    if not 0.0 < float(train_ratio) < 1.0:
-        raise input_error(_SOURCE, "split.train_ratio", f"must be in (0, 1), got {train_ratio}")
+        raise input_error(_SOURCE, "split.train_ratio",
+                          f"must be a number, got {plain(train_ratio)}")
+    # is_finite first: float() of an integer beyond a float's range raises OverflowError
+    if not is_finite(train_ratio) or not 0.0 < float(train_ratio) < 1.0:
+        raise input_error(_SOURCE, "split.train_ratio",
+                          f"must be in (0, 1), got {plain(train_ratio)}")
     return float(train_ratio)
 
 
