@@ -21,6 +21,7 @@ from dptune.data._fetch import KNOWN_DATASETS
 from dptune.data._options import _check_columns, _check_sep
 from dptune.data._split import MAX_FOLDS, SPLIT_METHODS
 from dptune.errors import (
+    INT_MAX,
     SPELT_DIGITS,
     DptuneError,
     check_int,
@@ -435,6 +436,20 @@ def _find_data(d: DataConfig, config_path: Path, source: str, check: bool) -> st
                       f"nor a file{where}{hint}")
 
 
+def _check_int64(exp: Experiment, src: str) -> None:
+    """Every integer setting at most :data:`dptune.errors.INT_MAX` (int64's largest; after the
+    settings' own bounds, which are lower where a setting has one): the store records them in
+    its manifest and fingerprint, JSON that could not write one of thousands of digits, and no
+    count of a sweep comes near."""
+    for attr, cls in _TABLES:
+        for name, f in _settings(cls).items():
+            val = getattr(getattr(exp, attr), name)
+            if isinstance(f.default, int) and not isinstance(f.default, bool) \
+                    and isinstance(val, numbers.Integral) and val > INT_MAX:
+                raise input_error(src, f"{attr}.{name}", f"must be an integer of at most "
+                                  f"{INT_MAX:,} (int64's largest), got {plain(val)}")
+
+
 def _validate(exp: Experiment, src: str) -> None:
     s, e, a = exp.split, exp.evaluation, exp.analysis
     if not isinstance(exp.description, str):  # free text: a number or a table is a misplaced key
@@ -445,7 +460,7 @@ def _validate(exp: Experiment, src: str) -> None:
         raise input_error(src, "split.folds", "needs at least 2 folds")
     if s.folds > MAX_FOLDS:
         raise input_error(src, "split.folds", f"at most {MAX_FOLDS:,} folds (the split's fold "
-                          f"labels are 8-bit integers), got {s.folds:,}")
+                          f"labels are 8-bit integers), got {_count(s.folds)}")
     if s.seed is not None:
         check_int(s.seed, src, "split.seed", SEED_RANGE[0], SEED_RANGE[1])
     if not 0.0 < s.train_ratio < 1.0:
@@ -457,7 +472,7 @@ def _validate(exp: Experiment, src: str) -> None:
         raise input_error(src, "evaluation.cutoffs", "must be a non-empty list of positive integers")
     if max(e.cutoffs) > MAX_CUTOFF:
         raise input_error(src, "evaluation.cutoffs", f"at most {MAX_CUTOFF:,} (the longest "
-                          f"top-N list the store holds), got {max(e.cutoffs):,}")
+                          f"top-N list the store holds), got {_count(max(e.cutoffs))}")
     if not is_finite(e.relevance_threshold):
         raise input_error(src, "evaluation.relevance_threshold",
                           f"must be a finite number, got {plain(e.relevance_threshold)}")
@@ -491,6 +506,13 @@ def _validate(exp: Experiment, src: str) -> None:
         parse_budget(exp.sweep.budget, src, "sweep.budget")
     _choice(src, "sweep.device", exp.sweep.device, DEVICES)
     _validate_data(exp.data, src)
+    _check_int64(exp, src)
+
+
+def _count(n: int) -> str:
+    """An integer as a message shows a count: with thousands separators, or by its size when
+    it has hundreds of digits (:func:`dptune.errors.plain`)."""
+    return plain(n) if abs(n) >= 10**SPELT_DIGITS else f"{n:,}"
 
 
 def _validate_data(d: DataConfig, src: str) -> None:
@@ -580,7 +602,7 @@ def _check_name(name: object, source: str, where: str) -> str:
     digits, '.', '_' or '-', all of it (no final newline), at most :data:`MAX_NAME` of them."""
     if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
         raise input_error(source, where, "must be ASCII letters (a-z, A-Z), digits, '.', '_' or "
-                          f"'-', starting with a letter or digit; got {name!r}")
+                          f"'-', starting with a letter or digit; got {plain(name)}")
     if len(name) > MAX_NAME:
         raise input_error(source, where, f"has {len(name)} characters, at most {MAX_NAME}: it "
                           "is part of the names of the files the sweep writes")

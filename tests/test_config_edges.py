@@ -220,6 +220,45 @@ def test_a_setting_of_the_wrong_type_built_in_python_is_one_error(tmp_path, monk
     assert not (tmp_path / "results").exists()
 
 
+#: An integer of more digits than Python spells out (4,300): a setting of it built in Python
+#: stopped a message, or the store's JSON fingerprint, with a ValueError.
+THOUSANDS = 10**5000
+
+
+@pytest.mark.parametrize(("table", "change", "message"), [
+    ("split", {"folds": THOUSANDS}, "split.folds: at most 127 folds (the split's fold labels "
+     "are 8-bit integers), got an integer of 5,001 digits"),
+    ("split", {"min_user_interactions": THOUSANDS}, "split.min_user_interactions: must be an "
+     "integer of at most 9,223,372,036,854,775,807 (int64's largest), got an integer of 5,001 "
+     "digits"),
+    ("evaluation", {"cutoffs": (1, THOUSANDS)}, "evaluation.cutoffs: at most 32,767 (the "
+     "longest top-N list the store holds), got an integer of 5,001 digits"),
+    ("evaluation", {"user_block": 2**63}, "evaluation.user_block: must be an integer of at "
+     "most 9,223,372,036,854,775,807 (int64's largest), got 9223372036854775808"),
+    ("data", {"kcore": THOUSANDS}, "data.kcore: must be an integer of at most "
+     "9,223,372,036,854,775,807 (int64's largest), got an integer of 5,001 digits"),
+    ("data", {"columns": {"user": THOUSANDS, "item": 1}}, "data.columns.user: must be a column "
+     "name or a 0-based position, got an integer of 5,001 digits"),
+    (None, {"name": THOUSANDS}, "name: must be ASCII letters (a-z, A-Z), digits, '.', '_' or "
+     "'-', starting with a letter or digit; got an integer of 5,001 digits"),
+], ids=["folds", "min_user_interactions", "cutoffs", "user_block", "kcore", "columns", "name"])
+def test_a_huge_integer_setting_built_in_python_is_one_error(tmp_path, table, change, message):
+    """An integer setting beyond int64, or of thousands of digits, built in Python: the one
+    line naming it, before any work (a ValueError of Python's integer-to-text limit, in a
+    message or in the store's fingerprint, before)."""
+    from dataclasses import replace
+
+    import dptune
+
+    exp = load_experiment(_experiment(tmp_path))
+    changed = replace(exp, **change) if table is None else \
+        replace(exp, **{table: replace(getattr(exp, table), **change)})
+    with pytest.raises(DptuneError) as err:
+        dptune.sweep(changed, results=tmp_path / "results", progress=False)
+    assert str(err.value) == f"{exp.source}: {message}"
+    assert not (tmp_path / "results").exists()
+
+
 def test_numbers_of_numpy_and_lists_built_in_python_as_before(tmp_path):
     from dataclasses import replace
 

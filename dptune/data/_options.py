@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from dptune.errors import input_error
+from dptune.errors import INT_MAX, input_error, plain
 
 __all__ = ["COLUMNS", "parse_columns"]
 
@@ -44,23 +44,24 @@ def _check_columns(
     field = f"{prefix}columns"
     if not isinstance(columns, Mapping):
         raise input_error(source, field, "must map user/item/rating/timestamp to the file's "
-                          f"column names, got {columns!r}")
+                          f"column names, got {plain(columns)}")
     out: dict[str, str | int] = {}
     for key, value in columns.items():
         if key not in COLUMNS:
             raise input_error(source, f"{field}.{key}",
                               f"unknown key (expected {', '.join(COLUMNS)})")
-        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= INT_MAX:
             pass
         elif header is False:
             raise input_error(source, f"{field}.{key}", "the file has no header (header = "
-                              f"false): give a 0-based column position, got {value!r}")
+                              f"false): give a 0-based column position, got {plain(value)}")
         elif not isinstance(value, str) or not value.strip():
             raise input_error(source, f"{field}.{key}",
-                              f"must be a column name or a 0-based position, got {value!r}")
+                              f"must be a column name or a 0-based position, got {plain(value)}")
         if value in out.values():
             other = next(k for k, v in out.items() if v == value)
-            raise input_error(source, f"{field}.{key}", f"{value!r} is already {field}.{other}")
+            raise input_error(source, f"{field}.{key}", f"{plain(value)} is already "
+                              f"{field}.{other}")
         out[key] = value
     return out
 
