@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from dptune._resources import is_out_of_space, space_error
-from dptune.errors import check_not_working_dir, input_error
+from dptune.errors import check_not_working_dir, input_error, shown_path
 
 __all__ = ["temporary_path", "atomic_path", "write_bytes", "write_text", "publish_once",
            "staged_folder", "check_folder"]
@@ -174,11 +174,26 @@ def _publish(stage: Path, final: Path) -> None:
 
 
 def check_folder(path: str | os.PathLike[str], shown: object = None) -> None:
-    """One error line (naming ``shown``, default ``path``) when the folder to write into,
-    ``path``, is a file."""
-    if Path(path).exists() and not Path(path).is_dir():
-        raise input_error(path if shown is None else shown, None,
-                          "is a file, not a folder: give a folder to write into")
+    """One error line (naming ``shown``, default ``path``, by its first 60 characters) when
+    the folder to write into, ``path``, cannot be one: it is a file, it lies under a file (no
+    folder can be made there), or no folder can have its name (a name longer than the file
+    system takes, a NUL character: ``OSError`` and ``ValueError`` of the file system's calls,
+    which went up as tracebacks). A name is shown as :func:`dptune.errors.shown_path` shows
+    it."""
+    name = shown_path(path if shown is None else shown)
+    p = Path(path)
+    if "\0" in os.fspath(path):  # pathlib's exists() says False; mkdir raises ValueError
+        raise input_error(name, None, "no folder can have this name (a NUL character)")
+    try:
+        if p.exists() and not p.is_dir():
+            raise input_error(name, None, "is a file, not a folder: give a folder to write into")
+        above = next((q for q in p.absolute().parents if q.exists()), None)
+    except (OSError, ValueError) as err:
+        why = getattr(err, "strerror", None) or str(err).rstrip(".") or type(err).__name__
+        raise input_error(name, None, f"no folder can have this name ({why})") from None
+    if above is not None and not above.is_dir():
+        raise input_error(name, None, f"lies under the file {above}: no folder can be made "
+                          "there; give a folder to write into")
 
 
 #: A staged folder untouched this long belongs to a writer that died mid-write (``kill -9``
@@ -214,6 +229,7 @@ def staged_folder(path: str | os.PathLike[str]) -> Iterator[Path]:
     folder above it (:func:`dptune.errors.check_not_working_dir`). Where the folder beside
     ``path`` cannot be created (its parent is not writable, ``path`` is), the files are written
     into ``path`` directly, each one still atomically."""
+    check_folder(path)  # before any call of the file system on it
     final = shown = Path(path)
     if final.is_symlink():
         final = final.resolve()  # publish where the link points, keep the link

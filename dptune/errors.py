@@ -124,6 +124,17 @@ def check_int(value: object, source: object, field: str | None, minimum: int,
     return int(value)
 
 
+def shown_path(path: object) -> str:
+    """A path as a message shows it: as written (a NUL character as ``\\0``), or by its first
+    60 characters and ``...`` when it is longer than 200, as a name of thousands of
+    characters that no file system takes would be."""
+    import os
+
+    text = os.fspath(path) if isinstance(path, (str, os.PathLike)) else str(path)
+    text = text.replace("\0", "\\0")
+    return text if len(text) <= 200 else text[:60] + "..."
+
+
 def check_path(value: object, source: object, field: str, what: str = "a path") -> None:
     """The one-line error ``<source>: <field>: needs <what> (a str or os.PathLike), got <type>``
     unless ``value`` is a path, so that a wrong argument of a front function (``None``, a
@@ -291,15 +302,29 @@ def check_writable_dir(path: object, label: str) -> None:
     created; else one error naming ``label`` (the flag) and the path.
 
     A path under a file, or whose nearest existing ancestor is not writable, fails here, before
-    any work, instead of after a sweep of hours. The permission bits are read first, then a
-    file is created in that folder and removed at once: the bits alone say yes where a write
-    still fails (a pseudo-file system such as /proc, an NFS share that maps root to nobody).
+    any work, instead of after a sweep of hours; so does a path no directory can have (a name
+    longer than the file system takes, a NUL character), whose ``OSError`` or ``ValueError``
+    went up as a traceback. The permission bits are read first, then a file is created in
+    that folder and removed at once: the bits alone say yes where a write still fails (a
+    pseudo-file system such as /proc, an NFS share that maps root to nobody).
     """
     import os
     import tempfile
     from pathlib import Path
 
     p = Path(str(path))
+    try:
+        if "\0" in str(path):
+            raise ValueError("a NUL character")
+        p.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        pass
+    except (OSError, ValueError) as err:
+        shown = shown_path(path)
+        why = getattr(err, "strerror", None) or str(err)
+        what = "is not writable" if isinstance(err, PermissionError) else \
+            "cannot name a directory"
+        raise input_error(label, None, f"{shown} {what} ({why})") from None
     if p.exists():
         if not p.is_dir():
             raise input_error(label, None, f"{p} is not writable: it is a file, not a directory")

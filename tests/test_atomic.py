@@ -103,3 +103,61 @@ def test_a_stage_left_by_a_killed_writer_is_removed_by_the_next_write(tmp_path):
         (stage / "report.md").write_text("new")
     assert not dead.exists() and live.is_dir() and other.is_dir()
     assert (out / "report.md").read_text() == "new"
+
+
+#: A name longer than any file system takes (255 bytes a name on Linux and macOS).
+LONG = "9" * 5000
+
+
+@pytest.mark.parametrize(("under", "message"), [
+    (lambda t: t / "a.csv" / "reports", "lies under the file {t}/a.csv: no folder can be made "
+     "there; give a folder to write into"),
+    (lambda t: t / LONG, "no folder can have this name (File name too long)"),
+    (lambda t: t / "a.csv" / LONG, "no folder can have this name (File name too long)"),
+    (lambda t: t / "a\0b", "no folder can have this name (a NUL character)"),
+], ids=["under-a-file", "too-long", "too-long-under-a-file", "nul"])
+def test_a_folder_no_folder_can_be_is_one_line_and_nothing_written(tmp_path, under, message):
+    """The folder a report or the data files go to: under a file, or a name no file system
+    takes, is one line naming it (shortened to 60 characters), and nothing is written (a
+    FileExistsError, an OSError or a ValueError from the file system before)."""
+    from dptune._atomic import check_folder
+
+    (tmp_path / "a.csv").write_text("kept")
+    out = under(tmp_path)
+    with pytest.raises(DptuneError) as err:
+        with staged_folder(out) as stage:
+            (stage / "x.txt").write_text("x")
+    text = str(err.value)
+    assert text.endswith(": " + message.format(t=tmp_path)), text
+    assert "\n" not in text and len(text) < 300
+    # a long name by its first 60 characters; a NUL character shown, not written
+    assert text.startswith(f"{tmp_path}/"[:60] + "...: " if out.name == LONG else str(tmp_path))
+    assert "\0" not in text
+    with pytest.raises(DptuneError):
+        check_folder(out)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.csv"]
+    assert (tmp_path / "a.csv").read_text() == "kept"
+
+
+def test_a_directory_flag_no_directory_can_have_is_one_line(tmp_path):
+    """``--reports`` of a name longer than the file system takes: one line naming the flag
+    (an OSError traceback before, from ``dptune seeds`` and ``dptune slices``)."""
+    from dptune.errors import check_writable_dir
+
+    with pytest.raises(DptuneError, match=r"^--reports: 9{60}\.\.\. cannot name a directory "
+                       r"\(File name too long\)$"):
+        check_writable_dir(LONG, "--reports")
+    with pytest.raises(DptuneError, match=r"^--reports: .*a\\0b cannot name a directory "
+                       r"\(a NUL character\)$"):
+        check_writable_dir(tmp_path / "a\0b", "--reports")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_input_table_no_file_can_have_is_one_line(tmp_path):
+    """``dptune dp --configs`` (or ``--per-user``) of a name longer than the file system
+    takes: one line, not an OSError traceback."""
+    from dptune.store._per_user_file import read_table
+
+    with pytest.raises(DptuneError, match=r"^9{60}\.\.\.: configurations file not found: no "
+                       r"file can have this name \(File name too long\)$"):
+        read_table(LONG, "configurations file")
