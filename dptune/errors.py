@@ -76,7 +76,9 @@ def plain(value: object) -> str:
     """``value`` as a message shows it: Python's ``repr`` of the value, numpy scalars first
     turned into Python numbers (``inf``, ``3``, ``0.5``, not ``np.float64(inf)``), text
     quoted (``'abc'``), an integer of more than :data:`SPELT_DIGITS` digits by its size
-    (``an integer of 401 digits``)."""
+    (``an integer of 401 digits``), and a container whose ``repr`` Python refuses (it holds
+    an integer of more than 4,300 digits) by its type (``a list holding an integer of more
+    digits than Python spells out``)."""
     item = getattr(value, "item", None)
     if item is not None and type(value).__module__ == "numpy" and getattr(value, "ndim", 1) == 0:
         value = item()
@@ -84,7 +86,10 @@ def plain(value: object) -> str:
         # by its size: hundreds of digits are no message, and Python refuses to spell out an
         # integer of more than 4,300 (repr raises ValueError)
         return f"{'a negative' if value < 0 else 'an'} integer of {_digits(value):,} digits"
-    return repr(value)
+    try:
+        return repr(value)
+    except ValueError:  # Python's limit on integer-to-text conversion, inside a container
+        return f"a {type(value).__name__} holding an integer of more digits than Python spells out"
 
 
 def _digits(value: int) -> int:

@@ -573,6 +573,20 @@ BAD_ARGUMENTS = [
      "Report.from_result: hyperparameter_order:"),
     (lambda r, t: dptune.Report.from_result(r, extra_sections="x"),
      "Report.from_result: extra_sections:"),
+    # values of thousands of digits (a ValueError of Python's integer-to-text limit before)
+    (lambda r, t: dptune.Report.from_result(r, extra_sections=[("t", 10**5000)]),
+     "Report.from_result: extra_sections: needs a list of (title, markdown) pairs, got a list "
+     "holding an integer of more digits than Python spells out"),
+    (lambda r, t: dptune.Report.from_result(r, extra_sections=[("t", 3)]),
+     "Report.from_result: extra_sections: needs a list of (title, markdown) pairs, got "
+     "[('t', 3)]"),
+    (lambda r, t: dptune.Report.from_result(r, settings={"a": 10**5000}),
+     "Report.from_result: settings['a']: needs a value the table can show as text, got an "
+     "integer of 5,001 digits"),
+    (lambda r, t: dptune.analyze(t, progress=10**5000),
+     "analyze: progress: must be True or False, got an integer of 5,001 digits"),
+    (lambda r, t: dptune.sweep(QUICKSTART, results=t, progress=10**5000),
+     "sweep: progress: must be True or False, got an integer of 5,001 digits"),
     (lambda r, t: dptune.Report.from_result(r).write(None), "Report.write: out_dir: needs the "
      "report folder"),
     (lambda r, t: r.write_data(3), "write_data: out: needs the folder"),

@@ -28,7 +28,7 @@ from dptune.analysis.result import AnalysisResult
 from dptune.analysis.selection import best_table, configuration_count, datasets_table
 from dptune.analysis.verdict.build import build_verdict
 from dptune.analysis.verdict.families import family_judges
-from dptune.errors import did_you_mean, input_error, unexpected_type
+from dptune.errors import did_you_mean, input_error, plain, unexpected_type
 from dptune.store._files import check_not_study
 from dptune.store._per_user_store import PerUserStore
 from dptune.store._store import ResultStore
@@ -187,7 +187,7 @@ def check_arguments(where: str, options: object, progress: object, configs: obje
         raise input_error(where, "options", "needs dptune.AnalysisOptions (or None for the "
                           f"store's own), got {type(options).__name__}")
     if not isinstance(progress, bool):
-        raise input_error(where, "progress", f"must be True or False, got {progress!r}")
+        raise input_error(where, "progress", f"must be True or False, got {plain(progress)}")
     if configs is not None and not isinstance(configs, pd.DataFrame):
         raise input_error(where, "configs", "needs a pandas DataFrame of configurations, "
                           f"got {unexpected_type(configs)}")
@@ -198,7 +198,7 @@ def check_arguments(where: str, options: object, progress: object, configs: obje
     if isinstance(hyperparameters, (str, bytes)) or not names \
             or not all(isinstance(h, str) for h in hyperparameters):
         raise input_error(where, "hyperparameters", "needs a list of column names, got "
-                          f"{hyperparameters!r}")
+                          f"{plain(hyperparameters)}")
 
 
 def check_primary(store: ResultStore | PerUserStore, opts: AnalysisOptions) -> None:

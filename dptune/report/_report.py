@@ -483,17 +483,23 @@ def _check_render_arguments(settings: object, title: object, order: object,
     if settings is not None and not isinstance(settings, Mapping):
         raise input_error(where, "settings", "needs a mapping of setting -> value, got "
                           f"{type(settings).__name__}")
+    for key, value in (settings or {}).items():  # the table shows str(value)
+        try:
+            str(value)
+        except ValueError:  # an integer of more digits than Python spells out
+            raise input_error(where, f"settings[{plain(key)}]", "needs a value the table can "
+                              f"show as text, got {plain(value)}") from None
     if title is not None and not isinstance(title, str):
         raise input_error(where, "title", f"needs a string, got {type(title).__name__}")
     if order is not None and (not isinstance(order, Mapping) or any(
             isinstance(v, str) or not isinstance(v, Sequence) for v in order.values())):
         raise input_error(where, "hyperparameter_order", "needs a mapping of hyperparameter "
-                          f"-> list of values, got {order!r}")
+                          f"-> list of values, got {plain(order)}")
     if isinstance(extra_sections, (str, bytes)) or not isinstance(extra_sections, Sequence) or \
             not all(isinstance(x, (tuple, list)) and len(x) == 2 and isinstance(x[0], str)
-                    for x in extra_sections):
+                    and isinstance(x[1], str) for x in extra_sections):
         raise input_error(where, "extra_sections", "needs a list of (title, markdown) pairs, "
-                          f"got {extra_sections!r}")
+                          f"got {plain(extra_sections)}")
 
 
 def _write_text(path: Path, text: str) -> Path:

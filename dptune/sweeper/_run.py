@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from dptune.config import Budget, Experiment, check_experiment, load_experiment, parse_budget
-from dptune.errors import check_path, input_error
+from dptune.errors import check_path, input_error, plain
 from dptune.store._store import ResultStore
 from dptune.sweeper._local import run_experiment
 from dptune.sweeper._noise import NoiseRun, run_noise_floor
@@ -36,7 +36,7 @@ def run_sweep(exp: Experiment | str | Path, results: str | Path | None = None,
     if results is not None:
         check_path(results, "sweep", "results", "the results directory")
     if not isinstance(progress, bool):
-        raise input_error("sweep", "progress", f"must be True or False, got {progress!r}")
+        raise input_error("sweep", "progress", f"must be True or False, got {plain(progress)}")
     if storage is not None and not isinstance(storage, str):
         raise input_error("sweep", "storage", "needs an optuna storage URL (a str), got "
                           f"{type(storage).__name__}")

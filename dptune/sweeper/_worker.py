@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from dptune._interrupt import check as check_interrupt
 from dptune._parallel import exit_if_orphaned, in_background
 from dptune.config import Experiment
-from dptune.errors import input_error
+from dptune.errors import input_error, plain
 from dptune.store._store import ResultStore
 from dptune.store._writer import PartWriter
 from dptune.sweeper._claims import (
@@ -78,7 +78,7 @@ def worker(exp: Experiment, results: str | Path, storage_url: str | None = None,
     none (its process draws the bar).
     """
     if not isinstance(progress, bool):
-        raise input_error("worker", "progress", f"must be True or False, got {progress!r}")
+        raise input_error("worker", "progress", f"must be True or False, got {plain(progress)}")
     root = Path(results)
     with storage_errors(storage_url, root):
         storage = open_storage(storage_url, root, where=storage_place(storage_url, exp))

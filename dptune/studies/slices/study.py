@@ -45,7 +45,7 @@ import pandas as pd
 from dptune._atomic import staged_folder
 from dptune.analysis.dp.paired_tests import PairedTest, check_test, paired_test
 from dptune.config import Experiment, load_experiment
-from dptune.errors import check_int, input_error
+from dptune.errors import check_int, input_error, plain
 from dptune.report import save_figure
 from dptune.store._files import check_not_study
 from dptune.store._per_user_file import integer_column
@@ -337,7 +337,7 @@ def _check_arguments(results_dir: Any, out_dir: Any, reports_dir: Any, base: Any
         raise input_error("slices", "min_users", f"must be an integer >= 2 (a paired test needs "
                           f"two users), got {min_users!r}")
     if not isinstance(progress, bool):
-        raise input_error("slices", "progress", f"must be True or False, got {progress!r}")
+        raise input_error("slices", "progress", f"must be True or False, got {plain(progress)}")
     if algorithms is not None:
         if isinstance(algorithms, (str, bytes)) or not all(isinstance(a, str) for a in algorithms):
             raise input_error("slices", "algorithms", f"needs a list of algorithm names, got "

@@ -1,0 +1,42 @@
+"""How a one-line error shows the value or the path it names (``dptune/errors.py``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dptune.errors import plain, shown_path
+
+
+@pytest.mark.parametrize(("value", "shown"), [
+    ("abc", "'abc'"),
+    (3, "3"),
+    (0.5, "0.5"),
+    (np.float64("inf"), "inf"),
+    (np.int64(7), "7"),
+    (np.str_("x"), "'x'"),
+    (10**30, str(10**30)),  # spelt out up to 100 digits
+    (10**400, "an integer of 401 digits"),
+    (-10**5000, "a negative integer of 5,001 digits"),
+    ([1, "a"], "[1, 'a']"),
+    ([1, 10**5000], "a list holding an integer of more digits than Python spells out"),
+    ({"k": (10**5000,)}, "a dict holding an integer of more digits than Python spells out"),
+], ids=["str", "int", "float", "np-inf", "np-int", "np-str", "30-digits", "401-digits",
+        "5001-digits", "list", "list-of-a-huge-integer", "dict-of-a-huge-integer"])
+def test_plain_shows_every_value_in_one_short_line(value, shown):
+    """``repr`` but for numpy's scalars (as Python numbers), integers of hundreds of digits
+    (by their size) and containers of an integer Python refuses to spell out (by their type:
+    ``repr`` raised ValueError)."""
+    assert plain(value) == shown
+
+
+def test_shown_path_keeps_a_path_and_shortens_a_name_no_file_system_takes():
+    """A path of up to 200 characters as written; a longer one by its first 60 and ``...``; a
+    NUL character as ``\\0``, never written into a message."""
+    assert shown_path(Path("reports") / "quickstart") == "reports/quickstart"
+    assert shown_path("x" * 200) == "x" * 200
+    assert shown_path("x" * 201) == "x" * 60 + "..."
+    assert shown_path("a\0b") == "a\\0b"
+    assert shown_path(3) == "3"
