@@ -174,12 +174,11 @@ def _publish(stage: Path, final: Path) -> None:
 
 
 def check_folder(path: str | os.PathLike[str], shown: object = None) -> None:
-    """One error line (naming ``shown``, default ``path``, by its first 60 characters) when
-    the folder to write into, ``path``, cannot be one: it is a file, it lies under a file (no
-    folder can be made there), or no folder can have its name (a name longer than the file
-    system takes, a NUL character: ``OSError`` and ``ValueError`` of the file system's calls,
-    which went up as tracebacks). A name is shown as :func:`dptune.errors.shown_path` shows
-    it."""
+    """One error line (naming ``shown``, default ``path``, as :func:`dptune.errors.shown_path`
+    shows it) when the folder to write into, ``path``, cannot be one: it is a file, it lies
+    under a file (no folder can be made there), or no folder can have its name (a name longer
+    than the file system takes, a NUL character: ``OSError`` and ``ValueError`` of the file
+    system's calls, which went up as tracebacks)."""
     name = shown_path(path if shown is None else shown)
     p = Path(path)
     if "\0" in os.fspath(path):  # pathlib's exists() says False; mkdir raises ValueError

@@ -303,12 +303,11 @@ def _kinds(param: inspect.Parameter,
     return None
 
 
-
 def _fits(value: Any, kinds: tuple[type, ...]) -> bool:
     """Whether ``value`` is of one of ``kinds`` (an ``int`` kind takes an integral number
-    within int64's range, :data:`INT_MAX`; a ``float`` one any finite number; a bool is not a
-    number). An integer beyond a float's range (400 digits) fits neither: ``float()`` of it
-    raised ``OverflowError``."""
+    within int64's range, :data:`dptune.errors.INT_MAX`; a ``float`` one any finite number; a
+    bool is not a number). An integer beyond a float's range (400 digits) fits neither:
+    ``float()`` of it raised ``OverflowError``."""
     if value is None:
         return type(None) in kinds
     if isinstance(value, bool):

@@ -103,8 +103,9 @@ def check_fold_users(counts: Mapping[tuple[str, str], int], minimum: int = MIN_F
             raise input_error(
                 source, f"{alg}/fold {fold}",
                 f"only {int(n)} users to test pairs on{whose}, fewer than min_fold_users = "
-                f"{plain(int(minimum))}; DP over so few users is not evidence (use more data or fewer "
-                "folds, or lower the minimum: --min-fold-users, or min_fold_users in Python)")
+                f"{plain(int(minimum))}; DP over so few users is not evidence (use more data or "
+                "fewer folds, or lower the minimum: --min-fold-users, or min_fold_users in "
+                "Python)")
 
 
 def no_evidence(pvalues: pd.DataFrame) -> pd.DataFrame:

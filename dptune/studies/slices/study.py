@@ -335,7 +335,7 @@ def _check_arguments(results_dir: Any, out_dir: Any, reports_dir: Any, base: Any
     if isinstance(min_users, bool) or not isinstance(min_users, (int, np.integer)) \
             or min_users < 2:
         raise input_error("slices", "min_users", f"must be an integer >= 2 (a paired test needs "
-                          f"two users), got {min_users!r}")
+                          f"two users), got {plain(min_users)}")
     if not isinstance(progress, bool):
         raise input_error("slices", "progress", f"must be True or False, got {plain(progress)}")
     if algorithms is not None:
