@@ -13,6 +13,7 @@ Everything here reads the store; nothing reaches back into the sweep, and nothin
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -103,9 +104,12 @@ def analyze(store: ResultStore | str | Path | pd.DataFrame,
     source = (str((man.get("dataset") or {}).get("source") or "analysis")
               if isinstance(store, PerUserStore) else "analysis")
     dg.check_fold_users(dg.recorded_fold_users(store), opts.min_fold_users, source)
+    fewest = functools.partial(_fewest_users, store)  # whose users they are, in a refusal
+    dg.check_fold_users(dg.complete_fold_users(store, opts.pairs), opts.min_fold_users, source,
+                        which=fewest)
     estimate = run_fold_loop(store, opts, progress)
     dg.check_fold_users(dg.fold_user_counts(estimate.pvalues), opts.min_fold_users, source,
-                        which=lambda alg, fold: _fewest_users(store, alg, fold))
+                        which=fewest)
     with_dp = set(estimate.table["algorithm"])
     estimate = dataclasses.replace(estimate, without={
         a: configuration_count(store, a) for a in store.algorithms() if a not in with_dp})

@@ -6,8 +6,10 @@ reported with confidence.
   (default 20) users on which the pairs are tested is refused with one line naming the
   algorithm, the fold and the count (:func:`check_fold_users`): before the fold loop starts,
   from the users the store's manifest records (:func:`recorded_fold_users`: a sweep's
-  evaluated users, a per-user table's users with values), and after it, from the users the
-  pairs were tested on (:func:`fold_user_counts`: a table's configurations may share fewer).
+  evaluated users, a per-user table's users with values; :func:`complete_fold_users`: the
+  users every configuration of a table's algorithm has values for, where every pair is
+  compared), and after it, from the users the pairs were tested on (:func:`fold_user_counts`:
+  the configurations of a sampled table's pairs may share fewer).
   A fold of zero users is refused even with the minimum off (``min_fold_users = 0``): pairs
   compared on no user are no comparison.
 - **No evidence**: a (algorithm, scope, metric@N) whose p-values are all 1 (every pair has
@@ -30,8 +32,8 @@ from dptune.analysis.source import ResultSource
 from dptune.errors import check_int, input_error, plain
 from dptune.vocab import fold_key
 
-__all__ = ["MIN_FOLD_USERS", "fold_user_counts", "recorded_fold_users", "check_fold_users",
-           "no_evidence", "capped_band"]
+__all__ = ["MIN_FOLD_USERS", "fold_user_counts", "recorded_fold_users", "complete_fold_users",
+           "check_fold_users", "no_evidence", "capped_band"]
 
 #: Default minimum number of users of a validation fold.
 MIN_FOLD_USERS = 20
@@ -71,6 +73,33 @@ def recorded_fold_users(store: ResultSource) -> dict[tuple[str, str], int]:
             n = counts.get(fold)
             if isinstance(n, numbers.Integral) and not isinstance(n, bool):
                 out[(str(alg), fold)] = int(n)
+    return out
+
+
+def complete_fold_users(store: ResultSource, pairs: int) -> dict[tuple[str, str], int]:
+    """``(algorithm, fold) -> users`` the pairs of scope ``all`` will be tested on, where that
+    is known before any fold is read: a per-user table records, per validation fold and
+    metric@N where it is not complete, the users for whom every configuration of the
+    algorithm has a value (the manifest's ``incomplete``, ``complete``); when every pair of the
+    algorithm is compared (its ``C (C - 1) / 2`` pairs are at most ``pairs``), scope ``all``
+    tests its pairs on exactly those users, the fewest of any scope. So
+    :func:`check_fold_users` on these refuses before the fold loop what it would refuse after
+    it: a table whose configurations share no user on a fold, or too few. Empty for a sweep's
+    store (its configurations score every user) and for an algorithm whose pairs are a sample
+    (the configurations of the sampled pairs may share more users); order as
+    :func:`recorded_fold_users`."""
+    records = store.manifest().get("incomplete") or []
+    fewest: dict[tuple[str, str], int] = {}
+    for r in records:
+        key = (str(r["algorithm"]), str(r["fold"]))
+        fewest[key] = min(fewest.get(key, int(r["complete"])), int(r["complete"]))
+    out: dict[tuple[str, str], int] = {}
+    for alg in sorted({a for a, _ in fewest}, key=[str(a) for a in store.algorithms()].index):
+        n = len(store.configs(alg))
+        if n * (n - 1) // 2 > int(pairs):
+            continue
+        for fold in sorted((f for a, f in fewest if a == alg), key=fold_key):
+            out[(alg, fold)] = fewest[(alg, fold)]
     return out
 
 

@@ -6,6 +6,7 @@ import pytest
 
 from dptune.analysis.dp import degenerate as dg
 from dptune.errors import DptuneError
+from dptune.store._per_user_store import PerUserStore
 
 
 def _pv(rows):
@@ -87,3 +88,44 @@ def test_configurations_sharing_no_user_are_refused_not_given_a_dp():
     assert str(err.value).startswith("per_user: runs/fold 1: no user to test pairs on")
     same = table[table["fold"] == "0"]
     assert len(dptune.discriminative_power(same, bootstrap=0, min_fold_users=0).dp.table)
+
+
+def _disjoint_table(systems: int) -> pd.DataFrame:
+    """Fold 0: every system has the same 30 users; fold 1: each its own 30 (none shared)."""
+    rng = np.random.default_rng(3)
+    return pd.DataFrame([{"system": f"s{s}", "fold": f,
+                          "user": f"{f}-{u if f == '0' else f'{s}-{u}'}", "metric": "ndcg@10",
+                          "value": rng.random()}
+                         for s in range(systems) for f in ("0", "1") for u in range(30)])
+
+
+@pytest.mark.parametrize("minimum", [0, 20])
+def test_configurations_sharing_no_user_are_refused_before_the_fold_loop(monkeypatch, minimum):
+    """When every pair of a table's algorithm is compared, the users its configurations share
+    are known from the table itself: too few (none here) is refused before the fold loop
+    starts, as a fold too small is, with the same line the loop would give, naming whose
+    users are few. The manifest of such a table says so (``complete_fold_users``)."""
+    import dptune
+    from dptune.analysis import pipeline
+
+    def no_loop(*args, **kwargs):
+        raise AssertionError("the fold loop ran")
+
+    monkeypatch.setattr(pipeline, "run_fold_loop", no_loop)
+    with pytest.raises(DptuneError) as err:
+        dptune.discriminative_power(_disjoint_table(3), bootstrap=0, min_fold_users=minimum)
+    assert str(err.value).startswith("per_user: runs/fold 1: no user to test pairs on: no user "
+                                     "has values for every configuration compared")
+    store = PerUserStore.from_frame(_disjoint_table(3))
+    assert dg.complete_fold_users(store, 3) == {("runs", "1"): 0}  # 3 pairs: all compared
+    assert dg.complete_fold_users(store, 2) == {}  # a sample of pairs: known after the loop
+
+
+def test_a_sample_of_pairs_that_share_no_user_is_still_refused_after_the_loop():
+    """A table of more pairs than ``pairs`` compares a sample, whose configurations may share
+    more users than all of them do: nothing is refused before the loop, and the loop's count
+    refuses pairs compared on no user, as before."""
+    import dptune
+
+    with pytest.raises(DptuneError, match=r"^per_user: runs/fold 1: no user to test pairs on"):
+        dptune.discriminative_power(_disjoint_table(5), bootstrap=0, min_fold_users=0, pairs=4)
