@@ -21,6 +21,7 @@ from dptune.errors import input_error, is_finite, plain
 
 __all__ = [
     "FOLD_METHODS",
+    "check_train_ratio",
     "HoldOut",
     "MAX_FOLDS",
     "check_users_kept",
@@ -270,11 +271,24 @@ def split_holdout(
         holdout = leave_one_out_random(ratings, seed, min_user_interactions)
     check_users_kept(ratings, holdout, min_user_interactions, source)
     if not len(holdout.train) and len(holdout.test):  # train_ratio below 1 / (largest user)
-        most = int(ratings.groupby("user").size().max())
-        raise input_error(source, "split.train_ratio", f"{plain(train_ratio)} leaves no rating "
-                          f"for training: each user trains on floor(train_ratio x its ratings), "
-                          f"and the most any user has is {most}; give at least 1/{most}")
+        check_train_ratio(ratings, train_ratio, source)
     return holdout
+
+
+def check_train_ratio(ratings: pd.DataFrame, train_ratio: float, source: object,
+                      field: str = "split.train_ratio") -> None:
+    """The one-line error naming ``field`` when ``train_ratio`` leaves no rating for training
+    at all: each user trains on ``floor(train_ratio x n_u)`` of its ``n_u`` ratings, so a
+    ratio below ``1 / max_u n_u`` trains no one (a model fit on nothing, metrics of zero
+    everywhere). A ratio that leaves only some users without training ratings is taken: a
+    10/90 split of short histories is a legitimate design."""
+    if not len(ratings):
+        return
+    most = int(ratings.groupby("user").size().max())
+    if _floor_share(float(train_ratio), np.array([most]))[0] < 1:
+        raise input_error(source, field, f"{plain(train_ratio)} leaves no rating for training: "
+                          "each user trains on floor(train_ratio x its ratings), and the most "
+                          f"any user has is {most}; give at least 1/{most}")
 
 
 def _balanced_random(n: int, n_folds: int, rng: np.random.Generator) -> np.ndarray:

@@ -39,6 +39,7 @@ import pandas as pd
 
 from dptune._atomic import staged_folder
 from dptune.config import Experiment
+from dptune.data._split import check_train_ratio
 from dptune.errors import check_int, check_report_folder, input_error
 from dptune.report import save_figure
 from dptune.studies.seeds.figure import seeds_figure
@@ -139,7 +140,8 @@ def _plan(exp: Experiment, st: SeedSettings, cache_dir: str | Path | None) -> Se
     if not galgs:
         n_grid = 0
     n_grid = check_grid_seeds(n_grid, exp.source, "seeds.grid_seeds")  # a SeedSettings given whole
-    study_ratings(exp)  # the data read and checked (its cutoffs) before the cache is made
+    # the data read and checked (its cutoffs, the hold-out's ratio) before the cache is made
+    check_train_ratio(study_ratings(exp)[0], st.train_ratio, exp.source, "seeds.train_ratio")
     root = Path(cache_dir or st.cache or Path("results") / seeds_folder_name(exp))
     p = SeedPlan(exp=exp, settings=st, configs=chosen, seeds=tuple(split_seeds(exp, st.n_seeds)),
                  grid_algorithms=tuple(galgs), grid_seeds=n_grid,

@@ -112,3 +112,19 @@ def test_an_interrupted_report_leaves_the_previous_one(tmp_path, monkeypatch) ->
     files = run_seeds_study(cfg, out_dir=out, cache_dir=tmp_path / "cache", progress=False)
     assert files[-1] == out / "seeds_report.md" and all(f.is_file() for f in files)
     assert (out / "seeds_per_seed.csv").read_text().startswith("dataset,")
+
+
+def test_a_hold_out_ratio_that_trains_no_one_is_refused_before_any_work(tmp_path) -> None:
+    """``[seeds] train_ratio`` below one rating of the largest history left every user without
+    a training rating: the study trained its models on nothing and reported their spread as
+    "largest deviation 0.00%". It is refused as ``[split] train_ratio`` is, naming the key,
+    before the cache is made; a ratio that trains someone is taken."""
+    cfg = _exp(tmp_path, "train_ratio = 0.0001\n")
+    with pytest.raises(DptuneError) as ex:
+        run_seeds_study(cfg, out_dir=tmp_path / "out", cache_dir=tmp_path / "cache",
+                        progress=False)
+    text = str(ex.value)
+    assert text.startswith(f"{cfg}: seeds.train_ratio: 0.0001 leaves no rating for training: "
+                           "each user trains on floor(train_ratio x its ratings), and the most "
+                           "any user has is "), text
+    assert not (tmp_path / "cache").exists() and not (tmp_path / "out").exists()
