@@ -153,7 +153,7 @@ def parse_budget(value: Any, source: str | Path, field_: str | None) -> Budget:
         return input_error(source, field_, f"{why}; a budget is {BUDGET_FORMS}")
 
     if isinstance(value, bool) or not isinstance(value, (int, str)):
-        raise bad(f"{value!r} is not a budget")
+        raise bad(f"{plain(value)} is not a budget")
     too_many = (f"more than any grid holds (at most {MAX_CONFIGS:,} configurations); leave "
                 "the budget out to run every unit")
     if isinstance(value, int):
@@ -175,17 +175,17 @@ def parse_budget(value: Any, source: str | Path, field_: str | None) -> Budget:
         try:
             pct = float(text[:-1])
         except ValueError:
-            raise bad(f"{value!r} is not a percentage") from None
+            raise bad(f"{plain(value)} is not a percentage") from None
         if not 0.0 < pct <= 100.0:
-            raise bad(f"{value!r}: a fraction must be more than 0% and at most 100%")
+            raise bad(f"{plain(value)}: a fraction must be more than 0% and at most 100%")
         return Budget("fraction", pct / 100.0, value.strip(), str(source), field_)
     m = _TIME_RE.match(text)
     if not text or m is None or not any(m.groups()):
-        raise bad(f"{value!r} is not a budget")
+        raise bad(f"{plain(value)} is not a budget")
     seconds = sum(float(g) * unit for g, unit in zip(m.groups(), (3600.0, 60.0, 1.0),
                                                       strict=True) if g)
     if not seconds > 0:
-        raise bad(f"{value!r}: a time budget must be more than 0 seconds")
+        raise bad(f"{plain(value)}: a time budget must be more than 0 seconds")
     if not math.isfinite(seconds):  # hundreds of digits: a float's infinity, not a time
         raise bad(f"{value.strip()[:24]}...: a time budget must be a finite time")
     return Budget("time", seconds, value.strip(), str(source), field_)
@@ -291,16 +291,18 @@ def _build(cls: type, table: Any, source: str, prefix: str) -> Any:
                 raise input_error(source, f"{prefix}{key}", "must be true or false")
         elif isinstance(default, int) and not isinstance(default, bool):
             if not isinstance(val, int) or isinstance(val, bool):
-                raise input_error(source, f"{prefix}{key}", f"must be an integer, got {val!r}")
+                raise input_error(source, f"{prefix}{key}", f"must be an integer, got "
+                                  f"{plain(val)}")
         elif isinstance(default, float):
             if not isinstance(val, (int, float)) or isinstance(val, bool):
-                raise input_error(source, f"{prefix}{key}", f"must be a number, got {val!r}")
+                raise input_error(source, f"{prefix}{key}", f"must be a number, got "
+                                  f"{plain(val)}")
             if not is_finite(val):  # an integer beyond a float's range (float() overflows)
                 raise input_error(source, f"{prefix}{key}", f"must be a finite number, got "
                                   f"{plain(val)}")
             val = float(val)
         elif (isinstance(default, str) or known[key].type == "str") and not isinstance(val, str):
-            raise input_error(source, f"{prefix}{key}", f"must be a string, got {val!r}")
+            raise input_error(source, f"{prefix}{key}", f"must be a string, got {plain(val)}")
         kwargs[key] = val
     try:
         return cls(**kwargs)
@@ -329,7 +331,7 @@ def _choice(source: str, where: str, value: Any, allowed: tuple[str, ...]) -> No
     """The one-line error ``'<value>' is not one of <allowed>`` (with a close match to suggest,
     ``did you mean``) unless ``value`` is one of ``allowed``."""
     if value not in allowed:
-        raise input_error(source, where, f"{value!r} is not one of {', '.join(allowed)}"
+        raise input_error(source, where, f"{plain(value)} is not one of {', '.join(allowed)}"
                           + did_you_mean(str(value), list(allowed)))
 
 
@@ -365,10 +367,10 @@ def _find_grid(path: str, config_path: Path, source: str, field: str) -> Path:
     if found.is_file():
         return found.resolve()
     if found.is_dir():
-        raise input_error(source, field, f"grid file {path!r} is a directory ({found.resolve()}), "
-                          "not a grid file")
+        raise input_error(source, field, f"grid file {plain(path)} is a directory "
+                          f"({found.resolve()}), not a grid file")
     if found.exists():  # a device or a pipe (/dev/null): there, but no file to read
-        raise input_error(source, field, f"grid file {path!r} ({found.resolve()}) is not a "
+        raise input_error(source, field, f"grid file {plain(path)} ({found.resolve()}) is not a "
                           "regular file")
     hint = ""
     if not p.is_absolute() and (Path.cwd() / p).is_file():
@@ -376,7 +378,7 @@ def _find_grid(path: str, config_path: Path, source: str, field: str) -> Path:
         rel = rel if not rel.startswith(f"..{os.sep}..{os.sep}..") else str((Path.cwd() / p).resolve())
         hint = f"; it exists relative to the working directory: write grid = {json.dumps(rel)}"
     where = "" if p.is_absolute() else f" (relative paths start at the experiment file's folder, {config_path.parent.resolve()})"
-    raise input_error(source, field, f"grid file {path!r} not found{where}{hint}")
+    raise input_error(source, field, f"grid file {plain(path)} not found{where}{hint}")
 
 
 def _load_grid(path: Path, a: AlgorithmConfig) -> Grid:
@@ -420,8 +422,9 @@ def _find_data(d: DataConfig, config_path: Path, source: str, check: bool) -> st
     p = Path(d.source).expanduser()
     found = p if p.is_absolute() else config_path.parent / p
     if check and found.is_dir():  # "" and "." name the experiment's own folder
-        raise input_error(source, "data.source", f"{d.source!r} is a folder ({found.resolve()}), "
-                          f"not a data file nor a known data set ({', '.join(KNOWN_DATASETS)})")
+        raise input_error(source, "data.source", f"{plain(d.source)} is a folder "
+                          f"({found.resolve()}), not a data file nor a known data set "
+                          f"({', '.join(KNOWN_DATASETS)})")
     if found.exists() or not check:
         return str(found.resolve())
     hint = ""
@@ -432,8 +435,8 @@ def _find_data(d: DataConfig, config_path: Path, source: str, check: bool) -> st
     where = "" if p.is_absolute() else (f" (a relative path starts at the experiment file's "
                                          f"folder: tried {found.resolve()})")
     raise input_error(source, "data.source",
-                      f"{d.source!r} is neither a known data set ({', '.join(KNOWN_DATASETS)}) "
-                      f"nor a file{where}{hint}")
+                      f"{plain(d.source)} is neither a known data set "
+                      f"({', '.join(KNOWN_DATASETS)}) nor a file{where}{hint}")
 
 
 def _check_int64(exp: Experiment, src: str) -> None:
@@ -527,7 +530,7 @@ def _validate_data(d: DataConfig, src: str) -> None:
         raise input_error(src, "data.min_rating", f"must be a finite number, got "
                           f"{plain(d.min_rating)}")
     if d.header is not None and not isinstance(d.header, bool):
-        raise input_error(src, "data.header", f"must be true or false, got {d.header!r}")
+        raise input_error(src, "data.header", f"must be true or false, got {plain(d.header)}")
     _check_sep(src, d.sep, prefix="data.")
     _check_columns(src, d.columns, d.header, prefix="data.")
     if d.columns is not None and not d.columns:
@@ -613,13 +616,14 @@ def _check_algorithm(a: AlgorithmConfig, i: int, source: str, seen: Mapping[str,
     """``algorithms[i]``: its name (unique among ``seen``, usable in part names) and its type."""
     _check_name(a.name, source, f"algorithms[{i}].name")
     if "__" in a.name:  # a part is named <algorithm>__<fold>__<unit>.parquet
-        raise input_error(source, f"algorithms[{i}].name", f"{a.name!r} holds '__', which "
+        raise input_error(source, f"algorithms[{i}].name", f"{plain(a.name)} holds '__', which "
                           "separates the algorithm, fold and unit in the names of its results")
     if a.name in seen:
-        raise input_error(source, f"algorithms[{i}].name", f"duplicate algorithm name {a.name!r}")
+        raise input_error(source, f"algorithms[{i}].name",
+                          f"duplicate algorithm name {plain(a.name)}")
     if not isinstance(a.type, str) or not is_known_type(a.type):
         raise input_error(source, f"algorithms[{i}].type",
-                          f"{a.type!r} is not userknn, itemknn, bpr-mf, cornac:<ModelClass>, "
+                          f"{plain(a.type)} is not userknn, itemknn, bpr-mf, cornac:<ModelClass>, "
                           "implicit:<model>, python:<package.module>:<Class> or a registered "
                           "model name")
 

@@ -180,9 +180,9 @@ def exponent_values(base: float, start: float, stop: float, step: float) -> list
         except (ZeroDivisionError, OverflowError):
             v = math.inf
         if isinstance(v, complex) or not math.isfinite(v):
-            raise ValueError(f"{base!r} ** {e!r} is not a finite real number (a zero base with a "
-                             "negative exponent, a negative base with a fractional one, or too "
-                             "large)")
+            raise ValueError(f"{plain(base)} ** {plain(e)} is not a finite real number (a zero "
+                             "base with a negative exponent, a negative base with a fractional "
+                             "one, or too large)")
         out.append(v)
     return out
 
@@ -296,7 +296,7 @@ def _expand_param(source: str, name: str, spec: Any) -> list[Any]:
         # values an exponent or rounding makes equal are merged below, as documented
         twice = _first_repeat(raw)
         if twice is not None:
-            raise input_error(source, f"{where}.values", f"lists {raw[twice]!r} twice; a grid "
+            raise input_error(source, f"{where}.values", f"lists {plain(raw[twice])} twice; a grid "
                               "value is written once")
     else:
         if "base" not in spec or "exponent" not in spec:
@@ -318,7 +318,8 @@ def _expand_param(source: str, name: str, spec: Any) -> list[Any]:
     digits = spec.get("digits")
     if digits is not None and (isinstance(digits, bool) or not isinstance(digits, int)
                                or not 0 <= digits <= 15):
-        raise input_error(source, f"{where}.digits", f"must be an integer from 0 to 15, got {digits!r}")
+        raise input_error(source, f"{where}.digits",
+                          f"must be an integer from 0 to 15, got {plain(digits)}")
     try:
         if rounding == "int":
             vals = [int(math.floor(_finite(v) + 0.5)) for v in raw]
@@ -329,17 +330,17 @@ def _expand_param(source: str, name: str, spec: Any) -> list[Any]:
     except (TypeError, ValueError):
         what = "round = \"int\"" if rounding == "int" else "digits"
         raise input_error(source, f"{where}.values",
-                          f"{what} needs finite numbers, got {raw!r}") from None
+                          f"{what} needs finite numbers, got {plain(raw)}") from None
     for v in vals:
         if not isinstance(v, (int, float, str, bool)):
-            raise input_error(source, f"{where}.values", f"unsupported value {v!r}")
+            raise input_error(source, f"{where}.values", f"unsupported value {plain(v)}")
     excl = spec.get("exclude", [])
     if not isinstance(excl, list):
         raise input_error(source, f"{where}.exclude", "must be a list")
     present = {value_key(v) for v in vals}
     for e in excl:
         if value_key(e) not in present:
-            raise input_error(source, f"{where}.exclude", f"{e!r} is not a value of the grid")
+            raise input_error(source, f"{where}.exclude", f"{plain(e)} is not a value of the grid")
     out: list[Any] = []
     dropped = {value_key(e) for e in excl}
     for v in vals:  # true is not 1 (Python's ==), neither as a value nor as an exclusion
@@ -389,7 +390,7 @@ def parse_grid(data: dict, source: str = "<memory>", *,
         _check_keys(source, f"{where}.", spec, _DERIVED_KEYS)
         src = spec.get("from")
         if not isinstance(src, str) or src not in values:
-            raise input_error(source, f"{where}.from", f"{src!r} is not a free hyperparameter")
+            raise input_error(source, f"{where}.from", f"{plain(src)} is not a free hyperparameter")
         if name in values:
             raise input_error(source, where, "is also a free hyperparameter")
         text = next((v for v in values[src] if isinstance(v, bool)
@@ -397,15 +398,15 @@ def parse_grid(data: dict, source: str = "<memory>", *,
         if text is not None:  # a derived value is source x scale: "cosine" x 0.5 is nothing
             # "0.1": a number quoted by mistake (it reads as one)
             quoted = isinstance(text, str) and isinstance(value_norm(text), float)
-            raise input_error(source, f"{where}.from", f"{src!r} has a value that is not a "
-                              f"number: params.{src}.values holds {text!r}"
+            raise input_error(source, f"{where}.from", f"{plain(src)} has a value that is not a "
+                              f"number: params.{src}.values holds {plain(text)}"
                               + (", a string (write the number without quotes)" if quoted
                                  else "") + "; a derived hyperparameter is its source times "
                               "the scale")
         derived[name] = (src, _real(source, f"{where}.scale", spec.get("scale", 1.0)))
     family = data.get("family")
     if family is not None and not isinstance(family, str):
-        raise input_error(source, "family", f"must be a string, got {family!r}")
+        raise input_error(source, "family", f"must be a string, got {plain(family)}")
     _check_text(source, "description", data.get("description"))
     grid = Grid(values=values, derived=derived, family=family, source=source)
     if max_configs is not None:
@@ -442,7 +443,7 @@ def subgrid_around(grid: Grid, best: dict[str, Any], radius: int = 2) -> Grid:
             continue
         i = next((j for j, v in enumerate(vals) if _same(v, best[name])), None)
         if i is None:  # as list.index: the best value must be one of the grid's
-            raise ValueError(f"{best[name]!r} is not a value of {name}")
+            raise ValueError(f"{plain(best[name])} is not a value of {name}")
         keep[name] = vals[max(0, i - radius): i + radius + 1]
     return restrict(grid, keep)
 

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from dptune.cli import main
 from dptune.config import parse_experiment
 from dptune.data import read_ratings
-from dptune.errors import DptuneError
+from dptune.errors import DptuneError, plain
 from dptune.grids import parse_grid
 from dptune.models import get_family
 from dptune.store._per_user_file import read_per_user
@@ -37,6 +37,8 @@ FAST = settings(max_examples=60, deadline=None,
 # -------------------------------------------------------------------------- value strategies
 SCALARS = st.one_of(
     st.integers(-3, 3), st.integers(-(2**70), 2**70),
+    # more digits than Python spells out (4,300): any message or JSON of it raised ValueError
+    st.sampled_from([10**5000, -(10**5000)]),
     st.floats(allow_nan=True, allow_infinity=True), st.sampled_from([0.0, -0.0, 1e-300, 1e300]),
     st.booleans(), st.sampled_from(["", " ", "abc", "ndcg", "temporal", "t", "10", "nan", "∞"]),
 )
@@ -99,7 +101,7 @@ def mutate(base: dict, changes: list, draw_index: int = 0) -> dict:
             algos = data.get("algorithms")
             if not isinstance(algos, list) or not algos or not isinstance(algos[0], dict):
                 continue
-            target = algos[hash(str(value)) % len(algos)]
+            target = algos[hash(plain(value)) % len(algos)]
         else:
             target = data.setdefault(section, {})
             if not isinstance(target, dict):
