@@ -158,7 +158,7 @@ def parse_budget(value: Any, source: str | Path, field_: str | None) -> Budget:
                 "the budget out to run every unit")
     if isinstance(value, int):
         if value < 1:
-            raise bad(f"{value} units: needs at least 1")
+            raise bad(f"{_count(value)} units: needs at least 1")
         if value > MAX_CONFIGS:  # no grid holds more units (and float() of 10**400 overflows)
             shown = plain(value) if value >= 10**SPELT_DIGITS else f"{value:,} units"
             raise bad(f"{shown}: {too_many}")
@@ -686,10 +686,16 @@ def check_experiment(exp: Experiment) -> Experiment:
     if not isinstance(exp, Experiment):
         raise input_error("experiment", None, f"expected a dptune.Experiment, got "
                           f"{type(exp).__name__}")
+    if not isinstance(exp.source, (str, os.PathLike)):
+        raise input_error("experiment", "source", "must be the experiment file's path or a "
+                          f"label (a str), got {type(exp.source).__name__}")
     source = str(exp.source) if exp.source else "<memory>"
     _check_name(exp.name, source, "name")
     check_int(exp.seed, source, "seed", SEED_RANGE[0], SEED_RANGE[1])
     _check_settings(exp, source)
+    if not isinstance(exp.algorithms, (list, tuple)):
+        raise input_error(source, "algorithms", "must be a list of dptune.AlgorithmConfig, got "
+                          f"{type(exp.algorithms).__name__}")
     if not exp.algorithms:
         raise input_error(source, "algorithms", "needs at least one algorithm")
     grids: dict[str, Grid] = {}

@@ -259,6 +259,32 @@ def test_a_huge_integer_setting_built_in_python_is_one_error(tmp_path, table, ch
     assert not (tmp_path / "results").exists()
 
 
+@pytest.mark.parametrize(("change", "message"), [
+    ({"algorithms": 3}, "{src}: algorithms: must be a list of dptune.AlgorithmConfig, got int"),
+    ({"source": 5}, "experiment: source: must be the experiment file's path or a label (a "
+     "str), got int"),
+    ({"data": ("sep", 10**5000)}, "{src}: data.sep: must be a single ASCII character or one of "
+     "tab, \\t, comma, semicolon, space, pipe, got an integer of 5,001 digits"),
+    ({"sweep": ("budget", -10**5000)}, "{src}: sweep.budget: a negative integer of 5,001 digits "
+     "units: needs at least 1; a budget is "),
+], ids=["algorithms-int", "source-int", "sep-5001-digits", "budget-negative-5001-digits"])
+def test_a_field_of_the_wrong_kind_built_in_python_is_one_error(tmp_path, change, message):
+    """``algorithms=3`` failed with TypeError ('int' object is not iterable), ``source=5``,
+    a separator or a budget of thousands of digits with a ValueError of Python's
+    integer-to-text limit."""
+    from dataclasses import replace
+
+    from dptune.config import check_experiment
+
+    exp = load_experiment(_experiment(tmp_path))
+    (key, value), = change.items()
+    if isinstance(value, tuple):
+        value = replace(getattr(exp, key), **{value[0]: value[1]})
+    with pytest.raises(DptuneError) as err:
+        check_experiment(replace(exp, **{key: value}))
+    assert str(err.value).startswith(message.format(src=exp.source)), err.value
+
+
 def test_numbers_of_numpy_and_lists_built_in_python_as_before(tmp_path):
     from dataclasses import replace
 

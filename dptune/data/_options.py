@@ -27,7 +27,7 @@ def _check_sep(source: str, sep: object, prefix: str = "") -> str | None:
         sep = _SEP_NAMES.get(sep.lower(), sep)
     if not isinstance(sep, str) or len(sep) != 1 or ord(sep) > 127 or sep in "\"\r\n":
         raise input_error(source, f"{prefix}sep", f"must be a single ASCII character or one of "
-                          f"{', '.join(_SEP_NAMES)}, got {sep!r}")
+                          f"{', '.join(_SEP_NAMES)}, got {plain(sep)}")
     return sep
 
 
