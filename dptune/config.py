@@ -626,6 +626,9 @@ def _check_algorithm(a: AlgorithmConfig, i: int, source: str, seen: Mapping[str,
                           f"{plain(a.type)} is not userknn, itemknn, bpr-mf, cornac:<ModelClass>, "
                           "implicit:<model>, python:<package.module>:<Class> or a registered "
                           "model name")
+    if not isinstance(a.grid, str):  # as a file's; a number failed inside pathlib (TypeError)
+        raise input_error(source, f"algorithms[{i}].grid", "must be the grid file's path as a "
+                          f"string (empty for no hyperparameter), got {type(a.grid).__name__}")
 
 
 def _read_grid(a: AlgorithmConfig, i: int, config_path: Path,

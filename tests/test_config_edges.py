@@ -267,7 +267,10 @@ def test_a_huge_integer_setting_built_in_python_is_one_error(tmp_path, table, ch
      "tab, \\t, comma, semicolon, space, pipe, got an integer of 5,001 digits"),
     ({"sweep": ("budget", -10**5000)}, "{src}: sweep.budget: a negative integer of 5,001 digits "
      "units: needs at least 1; a budget is "),
-], ids=["algorithms-int", "source-int", "sep-5001-digits", "budget-negative-5001-digits"])
+    ({"algorithms": ("grid", 3)}, "{src}: algorithms[0].grid: must be the grid file's path as a "
+     "string (empty for no hyperparameter), got int"),
+], ids=["algorithms-int", "source-int", "sep-5001-digits", "budget-negative-5001-digits",
+        "grid-int"])
 def test_a_field_of_the_wrong_kind_built_in_python_is_one_error(tmp_path, change, message):
     """``algorithms=3`` failed with TypeError ('int' object is not iterable), ``source=5``,
     a separator or a budget of thousands of digits with a ValueError of Python's
@@ -278,7 +281,10 @@ def test_a_field_of_the_wrong_kind_built_in_python_is_one_error(tmp_path, change
 
     exp = load_experiment(_experiment(tmp_path))
     (key, value), = change.items()
-    if isinstance(value, tuple):
+    if isinstance(value, tuple) and key == "algorithms":
+        value = (replace(exp.algorithms[0], **{value[0]: value[1]}), *exp.algorithms[1:])
+        exp = replace(exp, grids={})
+    elif isinstance(value, tuple):
         value = replace(getattr(exp, key), **{value[0]: value[1]})
     with pytest.raises(DptuneError) as err:
         check_experiment(replace(exp, **{key: value}))
