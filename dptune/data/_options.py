@@ -68,8 +68,11 @@ def _check_columns(
 
 def parse_columns(text: str, source: str = "--columns") -> dict[str, str | int]:
     """``"user=u,item=i,rating=r"`` (command line) as a mapping; digits give a position."""
+    if not isinstance(text, str):
+        raise input_error(source, None, "needs the columns as text, such as "
+                          f"'user=u,item=i,rating=r', got {type(text).__name__}")
     out: dict[str, str | int] = {}
-    for part in str(text).split(","):
+    for part in text.split(","):
         key, eq, value = part.partition("=")
         key, value = key.strip(), value.strip()
         if not eq or not key or not value:

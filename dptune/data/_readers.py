@@ -27,7 +27,7 @@ import pandas as pd
 
 from dptune.data._options import COLUMNS, _check_columns, _check_sep, _positions, parse_columns
 from dptune.data._parse import _finish
-from dptune.errors import check_path, input_error
+from dptune.errors import check_path, input_error, plain, shown_path
 from dptune.vocab import FORMATS, na_values
 
 __all__ = ["COLUMNS", "FORMATS", "parse_columns", "read_ratings"]
@@ -72,7 +72,12 @@ def read_ratings(
     """
     check_path(path, "read_ratings", "path", "the path of a ratings file")
     p = Path(path)
-    if p.is_dir():
+    try:
+        is_dir = p.is_dir()
+    except OSError as err:  # a name longer than the file system takes
+        raise input_error(shown_path(p), None, "no file can have this name "
+                          f"({err.strerror or err})") from None
+    if is_dir:
         raise input_error(p, None, "is a directory, expected a ratings file")
     try:
         data = p.read_bytes()
@@ -108,10 +113,10 @@ def _read_bytes(
     """Parse the bytes of a ratings file named ``filename`` (``source`` labels errors)."""
     if fmt not in FORMATS:
         raise input_error(
-            source, "fmt", f"unknown format {fmt!r} (expected one of {', '.join(FORMATS)})"
+            source, "fmt", f"unknown format {plain(fmt)} (expected one of {', '.join(FORMATS)})"
         )
     if header is not None and not isinstance(header, bool):
-        raise input_error(source, "header", f"must be true or false, got {header!r}")
+        raise input_error(source, "header", f"must be true or false, got {plain(header)}")
     if header is False and fmt not in ("auto", "csv"):
         raise input_error(source, "header", f"header = false applies to csv files, not {fmt}")
     sep = _check_sep(source, sep)
@@ -192,7 +197,7 @@ def _detect_format(
     raise input_error(
         source,
         "format",
-        f"cannot tell the format from the file name and its first line {first[:60]!r}; give "
+        f"cannot tell the format from the file name and its first line {plain(first[:60])}; give "
         f"one of {', '.join(FORMATS[1:])} ({_FORMAT_WHERE})",
     )
 
@@ -262,7 +267,7 @@ def _check_header_names(head: list[str], resolved: dict[str, object], source: st
         name = str(column).strip()
         where = [i + 1 for i, h in enumerate(names) if h == name]
         if len(where) > 1:
-            raise input_error(source, f"line {line}", f"the header names {name!r} (read as "
+            raise input_error(source, f"line {line}", f"the header names {plain(name)} (read as "
                               f"{key}) {len(where)} times, as fields "
                               f"{' and '.join(map(str, where))}; rename all but one")
 
@@ -304,7 +309,7 @@ def _read_text(
         shown_sep, header, quoting, layout = sep, True, csv.QUOTE_MINIMAL, None
         positional = fmt == "csv" and has_header is False
     if len(sep) != 1 or ord(sep) > 127:
-        raise input_error(source, "sep", f"must be a single ASCII character, got {sep!r}")
+        raise input_error(source, "sep", f"must be a single ASCII character, got {plain(sep)}")
     shown_sep = {"\t": "tab", ",": "','", ";": "';'"}.get(shown_sep, repr(shown_sep))
 
     encoding = "utf-8"
@@ -427,7 +432,7 @@ def _resolve_columns(
                 continue  # own mapping without this column: implicit feedback / no timestamps
             found = ", ".join(str(c) for c in file_columns)
             where = f"columns.{key}" if key in columns else key
-            raise input_error(source, where, f"missing column {col!r} in the header (found: "
+            raise input_error(source, where, f"missing column {plain(col)} in the header (found: "
                               f"{found}){_columns_hint(key, fmt, columns, wanted, names)}")
         resolved[key] = names[col]
     return resolved

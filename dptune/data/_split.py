@@ -63,7 +63,7 @@ def _check_ratings(ratings: pd.DataFrame, need: tuple[str, ...] = ("user", "time
         raise input_error(_SOURCE, "ratings", f"expected a DataFrame, got {type(ratings).__name__}")
     for col in need:
         if col not in ratings.columns:
-            raise input_error(_SOURCE, "ratings", f"missing column {col!r}")
+            raise input_error(_SOURCE, "ratings", f"missing column {plain(col)}")
 
 
 def _check_int(value: object, field: str, low: int, high: int | None = None) -> int:
@@ -164,7 +164,8 @@ def check_users_kept(ratings: pd.DataFrame, holdout: HoldOut, min_user_interacti
     sizes = ratings.groupby("user").size()
     raise input_error(
         source, "split.min_user_interactions",
-        f"all {len(sizes)} users were dropped: each has fewer than {int(min_user_interactions)} "
+        f"all {len(sizes)} users were dropped: each has fewer than "
+        f"{plain(int(min_user_interactions))} "
         f"ratings (the most any user has is {int(sizes.max())}); lower "
         "split.min_user_interactions or use more data")
 
@@ -253,10 +254,11 @@ def split_holdout(
     """
     if method not in SPLIT_METHODS:
         raise input_error(source, "split.method",
-                          f"unknown method {method!r} (expected one of {', '.join(SPLIT_METHODS)})")
+                          f"unknown method {plain(method)} (expected one of "
+                          f"{', '.join(SPLIT_METHODS)})")
     if not timestamps and method in _TIMED:
-        raise input_error(source, "split.method", f"{method!r} orders each user's ratings by time "
-                          "but the data has no timestamps ([data] columns maps none); use "
+        raise input_error(source, "split.method", f"{plain(method)} orders each user's ratings "
+                          "by time but the data has no timestamps ([data] columns maps none); use "
                           "'random' or 'leave-one-out-random'")
     if not timestamps and fold_method == "user_temporal":
         raise input_error(source, "split.fold_method", "'user_temporal' needs timestamps and the "
@@ -336,7 +338,7 @@ def cv_fold_labels(
         raise input_error(
             _SOURCE,
             "split.fold_method",
-            f"unknown method {method!r} (expected one of {', '.join(FOLD_METHODS)})",
+            f"unknown method {plain(method)} (expected one of {', '.join(FOLD_METHODS)})",
         )
     k = _check_int(n_folds, "split.folds", 2, MAX_FOLDS)
     _check_ratings(train, need=("user", "timestamp") if method == "user_temporal" else ("user",))

@@ -41,7 +41,7 @@ import numpy as np
 import pandas as pd
 
 from dptune._resources import check_fits
-from dptune.errors import check_writable_dir, input_error
+from dptune.errors import check_writable_dir, input_error, plain
 
 __all__ = ["PRESETS", "SynthShape", "synthesize", "write_synthetic"]
 
@@ -95,26 +95,26 @@ def _check(shape: SynthShape, source: str) -> SynthShape:
     for field, lo in (("users", 1), ("items", 1), ("ratings", 1), ("min_user_ratings", 1)):
         v = getattr(shape, field)
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
-            raise _err(source, field, f"must be an integer >= {lo}, got {v!r}")
+            raise _err(source, field, f"must be an integer >= {lo}, got {plain(v)}")
     for field in ("popularity_exponent", "activity_exponent", "mean_span_days"):
         v = getattr(shape, field)
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-            raise _err(source, field, f"must be a finite number >= 0, got {v!r}")
+            raise _err(source, field, f"must be a finite number >= 0, got {plain(v)}")
     for field in ("popularity_exponent", "activity_exponent"):
         v = getattr(shape, field)
         if v > MAX_EXPONENT:  # r ** -v underflows to 0 for the later ranks: no weights left
             raise _err(source, field, f"must be at most {MAX_EXPONENT:g} (real data's Zipf "
-                       f"exponents are below 3), got {v!r}")
+                       f"exponents are below 3), got {plain(v)}")
     if shape.mean_span_days <= 0:
         raise _err(source, "mean_span_days", "must be > 0")
     p = np.asarray(shape.rating_probs, dtype=np.float64)
     if p.shape != (5,) or not np.all(np.isfinite(p)) or (p < 0).any() or abs(p.sum() - 1) > 1e-6:
         raise _err(source, "rating_probs", "must be 5 probabilities (1 .. 5 stars), each "
-                          f">= 0, summing to 1, got {shape.rating_probs!r}")
+                          f">= 0, summing to 1, got {plain(shape.rating_probs)}")
     if not (isinstance(shape.start, (int, np.integer)) and isinstance(shape.end, (int, np.integer))
             and 0 <= shape.start < shape.end):
         raise _err(source, "start/end", "must be integer Unix times with 0 <= start < end, "
-                          f"got {shape.start!r}..{shape.end!r}")
+                          f"got {plain(shape.start)}..{plain(shape.end)}")
     u, i, r, m = shape.users, shape.items, shape.ratings, shape.min_user_ratings
     if m > i:
         raise _err(source, "min_user_ratings", f"{m} exceeds the {i} items")
@@ -203,7 +203,7 @@ def synthesize(shape: SynthShape, seed: int = 0, source: str = "synth") -> pd.Da
     """
     _check(shape, source)
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise _err(source, "seed", f"must be an integer >= 0, got {seed!r}")
+        raise _err(source, "seed", f"must be an integer >= 0, got {plain(seed)}")
     rng = np.random.default_rng(int(seed))
     u_deg = _degrees(shape.users, shape.ratings, shape.activity_exponent,
                      shape.min_user_ratings, shape.items, rng)
@@ -253,6 +253,6 @@ def shape_of(preset: str | None, source: str = "synth", **overrides: object) -> 
     elif preset in PRESETS:
         base = PRESETS[preset]
     else:
-        raise _err(source, "preset", f"{preset!r} is not one of {', '.join(PRESETS)}")
+        raise _err(source, "preset", f"{plain(preset)} is not one of {', '.join(PRESETS)}")
     given = {k: v for k, v in overrides.items() if v is not None}
     return _check(replace(base, **given), source)

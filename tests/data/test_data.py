@@ -22,6 +22,7 @@ from dptune.data._dataset import (
     load_dataset,
     read_ratings,
 )
+from dptune.data._options import parse_columns
 from dptune.errors import DptuneError
 
 ROWS = [  # user, item, rating, timestamp
@@ -545,3 +546,35 @@ def test_an_out_of_range_timestamp_is_shown_as_written(tmp_path):
         read_ratings(path)
     assert str(err.value) == (f"{path}: timestamp: line 3: 1e+23 is out of range (timestamps "
                               "are 64-bit integers, or dates)")
+
+
+#: A name longer than any file system takes (255 bytes a name on Linux and macOS).
+LONG_NAME = "9" * 5000
+
+
+@pytest.mark.parametrize(("call", "message"), [
+    (lambda t: data.fetch(["ml-1m"]), "fetch: name: unknown data set ['ml-1m']"),
+    (lambda t: data.fetch("ml-1m", cache_dir=3), "fetch: cache_dir: needs the cache folder"),
+    (lambda t: data.fetch("ml-1m", cache_dir=t / LONG_NAME), "cache_dir: no folder can have "
+     "this name (File name too long)"),
+    (lambda t: load_dataset(t / LONG_NAME), "no file can have this name (File name too long)"),
+    (lambda t: read_ratings(t / LONG_NAME), "no file can have this name (File name too long)"),
+    (lambda t: load_dataset("ml-latest-small", min_rating=10**5000), "ml-latest-small: "
+     "min_rating: must be a number, got an integer of 5,001 digits"),
+    (lambda t: load_dataset("ml-latest-small", kcore=10**5000), "ml-latest-small: kcore: must be "
+     "an integer of at most 9,223,372,036,854,775,807 (int64's largest), got an integer of "
+     "5,001 digits"),
+    (lambda t: parse_columns(10**5000), "--columns: needs the columns as text, such as "
+     "'user=u,item=i,rating=r', got int"),
+], ids=["fetch-name-list", "fetch-cache-int", "fetch-cache-too-long", "load-too-long",
+        "read-too-long", "min-rating-5001-digits", "kcore-5001-digits", "columns-int"])
+def test_a_data_argument_of_the_wrong_kind_is_one_line(tmp_path, call, message):
+    """The data functions' arguments: a list as a data set name (unhashable), a number as a
+    folder, a name longer than the file system takes (OSError), integers of thousands of
+    digits (TypeError of numpy, ValueError of Python's integer-to-text limit): one line each,
+    nothing fetched or written."""
+    with pytest.raises(DptuneError) as err:
+        call(tmp_path)
+    text = str(err.value)
+    assert message in text and "\n" not in text and len(text) < 400, text
+    assert list(tmp_path.iterdir()) == []
