@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from dptune._resources import is_out_of_space, space_error
-from dptune.errors import check_not_working_dir, input_error, shown_path
+from dptune.errors import check_not_working_dir, input_error, shown_path, unnamable
 
 __all__ = ["temporary_path", "atomic_path", "write_bytes", "write_text", "publish_once",
            "staged_folder", "check_folder"]
@@ -181,8 +181,9 @@ def check_folder(path: str | os.PathLike[str], shown: object = None) -> None:
     system's calls, which went up as tracebacks)."""
     name = shown_path(path if shown is None else shown)
     p = Path(path)
-    if "\0" in os.fspath(path):  # pathlib's exists() says False; mkdir raises ValueError
-        raise input_error(name, None, "no folder can have this name (a NUL character)")
+    why = unnamable(path)
+    if why is not None:
+        raise input_error(name, None, f"no folder can have this name ({why})")
     try:
         if p.exists() and not p.is_dir():
             raise input_error(name, None, "is a file, not a folder: give a folder to write into")

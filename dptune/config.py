@@ -21,10 +21,10 @@ from dptune.data._fetch import KNOWN_DATASETS
 from dptune.data._options import _check_columns, _check_sep
 from dptune.data._split import MAX_FOLDS, SPLIT_METHODS
 from dptune.errors import (
-    INT_MAX,
     SPELT_DIGITS,
     DptuneError,
     check_int,
+    check_int64,
     check_path,
     did_you_mean,
     input_error,
@@ -448,9 +448,8 @@ def _check_int64(exp: Experiment, src: str) -> None:
         for name, f in _settings(cls).items():
             val = getattr(getattr(exp, attr), name)
             if isinstance(f.default, int) and not isinstance(f.default, bool) \
-                    and isinstance(val, numbers.Integral) and val > INT_MAX:
-                raise input_error(src, f"{attr}.{name}", f"must be an integer of at most "
-                                  f"{INT_MAX:,} (int64's largest), got {plain(val)}")
+                    and isinstance(val, numbers.Integral):
+                check_int64(val, src, f"{attr}.{name}")
 
 
 def _validate(exp: Experiment, src: str) -> None:

@@ -129,6 +129,17 @@ def check_int(value: object, source: object, field: str | None, minimum: int,
     return int(value)
 
 
+def check_int64(value: int, source: object, field: str | None) -> int:
+    """``value`` (an integer already checked for its kind and lower bound) when it is at most
+    :data:`INT_MAX`; else the one-line error ``<source>: <field>: must be an integer of at most
+    9,223,372,036,854,775,807 (int64's largest), got <value>``, the one bound of every count
+    that has no bound of its own."""
+    if value > INT_MAX:
+        raise input_error(source, field, f"must be an integer of at most {INT_MAX:,} (int64's "
+                          f"largest), got {plain(value)}")
+    return value
+
+
 def shown_path(path: object) -> str:
     """A path as a message shows it: as written (a NUL character as ``\\0``), or by its first
     60 characters and ``...`` when it is longer than 200, as a name of thousands of
@@ -140,15 +151,45 @@ def shown_path(path: object) -> str:
     return text if len(text) <= 200 else text[:60] + "..."
 
 
+def unnamable(path: object) -> str | None:
+    """Why no file can have the path ``path``, or None when one can: a NUL character, or a
+    name longer than the file system takes (255 bytes on Linux and macOS, also under a folder
+    that does not exist yet, where ``stat`` says only that the folder is missing; else what
+    ``stat`` says). The one rule of :func:`check_path`, :func:`check_writable_dir`,
+    :func:`dptune._atomic.check_folder` and the per-user tables' reader, whose file-system
+    calls raised ``OSError`` or ``ValueError`` on such a path."""
+    import errno
+    import os
+    from pathlib import Path
+
+    text = os.fspath(path) if isinstance(path, (str, os.PathLike)) else str(path)
+    if "\0" in text:
+        return "a NUL character"
+    if any(len(os.fsencode(part)) > 255 for part in Path(text).parts):
+        return os.strerror(errno.ENAMETOOLONG)
+    try:
+        os.stat(text)
+    except OSError as err:  # a missing file, or one not ours to read, is the caller's business
+        if err.errno == errno.ENAMETOOLONG:
+            return err.strerror
+    return None
+
+
 def check_path(value: object, source: object, field: str, what: str = "a path") -> None:
     """The one-line error ``<source>: <field>: needs <what> (a str or os.PathLike), got <type>``
     unless ``value`` is a path, so that a wrong argument of a front function (``None``, a
-    number) is named instead of failing inside :mod:`pathlib`."""
+    number) is named instead of failing inside :mod:`pathlib`; and ``<source>: <field>:
+    <path> cannot name a file (<why>)`` for a path that no file can have, a name longer than
+    the file system takes or a NUL character (the ``OSError`` or ``ValueError`` of the first
+    file-system call on it went up as a traceback; :func:`unnamable`)."""
     import os
 
     if not isinstance(value, (str, os.PathLike)):
         raise input_error(source, field, f"needs {what} (a str or os.PathLike), got "
                           f"{type(value).__name__}")
+    why = unnamable(value)
+    if why is not None:
+        raise input_error(source, field, f"{shown_path(value)} cannot name a file ({why})")
 
 
 def read_toml(path: object, what: str, shown: object = None) -> dict:
@@ -318,18 +359,16 @@ def check_writable_dir(path: object, label: str) -> None:
     from pathlib import Path
 
     p = Path(str(path))
+    why = unnamable(path)
+    if why is not None:
+        raise input_error(label, None, f"{shown_path(path)} cannot name a directory ({why})")
     try:
-        if "\0" in str(path):
-            raise ValueError("a NUL character")
         p.stat()
     except (FileNotFoundError, NotADirectoryError):
         pass
-    except (OSError, ValueError) as err:
-        shown = shown_path(path)
-        why = getattr(err, "strerror", None) or str(err)
-        what = "is not writable" if isinstance(err, PermissionError) else \
-            "cannot name a directory"
-        raise input_error(label, None, f"{shown} {what} ({why})") from None
+    except PermissionError as err:  # in a folder not ours to read (pathlib raised it)
+        raise input_error(label, None, f"{shown_path(path)} is not writable "
+                          f"({err.strerror})") from None
     if p.exists():
         if not p.is_dir():
             raise input_error(label, None, f"{p} is not writable: it is a file, not a directory")

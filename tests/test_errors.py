@@ -40,3 +40,34 @@ def test_shown_path_keeps_a_path_and_shortens_a_name_no_file_system_takes():
     assert shown_path("x" * 201) == "x" * 60 + "..."
     assert shown_path("a\0b") == "a\\0b"
     assert shown_path(3) == "3"
+
+
+@pytest.mark.parametrize(("value", "why"), [
+    ("9" * 5000, "File name too long"), (Path("a") / ("9" * 300), "File name too long"),
+    ("a\0b", "a NUL character")], ids=["5000-characters", "300-character-name", "nul"])
+def test_check_path_refuses_a_path_no_file_can_have(value, why):
+    """A front function's path argument that no file can have is one line naming the argument
+    (its first file-system call raised OSError or ValueError); a path that merely does not
+    exist is the caller's business."""
+    from dptune.errors import DptuneError, check_path
+
+    with pytest.raises(DptuneError) as err:
+        check_path(value, "sweep", "results")
+    assert str(err.value).startswith("sweep: results: ") and str(err.value).endswith(
+        f" cannot name a file ({why})"), err.value
+    check_path("no/such/folder", "sweep", "results")
+    check_path(Path("reports") / "quickstart", "sweep", "results")
+
+
+def test_unnamable_is_the_one_rule_of_a_path_no_file_can_have(tmp_path):
+    """A NUL character, or a name over 255 bytes (also under a folder not made yet, and in
+    UTF-8 bytes, not characters); a long path of short names, a missing file and an existing
+    folder can all be named."""
+    from dptune.errors import unnamable
+
+    assert unnamable("a\0b") == "a NUL character"
+    assert unnamable(tmp_path / "new" / ("9" * 256)) == "File name too long"
+    assert unnamable("é" * 128) == "File name too long"  # 256 bytes
+    assert unnamable("é" * 127) is None
+    assert unnamable("/".join(["x" * 200] * 10)) is None
+    assert unnamable(tmp_path) is None and unnamable(tmp_path / "missing.csv") is None

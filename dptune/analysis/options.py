@@ -18,7 +18,7 @@ import numpy as np
 
 from dptune.analysis.dp.paired_tests import paired_test
 from dptune.analysis.source import ResultSource
-from dptune.errors import INT_MAX, check_int, input_error, is_finite, plain, suggest
+from dptune.errors import check_int, check_int64, input_error, is_finite, plain, suggest
 from dptune.vocab import CORRECTIONS, METRICS, RENAMED_OPTIONS, SEED_RANGE, TESTS, metric_name
 
 __all__ = ["AnalysisOptions", "TESTS", "CORRECTIONS", "PAIRS", "VALUE_PAIRS",
@@ -312,9 +312,8 @@ def validate_options(values: Mapping[str, Any], source: object = "analysis",
         # a seed has an experiment seed's range (numpy seeds beyond it silently differ)
         most = {"seed": SEED_RANGE[1], "noise_seeds": MAX_NOISE_SEEDS}.get(key)
         out[key] = check_int(out[key], source, f"{prefix}{key}", lo, most)
-        if out[key] > INT_MAX and key not in ("bootstrap", "n_resamples"):  # (their own below)
-            raise bad(key, f"must be an integer from {lo} to {INT_MAX:,} (int64's largest), "
-                      f"got {plain(out[key])}")
+        if key not in ("bootstrap", "n_resamples"):  # (their own bounds below)
+            check_int64(out[key], source, f"{prefix}{key}")
     if out.get("noise_seeds") == 1:
         raise bad("noise_seeds", "needs 0 (off) or at least 2 seeds")
     if out.get("n_resamples", 0) > MAX_RESAMPLES:

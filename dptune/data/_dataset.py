@@ -27,7 +27,7 @@ from dptune.data._fetch import (
     portable_path,
 )
 from dptune.data._readers import COLUMNS, FORMATS, _read_bytes, read_ratings
-from dptune.errors import INT_MAX, check_path, input_error, is_finite, plain, shown_path
+from dptune.errors import check_int64, check_path, input_error, is_finite, plain
 
 __all__ = [
     "COLUMNS",
@@ -269,9 +269,7 @@ def load_dataset(
         raise input_error(source, "min_rating", f"must be a number, got {plain(min_rating)}")
     if isinstance(kcore, bool) or not isinstance(kcore, (int, np.integer)) or kcore < 0:
         raise input_error(source, "kcore", f"must be a non-negative integer, got {plain(kcore)}")
-    if kcore > INT_MAX:
-        raise input_error(source, "kcore", f"must be an integer of at most {INT_MAX:,} (int64's "
-                          f"largest), got {plain(kcore)}")
+    check_int64(kcore, source, "kcore")
     log: list[str] = []
     key = str(source)
     if key == EMBEDDED or key in _GROUPLENS:
@@ -291,12 +289,7 @@ def load_dataset(
         _check_counts(key, raw, portable_path(path))
         return _build(raw, key, portable_path(path), min_rating, int(kcore), log, experiment)
     path = Path(source)
-    try:
-        found = path.exists()
-    except OSError as err:  # a name longer than the file system takes
-        raise input_error(shown_path(path), None, "no file can have this name "
-                          f"({err.strerror or err})") from None
-    if not found:
+    if not path.exists():
         raise input_error(
             path, None, f"no such file, and not a known data set name ({', '.join(KNOWN_DATASETS)})"
         )

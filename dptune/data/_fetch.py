@@ -19,7 +19,7 @@ import pandas as pd
 
 from dptune._atomic import write_bytes
 from dptune.data._readers import _read_bytes
-from dptune.errors import DptuneError, check_path, input_error, plain, shown_path
+from dptune.errors import DptuneError, check_path, input_error, plain
 
 __all__ = ["EXPECTED_COUNTS", "KNOWN_DATASETS", "fetch"]
 
@@ -159,11 +159,7 @@ def fetch(name: str, cache_dir: str | os.PathLike[str] | None = None) -> Path:
             root, "cache_dir", f"is inside the dptune checkout {repo}; {name}'s licence forbids "
             "redistribution, so keep it outside the repository (set DPTUNE_DATA)"
         )  # fmt: skip
-    try:
-        cached = _cached_file(name, root)
-    except OSError as err:  # a name longer than the file system takes
-        raise input_error(shown_path(root), "cache_dir", "no folder can have this name "
-                          f"({err.strerror or err})") from None
+    cached = _cached_file(name, root)
     if cached is not None:
         return cached
     sources = (

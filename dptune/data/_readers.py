@@ -27,7 +27,7 @@ import pandas as pd
 
 from dptune.data._options import COLUMNS, _check_columns, _check_sep, _positions, parse_columns
 from dptune.data._parse import _finish
-from dptune.errors import check_path, input_error, plain, shown_path
+from dptune.errors import check_path, input_error, plain
 from dptune.vocab import FORMATS, na_values
 
 __all__ = ["COLUMNS", "FORMATS", "parse_columns", "read_ratings"]
@@ -72,12 +72,7 @@ def read_ratings(
     """
     check_path(path, "read_ratings", "path", "the path of a ratings file")
     p = Path(path)
-    try:
-        is_dir = p.is_dir()
-    except OSError as err:  # a name longer than the file system takes
-        raise input_error(shown_path(p), None, "no file can have this name "
-                          f"({err.strerror or err})") from None
-    if is_dir:
+    if p.is_dir():
         raise input_error(p, None, "is a directory, expected a ratings file")
     try:
         data = p.read_bytes()

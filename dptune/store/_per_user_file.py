@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dptune.errors import did_you_mean, input_error, shown_path, unexpected_type
+from dptune.errors import did_you_mean, input_error, shown_path, unexpected_type, unnamable
 from dptune.vocab import METRIC_RANGES, metric_name, na_values
 
 __all__ = ["PER_USER_COLUMNS", "ID_COLUMNS", "VALUE_MAX", "user_ids", "read_table",
@@ -71,12 +71,11 @@ def read_table(path: str | Path, what: str) -> pd.DataFrame:
     ...) or Parquet (``.parquet``, ``.pq``, or a directory of Parquet parts) file as a
     DataFrame; ``what`` names it in errors."""
     path = Path(path)
-    try:
-        found = "\0" not in str(path) and path.exists()
-    except OSError as err:  # a name longer than the file system takes: no file has it
-        raise input_error(shown_path(path), None, f"{what} not found: no file can have this name "
-                          f"({err.strerror or err})") from None
-    if not found:
+    why = unnamable(path)
+    if why is not None:
+        raise input_error(shown_path(path), None, f"{what} not found: no file can have this "
+                          f"name ({why})")
+    if not path.exists():
         raise input_error(path, None, f"{what} not found")
     suffix = _text_suffix(path)
     if path.is_dir():

@@ -67,7 +67,7 @@ def test_every_count_takes_int64s_largest():
                         min_fold_users=INT_MAX, noise_configs=INT_MAX)
     assert o.pairs == o.value_pairs == o.min_pairs == o.stability == o.min_fold_users == INT_MAX
     assert o.noise_configs == INT_MAX == 2**63 - 1
-    with pytest.raises(DptuneError, match=r"pairs: must be an integer from 1 to "
+    with pytest.raises(DptuneError, match=r"^analysis: pairs: must be an integer of at most "
                        r"9,223,372,036,854,775,807 \(int64's largest\), got an integer of 5,001 "
                        r"digits$"):
         AnalysisOptions(pairs=10**5000)

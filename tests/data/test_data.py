@@ -555,10 +555,9 @@ LONG_NAME = "9" * 5000
 @pytest.mark.parametrize(("call", "message"), [
     (lambda t: data.fetch(["ml-1m"]), "fetch: name: unknown data set ['ml-1m']"),
     (lambda t: data.fetch("ml-1m", cache_dir=3), "fetch: cache_dir: needs the cache folder"),
-    (lambda t: data.fetch("ml-1m", cache_dir=t / LONG_NAME), "cache_dir: no folder can have "
-     "this name (File name too long)"),
-    (lambda t: load_dataset(t / LONG_NAME), "no file can have this name (File name too long)"),
-    (lambda t: read_ratings(t / LONG_NAME), "no file can have this name (File name too long)"),
+    (lambda t: data.fetch("ml-1m", cache_dir=t / LONG_NAME), "fetch: cache_dir: "),
+    (lambda t: load_dataset(t / LONG_NAME), "load_dataset: source: "),
+    (lambda t: read_ratings(t / LONG_NAME), "read_ratings: path: "),
     (lambda t: load_dataset("ml-latest-small", min_rating=10**5000), "ml-latest-small: "
      "min_rating: must be a number, got an integer of 5,001 digits"),
     (lambda t: load_dataset("ml-latest-small", kcore=10**5000), "ml-latest-small: kcore: must be "
@@ -568,7 +567,7 @@ LONG_NAME = "9" * 5000
      "'user=u,item=i,rating=r', got int"),
 ], ids=["fetch-name-list", "fetch-cache-int", "fetch-cache-too-long", "load-too-long",
         "read-too-long", "min-rating-5001-digits", "kcore-5001-digits", "columns-int"])
-def test_a_data_argument_of_the_wrong_kind_is_one_line(tmp_path, call, message):
+def test_a_data_argument_of_the_wrong_kind_is_one_line(tmp_path, request, call, message):
     """The data functions' arguments: a list as a data set name (unhashable), a number as a
     folder, a name longer than the file system takes (OSError), integers of thousands of
     digits (TypeError of numpy, ValueError of Python's integer-to-text limit): one line each,
@@ -577,4 +576,6 @@ def test_a_data_argument_of_the_wrong_kind_is_one_line(tmp_path, call, message):
         call(tmp_path)
     text = str(err.value)
     assert message in text and "\n" not in text and len(text) < 400, text
+    if "too-long" in request.node.name:  # by its first 60 characters, as no file can have it
+        assert text.endswith("... cannot name a file (File name too long)"), text
     assert list(tmp_path.iterdir()) == []

@@ -49,7 +49,7 @@ import numpy as np
 from numba import njit, prange
 from scipy import special
 
-from dptune.errors import input_error
+from dptune.errors import input_error, plain
 from dptune.vocab import CORRECTIONS, TESTS
 
 __all__ = [
@@ -221,7 +221,7 @@ def check_test(test: str, source: str = "stats") -> str:
     """Return ``test`` if it names a known paired test, else raise an input error."""
     if test not in TESTS:
         raise input_error(
-            source, "test", f"unknown test {test!r}; choose one of {', '.join(TESTS)}"
+            source, "test", f"unknown test {plain(test)}; choose one of {', '.join(TESTS)}"
         )
     return test
 

@@ -108,6 +108,9 @@ def _settings(exp: Experiment, st: SeedSettings, n_seeds: int | None,
         st = replace(st, n_seeds=check_int(n_seeds, "--seeds", "", 2, MAX_SEEDS))
     if st.n_seeds < 2:
         raise input_error("--seeds", None, "the study needs at least 2 seeds")
+    if configs is not None and not isinstance(configs, Mapping):
+        raise input_error("--config-id", None, "needs a table algorithm -> configuration id (or "
+                          f"hyperparameter values), got {type(configs).__name__}")
     if configs:
         check_choices(exp, configs, "--config-id")
         st = replace(st, configs={**dict(st.configs), **dict(configs)})

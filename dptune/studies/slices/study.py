@@ -45,7 +45,7 @@ import pandas as pd
 from dptune._atomic import staged_folder
 from dptune.analysis.dp.paired_tests import PairedTest, check_test, paired_test
 from dptune.config import Experiment, load_experiment
-from dptune.errors import check_int, input_error, plain
+from dptune.errors import check_int, check_int64, input_error, plain
 from dptune.report import save_figure
 from dptune.store._files import check_not_study
 from dptune.store._per_user_file import integer_column
@@ -325,23 +325,25 @@ def _check_arguments(results_dir: Any, out_dir: Any, reports_dir: Any, base: Any
             check_path(value, "slices", name)
     check_base(base)
     if n_pairs is not None:
-        check_int(n_pairs, "slices", "n_pairs", 1)
+        check_int64(check_int(n_pairs, "slices", "n_pairs", 1), "slices", "n_pairs")
     if seed is not None:
         check_int(seed, "slices", "seed", *SEED_RANGE)
     if test is not None:
         check_test(test, "slices")
     if cutoff is not None:
-        check_int(cutoff, "slices", "cutoff", 1)
+        check_int64(check_int(cutoff, "slices", "cutoff", 1), "slices", "cutoff")
     if isinstance(min_users, bool) or not isinstance(min_users, (int, np.integer)) \
             or min_users < 2:
         raise input_error("slices", "min_users", f"must be an integer >= 2 (a paired test needs "
                           f"two users), got {plain(min_users)}")
+    check_int64(min_users, "slices", "min_users")
     if not isinstance(progress, bool):
         raise input_error("slices", "progress", f"must be True or False, got {plain(progress)}")
     if algorithms is not None:
-        if isinstance(algorithms, (str, bytes)) or not all(isinstance(a, str) for a in algorithms):
+        if not isinstance(algorithms, (list, tuple)) \
+                or not all(isinstance(a, str) for a in algorithms):
             raise input_error("slices", "algorithms", f"needs a list of algorithm names, got "
-                              f"{algorithms!r}")
+                              f"{plain(algorithms)}")
         algorithms = list(algorithms)
         if not algorithms:
             raise input_error("slices", "algorithms", "is empty: name at least one algorithm, "

@@ -32,6 +32,8 @@ def _exp(tmp_path: Path, extra: str = "") -> Path:
     pytest.param({"out_dir": 5}, "seeds: out_dir: needs a path", id="out-number"),
     pytest.param({"cache_dir": 5}, "seeds: cache_dir: needs a path", id="cache-number"),
     pytest.param({"exp": 5}, "seeds: exp: needs an Experiment or the path", id="exp-number"),
+    pytest.param({"configs": 3}, "--config-id: needs a table algorithm -> configuration id (or "
+                 "hyperparameter values), got int", id="configs-number"),
 ])
 def test_a_bad_argument_is_refused_before_any_work(tmp_path, kwargs, start) -> None:
     """``jobs=0`` and ``jobs=-3`` ran one process and ``jobs=2.5`` two, without a word, and

@@ -40,6 +40,26 @@ BAD = [
     pytest.param({"out_dir": None}, "slices: out_dir: needs the folder", id="out-none"),
     pytest.param({"reports_dir": 3}, "slices: reports_dir: needs a path", id="reports-number"),
     pytest.param({"experiment": 3}, "slices: experiment: needs a path", id="experiment-number"),
+    # a TypeError, a ValueError of Python's integer-to-text limit or an OSError before
+    pytest.param({"algorithms": 3}, "slices: algorithms: needs a list of algorithm names, got 3",
+                 id="algorithms-number"),
+    pytest.param({"algorithms": [10**5000]}, "slices: algorithms: needs a list of algorithm "
+                 "names, got a list holding an integer of more digits", id="algorithms-huge"),
+    pytest.param({"n_pairs": 10**5000}, "slices: n_pairs: must be an integer of at most "
+                 "9,223,372,036,854,775,807 (int64's largest), got an integer of 5,001 digits",
+                 id="n-pairs-huge"),
+    pytest.param({"cutoff": 2**63}, "slices: cutoff: must be an integer of at most "
+                 "9,223,372,036,854,775,807 (int64's largest), got 9223372036854775808",
+                 id="cutoff-2**63"),
+    pytest.param({"min_users": 10**5000}, "slices: min_users: must be an integer of at most "
+                 "9,223,372,036,854,775,807 (int64's largest), got an integer of 5,001 digits",
+                 id="min-users-huge"),
+    pytest.param({"test": 10**5000}, "slices: test: unknown test an integer of 5,001 digits",
+                 id="test-huge"),
+    pytest.param({"reports_dir": "9" * 5000}, "slices: reports_dir: " + "9" * 60 + "... cannot "
+                 "name a file (File name too long)", id="reports-too-long"),
+    pytest.param({"results_dir": "9" * 5000}, "slices: results_dir: " + "9" * 60 + "... cannot "
+                 "name a file (File name too long)", id="results-too-long"),
 ]
 
 
