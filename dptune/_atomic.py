@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from dptune._resources import is_out_of_space, space_error
-from dptune.errors import check_not_working_dir, input_error, shown_path, unnamable
+from dptune.errors import check_not_working_dir, input_error, message_path, unnamable
 
 __all__ = ["temporary_path", "atomic_path", "write_bytes", "write_text", "publish_once",
            "staged_folder", "check_folder"]
@@ -174,12 +174,12 @@ def _publish(stage: Path, final: Path) -> None:
 
 
 def check_folder(path: str | os.PathLike[str], shown: object = None) -> None:
-    """One error line (naming ``shown``, default ``path``, as :func:`dptune.errors.shown_path`
+    """One error line (naming ``shown``, default ``path``, as :func:`dptune.errors.message_path`
     shows it) when the folder to write into, ``path``, cannot be one: it is a file, it lies
     under a file (no folder can be made there), or no folder can have its name (a name longer
     than the file system takes, a NUL character: ``OSError`` and ``ValueError`` of the file
     system's calls, which went up as tracebacks)."""
-    name = shown_path(path if shown is None else shown)
+    name = message_path(path if shown is None else shown)
     p = Path(path)
     why = unnamable(path)
     if why is not None:

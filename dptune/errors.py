@@ -140,7 +140,7 @@ def check_int64(value: int, source: object, field: str | None) -> int:
     return value
 
 
-def shown_path(path: object) -> str:
+def message_path(path: object) -> str:
     """A path as a message shows it: as written (a NUL character as ``\\0``), or by its first
     60 characters and ``...`` when it is longer than 200, as a name of thousands of
     characters that no file system takes would be."""
@@ -189,7 +189,7 @@ def check_path(value: object, source: object, field: str, what: str = "a path") 
                           f"{type(value).__name__}")
     why = unnamable(value)
     if why is not None:
-        raise input_error(source, field, f"{shown_path(value)} cannot name a file ({why})")
+        raise input_error(source, field, f"{message_path(value)} cannot name a file ({why})")
 
 
 def read_toml(path: object, what: str, shown: object = None) -> dict:
@@ -361,13 +361,13 @@ def check_writable_dir(path: object, label: str) -> None:
     p = Path(str(path))
     why = unnamable(path)
     if why is not None:
-        raise input_error(label, None, f"{shown_path(path)} cannot name a directory ({why})")
+        raise input_error(label, None, f"{message_path(path)} cannot name a directory ({why})")
     try:
         p.stat()
     except (FileNotFoundError, NotADirectoryError):
         pass
     except PermissionError as err:  # in a folder not ours to read (pathlib raised it)
-        raise input_error(label, None, f"{shown_path(path)} is not writable "
+        raise input_error(label, None, f"{message_path(path)} is not writable "
                           f"({err.strerror})") from None
     if p.exists():
         if not p.is_dir():

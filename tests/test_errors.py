@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dptune.errors import plain, shown_path
+from dptune.errors import message_path, plain
 
 
 @pytest.mark.parametrize(("value", "shown"), [
@@ -32,14 +32,14 @@ def test_plain_shows_every_value_in_one_short_line(value, shown):
     assert plain(value) == shown
 
 
-def test_shown_path_keeps_a_path_and_shortens_a_name_no_file_system_takes():
+def test_message_path_keeps_a_path_and_shortens_a_name_no_file_system_takes():
     """A path of up to 200 characters as written; a longer one by its first 60 and ``...``; a
     NUL character as ``\\0``, never written into a message."""
-    assert shown_path(Path("reports") / "quickstart") == "reports/quickstart"
-    assert shown_path("x" * 200) == "x" * 200
-    assert shown_path("x" * 201) == "x" * 60 + "..."
-    assert shown_path("a\0b") == "a\\0b"
-    assert shown_path(3) == "3"
+    assert message_path(Path("reports") / "quickstart") == "reports/quickstart"
+    assert message_path("x" * 200) == "x" * 200
+    assert message_path("x" * 201) == "x" * 60 + "..."
+    assert message_path("a\0b") == "a\\0b"
+    assert message_path(3) == "3"
 
 
 @pytest.mark.parametrize(("value", "why"), [

@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dptune.errors import did_you_mean, input_error, shown_path, unexpected_type, unnamable
+from dptune.errors import did_you_mean, input_error, message_path, unexpected_type, unnamable
 from dptune.vocab import METRIC_RANGES, metric_name, na_values
 
 __all__ = ["PER_USER_COLUMNS", "ID_COLUMNS", "VALUE_MAX", "user_ids", "read_table",
@@ -73,7 +73,7 @@ def read_table(path: str | Path, what: str) -> pd.DataFrame:
     path = Path(path)
     why = unnamable(path)
     if why is not None:
-        raise input_error(shown_path(path), None, f"{what} not found: no file can have this "
+        raise input_error(message_path(path), None, f"{what} not found: no file can have this "
                           f"name ({why})")
     if not path.exists():
         raise input_error(path, None, f"{what} not found")
