@@ -340,11 +340,12 @@ def _check_arguments(results_dir: Any, out_dir: Any, reports_dir: Any, base: Any
     if not isinstance(progress, bool):
         raise input_error("slices", "progress", f"must be True or False, got {plain(progress)}")
     if algorithms is not None:
-        if not isinstance(algorithms, (list, tuple)) \
-                or not all(isinstance(a, str) for a in algorithms):
+        names = None if isinstance(algorithms, (str, bytes)) \
+            or not hasattr(algorithms, "__iter__") else list(algorithms)  # any iterable of names
+        if names is None or not all(isinstance(a, str) for a in names):
             raise input_error("slices", "algorithms", f"needs a list of algorithm names, got "
-                              f"{plain(algorithms)}")
-        algorithms = list(algorithms)
+                              f"{plain(algorithms if names is None else names)}")
+        algorithms = names
         if not algorithms:
             raise input_error("slices", "algorithms", "is empty: name at least one algorithm, "
                               "or leave it out for every algorithm of the results")

@@ -158,3 +158,20 @@ def test_the_command_checks_reports_before_reading_the_store(tmp_path, capsys) -
     err = capsys.readouterr().err.strip()
     assert err == f"dptune: --reports: {tmp_path / 'file'} is not writable: it is a file, not a " \
                   "directory", err
+
+
+def test_algorithms_may_be_any_iterable_of_names(tmp_path) -> None:
+    """A generator or a pandas Index of names is a list of names (a generator was consumed by
+    the check and became an empty list); a number is not."""
+    import pandas as pd
+
+    from dptune.studies.slices.study import _check_arguments
+
+    def check(algorithms):
+        return _check_arguments(tmp_path / "results", tmp_path / "out", None, 2, None, None, None,
+                                None, algorithms, None, 2, False)
+
+    assert check(a for a in ["userknn", "bpr-mf"]) == ["userknn", "bpr-mf"]
+    assert check(pd.Index(["userknn"])) == ["userknn"]
+    with pytest.raises(DptuneError, match="needs a list of algorithm names, got 3$"):
+        check(3)
