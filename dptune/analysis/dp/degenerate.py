@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 import pandas as pd
 
+from dptune.analysis.dp.pairs import scopes
 from dptune.analysis.source import ResultSource
 from dptune.errors import check_int, input_error, plain
 from dptune.vocab import fold_key
@@ -81,8 +82,9 @@ def complete_fold_users(store: ResultSource, pairs: int) -> dict[tuple[str, str]
     is known before any fold is read: a per-user table records, per validation fold and
     metric@N where it is not complete, the users for whom every configuration of the
     algorithm has a value (the manifest's ``incomplete``, ``complete``); when every pair of the
-    algorithm is compared (its ``C (C - 1) / 2`` pairs are at most ``pairs``), scope ``all``
-    tests its pairs on exactly those users, the fewest of any scope. So
+    algorithm is compared (its scope ``all`` of :func:`dptune.analysis.dp.pairs.scopes` is no
+    sample under ``pairs``, as the fold loop plans it), that scope tests its pairs on exactly
+    those users, the fewest of any scope. So
     :func:`check_fold_users` on these refuses before the fold loop what it would refuse after
     it: a table whose configurations share no user on a fold, or too few. Empty for a sweep's
     store (its configurations score every user) and for an algorithm whose pairs are a sample
@@ -95,8 +97,8 @@ def complete_fold_users(store: ResultSource, pairs: int) -> dict[tuple[str, str]
         fewest[key] = min(fewest.get(key, int(r["complete"])), int(r["complete"]))
     out: dict[tuple[str, str], int] = {}
     for alg in sorted({a for a, _ in fewest}, key=[str(a) for a in store.algorithms()].index):
-        n = len(store.configs(alg))
-        if n * (n - 1) // 2 > int(pairs):
+        whole = scopes(store.configs(alg), (), int(pairs))  # scope "all" alone
+        if not whole or whole[0].sampled:  # a sample of the pairs: counted in the fold loop
             continue
         for fold in sorted((f for a, f in fewest if a == alg), key=fold_key):
             out[(alg, fold)] = fewest[(alg, fold)]
