@@ -22,7 +22,13 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from dptune._resources import is_out_of_space, space_error
-from dptune.errors import check_not_working_dir, input_error, message_path, unnamable
+from dptune.errors import (
+    check_not_working_dir,
+    existing_parent,
+    input_error,
+    message_path,
+    unnamable,
+)
 
 __all__ = ["temporary_path", "atomic_path", "write_bytes", "write_text", "publish_once",
            "staged_folder", "check_folder"]
@@ -176,9 +182,10 @@ def _publish(stage: Path, final: Path) -> None:
 def check_folder(path: str | os.PathLike[str], shown: object = None) -> None:
     """One error line (naming ``shown``, default ``path``, as :func:`dptune.errors.message_path`
     shows it) when the folder to write into, ``path``, cannot be one: it is a file, it lies
-    under a file (no folder can be made there), or no folder can have its name (a name longer
-    than the file system takes, a NUL character: ``OSError`` and ``ValueError`` of the file
-    system's calls, which went up as tracebacks)."""
+    under a file (no folder can be made there: :func:`dptune.errors.existing_parent`), no
+    folder can have its name (:func:`dptune.errors.unnamable`: a name longer than the file
+    system takes, a NUL character, whose ``OSError`` and ``ValueError`` went up as
+    tracebacks), or it lies in a folder not ours to read."""
     name = message_path(path if shown is None else shown)
     p = Path(path)
     why = unnamable(path)
@@ -187,11 +194,10 @@ def check_folder(path: str | os.PathLike[str], shown: object = None) -> None:
     try:
         if p.exists() and not p.is_dir():
             raise input_error(name, None, "is a file, not a folder: give a folder to write into")
-        above = next((q for q in p.absolute().parents if q.exists()), None)
-    except (OSError, ValueError) as err:
-        why = getattr(err, "strerror", None) or str(err).rstrip(".") or type(err).__name__
-        raise input_error(name, None, f"no folder can have this name ({why})") from None
-    if above is not None and not above.is_dir():
+        above = existing_parent(p)
+    except PermissionError as err:  # in a folder not ours to read (a name is unnamable's)
+        raise input_error(name, None, f"is not writable ({err.strerror})") from None
+    if not above.is_dir():
         raise input_error(name, None, f"lies under the file {above}: no folder can be made "
                           "there; give a folder to write into")
 

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 #: The largest integer that any count or integer setting of dptune takes: int64's. A results
 #: store keeps integers as int64 columns and JSON numbers, and every count is compared with
@@ -149,6 +153,14 @@ def message_path(path: object) -> str:
     text = os.fspath(path) if isinstance(path, (str, os.PathLike)) else str(path)
     text = text.replace("\0", "\\0")
     return text if len(text) <= 200 else text[:60] + "..."
+
+
+def existing_parent(path: object) -> Path:
+    """The nearest path above ``path`` that exists (the root at worst): where a folder at
+    ``path`` would be made, so a file there means that no folder can be."""
+    from pathlib import Path
+
+    return next(q for q in Path(str(path)).absolute().parents if q.exists())
 
 
 def unnamable(path: object) -> str | None:
@@ -376,9 +388,7 @@ def check_writable_dir(path: object, label: str) -> None:
             raise input_error(label, None, f"{p} is not writable (permission denied)")
         where, what = p, f"{p} is not writable"
     else:
-        parent = p.absolute().parent
-        while not parent.exists():
-            parent = parent.parent
+        parent = existing_parent(p)
         if not parent.is_dir():
             raise input_error(label, None, f"{p} is not writable: {parent} is a file, not a "
                               "directory")
