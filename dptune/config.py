@@ -158,10 +158,9 @@ def parse_budget(value: Any, source: str | Path, field_: str | None) -> Budget:
                 "the budget out to run every unit")
     if isinstance(value, int):
         if value < 1:
-            raise bad(f"{_count(value)} units: needs at least 1")
+            raise bad(f"{_count(value, 'units')}: needs at least 1")
         if value > MAX_CONFIGS:  # no grid holds more units (and float() of 10**400 overflows)
-            shown = plain(value) if value >= 10**SPELT_DIGITS else f"{value:,} units"
-            raise bad(f"{shown}: {too_many}")
+            raise bad(f"{_count(value, 'units')}: {too_many}")
         return Budget("units", float(value), str(value), str(source), field_)
     text = value.strip().lower().replace(" ", "")
     # decimal digits only: '²' is a digit to str.isdigit but no number to int(), and int()
@@ -511,10 +510,11 @@ def _validate(exp: Experiment, src: str) -> None:
     _check_int64(exp, src)
 
 
-def _count(n: int) -> str:
-    """An integer as a message shows a count: with thousands separators, or by its size when
-    it has hundreds of digits (:func:`dptune.errors.plain`)."""
-    return plain(n) if abs(n) >= 10**SPELT_DIGITS else f"{n:,}"
+def _count(n: int, unit: str = "") -> str:
+    """An integer as a message shows a count: with thousands separators and its ``unit``
+    (``5,000 units``), or by its size when it has hundreds of digits
+    (:func:`dptune.errors.plain`: ``an integer of 401 digits``)."""
+    return plain(n) if abs(n) >= 10**SPELT_DIGITS else f"{n:,}" + (f" {unit}" if unit else "")
 
 
 def _validate_data(d: DataConfig, src: str) -> None:

@@ -265,8 +265,8 @@ def test_a_huge_integer_setting_built_in_python_is_one_error(tmp_path, table, ch
      "str), got int"),
     ({"data": ("sep", 10**5000)}, "{src}: data.sep: must be a single ASCII character or one of "
      "tab, \\t, comma, semicolon, space, pipe, got an integer of 5,001 digits"),
-    ({"sweep": ("budget", -10**5000)}, "{src}: sweep.budget: a negative integer of 5,001 digits "
-     "units: needs at least 1; a budget is "),
+    ({"sweep": ("budget", -10**5000)}, "{src}: sweep.budget: a negative integer of 5,001 digits: "
+     "needs at least 1; a budget is "),
     ({"algorithms": ("grid", 3)}, "{src}: algorithms[0].grid: must be the grid file's path as a "
      "string (empty for no hyperparameter), got int"),
 ], ids=["algorithms-int", "source-int", "sep-5001-digits", "budget-negative-5001-digits",
