@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from dptune.errors import input_error, is_finite, plain
+from dptune.errors import check_int, input_error, is_finite, plain
 
 __all__ = [
     "FOLD_METHODS",
@@ -66,16 +66,6 @@ def _check_ratings(ratings: pd.DataFrame, need: tuple[str, ...] = ("user", "time
             raise input_error(_SOURCE, "ratings", f"missing column {plain(col)}")
 
 
-def _check_int(value: object, field: str, low: int, high: int | None = None) -> int:
-    """An integer in [low, high], else an error naming ``field``."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise input_error(_SOURCE, field, f"must be an integer, got {plain(value)}")
-    if value < low or (high is not None and value > high):
-        bound = f"between {low} and {high}" if high is not None else f"at least {low}"
-        raise input_error(_SOURCE, field, f"must be {bound}, got {plain(value)}")
-    return int(value)
-
-
 def _check_ratio(train_ratio: object) -> float:
     """A train ratio strictly between 0 and 1."""
     if isinstance(train_ratio, bool) or not isinstance(train_ratio, (int, float, np.floating)):
@@ -90,7 +80,7 @@ def _check_ratio(train_ratio: object) -> float:
 
 def _rng(seed: object) -> np.random.Generator:
     """A numpy Generator from a non-negative integer seed."""
-    return np.random.default_rng(_check_int(seed, "split.seed", 0))
+    return np.random.default_rng(check_int(seed, _SOURCE, "split.seed", 0))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -184,7 +174,7 @@ def temporal_holdout(
     """
     _check_ratings(ratings)
     ratio = _check_ratio(train_ratio)
-    minimum = _check_int(min_user_interactions, "split.min_user_interactions", 1)
+    minimum = check_int(min_user_interactions, _SOURCE, "split.min_user_interactions", 1)
     users = ratings["user"].to_numpy()
     rank, size, _, _ = _user_ranks(users, ratings["timestamp"].to_numpy())
     return _holdout(ratings, rank, size, _floor_share(ratio, size), minimum)
@@ -203,7 +193,7 @@ def random_holdout(
     """
     _check_ratings(ratings)
     ratio = _check_ratio(train_ratio)
-    minimum = _check_int(min_user_interactions, "split.min_user_interactions", 1)
+    minimum = check_int(min_user_interactions, _SOURCE, "split.min_user_interactions", 1)
     rng = _rng(seed)
     users = ratings["user"].to_numpy()
     rank, size, _, _ = _user_ranks(users, rng.random(len(ratings)))
@@ -213,7 +203,7 @@ def random_holdout(
 def leave_one_out(ratings: pd.DataFrame, min_user_interactions: int = 5) -> HoldOut:
     """Leave-one-out: each user's last rating by time (ties: the later row) is the test part."""
     _check_ratings(ratings)
-    minimum = _check_int(min_user_interactions, "split.min_user_interactions", 2)
+    minimum = check_int(min_user_interactions, _SOURCE, "split.min_user_interactions", 2)
     users = ratings["user"].to_numpy()
     rank, size, _, _ = _user_ranks(users, ratings["timestamp"].to_numpy())
     return _holdout(ratings, rank, size, size - 1, minimum)
@@ -228,7 +218,7 @@ def leave_one_out_random(
     minimum as :func:`leave_one_out`.
     """
     _check_ratings(ratings, need=("user",))
-    minimum = _check_int(min_user_interactions, "split.min_user_interactions", 2)
+    minimum = check_int(min_user_interactions, _SOURCE, "split.min_user_interactions", 2)
     rng = _rng(seed)
     users = ratings["user"].to_numpy()
     rank, size, _, _ = _user_ranks(users, rng.random(len(ratings)))
@@ -319,7 +309,7 @@ def kfold_labels(ratings: pd.DataFrame, n_folds: int, seed: int) -> np.ndarray:
     Fold sizes differ by at most one; label ``f`` marks the test rows of fold ``f``.
     """
     _check_ratings(ratings, need=())
-    k = _check_int(n_folds, "split.folds", 2, MAX_FOLDS)
+    k = check_int(n_folds, _SOURCE, "split.folds", 2, MAX_FOLDS)
     labels = _balanced_random(len(ratings), k, _rng(seed))
     return _check_nonempty(labels, k, "the data")
 
@@ -340,7 +330,7 @@ def cv_fold_labels(
             "split.fold_method",
             f"unknown method {plain(method)} (expected one of {', '.join(FOLD_METHODS)})",
         )
-    k = _check_int(n_folds, "split.folds", 2, MAX_FOLDS)
+    k = check_int(n_folds, _SOURCE, "split.folds", 2, MAX_FOLDS)
     _check_ratings(train, need=("user", "timestamp") if method == "user_temporal" else ("user",))
     rng = _rng(seed)
     n = len(train)
