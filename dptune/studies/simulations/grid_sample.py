@@ -522,7 +522,7 @@ GRID_DOMINANCE_COLUMNS = ["case", "betas", "folds_kind", "taste", "clipped", "ro
                           "units_total", "stability", "replications", "false_dominant",
                           "false_dominant_se", "false_over", "false_over_se", "power",
                           "all_compared", "mean_pairs", "coverage", "coverage_se",
-                          "coverage_by"]
+                          "coverage_by", "below_by", "above_by"]
 
 _GRID_HYPERPARAMETERS = ("a", "b", "i")
 
@@ -636,8 +636,10 @@ def grid_sample_dominance_study(cases: Sequence[GridDominanceCase], replications
     every hyperparameter had enough one-at-a-time pairs to be compared; ``mean_pairs``, each
     hyperparameter's mean pair count (``a/b/i``); ``coverage``, the share of the
     one-at-a-time intervals that hold the full grid's value (:meth:`GridDominanceCase.truth`),
-    with its Monte Carlo sd, and per hyperparameter (``coverage_by``, ``a/b/i`` in percent).
-    One numba and one BLAS thread meanwhile."""
+    with its Monte Carlo sd, and per hyperparameter (``coverage_by``, ``a/b/i`` in percent);
+    ``below_by`` and ``above_by``, per hyperparameter likewise, the shares of its intervals
+    that miss the value wholly below it and wholly above it (a miss is one or the other, so
+    the three add up to 100). One numba and one BLAS thread meanwhile."""
     replications = check_int(replications, "grid sample dominance", "replications", 1)
     rows = []
     with one_thread():
@@ -661,6 +663,7 @@ def grid_sample_dominance_study(cases: Sequence[GridDominanceCase], replications
                 fd, fo = float(np.mean(false_dom)), float(np.mean(false_over))
                 pairs = {h: np.mean([d["pairs"].get(h, 0) for d in got]) for h in strength}
                 held = {h: _held(got, theta, [f"only:{h}"]) for h in strength}
+                side = {h: _sides(got, theta, f"only:{h}") for h in strength}
                 cover = [x for h in strength for x in held[h]]
                 cov = float(np.mean(cover)) if cover else float("nan")
                 rows.append({
@@ -679,6 +682,9 @@ def grid_sample_dominance_study(cases: Sequence[GridDominanceCase], replications
                     "coverage": cov, "coverage_se": share_sd(cov, len(cover)),
                     "coverage_by": "/".join(f"{100 * np.mean(held[h]):.1f}" if held[h] else "-"
                                             for h in strength),
+                    **{f"{s}_by": "/".join(f"{100 * np.mean(side[h] == s):.1f}" if held[h]
+                                           else "-" for h in strength)
+                       for s in ("below", "above")},
                 })
     return pd.DataFrame(rows, columns=GRID_DOMINANCE_COLUMNS)
 
@@ -688,6 +694,17 @@ def _held(got: Sequence[dict], theta: dict[str, float], names: Sequence[str]) ->
     ``got`` holds its scope's full-grid value ``theta`` (mean-p scale; intervals per 25)."""
     return [bool(lo <= REFERENCE_P * theta[name] <= hi) for d in got for name in names
             if name in d["scopes"] for (_, lo, hi) in [d["scopes"][name]] if np.isfinite(lo)]
+
+
+def _sides(got: Sequence[dict], theta: dict[str, float], name: str) -> np.ndarray:
+    """For each interval of scope ``name`` in the replications ``got`` (those with one, as
+    :func:`_held` reads them), ``"below"`` when it lies wholly below the scope's full-grid
+    value ``theta`` (its upper end short of it), ``"above"`` when wholly above, else
+    ``"held"``."""
+    value = REFERENCE_P * theta[name]
+    return np.array(["below" if hi < value else "above" if lo > value else "held"
+                     for d in got if name in d["scopes"] for (_, lo, hi) in [d["scopes"][name]]
+                     if np.isfinite(lo)], dtype=object)
 
 
 def _bpr_shape(betas: tuple[float, float, float], rounds: tuple[int, ...] = (1,)) -> GridCase:
