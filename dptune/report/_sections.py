@@ -78,8 +78,12 @@ def _bootstrap_text(options: Any, groups: int | None = None) -> str:
 #: the studentised arcsine interval the row describes.
 GRID_SAMPLE_INTERVAL = (
     "; for the algorithms of the grid sample the units are resampled too, and the interval is "
-    "the estimate ± t(m - 1) × its standard error put together from the variances of users, "
-    "pairs and units (m = the units run), symmetric on the p-value scale and clipped to [0, 1]"
+    "the estimate ± t × its standard error put together from the variances of users, pairs "
+    "and units (t at m - 1 degrees of freedom, m = the units run, or at one less than the "
+    "pairs of units a one-at-a-time scope rests on when they are fewer), symmetric on the "
+    "p-value scale and clipped to [0, 1]; on fewer pairs of units than m, widened to its hull "
+    "with the same half-width read on the logit scale (a low estimate's interval reaches "
+    "further up)"
 )
 
 

@@ -84,6 +84,33 @@ def grid_sample_analyses(stores) -> dict[str, object]:
     return {name: analyze(ResultStore(stores[name])) for name in ("two", "full")}
 
 
+def test_a_scope_on_fewer_pairs_of_units_than_units_takes_the_hull(stores, monkeypatch):
+    """The analysis asks for the logit hull (``few_draws``) exactly for the scopes whose pairs
+    rest on fewer draws of units than the units present (dp.csv's ``unit_clusters`` below the
+    round's 6 units: the one-at-a-time scopes of the two unit hyperparameters), not for scope
+    ``all`` or the iterations' scope, whose pairs rest on every unit; and those scopes'
+    intervals are the hull, which holds the raw one."""
+    from dptune.analysis.dp import units as un
+
+    calls, plain_interval = [], un.grid_sample_interval
+
+    def spy(estimate, replicates, scale, level=0.95, few_draws=False):
+        out = plain_interval(estimate, replicates, scale, level, few_draws)
+        calls.append((few_draws, out, plain_interval(estimate, replicates, scale, level)))
+        return out
+
+    monkeypatch.setattr(un, "grid_sample_interval", spy)
+    dp = analyze(ResultStore(stores["two"])).dp.table
+    rows = dp[dp["algorithm"] == "bpr-mf"].dropna(subset=["ci_low"])
+    assert len(calls) == len(rows)
+    fewer = rows["unit_clusters"] < 6
+    assert set(rows.loc[fewer, "scope"]) == {"only:factors", "only:learning_rate"}
+    assert [c[0] for c in calls] == list(fewer)
+    assert all(h[0] <= r[0] <= r[1] <= h[1] for _, h, r in calls)
+    assert any(h != r for few, h, r in calls if few)
+    assert all(h == r for few, h, r in calls if not few)
+
+
 def test_two_rounds_estimate_the_full_grid_with_weighted_pairs(stores, grid_sample_analyses):
     res = grid_sample_analyses["two"]
     gs = res.dp.grid_sample
@@ -126,11 +153,13 @@ def test_the_report_states_the_design_everywhere(stores, grid_sample_analyses, t
     # the Pairs section's "all M pairs" are the sample's, and it says so
     assert "Of a grid sample, these are the pairs of the configurations its units hold" in md
     # the settings' Bootstrap row describes the full grid's studentised arcsine interval; it
-    # also says how a grid sample's interval is read (symmetric, Student's t over the units)
+    # also says how a grid sample's interval is read (symmetric, Student's t over the units,
+    # and the logit hull of a scope on fewer pairs of units)
     row = next(ln for ln in md.splitlines() if ln.startswith("| Bootstrap |"))
     assert "studentised interval of the mean p-value on the arcsine scale" in row
     assert ("for the algorithms of the grid sample the units are resampled too, and the "
-            "interval is the estimate ± t(m - 1) × its standard error") in row
+            "interval is the estimate ± t × its standard error") in row
+    assert "widened to its hull with the same half-width read on the logit scale" in row
     assert "grid sample the units" not in Report.from_result(
         grid_sample_analyses["full"]).to_markdown()
     # the mark § is explained where a DP may carry it, and once: a table none of whose DPs is

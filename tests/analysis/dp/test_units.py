@@ -297,6 +297,41 @@ def test_grid_sample_interval_is_the_assembled_sd_times_z_inside_0_1():
             un.grid_sample_interval(*bad)
 
 
+def test_an_interval_on_few_draws_is_the_hull_of_the_raw_and_logit_readings():
+    """With ``few_draws`` the interval is the hull of ``pbar +- h`` (clipped) and
+    ``expit(logit(pbar) +- h / (pbar (1 - pbar)))``, by hand: near 0 the logit reading gives
+    the upper end (a low estimate's interval reaches further up), at 0.6 the raw reading
+    keeps the upper end and the logit one gives the lower. A mean p-value of 0 or 1, or no
+    spread, has the raw interval only; without ``few_draws`` nothing changes."""
+    reps = np.array([0.30, 0.32, 0.34, 0.36, 0.38])
+    h = 1.959964 * float(np.sqrt(np.sum((reps - 0.34) ** 2) / 4))  # 0.061980
+    assert un.grid_sample_interval(0.05, reps, 1.0) == pytest.approx((0.0, 0.05 + h), abs=1e-6)
+    # logit(0.05) = -2.944439, h / (0.05 x 0.95) = 1.304832: expit(-1.639607) = 0.162519
+    assert un.grid_sample_interval(0.05, reps, 1.0, few_draws=True) == pytest.approx(
+        (0.0, 0.162519), abs=1e-6)
+    # logit(0.6) = 0.405465, h / 0.24 = 0.258248: expit(0.147217) = 0.536738 below, and the
+    # raw 0.6 + h = 0.661980 above (the logit's 0.660094 falls short of it)
+    assert un.grid_sample_interval(0.6, reps, 1.0, few_draws=True) == pytest.approx(
+        (0.536738, 0.661980), abs=1e-6)
+    for edge in (0.0, 1.0):
+        assert (un.grid_sample_interval(edge, reps, 1.0, few_draws=True)
+                == un.grid_sample_interval(edge, reps, 1.0))
+    flat = np.full(5, 0.3)
+    assert un.grid_sample_interval(0.3, flat, 1.0, few_draws=True) == (0.3, 0.3)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.floats(0.0, 1.0), st.floats(1e-6, 5.0),
+       st.lists(st.floats(0.0, 1.0), min_size=2, max_size=8))
+def test_the_hull_holds_the_raw_interval_inside_0_1(estimate, scale, values):
+    """Whatever the estimate and spread, the interval on few draws contains the raw one and
+    stays inside [0, 1] (so its coverage is never below the raw interval's)."""
+    reps = np.array(values)
+    raw = un.grid_sample_interval(estimate, reps, scale)
+    lo, hi = un.grid_sample_interval(estimate, reps, scale, few_draws=True)
+    assert 0.0 <= lo <= raw[0] <= raw[1] <= hi <= 1.0
+
+
 def test_clusters_are_the_units_and_pairs_of_units_a_scopes_pairs_rest_on():
     """Hand-counted on a 2 x 2 grid of 3 iterations with three units present: the pairs of one
     unit rest on that unit, the pairs between two units on that pair of units, however many

@@ -172,12 +172,13 @@ def test_documented_grid_sample_dominance_study():
     users with a kept taste, clipped values: a false "dominant" or "significantly more than"
     in at most 5% of the replications within two Monte Carlo sds (it was 6.75-7.25% at one
     round before the comparisons counted the scopes' draws of units), and the one-at-a-time
-    intervals cover the full grid's value: no hyperparameter's below 90% within two sds where
-    the effects are equal; the strongly dominant hyperparameter's, whose 6 pairs of units give
-    p-values from near 1 to near 0, covers less (85.8% at one round, 88.8% at two: measured and
-    documented, bounded here at 85% within two sds), and its misses are those of an interval
-    wholly below the value (a round of its widest gaps: a low estimate and a narrow interval at
-    once; 14.0% below and 0.2% above at one round)."""
+    intervals cover the full grid's value: no hyperparameter's below 90% within two sds. The
+    strongly dominant hyperparameter's, whose 6 pairs of units give p-values from near 1 to
+    near 0, covered 85.8% at one round and 88.8% at two on the raw scale alone; as the hull
+    with the logit reading (intervals on fewer pairs of units than units) 94.0% and 93.8%. Its
+    misses are still mostly those of an interval wholly below the value (a round of its widest
+    gaps: a low estimate and a narrow interval at once; 5.8% below and 0.2% above at one
+    round)."""
     import pandas as pd
 
     from dptune.studies.simulations.grid_sample import (
@@ -194,8 +195,7 @@ def test_documented_grid_sample_dominance_study():
     sd = np.sqrt(0.95 * 0.05 / df["replications"])
     worst = df["coverage_by"].map(lambda t: min(float(x) for x in t.split("/")) / 100)
     equal = df["power"].isna()
-    assert (worst[equal] + 2 * sd[equal] >= 0.90).all(), df.to_string()
-    assert (worst + 2 * sd >= 0.85).all(), df.to_string()
+    assert (worst + 2 * sd >= 0.90).all(), df.to_string()
     assert (df.loc[~equal, "power"].to_numpy() > 0).all(), df.to_string()
     strong = {c: [float(t.split("/")[0]) for t in df.loc[~equal, c]]
               for c in ("below_by", "above_by")}
