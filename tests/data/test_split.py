@@ -160,7 +160,8 @@ def test_holdout_errors():
     (lambda f: temporal_holdout(f, train_ratio=10**400),
      "split.train_ratio: must be in (0, 1), got an integer of 401 digits"),
     (lambda f: temporal_holdout(f, min_user_interactions=-10**5000),
-     "split.min_user_interactions: must be an integer >= 1, got a negative integer of 5,001 digits"),
+     "split.min_user_interactions: must be an integer >= 1, got a negative integer of 5,001 "
+     "digits"),
     (lambda f: cv_fold_labels(f, 10**5000),
      "split.folds: must be an integer from 2 to 127, got an integer of 5,001 digits"),
 ], ids=["ratio-5001-digits", "ratio-401-digits", "minimum-5001-digits", "folds-5001-digits"])

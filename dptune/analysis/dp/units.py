@@ -538,8 +538,8 @@ def grid_sample_interval(estimate: float, replicates: np.ndarray, scale: float,
     """The ``level`` interval of a grid sample's mean p-value, read off the variance its
     spread is put together from: ``pbar +- h``, ``h = z_((1 + level) / 2) * scale *
     sd(pbar*_r)``, clipped to [0, 1], with ``scale`` :func:`grid_sample_scale` (which holds the
-    Student's t factor of the units present, so the half-width is ``t_(m-1) * sqrt(users +
-    pairs + units)``).
+    Student's t factor of the draws of units the pairs rest on, so the half-width is
+    ``t_(min(m, clusters) - 1) * sqrt(users + pairs + units)``).
 
     ``few_draws``: the scope's pairs rest on fewer independent draws of units than the units
     present (:attr:`PairDesign.clusters` below ``m``: a one-at-a-time scope of a unit
