@@ -662,10 +662,9 @@ def grid_sample_dominance_study(cases: Sequence[GridDominanceCase], replications
                 hits = [d["answer"] == "dominant" and d["hyperparameter"] == best for d in got]
                 fd, fo = float(np.mean(false_dom)), float(np.mean(false_over))
                 pairs = {h: np.mean([d["pairs"].get(h, 0) for d in got]) for h in strength}
-                held = {h: _held(got, theta, [f"only:{h}"]) for h in strength}
                 side = {h: _sides(got, theta, f"only:{h}") for h in strength}
-                cover = [x for h in strength for x in held[h]]
-                cov = float(np.mean(cover)) if cover else float("nan")
+                cover = np.concatenate([side[h] == "held" for h in strength])
+                cov = float(np.mean(cover)) if len(cover) else float("nan")
                 rows.append({
                     "case": case.name, "betas": ", ".join(f"{b:g}" for b in case.grid.betas),
                     "folds_kind": "shared" if case.shared else "independent",
@@ -680,29 +679,21 @@ def grid_sample_dominance_study(cases: Sequence[GridDominanceCase], replications
                                                    for d in got])),
                     "mean_pairs": "/".join(f"{pairs[h]:.0f}" for h in strength),
                     "coverage": cov, "coverage_se": share_sd(cov, len(cover)),
-                    "coverage_by": "/".join(f"{100 * np.mean(held[h]):.1f}" if held[h] else "-"
-                                            for h in strength),
-                    **{f"{s}_by": "/".join(f"{100 * np.mean(side[h] == s):.1f}" if held[h]
-                                           else "-" for h in strength)
-                       for s in ("below", "above")},
+                    **{column: "/".join(f"{100 * np.mean(side[h] == s):.1f}" if len(side[h])
+                                        else "-" for h in strength)
+                       for column, s in (("coverage_by", "held"), ("below_by", "below"),
+                                         ("above_by", "above"))},
                 })
     return pd.DataFrame(rows, columns=GRID_DOMINANCE_COLUMNS)
 
 
-def _held(got: Sequence[dict], theta: dict[str, float], names: Sequence[str]) -> list[bool]:
-    """Whether each interval of the scopes ``names`` (those with one) in the replications
-    ``got`` holds its scope's full-grid value ``theta`` (mean-p scale; intervals per 25)."""
-    return [bool(lo <= REFERENCE_P * theta[name] <= hi) for d in got for name in names
-            if name in d["scopes"] for (_, lo, hi) in [d["scopes"][name]] if np.isfinite(lo)]
-
-
 def _sides(got: Sequence[dict], theta: dict[str, float], name: str) -> np.ndarray:
-    """For each interval of scope ``name`` in the replications ``got`` (those with one, as
-    :func:`_held` reads them), ``"below"`` when it lies wholly below the scope's full-grid
-    value ``theta`` (its upper end short of it), ``"above"`` when wholly above, else
-    ``"held"``."""
+    """For each interval of scope ``name`` in the replications ``got`` (those with one),
+    ``"held"`` when it holds the scope's full-grid value ``theta`` (mean-p scale; intervals
+    per 25), else ``"below"`` when it lies wholly below it (its upper end short of it) and
+    ``"above"`` when wholly above."""
     value = REFERENCE_P * theta[name]
-    return np.array(["below" if hi < value else "above" if lo > value else "held"
+    return np.array(["held" if lo <= value <= hi else "below" if hi < value else "above"
                      for d in got if name in d["scopes"] for (_, lo, hi) in [d["scopes"][name]]
                      if np.isfinite(lo)], dtype=object)
 
