@@ -326,14 +326,6 @@ class ScopeRun:
         return np.ones(len(self.table_pairs)) if w is None else w[self.order]
 
     @property
-    def _few_draws(self) -> bool:
-        """Whether the interval's pairs rest on fewer independent draws of units than the
-        units present (repeat 0's design, whose interval this is; the same rule as the
-        Student's t of :func:`dptune.analysis.dp.units.grid_sample_scale`)."""
-        d = None if self.designs is None else self.designs[0]
-        return d is not None and d.clusters < d.units
-
-    @property
     def unit_clusters(self) -> float:
         """The fewest independent draws of units any repeat's pairs rest on
         (:attr:`dptune.analysis.dp.units.PairDesign.clusters`; NaN when every unit is
@@ -426,7 +418,8 @@ class ScopeRun:
                                                             raw, sizes))
                                   if self._pair_mult is None else
                                   un.grid_sample_interval(
-                                      mean_k, raw, shrink, few_draws=self._few_draws))
+                                      mean_k, raw, shrink,
+                                      few_draws=self.designs[0].few_draws))
                             lo, hi = (sc.REFERENCE_P * x for x in ci)
                     self.moments = {key: v for key, v in self.moments.items() if key[1] != mc}
                     draws[(self.algorithm, self.scope, mc[0], mc[1])] = reps

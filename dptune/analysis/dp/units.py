@@ -267,6 +267,14 @@ class PairDesign:
         lo, hi = np.minimum(self.unit_a, self.unit_b), np.maximum(self.unit_a, self.unit_b)
         return int(len(np.unique(lo.astype(np.int64) * max(self.units, 1) + hi)))
 
+    @property
+    def few_draws(self) -> bool:
+        """Whether the pairs rest on fewer independent draws of units (:attr:`clusters`) than
+        the units present (a one-at-a-time scope of a unit hyperparameter): its interval then
+        takes Student's t at that many less one (:func:`grid_sample_scale`) and is the logit
+        hull (:func:`grid_sample_interval`)."""
+        return self.clusters < self.units
+
 
 def pair_design(sample: UnitSample, pairs: np.ndarray, kind: str, hyperparameter: str = "",
                 value: str = "") -> PairDesign:
