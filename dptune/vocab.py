@@ -8,7 +8,6 @@ spelled, ordered and coloured the same way everywhere.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Sequence
 
 __all__ = [
@@ -318,14 +317,23 @@ def _positional(x: float) -> str:
                                       trim="-")
 
 
-_PARAM = re.compile(r"([A-Za-z_][\w.-]*)=(.*?)(?=, [A-Za-z_][\w.-]*=|$)")
-
-
 def display_params(params: object) -> str:
     """A configuration's ``name=value, ...`` text with every value in :func:`display_value`'s
-    format (``learning_rate=0.025000487`` -> ``learning_rate=0.0250005``)."""
+    format (``learning_rate=0.025000487`` -> ``learning_rate=0.0250005``).
+
+    A hyperparameter's name is whatever precedes its first ``=`` (``w*x``, ``$s$``, ``λ``,
+    ``learning rate``: a column of an outside configurations file can be named anything), and
+    a piece after ``", "`` that holds no ``=`` belongs to the value before it (a text value
+    ``a, b``), so that no name or value is dropped. Text that does not start with a
+    ``name=`` is returned as it is."""
     text = str(params)
-    found = _PARAM.findall(text)
-    if not found:
-        return text
-    return ", ".join(f"{name}={display_value(value)}" for name, value in found)
+    pairs: list[list[str]] = []
+    for piece in text.split(", "):
+        name, eq, value = piece.partition("=")
+        if eq and name.strip():
+            pairs.append([name, value])
+        elif pairs:
+            pairs[-1][1] += ", " + piece
+        else:
+            return text
+    return ", ".join(f"{name}={display_value(value)}" for name, value in pairs)

@@ -3,9 +3,13 @@ of latent factors for the factor models of cornac (BPR, MF, WMF)."""
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from dptune.vocab import display_hyperparameter
+from dptune.analysis.selection import params_text
+from dptune.vocab import display_hyperparameter, display_params, display_value
 
 
 @pytest.mark.parametrize(("algorithm", "label"), [
@@ -97,3 +101,33 @@ def test_the_verdict_and_the_dominance_apply_the_tie_rule():
     d = dominance_table(pd.DataFrame([row("ndcg", a, "only:factors"),
                                       row("ndcg", b, "only:iterations")]), none, 10).iloc[0]
     assert d["hyperparameter"] == "factors"
+
+
+@pytest.mark.parametrize(("params", "text"), [
+    ("learning_rate=0.025000487, k=10", "learning_rate=0.0250005, k=10"),
+    # names an outside configurations file may hold: none is dropped
+    ("$s$=1, w*x=0.8", "$s$=1, w*x=0.8"),
+    ("λ=0.50000001, learning rate=0.1", "λ=0.5, learning rate=0.1"),
+    ("system=bm25.run, k=10", "system=bm25.run, k=10"),
+    # a text value holding ", " stays with its name
+    ("kind=a, b, k=3", "kind=a, b, k=3"),
+    # not a configuration's text: kept as it is
+    ("configuration 3", "configuration 3"), ("", ""), ("=1, k=2", "=1, k=2"),
+])
+def test_display_params_keeps_every_name_and_formats_every_value(params, text):
+    assert display_params(params) == text
+
+
+@given(st.lists(st.tuples(
+    st.text(st.characters(blacklist_characters="=,", blacklist_categories=("Cs",)),
+            min_size=1).filter(str.strip),
+    st.one_of(st.integers(-10**6, 10**6), st.text(st.characters(blacklist_characters=",="))),
+), min_size=1, max_size=5, unique_by=lambda p: p[0]))
+def test_display_params_of_a_params_text_names_each_hyperparameter_once(pairs):
+    """Whatever the names (no ``=`` or ``,`` in them), the display of the text
+    :func:`dptune.analysis.selection.params_text` writes names each hyperparameter, in order,
+    with its value's one display format."""
+    names = [n for n, _ in pairs]
+    row = pd.Series({n: v for n, v in pairs})
+    shown = display_params(params_text(row, names))
+    assert shown == ", ".join(f"{n}={display_value(v)}" for n, v in pairs)
