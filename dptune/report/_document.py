@@ -14,7 +14,16 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from dptune.report._format import and_list, fmt, fmt_setting, one_fold, ordered_algorithms
+from dptune.report._format import (
+    and_list,
+    fmt,
+    fmt_setting,
+    one_fold,
+    ordered_algorithms,
+    shown_algorithm,
+    shown_hyperparameter,
+    shown_metric,
+)
 from dptune.report._inputs import has_intervals
 from dptune.report._sections import corrected_words
 from dptune.report._selection import best_table_md, sakai_table_md, selection_sentences
@@ -25,8 +34,7 @@ from dptune.report._settings import (
     flatten,
     settings_rows,
 )
-from dptune.report._table import Table, simple_block
-from dptune.vocab import display_algorithm, display_hyperparameter, display_metric
+from dptune.report._table import Table, md_names, simple_block
 
 __all__ = ["Section", "ReportFigure", "core_sections", "gap_sentence", "files_section", "INTRO",
            "glossary", "pair_sampling_text", "sampling_lead"]
@@ -122,6 +130,11 @@ class Section:
     title: str
     body: str
 
+    def __post_init__(self) -> None:
+        # the names of the text it was built from (dptune.report._format.name_span) escaped,
+        # so that they read as written: the body is Markdown from here on
+        self.title, self.body = md_names(self.title), md_names(self.body)
+
     def to_markdown(self) -> str:
         """``## title``, a blank line, the body."""
         return f"## {self.title}\n\n{self.body.rstrip(chr(10))}\n"
@@ -174,11 +187,11 @@ def gap_sentence(
     own = own[pd.to_numeric(own["test_value"], errors="coerce").notna()]
     if own.empty:
         return None
-    name = display_metric(metric, cutoff)
+    name = shown_metric(metric, cutoff)
     rank = {a: i for i, a in enumerate(ordered_algorithms(own["algorithm"].unique()))}
     own = own.assign(_a=own["algorithm"].map(rank)).sort_values("_a", kind="stable")
     examples = "; ".join(
-        f"{display_algorithm(r.algorithm)} {fmt(r.validation_mean, 4)} vs "
+        f"{shown_algorithm(r.algorithm)} {fmt(r.validation_mean, 4)} vs "
         f"{fmt(r.test_value, 4)}"
         for r in own.itertuples(index=False)
     )
@@ -194,7 +207,7 @@ def gap_sentence(
         test = f"a {method} hold-out of {held:.0%} of each user's interactions"
     folds, how = split.get("folds", "?"), str(split.get("fold_method", "random"))
     assigned = "by time" if "temporal" in how else "at random"
-    return (
+    return md_names(
         f"Validation and test values are measured on different data: validation values are "
         f"means over {folds} cross-validation folds of the training part ({how}, interactions "
         f"assigned to folds {assigned}), test values come from {test}. So test values are not "
@@ -214,9 +227,9 @@ def _edge_sentences(best: pd.DataFrame, primary: tuple[str, int]) -> list[str]:
     out = []
     for r in rows.itertuples(index=False):
         sides = [part.split("=", 1) for part in r.grid_edge]
-        where = "; ".join(f"{display_hyperparameter(h, r.algorithm)} at its {side} value" for h, side in sides)
-        out.append(f"{display_algorithm(r.algorithm)}: the configuration "
-                   f"{display_metric(primary[0], int(primary[1]))} selects sits on the edge of "
+        where = "; ".join(f"{shown_hyperparameter(h, r.algorithm)} at its {side} value" for h, side in sides)
+        out.append(f"{shown_algorithm(r.algorithm)}: the configuration "
+                   f"{shown_metric(primary[0], int(primary[1]))} selects sits on the edge of "
                    f"the grid ({where}); the optimum may lie outside it, consider widening the "
                    "grid.")
     return out
@@ -275,11 +288,11 @@ def pair_sampling_text(dp: pd.DataFrame, cap: object = None, value_cap: object =
         p = int(a["n_pairs"].max())
         m = (a["n_possible_pairs"].max() if "n_possible_pairs" in a.columns else float("nan"))
         if pd.isna(m):
-            parts.append(f"{display_algorithm(alg)}: {p} pairs")
+            parts.append(f"{shown_algorithm(alg)}: {p} pairs")
         elif p >= int(m):
-            parts.append(f"{display_algorithm(alg)}: all {p} pairs")
+            parts.append(f"{shown_algorithm(alg)}: all {p} pairs")
         else:
-            parts.append(f"{display_algorithm(alg)}: a seeded sample of {p} of {int(m)} pairs")
+            parts.append(f"{shown_algorithm(alg)}: a seeded sample of {p} of {int(m)} pairs")
     text = ("Pairs of configurations behind the verdict, Tables 3 and 4 and Figure 1 (scope "
             "all): " + ("; ".join(parts) if parts else "none") + ".")
     n, v = _count(cap), _count(value_cap)
@@ -335,7 +348,7 @@ def core_sections(
     ``downstream``: the analysis' downstream.csv, whose tests the selection sentences state)."""
     cutoff = int(primary[1])
     t3 = tables["table3"]
-    no_dp = [f"- No DP for {display_algorithm(a)}: {no_dp_reason(n)}."
+    no_dp = [f"- No DP for {shown_algorithm(a)}: {no_dp_reason(n)}."
              for a, n in (without_dp or {}).items()]
     settings_md = simple_block(["Setting", "Value"], settings_rows(settings), [False, False])
     out = [
@@ -472,5 +485,5 @@ def primary_line(primary: tuple[str, int], test_split: bool = True, floor: bool 
             + (["judges its own family's choices on the test split"] if test_split else [])
             + ["sets the main cutoff of the figures and the summary"])
     said = and_list(uses)
-    return (f"Primary metric: {display_metric(primary[0], int(primary[1]))}. It {said}; which "
+    return (f"Primary metric: {shown_metric(primary[0], int(primary[1]))}. It {said}; which "
             "metric to tune with is the verdict's answer, not this one.")

@@ -29,6 +29,8 @@ from dptune.report._format import (
     ordered_metrics,
     pair_count_text,
     pct,
+    shown_algorithm,
+    unmarked,
     unsampled_share,
     verdict_choices,
 )
@@ -103,7 +105,7 @@ def _plain(text: str) -> str:
     """A name as text a figure shows as written: its dollar signs escaped, so that matplotlib
     does not read the part between two as mathtext (an algorithm named ``cost $5 vs $10`` lost
     its dollars and spaces; one named ``a$^$b`` stopped the report with a parse error)."""
-    return str(text).replace("$", "\\$")
+    return unmarked(text).replace("$", "\\$")
 
 
 def _panel_grid(n_panels: int) -> tuple[int, int]:
@@ -446,7 +448,8 @@ def _dp_order(metrics: list[str], verdict: pd.DataFrame,
 def dp_figure_caption(dp: pd.DataFrame, cutoff: int, stem_title: str = "DP figure") -> str:
     """The caption of :func:`dp_figure`: what is drawn and P, the pairs of each algorithm; with
     no interval (the bootstrap off, or a paired test without one) no difference is tested, and
-    the caption says the stars are the metrics offered untested."""
+    the caption says the stars are the metrics offered untested. Its names are spans
+    (:func:`dptune.report._format.name_span`), rendered by the text it is put in."""
     rows = _dp_rows(dp, cutoff)
     pairs = []
     uncovered = bool(len(rows)) and bool((unsampled_share(rows) > 0).any())
@@ -454,7 +457,7 @@ def dp_figure_caption(dp: pd.DataFrame, cutoff: int, stem_title: str = "DP figur
         ra = rows[rows["algorithm"] == alg]
         n = int(ra["n_pairs"].max())
         possible = int(ra["n_possible_pairs"].max()) if "n_possible_pairs" in ra.columns else n
-        pairs.append(f"{display_algorithm(alg)} P = {n}"
+        pairs.append(f"{shown_algorithm(alg)} P = {n}"
                      + ("" if n >= possible else f" of {possible}"))
     stars = ("with its 95% interval at N = {n}, one panel per algorithm, all on one x scale "
              "(lower = more discriminative); star and bold label: the verdict's recommended "

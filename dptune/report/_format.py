@@ -7,6 +7,7 @@ text conventions (3 decimals, an en dash for a missing value, a dagger for fewer
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
@@ -18,6 +19,8 @@ from dptune.vocab import (
     RULE_MARGIN,
     TABLE_METRIC_ORDER,
     display_algorithm,
+    display_hyperparameter,
+    display_metric,
     display_params,
     display_value,
     ordered,
@@ -58,6 +61,14 @@ __all__ = [
     "verdict_keys",
     "one_fold",
     "floor_below",
+    "NAME_SPAN",
+    "name_span",
+    "unmarked",
+    "shown_algorithm",
+    "shown_metric",
+    "shown_hyperparameter",
+    "shown_value",
+    "shown_params",
 ]
 
 MISSING = "–"  # shown for a missing value in Markdown (LaTeX gets "--")
@@ -433,3 +444,61 @@ def verdict_choices(row: Mapping[str, object]) -> list[str]:
     if is_missing(rec) or not str(rec):
         return []
     return verdict_keys(row.get("choices")) or [str(rec), *verdict_keys(row.get("identical"))]
+
+
+#: The two characters that hold a name in the report's text until it is rendered
+#: (:func:`name_span`): Shift Out and Shift In, which no name keeps (:func:`name_span` drops
+#: them from the name it holds).
+_NAME_START, _NAME_END = "\x0e", "\x0f"
+#: A span of :func:`name_span` in a text (its name: group 1).
+NAME_SPAN = re.compile(f"{_NAME_START}([^{_NAME_START}{_NAME_END}]*){_NAME_END}")
+
+
+def name_span(text: object) -> str:
+    """``text``, a name as the data writes it (an algorithm, a metric, a hyperparameter, a
+    value), held as a name in the report's text until the text is rendered.
+
+    The report's sentences are Markdown: ``**`` for bold, ``*`` for a defined term, backticks
+    for a file. A name is not: ``_lam_``, ``w*x*y`` or ``$s$`` must read as written, not as
+    emphasis or mathematics. So every display name enters a sentence as a span, and the one
+    helper that builds the sentence need not know which format it ends in:
+    :func:`dptune.report._table.md_names` escapes each span of a Markdown text, and
+    :func:`unmarked` drops the spans' two characters for every other format (a table cell,
+    which is escaped whole, LaTeX, a figure's label)."""
+    text = unmarked(text)
+    return _NAME_START + text + _NAME_END if text else ""
+
+
+def unmarked(text: object) -> str:
+    """``text`` without the characters of :func:`name_span`: its names as written."""
+    return str(text).replace(_NAME_START, "").replace(_NAME_END, "")
+
+
+def shown_algorithm(key: object) -> str:
+    """An algorithm's display name (:func:`dptune.vocab.display_algorithm`) as a name of the
+    report's text (:func:`name_span`)."""
+    return name_span(display_algorithm(str(key)))
+
+
+def shown_metric(metric: object, cutoff: int | None = None) -> str:
+    """A metric's display name (:func:`dptune.vocab.display_metric`, ``nDCG@10``) as a name of
+    the report's text (:func:`name_span`)."""
+    return name_span(display_metric(str(metric), cutoff))
+
+
+def shown_hyperparameter(key: object, algorithm: str | None = None) -> str:
+    """A hyperparameter's display name (:func:`dptune.vocab.display_hyperparameter`) as a name
+    of the report's text (:func:`name_span`)."""
+    return name_span(display_hyperparameter(str(key), algorithm))
+
+
+def shown_value(value: object) -> str:
+    """A hyperparameter value in its one display format (:func:`dptune.vocab.display_value`)
+    as a name of the report's text (:func:`name_span`): a text value can be anything."""
+    return name_span(display_value(value))
+
+
+def shown_params(params: object) -> str:
+    """A configuration's ``name=value, ...`` (:func:`dptune.vocab.display_params`) as a name of
+    the report's text (:func:`name_span`)."""
+    return name_span(display_params(params))

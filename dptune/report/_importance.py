@@ -20,10 +20,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dptune.report._format import and_list, dp_text, ordered_metrics
+from dptune.report._format import (
+    and_list,
+    dp_text,
+    ordered_metrics,
+    shown_algorithm,
+    shown_hyperparameter,
+    shown_metric,
+)
 from dptune.report._sections import option
-from dptune.report._table import Block, Cell
-from dptune.vocab import display_algorithm, display_hyperparameter, display_metric
+from dptune.report._table import Block, Cell, md_names
 
 __all__ = ["comparison_sentences", "importance_section"]
 
@@ -46,7 +52,7 @@ def _evaluators(importance: pd.DataFrame) -> list[str]:
 
 def _same_top_note(a: pd.DataFrame, cutoff: int) -> str | None:
     """Why some PED-ANOVA rows of one algorithm are identical (importance.csv ``same_top_as``),
-    or None when none repeats another."""
+    as Markdown, or None when none repeats another."""
     if "same_top_as" not in a.columns:
         return None
     ped = a[(a["evaluator"] == "ped-anova") & a["same_top_as"].fillna("").astype(str).ne("")]
@@ -59,15 +65,16 @@ def _same_top_note(a: pd.DataFrame, cutoff: int) -> str | None:
     size = f"its best {int(k.iloc[0])} configurations" if len(k) else "its best configurations"
     said = []
     for first, ms in groups.items():
-        names = [display_metric(m, cutoff) for m in ordered_metrics(ms)]
+        names = [shown_metric(m, cutoff) for m in ordered_metrics(ms)]
         who = and_list(names)
-        said.append(f"{who} put the same configurations there as {display_metric(first, cutoff)}"
+        said.append(f"{who} put the same configurations there as {shown_metric(first, cutoff)}"
                     + (", so its PED-ANOVA row equals " if len(names) == 1
                        else ", so their PED-ANOVA rows equal ")
-                    + f"{display_metric(first, cutoff)}'s")
-    return ("Identical PED-ANOVA rows are not an error: PED-ANOVA sees a metric only through "
-            f"which configurations are in its top quantile ({size}), not through their values; "
-            + "; ".join(said) + ". fANOVA uses the values and tells them apart.")
+                    + f"{shown_metric(first, cutoff)}'s")
+    return md_names("Identical PED-ANOVA rows are not an error: PED-ANOVA sees a metric only "
+                    f"through which configurations are in its top quantile ({size}), not "
+                    "through their values; " + "; ".join(said)
+                    + ". fANOVA uses the values and tells them apart.")
 
 
 def _ranked(imp: pd.DataFrame, evaluator: str) -> list[tuple[str, float]]:
@@ -84,7 +91,7 @@ def comparison_sentences(
 ) -> list[str]:
     """One sentence per algorithm at the primary metric@N: the answer of the verdict's
     dominance analysis (:func:`dptune.report._verdict.dominance_sentence`), then what each
-    importance evaluator puts first, each on its own scale."""
+    importance evaluator puts first, each on its own scale; as Markdown."""
     from dptune.report._verdict import _Reader, dominance_sentence
 
     metric, cutoff = result.primary[0], int(result.primary[1])
@@ -100,15 +107,15 @@ def comparison_sentences(
             if r:
                 # the names and the 3 decimals of the table beside it (learning_rate (0.90)
                 # read as another quantity than its row's Learning rate 0.904)
-                order = " > ".join(f"{display_hyperparameter(h, alg)} ({v:.3f})" for h, v in r)
+                order = " > ".join(f"{shown_hyperparameter(h, alg)} ({v:.3f})" for h, v in r)
                 scale = f" ({_SCALE[ev]})" if ev in _SCALE else ""
                 parts.append(f"{_EVALUATORS.get(ev, ev)}{scale} ranks {order}")
-        head = f"{names.get(alg, alg)}, {display_metric(metric, cutoff)}: "
+        head = f"{names.get(alg, shown_algorithm(alg))}, {shown_metric(metric, cutoff)}: "
         dom = dominance_sentence(rd, alg, cutoff, metric) or \
             "no one-at-a-time DP to compare."
         out.append(head + dom + (" Supporting evidence, not a vote: " + "; ".join(parts) + "."
                                  if parts else ""))
-    return out
+    return [md_names(s) for s in out]
 
 
 def _importance_rows(a: pd.DataFrame, hps: list[str], metric: str, cutoff: int) -> list[list[Cell]]:
@@ -126,7 +133,7 @@ def _importance_rows(a: pd.DataFrame, hps: list[str], metric: str, cutoff: int) 
                 Cell("–" if not math.isfinite(v) else f"{v:.3f}", bold=i == top, numeric=True)
                 for i, v in enumerate(vals)
             ]
-            label = display_metric(m, cutoff)
+            label = shown_metric(m, cutoff)
             rows.append([Cell(label, bold=m == metric), Cell(_EVALUATORS.get(ev, ev)), *cells])
     return rows
 
@@ -141,7 +148,7 @@ def importance_section(configs: Any, result: Any) -> str:
     gs = result.dp.grid_sample
     metric, cutoff = result.primary[0], int(result.primary[1])
     seed = option(result.options, "seed")
-    names = {a: display_algorithm(a) for a in configs.algorithms()}
+    names = {a: shown_algorithm(a) for a in configs.algorithms()}
     counts = result.configuration_counts
     if importance.empty:
         return (
@@ -157,7 +164,7 @@ def importance_section(configs: Any, result: Any) -> str:
         "PED-ANOVA's are shares of how differently each hyperparameter's values are spread "
         "among the top-quantile configurations than among all (both normalised to sum to 1 "
         "per evaluator; higher = explains more). The last row is on "
-        f"the DP scale: the DP per 25 pairs of {display_metric(metric, cutoff)} over the pairs "
+        f"the DP scale: the DP per 25 pairs of {shown_metric(metric, cutoff)} over the pairs "
         "that differ in that hyperparameter only (lower = varying it alone separates "
         "configurations more often), with P; the verdict names a hyperparameter dominant only "
         "when its DP is significantly lower than every other's.",
@@ -181,11 +188,11 @@ def importance_section(configs: Any, result: Any) -> str:
             texts = [f"{dp_text(o.at['only:' + h, 'dp_per_25'], o.at['only:' + h, 'ci_low'], o.at['only:' + h, 'ci_high'])} "
                      f"(P = {int(o.at['only:' + h, 'n_pairs'])})" if f"only:{h}" in o.index
                      else "–" for h in hps]
-            rows.append([Cell(display_metric(metric, cutoff)),
+            rows.append([Cell(shown_metric(metric, cutoff)),
                          Cell("DP per 25 pairs, only h varies")]
                         + [Cell(t, numeric=True) for t in texts])
         header = [Cell(h) for h in ["Metric", "Evaluator",
-                                    *(display_hyperparameter(h, alg) for h in hps)]]
+                                    *(shown_hyperparameter(h, alg) for h in hps)]]
         lines += [Block(header, rows).to_markdown(), ""]
         note = _same_top_note(a, cutoff)
         if note:

@@ -17,10 +17,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from dptune.report._format import and_list, pct
+from dptune.report._format import and_list, pct, shown_algorithm, shown_metric
 from dptune.report._sections import noise_runs, pair_seeds_run
-from dptune.report._table import tex_escape
-from dptune.vocab import RULE_MARGIN, display_algorithm, display_metric
+from dptune.report._table import md_names, tex_escape
+from dptune.vocab import RULE_MARGIN
 
 __all__ = ["Methods", "methods_of", "REFERENCES"]
 
@@ -205,7 +205,7 @@ class Methods:
             parts += [_CITE.sub(cite, p), ""]
         parts += ["## References", ""]
         parts += [f"- {REFERENCES[k][1]}" for k in sorted(self.cited)]
-        return "\n".join(parts) + "\n"
+        return md_names("\n".join(parts)) + "\n"
 
     def to_latex(self) -> str:
         """methods.tex: the paragraphs as LaTeX (special characters escaped), each citation a
@@ -290,10 +290,10 @@ def _grid_paragraph(result: Any) -> str:
     manifest = result.manifest
     counts = result.configuration_counts
     algs = [a for a in manifest.get("algorithms", ()) if "name" in a]
-    named = [f"{display_algorithm(a['name'])} ({_count(int(a.get('n_configs', counts.get(a['name'], 0))), 'configuration')})"
+    named = [f"{shown_algorithm(a['name'])} ({_count(int(a.get('n_configs', counts.get(a['name'], 0))), 'configuration')})"
              for a in algs]
     ev = manifest["evaluation"]
-    metrics = [display_metric(m) for m in ev["metrics"]]
+    metrics = [shown_metric(m) for m in ev["metrics"]]
     novelty = [m for m in ev["metrics"] if m in ("efd", "epc")]
     cite = " [@vargas2011]" if novelty else ""
     text = (f"We sweep the hyperparameter grids of {and_list(named)} and measure "
@@ -302,7 +302,7 @@ def _grid_paragraph(result: Any) -> str:
     sample = result.dp.grid_sample
     if sample is not None and not sample.empty:
         runs = [f"{int(r['units'])} of the {int(r['units_total']):,} training runs of "
-                f"{display_algorithm(str(r['algorithm']))} per fold ({int(r['configs']):,} of its "
+                f"{shown_algorithm(str(r['algorithm']))} per fold ({int(r['configs']):,} of its "
                 f"{int(r['configs_total']):,} configurations)"
                 for r in sample.to_dict("records")]
         text += (f" Of a grid this large a sample is run: {and_list(runs)}; a training run serves "
@@ -339,7 +339,7 @@ def _inference_paragraph(result: Any) -> str:
         return (f"DP has no interval and no difference between metrics is claimed: {why}. "
                 "Where several metrics of a family are offered, the lowest DP alone does not "
                 "make one the better choice.")
-    families = "; ".join(f"{name}: {and_list([display_metric(m) for m in ms])}"
+    families = "; ".join(f"{name}: {and_list([shown_metric(m) for m in ms])}"
                          for name, ms in result.metric_families.groups)
     seeds = ""
     run = pair_seeds_run(result.dp.table)  # as the settings row reads it
@@ -368,7 +368,7 @@ def _floor_paragraph(result: Any) -> str:
     floor = result.noise
     runs = noise_runs(floor).values()  # (configurations, seeds), as the settings row reads them
     seeds = sorted({k for _, k in runs})
-    primary = display_metric(*result.primary)
+    primary = shown_metric(*result.primary)
     how = (f"{seeds[0]} seeds" if len(seeds) == 1 else
            f"{seeds[0]} to {seeds[-1]} seeds" if seeds else "several seeds")
     most = max((c for c, _ in runs), default=1)
@@ -412,7 +412,7 @@ def _outside_paragraph(result: Any) -> str:
     source = str((manifest.get("dataset") or {}).get("source", "a per-user table"))
     what = "evaluated runs" if manifest.get("source") == "runs" else "a per-user table"
     counts = result.configuration_counts
-    named = [f"{display_algorithm(a)} ({_count(n, 'configuration')})" for a, n in counts.items()]
+    named = [f"{shown_algorithm(a)} ({_count(n, 'configuration')})" for a, n in counts.items()]
     folds = [str(f) for f in manifest.get("folds", ()) if str(f) != "test"]
     return (f"The per-user metric values were read from {what} ({source.rsplit('/', 1)[-1]}): "
             f"{and_list(named) if named else 'its systems'}"

@@ -12,8 +12,9 @@ import html
 from typing import Any
 
 from dptune.report._figures import dp_figure, dp_figure_caption, palette_png
+from dptune.report._format import shown_metric, unmarked
+from dptune.report._table import md_names
 from dptune.report._verdict import summary_section, verdict_section
-from dptune.vocab import display_metric
 
 __all__ = ["result_markdown", "result_html"]
 
@@ -21,7 +22,7 @@ __all__ = ["result_markdown", "result_html"]
 def _summary(result: Any) -> str:
     dp = result.dp.table
     algs = len(set(dp["algorithm"])) if dp is not None and len(dp) else 0
-    primary = display_metric(str(result.primary[0]), int(result.primary[1]))
+    primary = shown_metric(str(result.primary[0]), int(result.primary[1]))
     return (f"dptune analysis: {algs} algorithm{'s' if algs != 1 else ''} with a DP, primary "
             f"metric {primary}.")
 
@@ -47,7 +48,8 @@ def result_markdown(result: Any) -> str:
         body = ("No verdict: no algorithm has two configurations to compare. The DP table is "
                 "`result.dp.table`.")
     summary = summary_section(result)
-    return f"**{_summary(result)}**\n\n" + (f"{summary}\n\n" if summary else "") + f"{body}\n"
+    return md_names(f"**{_summary(result)}**\n\n" + (f"{summary}\n\n" if summary else "")
+                    + f"{body}\n")
 
 
 def result_html(result: Any) -> str:
@@ -60,5 +62,5 @@ def result_html(result: Any) -> str:
         png, caption = fig
         uri = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
         out += (f'<figure><img src="{uri}" alt="DP figure" style="max-width:100%">'
-                f"<figcaption>{html.escape(caption)}</figcaption></figure>")
+                f"<figcaption>{html.escape(unmarked(caption))}</figcaption></figure>")
     return f'<div class="dptune-result">{out}</div>'

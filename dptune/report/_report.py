@@ -50,7 +50,7 @@ from dptune.report._figures import (
     palette_png,
     save_figure,
 )
-from dptune.report._format import grid_sample_text
+from dptune.report._format import grid_sample_text, name_span
 from dptune.report._inputs import (
     BEST_INPUT,
     CURVE_INPUT,
@@ -66,7 +66,7 @@ from dptune.report._settings import (
     VALUE_PAIRS_SETTING,
     outside_settings,
 )
-from dptune.report._table import Table
+from dptune.report._table import Table, md_names
 from dptune.report._tables import one_at_a_time_table, table1, table3, table4, table5
 from dptune.report._verdict import summary_section, verdict_document, verdict_section
 
@@ -319,7 +319,7 @@ class Report:
         verdict = (verdict_section(self.result, self.verdict_figures)
                    if verdict is None and self.result is not None else verdict)
         summary = summary_section(self.result) if self.result is not None else None
-        parts = [f"# dptune report{': ' + self.title if self.title else ''}"]
+        parts = [f"# dptune report{': ' + name_span(self.title) if self.title else ''}"]
         if self.lead:
             parts.append(self.lead)
         if summary is not None:
@@ -334,7 +334,7 @@ class Report:
             importance=res is None or res.importance is not None)]
         parts += [s.to_markdown() for s in self.sections]
         parts.append(Section("Files", files_section(*self._file_groups())).to_markdown())
-        text = "\n\n".join(parts)
+        text = md_names("\n\n".join(parts))
         while "\n\n\n" in text:
             text = text.replace("\n\n\n", "\n\n")
         return text.rstrip("\n") + "\n"

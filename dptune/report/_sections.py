@@ -11,10 +11,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from dptune.data._fetch import portable_path
-from dptune.report._format import display_value, dp_text, floor_below, ordered_metrics
+from dptune.report._format import (
+    dp_text,
+    floor_below,
+    ordered_metrics,
+    shown_algorithm,
+    shown_metric,
+    shown_value,
+)
 from dptune.report._settings import CLAIMS_SETTING, PAIRS_SETTING, VALUE_PAIRS_SETTING
 from dptune.report._table import Block, Cell
-from dptune.vocab import display_algorithm, display_metric
 
 __all__ = [
     "option",
@@ -139,7 +145,7 @@ def stability_note(dp: Any, options: Any) -> str:
     fewer = {a: r for a, r in pair_seeds_run(dp).items() if r < s}
     if not fewer:
         return ""
-    runs = ", ".join(f"{display_algorithm(a)} ({int(r)} pair seed{'' if r == 1 else 's'})"
+    runs = ", ".join(f"{shown_algorithm(a)} ({int(r)} pair seed{'' if r == 1 else 's'})"
                      for a, r in fewer.items())
     return f"; fewer were run for {runs}"
 
@@ -173,7 +179,7 @@ def _noise_text(options: Any, primary_text: str,
         ((c, k),) = kinds
         said = runs(k, c)
     else:  # algorithms with different runs: each named
-        said = "; ".join(f"{display_algorithm(a)}: {runs(k, c)}" for a, (c, k) in used.items())
+        said = "; ".join(f"{shown_algorithm(a)}: {runs(k, c)}" for a, (c, k) in used.items())
     less = bool(kinds) and said != asked
     return (
         f"{said} by validation {primary_text} per stochastic algorithm, on every validation "
@@ -208,7 +214,7 @@ def experiment_settings(manifest: Mapping[str, Any], options: Any,
     had neither."""
     sp, ev = manifest["split"], manifest["evaluation"]
     cutoff = int(option(options, "primary_cutoff"))
-    primary_text = display_metric(option(options, "primary_metric"), cutoff)
+    primary_text = shown_metric(option(options, "primary_metric"), cutoff)
     alpha, correction = option(options, "alpha"), option(options, "correction")
     seed = option(options, "seed")
     return {
@@ -256,7 +262,7 @@ def _config_text(configs: Any, algorithm: str, config_id: int) -> str:
     row = cfg.loc[cfg["config_id"] == config_id]
     if row.empty:
         return f"config {config_id}"
-    params = ", ".join(f"{n}={display_value(row.iloc[0][n])}"
+    params = ", ".join(f"{n}={shown_value(row.iloc[0][n])}"
                        for n in configs.hyperparameters(algorithm))
     return f"config {config_id} ({params})"
 
@@ -273,7 +279,7 @@ def noise_section(configs: Any, result: Any) -> str:
     det_text = ""
     if det:
         det_text = (
-            ", ".join(display_algorithm(a) for a in det)
+            ", ".join(shown_algorithm(a) for a in det)
             + (" is" if len(det) == 1 else " are")
             + " deterministic (training uses no seed; re-training gives identical "
             "results): no noise floor."
@@ -291,11 +297,11 @@ def noise_section(configs: Any, result: Any) -> str:
             "No noise-floor runs in this results directory (`dptune run` trains them after "
             "the sweep when `noise_seeds > 0`). " + det_text
         ).strip()
-    primary = display_metric(option(opts, "primary_metric"), int(option(opts, "primary_cutoff")))
+    primary = shown_metric(option(opts, "primary_metric"), int(option(opts, "primary_cutoff")))
     used = []
     for alg, seeds in result.noise.seeds.items():
         cfgs = ", ".join(_config_text(configs, alg, c) for c in result.noise.configs.get(alg, ()))
-        used.append(f"{display_algorithm(alg)}: {cfgs}, {seeds} seeds")
+        used.append(f"{shown_algorithm(alg)}: {cfgs}, {seeds} seeds")
     has_ci = bool(table["ci_high"].notna().any())
     # the rule the analysis applied to each row (noise_floor.csv's ``rule``): the test where DP
     # has an interval; without one the comparison is a description, "below", never "clearly"
@@ -352,8 +358,8 @@ def noise_section(configs: Any, result: Any) -> str:
     rows = []
     for r in t.itertuples(index=False):
         cells = [
-            Cell(display_algorithm(r.algorithm)),
-            Cell(display_metric(r.metric, r.cutoff)),
+            Cell(shown_algorithm(r.algorithm)),
+            Cell(shown_metric(r.metric, r.cutoff)),
             Cell(dp_text(r.dp_per_25, r.ci_low, r.ci_high), numeric=True),
             Cell(str(int(n_pairs.get((r.algorithm, "all", r.metric, r.cutoff), 0))),
                  numeric=True),
@@ -366,7 +372,7 @@ def noise_section(configs: Any, result: Any) -> str:
     for alg in dict.fromkeys(t["algorithm"]):
         ta = t[t["algorithm"] == alg]
         bad = ta[ta["flagged"]]
-        name = display_algorithm(alg)
+        name = shown_algorithm(alg)
         if bad.empty:
             lines.append(
                 f"- {name}: every metric@N is {floor_below(ta)} its noise floor "
@@ -374,7 +380,7 @@ def noise_section(configs: Any, result: Any) -> str:
             )
         else:
             listed = ", ".join(
-                display_metric(m, c) for m, c in zip(bad["metric"], bad["cutoff"], strict=True)
+                shown_metric(m, c) for m, c in zip(bad["metric"], bad["cutoff"], strict=True)
             )
             lines.append(
                 f"- {name}: {len(bad)} of {len(ta)} metric@N not "

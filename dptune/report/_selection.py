@@ -15,7 +15,6 @@ from dptune.report._format import (
     NO_INTERVAL_WHY,
     UNSAMPLED,
     and_list,
-    display_params,
     flag,
     fmt,
     is_missing,
@@ -24,14 +23,16 @@ from dptune.report._format import (
     ordered_metrics,
     p_clause,
     pair_count_text,
+    shown_algorithm,
+    shown_metric,
+    shown_params,
     unsampled_note,
     unsampled_share,
     verdict_choices,
 )
 from dptune.report._inputs import BEST_INPUT, DP_INPUT, has_intervals, require, scope_all
-from dptune.report._table import simple_block
+from dptune.report._table import md_names, simple_block
 from dptune.report._verdict import _config, _tested
-from dptune.vocab import display_algorithm, display_metric
 
 __all__ = ["best_table_md", "selection_sentences", "sakai_table_md"]
 
@@ -39,7 +40,7 @@ __all__ = ["best_table_md", "selection_sentences", "sakai_table_md"]
 def _params(params: object) -> str:
     """A configuration's parameters as the report prints them; ``""`` when it has none (a
     per-user table without ``--configs`` names no hyperparameters)."""
-    return "" if is_missing(params) else display_params(params)
+    return "" if is_missing(params) else shown_params(params)
 
 
 def best_table_md(best: pd.DataFrame, primary: tuple[str, int], test_split: bool = True) -> str:
@@ -53,23 +54,26 @@ def best_table_md(best: pd.DataFrame, primary: tuple[str, int], test_split: bool
     header = ["Algorithm", "Metric", "Config"] + (["Parameters"] if with_params else []) + [
               "Validation mean" if test_split else "Mean over the folds"]
     header += ["Test value"] if test_split else []
-    header += [f"Test {display_metric(c[len('test_') :], primary[1])}" for c in extra]
+    header += [f"Test {shown_metric(c[len('test_') :], primary[1])}" for c in extra]
     rank_m = {m: i for i, m in enumerate(ordered_metrics(best["metric"].unique()))}
     rank_a = {a: i for i, a in enumerate(ordered_algorithms(best["algorithm"].unique()))}
     b = best.assign(_a=best["algorithm"].map(rank_a), _m=best["metric"].map(rank_m)).sort_values(
         ["_a", "cutoff", "_m"], kind="stable"
     )
     rows = []
-    for r in b.itertuples(index=False):
+    # records, not itertuples: a judge's column is named after its metric (test_<metric>), and
+    # a metric of a per-user table can be named anything (my metric, *m*x), which no tuple
+    # field can be
+    for r in b.to_dict("records"):
         row = [
-            display_algorithm(r.algorithm),
-            display_metric(r.metric, r.cutoff),
-            str(int(r.config_id)),
-            *([_params(r.params) or MISSING] if with_params else []),
-            fmt(r.validation_mean, 4),
+            shown_algorithm(r["algorithm"]),
+            shown_metric(r["metric"], r["cutoff"]),
+            str(int(r["config_id"])),
+            *([_params(r["params"]) or MISSING] if with_params else []),
+            fmt(r["validation_mean"], 4),
         ]
-        row += [fmt(r.test_value, 4)] if test_split else []
-        row += [fmt(getattr(r, c), 4) for c in extra]
+        row += [fmt(r["test_value"], 4)] if test_split else []
+        row += [fmt(r[c], 4) for c in extra]
         rows.append(row)
     numeric = [False, False, True] + ([False] if with_params else [])
     numeric += [True] * (len(header) - len(numeric))
@@ -105,7 +109,7 @@ def selection_sentences(
     test_split: bool = True,
     downstream: pd.DataFrame | None = None,
 ) -> list[str]:
-    """Computed sentences: does the most discriminative metric also choose well?
+    """Computed sentences, as Markdown: does the most discriminative metric also choose well?
 
     At the primary cutoff, per algorithm (and per family of metrics when ``families``, the
     result's :attr:`~dptune.analysis.result.AnalysisResult.metric_families`, is given: metrics
@@ -136,7 +140,7 @@ def selection_sentences(
         groups = families.of(a["metric"]) if families is not None \
             else [("", list(a["metric"]))]
         for family, members in groups:
-            name = display_algorithm(alg) + (f", {family}" if family else "")
+            name = shown_algorithm(alg) + (f", {family}" if family else "")
             vrow = _verdict_row(verdict, alg, cutoff, family)
             text, hi, _tied, lo, _ = pick(a[a["metric"].isin(members)], vrow, cutoff)
             if hi is None:
@@ -146,7 +150,7 @@ def selection_sentences(
                 continue
             if lo is None:
                 out.append(f"{name}: only one metric has a DP at N = {cutoff} "
-                           f"({display_metric(hi['metric'], cutoff)}); nothing to compare.")
+                           f"({shown_metric(hi['metric'], cutoff)}); nothing to compare.")
                 continue
             judge = families.judge(family, members) if family and families is not None \
                 else metric
@@ -163,7 +167,7 @@ def selection_sentences(
                       if m != str(hi["metric"])]
             out.append(_compare(name, hi, lo, best, alg, (judge, cutoff), test_split,
                                 _worst_versus_best(vrow, lo), test, untested, equals))
-    return out
+    return [md_names(s) for s in out]
 
 
 def _downstream_test(downstream: pd.DataFrame | None, alg: str, cutoff: int, family: str,
@@ -196,11 +200,11 @@ def _compare(name: str, hi: pd.Series, lo: pd.Series, best: pd.DataFrame | None,
     dp.csv's ``alpha``, that it is on)."""
     cutoff = judge[1]
     alpha = float(hi["alpha"]) if "alpha" in hi.index and not is_missing(hi["alpha"]) else None
-    pname = display_metric(*judge)
-    hname, lname = display_metric(hi["metric"], cutoff), display_metric(lo["metric"], cutoff)
+    pname = shown_metric(*judge)
+    hname, lname = shown_metric(hi["metric"], cutoff), shown_metric(lo["metric"], cutoff)
     # "most discriminative" only where the verdict found the difference and the first has no
     # equal choice (a metric tied with it is as discriminative); else the DPs' order
-    equal_names = [display_metric(m, cutoff) for m in (equals or [])]
+    equal_names = [shown_metric(m, cutoff) for m in (equals or [])]
     most, least = (("most discriminative metric", "least discriminative")
                    if versus == "significant" and not equal_names
                    else ("metric of lowest DP", "highest"))
@@ -291,7 +295,7 @@ def sakai_table_md(dp: pd.DataFrame, cutoff: int) -> str | None:
         share = float(unsampled_share(a).max())  # a grid sample that does not cover scope all
         shares.append(share)
         mark = UNSAMPLED if share > 0 else ""
-        row = [display_algorithm(alg)]
+        row = [shown_algorithm(alg)]
         for m in metrics:
             if m in a.index:
                 sd = a.at[m, "sakai_sd"]
@@ -301,6 +305,6 @@ def sakai_table_md(dp: pd.DataFrame, cutoff: int) -> str | None:
             else:
                 row.append(MISSING)
         rows.append(row)
-    header = ["Algorithm"] + [display_metric(m, cutoff) for m in metrics]
+    header = ["Algorithm"] + [shown_metric(m, cutoff) for m in metrics]
     table = simple_block(header, rows, [False] + [True] * len(metrics)).to_markdown()
     return "\n\n".join([table, *unsampled_note(shares)])

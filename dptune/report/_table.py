@@ -17,11 +17,11 @@ import numpy as np
 import pandas as pd
 
 from dptune.errors import input_error, plain
-from dptune.report._format import fmt, is_missing
+from dptune.report._format import NAME_SPAN, fmt, is_missing, unmarked
 from dptune.vocab import tie_value
 
-__all__ = ["Cell", "Block", "Table", "simple_block", "marked_cells", "md_escape", "tex_escape",
-           "latex_label"]
+__all__ = ["Cell", "Block", "Table", "simple_block", "marked_cells", "md_escape", "md_names",
+           "tex_escape", "latex_label"]
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,11 @@ class Cell:
     numeric: bool = False
     detail: str = ""
 
+    def __post_init__(self) -> None:
+        # a cell is plain text, escaped whole per format: a name in it needs no span
+        object.__setattr__(self, "text", unmarked(self.text))
+        object.__setattr__(self, "detail", unmarked(self.detail))
+
 
 @dataclass
 class Block:
@@ -52,6 +57,10 @@ class Block:
     rows: list[list[Cell]]
     title: str | None = None
     rules_after: set[int] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        if self.title is not None:  # plain text, escaped whole per format
+            self.title = unmarked(self.title)
 
     def to_markdown(self) -> str:
         """Render as one GFM pipe table (no title, no trailing newline)."""
@@ -72,6 +81,11 @@ class Table:
     notes: list[str] = field(default_factory=list)
     number: str = ""
 
+    def __post_init__(self) -> None:
+        # the caption and the notes are plain text, escaped whole per format
+        self.caption = unmarked(self.caption)
+        self.notes = [unmarked(n) for n in self.notes]
+
     def cells(self) -> Iterator[Cell]:
         """Every body cell of every block, in order (what a note or a LaTeX command is needed
         for is read off them)."""
@@ -80,7 +94,8 @@ class Table:
     def to_markdown(self) -> str:
         """Render as Markdown: a caption line ("Table N: caption"), then each block (GFM pipe
         tables)."""
-        parts = [f"{self.number}: {self.caption}" if self.number else self.caption, ""]
+        caption = md_escape(self.caption)
+        parts = [f"{self.number}: {caption}" if self.number else caption, ""]
         for block in self.blocks:
             if block.title:
                 parts += [f"*{md_escape(block.title)}*", ""]
@@ -170,20 +185,43 @@ def latex_label(text: str) -> str:
                    for ch in str(text))
 
 
+def md_names(markdown: str) -> str:
+    """A Markdown text (a sentence, a section) with each name of
+    :func:`dptune.report._format.name_span` escaped (:func:`md_escape`, and a start that
+    would make a heading, a quote or a list item of it), so that it reads as written, and its
+    own markup kept."""
+    return NAME_SPAN.sub(lambda m: _MD_LEAD.sub(r"\1\\\2", md_escape(m.group(1))), str(markdown))
+
+
 #: A ``<`` that starts raw HTML or an autolink in Markdown (a tag, a closing tag, a comment, a
 #: declaration): a ``<`` before a blank or a digit (``< 0.001``) starts nothing and is kept.
 _MD_TAG = re.compile(r"<(?=[A-Za-z/!?])")
 #: An ``&`` that starts a character reference (``&amp;``, ``&#60;``), which Markdown decodes.
 _MD_ENTITY = re.compile(r"&(?=#?[A-Za-z0-9]+;)")
+#: Characters that start or end markup wherever they stand: emphasis (``*``), code (a
+#: backtick), strikethrough (``~``, GitHub) and mathematics (``$``, GitHub).
+_MD_MARK = re.compile(r"([*`~$])")
+#: An ``_`` that can open or close emphasis: one not between two letters or digits
+#: (``learning_rate`` is kept as it is, ``_lam_`` is escaped).
+_MD_UNDERSCORE = re.compile(r"(?<![^\W_])_|_(?![^\W_])")
+#: A ``]`` that closes a link's text (``[x](y)``, ``[x][y]``).
+_MD_LINK = re.compile(r"\](?=[(\[])")
+#: A start that would make a heading, a quote or a list item of a name at the start of a line
+#: (or of a list item's text); harmless in a table cell, so escaped in sentences only.
+_MD_LEAD = re.compile(r"^(\d*)([#>]|[-+](?= )|(?<=\d)[.)](?= ))")
 
 
 def md_escape(text: str) -> str:
-    """Escape characters that would break a Markdown table cell or start markup: a backslash,
-    ``|``, a line break (``\\n``, ``\\r``: a space), a ``<`` that would open an HTML tag (a
-    name ``<b>x</b>`` is shown as written, not bold) and an ``&`` that would start a character
-    reference (``R&amp;D`` is not shown as ``R&D``)."""
-    text = str(text).replace("\\", "\\\\").replace("|", "\\|")
+    """``text`` as Markdown that reads as written, in a table cell or a sentence: a backslash,
+    ``|``, emphasis (``*``, an ``_`` at a word's edge), code, strikethrough and mathematics
+    (a backtick, ``~``, ``$``) and a link's ``](`` escaped with a backslash; a line break (``\\n``, ``\\r``) as a space; a ``<`` that would
+    open an HTML tag (a name ``<b>x</b>`` is shown as written, not bold) and an ``&`` that
+    would start a character reference (``R&amp;D`` is not shown as ``R&D``) escaped too.
+    ``learning_rate``, ``nDCG@10`` or ``0.05`` are left as they are."""
+    text = unmarked(text).replace("\\", "\\\\").replace("|", "\\|")
     text = text.replace("\r\n", " ").replace("\r", " ").replace("\n", " ")
+    text = _MD_UNDERSCORE.sub(r"\\_", _MD_MARK.sub(r"\\\1", text))
+    text = _MD_LINK.sub(r"\\]", text)
     return _MD_ENTITY.sub(r"\\&", _MD_TAG.sub(r"\\<", text))
 
 
@@ -261,7 +299,7 @@ def tex_escape(text: str) -> str:
     kept: LaTeX's UTF-8 input sets them with its default fonts. Other scripts are kept too,
     for XeLaTeX or LuaLaTeX, which set any character their font has; pdflatex stops on them
     unless the document declares them (``\\DeclareUnicodeCharacter``)."""
-    return "".join(_TEX_ESCAPES.get(ch) or _GREEK.get(ch, ch) for ch in str(text))
+    return "".join(_TEX_ESCAPES.get(ch) or _GREEK.get(ch, ch) for ch in unmarked(text))
 
 
 def _tex_cell(cell: Cell, left: bool = False) -> str:

@@ -31,7 +31,6 @@ from dptune.analysis.result import MetricFamilies
 from dptune.report._format import (
     MISSING,
     UNSAMPLED,
-    display_value,
     flag,
     fmt,
     is_missing,
@@ -41,6 +40,10 @@ from dptune.report._format import (
     ordered_metrics,
     ordered_values,
     pct,
+    shown_algorithm,
+    shown_hyperparameter,
+    shown_metric,
+    shown_value,
     unsampled_note,
     unsampled_share,
     verdict_choices,
@@ -59,9 +62,6 @@ from dptune.report._inputs import (
 from dptune.report._table import Block, Cell, Table, marked_cells
 from dptune.vocab import (
     METRICS,
-    display_algorithm,
-    display_hyperparameter,
-    display_metric,
     metric_rank,
     tie_value,
     value_norm,
@@ -149,7 +149,7 @@ def _left_out_note(dp: pd.DataFrame, shown: set[str]) -> list[str]:
     missing = [a for a in ordered_algorithms(scope_all(dp)["algorithm"].unique()) if a not in shown]
     if not missing:
         return []
-    names = ", ".join(display_algorithm(a) for a in missing)
+    names = ", ".join(shown_algorithm(a) for a in missing)
     verb = "is" if len(missing) == 1 else "are"
     return [
         f"{names} {verb} not in this table: fewer than two free hyperparameters, so no pair "
@@ -235,7 +235,7 @@ def table3(dp: pd.DataFrame, verdict: pd.DataFrame | None = None,
     has_ci = _ci_columns(sub)
     metrics = ordered_metrics(sub["metric"].unique())
     header = [Cell("Algorithm"), Cell("N"), Cell("P")] + [
-        Cell(f"{display_metric(m)}@N") for m in metrics
+        Cell(f"{shown_metric(m)}@N") for m in metrics
     ]
     rows: list[list[Cell]] = []
     rules: set[int] = set()
@@ -260,11 +260,11 @@ def table3(dp: pd.DataFrame, verdict: pd.DataFrame | None = None,
                      for m, v in zip(metrics, values, strict=True)]
             shares.append(share)
             if _no_evidence(c).all():
-                dead.append(f"{display_algorithm(alg)} at N = {int(cutoff)}")
+                dead.append(f"{shown_algorithm(alg)} at N = {int(cutoff)}")
             elif int(c["n_pairs"].max()) < int(min_pairs):
-                few.append(f"{display_algorithm(alg)} at N = {int(cutoff)}")
+                few.append(f"{shown_algorithm(alg)} at N = {int(cutoff)}")
             rows.append(
-                [Cell(display_algorithm(alg)), Cell(str(int(cutoff)), numeric=True),
+                [Cell(shown_algorithm(alg)), Cell(str(int(cutoff)), numeric=True),
                  Cell(_n_pairs_text(rows_c["n_pairs"]), numeric=True)] + cells
             )
             rec = {"algorithm": alg, "cutoff": int(cutoff),
@@ -353,9 +353,9 @@ def identical_cell(metric: str, tied: Sequence[str], cutoff: int) -> Cell:
     """``nDCG@1`` with the detail ``(identical: Precision@1, MRR@1)``: a metric named for those
     with exactly its DP (one line in Markdown; in LaTeX the detail under the name, so that
     Table 4 stays narrow)."""
-    detail = ("(identical: " + ", ".join(display_metric(m, cutoff) for m in tied) + ")"
+    detail = ("(identical: " + ", ".join(shown_metric(m, cutoff) for m in tied) + ")"
               if tied else "")
-    return Cell(display_metric(metric, cutoff), detail=detail)
+    return Cell(shown_metric(metric, cutoff), detail=detail)
 
 
 def identical_text(metric: str, tied: Sequence[str], cutoff: int) -> str:
@@ -435,7 +435,7 @@ def table4(dp: pd.DataFrame, verdict: pd.DataFrame | None = None,
                               if worst is not None else Cell(MISSING))
                 if versus == "tie":
                     worst_cell = dataclasses.replace(worst_cell, text=worst_cell.text + " (tie)")
-                row = [Cell(display_algorithm(alg)), Cell(str(int(cutoff)), numeric=True)]
+                row = [Cell(shown_algorithm(alg)), Cell(str(int(cutoff)), numeric=True)]
                 row += [Cell(family)] if by_family else []
                 row += [
                     Cell(_n_pairs_text(g["n_pairs"]), numeric=True),
@@ -489,7 +489,7 @@ def table4(dp: pd.DataFrame, verdict: pd.DataFrame | None = None,
     notes = []
     if any(r["identical"] or r["worst_identical"] for r in records):
         notes.append("identical: the same DP exactly (e.g. the same p-value on every pair); the first "
-                     f"in the order {', '.join(display_metric(m) for m in METRICS)} is named.")
+                     f"in the order {', '.join(shown_metric(m) for m in METRICS)} is named.")
     if any(r["worst_vs_best"] == "tie" for r in records):
         notes.append("(tie): the worst metric is not significantly less discriminative than the "
                      "best; the two DPs differ within noise, and either is an equal choice.")
@@ -583,20 +583,20 @@ def table5(
             any_silent |= any(silent)
             ranked = [np.nan if f or u > 0 or s else d
                       for d, f, u, s in zip(dps, few, cover, silent, strict=True)]
-            value_cells = [Cell(display_value(v), numeric=True) for v in shown]
+            value_cells = [Cell(shown_value(v), numeric=True) for v in shown]
             dp_cells = marked_cells(ranked, texts)  # the lowest of the whole row bold
             p_cells = [Cell(_n_pairs_text(pd.Series([prim.at[v, "n_pairs"]])), numeric=True)
                        for v in shown]
             if missing:  # in value order among those run: no DP, never ranked
                 cells = {v: (vc, dc, pc) for v, vc, dc, pc
                          in zip(shown, value_cells, dp_cells, p_cells, strict=True)}
-                cells |= {str(v): (Cell(display_value(v), numeric=True),
+                cells |= {str(v): (Cell(shown_value(v), numeric=True),
                                    Cell(NOT_RUN, numeric=True), Cell("0", numeric=True))
                           for v in missing}
                 shown = ordered_values(list(cells), order.get(h))
                 value_cells, dp_cells, p_cells = (
                     [cells[v][k] for v in shown] for k in range(3))
-            name = display_hyperparameter(h, alg)
+            name = shown_hyperparameter(h, alg)
             for start in range(0, len(shown), VALUES_PER_ROW):
                 end = start + VALUES_PER_ROW
                 rows.append([Cell(name if start == 0 else f"{name} (continued)")]
@@ -607,7 +607,7 @@ def table5(
         if rows:
             width = max(len(r) for r in rows)
             header = [Cell("Hyperparameter")] + [Cell("")] * (width - 1)
-            blocks.append(Block(header, rows, title=display_algorithm(alg), rules_after=rules))
+            blocks.append(Block(header, rows, title=shown_algorithm(alg), rules_after=rules))
     csv = pd.DataFrame.from_records(
         records,
         columns=["algorithm", "hyperparameter", "value", "metric", "cutoff", "n_pairs",
@@ -616,7 +616,7 @@ def table5(
     if not (csv["unsampled_share"] > 0).any():  # every scope covered: the columns as ever
         csv = csv.drop(columns="unsampled_share")
     caption = (
-        f"DP per 25 pairs of {display_metric(metric, cutoff)} among configurations "
+        f"DP per 25 pairs of {shown_metric(metric, cutoff)} among configurations "
         "sharing one value of a hyperparameter (pairs differ in the other hyperparameters); "
         "bold: lowest DP of the row among the values ranked (the notes say which are not); P: "
         "the pairs behind each value. The CSV holds every metric and cutoff."
@@ -655,10 +655,10 @@ def _dominance_note(dominance: pd.DataFrame | None, cutoff: int,
         said: dict[str, list[str]] = {}
         for m in metrics:
             for r in d[d["metric"] == m].itertuples():
-                text = (display_hyperparameter(str(r.hyperparameter), alg)
+                text = (shown_hyperparameter(str(r.hyperparameter), alg)
                         if r.answer == "dominant" else words.get(str(r.answer), str(r.answer)))
-                said.setdefault(text, []).append(display_metric(m, cutoff))
-        parts.append(f"{display_algorithm(alg)}: " + "; ".join(
+                said.setdefault(text, []).append(shown_metric(m, cutoff))
+        parts.append(f"{shown_algorithm(alg)}: " + "; ".join(
             f"{text} at {', '.join(ms)}" if len(said) > 1
             else f"{text} at any metric" if text == "none" else f"{text} at every metric"
             for text, ms in said.items()))
@@ -692,7 +692,7 @@ def one_at_a_time_table(
     cutoff = int(primary[1])
     metrics = ordered_metrics(sub["metric"].unique())
     header = [Cell("Algorithm"), Cell("Hyperparameter"), Cell("P")] + [
-        Cell(display_metric(m, cutoff)) for m in metrics
+        Cell(shown_metric(m, cutoff)) for m in metrics
     ]
     rows: list[list[Cell]] = []
     rules: set[int] = set()
@@ -735,7 +735,7 @@ def one_at_a_time_table(
         for i, h in enumerate(hyper):
             n_text = _n_pairs_text(prim.loc[prim["hyperparameter"] == h, "n_pairs"])
             rows.append(
-                [Cell(display_algorithm(alg)), Cell(display_hyperparameter(h, alg)),
+                [Cell(shown_algorithm(alg)), Cell(shown_hyperparameter(h, alg)),
                  Cell(n_text, numeric=True)]
                 + [col[i] for col in columns]
             )

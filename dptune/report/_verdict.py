@@ -21,25 +21,28 @@ from dptune.report._format import (
     NO_INTERVAL_WHY,
     adjusted_p_text,
     and_list,
-    display_params,
     dp_text,
     flag,
     floor_below,
     fmt,
     grid_sample_text,
     is_missing,
+    name_span,
     ordered_algorithms,
     p_clause,
     pair_count_text,
     pair_seeds_text,
     pct,
     pct_is,
+    shown_algorithm,
+    shown_hyperparameter,
+    shown_metric,
+    shown_params,
     verdict_choices,
     verdict_keys,
 )
 from dptune.report._inputs import has_intervals
-from dptune.report._table import Block, Cell
-from dptune.vocab import display_algorithm, display_hyperparameter, display_metric
+from dptune.report._table import Block, Cell, md_names
 
 __all__ = ["summary_section", "verdict_sentences", "verdict_section", "verdict_document",
            "recommendation_text", "choices_text", "claims_legend"]
@@ -114,12 +117,12 @@ def _split(names: object) -> list[str]:
 def _metrics(keys: object, cutoff: int) -> str:
     """One of the verdict's lists of metric keys -> display names at ``cutoff`` (an en dash
     when empty)."""
-    names = [display_metric(m, cutoff) for m in verdict_keys(keys)]
+    names = [shown_metric(m, cutoff) for m in verdict_keys(keys)]
     return ", ".join(names) if names else MISSING
 
 
 def _hps(items: Sequence[str], algorithm: str) -> str:
-    return and_list([display_hyperparameter(h, algorithm) for h in items])
+    return and_list([shown_hyperparameter(h, algorithm) for h in items])
 
 
 def _unsampled(row: dict) -> float:
@@ -142,14 +145,14 @@ def recommendation_text(row: dict, n: int) -> str:
     rec = row.get("recommended")
     if not rec or is_missing(rec):
         return "no evidence"
-    text = display_metric(str(rec), n)
+    text = shown_metric(str(rec), n)
     if verdict_keys(row.get("identical")):
         text += f" (identical: {_metrics(row['identical'], n)})"
     return text
 
 
 def _names(metrics: Sequence[str], n: int, joiner: str = "or") -> str:
-    names = [display_metric(m, n) for m in metrics]
+    names = [shown_metric(m, n) for m in metrics]
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + f" {joiner} " + names[-1]
 
 
@@ -164,7 +167,7 @@ def choices_text(row: dict, n: int) -> str:
             bool(row.get("too_few_pairs")) and not is_missing(row.get("too_few_pairs"))):
         return recommendation_text(row, n)
     same = verdict_keys(row.get("identical"))
-    lowest = display_metric(choices[0], n) + (
+    lowest = shown_metric(choices[0], n) + (
         f", identical: {_metrics(same, n)}" if same else "")
     return f"{_names(choices, n)}, {_why(row)} (lowest DP: {lowest})"
 
@@ -285,7 +288,7 @@ class _Reader:
 
 
 def _numbers(rd: _Reader, alg: str, cutoff: int, metrics: Sequence[str]) -> str:
-    return ", ".join(f"{display_metric(m, cutoff)} {dp_text(r['dp_per_25'], r['ci_low'], r['ci_high'])}"
+    return ", ".join(f"{shown_metric(m, cutoff)} {dp_text(r['dp_per_25'], r['ci_low'], r['ci_high'])}"
                      for m in metrics for r in [rd.row(alg, cutoff, m)])
 
 
@@ -307,7 +310,7 @@ def _claim_sentences(rd: _Reader, r: dict, members: list[str]) -> list[str]:
     alpha = float(rd.options.alpha)
     if less:
         items = ", ".join(
-            f"{display_metric(m, cutoff)} (DP per 25 pairs "
+            f"{shown_metric(m, cutoff)} (DP per 25 pairs "
             f"{fmt(rd.row(alg, cutoff, m)['dp_per_25'])}, "
             f"{adjusted_p_text(c.at[m, 'p_adjusted'], rd.smallest_p, alpha)})" for m in less)
         out.append(f"Significantly less discriminative (family-wise error rate "
@@ -319,16 +322,16 @@ def _claim_sentences(rd: _Reader, r: dict, members: list[str]) -> list[str]:
         for m in tied:
             v = rd.row(alg, cutoff, m)["dp_per_25"]
             if m in same:
-                items.append(f"{display_metric(m, cutoff)} (identical to "
-                             f"{display_metric(best, cutoff)})")
+                items.append(f"{shown_metric(m, cutoff)} (identical to "
+                             f"{shown_metric(best, cutoff)})")
             else:
                 # the share under the pairs the DPs printed rest on (the first pair seed), not
                 # the smallest over the stability repeats: a sentence reads its numbers together
                 pr = c.at[m, "pr_more_discriminative_first"] if m in c.index else float("nan")
-                items.append(f"{display_metric(m, cutoff)} (DP per 25 pairs {fmt(v)}, "
+                items.append(f"{shown_metric(m, cutoff)} (DP per 25 pairs {fmt(v)}, "
                              f"Pr(more discriminative) {pct_is(pr)})")
         out.append("Not significantly less discriminative: " + ", ".join(items) + ".")
-    dropped = _dropped_sentence(rd, c, lambda m: display_metric(m, cutoff),
+    dropped = _dropped_sentence(rd, c, lambda m: shown_metric(m, cutoff),
                                 int(r["stability_repeats"]))
     if dropped:
         out.append(dropped)
@@ -359,7 +362,7 @@ def _dropped_sentence(rd: _Reader, claims: pd.DataFrame, name: Callable[[str], s
 
 def _config(config_id: int, params: object) -> str:
     text = "" if is_missing(params) else str(params)
-    return f"configuration {int(config_id)}" + (f" ({display_params(text)})" if text else "")
+    return f"configuration {int(config_id)}" + (f" ({shown_params(text)})" if text else "")
 
 
 def downstream_sentence(rd: _Reader, r: dict) -> str:
@@ -389,16 +392,16 @@ def downstream_sentence(rd: _Reader, r: dict) -> str:
         return head + "; the test split was not evaluated for them, so whether they differ on " \
             "it is unknown."
     rec = g[g["status"] == "recommended"].iloc[0]
-    judge = display_metric(str(rec["judge"]), cutoff)
+    judge = shown_metric(str(rec["judge"]), cutoff)
     parts = []
     for cid, cg in g[g["status"] == "compared"].groupby("config_id", sort=False):
         x = cg.iloc[0]
-        who = ", ".join(display_metric(m, cutoff) for m in cg["metric"])
+        who = ", ".join(shown_metric(m, cutoff) for m in cg["metric"])
         sig = ", significant" if bool(x["significant"]) else ""
         parts.append(f"{who} select{'s' if len(cg) == 1 else ''} {_config(cid, x['params'])}: "
                      f"{fmt(x['test_mean'], 4)} ({p_clause(x['p'], rd.options.alpha)}{sig})")
     return (head + f"; judged on the test split by {judge} (same family; paired t-test over "
-            f"{int(rec['n_test_users'])} test users) {display_metric(rec['metric'], cutoff)}'s "
+            f"{int(rec['n_test_users'])} test users) {shown_metric(rec['metric'], cutoff)}'s "
             f"choice, {_config(rec['config_id'], rec['params'])}, scores "
             f"{fmt(rec['test_mean'], 4)}; "
             + ("; ".join(parts) if parts else "no other metric selects another") + ".")
@@ -409,7 +412,7 @@ def dominance_sentence(rd: _Reader, alg: str, cutoff: int, metric: str) -> str:
     d = rd.dom(alg, cutoff, metric)
     if d is None:
         return ""
-    name = display_metric(metric, cutoff)
+    name = shown_metric(metric, cutoff)
     answer = d["answer"]
     few = _split(d.get("too_few_pairs"))
     silent = _split(d.get("no_evidence"))
@@ -425,7 +428,7 @@ def dominance_sentence(rd: _Reader, alg: str, cutoff: int, metric: str) -> str:
                 f"min_pairs = {int(rd.options.min_pairs)} pairs{few_text}.")
     if answer == "no_evidence":
         return f"No hyperparameter is named for {name}{few_text}."
-    h = display_hyperparameter(str(d["hyperparameter"]), alg)
+    h = shown_hyperparameter(str(d["hyperparameter"]), alg)
     num = (f"DP per 25 pairs {dp_text(d['dp_per_25'], d['ci_low'], d['ci_high'])}, "
            f"{pair_count_text(d['n_pairs'], rd.oat_possible(alg, cutoff, metric, str(d['hyperparameter'])))}"
            " pairs differing in it alone")
@@ -458,7 +461,7 @@ def dominance_sentence(rd: _Reader, alg: str, cutoff: int, metric: str) -> str:
     # a dominance claim the pair seeds dropped is said as a metric's is (without it the verdict
     # said "not significantly more than Iterations" of a first-seed adjusted p of 0.048)
     dropped = _dropped_sentence(
-        rd, c, lambda b: f"{h} over {display_hyperparameter(str(b), alg)}",
+        rd, c, lambda b: f"{h} over {shown_hyperparameter(str(b), alg)}",
         int(c["repeats"].iloc[0]) if len(c) else 1)  # one stability check per metric@N
     return text + (f" {dropped}" if dropped else "")
 
@@ -472,7 +475,7 @@ def verdict_sentences(result: Any) -> list[str]:
     out = []
     for r in _ordered(v).to_dict("records"):
         alg, cutoff, family = str(r["algorithm"]), int(r["cutoff"]), str(r["family"])
-        head = f"{display_algorithm(alg)}, N = {cutoff}, {family}: "
+        head = f"{shown_algorithm(alg)}, N = {cutoff}, {family}: "
         members = dict(result.metric_families.of(rd.metrics(alg, cutoff))).get(family, [])
         pairs = pair_count_text(r["n_pairs"], r["n_possible_pairs"])
         if _unsampled(r) > 0:
@@ -499,9 +502,9 @@ def verdict_sentences(result: Any) -> list[str]:
         choices = verdict_choices(r)
         numbers = (f"DP per 25 pairs {dp_text(r['dp_per_25'], r['ci_low'], r['ci_high'])}; "
                    f"{pairs}, {folds} fold{'' if folds == 1 else 's'}")
-        s = ([f"tune with {display_metric(best, cutoff)} ({numbers})."] if len(choices) < 2
+        s = ([f"tune with {shown_metric(best, cutoff)} ({numbers})."] if len(choices) < 2
              else [f"tune with {_names(choices, cutoff)}, {_why(r)} (lowest DP: "
-                   f"{display_metric(best, cutoff)}, {numbers})."])
+                   f"{shown_metric(best, cutoff)}, {numbers})."])
         s += _claim_sentences(rd, r, members)
         if verdict_keys(r["no_evidence"]):
             s.append(f"No evidence (every p-value 1): {_metrics(r['no_evidence'], cutoff)}.")
@@ -528,7 +531,7 @@ def _dominant_cell(r: dict, rd: _Reader) -> str:
         return MISSING
     alg = str(r["algorithm"])
     if d["answer"] == "dominant":
-        return display_hyperparameter(str(d["hyperparameter"]), alg)
+        return shown_hyperparameter(str(d["hyperparameter"]), alg)
     if d["answer"] in ("too_few_pairs", "single", "no_evidence"):
         return {"too_few_pairs": "too few pairs", "no_evidence": "no evidence"}.get(
             str(d["answer"]), MISSING)
@@ -550,7 +553,7 @@ def _table(result: Any) -> Block:
         n = int(r["cutoff"])
         rec = r.get("recommended")
         rows.append([
-            Cell(display_algorithm(str(r["algorithm"]))), Cell(str(n), numeric=True),
+            Cell(shown_algorithm(str(r["algorithm"]))), Cell(str(n), numeric=True),
             Cell(str(r["family"])),
             Cell(choices_text(r, n), bold=bool(rec) and not is_missing(rec)),
             Cell(dp_text(r["dp_per_25"], r["ci_low"], r["ci_high"]), numeric=True),
@@ -607,16 +610,16 @@ def summary_section(result: Any) -> str | None:
                              f"({numbers})")
             else:
                 picks.append(f"{r['family']}: tune with {_names(choices, cutoff)}, {_why(r)} "
-                             f"(lowest DP: {display_metric(choices[0], cutoff)}, {numbers})")
+                             f"(lowest DP: {shown_metric(choices[0], cutoff)}, {numbers})")
         dom = ""
         primary = [r for r in rows if r["recommended"]]
         if primary:
             cell = _dominant_cell(primary[0], rd)
             if cell != MISSING:
                 dom = (f"; dominant hyperparameter for "
-                       f"{display_metric(primary[0]['recommended'], cutoff)}: {cell}")
-        lines.append(f"- **{display_algorithm(alg)}**: " + "; ".join(picks) + dom + ".")
-    return "\n".join(lines)
+                       f"{shown_metric(primary[0]['recommended'], cutoff)}: {cell}")
+        lines.append(f"- **{shown_algorithm(alg)}**: " + "; ".join(picks) + dom + ".")
+    return md_names("\n".join(lines))
 
 
 #: What the novelty metrics measure, said where their names are first printed.
@@ -633,14 +636,14 @@ def _families_text(metrics: Sequence[str], families: Any, variant: str | None = 
     groups = families.of(metrics)
     parts = []
     for family, ms in groups:
-        names = [display_metric(m) + (f" ({_METRIC_GLOSS[m][0]})" if m in _METRIC_GLOSS
+        names = [shown_metric(m) + (f" ({_METRIC_GLOSS[m][0]})" if m in _METRIC_GLOSS
                                       else "") for m in ms]
         parts.append(f"{family}: {', '.join(names)}")
     text = "Metrics are ranked within their family only (" + "; ".join(parts) + ")."
     novel = [m for m in _METRIC_GLOSS if m in set(metrics)]
     if novel:
-        who = " and ".join(display_metric(m) for m in novel)
-        scale = ", ".join(f"{display_metric(m)} {_METRIC_GLOSS[m][1]}" for m in novel)
+        who = " and ".join(shown_metric(m) for m in novel)
+        scale = ", ".join(f"{shown_metric(m)} {_METRIC_GLOSS[m][1]}" for m in novel)
         verb = ("are novelty metrics: they reward" if len(novel) > 1
                 else "is a novelty metric: it rewards")
         what = {"relevance-aware": "relevant items", "relevance-unaware":
@@ -690,7 +693,7 @@ def verdict_section(result: Any, figures: Sequence[tuple[str, int, str]] = ()) -
     for stem, n, caption in figures:
         lines += ["", f"![DP of each metric {drawn}, N = {n}]({stem}.png)", "",
                   f"{caption} ([SVG]({stem}.svg))"]
-    return "\n".join(lines)
+    return md_names("\n".join(lines))
 
 
 def _intervals(result: Any) -> bool:
@@ -712,9 +715,9 @@ def verdict_document(summary: str | None, body: str | None, title: str | None = 
     without a verdict."""
     if body is None:
         return None
-    head = f"# dptune verdict{': ' + title if title else ''}"
+    head = f"# dptune verdict{': ' + name_span(title) if title else ''}"
     parts = [head]
     if summary:
         parts += ["## Summary", summary.rstrip("\n")]
     parts += ["## Verdict", body.rstrip("\n")]
-    return "\n\n".join(parts) + "\n"
+    return md_names("\n\n".join(parts)) + "\n"

@@ -230,10 +230,11 @@ def test_the_choose_well_sentence_says_when_its_two_metrics_are_equal_choices():
 
 
 def test_the_summary_explains_only_the_novelty_metrics_it_prints():
+    from dptune.report._format import unmarked
     from dptune.report._verdict import _families_text
 
     families = _result().metric_families
-    one = _families_text(["ndcg", "efd"], families)
+    one = unmarked(_families_text(["ndcg", "efd"], families))
     assert "EFD (expected free discovery)" in one and "EFD is a novelty metric" in one
     assert "EPC" not in one
     assert "novelty" not in _families_text(["ndcg", "recall"], families)
@@ -294,6 +295,7 @@ def test_a_dropped_dominance_claim_is_named_as_a_dropped_metric_claim_is():
     the first pair seed only is now named with both adjusted p-values."""
     from types import SimpleNamespace
 
+    from dptune.report._format import unmarked
     from dptune.report._verdict import dominance_sentence
 
     dom = {"algorithm": "bpr-mf", "cutoff": 1, "metric": "recall", "answer": "tied",
@@ -308,7 +310,7 @@ def test_a_dropped_dominance_claim_is_named_as_a_dropped_metric_claim_is():
         dom=lambda *a: dom, hyperparameter_claims=lambda *a: claims,
         options=SimpleNamespace(alpha=0.05, stability=5, min_pairs=10), smallest_p=0.001,
         oat_sampled=lambda *a: True, oat_possible=lambda *a: 500)
-    text = dominance_sentence(rd, "bpr-mf", 1, "recall")
+    text = unmarked(dominance_sentence(rd, "bpr-mf", 1, "recall"))
     assert "P = 25 of 500 pairs differing in it alone" in text  # a sample, said as one
     assert text.endswith(
         "but not significantly more than Iterations. Claim dropped, significant under the "
@@ -349,12 +351,13 @@ def test_a_claim_checked_under_fewer_pair_seeds_than_asked_for_says_so():
 
 
 def test_the_settings_say_which_algorithms_ran_fewer_pair_seeds(tmp_path):
+    from dptune.report._format import unmarked
     from dptune.report._sections import _claims_text, stability_note
 
     dp = _sampled(_dp())
     res = frames_result(dp, _curves(), verdict=verdict_table(dp, _comparisons()),
                         comparisons=_comparisons())
-    text = _claims_text(res.options) + stability_note(dp, res.options)
+    text = unmarked(_claims_text(res.options) + stability_note(dp, res.options))
     assert "it must hold under each of 5 pair seeds (fewer when the extra seeds would take " \
            "over stability_seconds = 5 s per algorithm; the verdict says how many ran)" in text
     assert text.endswith("; fewer were run for User-kNN (1 pair seed), BPR-MF (1 pair seed)")

@@ -171,18 +171,18 @@ def _settings_section(p: SeedPlan, dataset: str, trials: pd.DataFrame) -> list[s
         cfg_lines.append(f"{display_algorithm(a.name)}: {text} ({tag})")
     fit = trials.groupby(["algorithm", "split"])["fit_seconds"].sum()
     settings = [
-        ("Experiment", f"`{shown_path(exp.source)}` ({exp.name})"),
+        ("Experiment", f"{shown_path(exp.source)} ({exp.name})"),
         ("Data set", f"{dataset}; users with < {exp.split.min_user_interactions} ratings removed "
                      f"first (same users for both splits)"),
         ("Data-split seeds", f"S = {len(p.seeds)}: s_i = derive_seed({exp.split_seed}, \"seed-study\", i); "
-                             f"values in `seeds_per_seed.csv`"),
+                             f"values in seeds_per_seed.csv"),
         ("Hold-out", f"split.random_holdout(ratings, {st.train_ratio}, s_i): per-user random "
                      f"{st.holdout_shares()}"),
         ("Cross-validation", f"split.kfold_labels(ratings, {st.folds}, s_i): global random "
                              f"{st.folds}-fold; a seed's value = mean over its {st.folds} folds"),
         ("Configurations", "; ".join(cfg_lines)),
         ("Model seeds", "derive_seed(experiment seed, algorithm, split, s_i, fold), in "
-                        "`seeds_trials.csv`"),
+                        "seeds_trials.csv"),
         ("Evaluation", f"all unrated items; relevant = rating >= {ev.relevance_threshold}; users "
                        f"with a relevant held-out item; novelty {ev.novelty}"),
         ("% of mean", "100 * v_i / mean_i(v_i), per split (mean of the column = 100)"),

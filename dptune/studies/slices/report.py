@@ -153,7 +153,7 @@ def slices_report_md(exp: Experiment, man: dict[str, Any], dataset: str, dpt: pd
          "EvalRS 2022: log-scaled bins, no hand-picked thresholds). Method: "
          "`docs/seeds-and-slices.md`.", "", "## Settings", "",
          markdown_table(["Setting", "Value"], [
-             ("Results", f"`{shown_path(results_dir)}` (experiment `{shown_path(exp.source)}`, "
+             ("Results", f"{shown_path(results_dir)} (experiment {shown_path(exp.source)}, "
                          f"{len(folds)} validation folds)"),
              ("Bins", f"log{base}: [{base}^e, {base}^(e+1)), plus [0, 1); per (fold, user)"),
              ("History slices", f"{KIND_NAMES['history']}, recomputed with sweep.prepare(experiment)"),

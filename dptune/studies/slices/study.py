@@ -429,7 +429,7 @@ def run_slices_study(results_dir: str | Path, out_dir: str | Path,
                             lambda alg: main_pair_design(store, alg, n_pairs, seed, reports_dir),
                             primary, test, alpha, seed, int(min_users),
                             progress=progress)
-    pairs_src = (f"`{shown_path(Path(reports_dir) / 'pairs.csv')}`" if reports_dir is not None
+    pairs_src = (shown_path(Path(reports_dir) / 'pairs.csv') if reports_dir is not None
                  and (Path(reports_dir) / "pairs.csv").exists()
                  else f"sampled as the main analysis samples them ({n_pairs} at most, "
                  f"analysis seed {seed})")

@@ -394,8 +394,8 @@ def test_report_names_the_experiment_and_results_without_absolute_paths(
     assert _main(["slices", str(d / "results"), "--reports", str(tmp_path / "rel"),
                      "--main-reports", str(d / "reports")]) == 0
     text = (tmp_path / "rel" / "slices_report.md").read_text()
-    assert "| Results | `results` (experiment `tiny.toml`, 2 validation folds) |" in text
-    assert "`reports/pairs.csv`" in text
+    assert "| Results | results (experiment tiny.toml, 2 validation folds) |" in text
+    assert "| Pairs | reports/pairs.csv (scope all" in text
     assert str(d) not in text
 
 
