@@ -275,6 +275,9 @@ _TEX_ESCAPES = {
     "<": "\\textless{}",
     "|": "\\textbar{}",  # LaTeX's default font encoding (OT1) prints a bare | as an em dash
     ">": "\\textgreater{}",
+    # a line break of a name is a space: two would end the paragraph inside a tabular cell
+    "\n": " ",
+    "\r": " ",
 }
 
 

@@ -83,6 +83,18 @@ def test_a_bar_is_a_bar_in_latex():
     assert "a\\textbar{}b" in tex and "test of \\textbar{}x\\textbar{}" in tex
 
 
+def test_a_name_with_line_breaks_is_one_line_in_latex():
+    """A name read from a quoted CSV field can hold line breaks; an empty line inside a tabular
+    cell ends its paragraph and stops LaTeX ("Paragraph ended before ..."). A line break is a
+    space, as in Markdown."""
+    from dptune.report._table import Table, tex_escape
+
+    assert tex_escape("a\n\nb\r\nc") == "a  b  c"
+    block = simple_block(["Algorithm"], [["a\n\nb"]], [False])
+    tex = Table("breaks", "x", [block], pd.DataFrame({"Algorithm": ["a\n\nb"]})).to_latex()
+    assert "a  b" in tex and "\n\n" not in tex.split("\\begin{tabular}")[1]
+
+
 def test_a_zero_is_never_printed_negative():
     """A DP or interval end of -0.0 (or -1e-12, floating-point arithmetic's zero) was printed
     ``-0.000`` in Markdown and LaTeX, a negative DP no analysis can give."""
