@@ -181,7 +181,9 @@ _FOLDS = {
 @dataclass(frozen=True)
 class Methods:
     """The methods text of one analysis: ``paragraphs`` of plain text in which a citation is
-    written ``[@key]`` (a key of :data:`REFERENCES`), rendered per format."""
+    written ``[@key]`` (a key of :data:`REFERENCES`) and a name from the data is a span
+    (:func:`dptune.report._format.name_span`), rendered per format: escaped in Markdown,
+    as written in LaTeX (:func:`dptune.report._table.tex_escape` escapes every character)."""
 
     paragraphs: tuple[str, ...]
 
