@@ -14,6 +14,7 @@ from dptune.data._fetch import portable_path
 from dptune.report._format import (
     dp_text,
     floor_below,
+    name_span,
     ordered_metrics,
     shown_algorithm,
     shown_metric,
@@ -262,7 +263,7 @@ def _config_text(configs: Any, algorithm: str, config_id: int) -> str:
     row = cfg.loc[cfg["config_id"] == config_id]
     if row.empty:
         return f"config {config_id}"
-    params = ", ".join(f"{n}={shown_value(row.iloc[0][n])}"
+    params = ", ".join(f"{name_span(n)}={shown_value(row.iloc[0][n])}"
                        for n in configs.hyperparameters(algorithm))
     return f"config {config_id} ({params})"
 
